@@ -1,0 +1,199 @@
+// Package app wires the control plane together: configuration, Postgres, the admin REST API and console
+// on HTTP, the gRPC services (admin, snapshot watch, settlement) with reflection, and graceful shutdown.
+// Main is the whole program, so tests drive it exactly as the binary does.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/tollgate/tollgate/controlplane/config"
+	"github.com/tollgate/tollgate/controlplane/store"
+	"github.com/tollgate/tollgate/shared/metrics"
+	"github.com/tollgate/tollgate/shared/process"
+)
+
+const usage = `usage: controlplane <command> [flags]
+
+commands:
+  migrate   apply database migrations and exit
+  serve     migrate (unless -no-migrate) and serve admin REST, console and gRPC
+
+Run "controlplane <command> -h" for the command's flags.
+`
+
+// Main runs the control plane with args (without the program name).
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("missing command")
+	}
+	switch args[0] {
+	case "migrate":
+		return migrate(ctx, args[1:], stderr, getenv)
+	case "serve":
+		cfg, err := config.Load(args[1:], getenv, stderr)
+		if err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		log, err := process.NewLogger(stderr, cfg.LogLevel)
+		if err != nil {
+			return err
+		}
+		srv, err := New(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		return srv.Run(ctx)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+}
+
+func migrate(ctx context.Context, args []string, stderr io.Writer, getenv func(string) string) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := getenv("TOLLGATE_DATABASE_URL")
+	if def == "" {
+		def = "postgres://localhost:5432/tollgate"
+	}
+	dbURL := fs.String("database-url", def, "Postgres URL (TOLLGATE_DATABASE_URL)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, _ := process.NewLogger(stderr, "info")
+	pool, err := store.Open(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	applied, err := store.Migrate(ctx, pool)
+	if err != nil {
+		return err
+	}
+	log.Info("migrations applied", "applied", applied, "count", len(applied))
+	return nil
+}
+
+// Server is a control plane with its listeners bound, ready to Run.
+type Server struct {
+	Config  config.Config
+	Log     *slog.Logger
+	Pool    *pgxpool.Pool
+	Metrics *metrics.Registry
+	// Mux serves admin REST, the console and health on the HTTP listener.
+	Mux *http.ServeMux
+	// GRPC serves the admin, snapshot and settlement services with reflection.
+	GRPC *grpc.Server
+
+	httpLn, grpcLn net.Listener
+	health         *health.Server
+}
+
+// New opens the database, applies migrations unless told not to, binds both listeners and registers
+// every service. Nothing is served until Run.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
+	pool, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.NoMigrate {
+		applied, err := store.Migrate(ctx, pool)
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
+		log.Info("migrations applied", "count", len(applied))
+	}
+	s := &Server{Config: cfg, Log: log, Pool: pool, Metrics: metrics.NewRegistry(), Mux: http.NewServeMux()}
+	grpcOpts := []grpc.ServerOption{
+		// Data planes hold Watch streams open for hours: ping idle connections so dead peers are noticed
+		// and load balancers keep the connection, and allow clients to ping every 10 s.
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.MaxRecvMsgSize(64 << 20),
+		grpc.MaxSendMsgSize(256 << 20),
+	}
+	if cfg.TLSCertFile != "" {
+		creds, err := credentials.NewServerTLSFromFile(cfg.TLSCertFile, cfg.TLSKeyFile)
+		if err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("TOLLGATE_CP_TLS_CERT/KEY: %w", err)
+		}
+		grpcOpts = append(grpcOpts, grpc.Creds(creds))
+	}
+	s.GRPC = grpc.NewServer(grpcOpts...)
+	s.health = health.NewServer()
+	healthpb.RegisterHealthServer(s.GRPC, s.health)
+	reflection.Register(s.GRPC)
+
+	process.HealthHandlers(s.Mux, func(ctx context.Context) (map[string]any, error) {
+		if err := pool.Ping(ctx); err != nil {
+			return nil, fmt.Errorf("database: %w", err)
+		}
+		return nil, nil
+	})
+	s.Mux.Handle("GET /metrics", s.Metrics.Handler())
+
+	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("listen %s (TOLLGATE_CP_HTTP_ADDR): %w", cfg.HTTPAddr, err)
+	}
+	if s.grpcLn, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
+		s.httpLn.Close()
+		pool.Close()
+		return nil, fmt.Errorf("listen %s (TOLLGATE_CP_GRPC_ADDR): %w", cfg.GRPCAddr, err)
+	}
+	return s, nil
+}
+
+// HTTPAddr is the bound admin/console address.
+func (s *Server) HTTPAddr() string { return s.httpLn.Addr().String() }
+
+// GRPCAddr is the bound gRPC address.
+func (s *Server) GRPCAddr() string { return s.grpcLn.Addr().String() }
+
+// Run serves until ctx ends, then stops gracefully: HTTP finishes in-flight requests, gRPC drains
+// (streams are closed so data planes reconnect elsewhere), then the pool closes.
+func (s *Server) Run(ctx context.Context) error {
+	httpSrv := &http.Server{Handler: s.Mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn)}
+	grpcSrv := process.Server{
+		Name:  "grpc",
+		Serve: func() error { return s.GRPC.Serve(s.grpcLn) },
+		Stop: func(ctx context.Context) error {
+			s.health.Shutdown()
+			done := make(chan struct{})
+			go func() { s.GRPC.GracefulStop(); close(done) }()
+			select {
+			case <-done:
+				return nil
+			case <-ctx.Done():
+				s.GRPC.Stop()
+				return ctx.Err()
+			}
+		},
+	}
+	s.Log.Info("control plane listening", "http", s.HTTPAddr(), "grpc", s.GRPCAddr())
+	return process.Run(ctx, s.Log, s.Config.ShutdownTimeout,
+		[]process.Server{process.HTTPServer("http", httpSrv, s.httpLn), grpcSrv},
+		func(context.Context) error { s.Pool.Close(); return nil })
+}

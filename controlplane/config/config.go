@@ -1,0 +1,158 @@
+// Package config loads the control plane's configuration from flags with environment fallbacks
+// (DESIGN §11), applies defaults and validates it, naming the setting at fault.
+package config
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/tollgate/tollgate/shared/process"
+)
+
+// Config is the control plane's configuration.
+type Config struct {
+	DatabaseURL     string
+	AdminToken      string
+	SecretKey       []byte // 32 bytes (AES-256-GCM)
+	HTTPAddr        string
+	GRPCAddr        string
+	DPToken         string
+	TLSCertFile     string
+	TLSKeyFile      string
+	LogLevel        string
+	ShutdownTimeout time.Duration
+	NoMigrate       bool
+	// RebuildDebounce delays a snapshot rebuild after a change notification, coalescing bursts.
+	RebuildDebounce time.Duration
+	// RebuildInterval is the safety-net period at which the revision is re-checked without a notification.
+	RebuildInterval time.Duration
+}
+
+// Load parses args (without the program and subcommand names) with getenv as the fallback for every
+// setting, then validates. Output for -h goes to out.
+func Load(args []string, getenv func(string) string, out io.Writer) (Config, error) {
+	var c Config
+	var secret string
+	fs := flag.NewFlagSet("controlplane", flag.ContinueOnError)
+	fs.SetOutput(out)
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	fs.StringVar(&c.DatabaseURL, "database-url", env("TOLLGATE_DATABASE_URL", "postgres://localhost:5432/tollgate"), "Postgres URL (TOLLGATE_DATABASE_URL)")
+	fs.StringVar(&c.AdminToken, "admin-token", env("TOLLGATE_ADMIN_TOKEN", ""), "bootstrap admin bearer token (TOLLGATE_ADMIN_TOKEN)")
+	fs.StringVar(&secret, "secret-key", env("TOLLGATE_SECRET_KEY", ""), "32-byte key, hex or base64, encrypting credentials at rest (TOLLGATE_SECRET_KEY)")
+	fs.StringVar(&c.HTTPAddr, "http-addr", env("TOLLGATE_CP_HTTP_ADDR", ":8081"), "admin REST, console and health listen address (TOLLGATE_CP_HTTP_ADDR)")
+	fs.StringVar(&c.GRPCAddr, "grpc-addr", env("TOLLGATE_CP_GRPC_ADDR", ":9090"), "gRPC listen address (TOLLGATE_CP_GRPC_ADDR)")
+	fs.StringVar(&c.DPToken, "dp-token", env("TOLLGATE_DP_TOKEN", ""), "token data planes present on Watch and Settle (TOLLGATE_DP_TOKEN)")
+	fs.StringVar(&c.TLSCertFile, "tls-cert", env("TOLLGATE_CP_TLS_CERT", ""), "gRPC TLS certificate file (TOLLGATE_CP_TLS_CERT)")
+	fs.StringVar(&c.TLSKeyFile, "tls-key", env("TOLLGATE_CP_TLS_KEY", ""), "gRPC TLS key file (TOLLGATE_CP_TLS_KEY)")
+	fs.StringVar(&c.LogLevel, "log-level", env("TOLLGATE_LOG_LEVEL", "info"), "debug, info, warn or error (TOLLGATE_LOG_LEVEL)")
+	durVar(fs, &c.ShutdownTimeout, "shutdown-timeout", env("TOLLGATE_SHUTDOWN_TIMEOUT", "20s"), "graceful shutdown limit (TOLLGATE_SHUTDOWN_TIMEOUT)")
+	durVar(fs, &c.RebuildDebounce, "rebuild-debounce", env("TOLLGATE_REBUILD_DEBOUNCE", "50ms"), "snapshot rebuild debounce (TOLLGATE_REBUILD_DEBOUNCE)")
+	durVar(fs, &c.RebuildInterval, "rebuild-interval", env("TOLLGATE_REBUILD_INTERVAL", "5s"), "periodic revision check (TOLLGATE_REBUILD_INTERVAL)")
+	fs.BoolVar(&c.NoMigrate, "no-migrate", env("TOLLGATE_NO_MIGRATE", "") == "true", "do not apply migrations at start (TOLLGATE_NO_MIGRATE=true)")
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if secret != "" {
+		key, err := ParseSecretKey(secret)
+		if err != nil {
+			return Config{}, fmt.Errorf("TOLLGATE_SECRET_KEY (-secret-key): %w", err)
+		}
+		c.SecretKey = key
+	}
+	return c, c.Validate()
+}
+
+// ParseSecretKey decodes a 32-byte key given as 64 hex characters or base64.
+func ParseSecretKey(s string) ([]byte, error) {
+	if b, err := hex.DecodeString(s); err == nil && len(b) == 32 {
+		return b, nil
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil && len(b) == 32 {
+			return b, nil
+		}
+	}
+	return nil, errors.New("want 32 bytes as 64 hex characters or base64")
+}
+
+// Validate checks every setting and names the one at fault.
+func (c Config) Validate() error {
+	var errs []error
+	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		errs = append(errs, fmt.Errorf("TOLLGATE_DATABASE_URL (-database-url): want a postgres:// URL, got %q", c.DatabaseURL))
+	}
+	if c.AdminToken == "" {
+		errs = append(errs, errors.New("TOLLGATE_ADMIN_TOKEN (-admin-token): required"))
+	} else if len(c.AdminToken) < 16 {
+		errs = append(errs, errors.New("TOLLGATE_ADMIN_TOKEN (-admin-token): must be at least 16 characters"))
+	}
+	if len(c.SecretKey) != 32 {
+		errs = append(errs, errors.New("TOLLGATE_SECRET_KEY (-secret-key): required, 32 bytes as 64 hex characters or base64"))
+	}
+	if c.DPToken == "" {
+		errs = append(errs, errors.New("TOLLGATE_DP_TOKEN (-dp-token): required"))
+	} else if len(c.DPToken) < 16 {
+		errs = append(errs, errors.New("TOLLGATE_DP_TOKEN (-dp-token): must be at least 16 characters"))
+	}
+	for name, addr := range map[string]string{"TOLLGATE_CP_HTTP_ADDR (-http-addr)": c.HTTPAddr, "TOLLGATE_CP_GRPC_ADDR (-grpc-addr)": c.GRPCAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		errs = append(errs, errors.New("TOLLGATE_CP_TLS_CERT and TOLLGATE_CP_TLS_KEY: set both or neither"))
+	}
+	if err := process.ParseLevel(c.LogLevel); err != nil {
+		errs = append(errs, fmt.Errorf("TOLLGATE_LOG_LEVEL (-log-level): %w", err))
+	}
+	if c.ShutdownTimeout <= 0 {
+		errs = append(errs, errors.New("TOLLGATE_SHUTDOWN_TIMEOUT (-shutdown-timeout): must be positive"))
+	}
+	if c.RebuildDebounce < 0 || c.RebuildInterval <= 0 {
+		errs = append(errs, errors.New("TOLLGATE_REBUILD_DEBOUNCE / TOLLGATE_REBUILD_INTERVAL: debounce must be >= 0, interval > 0"))
+	}
+	return errors.Join(errs...)
+}
+
+type durationValue struct{ d *time.Duration }
+
+func (v durationValue) String() string {
+	if v.d == nil {
+		return ""
+	}
+	return v.d.String()
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
+}
+
+func durVar(fs *flag.FlagSet, d *time.Duration, name, def, usage string) {
+	v := durationValue{d}
+	if err := v.Set(def); err != nil {
+		// A malformed environment value is reported by Parse-time validation below.
+		*d = -1
+	}
+	fs.Var(v, name, usage)
+}

@@ -1,0 +1,58 @@
+package config
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+var goodEnv = map[string]string{
+	"TOLLGATE_DATABASE_URL": "postgres://127.0.0.1:5432/tollgate",
+	"TOLLGATE_ADMIN_TOKEN":  "admin-token-0123456789",
+	"TOLLGATE_SECRET_KEY":   strings.Repeat("ab", 32),
+	"TOLLGATE_DP_TOKEN":     "dp-token-0123456789",
+}
+
+func TestLoadFromEnvAndFlags(t *testing.T) {
+	c, err := Load([]string{"-http-addr", "127.0.0.1:18081"}, envOf(goodEnv), io.Discard)
+	if err != nil {
+		t.Fatalf("Load = %v", err)
+	}
+	if c.HTTPAddr != "127.0.0.1:18081" || c.GRPCAddr != ":9090" || c.ShutdownTimeout != 20*time.Second || len(c.SecretKey) != 32 {
+		t.Fatalf("Load = %+v", c)
+	}
+}
+
+func TestLoadRejectsBadSettingsByName(t *testing.T) {
+	tests := []struct {
+		name     string
+		override map[string]string
+		want     string
+	}{
+		{"missing admin token", map[string]string{"TOLLGATE_ADMIN_TOKEN": ""}, "TOLLGATE_ADMIN_TOKEN"},
+		{"short secret", map[string]string{"TOLLGATE_SECRET_KEY": "abcd"}, "TOLLGATE_SECRET_KEY"},
+		{"bad db url", map[string]string{"TOLLGATE_DATABASE_URL": "mysql://x"}, "TOLLGATE_DATABASE_URL"},
+		{"bad addr", map[string]string{"TOLLGATE_CP_HTTP_ADDR": "nope"}, "TOLLGATE_CP_HTTP_ADDR"},
+		{"missing dp token", map[string]string{"TOLLGATE_DP_TOKEN": ""}, "TOLLGATE_DP_TOKEN"},
+		{"bad level", map[string]string{"TOLLGATE_LOG_LEVEL": "loud"}, "TOLLGATE_LOG_LEVEL"},
+		{"bad duration", map[string]string{"TOLLGATE_SHUTDOWN_TIMEOUT": "soon"}, "TOLLGATE_SHUTDOWN_TIMEOUT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{}
+			for k, v := range goodEnv {
+				env[k] = v
+			}
+			for k, v := range tt.override {
+				env[k] = v
+			}
+			_, err := Load(nil, envOf(env), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Load = %v, want an error naming %s", err, tt.want)
+			}
+		})
+	}
+}

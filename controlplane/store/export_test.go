@@ -1,0 +1,4 @@
+package store
+
+// InterpretErrorForTest exposes interpretError to the external test package.
+var InterpretErrorForTest = interpretError

@@ -1,0 +1,21 @@
+// Command dataplane runs a Tollgate data plane; see dataplane/app.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/tollgate/tollgate/dataplane/app"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := app.Main(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "dataplane:", err)
+		os.Exit(1)
+	}
+}

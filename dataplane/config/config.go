@@ -1,0 +1,162 @@
+// Package config loads the data plane's configuration from flags with environment fallbacks
+// (DESIGN §11), applies defaults and validates it, naming the setting at fault.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tollgate/tollgate/shared/process"
+)
+
+// Config is the data plane's configuration.
+type Config struct {
+	RedisURL string
+	// RedisKeyPrefix namespaces every Redis key this process writes (empty in production; tests set a
+	// unique prefix so parallel tests share one server safely).
+	RedisKeyPrefix string
+	HTTPAddr       string
+	CPEndpoints    []string
+	DPToken        string
+	NodeID         string
+	// CPCAFile enables TLS to the control plane, trusting this CA bundle.
+	CPCAFile        string
+	LogLevel        string
+	ShutdownTimeout time.Duration
+	// MaxBodyBytes bounds inbound request bodies (413 beyond).
+	MaxBodyBytes int64
+	// KeepaliveInterval is the keepalive period of streams synthesised from a buffered upstream.
+	KeepaliveInterval time.Duration
+	// UpstreamConnectTimeout bounds dialing an upstream; UpstreamIdleTimeout closes idle pooled connections.
+	UpstreamConnectTimeout time.Duration
+	UpstreamIdleTimeout    time.Duration
+	// UpstreamResponseTimeout bounds waiting for an upstream's response headers (504 beyond).
+	UpstreamResponseTimeout time.Duration
+	// CredentialCooldown is how long a failing credential is skipped.
+	CredentialCooldown time.Duration
+}
+
+// Load parses args with getenv as the fallback for every setting, then validates.
+func Load(args []string, getenv func(string) string, out io.Writer) (Config, error) {
+	var c Config
+	var endpoints, maxBody string
+	fs := flag.NewFlagSet("dataplane", flag.ContinueOnError)
+	fs.SetOutput(out)
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	host, _ := os.Hostname()
+	fs.StringVar(&c.RedisURL, "redis-url", env("TOLLGATE_REDIS_URL", "redis://localhost:6379/0"), "Redis URL (TOLLGATE_REDIS_URL)")
+	fs.StringVar(&c.RedisKeyPrefix, "redis-key-prefix", env("TOLLGATE_REDIS_KEY_PREFIX", ""), "prefix of every Redis key (TOLLGATE_REDIS_KEY_PREFIX)")
+	fs.StringVar(&c.HTTPAddr, "http-addr", env("TOLLGATE_DP_HTTP_ADDR", ":8080"), "client API listen address (TOLLGATE_DP_HTTP_ADDR)")
+	fs.StringVar(&endpoints, "cp-endpoints", env("TOLLGATE_CP_ENDPOINTS", "localhost:9090"), "comma-separated control-plane gRPC addresses (TOLLGATE_CP_ENDPOINTS)")
+	fs.StringVar(&c.DPToken, "dp-token", env("TOLLGATE_DP_TOKEN", ""), "token presented to the control plane (TOLLGATE_DP_TOKEN)")
+	fs.StringVar(&c.NodeID, "node-id", env("TOLLGATE_NODE_ID", host), "this data plane's name in logs and metrics (TOLLGATE_NODE_ID)")
+	fs.StringVar(&c.CPCAFile, "cp-ca-file", env("TOLLGATE_CP_CA_FILE", ""), "CA bundle enabling TLS to the control plane (TOLLGATE_CP_CA_FILE)")
+	fs.StringVar(&c.LogLevel, "log-level", env("TOLLGATE_LOG_LEVEL", "info"), "debug, info, warn or error (TOLLGATE_LOG_LEVEL)")
+	fs.StringVar(&maxBody, "max-body-bytes", env("TOLLGATE_MAX_BODY_BYTES", "33554432"), "largest accepted request body (TOLLGATE_MAX_BODY_BYTES)")
+	durVar(fs, &c.ShutdownTimeout, "shutdown-timeout", env("TOLLGATE_SHUTDOWN_TIMEOUT", "30s"), "graceful shutdown limit (TOLLGATE_SHUTDOWN_TIMEOUT)")
+	durVar(fs, &c.KeepaliveInterval, "keepalive-interval", env("TOLLGATE_KEEPALIVE_INTERVAL", "15s"), "synthesised-stream keepalive period (TOLLGATE_KEEPALIVE_INTERVAL)")
+	durVar(fs, &c.UpstreamConnectTimeout, "upstream-connect-timeout", env("TOLLGATE_UPSTREAM_CONNECT_TIMEOUT", "10s"), "upstream dial timeout (TOLLGATE_UPSTREAM_CONNECT_TIMEOUT)")
+	durVar(fs, &c.UpstreamIdleTimeout, "upstream-idle-timeout", env("TOLLGATE_UPSTREAM_IDLE_TIMEOUT", "90s"), "idle pooled upstream connection lifetime (TOLLGATE_UPSTREAM_IDLE_TIMEOUT)")
+	durVar(fs, &c.UpstreamResponseTimeout, "upstream-response-timeout", env("TOLLGATE_UPSTREAM_RESPONSE_TIMEOUT", "10m"), "wait for upstream response headers (TOLLGATE_UPSTREAM_RESPONSE_TIMEOUT)")
+	durVar(fs, &c.CredentialCooldown, "credential-cooldown", env("TOLLGATE_CREDENTIAL_COOLDOWN", "30s"), "skip a failing credential for this long (TOLLGATE_CREDENTIAL_COOLDOWN)")
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	for _, e := range strings.Split(endpoints, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			c.CPEndpoints = append(c.CPEndpoints, e)
+		}
+	}
+	n, err := strconv.ParseInt(maxBody, 10, 64)
+	if err != nil {
+		return Config{}, fmt.Errorf("TOLLGATE_MAX_BODY_BYTES (-max-body-bytes): %w", err)
+	}
+	c.MaxBodyBytes = n
+	return c, c.Validate()
+}
+
+// Validate checks every setting and names the one at fault.
+func (c Config) Validate() error {
+	var errs []error
+	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+		errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_URL (-redis-url): want a redis:// URL, got %q", c.RedisURL))
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		errs = append(errs, fmt.Errorf("TOLLGATE_DP_HTTP_ADDR (-http-addr): %w", err))
+	}
+	if len(c.CPEndpoints) == 0 {
+		errs = append(errs, errors.New("TOLLGATE_CP_ENDPOINTS (-cp-endpoints): at least one address required"))
+	}
+	for _, e := range c.CPEndpoints {
+		if _, _, err := net.SplitHostPort(e); err != nil {
+			errs = append(errs, fmt.Errorf("TOLLGATE_CP_ENDPOINTS (-cp-endpoints): %q: %w", e, err))
+		}
+	}
+	if c.DPToken == "" {
+		errs = append(errs, errors.New("TOLLGATE_DP_TOKEN (-dp-token): required"))
+	}
+	if c.NodeID == "" {
+		errs = append(errs, errors.New("TOLLGATE_NODE_ID (-node-id): required"))
+	}
+	if err := process.ParseLevel(c.LogLevel); err != nil {
+		errs = append(errs, fmt.Errorf("TOLLGATE_LOG_LEVEL (-log-level): %w", err))
+	}
+	if c.MaxBodyBytes <= 0 {
+		errs = append(errs, errors.New("TOLLGATE_MAX_BODY_BYTES (-max-body-bytes): must be positive"))
+	}
+	for name, d := range map[string]time.Duration{
+		"TOLLGATE_SHUTDOWN_TIMEOUT (-shutdown-timeout)":                   c.ShutdownTimeout,
+		"TOLLGATE_KEEPALIVE_INTERVAL (-keepalive-interval)":               c.KeepaliveInterval,
+		"TOLLGATE_UPSTREAM_CONNECT_TIMEOUT (-upstream-connect-timeout)":   c.UpstreamConnectTimeout,
+		"TOLLGATE_UPSTREAM_IDLE_TIMEOUT (-upstream-idle-timeout)":         c.UpstreamIdleTimeout,
+		"TOLLGATE_UPSTREAM_RESPONSE_TIMEOUT (-upstream-response-timeout)": c.UpstreamResponseTimeout,
+		"TOLLGATE_CREDENTIAL_COOLDOWN (-credential-cooldown)":             c.CredentialCooldown,
+	} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be a positive duration", name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+type durationValue struct{ d *time.Duration }
+
+func (v durationValue) String() string {
+	if v.d == nil {
+		return ""
+	}
+	return v.d.String()
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
+}
+
+func durVar(fs *flag.FlagSet, d *time.Duration, name, def, usage string) {
+	v := durationValue{d}
+	if err := v.Set(def); err != nil {
+		*d = -1 // reported by Validate
+	}
+	fs.Var(v, name, usage)
+}

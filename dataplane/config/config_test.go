@@ -1,0 +1,46 @@
+package config
+
+import (
+	"io"
+	"strings"
+	"testing"
+)
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadDefaultsAndEndpoints(t *testing.T) {
+	c, err := Load([]string{"-node-id", "dp-1"}, envOf(map[string]string{
+		"TOLLGATE_DP_TOKEN":       "tok",
+		"TOLLGATE_CP_ENDPOINTS":   "127.0.0.1:9090, 127.0.0.1:9091",
+		"TOLLGATE_DP_HTTP_ADDR":   "127.0.0.1:0",
+		"TOLLGATE_MAX_BODY_BYTES": "1024",
+	}), io.Discard)
+	if err != nil {
+		t.Fatalf("Load = %v", err)
+	}
+	if len(c.CPEndpoints) != 2 || c.CPEndpoints[1] != "127.0.0.1:9091" || c.MaxBodyBytes != 1024 || c.NodeID != "dp-1" {
+		t.Fatalf("Load = %+v", c)
+	}
+}
+
+func TestLoadRejectsBadSettingsByName(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"no token", map[string]string{}, "TOLLGATE_DP_TOKEN"},
+		{"bad redis", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_REDIS_URL": "http://x"}, "TOLLGATE_REDIS_URL"},
+		{"bad endpoint", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_CP_ENDPOINTS": "nohost"}, "TOLLGATE_CP_ENDPOINTS"},
+		{"bad body limit", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_MAX_BODY_BYTES": "lots"}, "TOLLGATE_MAX_BODY_BYTES"},
+		{"bad keepalive", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_KEEPALIVE_INTERVAL": "0s"}, "TOLLGATE_KEEPALIVE_INTERVAL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(nil, envOf(tt.env), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Load = %v, want an error naming %s", err, tt.want)
+			}
+		})
+	}
+}
