@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -107,6 +108,28 @@ type Server struct {
 
 	httpLn, grpcLn net.Listener
 	health         *health.Server
+	// authorizers maps a gRPC service's method prefix ("/pkg.Service/") to its credential check.
+	authorizers map[string]Authorizer
+}
+
+// Authorizer checks the credentials of one gRPC call (from its incoming metadata). It returns a gRPC
+// status error (codes.Unauthenticated / PermissionDenied) to refuse.
+type Authorizer func(ctx context.Context, fullMethod string) error
+
+// AuthorizeService installs the credential check for every method of a gRPC service, named by its full
+// name (e.g. "tollgate.admin.v1.AdminService"). Each service registers its own check here when it is
+// registered in New; services without one (reflection, health) are open. Call before Run.
+func (s *Server) AuthorizeService(service string, a Authorizer) {
+	s.authorizers["/"+service+"/"] = a
+}
+
+func (s *Server) authorize(ctx context.Context, fullMethod string) error {
+	for prefix, a := range s.authorizers {
+		if strings.HasPrefix(fullMethod, prefix) {
+			return a(ctx, fullMethod)
+		}
+	}
+	return nil
 }
 
 // New opens the database, applies migrations unless told not to, binds both listeners and registers
@@ -124,8 +147,21 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		}
 		log.Info("migrations applied", "count", len(applied))
 	}
-	s := &Server{Config: cfg, Log: log, Pool: pool, Metrics: metrics.NewRegistry(), Mux: http.NewServeMux()}
+	s := &Server{Config: cfg, Log: log, Pool: pool, Metrics: metrics.NewRegistry(), Mux: http.NewServeMux(),
+		authorizers: map[string]Authorizer{}}
 	grpcOpts := []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if err := s.authorize(ctx, info.FullMethod); err != nil {
+				return nil, err
+			}
+			return h(ctx, req)
+		}),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			if err := s.authorize(ss.Context(), info.FullMethod); err != nil {
+				return err
+			}
+			return h(srv, ss)
+		}),
 		// Data planes hold Watch streams open for hours: ping idle connections so dead peers are noticed
 		// and load balancers keep the connection, and allow clients to ping every 10 s.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
@@ -145,6 +181,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.GRPC, s.health)
 	reflection.Register(s.GRPC)
+	// Services register here, each with its authorizer (s.AuthorizeService):
 
 	process.HealthHandlers(s.Mux, func(ctx context.Context) (map[string]any, error) {
 		if err := pool.Ping(ctx); err != nil {
