@@ -1,0 +1,107 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/dataplane/config"
+	"github.com/tollgate/tollgate/shared/process"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestMainRefusesBadConfigNamingTheSetting(t *testing.T) {
+	env := func(k string) string {
+		if k == "TOLLGATE_REDIS_URL" {
+			return "memcached://x"
+		}
+		return "" // also no TOLLGATE_DP_TOKEN
+	}
+	err := Main(context.Background(), []string{"serve"}, io.Discard, io.Discard, env)
+	if err == nil || !strings.Contains(err.Error(), "TOLLGATE_REDIS_URL") || !strings.Contains(err.Error(), "TOLLGATE_DP_TOKEN") {
+		t.Fatalf("Main(serve) = %v, want errors naming TOLLGATE_REDIS_URL and TOLLGATE_DP_TOKEN", err)
+	}
+}
+
+// TestNotReadyWithoutSnapshotAndGracefulStop: with no control plane reachable the data plane is alive
+// (/healthz) but not ready (/readyz 503), and it stops cleanly on cancel.
+func TestNotReadyWithoutSnapshotAndGracefulStop(t *testing.T) {
+	// An address nothing listens on: the control plane is away.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadCP := ln.Addr().String()
+	ln.Close()
+	env := map[string]string{
+		"TOLLGATE_DP_TOKEN":         "dp-token-for-tests-0123",
+		"TOLLGATE_DP_HTTP_ADDR":     "127.0.0.1:0",
+		"TOLLGATE_CP_ENDPOINTS":     deadCP,
+		"TOLLGATE_REDIS_URL":        "redis://127.0.0.1:6379/0",
+		"TOLLGATE_REDIS_KEY_PREFIX": "t-app-" + t.Name() + ":",
+		"TOLLGATE_NODE_ID":          "dp-test",
+	}
+	cfg, err := config.Load(nil, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	log, _ := process.NewLogger(&logs, "info")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := New(ctx, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Run(ctx) }()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + srv.Addr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz = %d %s", code, body)
+	}
+	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "snapshot") {
+		t.Fatalf("/readyz without a snapshot = %d %s, want 503 naming the snapshot", code, body)
+	}
+	if code, _ := get("/metrics"); code != http.StatusOK {
+		t.Fatalf("/metrics = %d", code)
+	}
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("Run after cancel = %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not stop after cancel")
+	}
+}
