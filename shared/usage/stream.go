@@ -1,0 +1,322 @@
+package usage
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+// Accumulator collects usage from a stream, one event at a time. Stream usage is cumulative:
+// every accumulator keeps the latest value of each field and never adds events together.
+// Accumulators are not safe for concurrent use; one belongs to one stream.
+type Accumulator interface {
+	// ObserveHeader records the upstream response header (only gamma reads it: x-gamma-service-tier).
+	ObserveHeader(h http.Header)
+	// Observe takes one SSE event's data payload, or one element of a gamma JSON-array stream.
+	// "[DONE]", blank payloads and events without usage are accepted and ignored; a payload that
+	// is not JSON returns an error and leaves the accumulated usage unchanged.
+	Observe(data []byte) error
+	// Result returns the usage so far; found is false while no event carried a usage object.
+	Result() (Usage, bool)
+}
+
+// NewStreamAccumulator returns the accumulator for an inbound or upstream kind and operation:
+// generation kinds by kind; family kind alpha with create_image/edit_image → the image stream.
+// It returns nil for a combination that has no streamed usage.
+func NewStreamAccumulator(kind vocab.Kind, op vocab.Operation) Accumulator {
+	switch kind {
+	case vocab.KindAlphaChatCompletions:
+		return &AlphaChatStream{}
+	case vocab.KindAlphaResponses:
+		return &AlphaResponsesStream{}
+	case vocab.KindBetaMessages:
+		return &BetaStream{}
+	case vocab.KindGammaGenerateContent:
+		return &GammaStream{}
+	case vocab.KindAlpha:
+		if op == vocab.OpCreateImage || op == vocab.OpEditImage {
+			return &AlphaImageStream{}
+		}
+	}
+	return nil
+}
+
+// FromBody extracts usage from a non-streaming response body of the given kind and operation,
+// dispatching to the FromX functions. Operations that are not billed (models, count_tokens,
+// compact, conversations) and unknown combinations return found=false and no error.
+func FromBody(kind vocab.Kind, op vocab.Operation, body []byte, hdr http.Header) (Usage, bool, error) {
+	switch kind.Family() {
+	case vocab.KindAlpha:
+		switch {
+		case kind == vocab.KindAlphaChatCompletions:
+			return FromAlphaChat(body)
+		case kind == vocab.KindAlphaResponses:
+			return FromAlphaResponses(body)
+		case op == vocab.OpCreateImage || op == vocab.OpEditImage:
+			return FromAlphaImage(body)
+		case op == vocab.OpCreateEmbedding:
+			return FromAlphaEmbedding(body)
+		case op == vocab.OpRerank:
+			return FromRerank(body)
+		}
+	case vocab.KindBeta:
+		if kind == vocab.KindBetaMessages {
+			return FromBeta(body)
+		}
+	case vocab.KindGamma:
+		switch {
+		case kind == vocab.KindGammaGenerateContent:
+			return FromGamma(body, hdr)
+		case op == vocab.OpCreateEmbedding:
+			return FromGammaEmbedding(body, hdr)
+		}
+	}
+	return Usage{}, false, nil
+}
+
+// skip reports whether data is a payload that never carries usage: blank, an SSE comment
+// remnant, or the alpha "[DONE]" sentinel.
+func skip(data []byte) bool {
+	data = bytes.TrimSpace(data)
+	return len(data) == 0 || bytes.Equal(data, []byte("[DONE]"))
+}
+
+var (
+	keyUsage       = []byte(`"usage"`)
+	keyServiceTier = []byte(`"service_tier"`)
+)
+
+// mayCarry is a cheap prefilter: a payload that mentions none of the keys cannot carry usage or
+// a tier, so it is not decoded. A false positive only costs a decode.
+func mayCarry(data []byte, keys ...[]byte) bool {
+	for _, k := range keys {
+		if bytes.Contains(data, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// streamError wraps a payload error with the dialect.
+func streamError(what string, err error) error {
+	return fmt.Errorf("decode %s stream event: %w", what, err)
+}
+
+var (
+	usageTierKeys = []string{"usage", "service_tier"}
+	responseKeys  = []string{"response"}
+	betaKeys      = []string{"message", "usage"}
+	gammaKeys     = []string{"usageMetadata"}
+)
+
+// observeAlpha reads the top-level usage and service_tier of an alpha payload (a chat chunk, a
+// responses response object, an image event) into f.
+func observeAlpha(f *alphaFields, data []byte, what string) (found bool, err error) {
+	var vals [2][]byte
+	if err := objectFields(data, usageTierKeys, vals[:]); err != nil {
+		return false, streamError(what, err)
+	}
+	if isNull(vals[0]) {
+		f.topTier.mergeRaw(vals[1])
+		return false, nil
+	}
+	u := new(alphaUsageJSON)
+	if _, err := decodeObject(vals[0], u); err != nil {
+		return false, streamError(what, err)
+	}
+	f.topTier.mergeRaw(vals[1])
+	f.mergeUsage(u)
+	return true, nil
+}
+
+// AlphaChatStream accumulates alpha_chat_completions chunks: the final usage chunk (sent with
+// stream_options.include_usage) and the top-level service_tier of every chunk.
+type AlphaChatStream struct {
+	f     alphaFields
+	found bool
+}
+
+// ObserveHeader implements Accumulator; alpha reports its tier in the body.
+func (s *AlphaChatStream) ObserveHeader(http.Header) {}
+
+// Observe implements Accumulator.
+func (s *AlphaChatStream) Observe(data []byte) error {
+	if skip(data) || !mayCarry(data, keyUsage, keyServiceTier) {
+		return nil
+	}
+	found, err := observeAlpha(&s.f, data, "alpha chat")
+	s.found = s.found || found
+	return err
+}
+
+// Result implements Accumulator.
+func (s *AlphaChatStream) Result() (Usage, bool) { return s.f.generation(false), s.found }
+
+// AlphaResponsesStream accumulates alpha_responses events: usage and service_tier of the
+// response object carried by response.* events (usage arrives on the terminal
+// response.completed|incomplete|failed event).
+type AlphaResponsesStream struct {
+	f     alphaFields
+	found bool
+}
+
+// ObserveHeader implements Accumulator; alpha reports its tier in the body.
+func (s *AlphaResponsesStream) ObserveHeader(http.Header) {}
+
+// Observe implements Accumulator.
+func (s *AlphaResponsesStream) Observe(data []byte) error {
+	if skip(data) || !mayCarry(data, keyUsage, keyServiceTier) {
+		return nil
+	}
+	var resp [1][]byte
+	if err := objectFields(data, responseKeys, resp[:]); err != nil {
+		return streamError("alpha responses", err)
+	}
+	if isNull(resp[0]) {
+		return nil
+	}
+	found, err := observeAlpha(&s.f, resp[0], "alpha responses")
+	s.found = s.found || found
+	return err
+}
+
+// Result implements Accumulator.
+func (s *AlphaResponsesStream) Result() (Usage, bool) { return s.f.generation(false), s.found }
+
+// AlphaImageStream accumulates a streamed alpha image generation/edit: usage arrives on
+// image_generation.completed / image_edit.completed. Output tokens are image output unless
+// output_tokens_details.image_tokens gives the subset.
+type AlphaImageStream struct {
+	f     alphaFields
+	found bool
+}
+
+// ObserveHeader implements Accumulator; alpha reports its tier in the body.
+func (s *AlphaImageStream) ObserveHeader(http.Header) {}
+
+// Observe implements Accumulator.
+func (s *AlphaImageStream) Observe(data []byte) error {
+	if skip(data) || !mayCarry(data, keyUsage, keyServiceTier) {
+		return nil
+	}
+	found, err := observeAlpha(&s.f, data, "alpha image")
+	s.found = s.found || found
+	return err
+}
+
+// Result implements Accumulator.
+func (s *AlphaImageStream) Result() (Usage, bool) { return s.f.generation(true), s.found }
+
+// BetaStream accumulates beta_messages events: message_start.message.usage, then each
+// message_delta.usage (cumulative; the latest value per field wins).
+type BetaStream struct {
+	f     betaFields
+	found bool
+}
+
+// ObserveHeader implements Accumulator; beta reports its tier in the body.
+func (s *BetaStream) ObserveHeader(http.Header) {}
+
+// Observe implements Accumulator.
+func (s *BetaStream) Observe(data []byte) error {
+	if skip(data) || !mayCarry(data, keyUsage, keyServiceTier) {
+		return nil
+	}
+	var vals [2][]byte
+	if err := objectFields(data, betaKeys, vals[:]); err != nil {
+		return streamError("beta", err)
+	}
+	// Decode everything before merging anything, so a bad event changes nothing.
+	var msg [2][]byte
+	var mu, du betaUsageJSON
+	var mok, dok bool
+	if !isNull(vals[0]) {
+		if err := objectFields(vals[0], usageTierKeys, msg[:]); err != nil {
+			return streamError("beta", err)
+		}
+		var err error
+		if mok, err = decodeObject(msg[0], &mu); err != nil {
+			return streamError("beta", err)
+		}
+	}
+	dok, err := decodeObject(vals[1], &du)
+	if err != nil {
+		return streamError("beta", err)
+	}
+	s.f.topTier.mergeRaw(msg[1])
+	if mok {
+		s.f.mergeUsage(&mu)
+	}
+	if dok {
+		s.f.mergeUsage(&du)
+	}
+	s.found = s.found || mok || dok
+	return nil
+}
+
+// Result implements Accumulator.
+func (s *BetaStream) Result() (Usage, bool) { return s.f.usage(), s.found }
+
+// GammaStream accumulates gamma streamGenerateContent chunks (SSE data payloads or JSON-array
+// elements): usageMetadata snapshots (latest per field) and the x-gamma-service-tier header.
+type GammaStream struct {
+	f     gammaFields
+	found bool
+}
+
+var keyUsageMetadata = []byte(`"usageMetadata"`)
+
+// ObserveHeader implements Accumulator: x-gamma-service-tier is the reported tier.
+func (s *GammaStream) ObserveHeader(h http.Header) { s.f.observeHeader(h) }
+
+// Observe implements Accumulator.
+func (s *GammaStream) Observe(data []byte) error {
+	if skip(data) || !mayCarry(data, keyUsageMetadata) {
+		return nil
+	}
+	var vals [1][]byte
+	if err := objectFields(data, gammaKeys, vals[:]); err != nil {
+		return streamError("gamma", err)
+	}
+	if isNull(vals[0]) {
+		return nil
+	}
+	var u gammaUsageJSON
+	if err := decodeGammaUsage(vals[0], &u); err != nil {
+		return streamError("gamma", err)
+	}
+	s.f.mergeUsage(&u)
+	s.found = true
+	return nil
+}
+
+// Result implements Accumulator.
+func (s *GammaStream) Result() (Usage, bool) { return s.f.usage(), s.found }
+
+var requestTierKeys = []string{"speed", "service_tier", "serviceTier"}
+
+// RequestedTier returns the service tier a request body asks for (used by quota admission),
+// cleaned like CleanTier, or "" when it names none or is not a JSON object. Precedence: a
+// non-standard speed ("fast") wins, then service_tier, then serviceTier, then a standard speed.
+// Only top-level fields count; the body is scanned once without decoding other values, so large
+// bodies (inline images) stay cheap.
+func RequestedTier(body []byte) string {
+	if !mayCarry(body, []byte(`"speed"`), keyServiceTier, []byte(`"serviceTier"`)) {
+		return ""
+	}
+	var vals [3][]byte
+	if err := objectFields(body, requestTierKeys, vals[:]); err != nil {
+		return ""
+	}
+	var speed, snake, camel tierName
+	speed.mergeRaw(vals[0])
+	snake.mergeRaw(vals[1])
+	camel.mergeRaw(vals[2])
+	top := snake.s
+	if top == "" {
+		top = camel.s
+	}
+	return pickTier(speed.s, top, "")
+}

@@ -1,0 +1,459 @@
+package usage
+
+import (
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+// Fixtures are the examples of docs/dialects.md (§1.3–1.11, §2.3–2.4, §3.3–3.4), plus variants.
+const (
+	alphaChatBody = `{"id": "chatcmpl-123", "object": "chat.completion", "created": 1760000000,
+ "model": "m-1-2025-01-01", "service_tier": "default", "system_fingerprint": "fp_x",
+ "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": null,
+   "message": {"role": "assistant", "content": null, "refusal": null, "tool_calls": [{"id": "call_abc",
+     "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}}]}}],
+ "usage": {"prompt_tokens": 1200, "completion_tokens": 300, "total_tokens": 1500,
+   "prompt_tokens_details": {"cached_tokens": 1024, "audio_tokens": 0, "image_tokens": 85, "text_tokens": 1115},
+   "completion_tokens_details": {"reasoning_tokens": 256, "audio_tokens": 0, "text_tokens": 44,
+     "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}}}`
+
+	alphaResponsesBody = `{"id": "resp_123", "object": "response", "created_at": 1760000000, "status": "completed",
+ "model": "m-1-2025-01-01", "service_tier": "flex", "error": null, "incomplete_details": null,
+ "output": [{"type": "reasoning", "id": "rs_1", "summary": []},
+   {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+    "content": [{"type": "output_text", "text": "4 C and cloudy.", "annotations": []}]}],
+ "usage": {"input_tokens": 1200, "input_tokens_details": {"cached_tokens": 1024, "cache_write_tokens": 0},
+   "output_tokens": 300, "output_tokens_details": {"reasoning_tokens": 256}, "total_tokens": 1500}}`
+
+	alphaImageBody = `{"created": 1760000000, "background": "opaque", "output_format": "png", "quality": "high", "size": "1024x1024",
+ "data": [{"b64_json": "iVBOR...", "revised_prompt": null}],
+ "usage": {"input_tokens": 50, "input_tokens_details": {"text_tokens": 40, "image_tokens": 10},
+   "output_tokens": 4160, "output_tokens_details": {"text_tokens": 0, "image_tokens": 4160}, "total_tokens": 4210}}`
+
+	alphaEmbeddingBody = `{"object": "list", "model": "emb-1",
+ "data": [{"object": "embedding", "index": 0, "embedding": [0.0123, -0.0456]}],
+ "usage": {"prompt_tokens": 8, "total_tokens": 8}}`
+
+	rerankBody = `{"id": "rerank-1", "model": "rr-1", "usage": {"total_tokens": 23},
+ "results": [{"index": 0, "relevance_score": 0.97, "document": {"text": "Paris is the capital."}}]}`
+
+	betaBody = `{"id": "msg_01X", "type": "message", "role": "assistant", "model": "b-1-20250101",
+ "content": [{"type": "thinking", "thinking": "...", "signature": "EqQB..."},
+   {"type": "text", "text": "Checking."},
+   {"type": "tool_use", "id": "toolu_01A", "name": "get_weather", "input": {"city": "Oslo"}}],
+ "stop_reason": "tool_use", "stop_sequence": null,
+ "usage": {"input_tokens": 176, "cache_creation_input_tokens": 1024, "cache_read_input_tokens": 2048,
+   "cache_creation": {"ephemeral_5m_input_tokens": 1024, "ephemeral_1h_input_tokens": 0},
+   "output_tokens": 300, "output_tokens_details": {"thinking_tokens": 256},
+   "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+   "service_tier": "standard", "inference_geo": "us"}}`
+
+	gammaBody = `{"candidates": [{"content": {"role": "model", "parts": [{"text": "4 C and cloudy."}]},
+   "finishReason": "STOP", "index": 0,
+   "safetyRatings": [{"category": "HARM_CATEGORY_HARASSMENT", "probability": "NEGLIGIBLE"}]}],
+ "usageMetadata": {"promptTokenCount": 1200, "cachedContentTokenCount": 1024, "candidatesTokenCount": 44,
+   "thoughtsTokenCount": 256, "toolUsePromptTokenCount": 0, "totalTokenCount": 1500,
+   "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 1115}, {"modality": "IMAGE", "tokenCount": 85}],
+   "cacheTokensDetails": [{"modality": "TEXT", "tokenCount": 1024}],
+   "candidatesTokensDetails": [{"modality": "TEXT", "tokenCount": 44}]},
+ "modelVersion": "g-1-flash-001", "responseId": "q3Xk..."}`
+)
+
+// sse splits an SSE transcript into the data payloads of its events.
+func sse(t testing.TB, transcript string) [][]byte {
+	if t != nil {
+		t.Helper()
+	}
+	var out [][]byte
+	for _, line := range strings.Split(transcript, "\n") {
+		if d, ok := strings.CutPrefix(line, "data: "); ok {
+			out = append(out, []byte(d))
+		}
+	}
+	return out
+}
+
+const (
+	alphaChatStream = `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","service_tier":"default","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}
+
+data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}],"usage":null}
+
+data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}
+
+data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}
+
+data: [DONE]
+`
+
+	alphaResponsesStream = `event: response.created
+data: {"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","status":"in_progress","output":[],"usage":null}}
+
+event: response.output_item.added
+data: {"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":{"type":"message","id":"msg_1","role":"assistant","status":"in_progress","content":[]}}
+
+event: response.output_text.delta
+data: {"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hel","logprobs":[]}
+
+event: response.completed
+data: {"type":"response.completed","sequence_number":9,"response":{"id":"resp_1","object":"response","status":"completed","service_tier":"priority","output":[{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Hello","annotations":[]}]}],"usage":{"input_tokens":9,"input_tokens_details":{"cached_tokens":0},"output_tokens":2,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":11}}}
+`
+
+	betaStream = `event: message_start
+data: {"type":"message_start","message":{"id":"msg_01X","type":"message","role":"assistant","model":"b-1","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
+
+event: ping
+data: {"type":"ping"}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":42}}
+
+event: message_stop
+data: {"type":"message_stop"}
+`
+
+	gammaStream = `data: {"candidates":[{"content":{"role":"model","parts":[{"text":"4 C"}]},"index":0}],"usageMetadata":{"promptTokenCount":9,"totalTokenCount":9},"modelVersion":"g-1-flash-001","responseId":"q3Xk"}
+
+data: {"candidates":[{"content":{"role":"model","parts":[{"text":" and cloudy."}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":5,"totalTokenCount":14},"modelVersion":"g-1-flash-001","responseId":"q3Xk"}
+`
+
+	imageStream = `event: image_generation.partial_image
+data: {"type":"image_generation.partial_image","b64_json":"...","partial_image_index":0,"created_at":1,"background":"opaque","output_format":"png","quality":"high","size":"1024x1024"}
+
+event: image_generation.completed
+data: {"type":"image_generation.completed","b64_json":"...","created_at":1,"background":"opaque","output_format":"png","quality":"high","size":"1024x1024","usage":{"input_tokens":50,"input_tokens_details":{"text_tokens":40,"image_tokens":10},"output_tokens":4160,"total_tokens":4210}}
+
+data: [DONE]
+`
+)
+
+func TestBodies(t *testing.T) {
+	t.Parallel()
+	gammaHdr := http.Header{}
+	gammaHdr.Set("X-Gamma-Service-Tier", "standard")
+	tests := []struct {
+		name      string
+		fn        func([]byte) (Usage, bool, error)
+		body      string
+		want      Usage
+		wantFound bool
+	}{
+		{"alpha chat §1.3: cached leaves input", FromAlphaChat, alphaChatBody,
+			Usage{Input: 176, CacheRead: 1024, Output: 300, ReportedTier: "default"}, true},
+		{"alpha chat image_tokens subset", FromAlphaChat,
+			`{"usage":{"prompt_tokens":10,"completion_tokens":5000,"completion_tokens_details":{"image_tokens":4160}}}`,
+			Usage{Input: 10, Output: 840, ImageOutput: 4160}, true},
+		{"alpha chat image_tokens above completion is clamped", FromAlphaChat,
+			`{"usage":{"completion_tokens":100,"completion_tokens_details":{"image_tokens":4160}}}`,
+			Usage{ImageOutput: 100}, true},
+		{"alpha chat cache_write → 5m and leaves input", FromAlphaChat,
+			`{"usage":{"prompt_tokens":2000,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":500,"cache_write_tokens":300}}}`,
+			Usage{Input: 1200, CacheRead: 500, CacheCreation5m: 300, Output: 1}, true},
+		{"alpha chat cached above prompt clamps input at 0", FromAlphaChat,
+			`{"usage":{"prompt_tokens":100,"prompt_tokens_details":{"cached_tokens":200}}}`,
+			Usage{Input: 0, CacheRead: 200}, true},
+		{"alpha chat without usage", FromAlphaChat, `{"service_tier":"flex","choices":[]}`,
+			Usage{ReportedTier: "flex"}, false},
+		{"alpha chat null usage", FromAlphaChat, `{"usage":null}`, Usage{}, false},
+		{"alpha chat counts as strings and floats", FromAlphaChat,
+			`{"usage":{"prompt_tokens":"12","completion_tokens":3.0}}`, Usage{Input: 12, Output: 3}, true},
+		{"alpha chat negative counts clamp", FromAlphaChat,
+			`{"usage":{"prompt_tokens":-12,"completion_tokens":3}}`, Usage{Output: 3}, true},
+		{"alpha chat usage.service_tier when no top-level tier", FromAlphaChat,
+			`{"usage":{"prompt_tokens":1,"service_tier":"priority"}}`, Usage{Input: 1, ReportedTier: "priority"}, true},
+		{"alpha responses §1.6", FromAlphaResponses, alphaResponsesBody,
+			Usage{Input: 176, CacheRead: 1024, Output: 300, ReportedTier: "flex"}, true},
+		{"alpha responses cache_write", FromAlphaResponses,
+			`{"usage":{"input_tokens":1000,"input_tokens_details":{"cached_tokens":100,"cache_write_tokens":400},"output_tokens":7}}`,
+			Usage{Input: 500, CacheRead: 100, CacheCreation5m: 400, Output: 7}, true},
+		{"alpha image §1.10 with details", FromAlphaImage, alphaImageBody,
+			Usage{Input: 50, ImageOutput: 4160}, true},
+		{"alpha image aggregate output → image output", FromAlphaImage,
+			`{"usage":{"input_tokens":50,"output_tokens":4160,"total_tokens":4210}}`,
+			Usage{Input: 50, ImageOutput: 4160}, true},
+		{"alpha image text subset stays output", FromAlphaImage,
+			`{"usage":{"input_tokens":50,"output_tokens":4160,"output_tokens_details":{"text_tokens":160,"image_tokens":4000}}}`,
+			Usage{Input: 50, Output: 160, ImageOutput: 4000}, true},
+		{"alpha image without usage: zero", FromAlphaImage, `{"created":1,"data":[{"url":"https://x"}]}`,
+			Usage{}, false},
+		{"alpha embedding §1.9", FromAlphaEmbedding, alphaEmbeddingBody, Usage{Input: 8}, true},
+		{"alpha embedding total only", FromAlphaEmbedding, `{"usage":{"total_tokens":9}}`, Usage{Input: 9}, true},
+		{"rerank §1.11 total_tokens → input", FromRerank, rerankBody, Usage{Input: 23}, true},
+		{"rerank total preferred over prompt", FromRerank, `{"usage":{"prompt_tokens":20,"total_tokens":23}}`,
+			Usage{Input: 23}, true},
+		{"rerank prompt only", FromRerank, `{"usage":{"prompt_tokens":20}}`, Usage{Input: 20}, true},
+		{"rerank search units only: no token usage", FromRerank,
+			`{"results":[],"meta":{"billed_units":{"search_units":1}}}`, Usage{}, false},
+		{"rerank empty usage object", FromRerank, `{"usage":{}}`, Usage{}, false},
+		{"beta §2.3", FromBeta, betaBody,
+			Usage{Input: 176, CacheCreation5m: 1024, CacheRead: 2048, Output: 300, ReportedTier: "standard"}, true},
+		{"beta 1h split", FromBeta,
+			`{"usage":{"input_tokens":1,"cache_creation_input_tokens":1500,"cache_creation":{"ephemeral_5m_input_tokens":500,"ephemeral_1h_input_tokens":1000},"output_tokens":2}}`,
+			Usage{Input: 1, CacheCreation5m: 500, CacheCreation1h: 1000, Output: 2}, true},
+		{"beta aggregate without split → 5m", FromBeta,
+			`{"usage":{"input_tokens":1,"cache_creation_input_tokens":700}}`, Usage{Input: 1, CacheCreation5m: 700}, true},
+		{"beta aggregate above split: remainder 5m", FromBeta,
+			`{"usage":{"cache_creation_input_tokens":1600,"cache_creation":{"ephemeral_1h_input_tokens":1000}}}`,
+			Usage{CacheCreation5m: 600, CacheCreation1h: 1000}, true},
+		{"beta speed fast beats service_tier standard", FromBeta,
+			`{"usage":{"input_tokens":1,"service_tier":"standard","speed":"fast"}}`, Usage{Input: 1, ReportedTier: "fast"}, true},
+		{"beta speed standard yields to service_tier", FromBeta,
+			`{"usage":{"input_tokens":1,"service_tier":"priority","speed":"standard"}}`, Usage{Input: 1, ReportedTier: "priority"}, true},
+		{"gamma §3.3 (no header)", func(b []byte) (Usage, bool, error) { return FromGamma(b, nil) }, gammaBody,
+			Usage{Input: 176, CacheRead: 1024, Output: 300}, true},
+		{"gamma header tier", func(b []byte) (Usage, bool, error) { return FromGamma(b, gammaHdr) }, gammaBody,
+			Usage{Input: 176, CacheRead: 1024, Output: 300, ReportedTier: "standard"}, true},
+		{"gamma header beats usageMetadata.serviceTier", func(b []byte) (Usage, bool, error) { return FromGamma(b, gammaHdr) },
+			`{"usageMetadata":{"promptTokenCount":5,"serviceTier":"SERVICE_TIER_PRIORITY"}}`,
+			Usage{Input: 5, ReportedTier: "standard"}, true},
+		{"gamma usageMetadata.serviceTier enum", func(b []byte) (Usage, bool, error) { return FromGamma(b, nil) },
+			`{"usageMetadata":{"promptTokenCount":5,"serviceTier":"SERVICE_TIER_FLEX"}}`,
+			Usage{Input: 5, ReportedTier: "flex"}, true},
+		{"gamma trafficType fallback", func(b []byte) (Usage, bool, error) { return FromGamma(b, nil) },
+			`{"usageMetadata":{"promptTokenCount":5,"trafficType":"ON_DEMAND_FLEX"}}`,
+			Usage{Input: 5, ReportedTier: "flex"}, true},
+		{"gamma tool-use prompt is input", func(b []byte) (Usage, bool, error) { return FromGamma(b, nil) },
+			`{"usageMetadata":{"promptTokenCount":1200,"cachedContentTokenCount":1024,"toolUsePromptTokenCount":100,"candidatesTokenCount":4}}`,
+			Usage{Input: 276, CacheRead: 1024, Output: 4}, true},
+		{"gamma image modality → image output", func(b []byte) (Usage, bool, error) { return FromGamma(b, nil) },
+			`{"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":1300,"candidatesTokensDetails":[{"modality":"TEXT","tokenCount":10},{"modality":"IMAGE","tokenCount":1290}]}}`,
+			Usage{Input: 10, Output: 10, ImageOutput: 1290}, true},
+		{"gamma prompt blocked, no usage", func(b []byte) (Usage, bool, error) { return FromGamma(b, nil) },
+			`{"promptFeedback":{"blockReason":"SAFETY"}}`, Usage{}, false},
+		{"gamma embedding", func(b []byte) (Usage, bool, error) { return FromGammaEmbedding(b, nil) },
+			`{"embedding":{"values":[0.1]},"usageMetadata":{"promptTokenCount":7}}`, Usage{Input: 7}, true},
+		{"gamma embedding without usage", func(b []byte) (Usage, bool, error) { return FromGammaEmbedding(b, nil) },
+			`{"embedding":{"values":[0.1]}}`, Usage{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, found, err := tt.fn([]byte(tt.body))
+			if err != nil {
+				t.Fatalf("extract = error %v", err)
+			}
+			if got != tt.want || found != tt.wantFound {
+				t.Errorf("extract = %+v, %v; want %+v, %v", got, found, tt.want, tt.wantFound)
+			}
+		})
+	}
+}
+
+func TestBodyErrors(t *testing.T) {
+	t.Parallel()
+	bad := []string{``, `{`, `[]`, `{"usage":{"prompt_tokens":1.5}}`, `{"usage":{"prompt_tokens":"x"}}`,
+		`{"usage":{"prompt_tokens":99999999999999999999}}`, `{"usage":{"prompt_tokens":1e3}}`}
+	for _, b := range bad {
+		if _, _, err := FromAlphaChat([]byte(b)); err == nil {
+			t.Errorf("FromAlphaChat(%q) = nil error, want error", b)
+		}
+	}
+	if _, _, err := FromGamma([]byte(`{"usageMetadata":{"promptTokenCount":true}}`), nil); err == nil {
+		t.Errorf("FromGamma(bool count) = nil error, want error")
+	}
+}
+
+func TestStreams(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		kind      vocab.Kind
+		op        vocab.Operation
+		hdr       string
+		events    []string
+		want      Usage
+		wantFound bool
+	}{
+		{name: "alpha chat §1.4", kind: vocab.KindAlphaChatCompletions, op: vocab.OpStreamGenerateContent,
+			events: toStrings(sse(t, alphaChatStream)), want: Usage{Input: 9, Output: 2, ReportedTier: "default"}, wantFound: true},
+		{name: "alpha chat cut before usage chunk", kind: vocab.KindAlphaChatCompletions,
+			events: toStrings(sse(t, alphaChatStream))[:3], want: Usage{ReportedTier: "default"}, wantFound: false},
+		{name: "alpha responses §1.7", kind: vocab.KindAlphaResponses,
+			events: toStrings(sse(t, alphaResponsesStream)), want: Usage{Input: 9, Output: 2, ReportedTier: "priority"}, wantFound: true},
+		{name: "alpha responses incomplete", kind: vocab.KindAlphaResponses, events: []string{
+			`{"type":"response.incomplete","response":{"status":"incomplete","service_tier":"flex","usage":{"input_tokens":100,"input_tokens_details":{"cached_tokens":40},"output_tokens":512}}}`},
+			want: Usage{Input: 60, CacheRead: 40, Output: 512, ReportedTier: "flex"}, wantFound: true},
+		{name: "alpha responses failed", kind: vocab.KindAlphaResponses, events: []string{
+			`{"type":"response.created","response":{"status":"in_progress","service_tier":"auto","usage":null}}`,
+			`{"type":"response.failed","response":{"status":"failed","service_tier":"default","usage":{"input_tokens":100,"output_tokens":0}}}`},
+			want: Usage{Input: 100, ReportedTier: "default"}, wantFound: true},
+		{name: "beta §2.4", kind: vocab.KindBetaMessages,
+			events: toStrings(sse(t, betaStream)), want: Usage{Input: 25, Output: 42, ReportedTier: "standard"}, wantFound: true},
+		{name: "beta cumulative deltas are not summed", kind: vocab.KindBetaMessages, events: []string{
+			`{"type":"message_start","message":{"usage":{"input_tokens":25,"cache_creation_input_tokens":10,"cache_read_input_tokens":5,"output_tokens":1}}}`,
+			`{"type":"message_delta","usage":{"output_tokens":10}}`,
+			`{"type":"message_delta","usage":{"input_tokens":25,"cache_creation_input_tokens":10,"cache_read_input_tokens":5,"output_tokens":42,"speed":"fast"}}`},
+			want: Usage{Input: 25, CacheCreation5m: 10, CacheRead: 5, Output: 42, ReportedTier: "fast"}, wantFound: true},
+		{name: "gamma §3.4 with header", kind: vocab.KindGammaGenerateContent, hdr: "flex",
+			events: toStrings(sse(t, gammaStream)), want: Usage{Input: 9, Output: 5, ReportedTier: "flex"}, wantFound: true},
+		{name: "gamma JSON-array elements, cumulative", kind: vocab.KindGammaGenerateContent, events: []string{
+			`{"usageMetadata":{"promptTokenCount":100,"cachedContentTokenCount":60,"candidatesTokenCount":3,"thoughtsTokenCount":50}}`,
+			`{"usageMetadata":{"promptTokenCount":100,"cachedContentTokenCount":60,"candidatesTokenCount":9,"thoughtsTokenCount":50,"serviceTier":"PRIORITY"}}`},
+			want: Usage{Input: 40, CacheRead: 60, Output: 59, ReportedTier: "priority"}, wantFound: true},
+		{name: "image generation stream", kind: vocab.KindAlpha, op: vocab.OpCreateImage,
+			events: toStrings(sse(t, imageStream)), want: Usage{Input: 50, ImageOutput: 4160}, wantFound: true},
+		{name: "image edit stream", kind: vocab.KindAlpha, op: vocab.OpEditImage, events: []string{
+			`{"type":"image_edit.partial_image","b64_json":"..."}`,
+			`{"type":"image_edit.completed","usage":{"input_tokens":70,"output_tokens":1000,"output_tokens_details":{"image_tokens":900}}}`},
+			want: Usage{Input: 70, Output: 100, ImageOutput: 900}, wantFound: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			acc := NewStreamAccumulator(tt.kind, tt.op)
+			if acc == nil {
+				t.Fatalf("NewStreamAccumulator(%s, %s) = nil", tt.kind, tt.op)
+			}
+			if tt.hdr != "" {
+				h := http.Header{}
+				h.Set(GammaTierHeader, tt.hdr)
+				acc.ObserveHeader(h)
+			}
+			for _, ev := range tt.events {
+				if err := acc.Observe([]byte(ev)); err != nil {
+					t.Fatalf("Observe(%s) = %v", ev, err)
+				}
+			}
+			got, found := acc.Result()
+			if got != tt.want || found != tt.wantFound {
+				t.Errorf("Result() = %+v, %v; want %+v, %v", got, found, tt.want, tt.wantFound)
+			}
+		})
+	}
+}
+
+func toStrings(bs [][]byte) []string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = string(b)
+	}
+	return out
+}
+
+func TestStreamMalformedEventKeepsUsage(t *testing.T) {
+	t.Parallel()
+	acc := &BetaStream{}
+	_ = acc.Observe([]byte(`{"type":"message_start","message":{"usage":{"input_tokens":25,"output_tokens":1}}}`))
+	if err := acc.Observe([]byte(`{"type":"message_delta","usage":{"output_tokens":`)); err == nil {
+		t.Fatalf("Observe(truncated) = nil, want error")
+	}
+	got, found := acc.Result()
+	if want := (Usage{Input: 25, Output: 1}); got != want || !found {
+		t.Errorf("Result() = %+v, %v; want %+v, true", got, found, want)
+	}
+}
+
+func TestNewStreamAccumulatorUnsupported(t *testing.T) {
+	t.Parallel()
+	if acc := NewStreamAccumulator(vocab.KindAlpha, vocab.OpCreateEmbedding); acc != nil {
+		t.Errorf("NewStreamAccumulator(alpha, create_embedding) = %T, want nil", acc)
+	}
+}
+
+func TestFromBodyDispatch(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		kind vocab.Kind
+		op   vocab.Operation
+		body string
+		want Usage
+	}{
+		{vocab.KindAlphaChatCompletions, vocab.OpGenerateContent, alphaChatBody, Usage{Input: 176, CacheRead: 1024, Output: 300, ReportedTier: "default"}},
+		{vocab.KindAlphaResponses, vocab.OpGenerateContent, alphaResponsesBody, Usage{Input: 176, CacheRead: 1024, Output: 300, ReportedTier: "flex"}},
+		{vocab.KindBetaMessages, vocab.OpGenerateContent, betaBody, Usage{Input: 176, CacheCreation5m: 1024, CacheRead: 2048, Output: 300, ReportedTier: "standard"}},
+		{vocab.KindGammaGenerateContent, vocab.OpGenerateContent, gammaBody, Usage{Input: 176, CacheRead: 1024, Output: 300}},
+		{vocab.KindAlpha, vocab.OpCreateImage, alphaImageBody, Usage{Input: 50, ImageOutput: 4160}},
+		{vocab.KindAlpha, vocab.OpCreateEmbedding, alphaEmbeddingBody, Usage{Input: 8}},
+		{vocab.KindAlpha, vocab.OpRerank, rerankBody, Usage{Input: 23}},
+		{vocab.KindGamma, vocab.OpCreateEmbedding, `{"usageMetadata":{"promptTokenCount":7}}`, Usage{Input: 7}},
+		{vocab.KindAlpha, vocab.OpListModels, `{"data":[]}`, Usage{}},
+	}
+	for _, tt := range tests {
+		got, _, err := FromBody(tt.kind, tt.op, []byte(tt.body), nil)
+		if err != nil || got != tt.want {
+			t.Errorf("FromBody(%s, %s) = %+v, %v; want %+v", tt.kind, tt.op, got, err, tt.want)
+		}
+	}
+}
+
+func TestRequestedTier(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ body, want string }{
+		{`{"model":"m","service_tier":"flex"}`, "flex"},
+		{`{"serviceTier":"FLEX"}`, "flex"},
+		{`{"service_tier":"SERVICE_TIER_PRIORITY"}`, "priority"},
+		{`{"speed":"fast","service_tier":"auto"}`, "fast"},
+		{`{"speed":"standard","service_tier":"priority"}`, "priority"},
+		{`{"speed":"standard"}`, "standard"},
+		{`{"service_tier":"flex","serviceTier":"priority"}`, "flex"},
+		{`{"service_tier":3}`, ""},
+		{`{"service_tier":null}`, ""},
+		{`{"model":"m"}`, ""},
+		{`not json "service_tier"`, ""},
+		{`{"messages":[{"role":"user","content":"{\"service_tier\":\"flex\"}"}],"metadata":{"speed":"fast"}}`, ""},
+		{`{"contents":[{"parts":[{"inlineData":{"data":"` + strings.Repeat("QUJD", 1<<16) + `"}}]}],"service_tier":"priority"}`, "priority"},
+		{``, ""},
+	}
+	for _, tt := range tests {
+		if got := RequestedTier([]byte(tt.body)); got != tt.want {
+			t.Errorf("RequestedTier(%s) = %q, want %q", tt.body, got, tt.want)
+		}
+	}
+}
+
+func TestPromptTokens(t *testing.T) {
+	t.Parallel()
+	u := Usage{Input: 1, Output: 100, CacheRead: 2, CacheCreation5m: 4, CacheCreation30m: 8, CacheCreation1h: 16, ImageOutput: 1000}
+	if got := u.PromptTokens(); got != 31 {
+		t.Errorf("PromptTokens() = %d, want 31", got)
+	}
+	if got := u.TotalTokens(); got != 1131 {
+		t.Errorf("TotalTokens() = %d, want 1131", got)
+	}
+	big := Usage{Input: math.MaxInt64, CacheRead: math.MaxInt64, CacheCreation5m: -5}
+	if got := big.PromptTokens(); got != math.MaxInt64 {
+		t.Errorf("PromptTokens(saturating) = %d, want MaxInt64", got)
+	}
+}
+
+// The gamma stream decoder (no encoding/json) agrees with the body decoder.
+func TestGammaStreamDecoderMatchesBody(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{gammaBody,
+		`{"usageMetadata":{"promptTokenCount":"10","candidatesTokenCount":1300.0,"candidatesTokensDetails":[{"modality":"TEXT","tokenCount":10},{"modality":"image","tokenCount":1290}],"serviceTier":"FLEX"}}`,
+		`{"usageMetadata":{"promptTokenCount":9,"candidatesTokensDetails":[],"trafficType":"ON_DEMAND_PRIORITY"}}`,
+		`{"usageMetadata":{"thoughtsTokenCount":7,"toolUsePromptTokenCount":3,"cachedContentTokenCount":null}}`,
+		`{"usageMetadata":{}}`,
+	} {
+		want, wantFound, err := FromGamma([]byte(body), nil)
+		if err != nil {
+			t.Fatalf("FromGamma(%s) = %v", body, err)
+		}
+		var s GammaStream
+		if err := s.Observe([]byte(body)); err != nil {
+			t.Fatalf("Observe(%s) = %v", body, err)
+		}
+		if got, found := s.Result(); got != want || found != wantFound {
+			t.Errorf("stream %s = %+v, %v; body %+v, %v", body, got, found, want, wantFound)
+		}
+	}
+	var s GammaStream
+	for _, bad := range []string{`{"usageMetadata":{"promptTokenCount":1.5}}`, `{"usageMetadata":{"candidatesTokensDetails":[{"tokenCount":"x"}]}}`,
+		`{"usageMetadata":{"candidatesTokensDetails":{}}}`, `{"usageMetadata":[1]}`} {
+		if err := s.Observe([]byte(bad)); err == nil {
+			t.Errorf("Observe(%s) = nil, want error", bad)
+		}
+	}
+}
