@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// StoredUsage is one stored usage row as the admin API lists it.
+type StoredUsage struct {
+	ID                     int64     `json:"id"`
+	RequestID              string    `json:"request_id"`
+	APIKeyID               *int64    `json:"api_key_id"`
+	UserID                 *int64    `json:"user_id"`
+	TeamID                 *int64    `json:"team_id"`
+	OrgID                  *int64    `json:"org_id"`
+	RouteID                *int64    `json:"route_id"`
+	ProviderID             *int64    `json:"provider_id"`
+	CredentialID           *int64    `json:"credential_id"`
+	LogicalModel           string    `json:"logical_model"`
+	UpstreamModel          string    `json:"upstream_model"`
+	Operation              string    `json:"operation"`
+	InboundKind            string    `json:"inbound_kind"`
+	Implementation         string    `json:"implementation"`
+	DestKind               string    `json:"dest_kind"`
+	InputTokens            int64     `json:"input_tokens"`
+	OutputTokens           int64     `json:"output_tokens"`
+	CacheReadTokens        int64     `json:"cache_read_tokens"`
+	CacheCreation5mTokens  int64     `json:"cache_creation_5m_tokens"`
+	CacheCreation30mTokens int64     `json:"cache_creation_30m_tokens"`
+	CacheCreation1hTokens  int64     `json:"cache_creation_1h_tokens"`
+	ImageOutputTokens      int64     `json:"image_output_tokens"`
+	RequestedTier          string    `json:"requested_tier"`
+	ReportedTier           string    `json:"reported_tier"`
+	PriceRuleID            *int64    `json:"price_rule_id"`
+	SnapshotVersion        int64     `json:"snapshot_version"`
+	Cost                   string    `json:"cost"`
+	Source                 string    `json:"source"`
+	EndState               string    `json:"end_state"`
+	HTTPStatus             int32     `json:"http_status"`
+	LatencyMS              int64     `json:"latency_ms"`
+	FirstByteMS            int64     `json:"first_byte_ms"`
+	CreatedAt              time.Time `json:"created_at"`
+	SettledAt              time.Time `json:"settled_at"`
+}
+
+// UsageFilter selects usage rows; zero fields do not filter. Rows come newest id first; BeforeID
+// (keyset cursor) keeps rows with id < BeforeID.
+type UsageFilter struct {
+	Since, Until                                         time.Time
+	APIKeyID, UserID, TeamID, OrgID, RouteID, ProviderID *int64
+	EndState                                             string
+	BeforeID                                             int64
+	Limit                                                int
+}
+
+// ListUsages returns usage rows matching f, newest first.
+func ListUsages(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage, error) {
+	var conds []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		conds = append(conds, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
+	}
+	if !f.Since.IsZero() {
+		add("created_at >= ?", f.Since)
+	}
+	if !f.Until.IsZero() {
+		add("created_at < ?", f.Until)
+	}
+	for col, v := range map[string]*int64{"api_key_id": f.APIKeyID, "user_id": f.UserID, "team_id": f.TeamID,
+		"org_id": f.OrgID, "route_id": f.RouteID, "provider_id": f.ProviderID} {
+		if v != nil {
+			add(col+" = ?", *v)
+		}
+	}
+	if f.EndState != "" {
+		add("end_state = ?", f.EndState)
+	}
+	if f.BeforeID > 0 {
+		add("id < ?", f.BeforeID)
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = "WHERE " + strings.Join(conds, " AND ")
+	}
+	args = append(args, f.Limit)
+	rows, err := db.Query(ctx, `SELECT id, request_id, api_key_id, user_id, team_id, org_id, route_id, provider_id,
+		credential_id, logical_model, upstream_model, operation, inbound_kind, implementation, dest_kind,
+		input_tokens, output_tokens, cache_read_tokens, cache_creation_5m_tokens, cache_creation_30m_tokens,
+		cache_creation_1h_tokens, image_output_tokens, requested_tier, reported_tier, price_rule_id,
+		snapshot_version, cost::text, source, end_state, http_status, latency_ms, first_byte_ms, created_at, settled_at
+		FROM usages `+where+` ORDER BY id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
+	if err != nil {
+		return nil, fmt.Errorf("list usages: %w", interpretError(err))
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[StoredUsage])
+	if err != nil {
+		return nil, fmt.Errorf("list usages: %w", interpretError(err))
+	}
+	return out, nil
+}
+
+// AdminToken is an operator credential's metadata (never the token or its hash).
+type AdminToken struct {
+	ID        int64     `json:"id"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// InsertAdminToken stores an admin token by its sha256 hash.
+func InsertAdminToken(ctx context.Context, db DBTX, name, role string, hash []byte) (AdminToken, error) {
+	t := AdminToken{Name: name, Role: role}
+	if err := db.QueryRow(ctx, `INSERT INTO admin_tokens (name, role, token_hash) VALUES ($1, $2, $3)
+		RETURNING id, created_at`, name, role, hash).Scan(&t.ID, &t.CreatedAt); err != nil {
+		return AdminToken{}, fmt.Errorf("insert admin token %q: %w", name, interpretError(err))
+	}
+	return t, nil
+}
+
+// ListAdminTokens lists every admin token's metadata in id order.
+func ListAdminTokens(ctx context.Context, db DBTX) ([]AdminToken, error) {
+	rows, err := db.Query(ctx, `SELECT id, name, role, created_at FROM admin_tokens ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list admin tokens: %w", interpretError(err))
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[AdminToken])
+	if err != nil {
+		return nil, fmt.Errorf("list admin tokens: %w", interpretError(err))
+	}
+	return out, nil
+}
+
+// AdminTokenByHash returns the admin token with this sha256 hash; ErrNotFound when none.
+func AdminTokenByHash(ctx context.Context, db DBTX, hash []byte) (AdminToken, error) {
+	var t AdminToken
+	if err := db.QueryRow(ctx, `SELECT id, name, role, created_at FROM admin_tokens WHERE token_hash = $1`, hash).
+		Scan(&t.ID, &t.Name, &t.Role, &t.CreatedAt); err != nil {
+		return AdminToken{}, fmt.Errorf("look up admin token: %w", interpretError(err))
+	}
+	return t, nil
+}
+
+// DeleteAdminToken deletes an admin token; ErrNotFound when absent.
+func DeleteAdminToken(ctx context.Context, db DBTX, id int64) error {
+	tag, err := db.Exec(ctx, `DELETE FROM admin_tokens WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("delete admin token %d: %w", id, interpretError(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("delete admin token %d: %w", id, ErrNotFound)
+	}
+	return nil
+}
