@@ -1,0 +1,261 @@
+// Package settlement implements SettlementService on the control plane: it authenticates data planes by
+// their shared token (checked in constant time), validates each batch of settlement records, and stores
+// it through store.SettleUsages in one transaction — usages inserted idempotently by request_id, then
+// quotas.cost_used incremented only for the rows actually inserted — answering the new cost_used of every
+// quota scope the batch names so data planes can refresh their admission mirror. See docs/settlement.md.
+package settlement
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/tollgate/tollgate/controlplane/store"
+	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
+	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
+	"github.com/tollgate/tollgate/shared/metrics"
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+// ServiceName is the full gRPC service name, for per-service authorizers.
+const ServiceName = "tollgate.settlement.v1.SettlementService"
+
+// MaxBatch is the largest batch Settle accepts.
+const MaxBatch = 5000
+
+// Service implements settlementv1.SettlementServiceServer.
+type Service struct {
+	settlementv1.UnimplementedSettlementServiceServer
+	db  store.TxBeginner
+	log *slog.Logger
+
+	batches, inserted, duplicates, failures *metrics.Counter
+	latency                                 *metrics.Histogram
+}
+
+// New returns the service over db (a pool). reg may be nil (no metrics).
+func New(db store.TxBeginner, log *slog.Logger, reg *metrics.Registry) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Service{db: db, log: log}
+	if reg == nil {
+		reg = metrics.NewRegistry()
+	}
+	s.batches = reg.NewCounter("tollgate_settlement_batches_total", "Settle batches stored.")
+	s.inserted = reg.NewCounter("tollgate_settlement_records_inserted_total", "Settlement records stored as new usages rows.")
+	s.duplicates = reg.NewCounter("tollgate_settlement_records_duplicate_total", "Settlement records already stored (redelivery).")
+	s.failures = reg.NewCounter("tollgate_settlement_batch_failures_total", "Settle batches refused or failed.")
+	s.latency = reg.NewHistogramVec("tollgate_settlement_batch_seconds", "Time to store one Settle batch.",
+		[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}).With()
+	return s
+}
+
+// Settle stores a batch idempotently and answers per-record results and the touched quotas.
+func (s *Service) Settle(ctx context.Context, req *settlementv1.SettleRequest) (*settlementv1.SettleResponse, error) {
+	recs := req.GetRecords()
+	if len(recs) > MaxBatch {
+		s.failures.Inc()
+		return nil, status.Errorf(codes.InvalidArgument, "batch of %d records exceeds %d", len(recs), MaxBatch)
+	}
+	rows := make([]store.UsageRow, len(recs))
+	var bad []string
+	for i, r := range recs {
+		row, err := ToRow(r)
+		if err != nil {
+			bad = append(bad, err.Error())
+			continue
+		}
+		rows[i] = row
+	}
+	if len(bad) > 0 {
+		s.failures.Inc()
+		return nil, status.Errorf(codes.InvalidArgument, "invalid settlement records: %s", strings.Join(bad, "; "))
+	}
+	start := time.Now()
+	res, err := store.SettleUsages(ctx, s.db, rows)
+	if err != nil {
+		s.failures.Inc()
+		s.log.Error("settle batch failed", "node", req.GetNodeId(), "records", len(rows), "err", err)
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, status.FromContextError(err).Err()
+		}
+		if errors.Is(err, store.ErrConstraint) {
+			// The data itself is refused: retrying cannot help; the data plane dead-letters it.
+			return nil, status.Errorf(codes.InvalidArgument, "settlement records refused by the store: %v", err)
+		}
+		return nil, status.Error(codes.Unavailable, "settlement store unavailable")
+	}
+	s.latency.Observe(time.Since(start).Seconds())
+	s.batches.Inc()
+	out := &settlementv1.SettleResponse{Results: make([]*settlementv1.RecordResult, len(recs))}
+	var ins uint64
+	for i, r := range recs {
+		// A request id repeated within the batch is inserted once: only its first occurrence says so.
+		inserted := res.Inserted[r.GetRequestId()]
+		if inserted {
+			delete(res.Inserted, r.GetRequestId())
+			ins++
+		}
+		out.Results[i] = &settlementv1.RecordResult{RequestId: r.GetRequestId(), Inserted: inserted}
+	}
+	s.inserted.Add(ins)
+	s.duplicates.Add(uint64(len(recs)) - ins)
+	for _, q := range res.Quotas {
+		out.Quotas = append(out.Quotas, &configv1.Quota{Scope: q.Scope, ScopeId: q.ScopeID, CostLimit: q.CostLimit, CostUsed: q.CostUsed})
+	}
+	return out, nil
+}
+
+// ToRow validates a record and converts it to a usages row. Ids of 0 are stored as NULL.
+func ToRow(r *settlementv1.SettlementRecord) (store.UsageRow, error) {
+	id := r.GetRequestId()
+	if id == "" || len(id) > 200 {
+		return store.UsageRow{}, fmt.Errorf("record %q: request_id must be 1 to 200 characters", id)
+	}
+	if !vocab.Operation(r.GetOperation()).Valid() {
+		return store.UsageRow{}, fmt.Errorf("record %q: unknown operation %q", id, r.GetOperation())
+	}
+	if r.GetInboundKind() == "" {
+		return store.UsageRow{}, fmt.Errorf("record %q: inbound_kind is required", id)
+	}
+	switch vocab.UsageSource(r.GetSource()) {
+	case vocab.SourceUpstream, vocab.SourceLocal, vocab.SourceEstimated, vocab.SourceNone:
+	default:
+		return store.UsageRow{}, fmt.Errorf("record %q: unknown source %q", id, r.GetSource())
+	}
+	switch vocab.EndState(r.GetEndState()) {
+	case vocab.EndCompleted, vocab.EndUpstreamError, vocab.EndUpstreamInterrupted, vocab.EndClientDropped, vocab.EndRejected:
+	default:
+		return store.UsageRow{}, fmt.Errorf("record %q: unknown end_state %q", id, r.GetEndState())
+	}
+	if !plainNonNegativeDecimal(r.GetCost()) {
+		return store.UsageRow{}, fmt.Errorf("record %q: cost %q is not a non-negative decimal", id, r.GetCost())
+	}
+	for _, f := range []string{r.GetLogicalModel(), r.GetUpstreamModel(), r.GetInboundKind(), r.GetImplementation(),
+		r.GetDestKind(), r.GetRequestedTier(), r.GetReportedTier(), id} {
+		if len(f) > 1024 || strings.ContainsRune(f, 0) || !utf8.ValidString(f) {
+			return store.UsageRow{}, fmt.Errorf("record %.40q: a text field is longer than 1024 bytes, holds NUL or is not UTF-8", id)
+		}
+	}
+	t := r.GetTokens()
+	counts := []int64{t.GetInput(), t.GetOutput(), t.GetCacheRead(), t.GetCacheCreation_5M(), t.GetCacheCreation_30M(), t.GetCacheCreation_1H(), t.GetImageOutput()}
+	for _, c := range counts {
+		if c < 0 {
+			return store.UsageRow{}, fmt.Errorf("record %q: negative token count", id)
+		}
+	}
+	row := store.UsageRow{
+		RequestID:        id,
+		APIKeyID:         optID(r.GetApiKeyId()),
+		UserID:           optID(r.GetUserId()),
+		TeamID:           optID(r.GetTeamId()),
+		OrgID:            optID(r.GetOrgId()),
+		RouteID:          optID(r.GetRouteId()),
+		ProviderID:       optID(r.GetProviderId()),
+		CredentialID:     optID(r.GetCredentialId()),
+		LogicalModel:     r.GetLogicalModel(),
+		UpstreamModel:    r.GetUpstreamModel(),
+		Operation:        r.GetOperation(),
+		InboundKind:      r.GetInboundKind(),
+		Implementation:   r.GetImplementation(),
+		DestKind:         r.GetDestKind(),
+		InputTokens:      counts[0],
+		OutputTokens:     counts[1],
+		CacheReadTokens:  counts[2],
+		CacheCreation5m:  counts[3],
+		CacheCreation30m: counts[4],
+		CacheCreation1h:  counts[5],
+		ImageOutput:      counts[6],
+		RequestedTier:    r.GetRequestedTier(),
+		ReportedTier:     r.GetReportedTier(),
+		PriceRuleID:      optID(r.GetPriceRuleId()),
+		SnapshotVersion:  r.GetSnapshotVersion(),
+		Cost:             r.GetCost(),
+		Source:           r.GetSource(),
+		EndState:         r.GetEndState(),
+		HTTPStatus:       r.GetHttpStatus(),
+		LatencyMS:        r.GetLatencyMs(),
+		FirstByteMS:      r.GetFirstByteMs(),
+	}
+	if r.GetCreatedAt() != nil {
+		row.CreatedAt = r.GetCreatedAt().AsTime()
+	}
+	return row, nil
+}
+
+func optID(v int64) *int64 {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
+
+// plainNonNegativeDecimal accepts digits with an optional fraction ("0", "1.25"), at most 100 characters.
+func plainNonNegativeDecimal(s string) bool {
+	if s == "" || len(s) > 100 {
+		return false
+	}
+	ip, fp, dot := strings.Cut(s, ".")
+	return allDigits(ip) && (!dot || allDigits(fp))
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Authorize checks the data-plane token of a call: metadata "authorization: Bearer <token>", compared in
+// constant time. It has the shape of the control plane's per-service authorizer.
+func Authorize(token string) func(ctx context.Context, fullMethod string) error {
+	want := []byte(token)
+	return func(ctx context.Context, _ string) error {
+		md, _ := metadata.FromIncomingContext(ctx)
+		var got string
+		for _, v := range md.Get("authorization") {
+			if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+				got = v[7:]
+				break
+			}
+		}
+		if len(want) == 0 || got == "" {
+			return status.Error(codes.Unauthenticated, "data-plane token required")
+		}
+		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			return status.Error(codes.Unauthenticated, "invalid data-plane token")
+		}
+		return nil
+	}
+}
+
+// UnaryInterceptor applies Authorize to SettlementService methods only and lets every other call through,
+// so it composes with other services' interceptors on one grpc.Server.
+func UnaryInterceptor(token string) grpc.UnaryServerInterceptor {
+	auth := Authorize(token)
+	prefix := "/" + ServiceName + "/"
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if strings.HasPrefix(info.FullMethod, prefix) {
+			if err := auth(ctx, info.FullMethod); err != nil {
+				return nil, err
+			}
+		}
+		return h(ctx, req)
+	}
+}

@@ -1,0 +1,329 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// UsageRow is one settled request, as SettleUsages writes it into usages. Money is an exact decimal
+// string (numeric in Postgres); optional ids are nil when absent.
+type UsageRow struct {
+	RequestID        string
+	APIKeyID         *int64
+	UserID           *int64
+	TeamID           *int64
+	OrgID            *int64
+	RouteID          *int64
+	ProviderID       *int64
+	CredentialID     *int64
+	LogicalModel     string
+	UpstreamModel    string
+	Operation        string
+	InboundKind      string
+	Implementation   string
+	DestKind         string
+	InputTokens      int64
+	OutputTokens     int64
+	CacheReadTokens  int64
+	CacheCreation5m  int64
+	CacheCreation30m int64
+	CacheCreation1h  int64
+	ImageOutput      int64
+	RequestedTier    string
+	ReportedTier     string
+	PriceRuleID      *int64
+	SnapshotVersion  int64
+	Cost             string
+	Source           string
+	EndState         string
+	HTTPStatus       int32
+	LatencyMS        int64
+	FirstByteMS      int64
+	CreatedAt        time.Time
+}
+
+// QuotaTotal is the state of one quota row after a settlement batch. CostLimit is nil when unlimited;
+// both amounts are exact decimal strings.
+type QuotaTotal struct {
+	Scope     string
+	ScopeID   int64
+	CostLimit *string
+	CostUsed  string
+}
+
+// SettleResult answers SettleUsages: which request ids this call inserted (the others were already
+// stored and changed nothing) and the quota rows of every scope the batch's rows name.
+type SettleResult struct {
+	Inserted map[string]bool
+	Quotas   []QuotaTotal
+}
+
+// scopeKey names one quota scope.
+type scopeKey struct {
+	scope string
+	id    int64
+}
+
+func compareScope(a, b scopeKey) int {
+	if a.scope != b.scope {
+		if a.scope < b.scope {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a.id < b.id:
+		return -1
+	case a.id > b.id:
+		return 1
+	}
+	return 0
+}
+
+// SettleUsages stores a batch of settled requests in one transaction, idempotently by request_id:
+//
+//  1. it locks the quota rows of every scope (org, team, user) the batch names, in (scope, scope_id)
+//     order, so concurrent batches never deadlock on quotas;
+//  2. inserts the usages rows (ordered by request_id, one statement over unnest arrays) with
+//     ON CONFLICT (request_id) DO NOTHING, returning the rows actually inserted;
+//  3. increments quotas.cost_used (exact numeric) of each scope by the summed cost of the rows it
+//     inserted — a row already stored adds nothing;
+//  4. answers the resulting cost_used of every locked quota row.
+//
+// Only scopes with a quotas row accumulate spend; a scope without one is not quota-bearing and the
+// row is not created. Updating cost_used alone does not bump the config revision (migration 0001).
+// Rows repeating a request_id within the batch are stored once (the first wins).
+func SettleUsages(ctx context.Context, db TxBeginner, rows []UsageRow) (SettleResult, error) {
+	return settleUsages(ctx, db, rows)
+}
+
+func settleUsages(ctx context.Context, b TxBeginner, rows []UsageRow) (SettleResult, error) {
+	res := SettleResult{Inserted: make(map[string]bool, len(rows))}
+	if len(rows) == 0 {
+		return res, nil
+	}
+	// Dedupe by request_id and order the insert, so concurrent duplicate batches take the unique-index
+	// locks in the same order.
+	seen := make(map[string]bool, len(rows))
+	uniq := make([]*UsageRow, 0, len(rows))
+	for i := range rows {
+		if seen[rows[i].RequestID] {
+			continue
+		}
+		seen[rows[i].RequestID] = true
+		uniq = append(uniq, &rows[i])
+	}
+	slices.SortFunc(uniq, func(a, b *UsageRow) int {
+		switch {
+		case a.RequestID < b.RequestID:
+			return -1
+		case a.RequestID > b.RequestID:
+			return 1
+		}
+		return 0
+	})
+	scopeSet := map[scopeKey]bool{}
+	for _, r := range uniq {
+		for _, k := range rowScopes(r) {
+			scopeSet[k] = true
+		}
+	}
+	scopes := make([]scopeKey, 0, len(scopeSet))
+	for k := range scopeSet {
+		scopes = append(scopes, k)
+	}
+	slices.SortFunc(scopes, compareScope)
+
+	tx, err := b.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return res, fmt.Errorf("settle: begin: %w", interpretError(err))
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+
+	quotas, err := lockQuotas(ctx, tx, scopes)
+	if err != nil {
+		return res, err
+	}
+	inserted, err := insertUsages(ctx, tx, uniq)
+	if err != nil {
+		return res, err
+	}
+	// Spend per quota-bearing scope, from the rows actually inserted (cost as Postgres returned it).
+	var spendScope []string
+	var spendID []int64
+	var spendCost []string
+	for _, ins := range inserted {
+		res.Inserted[ins.requestID] = true
+		for _, k := range ins.scopes {
+			if _, ok := quotas[k]; ok {
+				spendScope = append(spendScope, k.scope)
+				spendID = append(spendID, k.id)
+				spendCost = append(spendCost, ins.cost)
+			}
+		}
+	}
+	if len(spendScope) > 0 {
+		rs, err := tx.Query(ctx, `
+			UPDATE quotas q
+			   SET cost_used = q.cost_used + s.cost, updated_at = now()
+			  FROM (SELECT scope, scope_id, sum(cost) AS cost
+			          FROM unnest($1::text[], $2::bigint[], $3::numeric[]) AS t(scope, scope_id, cost)
+			         GROUP BY scope, scope_id) s
+			 WHERE q.scope = s.scope AND q.scope_id = s.scope_id
+			RETURNING q.scope, q.scope_id, q.cost_used::text`, spendScope, spendID, spendCost)
+		if err != nil {
+			return res, fmt.Errorf("settle: increment cost_used: %w", interpretError(err))
+		}
+		for rs.Next() {
+			var k scopeKey
+			var used string
+			if err := rs.Scan(&k.scope, &k.id, &used); err != nil {
+				rs.Close()
+				return res, fmt.Errorf("settle: read cost_used: %w", interpretError(err))
+			}
+			q := quotas[k]
+			q.CostUsed = used
+			quotas[k] = q
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return res, fmt.Errorf("settle: increment cost_used: %w", interpretError(err))
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return res, fmt.Errorf("settle: commit: %w", interpretError(err))
+	}
+	for _, k := range scopes {
+		if q, ok := quotas[k]; ok {
+			res.Quotas = append(res.Quotas, q)
+		}
+	}
+	return res, nil
+}
+
+// rowScopes lists the quota scopes a usage row names.
+func rowScopes(r *UsageRow) []scopeKey {
+	out := make([]scopeKey, 0, 3)
+	if r.OrgID != nil && *r.OrgID > 0 {
+		out = append(out, scopeKey{"org", *r.OrgID})
+	}
+	if r.TeamID != nil && *r.TeamID > 0 {
+		out = append(out, scopeKey{"team", *r.TeamID})
+	}
+	if r.UserID != nil && *r.UserID > 0 {
+		out = append(out, scopeKey{"user", *r.UserID})
+	}
+	return out
+}
+
+// lockQuotas locks (FOR UPDATE, in scope order) and reads the quota rows that exist among scopes.
+func lockQuotas(ctx context.Context, tx pgx.Tx, scopes []scopeKey) (map[scopeKey]QuotaTotal, error) {
+	out := make(map[scopeKey]QuotaTotal, len(scopes))
+	if len(scopes) == 0 {
+		return out, nil
+	}
+	names := make([]string, len(scopes))
+	ids := make([]int64, len(scopes))
+	for i, k := range scopes {
+		names[i], ids[i] = k.scope, k.id
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT q.scope, q.scope_id, q.cost_limit::text, q.cost_used::text
+		  FROM quotas q
+		  JOIN unnest($1::text[], $2::bigint[]) AS t(scope, scope_id)
+		    ON q.scope = t.scope AND q.scope_id = t.scope_id
+		 ORDER BY q.scope, q.scope_id
+		   FOR UPDATE OF q`, names, ids)
+	if err != nil {
+		return nil, fmt.Errorf("settle: lock quotas: %w", interpretError(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var q QuotaTotal
+		if err := rows.Scan(&q.Scope, &q.ScopeID, &q.CostLimit, &q.CostUsed); err != nil {
+			return nil, fmt.Errorf("settle: read quotas: %w", interpretError(err))
+		}
+		out[scopeKey{q.Scope, q.ScopeID}] = q
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("settle: lock quotas: %w", interpretError(err))
+	}
+	return out, nil
+}
+
+type insertedRow struct {
+	requestID string
+	cost      string
+	scopes    []scopeKey
+}
+
+// insertUsages inserts rows with one statement over unnest arrays and returns those actually inserted.
+func insertUsages(ctx context.Context, tx pgx.Tx, rows []*UsageRow) ([]insertedRow, error) {
+	n := len(rows)
+	var (
+		requestID                                                  = make([]string, n)
+		apiKey, user, team, org, route, provider, credential, rule = make([]*int64, n), make([]*int64, n), make([]*int64, n), make([]*int64, n), make([]*int64, n), make([]*int64, n), make([]*int64, n), make([]*int64, n)
+		logical, upstream, op, inKind, impl, destKind              = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		in, out, cr, c5, c30, c1h, img                             = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		reqTier, repTier, cost, source, endState                   = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		snapVer, latency, firstByte                                = make([]int64, n), make([]int64, n), make([]int64, n)
+		status                                                     = make([]int32, n)
+		created                                                    = make([]time.Time, n)
+	)
+	byID := make(map[string]*UsageRow, n)
+	for i, r := range rows {
+		byID[r.RequestID] = r
+		requestID[i] = r.RequestID
+		apiKey[i], user[i], team[i], org[i] = r.APIKeyID, r.UserID, r.TeamID, r.OrgID
+		route[i], provider[i], credential[i], rule[i] = r.RouteID, r.ProviderID, r.CredentialID, r.PriceRuleID
+		logical[i], upstream[i], op[i], inKind[i], impl[i], destKind[i] = r.LogicalModel, r.UpstreamModel, r.Operation, r.InboundKind, r.Implementation, r.DestKind
+		in[i], out[i], cr[i], c5[i], c30[i], c1h[i], img[i] = r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheCreation5m, r.CacheCreation30m, r.CacheCreation1h, r.ImageOutput
+		reqTier[i], repTier[i], cost[i], source[i], endState[i] = r.RequestedTier, r.ReportedTier, r.Cost, r.Source, r.EndState
+		snapVer[i], latency[i], firstByte[i], status[i] = r.SnapshotVersion, r.LatencyMS, r.FirstByteMS, r.HTTPStatus
+		created[i] = r.CreatedAt
+		if created[i].IsZero() {
+			created[i] = time.Now()
+		}
+	}
+	res, err := tx.Query(ctx, `
+		INSERT INTO usages (request_id, api_key_id, user_id, team_id, org_id, route_id, provider_id, credential_id,
+		    logical_model, upstream_model, operation, inbound_kind, implementation, dest_kind,
+		    input_tokens, output_tokens, cache_read_tokens, cache_creation_5m_tokens, cache_creation_30m_tokens,
+		    cache_creation_1h_tokens, image_output_tokens, requested_tier, reported_tier, price_rule_id,
+		    snapshot_version, cost, source, end_state, http_status, latency_ms, first_byte_ms, created_at)
+		SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[],
+		    $7::bigint[], $8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
+		    $15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[],
+		    $22::text[], $23::text[], $24::bigint[], $25::bigint[], $26::numeric[], $27::text[], $28::text[],
+		    $29::integer[], $30::bigint[], $31::bigint[], $32::timestamptz[])
+		 ORDER BY 1
+		ON CONFLICT (request_id) DO NOTHING
+		RETURNING request_id, cost::text`,
+		requestID, apiKey, user, team, org, route, provider, credential,
+		logical, upstream, op, inKind, impl, destKind,
+		in, out, cr, c5, c30, c1h, img, reqTier, repTier, rule,
+		snapVer, cost, source, endState, status, latency, firstByte, created)
+	if err != nil {
+		return nil, fmt.Errorf("settle: insert usages: %w", interpretError(err))
+	}
+	defer res.Close()
+	var done []insertedRow
+	for res.Next() {
+		var ins insertedRow
+		if err := res.Scan(&ins.requestID, &ins.cost); err != nil {
+			return nil, fmt.Errorf("settle: read inserted: %w", interpretError(err))
+		}
+		if r := byID[ins.requestID]; r != nil {
+			ins.scopes = rowScopes(r)
+		}
+		done = append(done, ins)
+	}
+	if err := res.Err(); err != nil {
+		return nil, fmt.Errorf("settle: insert usages: %w", interpretError(err))
+	}
+	return done, nil
+}

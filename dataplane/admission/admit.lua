@@ -1,0 +1,53 @@
+-- Admission: one round trip that checks a key's rate limits and every quota-bearing scope, then
+-- reserves the estimate on all scopes and counts the request — or changes nothing.
+--
+-- KEYS[1] rpm window counter, KEYS[2] tpm window counter,
+-- KEYS[2+2i-1] qp:{scope}:{id} (pending micros), KEYS[2+2i] qu:{scope}:{id} (cost_used mirror micros)
+-- ARGV[1] rpm limit (0 = none), ARGV[2] tpm limit (0 = none), ARGV[3] estimated tokens,
+-- ARGV[4] estimate micros, ARGV[5] pending TTL seconds, ARGV[6] window TTL seconds,
+-- ARGV[6+2i-1] limit micros of scope i, ARGV[6+2i] snapshot cost_used micros of scope i
+-- Reply {0,0} admitted; {1,0} rpm; {2,0} tpm; {3,i} scope i over quota.
+-- Amounts are integers; Lua compares them as doubles, exact below 2^53 micro-dollars (~9e9 dollars).
+local rpmLimit = tonumber(ARGV[1])
+local tpmLimit = tonumber(ARGV[2])
+local tokens = tonumber(ARGV[3])
+local est = tonumber(ARGV[4])
+local pendingTTL = tonumber(ARGV[5])
+local windowTTL = tonumber(ARGV[6])
+local n = (#KEYS - 2) / 2
+
+if rpmLimit > 0 then
+  local c = tonumber(redis.call('GET', KEYS[1]) or '0')
+  if c + 1 > rpmLimit then return {1, 0} end
+end
+if tpmLimit > 0 and tokens > 0 then
+  local c = tonumber(redis.call('GET', KEYS[2]) or '0')
+  -- An empty window admits one request even when its estimate alone exceeds the limit, so an
+  -- oversized request is not refused forever.
+  if c > 0 and c + tokens > tpmLimit then return {2, 0} end
+end
+for i = 1, n do
+  local limit = tonumber(ARGV[6 + 2 * i - 1])
+  local used = tonumber(redis.call('GET', KEYS[2 + 2 * i]) or '0')
+  local snapUsed = tonumber(ARGV[6 + 2 * i])
+  if snapUsed > used then used = snapUsed end
+  local pending = tonumber(redis.call('GET', KEYS[2 + 2 * i - 1]) or '0')
+  if pending < 0 then pending = 0 end
+  if used + pending + est > limit then return {3, i} end
+end
+if est > 0 then
+  for i = 1, n do
+    local k = KEYS[2 + 2 * i - 1]
+    redis.call('INCRBY', k, est)
+    redis.call('EXPIRE', k, pendingTTL)
+  end
+end
+if rpmLimit > 0 then
+  redis.call('INCR', KEYS[1])
+  redis.call('EXPIRE', KEYS[1], windowTTL)
+end
+if tpmLimit > 0 and tokens > 0 then
+  redis.call('INCRBY', KEYS[2], tokens)
+  redis.call('EXPIRE', KEYS[2], windowTTL)
+end
+return {0, 0}

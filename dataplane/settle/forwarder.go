@@ -1,0 +1,589 @@
+package settle
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tollgate/tollgate/dataplane/admission"
+	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
+	"github.com/tollgate/tollgate/shared/metrics"
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+// ForwarderOptions configure a Forwarder. Zero values take the defaults noted.
+type ForwarderOptions struct {
+	// Prefix namespaces every key (config.RedisKeyPrefix).
+	Prefix string
+	// NodeID names this data plane's consumer in the group; it must be unique among data planes and
+	// stable across restarts (a restarted node resumes its own unacknowledged entries).
+	NodeID string
+	// Endpoints are the control planes' gRPC addresses; a failing one is left for the next.
+	Endpoints []string
+	// Token is the data-plane token, sent as "authorization: Bearer <token>".
+	Token string
+	// CAFile enables TLS to the control plane, trusting the CA certificates in this PEM file; empty
+	// means plaintext (config.CPCAFile).
+	CAFile string
+	// DialOptions add to the gRPC dial options (applied last).
+	DialOptions []grpc.DialOption
+	// BatchSize bounds the records per Settle call (default 100).
+	BatchSize int
+	// Block is how long one read waits for new entries (default 1 s).
+	Block time.Duration
+	// ClaimMinIdle is how long an entry may sit unacknowledged with another consumer before this one
+	// claims it (the other data plane is presumed dead; default 30 s).
+	ClaimMinIdle time.Duration
+	// RPCTimeout bounds one Settle call (default 10 s).
+	RPCTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the retry delay after a failed call (defaults 100 ms, 5 s).
+	MinBackoff, MaxBackoff time.Duration
+	// MirrorTTL is the lifetime of a qu: mirror value, refreshed by every answer (default 1 h).
+	MirrorTTL time.Duration
+	Log       *slog.Logger
+	// Metrics registers the forwarder's families when set.
+	Metrics *metrics.Registry
+	// OnRefunded, when set, is called after a batch's holds were refunded with the request ids the
+	// batch acknowledged (tests use it to observe settlement order).
+	OnRefunded func(requestIDs []string)
+}
+
+// Forwarder drains the outbox to SettlementService. Run it in the background; call Flush at shutdown.
+type Forwarder struct {
+	rdb     redis.UniversalClient
+	opts    ForwarderOptions
+	creds   credentials.TransportCredentials
+	streams Streams
+	keys    admission.Keys
+	log     *slog.Logger
+
+	mu    sync.Mutex
+	conns []*grpc.ClientConn
+	next  int
+
+	settled, duplicates, deadLettered, failures *metrics.Counter
+}
+
+//go:embed settle.lua
+var settleLua string
+
+var settleScript = redis.NewScript(settleLua)
+
+// NewForwarder returns a Forwarder. It dials lazily: construction never blocks or fails on the network.
+func NewForwarder(rdb redis.UniversalClient, opts ForwarderOptions) (*Forwarder, error) {
+	if opts.NodeID == "" {
+		return nil, errors.New("settle: forwarder needs a NodeID")
+	}
+	if len(opts.Endpoints) == 0 {
+		return nil, errors.New("settle: forwarder needs at least one control-plane endpoint")
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 100
+	}
+	if opts.Block <= 0 {
+		opts.Block = time.Second
+	}
+	if opts.ClaimMinIdle <= 0 {
+		opts.ClaimMinIdle = 30 * time.Second
+	}
+	if opts.RPCTimeout <= 0 {
+		opts.RPCTimeout = 10 * time.Second
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 100 * time.Millisecond
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 5 * time.Second
+	}
+	if opts.MirrorTTL <= 0 {
+		opts.MirrorTTL = admission.DefaultMirrorTTL
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	creds := insecure.NewCredentials()
+	if opts.CAFile != "" {
+		pem, err := os.ReadFile(opts.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("settle: control-plane CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("settle: CA file %s holds no PEM certificate", opts.CAFile)
+		}
+		creds = credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+	}
+	f := &Forwarder{rdb: rdb, opts: opts, creds: creds, streams: Streams{Prefix: opts.Prefix}, keys: admission.Keys{Prefix: opts.Prefix},
+		log: opts.Log, conns: make([]*grpc.ClientConn, len(opts.Endpoints))}
+	reg := opts.Metrics
+	if reg == nil {
+		reg = metrics.NewRegistry()
+	}
+	f.settled = reg.NewCounter("tollgate_settle_records_forwarded_total", "Settlement records the control plane stored.")
+	f.duplicates = reg.NewCounter("tollgate_settle_records_duplicate_total", "Settlement records the control plane already had (redelivery).")
+	f.deadLettered = reg.NewCounter("tollgate_settle_records_dead_total", "Outbox entries moved to the dead-letter stream.")
+	f.failures = reg.NewCounter("tollgate_settle_call_failures_total", "Failed Settle calls (retried).")
+	reg.NewGaugeFunc("tollgate_settle_outbox_length", "Entries in the settlement outbox stream.", func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		n, err := rdb.XLen(ctx, f.streams.Outbox()).Result()
+		if err != nil {
+			return -1
+		}
+		return float64(n)
+	})
+	return f, nil
+}
+
+// Close closes the control-plane connections.
+func (f *Forwarder) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var errs []error
+	for i, c := range f.conns {
+		if c != nil {
+			errs = append(errs, c.Close())
+			f.conns[i] = nil
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Run forwards until ctx ends: first the entries this node had read but not acknowledged before a
+// restart, then, in a loop, stale entries of other (dead) consumers and new entries. A batch the control
+// plane cannot take is retried with capped, jittered backoff, so records survive a control-plane outage
+// in the stream. Run returns nil when ctx ends.
+func (f *Forwarder) Run(ctx context.Context) error {
+	if err := f.ensureGroup(ctx); err != nil && ctx.Err() == nil {
+		f.log.Warn("settlement outbox group", "err", err)
+	}
+	lastClaim := time.Time{}
+	for ctx.Err() == nil {
+		msgs, _, err := f.read(ctx, &lastClaim, f.opts.Block)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			f.log.Warn("read settlement outbox", "err", err)
+			sleep(ctx, f.opts.MaxBackoff)
+			continue
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		if err := f.forward(ctx, msgs); err != nil && ctx.Err() == nil {
+			f.log.Warn("forward settlement batch", "err", err)
+		}
+	}
+	return nil
+}
+
+// Flush drains what it can within ctx: this node's unacknowledged entries, stale ones of dead consumers,
+// then the entries appended up to the moment Flush started (so busy peers cannot keep it going forever).
+// It returns an error when ctx ended first; the rest stays in the stream for another data plane. Call it
+// after Run has returned.
+func (f *Forwarder) Flush(ctx context.Context) error {
+	if err := f.ensureGroup(ctx); err != nil {
+		return fmt.Errorf("settle: flush: %w", err)
+	}
+	info, err := f.rdb.XInfoStream(ctx, f.streams.Outbox()).Result()
+	if err != nil {
+		return fmt.Errorf("settle: flush: %w", err)
+	}
+	mark := info.LastGeneratedID
+	lastClaim := time.Time{}
+	for {
+		msgs, fresh, err := f.read(ctx, &lastClaim, -1)
+		if err != nil {
+			return fmt.Errorf("settle: flush: %w", err)
+		}
+		if len(msgs) == 0 {
+			return nil
+		}
+		if err := f.forward(ctx, msgs); err != nil {
+			return fmt.Errorf("settle: flush: %w", err)
+		}
+		if fresh && compareIDs(msgs[len(msgs)-1].ID, mark) >= 0 {
+			return nil
+		}
+	}
+}
+
+// compareIDs orders two stream ids ("<ms>-<seq>").
+func compareIDs(a, b string) int {
+	am, as, _ := strings.Cut(a, "-")
+	bm, bs, _ := strings.Cut(b, "-")
+	for _, p := range [][2]string{{am, bm}, {as, bs}} {
+		x, _ := strconv.ParseUint(p[0], 10, 64)
+		y, _ := strconv.ParseUint(p[1], 10, 64)
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+func (f *Forwarder) ensureGroup(ctx context.Context) error {
+	err := f.rdb.XGroupCreateMkStream(ctx, f.streams.Outbox(), group, "0").Err()
+	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return fmt.Errorf("create consumer group: %w", err)
+	}
+	return nil
+}
+
+// read returns the next batch: own pending entries first, then (at most every ClaimMinIdle/4) stale
+// entries claimed from other consumers, then new entries (blocking up to block; -1: not at all). fresh
+// reports that the batch holds new entries.
+func (f *Forwarder) read(ctx context.Context, lastClaim *time.Time, block time.Duration) (msgs []redis.XMessage, fresh bool, err error) {
+	count := int64(f.opts.BatchSize)
+	own, err := f.readGroup(ctx, "0", count, -1)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(own) > 0 {
+		return own, false, nil
+	}
+	if time.Since(*lastClaim) >= f.opts.ClaimMinIdle/4 {
+		*lastClaim = time.Now()
+		claimed, _, err := f.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: f.streams.Outbox(), Group: group,
+			MinIdle: f.opts.ClaimMinIdle, Start: "0-0", Count: count, Consumer: f.opts.NodeID}).Result()
+		if err != nil {
+			return nil, false, fmt.Errorf("claim stale outbox entries: %w", err)
+		}
+		if len(claimed) > 0 {
+			f.log.Info("claimed stale settlement entries", "count", len(claimed))
+			return claimed, false, nil
+		}
+	}
+	msgs, err = f.readGroup(ctx, ">", count, block)
+	return msgs, true, err
+}
+
+func (f *Forwarder) readGroup(ctx context.Context, id string, count int64, block time.Duration) ([]redis.XMessage, error) {
+	res, err := f.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: f.opts.NodeID,
+		Streams: []string{f.streams.Outbox(), id}, Count: count, Block: block}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "NOGROUP") {
+			if gerr := f.ensureGroup(ctx); gerr != nil {
+				return nil, gerr
+			}
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	var out []redis.XMessage
+	for _, s := range res {
+		out = append(out, s.Messages...)
+	}
+	return out, nil
+}
+
+// entry is a decoded outbox entry.
+type entry struct {
+	id   string
+	rec  *settlementv1.SettlementRecord
+	hold admission.Hold
+}
+
+// forward settles one batch of entries, retrying until the control plane answers or ctx ends.
+func (f *Forwarder) forward(ctx context.Context, msgs []redis.XMessage) error {
+	entries := make([]entry, 0, len(msgs))
+	for _, m := range msgs {
+		if m.Values == nil { // deleted from the stream while pending: nothing left to settle
+			if err := f.finish(ctx, []entry{{id: m.ID}}, nil); err != nil {
+				return err
+			}
+			continue
+		}
+		rec, hold, err := DecodeEntry(m.Values)
+		if err != nil {
+			f.log.Error("undecodable settlement outbox entry; dead-lettered", "id", m.ID, "err", err)
+			if err := f.deadLetter(ctx, entry{id: m.ID}, m.Values, err); err != nil {
+				return err
+			}
+			continue
+		}
+		entries = append(entries, entry{id: m.ID, rec: rec, hold: hold})
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	resp, err := f.settle(ctx, entries)
+	if status.Code(err) == codes.InvalidArgument && len(entries) > 1 {
+		// One bad record must not block the rest: settle one by one, dead-lettering the refused.
+		for _, e := range entries {
+			if err := f.forwardOne(ctx, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err != nil {
+		if status.Code(err) == codes.InvalidArgument {
+			return f.deadLetterEntry(ctx, entries[0], err)
+		}
+		return err
+	}
+	return f.finish(ctx, entries, resp)
+}
+
+func (f *Forwarder) forwardOne(ctx context.Context, e entry) error {
+	resp, err := f.settle(ctx, []entry{e})
+	if status.Code(err) == codes.InvalidArgument {
+		return f.deadLetterEntry(ctx, e, err)
+	}
+	if err != nil {
+		return err
+	}
+	return f.finish(ctx, []entry{e}, resp)
+}
+
+// settle calls Settle until it answers, ctx ends, or the control plane refuses the batch as invalid.
+func (f *Forwarder) settle(ctx context.Context, entries []entry) (*settlementv1.SettleResponse, error) {
+	req := &settlementv1.SettleRequest{NodeId: f.opts.NodeID, Records: make([]*settlementv1.SettlementRecord, len(entries))}
+	for i, e := range entries {
+		req.Records[i] = e.rec
+	}
+	backoff := f.opts.MinBackoff
+	for attempt := 1; ; attempt++ {
+		client, endpoint, err := f.client()
+		if err == nil {
+			callCtx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+f.opts.Token), f.opts.RPCTimeout)
+			var resp *settlementv1.SettleResponse
+			resp, err = client.Settle(callCtx, req)
+			cancel()
+			if err == nil {
+				return resp, nil
+			}
+			if status.Code(err) == codes.InvalidArgument {
+				return nil, err
+			}
+			f.failures.Inc()
+			f.rotate()
+			if attempt == 1 || attempt%20 == 0 {
+				f.log.Warn("settle call failed; retrying", "endpoint", endpoint, "records", len(entries), "attempt", attempt, "err", err)
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("settle %d records: %w (last error: %v)", len(entries), ctx.Err(), err)
+		}
+		// Full jitter between MinBackoff and the current cap.
+		d := f.opts.MinBackoff + rand.N(backoff-f.opts.MinBackoff+1)
+		if !sleep(ctx, d) {
+			return nil, fmt.Errorf("settle %d records: %w (last error: %v)", len(entries), ctx.Err(), err)
+		}
+		backoff = min(2*backoff, f.opts.MaxBackoff)
+	}
+}
+
+func (f *Forwarder) client() (settlementv1.SettlementServiceClient, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := f.next % len(f.conns)
+	if f.conns[i] == nil {
+		opts := append([]grpc.DialOption{grpc.WithTransportCredentials(f.creds)}, f.opts.DialOptions...)
+		c, err := grpc.NewClient(f.opts.Endpoints[i], opts...)
+		if err != nil {
+			f.next++
+			return nil, f.opts.Endpoints[i], fmt.Errorf("dial %s: %w", f.opts.Endpoints[i], err)
+		}
+		f.conns[i] = c
+	}
+	return settlementv1.NewSettlementServiceClient(f.conns[i]), f.opts.Endpoints[i], nil
+}
+
+func (f *Forwarder) rotate() {
+	f.mu.Lock()
+	f.next++
+	f.mu.Unlock()
+}
+
+// finish runs the settle script for answered entries: mirror refresh, then ack + refund + delete.
+// resp may be nil (entries that need only acknowledging, or that were dead-lettered: their holds are
+// refunded all the same, since they will never settle).
+func (f *Forwarder) finish(ctx context.Context, entries []entry, resp *settlementv1.SettleResponse) error {
+	keys := []string{f.streams.Outbox()}
+	args := []any{group, int64(f.opts.MirrorTTL / time.Second)}
+	var mirrorKeys []string
+	var mirrorVals []any
+	for _, q := range resp.GetQuotas() {
+		micros, err := DecimalToMicros(q.GetCostUsed())
+		if err != nil {
+			f.log.Warn("unreadable cost_used in Settle answer", "scope", q.GetScope(), "id", q.GetScopeId(), "err", err)
+			continue
+		}
+		mirrorKeys = append(mirrorKeys, f.keys.Used(scopeOf(q.GetScope()), q.GetScopeId()))
+		mirrorVals = append(mirrorVals, micros)
+	}
+	keys = append(keys, mirrorKeys...)
+	args = append(args, len(mirrorKeys))
+	args = append(args, mirrorVals...)
+	args = append(args, len(entries))
+	var ids []string
+	inserted := map[string]bool{}
+	for _, r := range resp.GetResults() {
+		if r.GetInserted() {
+			inserted[r.GetRequestId()] = true
+		}
+	}
+	for _, e := range entries {
+		var tpmDelta int64
+		if e.rec != nil {
+			ids = append(ids, e.rec.GetRequestId())
+			if e.hold.Tokens > 0 {
+				tpmDelta = totalTokens(e.rec.GetTokens()) - e.hold.Tokens
+			}
+		}
+		for _, s := range e.hold.Scopes {
+			keys = append(keys, f.keys.Pending(s.Scope, s.ID))
+		}
+		keys = append(keys, f.keys.TPM(e.hold.KeyID, e.hold.Window))
+		args = append(args, e.id, e.hold.Micros, len(e.hold.Scopes), tpmDelta)
+	}
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if err = settleScript.Run(ctx, f.rdb, keys, args...).Err(); err == nil {
+			break
+		}
+		if !sleep(ctx, time.Duration(attempt+1)*100*time.Millisecond) {
+			break
+		}
+	}
+	if err != nil {
+		// The entries stay pending and are settled again (as duplicates) later; the refund happens then.
+		return fmt.Errorf("acknowledge and refund %d entries: %w", len(entries), err)
+	}
+	if resp != nil {
+		n := uint64(len(inserted))
+		f.settled.Add(n)
+		f.duplicates.Add(uint64(len(ids)) - min(n, uint64(len(ids))))
+	}
+	if f.opts.OnRefunded != nil && len(ids) > 0 {
+		f.opts.OnRefunded(ids)
+	}
+	return nil
+}
+
+// deadLetter copies an entry to the dead-letter stream with the reason, then acknowledges it (refunding
+// its hold if it could be decoded).
+func (f *Forwarder) deadLetter(ctx context.Context, e entry, values map[string]any, reason error) error {
+	dv := []any{"reason", reason.Error(), "id", e.id, "node", f.opts.NodeID}
+	for k, v := range values {
+		dv = append(dv, "f_"+k, v)
+	}
+	if err := f.rdb.XAdd(ctx, &redis.XAddArgs{Stream: f.streams.Dead(), Values: dv}).Err(); err != nil {
+		return fmt.Errorf("dead-letter outbox entry %s: %w", e.id, err)
+	}
+	f.deadLettered.Inc()
+	e.rec = nil
+	return f.finish(ctx, []entry{e}, nil)
+}
+
+func (f *Forwarder) deadLetterEntry(ctx context.Context, e entry, reason error) error {
+	f.log.Error("control plane refused settlement record; dead-lettered", "request_id", e.rec.GetRequestId(), "err", reason)
+	b, err := marshalRecord(e.rec)
+	if err != nil {
+		return err
+	}
+	dv := []any{"reason", reason.Error(), "id", e.id, "node", f.opts.NodeID, "f_" + fieldRecord, b, "f_" + fieldHold, admission.EncodeHold(e.hold)}
+	if err := f.rdb.XAdd(ctx, &redis.XAddArgs{Stream: f.streams.Dead(), Values: dv}).Err(); err != nil {
+		return fmt.Errorf("dead-letter outbox entry %s: %w", e.id, err)
+	}
+	f.deadLettered.Inc()
+	return f.finish(ctx, []entry{e}, nil)
+}
+
+func marshalRecord(rec *settlementv1.SettlementRecord) ([]byte, error) {
+	b, err := proto.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("encode record %s: %w", rec.GetRequestId(), err)
+	}
+	return b, nil
+}
+
+func scopeOf(s string) vocab.Scope { return vocab.Scope(s) }
+
+func totalTokens(t *settlementv1.TokenCounts) int64 {
+	return t.GetInput() + t.GetOutput() + t.GetCacheRead() + t.GetCacheCreation_5M() + t.GetCacheCreation_30M() +
+		t.GetCacheCreation_1H() + t.GetImageOutput()
+}
+
+// sleep waits d or until ctx ends; it reports whether the full wait elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// DecimalToMicros converts a non-negative plain decimal dollar string (numeric::text, e.g.
+// "12.3456785") to integer micro-dollars, rounding half up, saturating at the int64 maximum.
+func DecimalToMicros(s string) (int64, error) {
+	ip, fp, _ := strings.Cut(s, ".")
+	if ip == "" || !digits(ip) || (fp != "" && !digits(fp)) || (strings.Contains(s, ".") && fp == "") {
+		return 0, fmt.Errorf("decimal %.40q: not a non-negative plain decimal", s)
+	}
+	ip = strings.TrimLeft(ip, "0")
+	const maxInt = 9223372036854 // floor(MaxInt64 / 1e6)
+	if len(ip) > 13 {
+		return 1<<63 - 1, nil
+	}
+	var whole int64
+	if ip != "" {
+		whole, _ = strconv.ParseInt(ip, 10, 64)
+	}
+	if whole > maxInt {
+		return 1<<63 - 1, nil
+	}
+	frac := fp + "000000"
+	micros, _ := strconv.ParseInt(frac[:6], 10, 64)
+	out := whole*1_000_000 + micros
+	if len(fp) > 6 && fp[6] >= '5' {
+		if out == 1<<63-1 {
+			return out, nil
+		}
+		out++
+	}
+	if out < 0 {
+		return 1<<63 - 1, nil
+	}
+	return out, nil
+}
+
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

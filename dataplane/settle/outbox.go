@@ -1,0 +1,146 @@
+// Package settle owns the data plane's half of settlement: building the one settlement record of a
+// dispatched request (cost from the compiled rule at the reported tier, the usage source), appending it
+// durably to a Redis stream outbox before the response completes (Recorder), and forwarding the outbox in
+// batches to the control plane's SettlementService (Forwarder), which then refunds each request's exact
+// pending hold — once, atomically with the stream acknowledgement — and refreshes the Redis mirror of
+// quotas.cost_used that admission reads. See docs/settlement.md.
+package settle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tollgate/tollgate/dataplane/admission"
+	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
+)
+
+// Outbox entry fields.
+const (
+	fieldRecord = "r" // the SettlementRecord, protobuf wire bytes
+	fieldHold   = "h" // admission.EncodeHold of the request's hold
+)
+
+// group is the consumer group every forwarder of every data plane reads the outbox with.
+const group = "tollgate-forwarders"
+
+// maxRecordBytes bounds a decoded record (a record is a few hundred bytes; this rejects garbage).
+const maxRecordBytes = 64 << 10
+
+// Streams names the outbox and dead-letter streams under a key prefix.
+type Streams struct{ Prefix string }
+
+// Outbox is the stream of records waiting for the control plane.
+func (s Streams) Outbox() string { return s.Prefix + "settle:outbox" }
+
+// Dead is the stream of records the control plane refused as invalid (kept for an operator).
+func (s Streams) Dead() string { return s.Prefix + "settle:dead" }
+
+// Recorder appends settlement records to the outbox. It is safe for concurrent use.
+type Recorder struct {
+	rdb     redis.Cmdable
+	streams Streams
+	timeout time.Duration
+}
+
+// NewRecorder returns a Recorder writing under prefix (config.RedisKeyPrefix).
+func NewRecorder(rdb redis.Cmdable, prefix string) *Recorder {
+	return &Recorder{rdb: rdb, streams: Streams{Prefix: prefix}, timeout: 5 * time.Second}
+}
+
+// Record durably appends rec with the hold admission gave the request (a zero Hold when nothing was
+// reserved) to the outbox. It sets rec.PendingMicros to hold.Micros. Call it exactly once per dispatched
+// request, before the response completes; the request's context may already be cancelled (client gone):
+// Record detaches from its cancellation and bounds itself to a few seconds, retrying transient errors.
+func (r *Recorder) Record(ctx context.Context, rec *settlementv1.SettlementRecord, hold admission.Hold) error {
+	if rec.GetRequestId() == "" {
+		return errors.New("settle: record without request_id")
+	}
+	rec.PendingMicros = hold.Micros
+	sanitize(rec)
+	b, err := proto.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("settle: encode record %s: %w", rec.GetRequestId(), err)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
+	defer cancel()
+	args := &redis.XAddArgs{Stream: r.streams.Outbox(), Values: []any{fieldRecord, b, fieldHold, admission.EncodeHold(hold)}}
+	backoff := 20 * time.Millisecond
+	for {
+		err = r.rdb.XAdd(ctx, args).Err()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("settle: append record %s to outbox: %w", rec.GetRequestId(), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// sanitize makes the record's text fields storable: protobuf strings must be valid UTF-8 and Postgres
+// text cannot hold NUL, and a model name comes from client input. Invalid bytes become U+FFFD, NUL is
+// dropped, and each field is capped at maxTextField bytes.
+func sanitize(rec *settlementv1.SettlementRecord) {
+	for _, f := range []*string{&rec.RequestId, &rec.LogicalModel, &rec.UpstreamModel, &rec.Operation, &rec.InboundKind,
+		&rec.Implementation, &rec.DestKind, &rec.RequestedTier, &rec.ReportedTier, &rec.Cost, &rec.Source, &rec.EndState} {
+		*f = cleanText(*f)
+	}
+}
+
+const maxTextField = 512
+
+func cleanText(s string) string {
+	if len(s) <= maxTextField && utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+	if len(s) > maxTextField {
+		cut := maxTextField
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
+	}
+	return s
+}
+
+// DecodeEntry decodes one outbox entry's fields into its record and hold. It rejects entries whose
+// fields are missing or malformed, or whose record disagrees with its hold.
+func DecodeEntry(values map[string]any) (*settlementv1.SettlementRecord, admission.Hold, error) {
+	rawRec, ok := values[fieldRecord].(string)
+	if !ok {
+		return nil, admission.Hold{}, errors.New("outbox entry: record field missing")
+	}
+	rawHold, ok := values[fieldHold].(string)
+	if !ok {
+		return nil, admission.Hold{}, errors.New("outbox entry: hold field missing")
+	}
+	if len(rawRec) > maxRecordBytes {
+		return nil, admission.Hold{}, fmt.Errorf("outbox entry: record of %d bytes exceeds %d", len(rawRec), maxRecordBytes)
+	}
+	rec := &settlementv1.SettlementRecord{}
+	if err := proto.Unmarshal([]byte(rawRec), rec); err != nil {
+		return nil, admission.Hold{}, fmt.Errorf("outbox entry: record: %w", err)
+	}
+	if rec.GetRequestId() == "" {
+		return nil, admission.Hold{}, errors.New("outbox entry: record without request_id")
+	}
+	hold, err := admission.DecodeHold(rawHold)
+	if err != nil {
+		return nil, admission.Hold{}, fmt.Errorf("outbox entry %s: %w", rec.GetRequestId(), err)
+	}
+	if hold.Micros != rec.GetPendingMicros() {
+		return nil, admission.Hold{}, fmt.Errorf("outbox entry %s: hold %d micros but record pending_micros %d",
+			rec.GetRequestId(), hold.Micros, rec.GetPendingMicros())
+	}
+	return rec, hold, nil
+}

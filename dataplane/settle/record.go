@@ -1,0 +1,139 @@
+package settle
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
+	"github.com/tollgate/tollgate/shared/pricing"
+	"github.com/tollgate/tollgate/shared/usage"
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+// Outcome is how one dispatched request ended: everything BuildRecord needs. The proxy fills it once,
+// when the request is over (response relayed, upstream failed, or client gone).
+type Outcome struct {
+	RequestID string
+	// Start is when the request arrived (the record's created_at).
+	Start time.Time
+	// Dimensions. TeamID 0 means the user has no team; RouteID 0 a scoped-provider request.
+	KeyID, UserID, TeamID, OrgID      int64
+	RouteID, ProviderID, CredentialID int64
+	LogicalModel, UpstreamModel       string
+	Operation                         vocab.Operation
+	InboundKind                       vocab.Kind
+	Implementation                    vocab.Implementation
+	DestKind                          vocab.Kind
+	SnapshotVersion                   int64
+	// Rule is the compiled price rule for (provider, upstream model); nil when none matched (cost 0).
+	Rule *pricing.Rule
+	// RequestedTier is usage.RequestedTier(request body).
+	RequestedTier string
+	// Upstream is the usage the upstream reported (usage.FromBody, or a stream accumulator's latest
+	// cumulative value); UpstreamFound is false when it reported none. Upstream.ReportedTier is the
+	// tier the upstream says it served (body, usage object or x-gamma-service-tier header).
+	Upstream      usage.Usage
+	UpstreamFound bool
+	// Local is the usage counted locally (tokencount) when the upstream reported none; nil if not
+	// counted (tokenizer compiled out, or the dialect is not countable).
+	Local *usage.Usage
+	// EstimateTokens is the admission estimate of input tokens: the last resort for a generation
+	// request that consumed upstream work without reporting usage.
+	EstimateTokens int64
+	EndState       vocab.EndState
+	HTTPStatus     int
+	// Latency is the whole request; FirstByte the time to the first byte relayed (0: none).
+	Latency, FirstByte time.Duration
+}
+
+// notBilled lists operations that are recorded but never charged (spec "Image and token-usage
+// accounting" 5).
+func notBilled(op vocab.Operation) bool {
+	switch op {
+	case vocab.OpListModels, vocab.OpGetModel, vocab.OpCountTokens, vocab.OpCompactContent, vocab.OpCreateConversation:
+		return true
+	}
+	return false
+}
+
+// consumed reports whether the upstream may have done billable work although it reported no usage.
+func consumed(s vocab.EndState) bool {
+	switch s {
+	case vocab.EndCompleted, vocab.EndUpstreamInterrupted, vocab.EndClientDropped:
+		return true
+	}
+	return false
+}
+
+// BuildRecord computes the settlement record of an outcome:
+//
+//   - usage and source: the upstream's report ("upstream"); else, for content generation that ended
+//     completed, interrupted or dropped, local counting ("local"), else the admission estimate as
+//     input tokens ("estimated"); else zero usage ("none"). Images, embeddings and rerank settle from
+//     the upstream's usage only (rerank's total_tokens and an image operation's aggregate completion
+//     tokens are already mapped by package usage); a failed or rejected request without usage is "none".
+//   - tier: the reported tier when the upstream named one, else the requested tier.
+//   - cost: the exact decimal quote of the rule at that tier; 0 (and no rule id) for model list/get,
+//     count_tokens, compact and conversation, for a missing rule, and for zero usage.
+//
+// PendingMicros is set by Recorder.Record from the request's hold.
+func BuildRecord(o Outcome) *settlementv1.SettlementRecord {
+	u, source := usage.Usage{}, vocab.SourceNone
+	switch {
+	case o.UpstreamFound:
+		u, source = o.Upstream, vocab.SourceUpstream
+	case o.Operation.IsGeneration() && consumed(o.EndState) && o.Local != nil:
+		u, source = *o.Local, vocab.SourceLocal
+	case o.Operation.IsGeneration() && consumed(o.EndState) && o.EstimateTokens > 0:
+		u, source = usage.Usage{Input: o.EstimateTokens}, vocab.SourceEstimated
+	}
+	reported := o.Upstream.ReportedTier
+	tier := o.RequestedTier
+	if reported != "" {
+		tier = reported
+	}
+	cost, ruleID := "0", int64(0)
+	if !notBilled(o.Operation) && o.Rule != nil {
+		q := o.Rule.Quote(u, tier)
+		cost, ruleID = pricing.FormatDecimal(q.Cost), q.RuleID
+	}
+	rec := &settlementv1.SettlementRecord{
+		RequestId:      o.RequestID,
+		ApiKeyId:       o.KeyID,
+		UserId:         o.UserID,
+		OrgId:          o.OrgID,
+		RouteId:        o.RouteID,
+		ProviderId:     o.ProviderID,
+		CredentialId:   o.CredentialID,
+		LogicalModel:   o.LogicalModel,
+		UpstreamModel:  o.UpstreamModel,
+		Operation:      string(o.Operation),
+		InboundKind:    string(o.InboundKind),
+		Implementation: string(o.Implementation),
+		DestKind:       string(o.DestKind),
+		Tokens: &settlementv1.TokenCounts{
+			Input: max(u.Input, 0), Output: max(u.Output, 0), CacheRead: max(u.CacheRead, 0),
+			CacheCreation_5M: max(u.CacheCreation5m, 0), CacheCreation_30M: max(u.CacheCreation30m, 0),
+			CacheCreation_1H: max(u.CacheCreation1h, 0), ImageOutput: max(u.ImageOutput, 0),
+		},
+		RequestedTier:   o.RequestedTier,
+		ReportedTier:    reported,
+		PriceRuleId:     ruleID,
+		SnapshotVersion: o.SnapshotVersion,
+		Cost:            cost,
+		Source:          string(source),
+		EndState:        string(o.EndState),
+		HttpStatus:      int32(o.HTTPStatus),
+		LatencyMs:       o.Latency.Milliseconds(),
+		FirstByteMs:     o.FirstByte.Milliseconds(),
+	}
+	if o.TeamID != 0 {
+		team := o.TeamID
+		rec.TeamId = &team
+	}
+	if !o.Start.IsZero() {
+		rec.CreatedAt = timestamppb.New(o.Start)
+	}
+	return rec
+}

@@ -1,0 +1,58 @@
+-- After the control plane answered a Settle batch: refresh the cost_used mirror, then for every record
+-- acknowledge its outbox entry and — only if this call's XACK removed it from the pending list, so at most
+-- once however often the batch is retried or claimed — refund its exact pending hold and correct the
+-- key's TPM count by (actual − estimated) tokens. The entry is then deleted from the stream.
+--
+-- KEYS[1] the outbox stream; KEYS[2 .. 1+nq] qu: mirror keys; then per record its ns qp: keys followed
+-- by its TPM window key.
+-- ARGV[1] group, ARGV[2] mirror TTL seconds, ARGV[3] nq, ARGV[4 .. 3+nq] mirror values (micros),
+-- ARGV[4+nq] record count, then per record: entry id, hold micros, ns, TPM delta.
+-- Reply: number of holds refunded.
+local stream = KEYS[1]
+local grp = ARGV[1]
+local mttl = tonumber(ARGV[2])
+local nq = tonumber(ARGV[3])
+for i = 1, nq do
+  local k = KEYS[1 + i]
+  local v = tonumber(ARGV[3 + i])
+  local cur = tonumber(redis.call('GET', k) or '-1')
+  -- cost_used only grows through settlement: keep the largest answer, so a late reply to an older
+  -- batch never lowers the mirror.
+  if v > cur then
+    redis.call('SET', k, ARGV[3 + i], 'EX', mttl)
+  else
+    redis.call('EXPIRE', k, mttl)
+  end
+end
+local a = 4 + nq
+local nrec = tonumber(ARGV[a])
+a = a + 1
+local k = 2 + nq
+local refunded = 0
+for r = 1, nrec do
+  local id = ARGV[a]
+  local micros = tonumber(ARGV[a + 1])
+  local ns = tonumber(ARGV[a + 2])
+  local td = tonumber(ARGV[a + 3])
+  a = a + 4
+  if redis.call('XACK', stream, grp, id) == 1 then
+    if micros > 0 then
+      for j = 0, ns - 1 do
+        local pk = KEYS[k + j]
+        if redis.call('EXISTS', pk) == 1 then
+          local v = redis.call('DECRBY', pk, micros)
+          if v <= 0 then redis.call('DEL', pk) end
+        end
+      end
+    end
+    local tk = KEYS[k + ns]
+    if td ~= 0 and redis.call('EXISTS', tk) == 1 then
+      local v = redis.call('INCRBY', tk, td)
+      if v < 0 then redis.call('SET', tk, '0', 'KEEPTTL') end
+    end
+    refunded = refunded + 1
+  end
+  redis.call('XDEL', stream, id)
+  k = k + ns + 1
+end
+return refunded
