@@ -128,10 +128,10 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 		"TOLLGATE_NODE_ID=dev-dp-1",
 		"MOCKUPSTREAM_ADDR="+o.Mock,
 	)
-	if err := st.spawn(ctx, env, filepath.Join(o.BinDir, "mockupstream"), "-addr", o.Mock); err != nil {
+	if err := st.spawn(env, filepath.Join(o.BinDir, "mockupstream"), "-addr", o.Mock); err != nil {
 		return nil, err
 	}
-	if err := st.spawn(ctx, env, filepath.Join(o.BinDir, "controlplane"), "serve"); err != nil {
+	if err := st.spawn(env, filepath.Join(o.BinDir, "controlplane"), "serve"); err != nil {
 		return nil, err
 	}
 	if err := waitHTTP(ctx, "http://"+o.AdminHTTP+"/readyz", 60*time.Second); err != nil {
@@ -140,7 +140,7 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 	if err := st.seed(ctx, "http://"+o.Mock); err != nil {
 		return nil, fmt.Errorf("seed demo data: %w", err)
 	}
-	if err := st.spawn(ctx, env, filepath.Join(o.BinDir, "dataplane"), "serve"); err != nil {
+	if err := st.spawn(env, filepath.Join(o.BinDir, "dataplane"), "serve"); err != nil {
 		return nil, err
 	}
 	if err := waitHTTP(ctx, "http://"+o.DataPlane+"/readyz", 60*time.Second); err != nil {
@@ -217,7 +217,8 @@ func (st *Stack) startPostgres(ctx context.Context, work string) (string, error)
 	if out, err := run(initdb, "-D", dir, "-U", "tollgate", "--auth=trust", "-E", "UTF8", "--no-sync").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("initdb: %w\n%s", err, out)
 	}
-	cmd := run(postgres, "-D", dir, "-p", strconv.Itoa(port), "-k", dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off")
+	full := append(append([]string{}, asUser...), postgres, "-D", dir, "-p", strconv.Itoa(port), "-k", dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off")
+	cmd := exec.Command(full[0], full[1:]...)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if err := st.start(cmd); err != nil {
 		return "", fmt.Errorf("start postgres: %w", err)
@@ -253,7 +254,7 @@ func (st *Stack) startRedis(ctx context.Context, work string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", work)
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", work)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if err := st.start(cmd); err != nil {
 		return "", fmt.Errorf("start redis: %w", err)
@@ -265,8 +266,8 @@ func (st *Stack) startRedis(ctx context.Context, work string) (string, error) {
 	return fmt.Sprintf("redis://127.0.0.1:%d/0", port), nil
 }
 
-func (st *Stack) spawn(ctx context.Context, env []string, bin string, args ...string) error {
-	cmd := exec.CommandContext(ctx, bin, args...)
+func (st *Stack) spawn(env []string, bin string, args ...string) error {
+	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = st.log, st.log
 	if err := st.start(cmd); err != nil {
@@ -275,10 +276,11 @@ func (st *Stack) spawn(ctx context.Context, env []string, bin string, args ...st
 	return nil
 }
 
+// start runs a long-lived child in its own process group, so a terminal's Ctrl-C reaches only devstack,
+// which then stops the children in reverse order (the data plane flushes settlements while Redis and the
+// control plane are still up).
 func (st *Stack) start(cmd *exec.Cmd) error {
-	// Children get SIGTERM (graceful) rather than the default SIGKILL when the context ends.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 15 * time.Second
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return err
 	}

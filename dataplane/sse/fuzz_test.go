@@ -1,0 +1,74 @@
+package sse
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func FuzzDecoder(f *testing.F) {
+	for _, s := range []string{"data: x\n\n", "event: a\r\ndata: 1\r\n\r\n", ": c\rdata:\r\r", "data", "id: \x00\n", "data: [DONE]"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		d := NewDecoder(bytes.NewReader(in))
+		d.SetMaxEventSize(1 << 12)
+		for range len(in) + 2 {
+			if _, err := d.Next(); err != nil {
+				return
+			}
+		}
+		t.Fatalf("decoder produced more events than input bytes")
+	})
+}
+
+// FuzzEncodeDecode: whatever is encoded decodes back (data line endings normalise to LF).
+func FuzzEncodeDecode(f *testing.F) {
+	f.Add("message_start", []byte(`{"type":"message_start"}`), "delta", []byte("a\nb"))
+	f.Add("", []byte(""), "", []byte("\r\n\r"))
+	f.Fuzz(func(t *testing.T, n1 string, d1 []byte, n2 string, d2 []byte) {
+		var b bytes.Buffer
+		if WriteEvent(&b, n1, d1) != nil || WriteEvent(&b, n2, d2) != nil {
+			return // names with CR/LF/NUL are rejected
+		}
+		evs, err := decodeAll(t, &b)
+		if err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+		if len(evs) != 2 {
+			t.Fatalf("decoded %d events, want 2", len(evs))
+		}
+		norm := func(b []byte) string {
+			s := strings.ReplaceAll(string(b), "\r\n", "\n")
+			return strings.ReplaceAll(s, "\r", "\n")
+		}
+		if evs[0].Name != n1 || norm(d1) != string(evs[0].Data) || evs[1].Name != n2 || norm(d2) != string(evs[1].Data) {
+			t.Fatalf("round trip (%q,%q),(%q,%q) -> %+v", n1, d1, n2, d2, evs)
+		}
+	})
+}
+
+func FuzzJSONArrayDecoder(f *testing.F) {
+	for _, s := range []string{"[{\"a\":1},\r\n{\"b\":2}]", "[]", "{\"error\":1}", "[\"\\\"]", "[1,2", "[[[[", "]"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		d := NewJSONArrayDecoder(bytes.NewReader(in))
+		d.SetMaxElementSize(1 << 12)
+		for range len(in) + 2 {
+			el, err := d.Next()
+			if err != nil {
+				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, ErrJSONArraySyntax) && !errors.Is(err, ErrEventTooLarge) {
+					t.Fatalf("unexpected error class: %v", err)
+				}
+				return
+			}
+			if len(el) == 0 {
+				t.Fatal("empty element")
+			}
+		}
+		t.Fatal("more elements than input bytes")
+	})
+}

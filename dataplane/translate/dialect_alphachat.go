@@ -1,0 +1,648 @@
+package translate
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// alphaChat is the alpha chat completions codec (dialects.md §1.2-1.4).
+type alphaChat struct{}
+
+type chatToolCall struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type chatMessageIn struct {
+	Role             string          `json:"role"`
+	Content          json.RawMessage `json:"content"`
+	ToolCalls        []chatToolCall  `json:"tool_calls"`
+	ToolCallID       string          `json:"tool_call_id"`
+	ReasoningContent string          `json:"reasoning_content"`
+	Refusal          *string         `json:"refusal"`
+	FunctionCall     json.RawMessage `json:"function_call"`
+}
+
+type chatRequestIn struct {
+	Model               string          `json:"model"`
+	Messages            []chatMessageIn `json:"messages"`
+	Tools               []json.RawMessage
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	MaxTokens           *int            `json:"max_tokens"`
+	Temperature         *float64        `json:"temperature"`
+	TopP                *float64        `json:"top_p"`
+	Stop                json.RawMessage `json:"stop"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	N                *int            `json:"n"`
+	Seed             *int64          `json:"seed"`
+	PresencePenalty  *float64        `json:"presence_penalty"`
+	FrequencyPenalty *float64        `json:"frequency_penalty"`
+	Logprobs         *bool           `json:"logprobs"`
+	TopLogprobs      *int            `json:"top_logprobs"`
+	LogitBias        json.RawMessage `json:"logit_bias"`
+	ResponseFormat   json.RawMessage `json:"response_format"`
+	ReasoningEffort  string          `json:"reasoning_effort"`
+	Modalities       []string        `json:"modalities"`
+	Audio            json.RawMessage `json:"audio"`
+	ServiceTier      string          `json:"service_tier"`
+	User             string          `json:"user"`
+	SafetyIdentifier string          `json:"safety_identifier"`
+	WebSearchOptions json.RawMessage `json:"web_search_options"`
+	Functions        json.RawMessage `json:"functions"`
+}
+
+func (alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) {
+	var in chatRequestIn
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, badRequest("body", fmt.Errorf("invalid chat completions request: %w", err))
+	}
+	switch {
+	case in.N != nil && *in.N > 1:
+		return nil, refuse("n", "n > 1 (several choices) cannot be translated")
+	case in.Logprobs != nil && *in.Logprobs:
+		return nil, refuse("logprobs", "logprobs cannot be translated")
+	case len(in.LogitBias) > 0 && string(in.LogitBias) != "null" && string(in.LogitBias) != "{}":
+		return nil, refuse("logit_bias", "logit_bias cannot be translated")
+	case len(in.Audio) > 0 && string(in.Audio) != "null":
+		return nil, refuse("audio", "audio output cannot be translated")
+	case len(in.WebSearchOptions) > 0 && string(in.WebSearchOptions) != "null":
+		return nil, refuse("web_search_options", "built-in web search cannot be translated")
+	case len(in.Functions) > 0 && string(in.Functions) != "null":
+		return nil, refuse("functions", "legacy functions are not supported; use tools")
+	}
+	for _, m := range in.Modalities {
+		if m != "text" {
+			return nil, refuse("modalities", "output modality %q cannot be translated", m)
+		}
+	}
+	r := &request{Model: in.Model, ParallelToolCalls: in.ParallelToolCalls, Temperature: in.Temperature, TopP: in.TopP,
+		Seed: in.Seed, PresencePenalty: in.PresencePenalty, FrequencyPenalty: in.FrequencyPenalty,
+		ServiceTier: in.ServiceTier, User: in.User, Stream: in.Stream}
+	if r.User == "" {
+		r.User = in.SafetyIdentifier
+	}
+	r.MaxTokens = in.MaxCompletionTokens
+	if r.MaxTokens == nil {
+		r.MaxTokens = in.MaxTokens
+	}
+	if in.StreamOptions != nil {
+		r.IncludeUsage = in.StreamOptions.IncludeUsage
+	}
+	var err error
+	if r.Stop, err = stopList(in.Stop); err != nil {
+		return nil, badRequest("stop", err)
+	}
+	if in.ReasoningEffort != "" {
+		if in.ReasoningEffort == "none" {
+			r.Reasoning = &reasoning{Disabled: true}
+		} else {
+			r.Reasoning = &reasoning{Effort: in.ReasoningEffort}
+		}
+	}
+	if r.Format, err = chatFormat(in.ResponseFormat); err != nil {
+		return nil, err
+	}
+	for i, raw := range in.Tools {
+		var t struct {
+			Type     string `json:"type"`
+			Function tool   `json:"function"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil || t.Type != "function" {
+			return nil, refuse(fmt.Sprintf("tools[%d]", i), "only function tools can be translated")
+		}
+		r.Tools = append(r.Tools, t.Function)
+	}
+	if r.ToolChoice, err = chatToolChoice(in.ToolChoice); err != nil {
+		return nil, err
+	}
+	for i, m := range in.Messages {
+		if err := chatMessageToIR(r, i, m); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func chatFormat(raw json.RawMessage) (*responseFormat, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var f struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+			Strict *bool           `json:"strict"`
+		} `json:"json_schema"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, badRequest("response_format", err)
+	}
+	switch f.Type {
+	case "text", "":
+		return nil, nil
+	case "json_object":
+		return &responseFormat{Type: "json_object"}, nil
+	case "json_schema":
+		return &responseFormat{Type: "json_schema", Name: f.JSONSchema.Name, Schema: f.JSONSchema.Schema, Strict: f.JSONSchema.Strict}, nil
+	}
+	return nil, refuse("response_format", "response_format type %q cannot be translated", f.Type)
+}
+
+func chatToolChoice(raw json.RawMessage) (*toolChoice, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var s string
+	if isJSONString(raw) && json.Unmarshal(raw, &s) == nil {
+		switch s {
+		case "auto", "none", "required":
+			return &toolChoice{Mode: s}, nil
+		}
+		return nil, refuse("tool_choice", "unknown tool_choice %q", s)
+	}
+	var o struct {
+		Type     string `json:"type"`
+		Name     string `json:"name"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &o); err != nil || o.Type != "function" {
+		return nil, refuse("tool_choice", "only function tool choices can be translated")
+	}
+	name := o.Function.Name
+	if name == "" {
+		name = o.Name
+	}
+	return &toolChoice{Mode: "tool", Name: name}, nil
+}
+
+// chatContentParts parses alpha chat message content (string or parts) into canonical parts.
+func chatContentParts(raw json.RawMessage, field string) ([]part, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var s string
+	if isJSONString(raw) && json.Unmarshal(raw, &s) == nil {
+		if s == "" {
+			return nil, nil
+		}
+		return []part{{Type: partText, Text: s}}, nil
+	}
+	var arr []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Refusal  string `json:"refusal"`
+		ImageURL struct {
+			URL    string `json:"url"`
+			Detail string `json:"detail"`
+		} `json:"image_url"`
+		File struct {
+			FileData string `json:"file_data"`
+			FileID   string `json:"file_id"`
+			Filename string `json:"filename"`
+		} `json:"file"`
+	}
+	if err := json.Unmarshal(raw, &arr); err != nil {
+		return nil, badRequest(field, err)
+	}
+	var out []part
+	for j, p := range arr {
+		f := fmt.Sprintf("%s[%d]", field, j)
+		switch p.Type {
+		case "text":
+			out = append(out, part{Type: partText, Text: p.Text})
+		case "refusal":
+			out = append(out, part{Type: partText, Text: p.Refusal})
+		case "image_url":
+			out = append(out, imagePart(p.ImageURL.URL, p.ImageURL.Detail))
+		case "file":
+			if p.File.FileData == "" {
+				return nil, refuse(f, "file references by id cannot be translated; send file_data")
+			}
+			mime, data, ok := dataURL(p.File.FileData)
+			if !ok {
+				mime, data = "application/pdf", p.File.FileData
+			}
+			out = append(out, part{Type: partFile, MediaType: mime, Data: data, FileName: p.File.Filename})
+		default:
+			return nil, refuse(f, "content part type %q cannot be translated", p.Type)
+		}
+	}
+	return out, nil
+}
+
+func imagePart(u, detail string) part {
+	if mime, data, ok := dataURL(u); ok {
+		return part{Type: partImage, MediaType: mime, Data: data, Detail: detail}
+	}
+	return part{Type: partImage, URL: u, Detail: detail}
+}
+
+func chatMessageToIR(r *request, i int, m chatMessageIn) error {
+	field := fmt.Sprintf("messages[%d].content", i)
+	switch m.Role {
+	case "system", "developer":
+		t, ok := rawText(m.Content)
+		if !ok {
+			return refuse(field, "system content must be text")
+		}
+		r.System = append(r.System, t)
+	case "user":
+		parts, err := chatContentParts(m.Content, field)
+		if err != nil {
+			return err
+		}
+		r.Messages = append(r.Messages, message{Role: "user", Parts: parts})
+	case "assistant":
+		var parts []part
+		if m.ReasoningContent != "" {
+			parts = append(parts, part{Type: partThinking, Text: m.ReasoningContent})
+		}
+		cp, err := chatContentParts(m.Content, field)
+		if err != nil {
+			return err
+		}
+		parts = append(parts, cp...)
+		if len(m.FunctionCall) > 0 && string(m.FunctionCall) != "null" {
+			return refuse(fmt.Sprintf("messages[%d].function_call", i), "legacy function_call is not supported")
+		}
+		for _, tc := range m.ToolCalls {
+			parts = append(parts, part{Type: partToolCall, CallID: tc.ID, Name: tc.Function.Name, Args: argsObject(tc.Function.Arguments)})
+		}
+		r.Messages = append(r.Messages, message{Role: "assistant", Parts: parts})
+	case "tool":
+		t, ok := rawText(m.Content)
+		if !ok {
+			return refuse(field, "tool content must be text")
+		}
+		p := part{Type: partToolResult, CallID: m.ToolCallID, ResultParts: []part{{Type: partText, Text: t}}}
+		// consecutive tool messages become one user turn
+		if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == "user" && len(r.Messages[n-1].Parts) > 0 &&
+			r.Messages[n-1].Parts[len(r.Messages[n-1].Parts)-1].Type == partToolResult {
+			r.Messages[n-1].Parts = append(r.Messages[n-1].Parts, p)
+		} else {
+			r.Messages = append(r.Messages, message{Role: "user", Parts: []part{p}})
+		}
+	default:
+		return refuse(fmt.Sprintf("messages[%d].role", i), "role %q cannot be translated", m.Role)
+	}
+	return nil
+}
+
+// ---- encode request ----
+
+type chatContentOut struct {
+	Type     string `json:"type"`
+	Text     string `json:"text,omitempty"`
+	ImageURL *struct {
+		URL    string `json:"url"`
+		Detail string `json:"detail,omitempty"`
+	} `json:"image_url,omitempty"`
+	File *struct {
+		FileData string `json:"file_data"`
+		Filename string `json:"filename,omitempty"`
+	} `json:"file,omitempty"`
+}
+
+type chatMessageOut struct {
+	Role       string         `json:"role"`
+	Content    any            `json:"content"`
+	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type chatToolOut struct {
+	Type     string `json:"type"`
+	Function tool   `json:"function"`
+}
+
+type chatRequestOut struct {
+	Model               string           `json:"model"`
+	Messages            []chatMessageOut `json:"messages"`
+	Tools               []chatToolOut    `json:"tools,omitempty"`
+	ToolChoice          any              `json:"tool_choice,omitempty"`
+	ParallelToolCalls   *bool            `json:"parallel_tool_calls,omitempty"`
+	MaxCompletionTokens *int             `json:"max_completion_tokens,omitempty"`
+	Temperature         *float64         `json:"temperature,omitempty"`
+	TopP                *float64         `json:"top_p,omitempty"`
+	Stop                []string         `json:"stop,omitempty"`
+	Seed                *int64           `json:"seed,omitempty"`
+	PresencePenalty     *float64         `json:"presence_penalty,omitempty"`
+	FrequencyPenalty    *float64         `json:"frequency_penalty,omitempty"`
+	ReasoningEffort     string           `json:"reasoning_effort,omitempty"`
+	ResponseFormat      any              `json:"response_format,omitempty"`
+	ServiceTier         string           `json:"service_tier,omitempty"`
+	User                string           `json:"user,omitempty"`
+	Stream              bool             `json:"stream,omitempty"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options,omitempty"`
+}
+
+func chatParts(parts []part) any {
+	allText := true
+	for _, p := range parts {
+		if p.Type != partText {
+			allText = false
+		}
+	}
+	if allText && len(parts) <= 1 {
+		return textOf(parts) // one text part: the plain string form
+	}
+	out := make([]chatContentOut, 0, len(parts))
+	for _, p := range parts {
+		switch p.Type {
+		case partText:
+			out = append(out, chatContentOut{Type: "text", Text: p.Text})
+		case partImage:
+			u := p.URL
+			if u == "" {
+				u = makeDataURL(p.MediaType, p.Data)
+			}
+			c := chatContentOut{Type: "image_url"}
+			c.ImageURL = &struct {
+				URL    string `json:"url"`
+				Detail string `json:"detail,omitempty"`
+			}{u, p.Detail}
+			out = append(out, c)
+		case partFile:
+			c := chatContentOut{Type: "file"}
+			c.File = &struct {
+				FileData string `json:"file_data"`
+				Filename string `json:"filename,omitempty"`
+			}{makeDataURL(p.MediaType, p.Data), p.FileName}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// alphaTier maps a service tier of any dialect to alpha's (dialects.md §4.5).
+func alphaTier(t string) string {
+	switch strings.ToLower(t) {
+	case "auto", "default", "flex", "priority", "scale":
+		return strings.ToLower(t)
+	case "standard_only", "standard":
+		return "default"
+	}
+	return ""
+}
+
+func (alphaChat) encodeRequest(r *request, model string, stream bool, st *reqState) (*UpstreamRequest, error) {
+	out := chatRequestOut{Model: model, ParallelToolCalls: r.ParallelToolCalls, MaxCompletionTokens: r.MaxTokens,
+		Temperature: r.Temperature, TopP: r.TopP, Stop: r.Stop, Seed: r.Seed, PresencePenalty: r.PresencePenalty,
+		FrequencyPenalty: r.FrequencyPenalty, ServiceTier: alphaTier(r.ServiceTier), User: r.User}
+	if len(r.System) > 0 {
+		out.Messages = append(out.Messages, chatMessageOut{Role: "system", Content: strings.Join(r.System, "\n\n")})
+	}
+	for _, m := range r.Messages {
+		out.Messages = append(out.Messages, chatMessagesOut(m)...)
+	}
+	for _, t := range r.Tools {
+		if len(t.Parameters) == 0 {
+			t.Parameters = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		out.Tools = append(out.Tools, chatToolOut{Type: "function", Function: t})
+	}
+	if tc := r.ToolChoice; tc != nil {
+		if tc.Mode == "tool" {
+			out.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": tc.Name}}
+		} else {
+			out.ToolChoice = tc.Mode
+		}
+	}
+	if rs := r.Reasoning; rs != nil && !rs.Disabled {
+		out.ReasoningEffort = rs.Effort
+		if out.ReasoningEffort == "" {
+			out.ReasoningEffort = budgetEffort(rs.Budget)
+		}
+		if rs.Adaptive && out.ReasoningEffort == "" {
+			out.ReasoningEffort = "medium"
+		}
+	}
+	if f := r.Format; f != nil {
+		if f.Type == "json_object" {
+			out.ResponseFormat = map[string]string{"type": "json_object"}
+		} else {
+			js := map[string]any{"name": nonEmpty(f.Name, "response"), "schema": f.Schema}
+			if f.Strict != nil {
+				js["strict"] = *f.Strict
+			}
+			out.ResponseFormat = map[string]any{"type": "json_schema", "json_schema": js}
+		}
+	}
+	if stream {
+		out.Stream = true
+		out.StreamOptions = &struct {
+			IncludeUsage bool `json:"include_usage"`
+		}{true}
+	}
+	b, err := marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	return &UpstreamRequest{Method: http.MethodPost, Path: "/v1/chat/completions", Header: jsonHeader(), Body: b}, nil
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// chatMessagesOut renders one canonical message as alpha chat messages (tool results become `tool`
+// messages; images inside tool results follow in a user message, since tool messages carry text only).
+func chatMessagesOut(m message) []chatMessageOut {
+	if m.Role == "assistant" {
+		var content []part
+		var calls []chatToolCall
+		for _, p := range m.Parts {
+			switch p.Type {
+			case partText:
+				content = append(content, p)
+			case partToolCall:
+				tc := chatToolCall{ID: p.CallID, Type: "function"}
+				tc.Function.Name, tc.Function.Arguments = p.Name, argsString(p.Args)
+				calls = append(calls, tc)
+			}
+		}
+		var c any
+		if len(content) > 0 {
+			c = textOf(content)
+		}
+		return []chatMessageOut{{Role: "assistant", Content: c, ToolCalls: calls}}
+	}
+	var out []chatMessageOut
+	var user, late []part
+	for _, p := range m.Parts {
+		if p.Type != partToolResult {
+			user = append(user, p)
+			continue
+		}
+		text := textOf(p.ResultParts)
+		if p.IsError && !strings.HasPrefix(text, "Error") {
+			text = "Error: " + text
+		}
+		out = append(out, chatMessageOut{Role: "tool", ToolCallID: p.CallID, Content: text})
+		for _, rp := range p.ResultParts {
+			if rp.Type == partImage {
+				late = append(late, rp)
+			}
+		}
+	}
+	user = append(late, user...)
+	if len(user) > 0 {
+		out = append(out, chatMessageOut{Role: "user", Content: chatParts(user)})
+	}
+	return out
+}
+
+// ---- response ----
+
+type chatResponse struct {
+	ID          string `json:"id"`
+	Object      string `json:"object"`
+	Created     int64  `json:"created"`
+	Model       string `json:"model"`
+	ServiceTier string `json:"service_tier,omitempty"`
+	Choices     []struct {
+		Index        int    `json:"index"`
+		FinishReason string `json:"finish_reason"`
+		Message      struct {
+			Role             string         `json:"role"`
+			Content          *string        `json:"content"`
+			Refusal          *string        `json:"refusal"`
+			ReasoningContent string         `json:"reasoning_content"`
+			ToolCalls        []chatToolCall `json:"tool_calls"`
+		} `json:"message"`
+	} `json:"choices"`
+	Usage *chatUsage `json:"usage"`
+}
+
+func chatFinishIn(s string) finish {
+	switch s {
+	case "stop":
+		return finishStop
+	case "length":
+		return finishLength
+	case "tool_calls", "function_call":
+		return finishToolCalls
+	case "content_filter":
+		return finishContentFilter
+	case "":
+		return finishNone
+	}
+	return finishStop
+}
+
+func chatFinishOut(f finish) string {
+	switch f {
+	case finishLength:
+		return "length"
+	case finishToolCalls:
+		return "tool_calls"
+	case finishContentFilter:
+		return "content_filter"
+	}
+	return "stop"
+}
+
+func (alphaChat) decodeResponse(body []byte, st *reqState) (*response, error) {
+	var in chatResponse
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, fmt.Errorf("decode chat completion: %w", err)
+	}
+	r := &response{ID: in.ID, Model: in.Model, Created: in.Created, Usage: in.Usage.canonical(), ServiceTier: in.ServiceTier}
+	if len(in.Choices) > 0 {
+		c := in.Choices[0]
+		if c.Message.ReasoningContent != "" {
+			r.Parts = append(r.Parts, part{Type: partThinking, Text: c.Message.ReasoningContent})
+		}
+		if c.Message.Content != nil && *c.Message.Content != "" {
+			r.Parts = append(r.Parts, part{Type: partText, Text: *c.Message.Content})
+		}
+		if c.Message.Refusal != nil && *c.Message.Refusal != "" {
+			r.Parts = append(r.Parts, part{Type: partText, Text: *c.Message.Refusal})
+		}
+		for _, tc := range c.Message.ToolCalls {
+			r.Parts = append(r.Parts, part{Type: partToolCall, CallID: tc.ID, Name: tc.Function.Name, Args: argsObject(tc.Function.Arguments)})
+		}
+		r.Finish = chatFinishIn(c.FinishReason)
+	}
+	return r, nil
+}
+
+type chatResponseOut struct {
+	ID          string          `json:"id"`
+	Object      string          `json:"object"`
+	Created     int64           `json:"created"`
+	Model       string          `json:"model"`
+	ServiceTier string          `json:"service_tier,omitempty"`
+	Choices     []chatChoiceOut `json:"choices"`
+	Usage       *chatUsage      `json:"usage,omitempty"`
+}
+
+type chatChoiceOut struct {
+	Index        int            `json:"index"`
+	Message      chatMsgRespOut `json:"message"`
+	Logprobs     *struct{}      `json:"logprobs"`
+	FinishReason string         `json:"finish_reason"`
+}
+
+type chatMsgRespOut struct {
+	Role             string         `json:"role"`
+	Content          *string        `json:"content"`
+	Refusal          *string        `json:"refusal"`
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []chatToolCall `json:"tool_calls,omitempty"`
+}
+
+func (alphaChat) encodeResponse(r *response, st *reqState) ([]byte, error) {
+	msg := chatMsgRespOut{Role: "assistant"}
+	var text, thinking strings.Builder
+	hasText := false
+	for _, p := range r.Parts {
+		switch p.Type {
+		case partText:
+			text.WriteString(p.Text)
+			hasText = true
+		case partThinking:
+			thinking.WriteString(p.Text)
+		case partToolCall:
+			tc := chatToolCall{ID: p.CallID, Type: "function"}
+			tc.Function.Name, tc.Function.Arguments = p.Name, argsString(p.Args)
+			msg.ToolCalls = append(msg.ToolCalls, tc)
+		}
+	}
+	if hasText {
+		s := text.String()
+		msg.Content = &s
+	}
+	msg.ReasoningContent = thinking.String()
+	created := r.Created
+	if created == 0 {
+		created = st.now()
+	}
+	out := chatResponseOut{ID: clientID("chatcmpl-", r.ID, st), Object: "chat.completion", Created: created,
+		Model: r.Model, ServiceTier: alphaTier(r.ServiceTier),
+		Choices: []chatChoiceOut{{Index: 0, Message: msg, FinishReason: chatFinishOut(r.Finish)}}}
+	if r.Usage.Known {
+		out.Usage = toChatUsage(r.Usage)
+	}
+	return marshal(out)
+}

@@ -1,0 +1,659 @@
+package translate
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// alphaResp is the alpha responses codec (dialects.md §1.5-1.7).
+type alphaResp struct{}
+
+// respSigPrefix marks a thinking signature that carries an alpha responses reasoning item (id and
+// encrypted_content) through a beta or gamma client, so it can be replayed to an alpha responses upstream.
+const respSigPrefix = "tgrs1."
+
+type respContentPart struct {
+	Type        string          `json:"type"`
+	Text        string          `json:"text,omitempty"`
+	Refusal     string          `json:"refusal,omitempty"`
+	ImageURL    string          `json:"image_url,omitempty"`
+	FileID      string          `json:"file_id,omitempty"`
+	Detail      string          `json:"detail,omitempty"`
+	FileData    string          `json:"file_data,omitempty"`
+	FileURL     string          `json:"file_url,omitempty"`
+	Filename    string          `json:"filename,omitempty"`
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+}
+
+type respItem struct {
+	Type             string          `json:"type"`
+	ID               string          `json:"id,omitempty"`
+	Role             string          `json:"role,omitempty"`
+	Status           string          `json:"status,omitempty"`
+	Content          json.RawMessage `json:"content,omitempty"`
+	CallID           string          `json:"call_id,omitempty"`
+	Name             string          `json:"name,omitempty"`
+	Arguments        *string         `json:"arguments,omitempty"`
+	Output           json.RawMessage `json:"output,omitempty"`
+	Summary          json.RawMessage `json:"summary,omitempty"`
+	EncryptedContent string          `json:"encrypted_content,omitempty"`
+}
+
+type respRequestIn struct {
+	Model             string            `json:"model"`
+	Instructions      json.RawMessage   `json:"instructions"`
+	Input             json.RawMessage   `json:"input"`
+	Tools             []json.RawMessage `json:"tools"`
+	ToolChoice        json.RawMessage   `json:"tool_choice"`
+	ParallelToolCalls *bool             `json:"parallel_tool_calls"`
+	MaxOutputTokens   *int              `json:"max_output_tokens"`
+	Temperature       *float64          `json:"temperature"`
+	TopP              *float64          `json:"top_p"`
+	Reasoning         *struct {
+		Effort  string `json:"effort"`
+		Summary string `json:"summary"`
+	} `json:"reasoning"`
+	Text *struct {
+		Format *struct {
+			Type   string          `json:"type"`
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+			Strict *bool           `json:"strict"`
+		} `json:"format"`
+	} `json:"text"`
+	Stream             bool            `json:"stream"`
+	ServiceTier        string          `json:"service_tier"`
+	User               string          `json:"user"`
+	SafetyIdentifier   string          `json:"safety_identifier"`
+	PreviousResponseID string          `json:"previous_response_id"`
+	Conversation       json.RawMessage `json:"conversation"`
+	Background         *bool           `json:"background"`
+	Prompt             json.RawMessage `json:"prompt"`
+	TopLogprobs        *int            `json:"top_logprobs"`
+}
+
+func (alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
+	var in respRequestIn
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, badRequest("body", fmt.Errorf("invalid responses request: %w", err))
+	}
+	switch {
+	case in.PreviousResponseID != "":
+		return nil, refuse("previous_response_id", "stored conversation state cannot be translated; send the full input")
+	case len(in.Conversation) > 0 && string(in.Conversation) != "null":
+		return nil, refuse("conversation", "stored conversations cannot be translated; send the full input")
+	case in.Background != nil && *in.Background:
+		return nil, refuse("background", "background responses cannot be translated")
+	case len(in.Prompt) > 0 && string(in.Prompt) != "null":
+		return nil, refuse("prompt", "stored prompt templates cannot be translated")
+	case in.TopLogprobs != nil && *in.TopLogprobs > 0:
+		return nil, refuse("top_logprobs", "logprobs cannot be translated")
+	}
+	r := &request{Model: in.Model, ParallelToolCalls: in.ParallelToolCalls, MaxTokens: in.MaxOutputTokens, Temperature: in.Temperature,
+		TopP: in.TopP, Stream: in.Stream, ServiceTier: in.ServiceTier, User: nonEmpty(in.User, in.SafetyIdentifier), IncludeUsage: true}
+	if len(in.Instructions) > 0 && string(in.Instructions) != "null" {
+		t, ok := rawText(in.Instructions)
+		if !ok {
+			return nil, refuse("instructions", "instructions must be text")
+		}
+		if t != "" {
+			r.System = append(r.System, t)
+		}
+	}
+	if rs := in.Reasoning; rs != nil && rs.Effort != "" {
+		if rs.Effort == "none" {
+			r.Reasoning = &reasoning{Disabled: true}
+		} else {
+			r.Reasoning = &reasoning{Effort: rs.Effort, IncludeThoughts: rs.Summary != "" && rs.Summary != "none"}
+		}
+	}
+	if in.Text != nil && in.Text.Format != nil {
+		f := in.Text.Format
+		switch f.Type {
+		case "json_schema":
+			r.Format = &responseFormat{Type: "json_schema", Name: f.Name, Schema: f.Schema, Strict: f.Strict}
+		case "json_object":
+			r.Format = &responseFormat{Type: "json_object"}
+		}
+	}
+	for i, raw := range in.Tools {
+		var t struct {
+			Type string `json:"type"`
+			tool
+		}
+		if err := json.Unmarshal(raw, &t); err != nil || t.Type != "function" {
+			return nil, refuse(fmt.Sprintf("tools[%d]", i), "only function tools can be translated (got %q)", t.Type)
+		}
+		r.Tools = append(r.Tools, t.tool)
+	}
+	var err error
+	if r.ToolChoice, err = chatToolChoice(in.ToolChoice); err != nil {
+		return nil, err
+	}
+	if err := respInputToIR(r, in.Input); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *request) appendPart(role string, p part) {
+	if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == role {
+		r.Messages[n-1].Parts = append(r.Messages[n-1].Parts, p)
+		return
+	}
+	r.Messages = append(r.Messages, message{Role: role, Parts: []part{p}})
+}
+
+func respInputToIR(r *request, raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var s string
+	if isJSONString(raw) && json.Unmarshal(raw, &s) == nil {
+		r.Messages = append(r.Messages, message{Role: "user", Parts: []part{{Type: partText, Text: s}}})
+		return nil
+	}
+	var items []respItem
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return badRequest("input", err)
+	}
+	for i, it := range items {
+		f := fmt.Sprintf("input[%d]", i)
+		switch it.Type {
+		case "message", "":
+			switch it.Role {
+			case "system", "developer":
+				t, ok := respText(it.Content)
+				if !ok {
+					return refuse(f+".content", "system content must be text")
+				}
+				r.System = append(r.System, t)
+			case "user", "assistant":
+				parts, err := respContentParts(it.Content, f+".content")
+				if err != nil {
+					return err
+				}
+				if it.Role == "assistant" {
+					for _, p := range parts {
+						r.appendPart("assistant", p)
+					}
+				} else {
+					r.Messages = append(r.Messages, message{Role: "user", Parts: parts})
+				}
+			default:
+				return refuse(f+".role", "role %q cannot be translated", it.Role)
+			}
+		case "function_call":
+			args := ""
+			if it.Arguments != nil {
+				args = *it.Arguments
+			}
+			r.appendPart("assistant", part{Type: partToolCall, CallID: it.CallID, Name: it.Name, Args: argsObject(args), ItemID: it.ID})
+		case "function_call_output":
+			p := part{Type: partToolResult, CallID: it.CallID}
+			var out string
+			if isJSONString(it.Output) && json.Unmarshal(it.Output, &out) == nil {
+				p.ResultParts = []part{{Type: partText, Text: out}}
+			} else {
+				rp, err := respContentParts(it.Output, f+".output")
+				if err != nil {
+					return err
+				}
+				p.ResultParts = rp
+			}
+			if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == "user" && len(r.Messages[n-1].Parts) > 0 &&
+				r.Messages[n-1].Parts[len(r.Messages[n-1].Parts)-1].Type == partToolResult {
+				r.Messages[n-1].Parts = append(r.Messages[n-1].Parts, p)
+			} else {
+				r.Messages = append(r.Messages, message{Role: "user", Parts: []part{p}})
+			}
+		case "reasoning":
+			var sum []struct {
+				Text string `json:"text"`
+			}
+			_ = json.Unmarshal(it.Summary, &sum)
+			var b strings.Builder
+			for j, s := range sum {
+				if j > 0 {
+					b.WriteString("\n\n")
+				}
+				b.WriteString(s.Text)
+			}
+			r.appendPart("assistant", part{Type: partThinking, Text: b.String(), Signature: it.EncryptedContent, ItemID: it.ID})
+		default:
+			return refuse(f+".type", "input item type %q cannot be translated", it.Type)
+		}
+	}
+	return nil
+}
+
+func respText(raw json.RawMessage) (string, bool) {
+	return rawText(raw)
+}
+
+func respContentParts(raw json.RawMessage, field string) ([]part, error) {
+	var s string
+	if isJSONString(raw) && json.Unmarshal(raw, &s) == nil {
+		return []part{{Type: partText, Text: s}}, nil
+	}
+	var arr []respContentPart
+	if err := json.Unmarshal(raw, &arr); err != nil {
+		return nil, badRequest(field, err)
+	}
+	out := make([]part, 0, len(arr))
+	for j, p := range arr {
+		f := fmt.Sprintf("%s[%d]", field, j)
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			out = append(out, part{Type: partText, Text: p.Text})
+		case "refusal":
+			out = append(out, part{Type: partText, Text: p.Refusal})
+		case "input_image":
+			if p.ImageURL == "" {
+				return nil, refuse(f, "images by file_id cannot be translated; send image_url")
+			}
+			out = append(out, imagePart(p.ImageURL, p.Detail))
+		case "input_file":
+			switch {
+			case p.FileData != "":
+				mime, data, ok := dataURL(p.FileData)
+				if !ok {
+					mime, data = "application/pdf", p.FileData
+				}
+				out = append(out, part{Type: partFile, MediaType: mime, Data: data, FileName: p.Filename})
+			case p.FileURL != "":
+				out = append(out, part{Type: partFile, URL: p.FileURL, MediaType: mimeFromURL(p.FileURL), FileName: p.Filename})
+			default:
+				return nil, refuse(f, "files by file_id cannot be translated; send file_data")
+			}
+		default:
+			return nil, refuse(f, "content part type %q cannot be translated", p.Type)
+		}
+	}
+	return out, nil
+}
+
+// ---- encode request ----
+
+type respRequestOut struct {
+	Model             string           `json:"model"`
+	Instructions      string           `json:"instructions,omitempty"`
+	Input             []map[string]any `json:"input"`
+	Tools             []map[string]any `json:"tools,omitempty"`
+	ToolChoice        any              `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool            `json:"parallel_tool_calls,omitempty"`
+	MaxOutputTokens   *int             `json:"max_output_tokens,omitempty"`
+	Temperature       *float64         `json:"temperature,omitempty"`
+	TopP              *float64         `json:"top_p,omitempty"`
+	Reasoning         map[string]any   `json:"reasoning,omitempty"`
+	Include           []string         `json:"include,omitempty"`
+	Text              map[string]any   `json:"text,omitempty"`
+	ServiceTier       string           `json:"service_tier,omitempty"`
+	User              string           `json:"user,omitempty"`
+	Store             bool             `json:"store"`
+	Stream            bool             `json:"stream,omitempty"`
+}
+
+func respPartsOut(parts []part, assistant bool) []map[string]any {
+	out := make([]map[string]any, 0, len(parts))
+	for _, p := range parts {
+		switch p.Type {
+		case partText:
+			if assistant {
+				out = append(out, map[string]any{"type": "output_text", "text": p.Text})
+			} else {
+				out = append(out, map[string]any{"type": "input_text", "text": p.Text})
+			}
+		case partImage:
+			u := p.URL
+			if u == "" {
+				u = makeDataURL(p.MediaType, p.Data)
+			}
+			m := map[string]any{"type": "input_image", "image_url": u}
+			m["detail"] = nonEmpty(p.Detail, "auto")
+			out = append(out, m)
+		case partFile:
+			m := map[string]any{"type": "input_file"}
+			if p.URL != "" {
+				m["file_url"] = p.URL
+			} else {
+				m["file_data"] = makeDataURL(p.MediaType, p.Data)
+				m["filename"] = nonEmpty(p.FileName, "file")
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (alphaResp) encodeRequest(r *request, model string, stream bool, st *reqState) (*UpstreamRequest, error) {
+	out := respRequestOut{Model: model, Instructions: strings.Join(r.System, "\n\n"), ParallelToolCalls: r.ParallelToolCalls,
+		MaxOutputTokens: r.MaxTokens, Temperature: r.Temperature, TopP: r.TopP, ServiceTier: alphaTier(r.ServiceTier),
+		User: r.User, Store: false, Stream: stream, Input: []map[string]any{}}
+	for _, m := range r.Messages {
+		if m.Role == "assistant" {
+			var text []part
+			flushText := func() {
+				if len(text) > 0 {
+					out.Input = append(out.Input, map[string]any{"type": "message", "role": "assistant", "content": respPartsOut(text, true)})
+					text = nil
+				}
+			}
+			for _, p := range m.Parts {
+				switch p.Type {
+				case partText:
+					text = append(text, p)
+				case partToolCall:
+					flushText()
+					out.Input = append(out.Input, map[string]any{"type": "function_call", "call_id": p.CallID, "name": p.Name, "arguments": argsString(p.Args)})
+				case partThinking:
+					if item, ok := respReasoningReplay(p); ok {
+						flushText()
+						out.Input = append(out.Input, item)
+					}
+				}
+			}
+			flushText()
+			continue
+		}
+		var user, late []part
+		for _, p := range m.Parts {
+			if p.Type != partToolResult {
+				user = append(user, p)
+				continue
+			}
+			text := textOf(p.ResultParts)
+			if p.IsError && !strings.HasPrefix(text, "Error") {
+				text = "Error: " + text
+			}
+			out.Input = append(out.Input, map[string]any{"type": "function_call_output", "call_id": p.CallID, "output": text})
+			for _, rp := range p.ResultParts {
+				if rp.Type == partImage {
+					late = append(late, rp)
+				}
+			}
+		}
+		user = append(late, user...)
+		if len(user) > 0 {
+			out.Input = append(out.Input, map[string]any{"role": "user", "content": respPartsOut(user, false)})
+		}
+	}
+	for _, t := range r.Tools {
+		m := map[string]any{"type": "function", "name": t.Name}
+		if t.Description != "" {
+			m["description"] = t.Description
+		}
+		params := t.Parameters
+		if len(params) == 0 || string(params) == "null" {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		m["parameters"] = params
+		if t.Strict != nil {
+			m["strict"] = *t.Strict
+		} else {
+			m["strict"] = false
+		}
+		out.Tools = append(out.Tools, m)
+	}
+	if tc := r.ToolChoice; tc != nil {
+		if tc.Mode == "tool" {
+			out.ToolChoice = map[string]any{"type": "function", "name": tc.Name}
+		} else {
+			out.ToolChoice = tc.Mode
+		}
+	}
+	if rs := r.Reasoning; rs != nil && !rs.Disabled {
+		effort := rs.Effort
+		if effort == "" {
+			effort = budgetEffort(rs.Budget)
+		}
+		if effort == "" {
+			effort = "medium"
+		}
+		out.Reasoning = map[string]any{"effort": effort}
+		if st.client != "alpha_chat_completions" {
+			out.Reasoning["summary"] = "auto"
+			out.Include = []string{"reasoning.encrypted_content"}
+		}
+	}
+	if f := r.Format; f != nil {
+		if f.Type == "json_object" {
+			out.Text = map[string]any{"format": map[string]any{"type": "json_object"}}
+		} else {
+			fm := map[string]any{"type": "json_schema", "name": nonEmpty(f.Name, "response"), "schema": f.Schema}
+			if f.Strict != nil {
+				fm["strict"] = *f.Strict
+			}
+			out.Text = map[string]any{"format": fm}
+		}
+	}
+	b, err := marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	return &UpstreamRequest{Method: http.MethodPost, Path: "/v1/responses", Header: jsonHeader(), Body: b}, nil
+}
+
+// respReasoningReplay rebuilds a reasoning input item from a signature minted by respSignature.
+func respReasoningReplay(p part) (map[string]any, bool) {
+	rest, ok := strings.CutPrefix(p.Signature, respSigPrefix)
+	if !ok {
+		return nil, false // foreign reasoning cannot be verified by alpha responses; dropped
+	}
+	id, enc, ok := strings.Cut(rest, ".")
+	if !ok || id == "" {
+		return nil, false
+	}
+	summary := []map[string]any{}
+	if p.Text != "" {
+		summary = append(summary, map[string]any{"type": "summary_text", "text": p.Text})
+	}
+	item := map[string]any{"type": "reasoning", "id": id, "summary": summary}
+	if enc != "" {
+		item["encrypted_content"] = enc
+	}
+	return item, true
+}
+
+// respSignature packs a reasoning item id and encrypted content as one opaque signature.
+func respSignature(id, enc string) string {
+	if id == "" && enc == "" {
+		return ""
+	}
+	return respSigPrefix + id + "." + enc
+}
+
+// ---- response ----
+
+type respResponse struct {
+	ID                string     `json:"id"`
+	CreatedAt         int64      `json:"created_at"`
+	Status            string     `json:"status"`
+	Model             string     `json:"model"`
+	ServiceTier       string     `json:"service_tier"`
+	Output            []respItem `json:"output"`
+	IncompleteDetails *struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
+	Error *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Usage *respUsage `json:"usage"`
+}
+
+func respFinishIn(status, reason string, calls bool) finish {
+	switch status {
+	case "incomplete":
+		if reason == "content_filter" {
+			return finishContentFilter
+		}
+		return finishLength
+	case "failed", "cancelled":
+		return finishError
+	}
+	if calls {
+		return finishToolCalls
+	}
+	return finishStop
+}
+
+func respOutputToParts(items []respItem) []part {
+	var parts []part
+	for _, it := range items {
+		switch it.Type {
+		case "reasoning":
+			var sum []struct {
+				Text string `json:"text"`
+			}
+			_ = json.Unmarshal(it.Summary, &sum)
+			if len(sum) == 0 {
+				_ = json.Unmarshal(it.Content, &sum)
+			}
+			var b strings.Builder
+			for j, s := range sum {
+				if j > 0 {
+					b.WriteString("\n\n")
+				}
+				b.WriteString(s.Text)
+			}
+			parts = append(parts, part{Type: partThinking, Text: b.String(), Signature: respSignature(it.ID, it.EncryptedContent), ItemID: it.ID})
+		case "message":
+			cp, _ := respContentParts(it.Content, "output")
+			for _, p := range cp {
+				if p.Type == partText {
+					p.ItemID = it.ID
+					parts = append(parts, p)
+				}
+			}
+		case "function_call":
+			args := ""
+			if it.Arguments != nil {
+				args = *it.Arguments
+			}
+			parts = append(parts, part{Type: partToolCall, CallID: it.CallID, Name: it.Name, Args: argsObject(args), ItemID: it.ID})
+		}
+	}
+	return parts
+}
+
+func (alphaResp) decodeResponse(body []byte, st *reqState) (*response, error) {
+	var in respResponse
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, fmt.Errorf("decode response: %w", err)
+	}
+	return respToIR(&in), nil
+}
+
+func respToIR(in *respResponse) *response {
+	r := &response{ID: in.ID, Model: in.Model, Created: in.CreatedAt, ServiceTier: in.ServiceTier, Usage: in.Usage.canonical()}
+	r.Parts = respOutputToParts(in.Output)
+	reason := ""
+	if in.IncompleteDetails != nil {
+		reason = in.IncompleteDetails.Reason
+	}
+	r.Finish = respFinishIn(in.Status, reason, hasToolCall(r.Parts))
+	return r
+}
+
+type respResponseOut struct {
+	ID                string     `json:"id"`
+	Object            string     `json:"object"`
+	CreatedAt         int64      `json:"created_at"`
+	Status            string     `json:"status"`
+	Error             any        `json:"error"`
+	IncompleteDetails any        `json:"incomplete_details"`
+	Model             string     `json:"model"`
+	Output            []obj      `json:"output"`
+	ParallelToolCalls bool       `json:"parallel_tool_calls"`
+	ToolChoice        string     `json:"tool_choice"`
+	Tools             []any      `json:"tools"`
+	ServiceTier       string     `json:"service_tier,omitempty"`
+	Usage             *respUsage `json:"usage"`
+}
+
+// respItemIDs are the client-visible item ids, shared by the streamed events and the final object.
+func respItemID(prefix string, st *reqState, i int) string {
+	return fmt.Sprintf("%s_%s_%d", prefix, st.respSuffix(), i)
+}
+
+// respOutputItem renders one canonical part as a completed output item.
+func respOutputItem(p part, i int, st *reqState) obj {
+	switch p.Type {
+	case partText:
+		return obj{"id", nonEmpty(p.ItemID, respItemID("msg", st, i)), "type", "message", "status", "completed", "role", "assistant",
+			"content", []obj{{"type", "output_text", "text", p.Text, "annotations", []any{}}}}
+	case partThinking:
+		summary := []obj{}
+		if p.Text != "" {
+			summary = append(summary, obj{"type", "summary_text", "text", p.Text})
+		}
+		m := obj{"id", nonEmpty(p.ItemID, respItemID("rs", st, i)), "type", "reasoning", "summary", summary}
+		if sig := st.sigToClient(p.Signature); sig != "" {
+			m = append(m, "encrypted_content", sig)
+		}
+		return m
+	case partToolCall:
+		id := p.CallID
+		if id == "" {
+			id = fmt.Sprintf("call_%s_%d", st.respSuffix(), i)
+		}
+		return obj{"id", nonEmpty(p.ItemID, respItemID("fc", st, i)), "type", "function_call", "status", "completed", "call_id", id,
+			"name", p.Name, "arguments", nonEmpty(p.RawArgs, argsString(p.Args))}
+	}
+	return nil
+}
+
+func respStatusOut(f finish) (string, any) {
+	switch f {
+	case finishLength:
+		return "incomplete", map[string]string{"reason": "max_output_tokens"}
+	case finishContentFilter:
+		return "incomplete", map[string]string{"reason": "content_filter"}
+	}
+	return "completed", nil
+}
+
+func respBuildResponse(r *response, st *reqState, id string, created int64) respResponseOut {
+	status, inc := respStatusOut(r.Finish)
+	out := respResponseOut{ID: id, Object: "response", CreatedAt: created, Status: status, IncompleteDetails: inc,
+		Model: r.Model, Output: []obj{}, ParallelToolCalls: true, ToolChoice: "auto", Tools: []any{},
+		ServiceTier: alphaTier(r.ServiceTier)}
+	for i, p := range r.Parts {
+		if item := respOutputItem(p, i, st); item != nil {
+			out.Output = append(out.Output, item)
+		}
+	}
+	if r.Usage.Known {
+		out.Usage = toRespUsage(r.Usage)
+	}
+	return out
+}
+
+func (alphaResp) encodeResponse(r *response, st *reqState) ([]byte, error) {
+	created := r.Created
+	if created == 0 {
+		created = st.now()
+	}
+	parts := r.Parts
+	if r.Refusal != "" {
+		parts = append(parts, part{Type: partText, Text: r.Refusal})
+	}
+	rr := *r
+	rr.Parts = mergeAdjacentText(parts)
+	return marshal(respBuildResponse(&rr, st, clientID("resp_", r.ID, st), created))
+}
+
+func mergeAdjacentText(parts []part) []part {
+	out := make([]part, 0, len(parts))
+	for _, p := range parts {
+		if n := len(out); n > 0 && p.Type == partText && out[n-1].Type == partText {
+			out[n-1].Text += p.Text
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}

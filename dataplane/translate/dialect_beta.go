@@ -1,0 +1,585 @@
+package translate
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+// betaMsgs is the beta messages codec (dialects.md §2.2-2.4).
+type betaMsgs struct{}
+
+type betaBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	Source    *betaSource     `json:"source,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   json.RawMessage `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+	Thinking  *string         `json:"thinking,omitempty"`
+	Signature *string         `json:"signature,omitempty"`
+	Data      string          `json:"data,omitempty"`
+	Title     string          `json:"title,omitempty"`
+}
+
+type betaSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+type betaRequestIn struct {
+	Model    string          `json:"model"`
+	System   json.RawMessage `json:"system"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Tools         []json.RawMessage `json:"tools"`
+	ToolChoice    json.RawMessage   `json:"tool_choice"`
+	MaxTokens     *int              `json:"max_tokens"`
+	Temperature   *float64          `json:"temperature"`
+	TopP          *float64          `json:"top_p"`
+	TopK          *int              `json:"top_k"`
+	StopSequences []string          `json:"stop_sequences"`
+	Stream        bool              `json:"stream"`
+	Thinking      *struct {
+		Type         string `json:"type"`
+		BudgetTokens int    `json:"budget_tokens"`
+	} `json:"thinking"`
+	OutputConfig *struct {
+		Effort string `json:"effort"`
+		Format *struct {
+			Type   string          `json:"type"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"format"`
+	} `json:"output_config"`
+	Metadata *struct {
+		UserID string `json:"user_id"`
+	} `json:"metadata"`
+	ServiceTier string          `json:"service_tier"`
+	MCPServers  json.RawMessage `json:"mcp_servers"`
+	Container   json.RawMessage `json:"container"`
+}
+
+func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
+	var in betaRequestIn
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, badRequest("body", fmt.Errorf("invalid messages request: %w", err))
+	}
+	if len(in.MCPServers) > 0 && string(in.MCPServers) != "null" {
+		return nil, refuse("mcp_servers", "MCP servers cannot be translated")
+	}
+	if len(in.Container) > 0 && string(in.Container) != "null" {
+		return nil, refuse("container", "containers cannot be translated")
+	}
+	r := &request{Model: in.Model, MaxTokens: in.MaxTokens, Temperature: in.Temperature, TopP: in.TopP, TopK: in.TopK,
+		Stop: in.StopSequences, Stream: in.Stream, ServiceTier: in.ServiceTier, IncludeUsage: true}
+	if in.Metadata != nil {
+		r.User = in.Metadata.UserID
+	}
+	if len(in.System) > 0 && string(in.System) != "null" {
+		var s string
+		if isJSONString(in.System) && json.Unmarshal(in.System, &s) == nil {
+			r.System = []string{s}
+		} else {
+			var blocks []betaBlock
+			if err := json.Unmarshal(in.System, &blocks); err != nil {
+				return nil, badRequest("system", err)
+			}
+			for _, b := range blocks {
+				r.System = append(r.System, b.Text)
+			}
+		}
+	}
+	if t := in.Thinking; t != nil {
+		switch t.Type {
+		case "enabled":
+			r.Reasoning = &reasoning{Budget: t.BudgetTokens, IncludeThoughts: true}
+		case "adaptive":
+			r.Reasoning = &reasoning{Adaptive: true, IncludeThoughts: true}
+		case "disabled":
+			r.Reasoning = &reasoning{Disabled: true}
+		}
+	}
+	if oc := in.OutputConfig; oc != nil {
+		if oc.Effort != "" {
+			if r.Reasoning == nil {
+				r.Reasoning = &reasoning{}
+			}
+			r.Reasoning.Effort = oc.Effort
+		}
+		if oc.Format != nil && oc.Format.Type == "json_schema" {
+			r.Format = &responseFormat{Type: "json_schema", Schema: oc.Format.Schema}
+		}
+	}
+	for i, raw := range in.Tools {
+		var t struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"input_schema"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil || (t.Type != "" && t.Type != "custom") {
+			return nil, refuse(fmt.Sprintf("tools[%d]", i), "server tools (type %q) cannot be translated", t.Type)
+		}
+		r.Tools = append(r.Tools, tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
+	}
+	if len(in.ToolChoice) > 0 && string(in.ToolChoice) != "null" {
+		var tc struct {
+			Type                   string `json:"type"`
+			Name                   string `json:"name"`
+			DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
+		}
+		if err := json.Unmarshal(in.ToolChoice, &tc); err != nil {
+			return nil, badRequest("tool_choice", err)
+		}
+		switch tc.Type {
+		case "auto", "none":
+			r.ToolChoice = &toolChoice{Mode: tc.Type}
+		case "any":
+			r.ToolChoice = &toolChoice{Mode: "required"}
+		case "tool":
+			r.ToolChoice = &toolChoice{Mode: "tool", Name: tc.Name}
+		default:
+			return nil, refuse("tool_choice", "unknown tool_choice type %q", tc.Type)
+		}
+		if tc.DisableParallelToolUse {
+			f := false
+			r.ParallelToolCalls = &f
+		}
+	}
+	for i, m := range in.Messages {
+		field := fmt.Sprintf("messages[%d].content", i)
+		role := m.Role
+		if role != "user" && role != "assistant" {
+			return nil, refuse(fmt.Sprintf("messages[%d].role", i), "role %q cannot be translated", role)
+		}
+		parts, err := betaContentParts(m.Content, field)
+		if err != nil {
+			return nil, err
+		}
+		r.Messages = append(r.Messages, message{Role: role, Parts: parts})
+	}
+	return r, nil
+}
+
+func betaContentParts(raw json.RawMessage, field string) ([]part, error) {
+	var s string
+	if isJSONString(raw) && json.Unmarshal(raw, &s) == nil {
+		return []part{{Type: partText, Text: s}}, nil
+	}
+	var blocks []betaBlock
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return nil, badRequest(field, err)
+	}
+	out := make([]part, 0, len(blocks))
+	for j, b := range blocks {
+		f := fmt.Sprintf("%s[%d]", field, j)
+		switch b.Type {
+		case "text":
+			out = append(out, part{Type: partText, Text: b.Text})
+		case "image", "document":
+			p, err := betaSourcePart(b, f)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p)
+		case "tool_use":
+			in := b.Input
+			if len(in) == 0 {
+				in = json.RawMessage("{}")
+			}
+			out = append(out, part{Type: partToolCall, CallID: b.ID, Name: b.Name, Args: compactJSON(in)})
+		case "tool_result":
+			p := part{Type: partToolResult, CallID: b.ToolUseID, IsError: b.IsError}
+			if len(b.Content) > 0 && string(b.Content) != "null" {
+				rp, err := betaContentParts(b.Content, f+".content")
+				if err != nil {
+					return nil, err
+				}
+				p.ResultParts = rp
+			}
+			out = append(out, p)
+		case "thinking":
+			p := part{Type: partThinking}
+			if b.Thinking != nil {
+				p.Text = *b.Thinking
+			}
+			if b.Signature != nil {
+				p.Signature = *b.Signature
+			}
+			out = append(out, p)
+		case "redacted_thinking":
+			out = append(out, part{Type: partRedactedThinking, Data: b.Data})
+		default:
+			return nil, refuse(f, "content block type %q cannot be translated", b.Type)
+		}
+	}
+	return out, nil
+}
+
+func betaSourcePart(b betaBlock, f string) (part, error) {
+	if b.Source == nil {
+		return part{}, refuse(f, "%s block without source", b.Type)
+	}
+	t := partImage
+	if b.Type == "document" {
+		t = partFile
+	}
+	switch b.Source.Type {
+	case "base64":
+		return part{Type: t, MediaType: b.Source.MediaType, Data: b.Source.Data, FileName: b.Title}, nil
+	case "url":
+		return part{Type: t, URL: b.Source.URL, MediaType: b.Source.MediaType}, nil
+	}
+	return part{}, refuse(f+".source", "source type %q cannot be translated", b.Source.Type)
+}
+
+// ---- encode request ----
+
+type betaRequestOut struct {
+	Model         string         `json:"model"`
+	System        any            `json:"system,omitempty"`
+	Messages      []betaMsgOut   `json:"messages"`
+	Tools         []betaToolOut  `json:"tools,omitempty"`
+	ToolChoice    map[string]any `json:"tool_choice,omitempty"`
+	MaxTokens     int            `json:"max_tokens"`
+	Temperature   *float64       `json:"temperature,omitempty"`
+	TopP          *float64       `json:"top_p,omitempty"`
+	TopK          *int           `json:"top_k,omitempty"`
+	StopSequences []string       `json:"stop_sequences,omitempty"`
+	Thinking      map[string]any `json:"thinking,omitempty"`
+	OutputConfig  map[string]any `json:"output_config,omitempty"`
+	Metadata      *betaMetadata  `json:"metadata,omitempty"`
+	ServiceTier   string         `json:"service_tier,omitempty"`
+	Stream        bool           `json:"stream,omitempty"`
+}
+
+type betaMetadata struct {
+	UserID string `json:"user_id"`
+}
+
+type betaMsgOut struct {
+	Role    string      `json:"role"`
+	Content []betaBlock `json:"content"`
+}
+
+type betaToolOut struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+func betaTier(t string) string {
+	switch strings.ToLower(t) {
+	case "auto", "priority":
+		return "auto"
+	case "default", "standard", "standard_only":
+		return "standard_only"
+	}
+	return ""
+}
+
+func (betaMsgs) encodeRequest(r *request, model string, stream bool, st *reqState) (*UpstreamRequest, error) {
+	out := betaRequestOut{Model: model, TopP: r.TopP, TopK: r.TopK, StopSequences: r.Stop, ServiceTier: betaTier(r.ServiceTier), Stream: stream}
+	out.MaxTokens = st.opts.BetaMaxTokens
+	if r.MaxTokens != nil && *r.MaxTokens > 0 {
+		out.MaxTokens = *r.MaxTokens
+	}
+	if r.Temperature != nil {
+		t := min(max(*r.Temperature, 0), 1) // beta accepts 0..1
+		out.Temperature = &t
+	}
+	if len(r.System) == 1 {
+		out.System = r.System[0]
+	} else if len(r.System) > 1 {
+		blocks := make([]betaBlock, 0, len(r.System))
+		for _, s := range r.System {
+			blocks = append(blocks, betaBlock{Type: "text", Text: s})
+		}
+		out.System = blocks
+	}
+	for _, m := range mergeTurns(r.Messages) {
+		bm := betaMsgOut{Role: m.Role}
+		for _, p := range m.Parts {
+			if b, ok := betaBlockOut(p); ok {
+				bm.Content = append(bm.Content, b)
+			}
+		}
+		if len(bm.Content) > 0 {
+			out.Messages = append(out.Messages, bm)
+		}
+	}
+	for _, t := range r.Tools {
+		schema := t.Parameters
+		if len(schema) == 0 || string(schema) == "null" {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		out.Tools = append(out.Tools, betaToolOut{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	if tc := r.ToolChoice; tc != nil {
+		switch tc.Mode {
+		case "auto", "none":
+			out.ToolChoice = map[string]any{"type": tc.Mode}
+		case "required":
+			out.ToolChoice = map[string]any{"type": "any"}
+		case "tool":
+			out.ToolChoice = map[string]any{"type": "tool", "name": tc.Name}
+		}
+	}
+	if r.ParallelToolCalls != nil && !*r.ParallelToolCalls && len(r.Tools) > 0 {
+		if out.ToolChoice == nil {
+			out.ToolChoice = map[string]any{"type": "auto"}
+		}
+		if out.ToolChoice["type"] != "none" {
+			out.ToolChoice["disable_parallel_tool_use"] = true
+		}
+	}
+	if rs := r.Reasoning; rs != nil && !rs.Disabled {
+		budget := rs.Budget
+		if budget == 0 {
+			budget = effortBudget(rs.Effort)
+		}
+		if rs.Adaptive && budget == 0 {
+			out.Thinking = map[string]any{"type": "adaptive"}
+		} else if budget > 0 {
+			budget = max(budget, 1024)
+			if budget >= out.MaxTokens {
+				budget = out.MaxTokens - 1
+			}
+			if budget >= 1024 {
+				out.Thinking = map[string]any{"type": "enabled", "budget_tokens": budget}
+			}
+		}
+		if out.Thinking != nil {
+			// beta rejects sampling changes while thinking
+			out.Temperature, out.TopK = nil, nil
+		}
+	}
+	if f := r.Format; f != nil && f.Type == "json_schema" {
+		out.OutputConfig = map[string]any{"format": map[string]any{"type": "json_schema", "schema": f.Schema}}
+	}
+	if r.User != "" {
+		out.Metadata = &betaMetadata{UserID: r.User}
+	}
+	b, err := marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	h := jsonHeader()
+	h.Set("anthropic-version", "2023-06-01")
+	return &UpstreamRequest{Method: http.MethodPost, Path: "/v1/messages", Header: h, Body: b}, nil
+}
+
+func strp(s string) *string { return &s }
+
+func betaBlockOut(p part) (betaBlock, bool) {
+	switch p.Type {
+	case partText:
+		if p.Text == "" {
+			return betaBlock{}, false // beta rejects empty text blocks
+		}
+		return betaBlock{Type: "text", Text: p.Text}, true
+	case partImage, partFile:
+		typ := "image"
+		if p.Type == partFile {
+			typ = "document"
+		}
+		if p.URL != "" {
+			return betaBlock{Type: typ, Source: &betaSource{Type: "url", URL: p.URL}}, true
+		}
+		return betaBlock{Type: typ, Source: &betaSource{Type: "base64", MediaType: p.MediaType, Data: p.Data}}, true
+	case partToolCall:
+		args := p.Args
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		return betaBlock{Type: "tool_use", ID: sanitizeID(p.CallID), Name: p.Name, Input: args}, true
+	case partToolResult:
+		b := betaBlock{Type: "tool_result", ToolUseID: sanitizeID(p.CallID), IsError: p.IsError}
+		allText := true
+		for _, rp := range p.ResultParts {
+			if rp.Type != partText {
+				allText = false
+			}
+		}
+		if allText {
+			b.Content = mustMarshal(textOf(p.ResultParts))
+		} else {
+			var blocks []betaBlock
+			for _, rp := range p.ResultParts {
+				if bb, ok := betaBlockOut(rp); ok {
+					blocks = append(blocks, bb)
+				}
+			}
+			b.Content = mustMarshal(blocks)
+		}
+		return b, true
+	case partThinking:
+		sig, ok := sigForUpstream(vocab.KindBeta, p.Signature)
+		if !ok {
+			return betaBlock{}, false // beta verifies signatures: reasoning from another family is dropped
+		}
+		return betaBlock{Type: "thinking", Thinking: strp(p.Text), Signature: strp(sig)}, true
+	case partRedactedThinking:
+		return betaBlock{Type: "redacted_thinking", Data: p.Data}, true
+	}
+	return betaBlock{}, false
+}
+
+// ---- response ----
+
+type betaResponse struct {
+	ID           string      `json:"id"`
+	Type         string      `json:"type"`
+	Role         string      `json:"role"`
+	Model        string      `json:"model"`
+	Content      []betaBlock `json:"content"`
+	StopReason   *string     `json:"stop_reason"`
+	StopSequence *string     `json:"stop_sequence"`
+	Usage        *betaUsage  `json:"usage"`
+}
+
+func betaFinishIn(s string) finish {
+	switch s {
+	case "end_turn", "pause_turn":
+		return finishStop
+	case "stop_sequence":
+		return finishStopSequence
+	case "max_tokens", "model_context_window_exceeded":
+		return finishLength
+	case "tool_use":
+		return finishToolCalls
+	case "refusal":
+		return finishContentFilter
+	case "":
+		return finishNone
+	}
+	return finishStop
+}
+
+func betaFinishOut(f finish) string {
+	switch f {
+	case finishStopSequence:
+		return "stop_sequence"
+	case finishLength:
+		return "max_tokens"
+	case finishToolCalls:
+		return "tool_use"
+	case finishContentFilter:
+		return "refusal"
+	}
+	return "end_turn"
+}
+
+func (betaMsgs) decodeResponse(body []byte, st *reqState) (*response, error) {
+	var in betaResponse
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, fmt.Errorf("decode message: %w", err)
+	}
+	r := &response{ID: in.ID, Model: in.Model, Usage: in.Usage.canonical()}
+	if in.Usage != nil {
+		r.ServiceTier = in.Usage.ServiceTier
+	}
+	for _, b := range in.Content {
+		switch b.Type {
+		case "text":
+			r.Parts = append(r.Parts, part{Type: partText, Text: b.Text})
+		case "tool_use":
+			args := b.Input
+			if len(args) == 0 {
+				args = json.RawMessage("{}")
+			}
+			r.Parts = append(r.Parts, part{Type: partToolCall, CallID: b.ID, Name: b.Name, Args: compactJSON(args)})
+		case "thinking":
+			p := part{Type: partThinking}
+			if b.Thinking != nil {
+				p.Text = *b.Thinking
+			}
+			if b.Signature != nil {
+				p.Signature = tagSig(vocab.KindBeta, *b.Signature)
+			}
+			r.Parts = append(r.Parts, p)
+		case "redacted_thinking":
+			r.Parts = append(r.Parts, part{Type: partRedactedThinking, Data: b.Data})
+		}
+	}
+	if in.StopReason != nil {
+		r.Finish = betaFinishIn(*in.StopReason)
+	}
+	if in.StopSequence != nil {
+		r.StopSequence = *in.StopSequence
+	}
+	return r, nil
+}
+
+type betaResponseOut struct {
+	ID           string      `json:"id"`
+	Type         string      `json:"type"`
+	Role         string      `json:"role"`
+	Model        string      `json:"model"`
+	Content      []betaBlock `json:"content"`
+	StopReason   *string     `json:"stop_reason"`
+	StopSequence *string     `json:"stop_sequence"`
+	Usage        *betaUsage  `json:"usage"`
+}
+
+// betaOutBlocks renders response parts as beta content blocks (tool ids synthesised when absent).
+func betaOutBlocks(parts []part, st *reqState) []betaBlock {
+	out := make([]betaBlock, 0, len(parts))
+	n := 0
+	for _, p := range parts {
+		switch p.Type {
+		case partThinking:
+			out = append(out, betaBlock{Type: "thinking", Thinking: strp(p.Text), Signature: strp(st.sigToClient(p.Signature))})
+			continue
+		case partToolCall:
+			if p.CallID == "" {
+				p.CallID = fmt.Sprintf("toolu_%s_%d", st.respSuffix(), n)
+			}
+			n++
+		case partImage, partFile:
+			continue // beta responses carry no image blocks
+		}
+		if b, ok := betaBlockOut(p); ok {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func (betaMsgs) encodeResponse(r *response, st *reqState) ([]byte, error) {
+	f := r.Finish
+	if f == finishStop && hasToolCall(r.Parts) {
+		f = finishToolCalls
+	}
+	if f == finishStop && r.StopSequence != "" {
+		f = finishStopSequence
+	}
+	out := betaResponseOut{ID: clientID("msg_", r.ID, st), Type: "message", Role: "assistant", Model: r.Model,
+		Content: betaOutBlocks(r.Parts, st), StopReason: strp(betaFinishOut(f)), Usage: toBetaUsage(r.Usage)}
+	if f == finishStopSequence && r.StopSequence != "" {
+		out.StopSequence = strp(r.StopSequence)
+	}
+	if r.Refusal != "" {
+		out.Content = append(out.Content, betaBlock{Type: "text", Text: r.Refusal})
+	}
+	return marshal(out)
+}
+
+func hasToolCall(parts []part) bool {
+	for _, p := range parts {
+		if p.Type == partToolCall {
+			return true
+		}
+	}
+	return false
+}

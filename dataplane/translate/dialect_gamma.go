@@ -1,0 +1,685 @@
+package translate
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+// gammaGen is the gamma generateContent codec (dialects.md §3.2-3.4).
+type gammaGen struct{}
+
+type gammaBlob struct {
+	MimeType string `json:"mimeType,omitempty"`
+	Data     string `json:"data,omitempty"`
+	FileURI  string `json:"fileUri,omitempty"`
+}
+
+type gammaCall struct {
+	ID   string          `json:"id,omitempty"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+type gammaFuncResp struct {
+	ID       string          `json:"id,omitempty"`
+	Name     string          `json:"name"`
+	Response json.RawMessage `json:"response"`
+}
+
+type gammaPart struct {
+	Text                *string         `json:"text,omitempty"`
+	Thought             bool            `json:"thought,omitempty"`
+	InlineData          *gammaBlob      `json:"inlineData,omitempty"`
+	FileData            *gammaBlob      `json:"fileData,omitempty"`
+	FunctionCall        *gammaCall      `json:"functionCall,omitempty"`
+	FunctionResponse    *gammaFuncResp  `json:"functionResponse,omitempty"`
+	ThoughtSignature    string          `json:"thoughtSignature,omitempty"`
+	ExecutableCode      json.RawMessage `json:"executableCode,omitempty"`
+	CodeExecutionResult json.RawMessage `json:"codeExecutionResult,omitempty"`
+}
+
+type gammaContent struct {
+	Role  string      `json:"role,omitempty"`
+	Parts []gammaPart `json:"parts"`
+}
+
+type gammaGenConfig struct {
+	MaxOutputTokens    *int            `json:"maxOutputTokens,omitempty"`
+	Temperature        *float64        `json:"temperature,omitempty"`
+	TopP               *float64        `json:"topP,omitempty"`
+	TopK               *int            `json:"topK,omitempty"`
+	StopSequences      []string        `json:"stopSequences,omitempty"`
+	CandidateCount     *int            `json:"candidateCount,omitempty"`
+	Seed               *int64          `json:"seed,omitempty"`
+	PresencePenalty    *float64        `json:"presencePenalty,omitempty"`
+	FrequencyPenalty   *float64        `json:"frequencyPenalty,omitempty"`
+	ResponseMimeType   string          `json:"responseMimeType,omitempty"`
+	ResponseSchema     json.RawMessage `json:"responseSchema,omitempty"`
+	ResponseJSONSchema json.RawMessage `json:"responseJsonSchema,omitempty"`
+	ResponseModalities []string        `json:"responseModalities,omitempty"`
+	ThinkingConfig     *struct {
+		ThinkingBudget  *int   `json:"thinkingBudget,omitempty"`
+		ThinkingLevel   string `json:"thinkingLevel,omitempty"`
+		IncludeThoughts bool   `json:"includeThoughts,omitempty"`
+	} `json:"thinkingConfig,omitempty"`
+	ResponseLogprobs *bool           `json:"responseLogprobs,omitempty"`
+	Logprobs         *int            `json:"logprobs,omitempty"`
+	SpeechConfig     json.RawMessage `json:"speechConfig,omitempty"`
+}
+
+type gammaTool struct {
+	FunctionDeclarations []struct {
+		Name                 string          `json:"name"`
+		Description          string          `json:"description"`
+		Parameters           json.RawMessage `json:"parameters"`
+		ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
+	} `json:"functionDeclarations"`
+}
+
+type gammaRequestIn struct {
+	Contents               []gammaContent    `json:"contents"`
+	SystemInstruction      *gammaContent     `json:"systemInstruction"`
+	SystemInstructionSnake *gammaContent     `json:"system_instruction"`
+	Tools                  []json.RawMessage `json:"tools"`
+	ToolConfig             *struct {
+		FunctionCallingConfig struct {
+			Mode                 string   `json:"mode"`
+			AllowedFunctionNames []string `json:"allowedFunctionNames"`
+		} `json:"functionCallingConfig"`
+	} `json:"toolConfig"`
+	GenerationConfig      *gammaGenConfig `json:"generationConfig"`
+	GenerationConfigSnake *gammaGenConfig `json:"generation_config"`
+	CachedContent         string          `json:"cachedContent"`
+	ServiceTier           string          `json:"service_tier"`
+	ServiceTierCamel      string          `json:"serviceTier"`
+}
+
+func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
+	var in gammaRequestIn
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, badRequest("body", fmt.Errorf("invalid generateContent request: %w", err))
+	}
+	if in.CachedContent != "" {
+		return nil, refuse("cachedContent", "explicit cached content cannot be translated")
+	}
+	r := &request{ServiceTier: nonEmpty(in.ServiceTier, in.ServiceTierCamel), IncludeUsage: true}
+	si := in.SystemInstruction
+	if si == nil {
+		si = in.SystemInstructionSnake
+	}
+	if si != nil {
+		for _, p := range si.Parts {
+			if p.Text != nil {
+				r.System = append(r.System, *p.Text)
+			}
+		}
+	}
+	gc := in.GenerationConfig
+	if gc == nil {
+		gc = in.GenerationConfigSnake
+	}
+	if gc != nil {
+		switch {
+		case gc.CandidateCount != nil && *gc.CandidateCount > 1:
+			return nil, refuse("generationConfig.candidateCount", "candidateCount > 1 cannot be translated")
+		case gc.ResponseLogprobs != nil && *gc.ResponseLogprobs:
+			return nil, refuse("generationConfig.responseLogprobs", "logprobs cannot be translated")
+		case len(gc.SpeechConfig) > 0:
+			return nil, refuse("generationConfig.speechConfig", "speech output cannot be translated")
+		}
+		for _, m := range gc.ResponseModalities {
+			if !strings.EqualFold(m, "TEXT") {
+				return nil, refuse("generationConfig.responseModalities", "output modality %q cannot be translated", m)
+			}
+		}
+		r.MaxTokens, r.Temperature, r.TopP, r.TopK = gc.MaxOutputTokens, gc.Temperature, gc.TopP, gc.TopK
+		r.Stop, r.Seed, r.PresencePenalty, r.FrequencyPenalty = gc.StopSequences, gc.Seed, gc.PresencePenalty, gc.FrequencyPenalty
+		if gc.ResponseMimeType == "application/json" {
+			schema := gc.ResponseJSONSchema
+			if len(schema) == 0 && len(gc.ResponseSchema) > 0 {
+				schema = lowerSchemaTypes(gc.ResponseSchema)
+			}
+			if len(schema) > 0 {
+				r.Format = &responseFormat{Type: "json_schema", Schema: schema}
+			} else {
+				r.Format = &responseFormat{Type: "json_object"}
+			}
+		} else if gc.ResponseMimeType != "" && gc.ResponseMimeType != "text/plain" {
+			return nil, refuse("generationConfig.responseMimeType", "response MIME type %q cannot be translated", gc.ResponseMimeType)
+		}
+		if tc := gc.ThinkingConfig; tc != nil {
+			rs := &reasoning{IncludeThoughts: tc.IncludeThoughts}
+			if tc.ThinkingBudget != nil {
+				switch b := *tc.ThinkingBudget; {
+				case b == 0:
+					rs.Disabled = true
+				case b < 0:
+					rs.Adaptive = true
+				default:
+					rs.Budget = b
+				}
+			}
+			if tc.ThinkingLevel != "" {
+				rs.Effort = strings.ToLower(tc.ThinkingLevel)
+			}
+			r.Reasoning = rs
+		}
+	}
+	for i, raw := range in.Tools {
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &probe); err != nil {
+			return nil, badRequest(fmt.Sprintf("tools[%d]", i), err)
+		}
+		for k := range probe {
+			if k != "functionDeclarations" && k != "function_declarations" {
+				return nil, refuse(fmt.Sprintf("tools[%d].%s", i, k), "built-in tool %q cannot be translated", k)
+			}
+		}
+		var t gammaTool
+		_ = json.Unmarshal(raw, &t)
+		for _, fd := range t.FunctionDeclarations {
+			params := fd.ParametersJSONSchema
+			if len(params) == 0 && len(fd.Parameters) > 0 {
+				params = lowerSchemaTypes(fd.Parameters)
+			}
+			r.Tools = append(r.Tools, tool{Name: fd.Name, Description: fd.Description, Parameters: params})
+		}
+	}
+	if tc := in.ToolConfig; tc != nil {
+		fc := tc.FunctionCallingConfig
+		switch strings.ToUpper(fc.Mode) {
+		case "AUTO", "":
+			r.ToolChoice = &toolChoice{Mode: "auto"}
+		case "NONE":
+			r.ToolChoice = &toolChoice{Mode: "none"}
+		case "ANY", "VALIDATED":
+			switch len(fc.AllowedFunctionNames) {
+			case 0:
+				r.ToolChoice = &toolChoice{Mode: "required"}
+			case 1:
+				r.ToolChoice = &toolChoice{Mode: "tool", Name: fc.AllowedFunctionNames[0]}
+			default:
+				return nil, refuse("toolConfig.functionCallingConfig.allowedFunctionNames", "more than one allowed function cannot be translated")
+			}
+		}
+	}
+	// ids: keep gamma's when present, else synthesise call_<turn>_<k>; responses without id take the
+	// oldest unanswered call with the same name.
+	pending := map[string][]string{}
+	for i, c := range in.Contents {
+		role := "user"
+		if c.Role == "model" {
+			role = "assistant"
+		}
+		msg := message{Role: role}
+		k := 0
+		for j, p := range c.Parts {
+			f := fmt.Sprintf("contents[%d].parts[%d]", i, j)
+			if p.ThoughtSignature != "" && !(p.Thought && p.Text != nil) {
+				// the signature covers the thought text before it: one signed thinking part
+				sig := st.sigFromClient(p.ThoughtSignature)
+				if n := len(msg.Parts); n > 0 && msg.Parts[n-1].Type == partThinking && msg.Parts[n-1].Signature == "" {
+					msg.Parts[n-1].Signature = sig
+				} else {
+					msg.Parts = append(msg.Parts, part{Type: partThinking, Signature: sig})
+				}
+			}
+			switch {
+			case p.FunctionCall != nil:
+				id := p.FunctionCall.ID
+				if id == "" {
+					id = fmt.Sprintf("call_%d_%d", i, k)
+				}
+				k++
+				pending[p.FunctionCall.Name] = append(pending[p.FunctionCall.Name], id)
+				args := p.FunctionCall.Args
+				if len(args) == 0 || string(args) == "null" {
+					args = json.RawMessage("{}")
+				}
+				msg.Parts = append(msg.Parts, part{Type: partToolCall, CallID: id, Name: p.FunctionCall.Name, Args: compactJSON(args)})
+			case p.FunctionResponse != nil:
+				fr := p.FunctionResponse
+				id := fr.ID
+				if q := pending[fr.Name]; len(q) > 0 {
+					if id == "" {
+						id = q[0]
+					}
+					for qi, v := range q {
+						if v == id {
+							pending[fr.Name] = append(q[:qi:qi], q[qi+1:]...)
+							break
+						}
+					}
+				}
+				if id == "" {
+					return nil, refuse(f+".functionResponse.id", "function response %q matches no earlier function call", fr.Name)
+				}
+				msg.Parts = append(msg.Parts, gammaResultPart(id, fr.Response))
+			case p.InlineData != nil:
+				t := partImage
+				if !strings.HasPrefix(p.InlineData.MimeType, "image/") {
+					t = partFile
+				}
+				msg.Parts = append(msg.Parts, part{Type: t, MediaType: p.InlineData.MimeType, Data: p.InlineData.Data})
+			case p.FileData != nil:
+				t := partImage
+				if !strings.HasPrefix(p.FileData.MimeType, "image/") {
+					t = partFile
+				}
+				msg.Parts = append(msg.Parts, part{Type: t, MediaType: p.FileData.MimeType, URL: p.FileData.FileURI})
+			case len(p.ExecutableCode) > 0 || len(p.CodeExecutionResult) > 0:
+				return nil, refuse(f, "code execution parts cannot be translated")
+			case p.Text != nil:
+				if p.Thought {
+					sig := st.sigFromClient(p.ThoughtSignature)
+					if n := len(msg.Parts); n > 0 && msg.Parts[n-1].Type == partThinking && msg.Parts[n-1].Signature == "" {
+						msg.Parts[n-1].Text += *p.Text
+						msg.Parts[n-1].Signature = sig
+					} else {
+						msg.Parts = append(msg.Parts, part{Type: partThinking, Text: *p.Text, Signature: sig})
+					}
+				} else {
+					msg.Parts = append(msg.Parts, part{Type: partText, Text: *p.Text})
+				}
+			}
+		}
+		r.Messages = append(r.Messages, msg)
+	}
+	return r, nil
+}
+
+// gammaResultPart converts a functionResponse.response object into a tool result.
+func gammaResultPart(id string, resp json.RawMessage) part {
+	p := part{Type: partToolResult, CallID: id}
+	var m map[string]json.RawMessage
+	text := string(compactJSON(resp))
+	if json.Unmarshal(resp, &m) == nil {
+		if e, ok := m["error"]; ok && len(m) == 1 {
+			p.IsError = true
+			text = jsonValueText(e)
+		} else if o, ok := m["output"]; ok && len(m) == 1 {
+			text = jsonValueText(o)
+		}
+	}
+	p.ResultParts = []part{{Type: partText, Text: text}}
+	return p
+}
+
+// jsonValueText returns a JSON string's value, or any other JSON value compacted.
+func jsonValueText(r json.RawMessage) string {
+	var s string
+	if isJSONString(r) && json.Unmarshal(r, &s) == nil {
+		return s
+	}
+	return string(compactJSON(r))
+}
+
+// lowerSchemaTypes converts gamma's OpenAPI-subset schema (UPPERCASE type enums) to JSON Schema spelling.
+func lowerSchemaTypes(raw json.RawMessage) json.RawMessage {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return raw
+	}
+	var walk func(any) any
+	walk = func(x any) any {
+		switch t := x.(type) {
+		case map[string]any:
+			for k, val := range t {
+				if k == "type" {
+					if s, ok := val.(string); ok {
+						t[k] = strings.ToLower(s)
+						continue
+					}
+				}
+				if k == "properties" {
+					if props, ok := val.(map[string]any); ok {
+						for pk, pv := range props {
+							props[pk] = walk(pv)
+						}
+						continue
+					}
+				}
+				t[k] = walk(val)
+			}
+			return t
+		case []any:
+			for i := range t {
+				t[i] = walk(t[i])
+			}
+			return t
+		}
+		return x
+	}
+	return mustMarshal(walk(v))
+}
+
+// ---- encode request ----
+
+type gammaRequestOut struct {
+	Contents          []gammaContent   `json:"contents"`
+	SystemInstruction *gammaContent    `json:"systemInstruction,omitempty"`
+	Tools             []map[string]any `json:"tools,omitempty"`
+	ToolConfig        map[string]any   `json:"toolConfig,omitempty"`
+	GenerationConfig  *gammaGenConfig  `json:"generationConfig,omitempty"`
+	ServiceTier       string           `json:"service_tier,omitempty"`
+}
+
+func gammaTier(t string) string {
+	switch strings.ToLower(t) {
+	case "default", "standard", "standard_only":
+		return "standard"
+	case "flex":
+		return "flex"
+	case "priority":
+		return "priority"
+	}
+	return ""
+}
+
+func gammaModelPath(model, method string) string {
+	model = strings.TrimPrefix(model, "models/")
+	return "/v1beta/models/" + url.PathEscape(model) + ":" + method
+}
+
+func (gammaGen) encodeRequest(r *request, model string, stream bool, st *reqState) (*UpstreamRequest, error) {
+	out := gammaRequestOut{ServiceTier: gammaTier(r.ServiceTier)}
+	if len(r.System) > 0 {
+		si := &gammaContent{}
+		for _, s := range r.System {
+			si.Parts = append(si.Parts, gammaPart{Text: strp(s)})
+		}
+		out.SystemInstruction = si
+	}
+	names := toolNames(r.Messages)
+	for _, m := range r.Messages {
+		for _, p := range m.Parts {
+			if p.Type == partToolResult && names[p.CallID] == "" {
+				return nil, refuse(fieldNames[st.client]["tool_result"], "tool result %q answers no earlier tool call; the destination needs the function name", p.CallID)
+			}
+		}
+	}
+	for _, m := range mergeTurns(r.Messages) {
+		c := gammaContent{Role: "user"}
+		if m.Role == "assistant" {
+			c.Role = "model"
+		}
+		c.Parts = gammaPartsOut(m.Parts, names, false)
+		if len(c.Parts) > 0 {
+			out.Contents = append(out.Contents, c)
+		}
+	}
+	if len(r.Tools) > 0 {
+		decls := make([]map[string]any, 0, len(r.Tools))
+		for _, t := range r.Tools {
+			d := map[string]any{"name": t.Name}
+			if t.Description != "" {
+				d["description"] = t.Description
+			}
+			if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
+				d["parametersJsonSchema"] = t.Parameters
+			}
+			decls = append(decls, d)
+		}
+		out.Tools = []map[string]any{{"functionDeclarations": decls}}
+	}
+	if tc := r.ToolChoice; tc != nil {
+		fc := map[string]any{}
+		switch tc.Mode {
+		case "auto":
+			fc["mode"] = "AUTO"
+		case "none":
+			fc["mode"] = "NONE"
+		case "required":
+			fc["mode"] = "ANY"
+		case "tool":
+			fc["mode"] = "ANY"
+			fc["allowedFunctionNames"] = []string{tc.Name}
+		}
+		out.ToolConfig = map[string]any{"functionCallingConfig": fc}
+	}
+	gc := &gammaGenConfig{MaxOutputTokens: r.MaxTokens, Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK,
+		StopSequences: r.Stop, Seed: r.Seed, PresencePenalty: r.PresencePenalty, FrequencyPenalty: r.FrequencyPenalty}
+	if f := r.Format; f != nil {
+		gc.ResponseMimeType = "application/json"
+		if f.Type == "json_schema" {
+			gc.ResponseJSONSchema = f.Schema
+		}
+	}
+	if rs := r.Reasoning; rs != nil && !rs.Disabled {
+		budget := rs.Budget
+		if budget == 0 {
+			budget = effortBudget(rs.Effort)
+		}
+		if budget == 0 && rs.Adaptive {
+			budget = -1
+		}
+		if budget != 0 {
+			gc.ThinkingConfig = &struct {
+				ThinkingBudget  *int   `json:"thinkingBudget,omitempty"`
+				ThinkingLevel   string `json:"thinkingLevel,omitempty"`
+				IncludeThoughts bool   `json:"includeThoughts,omitempty"`
+			}{ThinkingBudget: &budget, IncludeThoughts: rs.IncludeThoughts || st.client == "beta_messages" || st.client == "alpha_responses"}
+		}
+	}
+	if string(mustMarshal(gc)) != "{}" {
+		out.GenerationConfig = gc
+	}
+	b, err := marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	path := gammaModelPath(model, "generateContent")
+	if stream {
+		path = gammaModelPath(model, "streamGenerateContent") + "?alt=sse"
+	}
+	return &UpstreamRequest{Method: http.MethodPost, Path: path, Header: jsonHeader(), Body: b}, nil
+}
+
+// gammaPartsOut renders canonical parts as gamma parts. A thinking part's signature goes onto the next
+// non-thinking part (where gamma puts thoughtSignature), or the last part when none follows. Thought text
+// is sent only when response is set (responses to gamma clients); gamma does not need it replayed.
+func gammaPartsOut(parts []part, names map[string]string, response bool) []gammaPart {
+	out := make([]gammaPart, 0, len(parts))
+	pendingSig := ""
+	add := func(p gammaPart) {
+		if pendingSig != "" {
+			p.ThoughtSignature = pendingSig
+			pendingSig = ""
+		}
+		out = append(out, p)
+	}
+	for _, p := range parts {
+		switch p.Type {
+		case partText:
+			add(gammaPart{Text: strp(p.Text)})
+		case partImage, partFile:
+			if p.URL != "" {
+				mt := p.MediaType
+				if mt == "" {
+					mt = mimeFromURL(p.URL)
+				}
+				add(gammaPart{FileData: &gammaBlob{MimeType: mt, FileURI: p.URL}})
+			} else {
+				add(gammaPart{InlineData: &gammaBlob{MimeType: p.MediaType, Data: p.Data}})
+			}
+		case partToolCall:
+			args := p.Args
+			if len(args) == 0 {
+				args = json.RawMessage("{}")
+			}
+			add(gammaPart{FunctionCall: &gammaCall{ID: p.CallID, Name: p.Name, Args: args}})
+		case partToolResult:
+			key := "output"
+			if p.IsError {
+				key = "error"
+			}
+			text := textOf(p.ResultParts)
+			var val json.RawMessage
+			if t := strings.TrimSpace(text); t != "" && json.Valid([]byte(t)) {
+				val = compactJSON([]byte(t))
+			} else {
+				val = mustMarshal(text)
+			}
+			add(gammaPart{FunctionResponse: &gammaFuncResp{ID: p.CallID, Name: names[p.CallID], Response: mustMarshal(map[string]json.RawMessage{key: val})}})
+			for _, rp := range p.ResultParts {
+				if rp.Type == partImage || rp.Type == partFile {
+					add(gammaPart{InlineData: &gammaBlob{MimeType: rp.MediaType, Data: rp.Data}})
+				}
+			}
+		case partThinking:
+			if response && p.Text != "" {
+				out = append(out, gammaPart{Text: strp(p.Text), Thought: true})
+			}
+			if response {
+				pendingSig = p.Signature // already rendered for the client
+			} else if sig, ok := sigForUpstream(vocab.KindGamma, p.Signature); ok {
+				pendingSig = sig
+			}
+		}
+	}
+	if pendingSig != "" {
+		if n := len(out); n > 0 && out[n-1].ThoughtSignature == "" {
+			out[n-1].ThoughtSignature = pendingSig
+		} else {
+			out = append(out, gammaPart{Text: strp(""), ThoughtSignature: pendingSig})
+		}
+	}
+	return out
+}
+
+// ---- response ----
+
+type gammaCandidate struct {
+	Content      *gammaContent `json:"content,omitempty"`
+	FinishReason string        `json:"finishReason,omitempty"`
+	Index        int           `json:"index"`
+}
+
+type gammaResponse struct {
+	Candidates     []gammaCandidate `json:"candidates"`
+	PromptFeedback *struct {
+		BlockReason string `json:"blockReason"`
+	} `json:"promptFeedback,omitempty"`
+	UsageMetadata *gammaUsage     `json:"usageMetadata,omitempty"`
+	ModelVersion  string          `json:"modelVersion,omitempty"`
+	ResponseID    string          `json:"responseId,omitempty"`
+	Error         json.RawMessage `json:"error,omitempty"`
+}
+
+func gammaFinishIn(s string) finish {
+	switch s {
+	case "":
+		return finishNone
+	case "STOP":
+		return finishStop
+	case "MAX_TOKENS":
+		return finishLength
+	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION":
+		return finishContentFilter
+	}
+	return finishStop
+}
+
+func gammaFinishOut(f finish) string {
+	switch f {
+	case finishLength:
+		return "MAX_TOKENS"
+	case finishContentFilter:
+		return "SAFETY"
+	}
+	return "STOP"
+}
+
+// gammaPartsIn converts response parts, merging adjacent text and thought text.
+func gammaPartsIn(parts []gammaPart, dst []part) []part {
+	for _, p := range parts {
+		if p.ThoughtSignature != "" {
+			if n := len(dst); n > 0 && dst[n-1].Type == partThinking && dst[n-1].Signature == "" && !(p.Thought && p.Text != nil) {
+				dst[n-1].Signature = tagSig(vocab.KindGamma, p.ThoughtSignature)
+			} else if !(p.Thought && p.Text != nil) {
+				dst = append(dst, part{Type: partThinking, Signature: tagSig(vocab.KindGamma, p.ThoughtSignature)})
+			}
+		}
+		switch {
+		case p.FunctionCall != nil:
+			args := p.FunctionCall.Args
+			if len(args) == 0 || string(args) == "null" {
+				args = json.RawMessage("{}")
+			}
+			dst = append(dst, part{Type: partToolCall, CallID: p.FunctionCall.ID, Name: p.FunctionCall.Name, Args: compactJSON(args)})
+		case p.Text != nil && p.Thought:
+			if n := len(dst); n > 0 && dst[n-1].Type == partThinking && dst[n-1].Signature == "" {
+				dst[n-1].Text += *p.Text
+				dst[n-1].Signature = tagSig(vocab.KindGamma, p.ThoughtSignature)
+			} else {
+				dst = append(dst, part{Type: partThinking, Text: *p.Text, Signature: tagSig(vocab.KindGamma, p.ThoughtSignature)})
+			}
+		case p.Text != nil:
+			if *p.Text == "" {
+				continue
+			}
+			if n := len(dst); n > 0 && dst[n-1].Type == partText {
+				dst[n-1].Text += *p.Text
+			} else {
+				dst = append(dst, part{Type: partText, Text: *p.Text})
+			}
+		case p.InlineData != nil:
+			dst = append(dst, part{Type: partImage, MediaType: p.InlineData.MimeType, Data: p.InlineData.Data})
+		}
+	}
+	return dst
+}
+
+func (gammaGen) decodeResponse(body []byte, st *reqState) (*response, error) {
+	var in gammaResponse
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, fmt.Errorf("decode generateContent response: %w", err)
+	}
+	r := &response{ID: in.ResponseID, Model: in.ModelVersion, Usage: in.UsageMetadata.canonical()}
+	if len(in.Candidates) > 0 {
+		c := in.Candidates[0]
+		if c.Content != nil {
+			r.Parts = gammaPartsIn(c.Content.Parts, nil)
+		}
+		r.Finish = gammaFinishIn(c.FinishReason)
+		if r.Finish == finishStop && hasToolCall(r.Parts) {
+			r.Finish = finishToolCalls
+		}
+	} else if in.PromptFeedback != nil && in.PromptFeedback.BlockReason != "" {
+		r.Finish = finishContentFilter
+	}
+	return r, nil
+}
+
+type gammaResponseOut struct {
+	Candidates    []gammaCandidate `json:"candidates"`
+	UsageMetadata *gammaUsage      `json:"usageMetadata,omitempty"`
+	ModelVersion  string           `json:"modelVersion,omitempty"`
+	ResponseID    string           `json:"responseId,omitempty"`
+}
+
+func (gammaGen) encodeResponse(r *response, st *reqState) ([]byte, error) {
+	in := make([]part, len(r.Parts))
+	for i, p := range r.Parts {
+		p.Signature = st.sigToClient(p.Signature)
+		in[i] = p
+	}
+	parts := gammaPartsOut(in, nil, true)
+	if r.Refusal != "" {
+		parts = append(parts, gammaPart{Text: strp(r.Refusal)})
+	}
+	if len(parts) == 0 {
+		parts = []gammaPart{{Text: strp("")}}
+	}
+	out := gammaResponseOut{Candidates: []gammaCandidate{{Content: &gammaContent{Role: "model", Parts: parts},
+		FinishReason: gammaFinishOut(r.Finish), Index: 0}}, ModelVersion: r.Model, ResponseID: clientID("", r.ID, st)}
+	if r.Usage.Known {
+		out.UsageMetadata = toGammaUsage(r.Usage)
+	}
+	return marshal(out)
+}

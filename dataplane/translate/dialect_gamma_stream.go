@@ -1,0 +1,263 @@
+package translate
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+// ---- upstream gamma stream -> canonical events ----
+
+type gammaDecoder struct {
+	started bool
+	cur     evType // kind of the open block (evText, evThinking) or -1
+	idx     int
+	next    int
+	calls   bool
+}
+
+func (gammaGen) newDecoder(*reqState) streamDecoder { return &gammaDecoder{cur: -1} }
+
+func (d *gammaDecoder) block(kind evType, out []event) ([]event, int) {
+	if d.cur == kind {
+		return out, d.idx
+	}
+	if d.cur >= 0 {
+		out = append(out, event{Type: evBlockStop, Index: d.idx})
+	}
+	d.cur, d.idx = kind, d.next
+	d.next++
+	return out, d.idx
+}
+
+func (d *gammaDecoder) decode(_ string, data []byte, out []event) ([]event, error) {
+	if len(data) == 0 {
+		return out, nil
+	}
+	var c gammaResponse
+	if err := json.Unmarshal(data, &c); err != nil {
+		return out, err
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		return append(out, event{Type: evError, Err: parseUpstreamError(500, nil, data)}), nil
+	}
+	if !d.started {
+		d.started = true
+		out = append(out, event{Type: evStart, ID: c.ResponseID, Model: c.ModelVersion})
+	}
+	if c.UsageMetadata != nil {
+		out = append(out, event{Type: evUsage, Usage: c.UsageMetadata.canonical()})
+	}
+	var idx int
+	for _, cand := range c.Candidates {
+		if cand.Index != 0 {
+			continue
+		}
+		if cand.Content != nil {
+			for _, p := range cand.Content.Parts {
+				thoughtText := p.Thought && p.Text != nil
+				if p.ThoughtSignature != "" && !thoughtText {
+					out, idx = d.block(evThinking, out)
+					out = append(out, event{Type: evSignature, Index: idx, Text: tagSig(vocab.KindGamma, p.ThoughtSignature)})
+				}
+				switch {
+				case p.FunctionCall != nil:
+					if d.cur >= 0 {
+						out = append(out, event{Type: evBlockStop, Index: d.idx})
+					}
+					d.cur = -1
+					i := d.next
+					d.next++
+					d.calls = true
+					args := p.FunctionCall.Args
+					if len(args) == 0 || string(args) == "null" {
+						args = json.RawMessage("{}")
+					}
+					out = append(out, event{Type: evToolStart, Index: i, CallID: p.FunctionCall.ID, Name: p.FunctionCall.Name},
+						event{Type: evToolArgs, Index: i, Text: string(compactJSON(args))}, event{Type: evBlockStop, Index: i})
+				case thoughtText:
+					out, idx = d.block(evThinking, out)
+					if *p.Text != "" {
+						out = append(out, event{Type: evThinking, Index: idx, Text: *p.Text})
+					}
+					if p.ThoughtSignature != "" {
+						out = append(out, event{Type: evSignature, Index: idx, Text: tagSig(vocab.KindGamma, p.ThoughtSignature)})
+					}
+				case p.Text != nil && *p.Text != "":
+					out, idx = d.block(evText, out)
+					out = append(out, event{Type: evText, Index: idx, Text: *p.Text})
+				}
+			}
+		}
+		if cand.FinishReason != "" {
+			f := gammaFinishIn(cand.FinishReason)
+			if f == finishStop && d.calls {
+				f = finishToolCalls
+			}
+			out = append(out, event{Type: evFinish, Finish: f})
+		}
+	}
+	if len(c.Candidates) == 0 && c.PromptFeedback != nil && c.PromptFeedback.BlockReason != "" {
+		out = append(out, event{Type: evFinish, Finish: finishContentFilter})
+	}
+	return out, nil
+}
+
+// ---- canonical events -> client gamma stream (alt=sse or JSON array) ----
+
+type gammaEncoder struct {
+	w       io.Writer
+	st      *reqState
+	sse     bool
+	opened  bool // JSON array: '[' written
+	first   bool // JSON array: an element written
+	id      string
+	model   string
+	sig     string
+	calls   []*gammaPendingCall
+	byIdx   map[int]*gammaPendingCall
+	fin     finish
+	usage   usage
+	buf     []byte
+	started bool
+}
+
+type gammaPendingCall struct {
+	id, name string
+	args     []byte
+	done     bool
+}
+
+func (gammaGen) newEncoder(w io.Writer, st *reqState) streamEncoder {
+	return &gammaEncoder{w: w, st: st, sse: st.gammaSSE}
+}
+
+func (e *gammaEncoder) frame(b []byte) error {
+	e.buf = e.buf[:0]
+	if e.sse {
+		e.buf = append(e.buf, "data: "...)
+		e.buf = append(e.buf, b...)
+		e.buf = append(e.buf, "\r\n\r\n"...)
+	} else {
+		if !e.opened {
+			e.opened = true
+			e.buf = append(e.buf, '[')
+		}
+		if e.first {
+			e.buf = append(e.buf, ",\r\n"...)
+		}
+		e.first = true
+		e.buf = append(e.buf, b...)
+	}
+	_, err := e.w.Write(e.buf)
+	return err
+}
+
+func (e *gammaEncoder) chunk(parts []gammaPart, fin string, u *gammaUsage) error {
+	if !e.started {
+		e.started = true
+		if e.id == "" {
+			e.id = clientID("", "", e.st)
+		}
+	}
+	c := gammaResponseOut{Candidates: []gammaCandidate{{Content: &gammaContent{Role: "model", Parts: parts}, FinishReason: fin, Index: 0}},
+		UsageMetadata: u, ModelVersion: e.model, ResponseID: e.id}
+	b, err := marshal(c)
+	if err != nil {
+		return err
+	}
+	return e.frame(b)
+}
+
+func (e *gammaEncoder) part(p gammaPart) error {
+	if e.sig != "" {
+		p.ThoughtSignature, e.sig = e.st.sigToClient(e.sig), ""
+	}
+	return e.chunk([]gammaPart{p}, "", nil)
+}
+
+func (e *gammaEncoder) flushCall(c *gammaPendingCall) error {
+	if c.done {
+		return nil
+	}
+	c.done = true
+	args := json.RawMessage(argsObject(string(c.args)))
+	return e.part(gammaPart{FunctionCall: &gammaCall{ID: c.id, Name: c.name, Args: args}})
+}
+
+func (e *gammaEncoder) emit(ev *event) error {
+	switch ev.Type {
+	case evStart:
+		e.id = clientID("", ev.ID, e.st)
+		e.model = ev.Model
+	case evUsage:
+		e.usage.merge(ev.Usage)
+	case evFinish:
+		e.fin = ev.Finish
+	case evText:
+		if ev.Text != "" {
+			return e.part(gammaPart{Text: strp(ev.Text)})
+		}
+	case evThinking:
+		if ev.Text != "" {
+			return e.chunk([]gammaPart{{Text: strp(ev.Text), Thought: true}}, "", nil)
+		}
+	case evSignature:
+		e.sig += ev.Text
+	case evToolStart:
+		c := &gammaPendingCall{id: ev.CallID, name: ev.Name}
+		if e.byIdx == nil {
+			e.byIdx = map[int]*gammaPendingCall{}
+		}
+		e.byIdx[ev.Index] = c
+		e.calls = append(e.calls, c)
+	case evToolArgs:
+		if c := e.byIdx[ev.Index]; c != nil && !c.done {
+			c.args = append(c.args, ev.Text...)
+		}
+	case evBlockStop:
+		if c := e.byIdx[ev.Index]; c != nil {
+			return e.flushCall(c)
+		}
+	}
+	return nil
+}
+
+func (e *gammaEncoder) finish() error {
+	for _, c := range e.calls {
+		if err := e.flushCall(c); err != nil {
+			return err
+		}
+	}
+	p := gammaPart{Text: strp("")}
+	if e.sig != "" {
+		p.ThoughtSignature, e.sig = e.st.sigToClient(e.sig), ""
+	}
+	var u *gammaUsage
+	if e.usage.Known {
+		u = toGammaUsage(e.usage)
+	}
+	if err := e.chunk([]gammaPart{p}, gammaFinishOut(e.fin), u); err != nil {
+		return err
+	}
+	if !e.sse {
+		_, err := io.WriteString(e.w, "]")
+		return err
+	}
+	return nil
+}
+
+func (e *gammaEncoder) fail(ae *apiError) error {
+	b, err := marshal(ae.gammaBody())
+	if err != nil {
+		return err
+	}
+	if err := e.frame(b); err != nil {
+		return err
+	}
+	if !e.sse {
+		_, err = io.WriteString(e.w, "]")
+	}
+	return err
+}

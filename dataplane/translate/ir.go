@@ -1,0 +1,213 @@
+package translate
+
+import "encoding/json"
+
+// This file holds the canonical, dialect-neutral form every translator goes through. Each dialect has a
+// decoder into and an encoder out of this form (files dialect_<kind>.go and dialect_<kind>_stream.go);
+// a pair file (<client>_<upstream>.go) only adds what is specific to that pair.
+
+// partType classifies one content part.
+type partType int
+
+const (
+	partText partType = iota
+	partImage
+	partToolCall
+	partToolResult
+	partThinking
+	partRedactedThinking
+	partFile
+)
+
+// part is one content element of a message or a response.
+type part struct {
+	Type partType `json:"type"`
+	Text string   `json:"text,omitempty"`
+
+	// image / file
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"` // base64
+	URL       string `json:"url,omitempty"`
+	Detail    string `json:"detail,omitempty"`
+	FileName  string `json:"file_name,omitempty"`
+
+	// tool call / tool result
+	CallID string          `json:"call_id,omitempty"`
+	Name   string          `json:"name,omitempty"`
+	Args   json.RawMessage `json:"args,omitempty"` // JSON object text
+	// RawArgs, when set, is the exact argument text streamed to an alpha client (kept verbatim).
+	RawArgs string `json:"raw_args,omitempty"`
+	// ResultParts holds a tool result's content (text and images); IsError flags a failed call.
+	ResultParts []part `json:"result_parts,omitempty"`
+	IsError     bool   `json:"is_error,omitempty"`
+
+	// thinking: Text is the (summary) text, Signature the opaque continuity token; for redacted thinking
+	// Data holds the opaque payload.
+	Signature string `json:"signature,omitempty"`
+	// ItemID keeps a responses reasoning/function item id for round trips.
+	ItemID string `json:"item_id,omitempty"`
+}
+
+type message struct {
+	Role  string `json:"role"` // "user" or "assistant"
+	Parts []part `json:"parts"`
+}
+
+type tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+}
+
+// toolChoice: Mode is "auto", "none", "required" (any tool) or "tool" (Name forced).
+type toolChoice struct {
+	Mode string `json:"mode"`
+	Name string `json:"name,omitempty"`
+}
+
+// reasoning is the requested thinking control. Effort is alpha-style (minimal|low|medium|high|...);
+// Budget a token budget; Disabled an explicit off switch; IncludeThoughts gamma's flag.
+type reasoning struct {
+	Effort          string `json:"effort,omitempty"`
+	Budget          int    `json:"budget,omitempty"`
+	Disabled        bool   `json:"disabled,omitempty"`
+	Adaptive        bool   `json:"adaptive,omitempty"`
+	IncludeThoughts bool   `json:"include_thoughts,omitempty"`
+}
+
+// responseFormat is a structured-output request: Type "json_object" or "json_schema".
+type responseFormat struct {
+	Type   string          `json:"type"`
+	Name   string          `json:"name,omitempty"`
+	Schema json.RawMessage `json:"schema,omitempty"`
+	Strict *bool           `json:"strict,omitempty"`
+}
+
+// request is the canonical generation request.
+type request struct {
+	Model             string          `json:"model,omitempty"`
+	System            []string        `json:"system,omitempty"`
+	Messages          []message       `json:"messages"`
+	Tools             []tool          `json:"tools,omitempty"`
+	ToolChoice        *toolChoice     `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
+	MaxTokens         *int            `json:"max_tokens,omitempty"`
+	Temperature       *float64        `json:"temperature,omitempty"`
+	TopP              *float64        `json:"top_p,omitempty"`
+	TopK              *int            `json:"top_k,omitempty"`
+	Stop              []string        `json:"stop,omitempty"`
+	Seed              *int64          `json:"seed,omitempty"`
+	PresencePenalty   *float64        `json:"presence_penalty,omitempty"`
+	FrequencyPenalty  *float64        `json:"frequency_penalty,omitempty"`
+	Reasoning         *reasoning      `json:"reasoning,omitempty"`
+	Format            *responseFormat `json:"format,omitempty"`
+	ServiceTier       string          `json:"service_tier,omitempty"`
+	User              string          `json:"user,omitempty"`
+	Stream            bool            `json:"stream,omitempty"`
+	IncludeUsage      bool            `json:"include_usage,omitempty"`
+}
+
+// finish is the canonical finish reason.
+type finish string
+
+const (
+	finishNone          finish = ""
+	finishStop          finish = "stop"
+	finishStopSequence  finish = "stop_sequence"
+	finishLength        finish = "length"
+	finishToolCalls     finish = "tool_calls"
+	finishContentFilter finish = "content_filter"
+	finishPause         finish = "pause"
+	finishError         finish = "error"
+)
+
+// usage is the canonical usage (dialects.md §4.4). Every count is an int token count; InputTotal includes
+// cache reads and writes, OutputTotal includes reasoning.
+type usage struct {
+	Known        bool  `json:"-"`
+	InputTotal   int64 `json:"input_total"`
+	CacheRead    int64 `json:"cache_read,omitempty"`
+	CacheWrite   int64 `json:"cache_write,omitempty"`
+	CacheWrite5m int64 `json:"cache_write_5m,omitempty"`
+	CacheWrite1h int64 `json:"cache_write_1h,omitempty"`
+	OutputTotal  int64 `json:"output_total"`
+	Reasoning    int64 `json:"reasoning,omitempty"`
+	ToolPrompt   int64 `json:"tool_prompt,omitempty"`
+	InputText    int64 `json:"input_text,omitempty"`
+	InputImage   int64 `json:"input_image,omitempty"`
+	InputAudio   int64 `json:"input_audio,omitempty"`
+}
+
+// merge keeps the latest non-zero value per field (streams report cumulative snapshots; never add).
+func (u *usage) merge(o usage) {
+	if !o.Known {
+		return
+	}
+	u.Known = true
+	set := func(dst *int64, v int64) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	set(&u.InputTotal, o.InputTotal)
+	set(&u.CacheRead, o.CacheRead)
+	set(&u.CacheWrite, o.CacheWrite)
+	set(&u.CacheWrite5m, o.CacheWrite5m)
+	set(&u.CacheWrite1h, o.CacheWrite1h)
+	set(&u.OutputTotal, o.OutputTotal)
+	set(&u.Reasoning, o.Reasoning)
+	set(&u.ToolPrompt, o.ToolPrompt)
+	set(&u.InputText, o.InputText)
+	set(&u.InputImage, o.InputImage)
+	set(&u.InputAudio, o.InputAudio)
+}
+
+// response is the canonical non-streaming response.
+type response struct {
+	ID           string `json:"id,omitempty"`
+	Model        string `json:"model,omitempty"`
+	Created      int64  `json:"created,omitempty"`
+	Parts        []part `json:"parts"`
+	Finish       finish `json:"finish,omitempty"`
+	StopSequence string `json:"stop_sequence,omitempty"`
+	Usage        usage  `json:"usage"`
+	ServiceTier  string `json:"service_tier,omitempty"`
+	// Refusal is alpha's refusal text, carried as text elsewhere.
+	Refusal string `json:"refusal,omitempty"`
+}
+
+// evType classifies one canonical stream event.
+type evType int
+
+const (
+	evStart     evType = iota // ID, Model known
+	evText                    // Text delta for block Index
+	evThinking                // thinking text delta
+	evSignature               // thinking signature (Text) for the thinking block Index
+	evRedacted                // redacted thinking block (Text = opaque data)
+	evToolStart               // tool call Index: CallID, Name
+	evToolArgs                // argument fragment (Text) for tool call Index
+	evBlockStop               // block Index finished
+	evFinish                  // Finish (+ StopSequence)
+	evUsage                   // Usage snapshot (cumulative)
+	evError                   // mid-stream error (Err)
+)
+
+// event is one canonical stream event. Index identifies a content block within the upstream stream; each
+// decoder guarantees that indices of distinct blocks differ.
+type event struct {
+	Type         evType
+	Index        int
+	Text         string
+	CallID       string
+	Name         string
+	ItemID       string
+	ID           string
+	Model        string
+	Finish       finish
+	StopSequence string
+	Usage        usage
+	Err          *apiError
+	ServiceTier  string
+}

@@ -1,0 +1,416 @@
+package translate
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/tollgate/tollgate/dataplane/sse"
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+// codec is one dialect's decoder and encoder of the canonical form.
+type codec interface {
+	decodeRequest(body []byte, st *reqState) (*request, error)
+	encodeRequest(r *request, model string, stream bool, st *reqState) (*UpstreamRequest, error)
+	decodeResponse(body []byte, st *reqState) (*response, error)
+	encodeResponse(r *response, st *reqState) ([]byte, error)
+	newDecoder(st *reqState) streamDecoder
+	newEncoder(w io.Writer, st *reqState) streamEncoder
+}
+
+// streamDecoder turns one upstream stream event (SSE event name + data, or a gamma array element with an
+// empty name) into canonical events appended to out.
+type streamDecoder interface {
+	decode(name string, data []byte, out []event) ([]event, error)
+}
+
+// streamEncoder writes client stream events.
+type streamEncoder interface {
+	emit(ev *event) error
+	finish() error
+	fail(e *apiError) error
+}
+
+// reqState is the per-request state shared by the codecs of one Translator.
+type reqState struct {
+	opts     Options
+	client   vocab.Kind
+	upstream vocab.Kind
+	stream   bool
+	gammaSSE bool
+	req      *request
+	idSuffix string
+}
+
+func newReqState(opts Options) *reqState { return &reqState{opts: opts} }
+
+// newID returns a fresh random suffix.
+func (st *reqState) newID() string {
+	if st.opts.NewID != nil {
+		return st.opts.NewID()
+	}
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b[:])
+}
+
+// respSuffix is the per-response id suffix (stable for one request).
+func (st *reqState) respSuffix() string {
+	if st.idSuffix == "" {
+		st.idSuffix = st.newID()
+	}
+	return st.idSuffix
+}
+
+func (st *reqState) now() int64 {
+	if st.opts.Now != nil {
+		return st.opts.Now().Unix()
+	}
+	return time.Now().Unix()
+}
+
+func (st *reqState) includeUsage() bool { return st.req != nil && st.req.IncludeUsage }
+
+// Stream converts one upstream stream into the client's stream. Feed it every upstream event in order and
+// flush the client connection after each call; call Finish at a clean upstream end, or Fail when the
+// upstream broke. Not safe for concurrent use.
+type Stream struct {
+	dec      streamDecoder
+	enc      streamEncoder
+	st       *reqState
+	buf      []event
+	usage    usage
+	done     bool
+	finished bool // the upstream signalled its end (a finish reason)
+	upstream error
+}
+
+// Feed converts one upstream SSE event (alpha, beta, gamma `alt=sse`).
+func (s *Stream) Feed(ev sse.Event) error { return s.feed(ev.Name, ev.Data) }
+
+// FeedJSON converts one element of a gamma JSON-array stream (see sse.JSONArrayDecoder).
+func (s *Stream) FeedJSON(elem []byte) error { return s.feed("", elem) }
+
+func (s *Stream) feed(name string, data []byte) error {
+	if s.done {
+		return nil
+	}
+	var err error
+	s.buf, err = s.dec.decode(name, bytes.TrimSpace(data), s.buf[:0])
+	if err != nil {
+		return fmt.Errorf("decode upstream stream event %q: %w", name, err)
+	}
+	for i := range s.buf {
+		ev := &s.buf[i]
+		switch ev.Type {
+		case evFinish:
+			s.finished = true
+		case evUsage:
+			s.usage.merge(ev.Usage)
+		case evError:
+			s.done = true
+			s.upstream = ev.Err
+			if err := s.enc.fail(ev.Err); err != nil {
+				return fmt.Errorf("write client stream error: %w", err)
+			}
+			return nil
+		}
+		if err := s.enc.emit(ev); err != nil {
+			return fmt.Errorf("write client stream: %w", err)
+		}
+	}
+	return nil
+}
+
+// Finish writes the client's terminal events (alpha chat usage chunk and `[DONE]`, beta `message_delta` +
+// `message_stop`, alpha responses `response.completed`, gamma final chunk / closing `]`). It is a no-op
+// after a mid-stream error was relayed.
+func (s *Stream) Finish() error {
+	if s.done {
+		return nil
+	}
+	s.done = true
+	if err := s.enc.finish(); err != nil {
+		return fmt.Errorf("finish client stream: %w", err)
+	}
+	return nil
+}
+
+// Fail writes the client dialect's in-stream error for a broken upstream (err is logged by the caller; the
+// client sees a generic upstream error) and ends the stream.
+func (s *Stream) Fail(err error) error {
+	if s.done {
+		return nil
+	}
+	s.done = true
+	e := &apiError{Status: http.StatusBadGateway, Class: classServer, Message: "upstream stream interrupted"}
+	var ae *apiError
+	if errors.As(err, &ae) {
+		e = ae
+	}
+	if werr := s.enc.fail(e); werr != nil {
+		return fmt.Errorf("write client stream error: %w", werr)
+	}
+	return nil
+}
+
+// Complete reports whether the upstream signalled the end of its answer (a finish/stop reason). A stream
+// that reaches EOF without it was cut: Pump then relays an in-stream error instead of finishing.
+func (s *Stream) Complete() bool { return s.finished }
+
+// UpstreamError reports the upstream's in-stream error, if one was relayed.
+func (s *Stream) UpstreamError() error { return s.upstream }
+
+// Usage returns the usage seen so far (latest cumulative values).
+func (s *Stream) Usage() Usage { return s.usage.export() }
+
+// Usage is token usage in canonical form (dialects.md §4.4): InputTotal includes cache reads and writes,
+// OutputTotal includes reasoning. Known is false when the upstream reported none.
+type Usage struct {
+	Known       bool
+	InputTotal  int64
+	CacheRead   int64
+	CacheWrite  int64
+	OutputTotal int64
+	Reasoning   int64
+}
+
+func (u usage) export() Usage {
+	return Usage{Known: u.Known, InputTotal: u.InputTotal, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite,
+		OutputTotal: u.OutputTotal, Reasoning: u.Reasoning}
+}
+
+// Pump is a convenience loop for ModeStream: it decodes the upstream body (SSE, or gamma's JSON array when
+// jsonArray is set), feeds the converter, calls flush after every upstream event, and finishes or fails the
+// stream. A read error, or an EOF before the upstream's finish reason, is relayed as the client's in-stream
+// error and returned (wrapped); an in-stream upstream error is relayed and Pump returns nil (see
+// UpstreamError).
+func (s *Stream) Pump(upstream io.Reader, jsonArray bool, flush func()) error {
+	if flush == nil {
+		flush = func() {}
+	}
+	next := sseNext(upstream)
+	if jsonArray {
+		next = arrayNext(upstream)
+	}
+	for {
+		name, data, err := next()
+		if errors.Is(err, io.EOF) {
+			if !s.finished && !s.done {
+				_ = s.Fail(io.ErrUnexpectedEOF)
+				flush()
+				return fmt.Errorf("read upstream stream: ended without a finish reason: %w", io.ErrUnexpectedEOF)
+			}
+			if ferr := s.Finish(); ferr != nil {
+				return ferr
+			}
+			flush()
+			return nil
+		}
+		if err != nil {
+			_ = s.Fail(err)
+			flush()
+			return fmt.Errorf("read upstream stream: %w", err)
+		}
+		if err := s.feed(name, data); err != nil {
+			return err
+		}
+		flush()
+		if s.done {
+			return nil
+		}
+	}
+}
+
+func sseNext(r io.Reader) func() (string, []byte, error) {
+	d := sse.NewDecoder(r)
+	return func() (string, []byte, error) {
+		ev, err := d.Next()
+		return ev.Name, ev.Data, err
+	}
+}
+
+func arrayNext(r io.Reader) func() (string, []byte, error) {
+	d := sse.NewJSONArrayDecoder(r)
+	return func() (string, []byte, error) {
+		el, err := d.Next()
+		return "", el, err
+	}
+}
+
+// Keepalive writes one keepalive in the client's stream dialect (ModeSynthesize), unless edge mode is on:
+// beta `event: ping` + `data: {"type":"ping"}`; alpha chat and alpha responses an SSE comment line
+// `: keepalive` (no blank line after it); gamma `alt=sse` two CRLF blank lines (the genai SDK rejects any non-empty
+// line that is not `data:`, and splits on blank-line pairs, so the keepalive is the empty event "\r\n\r\n");
+// gamma JSON array the opening `[` once, then a newline (whitespace inside the array).
+func (t *Translator) Keepalive(w io.Writer) error {
+	if t.opts.Edge {
+		return nil
+	}
+	var err error
+	switch t.pair.Kind {
+	case vocab.KindBetaMessages:
+		_, err = io.WriteString(w, "event: ping\ndata: {\"type\":\"ping\"}\n\n")
+	case vocab.KindAlphaChatCompletions, vocab.KindAlphaResponses:
+		err = sse.WriteComment(w, "keepalive")
+	case vocab.KindGammaGenerateContent:
+		if t.st.gammaSSE {
+			// An empty event, framed like the data events ("\r\n\r\n"). The genai SDK splits the body on
+			// "\n\n" / "\r\n\r\n" (not on lines): an empty token is skipped, but a single blank line would
+			// be glued to the next event ("\r\ndata: ...") and fail as an invalid chunk.
+			_, err = io.WriteString(w, "\r\n\r\n")
+		} else if !t.arrOpen {
+			t.arrOpen = true
+			_, err = io.WriteString(w, "[\n")
+		} else {
+			_, err = io.WriteString(w, "\n")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("write keepalive: %w", err)
+	}
+	return nil
+}
+
+// RunKeepalive calls keepalive every interval (DefaultKeepaliveInterval when <= 0) until ctx is done, then
+// returns. It does nothing in edge mode. The caller must serialise keepalive with its other writes (stop
+// RunKeepalive, by cancelling ctx and waiting for it to return, before calling Synthesize).
+func (t *Translator) RunKeepalive(ctx context.Context, interval time.Duration, w io.Writer, flush func()) {
+	if t.opts.Edge {
+		return
+	}
+	RunKeepalive(ctx, interval, func() error {
+		if err := t.Keepalive(w); err != nil {
+			return err
+		}
+		if flush != nil {
+			flush()
+		}
+		return nil
+	})
+}
+
+// RunKeepalive calls tick every interval (DefaultKeepaliveInterval when <= 0) until ctx is done or tick fails.
+func RunKeepalive(ctx context.Context, interval time.Duration, tick func() error) {
+	if interval <= 0 {
+		interval = DefaultKeepaliveInterval
+	}
+	tk := time.NewTicker(interval)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+			if tick() != nil {
+				return
+			}
+		}
+	}
+}
+
+// Synthesize writes the client's complete stream, in its exact wire shape, from one buffered upstream
+// response (ModeSynthesize). A non-2xx status yields the client dialect's in-stream error instead (the
+// client already holds a 200 once a keepalive was sent; callers that sent nothing yet may prefer Error).
+func (t *Translator) Synthesize(w io.Writer, status int, header http.Header, body []byte) error {
+	enc := t.client.newEncoder(w, t.st)
+	if ga, ok := enc.(*gammaEncoder); ok && t.arrOpen {
+		ga.opened = true
+	}
+	if status < 200 || status > 299 {
+		if err := enc.fail(parseUpstreamError(status, header, body)); err != nil {
+			return fmt.Errorf("synthesize error stream: %w", err)
+		}
+		return nil
+	}
+	r, err := t.upstream.decodeResponse(body, t.st)
+	if err != nil {
+		_ = enc.fail(&apiError{Status: http.StatusBadGateway, Class: classServer, Message: "malformed upstream response"})
+		return fmt.Errorf("synthesize stream: %w", err)
+	}
+	for _, ev := range responseEvents(r) {
+		if err := enc.emit(&ev); err != nil {
+			return fmt.Errorf("synthesize stream: %w", err)
+		}
+	}
+	if err := enc.finish(); err != nil {
+		return fmt.Errorf("synthesize stream: %w", err)
+	}
+	return nil
+}
+
+// responseEvents replays a buffered response as canonical stream events.
+func responseEvents(r *response) []event {
+	evs := make([]event, 0, len(r.Parts)*3+4)
+	evs = append(evs, event{Type: evStart, ID: r.ID, Model: r.Model, ServiceTier: r.ServiceTier})
+	if r.Usage.Known {
+		evs = append(evs, event{Type: evUsage, Usage: r.Usage})
+	}
+	for i, p := range r.Parts {
+		switch p.Type {
+		case partText:
+			evs = append(evs, event{Type: evText, Index: i, Text: p.Text, ItemID: p.ItemID}, event{Type: evBlockStop, Index: i})
+		case partThinking:
+			if p.Text != "" {
+				evs = append(evs, event{Type: evThinking, Index: i, Text: p.Text, ItemID: p.ItemID})
+			}
+			if p.Signature != "" {
+				evs = append(evs, event{Type: evSignature, Index: i, Text: p.Signature, ItemID: p.ItemID})
+			}
+			evs = append(evs, event{Type: evBlockStop, Index: i})
+		case partRedactedThinking:
+			evs = append(evs, event{Type: evRedacted, Index: i, Text: p.Data}, event{Type: evBlockStop, Index: i})
+		case partToolCall:
+			evs = append(evs, event{Type: evToolStart, Index: i, CallID: p.CallID, Name: p.Name, ItemID: p.ItemID},
+				event{Type: evToolArgs, Index: i, Text: string(p.Args)}, event{Type: evBlockStop, Index: i})
+		}
+	}
+	if r.Refusal != "" {
+		evs = append(evs, event{Type: evText, Index: len(r.Parts), Text: r.Refusal})
+	}
+	evs = append(evs, event{Type: evFinish, Finish: r.Finish, StopSequence: r.StopSequence})
+	return evs
+}
+
+// SynthesizeWhile runs the whole ModeSynthesize flow: it sends keepalives every interval (none in edge mode)
+// while fetch obtains the buffered upstream response, stops them, then writes the synthesised stream (or
+// the in-stream error for a non-2xx status). A fetch error is relayed as an in-stream upstream error and
+// returned. flush is called after every write. The caller must have written the response headers first
+// (ContentType, status 200): the first keepalive commits them.
+func (t *Translator) SynthesizeWhile(ctx context.Context, interval time.Duration, w io.Writer, flush func(),
+	fetch func(context.Context) (status int, header http.Header, body []byte, err error)) error {
+	if flush == nil {
+		flush = func() {}
+	}
+	kctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t.RunKeepalive(kctx, interval, w, flush)
+	}()
+	status, header, body, err := fetch(ctx)
+	stop()
+	<-done
+	if err != nil {
+		enc := t.client.newEncoder(w, t.st)
+		if ga, ok := enc.(*gammaEncoder); ok && t.arrOpen {
+			ga.opened = true
+		}
+		_ = enc.fail(&apiError{Status: http.StatusBadGateway, Class: classServer, Message: "upstream request failed"})
+		flush()
+		return fmt.Errorf("fetch buffered upstream: %w", err)
+	}
+	err = t.Synthesize(w, status, header, body)
+	flush()
+	return err
+}

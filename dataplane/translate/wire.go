@@ -1,0 +1,432 @@
+package translate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// JSON and content helpers shared by the dialect codecs.
+
+// encBuf is a pooled encoder: json.NewEncoder per value was the largest allocation source per event.
+type encBuf struct {
+	b   bytes.Buffer
+	enc *json.Encoder
+}
+
+var encPool = sync.Pool{New: func() any {
+	e := &encBuf{}
+	e.enc = json.NewEncoder(&e.b)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
+
+// appendJSON appends v's JSON (without HTML escaping, so `<`, `>` and `&` in model text stay readable).
+// The types the stream encoders build events from (obj, strings, integers, raw JSON) take a direct path;
+// everything else goes through a pooled encoding/json encoder.
+func appendJSON(dst []byte, v any) ([]byte, error) {
+	switch t := v.(type) {
+	case obj:
+		return t.appendTo(dst)
+	case []any:
+		dst = append(dst, '[')
+		for i, x := range t {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendJSON(dst, x); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, ']'), nil
+	case []obj:
+		dst = append(dst, '[')
+		for i, x := range t {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = x.appendTo(dst); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, ']'), nil
+	case string:
+		if s, ok := appendString(dst, t); ok {
+			return s, nil
+		}
+	case int:
+		return strconv.AppendInt(dst, int64(t), 10), nil
+	case int64:
+		return strconv.AppendInt(dst, t, 10), nil
+	case bool:
+		return strconv.AppendBool(dst, t), nil
+	case nil:
+		return append(dst, "null"...), nil
+	case json.RawMessage:
+		if len(t) == 0 {
+			return append(dst, "null"...), nil
+		}
+		return append(dst, t...), nil
+	}
+	e := encPool.Get().(*encBuf)
+	e.b.Reset()
+	err := e.enc.Encode(v)
+	if err == nil {
+		out := e.b.Bytes()
+		dst = append(dst, out[:len(out)-1]...)
+	}
+	if e.b.Cap() <= 64<<10 {
+		encPool.Put(e)
+	}
+	if err != nil {
+		return dst, fmt.Errorf("encode json: %w", err)
+	}
+	return dst, nil
+}
+
+// appendString appends s as a JSON string the way encoding/json does with HTML escaping off. It reports
+// false (appending nothing) for invalid UTF-8, which the caller leaves to encoding/json.
+func appendString(dst []byte, s string) ([]byte, bool) {
+	if !utf8.ValidString(s) {
+		return dst, false
+	}
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == '\u2028' || r == '\u2029' {
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
+				i += size
+				start = i
+				continue
+			}
+			i += size
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		}
+		i++
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"'), true
+}
+
+// marshal encodes v without HTML escaping.
+func marshal(v any) ([]byte, error) { return appendJSON(nil, v) }
+
+func mustMarshal(v any) []byte {
+	b, err := marshal(v)
+	if err != nil {
+		return []byte("null")
+	}
+	return b
+}
+
+// compactJSON returns s compacted when it is valid JSON, else s unchanged.
+func compactJSON(s []byte) []byte {
+	var b bytes.Buffer
+	if json.Compact(&b, s) != nil {
+		return s
+	}
+	return b.Bytes()
+}
+
+// argsObject converts alpha's argument string to a JSON object for beta/gamma. Empty means {}. Text that is
+// not a JSON object is kept, never dropped: it is wrapped as {"_raw": "<text>"} (policy; the upstream then
+// sees what the model produced).
+func argsObject(s string) json.RawMessage {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return json.RawMessage("{}")
+	}
+	if t[0] == '{' && json.Valid([]byte(t)) {
+		return compactJSON([]byte(t))
+	}
+	return mustMarshal(map[string]string{"_raw": s})
+}
+
+// argsString converts an object to alpha's compact argument string.
+func argsString(r json.RawMessage) string {
+	if len(r) == 0 || string(r) == "null" {
+		return "{}"
+	}
+	return string(compactJSON(r))
+}
+
+// dataURL splits a `data:<mime>;base64,<data>` URL.
+func dataURL(u string) (mime, data string, ok bool) {
+	rest, found := strings.CutPrefix(u, "data:")
+	if !found {
+		return "", "", false
+	}
+	meta, d, found := strings.Cut(rest, ",")
+	if !found {
+		return "", "", false
+	}
+	mime, isB64 := strings.CutSuffix(meta, ";base64")
+	if !isB64 {
+		return "", "", false
+	}
+	return mime, d, true
+}
+
+func makeDataURL(mime, data string) string { return "data:" + mime + ";base64," + data }
+
+// mimeFromURL guesses an image MIME type from a URL's extension (gamma fileData needs one).
+func mimeFromURL(u string) string {
+	p := strings.ToLower(u)
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		p = p[:i]
+	}
+	switch {
+	case strings.HasSuffix(p, ".png"):
+		return "image/png"
+	case strings.HasSuffix(p, ".gif"):
+		return "image/gif"
+	case strings.HasSuffix(p, ".webp"):
+		return "image/webp"
+	case strings.HasSuffix(p, ".pdf"):
+		return "application/pdf"
+	}
+	return "image/jpeg"
+}
+
+// sanitizeID maps an id to beta's allowed alphabet (letters, digits, '_' and '-').
+func sanitizeID(id string) string {
+	ok := true
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return id
+	}
+	b := []byte(id)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// stripIDPrefix removes a known dialect id prefix so an upstream id can be re-prefixed in the client style.
+func stripIDPrefix(id string) string {
+	for _, p := range []string{"chatcmpl-", "resp_", "msg_"} {
+		if s, ok := strings.CutPrefix(id, p); ok {
+			return s
+		}
+	}
+	return id
+}
+
+// clientID synthesises an id in the client's style from the upstream id when there is one.
+func clientID(prefix, upstreamID string, st *reqState) string {
+	s := sanitizeID(stripIDPrefix(upstreamID))
+	if s == "" {
+		s = st.respSuffix()
+	}
+	return prefix + s
+}
+
+// textOf joins the text parts.
+func textOf(parts []part) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == partText {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// rawText parses a JSON value that is a string or an array of {type,text} parts.
+func rawText(r json.RawMessage) (string, bool) {
+	if len(r) == 0 || string(r) == "null" {
+		return "", true
+	}
+	var s string
+	if isJSONString(r) && json.Unmarshal(r, &s) == nil {
+		return s, true
+	}
+	var arr []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(r, &arr) != nil {
+		return "", false
+	}
+	var b strings.Builder
+	for _, p := range arr {
+		b.WriteString(p.Text)
+	}
+	return b.String(), true
+}
+
+// stopList parses alpha's `stop` (string or array).
+func stopList(r json.RawMessage) ([]string, error) {
+	if len(r) == 0 || string(r) == "null" {
+		return nil, nil
+	}
+	var s string
+	if isJSONString(r) && json.Unmarshal(r, &s) == nil {
+		return []string{s}, nil
+	}
+	var arr []string
+	if err := json.Unmarshal(r, &arr); err != nil {
+		return nil, fmt.Errorf("stop: %w", err)
+	}
+	return arr, nil
+}
+
+// patchJSON sets/deletes top-level keys of a JSON object, keeping all other fields (used for same-kind
+// buffered synthesis, where the request must keep unknown fields).
+func patchJSON(body []byte, set map[string]any, del ...string) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, badRequest("body", fmt.Errorf("invalid JSON: %w", err))
+	}
+	for _, k := range del {
+		delete(m, k)
+	}
+	for k, v := range set {
+		m[k] = mustMarshal(v)
+	}
+	return marshal(m)
+}
+
+func jsonHeader() http.Header { return http.Header{"Content-Type": []string{"application/json"}} }
+
+// effortBudget maps an alpha reasoning effort to a token budget (policy, documented in docs/translation.md).
+func effortBudget(effort string) int {
+	switch effort {
+	case "minimal":
+		return 1024
+	case "low":
+		return 2048
+	case "medium":
+		return 8192
+	case "high":
+		return 16384
+	case "xhigh", "max":
+		return 32768
+	}
+	return 0
+}
+
+// budgetEffort maps a token budget back to an alpha effort.
+func budgetEffort(b int) string {
+	switch {
+	case b <= 0:
+		return ""
+	case b <= 1024:
+		return "minimal"
+	case b <= 4096:
+		return "low"
+	case b <= 12288:
+		return "medium"
+	}
+	return "high"
+}
+
+// toolNames maps call ids to function names over a conversation (gamma needs the name on results).
+func toolNames(msgs []message) map[string]string {
+	m := map[string]string{}
+	for _, msg := range msgs {
+		for _, p := range msg.Parts {
+			if p.Type == partToolCall && p.CallID != "" {
+				m[p.CallID] = p.Name
+			}
+		}
+	}
+	return m
+}
+
+// mergeTurns merges consecutive messages of the same role (beta and gamma want alternating turns).
+func mergeTurns(msgs []message) []message {
+	out := make([]message, 0, len(msgs))
+	for _, m := range msgs {
+		if len(m.Parts) == 0 {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].Role == m.Role {
+			out[n-1].Parts = append(out[n-1].Parts, m.Parts...)
+			continue
+		}
+		out = append(out, message{Role: m.Role, Parts: append([]part(nil), m.Parts...)})
+	}
+	return out
+}
+
+// obj is a JSON object with a fixed key order, written as alternating keys and values. The stream encoders
+// use it so events read like the vendors' (`{"type":...}` first).
+type obj []any
+
+// MarshalJSON writes the keys in order.
+func (o obj) MarshalJSON() ([]byte, error) { return o.appendTo(make([]byte, 0, 64)) }
+
+// appendTo appends the object; keys are package literals and need no escaping.
+func (o obj) appendTo(b []byte) ([]byte, error) {
+	b = append(b, '{')
+	for i := 0; i+1 < len(o); i += 2 {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k, _ := o[i].(string)
+		b = append(b, '"')
+		b = append(b, k...)
+		b = append(b, '"', ':')
+		var err error
+		if b, err = appendJSON(b, o[i+1]); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// isJSONString reports whether raw JSON is a string, so polymorphic fields (string or array) are parsed once
+// instead of attempting a string parse of a whole array.
+func isJSONString(raw []byte) bool {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c == '"'
+	}
+	return false
+}
