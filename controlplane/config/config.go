@@ -30,7 +30,8 @@ type Config struct {
 	LogLevel        string
 	ShutdownTimeout time.Duration
 	NoMigrate       bool
-	// RebuildDebounce delays a snapshot rebuild after a change notification, coalescing bursts.
+	// RebuildDebounce is the leading-edge coalescing window: a change arriving more than this after the
+	// last rebuild is built at once; changes inside the window share one rebuild.
 	RebuildDebounce time.Duration
 	// RebuildInterval is the safety-net period at which the revision is re-checked without a notification.
 	RebuildInterval time.Duration
@@ -59,7 +60,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&c.TLSKeyFile, "tls-key", env("TOLLGATE_CP_TLS_KEY", ""), "gRPC TLS key file (TOLLGATE_CP_TLS_KEY)")
 	fs.StringVar(&c.LogLevel, "log-level", env("TOLLGATE_LOG_LEVEL", "info"), "debug, info, warn or error (TOLLGATE_LOG_LEVEL)")
 	durVar(fs, &c.ShutdownTimeout, "shutdown-timeout", env("TOLLGATE_SHUTDOWN_TIMEOUT", "20s"), "graceful shutdown limit (TOLLGATE_SHUTDOWN_TIMEOUT)")
-	durVar(fs, &c.RebuildDebounce, "rebuild-debounce", env("TOLLGATE_REBUILD_DEBOUNCE", "50ms"), "snapshot rebuild debounce (TOLLGATE_REBUILD_DEBOUNCE)")
+	durVar(fs, &c.RebuildDebounce, "rebuild-debounce", env("TOLLGATE_REBUILD_DEBOUNCE", "50ms"), "window in which changes share one snapshot rebuild (TOLLGATE_REBUILD_DEBOUNCE)")
 	durVar(fs, &c.RebuildInterval, "rebuild-interval", env("TOLLGATE_REBUILD_INTERVAL", "5s"), "periodic revision check (TOLLGATE_REBUILD_INTERVAL)")
 	fs.BoolVar(&c.NoMigrate, "no-migrate", env("TOLLGATE_NO_MIGRATE", "") == "true", "do not apply migrations at start (TOLLGATE_NO_MIGRATE=true)")
 	if err := fs.Parse(args); err != nil {

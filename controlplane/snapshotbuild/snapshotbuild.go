@@ -1,0 +1,292 @@
+// Package snapshotbuild keeps a control plane's published snapshot in step with Postgres. A dedicated
+// connection LISTENs on store.NotifyChannel; each notification schedules a debounced rebuild, and a
+// periodic revision check catches anything the listener missed (it reconnects with backoff when it
+// drops, and rebuilds on every reconnect). A rebuild reads one consistent state (store.ReadSnapshot),
+// compiles it with shared/snapshot.Compile, and publishes it only when it compiles and its version is
+// newer than the last one published. Because the version is Postgres's config_revision, every replica
+// publishes the same version for the same state.
+package snapshotbuild
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/tollgate/tollgate/controlplane/store"
+	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
+	"github.com/tollgate/tollgate/shared/metrics"
+	"github.com/tollgate/tollgate/shared/snapshot"
+)
+
+// ListenerApplicationName is the application_name of the LISTEN connection (visible in pg_stat_activity).
+const ListenerApplicationName = "tollgate-snapshot-listener"
+
+// Publisher receives compiled-and-validated snapshots; *watch.Server satisfies it. Publish reports whether
+// the snapshot became the latest.
+type Publisher interface {
+	Publish(*snapshotv1.Snapshot) bool
+}
+
+// Options tune a Builder. Zero values take the defaults noted.
+type Options struct {
+	// Debounce is the shortest time between two notification-triggered rebuilds. A notification that
+	// comes at least Debounce after the previous rebuild started rebuilds at once (an isolated admin
+	// change lands in milliseconds); one that comes sooner waits for the window to end, and every
+	// notification arriving meanwhile shares that one rebuild. Later notifications never push it back, so
+	// a steady stream of commits cannot starve rebuilds. 0 rebuilds on every notification.
+	Debounce time.Duration
+	// Interval is the safety-net period of the revision check (default 5s).
+	Interval time.Duration
+	// ListenRetryMax caps the listener's reconnect backoff (default 5s).
+	ListenRetryMax time.Duration
+	// Compile validates and indexes a snapshot before it is published (default snapshot.Compile).
+	Compile func(*snapshotv1.Snapshot) (*snapshot.Compiled, error)
+	// Now stamps built_at (default time.Now).
+	Now func() time.Time
+}
+
+// Builder rebuilds and publishes snapshots. Create it with New and run it with Run.
+type Builder struct {
+	pool    *pgxpool.Pool
+	secrets store.SecretOpener
+	pub     Publisher
+	log     *slog.Logger
+	opts    Options
+
+	trigger   chan struct{}
+	published atomic.Int64
+	rejected  int64 // version whose data failed to build or compile; only the Run goroutine touches it
+	listening atomic.Bool
+	running   sync.Mutex
+
+	builds      *metrics.CounterVec
+	buildTime   *metrics.Histogram
+	listenUp    *metrics.Gauge
+	reconnects  *metrics.Counter
+	rejectedVer *metrics.Gauge
+}
+
+// New returns a Builder reading from pool, decrypting credentials with secrets and publishing to pub. It
+// registers its metrics on reg.
+func New(pool *pgxpool.Pool, secrets store.SecretOpener, pub Publisher, log *slog.Logger, reg *metrics.Registry, opts Options) *Builder {
+	if opts.Interval <= 0 {
+		opts.Interval = 5 * time.Second
+	}
+	if opts.ListenRetryMax <= 0 {
+		opts.ListenRetryMax = 5 * time.Second
+	}
+	if opts.Compile == nil {
+		opts.Compile = snapshot.Compile
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Builder{
+		pool: pool, secrets: secrets, pub: pub, log: log, opts: opts,
+		trigger: make(chan struct{}, 1),
+		builds: reg.NewCounterVec("tollgate_snapshot_builds_total",
+			"Snapshot rebuilds by result: published, unchanged, rejected (data or compile failure; not published), error (database).",
+			"result"),
+		buildTime: reg.NewHistogramVec("tollgate_snapshot_build_seconds",
+			"Time to read and compile a snapshot.", metrics.DefBuckets).With(),
+		listenUp: reg.NewGauge("tollgate_snapshot_listener_up",
+			"1 while the LISTEN connection for configuration changes is established."),
+		reconnects: reg.NewCounter("tollgate_snapshot_listener_reconnects_total",
+			"LISTEN connection losses and failed connection attempts (each followed by a reconnect)."),
+		rejectedVer: reg.NewGauge("tollgate_snapshot_rejected_version",
+			"Latest configuration revision that was not published because it failed to build or compile (0: none)."),
+	}
+}
+
+// Published returns the version of the last snapshot this builder published (0 before the first).
+func (b *Builder) Published() int64 { return b.published.Load() }
+
+// Listening reports whether the LISTEN connection is established.
+func (b *Builder) Listening() bool { return b.listening.Load() }
+
+// Trigger schedules a debounced rebuild, as a notification does. It never blocks.
+func (b *Builder) Trigger() {
+	select {
+	case b.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Run builds and publishes the current state, then keeps rebuilding on notifications and periodic
+// checks until ctx ends. It returns nil when ctx ends; it must not be called twice at once.
+func (b *Builder) Run(ctx context.Context) error {
+	if !b.running.TryLock() {
+		return errors.New("snapshotbuild: Run called twice")
+	}
+	defer b.running.Unlock()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); b.listen(ctx) }()
+	defer wg.Wait()
+
+	last := time.Now()
+	b.rebuild(ctx)
+	ticker := time.NewTicker(b.opts.Interval)
+	defer ticker.Stop()
+	var timer *time.Timer
+	var fire <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
+			return nil
+		case <-b.trigger:
+			if fire != nil {
+				continue // a rebuild is already scheduled; this notification shares it
+			}
+			if wait := b.opts.Debounce - time.Since(last); wait > 0 {
+				timer = time.NewTimer(wait)
+				fire = timer.C
+				continue
+			}
+			last = time.Now()
+			b.rebuild(ctx)
+		case <-fire:
+			timer, fire = nil, nil
+			last = time.Now()
+			b.rebuild(ctx)
+		case <-ticker.C:
+			b.rebuild(ctx)
+		}
+	}
+}
+
+// rebuild publishes the current state when its revision is neither published nor known to be rejected.
+func (b *Builder) rebuild(ctx context.Context) {
+	rev, err := store.Revision(ctx, b.pool)
+	if err != nil {
+		if ctx.Err() == nil {
+			b.builds.With("error").Inc()
+			b.log.Warn("snapshot revision check failed", "err", err)
+		}
+		return
+	}
+	if rev <= b.published.Load() || rev == b.rejected {
+		return
+	}
+	start := time.Now()
+	snap, err := store.ReadSnapshot(ctx, b.pool, b.secrets)
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		var dataErr *store.SnapshotDataError
+		if errors.As(err, &dataErr) {
+			b.reject(dataErr.Version, "build", err)
+			return
+		}
+		b.builds.With("error").Inc()
+		b.log.Warn("snapshot build failed; retrying at the next change or check", "revision", rev, "err", err)
+		return
+	}
+	if snap.GetVersion() <= b.published.Load() {
+		b.builds.With("unchanged").Inc()
+		return
+	}
+	snap.BuiltAt = timestamppb.New(b.opts.Now())
+	if _, err := b.opts.Compile(snap); err != nil {
+		b.reject(snap.GetVersion(), "compile", err)
+		return
+	}
+	b.buildTime.Observe(time.Since(start).Seconds())
+	if !b.pub.Publish(snap) {
+		b.builds.With("unchanged").Inc()
+		return
+	}
+	b.published.Store(snap.GetVersion())
+	b.builds.With("published").Inc()
+	b.log.Info("snapshot published", "version", snap.GetVersion(), "price_rules", len(snap.GetPriceRules()),
+		"providers", len(snap.GetProviders()), "routes", len(snap.GetRoutes()), "api_keys", len(snap.GetApiKeys()),
+		"build_ms", time.Since(start).Milliseconds())
+}
+
+func (b *Builder) reject(version int64, stage string, err error) {
+	b.rejected = version
+	b.builds.With("rejected").Inc()
+	b.rejectedVer.Set(float64(version))
+	b.log.Error("snapshot not published: configuration does not "+stage+"; data planes keep the previous version",
+		"version", version, "published_version", b.published.Load(), "err", err)
+}
+
+// listen holds the LISTEN connection, triggering a rebuild on every notification newer than the
+// published version and on every (re)connect, since notifications sent while it was away are lost.
+func (b *Builder) listen(ctx context.Context) {
+	failures := 0
+	for ctx.Err() == nil {
+		err := b.listenOnce(ctx)
+		b.listening.Store(false)
+		b.listenUp.Set(0)
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, errListenerLost) {
+			failures = 1 // it was up: retry soon
+		} else {
+			failures++ // cannot connect: back off further each time
+		}
+		b.reconnects.Inc()
+		delay := backoff(failures, 100*time.Millisecond, b.opts.ListenRetryMax)
+		b.log.Warn("snapshot change listener down; relying on the periodic check until it reconnects",
+			"err", err, "retry_in", delay.String())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
+}
+
+var errListenerLost = errors.New("listener connection lost")
+
+func (b *Builder) listenOnce(ctx context.Context) error {
+	cfg := b.pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = ListenerApplicationName
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{store.NotifyChannel}.Sanitize()); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	b.listening.Store(true)
+	b.listenUp.Set(1)
+	b.Trigger()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errListenerLost, err)
+		}
+		if rev, err := strconv.ParseInt(n.Payload, 10, 64); err == nil && rev <= b.published.Load() {
+			continue
+		}
+		b.Trigger()
+	}
+}
+
+// backoff is a capped exponential delay with jitter in [d/2, d] for the n-th consecutive failure.
+func backoff(n int, base, max time.Duration) time.Duration {
+	d := base
+	for i := 1; i < n && d < max; i++ {
+		d *= 2
+	}
+	d = min(d, max)
+	return d/2 + rand.N(d/2+1)
+}

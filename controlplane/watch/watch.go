@@ -1,0 +1,179 @@
+// Package watch serves SnapshotService.Watch: it holds the latest published snapshot and streams it to
+// data planes. A watch is answered at once when the caller's known version differs from the latest
+// (versions are compared for equality, as in envoyproxy/go-control-plane's simple cache), then receives
+// every newer snapshot. Each watcher has a capacity-1 slot that a publish overwrites, so latest wins: a
+// slow data plane skips intermediate versions, and a publish never waits for any stream. The service
+// requires the data-plane token (AuthOptions) and runs on the control plane's gRPC server, with TLS when
+// that server has it.
+package watch
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
+	"github.com/tollgate/tollgate/shared/metrics"
+)
+
+// Server implements snapshotv1.SnapshotServiceServer. The zero value is not usable; call New.
+type Server struct {
+	snapshotv1.UnimplementedSnapshotServiceServer
+
+	log    *slog.Logger
+	latest atomic.Pointer[snapshotv1.Snapshot]
+
+	mu       sync.Mutex // serialises Publish and watcher registration
+	watchers map[*watcher]struct{}
+
+	closeOnce sync.Once
+	closed    chan struct{}
+
+	watching *metrics.Gauge
+	sends    *metrics.Counter
+	version  *metrics.Gauge
+}
+
+// watcher is one open Watch stream. slot holds at most the newest snapshot not yet sent.
+type watcher struct {
+	slot chan *snapshotv1.Snapshot
+}
+
+// New returns a Server with no snapshot, registering its metrics on reg.
+func New(log *slog.Logger, reg *metrics.Registry) *Server {
+	return &Server{
+		log:      log,
+		watchers: map[*watcher]struct{}{},
+		closed:   make(chan struct{}),
+		watching: reg.NewGauge("tollgate_snapshot_watchers", "Open SnapshotService.Watch streams."),
+		sends:    reg.NewCounter("tollgate_snapshot_sends_total", "Snapshots sent on Watch streams."),
+		version: reg.NewGauge("tollgate_snapshot_published_version",
+			"Version of the latest snapshot this control plane publishes (0 before the first)."),
+	}
+}
+
+// HeaderVersion is the response header sent when a Watch stream opens, before any snapshot: the version
+// this control plane holds (0 when none). dataplane/syncer relies on it to tell an established stream.
+const HeaderVersion = "tollgate-snapshot-version"
+
+// Register registers s on g.
+func Register(g grpc.ServiceRegistrar, s *Server) { snapshotv1.RegisterSnapshotServiceServer(g, s) }
+
+// Publish makes snap the latest snapshot and hands it to every watcher, unless its version is not newer
+// than the latest one's (it then returns false and changes nothing). It never blocks on a stream: a
+// watcher that has not yet sent the previous snapshot gets it replaced. snap must not be modified after.
+func (s *Server) Publish(snap *snapshotv1.Snapshot) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur := s.latest.Load(); cur != nil && snap.GetVersion() <= cur.GetVersion() {
+		return false
+	}
+	s.latest.Store(snap)
+	for w := range s.watchers {
+		// Only this goroutine (under mu) sends to slots and the watcher only receives, so after the
+		// drain the send always succeeds.
+		select {
+		case <-w.slot:
+		default:
+		}
+		w.slot <- snap
+	}
+	s.version.Set(float64(snap.GetVersion()))
+	return true
+}
+
+// Latest returns the latest published snapshot, or nil before the first.
+func (s *Server) Latest() *snapshotv1.Snapshot { return s.latest.Load() }
+
+// Watchers returns the number of open Watch streams.
+func (s *Server) Watchers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.watchers)
+}
+
+// Shutdown ends every Watch stream with UNAVAILABLE and refuses new ones, so a graceful gRPC stop does
+// not wait for streams that never end on their own; data planes reconnect to another replica.
+func (s *Server) Shutdown() { s.closeOnce.Do(func() { close(s.closed) }) }
+
+// Watch implements SnapshotService.Watch.
+func (s *Server) Watch(req *snapshotv1.WatchRequest, stream grpc.ServerStreamingServer[snapshotv1.WatchResponse]) error {
+	ctx := stream.Context()
+	w := &watcher{slot: make(chan *snapshotv1.Snapshot, 1)}
+	s.mu.Lock()
+	select {
+	case <-s.closed:
+		s.mu.Unlock()
+		return status.Error(codes.Unavailable, "control plane shutting down")
+	default:
+	}
+	s.watchers[w] = struct{}{}
+	s.watching.Set(float64(len(s.watchers)))
+	// Read the latest under mu: every later publish lands in the slot, so nothing is missed.
+	cur := s.latest.Load()
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.watchers, w)
+		s.watching.Set(float64(len(s.watchers)))
+		s.mu.Unlock()
+	}()
+
+	log := s.log.With("node_id", req.GetNodeId(), "peer", peerAddr(ctx))
+	log.Info("watch opened", "known_version", req.GetKnownVersion())
+	// Answer with headers at once, so the data plane knows the stream is established even when no
+	// snapshot follows (it already holds the latest).
+	if err := stream.SendHeader(metadata.Pairs(HeaderVersion, strconv.FormatInt(cur.GetVersion(), 10))); err != nil {
+		return err
+	}
+	sent := req.GetKnownVersion()
+	if cur != nil && cur.GetVersion() != sent {
+		if err := s.send(stream, cur); err != nil {
+			log.Info("watch closed", "err", err)
+			return err
+		}
+		sent = cur.GetVersion()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("watch closed", "reason", context.Cause(ctx), "sent_version", sent)
+			return status.FromContextError(ctx.Err()).Err()
+		case <-s.closed:
+			log.Info("watch closed by shutdown", "sent_version", sent)
+			return status.Error(codes.Unavailable, "control plane shutting down")
+		case snap := <-w.slot:
+			if snap.GetVersion() == sent {
+				continue
+			}
+			if err := s.send(stream, snap); err != nil {
+				log.Info("watch closed", "err", err, "sent_version", sent)
+				return err
+			}
+			sent = snap.GetVersion()
+		}
+	}
+}
+
+func (s *Server) send(stream grpc.ServerStreamingServer[snapshotv1.WatchResponse], snap *snapshotv1.Snapshot) error {
+	if err := stream.Send(&snapshotv1.WatchResponse{Snapshot: snap}); err != nil {
+		return err // already a gRPC status from the transport
+	}
+	s.sends.Inc()
+	return nil
+}
+
+func peerAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
+}

@@ -1,0 +1,295 @@
+// Package syncer keeps a data plane's snapshot: it holds a SnapshotService.Watch stream to one of the
+// control-plane endpoints (rotating to the next on failure, reconnecting with capped, jittered
+// exponential backoff), compiles every snapshot it receives with shared/snapshot.Compile, and swaps the
+// compiled form in whole behind an atomic.Pointer. A snapshot that fails to compile, or is older than the
+// one held, is dropped and the last good one stays; so does everything while no control plane answers.
+package syncer
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
+
+	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
+	"github.com/tollgate/tollgate/shared/metrics"
+	"github.com/tollgate/tollgate/shared/snapshot"
+)
+
+// Options configure a Syncer.
+type Options struct {
+	// Endpoints are control-plane gRPC addresses (host:port), tried in order, rotating on failure.
+	Endpoints []string
+	// Token is sent as "authorization: Bearer <token>".
+	Token string
+	// NodeID names this data plane to the control plane.
+	NodeID string
+	// CAFile enables TLS, trusting the CA certificates in this PEM file. Empty means plaintext.
+	CAFile string
+	// ServerName overrides the TLS server name checked against the certificate (default: the host of
+	// the endpoint dialed).
+	ServerName string
+	// BackoffBase and BackoffMax bound the reconnect delay (defaults 200ms and 10s). The delay doubles per
+	// consecutive failure up to BackoffMax, with jitter in [d/2, d]; a stream that was established
+	// resets it.
+	BackoffBase, BackoffMax time.Duration
+	// MaxSnapshotBytes bounds one received snapshot message (default 256 MiB).
+	MaxSnapshotBytes int
+	// Compile validates and indexes a snapshot (default snapshot.Compile).
+	Compile func(*snapshotv1.Snapshot) (*snapshot.Compiled, error)
+}
+
+// Syncer receives snapshots and serves the latest good one. Create it with New, run it with Run.
+type Syncer struct {
+	opts  Options
+	log   *slog.Logger
+	conns []*grpc.ClientConn
+
+	current atomic.Pointer[snapshot.Compiled]
+	// changed is closed and replaced at every swap, waking Wait callers.
+	mu      sync.Mutex
+	changed chan struct{}
+
+	endpoint  atomic.Value // string: the endpoint of the open stream, "" when none
+	connected *metrics.Gauge
+	rejects   *metrics.Counter
+	swaps     *metrics.Counter
+	streams   *metrics.CounterVec
+}
+
+// New builds a Syncer and its client connections (which dial lazily), registering its metrics on reg:
+// tollgate_snapshot_version, tollgate_snapshot_age_seconds, tollgate_snapshot_rejects_total,
+// tollgate_snapshot_swaps_total, tollgate_snapshot_connected and tollgate_snapshot_streams_total.
+func New(opts Options, log *slog.Logger, reg *metrics.Registry) (*Syncer, error) {
+	if len(opts.Endpoints) == 0 {
+		return nil, errors.New("syncer: no control-plane endpoints")
+	}
+	if opts.BackoffBase <= 0 {
+		opts.BackoffBase = 200 * time.Millisecond
+	}
+	if opts.BackoffMax <= 0 {
+		opts.BackoffMax = 10 * time.Second
+	}
+	if opts.MaxSnapshotBytes <= 0 {
+		opts.MaxSnapshotBytes = 256 << 20
+	}
+	if opts.Compile == nil {
+		opts.Compile = snapshot.Compile
+	}
+	creds := insecure.NewCredentials()
+	if opts.CAFile != "" {
+		pem, err := os.ReadFile(opts.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("syncer: read CA file (TOLLGATE_CP_CA_FILE): %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("syncer: CA file %s holds no PEM certificate", opts.CAFile)
+		}
+		creds = credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: opts.ServerName, MinVersion: tls.VersionTLS12})
+	}
+	s := &Syncer{opts: opts, log: log, changed: make(chan struct{})}
+	s.endpoint.Store("")
+	for _, ep := range opts.Endpoints {
+		cc, err := grpc.NewClient(ep,
+			grpc.WithTransportCredentials(creds),
+			// Ping an idle connection every 20 s and drop it when a ping goes unanswered for 10 s, so a
+			// control plane that vanished without closing the stream (host down, network partition) is
+			// noticed and the syncer moves on. The server permits pings every 10 s.
+			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 20 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(opts.MaxSnapshotBytes)),
+		)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("syncer: endpoint %q: %w", ep, err)
+		}
+		s.conns = append(s.conns, cc)
+	}
+	reg.NewGaugeFunc("tollgate_snapshot_version", "Version of the snapshot being served (0: none yet).", func() float64 {
+		if c := s.current.Load(); c != nil {
+			return float64(c.Version)
+		}
+		return 0
+	})
+	reg.NewGaugeFunc("tollgate_snapshot_age_seconds", "Seconds since the control plane built the snapshot being served (0: none yet).", func() float64 {
+		if c := s.current.Load(); c != nil && !c.BuiltAt.IsZero() {
+			return time.Since(c.BuiltAt).Seconds()
+		}
+		return 0
+	})
+	s.rejects = reg.NewCounter("tollgate_snapshot_rejects_total", "Received snapshots dropped because they failed to compile; the previous one stays.")
+	s.swaps = reg.NewCounter("tollgate_snapshot_swaps_total", "Snapshots compiled and swapped in.")
+	s.connected = reg.NewGauge("tollgate_snapshot_connected", "1 while a Watch stream to a control plane is open.")
+	s.streams = reg.NewCounterVec("tollgate_snapshot_streams_total", "Watch streams ended, by endpoint.", "endpoint")
+	return s, nil
+}
+
+// Current returns the snapshot being served, or nil until the first arrives. It never blocks; the result
+// is immutable.
+func (s *Syncer) Current() *snapshot.Compiled { return s.current.Load() }
+
+// Version returns the version being served; ok is false until the first snapshot arrives.
+func (s *Syncer) Version() (version int64, ok bool) {
+	if c := s.current.Load(); c != nil {
+		return c.Version, true
+	}
+	return 0, false
+}
+
+// Endpoint returns the control-plane address of the open Watch stream, or "" when none is open.
+func (s *Syncer) Endpoint() string { return s.endpoint.Load().(string) }
+
+// Wait blocks until the snapshot being served has a version of at least min, and returns it.
+func (s *Syncer) Wait(ctx context.Context, min int64) (*snapshot.Compiled, error) {
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		if c := s.current.Load(); c != nil && c.Version >= min {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for snapshot version %d: %w", min, ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
+// Close releases the client connections. Call it after Run has returned.
+func (s *Syncer) Close() {
+	for _, cc := range s.conns {
+		_ = cc.Close()
+	}
+}
+
+// Run watches until ctx ends, then returns nil. It does not return on control-plane failures: it keeps
+// the last good snapshot and reconnects.
+func (s *Syncer) Run(ctx context.Context) error {
+	failures := 0
+	for i := 0; ; i = (i + 1) % len(s.conns) {
+		established, err := s.watch(ctx, i)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if established {
+			failures = 0
+		}
+		failures++
+		delay := backoff(failures, s.opts.BackoffBase, s.opts.BackoffMax)
+		level := slog.LevelWarn
+		if established {
+			level = slog.LevelInfo // a stream that worked and ended: usually a control plane restarting
+		}
+		s.log.Log(ctx, level, "snapshot watch ended; reconnecting", "endpoint", s.opts.Endpoints[i], "err", err,
+			"next_endpoint", s.opts.Endpoints[(i+1)%len(s.conns)], "retry_in", delay.String(), "held_version", s.held())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+	}
+}
+
+func (s *Syncer) held() int64 {
+	v, _ := s.Version()
+	return v
+}
+
+// HeaderVersion is the response header a control plane sends when a Watch stream is established, before
+// any snapshot; it carries the version the control plane holds.
+const HeaderVersion = "tollgate-snapshot-version"
+
+// watch holds one Watch stream on endpoint i until it fails; established reports whether the control
+// plane accepted the stream (it sends its header at once, before any snapshot, which may never come when
+// the versions already agree).
+func (s *Syncer) watch(ctx context.Context, i int) (established bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ep := s.opts.Endpoints[i]
+	defer s.streams.With(ep).Inc()
+	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+s.opts.Token)
+	stream, err := snapshotv1.NewSnapshotServiceClient(s.conns[i]).Watch(ctx,
+		&snapshotv1.WatchRequest{NodeId: s.opts.NodeID, KnownVersion: s.held()})
+	if err != nil {
+		return false, fmt.Errorf("open watch on %s: %w", ep, err)
+	}
+	md, err := stream.Header()
+	if err != nil {
+		return false, fmt.Errorf("watch on %s: %w", ep, err)
+	}
+	// The control plane sends its header at once, so the stream counts as established before any
+	// snapshot (none comes while the versions agree). Without the header (trailers only: refused, e.g. a
+	// wrong token; or a server that does not send it), the first snapshot establishes it.
+	if len(md.Get(HeaderVersion)) > 0 {
+		established = true
+		s.established(ep)
+	}
+	defer func() {
+		s.endpoint.Store("")
+		s.connected.Set(0)
+	}()
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			return established, fmt.Errorf("watch on %s: %w", ep, err)
+		}
+		if !established {
+			established = true
+			s.established(ep)
+		}
+		s.apply(resp.GetSnapshot(), ep)
+	}
+}
+
+func (s *Syncer) established(ep string) {
+	s.endpoint.Store(ep)
+	s.connected.Set(1)
+}
+
+// apply compiles snap and swaps it in, unless it fails to compile or is older than the one held.
+func (s *Syncer) apply(snap *snapshotv1.Snapshot, ep string) {
+	held := s.current.Load()
+	if held != nil && snap.GetVersion() < held.Version {
+		// A lagging replica answered a reconnect with what it has; the newer one arrives from it shortly.
+		s.log.Info("ignoring older snapshot", "endpoint", ep, "version", snap.GetVersion(), "held_version", held.Version)
+		return
+	}
+	compiled, err := s.opts.Compile(snap)
+	if err != nil {
+		s.rejects.Inc()
+		s.log.Error("snapshot rejected: it does not compile; serving the previous one", "endpoint", ep,
+			"version", snap.GetVersion(), "held_version", s.held(), "err", err)
+		return
+	}
+	s.mu.Lock()
+	s.current.Store(compiled)
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+	s.swaps.Inc()
+	s.log.Info("snapshot swapped in", "endpoint", ep, "version", compiled.Version)
+}
+
+// backoff is a capped exponential delay with jitter in [d/2, d] for the n-th consecutive failure (n >= 1).
+func backoff(n int, base, max time.Duration) time.Duration {
+	d := base
+	for i := 1; i < n && d < max; i++ {
+		d *= 2
+	}
+	d = min(d, max)
+	return d/2 + rand.N(d/2+1)
+}
