@@ -23,8 +23,16 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/tollgate/tollgate/controlplane/admin"
 	"github.com/tollgate/tollgate/controlplane/config"
+	"github.com/tollgate/tollgate/controlplane/console"
+	"github.com/tollgate/tollgate/controlplane/secret"
+	"github.com/tollgate/tollgate/controlplane/settlement"
+	"github.com/tollgate/tollgate/controlplane/snapshotbuild"
 	"github.com/tollgate/tollgate/controlplane/store"
+	"github.com/tollgate/tollgate/controlplane/watch"
+	adminv1 "github.com/tollgate/tollgate/shared/gen/tollgate/admin/v1"
+	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 	"github.com/tollgate/tollgate/shared/metrics"
 	"github.com/tollgate/tollgate/shared/process"
 )
@@ -105,6 +113,10 @@ type Server struct {
 	Mux *http.ServeMux
 	// GRPC serves the admin, snapshot and settlement services with reflection.
 	GRPC *grpc.Server
+	// Watch serves SnapshotService and holds the latest published snapshot; Snapshots builds and
+	// publishes it (run by Run).
+	Watch     *watch.Server
+	Snapshots *snapshotbuild.Builder
 
 	httpLn, grpcLn net.Listener
 	health         *health.Server
@@ -182,6 +194,22 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	healthpb.RegisterHealthServer(s.GRPC, s.health)
 	reflection.Register(s.GRPC)
 	// Services register here, each with its authorizer (s.AuthorizeService):
+	adminBox, err := secret.New(cfg.SecretKey)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("TOLLGATE_SECRET_KEY: %w", err)
+	}
+	adminSvc := admin.NewService(pool, adminBox, cfg.AdminToken, log)
+	admin.RegisterHTTP(s.Mux, adminSvc)
+	console.Register(s.Mux)
+	adminv1.RegisterAdminServiceServer(s.GRPC, admin.NewGRPC(adminSvc))
+	s.AuthorizeService(admin.ServiceName, adminSvc.AuthorizeGRPC)
+	settlementv1.RegisterSettlementServiceServer(s.GRPC, settlement.New(pool, log, s.Metrics))
+	s.AuthorizeService(settlement.ServiceName, settlement.Authorize(cfg.DPToken))
+	if err := s.registerSnapshots(pool, cfg, log); err != nil {
+		pool.Close()
+		return nil, err
+	}
 
 	process.HealthHandlers(s.Mux, func(ctx context.Context) (map[string]any, error) {
 		if err := pool.Ping(ctx); err != nil {
@@ -203,6 +231,20 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	return s, nil
 }
 
+// registerSnapshots registers SnapshotService with its token check and creates the snapshot builder.
+func (s *Server) registerSnapshots(pool *pgxpool.Pool, cfg config.Config, log *slog.Logger) error {
+	box, err := secret.New(cfg.SecretKey)
+	if err != nil {
+		return fmt.Errorf("TOLLGATE_SECRET_KEY: %w", err)
+	}
+	s.Watch = watch.New(log, s.Metrics)
+	watch.Register(s.GRPC, s.Watch)
+	s.AuthorizeService(watch.ServiceName, watch.Authorize(cfg.DPToken))
+	s.Snapshots = snapshotbuild.New(pool, box, s.Watch, log, s.Metrics,
+		snapshotbuild.Options{Debounce: cfg.RebuildDebounce, Interval: cfg.RebuildInterval})
+	return nil
+}
+
 // HTTPAddr is the bound admin/console address.
 func (s *Server) HTTPAddr() string { return s.httpLn.Addr().String() }
 
@@ -218,6 +260,7 @@ func (s *Server) Run(ctx context.Context) error {
 		Serve: func() error { return s.GRPC.Serve(s.grpcLn) },
 		Stop: func(ctx context.Context) error {
 			s.health.Shutdown()
+			s.Watch.Shutdown() // Watch streams never end on their own; end them so GracefulStop can
 			done := make(chan struct{})
 			go func() { s.GRPC.GracefulStop(); close(done) }()
 			select {
@@ -229,8 +272,15 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		},
 	}
+	buildCtx, stopBuild := context.WithCancel(ctx)
+	defer stopBuild()
+	snapshots := process.Server{
+		Name:  "snapshots",
+		Serve: func() error { return s.Snapshots.Run(buildCtx) },
+		Stop:  func(context.Context) error { stopBuild(); return nil },
+	}
 	s.Log.Info("control plane listening", "http", s.HTTPAddr(), "grpc", s.GRPCAddr())
 	return process.Run(ctx, s.Log, s.Config.ShutdownTimeout,
-		[]process.Server{process.HTTPServer("http", httpSrv, s.httpLn), grpcSrv},
+		[]process.Server{process.HTTPServer("http", httpSrv, s.httpLn), grpcSrv, snapshots},
 		func(context.Context) error { s.Pool.Close(); return nil })
 }

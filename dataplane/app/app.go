@@ -15,7 +15,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/config"
+	"github.com/tollgate/tollgate/dataplane/proxy"
+	"github.com/tollgate/tollgate/dataplane/settle"
+	"github.com/tollgate/tollgate/dataplane/syncer"
+	"github.com/tollgate/tollgate/dataplane/upstream"
 	"github.com/tollgate/tollgate/shared/metrics"
 	"github.com/tollgate/tollgate/shared/process"
 )
@@ -63,6 +68,20 @@ type Server struct {
 	Metrics *metrics.Registry
 	Mux     *http.ServeMux
 
+	// Proxy serves every client path; Upstream is its pooled provider transport.
+	Proxy    *proxy.Handler
+	Upstream *upstream.Client
+
+	// Syncer holds the live snapshot (Syncer.Current) and keeps it in step with the control plane.
+	Syncer *syncer.Syncer
+
+	// Admitter reserves quota and checks rate limits; Recorder appends settlement records to the Redis
+	// outbox; Forwarder drains the outbox to the control plane and refunds holds (runs in Run, flushed
+	// at shutdown).
+	Admitter  *admission.Admitter
+	Recorder  *settle.Recorder
+	Forwarder *settle.Forwarder
+
 	ln net.Listener
 	// snapshotVersion reports the held snapshot's version; ok is false until the first one arrives.
 	snapshotVersion func() (version int64, ok bool)
@@ -77,10 +96,39 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	rdb := redis.NewClient(opts)
 	s := &Server{Config: cfg, Log: log, Redis: rdb, Metrics: metrics.NewRegistry(), Mux: http.NewServeMux(),
 		snapshotVersion: func() (int64, bool) { return 0, false }}
+	if s.Syncer, err = syncer.New(syncer.Options{Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, NodeID: cfg.NodeID,
+		CAFile: cfg.CPCAFile}, log, s.Metrics); err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	s.snapshotVersion = s.Syncer.Version
+	s.Admitter = admission.New(rdb, admission.Options{Prefix: cfg.RedisKeyPrefix})
+	s.Recorder = settle.NewRecorder(rdb, cfg.RedisKeyPrefix)
+	if s.Forwarder, err = settle.NewForwarder(rdb, settle.ForwarderOptions{Prefix: cfg.RedisKeyPrefix, NodeID: cfg.NodeID,
+		Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, CAFile: cfg.CPCAFile, Log: log, Metrics: s.Metrics}); err != nil {
+		rdb.Close()
+		s.Syncer.Close()
+		return nil, err
+	}
+	s.Upstream = upstream.New(upstream.Options{ConnectTimeout: cfg.UpstreamConnectTimeout, IdleTimeout: cfg.UpstreamIdleTimeout,
+		ResponseHeaderTimeout: cfg.UpstreamResponseTimeout, CredentialCooldown: cfg.CredentialCooldown})
+	s.Proxy = proxy.New(proxy.Options{
+		Snapshot:     s.Syncer.Current,
+		Upstream:     s.Upstream,
+		Admitter:     s.Admitter,
+		Recorder:     s.Recorder,
+		Transformer:  &proxy.Translator{KeepaliveInterval: cfg.KeepaliveInterval},
+		LocalUsage:   proxy.CountLocally,
+		MaxBodyBytes: cfg.MaxBodyBytes,
+		Log:          log,
+		Metrics:      s.Metrics,
+	})
+	s.Mux.Handle("/", s.Proxy) // every client path; health and metrics patterns are more specific
 	process.HealthHandlers(s.Mux, s.ready)
 	s.Mux.Handle("GET /metrics", s.Metrics.Handler())
 	if s.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		rdb.Close()
+		s.Syncer.Close()
 		return nil, fmt.Errorf("listen %s (TOLLGATE_DP_HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
 	return s, nil
@@ -104,8 +152,27 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // Run serves until ctx ends, then stops accepting, finishes in-flight requests and closes Redis.
 func (s *Server) Run(ctx context.Context) error {
 	httpSrv := &http.Server{Handler: s.Mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn)}
+	syncCtx, stopSync := context.WithCancel(ctx)
+	defer stopSync()
+	snapshots := process.Server{
+		Name:  "syncer",
+		Serve: func() error { return s.Syncer.Run(syncCtx) },
+		Stop:  func(context.Context) error { stopSync(); return nil },
+	}
+	// The forwarder outlives the servers: it stops only in the shutdown hook, which then flushes.
+	fwdCtx, stopForward := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopForward()
+	forwarded := make(chan struct{})
+	go func() { defer close(forwarded); _ = s.Forwarder.Run(fwdCtx) }()
 	s.Log.Info("data plane listening", "http", s.Addr(), "node", s.Config.NodeID)
 	return process.Run(ctx, s.Log, s.Config.ShutdownTimeout,
-		[]process.Server{process.HTTPServer("http", httpSrv, s.ln)},
+		[]process.Server{process.HTTPServer("http", httpSrv, s.ln), snapshots},
+		func(context.Context) error { s.Syncer.Close(); return nil },
+		func(ctx context.Context) error { // every in-flight request has recorded; deliver what we can
+			stopForward()
+			<-forwarded
+			defer s.Forwarder.Close()
+			return s.Forwarder.Flush(ctx)
+		},
 		func(context.Context) error { return s.Redis.Close() })
 }

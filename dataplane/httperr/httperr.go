@@ -1,0 +1,282 @@
+// Package httperr owns the data plane's one edge error type and how it is written: every client-facing
+// error carries an HTTP status, a code, a message the client may see and a cause that is only logged,
+// and is rendered in the inbound dialect's error shape (dialects.md §1.13, §2.7, §3.7, §4.6) with the
+// statuses of DESIGN §9.
+package httperr
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+// Codes carried by gateway errors (alpha `error.code`; also used in logs and metrics).
+const (
+	CodeInvalidRequest       = "invalid_request"
+	CodeUnsupportedOperation = "unsupported_operation"
+	CodeInvalidAPIKey        = "invalid_api_key"
+	CodeModelNotAllowed      = "model_not_allowed"
+	CodeModelNotFound        = "model_not_found"
+	CodeNotFound             = "not_found"
+	CodeRequestTooLarge      = "request_too_large"
+	CodeInsufficientQuota    = "insufficient_quota"
+	CodeRateLimitExceeded    = "rate_limit_exceeded"
+	CodeUpstreamFailed       = "upstream_failed"
+	CodeUpstreamTimeout      = "upstream_timeout"
+	CodeInternal             = "internal_error"
+)
+
+// Error is an error answered to a client. Message is what the client sees; Cause is only logged.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+	// Param names the offending request field (alpha `error.param`), if any.
+	Param string
+	// RetryAfter, when positive, is sent as the Retry-After header (whole seconds, rounded up) and as
+	// gamma's RetryInfo.
+	RetryAfter time.Duration
+	Cause      error
+}
+
+func (e *Error) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("%d %s: %s: %v", e.Status, e.Code, e.Message, e.Cause)
+	}
+	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Cause }
+
+// Malformed is a 400 for a request the gateway cannot parse.
+func Malformed(msg string, cause error) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: msg, Cause: cause}
+}
+
+// Unsupported is the 400 unsupported-operation error (spec "Errors").
+func Unsupported(op vocab.Operation, kind vocab.Kind, detail string) *Error {
+	msg := fmt.Sprintf("operation %s with kind %s is not supported", op, kind)
+	if detail != "" {
+		msg += ": " + detail
+	}
+	return &Error{Status: http.StatusBadRequest, Code: CodeUnsupportedOperation, Message: msg}
+}
+
+// Unauthorized is a 401 for a missing, unknown, disabled or expired key.
+func Unauthorized(msg string) *Error {
+	return &Error{Status: http.StatusUnauthorized, Code: CodeInvalidAPIKey, Message: msg}
+}
+
+// Forbidden is the 403 for a model outside the key's allowed models.
+func Forbidden(model string) *Error {
+	return &Error{Status: http.StatusForbidden, Code: CodeModelNotAllowed,
+		Message: fmt.Sprintf("this API key may not use model %q", model), Param: "model"}
+}
+
+// UnknownModel is the 404 for a model no route or provider serves.
+func UnknownModel(model string) *Error {
+	return &Error{Status: http.StatusNotFound, Code: CodeModelNotFound,
+		Message: fmt.Sprintf("the model %q does not exist", model), Param: "model"}
+}
+
+// NotFound is the 404 for a path the gateway does not serve.
+func NotFound(method, path string) *Error {
+	return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: fmt.Sprintf("no such endpoint: %s %s", method, path)}
+}
+
+// TooLarge is the 413 for a body beyond the limit.
+func TooLarge(limit int64) *Error {
+	return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeRequestTooLarge,
+		Message: fmt.Sprintf("request body exceeds %d bytes", limit)}
+}
+
+// QuotaExceeded is the 402 for a quota-bearing scope that would go over its limit.
+func QuotaExceeded(msg string) *Error {
+	return &Error{Status: http.StatusPaymentRequired, Code: CodeInsufficientQuota, Message: msg}
+}
+
+// RateLimited is the 429 for a key over its RPM or TPM limit.
+func RateLimited(msg string, retryAfter time.Duration) *Error {
+	return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimitExceeded, Message: msg, RetryAfter: retryAfter}
+}
+
+// AllFailed is the 502 when every upstream candidate failed.
+func AllFailed(cause error) *Error {
+	return &Error{Status: http.StatusBadGateway, Code: CodeUpstreamFailed, Message: "every upstream candidate failed", Cause: cause}
+}
+
+// Timeout is the 504 when the upstream did not answer in time.
+func Timeout(cause error) *Error {
+	return &Error{Status: http.StatusGatewayTimeout, Code: CodeUpstreamTimeout, Message: "the upstream did not answer in time", Cause: cause}
+}
+
+// Internal is a 500 hiding cause from the client.
+func Internal(cause error) *Error {
+	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", Cause: cause}
+}
+
+// As returns err as an *Error, wrapping anything else as Internal.
+func As(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return Internal(err)
+}
+
+// Write answers err in the error shape of the dialect family of kind (alpha when kind is empty).
+func Write(w http.ResponseWriter, kind vocab.Kind, err error) {
+	e := As(err)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.FormatInt(retrySeconds(e.RetryAfter), 10))
+	}
+	body := Body(kind, e)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(e.Status)
+	_, _ = w.Write(body)
+}
+
+func retrySeconds(d time.Duration) int64 {
+	return max(1, int64((d+time.Second-1)/time.Second))
+}
+
+type alphaBody struct {
+	Error alphaError `json:"error"`
+}
+
+type alphaError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    string  `json:"code"`
+}
+
+type betaBody struct {
+	Type  string    `json:"type"`
+	Error betaError `json:"error"`
+}
+
+type betaError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+type gammaBody struct {
+	Error gammaError `json:"error"`
+}
+
+type gammaError struct {
+	Code    int            `json:"code"`
+	Message string         `json:"message"`
+	Status  string         `json:"status"`
+	Details []gammaDetails `json:"details,omitempty"`
+}
+
+type gammaDetails struct {
+	Type       string `json:"@type"`
+	RetryDelay string `json:"retryDelay,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	Domain     string `json:"domain,omitempty"`
+}
+
+// Body renders e in the error shape of kind's dialect family.
+func Body(kind vocab.Kind, e *Error) []byte {
+	var v any
+	switch kind.Family() {
+	case vocab.KindBeta:
+		v = betaBody{Type: "error", Error: betaError{Type: betaType(e.Status), Message: e.Message}}
+	case vocab.KindGamma:
+		g := gammaError{Code: e.Status, Message: e.Message, Status: gammaStatus(e.Status)}
+		if e.RetryAfter > 0 {
+			g.Details = append(g.Details, gammaDetails{Type: "type.googleapis.com/google.rpc.RetryInfo",
+				RetryDelay: strconv.FormatInt(retrySeconds(e.RetryAfter), 10) + "s"})
+		}
+		if e.Code != "" {
+			g.Details = append(g.Details, gammaDetails{Type: "type.googleapis.com/google.rpc.ErrorInfo",
+				Reason: e.Code, Domain: "tollgate"})
+		}
+		v = gammaBody{Error: g}
+	default:
+		a := alphaError{Message: e.Message, Type: alphaType(e.Status, e.Code), Code: e.Code}
+		if e.Param != "" {
+			a.Param = &e.Param
+		}
+		v = alphaBody{Error: a}
+	}
+	b, err := json.Marshal(v)
+	if err != nil { // cannot happen: plain structs of strings and ints
+		return []byte(`{"error":{"message":"internal error","type":"server_error","param":null,"code":"internal_error"}}`)
+	}
+	return b
+}
+
+func alphaType(status int, code string) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "authentication_error"
+	case status == http.StatusForbidden:
+		return "permission_error"
+	case status == http.StatusNotFound:
+		return "not_found_error"
+	case status == http.StatusPaymentRequired || code == CodeInsufficientQuota:
+		return "insufficient_quota"
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_exceeded"
+	case status >= 500:
+		return "server_error"
+	}
+	return "invalid_request_error"
+}
+
+func betaType(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusPaymentRequired:
+		return "billing_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
+	case 529, http.StatusServiceUnavailable:
+		return "overloaded_error"
+	}
+	if status >= 500 {
+		return "api_error"
+	}
+	return "invalid_request_error"
+}
+
+func gammaStatus(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "UNAUTHENTICATED"
+	case http.StatusForbidden:
+		return "PERMISSION_DENIED"
+	case http.StatusNotFound:
+		return "NOT_FOUND"
+	case http.StatusPaymentRequired, http.StatusTooManyRequests:
+		return "RESOURCE_EXHAUSTED"
+	case http.StatusGatewayTimeout:
+		return "DEADLINE_EXCEEDED"
+	case http.StatusBadGateway, http.StatusServiceUnavailable:
+		return "UNAVAILABLE"
+	}
+	if status >= 500 {
+		return "INTERNAL"
+	}
+	return "INVALID_ARGUMENT"
+}

@@ -1,0 +1,444 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tollgate/tollgate/dataplane/httperr"
+	"github.com/tollgate/tollgate/dataplane/settle"
+	"github.com/tollgate/tollgate/dataplane/upstream"
+	"github.com/tollgate/tollgate/shared/pricing"
+	"github.com/tollgate/tollgate/shared/snapshot"
+	"github.com/tollgate/tollgate/shared/usage"
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+// statusClientClosed is recorded (never sent) when the client went away before an answer was written.
+const statusClientClosed = 499
+
+// maxCapture bounds the buffered copy of a non-streaming response kept for usage extraction.
+const maxCapture = 16 << 20
+
+// Transformer serves transform_to cells (dataplane/translate behind a small adapter).
+type Transformer interface {
+	// Supports reports whether the inbound class can be served through cell.
+	Supports(class vocab.Class, cell snapshot.Cell) bool
+	// Begin converts the client request for one candidate. An error is a client error (answered as is when
+	// it is an *httperr.Error, else as 400).
+	Begin(class vocab.Class, cell snapshot.Cell, body []byte, upstreamModel string) (Transform, error)
+}
+
+// Transform is one candidate attempt through a translator.
+type Transform interface {
+	// Request returns the upstream method, path with query, extra headers and body.
+	Request() (method, pathQuery string, header http.Header, body []byte)
+	// Respond writes the client's answer from the upstream response (any status that is not failed over)
+	// and reports how it ended.
+	Respond(ctx context.Context, w http.ResponseWriter, resp *http.Response) TransformResult
+}
+
+// TransformResult is how a transformed response ended.
+type TransformResult struct {
+	Status     int
+	End        vocab.EndState
+	FirstByte  time.Time
+	Usage      usage.Usage
+	UsageFound bool
+}
+
+// outbound is one upstream request to send.
+type outbound struct {
+	method string
+	url    string
+	header http.Header
+	body   []byte
+	tr     Transform
+}
+
+// dispatch tries the usable candidates in order, each with its credentials in order, failing over on a
+// connection error, 429 or 5xx (nothing has reached the client then), and relays the first answer that
+// is not failed over. It always leaves the outcome in c for settle.
+func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) {
+	ctx := r.Context()
+	var lastErr error
+	timedOut := false
+	attempted := false
+	var rejected *httperr.Error
+	var rejectedCand candidateCell
+	for _, cc := range c.usable {
+		if cc.cell.Impl == vocab.ImplLocal {
+			continue // only the first candidate may answer locally (handled before dispatch)
+		}
+		out, err := h.prepare(r, c, cc)
+		if err != nil {
+			// This candidate cannot carry the request (e.g. a field its translation refuses): try the next.
+			if rejected == nil {
+				rejected, rejectedCand = httperr.As(err), cc
+			}
+			continue
+		}
+		creds := h.o.Upstream.Credentials(cc.Provider, c.creds[:0])
+		if len(creds) == 0 {
+			creds = append(creds, snapshot.Credential{}) // a provider without credentials (e.g. a local server)
+		}
+		for _, cr := range creds {
+			attempted = true
+			c.cand, c.credID = cc, cr.ID
+			var stop func() bool
+			if wt, ok := out.tr.(waiter); ok {
+				stop = wt.Wait(ctx, w)
+			}
+			resp, err := h.send(ctx, cc.Provider, cr, out)
+			if stop != nil && stop() {
+				// A keepalive already reached the client: no failover; the translator ends the stream.
+				if err != nil {
+					resp = &http.Response{StatusCode: http.StatusBadGateway, Header: http.Header{}, Body: http.NoBody}
+				}
+				h.finishTransform(ctx, w, c, out.tr, resp)
+				return
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					c.status, c.end = statusClientClosed, vocab.EndClientDropped
+					return
+				}
+				h.o.Upstream.Fail(cr.ID)
+				lastErr, timedOut = fmt.Errorf("provider %s: %w", cc.Provider.Name, err), upstream.IsTimeout(err)
+				continue
+			}
+			if upstream.Retryable(resp.StatusCode) {
+				drain(resp)
+				h.o.Upstream.Fail(cr.ID)
+				lastErr, timedOut = fmt.Errorf("provider %s answered %d", cc.Provider.Name, resp.StatusCode), false
+				continue
+			}
+			if out.tr != nil {
+				h.finishTransform(ctx, w, c, out.tr, resp)
+				return
+			}
+			h.relay(w, r, c, resp)
+			return
+		}
+	}
+	if !attempted && rejected != nil {
+		c.cand = rejectedCand
+		httperr.Write(w, c.class.Kind, rejected)
+		c.status, c.end = rejected.Status, vocab.EndRejected
+		return
+	}
+	if !attempted {
+		c.cand = c.usable[0]
+	}
+	e := httperr.AllFailed(lastErr)
+	if timedOut {
+		e = httperr.Timeout(lastErr)
+	}
+	h.o.Log.Warn("every upstream candidate failed", "request_id", c.reqID, "err", lastErr)
+	httperr.Write(w, c.class.Kind, e)
+	c.status, c.end = e.Status, vocab.EndUpstreamError
+}
+
+// waiter is implemented by transforms that keep the client alive while a buffered upstream is awaited.
+type waiter interface {
+	Wait(ctx context.Context, w http.ResponseWriter) (stop func() (wrote bool))
+}
+
+func (h *Handler) finishTransform(ctx context.Context, w http.ResponseWriter, c *call, tr Transform, resp *http.Response) {
+	res := tr.Respond(ctx, w, resp)
+	resp.Body.Close()
+	c.status, c.end, c.firstByte = res.Status, res.End, res.FirstByte
+	c.usage, c.usageFound = res.Usage, res.UsageFound
+	if res.UsageFound {
+		c.source = vocab.SourceUpstream
+	}
+}
+
+// prepare builds the upstream request of one candidate.
+func (h *Handler) prepare(r *http.Request, c *call, cc candidateCell) (outbound, error) {
+	p := cc.Provider
+	if cc.cell.Impl == vocab.ImplTransformTo {
+		tr, err := h.o.Transformer.Begin(c.class, cc.cell, c.body, cc.UpstreamModel)
+		if err != nil {
+			var he *httperr.Error
+			if errors.As(err, &he) {
+				return outbound{}, he
+			}
+			return outbound{}, httperr.Malformed(err.Error(), err)
+		}
+		method, pq, hdr, body := tr.Request()
+		out := outbound{method: method, url: p.BaseURL + pq, header: upstream.OutboundHeader(r.Header), body: body, tr: tr}
+		delete(out.header, "Content-Type")
+		for k, v := range hdr {
+			out.header[k] = v
+		}
+		if _, ok := out.header["Content-Type"]; !ok && len(body) > 0 {
+			out.header["Content-Type"] = []string{"application/json"}
+		}
+		return out, nil
+	}
+	out := outbound{method: r.Method, header: upstream.OutboundHeader(r.Header), body: c.body}
+	path := r.URL.EscapedPath()
+	switch {
+	case c.class.PathModel != "" && cc.UpstreamModel != c.class.PathModel:
+		path = renamePathModel(path, c.class, cc.UpstreamModel)
+	case c.class.Multipart && cc.UpstreamModel != c.model:
+		b, err := patchMultipartModel(r.Header.Get("Content-Type"), c.body, cc.UpstreamModel)
+		if err != nil {
+			return outbound{}, httperr.Malformed(err.Error(), err)
+		}
+		out.body = b
+	case c.class.ModelInBody && !c.class.Multipart && cc.UpstreamModel != c.model:
+		c.patch = patchModel(c.patch, c.body, c.modelAt[0], c.modelAt[1], cc.UpstreamModel)
+		out.body = c.patch
+	}
+	var sb strings.Builder
+	sb.Grow(len(p.BaseURL) + len(path) + len(r.URL.RawQuery) + 1)
+	sb.WriteString(p.BaseURL)
+	sb.WriteString(path)
+	if q := stripKeyParam(r.URL.RawQuery); q != "" {
+		sb.WriteByte('?')
+		sb.WriteString(q)
+	}
+	out.url = sb.String()
+	return out, nil
+}
+
+// renamePathModel rewrites the model segment of a gamma method path or a model get path.
+func renamePathModel(escapedPath string, class vocab.Class, model string) string {
+	if class.Kind.Family() == vocab.KindGamma {
+		if class.Op == vocab.OpGetModel {
+			return "/v1beta/models/" + escapePath(model)
+		}
+		verb := escapedPath[strings.LastIndexByte(escapedPath, ':'):]
+		return "/v1beta/models/" + escapePath(model) + verb
+	}
+	return "/v1/models/" + escapePath(model)
+}
+
+// escapePath escapes a model id for a path, keeping '/' (scoped and tuned model names).
+func escapePath(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '/' || c == '-' || c == '.' || c == '_' || c == '~' || c == '@' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
+}
+
+// stripKeyParam removes the client's key= query parameter (the gateway key must not reach a provider).
+func stripKeyParam(q string) string {
+	if !strings.Contains(q, "key=") {
+		return q
+	}
+	var b strings.Builder
+	for q != "" {
+		var kv string
+		kv, q, _ = strings.Cut(q, "&")
+		if kv == "" || strings.HasPrefix(kv, "key=") || kv == "key" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(kv)
+	}
+	return b.String()
+}
+
+func (h *Handler) send(ctx context.Context, p *snapshot.Provider, cr snapshot.Credential, out outbound) (*http.Response, error) {
+	var body io.Reader = http.NoBody
+	if len(out.body) > 0 {
+		body = bytes.NewReader(out.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, out.method, out.url, body)
+	if err != nil {
+		return nil, fmt.Errorf("build upstream request: %w", err)
+	}
+	// out.header is this request's own copy: setting the credential overwrites the previous attempt's.
+	if cr.Secret != "" {
+		upstream.SetAuth(out.header, p.Channel, cr.Secret)
+	}
+	req.Header = out.header
+	resp, err := h.o.Upstream.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("upstream %s %s: %w", out.method, p.Name, err)
+	}
+	return resp, nil
+}
+
+func drain(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+}
+
+// hopResponseHeaders are not copied from the upstream response.
+var hopResponseHeaders = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Trailer": true, "Te": true, "X-Request-Id": true}
+
+// relay copies the upstream response to the client unchanged, flushing after every read for streams, and
+// observes usage on the way.
+func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *http.Response) {
+	defer resp.Body.Close()
+	dst := w.Header()
+	for k, v := range resp.Header {
+		if !hopResponseHeaders[k] {
+			dst[k] = v
+		}
+	}
+	if v := resp.Header["X-Request-Id"]; len(v) > 0 {
+		dst["X-Upstream-Request-Id"] = v
+	}
+	c.status = resp.StatusCode
+	ok := resp.StatusCode < 300
+	ct := resp.Header.Get("Content-Type")
+	streaming := c.class.Stream && ok
+	if streaming {
+		dst.Del("Content-Length")
+	}
+	w.WriteHeader(resp.StatusCode)
+	var flusher http.Flusher
+	var tap func([]byte)
+	capture := false
+	if streaming {
+		flusher, _ = w.(http.Flusher)
+		if acc := usage.NewStreamAccumulator(c.class.Kind, c.class.Op); acc != nil {
+			acc.ObserveHeader(resp.Header)
+			if h.o.LocalUsage != nil && c.class.Kind == vocab.KindAlphaChatCompletions && !includesUsage(c.body) {
+				// The upstream will report no usage: keep the relayed text for local counting.
+				c.text.next = acc
+				acc = &c.text
+			}
+			if strings.HasPrefix(ct, "text/event-stream") {
+				c.sse.acc = acc
+				tap = c.sse.write
+			} else {
+				c.arr.acc = acc
+				tap = c.arr.write
+			}
+		}
+	} else {
+		capture = ok && billable(c.class.Op)
+	}
+	if c.copyB == nil {
+		c.copyB = make([]byte, 32<<10)
+	}
+	buf := c.copyB
+	ctx := r.Context()
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if c.firstByte.IsZero() {
+				c.firstByte = h.o.Now()
+			}
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				c.end = vocab.EndClientDropped
+				break
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+			if tap != nil {
+				tap(buf[:n])
+			} else if capture {
+				if len(c.capture)+n <= maxCapture {
+					c.capture = append(c.capture, buf[:n]...)
+				} else {
+					capture, c.capture = false, c.capture[:0]
+				}
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			c.end = vocab.EndCompleted
+			if !ok {
+				c.end = vocab.EndUpstreamError
+			}
+			break
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				c.end = vocab.EndClientDropped
+			} else {
+				c.end = vocab.EndUpstreamInterrupted
+			}
+			break
+		}
+	}
+	if c.firstByte.IsZero() {
+		c.firstByte = h.o.Now()
+	}
+	switch {
+	case c.sse.acc != nil:
+		c.sse.finish()
+		c.usage, c.usageFound = c.sse.acc.Result()
+	case c.arr.acc != nil:
+		c.usage, c.usageFound = c.arr.acc.Result()
+	case capture && len(c.capture) > 0:
+		u, found, err := usage.FromBody(c.class.Kind, c.class.Op, c.capture, resp.Header)
+		if err == nil && found {
+			c.usage, c.usageFound = u, true
+		}
+	}
+	if c.usageFound {
+		c.source = vocab.SourceUpstream
+	} else if h.o.LocalUsage != nil && ok && billable(c.class.Op) {
+		if u, found := h.o.LocalUsage(c.class.Kind, c.class.Op, c.cand.UpstreamModel, c.body, c.text.b.String()); found {
+			c.usage, c.usageFound, c.source = u, true, vocab.SourceLocal
+		}
+	}
+}
+
+// settle builds the request's one settlement record (settle.BuildRecord) and hands it to the recorder. It
+// runs for every request that reached dispatch, however it ended.
+func (h *Handler) settle(ctx context.Context, c *call) {
+	h.count(c, c.status)
+	if h.o.Recorder == nil {
+		if h.o.Admitter != nil && c.hold.Micros > 0 {
+			if err := h.o.Admitter.Refund(context.WithoutCancel(ctx), c.hold); err != nil {
+				h.o.Log.Error("refund hold", "request_id", c.reqID, "err", err)
+			}
+		}
+		return
+	}
+	k, p := c.key, c.cand.Provider
+	if billable(c.class.Op) && c.reqTier == "" {
+		c.reqTier = usage.RequestedTier(c.body)
+	}
+	o := settle.Outcome{
+		RequestID: c.reqID, Start: c.start,
+		KeyID: k.ID, UserID: k.UserID, TeamID: k.TeamID, OrgID: k.OrgID,
+		ProviderID: p.ID, CredentialID: c.credID,
+		LogicalModel: c.model, UpstreamModel: c.cand.UpstreamModel,
+		Operation: c.class.Op, InboundKind: c.class.Kind,
+		Implementation: c.cand.cell.Impl, DestKind: c.cand.cell.DestKind,
+		SnapshotVersion: c.snap.Version,
+		Rule:            c.snap.ResolvePrice(p.ID, c.cand.UpstreamModel),
+		RequestedTier:   c.reqTier,
+		Upstream:        c.usage, UpstreamFound: c.usageFound && c.source == vocab.SourceUpstream,
+		EstimateTokens: pricing.BytesPerTokenEstimator(len(c.body)),
+		EndState:       c.end, HTTPStatus: c.status,
+		Latency: h.o.Now().Sub(c.start),
+	}
+	if c.usageFound && c.source == vocab.SourceLocal {
+		u := c.usage
+		o.Local = &u
+	}
+	if c.route != nil {
+		o.RouteID = c.route.ID
+	}
+	if !c.firstByte.IsZero() {
+		o.FirstByte = c.firstByte.Sub(c.start)
+	}
+	if err := h.o.Recorder.Record(context.WithoutCancel(ctx), settle.BuildRecord(o), c.hold); err != nil {
+		h.o.Log.Error("record settlement", "request_id", c.reqID, "err", err)
+	}
+}

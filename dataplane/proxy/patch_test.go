@@ -1,0 +1,160 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"mime/multipart"
+	"reflect"
+	"testing"
+
+	"github.com/tollgate/tollgate/shared/usage"
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+func TestPatchModel(t *testing.T) {
+	tests := []struct{ body, model, want string }{
+		{`{"model":"chat","x":1}`, "m-1", `{"model":"m-1","x":1}`},
+		{` {"a":{"model":"inner"}, "model" : "chat" ,"z":[{"u":true}]}`, "up/model", ` {"a":{"model":"inner"}, "model" : "up/model" ,"z":[{"u":true}]}`},
+		{`{"model":"c"}`, "q\"uote\\\n", `{"model":"q\"uote\\\u000a"}`},
+		{`{"model":"c"}`, "ünï", `{"model":"ünï"}`},
+	}
+	for _, tt := range tests {
+		m, s, e, err := bodyModel([]byte(tt.body))
+		if err != nil {
+			t.Fatalf("bodyModel(%s) = %v", tt.body, err)
+		}
+		if m == "" {
+			t.Fatalf("bodyModel(%s) empty", tt.body)
+		}
+		if got := string(patchModel(nil, []byte(tt.body), s, e, tt.model)); got != tt.want {
+			t.Errorf("patchModel(%s, %q) = %s, want %s", tt.body, tt.model, got, tt.want)
+		}
+	}
+	for _, bad := range []string{`[]`, `{"model":1}`, `{"model":"a\u0062"}`, `{"model":""}`, `{"x":1}`} {
+		if _, _, _, err := bodyModel([]byte(bad)); err == nil {
+			t.Errorf("bodyModel(%s) accepted", bad)
+		}
+	}
+}
+
+// FuzzPatchModel checks that renaming the model of any JSON object leaves every other member equal and
+// the model set to the new name.
+func FuzzPatchModel(f *testing.F) {
+	f.Add(`{"model":"chat","messages":[{"role":"user","content":"hi"}],"unknown":{"k":[1,2.5e3,null]}}`, "m-1")
+	f.Add(`{"a":"}","model":"x","b":"\\\""}`, "y\"z")
+	f.Add(` { "model" : "a" } `, "\x00\u2028")
+	f.Fuzz(func(t *testing.T, body, model string) {
+		var before map[string]any
+		if json.Unmarshal([]byte(body), &before) != nil {
+			return
+		}
+		cur, s, e, err := bodyModel([]byte(body))
+		if err != nil {
+			return
+		}
+		if before["model"] != cur {
+			// duplicate keys: encoding/json keeps the last one, the scanner the first.
+			return
+		}
+		out := patchModel(nil, []byte(body), s, e, model)
+		var after map[string]any
+		if err := json.Unmarshal(out, &after); err != nil {
+			t.Fatalf("patched body %q is not JSON: %v", out, err)
+		}
+		wantModel, _ := json.Marshal(model)
+		var wm string
+		_ = json.Unmarshal(wantModel, &wm)
+		if after["model"] != wm {
+			t.Fatalf("model = %q, want %q", after["model"], wm)
+		}
+		delete(before, "model")
+		delete(after, "model")
+		if !reflect.DeepEqual(before, after) {
+			t.Fatalf("other members changed: %v -> %v", before, after)
+		}
+	})
+}
+
+func TestMultipartModel(t *testing.T) {
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	_ = mw.WriteField("prompt", "a cat")
+	_ = mw.WriteField("model", "img")
+	fw, _ := mw.CreateFormFile("image", "x.png")
+	_, _ = fw.Write([]byte{0x89, 'P', 'N', 'G'})
+	_ = mw.Close()
+	ct := mw.FormDataContentType()
+	m, err := multipartModel(ct, b.Bytes())
+	if err != nil || m != "img" {
+		t.Fatalf("multipartModel = %q, %v", m, err)
+	}
+	out, err := patchMultipartModel(ct, b.Bytes(), "img-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := multipartModel(ct, out); err != nil || m != "img-1" {
+		t.Fatalf("after patch model = %q, %v", m, err)
+	}
+	if !bytes.Contains(out, []byte{0x89, 'P', 'N', 'G'}) || !bytes.Contains(out, []byte("a cat")) {
+		t.Error("other parts lost")
+	}
+}
+
+func TestTaps(t *testing.T) {
+	stream := "data: {\"choices\":[]}\r\n\r\n: comment\n" +
+		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3,\"total_tokens\":10}}\n\n" +
+		"data: [DONE]\n\n"
+	for _, split := range []int{1, 3, 7, len(stream)} {
+		acc := usage.NewStreamAccumulator(vocab.KindAlphaChatCompletions, vocab.OpStreamGenerateContent)
+		tap := &sseTap{acc: acc}
+		for i := 0; i < len(stream); i += split {
+			tap.write([]byte(stream[i:min(i+split, len(stream))]))
+		}
+		tap.finish()
+		u, found := acc.Result()
+		if !found || u.Input != 7 || u.Output != 3 {
+			t.Errorf("split %d: usage %+v, %v", split, u, found)
+		}
+	}
+	arr := "[{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a]}\"}]}}],\"usageMetadata\":{\"promptTokenCount\":4,\"candidatesTokenCount\":1}}\r\n," +
+		"{\"usageMetadata\":{\"promptTokenCount\":4,\"candidatesTokenCount\":5,\"totalTokenCount\":9}}]"
+	for _, split := range []int{1, 5, len(arr)} {
+		acc := usage.NewStreamAccumulator(vocab.KindGammaGenerateContent, vocab.OpStreamGenerateContent)
+		tap := &arrayTap{acc: acc}
+		for i := 0; i < len(arr); i += split {
+			tap.write([]byte(arr[i:min(i+split, len(arr))]))
+		}
+		u, found := acc.Result()
+		if !found || u.Input != 4 || u.Output != 5 {
+			t.Errorf("array split %d: usage %+v, %v", split, u, found)
+		}
+	}
+}
+
+func TestStripKeyParam(t *testing.T) {
+	tests := map[string]string{"": "", "alt=sse": "alt=sse", "key=abc": "", "alt=sse&key=abc": "alt=sse", "key=a&alt=sse&x=1": "alt=sse&x=1", "monkey=1": "monkey=1"}
+	for in, want := range tests {
+		if got := stripKeyParam(in); got != want {
+			t.Errorf("stripKeyParam(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRenamePathModel(t *testing.T) {
+	tests := []struct {
+		path  string
+		class vocab.Class
+		model string
+		want  string
+	}{
+		{"/v1beta/models/gem:streamGenerateContent", vocab.Class{Op: vocab.OpStreamGenerateContent, Kind: vocab.KindGammaGenerateContent}, "g-1-flash", "/v1beta/models/g-1-flash:streamGenerateContent"},
+		{"/v1beta/models/gem:countTokens", vocab.Class{Op: vocab.OpCountTokens, Kind: vocab.KindGamma}, "tunedModels/x y", "/v1beta/models/tunedModels/x%20y:countTokens"},
+		{"/v1beta/models/gem", vocab.Class{Op: vocab.OpGetModel, Kind: vocab.KindGamma}, "g-1", "/v1beta/models/g-1"},
+		{"/v1/models/chat", vocab.Class{Op: vocab.OpGetModel, Kind: vocab.KindAlpha}, "m-1", "/v1/models/m-1"},
+	}
+	for _, tt := range tests {
+		if got := renamePathModel(tt.path, tt.class, tt.model); got != tt.want {
+			t.Errorf("renamePathModel(%q, %q) = %q, want %q", tt.path, tt.model, got, tt.want)
+		}
+	}
+}

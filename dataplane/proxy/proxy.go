@@ -1,0 +1,486 @@
+// Package proxy owns the data plane's client-facing HTTP handler: the request path of DESIGN §5 for every
+// dialect. For each request it enforces the body limit, classifies the path into an operation key,
+// authenticates the key by hash against the snapshot, resolves the model to candidates, checks the key's
+// allowed models, runs admission (rate limits and quota reservation), dispatches per each candidate's
+// compiled routing cell — passthrough with only the model renamed, transform_to through the translator,
+// local model listing, or the unsupported-operation error — with failover across credentials and
+// candidates before the first byte reached the client, relays the answer (flushing every stream event),
+// and hands exactly one settlement record per dispatched request to the recorder.
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tollgate/tollgate/dataplane/admission"
+	"github.com/tollgate/tollgate/dataplane/httperr"
+	"github.com/tollgate/tollgate/dataplane/routing"
+	"github.com/tollgate/tollgate/dataplane/upstream"
+	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
+	"github.com/tollgate/tollgate/shared/metrics"
+	"github.com/tollgate/tollgate/shared/pricing"
+	"github.com/tollgate/tollgate/shared/snapshot"
+	"github.com/tollgate/tollgate/shared/usage"
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+// Admitter reserves quota and enforces rate limits before the upstream call (dataplane/admission).
+type Admitter interface {
+	Admit(ctx context.Context, req admission.Request) (admission.Hold, error)
+	Refund(ctx context.Context, h admission.Hold) error
+}
+
+// Recorder takes the one settlement record of a dispatched request, with the admission hold to release
+// once the control plane has settled it (dataplane/settle).
+type Recorder interface {
+	Record(ctx context.Context, rec *settlementv1.SettlementRecord, hold admission.Hold) error
+}
+
+// LocalUsageFunc counts usage locally when the upstream reported none: reqBody is the request body, output
+// the text relayed to the client when it was collected (alpha chat streams), else "". found=false leaves
+// the record without local usage.
+type LocalUsageFunc func(kind vocab.Kind, op vocab.Operation, model string, reqBody []byte, output string) (u usage.Usage, found bool)
+
+// Options configure a Handler.
+type Options struct {
+	// Snapshot returns the current compiled snapshot, nil until the first one arrived.
+	Snapshot func() *snapshot.Compiled
+	Upstream *upstream.Client
+	// Admitter is nil to skip admission (tests); Recorder nil drops records (tests).
+	Admitter Admitter
+	Recorder Recorder
+	// Transformer serves transform_to cells; nil answers them as unsupported.
+	Transformer Transformer
+	// LocalUsage is the local token counter used when the upstream reports no usage (may be nil).
+	LocalUsage   LocalUsageFunc
+	MaxBodyBytes int64
+	Log          *slog.Logger
+	Metrics      *metrics.Registry
+	Selector     *routing.Selector
+	Now          func() time.Time
+}
+
+// Handler is the client-facing handler. It is safe for concurrent use.
+type Handler struct {
+	o        Options
+	pool     sync.Pool
+	requests *metrics.CounterVec
+	counters sync.Map // countKey → *metrics.Counter
+}
+
+// New builds a Handler.
+func New(o Options) *Handler {
+	if o.Selector == nil {
+		o.Selector = routing.New(nil)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 32 << 20
+	}
+	h := &Handler{o: o}
+	h.pool.New = func() any { return &call{} }
+	if o.Metrics != nil {
+		h.requests = o.Metrics.NewCounterVec("tollgate_dp_requests_total",
+			"Client requests by operation, implementation and status class.", "operation", "implementation", "status")
+	}
+	return h
+}
+
+// call is the per-request state, pooled.
+type call struct {
+	reqID    string
+	start    time.Time
+	class    vocab.Class
+	snap     *snapshot.Compiled
+	key      *snapshot.APIKey
+	model    string // logical model as the client named it
+	modelAt  [2]int // byte range of the body's model value
+	route    *snapshot.Route
+	usable   []candidateCell
+	hold     admission.Hold
+	reqTier  string
+	estimate int64
+
+	body    []byte
+	patch   []byte
+	copyB   []byte
+	cands   [8]routing.Candidate
+	usableA [8]candidateCell
+	creds   [4]snapshot.Credential
+	scopes  [3]admission.ScopeQuota
+
+	// outcome
+	cand       candidateCell
+	credID     int64
+	status     int
+	firstByte  time.Time
+	end        vocab.EndState
+	usage      usage.Usage
+	usageFound bool
+	source     vocab.UsageSource
+	capture    []byte
+	sse        sseTap
+	arr        arrayTap
+	text       textCollector
+}
+
+type candidateCell struct {
+	routing.Candidate
+	cell snapshot.Cell
+}
+
+func (h *Handler) release(c *call) {
+	const keep = 1 << 20
+	body, patch, copyB, capture := c.body[:0], c.patch[:0], c.copyB, c.capture[:0]
+	sseData, sseLine, arrElem := c.sse.data[:0], c.sse.line[:0], c.arr.elem[:0]
+	if cap(body) > keep {
+		body = nil
+	}
+	if cap(patch) > keep {
+		patch = nil
+	}
+	if cap(capture) > keep {
+		capture = nil
+	}
+	if cap(sseData) > keep || cap(sseLine) > keep || cap(arrElem) > keep {
+		sseData, sseLine, arrElem = nil, nil, nil
+	}
+	*c = call{body: body, patch: patch, copyB: copyB, capture: capture}
+	c.sse.data, c.sse.line, c.arr.elem = sseData, sseLine, arrElem
+	h.pool.Put(c)
+}
+
+// ServeHTTP serves one client request.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := h.pool.Get().(*call)
+	defer h.release(c)
+	c.start = h.o.Now()
+	c.reqID = newRequestID()
+	w.Header()["X-Request-Id"] = []string{c.reqID}
+	if err := h.serve(w, r, c); err != nil {
+		e := httperr.As(err)
+		if e.Status >= 500 {
+			h.o.Log.Warn("request failed", "request_id", c.reqID, "path", r.URL.Path, "status", e.Status, "err", err)
+		}
+		kind := c.class.Kind
+		if kind == "" {
+			kind = pathFamily(r.URL.Path)
+		}
+		httperr.Write(w, kind, e)
+		h.count(c, e.Status)
+	}
+}
+
+type countKey struct {
+	op     vocab.Operation
+	impl   vocab.Implementation
+	status string
+}
+
+// count increments tollgate_dp_requests_total; counters are cached per label set so the hot path neither
+// allocates nor takes the registry's lock.
+func (h *Handler) count(c *call, status int) {
+	if h.requests == nil {
+		return
+	}
+	class := "5xx"
+	switch {
+	case status < 300:
+		class = "2xx"
+	case status < 400:
+		class = "3xx"
+	case status < 500:
+		class = "4xx"
+	}
+	k := countKey{c.class.Op, c.cand.cell.Impl, class}
+	if v, ok := h.counters.Load(k); ok {
+		v.(*metrics.Counter).Inc()
+		return
+	}
+	ctr := h.requests.With(string(k.op), string(k.impl), class)
+	h.counters.Store(k, ctr)
+	ctr.Inc()
+}
+
+// pathFamily picks the error dialect of a request that did not classify.
+func pathFamily(path string) vocab.Kind {
+	switch {
+	case strings.HasPrefix(path, "/v1beta/"):
+		return vocab.KindGamma
+	case strings.HasPrefix(path, "/v1/messages"):
+		return vocab.KindBeta
+	}
+	return vocab.KindAlpha
+}
+
+// serve runs the request path; an error returned is answered by ServeHTTP (nothing was written yet).
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := h.readBody(r, c); err != nil {
+		return err
+	}
+	class, ok := vocab.Classify(r.Method, r.URL.Path, r.URL.RawQuery, r.Header, c.body)
+	if !ok {
+		return httperr.NotFound(r.Method, r.URL.Path)
+	}
+	c.class = class
+	snap := h.o.Snapshot()
+	if snap == nil {
+		return &httperr.Error{Status: http.StatusServiceUnavailable, Code: "not_ready", Message: "the gateway has no configuration yet"}
+	}
+	c.snap = snap
+	secret := clientKey(r)
+	if secret == "" {
+		return httperr.Unauthorized("missing API key")
+	}
+	key := snap.LookupKey(secret)
+	if key == nil {
+		return httperr.Unauthorized("invalid API key")
+	}
+	if !key.Usable(c.start) {
+		return httperr.Unauthorized("API key is disabled or expired")
+	}
+	c.key = key
+	if class.Op == vocab.OpListModels {
+		writeJSON(w, http.StatusOK, listModels(snap, key, class.Kind))
+		h.count(c, http.StatusOK)
+		return nil
+	}
+	if err := h.resolveModel(r, c); err != nil {
+		return err
+	}
+	sel, err := h.o.Selector.Select(snap, c.model, c.cands[:0])
+	if err != nil {
+		return httperr.UnknownModel(c.model)
+	}
+	c.route = sel.Route
+	if !routing.Permitted(key, c.model, sel.Route) {
+		return httperr.Forbidden(c.model)
+	}
+	c.usable = c.usableA[:0]
+	for _, cand := range sel.Candidates {
+		cell := cand.Provider.Cell(class.Op, class.Kind)
+		if h.servable(cell, class) {
+			c.usable = append(c.usable, candidateCell{cand, cell})
+		}
+	}
+	if len(c.usable) == 0 {
+		return httperr.Unsupported(class.Op, class.Kind, "")
+	}
+	if c.usable[0].cell.Impl == vocab.ImplLocal {
+		c.cand = c.usable[0]
+		writeJSON(w, http.StatusOK, getModel(snap, c.model, class.Kind))
+		c.status, c.end, c.firstByte = http.StatusOK, vocab.EndCompleted, h.o.Now()
+		h.settle(r.Context(), c)
+		return nil
+	}
+	if err := h.admit(r.Context(), c); err != nil {
+		return err
+	}
+	h.dispatch(w, r, c)
+	h.settle(r.Context(), c)
+	return nil
+}
+
+// servable reports whether a cell can serve the request: passthrough; local for model get; transform_to
+// when a transformer handles the pair.
+func (h *Handler) servable(cell snapshot.Cell, class vocab.Class) bool {
+	switch cell.Impl {
+	case vocab.ImplPassthrough:
+		return true
+	case vocab.ImplLocal:
+		return class.Op == vocab.OpGetModel || class.Op == vocab.OpListModels
+	case vocab.ImplTransformTo:
+		return h.o.Transformer != nil && h.o.Transformer.Supports(class, cell)
+	}
+	return false
+}
+
+func (h *Handler) readBody(r *http.Request, c *call) error {
+	limit := h.o.MaxBodyBytes
+	if r.ContentLength > limit {
+		return httperr.TooLarge(limit)
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	buf := c.body[:0]
+	if r.ContentLength > 0 && int64(cap(buf)) < r.ContentLength+1 {
+		buf = make([]byte, 0, r.ContentLength+1)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			c.body = buf
+			return httperr.TooLarge(limit)
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			c.body = buf
+			return httperr.Malformed("could not read the request body", fmt.Errorf("read body: %w", err))
+		}
+	}
+	c.body = buf
+	return nil
+}
+
+// clientKey returns the gateway key from the dialect's usual place: Authorization Bearer, x-api-key,
+// x-goog-api-key, then the key query parameter.
+func clientKey(r *http.Request) string {
+	if v := r.Header.Get("Authorization"); v != "" {
+		if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+			return strings.TrimSpace(v[7:])
+		}
+	}
+	if v := r.Header.Get("X-Api-Key"); v != "" {
+		return v
+	}
+	if v := r.Header.Get("X-Goog-Api-Key"); v != "" {
+		return v
+	}
+	if q := r.URL.RawQuery; strings.Contains(q, "key=") {
+		for q != "" {
+			var kv string
+			kv, q, _ = strings.Cut(q, "&")
+			if v, ok := strings.CutPrefix(kv, "key="); ok {
+				if u, err := url.QueryUnescape(v); err == nil {
+					return u
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func (h *Handler) resolveModel(r *http.Request, c *call) error {
+	class := c.class
+	switch {
+	case class.PathModel != "":
+		c.model = class.PathModel
+	case class.Multipart:
+		m, err := multipartModel(r.Header.Get("Content-Type"), c.body)
+		if err != nil {
+			e := httperr.Malformed(err.Error(), err)
+			e.Param = "model"
+			return e
+		}
+		c.model = m
+	case class.ModelInBody:
+		m, s, e, err := bodyModel(c.body)
+		if err != nil {
+			if errors.Is(err, errNoModel) && class.Op == vocab.OpCreateConversation {
+				return httperr.Unsupported(class.Op, class.Kind, "conversation requests must name a model to be routed")
+			}
+			he := httperr.Malformed(err.Error(), err)
+			he.Param = "model"
+			return he
+		}
+		c.model, c.modelAt = m, [2]int{s, e}
+	default:
+		return httperr.Unsupported(class.Op, class.Kind, "stored-resource endpoints name no model and cannot be routed")
+	}
+	return nil
+}
+
+// billable reports whether an operation goes through quota admission and settlement pricing.
+func billable(op vocab.Operation) bool {
+	switch op {
+	case vocab.OpGenerateContent, vocab.OpStreamGenerateContent, vocab.OpCreateEmbedding,
+		vocab.OpCreateImage, vocab.OpEditImage, vocab.OpRerank:
+		return true
+	}
+	return false
+}
+
+// admit runs the key's rate limits and, for billable operations, quota reservation (DESIGN §7). A Redis
+// failure admits the request (logged): availability wins, and settlement still records the cost.
+func (h *Handler) admit(ctx context.Context, c *call) error {
+	if h.o.Admitter == nil {
+		return nil
+	}
+	key := c.key
+	req := admission.Request{KeyID: key.ID, RPMLimit: int64(key.RPMLimit), TPMLimit: key.TPMLimit,
+		EstimateTokens: pricing.BytesPerTokenEstimator(len(c.body))}
+	if billable(c.class.Op) {
+		first := c.usable[0]
+		c.reqTier = usage.RequestedTier(c.body)
+		rule := c.snap.ResolvePrice(first.Provider.ID, first.UpstreamModel)
+		c.estimate = pricing.EstimateMicros(rule, len(c.body), c.reqTier)
+		if c.estimate > 0 {
+			scopes := c.scopes[:0]
+			add := func(s vocab.Scope, id int64) {
+				if q, ok := c.snap.Quota(s, id); ok && !q.Unlimited {
+					scopes = append(scopes, admission.ScopeQuota{Scope: s, ID: id, LimitMicros: q.LimitMicros, SnapshotUsedMicros: q.UsedMicros})
+				}
+			}
+			add(vocab.ScopeOrg, key.OrgID)
+			if key.TeamID != 0 {
+				add(vocab.ScopeTeam, key.TeamID)
+			}
+			add(vocab.ScopeUser, key.UserID)
+			req.Scopes = scopes
+			req.EstimateMicros = c.estimate
+		}
+	}
+	if req.RPMLimit == 0 && req.TPMLimit == 0 && len(req.Scopes) == 0 {
+		return nil // nothing to check: no Redis round trip
+	}
+	hold, err := h.o.Admitter.Admit(ctx, req)
+	if err == nil {
+		c.hold = hold
+		return nil
+	}
+	var rl *admission.RateLimitError
+	switch {
+	case errors.As(err, &rl):
+		return httperr.RateLimited(fmt.Sprintf("rate limit exceeded (%s)", rl.Limit), rl.RetryAfter)
+	case errors.Is(err, admission.ErrQuotaExceeded):
+		var qe *admission.QuotaError
+		msg := "quota exhausted"
+		if errors.As(err, &qe) {
+			msg = fmt.Sprintf("the %s quota is exhausted", qe.Scope)
+		}
+		return httperr.QuotaExceeded(msg)
+	case ctx.Err() != nil:
+		return httperr.Malformed("request cancelled", ctx.Err())
+	}
+	h.o.Log.Error("admission unavailable; admitting without reservation", "request_id", c.reqID, "err", err)
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// newRequestID returns a random 128-bit id in hex, prefixed "req_".
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	var out [4 + 32]byte
+	copy(out[:], "req_")
+	hex.Encode(out[4:], b[:])
+	return string(out[:])
+}

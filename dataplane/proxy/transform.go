@@ -1,0 +1,239 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tollgate/tollgate/dataplane/httperr"
+	"github.com/tollgate/tollgate/dataplane/translate"
+	"github.com/tollgate/tollgate/shared/snapshot"
+	"github.com/tollgate/tollgate/shared/usage"
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+// maxUpstreamBody bounds a buffered upstream body read for translation.
+const maxUpstreamBody = 64 << 20
+
+// Translator serves transform_to cells with package translate.
+type Translator struct {
+	// Options are passed to translate.New.
+	Options translate.Options
+	// KeepaliveInterval is the keepalive period while a synthesised stream waits for a buffered upstream.
+	KeepaliveInterval time.Duration
+	// Now is the clock of first-byte times (default time.Now).
+	Now func() time.Time
+}
+
+func pairOf(class vocab.Class, cell snapshot.Cell) translate.Pair {
+	return translate.Pair{Op: class.Op, Kind: class.Kind, DestOp: cell.DestOp, DestKind: cell.DestKind}
+}
+
+// Supports implements Transformer: the translator has the pair.
+func (t *Translator) Supports(class vocab.Class, cell snapshot.Cell) bool {
+	_, err := translate.New(pairOf(class, cell), t.Options)
+	return err == nil
+}
+
+// Begin implements Transformer.
+func (t *Translator) Begin(class vocab.Class, cell snapshot.Cell, body []byte, upstreamModel string) (Transform, error) {
+	tr, err := translate.New(pairOf(class, cell), t.Options)
+	if err != nil {
+		return nil, httperr.Unsupported(class.Op, class.Kind, "no translation to "+string(cell.DestKind))
+	}
+	up, err := tr.Request(translate.ClientRequest{Body: body, Model: upstreamModel, Stream: class.Stream, GammaSSE: class.GammaSSE})
+	if err != nil {
+		e := httperr.Malformed(err.Error(), err)
+		var re *translate.RequestError
+		if errors.As(err, &re) {
+			e.Message, e.Param = re.Message, re.Field
+		}
+		return nil, e
+	}
+	now := t.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &transformAttempt{t: t, tr: tr, up: up, class: class, cell: cell, now: now}, nil
+}
+
+type transformAttempt struct {
+	t     *Translator
+	tr    *translate.Translator
+	up    *translate.UpstreamRequest
+	class vocab.Class
+	cell  snapshot.Cell
+	now   func() time.Time
+
+	mu        sync.Mutex // serialises keepalive writes with Respond's
+	wrote     bool
+	firstByte time.Time
+}
+
+func (a *transformAttempt) Request() (string, string, http.Header, []byte) {
+	return a.up.Method, a.up.Path, a.up.Header, a.up.Body
+}
+
+// Wait starts keepalives for a synthesised stream while the buffered upstream is awaited; stop ends them
+// and reports whether any reached the client (then failover is no longer possible).
+func (a *transformAttempt) Wait(ctx context.Context, w http.ResponseWriter) (stop func() (wrote bool)) {
+	if a.tr.Mode() != translate.ModeSynthesize {
+		return nil
+	}
+	kctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	flusher, _ := w.(http.Flusher)
+	go func() {
+		defer close(done)
+		translate.RunKeepalive(kctx, a.t.KeepaliveInterval, func() error {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if !a.wrote {
+				w.Header().Set("Content-Type", a.tr.ContentType())
+				w.WriteHeader(http.StatusOK)
+				a.wrote, a.firstByte = true, a.now()
+			}
+			if err := a.tr.Keepalive(w); err != nil {
+				return err
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+			return nil
+		})
+	}()
+	return func() bool {
+		cancel()
+		<-done
+		return a.wrote
+	}
+}
+
+// Respond implements Transform.
+func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, resp *http.Response) TransformResult {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	flusher, _ := w.(http.Flusher)
+	flush := func() {
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	res := TransformResult{}
+	mode := a.tr.Mode()
+	if mode == translate.ModeStream && resp.StatusCode < 300 {
+		w.Header().Set("Content-Type", a.tr.ContentType())
+		w.WriteHeader(http.StatusOK)
+		res.Status, res.FirstByte = http.StatusOK, a.now()
+		acc := usage.NewStreamAccumulator(a.cell.DestKind, a.cell.DestOp)
+		var body io.Reader = resp.Body
+		jsonArray := !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+		var sse *sseTap
+		if acc != nil {
+			acc.ObserveHeader(resp.Header)
+			if jsonArray {
+				tap := &arrayTap{acc: acc}
+				body = io.TeeReader(resp.Body, writerFunc(tap.write))
+			} else {
+				sse = &sseTap{acc: acc}
+				body = io.TeeReader(resp.Body, writerFunc(sse.write))
+			}
+		}
+		s := a.tr.NewStream(w)
+		err := s.Pump(body, jsonArray, flush)
+		switch {
+		case err == nil && s.UpstreamError() == nil:
+			res.End = vocab.EndCompleted
+		case ctx.Err() != nil:
+			res.End = vocab.EndClientDropped
+		case err == nil:
+			res.End = vocab.EndUpstreamError
+		default:
+			res.End = vocab.EndUpstreamInterrupted
+		}
+		if sse != nil {
+			sse.finish()
+		}
+		if acc != nil {
+			res.Usage, res.UsageFound = acc.Result()
+		}
+		return res
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
+	if err != nil {
+		res.End = vocab.EndUpstreamInterrupted
+		if ctx.Err() != nil {
+			res.End = vocab.EndClientDropped
+		}
+		res.Status = http.StatusBadGateway
+		if !a.wrote {
+			httperr.Write(w, a.class.Kind, httperr.AllFailed(err))
+		}
+		return res
+	}
+	if resp.StatusCode < 300 {
+		if u, found, err := usage.FromBody(a.cell.DestKind, a.cell.DestOp, body, resp.Header); err == nil && found {
+			res.Usage, res.UsageFound = u, true
+		}
+	}
+	if mode == translate.ModeSynthesize {
+		if !a.wrote {
+			w.Header().Set("Content-Type", a.tr.ContentType())
+			w.WriteHeader(http.StatusOK)
+			a.wrote = true
+		}
+		res.Status, res.FirstByte = http.StatusOK, a.now()
+		if err := a.tr.Synthesize(w, resp.StatusCode, resp.Header, body); err != nil {
+			res.End = vocab.EndClientDropped
+			if ctx.Err() == nil {
+				res.End = vocab.EndUpstreamError
+			}
+			return res
+		}
+		flush()
+		res.End = vocab.EndCompleted
+		if resp.StatusCode >= 300 {
+			res.End = vocab.EndUpstreamError
+		}
+		return res
+	}
+	if resp.StatusCode >= 300 {
+		cr := a.tr.Error(resp.StatusCode, resp.Header, body)
+		writeClient(w, cr, "application/json")
+		res.Status, res.FirstByte, res.End = cr.Status, a.now(), vocab.EndUpstreamError
+		return res
+	}
+	out, err := a.tr.Response(body)
+	if err != nil {
+		e := httperr.AllFailed(err)
+		e.Message = "the upstream answer could not be translated"
+		httperr.Write(w, a.class.Kind, e)
+		res.Status, res.FirstByte, res.End = e.Status, a.now(), vocab.EndUpstreamError
+		return res
+	}
+	writeClient(w, translate.ClientResponse{Status: http.StatusOK, Body: out}, a.tr.ContentType())
+	res.Status, res.FirstByte, res.End = http.StatusOK, a.now(), vocab.EndCompleted
+	return res
+}
+
+func writeClient(w http.ResponseWriter, cr translate.ClientResponse, contentType string) {
+	h := w.Header()
+	for k, v := range cr.Header {
+		h[k] = v
+	}
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", contentType)
+	}
+	h.Set("Content-Length", strconv.Itoa(len(cr.Body)))
+	w.WriteHeader(cr.Status)
+	_, _ = w.Write(cr.Body)
+}
+
+type writerFunc func([]byte)
+
+func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }

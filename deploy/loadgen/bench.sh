@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Request-path benchmark (docs/benchmarks.md, "Request path"). On loopback: the mock upstream, a bare
+# httputil.ReverseProxy to it (the floor), and two real data planes with authentication, admission (the key
+# has RPM/TPM limits and its org a quota: one Redis Lua call per request) and settlement (one Redis XADD per
+# request) on:
+#   dp      — its forwarder delivers every record to a SettlementService that acknowledges it (the whole
+#             settlement path: outbox read, Settle RPC, refund + ack script);
+#   dp-nofw — the control plane has no SettlementService, so its forwarder backs off and records stay in
+#             the outbox: the request path alone.
+# Prints one JSON line per measurement (loadgen run).
+#
+#   deploy/loadgen/bench.sh [duration]      # default 10s per measurement
+#
+# Needs Redis on 127.0.0.1:6379 (keys under unique prefixes, deleted at the end). Only the processes this
+# script starts are stopped, by pid.
+set -euo pipefail
+DUR=${1:-10s}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BIN=$(mktemp -d)
+PREFIX="bench:$RANDOM$RANDOM:"
+cd "$ROOT"
+go build -o "$BIN/" ./deploy/loadgen ./deploy/mockupstream/cmd/mockupstream ./dataplane/cmd/dataplane
+
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  for p in "${PREFIX}a:" "${PREFIX}b:"; do
+    redis-cli -h 127.0.0.1 --scan --pattern "${p}*" | xargs -r redis-cli -h 127.0.0.1 del >/dev/null
+  done
+  rm -rf "$BIN"
+}
+trap cleanup EXIT
+
+start_dp() { # name http-port cp-port prefix
+  TOLLGATE_DP_TOKEN=bench TOLLGATE_CP_ENDPOINTS=127.0.0.1:$3 TOLLGATE_DP_HTTP_ADDR=127.0.0.1:$2 \
+    TOLLGATE_NODE_ID=$1 TOLLGATE_REDIS_KEY_PREFIX="$4" TOLLGATE_LOG_LEVEL=error "$BIN/dataplane" serve 2>/dev/null &
+  PIDS+=("$!")
+  for _ in $(seq 50); do curl -sf "http://127.0.0.1:$2/readyz" >/dev/null && break; sleep 0.1; done
+}
+
+"$BIN/mockupstream" -addr 127.0.0.1:19999 2>/dev/null & MOCK=$!; PIDS+=("$MOCK")
+"$BIN/loadgen" floor -listen 127.0.0.1:18090 -target http://127.0.0.1:19999 2>/dev/null & FLOOR=$!; PIDS+=("$FLOOR")
+"$BIN/loadgen" snapshot -listen 127.0.0.1:19090 -upstream http://127.0.0.1:19999 -key tg-bench -admission 2>/dev/null &
+PIDS+=("$!")
+"$BIN/loadgen" snapshot -listen 127.0.0.1:19091 -upstream http://127.0.0.1:19999 -key tg-bench -admission -settlement=false 2>/dev/null &
+PIDS+=("$!")
+sleep 0.5
+start_dp bench-dp 18080 19090 "${PREFIX}a:"; DP=${PIDS[-1]}
+start_dp bench-dp-nofw 18081 19091 "${PREFIX}b:"; NOFW=${PIDS[-1]}
+sleep 1
+rss() { awk "/$2/ {printf \"%.1f\", \$2/1024}" "/proc/$1/status"; }
+echo "{\"label\":\"idle\",\"dp_rss_mb\":$(rss "$DP" VmRSS),\"dp_nofw_rss_mb\":$(rss "$NOFW" VmRSS),\"floor_rss_mb\":$(rss "$FLOOR" VmRSS)}"
+
+BODY='{"model":"chat","messages":[{"role":"user","content":"hello"}]}'
+SBODY='{"model":"chat","stream":true,"messages":[{"role":"user","content":"hello"}]}'
+MBODY='{"model":"m-1","messages":[{"role":"user","content":"hello"}]}'
+MSBODY='{"model":"m-1","stream":true,"messages":[{"role":"user","content":"hello"}]}'
+AUTH='Authorization: Bearer tg-bench'
+URL=/v1/chat/completions
+LG="$BIN/loadgen"
+
+"$LG" run -label direct -duration "$DUR" -url "http://127.0.0.1:19999$URL" -body "$MBODY" -H "$AUTH"
+"$LG" run -label floor -duration "$DUR" -url "http://127.0.0.1:18090$URL" -body "$MBODY" -H "$AUTH" -pid "$FLOOR"
+"$LG" run -label dp -duration "$DUR" -url "http://127.0.0.1:18080$URL" -body "$BODY" -H "$AUTH" -pid "$DP"
+"$LG" run -label dp-nofw -duration "$DUR" -url "http://127.0.0.1:18081$URL" -body "$BODY" -H "$AUTH" -pid "$NOFW"
+"$LG" run -label direct-stream -stream -duration "$DUR" -url "http://127.0.0.1:19999$URL" -body "$MSBODY" -H "$AUTH"
+"$LG" run -label floor-stream -stream -duration "$DUR" -url "http://127.0.0.1:18090$URL" -body "$MSBODY" -H "$AUTH" -pid "$FLOOR"
+"$LG" run -label dp-stream -stream -duration "$DUR" -url "http://127.0.0.1:18080$URL" -body "$SBODY" -H "$AUTH" -pid "$DP"
+"$LG" run -label dp-nofw-stream -stream -duration "$DUR" -url "http://127.0.0.1:18081$URL" -body "$SBODY" -H "$AUTH" -pid "$NOFW"
+for c in 32 128; do
+  "$LG" run -label floor -conns $c -duration "$DUR" -url "http://127.0.0.1:18090$URL" -body "$MBODY" -H "$AUTH" -pid "$FLOOR" -pid "$MOCK"
+  "$LG" run -label dp -conns $c -duration "$DUR" -url "http://127.0.0.1:18080$URL" -body "$BODY" -H "$AUTH" -pid "$DP" -pid "$MOCK"
+  "$LG" run -label dp-nofw -conns $c -duration "$DUR" -url "http://127.0.0.1:18081$URL" -body "$BODY" -H "$AUTH" -pid "$NOFW" -pid "$MOCK"
+  redis-cli -h 127.0.0.1 del "${PREFIX}b:settle:outbox" >/dev/null # dp-nofw's undelivered records
+done
+sleep 2
+echo "{\"label\":\"end\",\"dp_rss_mb\":$(rss "$DP" VmRSS),\"dp_peak_rss_mb\":$(rss "$DP" VmHWM),\"dp_nofw_peak_rss_mb\":$(rss "$NOFW" VmHWM),\"floor_peak_rss_mb\":$(rss "$FLOOR" VmHWM),\"dp_outbox_len\":$(redis-cli -h 127.0.0.1 xlen "${PREFIX}a:settle:outbox")}"

@@ -1,0 +1,165 @@
+package snapshot
+
+import (
+	"crypto/sha256"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
+	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+func validSnapshot() *snapshotv1.Snapshot {
+	hash := sha256.Sum256([]byte("tg-secret"))
+	return &snapshotv1.Snapshot{
+		Version: 7,
+		BuiltAt: timestamppb.New(time.Unix(1760000000, 0)),
+		PriceRules: []*configv1.PriceRule{{
+			Id: 1, MatchType: "exact", ModelMatch: "m-1", InputPrice: "1", OutputPrice: "2", CacheReadPrice: "0",
+			CacheCreation_5MPrice: "0", CacheCreation_30MPrice: "0", CacheCreation_1HPrice: "0", ImageOutputPrice: "0",
+			Enabled: true, PricingTiersJson: []*configv1.TierEntry{{ServiceTier: proto.String("priority"), Multiplier: proto.String("2")}},
+		}},
+		Providers: []*configv1.Provider{
+			{Id: 1, Name: "a", ChannelType: "alpha", BaseUrl: "http://127.0.0.1:1/", Enabled: true,
+				Credentials: []*configv1.Credential{{Id: 10, Secret: "s1", Weight: 2, Enabled: true}, {Id: 11, Secret: "off", Enabled: false}}},
+			{Id: 2, Name: "b", ChannelType: "beta", BaseUrl: "https://b.example", Enabled: true},
+			{Id: 3, Name: "off", ChannelType: "gamma", BaseUrl: "https://g.example", Enabled: false},
+		},
+		RoutingRules: []*configv1.RoutingRule{
+			{Id: 1, ProviderId: 1, Operation: "generate_content", Kind: "alpha_chat_completions", Implementation: "passthrough", Enabled: true, SortOrder: 2},
+			{Id: 2, ProviderId: 1, Operation: "generate_content", Kind: "beta_messages", Implementation: "transform_to", DestKind: proto.String("alpha_responses"), Enabled: true},
+			{Id: 3, ProviderId: 1, Operation: "generate_content", Kind: "gamma_generate_content", Implementation: "transform_to", Enabled: true},
+			{Id: 4, ProviderId: 1, Operation: "list_models", Kind: "alpha", Implementation: "local", Enabled: true},
+			{Id: 5, ProviderId: 1, Operation: "rerank", Kind: "alpha", Implementation: "passthrough", Enabled: false},
+		},
+		Routes: []*configv1.Route{{
+			Id: 1, Name: "chat", Enabled: true, Aliases: []string{"chat-latest"},
+			Members: []*configv1.RouteMember{
+				{ProviderId: 2, UpstreamModelId: "b-1", Priority: 2, Weight: 1, Enabled: true},
+				{ProviderId: 1, UpstreamModelId: "m-1", Priority: 1, Weight: 3, Enabled: true},
+				{ProviderId: 3, UpstreamModelId: "g-1", Priority: 1, Weight: 1, Enabled: true},
+				{ProviderId: 1, UpstreamModelId: "m-2", Priority: 1, Weight: 0, Enabled: true},
+			},
+		}},
+		ApiKeys: []*configv1.ApiKey{{Id: 5, UserId: 6, OrgId: 7, TeamId: proto.Int64(8), KeyHash: hash[:], Enabled: true, AllowedModels: []string{"chat"}, RpmLimit: 10}},
+		Quotas: []*configv1.Quota{
+			{Scope: "org", ScopeId: 7, CostLimit: proto.String("12.3456785"), CostUsed: "1.5"},
+			{Scope: "user", ScopeId: 6, CostUsed: "0"},
+		},
+	}
+}
+
+func TestCompile(t *testing.T) {
+	c, err := Compile(validSnapshot())
+	if err != nil {
+		t.Fatalf("Compile = %v", err)
+	}
+	if c.Version != 7 {
+		t.Errorf("Version = %d, want 7", c.Version)
+	}
+	if r := c.ResolvePrice(1, "m-1"); r == nil || r.ID != 1 || len(r.Tiers) != 1 {
+		t.Errorf("ResolvePrice(1, m-1) = %+v, want rule 1 with one tier", r)
+	}
+	p := c.Provider(1)
+	if p == nil || p.BaseURL != "http://127.0.0.1:1" || len(p.Credentials) != 1 || p.Credentials[0].Weight != 2 {
+		t.Fatalf("Provider(1) = %+v", p)
+	}
+	if c.ProviderByName("a") != p {
+		t.Error("ProviderByName(a) mismatch")
+	}
+	cells := []struct {
+		op   vocab.Operation
+		kind vocab.Kind
+		want Cell
+	}{
+		{vocab.OpGenerateContent, vocab.KindAlphaChatCompletions, Cell{Impl: vocab.ImplPassthrough, RuleID: 1}},
+		{vocab.OpGenerateContent, vocab.KindBetaMessages, Cell{Impl: vocab.ImplTransformTo, DestOp: vocab.OpGenerateContent, DestKind: vocab.KindAlphaResponses, RuleID: 2}},
+		{vocab.OpGenerateContent, vocab.KindGammaGenerateContent, Cell{Impl: vocab.ImplUnsupported, RuleID: 3}},
+		{vocab.OpListModels, vocab.KindAlpha, Cell{Impl: vocab.ImplLocal, RuleID: 4}},
+		{vocab.OpRerank, vocab.KindAlpha, Cell{Impl: vocab.ImplUnsupported}},
+	}
+	for _, tt := range cells {
+		if got := p.Cell(tt.op, tt.kind); got != tt.want {
+			t.Errorf("Cell(%s, %s) = %+v, want %+v", tt.op, tt.kind, got, tt.want)
+		}
+	}
+	r := c.Route("chat-latest")
+	if r == nil || r != c.Route("chat") || len(c.Routes()) != 1 {
+		t.Fatalf("Route(chat-latest) = %+v", r)
+	}
+	if len(r.Groups) != 2 || len(r.Groups[0]) != 2 || r.Groups[0][0].UpstreamModel != "m-1" || r.Groups[0][1].Weight != 1 || r.Groups[1][0].UpstreamModel != "b-1" {
+		t.Errorf("route groups = %+v, want [[m-1 m-2(w1)] [b-1]] (disabled provider dropped)", r.Groups)
+	}
+	k := c.LookupKey("tg-secret")
+	if k == nil || k.ID != 5 || k.TeamID != 8 || !k.Allows("chat") || k.Allows("other") || !k.Usable(time.Now()) {
+		t.Errorf("LookupKey = %+v", k)
+	}
+	if c.LookupKey("nope") != nil {
+		t.Error("LookupKey(nope) != nil")
+	}
+	if q, ok := c.Quota(vocab.ScopeOrg, 7); !ok || q.LimitMicros != 12345679 || q.UsedMicros != 1500000 || q.Unlimited {
+		t.Errorf("Quota(org,7) = %+v, %v", q, ok)
+	}
+	if q, ok := c.Quota(vocab.ScopeUser, 6); !ok || !q.Unlimited {
+		t.Errorf("Quota(user,6) = %+v, %v", q, ok)
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(s *snapshotv1.Snapshot)
+		want   string
+	}{
+		{"version", func(s *snapshotv1.Snapshot) { s.Version = 0 }, "version must be positive"},
+		{"bad price", func(s *snapshotv1.Snapshot) { s.PriceRules[0].InputPrice = "1.2.3" }, "price rule 1"},
+		{"bad tier", func(s *snapshotv1.Snapshot) { s.PriceRules[0].PricingTiersJson[0].Multiplier = proto.String("x") }, "multiplier"},
+		{"channel", func(s *snapshotv1.Snapshot) { s.Providers[0].ChannelType = "delta" }, `provider 1 ("a"): unknown channel_type`},
+		{"base url", func(s *snapshotv1.Snapshot) { s.Providers[1].BaseUrl = "ftp://x" }, `provider 2 ("b"): base_url`},
+		{"dup provider name", func(s *snapshotv1.Snapshot) { s.Providers[1].Name = "a" }, "duplicate name"},
+		{"rule provider", func(s *snapshotv1.Snapshot) { s.RoutingRules[0].ProviderId = 99 }, "routing rule 1 (provider 99"},
+		{"rule kind", func(s *snapshotv1.Snapshot) { s.RoutingRules[0].Kind = "alpha" }, "does not fit"},
+		{"rule op", func(s *snapshotv1.Snapshot) { s.RoutingRules[0].Operation = "fly" }, "unknown operation"},
+		{"rule impl", func(s *snapshotv1.Snapshot) { s.RoutingRules[0].Implementation = "magic" }, "unknown implementation"},
+		{"rule dest kind", func(s *snapshotv1.Snapshot) { s.RoutingRules[1].DestKind = proto.String("beta") }, "dest_kind"},
+		{"rule dup", func(s *snapshotv1.Snapshot) {
+			s.RoutingRules = append(s.RoutingRules, proto.Clone(s.RoutingRules[0]).(*configv1.RoutingRule))
+		}, "duplicate (provider, operation, kind)"},
+		{"member provider", func(s *snapshotv1.Snapshot) { s.Routes[0].Members[0].ProviderId = 42 }, `route 1 ("chat"): member 0: unknown provider 42`},
+		{"alias clash", func(s *snapshotv1.Snapshot) {
+			s.Routes = append(s.Routes, &configv1.Route{Id: 2, Name: "chat-latest", Enabled: true})
+		}, `route 2 ("chat-latest"): name or alias "chat-latest" already used by route 1`},
+		{"key hash", func(s *snapshotv1.Snapshot) { s.ApiKeys[0].KeyHash = []byte{1} }, "api key 5"},
+		{"quota scope", func(s *snapshotv1.Snapshot) { s.Quotas[0].Scope = "galaxy" }, "unknown scope"},
+		{"quota limit", func(s *snapshotv1.Snapshot) { s.Quotas[0].CostLimit = proto.String("-1") }, "quota org/7: cost_limit"},
+		{"quota dup", func(s *snapshotv1.Snapshot) { s.Quotas[1].Scope, s.Quotas[1].ScopeId = "org", 7 }, "quota org/7: duplicate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := validSnapshot()
+			tt.mutate(s)
+			_, err := Compile(s)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Compile() error = %v, want containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func BenchmarkLookupKey(b *testing.B) {
+	c, err := Compile(validSnapshot())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if c.LookupKey("tg-secret") == nil {
+			b.Fatal("nil")
+		}
+	}
+}

@@ -1,0 +1,213 @@
+package vocab
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+)
+
+// Class is the classification of one inbound request: its operation key and what the data plane needs
+// to know about where the model and the stream flag live.
+type Class struct {
+	Op   Operation
+	Kind Kind
+	// Stream is set when the client asked for a streamed answer: generation requests (Op is then
+	// OpStreamGenerateContent) and image requests with "stream": true.
+	Stream bool
+	// PathModel is the model named by the path (gamma's models/{model}:method, GET /v1/models/{model});
+	// empty when the model is in the body or absent.
+	PathModel string
+	// ModelInBody says the model is the body's top-level "model" member (alpha and beta JSON bodies;
+	// image edits carry it as a multipart form field).
+	ModelInBody bool
+	// Multipart says the body is multipart/form-data (image edits).
+	Multipart bool
+	// NoModel says the operation names no model (model listing, responses/conversations sub-resources).
+	NoModel bool
+	// GammaSSE says a gamma stream asked for the SSE framing (?alt=sse); without it gamma streams are one
+	// JSON array delivered incrementally.
+	GammaSSE bool
+}
+
+// Classify maps an inbound request to its class. path is the URL path, rawQuery the URL's raw query, h
+// the request header (only anthropic-version is read) and body the request body (only the top-level
+// "stream" member of alpha/beta/image JSON bodies is read). ok is false for a path or method the
+// gateway does not serve (404).
+func Classify(method, path, rawQuery string, h http.Header, body []byte) (c Class, ok bool) {
+	c, ok = ClassifyPath(method, path, rawQuery, len(h["Anthropic-Version"]) > 0 && h["Anthropic-Version"][0] != "")
+	if !ok {
+		return c, false
+	}
+	switch {
+	case c.Op == OpGenerateContent && c.ModelInBody:
+		if IsTrue(body, "stream") {
+			c.Op, c.Stream = OpStreamGenerateContent, true
+		}
+	case c.Op == OpCreateImage:
+		c.Stream = IsTrue(body, "stream")
+	case c.Op == OpEditImage:
+		c.Stream = multipartStream(body)
+	}
+	return c, true
+}
+
+// ClassifyPath is Classify without the body: generation requests of alpha and beta classify as
+// OpGenerateContent until the body says otherwise. betaVersion says the request carries
+// anthropic-version (it makes GET /v1/models beta-shaped).
+func ClassifyPath(method, path, rawQuery string, betaVersion bool) (Class, bool) {
+	if rest, ok := strings.CutPrefix(path, "/v1beta/"); ok {
+		return classifyGamma(method, rest, rawQuery)
+	}
+	if path == "/rerank" || path == "/v2/rerank" {
+		return post(method, Class{Op: OpRerank, Kind: KindAlpha, ModelInBody: true})
+	}
+	rest, ok := strings.CutPrefix(path, "/v1/")
+	if !ok {
+		return Class{}, false
+	}
+	switch rest {
+	case "chat/completions":
+		return post(method, Class{Op: OpGenerateContent, Kind: KindAlphaChatCompletions, ModelInBody: true})
+	case "responses":
+		return post(method, Class{Op: OpGenerateContent, Kind: KindAlphaResponses, ModelInBody: true})
+	case "responses/compact":
+		return post(method, Class{Op: OpCompactContent, Kind: KindAlpha, ModelInBody: true})
+	case "responses/input_tokens":
+		return post(method, Class{Op: OpCountTokens, Kind: KindAlpha, ModelInBody: true})
+	case "embeddings":
+		return post(method, Class{Op: OpCreateEmbedding, Kind: KindAlpha, ModelInBody: true})
+	case "images/generations":
+		return post(method, Class{Op: OpCreateImage, Kind: KindAlpha, ModelInBody: true})
+	case "images/edits":
+		return post(method, Class{Op: OpEditImage, Kind: KindAlpha, ModelInBody: true, Multipart: true})
+	case "rerank":
+		return post(method, Class{Op: OpRerank, Kind: KindAlpha, ModelInBody: true})
+	case "messages":
+		return post(method, Class{Op: OpGenerateContent, Kind: KindBetaMessages, ModelInBody: true})
+	case "messages/count_tokens":
+		return post(method, Class{Op: OpCountTokens, Kind: KindBeta, ModelInBody: true})
+	case "conversations":
+		return post(method, Class{Op: OpCreateConversation, Kind: KindAlpha, ModelInBody: true})
+	case "models":
+		return get(method, Class{Op: OpListModels, Kind: modelsKind(betaVersion), NoModel: true})
+	}
+	if id, ok := strings.CutPrefix(rest, "models/"); ok && id != "" {
+		return get(method, Class{Op: OpGetModel, Kind: modelsKind(betaVersion), PathModel: id})
+	}
+	if sub, ok := strings.CutPrefix(rest, "responses/"); ok {
+		return classifyResponseSub(method, sub)
+	}
+	if sub, ok := strings.CutPrefix(rest, "conversations/"); ok {
+		return classifyConversationSub(method, sub)
+	}
+	return Class{}, false
+}
+
+func modelsKind(beta bool) Kind {
+	if beta {
+		return KindBeta
+	}
+	return KindAlpha
+}
+
+func post(method string, c Class) (Class, bool) { return c, method == http.MethodPost }
+func get(method string, c Class) (Class, bool)  { return c, method == http.MethodGet }
+
+// classifyResponseSub handles /v1/responses/{id}[/cancel|/input_items].
+func classifyResponseSub(method, sub string) (Class, bool) {
+	c := Class{Op: OpGenerateContent, Kind: KindAlphaResponses, NoModel: true}
+	id, tail, _ := strings.Cut(sub, "/")
+	if id == "" {
+		return Class{}, false
+	}
+	switch tail {
+	case "":
+		return c, method == http.MethodGet || method == http.MethodDelete
+	case "cancel":
+		return c, method == http.MethodPost
+	case "input_items":
+		return c, method == http.MethodGet
+	}
+	return Class{}, false
+}
+
+// classifyConversationSub handles /v1/conversations/{id}[/items[/{item_id}]].
+func classifyConversationSub(method, sub string) (Class, bool) {
+	c := Class{Op: OpCreateConversation, Kind: KindAlpha, NoModel: true}
+	parts := strings.Split(sub, "/")
+	if parts[0] == "" {
+		return Class{}, false
+	}
+	switch {
+	case len(parts) == 1:
+		return c, method == http.MethodGet || method == http.MethodPost || method == http.MethodDelete
+	case len(parts) == 2 && parts[1] == "items":
+		return c, method == http.MethodGet || method == http.MethodPost
+	case len(parts) == 3 && parts[1] == "items" && parts[2] != "":
+		return c, method == http.MethodGet || method == http.MethodDelete
+	}
+	return Class{}, false
+}
+
+// classifyGamma handles /v1beta/models and /v1beta/models/{model}[:method].
+func classifyGamma(method, rest, rawQuery string) (Class, bool) {
+	if rest == "models" {
+		return get(method, Class{Op: OpListModels, Kind: KindGamma, NoModel: true})
+	}
+	name, ok := strings.CutPrefix(rest, "models/")
+	if !ok || name == "" {
+		return Class{}, false
+	}
+	i := strings.LastIndexByte(name, ':')
+	if i < 0 {
+		return get(method, Class{Op: OpGetModel, Kind: KindGamma, PathModel: name})
+	}
+	model, verb := name[:i], name[i+1:]
+	if model == "" {
+		return Class{}, false
+	}
+	c := Class{Kind: KindGamma, PathModel: model}
+	switch verb {
+	case "generateContent":
+		c.Op, c.Kind = OpGenerateContent, KindGammaGenerateContent
+	case "streamGenerateContent":
+		c.Op, c.Kind, c.Stream = OpStreamGenerateContent, KindGammaGenerateContent, true
+		c.GammaSSE = queryHas(rawQuery, "alt", "sse")
+	case "countTokens":
+		c.Op = OpCountTokens
+	case "embedContent", "batchEmbedContents":
+		c.Op = OpCreateEmbedding
+	default:
+		return Class{}, false
+	}
+	return post(method, c)
+}
+
+// queryHas reports whether rawQuery has key=value (compared unescaped only for plain ASCII values).
+func queryHas(rawQuery, key, value string) bool {
+	for rawQuery != "" {
+		var kv string
+		kv, rawQuery, _ = strings.Cut(rawQuery, "&")
+		k, v, _ := strings.Cut(kv, "=")
+		if k == key && v == value {
+			return true
+		}
+	}
+	return false
+}
+
+// multipartStream reports whether a multipart body carries a form field stream=true. It is a cheap scan
+// for the field header; the proxy parses the form properly when it must rename the model.
+func multipartStream(body []byte) bool {
+	i := bytes.Index(body, []byte(`name="stream"`))
+	if i < 0 {
+		return false
+	}
+	b := body[i:]
+	j := bytes.Index(b, []byte("\r\n\r\n"))
+	if j < 0 {
+		return false
+	}
+	b = b[j+4:]
+	return bytes.HasPrefix(b, []byte("true\r\n")) || string(b) == "true"
+}

@@ -1,0 +1,165 @@
+package vocab
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestClassify(t *testing.T) {
+	beta := http.Header{"Anthropic-Version": {"2023-06-01"}}
+	streamBody := []byte(`{"model":"m","stream":true}`)
+	tests := []struct {
+		name, method, path, query string
+		h                         http.Header
+		body                      string
+		want                      Class
+		ok                        bool
+	}{
+		{"chat", "POST", "/v1/chat/completions", "", nil, `{"model":"m"}`, Class{Op: OpGenerateContent, Kind: KindAlphaChatCompletions, ModelInBody: true}, true},
+		{"chat stream", "POST", "/v1/chat/completions", "", nil, string(streamBody), Class{Op: OpStreamGenerateContent, Kind: KindAlphaChatCompletions, ModelInBody: true, Stream: true}, true},
+		{"chat stream false", "POST", "/v1/chat/completions", "", nil, `{"stream":false}`, Class{Op: OpGenerateContent, Kind: KindAlphaChatCompletions, ModelInBody: true}, true},
+		{"chat nested stream ignored", "POST", "/v1/chat/completions", "", nil, `{"x":{"stream":true}}`, Class{Op: OpGenerateContent, Kind: KindAlphaChatCompletions, ModelInBody: true}, true},
+		{"chat GET", "GET", "/v1/chat/completions", "", nil, "", Class{}, false},
+		{"responses", "POST", "/v1/responses", "", nil, string(streamBody), Class{Op: OpStreamGenerateContent, Kind: KindAlphaResponses, ModelInBody: true, Stream: true}, true},
+		{"responses get", "GET", "/v1/responses/resp_1", "", nil, "", Class{Op: OpGenerateContent, Kind: KindAlphaResponses, NoModel: true}, true},
+		{"responses delete", "DELETE", "/v1/responses/resp_1", "", nil, "", Class{Op: OpGenerateContent, Kind: KindAlphaResponses, NoModel: true}, true},
+		{"responses cancel", "POST", "/v1/responses/resp_1/cancel", "", nil, "", Class{Op: OpGenerateContent, Kind: KindAlphaResponses, NoModel: true}, true},
+		{"responses input_items", "GET", "/v1/responses/resp_1/input_items", "", nil, "", Class{Op: OpGenerateContent, Kind: KindAlphaResponses, NoModel: true}, true},
+		{"responses bad sub", "GET", "/v1/responses/resp_1/nope", "", nil, "", Class{}, false},
+		{"compact", "POST", "/v1/responses/compact", "", nil, "{}", Class{Op: OpCompactContent, Kind: KindAlpha, ModelInBody: true}, true},
+		{"input tokens", "POST", "/v1/responses/input_tokens", "", nil, "{}", Class{Op: OpCountTokens, Kind: KindAlpha, ModelInBody: true}, true},
+		{"conversations", "POST", "/v1/conversations", "", nil, "{}", Class{Op: OpCreateConversation, Kind: KindAlpha, ModelInBody: true}, true},
+		{"conversation get", "GET", "/v1/conversations/c1", "", nil, "", Class{Op: OpCreateConversation, Kind: KindAlpha, NoModel: true}, true},
+		{"conversation items", "POST", "/v1/conversations/c1/items", "", nil, "", Class{Op: OpCreateConversation, Kind: KindAlpha, NoModel: true}, true},
+		{"conversation item delete", "DELETE", "/v1/conversations/c1/items/i1", "", nil, "", Class{Op: OpCreateConversation, Kind: KindAlpha, NoModel: true}, true},
+		{"conversation item post", "POST", "/v1/conversations/c1/items/i1", "", nil, "", Class{}, false},
+		{"models alpha", "GET", "/v1/models", "", nil, "", Class{Op: OpListModels, Kind: KindAlpha, NoModel: true}, true},
+		{"models beta", "GET", "/v1/models", "", beta, "", Class{Op: OpListModels, Kind: KindBeta, NoModel: true}, true},
+		{"model alpha", "GET", "/v1/models/m-1", "", nil, "", Class{Op: OpGetModel, Kind: KindAlpha, PathModel: "m-1"}, true},
+		{"model scoped", "GET", "/v1/models/prov/m-1", "", nil, "", Class{Op: OpGetModel, Kind: KindAlpha, PathModel: "prov/m-1"}, true},
+		{"model beta", "GET", "/v1/models/b-1", "", beta, "", Class{Op: OpGetModel, Kind: KindBeta, PathModel: "b-1"}, true},
+		{"embeddings", "POST", "/v1/embeddings", "", nil, "{}", Class{Op: OpCreateEmbedding, Kind: KindAlpha, ModelInBody: true}, true},
+		{"image", "POST", "/v1/images/generations", "", nil, string(streamBody), Class{Op: OpCreateImage, Kind: KindAlpha, ModelInBody: true, Stream: true}, true},
+		{"image edit", "POST", "/v1/images/edits", "", nil, "--b\r\nContent-Disposition: form-data; name=\"stream\"\r\n\r\ntrue\r\n--b--", Class{Op: OpEditImage, Kind: KindAlpha, ModelInBody: true, Multipart: true, Stream: true}, true},
+		{"rerank", "POST", "/v1/rerank", "", nil, "{}", Class{Op: OpRerank, Kind: KindAlpha, ModelInBody: true}, true},
+		{"rerank bare", "POST", "/rerank", "", nil, "{}", Class{Op: OpRerank, Kind: KindAlpha, ModelInBody: true}, true},
+		{"rerank v2", "POST", "/v2/rerank", "", nil, "{}", Class{Op: OpRerank, Kind: KindAlpha, ModelInBody: true}, true},
+		{"messages", "POST", "/v1/messages", "", beta, string(streamBody), Class{Op: OpStreamGenerateContent, Kind: KindBetaMessages, ModelInBody: true, Stream: true}, true},
+		{"count tokens beta", "POST", "/v1/messages/count_tokens", "", beta, "{}", Class{Op: OpCountTokens, Kind: KindBeta, ModelInBody: true}, true},
+		{"gamma generate", "POST", "/v1beta/models/g-1:generateContent", "", nil, "{}", Class{Op: OpGenerateContent, Kind: KindGammaGenerateContent, PathModel: "g-1"}, true},
+		{"gamma stream", "POST", "/v1beta/models/g-1:streamGenerateContent", "", nil, "{}", Class{Op: OpStreamGenerateContent, Kind: KindGammaGenerateContent, PathModel: "g-1", Stream: true}, true},
+		{"gamma stream sse", "POST", "/v1beta/models/g-1:streamGenerateContent", "alt=sse&key=k", nil, "{}", Class{Op: OpStreamGenerateContent, Kind: KindGammaGenerateContent, PathModel: "g-1", Stream: true, GammaSSE: true}, true},
+		{"gamma count", "POST", "/v1beta/models/g-1:countTokens", "", nil, "{}", Class{Op: OpCountTokens, Kind: KindGamma, PathModel: "g-1"}, true},
+		{"gamma embed", "POST", "/v1beta/models/g-1:embedContent", "", nil, "{}", Class{Op: OpCreateEmbedding, Kind: KindGamma, PathModel: "g-1"}, true},
+		{"gamma batch embed", "POST", "/v1beta/models/g-1:batchEmbedContents", "", nil, "{}", Class{Op: OpCreateEmbedding, Kind: KindGamma, PathModel: "g-1"}, true},
+		{"gamma models", "GET", "/v1beta/models", "", nil, "", Class{Op: OpListModels, Kind: KindGamma, NoModel: true}, true},
+		{"gamma model", "GET", "/v1beta/models/g-1", "", nil, "", Class{Op: OpGetModel, Kind: KindGamma, PathModel: "g-1"}, true},
+		{"gamma unknown verb", "POST", "/v1beta/models/g-1:frobnicate", "", nil, "{}", Class{}, false},
+		{"gamma empty model", "POST", "/v1beta/models/:generateContent", "", nil, "{}", Class{}, false},
+		{"unknown", "GET", "/v2/whatever", "", nil, "", Class{}, false},
+		{"root", "GET", "/", "", nil, "", Class{}, false},
+		{"models empty id", "GET", "/v1/models/", "", nil, "", Class{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := tt.h
+			if h == nil {
+				h = http.Header{}
+			}
+			got, ok := Classify(tt.method, tt.path, tt.query, h, []byte(tt.body))
+			if ok != tt.ok || (ok && got != tt.want) {
+				t.Errorf("Classify(%s %s) = %+v, %v, want %+v, %v", tt.method, tt.path, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+func TestTopLevelField(t *testing.T) {
+	tests := []struct {
+		body, key, want string
+		found, err      bool
+	}{
+		{`{"model":"m-1","x":1}`, "model", `"m-1"`, true, false},
+		{` { "a" : {"model":"no"} , "model" : "yes" } `, "model", `"yes"`, true, false},
+		{`{"a":"\"model\":","model":null}`, "model", `null`, true, false},
+		{`{"a":[1,{"b":"]"}],"model":"z"}`, "model", `"z"`, true, false},
+		{`{}`, "model", "", false, false},
+		{`{"a":1}`, "model", "", false, false},
+		{`[1]`, "model", "", false, true},
+		{`{"a":`, "model", "", false, true},
+		{`{"a" 1}`, "model", "", false, true},
+		{``, "model", "", false, true},
+	}
+	for _, tt := range tests {
+		s, e, found, err := TopLevelField([]byte(tt.body), tt.key)
+		got := ""
+		if found {
+			got = tt.body[s:e]
+		}
+		if found != tt.found || (err != nil) != tt.err || got != tt.want {
+			t.Errorf("TopLevelField(%q, %q) = %q, %v, %v, want %q, %v, err %v", tt.body, tt.key, got, found, err, tt.want, tt.found, tt.err)
+		}
+	}
+}
+
+func FuzzClassify(f *testing.F) {
+	for _, s := range []string{"/v1/chat/completions", "/v1/models/a/b", "/v1beta/models/g:streamGenerateContent",
+		"/v1/responses/x/cancel", "/v1/conversations/a/items/b", "/rerank", "/v1beta/models/::"} {
+		f.Add("POST", s, "alt=sse", `{"stream":true,"model":"m"}`)
+		f.Add("GET", s, "", "")
+	}
+	f.Fuzz(func(t *testing.T, method, path, query, body string) {
+		c, ok := Classify(method, path, query, http.Header{}, []byte(body))
+		if !ok {
+			if c.Op != "" && c.Kind == "" {
+				t.Fatalf("not ok but partial class %+v", c)
+			}
+			return
+		}
+		if !c.Op.Valid() {
+			t.Fatalf("Classify(%q) op %q invalid", path, c.Op)
+		}
+		if !KindFits(c.Op, c.Kind) {
+			t.Fatalf("Classify(%q) = %+v: kind does not fit op", path, c)
+		}
+		if c.Op == OpStreamGenerateContent && !c.Stream {
+			t.Fatalf("Classify(%q) = %+v: streaming op without Stream", path, c)
+		}
+		if c.PathModel != "" && !strings.Contains(path, c.PathModel) {
+			t.Fatalf("Classify(%q) path model %q not in path", path, c.PathModel)
+		}
+		if c.PathModel == "" && !c.ModelInBody && !c.NoModel {
+			t.Fatalf("Classify(%q) = %+v: no model location", path, c)
+		}
+	})
+}
+
+func FuzzTopLevelField(f *testing.F) {
+	f.Add(`{"model":"m-1","stream":true}`, "model")
+	f.Add(`{"a":{"model":1},"model":[1,2]}`, "model")
+	f.Add(`{"a":"\\\"","model":"x"}`, "model")
+	f.Fuzz(func(t *testing.T, body, key string) {
+		s, e, found, err := TopLevelField([]byte(body), key)
+		if err != nil && found {
+			t.Fatal("found with error")
+		}
+		if !found {
+			return
+		}
+		if s < 0 || e > len(body) || s >= e {
+			t.Fatalf("range [%d,%d) out of %d", s, e, len(body))
+		}
+	})
+}
+
+func BenchmarkClassify(b *testing.B) {
+	h := http.Header{}
+	body := []byte(`{"model":"chat","messages":[{"role":"user","content":"hello"}],"stream":true}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if c, ok := Classify("POST", "/v1/chat/completions", "", h, body); !ok || !c.Stream {
+			b.Fatal("misclassified")
+		}
+	}
+}
