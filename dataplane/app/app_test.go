@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/tollgate/tollgate/dataplane/config"
 	"github.com/tollgate/tollgate/shared/process"
 )
@@ -67,6 +69,15 @@ func TestNotReadyWithoutSnapshotAndGracefulStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	t.Cleanup(func() {
+		ctx := context.Background()
+		keys, _ := rdb.Keys(ctx, cfg.RedisKeyPrefix+"*").Result()
+		for _, k := range keys {
+			rdb.Del(ctx, k)
+		}
+		rdb.Close()
+	})
 	var logs syncBuffer
 	log, _ := process.NewLogger(&logs, "info")
 	ctx, cancel := context.WithCancel(context.Background())

@@ -32,12 +32,15 @@ type Options struct {
 	BinDir      string // where controlplane, dataplane and mockupstream binaries are
 	DatabaseURL string // empty: start a throwaway Postgres
 	RedisURL    string // empty: start a throwaway Redis
-	DataPlane   string // data plane listen address (default 127.0.0.1:8080)
-	AdminHTTP   string // control plane admin address (default 127.0.0.1:8081)
-	GRPC        string // control plane gRPC address (default 127.0.0.1:9090)
-	Mock        string // mock upstream address (default 127.0.0.1:9999)
-	WorkDir     string // throwaway state (default a temp dir)
-	Log         io.Writer
+	// RedisKeyPrefix namespaces the data plane's Redis keys (TOLLGATE_REDIS_KEY_PREFIX); tests sharing a
+	// Redis server set a unique one.
+	RedisKeyPrefix string
+	DataPlane      string // data plane listen address (default 127.0.0.1:8080)
+	AdminHTTP      string // control plane admin address (default 127.0.0.1:8081)
+	GRPC           string // control plane gRPC address (default 127.0.0.1:9090)
+	Mock           string // mock upstream address (default 127.0.0.1:9999)
+	WorkDir        string // throwaway state (default a temp dir)
+	Log            io.Writer
 }
 
 // Stack is a running local stack.
@@ -118,6 +121,7 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 	env := append(os.Environ(),
 		"TOLLGATE_DATABASE_URL="+o.DatabaseURL,
 		"TOLLGATE_REDIS_URL="+o.RedisURL,
+		"TOLLGATE_REDIS_KEY_PREFIX="+o.RedisKeyPrefix,
 		"TOLLGATE_ADMIN_TOKEN="+st.AdminToken,
 		"TOLLGATE_SECRET_KEY="+randHex(32),
 		"TOLLGATE_DP_TOKEN="+dpToken,

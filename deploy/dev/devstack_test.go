@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
 )
 
@@ -45,11 +47,26 @@ func TestMakeRunStackServesTheCurlLine(t *testing.T) {
 	if redisURL == "" {
 		redisURL = "redis://127.0.0.1:6379/0"
 	}
+	prefix := fmt.Sprintf("test:devstack:%d:", time.Now().UnixNano())
+	t.Cleanup(func() {
+		opts, err := redis.ParseURL(redisURL)
+		if err != nil {
+			t.Errorf("cleanup: %v", err)
+			return
+		}
+		rdb := redis.NewClient(opts)
+		defer rdb.Close()
+		ctx := context.Background()
+		keys, _ := rdb.Keys(ctx, prefix+"*").Result()
+		for _, k := range keys {
+			rdb.Del(ctx, k)
+		}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var logs syncBuffer
 	st, err := Start(ctx, Options{
-		BinDir: bin, DatabaseURL: db.URL, RedisURL: redisURL,
+		BinDir: bin, DatabaseURL: db.URL, RedisURL: redisURL, RedisKeyPrefix: prefix,
 		DataPlane: freeAddr(t), AdminHTTP: freeAddr(t), GRPC: freeAddr(t), Mock: freeAddr(t),
 		Log: &logs,
 	})

@@ -155,9 +155,11 @@ type dp struct {
 
 func (c *cluster) startDP(name string, endpoints []string, extraEnv ...string) *dp {
 	c.t.Helper()
+	prefix := "e2e:" + randomHex(6) + ":"
+	cleanupRedisPrefix(c.t, prefix)
 	env := map[string]string{
 		"TOLLGATE_REDIS_URL":        RedisURL,
-		"TOLLGATE_REDIS_KEY_PREFIX": "e2e:" + randomHex(6) + ":",
+		"TOLLGATE_REDIS_KEY_PREFIX": prefix,
 		"TOLLGATE_DP_HTTP_ADDR":     "127.0.0.1:0",
 		"TOLLGATE_CP_ENDPOINTS":     strings.Join(endpoints, ","),
 		"TOLLGATE_DP_TOKEN":         c.dpToken,

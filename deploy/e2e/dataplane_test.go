@@ -194,6 +194,7 @@ func dpStart(t *testing.T, tweak func(*dpconfig.Config)) *dpEnv {
 	t.Cleanup(gs.Stop)
 
 	prefix := "test:dp:" + randomHex(6) + ":"
+	cleanupRedisPrefix(t, prefix)
 	env := map[string]string{"TOLLGATE_DP_TOKEN": "dp-token", "TOLLGATE_CP_ENDPOINTS": lis.Addr().String(),
 		"TOLLGATE_DP_HTTP_ADDR": "127.0.0.1:0", "TOLLGATE_REDIS_URL": RedisURL, "TOLLGATE_REDIS_KEY_PREFIX": prefix,
 		"TOLLGATE_NODE_ID": "dp-e2e", "TOLLGATE_LOG_LEVEL": "debug"}
