@@ -400,6 +400,10 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 // settle builds the request's one settlement record (settle.BuildRecord) and hands it to the recorder. It
 // runs for every request that reached dispatch, however it ended.
 func (h *Handler) settle(ctx context.Context, c *call) {
+	if c.settled {
+		return
+	}
+	c.settled = true
 	h.count(c, c.status)
 	if h.o.Recorder == nil {
 		if h.o.Admitter != nil && c.hold.Micros > 0 {
@@ -410,18 +414,24 @@ func (h *Handler) settle(ctx context.Context, c *call) {
 		return
 	}
 	k, p := c.key, c.cand.Provider
+	var providerID int64
+	var rule *pricing.Rule
+	if p != nil { // list_models has no candidate provider
+		providerID = p.ID
+		rule = c.snap.ResolvePrice(p.ID, c.cand.UpstreamModel)
+	}
 	if billable(c.class.Op) && c.reqTier == "" {
 		c.reqTier = usage.RequestedTier(c.body)
 	}
 	o := settle.Outcome{
 		RequestID: c.reqID, Start: c.start,
 		KeyID: k.ID, UserID: k.UserID, TeamID: k.TeamID, OrgID: k.OrgID,
-		ProviderID: p.ID, CredentialID: c.credID,
+		ProviderID: providerID, CredentialID: c.credID,
 		LogicalModel: c.model, UpstreamModel: c.cand.UpstreamModel,
 		Operation: c.class.Op, InboundKind: c.class.Kind,
 		Implementation: c.cand.cell.Impl, DestKind: c.cand.cell.DestKind,
 		SnapshotVersion: c.snap.Version,
-		Rule:            c.snap.ResolvePrice(p.ID, c.cand.UpstreamModel),
+		Rule:            rule,
 		RequestedTier:   c.reqTier,
 		Upstream:        c.usage, UpstreamFound: c.usageFound && c.source == vocab.SourceUpstream,
 		EstimateTokens: pricing.BytesPerTokenEstimator(len(c.body)),

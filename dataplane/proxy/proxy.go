@@ -115,6 +115,9 @@ type call struct {
 	hold     admission.Hold
 	reqTier  string
 	estimate int64
+	// dispatched is set once the request reaches admission and dispatch; settled once its record is
+	// written, so it is written exactly once.
+	dispatched, settled bool
 
 	body    []byte
 	patch   []byte
@@ -169,6 +172,16 @@ func (h *Handler) release(c *call) {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := h.pool.Get().(*call)
 	defer h.release(c)
+	defer func() {
+		// Nothing is lost: a request that reached dispatch still settles if the dispatch code panics.
+		if p := recover(); p != nil {
+			if c.dispatched && !c.settled {
+				c.status, c.end = http.StatusInternalServerError, vocab.EndUpstreamError
+				h.settle(r.Context(), c)
+			}
+			panic(p)
+		}
+	}()
 	c.start = h.o.Now()
 	c.reqID = newRequestID()
 	w.Header()["X-Request-Id"] = []string{c.reqID}
@@ -257,7 +270,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 	c.key = key
 	if class.Op == vocab.OpListModels {
 		writeJSON(w, http.StatusOK, listModels(snap, key, class.Kind))
-		h.count(c, http.StatusOK)
+		c.status, c.end, c.firstByte = http.StatusOK, vocab.EndCompleted, h.o.Now()
+		h.settle(r.Context(), c) // recorded at cost 0, like every answered request
 		return nil
 	}
 	if err := h.resolveModel(r, c); err != nil {
@@ -288,8 +302,16 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 		h.settle(r.Context(), c)
 		return nil
 	}
+	c.dispatched = true
 	if err := h.admit(r.Context(), c); err != nil {
-		return err
+		// Refused by admission (rate limit or quota): nothing was reserved; the refusal is recorded as a
+		// rejected row at cost 0 so operators see refused traffic.
+		e := httperr.As(err)
+		c.cand = c.usable[0]
+		c.status, c.end = e.Status, vocab.EndRejected
+		httperr.Write(w, c.class.Kind, e)
+		h.settle(r.Context(), c)
+		return nil
 	}
 	h.dispatch(w, r, c)
 	h.settle(r.Context(), c)

@@ -163,8 +163,21 @@ func TestAdmissionErrors(t *testing.T) {
 	if rec.Code != 200 {
 		t.Errorf("redis down: %d %s, want admitted", rec.Code, rec.Body)
 	}
-	if len(b.rec.recs) != 1 {
-		t.Errorf("%d records, want 1 (refusals are not dispatched)", len(b.rec.recs))
+	// Refusals are recorded as rejected rows at cost 0; the admitted request as completed.
+	if len(b.rec.recs) != 3 {
+		t.Fatalf("%d records, want 3 (two refusals, one admitted)", len(b.rec.recs))
+	}
+	for i, want := range []struct {
+		status int32
+		end    vocab.EndState
+	}{{429, vocab.EndRejected}, {402, vocab.EndRejected}, {200, vocab.EndCompleted}} {
+		r := b.rec.recs[i]
+		if r.GetHttpStatus() != want.status || r.GetEndState() != string(want.end) {
+			t.Errorf("record %d = status %d end %s, want %d %s", i, r.GetHttpStatus(), r.GetEndState(), want.status, want.end)
+		}
+		if want.end == vocab.EndRejected && (r.GetCost() != "0" || r.GetPendingMicros() != 0) {
+			t.Errorf("rejected record %d cost %q pending %d, want 0 and nothing reserved", i, r.GetCost(), r.GetPendingMicros())
+		}
 	}
 }
 
@@ -232,5 +245,48 @@ func TestLocalUsageForStreamWithoutUsage(t *testing.T) {
 	r := b.rec.recs[0]
 	if r.GetSource() != "local" || r.GetTokens().GetInput() != 11 || r.GetTokens().GetOutput() != 3 {
 		t.Errorf("record %v", r)
+	}
+}
+
+func TestListModelsRecordedAtCostZero(t *testing.T) {
+	b := setup(t, func(w http.ResponseWriter, r *http.Request) { t.Error("upstream called") })
+	req := httptest.NewRequest("GET", "/v1/models", nil)
+	req.Header.Set("Authorization", "Bearer client-key")
+	rec := httptest.NewRecorder()
+	b.h.ServeHTTP(rec, req)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"chat"`) {
+		t.Fatalf("GET /v1/models = %d %s", rec.Code, rec.Body)
+	}
+	if len(b.rec.recs) != 1 {
+		t.Fatalf("%d records, want 1", len(b.rec.recs))
+	}
+	r := b.rec.recs[0]
+	if r.GetOperation() != string(vocab.OpListModels) || r.GetCost() != "0" || r.GetEndState() != string(vocab.EndCompleted) || r.GetProviderId() != 0 {
+		t.Errorf("record = %v, want list_models completed at cost 0 with no provider", r)
+	}
+}
+
+// panicWriter panics on the first body write, standing in for any bug in the relay path.
+type panicWriter struct{ *httptest.ResponseRecorder }
+
+func (p panicWriter) Write([]byte) (int, error) { panic("relay bug") }
+
+func TestPanicDuringDispatchStillSettlesOnce(t *testing.T) {
+	b := setup(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`{"usage":{"prompt_tokens":1}}`)) })
+	req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{"model":"chat","messages":[]}`))
+	req.Header.Set("Authorization", "Bearer client-key")
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic was swallowed; net/http must still see it")
+			}
+		}()
+		b.h.ServeHTTP(panicWriter{httptest.NewRecorder()}, req)
+	}()
+	if len(b.rec.recs) != 1 {
+		t.Fatalf("%d records after a panic, want exactly 1", len(b.rec.recs))
+	}
+	if r := b.rec.recs[0]; r.GetEndState() != string(vocab.EndUpstreamError) || r.GetHttpStatus() != 500 {
+		t.Errorf("record after panic = %v, want upstream_error 500", r)
 	}
 }

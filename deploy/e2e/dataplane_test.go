@@ -656,13 +656,16 @@ func TestDataplaneErrors(t *testing.T) {
 			t.Errorf("429 headers %v body %s", r.header, r.body)
 		}
 	})
-	t.Run("records only for dispatched requests", func(t *testing.T) {
+	t.Run("records for every request that reached admission", func(t *testing.T) {
 		var states []string
 		for _, rec := range e.outbox() {
 			states = append(states, fmt.Sprint(rec["status"], " ", rec["end_state"]))
 		}
-		// dispatched: 502, 504, the translator's refusal, the relayed 400 and the first rate-limited-key request.
-		want := map[string]bool{"502 upstream_error": true, "504 upstream_error": true, "400 rejected": true, "400 upstream_error": true, "200 completed": true}
+		// 502, 504, the translator's refusal, the relayed 400, the first rate-limited-key request, and the two
+		// admission refusals (402 quota, 429 rate limit) recorded as rejected at cost 0. Requests refused
+		// before a model was resolved (401, 403, 404, 413, malformed) have no row.
+		want := map[string]bool{"502 upstream_error": true, "504 upstream_error": true, "400 rejected": true, "400 upstream_error": true,
+			"200 completed": true, "402 rejected": true, "429 rejected": true}
 		if len(states) != len(want) {
 			t.Fatalf("records %v, want one each of %v", states, want)
 		}
