@@ -380,18 +380,25 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 	case c.sse.acc != nil:
 		c.sse.finish()
 		c.usage, c.usageFound = c.sse.acc.Result()
+		if c.sse.failed && c.end == vocab.EndCompleted {
+			c.end = vocab.EndUpstreamError
+		}
 	case c.arr.acc != nil:
 		c.usage, c.usageFound = c.arr.acc.Result()
+		if c.arr.failed && c.end == vocab.EndCompleted {
+			c.end = vocab.EndUpstreamError
+		}
 	case capture && len(c.capture) > 0:
-		u, found, err := usage.FromBody(c.class.Kind, c.class.Op, c.capture, resp.Header)
-		if err == nil && found {
-			c.usage, c.usageFound = u, true
+		// Keep the reported tier even when the body carries no token counts.
+		if u, found, err := usage.FromBody(c.class.Kind, c.class.Op, c.capture, resp.Header); err == nil {
+			c.usage, c.usageFound = u, found
 		}
 	}
 	if c.usageFound {
 		c.source = vocab.SourceUpstream
 	} else if h.o.LocalUsage != nil && ok && billable(c.class.Op) {
 		if u, found := h.o.LocalUsage(c.class.Kind, c.class.Op, c.cand.UpstreamModel, c.body, c.text.b.String()); found {
+			u.ReportedTier = c.usage.ReportedTier // the upstream's reported tier still wins when counting locally
 			c.usage, c.usageFound, c.source = u, true, vocab.SourceLocal
 		}
 	}

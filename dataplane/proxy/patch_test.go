@@ -158,3 +158,25 @@ func TestRenamePathModel(t *testing.T) {
 		}
 	}
 }
+
+func TestIsStreamError(t *testing.T) {
+	tests := []struct {
+		data string
+		want bool
+	}{
+		{`{"error":{"message":"overloaded","type":"server_error"}}`, true},                    // alpha chat chunk
+		{`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, true}, // beta
+		{`{"type":"error","code":"server_error","message":"boom","sequence_number":3}`, true}, // alpha responses
+		{`{"type":"response.failed","response":{"status":"failed"}}`, true},
+		{`{"error":{"code":503,"message":"unavailable","status":"UNAVAILABLE"}}`, true}, // gamma
+		{`{"type":"response.completed","response":{"error":null}}`, false},
+		{`{"error":null,"choices":[]}`, false},
+		{`{"choices":[{"delta":{"content":"error"}}]}`, false},
+		{`[DONE]`, false},
+	}
+	for _, tt := range tests {
+		if got := isStreamError([]byte(tt.data)); got != tt.want {
+			t.Errorf("isStreamError(%s) = %v, want %v", tt.data, got, tt.want)
+		}
+	}
+}

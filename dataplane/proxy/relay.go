@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/tollgate/tollgate/shared/usage"
+	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // maxTapPending bounds what a tap holds for one incomplete event or array element; a larger one is
@@ -18,6 +19,9 @@ type sseTap struct {
 	data    []byte // data of the event being read
 	hasData bool
 	skip    bool // current line overflowed
+	isError bool // the current event is named "error"
+	// failed is set once the upstream sent its dialect's in-stream error event.
+	failed bool
 }
 
 func (t *sseTap) write(p []byte) {
@@ -50,8 +54,13 @@ func (t *sseTap) onLine(ln []byte) {
 	if len(ln) == 0 {
 		if t.hasData {
 			_ = t.acc.Observe(t.data) // a payload that is not JSON leaves usage unchanged
+			t.failed = t.failed || t.isError || isStreamError(t.data)
 		}
-		t.data, t.hasData = t.data[:0], false
+		t.data, t.hasData, t.isError = t.data[:0], false, false
+		return
+	}
+	if name, ok := bytes.CutPrefix(ln, []byte("event:")); ok {
+		t.isError = string(bytes.TrimSpace(name)) == "error"
 		return
 	}
 	v, ok := bytes.CutPrefix(ln, []byte("data:"))
@@ -75,14 +84,31 @@ func (t *sseTap) finish() {
 	}
 	if t.hasData {
 		_ = t.acc.Observe(t.data)
+		t.failed = t.failed || t.isError || isStreamError(t.data)
 	}
-	t.data, t.hasData, t.line = t.data[:0], false, t.line[:0]
+	t.data, t.hasData, t.line, t.isError = t.data[:0], false, t.line[:0], false
+}
+
+// isStreamError reports whether an event payload is its dialect's in-stream failure: a top-level "error"
+// member (alpha chat chunks, gamma chunks, beta and alpha responses error events) or an alpha responses
+// "response.failed" event. It scans without decoding.
+func isStreamError(data []byte) bool {
+	if start, end, found, err := vocab.TopLevelField(data, "error"); err == nil && found {
+		return string(data[start:end]) != "null"
+	}
+	if start, end, found, err := vocab.TopLevelField(data, "type"); err == nil && found {
+		if v, ok := vocab.StringValue(data[start:end]); ok {
+			return string(v) == "error" || string(v) == "response.failed"
+		}
+	}
+	return false
 }
 
 // arrayTap observes a gamma JSON-array stream ("[{…},\r\n{…}]") and hands each top-level element to the
 // accumulator.
 type arrayTap struct {
 	acc      usage.Accumulator
+	failed   bool // an element was an in-stream error
 	elem     []byte
 	depth    int
 	inString bool
@@ -122,6 +148,7 @@ func (t *arrayTap) write(p []byte) {
 			if t.depth == 1 {
 				if !t.overflow {
 					_ = t.acc.Observe(t.elem)
+					t.failed = t.failed || isStreamError(t.elem)
 				}
 				t.elem = t.elem[:0]
 			}
