@@ -368,7 +368,9 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 			if ctx.Err() != nil {
 				c.end = vocab.EndClientDropped
 			} else {
-				c.end = vocab.EndUpstreamInterrupted
+				// The relay is byte for byte, so the client cannot be told in its dialect; the connection
+				// is aborted after settlement so the client sees a truncated response, not a clean end.
+				c.end, c.abortClient = vocab.EndUpstreamInterrupted, true
 			}
 			break
 		}

@@ -118,6 +118,9 @@ type call struct {
 	// dispatched is set once the request reaches admission and dispatch; settled once its record is
 	// written, so it is written exactly once.
 	dispatched, settled bool
+	// abortClient is set when a relayed response was cut by the upstream: the client connection is
+	// aborted (after settlement) instead of ending the response cleanly.
+	abortClient bool
 
 	body    []byte
 	patch   []byte
@@ -315,6 +318,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 	}
 	h.dispatch(w, r, c)
 	h.settle(r.Context(), c)
+	if c.abortClient {
+		panic(http.ErrAbortHandler) // settled already; net/http aborts the response without logging
+	}
 	return nil
 }
 

@@ -624,7 +624,11 @@ func (alphaChat) encodeResponse(r *response, st *reqState) ([]byte, error) {
 		case partThinking:
 			thinking.WriteString(p.Text)
 		case partToolCall:
-			tc := chatToolCall{ID: p.CallID, Type: "function"}
+			id := p.CallID
+			if id == "" { // gamma may omit ids: synthesise them exactly as the stream encoder does
+				id = fmt.Sprintf("call_%s_%d", st.respSuffix(), len(msg.ToolCalls))
+			}
+			tc := chatToolCall{ID: id, Type: "function"}
 			tc.Function.Name, tc.Function.Arguments = p.Name, argsString(p.Args)
 			msg.ToolCalls = append(msg.ToolCalls, tc)
 		}

@@ -120,6 +120,11 @@ func toBetaUsage(u usage) *betaUsage {
 			Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
 		}{u.CacheWrite5m, u.CacheWrite1h}
 	}
+	if u.Reasoning > 0 { // the thinking share of output_tokens, as beta reports it
+		b.OutputTokensDetails = &struct {
+			ThinkingTokens int64 `json:"thinking_tokens"`
+		}{u.Reasoning}
+	}
 	return b
 }
 

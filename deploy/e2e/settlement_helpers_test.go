@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -299,6 +300,20 @@ func (s *stStack) do(t *testing.T, wantStatus int, method, path, body string, hd
 	}
 	if r.reqID == "" {
 		t.Fatalf("%s %s: no X-Request-Id", method, path)
+	}
+	return r
+}
+
+// doCut sends a request whose upstream will cut the stream: the status line arrives, and the client
+// must then see the truncation as an error (unexpected EOF), never as a cleanly ended body.
+func (s *stStack) doCut(t *testing.T, method, path, body string, hdr ...string) stResp {
+	t.Helper()
+	r := s.send(context.Background(), method, path, body, hdr...)
+	if r.status != http.StatusOK || r.reqID == "" {
+		t.Fatalf("%s %s: status %d, request id %q; want 200 with an id", method, path, r.status, r.reqID)
+	}
+	if !errors.Is(r.err, io.ErrUnexpectedEOF) {
+		t.Fatalf("%s %s: body read error %v, want unexpected EOF (the cut must reach the client)", method, path, r.err)
 	}
 	return r
 }

@@ -177,9 +177,9 @@ func TestSettlement(t *testing.T) {
 
 		t.Run("upstream_interrupted", func(t *testing.T) {
 			ten := newCase(t, "1000")
-			chat := s.do(t, 200, "POST", "/v1/chat/completions", stChatStream, stAlpha(ten, "x-mock-disconnect-after", "3")...)
-			beta := s.do(t, 200, "POST", "/v1/messages", stBetaStream, stBeta(ten, "x-mock-disconnect-after", "2")...)
-			resp := s.do(t, 200, "POST", "/v1/responses", stRespBody, stAlpha(ten, "x-mock-disconnect-after", "3")...)
+			chat := s.doCut(t, "POST", "/v1/chat/completions", stChatStream, stAlpha(ten, "x-mock-disconnect-after", "3")...)
+			beta := s.doCut(t, "POST", "/v1/messages", stBetaStream, stBeta(ten, "x-mock-disconnect-after", "2")...)
+			resp := s.doCut(t, "POST", "/v1/responses", stRespBody, stAlpha(ten, "x-mock-disconnect-after", "3")...)
 			rows := s.waitUsages(t, ten.keyID, 3)
 
 			// alpha chat: no usage from the upstream; prompt and the relayed text are counted locally.
