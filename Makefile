@@ -24,8 +24,10 @@ run: build ## Start a local stack (Postgres, Redis, control plane, data plane, m
 	$(BIN)/devstack -bin $(BIN)
 
 .PHONY: test
-test: ## Run the whole test suite with -race against real Postgres and Redis.
+test: ## Run the whole test suite with -race against real Postgres and Redis (plus the build-tag variants).
 	$(GO) test -race -count=1 -timeout 20m $(GOTESTFLAGS) $(PKGS)
+	$(GO) test -race -count=1 -tags edge $(GOTESTFLAGS) ./dataplane/translate/...
+	$(GO) test -race -count=1 -tags notokenizer $(GOTESTFLAGS) ./dataplane/tokencount/ ./dataplane/settle/ ./dataplane/proxy/
 
 .PHONY: test-short
 test-short: ## Unit tests only (no Postgres/Redis).
