@@ -94,6 +94,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		return nil, fmt.Errorf("TOLLGATE_REDIS_URL: %w", err)
 	}
 	rdb := redis.NewClient(opts)
+	linger := cfg.SettleLinger
+	if linger == 0 {
+		linger = -1 // configured off (ForwarderOptions: 0 is the default, negative none)
+	}
 	s := &Server{Config: cfg, Log: log, Redis: rdb, Metrics: metrics.NewRegistry(), Mux: http.NewServeMux(),
 		snapshotVersion: func() (int64, bool) { return 0, false }}
 	if s.Syncer, err = syncer.New(syncer.Options{Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, NodeID: cfg.NodeID,
@@ -105,7 +109,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.Admitter = admission.New(rdb, admission.Options{Prefix: cfg.RedisKeyPrefix})
 	s.Recorder = settle.NewRecorder(rdb, cfg.RedisKeyPrefix)
 	if s.Forwarder, err = settle.NewForwarder(rdb, settle.ForwarderOptions{Prefix: cfg.RedisKeyPrefix, NodeID: cfg.NodeID,
-		Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, CAFile: cfg.CPCAFile, Log: log, Metrics: s.Metrics}); err != nil {
+		Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, CAFile: cfg.CPCAFile, Linger: linger, Log: log, Metrics: s.Metrics}); err != nil {
 		rdb.Close()
 		s.Syncer.Close()
 		return nil, err

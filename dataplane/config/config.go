@@ -42,6 +42,9 @@ type Config struct {
 	UpstreamResponseTimeout time.Duration
 	// CredentialCooldown is how long a failing credential is skipped.
 	CredentialCooldown time.Duration
+	// SettleLinger is how long the settlement forwarder holds a short batch waiting for more records
+	// before the Settle call (0: settle at once). It adds at most this much settlement delay.
+	SettleLinger time.Duration
 }
 
 // Load parses args with getenv as the fallback for every setting, then validates.
@@ -72,6 +75,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	durVar(fs, &c.UpstreamIdleTimeout, "upstream-idle-timeout", env("TOLLGATE_UPSTREAM_IDLE_TIMEOUT", "90s"), "idle pooled upstream connection lifetime (TOLLGATE_UPSTREAM_IDLE_TIMEOUT)")
 	durVar(fs, &c.UpstreamResponseTimeout, "upstream-response-timeout", env("TOLLGATE_UPSTREAM_RESPONSE_TIMEOUT", "10m"), "wait for upstream response headers (TOLLGATE_UPSTREAM_RESPONSE_TIMEOUT)")
 	durVar(fs, &c.CredentialCooldown, "credential-cooldown", env("TOLLGATE_CREDENTIAL_COOLDOWN", "30s"), "skip a failing credential for this long (TOLLGATE_CREDENTIAL_COOLDOWN)")
+	durVar(fs, &c.SettleLinger, "settle-linger", env("TOLLGATE_SETTLE_LINGER", "100ms"), "forwarder wait for a fuller Settle batch, 0 for none (TOLLGATE_SETTLE_LINGER)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -119,6 +123,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes <= 0 {
 		errs = append(errs, errors.New("TOLLGATE_MAX_BODY_BYTES (-max-body-bytes): must be positive"))
+	}
+	if c.SettleLinger < 0 {
+		errs = append(errs, errors.New("TOLLGATE_SETTLE_LINGER (-settle-linger): must not be negative"))
 	}
 	for name, d := range map[string]time.Duration{
 		"TOLLGATE_SHUTDOWN_TIMEOUT (-shutdown-timeout)":                   c.ShutdownTimeout,

@@ -50,6 +50,12 @@ type ForwarderOptions struct {
 	BatchSize int
 	// Block is how long one read waits for new entries (default 1 s).
 	Block time.Duration
+	// Linger is how long Run holds a short batch of new entries (fewer than BatchSize) waiting for more
+	// before the Settle call, polling the outbox every Linger/4 (at most every 25 ms) and stopping as
+	// soon as the batch is full (default DefaultLinger; negative: no linger). At low request rates it
+	// replaces one Settle call per record with a few reads and one call per Linger, at the price of up
+	// to Linger more settlement delay. Flush never lingers.
+	Linger time.Duration
 	// ClaimMinIdle is how long an entry may sit unacknowledged with another consumer before this one
 	// claims it (the other data plane is presumed dead; default 30 s).
 	ClaimMinIdle time.Duration
@@ -66,6 +72,11 @@ type ForwarderOptions struct {
 	// batch acknowledged (tests use it to observe settlement order).
 	OnRefunded func(requestIDs []string)
 }
+
+// DefaultLinger is ForwarderOptions.Linger's default: at about 1,000 requests/s per data plane it fills
+// one default batch (100 records), and it keeps the added settlement delay (and the time a hold stays
+// pending, which only makes admission stricter) far below anything a quota or a dashboard can observe.
+const DefaultLinger = 100 * time.Millisecond
 
 // Forwarder drains the outbox to SettlementService. Run it in the background; call Flush at shutdown.
 type Forwarder struct {
@@ -101,6 +112,9 @@ func NewForwarder(rdb redis.UniversalClient, opts ForwarderOptions) (*Forwarder,
 	}
 	if opts.Block <= 0 {
 		opts.Block = time.Second
+	}
+	if opts.Linger == 0 {
+		opts.Linger = DefaultLinger
 	}
 	if opts.ClaimMinIdle <= 0 {
 		opts.ClaimMinIdle = 30 * time.Second
@@ -169,17 +183,27 @@ func (f *Forwarder) Close() error {
 }
 
 // Run forwards until ctx ends: first the entries this node had read but not acknowledged before a
-// restart, then, in a loop, stale entries of other (dead) consumers and new entries. A batch the control
-// plane cannot take is retried with capped, jittered backoff, so records survive a control-plane outage
-// in the stream. Run returns nil when ctx ends.
+// restart, then, in a loop, stale entries of other (dead) consumers and new entries. A short batch of new
+// entries lingers (ForwarderOptions.Linger) for more before it is settled. A batch the control plane
+// cannot take is retried with capped, jittered backoff, so records survive a control-plane outage in the
+// stream. Run returns nil when ctx ends; entries it had read but not settled stay pending for this node
+// (Flush, or Run after a restart, delivers them first).
 func (f *Forwarder) Run(ctx context.Context) error {
 	if err := f.ensureGroup(ctx); err != nil && ctx.Err() == nil {
 		f.log.Warn("settlement outbox group", "err", err)
 	}
 	lastClaim := time.Time{}
+	// ownPending says this node's pending list may hold entries it read but did not settle: at start (a
+	// restart), after any failure, after a batch of own or claimed entries, and at every claim check.
+	// After a batch of new entries settled completely it is empty, so the loop skips that read.
+	ownPending := true
 	for ctx.Err() == nil {
-		msgs, _, err := f.read(ctx, &lastClaim, f.opts.Block)
+		if time.Since(lastClaim) >= f.opts.ClaimMinIdle/4 {
+			ownPending = true
+		}
+		msgs, fresh, err := f.read(ctx, &lastClaim, f.opts.Block, ownPending)
 		if err != nil {
+			ownPending = true
 			if ctx.Err() != nil {
 				break
 			}
@@ -188,13 +212,55 @@ func (f *Forwarder) Run(ctx context.Context) error {
 			continue
 		}
 		if len(msgs) == 0 {
+			ownPending = false
 			continue
 		}
-		if err := f.forward(ctx, msgs); err != nil && ctx.Err() == nil {
-			f.log.Warn("forward settlement batch", "err", err)
+		if fresh && len(msgs) < f.opts.BatchSize && f.opts.Linger > 0 {
+			if msgs, err = f.linger(ctx, msgs); err != nil {
+				ownPending = true
+				if ctx.Err() != nil {
+					break // what was read stays pending for this node
+				}
+				f.log.Warn("read settlement outbox", "err", err)
+			}
 		}
+		if err := f.forward(ctx, msgs); err != nil {
+			ownPending = true
+			if ctx.Err() == nil {
+				f.log.Warn("forward settlement batch", "err", err)
+			}
+			continue
+		}
+		// Own or claimed entries come BatchSize at a time: look again until none are left.
+		ownPending = !fresh
 	}
 	return nil
+}
+
+// lingerPoll is the longest pause between two outbox reads while a batch lingers.
+const lingerPoll = 25 * time.Millisecond
+
+// linger tops up a short batch of new entries: it polls the outbox for more every Linger/4 (at most
+// every lingerPoll) until the batch is full or Linger has passed. An error (or the end of ctx) returns what was read so far with it;
+// entries read by a failed poll are at worst left pending for this node.
+func (f *Forwarder) linger(ctx context.Context, msgs []redis.XMessage) ([]redis.XMessage, error) {
+	deadline := time.Now().Add(f.opts.Linger)
+	step := min(max(f.opts.Linger/4, time.Millisecond), lingerPoll)
+	for len(msgs) < f.opts.BatchSize {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		if !sleep(ctx, min(step, left)) {
+			return msgs, ctx.Err()
+		}
+		more, err := f.readGroup(ctx, ">", int64(f.opts.BatchSize-len(msgs)), -1)
+		if err != nil {
+			return msgs, err
+		}
+		msgs = append(msgs, more...)
+	}
+	return msgs, nil
 }
 
 // Flush drains what it can within ctx: this node's unacknowledged entries, stale ones of dead consumers,
@@ -212,7 +278,7 @@ func (f *Forwarder) Flush(ctx context.Context) error {
 	mark := info.LastGeneratedID
 	lastClaim := time.Time{}
 	for {
-		msgs, fresh, err := f.read(ctx, &lastClaim, -1)
+		msgs, fresh, err := f.read(ctx, &lastClaim, -1, true)
 		if err != nil {
 			return fmt.Errorf("settle: flush: %w", err)
 		}
@@ -253,17 +319,19 @@ func (f *Forwarder) ensureGroup(ctx context.Context) error {
 	return nil
 }
 
-// read returns the next batch: own pending entries first, then (at most every ClaimMinIdle/4) stale
-// entries claimed from other consumers, then new entries (blocking up to block; -1: not at all). fresh
-// reports that the batch holds new entries.
-func (f *Forwarder) read(ctx context.Context, lastClaim *time.Time, block time.Duration) (msgs []redis.XMessage, fresh bool, err error) {
+// read returns the next batch: own pending entries first (when ownPending says there may be some), then
+// (at most every ClaimMinIdle/4) stale entries claimed from other consumers, then new entries (blocking
+// up to block; -1: not at all). fresh reports that the batch holds new entries.
+func (f *Forwarder) read(ctx context.Context, lastClaim *time.Time, block time.Duration, ownPending bool) (msgs []redis.XMessage, fresh bool, err error) {
 	count := int64(f.opts.BatchSize)
-	own, err := f.readGroup(ctx, "0", count, -1)
-	if err != nil {
-		return nil, false, err
-	}
-	if len(own) > 0 {
-		return own, false, nil
+	if ownPending {
+		own, err := f.readGroup(ctx, "0", count, -1)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(own) > 0 {
+			return own, false, nil
+		}
 	}
 	if time.Since(*lastClaim) >= f.opts.ClaimMinIdle/4 {
 		*lastClaim = time.Now()

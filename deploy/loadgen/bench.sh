@@ -9,12 +9,16 @@
 #             the outbox: the request path alone.
 # Prints one JSON line per measurement (loadgen run).
 #
-#   deploy/loadgen/bench.sh [duration]      # default 10s per measurement
+#   deploy/loadgen/bench.sh [duration [rounds]]   # default 10s per measurement, 1 round
+#
+# rounds repeats the one-connection floor / dp / dp-nofw trio, interleaved, so their CPU ratios can be
+# taken from adjacent measurements on a machine whose load drifts.
 #
 # Needs Redis on 127.0.0.1:6379 (keys under unique prefixes, deleted at the end). Only the processes this
 # script starts are stopped, by pid.
 set -euo pipefail
 DUR=${1:-10s}
+ROUNDS=${2:-1}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$(mktemp -d)
 PREFIX="bench:$RANDOM$RANDOM:"
@@ -61,9 +65,11 @@ URL=/v1/chat/completions
 LG="$BIN/loadgen"
 
 "$LG" run -label direct -duration "$DUR" -url "http://127.0.0.1:19999$URL" -body "$MBODY" -H "$AUTH"
-"$LG" run -label floor -duration "$DUR" -url "http://127.0.0.1:18090$URL" -body "$MBODY" -H "$AUTH" -pid "$FLOOR"
-"$LG" run -label dp -duration "$DUR" -url "http://127.0.0.1:18080$URL" -body "$BODY" -H "$AUTH" -pid "$DP"
-"$LG" run -label dp-nofw -duration "$DUR" -url "http://127.0.0.1:18081$URL" -body "$BODY" -H "$AUTH" -pid "$NOFW"
+for _ in $(seq "$ROUNDS"); do # interleaved, so a load change on a shared machine hits all three alike
+  "$LG" run -label floor -duration "$DUR" -url "http://127.0.0.1:18090$URL" -body "$MBODY" -H "$AUTH" -pid "$FLOOR"
+  "$LG" run -label dp -duration "$DUR" -url "http://127.0.0.1:18080$URL" -body "$BODY" -H "$AUTH" -pid "$DP"
+  "$LG" run -label dp-nofw -duration "$DUR" -url "http://127.0.0.1:18081$URL" -body "$BODY" -H "$AUTH" -pid "$NOFW"
+done
 "$LG" run -label direct-stream -stream -duration "$DUR" -url "http://127.0.0.1:19999$URL" -body "$MSBODY" -H "$AUTH"
 "$LG" run -label floor-stream -stream -duration "$DUR" -url "http://127.0.0.1:18090$URL" -body "$MSBODY" -H "$AUTH" -pid "$FLOOR"
 "$LG" run -label dp-stream -stream -duration "$DUR" -url "http://127.0.0.1:18080$URL" -body "$SBODY" -H "$AUTH" -pid "$DP"

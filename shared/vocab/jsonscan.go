@@ -59,6 +59,90 @@ func TopLevelField(body []byte, key string) (start, end int, found bool, err err
 	}
 }
 
+// Members calls fn with the raw key (without its quotes, still escaped) and the raw value of every member
+// of the JSON object obj, in order, until fn returns false. Like TopLevelField it checks the structure
+// only (strings, nesting, separators) and never allocates; values are not validated.
+func Members(obj []byte, fn func(key, value []byte) bool) error {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return ErrJSON
+	}
+	i = skipWS(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return nil
+	}
+	for {
+		if i >= len(obj) || obj[i] != '"' {
+			return ErrJSON
+		}
+		ke, err := skipString(obj, i)
+		if err != nil {
+			return err
+		}
+		key := obj[i+1 : ke-1]
+		i = skipWS(obj, ke)
+		if i >= len(obj) || obj[i] != ':' {
+			return ErrJSON
+		}
+		i = skipWS(obj, i+1)
+		vs := i
+		ve, err := skipValue(obj, i)
+		if err != nil {
+			return err
+		}
+		if !fn(key, obj[vs:ve]) {
+			return nil
+		}
+		i = skipWS(obj, ve)
+		if i >= len(obj) {
+			return ErrJSON
+		}
+		switch obj[i] {
+		case ',':
+			i = skipWS(obj, i+1)
+		case '}':
+			return nil
+		default:
+			return ErrJSON
+		}
+	}
+}
+
+// Elements calls fn with the raw value of every element of the JSON array arr, in order, until fn
+// returns false. It checks the structure only and never allocates.
+func Elements(arr []byte, fn func(elem []byte) bool) error {
+	i := skipWS(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return ErrJSON
+	}
+	i = skipWS(arr, i+1)
+	if i < len(arr) && arr[i] == ']' {
+		return nil
+	}
+	for {
+		vs := i
+		ve, err := skipValue(arr, i)
+		if err != nil {
+			return err
+		}
+		if !fn(arr[vs:ve]) {
+			return nil
+		}
+		i = skipWS(arr, ve)
+		if i >= len(arr) {
+			return ErrJSON
+		}
+		switch arr[i] {
+		case ',':
+			i = skipWS(arr, i+1)
+		case ']':
+			return nil
+		default:
+			return ErrJSON
+		}
+	}
+}
+
 // StringValue returns the contents of a JSON string value v (with its quotes) when it has no escapes;
 // ok is false for any other value or an escaped string.
 func StringValue(v []byte) (s []byte, ok bool) {
