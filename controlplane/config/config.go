@@ -11,7 +11,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/tollgate/tollgate/shared/process"
@@ -59,9 +58,9 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&c.TLSCertFile, "tls-cert", env("TOLLGATE_CP_TLS_CERT", ""), "gRPC TLS certificate file (TOLLGATE_CP_TLS_CERT)")
 	fs.StringVar(&c.TLSKeyFile, "tls-key", env("TOLLGATE_CP_TLS_KEY", ""), "gRPC TLS key file (TOLLGATE_CP_TLS_KEY)")
 	fs.StringVar(&c.LogLevel, "log-level", env("TOLLGATE_LOG_LEVEL", "info"), "debug, info, warn or error (TOLLGATE_LOG_LEVEL)")
-	durVar(fs, &c.ShutdownTimeout, "shutdown-timeout", env("TOLLGATE_SHUTDOWN_TIMEOUT", "20s"), "graceful shutdown limit (TOLLGATE_SHUTDOWN_TIMEOUT)")
-	durVar(fs, &c.RebuildDebounce, "rebuild-debounce", env("TOLLGATE_REBUILD_DEBOUNCE", "50ms"), "window in which changes share one snapshot rebuild (TOLLGATE_REBUILD_DEBOUNCE)")
-	durVar(fs, &c.RebuildInterval, "rebuild-interval", env("TOLLGATE_REBUILD_INTERVAL", "5s"), "periodic revision check (TOLLGATE_REBUILD_INTERVAL)")
+	process.DurationFlag(fs, &c.ShutdownTimeout, "shutdown-timeout", env("TOLLGATE_SHUTDOWN_TIMEOUT", "20s"), "graceful shutdown limit (TOLLGATE_SHUTDOWN_TIMEOUT)")
+	process.DurationFlag(fs, &c.RebuildDebounce, "rebuild-debounce", env("TOLLGATE_REBUILD_DEBOUNCE", "50ms"), "window in which changes share one snapshot rebuild (TOLLGATE_REBUILD_DEBOUNCE)")
+	process.DurationFlag(fs, &c.RebuildInterval, "rebuild-interval", env("TOLLGATE_REBUILD_INTERVAL", "5s"), "periodic revision check (TOLLGATE_REBUILD_INTERVAL)")
 	fs.BoolVar(&c.NoMigrate, "no-migrate", env("TOLLGATE_NO_MIGRATE", "") == "true", "do not apply migrations at start (TOLLGATE_NO_MIGRATE=true)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
@@ -129,31 +128,4 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("TOLLGATE_REBUILD_DEBOUNCE / TOLLGATE_REBUILD_INTERVAL: debounce must be >= 0, interval > 0"))
 	}
 	return errors.Join(errs...)
-}
-
-type durationValue struct{ d *time.Duration }
-
-func (v durationValue) String() string {
-	if v.d == nil {
-		return ""
-	}
-	return v.d.String()
-}
-
-func (v durationValue) Set(s string) error {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
-		return err
-	}
-	*v.d = d
-	return nil
-}
-
-func durVar(fs *flag.FlagSet, d *time.Duration, name, def, usage string) {
-	v := durationValue{d}
-	if err := v.Set(def); err != nil {
-		// A malformed environment value is reported by Parse-time validation below.
-		*d = -1
-	}
-	fs.Var(v, name, usage)
 }

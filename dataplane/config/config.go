@@ -69,13 +69,13 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&c.CPCAFile, "cp-ca-file", env("TOLLGATE_CP_CA_FILE", ""), "CA bundle enabling TLS to the control plane (TOLLGATE_CP_CA_FILE)")
 	fs.StringVar(&c.LogLevel, "log-level", env("TOLLGATE_LOG_LEVEL", "info"), "debug, info, warn or error (TOLLGATE_LOG_LEVEL)")
 	fs.StringVar(&maxBody, "max-body-bytes", env("TOLLGATE_MAX_BODY_BYTES", "33554432"), "largest accepted request body (TOLLGATE_MAX_BODY_BYTES)")
-	durVar(fs, &c.ShutdownTimeout, "shutdown-timeout", env("TOLLGATE_SHUTDOWN_TIMEOUT", "30s"), "graceful shutdown limit (TOLLGATE_SHUTDOWN_TIMEOUT)")
-	durVar(fs, &c.KeepaliveInterval, "keepalive-interval", env("TOLLGATE_KEEPALIVE_INTERVAL", "15s"), "synthesised-stream keepalive period (TOLLGATE_KEEPALIVE_INTERVAL)")
-	durVar(fs, &c.UpstreamConnectTimeout, "upstream-connect-timeout", env("TOLLGATE_UPSTREAM_CONNECT_TIMEOUT", "10s"), "upstream dial timeout (TOLLGATE_UPSTREAM_CONNECT_TIMEOUT)")
-	durVar(fs, &c.UpstreamIdleTimeout, "upstream-idle-timeout", env("TOLLGATE_UPSTREAM_IDLE_TIMEOUT", "90s"), "idle pooled upstream connection lifetime (TOLLGATE_UPSTREAM_IDLE_TIMEOUT)")
-	durVar(fs, &c.UpstreamResponseTimeout, "upstream-response-timeout", env("TOLLGATE_UPSTREAM_RESPONSE_TIMEOUT", "10m"), "wait for upstream response headers (TOLLGATE_UPSTREAM_RESPONSE_TIMEOUT)")
-	durVar(fs, &c.CredentialCooldown, "credential-cooldown", env("TOLLGATE_CREDENTIAL_COOLDOWN", "30s"), "skip a failing credential for this long (TOLLGATE_CREDENTIAL_COOLDOWN)")
-	durVar(fs, &c.SettleLinger, "settle-linger", env("TOLLGATE_SETTLE_LINGER", "100ms"), "forwarder wait for a fuller Settle batch, 0 for none (TOLLGATE_SETTLE_LINGER)")
+	process.DurationFlag(fs, &c.ShutdownTimeout, "shutdown-timeout", env("TOLLGATE_SHUTDOWN_TIMEOUT", "30s"), "graceful shutdown limit (TOLLGATE_SHUTDOWN_TIMEOUT)")
+	process.DurationFlag(fs, &c.KeepaliveInterval, "keepalive-interval", env("TOLLGATE_KEEPALIVE_INTERVAL", "15s"), "synthesised-stream keepalive period (TOLLGATE_KEEPALIVE_INTERVAL)")
+	process.DurationFlag(fs, &c.UpstreamConnectTimeout, "upstream-connect-timeout", env("TOLLGATE_UPSTREAM_CONNECT_TIMEOUT", "10s"), "upstream dial timeout (TOLLGATE_UPSTREAM_CONNECT_TIMEOUT)")
+	process.DurationFlag(fs, &c.UpstreamIdleTimeout, "upstream-idle-timeout", env("TOLLGATE_UPSTREAM_IDLE_TIMEOUT", "90s"), "idle pooled upstream connection lifetime (TOLLGATE_UPSTREAM_IDLE_TIMEOUT)")
+	process.DurationFlag(fs, &c.UpstreamResponseTimeout, "upstream-response-timeout", env("TOLLGATE_UPSTREAM_RESPONSE_TIMEOUT", "10m"), "wait for upstream response headers (TOLLGATE_UPSTREAM_RESPONSE_TIMEOUT)")
+	process.DurationFlag(fs, &c.CredentialCooldown, "credential-cooldown", env("TOLLGATE_CREDENTIAL_COOLDOWN", "30s"), "skip a failing credential for this long (TOLLGATE_CREDENTIAL_COOLDOWN)")
+	process.DurationFlag(fs, &c.SettleLinger, "settle-linger", env("TOLLGATE_SETTLE_LINGER", "100ms"), "forwarder wait for a fuller Settle batch, 0 for none (TOLLGATE_SETTLE_LINGER)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -140,30 +140,4 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-type durationValue struct{ d *time.Duration }
-
-func (v durationValue) String() string {
-	if v.d == nil {
-		return ""
-	}
-	return v.d.String()
-}
-
-func (v durationValue) Set(s string) error {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
-		return err
-	}
-	*v.d = d
-	return nil
-}
-
-func durVar(fs *flag.FlagSet, d *time.Duration, name, def, usage string) {
-	v := durationValue{d}
-	if err := v.Set(def); err != nil {
-		*d = -1 // reported by Validate
-	}
-	fs.Var(v, name, usage)
 }

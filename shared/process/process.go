@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -119,4 +120,32 @@ func Run(ctx context.Context, log *slog.Logger, grace time.Duration, servers []S
 	}
 	log.Info("stopped")
 	return first
+}
+
+// DurationFlag registers a duration flag whose default comes from def (typically an environment value).
+// A malformed def stores -1 so the caller's Validate reports the setting by name rather than panicking.
+func DurationFlag(fs *flag.FlagSet, d *time.Duration, name, def, usage string) {
+	v := durationValue{d}
+	if err := v.Set(def); err != nil {
+		*d = -1
+	}
+	fs.Var(v, name, usage)
+}
+
+type durationValue struct{ d *time.Duration }
+
+func (v durationValue) String() string {
+	if v.d == nil {
+		return ""
+	}
+	return v.d.String()
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
 }
