@@ -76,11 +76,11 @@ func (in PriceRuleInput) validate() (store.PriceRule, []Detail) {
 	if err := json.Compact(&compact, tiers); err != nil {
 		return store.PriceRule{}, []Detail{field("pricing_tiers_json", "%v", err)}
 	}
-	return store.PriceRule{ID: in.ID, ProviderID: in.ProviderID, MatchType: in.MatchType, ModelMatch: in.ModelMatch,
+	return store.PriceRule{RuleInput: pricing.RuleInput{ID: in.ID, ProviderID: in.ProviderID, MatchType: in.MatchType, ModelMatch: in.ModelMatch,
 		InputPrice: in.InputPrice, OutputPrice: in.OutputPrice, CacheReadPrice: in.CacheReadPrice,
 		CacheCreation5mPrice: in.CacheCreation5mPrice, CacheCreation30mPrice: in.CacheCreation30mPrice,
 		CacheCreation1hPrice: in.CacheCreation1hPrice, ImageOutputPrice: in.ImageOutputPrice,
-		Enabled: *in.Enabled, PricingTiersJSON: compact.Bytes()}, nil
+		Enabled: *in.Enabled, PricingTiersJSON: compact.Bytes()}}, nil
 }
 
 // Page is one page of a list.
@@ -312,11 +312,7 @@ func (s *Service) quoteIndexNow(ctx context.Context) (*pricing.Index, error) {
 		}
 		rules := make([]*pricing.Rule, 0, len(rows))
 		for _, r := range rows {
-			pr, err := pricing.ParseRule(pricing.RuleInput{ID: r.ID, ProviderID: r.ProviderID, MatchType: r.MatchType,
-				ModelMatch: r.ModelMatch, InputPrice: r.InputPrice, OutputPrice: r.OutputPrice,
-				CacheReadPrice: r.CacheReadPrice, CacheCreation5mPrice: r.CacheCreation5mPrice,
-				CacheCreation30mPrice: r.CacheCreation30mPrice, CacheCreation1hPrice: r.CacheCreation1hPrice,
-				ImageOutputPrice: r.ImageOutputPrice, Enabled: r.Enabled, PricingTiersJSON: r.PricingTiersJSON})
+			pr, err := pricing.ParseRule(r.RuleInput)
 			if err != nil {
 				// Never reachable through this API (every write validates); the snapshot skips it too.
 				s.log.Warn("stored price rule does not parse; ignored for quotes", "price_rule_id", r.ID, "err", err)

@@ -8,12 +8,13 @@ import (
 
 	"github.com/tollgate/tollgate/controlplane/store"
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
+	"github.com/tollgate/tollgate/shared/pricing"
 )
 
 func priceRow(id int64, model string) store.PriceRule {
-	return store.PriceRule{ID: id, MatchType: "exact", ModelMatch: model, InputPrice: "1.50", OutputPrice: "2.000",
+	return store.PriceRule{RuleInput: pricing.RuleInput{ID: id, MatchType: "exact", ModelMatch: model, InputPrice: "1.50", OutputPrice: "2.000",
 		CacheReadPrice: "0", CacheCreation5mPrice: "0", CacheCreation30mPrice: "0", CacheCreation1hPrice: "0",
-		ImageOutputPrice: "0.000001", Enabled: true}
+		ImageOutputPrice: "0.000001", Enabled: true}}
 }
 
 // TestImportKeepsIDsAndMovesSequences: imported ids are kept, re-import replaces in place, and the

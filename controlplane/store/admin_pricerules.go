@@ -7,25 +7,16 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tollgate/tollgate/shared/pricing"
 )
 
-// PriceRule is a stored price rule in the spec's shape. Prices are decimal strings read back with
-// ::text, so Postgres numeric keeps the scale the operator wrote ("1.50" stays "1.50").
+// PriceRule is a stored price rule in the spec's shape (pricing.RuleInput, the same JSON the API takes).
+// Prices are decimal strings read back with ::text, so Postgres numeric keeps the scale the operator wrote
+// ("1.50" stays "1.50").
 type PriceRule struct {
-	ID                    int64           `json:"id"`
-	ProviderID            *int64          `json:"provider_id"`
-	MatchType             string          `json:"match_type"`
-	ModelMatch            string          `json:"model_match"`
-	InputPrice            string          `json:"input_price"`
-	OutputPrice           string          `json:"output_price"`
-	CacheReadPrice        string          `json:"cache_read_price"`
-	CacheCreation5mPrice  string          `json:"cache_creation_5m_price"`
-	CacheCreation30mPrice string          `json:"cache_creation_30m_price"`
-	CacheCreation1hPrice  string          `json:"cache_creation_1h_price"`
-	ImageOutputPrice      string          `json:"image_output_price"`
-	Enabled               bool            `json:"enabled"`
-	PricingTiersJSON      json.RawMessage `json:"pricing_tiers_json"`
-	UpdatedAt             time.Time       `json:"-"`
+	pricing.RuleInput
+	UpdatedAt time.Time `json:"-"`
 }
 
 const adminPriceRuleColumns = `id, provider_id, match_type, model_match, input_price::text, output_price::text,
