@@ -3,17 +3,9 @@ package syncer_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"log/slog"
-	"math/big"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,6 +20,7 @@ import (
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 	"github.com/tollgate/tollgate/shared/metrics"
 	"github.com/tollgate/tollgate/shared/snapshot"
+	"github.com/tollgate/tollgate/shared/tlstest"
 )
 
 const token = "dp-token-0123456789abcdef"
@@ -252,7 +245,7 @@ func TestSyncerWrongToken(t *testing.T) {
 // TestSyncerTLS serves Watch over TLS with a freshly generated self-signed certificate.
 func TestSyncerTLS(t *testing.T) {
 	t.Parallel()
-	certFile, keyFile := writeSelfSigned(t)
+	certFile, keyFile := tlstest.SelfSigned(t)
 	creds, err := credentials.NewServerTLSFromFile(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +262,7 @@ func TestSyncerTLS(t *testing.T) {
 		t.Fatal("a plaintext syncer received a snapshot from a TLS server")
 	}
 	// A CA that did not sign the server's certificate is refused.
-	other, _ := writeSelfSigned(t)
+	other, _ := tlstest.SelfSigned(t)
 	wrong := startSyncer(t, syncer.Options{Endpoints: []string{cp.addr}, CAFile: other})
 	time.Sleep(200 * time.Millisecond)
 	if wrong.s.Current() != nil {
@@ -286,43 +279,4 @@ func TestNewErrors(t *testing.T) {
 		slog.New(slog.DiscardHandler), metrics.NewRegistry()); err == nil {
 		t.Error("New with a missing CA file succeeded")
 	}
-}
-
-// writeSelfSigned writes a self-signed certificate for 127.0.0.1 and localhost and its key, returning
-// their paths. The certificate is its own CA.
-func writeSelfSigned(t *testing.T) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: "tollgate control plane (test)"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:              []string{"localhost"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
 }
