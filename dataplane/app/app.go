@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/config"
 	"github.com/tollgate/tollgate/dataplane/proxy"
+	"github.com/tollgate/tollgate/dataplane/redisbatch"
 	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/dataplane/syncer"
 	"github.com/tollgate/tollgate/dataplane/upstream"
@@ -94,6 +95,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		return nil, fmt.Errorf("TOLLGATE_REDIS_URL: %w", err)
 	}
 	rdb := redis.NewClient(opts)
+	// Concurrent requests' admission scripts and outbox appends share pipelines (docs/dataplane.md).
+	redisbatch.Install(rdb, "evalsha", "eval", "xadd")
 	linger := cfg.SettleLinger
 	if linger == 0 {
 		linger = -1 // configured off (ForwarderOptions: 0 is the default, negative none)

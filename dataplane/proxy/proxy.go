@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -274,7 +275,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 	if class.Op == vocab.OpListModels {
 		writeJSON(w, http.StatusOK, listModels(snap, key, class.Kind))
 		c.status, c.end, c.firstByte = http.StatusOK, vocab.EndCompleted, h.o.Now()
-		h.settle(r.Context(), c) // recorded at cost 0, like every answered request
+		h.finish(r.Context(), w, c) // recorded at cost 0, like every answered request
 		return nil
 	}
 	if err := h.resolveModel(r, c); err != nil {
@@ -302,7 +303,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 		c.cand = c.usable[0]
 		writeJSON(w, http.StatusOK, getModel(snap, c.model, class.Kind))
 		c.status, c.end, c.firstByte = http.StatusOK, vocab.EndCompleted, h.o.Now()
-		h.settle(r.Context(), c)
+		h.finish(r.Context(), w, c)
 		return nil
 	}
 	c.dispatched = true
@@ -313,11 +314,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 		c.cand = c.usable[0]
 		c.status, c.end = e.Status, vocab.EndRejected
 		httperr.Write(w, c.class.Kind, e)
-		h.settle(r.Context(), c)
+		h.finish(r.Context(), w, c)
 		return nil
 	}
 	h.dispatch(w, r, c)
-	h.settle(r.Context(), c)
+	h.finish(r.Context(), w, c)
 	if c.abortClient {
 		panic(http.ErrAbortHandler) // settled already; net/http aborts the response without logging
 	}
@@ -496,9 +497,22 @@ func (h *Handler) admit(ctx context.Context, c *call) error {
 	return nil
 }
 
+// finish ends a request whose response has been written: a response of declared length is complete once
+// its bytes are written, so it is sent to the client now, and then the request settles (the record is
+// appended before the handler returns). The client does not wait for the settlement round trip, and the
+// record is exactly as durable as before: the handler — and so the connection and a graceful shutdown —
+// still waits for it. A stream (no declared length) ends when the handler returns, after its record.
+func (h *Handler) finish(ctx context.Context, w http.ResponseWriter, c *call) {
+	if !c.abortClient && w.Header().Get("Content-Length") != "" {
+		_ = http.NewResponseController(w).Flush() // a client already gone is the settle's business, not an error here
+	}
+	h.settle(ctx, c)
+}
+
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h["Content-Type"] = []string{"application/json"}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,11 +41,17 @@ func (f *fakeAdmitter) Admit(_ context.Context, r admission.Request) (admission.
 func (f *fakeAdmitter) Refund(context.Context, admission.Hold) error { return nil }
 
 type fakeRecorder struct {
+	gate atomic.Pointer[chan struct{}] // when set, Record waits for the channel to close
+	done atomic.Int32                  // Record calls that returned
 	mu   sync.Mutex
 	recs []*settlementv1.SettlementRecord
 }
 
 func (f *fakeRecorder) Record(_ context.Context, rec *settlementv1.SettlementRecord, h admission.Hold) error {
+	if g := f.gate.Load(); g != nil {
+		<-*g
+	}
+	defer f.done.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	rec.PendingMicros = h.Micros
@@ -289,4 +296,76 @@ func TestPanicDuringDispatchStillSettlesOnce(t *testing.T) {
 	if r := b.rec.recs[0]; r.GetEndState() != string(vocab.EndUpstreamError) || r.GetHttpStatus() != 500 {
 		t.Errorf("record after panic = %v, want upstream_error 500", r)
 	}
+}
+
+// A response of declared length reaches the client before the settlement record is appended; a stream
+// ends only after it (Handler.finish). The handler always returns after the record.
+func TestResponseSentBeforeRecordStreamEndsAfter(t *testing.T) {
+	b := setup(t, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"stream":true`) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"object":"chat.completion","usage":{"prompt_tokens":3,"completion_tokens":2}}`)
+	})
+	srv := httptest.NewServer(b.h)
+	t.Cleanup(srv.Close)
+	post := func(body string) (string, error) {
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer client-key")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		got, err := io.ReadAll(resp.Body)
+		return string(got), err
+	}
+
+	t.Run("non-streaming: the client has the whole body while the record is still being appended", func(t *testing.T) {
+		gate := make(chan struct{})
+		b.rec.gate.Store(&gate)
+		defer b.rec.gate.Store(nil)
+		before := b.rec.done.Load()
+		type result struct {
+			body string
+			err  error
+		}
+		got := make(chan result, 1)
+		go func() { body, err := post(`{"model":"chat","messages":[]}`); got <- result{body, err} }()
+		select {
+		case r := <-got:
+			pending := b.rec.done.Load() == before
+			close(gate)
+			if r.err != nil || !strings.Contains(r.body, `"chat.completion"`) {
+				t.Fatalf("body %q, err %v", r.body, r.err)
+			}
+			if !pending {
+				t.Fatal("the record was appended without waiting for the gate")
+			}
+		case <-time.After(5 * time.Second):
+			close(gate)
+			t.Fatal("the response did not reach the client while its record was pending")
+		}
+		for b.rec.done.Load() == before { // the handler finishes its record once the gate opens
+			time.Sleep(time.Millisecond)
+		}
+	})
+	t.Run("streaming: the stream ends after its record", func(t *testing.T) {
+		gate := make(chan struct{})
+		b.rec.gate.Store(&gate)
+		defer b.rec.gate.Store(nil)
+		before := b.rec.done.Load()
+		time.AfterFunc(50*time.Millisecond, func() { close(gate) })
+		body, err := post(`{"model":"chat","stream":true,"messages":[]}`)
+		if err != nil || !strings.Contains(body, "[DONE]") {
+			t.Fatalf("body %q, err %v", body, err)
+		}
+		if b.rec.done.Load() != before+1 {
+			t.Fatal("the stream ended before its settlement record was appended")
+		}
+	})
 }

@@ -1,6 +1,6 @@
 // Package settle owns the data plane's half of settlement: building the one settlement record of a
 // dispatched request (cost from the compiled rule at the reported tier, the usage source), appending it
-// durably to a Redis stream outbox before the response completes (Recorder), and forwarding the outbox in
+// durably to a Redis stream outbox before the request's handler returns (Recorder), and forwarding the outbox in
 // batches to the control plane's SettlementService (Forwarder), which then refunds each request's exact
 // pending hold — once, atomically with the stream acknowledgement — and refreshes the Redis mirror of
 // quotas.cost_used that admission reads. See docs/settlement.md.
@@ -56,7 +56,7 @@ func NewRecorder(rdb redis.Cmdable, prefix string) *Recorder {
 
 // Record durably appends rec with the hold admission gave the request (a zero Hold when nothing was
 // reserved) to the outbox. It sets rec.PendingMicros to hold.Micros. Call it exactly once per dispatched
-// request, before the response completes; the request's context may already be cancelled (client gone):
+// request, before the handler returns; the request's context may already be cancelled (client gone):
 // Record detaches from its cancellation and bounds itself to a few seconds, retrying transient errors.
 func (r *Recorder) Record(ctx context.Context, rec *settlementv1.SettlementRecord, hold admission.Hold) error {
 	if rec.GetRequestId() == "" {

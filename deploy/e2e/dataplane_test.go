@@ -310,6 +310,41 @@ func (e *dpEnv) outbox() []map[string]any {
 	return out
 }
 
+// outboxAtLeast waits (up to 5 s) until the outbox holds at least n records and returns them. A response
+// of declared length reaches the client before its record is appended (proxy.Handler.finish), so a test
+// that has just read such a response waits for the record rather than expecting it already there.
+func (e *dpEnv) outboxAtLeast(n int) []map[string]any {
+	e.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out := e.outbox()
+		if len(out) >= n || time.Now().After(deadline) {
+			return out
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// recordsOf waits (up to 5 s) for the record of the response r and returns every record with its request
+// id (one, if the data plane settled it exactly once).
+func (e *dpEnv) recordsOf(r dpResp) []map[string]any {
+	e.t.Helper()
+	id := r.header.Get("X-Request-Id")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var mine []map[string]any
+		for _, rec := range e.outbox() {
+			if rec["request_id"] == id {
+				mine = append(mine, rec)
+			}
+		}
+		if len(mine) > 0 || time.Now().After(deadline) {
+			return mine
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (e *dpEnv) lastMock() mockupstream.Request {
 	e.t.Helper()
 	recs := e.mock.Requests()
@@ -491,15 +526,14 @@ func TestDataplanePassthrough(t *testing.T) {
 		}
 	})
 	t.Run("one settlement record per dispatched request", func(t *testing.T) {
-		before := len(e.outbox())
 		r := e.do("POST", "/v1/chat/completions", dpChatBody, auth...)
 		wantStatus(t, r, 200)
-		recs := e.outbox()
-		if len(recs) != before+1 {
-			t.Fatalf("outbox grew by %d, want 1", len(recs)-before)
+		recs := e.recordsOf(r)
+		if len(recs) != 1 {
+			t.Fatalf("%d records for request %s, want 1", len(recs), r.header.Get("X-Request-Id"))
 		}
-		last := recs[len(recs)-1]
-		if last["request_id"] != r.header.Get("X-Request-Id") || last["end_state"] != "completed" || last["source"] != "upstream" ||
+		last := recs[0]
+		if last["end_state"] != "completed" || last["source"] != "upstream" ||
 			last["cost"] == "0" || last["upstream_model"] != "m-1" {
 			t.Errorf("record %v", last)
 		}
@@ -545,7 +579,6 @@ func TestDataplaneLocalModels(t *testing.T) {
 
 func TestDataplaneFailover(t *testing.T) {
 	e := dpStart(t, nil)
-	before := len(e.outbox())
 	r := e.do("POST", "/v1/chat/completions", `{"model":"failover","messages":[{"role":"user","content":"hi"}]}`,
 		"Authorization", "Bearer "+dpKeyMain, "x-mock-fail-first", "1", "x-mock-fail-key", "failover-"+randomHex(4))
 	wantStatus(t, r, 200)
@@ -556,9 +589,8 @@ func TestDataplaneFailover(t *testing.T) {
 	if !strings.Contains(r.body, `"chat.completion"`) || strings.Contains(r.body, "mock failure") {
 		t.Fatalf("client saw %s", r.body)
 	}
-	out := e.outbox()
-	if len(out) != before+1 || out[len(out)-1]["provider_id"] != int64(2) {
-		t.Fatalf("records %v, want one for provider 2", out[before:])
+	if out := e.recordsOf(r); len(out) != 1 || out[0]["provider_id"] != int64(2) {
+		t.Fatalf("records %v, want one for provider 2", out)
 	}
 }
 
@@ -657,15 +689,15 @@ func TestDataplaneErrors(t *testing.T) {
 		}
 	})
 	t.Run("records for every request that reached admission", func(t *testing.T) {
-		var states []string
-		for _, rec := range e.outbox() {
-			states = append(states, fmt.Sprint(rec["status"], " ", rec["end_state"]))
-		}
 		// 502, 504, the translator's refusal, the relayed 400, the first rate-limited-key request, and the two
 		// admission refusals (402 quota, 429 rate limit) recorded as rejected at cost 0. Requests refused
 		// before a model was resolved (401, 403, 404, 413, malformed) have no row.
 		want := map[string]bool{"502 upstream_error": true, "504 upstream_error": true, "400 rejected": true, "400 upstream_error": true,
 			"200 completed": true, "402 rejected": true, "429 rejected": true}
+		var states []string
+		for _, rec := range e.outboxAtLeast(len(want)) {
+			states = append(states, fmt.Sprint(rec["status"], " ", rec["end_state"]))
+		}
 		if len(states) != len(want) {
 			t.Fatalf("records %v, want one each of %v", states, want)
 		}
