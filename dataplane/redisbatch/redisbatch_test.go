@@ -141,7 +141,9 @@ func TestConcurrentCommandsShareOnePipeline(t *testing.T) {
 	p.mu.Unlock()
 
 	first := make(chan error, 1)
-	go func() { first <- rdb.XAdd(ctx, &redis.XAddArgs{Stream: prefix + "s", Values: []any{"f", "first"}}).Err() }()
+	go func() {
+		first <- rdb.XAdd(ctx, &redis.XAddArgs{Stream: prefix + "s", Values: []any{"f", "first"}}).Err()
+	}()
 	<-p.entered // the first batch (one XADD, alone) is on its way and held by the gate
 
 	const n = 12
