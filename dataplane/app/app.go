@@ -110,8 +110,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 	s.snapshotVersion = s.Syncer.Version
 	s.Admitter = admission.New(rdb, admission.Options{Prefix: cfg.RedisKeyPrefix})
-	s.Recorder = settle.NewRecorder(rdb, cfg.RedisKeyPrefix)
-	if s.Forwarder, err = settle.NewForwarder(rdb, settle.ForwarderOptions{Prefix: cfg.RedisKeyPrefix, NodeID: cfg.NodeID,
+	// Records Redis refuses are held in memory and delivered straight to the control plane (docs/settlement.md).
+	spill := settle.NewSpill(0)
+	s.Recorder = settle.NewRecorder(rdb, cfg.RedisKeyPrefix).SpillTo(spill)
+	if s.Forwarder, err = settle.NewForwarder(rdb, settle.ForwarderOptions{Prefix: cfg.RedisKeyPrefix, NodeID: cfg.NodeID, Spill: spill,
 		Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, CAFile: cfg.CPCAFile, Linger: linger, Log: log, Metrics: s.Metrics}); err != nil {
 		rdb.Close()
 		s.Syncer.Close()

@@ -71,6 +71,9 @@ type ForwarderOptions struct {
 	// OnRefunded, when set, is called after a batch's holds were refunded with the request ids the
 	// batch acknowledged (tests use it to observe settlement order).
 	OnRefunded func(requestIDs []string)
+	// Spill, when set, is the Recorder's spill (Recorder.SpillTo): Run and Flush deliver its records
+	// straight to the control plane, then refund their holds once Redis answers.
+	Spill *Spill
 }
 
 // DefaultLinger is ForwarderOptions.Linger's default: at about 1,000 requests/s per data plane it fills
@@ -156,6 +159,10 @@ func NewForwarder(rdb redis.UniversalClient, opts ForwarderOptions) (*Forwarder,
 	f.duplicates = reg.NewCounter("tollgate_settle_records_duplicate_total", "Settlement records the control plane already had (redelivery).")
 	f.deadLettered = reg.NewCounter("tollgate_settle_records_dead_total", "Outbox entries moved to the dead-letter stream.")
 	f.failures = reg.NewCounter("tollgate_settle_call_failures_total", "Failed Settle calls (retried).")
+	if opts.Spill != nil {
+		reg.NewGaugeFunc("tollgate_settle_spill_length", "Settlement records held in memory because Redis refused them, waiting for the control plane.",
+			func() float64 { return float64(opts.Spill.Len()) })
+	}
 	reg.NewGaugeFunc("tollgate_settle_outbox_length", "Entries in the settlement outbox stream.", func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -198,6 +205,9 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	// After a batch of new entries settled completely it is empty, so the loop skips that read.
 	ownPending := true
 	for ctx.Err() == nil {
+		if err := f.drainSpill(ctx); err != nil && ctx.Err() == nil {
+			f.log.Warn("deliver spilled settlement records", "err", err)
+		}
 		if time.Since(lastClaim) >= f.opts.ClaimMinIdle/4 {
 			ownPending = true
 		}
@@ -268,6 +278,11 @@ func (f *Forwarder) linger(ctx context.Context, msgs []redis.XMessage) ([]redis.
 // It returns an error when ctx ended first; the rest stays in the stream for another data plane. Call it
 // after Run has returned.
 func (f *Forwarder) Flush(ctx context.Context) error {
+	if err := f.drainSpill(ctx); err != nil {
+		n := f.opts.Spill.Len()
+		f.log.Error("settlement records held in memory could not be delivered; lost", "records", n, "err", err)
+		return fmt.Errorf("settle: flush: %d spilled records undelivered: %w", n, err)
+	}
 	if err := f.ensureGroup(ctx); err != nil {
 		return fmt.Errorf("settle: flush: %w", err)
 	}
@@ -376,6 +391,85 @@ type entry struct {
 	id   string
 	rec  *settlementv1.SettlementRecord
 	hold admission.Hold
+}
+
+// drainSpill delivers every spilled record straight to the control plane, retrying until it answers or
+// ctx ends (what is left stays spilled), then refunds the delivered records' holds; holds Redis cannot
+// refund yet stay owed for the next call. Only a delivery failure is returned; a refund failure is logged.
+func (f *Forwarder) drainSpill(ctx context.Context) error {
+	sp := f.opts.Spill
+	if sp == nil {
+		return nil
+	}
+	for {
+		batch := sp.take(f.opts.BatchSize)
+		if len(batch) == 0 {
+			break
+		}
+		f.log.Warn("delivering settlement records Redis did not take straight to the control plane", "records", len(batch))
+		resp, err := f.settle(ctx, batch)
+		if status.Code(err) == codes.InvalidArgument {
+			// One bad record must not block the rest: deliver one by one; a refused record cannot go to
+			// the dead-letter stream (Redis refused it already), so it is logged whole and dropped.
+			for i, e := range batch {
+				r, err := f.settle(ctx, []entry{e})
+				switch {
+				case status.Code(err) == codes.InvalidArgument:
+					b, _ := marshalRecord(e.rec)
+					f.log.Error("control plane refused spilled settlement record; dropped", "request_id", e.rec.GetRequestId(),
+						"record_base64", b, "err", err)
+					f.deadLettered.Inc()
+					sp.owe([]owed{{e: e}})
+				case err != nil:
+					sp.putBack(batch[i:])
+					return err
+				default:
+					sp.owe([]owed{{e: e, resp: r}})
+				}
+			}
+			continue
+		}
+		if err != nil {
+			sp.putBack(batch)
+			return err
+		}
+		o := make([]owed, len(batch))
+		for i, e := range batch {
+			o[i] = owed{e: e, resp: resp}
+		}
+		sp.owe(o)
+	}
+	if err := f.refundOwed(ctx); err != nil {
+		f.log.Warn("refund holds of delivered spilled records; retrying later", "owed", sp.Owed(), "err", err)
+	}
+	return nil
+}
+
+// refundOwed runs the settle script for delivered spilled records (no stream entry: refund only), one
+// call per control-plane answer, so the answer still refreshes the cost_used mirror.
+func (f *Forwarder) refundOwed(ctx context.Context) error {
+	sp := f.opts.Spill
+	for {
+		o := sp.takeOwed(f.opts.BatchSize)
+		if len(o) == 0 {
+			return nil
+		}
+		for i := 0; i < len(o); {
+			j := i + 1
+			for j < len(o) && o[j].resp == o[i].resp {
+				j++
+			}
+			es := make([]entry, j-i)
+			for k := range es {
+				es[k] = o[i+k].e
+			}
+			if err := f.finish(ctx, es, o[i].resp); err != nil {
+				sp.oweFront(o[i:])
+				return err
+			}
+			i = j
+		}
+	}
 }
 
 // forward settles one batch of entries, retrying until the control plane answers or ctx ends.
@@ -547,9 +641,14 @@ func (f *Forwarder) finish(ctx context.Context, entries []entry, resp *settlemen
 		return fmt.Errorf("acknowledge and refund %d entries: %w", len(entries), err)
 	}
 	if resp != nil {
-		n := uint64(len(inserted))
+		var n uint64
+		for _, id := range ids {
+			if inserted[id] {
+				n++
+			}
+		}
 		f.settled.Add(n)
-		f.duplicates.Add(uint64(len(ids)) - min(n, uint64(len(ids))))
+		f.duplicates.Add(uint64(len(ids)) - n)
 	}
 	if f.opts.OnRefunded != nil && len(ids) > 0 {
 		f.opts.OnRefunded(ids)

@@ -47,23 +47,44 @@ type Recorder struct {
 	rdb     redis.Cmdable
 	streams Streams
 	timeout time.Duration
+	spill   *Spill
 }
+
+// recordBudget bounds Record's retries of an append; spillBudget replaces it when a Spill takes the
+// records Redis refuses (a request then waits at most that long for an unreachable Redis).
+const (
+	recordBudget = 5 * time.Second
+	spillBudget  = time.Second
+)
 
 // NewRecorder returns a Recorder writing under prefix (config.RedisKeyPrefix).
 func NewRecorder(rdb redis.Cmdable, prefix string) *Recorder {
-	return &Recorder{rdb: rdb, streams: Streams{Prefix: prefix}, timeout: 5 * time.Second}
+	return &Recorder{rdb: rdb, streams: Streams{Prefix: prefix}, timeout: recordBudget}
+}
+
+// SpillTo makes Record keep a record it cannot append within a second in s (for the forwarder to
+// deliver directly) instead of failing, and — for a second after such a failure — spill without trying
+// Redis at all, so requests do not each wait for an unreachable server. It returns r.
+func (r *Recorder) SpillTo(s *Spill) *Recorder {
+	r.spill, r.timeout = s, spillBudget
+	return r
 }
 
 // Record durably appends rec with the hold admission gave the request (a zero Hold when nothing was
 // reserved) to the outbox. It sets rec.PendingMicros to hold.Micros. Call it exactly once per dispatched
 // request, before the handler returns; the request's context may already be cancelled (client gone):
 // Record detaches from its cancellation and bounds itself to a few seconds, retrying transient errors.
+// With a Spill (SpillTo), a record Redis does not take goes to the spill instead, and Record fails only
+// when the spill is full.
 func (r *Recorder) Record(ctx context.Context, rec *settlementv1.SettlementRecord, hold admission.Hold) error {
 	if rec.GetRequestId() == "" {
 		return errors.New("settle: record without request_id")
 	}
 	rec.PendingMicros = hold.Micros
 	sanitize(rec)
+	if r.spill != nil && r.spill.paused() {
+		return r.spillRecord(rec, hold, false, errors.New("an append failed less than a second ago"))
+	}
 	b, err := proto.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("settle: encode record %s: %w", rec.GetRequestId(), err)
@@ -79,11 +100,21 @@ func (r *Recorder) Record(ctx context.Context, rec *settlementv1.SettlementRecor
 		}
 		select {
 		case <-ctx.Done():
+			if r.spill != nil {
+				return r.spillRecord(rec, hold, true, err)
+			}
 			return fmt.Errorf("settle: append record %s to outbox: %w", rec.GetRequestId(), err)
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, time.Second)
 	}
+}
+
+func (r *Recorder) spillRecord(rec *settlementv1.SettlementRecord, hold admission.Hold, failed bool, cause error) error {
+	if r.spill.push(rec, hold, failed) {
+		return nil
+	}
+	return fmt.Errorf("settle: outbox unreachable (%v) and spill full: record %s lost", cause, rec.GetRequestId())
 }
 
 // sanitize makes the record's text fields storable: protobuf strings must be valid UTF-8 and Postgres

@@ -6,7 +6,8 @@
 -- KEYS[1] the outbox stream; KEYS[2 .. 1+nq] qu: mirror keys; then per record its ns qp: keys followed
 -- by its TPM window key.
 -- ARGV[1] group, ARGV[2] mirror TTL seconds, ARGV[3] nq, ARGV[4 .. 3+nq] mirror values (micros),
--- ARGV[4+nq] record count, then per record: entry id, hold micros, ns, TPM delta.
+-- ARGV[4+nq] record count, then per record: entry id (empty for a spilled record), hold micros, ns, TPM
+-- delta.
 -- Reply: number of holds refunded.
 local stream = KEYS[1]
 local grp = ARGV[1]
@@ -35,7 +36,8 @@ for r = 1, nrec do
   local ns = tonumber(ARGV[a + 2])
   local td = tonumber(ARGV[a + 3])
   a = a + 4
-  if redis.call('XACK', stream, grp, id) == 1 then
+  -- An empty id is a spilled record (never in the stream), delivered once: refund it now.
+  if id == '' or redis.call('XACK', stream, grp, id) == 1 then
     if micros > 0 then
       for j = 0, ns - 1 do
         local pk = KEYS[k + j]
@@ -52,7 +54,7 @@ for r = 1, nrec do
     end
     refunded = refunded + 1
   end
-  redis.call('XDEL', stream, id)
+  if id ~= '' then redis.call('XDEL', stream, id) end
   k = k + ns + 1
 end
 return refunded
