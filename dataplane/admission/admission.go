@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -39,6 +40,14 @@ const (
 // ErrQuotaExceeded refuses a request whose estimate does not fit a scope's remaining quota (→ 402
 // insufficient_quota). Nothing was reserved.
 var ErrQuotaExceeded = errors.New("quota exceeded")
+
+// ErrUnavailable is Admit's answer, without trying Redis, for unavailablePause after a Redis call failed:
+// during an outage requests do not each wait for a dead server (the caller decides what an unavailable
+// admission means; the data plane admits without a reservation).
+var ErrUnavailable = errors.New("admission: redis failed less than a second ago; not retried yet")
+
+// unavailablePause is how long Admit answers ErrUnavailable after a failed Redis call.
+const unavailablePause = time.Second
 
 // QuotaError details ErrQuotaExceeded: the first scope that refused.
 type QuotaError struct {
@@ -124,6 +133,8 @@ type Admitter struct {
 	ttl    time.Duration
 	now    func() time.Time
 	script *redis.Script
+	// downUntil (unix nanoseconds, wall clock) ends the pause after a failed Redis call.
+	downUntil atomic.Int64
 }
 
 //go:embed admit.lua
@@ -184,8 +195,14 @@ func (a *Admitter) Admit(ctx context.Context, req Request) (Hold, error) {
 		keys = append(keys, a.keys.Pending(s.Scope, s.ID), a.keys.Used(s.Scope, s.ID))
 		args = append(args, s.LimitMicros, max(s.SnapshotUsedMicros, 0))
 	}
+	if time.Now().UnixNano() < a.downUntil.Load() {
+		return Hold{}, ErrUnavailable
+	}
 	res, err := a.script.Run(ctx, a.rdb, keys, args...).Int64Slice()
 	if err != nil {
+		if ctx.Err() == nil { // a request that went away says nothing about Redis
+			a.downUntil.Store(time.Now().Add(unavailablePause).UnixNano())
+		}
 		return Hold{}, fmt.Errorf("admission: redis: %w", err)
 	}
 	if len(res) != 2 {

@@ -304,3 +304,53 @@ func BenchmarkAdmit(b *testing.B) {
 		})
 	})
 }
+
+// TestAdmitUnavailablePause: after a failed Redis call, Admit answers ErrUnavailable at once, without
+// trying Redis, for a second; then it tries again and, Redis being back, admits.
+func TestAdmitUnavailablePause(t *testing.T) {
+	t.Parallel()
+	_, prefix := admissiontest.Redis(t)
+	proxy := admissiontest.NewProxy(t)
+	opts, err := redis.ParseURL(proxy.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.MaxRetries, opts.DialTimeout = 0, 200*time.Millisecond
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { rdb.Close() })
+	a := admission.New(rdb, admission.Options{Prefix: prefix})
+	ctx := context.Background()
+	req := admission.Request{KeyID: 1, EstimateMicros: 10, Scopes: threeScopes}
+	if _, err := a.Admit(ctx, req); err != nil {
+		t.Fatalf("admit with Redis up: %v", err)
+	}
+	proxy.Down()
+	_, err = a.Admit(ctx, req)
+	if err == nil || errors.Is(err, admission.ErrUnavailable) {
+		t.Fatalf("first admit in the outage = %v, want the Redis error itself", err)
+	}
+	if _, err := a.Admit(ctx, req); !errors.Is(err, admission.ErrUnavailable) {
+		t.Fatalf("admit right after a failure = %v, want ErrUnavailable without trying Redis", err)
+	}
+	proxy.Up()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := a.Admit(ctx, req)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, admission.ErrUnavailable) || time.Now().After(deadline) {
+			t.Fatalf("admit after the pause = %v, want success once Redis is back", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// A request that goes away mid-call does not start a pause.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := a.Admit(cancelled, req); err == nil {
+		t.Fatal("admit with a cancelled context succeeded")
+	}
+	if _, err := a.Admit(ctx, req); err != nil {
+		t.Fatalf("admit after a cancelled request = %v, want no pause", err)
+	}
+}

@@ -116,3 +116,22 @@ func TestNotReadyWithoutSnapshotAndGracefulStop(t *testing.T) {
 		t.Fatal("Run did not stop after cancel")
 	}
 }
+
+// With a snapshot but Redis unreachable, the data plane stays ready (it serves degraded: admission
+// without reservations, settlement records spilled) and says so in the detail.
+func TestReadyWithoutRedis(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	s := &Server{Redis: rdb, snapshotVersion: func() (int64, bool) { return 7, true }}
+	detail, err := s.ready(context.Background())
+	if err != nil {
+		t.Fatalf("ready = %v, want ready while Redis is down", err)
+	}
+	if r, _ := detail["redis"].(string); !strings.HasPrefix(r, "unavailable: ") || detail["snapshot_version"] != "7" {
+		t.Fatalf("detail %v, want snapshot_version 7 and redis unavailable", detail)
+	}
+	s.snapshotVersion = func() (int64, bool) { return 0, false }
+	if _, err := s.ready(context.Background()); err == nil {
+		t.Fatal("ready without a snapshot = nil, want an error")
+	}
+}

@@ -493,7 +493,9 @@ func (h *Handler) admit(ctx context.Context, c *call) error {
 	case ctx.Err() != nil:
 		return httperr.Malformed("request cancelled", ctx.Err())
 	}
-	h.o.Log.Error("admission unavailable; admitting without reservation", "request_id", c.reqID, "err", err)
+	if !errors.Is(err, admission.ErrUnavailable) { // the failure that started the pause was logged
+		h.o.Log.Error("admission unavailable; admitting without reservation", "request_id", c.reqID, "err", err)
+	}
 	return nil
 }
 

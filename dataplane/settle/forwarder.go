@@ -218,7 +218,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 				break
 			}
 			f.log.Warn("read settlement outbox", "err", err)
-			sleep(ctx, f.opts.MaxBackoff)
+			f.backOff(ctx)
 			continue
 		}
 		if len(msgs) == 0 {
@@ -245,6 +245,22 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		ownPending = !fresh
 	}
 	return nil
+}
+
+// backOff waits MaxBackoff after a failed outbox read, or less if a record is spilled meanwhile (Redis is
+// failing, and the spill goes straight to the control plane at the top of the loop).
+func (f *Forwarder) backOff(ctx context.Context) {
+	var pushed <-chan struct{}
+	if f.opts.Spill != nil {
+		pushed = f.opts.Spill.pushed
+	}
+	t := time.NewTimer(f.opts.MaxBackoff)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-pushed:
+	}
 }
 
 // lingerPoll is the longest pause between two outbox reads while a batch lingers.

@@ -2,6 +2,7 @@ package settle
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tollgate/tollgate/dataplane/admission"
@@ -25,9 +26,12 @@ type Spill struct {
 	mu         sync.Mutex
 	entries    []entry // records waiting for the control plane
 	owed       []owed  // delivered records whose holds Redis has not refunded yet
-	capacity   int
-	pauseUntil time.Time
-	now        func() time.Time
+	capacity int
+	// pauseUntil (unix nanoseconds) ends the pause after a failed append; read on every Record, so atomic.
+	pauseUntil atomic.Int64
+	// pushed is signalled (without blocking) when a record is spilled, waking a forwarder that is
+	// backing off from a failed outbox read.
+	pushed chan struct{}
 }
 
 // owed is a delivered spilled record whose hold (and TPM correction) still has to be applied in Redis.
@@ -41,7 +45,7 @@ func NewSpill(capacity int) *Spill {
 	if capacity <= 0 {
 		capacity = DefaultSpillCapacity
 	}
-	return &Spill{capacity: capacity, now: time.Now}
+	return &Spill{capacity: capacity, pushed: make(chan struct{}, 1)}
 }
 
 // Len is the number of records waiting for the control plane.
@@ -61,23 +65,25 @@ func (s *Spill) Owed() int {
 // push keeps a record; false when the spill is full. failed says the outbox just refused it, which
 // starts a pause during which paused reports true.
 func (s *Spill) push(rec *settlementv1.SettlementRecord, hold admission.Hold, failed bool) bool {
+	if failed {
+		s.pauseUntil.Store(time.Now().Add(spillPause).UnixNano())
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if failed {
-		s.pauseUntil = s.now().Add(spillPause)
-	}
 	if len(s.entries) >= s.capacity {
 		return false
 	}
 	s.entries = append(s.entries, entry{rec: rec, hold: hold})
+	select {
+	case s.pushed <- struct{}{}:
+	default:
+	}
 	return true
 }
 
 // paused reports whether an append failed less than spillPause ago.
 func (s *Spill) paused() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.now().Before(s.pauseUntil)
+	return time.Now().UnixNano() < s.pauseUntil.Load()
 }
 
 // take removes and returns up to n of the oldest records.

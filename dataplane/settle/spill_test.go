@@ -17,14 +17,13 @@ import (
 
 // outageRedis is a client of the real Redis through a proxy the test can take down, with short timeouts
 // so an outage is noticed quickly.
-func outageRedis(t *testing.T) (*redis.Client, *tcpProxy) {
+func outageRedis(t *testing.T) (*redis.Client, *admissiontest.Proxy) {
 	t.Helper()
-	opts, err := redis.ParseURL(admissiontest.URL())
+	p := admissiontest.NewProxy(t)
+	opts, err := redis.ParseURL(p.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := startProxy(t, opts.Addr)
-	opts.Addr = p.addr
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = 200*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
 	opts.MaxRetries = 1
 	rdb := redis.NewClient(opts)
@@ -55,7 +54,7 @@ func TestRedisOutageSpillsThenSettles(t *testing.T) {
 	if err != nil || hold.Micros != 700 {
 		t.Fatalf("admit before the outage: %+v, %v", hold, err)
 	}
-	proxy.down()
+	proxy.Down()
 	// The admitted request ends during the outage, and five more (admitted without a reservation).
 	if err := dp.rec.Record(ctx, outcomeRecord("sp-0", 1, 0, 3, 500, vocab.EndCompleted), hold); err != nil {
 		t.Fatalf("Record during the outage = %v, want it spilled", err)
@@ -85,7 +84,7 @@ func TestRedisOutageSpillsThenSettles(t *testing.T) {
 		t.Fatalf("pending %d during the outage, want the 700 still held (Redis cannot refund it)", v)
 	}
 
-	proxy.up()
+	proxy.Up()
 	eventually(t, 10*time.Second, "the hold not refunded after Redis came back", func() bool { return pending() == 0 })
 	eventually(t, 10*time.Second, "owed refunds left", func() bool { return spill.Owed() == 0 })
 	assertPendingZero(t, direct, prefix)
@@ -120,7 +119,7 @@ func TestFlushDeliversSpill(t *testing.T) {
 	spill := settle.NewSpill(3)
 	dp := newDataPlane(t, rdb, prefix, "dp-spill-flush", cp, admission.Options{}, settle.ForwarderOptions{Spill: spill})
 	dp.rec.SpillTo(spill)
-	proxy.down()
+	proxy.Down()
 	for i := range 3 {
 		if err := dp.rec.Record(ctx, outcomeRecord(id("sf-", i), 1, 0, 3, 100, vocab.EndCompleted), admission.Hold{}); err != nil {
 			t.Fatal(err)

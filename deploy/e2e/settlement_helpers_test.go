@@ -41,6 +41,8 @@ type stStack struct {
 	dp      *stDP
 	rdb     *redis.Client
 	prefix  string
+	// dpRedisURL, when set, is the data plane's Redis instead of RedisURL (an outage proxy).
+	dpRedisURL string
 }
 
 // stDP is a data plane whose shutdown the test controls.
@@ -85,8 +87,12 @@ func stNewStack(t *testing.T) *stStack {
 
 func (s *stStack) startDP(name string) *stDP {
 	s.t.Helper()
+	redisURL := RedisURL
+	if s.dpRedisURL != "" {
+		redisURL = s.dpRedisURL
+	}
 	env := map[string]string{
-		"TOLLGATE_REDIS_URL":        RedisURL,
+		"TOLLGATE_REDIS_URL":        redisURL,
 		"TOLLGATE_REDIS_KEY_PREFIX": s.prefix,
 		"TOLLGATE_DP_HTTP_ADDR":     "127.0.0.1:0",
 		"TOLLGATE_CP_ENDPOINTS":     s.controlPlane().srv.GRPCAddr(),

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/controlplane/store"
+	"github.com/tollgate/tollgate/dataplane/admission/admissiontest"
 )
 
 // Settlement at full stack (spec "Settlement", "Image and token-usage accounting", "Source of the tier
@@ -699,6 +700,44 @@ func TestSettlementFlushOnGracefulShutdown(t *testing.T) {
 		}
 	}
 	s.checkQuotas(t, ten)
+}
+
+// TestSettlementRedisOutage serves requests while the data plane's Redis is unreachable: they are admitted
+// without a reservation, their records go to the data plane's spill and straight to the control plane,
+// one usage row each with the right cost; after Redis returns, the outbox path is used again.
+func TestSettlementRedisOutage(t *testing.T) {
+	t.Parallel()
+	s := stNewStack(t)
+	proxy := admissiontest.NewProxy(t)
+	s.dpRedisURL = proxy.URL()
+	_ = s.dp.stop()
+	s.dp = s.startDP("dp-redis-outage")
+	w := stSeed(t, s)
+	ten := s.tenant(t, "redis-outage", "1000")
+	s.sync(t)
+
+	proxy.Down()
+	const n = 3
+	var ids []string
+	for range n {
+		ids = append(ids, s.do(t, 200, "POST", "/v1/chat/completions", stChat, stAlpha(ten)...).reqID)
+	}
+	rows := s.waitUsages(t, ten.keyID, n) // delivered during the outage
+	for _, id := range ids {
+		want := stWant{op: "generate_content", kind: "alpha_chat_completions", impl: "passthrough", end: "completed", source: "upstream",
+			status: 200, provider: w.pa, route: w.rM1, rule: w.ruleM1, repTier: "default", tokens: stTokens{stTok(stChat), 8}}
+		want.cost = stCost(t, stM1, want.tokens)
+		stCheckRow(t, stRow(t, rows, id), ten, want)
+	}
+	s.checkQuotas(t, ten)
+
+	proxy.Up()
+	time.Sleep(1100 * time.Millisecond) // the recorder's one-second spill pause after the last failed append
+	after := s.do(t, 200, "POST", "/v1/chat/completions", stChat, stAlpha(ten)...)
+	rows = s.waitUsages(t, ten.keyID, n+1)
+	stRow(t, rows, after.reqID)
+	s.checkQuotas(t, ten)
+	s.waitAllPendingZero(t)
 }
 
 // TestSettlementControlPlaneOutage serves requests while the control plane is down: they are held in the

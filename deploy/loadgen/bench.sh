@@ -60,6 +60,9 @@ BODY='{"model":"chat","messages":[{"role":"user","content":"hello"}]}'
 SBODY='{"model":"chat","stream":true,"messages":[{"role":"user","content":"hello"}]}'
 MBODY='{"model":"m-1","messages":[{"role":"user","content":"hello"}]}'
 MSBODY='{"model":"m-1","stream":true,"messages":[{"role":"user","content":"hello"}]}'
+# A stream whose request asks for the final usage chunk: the upstream reports usage, nothing is counted locally.
+USBODY='{"model":"chat","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hello"}]}'
+MUSBODY='{"model":"m-1","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hello"}]}'
 AUTH='Authorization: Bearer tg-bench'
 URL=/v1/chat/completions
 LG="$BIN/loadgen"
@@ -74,6 +77,8 @@ done
 "$LG" run -label floor-stream -stream -duration "$DUR" -url "http://127.0.0.1:18090$URL" -body "$MSBODY" -H "$AUTH" -pid "$FLOOR"
 "$LG" run -label dp-stream -stream -duration "$DUR" -url "http://127.0.0.1:18080$URL" -body "$SBODY" -H "$AUTH" -pid "$DP"
 "$LG" run -label dp-nofw-stream -stream -duration "$DUR" -url "http://127.0.0.1:18081$URL" -body "$SBODY" -H "$AUTH" -pid "$NOFW"
+"$LG" run -label floor-stream-usage -stream -duration "$DUR" -url "http://127.0.0.1:18090$URL" -body "$MUSBODY" -H "$AUTH" -pid "$FLOOR"
+"$LG" run -label dp-stream-usage -stream -duration "$DUR" -url "http://127.0.0.1:18080$URL" -body "$USBODY" -H "$AUTH" -pid "$DP"
 for c in 32 128; do
   "$LG" run -label floor -conns $c -duration "$DUR" -url "http://127.0.0.1:18090$URL" -body "$MBODY" -H "$AUTH" -pid "$FLOOR" -pid "$MOCK"
   "$LG" run -label dp -conns $c -duration "$DUR" -url "http://127.0.0.1:18080$URL" -body "$BODY" -H "$AUTH" -pid "$DP" -pid "$MOCK"

@@ -8,7 +8,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
+	"net"
+	"net/url"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,4 +70,107 @@ func Keys(t testing.TB, rdb *redis.Client, prefix string) []string {
 		t.Errorf("admissiontest: scan %s*: %v", prefix, err)
 	}
 	return out
+}
+
+// Proxy forwards loopback TCP connections to the test Redis server, so a test can stage a Redis outage:
+// Down closes the listener and every connection, Up listens on the same address again.
+type Proxy struct {
+	t      testing.TB
+	addr   string
+	target string
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[net.Conn]bool
+}
+
+// NewProxy starts a Proxy to the server of URL(); it is taken down when the test ends.
+func NewProxy(t testing.TB) *Proxy {
+	t.Helper()
+	opts, err := redis.ParseURL(URL())
+	if err != nil {
+		t.Fatalf("admissiontest: parse %s: %v", URL(), err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{t: t, addr: ln.Addr().String(), target: opts.Addr, conns: map[net.Conn]bool{}}
+	p.serve(ln)
+	t.Cleanup(p.Down)
+	return p
+}
+
+// Addr is the proxy's address.
+func (p *Proxy) Addr() string { return p.addr }
+
+// URL is URL() with the proxy's address in place of the server's.
+func (p *Proxy) URL() string {
+	u, err := url.Parse(URL())
+	if err != nil {
+		p.t.Fatalf("admissiontest: parse %s: %v", URL(), err)
+	}
+	u.Host = p.addr
+	return u.String()
+}
+
+func (p *Proxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			if p.ln != ln { // taken down meanwhile
+				p.mu.Unlock()
+				c.Close()
+				u.Close()
+				return
+			}
+			p.conns[c], p.conns[u] = true, true
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(u, c); u.Close() }()
+			go func() { _, _ = io.Copy(c, u); c.Close() }()
+		}
+	}()
+}
+
+// Down refuses new connections and cuts the open ones.
+func (p *Proxy) Down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		c.Close()
+		delete(p.conns, c)
+	}
+}
+
+// Up accepts connections again, on the same address.
+func (p *Proxy) Up() {
+	p.t.Helper()
+	var ln net.Listener
+	var err error
+	for range 50 {
+		if ln, err = net.Listen("tcp", p.addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		p.t.Fatalf("admissiontest: relisten %s: %v", p.addr, err)
+	}
+	p.serve(ln)
 }
