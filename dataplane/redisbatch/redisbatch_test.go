@@ -267,8 +267,9 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// One caller at a time (one connection's traffic): the coalescer's cost over a plain client, per command.
-func BenchmarkSequentialXAdd(b *testing.B) {
+// benchXAdd measures XADD of a 300-byte record by GOMAXPROCS×parallelism callers (parallelism 0: one
+// caller), with and without coalescing.
+func benchXAdd(b *testing.B, parallelism int) {
 	for _, coalesce := range []bool{false, true} {
 		b.Run(fmt.Sprint("coalesce=", coalesce), func(b *testing.B) {
 			rdb, prefix := admissiontest.Redis(b)
@@ -276,32 +277,24 @@ func BenchmarkSequentialXAdd(b *testing.B) {
 				Install(rdb, "xadd")
 			}
 			ctx := context.Background()
-			args := &redis.XAddArgs{Stream: prefix + "s", MaxLen: 1000, Approx: true, Values: []any{"r", strings.Repeat("x", 300), "h", "0"}}
+			args := func() *redis.XAddArgs {
+				return &redis.XAddArgs{Stream: prefix + "s", MaxLen: 1000, Approx: true, Values: []any{"r", strings.Repeat("x", 300), "h", "0"}}
+			}
 			b.ReportAllocs()
-			for b.Loop() {
-				if err := rdb.XAdd(ctx, args).Err(); err != nil {
-					b.Fatal(err)
+			if parallelism == 0 {
+				a := args()
+				for b.Loop() {
+					if err := rdb.XAdd(ctx, a).Err(); err != nil {
+						b.Fatal(err)
+					}
 				}
+				return
 			}
-		})
-	}
-}
-
-// Many callers at once (saturation): coalesced commands share round trips.
-func BenchmarkParallelXAdd(b *testing.B) {
-	for _, coalesce := range []bool{false, true} {
-		b.Run(fmt.Sprint("coalesce=", coalesce), func(b *testing.B) {
-			rdb, prefix := admissiontest.Redis(b)
-			if coalesce {
-				Install(rdb, "xadd")
-			}
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.SetParallelism(16)
+			b.SetParallelism(parallelism)
 			b.RunParallel(func(pb *testing.PB) {
-				args := &redis.XAddArgs{Stream: prefix + "s", MaxLen: 1000, Approx: true, Values: []any{"r", strings.Repeat("x", 300), "h", "0"}}
+				a := args()
 				for pb.Next() {
-					if err := rdb.XAdd(ctx, args).Err(); err != nil {
+					if err := rdb.XAdd(ctx, a).Err(); err != nil {
 						b.Error(err)
 						return
 					}
@@ -310,3 +303,9 @@ func BenchmarkParallelXAdd(b *testing.B) {
 		})
 	}
 }
+
+// One caller at a time (one connection's traffic): the coalescer's cost over a plain client, per command.
+func BenchmarkSequentialXAdd(b *testing.B) { benchXAdd(b, 0) }
+
+// Many callers at once (saturation): coalesced commands share round trips.
+func BenchmarkParallelXAdd(b *testing.B) { benchXAdd(b, 16) }

@@ -90,9 +90,14 @@ func (s *Spill) paused() bool {
 func (s *Spill) take(n int) []entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n = min(n, len(s.entries))
-	out := append([]entry(nil), s.entries[:n]...)
-	s.entries = append(s.entries[:0], s.entries[n:]...)
+	return takeFront(&s.entries, n)
+}
+
+// takeFront removes and returns up to n elements from the front of *q.
+func takeFront[T any](q *[]T, n int) []T {
+	n = min(n, len(*q))
+	out := append([]T(nil), (*q)[:n]...)
+	*q = append((*q)[:0], (*q)[n:]...)
 	return out
 }
 
@@ -112,10 +117,7 @@ func (s *Spill) owe(o []owed) {
 func (s *Spill) takeOwed(n int) []owed {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n = min(n, len(s.owed))
-	out := append([]owed(nil), s.owed[:n]...)
-	s.owed = append(s.owed[:0], s.owed[n:]...)
-	return out
+	return takeFront(&s.owed, n)
 }
 
 // oweFront returns owed refunds takeOwed removed (their refund failed) to the front.
