@@ -121,3 +121,15 @@ func BenchmarkCountText(b *testing.B) {
 		}
 	}
 }
+
+// The bench harness's stream: a one-word prompt and an eight-word answer (the per-request floor of local
+// counting).
+func BenchmarkCountSmallChat(b *testing.B) {
+	body := []byte(`{"model":"chat","stream":true,"messages":[{"role":"user","content":"hello"}]}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := tokencount.Count(vocab.KindAlphaChatCompletions, "m-1", body, "Amet consectetur adipiscing elit sed do eiusmod tempor."); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
