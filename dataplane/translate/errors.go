@@ -303,6 +303,9 @@ func (e *apiError) gammaStatus() string {
 	case classRateLimit:
 		return "RESOURCE_EXHAUSTED"
 	case classServer:
+		if e.Status == http.StatusBadGateway { // an upstream that failed (e.g. a cut stream), as httperr maps 502
+			return "UNAVAILABLE"
+		}
 		return "INTERNAL"
 	case classOverloaded:
 		return "UNAVAILABLE"
