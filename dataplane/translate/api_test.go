@@ -270,7 +270,7 @@ func TestStreamFail(t *testing.T) {
 			t.Errorf("%s: stream after failure = %q", k, o)
 		}
 		// A cut upstream is a bad gateway: gamma says UNAVAILABLE, as the gateway's own 502 does.
-		if k == vocab.KindGamma && (!strings.Contains(o, `"status":"UNAVAILABLE"`) || !strings.Contains(o, `"code":502`)) {
+		if k == vocab.KindGammaGenerateContent && (!strings.Contains(o, `"status":"UNAVAILABLE"`) || !strings.Contains(o, `"code":502`)) {
 			t.Errorf("gamma: stream after failure = %q, want code 502 status UNAVAILABLE", o)
 		}
 	}
