@@ -33,7 +33,7 @@ const (
 // grpcReadMethods are the AdminService methods a viewer may call.
 var grpcReadMethods = map[string]bool{
 	"ListPriceRules": true, "GetPriceRule": true, "QuotePrice": true, "ListProviders": true, "GetProvider": true,
-	"ListRoutingRules": true, "ListRoutes": true, "GetQuota": true, "ListUsages": true, "Export": true,
+	"ListRoutingRules": true, "ListRoutes": true, "GetRoute": true, "GetQuota": true, "ListUsages": true, "Export": true,
 	"ListAdminTokens": true,
 }
 
@@ -534,6 +534,13 @@ func (g *grpcServer) ResetRoutingRules(ctx context.Context, req *adminv1.ResetRo
 	return &adminv1.ResetRoutingRulesResponse{Items: routingRulesToProto(rs)}, nil
 }
 
+func (g *grpcServer) DeleteRoutingRule(ctx context.Context, req *adminv1.DeleteRoutingRuleRequest) (*adminv1.DeleteRoutingRuleResponse, error) {
+	if err := g.s.DeleteRoutingRule(ctx, req.GetProviderId(), req.GetOperation(), req.GetKind()); err != nil {
+		return nil, g.err(ctx, err)
+	}
+	return &adminv1.DeleteRoutingRuleResponse{}, nil
+}
+
 // --- routes ------------------------------------------------------------------------------------
 
 func (g *grpcServer) ListRoutes(ctx context.Context, req *adminv1.ListRoutesRequest) (*adminv1.ListRoutesResponse, error) {
@@ -546,6 +553,14 @@ func (g *grpcServer) ListRoutes(ctx context.Context, req *adminv1.ListRoutesRequ
 		out.Items = append(out.Items, routeToProto(r))
 	}
 	return out, nil
+}
+
+func (g *grpcServer) GetRoute(ctx context.Context, req *adminv1.GetRouteRequest) (*adminv1.GetRouteResponse, error) {
+	r, err := g.s.GetRoute(ctx, req.GetId())
+	if err != nil {
+		return nil, g.err(ctx, err)
+	}
+	return &adminv1.GetRouteResponse{Route: routeToProto(r)}, nil
 }
 
 func (g *grpcServer) CreateRoute(ctx context.Context, req *adminv1.CreateRouteRequest) (*adminv1.CreateRouteResponse, error) {

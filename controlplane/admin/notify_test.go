@@ -47,6 +47,7 @@ func TestMutationsBumpRevisionAndNotify(t *testing.T) {
 	}{
 		{"create price rule", "POST", "/admin/price-rules", rule()},
 		{"reset routing rules", "POST", "/admin/providers/" + strconv.FormatInt(pid, 10) + "/routing-rules/reset", nil},
+		{"delete routing rule", "DELETE", "/admin/providers/" + strconv.FormatInt(pid, 10) + "/routing-rules/count_tokens/alpha", nil},
 		{"create route", "POST", "/admin/routes", map[string]any{"name": "r", "aliases": []string{"a"},
 			"members": []any{map[string]any{"provider_id": pid, "upstream_model_id": "m"}}}},
 		{"import", "POST", "/admin/import", map[string]any{"price_rules": []any{rule(), rule()}}},
@@ -72,5 +73,12 @@ func TestMutationsBumpRevisionAndNotify(t *testing.T) {
 	}
 	if p, ok := next(300 * time.Millisecond); ok {
 		t.Errorf("refused delete notified %q", p)
+	}
+	// Deleting a cell that is already gone touches no row: it is refused and notifies nothing either.
+	if r := b.call(t, "DELETE", "/admin/providers/"+strconv.FormatInt(pid, 10)+"/routing-rules/count_tokens/alpha", nil); r.status != http.StatusNotFound {
+		t.Fatalf("delete missing routing cell = %d %s", r.status, r.raw)
+	}
+	if p, ok := next(300 * time.Millisecond); ok {
+		t.Errorf("refused routing-cell delete notified %q", p)
 	}
 }

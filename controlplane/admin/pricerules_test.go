@@ -268,3 +268,58 @@ func TestQuote(t *testing.T) {
 		t.Errorf("quote after update cost = %s, want 4", got.Cost)
 	}
 }
+
+// TestPriceRuleTierThresholdOutOfRange: a min_prompt_tokens beyond the accepted bound (or beyond
+// int64) is a 422 on pricing_tiers_json[i].min_prompt_tokens whose message names the field and the
+// allowed range; the bound itself is accepted. Nothing changes on refusal.
+func TestPriceRuleTierThresholdOutOfRange(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var ok store.PriceRule
+	b.must(t, http.StatusCreated, "POST", "/admin/price-rules", rule("pricing_tiers_json", []any{
+		map[string]any{"min_prompt_tokens": json.RawMessage("999999999999999"), "multiplier": "2"}}), &ok)
+	if !strings.Contains(string(ok.PricingTiersJSON), `"min_prompt_tokens": 999999999999999`) &&
+		!strings.Contains(string(ok.PricingTiersJSON), `"min_prompt_tokens":999999999999999`) {
+		t.Errorf("stored tiers = %s, want the bound kept", ok.PricingTiersJSON)
+	}
+	for _, v := range []string{"1000000000000000", "9223372036854775807", "9223372036854775808", "123456789012345678901234567890", `"1000000000000000"`} {
+		for _, target := range []struct{ method, path string }{
+			{"POST", "/admin/price-rules"}, {"PUT", fmt.Sprintf("/admin/price-rules/%d", ok.ID)},
+		} {
+			before := b.state(t)
+			r := b.call(t, target.method, target.path, rule("pricing_tiers_json", []any{
+				map[string]any{"min_prompt_tokens": 10},
+				map[string]any{"min_prompt_tokens": json.RawMessage(v), "multiplier": "2"}}))
+			if r.status != http.StatusUnprocessableEntity {
+				t.Fatalf("%s min_prompt_tokens %s = %d %s, want 422", target.method, v, r.status, r.raw)
+			}
+			e := r.apiError(t)
+			if e.Error.Code != "validation_failed" || len(e.Error.Details) != 1 || !e.hasField("min_prompt_tokens", 1) {
+				t.Fatalf("%s min_prompt_tokens %s: body %s, want one detail on min_prompt_tokens tier 1", target.method, v, r.raw)
+			}
+			want := "min_prompt_tokens is too large: must be an integer between 0 and 999999999999999, got " + strings.Trim(v, `"`)[:10]
+			if msg := e.Error.Details[0].Message; !strings.HasPrefix(msg, want) {
+				t.Errorf("%s min_prompt_tokens %s: message %q, want it to start with %q", target.method, v, msg, want)
+			}
+			if b.state(t) != before {
+				t.Errorf("%s min_prompt_tokens %s changed state", target.method, v)
+			}
+		}
+	}
+	// Import reports it with section and index too.
+	before := b.state(t)
+	r := b.call(t, "POST", "/admin/import", map[string]any{"price_rules": []any{rule(), rule("pricing_tiers_json", []any{
+		map[string]any{"min_prompt_tokens": json.RawMessage("10000000000000000")}})}})
+	if r.status != http.StatusUnprocessableEntity {
+		t.Fatalf("import = %d %s, want 422", r.status, r.raw)
+	}
+	e := r.apiError(t)
+	if len(e.Error.Details) != 1 || e.Error.Details[0].Section != "price_rules" || e.Error.Details[0].Index == nil ||
+		*e.Error.Details[0].Index != 1 || !e.hasField("min_prompt_tokens", 0) ||
+		!strings.Contains(e.Error.Details[0].Message, "between 0 and 999999999999999") {
+		t.Errorf("import body = %s, want price_rules[1] pricing_tiers_json[0].min_prompt_tokens with the range", r.raw)
+	}
+	if b.state(t) != before {
+		t.Error("refused import changed state")
+	}
+}

@@ -247,19 +247,8 @@ func (in RoutingRuleInput) validate() (store.RoutingRule, []Detail) {
 	if in.ProviderID <= 0 {
 		details = append(details, field("provider_id", "must be a positive provider id, got %d", in.ProviderID))
 	}
-	op, kind := vocab.Operation(in.Operation), vocab.Kind(in.Kind)
-	if !op.Valid() {
-		details = append(details, field("operation", "unknown operation %q; want one of %v", in.Operation, vocab.Operations))
-	}
-	if !kind.IsGeneration() && !kind.IsFamily() {
-		details = append(details, field("kind", "unknown kind %q", in.Kind))
-	} else if op.Valid() && !vocab.KindFits(op, kind) {
-		if op.IsGeneration() {
-			details = append(details, field("kind", "operation %s needs a content-generation kind %v, got %q", op, vocab.GenerationKinds, in.Kind))
-		} else {
-			details = append(details, field("kind", "operation %s needs a provider-family kind %v, got %q", op, vocab.FamilyKinds, in.Kind))
-		}
-	}
+	op := vocab.Operation(in.Operation)
+	details = append(details, cellDetails(in.Operation, in.Kind)...)
 	if !vocab.Implementation(in.Implementation).Valid() {
 		details = append(details, field("implementation", `must be "passthrough", "transform_to", "local" or "unsupported", got %q`, in.Implementation))
 	}
@@ -386,4 +375,60 @@ func (s *Service) ResetRoutingRules(ctx context.Context, providerID int64) ([]st
 		return err
 	})
 	return out, storeError(err, fmt.Sprintf("provider %d", providerID))
+}
+
+// DeleteRoutingRule deletes one routing cell of a provider, named by its operation and kind. An
+// unknown operation or kind name, or a kind that cannot go with the operation (no such cell can
+// exist), is CodeInvalid naming it; an unknown provider or a cell the provider does not have is
+// CodeNotFound. Afterwards the cell is absent, which the data plane treats as unsupported; reset
+// restores a declared default.
+func (s *Service) DeleteRoutingRule(ctx context.Context, providerID int64, operation, kind string) error {
+	if err := checkID(providerID, "provider_id"); err != nil {
+		return err
+	}
+	if err := checkCell(operation, kind); err != nil {
+		return err
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := store.LockProvider(ctx, tx, providerID); err != nil {
+			return err
+		}
+		err := store.DeleteRoutingRule(ctx, tx, providerID, operation, kind)
+		if errors.Is(err, store.ErrNotFound) {
+			return &Error{Code: CodeNotFound, Message: fmt.Sprintf("provider %d has no routing rule for (%s, %s)", providerID, operation, kind),
+				Cause: err}
+		}
+		return err
+	})
+	return storeError(err, fmt.Sprintf("provider %d", providerID))
+}
+
+// checkCell checks the (operation, kind) that names a routing cell in a request path (CodeInvalid,
+// not a body's CodeValidation).
+func checkCell(operation, kind string) error {
+	if details := cellDetails(operation, kind); details != nil {
+		return &Error{Code: CodeInvalid, Message: fmt.Sprintf("invalid routing cell (%q, %q)", operation, kind), Details: details}
+	}
+	return nil
+}
+
+// cellDetails checks a routing cell's key, for writes and for paths alike: operation and kind must be
+// vocabulary names and the kind must fit the operation (spec: generation operations take a
+// content-generation kind, every other operation a provider-family kind).
+func cellDetails(operation, kind string) []Detail {
+	op, k := vocab.Operation(operation), vocab.Kind(kind)
+	var details []Detail
+	if !op.Valid() {
+		details = append(details, field("operation", "unknown operation %q; want one of %v", operation, vocab.Operations))
+	}
+	if !k.IsGeneration() && !k.IsFamily() {
+		details = append(details, field("kind", "unknown kind %q; want one of %v or %v", kind, vocab.GenerationKinds, vocab.FamilyKinds))
+	} else if op.Valid() && !vocab.KindFits(op, k) {
+		if op.IsGeneration() {
+			details = append(details, field("kind", "operation %s needs a content-generation kind %v, got %q", op, vocab.GenerationKinds, kind))
+		} else {
+			details = append(details, field("kind", "operation %s needs a provider-family kind %v, got %q", op, vocab.FamilyKinds, kind))
+		}
+	}
+	return details
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -372,4 +373,141 @@ func TestCredentialSecretIsSealedAndWriteOnly(t *testing.T) {
 	if r := b.call(t, "DELETE", fmt.Sprintf("/admin/credentials/%d", c.ID), nil); r.status != 404 {
 		t.Errorf("second delete = %d, want 404", r.status)
 	}
+}
+
+// TestDeleteRoutingRule: DELETE /admin/providers/{provider_id}/routing-rules/{operation}/{kind}
+// removes exactly that cell, bumps config_revision once (so the next snapshot, built at the new
+// revision, no longer carries the cell) and leaves every other row alone; reset restores it.
+// Refusals (unknown names, missing cells, roles) change nothing.
+func TestDeleteRoutingRule(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	pid := b.provider(t, "beta-1", "beta")
+	other := b.provider(t, "gamma-1", "gamma")
+	path := func(p int64, op, kind string) string {
+		return fmt.Sprintf("/admin/providers/%d/routing-rules/%s/%s", p, op, kind)
+	}
+	rows := b.routingRows(t, pid)
+	target := cellKey{"generate_content", "beta_messages"}
+	victim, ok := rows[target]
+	if !ok {
+		t.Fatalf("beta provider has no seeded %v cell", target)
+	}
+	otherBefore := b.routingRows(t, other)
+
+	rev := b.revision(t)
+	r := b.must(t, http.StatusNoContent, "DELETE", path(pid, target.op, target.kind), nil, nil)
+	if len(r.raw) != 0 {
+		t.Errorf("204 with a body: %q", r.raw)
+	}
+	if got := b.revision(t); got != rev+1 {
+		t.Errorf("config_revision after delete = %d, want %d", got, rev+1)
+	}
+	after := b.routingRows(t, pid)
+	if _, ok := after[target]; ok || len(after) != len(rows)-1 {
+		t.Errorf("after delete: %d rows (cell present: %v), want %d without %v", len(after), ok, len(rows)-1, target)
+	}
+	for k, row := range rows {
+		if k != target && !reflect.DeepEqual(after[k], row) {
+			t.Errorf("row %v changed: %+v, was %+v", k, after[k], row)
+		}
+	}
+	if got := b.routingRows(t, other); len(got) != len(otherBefore) {
+		t.Errorf("other provider has %d rows, had %d", len(got), len(otherBefore))
+	}
+	snap, err := store.ReadSnapshot(ctx, b.db.Pool, b.box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Version != rev+1 {
+		t.Errorf("snapshot version = %d, want the new revision %d", snap.Version, rev+1)
+	}
+	for _, rr := range snap.RoutingRules {
+		if rr.ProviderId == pid && rr.Operation == target.op && rr.Kind == target.kind {
+			t.Errorf("snapshot still carries the deleted cell: %v", rr)
+		}
+		if rr.Id == victim.ID {
+			t.Errorf("snapshot still carries routing rule %d", victim.ID)
+		}
+	}
+
+	// A viewer may not delete; a viewer token and no token are refused before anything happens.
+	var viewer struct {
+		Token string `json:"token"`
+	}
+	b.must(t, http.StatusCreated, "POST", "/admin/admin-tokens", map[string]any{"name": "audit", "role": "viewer"}, &viewer)
+	anotherCell := cellKey{"count_tokens", "beta"}
+	if _, ok := rows[anotherCell]; !ok {
+		t.Fatalf("beta provider has no seeded %v cell", anotherCell)
+	}
+	gammaCell := cellKey{"create_embedding", "gamma"} // gamma declares it, beta does not
+	if _, ok := otherBefore[gammaCell]; !ok {
+		t.Fatalf("gamma provider has no seeded %v cell", gammaCell)
+	}
+	tests := []struct {
+		name, token, path string
+		body              any
+		status            int
+		code              string
+		fields            []string
+		message           string
+	}{
+		{"already deleted", bootstrapToken, path(pid, target.op, target.kind), nil, 404, "not_found", nil,
+			fmt.Sprintf("provider %d has no routing rule for (generate_content, beta_messages)", pid)},
+		{"cell only another provider has", bootstrapToken, path(pid, gammaCell.op, gammaCell.kind), nil, 404, "not_found", nil, "has no routing rule"},
+		{"unknown provider", bootstrapToken, path(987654, anotherCell.op, anotherCell.kind), nil, 404, "not_found", nil, "provider 987654 not found"},
+		{"unknown operation", bootstrapToken, path(pid, "dance", "beta"), nil, 400, "invalid_request", []string{"operation"}, `"dance"`},
+		{"unknown kind", bootstrapToken, path(pid, "count_tokens", "delta"), nil, 400, "invalid_request", []string{"kind"}, `"delta"`},
+		{"both unknown", bootstrapToken, path(pid, "dance", "delta"), nil, 400, "invalid_request", []string{"operation", "kind"}, `"dance"`},
+		{"operation case", bootstrapToken, path(pid, "Count_Tokens", "beta"), nil, 400, "invalid_request", []string{"operation"}, `"Count_Tokens"`},
+		{"kind does not fit operation", bootstrapToken, path(pid, "generate_content", "beta"), nil, 400, "invalid_request", []string{"kind"}, `"beta"`},
+		{"provider id not a number", bootstrapToken, "/admin/providers/abc/routing-rules/count_tokens/beta", nil, 400, "invalid_request", nil, "provider_id must be a positive integer"},
+		{"provider id zero", bootstrapToken, path(0, anotherCell.op, anotherCell.kind), nil, 400, "invalid_request", nil, "provider_id must be a positive integer"},
+		{"body on delete", bootstrapToken, path(pid, anotherCell.op, anotherCell.kind), `{"x":1}`, 400, "invalid_request", nil, "no request body"},
+		{"viewer", viewer.Token, path(pid, anotherCell.op, anotherCell.kind), nil, 403, "permission_denied", nil, ""},
+		{"no token", "", path(pid, anotherCell.op, anotherCell.kind), nil, 401, "unauthenticated", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := b.state(t)
+			r := b.callAs(t, tt.token, "DELETE", tt.path, tt.body)
+			if r.status != tt.status {
+				t.Fatalf("DELETE %s = %d %s, want %d", tt.path, r.status, r.raw, tt.status)
+			}
+			e := r.apiError(t)
+			if e.Error.Code != tt.code || !strings.Contains(e.Error.Message, tt.message) {
+				t.Errorf("DELETE %s = %s, want code %s with a message containing %q", tt.path, r.raw, tt.code, tt.message)
+			}
+			for _, f := range tt.fields {
+				if !e.hasField(f, -1) {
+					t.Errorf("DELETE %s = %s: details do not name %q", tt.path, r.raw, f)
+				}
+			}
+			if len(e.Error.Details) != len(tt.fields) {
+				t.Errorf("DELETE %s = %s: %d details, want %d", tt.path, r.raw, len(e.Error.Details), len(tt.fields))
+			}
+			if b.state(t) != before {
+				t.Error("state changed by a refused delete")
+			}
+		})
+	}
+	if _, ok := b.routingRows(t, other)[gammaCell]; !ok {
+		t.Error("the other provider's cell went away")
+	}
+
+	// An operator row (not a declared default) is deleted the same way; reset does not bring it back
+	// but restores the deleted default cell exactly.
+	b.must(t, http.StatusOK, "PUT", fmt.Sprintf("/admin/providers/%d/routing-rules", pid), map[string]any{"rules": []any{
+		map[string]any{"operation": "rerank", "kind": "alpha", "implementation": "local"}}}, nil)
+	b.must(t, http.StatusNoContent, "DELETE", path(pid, "rerank", "alpha"), nil, nil)
+	b.must(t, http.StatusOK, "POST", fmt.Sprintf("/admin/providers/%d/routing-rules/reset", pid), nil, nil)
+	restored := b.routingRows(t, pid)
+	if _, ok := restored[cellKey{"rerank", "alpha"}]; ok {
+		t.Error("reset brought back an operator row")
+	}
+	if len(restored) != len(rows) {
+		t.Errorf("after reset %d rows, want %d", len(restored), len(rows))
+	}
+	assertDefaults(t, vocab.ChannelBeta, restored)
 }

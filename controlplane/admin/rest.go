@@ -186,6 +186,16 @@ func RegisterHTTP(mux *http.ServeMux, s *Service) {
 		out, err := s.ResetRoutingRules(r.Context(), id)
 		return http.StatusOK, Page[store.RoutingRule]{Items: nonNil(out)}, err
 	})
+	h("DELETE /admin/providers/{provider_id}/routing-rules/{operation}/{kind}", write, func(r *http.Request) (int, any, error) {
+		id, err := pathID(r, "provider_id")
+		if err != nil {
+			return 0, nil, err
+		}
+		if err := emptyBody(r); err != nil {
+			return 0, nil, err
+		}
+		return http.StatusNoContent, nil, s.DeleteRoutingRule(r.Context(), id, r.PathValue("operation"), r.PathValue("kind"))
+	})
 
 	// Routes.
 	h("GET /admin/routes", read, func(r *http.Request) (int, any, error) {
@@ -203,6 +213,14 @@ func RegisterHTTP(mux *http.ServeMux, s *Service) {
 		}
 		out, err := s.CreateRoute(r.Context(), in)
 		return http.StatusCreated, out, err
+	})
+	h("GET /admin/routes/{id}", read, func(r *http.Request) (int, any, error) {
+		id, err := pathID(r, "id")
+		if err != nil {
+			return 0, nil, err
+		}
+		out, err := s.GetRoute(r.Context(), id)
+		return http.StatusOK, out, err
 	})
 	h("PUT /admin/routes/{id}", write, func(r *http.Request) (int, any, error) {
 		id, err := pathID(r, "id")

@@ -102,6 +102,22 @@ func (s *Service) ListRoutes(ctx context.Context, limit int, cursor string) (Pag
 	return page(rs, limit, func(r store.Route) int64 { return r.ID }), nil
 }
 
+// GetRoute reads one route with its aliases and members, in the shape ListRoutes answers. The route
+// and its children are read in one repeatable-read snapshot, so a concurrent update is seen whole
+// or not at all.
+func (s *Service) GetRoute(ctx context.Context, id int64) (store.Route, error) {
+	if err := checkID(id, "id"); err != nil {
+		return store.Route{}, err
+	}
+	var out store.Route
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		out, err = store.GetRoute(ctx, tx, id)
+		return err
+	})
+	return out, storeError(err, fmt.Sprintf("route %d", id))
+}
+
 // CreateRoute creates a route with its aliases and members in one transaction.
 func (s *Service) CreateRoute(ctx context.Context, in RouteInput) (store.Route, error) {
 	if in.ID != 0 {

@@ -3,9 +3,11 @@ package admin_test
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -302,5 +304,105 @@ func TestUsagesListFiltersAndPages(t *testing.T) {
 		if r := b.call(t, "GET", "/admin/usages?"+q, nil); r.status != 400 {
 			t.Errorf("usages?%s = %d, want 400", q, r.status)
 		}
+	}
+}
+
+// TestGetRoute: GET /admin/routes/{id} answers exactly the JSON a route has in the list and in the
+// create/update answers; unknown ids are 404 not_found, bad ids 400; a viewer may read.
+func TestGetRoute(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	pid := b.provider(t, "alpha-1", "alpha")
+	other := b.provider(t, "beta-1", "beta")
+	created := b.must(t, http.StatusCreated, "POST", "/admin/routes", map[string]any{"name": "smart", "strategy": "weighted",
+		"aliases": []string{"smart-latest", "a-smart"}, "members": []any{
+			map[string]any{"provider_id": pid, "upstream_model_id": "m1", "priority": 1, "weight": 3},
+			map[string]any{"provider_id": other, "upstream_model_id": "m2", "enabled": false}}}, nil)
+	var route store.Route
+	created.json(t, &route)
+	bare := b.must(t, http.StatusCreated, "POST", "/admin/routes", map[string]any{"name": "bare", "enabled": false}, nil)
+	var bareRoute store.Route
+	bare.json(t, &bareRoute)
+
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	b.must(t, http.StatusOK, "GET", "/admin/routes", nil, &list)
+	if len(list.Items) != 2 {
+		t.Fatalf("list = %d routes, want 2", len(list.Items))
+	}
+	rev := b.revision(t)
+	for i, want := range []response{created, bare} {
+		id := []int64{route.ID, bareRoute.ID}[i]
+		got := b.must(t, http.StatusOK, "GET", fmt.Sprintf("/admin/routes/%d", id), nil, nil)
+		if string(got.raw) != string(want.raw) {
+			t.Errorf("GET route %d = %s, want the create answer %s", id, got.raw, want.raw)
+		}
+		if strings.TrimSpace(string(got.raw)) != string(list.Items[i]) {
+			t.Errorf("GET route %d = %s, want the list item %s", id, got.raw, list.Items[i])
+		}
+	}
+	if got := string(b.must(t, http.StatusOK, "GET", fmt.Sprintf("/admin/routes/%d", bareRoute.ID), nil, nil).raw); !strings.Contains(got, `"aliases":[]`) ||
+		!strings.Contains(got, `"members":[]`) || !strings.Contains(got, `"enabled":false`) {
+		t.Errorf("route without children = %s, want empty arrays and enabled false", got)
+	}
+	var got store.Route
+	b.must(t, http.StatusOK, "GET", fmt.Sprintf("/admin/routes/%d", route.ID), nil, &got)
+	if got.Name != "smart" || got.Strategy != "weighted" || !got.Enabled || len(got.Aliases) != 2 || got.Aliases[0] != "a-smart" ||
+		len(got.Members) != 2 || got.Members[0] != (store.RouteMember{ProviderID: pid, UpstreamModelID: "m1", Priority: 1, Weight: 3, Enabled: true}) ||
+		got.Members[1] != (store.RouteMember{ProviderID: other, UpstreamModelID: "m2", Weight: 1}) {
+		t.Errorf("GET route = %+v", got)
+	}
+
+	// After an update GET answers what PUT answered.
+	updated := b.must(t, http.StatusOK, "PUT", fmt.Sprintf("/admin/routes/%d", route.ID), map[string]any{"name": "smart-2",
+		"aliases": []string{"s2"}, "members": []any{map[string]any{"provider_id": other, "upstream_model_id": "m3", "priority": 2}}}, nil)
+	if r := b.must(t, http.StatusOK, "GET", fmt.Sprintf("/admin/routes/%d", route.ID), nil, nil); string(r.raw) != string(updated.raw) {
+		t.Errorf("GET after PUT = %s, want %s", r.raw, updated.raw)
+	}
+	rev = b.revision(t)
+
+	// A viewer may read; reads change nothing.
+	var viewer struct {
+		Token string `json:"token"`
+	}
+	b.must(t, http.StatusCreated, "POST", "/admin/admin-tokens", map[string]any{"name": "audit", "role": "viewer"}, &viewer)
+	if r := b.callAs(t, viewer.Token, "GET", fmt.Sprintf("/admin/routes/%d", route.ID), nil); r.status != http.StatusOK || string(r.raw) != string(updated.raw) {
+		t.Errorf("viewer GET = %d %s, want 200 %s", r.status, r.raw, updated.raw)
+	}
+	if b.revision(t) != rev {
+		t.Error("GET bumped the revision")
+	}
+
+	before := b.state(t)
+	for _, tt := range []struct {
+		name, token, path string
+		status            int
+		code, message     string
+	}{
+		{"unknown id", bootstrapToken, "/admin/routes/987654", 404, "not_found", "route 987654 not found"},
+		{"id not a number", bootstrapToken, "/admin/routes/abc", 400, "invalid_request", `id must be a positive integer, got "abc"`},
+		{"id zero", bootstrapToken, "/admin/routes/0", 400, "invalid_request", `id must be a positive integer, got "0"`},
+		{"id negative", bootstrapToken, "/admin/routes/-3", 400, "invalid_request", `id must be a positive integer, got "-3"`},
+		{"id beyond int64", bootstrapToken, "/admin/routes/9223372036854775808", 400, "invalid_request", "id must be a positive integer"},
+		{"no token", "", fmt.Sprintf("/admin/routes/%d", route.ID), 401, "unauthenticated", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := b.callAs(t, tt.token, "GET", tt.path, nil)
+			if r.status != tt.status {
+				t.Fatalf("GET %s = %d %s, want %d", tt.path, r.status, r.raw, tt.status)
+			}
+			e := r.apiError(t)
+			if e.Error.Code != tt.code || !strings.Contains(e.Error.Message, tt.message) || e.Error.Details == nil {
+				t.Errorf("GET %s = %s, want code %s, message containing %q and a details array", tt.path, r.raw, tt.code, tt.message)
+			}
+		})
+	}
+	if b.state(t) != before {
+		t.Error("refused GETs changed state")
+	}
+	b.must(t, http.StatusNoContent, "DELETE", fmt.Sprintf("/admin/routes/%d", bareRoute.ID), nil, nil)
+	if r := b.call(t, "GET", fmt.Sprintf("/admin/routes/%d", bareRoute.ID), nil); r.status != http.StatusNotFound || r.apiError(t).Error.Code != "not_found" {
+		t.Errorf("GET deleted route = %d %s, want 404 not_found", r.status, r.raw)
 	}
 }

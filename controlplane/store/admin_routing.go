@@ -79,6 +79,20 @@ func UpdateRoutingRule(ctx context.Context, db DBTX, r RoutingRule) (RoutingRule
 	return out, nil
 }
 
+// DeleteRoutingRule deletes provider providerID's (operation, kind) cell; ErrNotFound when the
+// provider has no such row.
+func DeleteRoutingRule(ctx context.Context, db DBTX, providerID int64, operation, kind string) error {
+	tag, err := db.Exec(ctx, `DELETE FROM routing_rules WHERE provider_id = $1 AND operation = $2 AND kind = $3`,
+		providerID, operation, kind)
+	if err != nil {
+		return fmt.Errorf("delete routing rule %s/%s of provider %d: %w", operation, kind, providerID, interpretError(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("delete routing rule %s/%s of provider %d: %w", operation, kind, providerID, ErrNotFound)
+	}
+	return nil
+}
+
 func adminCollectOne[T any](items []T, err error) (T, error) {
 	var zero T
 	if err != nil {

@@ -23,9 +23,9 @@ const spillPause = time.Second
 // holds. It is bounded (a full spill refuses, and the record is lost, logged); it is safe for concurrent
 // use. Share one Spill between a Recorder (SpillTo) and a Forwarder (ForwarderOptions.Spill).
 type Spill struct {
-	mu         sync.Mutex
-	entries    []entry // records waiting for the control plane
-	owed       []owed  // delivered records whose holds Redis has not refunded yet
+	mu       sync.Mutex
+	entries  []entry // records waiting for the control plane
+	owed     []owed  // delivered records whose holds Redis has not refunded yet
 	capacity int
 	// pauseUntil (unix nanoseconds) ends the pause after a failed append; read on every Record, so atomic.
 	pauseUntil atomic.Int64

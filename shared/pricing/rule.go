@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ericlagergren/decimal"
@@ -154,8 +155,8 @@ func (e *ValidationError) add(field string, tier int, format string, args ...any
 // ParseRule validates in and builds a Rule. On failure it returns a *ValidationError listing
 // every problem: a missing or malformed decimal in any price or tier field, a negative price or
 // multiplier, an unknown match_type, an empty model_match, a negative provider_id, malformed
-// pricing_tiers_json, an unknown tier field, and a tier entry that has neither
-// min_prompt_tokens nor service_tier.
+// pricing_tiers_json, an unknown tier field, a min_prompt_tokens that is not an integer from 0 to
+// MaxMinPromptTokens, and a tier entry that has neither min_prompt_tokens nor service_tier.
 func ParseRule(in RuleInput) (*Rule, error) {
 	verr := &ValidationError{RuleID: in.ID}
 	r := &Rule{ID: in.ID, Enabled: in.Enabled, ModelMatch: in.ModelMatch}
@@ -314,21 +315,32 @@ func decimalText(verr *ValidationError, field string, i int, v json.RawMessage) 
 	return "", false
 }
 
-// parseTokenThreshold accepts a non-negative JSON integer (or an integer in a string).
+// MaxMinPromptTokens is the largest min_prompt_tokens a tier entry may have: 15 digits, like the
+// integer part of a price (the bound validation has always applied). It is far above any context
+// window and below 2^53, so a threshold stays exact wherever JSON numbers are doubles (the console,
+// JavaScript clients).
+const MaxMinPromptTokens int64 = 999_999_999_999_999
+
+// parseTokenThreshold accepts an integer from 0 to MaxMinPromptTokens, written as a JSON number or
+// as an integer in a JSON string (digits with an optional leading '-'). Every refusal names the
+// field and the allowed range.
 func parseTokenThreshold(v json.RawMessage) (int64, error) {
 	s := string(bytes.TrimSpace(v))
 	if len(s) >= 2 && s[0] == '"' {
 		if err := json.Unmarshal(v, &s); err != nil {
-			return 0, fmt.Errorf("must be an integer")
+			return 0, fmt.Errorf("min_prompt_tokens must be an integer between 0 and %d, got a malformed string", MaxMinPromptTokens)
 		}
 	}
-	d, err := ParseDecimal(s)
-	if err != nil || d.Scale() != 0 {
-		return 0, fmt.Errorf("must be a non-negative integer, got %s", truncate(s))
+	digits, negative := strings.CutPrefix(s, "-")
+	if !allDigits(digits) {
+		return 0, fmt.Errorf("min_prompt_tokens must be an integer between 0 and %d, got %s", MaxMinPromptTokens, truncate(s))
 	}
-	n, ok := d.Int64()
-	if !ok || n < 0 {
-		return 0, fmt.Errorf("must be a non-negative integer, got %s", truncate(s))
+	if negative && strings.TrimLeft(digits, "0") != "" {
+		return 0, fmt.Errorf("min_prompt_tokens is negative: must be an integer between 0 and %d, got %s", MaxMinPromptTokens, truncate(s))
+	}
+	n, err := strconv.ParseInt(digits, 10, 64) // only digits: the one possible error is a value beyond int64
+	if err != nil || n > MaxMinPromptTokens {
+		return 0, fmt.Errorf("min_prompt_tokens is too large: must be an integer between 0 and %d, got %s", MaxMinPromptTokens, truncate(s))
 	}
 	return n, nil
 }

@@ -272,3 +272,61 @@ func TestRuleInputRoundTrip(t *testing.T) {
 		t.Errorf("global Input() = %+v", global)
 	}
 }
+
+// TestParseRuleTierThresholdRange: min_prompt_tokens accepts 0..999999999999999; anything outside
+// (too large for the bound, for int64, negative) or not an integer is refused with a message that
+// names the field, states the allowed range and echoes the value.
+func TestParseRuleTierThresholdRange(t *testing.T) {
+	t.Parallel()
+	const rangeText = "an integer between 0 and 999999999999999"
+	if MaxMinPromptTokens != 999999999999999 || MaxMinPromptTokens >= 1<<53 {
+		t.Fatalf("MaxMinPromptTokens = %d, want 999999999999999 (below 2^53, exact as a JSON double)", MaxMinPromptTokens)
+	}
+	for _, ok := range []struct {
+		raw  string
+		want int64
+	}{{`0`, 0}, {`1`, 1}, {`999999999999999`, 999999999999999}, {`"999999999999999"`, 999999999999999}, {`"007"`, 7}, {`-0`, 0}} {
+		in := validInput()
+		in.PricingTiersJSON = json.RawMessage(`[{"min_prompt_tokens":` + ok.raw + `}]`)
+		r, err := ParseRule(in)
+		if err != nil || r.Tiers[0].MinPromptTokens != ok.want {
+			t.Errorf("min_prompt_tokens %s: ParseRule = %v; want threshold %d", ok.raw, err, ok.want)
+		}
+	}
+	tests := []struct {
+		raw  string
+		want []string // substrings of the problem's message
+	}{
+		{`1000000000000000`, []string{"min_prompt_tokens", "too large", rangeText, "got 1000000000000000"}},
+		{`"1000000000000000"`, []string{"min_prompt_tokens", "too large", rangeText, "got 1000000000000000"}},
+		{`9223372036854775807`, []string{"min_prompt_tokens", "too large", rangeText, "got 9223372036854775807"}},
+		{`9223372036854775808`, []string{"min_prompt_tokens", "too large", rangeText, "got 9223372036854775808"}},
+		{`123456789012345678901234567890`, []string{"min_prompt_tokens", "too large", rangeText, "got 1234567890"}},
+		{`-1`, []string{"min_prompt_tokens", "negative", rangeText, "got -1"}},
+		{`-99999999999999999999`, []string{"min_prompt_tokens", "negative", rangeText, "got -9999"}},
+		{`1.5`, []string{"min_prompt_tokens", "integer", rangeText, "got 1.5"}},
+		{`1e3`, []string{"min_prompt_tokens", "integer", rangeText, "got 1e3"}},
+		{`"+5"`, []string{"min_prompt_tokens", "integer", rangeText, "got +5"}},
+		{`"x"`, []string{"min_prompt_tokens", "integer", rangeText, "got x"}},
+		{`true`, []string{"min_prompt_tokens", "integer", rangeText, "got true"}},
+	}
+	for _, tt := range tests {
+		in := validInput()
+		in.PricingTiersJSON = json.RawMessage(`[{"multiplier":"2","min_prompt_tokens":` + tt.raw + `}]`)
+		_, err := ParseRule(in)
+		var verr *ValidationError
+		if !errors.As(err, &verr) || len(verr.Problems) != 1 {
+			t.Errorf("min_prompt_tokens %s: ParseRule = %v; want one problem", tt.raw, err)
+			continue
+		}
+		p := verr.Problems[0]
+		if p.Field != "min_prompt_tokens" || p.TierIndex != 0 {
+			t.Errorf("min_prompt_tokens %s: problem at %s[%d], want min_prompt_tokens[0]", tt.raw, p.Field, p.TierIndex)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(p.Message, w) {
+				t.Errorf("min_prompt_tokens %s: message %q does not contain %q", tt.raw, p.Message, w)
+			}
+		}
+	}
+}

@@ -1612,6 +1612,103 @@ func (x *ResetRoutingRulesResponse) GetItems() []*v1.RoutingRule {
 	return nil
 }
 
+// DeleteRoutingRuleRequest names a cell by vocabulary names, e.g. "generate_content" and "beta_messages".
+type DeleteRoutingRuleRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProviderId    int64                  `protobuf:"varint,1,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
+	Operation     string                 `protobuf:"bytes,2,opt,name=operation,proto3" json:"operation,omitempty"`
+	Kind          string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteRoutingRuleRequest) Reset() {
+	*x = DeleteRoutingRuleRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteRoutingRuleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteRoutingRuleRequest) ProtoMessage() {}
+
+func (x *DeleteRoutingRuleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteRoutingRuleRequest.ProtoReflect.Descriptor instead.
+func (*DeleteRoutingRuleRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *DeleteRoutingRuleRequest) GetProviderId() int64 {
+	if x != nil {
+		return x.ProviderId
+	}
+	return 0
+}
+
+func (x *DeleteRoutingRuleRequest) GetOperation() string {
+	if x != nil {
+		return x.Operation
+	}
+	return ""
+}
+
+func (x *DeleteRoutingRuleRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+type DeleteRoutingRuleResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteRoutingRuleResponse) Reset() {
+	*x = DeleteRoutingRuleResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteRoutingRuleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteRoutingRuleResponse) ProtoMessage() {}
+
+func (x *DeleteRoutingRuleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteRoutingRuleResponse.ProtoReflect.Descriptor instead.
+func (*DeleteRoutingRuleResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{34}
+}
+
 type ListRoutesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Limit         int32                  `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
@@ -1622,7 +1719,7 @@ type ListRoutesRequest struct {
 
 func (x *ListRoutesRequest) Reset() {
 	*x = ListRoutesRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[33]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1634,7 +1731,7 @@ func (x *ListRoutesRequest) String() string {
 func (*ListRoutesRequest) ProtoMessage() {}
 
 func (x *ListRoutesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[33]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1647,7 +1744,7 @@ func (x *ListRoutesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRoutesRequest.ProtoReflect.Descriptor instead.
 func (*ListRoutesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{33}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListRoutesRequest) GetLimit() int32 {
@@ -1674,7 +1771,7 @@ type ListRoutesResponse struct {
 
 func (x *ListRoutesResponse) Reset() {
 	*x = ListRoutesResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[34]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1686,7 +1783,7 @@ func (x *ListRoutesResponse) String() string {
 func (*ListRoutesResponse) ProtoMessage() {}
 
 func (x *ListRoutesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[34]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1699,7 +1796,7 @@ func (x *ListRoutesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRoutesResponse.ProtoReflect.Descriptor instead.
 func (*ListRoutesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{34}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListRoutesResponse) GetItems() []*v1.Route {
@@ -1716,6 +1813,94 @@ func (x *ListRoutesResponse) GetNextCursor() string {
 	return ""
 }
 
+type GetRouteRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRouteRequest) Reset() {
+	*x = GetRouteRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRouteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRouteRequest) ProtoMessage() {}
+
+func (x *GetRouteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRouteRequest.ProtoReflect.Descriptor instead.
+func (*GetRouteRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *GetRouteRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type GetRouteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Route         *v1.Route              `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRouteResponse) Reset() {
+	*x = GetRouteResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRouteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRouteResponse) ProtoMessage() {}
+
+func (x *GetRouteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRouteResponse.ProtoReflect.Descriptor instead.
+func (*GetRouteResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *GetRouteResponse) GetRoute() *v1.Route {
+	if x != nil {
+		return x.Route
+	}
+	return nil
+}
+
 type CreateRouteRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Route         *v1.Route              `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
@@ -1725,7 +1910,7 @@ type CreateRouteRequest struct {
 
 func (x *CreateRouteRequest) Reset() {
 	*x = CreateRouteRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[35]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1737,7 +1922,7 @@ func (x *CreateRouteRequest) String() string {
 func (*CreateRouteRequest) ProtoMessage() {}
 
 func (x *CreateRouteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[35]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1750,7 +1935,7 @@ func (x *CreateRouteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRouteRequest.ProtoReflect.Descriptor instead.
 func (*CreateRouteRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{35}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CreateRouteRequest) GetRoute() *v1.Route {
@@ -1769,7 +1954,7 @@ type CreateRouteResponse struct {
 
 func (x *CreateRouteResponse) Reset() {
 	*x = CreateRouteResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[36]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1781,7 +1966,7 @@ func (x *CreateRouteResponse) String() string {
 func (*CreateRouteResponse) ProtoMessage() {}
 
 func (x *CreateRouteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[36]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1794,7 +1979,7 @@ func (x *CreateRouteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRouteResponse.ProtoReflect.Descriptor instead.
 func (*CreateRouteResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{36}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CreateRouteResponse) GetRoute() *v1.Route {
@@ -1813,7 +1998,7 @@ type UpdateRouteRequest struct {
 
 func (x *UpdateRouteRequest) Reset() {
 	*x = UpdateRouteRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[37]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1825,7 +2010,7 @@ func (x *UpdateRouteRequest) String() string {
 func (*UpdateRouteRequest) ProtoMessage() {}
 
 func (x *UpdateRouteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[37]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1838,7 +2023,7 @@ func (x *UpdateRouteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateRouteRequest.ProtoReflect.Descriptor instead.
 func (*UpdateRouteRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{37}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *UpdateRouteRequest) GetRoute() *v1.Route {
@@ -1857,7 +2042,7 @@ type UpdateRouteResponse struct {
 
 func (x *UpdateRouteResponse) Reset() {
 	*x = UpdateRouteResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[38]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1869,7 +2054,7 @@ func (x *UpdateRouteResponse) String() string {
 func (*UpdateRouteResponse) ProtoMessage() {}
 
 func (x *UpdateRouteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[38]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1882,7 +2067,7 @@ func (x *UpdateRouteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateRouteResponse.ProtoReflect.Descriptor instead.
 func (*UpdateRouteResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{38}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *UpdateRouteResponse) GetRoute() *v1.Route {
@@ -1901,7 +2086,7 @@ type DeleteRouteRequest struct {
 
 func (x *DeleteRouteRequest) Reset() {
 	*x = DeleteRouteRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[39]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1913,7 +2098,7 @@ func (x *DeleteRouteRequest) String() string {
 func (*DeleteRouteRequest) ProtoMessage() {}
 
 func (x *DeleteRouteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[39]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1926,7 +2111,7 @@ func (x *DeleteRouteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRouteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRouteRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{39}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *DeleteRouteRequest) GetId() int64 {
@@ -1944,7 +2129,7 @@ type DeleteRouteResponse struct {
 
 func (x *DeleteRouteResponse) Reset() {
 	*x = DeleteRouteResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[40]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1956,7 +2141,7 @@ func (x *DeleteRouteResponse) String() string {
 func (*DeleteRouteResponse) ProtoMessage() {}
 
 func (x *DeleteRouteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[40]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1969,7 +2154,7 @@ func (x *DeleteRouteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRouteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteRouteResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{40}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{44}
 }
 
 type CreateOrgRequest struct {
@@ -1981,7 +2166,7 @@ type CreateOrgRequest struct {
 
 func (x *CreateOrgRequest) Reset() {
 	*x = CreateOrgRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[41]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1993,7 +2178,7 @@ func (x *CreateOrgRequest) String() string {
 func (*CreateOrgRequest) ProtoMessage() {}
 
 func (x *CreateOrgRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[41]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2006,7 +2191,7 @@ func (x *CreateOrgRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrgRequest.ProtoReflect.Descriptor instead.
 func (*CreateOrgRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{41}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CreateOrgRequest) GetOrg() *v1.Org {
@@ -2025,7 +2210,7 @@ type CreateOrgResponse struct {
 
 func (x *CreateOrgResponse) Reset() {
 	*x = CreateOrgResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[42]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2037,7 +2222,7 @@ func (x *CreateOrgResponse) String() string {
 func (*CreateOrgResponse) ProtoMessage() {}
 
 func (x *CreateOrgResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[42]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2050,7 +2235,7 @@ func (x *CreateOrgResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrgResponse.ProtoReflect.Descriptor instead.
 func (*CreateOrgResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{42}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CreateOrgResponse) GetOrg() *v1.Org {
@@ -2069,7 +2254,7 @@ type CreateTeamRequest struct {
 
 func (x *CreateTeamRequest) Reset() {
 	*x = CreateTeamRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[43]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2081,7 +2266,7 @@ func (x *CreateTeamRequest) String() string {
 func (*CreateTeamRequest) ProtoMessage() {}
 
 func (x *CreateTeamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[43]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2094,7 +2279,7 @@ func (x *CreateTeamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTeamRequest.ProtoReflect.Descriptor instead.
 func (*CreateTeamRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{43}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CreateTeamRequest) GetTeam() *v1.Team {
@@ -2113,7 +2298,7 @@ type CreateTeamResponse struct {
 
 func (x *CreateTeamResponse) Reset() {
 	*x = CreateTeamResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[44]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2125,7 +2310,7 @@ func (x *CreateTeamResponse) String() string {
 func (*CreateTeamResponse) ProtoMessage() {}
 
 func (x *CreateTeamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[44]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2138,7 +2323,7 @@ func (x *CreateTeamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTeamResponse.ProtoReflect.Descriptor instead.
 func (*CreateTeamResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{44}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *CreateTeamResponse) GetTeam() *v1.Team {
@@ -2157,7 +2342,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[45]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2169,7 +2354,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[45]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2182,7 +2367,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{45}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *CreateUserRequest) GetUser() *v1.User {
@@ -2201,7 +2386,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[46]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2213,7 +2398,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[46]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2226,7 +2411,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{46}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *CreateUserResponse) GetUser() *v1.User {
@@ -2251,7 +2436,7 @@ type CreateApiKeyRequest struct {
 
 func (x *CreateApiKeyRequest) Reset() {
 	*x = CreateApiKeyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[47]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2263,7 +2448,7 @@ func (x *CreateApiKeyRequest) String() string {
 func (*CreateApiKeyRequest) ProtoMessage() {}
 
 func (x *CreateApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[47]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2276,7 +2461,7 @@ func (x *CreateApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{47}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *CreateApiKeyRequest) GetUserId() int64 {
@@ -2340,7 +2525,7 @@ type CreateApiKeyResponse struct {
 
 func (x *CreateApiKeyResponse) Reset() {
 	*x = CreateApiKeyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[48]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2352,7 +2537,7 @@ func (x *CreateApiKeyResponse) String() string {
 func (*CreateApiKeyResponse) ProtoMessage() {}
 
 func (x *CreateApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[48]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2365,7 +2550,7 @@ func (x *CreateApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{48}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *CreateApiKeyResponse) GetApiKey() *v1.ApiKey {
@@ -2392,7 +2577,7 @@ type GetQuotaRequest struct {
 
 func (x *GetQuotaRequest) Reset() {
 	*x = GetQuotaRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[49]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2404,7 +2589,7 @@ func (x *GetQuotaRequest) String() string {
 func (*GetQuotaRequest) ProtoMessage() {}
 
 func (x *GetQuotaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[49]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2417,7 +2602,7 @@ func (x *GetQuotaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaRequest.ProtoReflect.Descriptor instead.
 func (*GetQuotaRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{49}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetQuotaRequest) GetScope() string {
@@ -2443,7 +2628,7 @@ type GetQuotaResponse struct {
 
 func (x *GetQuotaResponse) Reset() {
 	*x = GetQuotaResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[50]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2455,7 +2640,7 @@ func (x *GetQuotaResponse) String() string {
 func (*GetQuotaResponse) ProtoMessage() {}
 
 func (x *GetQuotaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[50]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2468,7 +2653,7 @@ func (x *GetQuotaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaResponse.ProtoReflect.Descriptor instead.
 func (*GetQuotaResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{50}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *GetQuotaResponse) GetQuota() *v1.Quota {
@@ -2490,7 +2675,7 @@ type SetQuotaRequest struct {
 
 func (x *SetQuotaRequest) Reset() {
 	*x = SetQuotaRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[51]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2502,7 +2687,7 @@ func (x *SetQuotaRequest) String() string {
 func (*SetQuotaRequest) ProtoMessage() {}
 
 func (x *SetQuotaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[51]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2515,7 +2700,7 @@ func (x *SetQuotaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuotaRequest.ProtoReflect.Descriptor instead.
 func (*SetQuotaRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{51}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SetQuotaRequest) GetScope() string {
@@ -2548,7 +2733,7 @@ type SetQuotaResponse struct {
 
 func (x *SetQuotaResponse) Reset() {
 	*x = SetQuotaResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[52]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2560,7 +2745,7 @@ func (x *SetQuotaResponse) String() string {
 func (*SetQuotaResponse) ProtoMessage() {}
 
 func (x *SetQuotaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[52]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2573,7 +2758,7 @@ func (x *SetQuotaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuotaResponse.ProtoReflect.Descriptor instead.
 func (*SetQuotaResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{52}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SetQuotaResponse) GetQuota() *v1.Quota {
@@ -2602,7 +2787,7 @@ type ListUsagesRequest struct {
 
 func (x *ListUsagesRequest) Reset() {
 	*x = ListUsagesRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[53]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2614,7 +2799,7 @@ func (x *ListUsagesRequest) String() string {
 func (*ListUsagesRequest) ProtoMessage() {}
 
 func (x *ListUsagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[53]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2627,7 +2812,7 @@ func (x *ListUsagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsagesRequest.ProtoReflect.Descriptor instead.
 func (*ListUsagesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{53}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListUsagesRequest) GetLimit() int32 {
@@ -2718,7 +2903,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[54]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2730,7 +2915,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[54]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2743,7 +2928,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{54}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Usage) GetId() int64 {
@@ -2770,7 +2955,7 @@ type ListUsagesResponse struct {
 
 func (x *ListUsagesResponse) Reset() {
 	*x = ListUsagesResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[55]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2782,7 +2967,7 @@ func (x *ListUsagesResponse) String() string {
 func (*ListUsagesResponse) ProtoMessage() {}
 
 func (x *ListUsagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[55]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2795,7 +2980,7 @@ func (x *ListUsagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsagesResponse.ProtoReflect.Descriptor instead.
 func (*ListUsagesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{55}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListUsagesResponse) GetItems() []*Usage {
@@ -2820,7 +3005,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[56]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2832,7 +3017,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[56]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2845,7 +3030,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{56}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{60}
 }
 
 type ExportResponse struct {
@@ -2858,7 +3043,7 @@ type ExportResponse struct {
 
 func (x *ExportResponse) Reset() {
 	*x = ExportResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[57]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2870,7 +3055,7 @@ func (x *ExportResponse) String() string {
 func (*ExportResponse) ProtoMessage() {}
 
 func (x *ExportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[57]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2883,7 +3068,7 @@ func (x *ExportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportResponse.ProtoReflect.Descriptor instead.
 func (*ExportResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{57}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ExportResponse) GetPriceRules() []*v1.PriceRule {
@@ -2910,7 +3095,7 @@ type ImportRequest struct {
 
 func (x *ImportRequest) Reset() {
 	*x = ImportRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[58]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2922,7 +3107,7 @@ func (x *ImportRequest) String() string {
 func (*ImportRequest) ProtoMessage() {}
 
 func (x *ImportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[58]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2935,7 +3120,7 @@ func (x *ImportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRequest.ProtoReflect.Descriptor instead.
 func (*ImportRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{58}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ImportRequest) GetPriceRules() []*v1.PriceRule {
@@ -2962,7 +3147,7 @@ type ImportResponse struct {
 
 func (x *ImportResponse) Reset() {
 	*x = ImportResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[59]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2974,7 +3159,7 @@ func (x *ImportResponse) String() string {
 func (*ImportResponse) ProtoMessage() {}
 
 func (x *ImportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[59]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2987,7 +3172,7 @@ func (x *ImportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResponse.ProtoReflect.Descriptor instead.
 func (*ImportResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{59}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ImportResponse) GetPriceRules() int32 {
@@ -3018,7 +3203,7 @@ type AdminToken struct {
 
 func (x *AdminToken) Reset() {
 	*x = AdminToken{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[60]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3030,7 +3215,7 @@ func (x *AdminToken) String() string {
 func (*AdminToken) ProtoMessage() {}
 
 func (x *AdminToken) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[60]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3043,7 +3228,7 @@ func (x *AdminToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdminToken.ProtoReflect.Descriptor instead.
 func (*AdminToken) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{60}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *AdminToken) GetId() int64 {
@@ -3084,7 +3269,7 @@ type CreateAdminTokenRequest struct {
 
 func (x *CreateAdminTokenRequest) Reset() {
 	*x = CreateAdminTokenRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[61]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3096,7 +3281,7 @@ func (x *CreateAdminTokenRequest) String() string {
 func (*CreateAdminTokenRequest) ProtoMessage() {}
 
 func (x *CreateAdminTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[61]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3109,7 +3294,7 @@ func (x *CreateAdminTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAdminTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateAdminTokenRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{61}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *CreateAdminTokenRequest) GetName() string {
@@ -3136,7 +3321,7 @@ type CreateAdminTokenResponse struct {
 
 func (x *CreateAdminTokenResponse) Reset() {
 	*x = CreateAdminTokenResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[62]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3148,7 +3333,7 @@ func (x *CreateAdminTokenResponse) String() string {
 func (*CreateAdminTokenResponse) ProtoMessage() {}
 
 func (x *CreateAdminTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[62]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3161,7 +3346,7 @@ func (x *CreateAdminTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAdminTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateAdminTokenResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{62}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *CreateAdminTokenResponse) GetAdminToken() *AdminToken {
@@ -3186,7 +3371,7 @@ type ListAdminTokensRequest struct {
 
 func (x *ListAdminTokensRequest) Reset() {
 	*x = ListAdminTokensRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[63]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3198,7 +3383,7 @@ func (x *ListAdminTokensRequest) String() string {
 func (*ListAdminTokensRequest) ProtoMessage() {}
 
 func (x *ListAdminTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[63]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3211,7 +3396,7 @@ func (x *ListAdminTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAdminTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListAdminTokensRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{63}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{67}
 }
 
 type ListAdminTokensResponse struct {
@@ -3223,7 +3408,7 @@ type ListAdminTokensResponse struct {
 
 func (x *ListAdminTokensResponse) Reset() {
 	*x = ListAdminTokensResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[64]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3235,7 +3420,7 @@ func (x *ListAdminTokensResponse) String() string {
 func (*ListAdminTokensResponse) ProtoMessage() {}
 
 func (x *ListAdminTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[64]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3248,7 +3433,7 @@ func (x *ListAdminTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAdminTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListAdminTokensResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{64}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ListAdminTokensResponse) GetItems() []*AdminToken {
@@ -3267,7 +3452,7 @@ type DeleteAdminTokenRequest struct {
 
 func (x *DeleteAdminTokenRequest) Reset() {
 	*x = DeleteAdminTokenRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[65]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3279,7 +3464,7 @@ func (x *DeleteAdminTokenRequest) String() string {
 func (*DeleteAdminTokenRequest) ProtoMessage() {}
 
 func (x *DeleteAdminTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[65]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3292,7 +3477,7 @@ func (x *DeleteAdminTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAdminTokenRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAdminTokenRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{65}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *DeleteAdminTokenRequest) GetId() int64 {
@@ -3310,7 +3495,7 @@ type DeleteAdminTokenResponse struct {
 
 func (x *DeleteAdminTokenResponse) Reset() {
 	*x = DeleteAdminTokenResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[66]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3322,7 +3507,7 @@ func (x *DeleteAdminTokenResponse) String() string {
 func (*DeleteAdminTokenResponse) ProtoMessage() {}
 
 func (x *DeleteAdminTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[66]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3335,7 +3520,7 @@ func (x *DeleteAdminTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAdminTokenResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAdminTokenResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{66}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{70}
 }
 
 var File_tollgate_admin_v1_admin_proto protoreflect.FileDescriptor
@@ -3438,14 +3623,24 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\vprovider_id\x18\x01 \x01(\x03R\n" +
 	"providerId\"R\n" +
 	"\x19ResetRoutingRulesResponse\x125\n" +
-	"\x05items\x18\x01 \x03(\v2\x1f.tollgate.config.v1.RoutingRuleR\x05items\"A\n" +
+	"\x05items\x18\x01 \x03(\v2\x1f.tollgate.config.v1.RoutingRuleR\x05items\"m\n" +
+	"\x18DeleteRoutingRuleRequest\x12\x1f\n" +
+	"\vprovider_id\x18\x01 \x01(\x03R\n" +
+	"providerId\x12\x1c\n" +
+	"\toperation\x18\x02 \x01(\tR\toperation\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\"\x1b\n" +
+	"\x19DeleteRoutingRuleResponse\"A\n" +
 	"\x11ListRoutesRequest\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x16\n" +
 	"\x06cursor\x18\x02 \x01(\tR\x06cursor\"f\n" +
 	"\x12ListRoutesResponse\x12/\n" +
 	"\x05items\x18\x01 \x03(\v2\x19.tollgate.config.v1.RouteR\x05items\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
-	"nextCursor\"E\n" +
+	"nextCursor\"!\n" +
+	"\x0fGetRouteRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"C\n" +
+	"\x10GetRouteResponse\x12/\n" +
+	"\x05route\x18\x01 \x01(\v2\x19.tollgate.config.v1.RouteR\x05route\"E\n" +
 	"\x12CreateRouteRequest\x12/\n" +
 	"\x05route\x18\x01 \x01(\v2\x19.tollgate.config.v1.RouteR\x05route\"F\n" +
 	"\x13CreateRouteResponse\x12/\n" +
@@ -3556,7 +3751,7 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x05items\x18\x01 \x03(\v2\x1d.tollgate.admin.v1.AdminTokenR\x05items\")\n" +
 	"\x17DeleteAdminTokenRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"\x1a\n" +
-	"\x18DeleteAdminTokenResponse2\xdb\x18\n" +
+	"\x18DeleteAdminTokenResponse2\xa0\x1a\n" +
 	"\fAdminService\x12e\n" +
 	"\x0eListPriceRules\x12(.tollgate.admin.v1.ListPriceRulesRequest\x1a).tollgate.admin.v1.ListPriceRulesResponse\x12_\n" +
 	"\fGetPriceRule\x12&.tollgate.admin.v1.GetPriceRuleRequest\x1a'.tollgate.admin.v1.GetPriceRuleResponse\x12h\n" +
@@ -3574,9 +3769,11 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x10DeleteCredential\x12*.tollgate.admin.v1.DeleteCredentialRequest\x1a+.tollgate.admin.v1.DeleteCredentialResponse\x12k\n" +
 	"\x10ListRoutingRules\x12*.tollgate.admin.v1.ListRoutingRulesRequest\x1a+.tollgate.admin.v1.ListRoutingRulesResponse\x12q\n" +
 	"\x12UpsertRoutingRules\x12,.tollgate.admin.v1.UpsertRoutingRulesRequest\x1a-.tollgate.admin.v1.UpsertRoutingRulesResponse\x12n\n" +
-	"\x11ResetRoutingRules\x12+.tollgate.admin.v1.ResetRoutingRulesRequest\x1a,.tollgate.admin.v1.ResetRoutingRulesResponse\x12Y\n" +
+	"\x11ResetRoutingRules\x12+.tollgate.admin.v1.ResetRoutingRulesRequest\x1a,.tollgate.admin.v1.ResetRoutingRulesResponse\x12n\n" +
+	"\x11DeleteRoutingRule\x12+.tollgate.admin.v1.DeleteRoutingRuleRequest\x1a,.tollgate.admin.v1.DeleteRoutingRuleResponse\x12Y\n" +
 	"\n" +
-	"ListRoutes\x12$.tollgate.admin.v1.ListRoutesRequest\x1a%.tollgate.admin.v1.ListRoutesResponse\x12\\\n" +
+	"ListRoutes\x12$.tollgate.admin.v1.ListRoutesRequest\x1a%.tollgate.admin.v1.ListRoutesResponse\x12S\n" +
+	"\bGetRoute\x12\".tollgate.admin.v1.GetRouteRequest\x1a#.tollgate.admin.v1.GetRouteResponse\x12\\\n" +
 	"\vCreateRoute\x12%.tollgate.admin.v1.CreateRouteRequest\x1a&.tollgate.admin.v1.CreateRouteResponse\x12\\\n" +
 	"\vUpdateRoute\x12%.tollgate.admin.v1.UpdateRouteRequest\x1a&.tollgate.admin.v1.UpdateRouteResponse\x12\\\n" +
 	"\vDeleteRoute\x12%.tollgate.admin.v1.DeleteRouteRequest\x1a&.tollgate.admin.v1.DeleteRouteResponse\x12V\n" +
@@ -3608,7 +3805,7 @@ func file_tollgate_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_tollgate_admin_v1_admin_proto_rawDescData
 }
 
-var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
 var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*ListPriceRulesRequest)(nil),      // 0: tollgate.admin.v1.ListPriceRulesRequest
 	(*ListPriceRulesResponse)(nil),     // 1: tollgate.admin.v1.ListPriceRulesResponse
@@ -3643,170 +3840,179 @@ var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*UpsertRoutingRulesResponse)(nil), // 30: tollgate.admin.v1.UpsertRoutingRulesResponse
 	(*ResetRoutingRulesRequest)(nil),   // 31: tollgate.admin.v1.ResetRoutingRulesRequest
 	(*ResetRoutingRulesResponse)(nil),  // 32: tollgate.admin.v1.ResetRoutingRulesResponse
-	(*ListRoutesRequest)(nil),          // 33: tollgate.admin.v1.ListRoutesRequest
-	(*ListRoutesResponse)(nil),         // 34: tollgate.admin.v1.ListRoutesResponse
-	(*CreateRouteRequest)(nil),         // 35: tollgate.admin.v1.CreateRouteRequest
-	(*CreateRouteResponse)(nil),        // 36: tollgate.admin.v1.CreateRouteResponse
-	(*UpdateRouteRequest)(nil),         // 37: tollgate.admin.v1.UpdateRouteRequest
-	(*UpdateRouteResponse)(nil),        // 38: tollgate.admin.v1.UpdateRouteResponse
-	(*DeleteRouteRequest)(nil),         // 39: tollgate.admin.v1.DeleteRouteRequest
-	(*DeleteRouteResponse)(nil),        // 40: tollgate.admin.v1.DeleteRouteResponse
-	(*CreateOrgRequest)(nil),           // 41: tollgate.admin.v1.CreateOrgRequest
-	(*CreateOrgResponse)(nil),          // 42: tollgate.admin.v1.CreateOrgResponse
-	(*CreateTeamRequest)(nil),          // 43: tollgate.admin.v1.CreateTeamRequest
-	(*CreateTeamResponse)(nil),         // 44: tollgate.admin.v1.CreateTeamResponse
-	(*CreateUserRequest)(nil),          // 45: tollgate.admin.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),         // 46: tollgate.admin.v1.CreateUserResponse
-	(*CreateApiKeyRequest)(nil),        // 47: tollgate.admin.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),       // 48: tollgate.admin.v1.CreateApiKeyResponse
-	(*GetQuotaRequest)(nil),            // 49: tollgate.admin.v1.GetQuotaRequest
-	(*GetQuotaResponse)(nil),           // 50: tollgate.admin.v1.GetQuotaResponse
-	(*SetQuotaRequest)(nil),            // 51: tollgate.admin.v1.SetQuotaRequest
-	(*SetQuotaResponse)(nil),           // 52: tollgate.admin.v1.SetQuotaResponse
-	(*ListUsagesRequest)(nil),          // 53: tollgate.admin.v1.ListUsagesRequest
-	(*Usage)(nil),                      // 54: tollgate.admin.v1.Usage
-	(*ListUsagesResponse)(nil),         // 55: tollgate.admin.v1.ListUsagesResponse
-	(*ExportRequest)(nil),              // 56: tollgate.admin.v1.ExportRequest
-	(*ExportResponse)(nil),             // 57: tollgate.admin.v1.ExportResponse
-	(*ImportRequest)(nil),              // 58: tollgate.admin.v1.ImportRequest
-	(*ImportResponse)(nil),             // 59: tollgate.admin.v1.ImportResponse
-	(*AdminToken)(nil),                 // 60: tollgate.admin.v1.AdminToken
-	(*CreateAdminTokenRequest)(nil),    // 61: tollgate.admin.v1.CreateAdminTokenRequest
-	(*CreateAdminTokenResponse)(nil),   // 62: tollgate.admin.v1.CreateAdminTokenResponse
-	(*ListAdminTokensRequest)(nil),     // 63: tollgate.admin.v1.ListAdminTokensRequest
-	(*ListAdminTokensResponse)(nil),    // 64: tollgate.admin.v1.ListAdminTokensResponse
-	(*DeleteAdminTokenRequest)(nil),    // 65: tollgate.admin.v1.DeleteAdminTokenRequest
-	(*DeleteAdminTokenResponse)(nil),   // 66: tollgate.admin.v1.DeleteAdminTokenResponse
-	(*v1.PriceRule)(nil),               // 67: tollgate.config.v1.PriceRule
-	(*v11.TokenCounts)(nil),            // 68: tollgate.settlement.v1.TokenCounts
-	(*v1.Provider)(nil),                // 69: tollgate.config.v1.Provider
-	(*v1.Credential)(nil),              // 70: tollgate.config.v1.Credential
-	(*v1.RoutingRule)(nil),             // 71: tollgate.config.v1.RoutingRule
-	(*v1.Route)(nil),                   // 72: tollgate.config.v1.Route
-	(*v1.Org)(nil),                     // 73: tollgate.config.v1.Org
-	(*v1.Team)(nil),                    // 74: tollgate.config.v1.Team
-	(*v1.User)(nil),                    // 75: tollgate.config.v1.User
-	(*timestamppb.Timestamp)(nil),      // 76: google.protobuf.Timestamp
-	(*v1.ApiKey)(nil),                  // 77: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),                   // 78: tollgate.config.v1.Quota
-	(*v11.SettlementRecord)(nil),       // 79: tollgate.settlement.v1.SettlementRecord
+	(*DeleteRoutingRuleRequest)(nil),   // 33: tollgate.admin.v1.DeleteRoutingRuleRequest
+	(*DeleteRoutingRuleResponse)(nil),  // 34: tollgate.admin.v1.DeleteRoutingRuleResponse
+	(*ListRoutesRequest)(nil),          // 35: tollgate.admin.v1.ListRoutesRequest
+	(*ListRoutesResponse)(nil),         // 36: tollgate.admin.v1.ListRoutesResponse
+	(*GetRouteRequest)(nil),            // 37: tollgate.admin.v1.GetRouteRequest
+	(*GetRouteResponse)(nil),           // 38: tollgate.admin.v1.GetRouteResponse
+	(*CreateRouteRequest)(nil),         // 39: tollgate.admin.v1.CreateRouteRequest
+	(*CreateRouteResponse)(nil),        // 40: tollgate.admin.v1.CreateRouteResponse
+	(*UpdateRouteRequest)(nil),         // 41: tollgate.admin.v1.UpdateRouteRequest
+	(*UpdateRouteResponse)(nil),        // 42: tollgate.admin.v1.UpdateRouteResponse
+	(*DeleteRouteRequest)(nil),         // 43: tollgate.admin.v1.DeleteRouteRequest
+	(*DeleteRouteResponse)(nil),        // 44: tollgate.admin.v1.DeleteRouteResponse
+	(*CreateOrgRequest)(nil),           // 45: tollgate.admin.v1.CreateOrgRequest
+	(*CreateOrgResponse)(nil),          // 46: tollgate.admin.v1.CreateOrgResponse
+	(*CreateTeamRequest)(nil),          // 47: tollgate.admin.v1.CreateTeamRequest
+	(*CreateTeamResponse)(nil),         // 48: tollgate.admin.v1.CreateTeamResponse
+	(*CreateUserRequest)(nil),          // 49: tollgate.admin.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),         // 50: tollgate.admin.v1.CreateUserResponse
+	(*CreateApiKeyRequest)(nil),        // 51: tollgate.admin.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),       // 52: tollgate.admin.v1.CreateApiKeyResponse
+	(*GetQuotaRequest)(nil),            // 53: tollgate.admin.v1.GetQuotaRequest
+	(*GetQuotaResponse)(nil),           // 54: tollgate.admin.v1.GetQuotaResponse
+	(*SetQuotaRequest)(nil),            // 55: tollgate.admin.v1.SetQuotaRequest
+	(*SetQuotaResponse)(nil),           // 56: tollgate.admin.v1.SetQuotaResponse
+	(*ListUsagesRequest)(nil),          // 57: tollgate.admin.v1.ListUsagesRequest
+	(*Usage)(nil),                      // 58: tollgate.admin.v1.Usage
+	(*ListUsagesResponse)(nil),         // 59: tollgate.admin.v1.ListUsagesResponse
+	(*ExportRequest)(nil),              // 60: tollgate.admin.v1.ExportRequest
+	(*ExportResponse)(nil),             // 61: tollgate.admin.v1.ExportResponse
+	(*ImportRequest)(nil),              // 62: tollgate.admin.v1.ImportRequest
+	(*ImportResponse)(nil),             // 63: tollgate.admin.v1.ImportResponse
+	(*AdminToken)(nil),                 // 64: tollgate.admin.v1.AdminToken
+	(*CreateAdminTokenRequest)(nil),    // 65: tollgate.admin.v1.CreateAdminTokenRequest
+	(*CreateAdminTokenResponse)(nil),   // 66: tollgate.admin.v1.CreateAdminTokenResponse
+	(*ListAdminTokensRequest)(nil),     // 67: tollgate.admin.v1.ListAdminTokensRequest
+	(*ListAdminTokensResponse)(nil),    // 68: tollgate.admin.v1.ListAdminTokensResponse
+	(*DeleteAdminTokenRequest)(nil),    // 69: tollgate.admin.v1.DeleteAdminTokenRequest
+	(*DeleteAdminTokenResponse)(nil),   // 70: tollgate.admin.v1.DeleteAdminTokenResponse
+	(*v1.PriceRule)(nil),               // 71: tollgate.config.v1.PriceRule
+	(*v11.TokenCounts)(nil),            // 72: tollgate.settlement.v1.TokenCounts
+	(*v1.Provider)(nil),                // 73: tollgate.config.v1.Provider
+	(*v1.Credential)(nil),              // 74: tollgate.config.v1.Credential
+	(*v1.RoutingRule)(nil),             // 75: tollgate.config.v1.RoutingRule
+	(*v1.Route)(nil),                   // 76: tollgate.config.v1.Route
+	(*v1.Org)(nil),                     // 77: tollgate.config.v1.Org
+	(*v1.Team)(nil),                    // 78: tollgate.config.v1.Team
+	(*v1.User)(nil),                    // 79: tollgate.config.v1.User
+	(*timestamppb.Timestamp)(nil),      // 80: google.protobuf.Timestamp
+	(*v1.ApiKey)(nil),                  // 81: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),                   // 82: tollgate.config.v1.Quota
+	(*v11.SettlementRecord)(nil),       // 83: tollgate.settlement.v1.SettlementRecord
 }
 var file_tollgate_admin_v1_admin_proto_depIdxs = []int32{
-	67, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
-	67, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	67, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	67, // 3: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	67, // 4: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	67, // 5: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	68, // 6: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
+	71, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
+	71, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	71, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	71, // 3: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	71, // 4: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	71, // 5: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	72, // 6: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
 	12, // 7: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
-	69, // 8: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
-	69, // 9: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	69, // 10: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	69, // 11: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	69, // 12: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	69, // 13: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	70, // 14: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
-	70, // 15: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
-	71, // 16: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	71, // 17: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
-	71, // 18: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	71, // 19: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	72, // 20: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
-	72, // 21: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	72, // 22: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	72, // 23: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	72, // 24: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	73, // 25: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	73, // 26: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	74, // 27: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	74, // 28: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	75, // 29: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
-	75, // 30: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
-	76, // 31: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	77, // 32: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	78, // 33: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	78, // 34: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	76, // 35: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
-	76, // 36: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
-	79, // 37: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
-	54, // 38: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
-	67, // 39: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
-	71, // 40: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	67, // 41: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
-	71, // 42: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	76, // 43: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
-	60, // 44: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
-	60, // 45: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
-	0,  // 46: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
-	2,  // 47: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
-	4,  // 48: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
-	6,  // 49: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
-	8,  // 50: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
-	10, // 51: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
-	13, // 52: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	15, // 53: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	17, // 54: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	19, // 55: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	21, // 56: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	23, // 57: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
-	25, // 58: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
-	27, // 59: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
-	29, // 60: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
-	31, // 61: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
-	33, // 62: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
-	35, // 63: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
-	37, // 64: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
-	39, // 65: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
-	41, // 66: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
-	43, // 67: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
-	45, // 68: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
-	47, // 69: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
-	49, // 70: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
-	51, // 71: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
-	53, // 72: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
-	56, // 73: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
-	58, // 74: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
-	61, // 75: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
-	63, // 76: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
-	65, // 77: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
-	1,  // 78: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
-	3,  // 79: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
-	5,  // 80: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
-	7,  // 81: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
-	9,  // 82: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
-	11, // 83: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
-	14, // 84: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	16, // 85: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	18, // 86: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	20, // 87: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	22, // 88: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	24, // 89: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
-	26, // 90: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
-	28, // 91: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
-	30, // 92: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
-	32, // 93: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
-	34, // 94: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
-	36, // 95: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
-	38, // 96: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
-	40, // 97: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
-	42, // 98: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
-	44, // 99: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
-	46, // 100: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
-	48, // 101: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
-	50, // 102: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
-	52, // 103: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
-	55, // 104: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
-	57, // 105: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
-	59, // 106: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
-	62, // 107: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
-	64, // 108: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
-	66, // 109: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
-	78, // [78:110] is the sub-list for method output_type
-	46, // [46:78] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	73, // 8: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
+	73, // 9: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	73, // 10: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	73, // 11: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	73, // 12: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	73, // 13: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	74, // 14: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
+	74, // 15: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
+	75, // 16: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	75, // 17: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
+	75, // 18: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	75, // 19: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	76, // 20: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
+	76, // 21: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
+	76, // 22: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	76, // 23: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	76, // 24: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	76, // 25: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	77, // 26: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	77, // 27: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	78, // 28: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	78, // 29: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	79, // 30: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
+	79, // 31: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
+	80, // 32: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	81, // 33: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	82, // 34: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	82, // 35: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	80, // 36: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
+	80, // 37: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
+	83, // 38: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
+	58, // 39: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
+	71, // 40: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
+	75, // 41: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	71, // 42: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
+	75, // 43: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	80, // 44: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
+	64, // 45: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
+	64, // 46: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
+	0,  // 47: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
+	2,  // 48: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
+	4,  // 49: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
+	6,  // 50: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
+	8,  // 51: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
+	10, // 52: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
+	13, // 53: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	15, // 54: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	17, // 55: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	19, // 56: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	21, // 57: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	23, // 58: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
+	25, // 59: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
+	27, // 60: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
+	29, // 61: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
+	31, // 62: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
+	33, // 63: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
+	35, // 64: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
+	37, // 65: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
+	39, // 66: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
+	41, // 67: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
+	43, // 68: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
+	45, // 69: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
+	47, // 70: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
+	49, // 71: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
+	51, // 72: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
+	53, // 73: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
+	55, // 74: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
+	57, // 75: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
+	60, // 76: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
+	62, // 77: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
+	65, // 78: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
+	67, // 79: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
+	69, // 80: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
+	1,  // 81: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
+	3,  // 82: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
+	5,  // 83: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
+	7,  // 84: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
+	9,  // 85: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
+	11, // 86: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
+	14, // 87: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	16, // 88: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	18, // 89: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	20, // 90: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	22, // 91: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	24, // 92: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
+	26, // 93: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
+	28, // 94: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
+	30, // 95: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
+	32, // 96: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
+	34, // 97: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
+	36, // 98: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
+	38, // 99: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
+	40, // 100: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
+	42, // 101: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
+	44, // 102: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
+	46, // 103: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
+	48, // 104: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
+	50, // 105: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
+	52, // 106: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
+	54, // 107: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
+	56, // 108: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
+	59, // 109: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
+	61, // 110: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
+	63, // 111: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
+	66, // 112: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
+	68, // 113: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
+	70, // 114: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
+	81, // [81:115] is the sub-list for method output_type
+	47, // [47:81] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_admin_proto_init() }
@@ -3815,15 +4021,15 @@ func file_tollgate_admin_v1_admin_proto_init() {
 		return
 	}
 	file_tollgate_admin_v1_admin_proto_msgTypes[10].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[51].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[53].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[55].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[57].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_admin_proto_rawDesc), len(file_tollgate_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   67,
+			NumMessages:   71,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -38,7 +38,9 @@ const (
 	AdminService_ListRoutingRules_FullMethodName   = "/tollgate.admin.v1.AdminService/ListRoutingRules"
 	AdminService_UpsertRoutingRules_FullMethodName = "/tollgate.admin.v1.AdminService/UpsertRoutingRules"
 	AdminService_ResetRoutingRules_FullMethodName  = "/tollgate.admin.v1.AdminService/ResetRoutingRules"
+	AdminService_DeleteRoutingRule_FullMethodName  = "/tollgate.admin.v1.AdminService/DeleteRoutingRule"
 	AdminService_ListRoutes_FullMethodName         = "/tollgate.admin.v1.AdminService/ListRoutes"
+	AdminService_GetRoute_FullMethodName           = "/tollgate.admin.v1.AdminService/GetRoute"
 	AdminService_CreateRoute_FullMethodName        = "/tollgate.admin.v1.AdminService/CreateRoute"
 	AdminService_UpdateRoute_FullMethodName        = "/tollgate.admin.v1.AdminService/UpdateRoute"
 	AdminService_DeleteRoute_FullMethodName        = "/tollgate.admin.v1.AdminService/DeleteRoute"
@@ -85,8 +87,13 @@ type AdminServiceClient interface {
 	UpsertRoutingRules(ctx context.Context, in *UpsertRoutingRulesRequest, opts ...grpc.CallOption) (*UpsertRoutingRulesResponse, error)
 	// ResetRoutingRules restores the channel's declared default cells and leaves other rows untouched.
 	ResetRoutingRules(ctx context.Context, in *ResetRoutingRulesRequest, opts ...grpc.CallOption) (*ResetRoutingRulesResponse, error)
+	// DeleteRoutingRule deletes one cell (provider_id, operation, kind). The cell is then absent, which the
+	// data plane treats as unsupported; ResetRoutingRules restores a declared default.
+	DeleteRoutingRule(ctx context.Context, in *DeleteRoutingRuleRequest, opts ...grpc.CallOption) (*DeleteRoutingRuleResponse, error)
 	// Routes.
 	ListRoutes(ctx context.Context, in *ListRoutesRequest, opts ...grpc.CallOption) (*ListRoutesResponse, error)
+	// GetRoute reads one route with its aliases and members, in the same shape ListRoutes answers.
+	GetRoute(ctx context.Context, in *GetRouteRequest, opts ...grpc.CallOption) (*GetRouteResponse, error)
 	CreateRoute(ctx context.Context, in *CreateRouteRequest, opts ...grpc.CallOption) (*CreateRouteResponse, error)
 	UpdateRoute(ctx context.Context, in *UpdateRouteRequest, opts ...grpc.CallOption) (*UpdateRouteResponse, error)
 	DeleteRoute(ctx context.Context, in *DeleteRouteRequest, opts ...grpc.CallOption) (*DeleteRouteResponse, error)
@@ -279,10 +286,30 @@ func (c *adminServiceClient) ResetRoutingRules(ctx context.Context, in *ResetRou
 	return out, nil
 }
 
+func (c *adminServiceClient) DeleteRoutingRule(ctx context.Context, in *DeleteRoutingRuleRequest, opts ...grpc.CallOption) (*DeleteRoutingRuleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteRoutingRuleResponse)
+	err := c.cc.Invoke(ctx, AdminService_DeleteRoutingRule_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adminServiceClient) ListRoutes(ctx context.Context, in *ListRoutesRequest, opts ...grpc.CallOption) (*ListRoutesResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListRoutesResponse)
 	err := c.cc.Invoke(ctx, AdminService_ListRoutes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) GetRoute(ctx context.Context, in *GetRouteRequest, opts ...grpc.CallOption) (*GetRouteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetRouteResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetRoute_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -468,8 +495,13 @@ type AdminServiceServer interface {
 	UpsertRoutingRules(context.Context, *UpsertRoutingRulesRequest) (*UpsertRoutingRulesResponse, error)
 	// ResetRoutingRules restores the channel's declared default cells and leaves other rows untouched.
 	ResetRoutingRules(context.Context, *ResetRoutingRulesRequest) (*ResetRoutingRulesResponse, error)
+	// DeleteRoutingRule deletes one cell (provider_id, operation, kind). The cell is then absent, which the
+	// data plane treats as unsupported; ResetRoutingRules restores a declared default.
+	DeleteRoutingRule(context.Context, *DeleteRoutingRuleRequest) (*DeleteRoutingRuleResponse, error)
 	// Routes.
 	ListRoutes(context.Context, *ListRoutesRequest) (*ListRoutesResponse, error)
+	// GetRoute reads one route with its aliases and members, in the same shape ListRoutes answers.
+	GetRoute(context.Context, *GetRouteRequest) (*GetRouteResponse, error)
 	CreateRoute(context.Context, *CreateRouteRequest) (*CreateRouteResponse, error)
 	UpdateRoute(context.Context, *UpdateRouteRequest) (*UpdateRouteResponse, error)
 	DeleteRoute(context.Context, *DeleteRouteRequest) (*DeleteRouteResponse, error)
@@ -550,8 +582,14 @@ func (UnimplementedAdminServiceServer) UpsertRoutingRules(context.Context, *Upse
 func (UnimplementedAdminServiceServer) ResetRoutingRules(context.Context, *ResetRoutingRulesRequest) (*ResetRoutingRulesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ResetRoutingRules not implemented")
 }
+func (UnimplementedAdminServiceServer) DeleteRoutingRule(context.Context, *DeleteRoutingRuleRequest) (*DeleteRoutingRuleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteRoutingRule not implemented")
+}
 func (UnimplementedAdminServiceServer) ListRoutes(context.Context, *ListRoutesRequest) (*ListRoutesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListRoutes not implemented")
+}
+func (UnimplementedAdminServiceServer) GetRoute(context.Context, *GetRouteRequest) (*GetRouteResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetRoute not implemented")
 }
 func (UnimplementedAdminServiceServer) CreateRoute(context.Context, *CreateRouteRequest) (*CreateRouteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateRoute not implemented")
@@ -907,6 +945,24 @@ func _AdminService_ResetRoutingRules_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_DeleteRoutingRule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteRoutingRuleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DeleteRoutingRule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DeleteRoutingRule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DeleteRoutingRule(ctx, req.(*DeleteRoutingRuleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AdminService_ListRoutes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListRoutesRequest)
 	if err := dec(in); err != nil {
@@ -921,6 +977,24 @@ func _AdminService_ListRoutes_Handler(srv interface{}, ctx context.Context, dec 
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AdminServiceServer).ListRoutes(ctx, req.(*ListRoutesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_GetRoute_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetRouteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetRoute(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetRoute_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetRoute(ctx, req.(*GetRouteRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1267,8 +1341,16 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _AdminService_ResetRoutingRules_Handler,
 		},
 		{
+			MethodName: "DeleteRoutingRule",
+			Handler:    _AdminService_DeleteRoutingRule_Handler,
+		},
+		{
 			MethodName: "ListRoutes",
 			Handler:    _AdminService_ListRoutes_Handler,
+		},
+		{
+			MethodName: "GetRoute",
+			Handler:    _AdminService_GetRoute_Handler,
 		},
 		{
 			MethodName: "CreateRoute",
