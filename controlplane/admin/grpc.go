@@ -22,6 +22,7 @@ import (
 	adminv1 "github.com/tollgate/tollgate/shared/gen/tollgate/admin/v1"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
+	"github.com/tollgate/tollgate/shared/pricing"
 )
 
 // ServiceName is the full gRPC name of AdminService; MethodPrefix prefixes its full method names.
@@ -246,11 +247,11 @@ func priceRuleInputFromProto(r *configv1.PriceRule) PriceRuleInput {
 		r = &configv1.PriceRule{}
 	}
 	enabled := r.Enabled
-	return PriceRuleInput{ID: r.Id, ProviderID: r.ProviderId, MatchType: r.MatchType, ModelMatch: r.ModelMatch,
-		InputPrice: r.InputPrice, OutputPrice: r.OutputPrice, CacheReadPrice: r.CacheReadPrice,
-		CacheCreation5mPrice: r.CacheCreation_5MPrice, CacheCreation30mPrice: r.CacheCreation_30MPrice,
-		CacheCreation1hPrice: r.CacheCreation_1HPrice, ImageOutputPrice: r.ImageOutputPrice, Enabled: &enabled,
-		PricingTiersJSON: tiersToJSON(r.PricingTiersJson)}
+	return PriceRuleInput{Enabled: &enabled, RuleInput: pricing.RuleInput{ID: r.Id, ProviderID: r.ProviderId,
+		MatchType: r.MatchType, ModelMatch: r.ModelMatch, InputPrice: r.InputPrice, OutputPrice: r.OutputPrice,
+		CacheReadPrice: r.CacheReadPrice, CacheCreation5mPrice: r.CacheCreation_5MPrice,
+		CacheCreation30mPrice: r.CacheCreation_30MPrice, CacheCreation1hPrice: r.CacheCreation_1HPrice,
+		ImageOutputPrice: r.ImageOutputPrice, PricingTiersJSON: tiersToJSON(r.PricingTiersJson)}}
 }
 
 func priceRuleToProto(r store.PriceRule) *configv1.PriceRule {

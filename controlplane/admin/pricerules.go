@@ -15,22 +15,12 @@ import (
 	"github.com/tollgate/tollgate/shared/usage"
 )
 
-// PriceRuleInput is a price rule as written by a client: the spec's fields, with enabled required
-// (a pointer, to tell absent from false) and an id that, when non-zero, names the rule to upsert.
+// PriceRuleInput is a price rule as written by a client: pricing.RuleInput (the spec's fields), with
+// enabled required — a pointer, to tell absent from false; it hides the embedded Enabled in JSON — and an
+// id that, when non-zero, names the rule to upsert.
 type PriceRuleInput struct {
-	ID                    int64           `json:"id"`
-	ProviderID            *int64          `json:"provider_id"`
-	MatchType             string          `json:"match_type"`
-	ModelMatch            string          `json:"model_match"`
-	InputPrice            string          `json:"input_price"`
-	OutputPrice           string          `json:"output_price"`
-	CacheReadPrice        string          `json:"cache_read_price"`
-	CacheCreation5mPrice  string          `json:"cache_creation_5m_price"`
-	CacheCreation30mPrice string          `json:"cache_creation_30m_price"`
-	CacheCreation1hPrice  string          `json:"cache_creation_1h_price"`
-	ImageOutputPrice      string          `json:"image_output_price"`
-	Enabled               *bool           `json:"enabled"`
-	PricingTiersJSON      json.RawMessage `json:"pricing_tiers_json"`
+	pricing.RuleInput
+	Enabled *bool `json:"enabled"`
 }
 
 // validate checks the rule with the pricing engine's own parser and returns the row to store, or
@@ -47,11 +37,8 @@ func (in PriceRuleInput) validate() (store.PriceRule, []Detail) {
 	if len(tiers) == 0 || bytes.Equal(tiers, []byte("null")) {
 		tiers = []byte("[]")
 	}
-	ri := pricing.RuleInput{ID: in.ID, ProviderID: in.ProviderID, MatchType: in.MatchType, ModelMatch: in.ModelMatch,
-		InputPrice: in.InputPrice, OutputPrice: in.OutputPrice, CacheReadPrice: in.CacheReadPrice,
-		CacheCreation5mPrice: in.CacheCreation5mPrice, CacheCreation30mPrice: in.CacheCreation30mPrice,
-		CacheCreation1hPrice: in.CacheCreation1hPrice, ImageOutputPrice: in.ImageOutputPrice,
-		Enabled: in.Enabled != nil && *in.Enabled, PricingTiersJSON: json.RawMessage(tiers)}
+	ri := in.RuleInput
+	ri.Enabled, ri.PricingTiersJSON = in.Enabled != nil && *in.Enabled, json.RawMessage(tiers)
 	if in.ProviderID != nil && *in.ProviderID == 0 {
 		details = append(details, field("provider_id", "must be a positive provider id, or null for a global rule"))
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/tollgate/tollgate/controlplane/store"
 )
@@ -471,7 +472,7 @@ func jsonError(err error) *Error {
 	case errors.As(err, &syn):
 		return errorf(CodeInvalid, "malformed JSON at byte %d: %v", syn.Offset, syn)
 	case errors.As(err, &typ):
-		f := typ.Field
+		f := jsonPath(typ.Field)
 		if f == "" {
 			f = "(body)"
 		}
@@ -482,6 +483,20 @@ func jsonError(err error) *Error {
 		return &Error{Code: CodeInvalid, Message: "unknown field", Details: []Detail{field(name, "unknown field")}}
 	}
 	return errorf(CodeInvalid, "malformed JSON: %v", err)
+}
+
+// jsonPath is the JSON key path of a decoding error's field: encoding/json names an embedded struct by its
+// Go type (e.g. "RuleInput.input_price" for PriceRuleInput's embedded pricing.RuleInput), which is not a key
+// the client wrote. Every key of this API is lower snake_case, so an upper-case segment is such a name.
+func jsonPath(field string) string {
+	parts := strings.Split(field, ".")
+	keep := parts[:0]
+	for _, p := range parts {
+		if p != "" && !unicode.IsUpper(rune(p[0])) {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, ".")
 }
 
 func typeName(goType string) string {
