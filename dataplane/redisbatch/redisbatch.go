@@ -9,7 +9,7 @@
 // coalescing costs nothing at low concurrency and saves a write, a read and a wake-up per command under
 // load. At most one batch is in flight: a command waits at most for the batch ahead of it.
 //
-// Only the commands named in New are coalesced (the data plane: the admission script and the outbox
+// Only the commands named in Install are coalesced (the data plane: the admission script and the outbox
 // append, which neither block nor depend on one another); every other command, and every explicit
 // pipeline, passes through unchanged. Commands keep their individual semantics: Redis runs a pipeline's
 // commands one by one, so a script is as atomic as when sent alone, and each caller sees its own reply or

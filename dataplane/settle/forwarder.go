@@ -423,37 +423,28 @@ func (f *Forwarder) drainSpill(ctx context.Context) error {
 			break
 		}
 		f.log.Warn("delivering settlement records Redis did not take straight to the control plane", "records", len(batch))
-		resp, err := f.settle(ctx, batch)
-		if status.Code(err) == codes.InvalidArgument {
-			// One bad record must not block the rest: deliver one by one; a refused record cannot go to
-			// the dead-letter stream (Redis refused it already), so it is logged whole and dropped.
-			for i, e := range batch {
-				r, err := f.settle(ctx, []entry{e})
-				switch {
-				case status.Code(err) == codes.InvalidArgument:
-					b, _ := marshalRecord(e.rec)
-					f.log.Error("control plane refused spilled settlement record; dropped", "request_id", e.rec.GetRequestId(),
-						"record_base64", b, "err", err)
-					f.deadLettered.Inc()
-					sp.owe([]owed{{e: e}})
-				case err != nil:
-					sp.putBack(batch[i:])
-					return err
-				default:
-					sp.owe([]owed{{e: e, resp: r}})
+		n, err := f.deliver(ctx, batch,
+			func(es []entry, resp *settlementv1.SettleResponse) error {
+				o := make([]owed, len(es))
+				for i, e := range es {
+					o[i] = owed{e: e, resp: resp}
 				}
-			}
-			continue
-		}
+				sp.owe(o)
+				return nil
+			},
+			func(e entry, reason error) error {
+				// It cannot go to the dead-letter stream (Redis refused it already): logged whole, dropped.
+				b, _ := marshalRecord(e.rec)
+				f.log.Error("control plane refused spilled settlement record; dropped", "request_id", e.rec.GetRequestId(),
+					"record_base64", b, "err", reason)
+				f.deadLettered.Inc()
+				sp.owe([]owed{{e: e}}) // its hold is refunded all the same
+				return nil
+			})
 		if err != nil {
-			sp.putBack(batch)
+			sp.putBack(batch[n:])
 			return err
 		}
-		o := make([]owed, len(batch))
-		for i, e := range batch {
-			o[i] = owed{e: e, resp: resp}
-		}
-		sp.owe(o)
 	}
 	if err := f.refundOwed(ctx); err != nil {
 		f.log.Warn("refund holds of delivered spilled records; retrying later", "owed", sp.Owed(), "err", err)
@@ -511,34 +502,39 @@ func (f *Forwarder) forward(ctx context.Context, msgs []redis.XMessage) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	resp, err := f.settle(ctx, entries)
-	if status.Code(err) == codes.InvalidArgument && len(entries) > 1 {
-		// One bad record must not block the rest: settle one by one, dead-lettering the refused.
-		for _, e := range entries {
-			if err := f.forwardOne(ctx, e); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err != nil {
-		if status.Code(err) == codes.InvalidArgument {
-			return f.deadLetterEntry(ctx, entries[0], err)
-		}
-		return err
-	}
-	return f.finish(ctx, entries, resp)
+	_, err := f.deliver(ctx, entries,
+		func(es []entry, resp *settlementv1.SettleResponse) error { return f.finish(ctx, es, resp) },
+		func(e entry, reason error) error { return f.deadLetterEntry(ctx, e, reason) })
+	return err
 }
 
-func (f *Forwarder) forwardOne(ctx context.Context, e entry) error {
-	resp, err := f.settle(ctx, []entry{e})
-	if status.Code(err) == codes.InvalidArgument {
-		return f.deadLetterEntry(ctx, e, err)
+// deliver settles entries with the control plane: as one batch or, when the control plane refuses the
+// batch as invalid, one record at a time, so one bad record does not block the rest. answered gets every
+// settled batch with its answer; refused gets each record refused on its own. It returns how many entries
+// were dealt with before an error (the rest are untouched).
+func (f *Forwarder) deliver(ctx context.Context, entries []entry, answered func([]entry, *settlementv1.SettleResponse) error,
+	refused func(entry, error) error) (int, error) {
+	resp, err := f.settle(ctx, entries)
+	switch {
+	case err == nil:
+		if err := answered(entries, resp); err != nil {
+			return 0, err
+		}
+		return len(entries), nil
+	case status.Code(err) != codes.InvalidArgument:
+		return 0, err
+	case len(entries) == 1:
+		if err := refused(entries[0], err); err != nil {
+			return 0, err
+		}
+		return 1, nil
 	}
-	if err != nil {
-		return err
+	for i := range entries {
+		if _, err := f.deliver(ctx, entries[i:i+1], answered, refused); err != nil {
+			return i, err
+		}
 	}
-	return f.finish(ctx, []entry{e}, resp)
+	return len(entries), nil
 }
 
 // settle calls Settle until it answers, ctx ends, or the control plane refuses the batch as invalid.

@@ -37,7 +37,7 @@ type Spill struct {
 // owed is a delivered spilled record whose hold (and TPM correction) still has to be applied in Redis.
 type owed struct {
 	e    entry
-	resp *settlementv1.SettleResponse // the control plane's answer, for the cost_used mirror (first try only)
+	resp *settlementv1.SettleResponse // the control plane's answer, applied to the cost_used mirror with the refund
 }
 
 // NewSpill returns a spill holding at most capacity records (≤ 0: DefaultSpillCapacity).
@@ -105,7 +105,12 @@ func takeFront[T any](q *[]T, n int) []T {
 func (s *Spill) putBack(es []entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.entries = append(append([]entry(nil), es...), s.entries...)
+	putFront(&s.entries, es)
+}
+
+// putFront puts xs back in front of *q, in order.
+func putFront[T any](q *[]T, xs []T) {
+	*q = append(append([]T(nil), xs...), *q...)
 }
 
 func (s *Spill) owe(o []owed) {
@@ -124,5 +129,5 @@ func (s *Spill) takeOwed(n int) []owed {
 func (s *Spill) oweFront(o []owed) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.owed = append(append([]owed(nil), o...), s.owed...)
+	putFront(&s.owed, o)
 }
