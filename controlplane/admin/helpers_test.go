@@ -211,3 +211,31 @@ func rule(kv ...any) map[string]any {
 type deleteMarker struct{}
 
 var deleteKey = deleteMarker{}
+
+// refusal is a request the admin API must refuse without changing anything.
+type refusal struct {
+	name, method, path string
+	body               any
+	status             int
+	field              string // a detail must name this field ("": none required)
+}
+
+// refuses runs each refusal as a subtest: the status, the named field, and the stored state unchanged.
+func (b *testBundle) refuses(t *testing.T, cases []refusal) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			before := b.state(t)
+			r := b.call(t, tt.method, tt.path, tt.body)
+			if r.status != tt.status {
+				t.Fatalf("%s %s = %d %s, want %d", tt.method, tt.path, r.status, r.raw, tt.status)
+			}
+			if e := r.apiError(t); tt.field != "" && !e.hasField(tt.field, -1) {
+				t.Errorf("details do not name %q: %s", tt.field, r.raw)
+			}
+			if b.state(t) != before {
+				t.Error("state changed by a refused request")
+			}
+		})
+	}
+}

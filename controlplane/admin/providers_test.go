@@ -193,47 +193,26 @@ func TestRoutingRuleWrites(t *testing.T) {
 	}
 	path := fmt.Sprintf("/admin/providers/%d/routing-rules", pid)
 	rules := func(rs ...map[string]any) map[string]any { return map[string]any{"rules": rs} }
-	tests := []struct {
-		name   string
-		path   string
-		body   any
-		status int
-		field  string
-	}{
-		{"generation op with family kind", path, rules(map[string]any{"operation": "generate_content", "kind": "alpha", "implementation": "passthrough"}), 422, "kind"},
-		{"family op with generation kind", path, rules(map[string]any{"operation": "rerank", "kind": "alpha_responses", "implementation": "passthrough"}), 422, "kind"},
-		{"unknown operation", path, rules(map[string]any{"operation": "dance", "kind": "alpha", "implementation": "passthrough"}), 422, "operation"},
-		{"unknown kind", path, rules(map[string]any{"operation": "rerank", "kind": "delta", "implementation": "passthrough"}), 422, "kind"},
-		{"unknown implementation", path, rules(map[string]any{"operation": "rerank", "kind": "alpha", "implementation": "proxy"}), 422, "implementation"},
-		{"dest kind not fitting", path, rules(map[string]any{"operation": "rerank", "kind": "alpha", "implementation": "transform_to", "dest_kind": "beta_messages"}), 422, "dest_kind"},
-		{"negative id", path, rules(map[string]any{"id": -1, "operation": "rerank", "kind": "alpha", "implementation": "local"}), 422, "id"},
-		{"other provider in body", path, rules(map[string]any{"provider_id": other, "operation": "rerank", "kind": "alpha", "implementation": "local"}), 422, "provider_id"},
-		{"duplicate of a seeded cell", path, rules(map[string]any{"operation": "generate_content", "kind": "beta_messages", "implementation": "local"}), 409, "kind"},
-		{"duplicate within request", path, rules(
+	b.refuses(t, []refusal{
+		{"generation op with family kind", "PUT", path, rules(map[string]any{"operation": "generate_content", "kind": "alpha", "implementation": "passthrough"}), 422, "kind"},
+		{"family op with generation kind", "PUT", path, rules(map[string]any{"operation": "rerank", "kind": "alpha_responses", "implementation": "passthrough"}), 422, "kind"},
+		{"unknown operation", "PUT", path, rules(map[string]any{"operation": "dance", "kind": "alpha", "implementation": "passthrough"}), 422, "operation"},
+		{"unknown kind", "PUT", path, rules(map[string]any{"operation": "rerank", "kind": "delta", "implementation": "passthrough"}), 422, "kind"},
+		{"unknown implementation", "PUT", path, rules(map[string]any{"operation": "rerank", "kind": "alpha", "implementation": "proxy"}), 422, "implementation"},
+		{"dest kind not fitting", "PUT", path, rules(map[string]any{"operation": "rerank", "kind": "alpha", "implementation": "transform_to", "dest_kind": "beta_messages"}), 422, "dest_kind"},
+		{"negative id", "PUT", path, rules(map[string]any{"id": -1, "operation": "rerank", "kind": "alpha", "implementation": "local"}), 422, "id"},
+		{"other provider in body", "PUT", path, rules(map[string]any{"provider_id": other, "operation": "rerank", "kind": "alpha", "implementation": "local"}), 422, "provider_id"},
+		{"duplicate of a seeded cell", "PUT", path, rules(map[string]any{"operation": "generate_content", "kind": "beta_messages", "implementation": "local"}), 409, "kind"},
+		{"duplicate within request", "PUT", path, rules(
 			map[string]any{"operation": "rerank", "kind": "alpha", "implementation": "local"},
 			map[string]any{"operation": "rerank", "kind": "alpha", "implementation": "passthrough"}), 409, "kind"},
-		{"id of another provider's row", path, rules(map[string]any{"id": otherID, "operation": "rerank", "kind": "alpha", "implementation": "local"}), 404, "id"},
-		{"unknown provider", "/admin/providers/99999/routing-rules", rules(map[string]any{"operation": "rerank", "kind": "alpha", "implementation": "local"}), 404, ""},
-		{"wrong type", path, `{"rules":[{"operation":"rerank","kind":"alpha","implementation":"local","sort_order":"1"}]}`, 400, "rules.sort_order"},
-		{"unknown field", path, `{"rules":[{"operation":"rerank","kind":"alpha","implementation":"local","weight":1}]}`, 400, "weight"},
-		{"malformed JSON", path, `{"rules":[`, 400, ""},
-		{"no rules", path, `{"rules":[]}`, 422, "rules"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before := b.state(t)
-			r := b.call(t, "PUT", tt.path, tt.body)
-			if r.status != tt.status {
-				t.Fatalf("PUT = %d %s, want %d", r.status, r.raw, tt.status)
-			}
-			if e := r.apiError(t); tt.field != "" && !e.hasField(tt.field, -1) {
-				t.Errorf("details do not name %q: %s", tt.field, r.raw)
-			}
-			if b.state(t) != before {
-				t.Error("state changed by a refused request")
-			}
-		})
-	}
+		{"id of another provider's row", "PUT", path, rules(map[string]any{"id": otherID, "operation": "rerank", "kind": "alpha", "implementation": "local"}), 404, "id"},
+		{"unknown provider", "PUT", "/admin/providers/99999/routing-rules", rules(map[string]any{"operation": "rerank", "kind": "alpha", "implementation": "local"}), 404, ""},
+		{"wrong type", "PUT", path, `{"rules":[{"operation":"rerank","kind":"alpha","implementation":"local","sort_order":"1"}]}`, 400, "rules.sort_order"},
+		{"unknown field", "PUT", path, `{"rules":[{"operation":"rerank","kind":"alpha","implementation":"local","weight":1}]}`, 400, "weight"},
+		{"malformed JSON", "PUT", path, `{"rules":[`, 400, ""},
+		{"no rules", "PUT", path, `{"rules":[]}`, 422, "rules"},
+	})
 
 	// transform_to without dest_kind is stored as given (compiled later as unsupported).
 	var out struct {
@@ -261,14 +240,7 @@ func TestProviderCRUDAndDeleteRefusedWhileReferenced(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	pid := b.provider(t, "custom-1", "custom")
-	bad := []struct {
-		name   string
-		method string
-		path   string
-		body   any
-		status int
-		field  string
-	}{
+	b.refuses(t, []refusal{
 		{"unknown channel", "POST", "/admin/providers", map[string]any{"name": "x", "channel_type": "delta", "base_url": "https://x"}, 422, "channel_type"},
 		{"relative base_url", "POST", "/admin/providers", map[string]any{"name": "x", "channel_type": "alpha", "base_url": "/v1"}, 422, "base_url"},
 		{"missing name", "POST", "/admin/providers", map[string]any{"channel_type": "alpha", "base_url": "https://x"}, 422, "name"},
@@ -281,22 +253,7 @@ func TestProviderCRUDAndDeleteRefusedWhileReferenced(t *testing.T) {
 		{"credential for unknown provider", "POST", "/admin/providers/99999/credentials", map[string]any{"secret": "s"}, 404, ""},
 		{"credential without secret", "POST", fmt.Sprintf("/admin/providers/%d/credentials", pid), map[string]any{"weight": 1}, 422, "secret"},
 		{"credential zero weight", "POST", fmt.Sprintf("/admin/providers/%d/credentials", pid), map[string]any{"secret": "s", "weight": 0}, 422, "weight"},
-	}
-	for _, tt := range bad {
-		t.Run(tt.name, func(t *testing.T) {
-			before := b.state(t)
-			r := b.call(t, tt.method, tt.path, tt.body)
-			if r.status != tt.status {
-				t.Fatalf("%s %s = %d %s, want %d", tt.method, tt.path, r.status, r.raw, tt.status)
-			}
-			if e := r.apiError(t); tt.field != "" && !e.hasField(tt.field, -1) {
-				t.Errorf("details do not name %q: %s", tt.field, r.raw)
-			}
-			if b.state(t) != before {
-				t.Error("state changed by a refused request")
-			}
-		})
-	}
+	})
 
 	var p store.Provider
 	b.must(t, http.StatusOK, "PUT", fmt.Sprintf("/admin/providers/%d", pid), map[string]any{"name": "custom-1b",
