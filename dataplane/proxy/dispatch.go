@@ -313,7 +313,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 		flusher, _ = w.(http.Flusher)
 		if acc := usage.NewStreamAccumulator(c.class.Kind, c.class.Op); acc != nil {
 			acc.ObserveHeader(resp.Header)
-			if h.o.LocalUsage != nil && c.class.Kind == vocab.KindAlphaChatCompletions && !includesUsage(c.body) {
+			if h.o.LocalUsage != nil && c.class.Kind == vocab.KindAlphaChatCompletions && !c.req.IncludeUsage {
 				// The upstream will report no usage: keep the relayed text for local counting.
 				c.text.next = acc
 				acc = &c.text
@@ -430,7 +430,7 @@ func (h *Handler) settle(ctx context.Context, c *call) {
 		rule = c.snap.ResolvePrice(p.ID, c.cand.UpstreamModel)
 	}
 	if billable(c.class.Op) && c.reqTier == "" {
-		c.reqTier = usage.RequestedTier(c.body)
+		c.reqTier = usage.RequestedTier(c.req)
 	}
 	o := settle.Outcome{
 		RequestID: c.reqID, Start: c.start,

@@ -26,13 +26,6 @@ func CountLocally(kind vocab.Kind, op vocab.Operation, model string, reqBody []b
 	return u, true
 }
 
-// includesUsage reports whether an alpha chat request asks for the final usage chunk
-// (stream_options.include_usage).
-func includesUsage(body []byte) bool {
-	s, e, found, _ := vocab.TopLevelField(body, "stream_options")
-	return found && vocab.IsTrue(body[s:e], "include_usage")
-}
-
 // textCollector wraps a stream's usage accumulator and keeps the text of alpha chat deltas (content and
 // tool-call arguments), for local counting when the upstream reports no usage.
 type textCollector struct {

@@ -7,29 +7,54 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
+	"net/http"
 	"net/textproto"
 	"unicode/utf8"
 
+	"github.com/tollgate/tollgate/dataplane/httperr"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // errNoModel means the request body names no model.
 var errNoModel = errors.New("model is required")
 
-// bodyModel returns the top-level "model" of a JSON body and the byte range of its value.
-func bodyModel(body []byte) (model string, start, end int, err error) {
-	s, e, found, err := vocab.TopLevelField(body, "model")
-	if err != nil {
-		return "", 0, 0, fmt.Errorf("request body is not a JSON object: %w", err)
+// readRequest reads what the gateway decides on from the body, once and with the meaning every upstream
+// gives it: a JSON body through vocab.ParseRequest (which refuses bodies decoders could read differently),
+// a multipart form through multipartFields. The class takes the body's stream flag.
+func (h *Handler) readRequest(r *http.Request, c *call) error {
+	switch {
+	case c.class.Multipart:
+		f, err := multipartFields(r.Header.Get("Content-Type"), c.body)
+		if err != nil {
+			return httperr.Malformed(err.Error(), err)
+		}
+		c.model, c.class = f.model, c.class.WithStream(f.stream)
+	case len(c.body) > 0 || c.class.ModelInBody:
+		req, err := vocab.ParseRequest(c.body)
+		if err != nil {
+			e := httperr.Malformed(err.Error(), err)
+			var be *vocab.BodyError
+			if errors.As(err, &be) {
+				e.Param = be.Param
+			}
+			return e
+		}
+		c.req, c.class = req, c.class.WithStream(req.Stream)
 	}
-	if !found {
-		return "", 0, 0, errNoModel
+	return nil
+}
+
+// bodyModel returns the model named by a JSON body that vocab.ParseRequest read as req; errNoModel when
+// it names none.
+func bodyModel(body []byte, req vocab.Request) (string, error) {
+	if !req.HasModel {
+		return "", errNoModel
 	}
-	v, ok := vocab.StringValue(body[s:e])
-	if !ok || len(v) == 0 {
-		return "", 0, 0, errors.New("model must be a non-empty string without escapes")
+	m, ok := vocab.StringValue(body[req.Model[0]:req.Model[1]])
+	if !ok || len(m) == 0 {
+		return "", errors.New("model must be a non-empty string without escapes")
 	}
-	return string(v), s, e, nil
+	return string(m), nil
 }
 
 // patchModel returns body with the value at [start, end) replaced by model as a JSON string, appended to
@@ -69,30 +94,56 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// multipartModel returns the "model" form field of a multipart/form-data body.
-func multipartModel(contentType string, body []byte) (string, error) {
+// formFields are the multipart form fields the gateway decides on.
+type formFields struct {
+	model  string
+	stream bool
+}
+
+// maxFormField bounds a decision field's value; a longer one is refused, never truncated.
+const maxFormField = 1024
+
+// multipartFields reads the "model" and "stream" fields of a multipart/form-data body. A repeated field,
+// an over-long one or a stream that is not true or false is refused: form decoders upstream disagree on
+// which of two values wins.
+func multipartFields(contentType string, body []byte) (formFields, error) {
+	var f formFields
 	boundary, err := multipartBoundary(contentType)
 	if err != nil {
-		return "", err
+		return f, err
 	}
 	mr := multipart.NewReader(bytes.NewReader(body), boundary)
+	seen := map[string]bool{}
 	for {
 		p, err := mr.NextRawPart()
 		if errors.Is(err, io.EOF) {
-			return "", errNoModel
+			return f, nil
 		}
 		if err != nil {
-			return "", fmt.Errorf("read multipart body: %w", err)
+			return f, fmt.Errorf("read multipart body: %w", err)
 		}
-		if p.FormName() == "model" {
-			v, err := io.ReadAll(io.LimitReader(p, 1024))
-			if err != nil {
-				return "", fmt.Errorf("read multipart model: %w", err)
-			}
-			if len(v) == 0 {
-				return "", errNoModel
-			}
-			return string(v), nil
+		name := p.FormName()
+		if name != "model" && name != "stream" {
+			continue
+		}
+		if seen[name] {
+			return f, fmt.Errorf("form field %q is repeated", name)
+		}
+		seen[name] = true
+		v, err := io.ReadAll(io.LimitReader(p, maxFormField+1))
+		if err != nil {
+			return f, fmt.Errorf("read multipart %s: %w", name, err)
+		}
+		if len(v) > maxFormField {
+			return f, fmt.Errorf("form field %q exceeds %d bytes", name, maxFormField)
+		}
+		switch {
+		case name == "model":
+			f.model = string(v)
+		case string(v) == "true":
+			f.stream = true
+		case string(v) != "false":
+			return f, fmt.Errorf("form field \"stream\" must be true or false")
 		}
 	}
 }

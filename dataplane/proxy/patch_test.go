@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"mime/multipart"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/tollgate/tollgate/shared/usage"
@@ -19,7 +20,12 @@ func TestPatchModel(t *testing.T) {
 		{`{"model":"c"}`, "ünï", `{"model":"ünï"}`},
 	}
 	for _, tt := range tests {
-		m, s, e, err := bodyModel([]byte(tt.body))
+		req, err := vocab.ParseRequest([]byte(tt.body))
+		if err != nil {
+			t.Fatalf("ParseRequest(%s) = %v", tt.body, err)
+		}
+		m, err := bodyModel([]byte(tt.body), req)
+		s, e := req.Model[0], req.Model[1]
 		if err != nil {
 			t.Fatalf("bodyModel(%s) = %v", tt.body, err)
 		}
@@ -31,7 +37,11 @@ func TestPatchModel(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{`[]`, `{"model":1}`, `{"model":"a\u0062"}`, `{"model":""}`, `{"x":1}`} {
-		if _, _, _, err := bodyModel([]byte(bad)); err == nil {
+		req, err := vocab.ParseRequest([]byte(bad))
+		if err == nil {
+			_, err = bodyModel([]byte(bad), req)
+		}
+		if err == nil {
 			t.Errorf("bodyModel(%s) accepted", bad)
 		}
 	}
@@ -48,14 +58,18 @@ func FuzzPatchModel(f *testing.F) {
 		if json.Unmarshal([]byte(body), &before) != nil {
 			return
 		}
-		cur, s, e, err := bodyModel([]byte(body))
+		req, err := vocab.ParseRequest([]byte(body))
+		if err != nil {
+			return
+		}
+		cur, err := bodyModel([]byte(body), req)
 		if err != nil {
 			return
 		}
 		if before["model"] != cur {
-			// duplicate keys: encoding/json keeps the last one, the scanner the first.
-			return
+			t.Fatalf("gateway reads model %q, encoding/json %q", cur, before["model"])
 		}
+		s, e := req.Model[0], req.Model[1]
 		out := patchModel(nil, []byte(body), s, e, model)
 		var after map[string]any
 		if err := json.Unmarshal(out, &after); err != nil {
@@ -84,16 +98,16 @@ func TestMultipartModel(t *testing.T) {
 	_, _ = fw.Write([]byte{0x89, 'P', 'N', 'G'})
 	_ = mw.Close()
 	ct := mw.FormDataContentType()
-	m, err := multipartModel(ct, b.Bytes())
-	if err != nil || m != "img" {
-		t.Fatalf("multipartModel = %q, %v", m, err)
+	f, err := multipartFields(ct, b.Bytes())
+	if err != nil || f.model != "img" || f.stream {
+		t.Fatalf("multipartFields = %+v, %v", f, err)
 	}
 	out, err := patchMultipartModel(ct, b.Bytes(), "img-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, err := multipartModel(ct, out); err != nil || m != "img-1" {
-		t.Fatalf("after patch model = %q, %v", m, err)
+	if f, err := multipartFields(ct, out); err != nil || f.model != "img-1" {
+		t.Fatalf("after patch model = %+v, %v", f, err)
 	}
 	if !bytes.Contains(out, []byte{0x89, 'P', 'N', 'G'}) || !bytes.Contains(out, []byte("a cat")) {
 		t.Error("other parts lost")
@@ -178,5 +192,37 @@ func TestIsStreamError(t *testing.T) {
 		if got := isStreamError([]byte(tt.data)); got != tt.want {
 			t.Errorf("isStreamError(%s) = %v, want %v", tt.data, got, tt.want)
 		}
+	}
+}
+
+// TestMultipartFieldsRefuseAmbiguity: a repeated decision field (form decoders disagree on which value
+// wins), an over-long model (once truncated) and a non-boolean stream are refused; a "stream" text inside
+// a file part is not a field.
+func TestMultipartFieldsRefuseAmbiguity(t *testing.T) {
+	form := func(build func(mw *multipart.Writer)) (string, []byte) {
+		var b bytes.Buffer
+		mw := multipart.NewWriter(&b)
+		build(mw)
+		_ = mw.Close()
+		return mw.FormDataContentType(), b.Bytes()
+	}
+	for name, build := range map[string]func(mw *multipart.Writer){
+		"model twice":  func(mw *multipart.Writer) { _ = mw.WriteField("model", "a"); _ = mw.WriteField("model", "b") },
+		"stream twice": func(mw *multipart.Writer) { _ = mw.WriteField("stream", "false"); _ = mw.WriteField("stream", "true") },
+		"long model":   func(mw *multipart.Writer) { _ = mw.WriteField("model", strings.Repeat("m", maxFormField+1)) },
+		"stream yes":   func(mw *multipart.Writer) { _ = mw.WriteField("stream", "yes") },
+	} {
+		ct, body := form(build)
+		if f, err := multipartFields(ct, body); err == nil {
+			t.Errorf("%s: accepted as %+v", name, f)
+		}
+	}
+	ct, body := form(func(mw *multipart.Writer) {
+		_ = mw.WriteField("model", "img")
+		fw, _ := mw.CreateFormFile("image", "x.png")
+		_, _ = fw.Write([]byte("name=\"stream\"\r\n\r\ntrue\r\n"))
+	})
+	if f, err := multipartFields(ct, body); err != nil || f.stream || f.model != "img" {
+		t.Errorf("file content read as a field: %+v, %v", f, err)
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,10 +67,13 @@ type Options struct {
 	// LocalUsage is the local token counter used when the upstream reports no usage (may be nil).
 	LocalUsage   LocalUsageFunc
 	MaxBodyBytes int64
-	Log          *slog.Logger
-	Metrics      *metrics.Registry
-	Selector     *routing.Selector
-	Now          func() time.Time
+	// BodyReadTimeout bounds reading a request body, from the end of the headers to its last byte (0: no
+	// bound of the handler's own; the server's timeouts still apply).
+	BodyReadTimeout time.Duration
+	Log             *slog.Logger
+	Metrics         *metrics.Registry
+	Selector        *routing.Selector
+	Now             func() time.Time
 }
 
 // Handler is the client-facing handler. It is safe for concurrent use.
@@ -107,6 +112,7 @@ type call struct {
 	reqID    string
 	start    time.Time
 	class    vocab.Class
+	req      vocab.Request // the decision members of a JSON body (readRequest)
 	snap     *snapshot.Compiled
 	key      *snapshot.APIKey
 	model    string // logical model as the client named it
@@ -116,6 +122,9 @@ type call struct {
 	hold     admission.Hold
 	reqTier  string
 	estimate int64
+	// bodyRead is set once the whole body was read: a refusal before (from the headers, or a body cut by
+	// its deadline) closes the connection instead of leaving net/http to drain a maybe endless body.
+	bodyRead bool
 	// dispatched is set once the request reaches admission and dispatch; settled once its record is
 	// written, so it is written exactly once.
 	dispatched, settled bool
@@ -198,6 +207,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if kind == "" {
 			kind = pathFamily(r.URL.Path)
 		}
+		if !c.bodyRead && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+			w.Header()["Connection"] = []string{"close"} // refused before the body's end: it is not drained
+		}
 		httperr.Write(w, kind, e)
 		h.count(c, e.Status)
 	}
@@ -247,10 +259,9 @@ func pathFamily(path string) vocab.Kind {
 
 // serve runs the request path; an error returned is answered by ServeHTTP (nothing was written yet).
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
-	if err := h.readBody(r, c); err != nil {
-		return err
-	}
-	class, ok := vocab.Classify(r.Method, r.URL.Path, r.URL.RawQuery, r.Header, c.body)
+	// The path and the headers decide the dialect and the key: an unauthenticated request is refused
+	// before a byte of its body is read (docs/dataplane.md "Memory bounded by what was received").
+	class, ok := vocab.Classify(r.Method, r.URL.Path, r.URL.RawQuery, r.Header)
 	if !ok {
 		return httperr.NotFound(r.Method, r.URL.Path)
 	}
@@ -272,6 +283,13 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 		return httperr.Unauthorized("API key is disabled or expired")
 	}
 	c.key = key
+	if err := h.readBody(w, r, c); err != nil {
+		return err
+	}
+	if err := h.readRequest(r, c); err != nil {
+		return err
+	}
+	class = c.class
 	if class.Op == vocab.OpListModels {
 		writeJSON(w, http.StatusOK, listModels(snap, key, class.Kind))
 		c.status, c.end, c.firstByte = http.StatusOK, vocab.EndCompleted, h.o.Now()
@@ -339,39 +357,58 @@ func (h *Handler) servable(cell snapshot.Cell, class vocab.Class) bool {
 	return false
 }
 
-func (h *Handler) readBody(r *http.Request, c *call) error {
+// readBody reads the request body into c.body. The buffer grows with the bytes received — never from the
+// declared Content-Length, so a client that declares 32 MiB and sends 4 KiB costs 4 KiB — and the whole
+// body must arrive within BodyReadTimeout (a body trickled a byte at a time is cut with a 408).
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, c *call) error {
 	limit := h.o.MaxBodyBytes
 	if r.ContentLength > limit {
 		return httperr.TooLarge(limit)
 	}
 	if r.Body == nil || r.Body == http.NoBody {
+		c.bodyRead = true
 		return nil
 	}
-	buf := c.body[:0]
-	if r.ContentLength > 0 && int64(cap(buf)) < r.ContentLength+1 {
-		buf = make([]byte, 0, r.ContentLength+1)
+	rc := http.NewResponseController(w)
+	if h.o.BodyReadTimeout > 0 {
+		// Not supported by every ResponseWriter (tests); the server's own timeouts still apply then.
+		_ = rc.SetReadDeadline(h.o.Now().Add(h.o.BodyReadTimeout))
+		defer func() { _ = rc.SetReadDeadline(time.Time{}) }() // a long streamed answer is not cut
 	}
+	buf := c.body[:0]
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			// Grow by what arrived (append doubles), starting small; never by what was declared.
+			buf = slices.Grow(buf, min(max(cap(buf), minBodyGrow), maxBodyGrow))
 		}
-		n, err := r.Body.Read(buf[len(buf):cap(buf)])
+		n, err := r.Body.Read(buf[len(buf):min(int64(cap(buf)), limit+1)])
 		buf = buf[:len(buf)+n]
 		if int64(len(buf)) > limit {
 			c.body = buf
 			return httperr.TooLarge(limit)
 		}
 		if errors.Is(err, io.EOF) {
+			c.bodyRead = true
 			break
 		}
 		if err != nil {
 			c.body = buf
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return &httperr.Error{Status: http.StatusRequestTimeout, Code: httperr.CodeInvalidRequest,
+					Message: fmt.Sprintf("the request body did not arrive within %s", h.o.BodyReadTimeout), Cause: err}
+			}
 			return httperr.Malformed("could not read the request body", fmt.Errorf("read body: %w", err))
 		}
 	}
 	c.body = buf
 	return nil
 }
+
+// Body buffers grow by at least minBodyGrow and at most maxBodyGrow bytes at a time.
+const (
+	minBodyGrow = 4 << 10
+	maxBodyGrow = 1 << 20
+)
 
 // clientKey returns the gateway key from the dialect's usual place: Authorization Bearer, x-api-key,
 // x-goog-api-key, then the key query parameter.
@@ -407,24 +444,22 @@ func (h *Handler) resolveModel(r *http.Request, c *call) error {
 	case class.PathModel != "":
 		c.model = class.PathModel
 	case class.Multipart:
-		m, err := multipartModel(r.Header.Get("Content-Type"), c.body)
-		if err != nil {
-			e := httperr.Malformed(err.Error(), err)
+		if c.model == "" {
+			e := httperr.Malformed(errNoModel.Error(), errNoModel)
 			e.Param = "model"
 			return e
 		}
-		c.model = m
 	case class.ModelInBody:
-		m, s, e, err := bodyModel(c.body)
+		m, err := bodyModel(c.body, c.req)
 		if err != nil {
 			if errors.Is(err, errNoModel) && class.Op == vocab.OpCreateConversation {
 				return httperr.Unsupported(class.Op, class.Kind, "conversation requests must name a model to be routed")
 			}
-			he := httperr.Malformed(err.Error(), err)
-			he.Param = "model"
-			return he
+			e := httperr.Malformed(err.Error(), err)
+			e.Param = "model"
+			return e
 		}
-		c.model, c.modelAt = m, [2]int{s, e}
+		c.model, c.modelAt = m, c.req.Model
 	default:
 		return httperr.Unsupported(class.Op, class.Kind, "stored-resource endpoints name no model and cannot be routed")
 	}
@@ -452,7 +487,7 @@ func (h *Handler) admit(ctx context.Context, c *call) error {
 		EstimateTokens: pricing.BytesPerTokenEstimator(len(c.body))}
 	if billable(c.class.Op) {
 		first := c.usable[0]
-		c.reqTier = usage.RequestedTier(c.body)
+		c.reqTier = usage.RequestedTier(c.req)
 		rule := c.snap.ResolvePrice(first.Provider.ID, first.UpstreamModel)
 		c.estimate = pricing.EstimateMicros(rule, len(c.body), c.reqTier)
 		if c.estimate > 0 {

@@ -59,11 +59,17 @@ func FuzzFromGammaEmbedding(f *testing.F) {
 }
 
 func FuzzRequestedTier(f *testing.F) {
-	for _, s := range []string{`{"speed":"fast","service_tier":"auto"}`, `{"serviceTier":"SERVICE_TIER_FLEX"}`, `{"service_tier":1}`, `x`} {
+	for _, s := range []string{`{"speed":"fast","service_tier":"auto"}`, `{"serviceTier":"SERVICE_TIER_FLEX"}`, `{"service_tier":"a\u0062"}`, `x`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		_ = RequestedTier(body)
+		req, err := vocab.ParseRequest(body)
+		if err != nil {
+			return
+		}
+		if got := RequestedTier(req); got != CleanTier(got) {
+			t.Fatalf("RequestedTier = %q, not clean", got)
+		}
 	})
 }
 

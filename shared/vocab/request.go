@@ -1,0 +1,220 @@
+package vocab
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Request is what the gateway decides on in a JSON request body: the members that routing, permissions,
+// classification, admission and pricing read. ParseRequest fills it only for a body every JSON decoder
+// reads the same way, so the gateway's reading is the upstream's (docs/dataplane.md "One reading of a
+// request body").
+type Request struct {
+	// Model is the byte range [start, end) of the top-level "model" value (a string, quotes included);
+	// HasModel is false when the body names none (or null).
+	Model    [2]int
+	HasModel bool
+	// Stream is the top-level "stream" member (true only for the literal true).
+	Stream bool
+	// IncludeUsage is stream_options.include_usage.
+	IncludeUsage bool
+	// Speed, ServiceTier and ServiceTierCamel are the decoded top-level "speed", "service_tier" and
+	// "serviceTier" strings ("" when absent or null).
+	Speed, ServiceTier, ServiceTierCamel string
+}
+
+// BodyError is a request body ParseRequest refuses; Param names the member at fault when there is one.
+type BodyError struct {
+	Message string
+	Param   string
+}
+
+func (e *BodyError) Error() string { return e.Message }
+
+// decisionKeys are the top-level members the gateway reads; streamOptionKeys those of stream_options.
+var (
+	decisionKeys     = [...]string{"model", "stream", "stream_options", "speed", "service_tier", "serviceTier"}
+	streamOptionKeys = [...]string{"include_usage"}
+)
+
+// ParseRequest validates a JSON request body and reads the members the gateway decides on. It refuses
+// (with a *BodyError) any body a JSON decoder upstream could read differently from the gateway:
+//
+//   - anything but exactly one JSON object (RFC 8259 grammar; an array, a scalar or trailing data);
+//   - invalid UTF-8, or an escape that is not a Unicode scalar value (a lone surrogate);
+//   - an object, at any depth, that repeats a member name, names compared after unescaping (a
+//     last-key-wins decoder and a first-key-wins one disagree on it);
+//   - in an object the gateway reads, a member whose name matches a decision key only when letters are
+//     folded ("Stream", "ſtream"): Go's encoding/json folds case when it matches struct fields;
+//   - a decision member of the wrong type (a "stream" that is not true, false or null, a non-string
+//     "model"): lenient decoders coerce such values in ways the gateway cannot predict.
+//
+// Member names written with escapes are read decoded ("mod\u0065l" is model). It allocates only for the
+// decoded tier strings and never for bodies without escaped decision names.
+func ParseRequest(body []byte) (Request, error) {
+	var req Request
+	i := skipWS(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return req, &BodyError{Message: "the request body must be a JSON object"}
+	}
+	if !jsontext.Value(body).IsValid() {
+		return req, invalidJSON(body)
+	}
+	var err error
+	scanErr := Members(body, func(key, v []byte) bool {
+		var name []byte
+		var scratch [64]byte
+		if name, err = memberName(scratch[:0], key); err != nil {
+			return false
+		}
+		var k string
+		if k, err = matchKey(name, decisionKeys[:]); err != nil || k == "" {
+			return err == nil
+		}
+		err = req.set(k, body, v)
+		return err == nil
+	})
+	if err == nil && scanErr != nil { // unreachable after IsValid; kept so a scanner bug cannot pass a body
+		err = &BodyError{Message: "the request body is not valid JSON"}
+	}
+	return req, err
+}
+
+// invalidJSON describes why a body is not valid JSON; only refused bodies pay for it.
+func invalidJSON(body []byte) error {
+	d := jsontext.NewDecoder(bytes.NewReader(body))
+	_, err := d.ReadValue()
+	if err == nil {
+		if _, err = d.ReadToken(); err == io.EOF {
+			err = nil
+		} else {
+			err = fmt.Errorf("data after the JSON object")
+		}
+	}
+	msg := "the request body is not valid JSON"
+	if err != nil {
+		msg += ": " + err.Error()
+	}
+	return &BodyError{Message: msg}
+}
+
+// memberName returns a member's name decoded (key is its raw text without the quotes).
+func memberName(dst, key []byte) ([]byte, error) {
+	if bytes.IndexByte(key, '\\') < 0 {
+		return key, nil
+	}
+	dst = append(dst, '"')
+	dst = append(dst, key...)
+	dst = append(dst, '"')
+	name, err := jsontext.AppendUnquote(nil, dst)
+	if err != nil {
+		return nil, &BodyError{Message: fmt.Sprintf("member name %s: %v", dst, err)}
+	}
+	return name, nil
+}
+
+// matchKey returns the key of keys that name is, "" for none; a name equal to one only under case
+// folding is an error.
+func matchKey(name []byte, keys []string) (string, error) {
+	for _, k := range keys {
+		if string(name) == k {
+			return k, nil
+		}
+	}
+	for _, k := range keys {
+		if bytes.EqualFold(name, []byte(k)) {
+			return "", &BodyError{Param: k,
+				Message: fmt.Sprintf("member %q differs from %q only in letter case; send %q", name, k, k)}
+		}
+	}
+	return "", nil
+}
+
+func (r *Request) set(key string, body, v []byte) error {
+	switch key {
+	case "model":
+		if isNull(v) {
+			return nil
+		}
+		if v[0] != '"' {
+			return typeError(key, "a string")
+		}
+		start := offset(body, v)
+		r.Model, r.HasModel = [2]int{start, start + len(v)}, true
+	case "stream":
+		b, err := boolValue(key, v)
+		r.Stream = b
+		return err
+	case "stream_options":
+		if isNull(v) {
+			return nil
+		}
+		if v[0] != '{' {
+			return typeError(key, "an object")
+		}
+		var err error
+		_ = Members(v, func(k, val []byte) bool {
+			var name []byte
+			var scratch [64]byte
+			if name, err = memberName(scratch[:0], k); err != nil {
+				return false
+			}
+			var m string
+			if m, err = matchKey(name, streamOptionKeys[:]); err != nil || m == "" {
+				return err == nil
+			}
+			r.IncludeUsage, err = boolValue("stream_options.include_usage", val)
+			return err == nil
+		})
+		return err
+	case "speed":
+		return stringValue(key, v, &r.Speed)
+	case "service_tier":
+		return stringValue(key, v, &r.ServiceTier)
+	case "serviceTier":
+		return stringValue(key, v, &r.ServiceTierCamel)
+	}
+	return nil
+}
+
+func isNull(v []byte) bool { return string(v) == "null" }
+
+func boolValue(key string, v []byte) (bool, error) {
+	switch string(v) {
+	case "true":
+		return true, nil
+	case "false", "null":
+		return false, nil
+	}
+	return false, typeError(key, "true or false")
+}
+
+func stringValue(key string, v []byte, dst *string) error {
+	if isNull(v) {
+		return nil
+	}
+	if v[0] != '"' {
+		return typeError(key, "a string")
+	}
+	if s, ok := StringValue(v); ok {
+		*dst = string(s)
+		return nil
+	}
+	s, err := jsontext.AppendUnquote(nil, v)
+	if err != nil || !utf8.Valid(s) {
+		return typeError(key, "a string")
+	}
+	*dst = string(s)
+	return nil
+}
+
+func typeError(key, want string) error {
+	return &BodyError{Param: key, Message: fmt.Sprintf("%s must be %s", key, want)}
+}
+
+// offset returns where sub, a subslice of b, starts in b (s := b[i:j] has cap(b)-i capacity).
+func offset(b, sub []byte) int { return cap(b) - cap(sub) }
