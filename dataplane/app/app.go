@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -131,6 +130,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		Log:          log,
 		Metrics:      s.Metrics,
+		// Every request's body must arrive within this (docs/dataplane.md "Memory bounded by what was received").
+		BodyReadTimeout: cfg.BodyReadTimeout,
 	})
 	s.Mux.Handle("/", s.Proxy) // every client path; health and metrics patterns are more specific
 	process.HealthHandlers(s.Mux, s.ready)
@@ -163,7 +164,11 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // Run serves until ctx ends, then stops accepting, finishes in-flight requests and closes Redis.
 func (s *Server) Run(ctx context.Context) error {
-	httpSrv := &http.Server{Handler: s.Mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn)}
+	// No ReadTimeout or WriteTimeout: net/http cancels a request's context when the connection's read
+	// deadline passes, and a write timeout would cut long streams. The body's deadline is the handler's
+	// (proxy BodyReadTimeout); headers and idle keep-alives have the server's.
+	httpSrv := &http.Server{Handler: s.Mux, ReadHeaderTimeout: s.Config.ReadHeaderTimeout, IdleTimeout: s.Config.IdleTimeout,
+		ErrorLog: slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn)}
 	syncCtx, stopSync := context.WithCancel(ctx)
 	defer stopSync()
 	snapshots := process.Server{

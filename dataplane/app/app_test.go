@@ -58,12 +58,14 @@ func TestNotReadyWithoutSnapshotAndGracefulStop(t *testing.T) {
 	deadCP := ln.Addr().String()
 	ln.Close()
 	env := map[string]string{
-		"TOLLGATE_DP_TOKEN":         "dp-token-for-tests-0123",
-		"TOLLGATE_DP_HTTP_ADDR":     "127.0.0.1:0",
-		"TOLLGATE_CP_ENDPOINTS":     deadCP,
-		"TOLLGATE_REDIS_URL":        "redis://127.0.0.1:6379/0",
-		"TOLLGATE_REDIS_KEY_PREFIX": "t-app-" + t.Name() + ":",
-		"TOLLGATE_NODE_ID":          "dp-test",
+		"TOLLGATE_DP_TOKEN":            "dp-token-for-tests-0123",
+		"TOLLGATE_DP_HTTP_ADDR":        "127.0.0.1:0",
+		"TOLLGATE_CP_ENDPOINTS":        deadCP,
+		"TOLLGATE_REDIS_URL":           "redis://127.0.0.1:6379/0",
+		"TOLLGATE_REDIS_KEY_PREFIX":    "t-app-" + t.Name() + ":",
+		"TOLLGATE_NODE_ID":             "dp-test",
+		"TOLLGATE_IDLE_TIMEOUT":        "300ms",
+		"TOLLGATE_READ_HEADER_TIMEOUT": "300ms",
 	}
 	cfg, err := config.Load(nil, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
@@ -105,6 +107,26 @@ func TestNotReadyWithoutSnapshotAndGracefulStop(t *testing.T) {
 	}
 	if code, _ := get("/metrics"); code != http.StatusOK {
 		t.Fatalf("/metrics = %d", code)
+	}
+	// Client connection timeouts (TOLLGATE_IDLE_TIMEOUT, TOLLGATE_READ_HEADER_TIMEOUT are 300ms here): an
+	// idle keep-alive connection and one whose headers never end are closed by the server.
+	idle, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	_, _ = io.WriteString(idle, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	slow, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	_, _ = io.WriteString(slow, "GET /healthz HTTP/1.1\r\nHost: x\r\n")
+	for name, c := range map[string]net.Conn{"idle keep-alive": idle, "unfinished headers": slow} {
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second)) // a hang fails instead of blocking
+		if _, err := io.Copy(io.Discard, c); err != nil {
+			t.Errorf("%s connection not closed by the server: %v", name, err)
+		}
 	}
 	cancel()
 	select {

@@ -45,6 +45,12 @@ type Config struct {
 	// SettleLinger is how long the settlement forwarder holds a short batch waiting for more records
 	// before the Settle call (0: settle at once). It adds at most this much settlement delay.
 	SettleLinger time.Duration
+	// ReadHeaderTimeout bounds reading a client request's headers; BodyReadTimeout reading its body (the
+	// whole body, so a trickle is cut with a 408); IdleTimeout closes a keep-alive connection idle that
+	// long. No write timeout: a long streamed answer is never cut.
+	ReadHeaderTimeout time.Duration
+	BodyReadTimeout   time.Duration
+	IdleTimeout       time.Duration
 }
 
 // Load parses args with getenv as the fallback for every setting, then validates.
@@ -76,6 +82,9 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	process.DurationFlag(fs, &c.UpstreamResponseTimeout, "upstream-response-timeout", env("TOLLGATE_UPSTREAM_RESPONSE_TIMEOUT", "10m"), "wait for upstream response headers (TOLLGATE_UPSTREAM_RESPONSE_TIMEOUT)")
 	process.DurationFlag(fs, &c.CredentialCooldown, "credential-cooldown", env("TOLLGATE_CREDENTIAL_COOLDOWN", "30s"), "skip a failing credential for this long (TOLLGATE_CREDENTIAL_COOLDOWN)")
 	process.DurationFlag(fs, &c.SettleLinger, "settle-linger", env("TOLLGATE_SETTLE_LINGER", "100ms"), "forwarder wait for a fuller Settle batch, 0 for none (TOLLGATE_SETTLE_LINGER)")
+	process.DurationFlag(fs, &c.ReadHeaderTimeout, "read-header-timeout", env("TOLLGATE_READ_HEADER_TIMEOUT", "10s"), "client request header read limit (TOLLGATE_READ_HEADER_TIMEOUT)")
+	process.DurationFlag(fs, &c.BodyReadTimeout, "body-read-timeout", env("TOLLGATE_BODY_READ_TIMEOUT", "60s"), "client request body read limit, whole body (TOLLGATE_BODY_READ_TIMEOUT)")
+	process.DurationFlag(fs, &c.IdleTimeout, "idle-timeout", env("TOLLGATE_IDLE_TIMEOUT", "120s"), "idle keep-alive client connection lifetime (TOLLGATE_IDLE_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -134,6 +143,9 @@ func (c Config) Validate() error {
 		"TOLLGATE_UPSTREAM_IDLE_TIMEOUT (-upstream-idle-timeout)":         c.UpstreamIdleTimeout,
 		"TOLLGATE_UPSTREAM_RESPONSE_TIMEOUT (-upstream-response-timeout)": c.UpstreamResponseTimeout,
 		"TOLLGATE_CREDENTIAL_COOLDOWN (-credential-cooldown)":             c.CredentialCooldown,
+		"TOLLGATE_READ_HEADER_TIMEOUT (-read-header-timeout)":             c.ReadHeaderTimeout,
+		"TOLLGATE_BODY_READ_TIMEOUT (-body-read-timeout)":                 c.BodyReadTimeout,
+		"TOLLGATE_IDLE_TIMEOUT (-idle-timeout)":                           c.IdleTimeout,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s: must be a positive duration", name))

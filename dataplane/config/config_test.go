@@ -4,6 +4,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -42,5 +43,26 @@ func TestLoadRejectsBadSettingsByName(t *testing.T) {
 				t.Fatalf("Load = %v, want an error naming %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestClientTimeouts: the client connection timeouts have defaults and read their settings.
+func TestClientTimeouts(t *testing.T) {
+	c, err := Load(nil, envOf(map[string]string{"TOLLGATE_DP_TOKEN": "t"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ReadHeaderTimeout != 10*time.Second || c.BodyReadTimeout != time.Minute || c.IdleTimeout != 2*time.Minute {
+		t.Fatalf("defaults %v %v %v", c.ReadHeaderTimeout, c.BodyReadTimeout, c.IdleTimeout)
+	}
+	c, err = Load([]string{"-idle-timeout", "5s"}, envOf(map[string]string{"TOLLGATE_DP_TOKEN": "t",
+		"TOLLGATE_READ_HEADER_TIMEOUT": "2s", "TOLLGATE_BODY_READ_TIMEOUT": "3s"}), io.Discard)
+	if err != nil || c.ReadHeaderTimeout != 2*time.Second || c.BodyReadTimeout != 3*time.Second || c.IdleTimeout != 5*time.Second {
+		t.Fatalf("Load = %+v, %v", c, err)
+	}
+	for _, name := range []string{"TOLLGATE_READ_HEADER_TIMEOUT", "TOLLGATE_BODY_READ_TIMEOUT", "TOLLGATE_IDLE_TIMEOUT"} {
+		if _, err := Load(nil, envOf(map[string]string{"TOLLGATE_DP_TOKEN": "t", name: "0s"}), io.Discard); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=0s: %v, want an error naming it", name, err)
+		}
 	}
 }
