@@ -22,9 +22,6 @@ import (
 // statusClientClosed is recorded (never sent) when the client went away before an answer was written.
 const statusClientClosed = 499
 
-// maxCapture bounds the buffered copy of a non-streaming response kept for usage extraction.
-const maxCapture = 16 << 20
-
 // Transformer serves transform_to cells (dataplane/translate behind a small adapter).
 type Transformer interface {
 	// Supports reports whether the inbound class can be served through cell.
@@ -350,11 +347,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 			if tap != nil {
 				tap(buf[:n])
 			} else if capture {
-				if len(c.capture)+n <= maxCapture {
-					c.capture = append(c.capture, buf[:n]...)
-				} else {
-					capture, c.capture = false, c.capture[:0]
-				}
+				_, _ = c.scan.Write(buf[:n])
 			}
 		}
 		if errors.Is(err, io.EOF) {
@@ -390,16 +383,19 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 		if c.arr.failed && c.end == vocab.EndCompleted {
 			c.end = vocab.EndUpstreamError
 		}
-	case capture && len(c.capture) > 0:
-		// Keep the reported tier even when the body carries no token counts.
-		if u, found, err := usage.FromBody(c.class.Kind, c.class.Op, c.capture, resp.Header); err == nil {
-			c.usage, c.usageFound = u, found
+	case capture:
+		// Only the usage members were kept, wherever they were in a body of any length. Keep the reported
+		// tier even when the body carries no token counts.
+		if red := c.scan.Reduced(); red != nil {
+			if u, found, err := usage.FromBody(c.class.Kind, c.class.Op, red, resp.Header); err == nil {
+				c.usage, c.usageFound = u, found
+			}
 		}
 	}
 	if c.usageFound {
 		c.source = vocab.SourceUpstream
 	} else if h.o.LocalUsage != nil && ok && billable(c.class.Op) {
-		if u, found := h.o.LocalUsage(c.class.Kind, c.class.Op, c.cand.UpstreamModel, c.body, c.text.b.String()); found {
+		if u, found := h.o.LocalUsage(c.class.Kind, c.class.Op, c.cand.UpstreamModel, c.body, c.text.b.String(), c.text.total); found {
 			u.ReportedTier = c.usage.ReportedTier // the upstream's reported tier still wins when counting locally
 			c.usage, c.usageFound, c.source = u, true, vocab.SourceLocal
 		}

@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"math/bits"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -15,7 +17,7 @@ import (
 // CountLocally is the LocalUsageFunc backed by package tokencount: for a content-generation request whose
 // upstream reported no usage it counts the prompt and the collected output text locally; found is false
 // when the tokenizer is compiled out.
-func CountLocally(kind vocab.Kind, op vocab.Operation, model string, reqBody []byte, output string) (usage.Usage, bool) {
+func CountLocally(kind vocab.Kind, op vocab.Operation, model string, reqBody []byte, output string, outputBytes int64) (usage.Usage, bool) {
 	if !op.IsGeneration() || !tokencount.Supported() {
 		return usage.Usage{}, false
 	}
@@ -23,15 +25,65 @@ func CountLocally(kind vocab.Kind, op vocab.Operation, model string, reqBody []b
 	if err != nil {
 		return usage.Usage{}, false
 	}
+	u.Output = extrapolate(u.Output, int64(len(output)), outputBytes)
 	return u, true
 }
 
+// extrapolate scales the tokens counted in the first kept bytes of a text to its whole length (as
+// tokencount does beyond MaxExactBytes), saturating at math.MaxInt64.
+func extrapolate(tokens, kept, total int64) int64 {
+	if kept <= 0 || total <= kept || tokens <= 0 {
+		return tokens
+	}
+	hi, lo := bits.Mul64(uint64(tokens), uint64(total))
+	if hi >= uint64(kept) {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, uint64(kept))
+	if q > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(q)
+}
+
+// maxCollectedText bounds the relayed text kept for local counting: tokencount counts this much exactly
+// and extrapolates the rest by length, so a stream of any length is counted in flat memory.
+const maxCollectedText = tokencount.MaxExactBytes
+
 // textCollector wraps a stream's usage accumulator and keeps the text of alpha chat deltas (content and
-// tool-call arguments), for local counting when the upstream reports no usage.
+// tool-call arguments), for local counting when the upstream reports no usage: the first
+// maxCollectedText bytes (cut at a character boundary) and the length of the whole.
 type textCollector struct {
-	next usage.Accumulator
-	b    strings.Builder
-	pend []byte // one event's text, kept until the event is known to decode
+	next  usage.Accumulator
+	b     strings.Builder
+	total int64  // bytes of text seen, kept or not
+	pend  []byte // one event's text, kept until the event is known to decode
+}
+
+// add collects s; addBytes collects b.
+func (t *textCollector) add(s string) {
+	t.total += int64(len(s))
+	t.b.WriteString(s[:keepLen(s, t.b.Len())])
+}
+
+func (t *textCollector) addBytes(b []byte) {
+	t.total += int64(len(b))
+	t.b.Write(b[:keepLen(b, t.b.Len())])
+}
+
+// keepLen returns how much of s still fits after kept bytes, cut at a character boundary.
+func keepLen[T ~string | ~[]byte](s T, kept int) int {
+	room := maxCollectedText - kept
+	if room <= 0 {
+		return 0
+	}
+	if len(s) <= room {
+		return len(s)
+	}
+	for room > 0 && !utf8.RuneStart(s[room]) {
+		room--
+	}
+	return room
 }
 
 type chatDelta struct {
@@ -54,9 +106,9 @@ func (t *textCollector) Observe(data []byte) error {
 		var d chatDelta
 		if json.Unmarshal(data, &d) == nil {
 			for _, c := range d.Choices {
-				t.b.WriteString(c.Delta.Content)
+				t.add(c.Delta.Content)
 				for _, tc := range c.Delta.ToolCalls {
-					t.b.WriteString(tc.Function.Arguments)
+					t.add(tc.Function.Arguments)
 				}
 			}
 		}
@@ -108,7 +160,7 @@ func (t *textCollector) collectFast(data []byte) bool {
 	if !ok {
 		return false
 	}
-	t.b.Write(t.pend)
+	t.addBytes(t.pend)
 	return true
 }
 

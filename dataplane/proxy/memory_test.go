@@ -11,6 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/shared/usage"
+	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // countingBody is a request body that records how many bytes were read from it: it yields n bytes of
@@ -113,5 +116,118 @@ func TestTrickledBodyCut(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), "did not arrive") {
 		t.Fatalf("status %d %s, want 408", resp.StatusCode, body)
+	}
+}
+
+// discardWriter is a ResponseWriter that keeps nothing of the body (httptest.ResponseRecorder keeps it
+// all, which would hide what the handler itself holds).
+type discardWriter struct {
+	h      http.Header
+	status int
+	n      int64
+}
+
+func (d *discardWriter) Header() http.Header { return d.h }
+func (d *discardWriter) WriteHeader(s int) {
+	if d.status == 0 {
+		d.status = s
+	}
+}
+func (d *discardWriter) Write(p []byte) (int, error) {
+	d.WriteHeader(200)
+	d.n += int64(len(p))
+	return len(p), nil
+}
+func (d *discardWriter) Flush() {}
+
+// allocatedBy returns the bytes allocated (by every goroutine, so also the test's upstream) while f ran.
+func allocatedBy(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestLargeBufferedResponseUsageFound: usage reported after 40 MB of a non-streaming answer is found
+// (the old capture kept the first 16 MiB, then dropped it and billed nothing), and relaying it keeps
+// megabytes, not the body.
+func TestLargeBufferedResponseUsageFound(t *testing.T) {
+	const size = 40 << 20
+	chunk := []byte(strings.Repeat("x", 64<<10))
+	b := setup(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"object":"chat.completion","choices":[{"message":{"role":"assistant","content":"`)
+		for range size / len(chunk) {
+			_, _ = w.Write(chunk)
+		}
+		_, _ = io.WriteString(w, `"}}],"usage":{"prompt_tokens":10,"completion_tokens":10000000}}`)
+	})
+	dw := &discardWriter{h: http.Header{}}
+	alloc := allocatedBy(func() {
+		req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{"model":"chat","messages":[]}`))
+		req.Header.Set("Authorization", "Bearer client-key")
+		b.h.ServeHTTP(dw, req)
+	})
+	if dw.status != 200 || dw.n < size {
+		t.Fatalf("status %d, %d bytes relayed", dw.status, dw.n)
+	}
+	if len(b.rec.recs) != 1 || b.rec.recs[0].GetTokens().GetOutput() != 10_000_000 || b.rec.recs[0].GetSource() != "upstream" {
+		t.Fatalf("record %v, want 10M output tokens from the upstream", b.rec.recs)
+	}
+	t.Logf("relaying %d MB allocated %d KB", dw.n>>20, alloc>>10)
+	if alloc > 8<<20 {
+		t.Errorf("relaying a %d MB answer allocated %d MB, want < 8 MB", size>>20, alloc>>20)
+	}
+}
+
+// TestLongStreamFlatMemory: a long stream without upstream usage is relayed and counted locally in flat
+// memory: the text kept for counting is bounded and the whole length is still counted.
+func TestLongStreamFlatMemory(t *testing.T) {
+	const events = 4096
+	text := strings.Repeat("word ", 3<<10) // 15 KiB of text per event, 60 MiB in all
+	event := []byte(`data: {"choices":[{"delta":{"content":"` + text + `"}}]}` + "\n\n")
+	b := setup(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for range events {
+			_, _ = w.Write(event)
+		}
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	})
+	var kept int
+	var total int64
+	b.h.o.LocalUsage = func(_ vocab.Kind, _ vocab.Operation, _ string, _ []byte, out string, outBytes int64) (usage.Usage, bool) {
+		kept, total = len(out), outBytes
+		return usage.Usage{Output: outBytes / 5}, true
+	}
+	dw := &discardWriter{h: http.Header{}}
+	alloc := allocatedBy(func() {
+		req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{"model":"chat","stream":true,"messages":[]}`))
+		req.Header.Set("Authorization", "Bearer client-key")
+		b.h.ServeHTTP(dw, req)
+	})
+	if want := int64(events * len(text)); total != want || kept > maxCollectedText {
+		t.Fatalf("local count saw %d bytes kept, %d in all; want ≤ %d kept, %d in all", kept, total, maxCollectedText, want)
+	}
+	if len(b.rec.recs) != 1 || b.rec.recs[0].GetSource() != "local" {
+		t.Fatalf("records %v", b.rec.recs)
+	}
+	t.Logf("relaying a %d MB stream allocated %d KB", dw.n>>20, alloc>>10)
+	// The stream's events are decoded one by one (a few allocations each); the text is not kept.
+	if perByte := float64(alloc) / float64(dw.n); alloc > 32<<20 {
+		t.Errorf("relaying a %d MB stream allocated %d MB (%.2f per byte), want < 32 MB", dw.n>>20, alloc>>20, perByte)
+	}
+}
+
+// TestExtrapolate: the local output count of a text longer than what was kept scales with its length.
+func TestExtrapolate(t *testing.T) {
+	for _, tt := range []struct{ tokens, kept, total, want int64 }{
+		{100, 1000, 1000, 100}, {100, 1000, 4000, 400}, {0, 0, 5, 0}, {7, 10, 5, 7},
+		{1 << 40, 1, 1 << 40, 1<<63 - 1},
+	} {
+		if got := extrapolate(tt.tokens, tt.kept, tt.total); got != tt.want {
+			t.Errorf("extrapolate(%d, %d, %d) = %d, want %d", tt.tokens, tt.kept, tt.total, got, tt.want)
+		}
 	}
 }

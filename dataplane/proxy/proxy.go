@@ -50,9 +50,10 @@ type Recorder interface {
 }
 
 // LocalUsageFunc counts usage locally when the upstream reported none: reqBody is the request body, output
-// the text relayed to the client when it was collected (alpha chat streams), else "". found=false leaves
+// the first bytes of the text relayed to the client when it was collected (alpha chat streams), else "",
+// and outputBytes the length of the whole text (output is bounded, the stream is not). found=false leaves
 // the record without local usage.
-type LocalUsageFunc func(kind vocab.Kind, op vocab.Operation, model string, reqBody []byte, output string) (u usage.Usage, found bool)
+type LocalUsageFunc func(kind vocab.Kind, op vocab.Operation, model string, reqBody []byte, output string, outputBytes int64) (u usage.Usage, found bool)
 
 // Options configure a Handler.
 type Options struct {
@@ -149,7 +150,7 @@ type call struct {
 	usage      usage.Usage
 	usageFound bool
 	source     vocab.UsageSource
-	capture    []byte
+	scan       usage.BodyScanner // the usage members of a buffered (non-stream) response
 	sse        sseTap
 	arr        arrayTap
 	text       textCollector
@@ -162,7 +163,9 @@ type candidateCell struct {
 
 func (h *Handler) release(c *call) {
 	const keep = 1 << 20
-	body, patch, copyB, capture := c.body[:0], c.patch[:0], c.copyB, c.capture[:0]
+	body, patch, copyB := c.body[:0], c.patch[:0], c.copyB
+	c.scan.Reset()
+	scan := c.scan
 	sseData, sseLine, arrElem := c.sse.data[:0], c.sse.line[:0], c.arr.elem[:0]
 	if cap(body) > keep {
 		body = nil
@@ -170,13 +173,10 @@ func (h *Handler) release(c *call) {
 	if cap(patch) > keep {
 		patch = nil
 	}
-	if cap(capture) > keep {
-		capture = nil
-	}
 	if cap(sseData) > keep || cap(sseLine) > keep || cap(arrElem) > keep {
 		sseData, sseLine, arrElem = nil, nil, nil
 	}
-	*c = call{body: body, patch: patch, copyB: copyB, capture: capture}
+	*c = call{body: body, patch: patch, copyB: copyB, scan: scan}
 	c.sse.data, c.sse.line, c.arr.elem = sseData, sseLine, arrElem
 	h.pool.Put(c)
 }

@@ -238,7 +238,7 @@ func TestLocalUsageForStreamWithoutUsage(t *testing.T) {
 		}
 	})
 	var output string
-	b.h.o.LocalUsage = func(kind vocab.Kind, op vocab.Operation, model string, req []byte, out string) (usage.Usage, bool) {
+	b.h.o.LocalUsage = func(kind vocab.Kind, op vocab.Operation, model string, req []byte, out string, _ int64) (usage.Usage, bool) {
 		output = out
 		return usage.Usage{Input: 11, Output: 3}, true
 	}

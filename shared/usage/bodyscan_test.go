@@ -1,0 +1,104 @@
+package usage
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+// scanReduced feeds body to a BodyScanner in pieces of size step (0: whole).
+func scanReduced(body []byte, step int) []byte {
+	var s BodyScanner
+	if step <= 0 {
+		step = len(body) + 1
+	}
+	for len(body) > 0 {
+		n := min(step, len(body))
+		_, _ = s.Write(body[:n])
+		body = body[n:]
+	}
+	return s.Reduced()
+}
+
+var scanKinds = []struct {
+	kind vocab.Kind
+	op   vocab.Operation
+}{
+	{vocab.KindAlphaChatCompletions, vocab.OpGenerateContent}, {vocab.KindAlphaResponses, vocab.OpGenerateContent},
+	{vocab.KindBetaMessages, vocab.OpGenerateContent}, {vocab.KindGammaGenerateContent, vocab.OpGenerateContent},
+	{vocab.KindAlpha, vocab.OpCreateEmbedding}, {vocab.KindAlpha, vocab.OpRerank}, {vocab.KindAlpha, vocab.OpCreateImage},
+}
+
+// agree checks that FromBody on the scanner's reduction equals FromBody on the whole (valid) body.
+func agree(t *testing.T, body []byte, step int) {
+	t.Helper()
+	if !json.Valid(body) {
+		return
+	}
+	red := scanReduced(body, step)
+	hdr := http.Header{"X-Gamma-Service-Tier": {"flex"}}
+	for _, k := range scanKinds {
+		want, wantFound, wantErr := FromBody(k.kind, k.op, body, hdr)
+		if red == nil {
+			if wantErr == nil && (wantFound || !want.IsZero()) && len(body) < MaxKeptUsage {
+				t.Fatalf("%s: no reduction of %q, whole body gives %+v", k.kind, body, want)
+			}
+			continue
+		}
+		got, gotFound, gotErr := FromBody(k.kind, k.op, red, hdr)
+		if (wantErr == nil) != (gotErr == nil) || want != got || wantFound != gotFound {
+			t.Fatalf("%s/%s step %d: reduced %q gives %+v %v %v; whole body %q gives %+v %v %v",
+				k.kind, k.op, step, red, got, gotFound, gotErr, body, want, wantFound, wantErr)
+		}
+	}
+}
+
+var scanSeeds = []string{
+	`{"id":"x","choices":[{"message":{"content":"{\"usage\":1}"}}],"usage":{"prompt_tokens":3,"completion_tokens":5},"service_tier":"flex"}`,
+	`{"usage":{"prompt_tokens":3},"USAGE":{"prompt_tokens":9}}`, `{"us\u0061ge":{"completion_tokens":7}}`, `{"uſage":{"input_tokens":2}}`,
+	`{"usage":null}`, `{"usage":{"prompt_tokens":1},"usage":null}`, `{"Service_Tier":"priority","usage":{"prompt_tokens":1}}`,
+	`{"candidates":[{"content":{"parts":[{"text":"a\\\"b"}]}}],"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":6}}`,
+	`{"type":"message","usage":{"input_tokens":10,"output_tokens":20,"cache_read_input_tokens":1},"service_tier":"batch"}`,
+	`{"data":[{"embedding":[0.1,-2e3,3]}],"usage":{"prompt_tokens":8,"total_tokens":8}}`, `{}`, ` { "usage" : { "total_tokens" : 4 } } `,
+	`{"a":[{"usage":{"prompt_tokens":99}}],"b":{"usage":1},"usage":{"prompt_tokens":2}}`, `{"usage":"x"}`, `{"usage":12}`, `[]`, `{"a":1}x`,
+}
+
+func TestBodyScannerAgrees(t *testing.T) {
+	for _, s := range scanSeeds {
+		for _, step := range []int{0, 1, 2, 7} {
+			agree(t, []byte(s), step)
+		}
+	}
+}
+
+// TestBodyScannerFindsUsageAfterAnyLength: usage after 40 MB of content is found, and the scanner keeps
+// only the usage member, not the content (the old capture kept 16 MiB and then dropped the body).
+func TestBodyScannerFindsUsageAfterAnyLength(t *testing.T) {
+	var s BodyScanner
+	_, _ = s.Write([]byte(`{"object":"chat.completion","choices":[{"message":{"role":"assistant","content":"`))
+	chunk := []byte(strings.Repeat("x", 32<<10))
+	for range (40 << 20) / len(chunk) {
+		_, _ = s.Write(chunk)
+	}
+	_, _ = s.Write([]byte(`"}}],"usage":{"prompt_tokens":10,"completion_tokens":10000000}}`))
+	red := s.Reduced()
+	if cap(red) > 1<<10 {
+		t.Errorf("scanner holds %d bytes for a 40 MB body", cap(red))
+	}
+	u, found, err := FromBody(vocab.KindAlphaChatCompletions, vocab.OpGenerateContent, red, nil)
+	if err != nil || !found || u.Output != 10_000_000 || u.Input != 10 {
+		t.Fatalf("FromBody(%s) = %+v, %v, %v", red, u, found, err)
+	}
+}
+
+func FuzzBodyScannerAgrees(f *testing.F) {
+	for _, s := range scanSeeds {
+		f.Add([]byte(s), uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, step uint8) {
+		agree(t, body, int(step))
+	})
+}
