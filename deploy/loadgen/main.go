@@ -12,6 +12,12 @@
 //	    every record (so the data plane's forwarder runs its whole path: read the outbox, Settle, refund,
 //	    acknowledge). With -admission the key has RPM/TPM limits and its org a quota, so every request
 //	    runs the Redis admission script.
+//	loadgen hostile -addr HOST:PORT [-conns N] [-key KEY] [-declared BYTES] [-send BYTES] [-trickle D] [-hold D] [-pid PID]...
+//	    N connections that each declare a large body (default 32 MiB), send a little of it (4 KiB), then
+//	    trickle a byte every D (3 s) for the hold; reports the target's RSS (start, peak, end) and how many
+//	    connections the server answered and closed (docs/benchmarks.md "Memory under hostile clients").
+//
+// The whole memory measurement is deploy/loadgen/hostile.sh.
 package main
 
 import (
@@ -59,7 +65,7 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: loadgen run|floor|snapshot [flags]")
+		return errors.New("usage: loadgen run|floor|snapshot|hostile [flags]")
 	}
 	switch args[0] {
 	case "run":
@@ -68,6 +74,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return runFloor(ctx, args[1:])
 	case "snapshot":
 		return runSnapshot(ctx, args[1:])
+	case "hostile":
+		return runHostile(ctx, args[1:], out)
 	}
 	return fmt.Errorf("unknown subcommand %q", args[0])
 }

@@ -511,3 +511,19 @@ func testCtx(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// TestWordBytes: x-mock-word-bytes pads every answer word, so a chat answer of n chunks is n×size bytes of
+// text while the reported output stays n tokens.
+func TestWordBytes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{})
+	r := b.post(t, "/v1/chat/completions", chatBody, "x-mock-chunks", "3", "x-mock-word-bytes", "1000")
+	m := decodeJSON(t, r.body)
+	text := str(t, obj(t, arr(t, m, "choices")[0]), "message", "content")
+	if len(text) != 3000 || !strings.HasSuffix(text, "~") {
+		t.Fatalf("content is %d bytes, want 3000 of padded words", len(text))
+	}
+	if got := num(t, m, "usage", "completion_tokens"); got != 3 {
+		t.Errorf("completion_tokens = %v, want 3", got)
+	}
+}

@@ -59,8 +59,26 @@ func (x *exchange) planFor(maxTokens int, tools []toolDef, forced, thinking bool
 		p.truncated = true
 	}
 	p.words = lorem(x.hash, n)
+	if x.ctl.wordBytes > 0 {
+		padWords(p.words, x.ctl.wordBytes)
+	}
 	p.output = n + p.reasoningN
 	return p
+}
+
+// padWords pads every word to size bytes with '~'. The padded words share one string, so a 400 MB answer
+// costs the mock a slice of string headers, not 400 MB (a buffered body is still joined in full).
+func padWords(words []string, size int) {
+	if len(words) == 0 {
+		return
+	}
+	w := words[0]
+	if len(w) < size {
+		w += strings.Repeat("~", size-len(w))
+	}
+	for i := range words {
+		words[i] = w
+	}
 }
 
 func (p *plan) text() string { return strings.Join(p.words, "") }

@@ -253,6 +253,9 @@ type controls struct {
 	toolCall    bool
 	servedTier  string
 	downgrade   bool
+	// wordBytes pads every answer word to this many bytes (x-mock-word-bytes, at most 1 MiB): with
+	// x-mock-chunks it makes the huge streams and bodies the data plane's memory bounds are measured with.
+	wordBytes int
 }
 
 func headerInt(h http.Header, name string, def int) int {
@@ -282,6 +285,7 @@ func parseControls(h http.Header) controls {
 		toolCall:    truthy(h.Get("x-mock-tool-call")),
 		servedTier:  strings.ToLower(strings.TrimSpace(h.Get("x-mock-served-tier"))),
 		downgrade:   truthy(h.Get("x-mock-downgrade")),
+		wordBytes:   min(headerInt(h, "x-mock-word-bytes", 0), 1<<20),
 	}
 	c.usageSet = c.usage != ""
 	if c.usage == "" {
