@@ -67,8 +67,7 @@ func ParseRequest(body []byte) (Request, error) {
 	var err error
 	scanErr := Members(body, func(key, v []byte) bool {
 		var name []byte
-		var scratch [64]byte
-		if name, err = memberName(scratch[:0], key); err != nil {
+		if name, err = memberName(key); err != nil {
 			return false
 		}
 		var k string
@@ -102,11 +101,13 @@ func invalidJSON(body []byte) error {
 	return &BodyError{Message: msg}
 }
 
-// memberName returns a member's name decoded (key is its raw text without the quotes).
-func memberName(dst, key []byte) ([]byte, error) {
+// memberName returns a member's name decoded (key is its raw text without the quotes); it allocates only
+// for a name written with escapes.
+func memberName(key []byte) ([]byte, error) {
 	if bytes.IndexByte(key, '\\') < 0 {
 		return key, nil
 	}
+	dst := make([]byte, 0, len(key)+2)
 	dst = append(dst, '"')
 	dst = append(dst, key...)
 	dst = append(dst, '"')
@@ -159,8 +160,7 @@ func (r *Request) set(key string, body, v []byte) error {
 		var err error
 		_ = Members(v, func(k, val []byte) bool {
 			var name []byte
-			var scratch [64]byte
-			if name, err = memberName(scratch[:0], k); err != nil {
+			if name, err = memberName(k); err != nil {
 				return false
 			}
 			var m string
