@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"flag"
 	"io"
 	"net/http"
 	"strings"
@@ -138,12 +139,18 @@ func FuzzGatewayReadsWhatUpstreamReads(f *testing.F) {
 		f.Add([]byte(s), "m-1")
 	}
 	f.Add([]byte(`{"model":"chat"}`), "q\"uote\\ü")
-	pairs := []translate.Pair{
-		{Op: vocab.OpGenerateContent, Kind: vocab.KindAlphaChatCompletions, DestOp: vocab.OpGenerateContent, DestKind: vocab.KindBetaMessages},
-		{Op: vocab.OpStreamGenerateContent, Kind: vocab.KindAlphaChatCompletions, DestOp: vocab.OpStreamGenerateContent, DestKind: vocab.KindAlphaResponses},
-		{Op: vocab.OpGenerateContent, Kind: vocab.KindBetaMessages, DestOp: vocab.OpGenerateContent, DestKind: vocab.KindAlphaChatCompletions},
-		{Op: vocab.OpStreamGenerateContent, Kind: vocab.KindAlphaResponses, DestOp: vocab.OpStreamGenerateContent, DestKind: vocab.KindAlphaChatCompletions},
+	// transform_to pairs (client kind → destination kind); the operations follow the client's stream flag.
+	pairs := [][2]vocab.Kind{
+		{vocab.KindAlphaChatCompletions, vocab.KindBetaMessages}, {vocab.KindAlphaChatCompletions, vocab.KindAlphaResponses},
+		{vocab.KindBetaMessages, vocab.KindAlphaChatCompletions}, {vocab.KindAlphaResponses, vocab.KindAlphaChatCompletions},
 	}
+	var translated atomic.Int64
+	f.Cleanup(func() {
+		// Checked on the seed corpus run (go test); a -fuzz run counts in its worker processes.
+		if fz := flag.Lookup("test.fuzz"); (fz == nil || fz.Value.String() == "") && translated.Load() == 0 {
+			f.Error("no body reached a translator: the transform_to half of the proof did not run")
+		}
+	})
 	f.Fuzz(func(t *testing.T, body []byte, upstreamModel string) {
 		req, err := vocab.ParseRequest(body)
 		if err != nil {
@@ -196,18 +203,23 @@ func FuzzGatewayReadsWhatUpstreamReads(f *testing.F) {
 		if upstreamModel == "" || !utf8.ValidString(upstreamModel) {
 			return
 		}
-		for _, p := range pairs {
+		for _, kinds := range pairs {
+			p := translate.Pair{Op: class.Op, Kind: kinds[0], DestOp: class.Op, DestKind: kinds[1]}
 			tr, err := translate.New(p, translate.Options{})
 			if err != nil {
-				t.Fatal(err)
+				continue // no such translation (e.g. identity without a stream to synthesise)
 			}
 			up, err := tr.Request(translate.ClientRequest{Body: body, Model: upstreamModel, Stream: class.Stream})
 			if err != nil {
 				continue // refused by the translator: a 400, nothing forwarded
 			}
+			translated.Add(1)
 			um := exactReading(t, up.Body)
 			if um["model"] != upstreamModel {
 				t.Fatalf("%s: upstream reads model %v, gateway chose %q", p, um["model"], upstreamModel)
+			}
+			if (um["stream"] == true) != class.Stream {
+				t.Fatalf("%s: upstream reads stream %v, gateway decided %v", p, um["stream"], class.Stream)
 			}
 		}
 	})
