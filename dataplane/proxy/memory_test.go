@@ -231,3 +231,17 @@ func TestExtrapolate(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseDropsHugeBuffers: a request that needed huge buffers does not leave them pinned in the pool.
+func TestReleaseDropsHugeBuffers(t *testing.T) {
+	h := New(Options{})
+	c := &call{body: make([]byte, 0, 8<<20), patch: make([]byte, 0, 8<<20)}
+	c.sse.data, c.sse.line, c.arr.elem = make([]byte, 0, 8<<20), make([]byte, 0, 8<<20), make([]byte, 0, 8<<20)
+	h.release(c)
+	for name, n := range map[string]int{"body": cap(c.body), "patch": cap(c.patch), "sse data": cap(c.sse.data),
+		"sse line": cap(c.sse.line), "array element": cap(c.arr.elem)} {
+		if n > 1<<20 {
+			t.Errorf("%s buffer of %d bytes kept in the pool", name, n)
+		}
+	}
+}

@@ -102,3 +102,21 @@ func FuzzBodyScannerAgrees(f *testing.F) {
 		agree(t, body, int(step))
 	})
 }
+
+// TestBodyScannerBounded: kept members beyond MaxKeptUsage yield no usage instead of growing, and Reset
+// does not keep a large buffer for the next body.
+func TestBodyScannerBounded(t *testing.T) {
+	var s BodyScanner
+	_, _ = s.Write([]byte(`{"usage":"` + strings.Repeat("x", 2*MaxKeptUsage) + `"}`))
+	if s.Reduced() != nil || cap(s.out) > MaxKeptUsage+64<<10 {
+		t.Fatalf("kept %d bytes for an oversized usage member", cap(s.out))
+	}
+	s.Reset()
+	if cap(s.out) > 64<<10 {
+		t.Errorf("Reset kept a %d-byte buffer", cap(s.out))
+	}
+	_, _ = s.Write([]byte(`{"usage":{"prompt_tokens":1}}`))
+	if u, found, err := FromBody(vocab.KindAlphaChatCompletions, vocab.OpGenerateContent, s.Reduced(), nil); err != nil || !found || u.Input != 1 {
+		t.Fatalf("after Reset: %+v %v %v", u, found, err)
+	}
+}
