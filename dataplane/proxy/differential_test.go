@@ -161,7 +161,10 @@ func FuzzGatewayReadsWhatUpstreamReads(f *testing.F) {
 			return // refused: no usable model
 		}
 		class := vocab.Class{Op: vocab.OpGenerateContent, Kind: vocab.KindAlphaChatCompletions, ModelInBody: true}.WithStream(req.Stream)
-		tier := usage.RequestedTier(req)
+		tier := usage.TierOf(req)
+		if admitted := usage.RequestedTier(body); admitted != tier {
+			t.Fatalf("admission reads tier %q, settlement %q", admitted, tier)
+		}
 
 		// The gateway's own reading agrees with the decoders on the client's body.
 		in := exactReading(t, body)
@@ -184,7 +187,7 @@ func FuzzGatewayReadsWhatUpstreamReads(f *testing.F) {
 		if (so["include_usage"] == true) != req.IncludeUsage {
 			t.Fatalf("upstream reads include_usage %v, gateway %v", so["include_usage"], req.IncludeUsage)
 		}
-		exactTier := usage.RequestedTier(vocab.Request{Speed: strOf(m["speed"]), ServiceTier: strOf(m["service_tier"]), ServiceTierCamel: strOf(m["serviceTier"])})
+		exactTier := usage.TierOf(vocab.Request{Speed: strOf(m["speed"]), ServiceTier: strOf(m["service_tier"]), ServiceTierCamel: strOf(m["serviceTier"])})
 		if exactTier != tier {
 			t.Fatalf("upstream reads tier %q, gateway priced %q", exactTier, tier)
 		}
@@ -194,7 +197,7 @@ func FuzzGatewayReadsWhatUpstreamReads(f *testing.F) {
 		}
 		if str(fr.Model) != want || (fr.Stream != nil && *fr.Stream) != class.Stream ||
 			(fr.StreamOptions != nil && fr.StreamOptions.IncludeUsage != nil && *fr.StreamOptions.IncludeUsage) != req.IncludeUsage ||
-			usage.RequestedTier(vocab.Request{Speed: str(fr.Speed), ServiceTier: str(fr.ServiceTier), ServiceTierCamel: str(fr.ServiceTierCamel)}) != tier {
+			usage.TierOf(vocab.Request{Speed: str(fr.Speed), ServiceTier: str(fr.ServiceTier), ServiceTierCamel: str(fr.ServiceTierCamel)}) != tier {
 			t.Fatalf("case-folding decoder reads %+v; gateway decided model %q stream %v include_usage %v tier %q",
 				fr, want, class.Stream, req.IncludeUsage, tier)
 		}

@@ -426,7 +426,7 @@ func (h *Handler) settle(ctx context.Context, c *call) {
 		rule = c.snap.ResolvePrice(p.ID, c.cand.UpstreamModel)
 	}
 	if billable(c.class.Op) && c.reqTier == "" {
-		c.reqTier = usage.RequestedTier(c.req)
+		c.reqTier = usage.TierOf(c.req)
 	}
 	o := settle.Outcome{
 		RequestID: c.reqID, Start: c.start,

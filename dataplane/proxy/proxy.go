@@ -487,7 +487,7 @@ func (h *Handler) admit(ctx context.Context, c *call) error {
 		EstimateTokens: pricing.BytesPerTokenEstimator(len(c.body))}
 	if billable(c.class.Op) {
 		first := c.usable[0]
-		c.reqTier = usage.RequestedTier(c.req)
+		c.reqTier = usage.RequestedTier(c.body)
 		rule := c.snap.ResolvePrice(first.Provider.ID, first.UpstreamModel)
 		c.estimate = pricing.EstimateMicros(rule, len(c.body), c.reqTier)
 		if c.estimate > 0 {

@@ -63,12 +63,19 @@ func FuzzRequestedTier(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		got := RequestedTier(body)
+		if got != CleanTier(got) {
+			t.Fatalf("RequestedTier = %q, not clean", got)
+		}
 		req, err := vocab.ParseRequest(body)
 		if err != nil {
+			if got != "" {
+				t.Fatalf("tier %q from a refused body", got)
+			}
 			return
 		}
-		if got := RequestedTier(req); got != CleanTier(got) {
-			t.Fatalf("RequestedTier = %q, not clean", got)
+		if want := TierOf(req); got != want { // the prefilter never changes the answer
+			t.Fatalf("RequestedTier = %q, TierOf = %q", got, want)
 		}
 	})
 }

@@ -398,18 +398,19 @@ func TestRequestedTier(t *testing.T) {
 		{`{"speed":"standard","service_tier":"priority"}`, "priority"},
 		{`{"speed":"standard"}`, "standard"},
 		{`{"service_tier":"flex","serviceTier":"priority"}`, "flex"},
+		{`{"service_tier":3}`, ""},
 		{`{"service_tier":null}`, ""},
 		{`{"model":"m"}`, ""},
+		{`not json "service_tier"`, ""},
 		{`{"service\u005ftier":"priority"}`, "priority"},
+		{`{"service_tier":"flex","service_tier":"priority"}`, ""},
+		{`{"Service_Tier":"priority"}`, ""},
 		{`{"messages":[{"role":"user","content":"{\"service_tier\":\"flex\"}"}],"metadata":{"speed":"fast"}}`, ""},
 		{`{"contents":[{"parts":[{"inlineData":{"data":"` + strings.Repeat("QUJD", 1<<16) + `"}}]}],"service_tier":"priority"}`, "priority"},
+		{``, ""},
 	}
 	for _, tt := range tests {
-		req, err := vocab.ParseRequest([]byte(tt.body))
-		if err != nil {
-			t.Fatalf("ParseRequest(%s): %v", tt.body, err)
-		}
-		if got := RequestedTier(req); got != tt.want {
+		if got := RequestedTier([]byte(tt.body)); got != tt.want {
 			t.Errorf("RequestedTier(%s) = %q, want %q", tt.body, got, tt.want)
 		}
 	}
