@@ -17,11 +17,15 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 
 	"github.com/tollgate/tollgate/controlplane/admin"
 	"github.com/tollgate/tollgate/controlplane/config"
@@ -135,6 +139,25 @@ func (s *Server) AuthorizeService(service string, a Authorizer) {
 	s.authorizers["/"+service+"/"] = a
 }
 
+// tapAuthorizeTimeout bounds a credential check run in the transport's connection goroutine (an admin
+// token lookup is one indexed Postgres query).
+const tapAuthorizeTimeout = 5 * time.Second
+
+// tapAuthorize runs the service's authorizer on the headers of a new call, before the server reads the
+// request message (grpc.InTapHandle). A refused call ends with the authorizer's status and its message
+// is never read into memory.
+func (s *Server) tapAuthorize(ctx context.Context, info *tap.Info) (context.Context, error) {
+	actx, cancel := context.WithTimeout(metadata.NewIncomingContext(ctx, info.Header), tapAuthorizeTimeout)
+	defer cancel()
+	if err := s.authorize(actx, info.FullMethodName); err != nil {
+		if _, ok := status.FromError(err); !ok {
+			err = status.Error(codes.Unauthenticated, err.Error())
+		}
+		return ctx, err
+	}
+	return ctx, nil
+}
+
 func (s *Server) authorize(ctx context.Context, fullMethod string) error {
 	for prefix, a := range s.authorizers {
 		if strings.HasPrefix(fullMethod, prefix) {
@@ -162,18 +185,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s := &Server{Config: cfg, Log: log, Pool: pool, Metrics: metrics.NewRegistry(), Mux: http.NewServeMux(),
 		authorizers: map[string]Authorizer{}}
 	grpcOpts := []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			if err := s.authorize(ctx, info.FullMethod); err != nil {
-				return nil, err
-			}
-			return h(ctx, req)
-		}),
-		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-			if err := s.authorize(ss.Context(), info.FullMethod); err != nil {
-				return err
-			}
-			return h(srv, ss)
-		}),
+		// Credentials are checked from the call's headers, before the transport reads its message: an
+		// unauthenticated caller cannot make the server buffer and decode up to MaxRecvMsgSize.
+		grpc.InTapHandle(s.tapAuthorize),
 		// Data planes hold Watch streams open for hours: ping idle connections so dead peers are noticed
 		// and load balancers keep the connection, and allow clients to ping every 10 s.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
