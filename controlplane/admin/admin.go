@@ -141,6 +141,8 @@ func constraintField(c string) string {
 		return "aliases"
 	case "routing_rules_provider_id_operation_kind_key":
 		return "kind"
+	case "route_names_disjoint":
+		return "aliases"
 	}
 	for _, t := range []string{"routing_rules_", "price_rules_", "route_members_", "route_aliases_", "credentials_",
 		"providers_", "routes_", "api_keys_", "admin_tokens_", "users_", "teams_", "orgs_", "quotas_"} {
