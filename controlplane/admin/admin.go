@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tollgate/tollgate/controlplane/secret"
+	"github.com/tollgate/tollgate/controlplane/snapshotbuild"
 	"github.com/tollgate/tollgate/controlplane/store"
 	"github.com/tollgate/tollgate/shared/pricing"
 )
@@ -163,6 +164,8 @@ type Service struct {
 	box           *secret.Box
 	log           *slog.Logger
 	bootstrapHash [sha256.Size]byte
+
+	snapshotStatus func() snapshotbuild.Status
 
 	quoteMu    sync.Mutex
 	quoteRev   int64

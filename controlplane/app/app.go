@@ -225,9 +225,17 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		return nil, err
 	}
 
+	adminSvc.SetSnapshotStatus(s.Snapshots.Status)
 	process.HealthHandlers(s.Mux, func(ctx context.Context) (map[string]any, error) {
 		if err := pool.Ping(ctx); err != nil {
 			return nil, fmt.Errorf("database: %w", err)
+		}
+		// A configuration that does not compile leaves the replica ready but degraded: every replica
+		// compiles the same database, so "not ready" would take the whole control plane (and the admin
+		// API needed to fix the row) out of its load balancer while data planes serve the last good
+		// snapshot. docs/snapshots.md, "Compile failures".
+		if st := s.Snapshots.Status(); st.Failing {
+			return map[string]any{"status": "degraded", "snapshot": st}, nil
 		}
 		return nil, nil
 	})

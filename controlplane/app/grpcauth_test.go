@@ -31,6 +31,12 @@ var _ encoding.Codec = rawCodec{}
 
 func startServer(t *testing.T) *Server {
 	t.Helper()
+	srv, _ := startServerDB(t)
+	return srv
+}
+
+func startServerDB(t *testing.T) (*Server, *storetest.DB) {
+	t.Helper()
 	db := storetest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := newFromEnv(ctx, testEnv(db.URL), &syncBuffer{})
@@ -44,7 +50,7 @@ func startServer(t *testing.T) *Server {
 		cancel()
 		<-done
 	})
-	return srv
+	return srv, db
 }
 
 // An unauthenticated call is refused from its headers: the refusal arrives although the client has not
