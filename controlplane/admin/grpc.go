@@ -362,7 +362,7 @@ func usageToProto(u store.StoredUsage) *adminv1.Usage {
 		RequestedTier: u.RequestedTier, ReportedTier: u.ReportedTier, PriceRuleId: deref(u.PriceRuleID),
 		SnapshotVersion: u.SnapshotVersion, Cost: u.Cost, Source: u.Source, EndState: u.EndState,
 		HttpStatus: u.HTTPStatus, LatencyMs: u.LatencyMS, FirstByteMs: u.FirstByteMS,
-		CreatedAt: timestamppb.New(u.CreatedAt)}}
+		CreatedAt: timestamppb.New(u.CreatedAt), BillingFlag: u.BillingFlag, FlagDetail: u.FlagDetail}}
 }
 
 func timeOf(ts *timestamppb.Timestamp) time.Time {

@@ -218,7 +218,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	console.Register(s.Mux)
 	adminv1.RegisterAdminServiceServer(s.GRPC, admin.NewGRPC(adminSvc))
 	s.AuthorizeService(admin.ServiceName, adminSvc.AuthorizeGRPC)
-	settlementv1.RegisterSettlementServiceServer(s.GRPC, settlement.New(pool, log, s.Metrics))
+	settlementv1.RegisterSettlementServiceServer(s.GRPC, settlement.New(pool, log, s.Metrics).WithBounds(cfg.SettleBounds))
 	s.AuthorizeService(settlement.ServiceName, settlement.Authorize(cfg.DPToken))
 	if err := s.registerSnapshots(pool, cfg, log); err != nil {
 		pool.Close()
@@ -263,7 +263,7 @@ func (s *Server) registerSnapshots(pool *pgxpool.Pool, cfg config.Config, log *s
 	watch.Register(s.GRPC, s.Watch)
 	s.AuthorizeService(watch.ServiceName, watch.Authorize(cfg.DPToken))
 	s.Snapshots = snapshotbuild.New(pool, box, s.Watch, log, s.Metrics,
-		snapshotbuild.Options{Debounce: cfg.RebuildDebounce, Interval: cfg.RebuildInterval})
+		snapshotbuild.Options{Debounce: cfg.RebuildDebounce, Interval: cfg.RebuildInterval, Bounds: cfg.SettleBounds})
 	return nil
 }
 

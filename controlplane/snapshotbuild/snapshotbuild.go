@@ -25,6 +25,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/store"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 	"github.com/tollgate/tollgate/shared/metrics"
+	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/snapshot"
 )
 
@@ -53,6 +54,8 @@ type Options struct {
 	Compile func(*snapshotv1.Snapshot) (*snapshot.Compiled, error)
 	// Now stamps built_at (default time.Now).
 	Now func() time.Time
+	// Bounds are the settlement bounds shipped in every snapshot (zero: pricing.DefaultBounds).
+	Bounds pricing.Bounds
 }
 
 // Builder rebuilds and publishes snapshots. Create it with New and run it with Run.
@@ -241,6 +244,9 @@ func (b *Builder) rebuild(ctx context.Context) {
 		return
 	}
 	snap.BuiltAt = timestamppb.New(b.opts.Now())
+	bounds := b.opts.Bounds.OrDefault()
+	snap.SettlementBounds = &snapshotv1.SettlementBounds{MaxRequestTokens: bounds.MaxRequestTokens,
+		MaxRequestCost: pricing.FormatMicros(bounds.MaxRequestCostMicros)}
 	if _, err := b.opts.Compile(snap); err != nil {
 		b.reject(snap.GetVersion(), "compile", err)
 		return

@@ -259,7 +259,12 @@ func ParseMicros(s string) (int64, error) {
 	}
 	m, err := ToMicros(d)
 	if err != nil || m > MaxExactMicros {
-		return 0, fmt.Errorf("%q: %w (%s dollars)", s, ErrAmountTooLarge, FormatDecimal(newExact().SetMantScale(MaxExactMicros, microScale)))
+		return 0, fmt.Errorf("%q: %w (%s dollars)", s, ErrAmountTooLarge, FormatMicros(MaxExactMicros))
 	}
 	return m, nil
+}
+
+// FormatMicros formats integer micro-dollars as a plain decimal dollar string (1500000 → "1.5").
+func FormatMicros(m int64) string {
+	return FormatDecimal(newExact().SetMantScale(m, microScale))
 }

@@ -37,6 +37,9 @@ type Compiled struct {
 	routeList []*Route
 	keys      map[[sha256.Size]byte]*APIKey
 	quotas    map[QuotaKey]Quota
+	// Bounds are the settlement bounds of the snapshot (pricing.DefaultBounds when it carries none); every
+	// price rule carries them too (pricing.Rule.Bounds), so a record built from a rule uses them.
+	Bounds pricing.Bounds
 }
 
 // Provider is a compiled provider with its enabled credentials and its routing table.
@@ -196,6 +199,15 @@ func Compile(s *snapshotv1.Snapshot) (*Compiled, error) {
 		quotas:          make(map[QuotaKey]Quota, len(s.GetQuotas())),
 	}
 	var errs []error
+	c.Bounds = pricing.DefaultBounds
+	if sb := s.GetSettlementBounds(); sb != nil {
+		b, err := pricing.ParseBounds(sb.GetMaxRequestTokens(), sb.GetMaxRequestCost())
+		if err != nil {
+			errs = append(errs, &ElementError{Resource: "settlement bounds", Message: err.Error()})
+		} else {
+			c.Bounds = b
+		}
+	}
 	errs = c.compilePrices(s.GetPriceRules(), errs)
 	errs = c.compileProviders(s.GetProviders(), errs)
 	errs = c.compileRoutingRules(s.GetRoutingRules(), errs)
@@ -229,6 +241,7 @@ func (c *Compiled) compilePrices(in []*configv1.PriceRule, errs []error) []error
 			errs = append(errs, err)
 			continue
 		}
+		r.Bounds = c.Bounds
 		rules = append(rules, r)
 	}
 	c.Prices = pricing.NewIndex(rules)

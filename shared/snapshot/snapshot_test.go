@@ -218,3 +218,31 @@ func BenchmarkLookupKey(b *testing.B) {
 		}
 	}
 }
+
+// The control plane's settlement bounds travel in the snapshot and reach every price rule, so the data
+// plane's BuildRecord applies the operator's setting; unusable bounds fail the snapshot.
+func TestSettlementBoundsTravelWithRules(t *testing.T) {
+	s := validSnapshot()
+	c, err := Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Bounds != pricing.DefaultBounds || c.ResolvePrice(1, "m-1").Bounds != pricing.DefaultBounds {
+		t.Errorf("without settlement_bounds: %+v, want the defaults", c.Bounds)
+	}
+	s.SettlementBounds = &snapshotv1.SettlementBounds{MaxRequestTokens: 5000, MaxRequestCost: "2.5"}
+	if c, err = Compile(s); err != nil {
+		t.Fatal(err)
+	}
+	want := pricing.Bounds{MaxRequestTokens: 5000, MaxRequestCostMicros: 2_500_000}
+	if c.Bounds != want || c.ResolvePrice(1, "m-1").Bounds != want {
+		t.Errorf("bounds %+v, rule bounds %+v, want %+v", c.Bounds, c.ResolvePrice(1, "m-1").Bounds, want)
+	}
+	for _, bad := range []*snapshotv1.SettlementBounds{{MaxRequestTokens: 0, MaxRequestCost: "1"}, {MaxRequestTokens: 1, MaxRequestCost: "-1"},
+		{MaxRequestTokens: 1, MaxRequestCost: "1e3"}, {MaxRequestTokens: 1, MaxRequestCost: "9007199255"}} {
+		s.SettlementBounds = bad
+		if _, err := Compile(s); err == nil || !strings.Contains(err.Error(), "settlement bounds") {
+			t.Errorf("bounds %v: Compile() = %v, want a settlement bounds error", bad, err)
+		}
+	}
+}
