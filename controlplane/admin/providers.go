@@ -27,19 +27,16 @@ type ProviderInput struct {
 
 func (in ProviderInput) validate() (store.Provider, error) {
 	details := idDetails("id", in.ID)
-	if !vocab.ChannelType(in.ChannelType).Valid() {
-		details = append(details, field("channel_type", "must be one of %v, got %q", vocab.ChannelTypes, in.ChannelType))
-	}
 	settings := bytes.TrimSpace(in.Settings)
+	checked := settings
 	if len(settings) == 0 || bytes.Equal(settings, []byte("null")) {
-		settings = []byte("{}")
+		settings, checked = []byte("{}"), []byte("{}")
 	} else if settings[0] != '{' || !json.Valid(settings) {
 		details = append(details, field("settings", "must be a JSON object"))
+		checked = []byte("{}") // reported once, here
 	}
-	if details == nil {
-		// The snapshot compiler's checks: name (non-empty, no '/'), base_url, settings.
-		details = checkProviderMessage(in.ID, in.Name, in.ChannelType, in.BaseURL, settings, in.Enabled == nil || *in.Enabled)
-	}
+	// The snapshot compiler's checks: name (non-empty, no '/'), channel_type, base_url, settings.
+	details = append(details, checkProviderMessage(in.ID, in.Name, in.ChannelType, in.BaseURL, checked, in.Enabled == nil || *in.Enabled)...)
 	if details != nil {
 		return store.Provider{}, invalidFields("invalid provider", details...)
 	}

@@ -176,7 +176,7 @@ func CheckProvider(pp *configv1.Provider) (*Provider, error) {
 	}
 	ch := vocab.ChannelType(pp.GetChannelType())
 	if !ch.Valid() {
-		p.add("channel_type", "unknown channel_type %q", pp.GetChannelType())
+		p.add("channel_type", "must be one of %v, got %q", vocab.ChannelTypes, pp.GetChannelType())
 	}
 	u, err := url.Parse(pp.GetBaseUrl())
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

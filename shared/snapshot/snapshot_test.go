@@ -122,7 +122,7 @@ func TestCompileErrors(t *testing.T) {
 		{"version", func(s *snapshotv1.Snapshot) { s.Version = 0 }, "version must be positive"},
 		{"bad price", func(s *snapshotv1.Snapshot) { s.PriceRules[0].InputPrice = "1.2.3" }, "price rule 1"},
 		{"bad tier", func(s *snapshotv1.Snapshot) { s.PriceRules[0].PricingTiersJson[0].Multiplier = proto.String("x") }, "multiplier"},
-		{"channel", func(s *snapshotv1.Snapshot) { s.Providers[0].ChannelType = "delta" }, `provider 1 ("a"): channel_type: unknown channel_type`},
+		{"channel", func(s *snapshotv1.Snapshot) { s.Providers[0].ChannelType = "delta" }, `provider 1 ("a"): channel_type: must be one of`},
 		{"base url", func(s *snapshotv1.Snapshot) { s.Providers[1].BaseUrl = "ftp://x" }, `provider 2 ("b"): base_url`},
 		{"dup provider name", func(s *snapshotv1.Snapshot) { s.Providers[1].Name = "a" }, "duplicate name"},
 		{"rule provider", func(s *snapshotv1.Snapshot) { s.RoutingRules[0].ProviderId = 99 }, `routing rule 1 ("generate_content/alpha_chat_completions"): provider_id: unknown provider 99`},
