@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tollgate/tollgate/controlplane/secret"
+	"github.com/tollgate/tollgate/controlplane/snapshotbuild"
 	"github.com/tollgate/tollgate/controlplane/store"
 	"github.com/tollgate/tollgate/shared/pricing"
 )
@@ -141,6 +142,8 @@ func constraintField(c string) string {
 		return "aliases"
 	case "routing_rules_provider_id_operation_kind_key":
 		return "kind"
+	case "route_names_disjoint":
+		return "aliases"
 	}
 	for _, t := range []string{"routing_rules_", "price_rules_", "route_members_", "route_aliases_", "credentials_",
 		"providers_", "routes_", "api_keys_", "admin_tokens_", "users_", "teams_", "orgs_", "quotas_"} {
@@ -161,6 +164,8 @@ type Service struct {
 	box           *secret.Box
 	log           *slog.Logger
 	bootstrapHash [sha256.Size]byte
+
+	snapshotStatus func() snapshotbuild.Status
 
 	quoteMu    sync.Mutex
 	quoteRev   int64

@@ -35,7 +35,7 @@ const (
 var grpcReadMethods = map[string]bool{
 	"ListPriceRules": true, "GetPriceRule": true, "QuotePrice": true, "ListProviders": true, "GetProvider": true,
 	"ListRoutingRules": true, "ListRoutes": true, "GetRoute": true, "GetQuota": true, "ListUsages": true, "Export": true,
-	"ListAdminTokens": true,
+	"ListAdminTokens": true, "ListQuotaAdjustments": true, "GetSnapshotStatus": true,
 }
 
 // grpcCodes maps error codes to gRPC codes; used only here, at the gRPC boundary.
@@ -362,7 +362,7 @@ func usageToProto(u store.StoredUsage) *adminv1.Usage {
 		RequestedTier: u.RequestedTier, ReportedTier: u.ReportedTier, PriceRuleId: deref(u.PriceRuleID),
 		SnapshotVersion: u.SnapshotVersion, Cost: u.Cost, Source: u.Source, EndState: u.EndState,
 		HttpStatus: u.HTTPStatus, LatencyMs: u.LatencyMS, FirstByteMs: u.FirstByteMS,
-		CreatedAt: timestamppb.New(u.CreatedAt)}}
+		CreatedAt: timestamppb.New(u.CreatedAt), BillingFlag: u.BillingFlag, FlagDetail: u.FlagDetail}}
 }
 
 func timeOf(ts *timestamppb.Timestamp) time.Time {
@@ -650,6 +650,58 @@ func (g *grpcServer) SetQuota(ctx context.Context, req *adminv1.SetQuotaRequest)
 		return nil, g.err(ctx, err)
 	}
 	return &adminv1.SetQuotaResponse{Quota: quotaToProto(q)}, nil
+}
+
+func (g *grpcServer) AdjustQuota(ctx context.Context, req *adminv1.AdjustQuotaRequest) (*adminv1.AdjustQuotaResponse, error) {
+	var header string
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get("authorization"); len(v) > 0 {
+			header = v[0]
+		}
+	}
+	who, err := g.s.Authenticate(ctx, header)
+	if err != nil {
+		return nil, g.err(ctx, err)
+	}
+	out, err := g.s.AdjustQuota(ctx, who, req.GetScope(), req.GetScopeId(), AdjustmentInput{Amount: req.GetAmount(), Reason: req.GetReason()})
+	if err != nil {
+		return nil, g.err(ctx, err)
+	}
+	return &adminv1.AdjustQuotaResponse{Adjustment: adjustmentToProto(out.Adjustment), Quota: quotaToProto(out.Quota)}, nil
+}
+
+func (g *grpcServer) ListQuotaAdjustments(ctx context.Context, req *adminv1.ListQuotaAdjustmentsRequest) (*adminv1.ListQuotaAdjustmentsResponse, error) {
+	p, err := g.s.ListQuotaAdjustments(ctx, req.GetScope(), req.GetScopeId(), int(req.GetLimit()), req.GetCursor())
+	if err != nil {
+		return nil, g.err(ctx, err)
+	}
+	out := &adminv1.ListQuotaAdjustmentsResponse{NextCursor: p.NextCursor}
+	for _, a := range p.Items {
+		out.Items = append(out.Items, adjustmentToProto(a))
+	}
+	return out, nil
+}
+
+func adjustmentToProto(a store.QuotaAdjustment) *adminv1.QuotaAdjustment {
+	return &adminv1.QuotaAdjustment{Id: a.ID, Scope: a.Scope, ScopeId: a.ScopeID, Amount: a.Amount,
+		CostUsedBefore: a.CostUsedBefore, CostUsedAfter: a.CostUsedAfter, Reason: a.Reason, ActorName: a.ActorName,
+		ActorRole: a.ActorRole, CreatedAt: timestamppb.New(a.CreatedAt)}
+}
+
+func (g *grpcServer) GetSnapshotStatus(ctx context.Context, _ *adminv1.GetSnapshotStatusRequest) (*adminv1.GetSnapshotStatusResponse, error) {
+	st, err := g.s.SnapshotStatus(ctx)
+	if err != nil {
+		return nil, g.err(ctx, err)
+	}
+	out := &adminv1.GetSnapshotStatusResponse{PublishedVersion: st.PublishedVersion, Failing: st.Failing}
+	if r := st.Rejected; r != nil {
+		out.Rejected = &adminv1.SnapshotRejection{Version: r.Version, Stage: r.Stage, At: timestamppb.New(r.At), Error: r.Error}
+		for _, p := range r.Problems {
+			out.Rejected.Problems = append(out.Rejected.Problems, &adminv1.SnapshotProblem{Resource: p.Resource, Id: p.ID,
+				Name: p.Name, Field: p.Field, Message: p.Message})
+		}
+	}
+	return out, nil
 }
 
 func (g *grpcServer) ListUsages(ctx context.Context, req *adminv1.ListUsagesRequest) (*adminv1.ListUsagesResponse, error) {

@@ -26,10 +26,7 @@ type PriceRuleInput struct {
 // validate checks the rule with the pricing engine's own parser and returns the row to store, or
 // every problem found (field and tier index).
 func (in PriceRuleInput) validate() (store.PriceRule, []Detail) {
-	var details []Detail
-	if in.ID < 0 {
-		details = append(details, field("id", "must be a positive integer, got %d", in.ID))
-	}
+	details := idDetails("id", in.ID)
 	if in.Enabled == nil {
 		details = append(details, field("enabled", "required (true or false)"))
 	}
@@ -55,6 +52,10 @@ func (in PriceRuleInput) validate() (store.PriceRule, []Detail) {
 				details = append(details, d)
 			}
 		}
+	}
+	if len(details) == 0 {
+		// The snapshot compiler's own check, on the rule as the snapshot reader will carry it.
+		details = checkPriceRuleMessage(ri)
 	}
 	if len(details) > 0 {
 		return store.PriceRule{}, details

@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tollgate/tollgate/controlplane/store"
+	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
+	"github.com/tollgate/tollgate/shared/snapshot"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -25,25 +26,17 @@ type ProviderInput struct {
 }
 
 func (in ProviderInput) validate() (store.Provider, error) {
-	var details []Detail
-	if in.ID < 0 {
-		details = append(details, field("id", "must be a positive integer, got %d", in.ID))
-	}
-	if in.Name == "" {
-		details = append(details, field("name", "required"))
-	}
-	if !vocab.ChannelType(in.ChannelType).Valid() {
-		details = append(details, field("channel_type", "must be one of %v, got %q", vocab.ChannelTypes, in.ChannelType))
-	}
-	if u, err := url.Parse(in.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		details = append(details, field("base_url", "must be an absolute http(s) URL, got %q", in.BaseURL))
-	}
+	details := idDetails("id", in.ID)
 	settings := bytes.TrimSpace(in.Settings)
+	checked := settings
 	if len(settings) == 0 || bytes.Equal(settings, []byte("null")) {
-		settings = []byte("{}")
+		settings, checked = []byte("{}"), []byte("{}")
 	} else if settings[0] != '{' || !json.Valid(settings) {
 		details = append(details, field("settings", "must be a JSON object"))
+		checked = []byte("{}") // reported once, here
 	}
+	// The snapshot compiler's checks: name (non-empty, no '/'), channel_type, base_url, settings.
+	details = append(details, checkProviderMessage(in.ID, in.Name, in.ChannelType, in.BaseURL, checked, in.Enabled == nil || *in.Enabled)...)
 	if details != nil {
 		return store.Provider{}, invalidFields("invalid provider", details...)
 	}
@@ -240,10 +233,7 @@ type RoutingRuleInput struct {
 // validate checks the vocabulary and the spec's kind constraint. A transform_to row without
 // dest_kind is accepted (it compiles as unsupported, spec constraint 2).
 func (in RoutingRuleInput) validate() (store.RoutingRule, []Detail) {
-	var details []Detail
-	if in.ID < 0 {
-		details = append(details, field("id", "must be a positive integer, got %d", in.ID))
-	}
+	details := idDetails("id", in.ID)
 	if in.ProviderID <= 0 {
 		details = append(details, field("provider_id", "must be a positive provider id, got %d", in.ProviderID))
 	}
@@ -265,6 +255,14 @@ func (in RoutingRuleInput) validate() (store.RoutingRule, []Detail) {
 			details = append(details, field("dest_kind", "unknown kind %q", *in.DestKind))
 		} else if destOp.Valid() && !vocab.KindFits(destOp, dk) {
 			details = append(details, field("dest_kind", "kind %q does not fit destination operation %s", *in.DestKind, destOp))
+		}
+	}
+	if details == nil {
+		// The snapshot compiler's own check of the row.
+		m := &configv1.RoutingRule{Id: orServerID(in.ID), ProviderId: in.ProviderID, Operation: in.Operation, Kind: in.Kind,
+			Implementation: in.Implementation, DestOperation: in.DestOperation, DestKind: in.DestKind, SortOrder: in.SortOrder, Enabled: true}
+		if _, err := snapshot.CheckRoutingRule(m); err != nil {
+			details = elementDetails(err)
 		}
 	}
 	if details != nil {

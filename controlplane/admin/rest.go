@@ -292,6 +292,38 @@ func RegisterHTTP(mux *http.ServeMux, s *Service) {
 		out, err := s.SetQuota(r.Context(), r.PathValue("scope"), id, in)
 		return http.StatusOK, out, err
 	})
+	h("POST /admin/quotas/{scope}/{id}/adjustments", write, func(r *http.Request) (int, any, error) {
+		id, err := pathID(r, "id")
+		if err != nil {
+			return 0, nil, err
+		}
+		var in AdjustmentInput
+		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
+			return 0, nil, err
+		}
+		who, err := s.Authenticate(r.Context(), r.Header.Get("Authorization"))
+		if err != nil {
+			return 0, nil, err
+		}
+		out, err := s.AdjustQuota(r.Context(), who, r.PathValue("scope"), id, in)
+		return http.StatusCreated, out, err
+	})
+	h("GET /admin/quotas/{scope}/{id}/adjustments", read, func(r *http.Request) (int, any, error) {
+		id, err := pathID(r, "id")
+		if err != nil {
+			return 0, nil, err
+		}
+		limit, cursor, err := pageParams(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		out, err := s.ListQuotaAdjustments(r.Context(), r.PathValue("scope"), id, limit, cursor)
+		return http.StatusOK, out, err
+	})
+	h("GET /admin/snapshot-status", read, func(r *http.Request) (int, any, error) {
+		out, err := s.SnapshotStatus(r.Context())
+		return http.StatusOK, out, err
+	})
 	h("GET /admin/usages", read, func(r *http.Request) (int, any, error) {
 		q, err := usageQuery(r)
 		if err != nil {

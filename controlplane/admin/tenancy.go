@@ -10,7 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tollgate/tollgate/controlplane/store"
-	"github.com/tollgate/tollgate/shared/pricing"
+	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
+	"github.com/tollgate/tollgate/shared/snapshot"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -35,10 +36,7 @@ type RouteMemberInput struct {
 }
 
 func (in RouteInput) validate() (store.Route, error) {
-	var details []Detail
-	if in.ID < 0 {
-		details = append(details, field("id", "must be a positive integer, got %d", in.ID))
-	}
+	details := idDetails("id", in.ID)
 	if in.Name == "" {
 		details = append(details, field("name", "required"))
 	}
@@ -78,6 +76,15 @@ func (in RouteInput) validate() (store.Route, error) {
 		}
 		r.Members = append(r.Members, store.RouteMember{ProviderID: m.ProviderID, UpstreamModelID: m.UpstreamModelID,
 			Priority: m.Priority, Weight: w, Enabled: m.Enabled == nil || *m.Enabled})
+	}
+	if details == nil {
+		// The snapshot compiler's own check of the route as it will be carried.
+		m := &configv1.Route{Id: orServerID(r.ID), Name: r.Name, Strategy: r.Strategy, Enabled: r.Enabled, Aliases: r.Aliases}
+		for _, mm := range r.Members {
+			m.Members = append(m.Members, &configv1.RouteMember{ProviderId: mm.ProviderID, UpstreamModelId: mm.UpstreamModelID,
+				Priority: mm.Priority, Weight: mm.Weight, Enabled: true})
+		}
+		details = elementDetails(snapshot.CheckRoute(m))
 	}
 	if details != nil {
 		return store.Route{}, invalidFields("invalid route", details...)
@@ -263,6 +270,11 @@ func (s *Service) CreateAPIKey(ctx context.Context, in APIKeyInput) (CreatedAPIK
 			details = append(details, field(fmt.Sprintf("allowed_models[%d]", i), "must not be empty"))
 		}
 	}
+	if details == nil {
+		// The snapshot compiler's own check (rate limits a browser and the data plane carry).
+		details = elementDetails(snapshot.CheckAPIKey(&configv1.ApiKey{Id: serverID, KeyHash: make([]byte, sha256.Size),
+			RpmLimit: in.RPMLimit, TpmLimit: in.TPMLimit}))
+	}
 	if details != nil {
 		return CreatedAPIKey{}, invalidFields("invalid api key", details...)
 	}
@@ -326,14 +338,9 @@ func (s *Service) SetQuota(ctx context.Context, scope string, id int64, in Quota
 	if err := s.checkScope(ctx, scope, id); err != nil {
 		return store.Quota{}, err
 	}
-	if in.CostLimit != nil {
-		d, err := pricing.ParseDecimal(*in.CostLimit)
-		if err != nil {
-			return store.Quota{}, invalidFields("invalid quota", field("cost_limit", "%v", err))
-		}
-		if d.Sign() < 0 {
-			return store.Quota{}, invalidFields("invalid quota", field("cost_limit", "must not be negative, got %s", *in.CostLimit))
-		}
+	// The snapshot compiler's own check: a plain decimal, not negative, at most pricing.MaxExactMicros.
+	if _, err := snapshot.CheckQuotaLimit(scope, id, in.CostLimit); err != nil {
+		return store.Quota{}, invalidFields("invalid quota", elementDetails(err)...)
 	}
 	q, err := store.SetQuotaLimit(ctx, s.pool, scope, id, in.CostLimit)
 	return q, storeError(err, fmt.Sprintf("quota %s/%d", scope, id))

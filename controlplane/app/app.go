@@ -17,11 +17,15 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 
 	"github.com/tollgate/tollgate/controlplane/admin"
 	"github.com/tollgate/tollgate/controlplane/config"
@@ -135,6 +139,25 @@ func (s *Server) AuthorizeService(service string, a Authorizer) {
 	s.authorizers["/"+service+"/"] = a
 }
 
+// tapAuthorizeTimeout bounds a credential check run in the transport's connection goroutine (an admin
+// token lookup is one indexed Postgres query).
+const tapAuthorizeTimeout = 5 * time.Second
+
+// tapAuthorize runs the service's authorizer on the headers of a new call, before the server reads the
+// request message (grpc.InTapHandle). A refused call ends with the authorizer's status and its message
+// is never read into memory.
+func (s *Server) tapAuthorize(ctx context.Context, info *tap.Info) (context.Context, error) {
+	actx, cancel := context.WithTimeout(metadata.NewIncomingContext(ctx, info.Header), tapAuthorizeTimeout)
+	defer cancel()
+	if err := s.authorize(actx, info.FullMethodName); err != nil {
+		if _, ok := status.FromError(err); !ok {
+			err = status.Error(codes.Unauthenticated, err.Error())
+		}
+		return ctx, err
+	}
+	return ctx, nil
+}
+
 func (s *Server) authorize(ctx context.Context, fullMethod string) error {
 	for prefix, a := range s.authorizers {
 		if strings.HasPrefix(fullMethod, prefix) {
@@ -162,18 +185,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s := &Server{Config: cfg, Log: log, Pool: pool, Metrics: metrics.NewRegistry(), Mux: http.NewServeMux(),
 		authorizers: map[string]Authorizer{}}
 	grpcOpts := []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			if err := s.authorize(ctx, info.FullMethod); err != nil {
-				return nil, err
-			}
-			return h(ctx, req)
-		}),
-		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-			if err := s.authorize(ss.Context(), info.FullMethod); err != nil {
-				return err
-			}
-			return h(srv, ss)
-		}),
+		// Credentials are checked from the call's headers, before the transport reads its message: an
+		// unauthenticated caller cannot make the server buffer and decode up to MaxRecvMsgSize.
+		grpc.InTapHandle(s.tapAuthorize),
 		// Data planes hold Watch streams open for hours: ping idle connections so dead peers are noticed
 		// and load balancers keep the connection, and allow clients to ping every 10 s.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
@@ -204,16 +218,24 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	console.Register(s.Mux)
 	adminv1.RegisterAdminServiceServer(s.GRPC, admin.NewGRPC(adminSvc))
 	s.AuthorizeService(admin.ServiceName, adminSvc.AuthorizeGRPC)
-	settlementv1.RegisterSettlementServiceServer(s.GRPC, settlement.New(pool, log, s.Metrics))
+	settlementv1.RegisterSettlementServiceServer(s.GRPC, settlement.New(pool, log, s.Metrics).WithBounds(cfg.SettleBounds))
 	s.AuthorizeService(settlement.ServiceName, settlement.Authorize(cfg.DPToken))
 	if err := s.registerSnapshots(pool, cfg, log); err != nil {
 		pool.Close()
 		return nil, err
 	}
 
+	adminSvc.SetSnapshotStatus(s.Snapshots.Status)
 	process.HealthHandlers(s.Mux, func(ctx context.Context) (map[string]any, error) {
 		if err := pool.Ping(ctx); err != nil {
 			return nil, fmt.Errorf("database: %w", err)
+		}
+		// A configuration that does not compile leaves the replica ready but degraded: every replica
+		// compiles the same database, so "not ready" would take the whole control plane (and the admin
+		// API needed to fix the row) out of its load balancer while data planes serve the last good
+		// snapshot. docs/snapshots.md, "Compile failures".
+		if st := s.Snapshots.Status(); st.Failing {
+			return map[string]any{"status": "degraded", "snapshot": st}, nil
 		}
 		return nil, nil
 	})
@@ -241,7 +263,7 @@ func (s *Server) registerSnapshots(pool *pgxpool.Pool, cfg config.Config, log *s
 	watch.Register(s.GRPC, s.Watch)
 	s.AuthorizeService(watch.ServiceName, watch.Authorize(cfg.DPToken))
 	s.Snapshots = snapshotbuild.New(pool, box, s.Watch, log, s.Metrics,
-		snapshotbuild.Options{Debounce: cfg.RebuildDebounce, Interval: cfg.RebuildInterval})
+		snapshotbuild.Options{Debounce: cfg.RebuildDebounce, Interval: cfg.RebuildInterval, Bounds: cfg.SettleBounds})
 	return nil
 }
 

@@ -11,8 +11,10 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strconv"
 	"time"
 
+	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/process"
 )
 
@@ -34,6 +36,9 @@ type Config struct {
 	RebuildDebounce time.Duration
 	// RebuildInterval is the safety-net period at which the revision is re-checked without a notification.
 	RebuildInterval time.Duration
+	// SettleBounds are the per-request settlement bounds: enforced by Settle and shipped to the data
+	// planes in every snapshot (docs/settlement.md, "Bounds").
+	SettleBounds pricing.Bounds
 }
 
 // Load parses args (without the program and subcommand names) with getenv as the fallback for every
@@ -61,6 +66,11 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	process.DurationFlag(fs, &c.ShutdownTimeout, "shutdown-timeout", env("TOLLGATE_SHUTDOWN_TIMEOUT", "20s"), "graceful shutdown limit (TOLLGATE_SHUTDOWN_TIMEOUT)")
 	process.DurationFlag(fs, &c.RebuildDebounce, "rebuild-debounce", env("TOLLGATE_REBUILD_DEBOUNCE", "50ms"), "window in which changes share one snapshot rebuild (TOLLGATE_REBUILD_DEBOUNCE)")
 	process.DurationFlag(fs, &c.RebuildInterval, "rebuild-interval", env("TOLLGATE_REBUILD_INTERVAL", "5s"), "periodic revision check (TOLLGATE_REBUILD_INTERVAL)")
+	var maxTokens, maxCost string
+	fs.StringVar(&maxTokens, "settle-max-request-tokens", env("TOLLGATE_SETTLE_MAX_REQUEST_TOKENS", strconv.FormatInt(pricing.DefaultBounds.MaxRequestTokens, 10)),
+		"largest plausible total of tokens of one request; a report beyond it is stored flagged and uncharged (TOLLGATE_SETTLE_MAX_REQUEST_TOKENS)")
+	fs.StringVar(&maxCost, "settle-max-request-cost", env("TOLLGATE_SETTLE_MAX_REQUEST_COST", pricing.FormatMicros(pricing.DefaultBounds.MaxRequestCostMicros)),
+		"largest plausible cost of one request, decimal dollars; a cost beyond it is stored flagged and uncharged (TOLLGATE_SETTLE_MAX_REQUEST_COST)")
 	fs.BoolVar(&c.NoMigrate, "no-migrate", env("TOLLGATE_NO_MIGRATE", "") == "true", "do not apply migrations at start (TOLLGATE_NO_MIGRATE=true)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
@@ -68,6 +78,15 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	tokens, err := strconv.ParseInt(maxTokens, 10, 64)
+	if err != nil {
+		return Config{}, fmt.Errorf("TOLLGATE_SETTLE_MAX_REQUEST_TOKENS (-settle-max-request-tokens): want an integer, got %q", maxTokens)
+	}
+	b, err := pricing.ParseBounds(tokens, maxCost)
+	if err != nil {
+		return Config{}, fmt.Errorf("TOLLGATE_SETTLE_MAX_REQUEST_TOKENS / TOLLGATE_SETTLE_MAX_REQUEST_COST: %w", err)
+	}
+	c.SettleBounds = b
 	if secret != "" {
 		key, err := ParseSecretKey(secret)
 		if err != nil {
@@ -123,6 +142,9 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("TOLLGATE_SHUTDOWN_TIMEOUT (-shutdown-timeout): must be positive"))
+	}
+	if err := c.SettleBounds.OrDefault().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("TOLLGATE_SETTLE_MAX_REQUEST_TOKENS / TOLLGATE_SETTLE_MAX_REQUEST_COST: %w", err))
 	}
 	if c.RebuildDebounce < 0 || c.RebuildInterval <= 0 {
 		errs = append(errs, errors.New("TOLLGATE_REBUILD_DEBOUNCE / TOLLGATE_REBUILD_INTERVAL: debounce must be >= 0, interval > 0"))

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/shared/pricing"
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -24,6 +26,16 @@ func TestLoadFromEnvAndFlags(t *testing.T) {
 	if c.HTTPAddr != "127.0.0.1:18081" || c.GRPCAddr != ":9090" || c.ShutdownTimeout != 20*time.Second || len(c.SecretKey) != 32 {
 		t.Fatalf("Load = %+v", c)
 	}
+	if c.SettleBounds != pricing.DefaultBounds {
+		t.Errorf("default settlement bounds = %+v, want %+v", c.SettleBounds, pricing.DefaultBounds)
+	}
+	env := map[string]string{"TOLLGATE_SETTLE_MAX_REQUEST_TOKENS": "2000000", "TOLLGATE_SETTLE_MAX_REQUEST_COST": "250.5"}
+	for k, v := range goodEnv {
+		env[k] = v
+	}
+	if c, err = Load(nil, envOf(env), io.Discard); err != nil || c.SettleBounds != (pricing.Bounds{MaxRequestTokens: 2_000_000, MaxRequestCostMicros: 250_500_000}) {
+		t.Errorf("settlement bounds from env = %+v, %v", c.SettleBounds, err)
+	}
 }
 
 func TestLoadRejectsBadSettingsByName(t *testing.T) {
@@ -38,6 +50,10 @@ func TestLoadRejectsBadSettingsByName(t *testing.T) {
 		{"bad addr", map[string]string{"TOLLGATE_CP_HTTP_ADDR": "nope"}, "TOLLGATE_CP_HTTP_ADDR"},
 		{"missing dp token", map[string]string{"TOLLGATE_DP_TOKEN": ""}, "TOLLGATE_DP_TOKEN"},
 		{"bad level", map[string]string{"TOLLGATE_LOG_LEVEL": "loud"}, "TOLLGATE_LOG_LEVEL"},
+		{"bad max tokens", map[string]string{"TOLLGATE_SETTLE_MAX_REQUEST_TOKENS": "lots"}, "TOLLGATE_SETTLE_MAX_REQUEST_TOKENS"},
+		{"zero max tokens", map[string]string{"TOLLGATE_SETTLE_MAX_REQUEST_TOKENS": "0"}, "TOLLGATE_SETTLE_MAX_REQUEST_TOKENS"},
+		{"bad max cost", map[string]string{"TOLLGATE_SETTLE_MAX_REQUEST_COST": "1e3"}, "TOLLGATE_SETTLE_MAX_REQUEST_COST"},
+		{"max cost beyond carrying", map[string]string{"TOLLGATE_SETTLE_MAX_REQUEST_COST": "9300000000000"}, "TOLLGATE_SETTLE_MAX_REQUEST_COST"},
 		{"bad duration", map[string]string{"TOLLGATE_SHUTDOWN_TIMEOUT": "soon"}, "TOLLGATE_SHUTDOWN_TIMEOUT"},
 	}
 	for _, tt := range tests {

@@ -24,6 +24,7 @@ import (
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 	"github.com/tollgate/tollgate/shared/metrics"
+	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -36,10 +37,12 @@ const MaxBatch = 5000
 // Service implements settlementv1.SettlementServiceServer.
 type Service struct {
 	settlementv1.UnimplementedSettlementServiceServer
-	db  store.TxBeginner
-	log *slog.Logger
+	db     store.TxBeginner
+	log    *slog.Logger
+	bounds pricing.Bounds
 
 	batches, inserted, duplicates, failures *metrics.Counter
+	flaggedByCP, flaggedByDP                *metrics.Counter
 	latency                                 *metrics.Histogram
 }
 
@@ -48,7 +51,7 @@ func New(db store.TxBeginner, log *slog.Logger, reg *metrics.Registry) *Service 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{db: db, log: log}
+	s := &Service{db: db, log: log, bounds: pricing.DefaultBounds}
 	if reg == nil {
 		reg = metrics.NewRegistry()
 	}
@@ -56,8 +59,19 @@ func New(db store.TxBeginner, log *slog.Logger, reg *metrics.Registry) *Service 
 	s.inserted = reg.NewCounter("tollgate_settlement_records_inserted_total", "Settlement records stored as new usages rows.")
 	s.duplicates = reg.NewCounter("tollgate_settlement_records_duplicate_total", "Settlement records already stored (redelivery).")
 	s.failures = reg.NewCounter("tollgate_settlement_batch_failures_total", "Settle batches refused or failed.")
+	flagged := reg.NewCounterVec("tollgate_settlement_records_out_of_bounds_total",
+		"Settlement records stored flagged and uncharged because their usage or cost was beyond the per-request bounds, by the plane that flagged them. Alert on any increase.",
+		"flagged_by")
+	s.flaggedByCP, s.flaggedByDP = flagged.With("control_plane"), flagged.With("data_plane")
 	s.latency = reg.NewHistogramVec("tollgate_settlement_batch_seconds", "Time to store one Settle batch.",
 		[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}).With()
+	return s
+}
+
+// WithBounds sets the per-request settlement bounds (TOLLGATE_SETTLE_MAX_REQUEST_*; default
+// pricing.DefaultBounds) and returns s.
+func (s *Service) WithBounds(b pricing.Bounds) *Service {
+	s.bounds = b.OrDefault()
 	return s
 }
 
@@ -70,11 +84,18 @@ func (s *Service) Settle(ctx context.Context, req *settlementv1.SettleRequest) (
 	}
 	rows := make([]store.UsageRow, len(recs))
 	var bad []string
+	var flaggedCP, flaggedDP uint64
 	for i, r := range recs {
-		row, err := ToRow(r)
+		row, err := ToRow(r, s.bounds)
 		if err != nil {
 			bad = append(bad, err.Error())
 			continue
+		}
+		switch {
+		case row.BillingFlag != "" && r.GetBillingFlag() != "":
+			flaggedDP++
+		case row.BillingFlag != "":
+			flaggedCP++
 		}
 		rows[i] = row
 	}
@@ -98,6 +119,14 @@ func (s *Service) Settle(ctx context.Context, req *settlementv1.SettleRequest) (
 	}
 	s.latency.Observe(time.Since(start).Seconds())
 	s.batches.Inc()
+	// Counted once stored (a refused or failed batch is retried and would count twice); a redelivered
+	// flagged record counts again, which only errs towards alerting.
+	s.flaggedByCP.Add(flaggedCP)
+	s.flaggedByDP.Add(flaggedDP)
+	if flaggedCP+flaggedDP > 0 {
+		s.log.Warn("settlement records beyond the per-request bounds stored uncharged", "node", req.GetNodeId(),
+			"flagged_by_control_plane", flaggedCP, "flagged_by_data_plane", flaggedDP)
+	}
 	out := &settlementv1.SettleResponse{Results: make([]*settlementv1.RecordResult, len(recs))}
 	var ins uint64
 	for i, r := range recs {
@@ -117,8 +146,18 @@ func (s *Service) Settle(ctx context.Context, req *settlementv1.SettleRequest) (
 	return out, nil
 }
 
-// ToRow validates a record and converts it to a usages row. Ids of 0 are stored as NULL.
-func ToRow(r *settlementv1.SettlementRecord) (store.UsageRow, error) {
+// FlagOutOfBounds is the billing_flag of a usage stored uncharged because its usage or cost was beyond
+// the per-request bounds.
+const FlagOutOfBounds = "usage_out_of_bounds"
+
+// maxFlagDetail bounds a stored flag_detail.
+const maxFlagDetail = 512
+
+// ToRow validates a record and converts it to a usages row. Ids of 0 are stored as NULL. A record
+// whose token counts or cost are beyond bounds (or that its data plane flagged) becomes a flagged row
+// with cost 0; a record that is malformed (a cost that is not a plain non-negative decimal, negative
+// tokens, an unknown flag) is an error.
+func ToRow(r *settlementv1.SettlementRecord, bounds pricing.Bounds) (store.UsageRow, error) {
 	id := r.GetRequestId()
 	if id == "" || len(id) > 200 {
 		return store.UsageRow{}, fmt.Errorf("record %q: request_id must be 1 to 200 characters", id)
@@ -139,8 +178,16 @@ func ToRow(r *settlementv1.SettlementRecord) (store.UsageRow, error) {
 	default:
 		return store.UsageRow{}, fmt.Errorf("record %q: unknown end_state %q", id, r.GetEndState())
 	}
-	if !plainNonNegativeDecimal(r.GetCost()) {
-		return store.UsageRow{}, fmt.Errorf("record %q: cost %q is not a non-negative decimal", id, r.GetCost())
+	switch r.GetBillingFlag() {
+	case "", FlagOutOfBounds:
+	default:
+		return store.UsageRow{}, fmt.Errorf("record %q: unknown billing_flag %.40q", id, r.GetBillingFlag())
+	}
+	cost, flag, detail := r.GetCost(), r.GetBillingFlag(), r.GetFlagDetail()
+	if err := bounds.CheckCost(cost); errors.Is(err, pricing.ErrMalformedDecimal) {
+		return store.UsageRow{}, fmt.Errorf("record %q: cost %.40q is not a non-negative decimal", id, cost)
+	} else if err != nil && flag == "" {
+		flag, detail = FlagOutOfBounds, "control plane: "+err.Error()
 	}
 	for _, f := range []string{r.GetLogicalModel(), r.GetUpstreamModel(), r.GetInboundKind(), r.GetImplementation(),
 		r.GetDestKind(), r.GetRequestedTier(), r.GetReportedTier(), id} {
@@ -153,6 +200,16 @@ func ToRow(r *settlementv1.SettlementRecord) (store.UsageRow, error) {
 	for _, c := range counts {
 		if c < 0 {
 			return store.UsageRow{}, fmt.Errorf("record %q: negative token count", id)
+		}
+	}
+	if err := bounds.CheckTokens(counts...); err != nil && flag == "" {
+		flag, detail = FlagOutOfBounds, "control plane: "+err.Error()
+	}
+	if flag != "" {
+		cost = "0"
+		detail = strings.ToValidUTF8(strings.ReplaceAll(detail, "\x00", ""), "\uFFFD")
+		if len(detail) > maxFlagDetail {
+			detail = detail[:maxFlagDetail]
 		}
 	}
 	row := store.UsageRow{
@@ -181,7 +238,9 @@ func ToRow(r *settlementv1.SettlementRecord) (store.UsageRow, error) {
 		ReportedTier:     r.GetReportedTier(),
 		PriceRuleID:      optID(r.GetPriceRuleId()),
 		SnapshotVersion:  r.GetSnapshotVersion(),
-		Cost:             r.GetCost(),
+		Cost:             cost,
+		BillingFlag:      flag,
+		FlagDetail:       strings.ToValidUTF8(detail, "\uFFFD"),
 		Source:           r.GetSource(),
 		EndState:         r.GetEndState(),
 		HTTPStatus:       r.GetHttpStatus(),
@@ -199,27 +258,6 @@ func optID(v int64) *int64 {
 		return nil
 	}
 	return &v
-}
-
-// plainNonNegativeDecimal accepts digits with an optional fraction ("0", "1.25"), at most 100 characters.
-func plainNonNegativeDecimal(s string) bool {
-	if s == "" || len(s) > 100 {
-		return false
-	}
-	ip, fp, dot := strings.Cut(s, ".")
-	return allDigits(ip) && (!dot || allDigits(fp))
-}
-
-func allDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // Authorize checks the data-plane token of a call: metadata "authorization: Bearer <token>", compared in

@@ -25,6 +25,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/store"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 	"github.com/tollgate/tollgate/shared/metrics"
+	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/snapshot"
 )
 
@@ -53,6 +54,8 @@ type Options struct {
 	Compile func(*snapshotv1.Snapshot) (*snapshot.Compiled, error)
 	// Now stamps built_at (default time.Now).
 	Now func() time.Time
+	// Bounds are the settlement bounds shipped in every snapshot (zero: pricing.DefaultBounds).
+	Bounds pricing.Bounds
 }
 
 // Builder rebuilds and publishes snapshots. Create it with New and run it with Run.
@@ -69,11 +72,49 @@ type Builder struct {
 	listening atomic.Bool
 	running   sync.Mutex
 
+	statusMu  sync.Mutex
+	rejection *Rejection // the latest rejection while the configuration is failing; nil once a newer version publishes
+
 	builds      *metrics.CounterVec
 	buildTime   *metrics.Histogram
 	listenUp    *metrics.Gauge
 	reconnects  *metrics.Counter
 	rejectedVer *metrics.Gauge
+	failing     *metrics.Gauge
+}
+
+// Rejection describes a configuration revision that was not published.
+type Rejection struct {
+	Version int64 `json:"version"`
+	// Stage is "build" (the data could not be read into a snapshot) or "compile".
+	Stage string    `json:"stage"`
+	At    time.Time `json:"at"`
+	Error string    `json:"error"`
+	// Problems name the offending rows (empty when the failure names none, e.g. a build failure).
+	Problems []*snapshot.ElementError `json:"problems"`
+}
+
+// Status is what an operator needs to know about publication.
+type Status struct {
+	// PublishedVersion is the version data planes are being served.
+	PublishedVersion int64 `json:"published_version"`
+	// Failing is true while the latest configuration revision fails to build or compile: admin changes
+	// made since do not reach the data planes until the offending rows are fixed.
+	Failing bool `json:"failing"`
+	// Rejected is the latest rejection while Failing.
+	Rejected *Rejection `json:"rejected,omitempty"`
+}
+
+// Status reports the published version and the current rejection, if any.
+func (b *Builder) Status() Status {
+	b.statusMu.Lock()
+	defer b.statusMu.Unlock()
+	st := Status{PublishedVersion: b.published.Load(), Failing: b.rejection != nil}
+	if b.rejection != nil {
+		r := *b.rejection
+		st.Rejected = &r
+	}
+	return st
 }
 
 // New returns a Builder reading from pool, decrypting credentials with secrets and publishing to pub. It
@@ -105,6 +146,8 @@ func New(pool *pgxpool.Pool, secrets store.SecretOpener, pub Publisher, log *slo
 			"LISTEN connection losses and failed connection attempts (each followed by a reconnect)."),
 		rejectedVer: reg.NewGauge("tollgate_snapshot_rejected_version",
 			"Latest configuration revision that was not published because it failed to build or compile (0: none)."),
+		failing: reg.NewGauge("tollgate_snapshot_compile_failing",
+			"1 while the latest configuration revision fails to build or compile, so admin changes do not reach data planes; alert on it."),
 	}
 }
 
@@ -201,6 +244,9 @@ func (b *Builder) rebuild(ctx context.Context) {
 		return
 	}
 	snap.BuiltAt = timestamppb.New(b.opts.Now())
+	bounds := b.opts.Bounds.OrDefault()
+	snap.SettlementBounds = &snapshotv1.SettlementBounds{MaxRequestTokens: bounds.MaxRequestTokens,
+		MaxRequestCost: pricing.FormatMicros(bounds.MaxRequestCostMicros)}
 	if _, err := b.opts.Compile(snap); err != nil {
 		b.reject(snap.GetVersion(), "compile", err)
 		return
@@ -211,6 +257,12 @@ func (b *Builder) rebuild(ctx context.Context) {
 		return
 	}
 	b.published.Store(snap.GetVersion())
+	b.statusMu.Lock()
+	if b.rejection != nil && b.rejection.Version < snap.GetVersion() {
+		b.rejection = nil
+		b.failing.Set(0)
+	}
+	b.statusMu.Unlock()
 	b.builds.With("published").Inc()
 	b.log.Info("snapshot published", "version", snap.GetVersion(), "price_rules", len(snap.GetPriceRules()),
 		"providers", len(snap.GetProviders()), "routes", len(snap.GetRoutes()), "api_keys", len(snap.GetApiKeys()),
@@ -221,6 +273,14 @@ func (b *Builder) reject(version int64, stage string, err error) {
 	b.rejected = version
 	b.builds.With("rejected").Inc()
 	b.rejectedVer.Set(float64(version))
+	problems := snapshot.Problems(err)
+	if problems == nil {
+		problems = []*snapshot.ElementError{}
+	}
+	b.statusMu.Lock()
+	b.rejection = &Rejection{Version: version, Stage: stage, At: b.opts.Now(), Error: err.Error(), Problems: problems}
+	b.statusMu.Unlock()
+	b.failing.Set(1)
 	b.log.Error("snapshot not published: configuration does not "+stage+"; data planes keep the previous version",
 		"version", version, "published_version", b.published.Load(), "err", err)
 }

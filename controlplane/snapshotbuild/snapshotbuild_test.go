@@ -155,6 +155,21 @@ func TestBuilderNeverPublishesWhatFailsToCompile(t *testing.T) {
 	if !strings.Contains(scrape(r.reg), `tollgate_snapshot_builds_total{result="rejected"} 1`+"\n") {
 		t.Errorf("rejected version rebuilt on periodic checks (want exactly one rejection):\n%s", scrape(r.reg))
 	}
+	// Loud: the status names the offending row and the alert gauge is up.
+	st := r.b.Status()
+	if !st.Failing || st.PublishedVersion != good || st.Rejected == nil || st.Rejected.Version != bad || st.Rejected.Stage != "compile" {
+		t.Fatalf("status = %+v, want failing at version %d with %d published", st, bad, good)
+	}
+	var badID int64
+	if err := tb.db.Pool.QueryRow(context.Background(), `SELECT id FROM price_rules WHERE model_match = 'bad'`).Scan(&badID); err != nil {
+		t.Fatal(err)
+	}
+	if p := st.Rejected.Problems; len(p) != 1 || p[0].Resource != "price rule" || p[0].ID != badID || !strings.Contains(p[0].Field, "multiplier") {
+		t.Errorf("problems = %+v, want price rule %d, field multiplier", p, badID)
+	}
+	if !strings.Contains(scrape(r.reg), "tollgate_snapshot_compile_failing 1\n") {
+		t.Errorf("compile-failing gauge not set:\n%s", scrape(r.reg))
+	}
 
 	// Data the snapshot cannot even carry (an unknown tier key) is refused the same way.
 	bad2 := tb.exec(t, priceRuleSQL("bad2", `[{"multipler": "2"}]`))
@@ -168,6 +183,12 @@ func TestBuilderNeverPublishesWhatFailsToCompile(t *testing.T) {
 	// Fixed: published again.
 	fixed := tb.exec(t, `UPDATE price_rules SET pricing_tiers_json = '[]' WHERE model_match IN ('bad', 'bad2')`)
 	waitPublished(t, r, fixed)
+	if st := r.b.Status(); st.Failing || st.Rejected != nil {
+		t.Errorf("status after the fix = %+v, want not failing", st)
+	}
+	if !strings.Contains(scrape(r.reg), "tollgate_snapshot_compile_failing 0\n") {
+		t.Errorf("compile-failing gauge not cleared:\n%s", scrape(r.reg))
+	}
 }
 
 func TestBuilderListenerReconnects(t *testing.T) {

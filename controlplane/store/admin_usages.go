@@ -46,6 +46,9 @@ type StoredUsage struct {
 	FirstByteMS            int64     `json:"first_byte_ms"`
 	CreatedAt              time.Time `json:"created_at"`
 	SettledAt              time.Time `json:"settled_at"`
+	// BillingFlag is "" or "usage_out_of_bounds" (stored uncharged); FlagDetail says what was reported.
+	BillingFlag string `json:"billing_flag"`
+	FlagDetail  string `json:"flag_detail"`
 }
 
 // UsageFilter selects usage rows; zero fields do not filter. Rows come newest id first; BeforeID
@@ -93,7 +96,8 @@ func ListUsages(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage, err
 		credential_id, logical_model, upstream_model, operation, inbound_kind, implementation, dest_kind,
 		input_tokens, output_tokens, cache_read_tokens, cache_creation_5m_tokens, cache_creation_30m_tokens,
 		cache_creation_1h_tokens, image_output_tokens, requested_tier, reported_tier, price_rule_id,
-		snapshot_version, cost::text, source, end_state, http_status, latency_ms, first_byte_ms, created_at, settled_at
+		snapshot_version, cost::text, source, end_state, http_status, latency_ms, first_byte_ms, created_at, settled_at,
+		billing_flag, flag_detail
 		FROM usages `+where+` ORDER BY id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list usages: %w", interpretError(err))

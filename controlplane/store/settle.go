@@ -38,12 +38,16 @@ type UsageRow struct {
 	PriceRuleID      *int64
 	SnapshotVersion  int64
 	Cost             string
-	Source           string
-	EndState         string
-	HTTPStatus       int32
-	LatencyMS        int64
-	FirstByteMS      int64
-	CreatedAt        time.Time
+	// BillingFlag is "" or "usage_out_of_bounds" (stored uncharged: Cost is "0"); FlagDetail says what
+	// was reported.
+	BillingFlag string
+	FlagDetail  string
+	Source      string
+	EndState    string
+	HTTPStatus  int32
+	LatencyMS   int64
+	FirstByteMS int64
+	CreatedAt   time.Time
 }
 
 // QuotaTotal is the state of one quota row after a settlement batch. CostLimit is nil when unlimited;
@@ -272,6 +276,7 @@ func insertUsages(ctx context.Context, tx pgx.Tx, rows []*UsageRow) ([]insertedR
 		reqTier, repTier, cost, source, endState                   = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		snapVer, latency, firstByte                                = make([]int64, n), make([]int64, n), make([]int64, n)
 		status                                                     = make([]int32, n)
+		flag, flagDetail                                           = make([]string, n), make([]string, n)
 		created                                                    = make([]time.Time, n)
 	)
 	byID := make(map[string]*UsageRow, n)
@@ -285,6 +290,7 @@ func insertUsages(ctx context.Context, tx pgx.Tx, rows []*UsageRow) ([]insertedR
 		reqTier[i], repTier[i], cost[i], source[i], endState[i] = r.RequestedTier, r.ReportedTier, r.Cost, r.Source, r.EndState
 		snapVer[i], latency[i], firstByte[i], status[i] = r.SnapshotVersion, r.LatencyMS, r.FirstByteMS, r.HTTPStatus
 		created[i] = r.CreatedAt
+		flag[i], flagDetail[i] = r.BillingFlag, r.FlagDetail
 		if created[i].IsZero() {
 			created[i] = time.Now()
 		}
@@ -294,19 +300,20 @@ func insertUsages(ctx context.Context, tx pgx.Tx, rows []*UsageRow) ([]insertedR
 		    logical_model, upstream_model, operation, inbound_kind, implementation, dest_kind,
 		    input_tokens, output_tokens, cache_read_tokens, cache_creation_5m_tokens, cache_creation_30m_tokens,
 		    cache_creation_1h_tokens, image_output_tokens, requested_tier, reported_tier, price_rule_id,
-		    snapshot_version, cost, source, end_state, http_status, latency_ms, first_byte_ms, created_at)
+		    snapshot_version, cost, source, end_state, http_status, latency_ms, first_byte_ms, created_at,
+		    billing_flag, flag_detail)
 		SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[],
 		    $7::bigint[], $8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
 		    $15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[],
 		    $22::text[], $23::text[], $24::bigint[], $25::bigint[], $26::numeric[], $27::text[], $28::text[],
-		    $29::integer[], $30::bigint[], $31::bigint[], $32::timestamptz[])
+		    $29::integer[], $30::bigint[], $31::bigint[], $32::timestamptz[], $33::text[], $34::text[])
 		 ORDER BY 1
 		ON CONFLICT (request_id) DO NOTHING
 		RETURNING request_id, cost::text`,
 		requestID, apiKey, user, team, org, route, provider, credential,
 		logical, upstream, op, inKind, impl, destKind,
 		in, out, cr, c5, c30, c1h, img, reqTier, repTier, rule,
-		snapVer, cost, source, endState, status, latency, firstByte, created)
+		snapVer, cost, source, endState, status, latency, firstByte, created, flag, flagDetail)
 	if err != nil {
 		return nil, fmt.Errorf("settle: insert usages: %w", interpretError(err))
 	}

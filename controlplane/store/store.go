@@ -177,7 +177,8 @@ func interpretError(err error) error {
 			return &DBError{Kind: ErrConflict, Constraint: pgErr.ConstraintName, Detail: pgErr.Detail, cause: err}
 		case "23503": // foreign_key_violation
 			return &DBError{Kind: ErrReference, Constraint: pgErr.ConstraintName, Detail: pgErr.Detail, cause: err}
-		case "23514", "23502", "22P02", "22003": // check, not null, invalid text representation, out of range
+		case "23514", "23502", "22P02", "22003", // check, not null, invalid text representation, out of range
+			"22021", "22001", "54000": // a NUL or invalid byte in text, value too long, index row too large
 			return &DBError{Kind: ErrConstraint, Constraint: pgErr.ConstraintName, Detail: pgErr.Message, cause: err}
 		}
 	}

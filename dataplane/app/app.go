@@ -108,6 +108,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		return nil, err
 	}
 	s.snapshotVersion = s.Syncer.Version
+	settle.RegisterRecordMetrics(s.Metrics) // tollgate_settle_usage_out_of_bounds_total (docs/settlement.md, "Bounds")
 	s.Admitter = admission.New(rdb, admission.Options{Prefix: cfg.RedisKeyPrefix})
 	// Records Redis refuses are held in memory and delivered straight to the control plane (docs/settlement.md).
 	spill := settle.NewSpill(0)

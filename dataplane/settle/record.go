@@ -1,11 +1,13 @@
 package settle
 
 import (
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
+	"github.com/tollgate/tollgate/shared/metrics"
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -47,6 +49,26 @@ type Outcome struct {
 	Latency, FirstByte time.Duration
 }
 
+// FlagOutOfBounds marks a record whose reported usage or cost is beyond the settlement bounds: it is
+// stored with cost 0 and this flag (usages.billing_flag) instead of being charged.
+const FlagOutOfBounds = "usage_out_of_bounds"
+
+// maxFlagDetail bounds a record's flag_detail.
+const maxFlagDetail = 512
+
+// outOfBounds counts records BuildRecord flagged (tollgate_settle_usage_out_of_bounds_total), once
+// RegisterRecordMetrics has registered it.
+var outOfBounds atomic.Pointer[metrics.Counter]
+
+// RegisterRecordMetrics registers BuildRecord's metric on reg (the data plane's registry; the last
+// registration wins): tollgate_settle_usage_out_of_bounds_total, records flagged as beyond the settlement
+// bounds and not charged. Alert on any increase: an upstream reported absurd usage, or the bounds are too
+// tight for real traffic.
+func RegisterRecordMetrics(reg *metrics.Registry) {
+	outOfBounds.Store(reg.NewCounter("tollgate_settle_usage_out_of_bounds_total",
+		"Settlement records flagged because the reported usage or cost was beyond the per-request bounds (not charged)."))
+}
+
 // notBilled lists operations that are recorded but never charged (spec "Image and token-usage
 // accounting" 5).
 func notBilled(op vocab.Operation) bool {
@@ -76,6 +98,8 @@ func consumed(s vocab.EndState) bool {
 //   - tier: the reported tier when the upstream named one, else the requested tier.
 //   - cost: the exact decimal quote of the rule at that tier; 0 (and no rule id) for model list/get,
 //     count_tokens, compact and conversation, for a missing rule, and for zero usage.
+//   - bounds: usage or cost beyond the rule's settlement bounds (pricing.DefaultBounds without a rule)
+//     is not charged: cost 0, billing_flag FlagOutOfBounds, flag_detail saying what was reported.
 //
 // PendingMicros is set by Recorder.Record from the request's hold.
 func BuildRecord(o Outcome) *settlementv1.SettlementRecord {
@@ -93,10 +117,35 @@ func BuildRecord(o Outcome) *settlementv1.SettlementRecord {
 	if reported != "" {
 		tier = reported
 	}
-	cost, ruleID := "0", int64(0)
-	if !notBilled(o.Operation) && o.Rule != nil {
+	// Bounds: a report beyond what one request can plausibly use or cost is not charged but flagged
+	// (docs/settlement.md, "Bounds"); the control plane checks again.
+	var bounds pricing.Bounds
+	if o.Rule != nil {
+		bounds = o.Rule.Bounds
+	}
+	bounds = bounds.OrDefault()
+	cost, ruleID, flag, detail := "0", int64(0), "", ""
+	if err := bounds.CheckTokens(u.Input, u.Output, u.CacheRead, u.CacheCreation5m, u.CacheCreation30m, u.CacheCreation1h, u.ImageOutput); err != nil {
+		flag, detail = FlagOutOfBounds, err.Error()
+	}
+	if flag == "" && !notBilled(o.Operation) && o.Rule != nil {
 		q := o.Rule.Quote(u, tier)
 		cost, ruleID = pricing.FormatDecimal(q.Cost), q.RuleID
+		if err := bounds.CheckCost(cost); err != nil {
+			flag, detail = FlagOutOfBounds, err.Error()
+		}
+	}
+	if flag != "" {
+		cost = "0"
+		if c := outOfBounds.Load(); c != nil {
+			c.Inc()
+		}
+		if len(detail) > maxFlagDetail {
+			detail = detail[:maxFlagDetail]
+		}
+		if o.Rule != nil {
+			ruleID = o.Rule.ID
+		}
 	}
 	rec := &settlementv1.SettlementRecord{
 		RequestId:      o.RequestID,
@@ -122,6 +171,8 @@ func BuildRecord(o Outcome) *settlementv1.SettlementRecord {
 		PriceRuleId:     ruleID,
 		SnapshotVersion: o.SnapshotVersion,
 		Cost:            cost,
+		BillingFlag:     flag,
+		FlagDetail:      detail,
 		Source:          string(source),
 		EndState:        string(o.EndState),
 		HttpStatus:      int32(o.HTTPStatus),

@@ -238,3 +238,33 @@ func microsBig(x *decimal.Big, shift, prec int) (int64, error) {
 	}
 	return m.Int64(), nil
 }
+
+// MaxExactMicros is the largest micro-dollar amount Tollgate carries: 2^53−1 (≈ 9 billion dollars). The
+// admission script compares amounts as doubles, exact up to 2^53, and a browser reads JSON numbers as
+// doubles too; every amount that becomes micro-dollars (quota limits, settled costs, cost_used) must fit.
+const MaxExactMicros = 1<<53 - 1
+
+// ErrAmountTooLarge is returned (wrapped) by ParseMicros for an amount above MaxExactMicros.
+var ErrAmountTooLarge = errors.New("amount exceeds the largest carried amount")
+
+// ParseMicros parses a non-negative plain decimal dollar amount (ParseDecimal's syntax) into integer
+// micro-dollars, half up. It refuses malformed input, negative amounts and amounts above MaxExactMicros.
+func ParseMicros(s string) (int64, error) {
+	d, err := ParseDecimal(s)
+	if err != nil {
+		return 0, err
+	}
+	if d.Sign() < 0 {
+		return 0, fmt.Errorf("%q must not be negative", s)
+	}
+	m, err := ToMicros(d)
+	if err != nil || m > MaxExactMicros {
+		return 0, fmt.Errorf("%q: %w (%s dollars)", s, ErrAmountTooLarge, FormatMicros(MaxExactMicros))
+	}
+	return m, nil
+}
+
+// FormatMicros formats integer micro-dollars as a plain decimal dollar string (1500000 → "1.5").
+func FormatMicros(m int64) string {
+	return FormatDecimal(newExact().SetMantScale(m, microScale))
+}

@@ -76,6 +76,9 @@ type Rule struct {
 	Prices  Prices
 	Enabled bool
 	Tiers   []Tier
+	// Bounds are the settlement bounds in force with this rule, set by shared/snapshot.Compile from the
+	// snapshot (the zero value means DefaultBounds).
+	Bounds Bounds
 
 	// rates memoises the effective rates per (prompt entry, service entry) combination; built by
 	// ParseRule, nil for hand-built rules (which are then priced without the memo).

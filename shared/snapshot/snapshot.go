@@ -6,11 +6,11 @@
 package snapshot
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -37,6 +37,9 @@ type Compiled struct {
 	routeList []*Route
 	keys      map[[sha256.Size]byte]*APIKey
 	quotas    map[QuotaKey]Quota
+	// Bounds are the settlement bounds of the snapshot (pricing.DefaultBounds when it carries none); every
+	// price rule carries them too (pricing.Rule.Bounds), so a record built from a rule uses them.
+	Bounds pricing.Bounds
 }
 
 // Provider is a compiled provider with its enabled credentials and its routing table.
@@ -176,8 +179,9 @@ func (c *Compiled) ResolvePrice(providerID int64, model string) *pricing.Rule {
 	return c.Prices.Resolve(providerID, model)
 }
 
-// Compile validates and indexes s. An invalid reference or value fails the whole snapshot with an error
-// naming the element at fault; every problem found is reported (joined).
+// Compile validates and indexes s. An invalid reference or value fails the whole snapshot with a
+// *CompileError listing every problem found, each naming its element. The per-element checks are the
+// exported Check* functions, which the admin API runs on every write.
 func Compile(s *snapshotv1.Snapshot) (*Compiled, error) {
 	if s == nil {
 		return nil, errors.New("compile snapshot: nil")
@@ -195,6 +199,15 @@ func Compile(s *snapshotv1.Snapshot) (*Compiled, error) {
 		quotas:          make(map[QuotaKey]Quota, len(s.GetQuotas())),
 	}
 	var errs []error
+	c.Bounds = pricing.DefaultBounds
+	if sb := s.GetSettlementBounds(); sb != nil {
+		b, err := pricing.ParseBounds(sb.GetMaxRequestTokens(), sb.GetMaxRequestCost())
+		if err != nil {
+			errs = append(errs, &ElementError{Resource: "settlement bounds", Message: err.Error()})
+		} else {
+			c.Bounds = b
+		}
+	}
 	errs = c.compilePrices(s.GetPriceRules(), errs)
 	errs = c.compileProviders(s.GetProviders(), errs)
 	errs = c.compileRoutingRules(s.GetRoutingRules(), errs)
@@ -202,7 +215,11 @@ func Compile(s *snapshotv1.Snapshot) (*Compiled, error) {
 	errs = c.compileKeys(s.GetApiKeys(), errs)
 	errs = c.compileQuotas(s.GetQuotas(), errs)
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("compile snapshot %d: %w", s.GetVersion(), errors.Join(errs...))
+		ce := &CompileError{Version: s.GetVersion()}
+		for _, e := range errs {
+			ce.Problems = append(ce.Problems, Problems(e)...)
+		}
+		return nil, ce
 	}
 	return c, nil
 }
@@ -215,30 +232,16 @@ func (c *Compiled) compilePrices(in []*configv1.PriceRule, errs []error) []error
 			continue
 		}
 		if seen[pr.GetId()] {
-			errs = append(errs, fmt.Errorf("price rule %d: duplicate id", pr.GetId()))
+			errs = append(errs, &ElementError{Resource: "price rule", ID: pr.GetId(), Field: "id", Message: "duplicate id"})
 			continue
 		}
 		seen[pr.GetId()] = true
-		ri := pricing.RuleInput{
-			ID: pr.GetId(), ProviderID: pr.ProviderId, MatchType: pr.GetMatchType(), ModelMatch: pr.GetModelMatch(),
-			InputPrice: pr.GetInputPrice(), OutputPrice: pr.GetOutputPrice(), CacheReadPrice: pr.GetCacheReadPrice(),
-			CacheCreation5mPrice: pr.GetCacheCreation_5MPrice(), CacheCreation30mPrice: pr.GetCacheCreation_30MPrice(),
-			CacheCreation1hPrice: pr.GetCacheCreation_1HPrice(), ImageOutputPrice: pr.GetImageOutputPrice(),
-			Enabled: true,
-		}
-		if len(pr.GetPricingTiersJson()) > 0 {
-			raw, err := tiersJSON(pr.GetPricingTiersJson())
-			if err != nil {
-				errs = append(errs, fmt.Errorf("price rule %d: pricing_tiers_json: %w", pr.GetId(), err))
-				continue
-			}
-			ri.PricingTiersJSON = raw
-		}
-		r, err := pricing.ParseRule(ri)
+		r, err := CheckPriceRule(pr)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("price rule %d: %w", pr.GetId(), err))
+			errs = append(errs, err)
 			continue
 		}
+		r.Bounds = c.Bounds
 		rules = append(rules, r)
 	}
 	c.Prices = pricing.NewIndex(rules)
@@ -275,67 +278,20 @@ func tiersJSON(tiers []*configv1.TierEntry) (json.RawMessage, error) {
 
 func (c *Compiled) compileProviders(in []*configv1.Provider, errs []error) []error {
 	for _, pp := range in {
-		where := fmt.Sprintf("provider %d (%q)", pp.GetId(), pp.GetName())
-		if pp.GetId() <= 0 {
-			errs = append(errs, fmt.Errorf("%s: id must be positive", where))
+		p, err := CheckProvider(pp)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		if _, dup := c.providers[pp.GetId()]; dup {
-			errs = append(errs, fmt.Errorf("%s: duplicate id", where))
+		elem := func(msg string) error {
+			return &ElementError{Resource: "provider", ID: p.ID, Name: p.Name, Field: "name", Message: msg}
+		}
+		if _, dup := c.providers[p.ID]; dup {
+			errs = append(errs, elem("duplicate id"))
 			continue
 		}
-		if pp.GetName() == "" || strings.Contains(pp.GetName(), "/") {
-			errs = append(errs, fmt.Errorf("%s: name must be non-empty and contain no '/'", where))
-			continue
-		}
-		if _, dup := c.providersByName[pp.GetName()]; dup {
-			errs = append(errs, fmt.Errorf("%s: duplicate name", where))
-			continue
-		}
-		ch := vocab.ChannelType(pp.GetChannelType())
-		if !ch.Valid() {
-			errs = append(errs, fmt.Errorf("%s: unknown channel_type %q", where, pp.GetChannelType()))
-			continue
-		}
-		u, err := url.Parse(pp.GetBaseUrl())
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("%s: base_url %q: want an absolute http(s) URL", where, pp.GetBaseUrl()))
-			continue
-		}
-		p := &Provider{
-			ID: pp.GetId(), Name: pp.GetName(), Channel: ch, BaseURL: strings.TrimRight(pp.GetBaseUrl(), "/"),
-			Enabled: pp.GetEnabled(), cells: make(map[OpKey]Cell),
-		}
-		if sj := strings.TrimSpace(pp.GetSettingsJson()); sj != "" {
-			if !json.Valid([]byte(sj)) {
-				errs = append(errs, fmt.Errorf("%s: settings_json is not valid JSON", where))
-				continue
-			}
-			p.Settings = json.RawMessage(sj)
-		}
-		bad := false
-		for _, cr := range pp.GetCredentials() {
-			if !cr.GetEnabled() {
-				continue
-			}
-			if cr.GetProviderId() != 0 && cr.GetProviderId() != p.ID {
-				errs = append(errs, fmt.Errorf("%s: credential %d belongs to provider %d", where, cr.GetId(), cr.GetProviderId()))
-				bad = true
-				continue
-			}
-			if cr.GetSecret() == "" {
-				errs = append(errs, fmt.Errorf("%s: credential %d: empty secret", where, cr.GetId()))
-				bad = true
-				continue
-			}
-			if cr.GetWeight() < 0 {
-				errs = append(errs, fmt.Errorf("%s: credential %d: negative weight %d", where, cr.GetId(), cr.GetWeight()))
-				bad = true
-				continue
-			}
-			p.Credentials = append(p.Credentials, Credential{ID: cr.GetId(), Secret: cr.GetSecret(), Weight: max(1, cr.GetWeight())})
-		}
-		if bad {
+		if _, dup := c.providersByName[p.Name]; dup {
+			errs = append(errs, elem("duplicate name"))
 			continue
 		}
 		c.providers[p.ID] = p
@@ -355,51 +311,26 @@ func (c *Compiled) compileRoutingRules(in []*configv1.RoutingRule, errs []error)
 		if a.GetSortOrder() != b.GetSortOrder() {
 			return int(a.GetSortOrder()) - int(b.GetSortOrder())
 		}
-		return int(a.GetId() - b.GetId())
+		return cmp.Compare(a.GetId(), b.GetId())
 	})
 	for _, r := range rows {
-		where := fmt.Sprintf("routing rule %d (provider %d, %s/%s)", r.GetId(), r.GetProviderId(), r.GetOperation(), r.GetKind())
+		elem := func(field, format string, args ...any) error {
+			return &ElementError{Resource: "routing rule", ID: r.GetId(), Name: r.GetOperation() + "/" + r.GetKind(),
+				Field: field, Message: fmt.Sprintf(format, args...)}
+		}
 		p := c.providers[r.GetProviderId()]
 		if p == nil {
-			errs = append(errs, fmt.Errorf("%s: unknown provider", where))
+			errs = append(errs, elem("provider_id", "unknown provider %d", r.GetProviderId()))
 			continue
 		}
-		op, kind := vocab.Operation(r.GetOperation()), vocab.Kind(r.GetKind())
-		if !op.Valid() {
-			errs = append(errs, fmt.Errorf("%s: unknown operation %q", where, op))
+		cell, err := CheckRoutingRule(r)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		if !vocab.KindFits(op, kind) {
-			errs = append(errs, fmt.Errorf("%s: kind %q does not fit operation %q", where, kind, op))
-			continue
-		}
-		impl := vocab.Implementation(r.GetImplementation())
-		if !impl.Valid() {
-			errs = append(errs, fmt.Errorf("%s: unknown implementation %q", where, impl))
-			continue
-		}
-		cell := Cell{Impl: impl, RuleID: r.GetId()}
-		if impl == vocab.ImplTransformTo {
-			cell.DestOp = op
-			if d := r.GetDestOperation(); d != "" {
-				cell.DestOp = vocab.Operation(d)
-			}
-			if !cell.DestOp.Valid() {
-				errs = append(errs, fmt.Errorf("%s: unknown dest_operation %q", where, cell.DestOp))
-				continue
-			}
-			cell.DestKind = vocab.Kind(r.GetDestKind())
-			switch {
-			case cell.DestKind == "":
-				cell = Cell{Impl: vocab.ImplUnsupported, RuleID: r.GetId()} // spec: transform_to without dest_kind
-			case !vocab.KindFits(cell.DestOp, cell.DestKind):
-				errs = append(errs, fmt.Errorf("%s: dest_kind %q does not fit dest_operation %q", where, cell.DestKind, cell.DestOp))
-				continue
-			}
-		}
-		k := OpKey{op, kind}
+		k := OpKey{vocab.Operation(r.GetOperation()), vocab.Kind(r.GetKind())}
 		if _, dup := p.cells[k]; dup {
-			errs = append(errs, fmt.Errorf("%s: duplicate (provider, operation, kind)", where))
+			errs = append(errs, elem("kind", "duplicate (provider %d, operation, kind)", p.ID))
 			continue
 		}
 		p.cells[k] = cell
@@ -409,13 +340,15 @@ func (c *Compiled) compileRoutingRules(in []*configv1.RoutingRule, errs []error)
 
 func (c *Compiled) compileRoutes(in []*configv1.Route, errs []error) []error {
 	for _, rr := range in {
-		where := fmt.Sprintf("route %d (%q)", rr.GetId(), rr.GetName())
 		if !rr.GetEnabled() {
 			continue
 		}
-		if rr.GetName() == "" {
-			errs = append(errs, fmt.Errorf("%s: empty name", where))
+		if err := CheckRoute(rr); err != nil {
+			errs = append(errs, err)
 			continue
+		}
+		elem := func(field, format string, args ...any) error {
+			return &ElementError{Resource: "route", ID: rr.GetId(), Name: rr.GetName(), Field: field, Message: fmt.Sprintf(format, args...)}
 		}
 		r := &Route{ID: rr.GetId(), Name: rr.GetName(), Strategy: rr.GetStrategy()}
 		var members []Member
@@ -426,17 +359,7 @@ func (c *Compiled) compileRoutes(in []*configv1.Route, errs []error) []error {
 			}
 			p := c.providers[m.GetProviderId()]
 			if p == nil {
-				errs = append(errs, fmt.Errorf("%s: member %d: unknown provider %d", where, i, m.GetProviderId()))
-				bad = true
-				continue
-			}
-			if m.GetUpstreamModelId() == "" {
-				errs = append(errs, fmt.Errorf("%s: member %d: empty upstream_model_id", where, i))
-				bad = true
-				continue
-			}
-			if m.GetWeight() < 0 {
-				errs = append(errs, fmt.Errorf("%s: member %d: negative weight %d", where, i, m.GetWeight()))
+				errs = append(errs, elem(fmt.Sprintf("members[%d].provider_id", i), "unknown provider %d", m.GetProviderId()))
 				bad = true
 				continue
 			}
@@ -459,13 +382,8 @@ func (c *Compiled) compileRoutes(in []*configv1.Route, errs []error) []error {
 		}
 		names := append([]string{rr.GetName()}, rr.GetAliases()...)
 		for _, n := range names {
-			if n == "" {
-				errs = append(errs, fmt.Errorf("%s: empty alias", where))
-				bad = true
-				continue
-			}
 			if other, dup := c.routes[n]; dup {
-				errs = append(errs, fmt.Errorf("%s: name or alias %q already used by route %d", where, n, other.ID))
+				errs = append(errs, elem("aliases", "name or alias %q already used by route %d", n, other.ID))
 				bad = true
 				continue
 			}
@@ -483,19 +401,15 @@ func (c *Compiled) compileRoutes(in []*configv1.Route, errs []error) []error {
 
 func (c *Compiled) compileKeys(in []*configv1.ApiKey, errs []error) []error {
 	for _, kk := range in {
-		where := fmt.Sprintf("api key %d (%q)", kk.GetId(), kk.GetPrefix())
-		if len(kk.GetKeyHash()) != sha256.Size {
-			errs = append(errs, fmt.Errorf("%s: key_hash must be %d bytes, got %d", where, sha256.Size, len(kk.GetKeyHash())))
-			continue
-		}
-		if kk.GetRpmLimit() < 0 || kk.GetTpmLimit() < 0 {
-			errs = append(errs, fmt.Errorf("%s: negative rate limit", where))
+		if err := CheckAPIKey(kk); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		var h [sha256.Size]byte
 		copy(h[:], kk.GetKeyHash())
 		if other, dup := c.keys[h]; dup {
-			errs = append(errs, fmt.Errorf("%s: key_hash already used by api key %d", where, other.ID))
+			errs = append(errs, &ElementError{Resource: "api key", ID: kk.GetId(), Name: kk.GetPrefix(), Field: "key_hash",
+				Message: fmt.Sprintf("already used by api key %d", other.ID)})
 			continue
 		}
 		k := &APIKey{
@@ -519,55 +433,44 @@ func (c *Compiled) compileKeys(in []*configv1.ApiKey, errs []error) []error {
 
 func (c *Compiled) compileQuotas(in []*configv1.Quota, errs []error) []error {
 	for _, qq := range in {
-		where := fmt.Sprintf("quota %s/%d", qq.GetScope(), qq.GetScopeId())
-		sc := vocab.Scope(qq.GetScope())
-		if sc != vocab.ScopeOrg && sc != vocab.ScopeTeam && sc != vocab.ScopeUser {
-			errs = append(errs, fmt.Errorf("%s: unknown scope %q", where, qq.GetScope()))
-			continue
-		}
-		k := QuotaKey{sc, qq.GetScopeId()}
-		if _, dup := c.quotas[k]; dup {
-			errs = append(errs, fmt.Errorf("%s: duplicate", where))
-			continue
-		}
-		var q Quota
-		if qq.CostLimit == nil {
-			q.Unlimited = true
-		} else {
-			m, err := micros(qq.GetCostLimit())
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: cost_limit: %w", where, err))
-				continue
-			}
-			q.LimitMicros = m
-		}
-		used := qq.GetCostUsed()
-		if used == "" {
-			used = "0"
-		}
-		m, err := micros(used)
+		limit, err := CheckQuotaLimit(qq.GetScope(), qq.GetScopeId(), qq.CostLimit)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: cost_used: %w", where, err))
+			errs = append(errs, err)
 			continue
 		}
-		q.UsedMicros = m
+		k := QuotaKey{vocab.Scope(qq.GetScope()), qq.GetScopeId()}
+		if _, dup := c.quotas[k]; dup {
+			errs = append(errs, &ElementError{Resource: "quota", ID: k.ID, Name: string(k.Scope), Message: "duplicate"})
+			continue
+		}
+		q := Quota{Unlimited: qq.CostLimit == nil, LimitMicros: limit, UsedMicros: usedMicros(qq.GetCostUsed())}
 		c.quotas[k] = q
 	}
 	return errs
 }
 
-// micros parses a non-negative decimal dollar amount into integer micro-dollars (half up).
-func micros(s string) (int64, error) {
+// usedMicros converts a scope's cost_used to micro-dollars. cost_used is settlement's running total, not
+// configuration: it never fails the snapshot. An amount beyond what admission can compare (above
+// pricing.MaxExactMicros, or not a decimal Tollgate parses) saturates at MaxExactMicros — above every
+// accepted limit, so the scope is refused until an operator adjusts its spend — and a negative one
+// counts as 0.
+func usedMicros(s string) int64 {
+	if s == "" {
+		return 0
+	}
 	d, err := pricing.ParseDecimal(s)
 	if err != nil {
-		return 0, fmt.Errorf("parse %q: %w", s, err)
+		if strings.HasPrefix(s, "-") {
+			return 0
+		}
+		return pricing.MaxExactMicros
 	}
 	if d.Sign() < 0 {
-		return 0, fmt.Errorf("%q must not be negative", s)
+		return 0
 	}
 	m, err := pricing.ToMicros(d)
-	if err != nil {
-		return 0, fmt.Errorf("convert %q: %w", s, err)
+	if err != nil || m > pricing.MaxExactMicros {
+		return pricing.MaxExactMicros
 	}
-	return m, nil
+	return m
 }

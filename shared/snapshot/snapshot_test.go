@@ -2,6 +2,8 @@ package snapshot
 
 import (
 	"crypto/sha256"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
+	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -119,25 +122,31 @@ func TestCompileErrors(t *testing.T) {
 		{"version", func(s *snapshotv1.Snapshot) { s.Version = 0 }, "version must be positive"},
 		{"bad price", func(s *snapshotv1.Snapshot) { s.PriceRules[0].InputPrice = "1.2.3" }, "price rule 1"},
 		{"bad tier", func(s *snapshotv1.Snapshot) { s.PriceRules[0].PricingTiersJson[0].Multiplier = proto.String("x") }, "multiplier"},
-		{"channel", func(s *snapshotv1.Snapshot) { s.Providers[0].ChannelType = "delta" }, `provider 1 ("a"): unknown channel_type`},
+		{"channel", func(s *snapshotv1.Snapshot) { s.Providers[0].ChannelType = "delta" }, `provider 1 ("a"): channel_type: must be one of`},
 		{"base url", func(s *snapshotv1.Snapshot) { s.Providers[1].BaseUrl = "ftp://x" }, `provider 2 ("b"): base_url`},
 		{"dup provider name", func(s *snapshotv1.Snapshot) { s.Providers[1].Name = "a" }, "duplicate name"},
-		{"rule provider", func(s *snapshotv1.Snapshot) { s.RoutingRules[0].ProviderId = 99 }, "routing rule 1 (provider 99"},
+		{"rule provider", func(s *snapshotv1.Snapshot) { s.RoutingRules[0].ProviderId = 99 }, `routing rule 1 ("generate_content/alpha_chat_completions"): provider_id: unknown provider 99`},
 		{"rule kind", func(s *snapshotv1.Snapshot) { s.RoutingRules[0].Kind = "alpha" }, "does not fit"},
 		{"rule op", func(s *snapshotv1.Snapshot) { s.RoutingRules[0].Operation = "fly" }, "unknown operation"},
 		{"rule impl", func(s *snapshotv1.Snapshot) { s.RoutingRules[0].Implementation = "magic" }, "unknown implementation"},
 		{"rule dest kind", func(s *snapshotv1.Snapshot) { s.RoutingRules[1].DestKind = proto.String("beta") }, "dest_kind"},
 		{"rule dup", func(s *snapshotv1.Snapshot) {
 			s.RoutingRules = append(s.RoutingRules, proto.Clone(s.RoutingRules[0]).(*configv1.RoutingRule))
-		}, "duplicate (provider, operation, kind)"},
-		{"member provider", func(s *snapshotv1.Snapshot) { s.Routes[0].Members[0].ProviderId = 42 }, `route 1 ("chat"): member 0: unknown provider 42`},
+		}, "duplicate (provider 1, operation, kind)"},
+		{"member provider", func(s *snapshotv1.Snapshot) { s.Routes[0].Members[0].ProviderId = 42 }, `route 1 ("chat"): members[0].provider_id: unknown provider 42`},
 		{"alias clash", func(s *snapshotv1.Snapshot) {
 			s.Routes = append(s.Routes, &configv1.Route{Id: 2, Name: "chat-latest", Enabled: true})
-		}, `route 2 ("chat-latest"): name or alias "chat-latest" already used by route 1`},
+		}, `route 2 ("chat-latest"): aliases: name or alias "chat-latest" already used by route 1`},
 		{"key hash", func(s *snapshotv1.Snapshot) { s.ApiKeys[0].KeyHash = []byte{1} }, "api key 5"},
 		{"quota scope", func(s *snapshotv1.Snapshot) { s.Quotas[0].Scope = "galaxy" }, "unknown scope"},
-		{"quota limit", func(s *snapshotv1.Snapshot) { s.Quotas[0].CostLimit = proto.String("-1") }, "quota org/7: cost_limit"},
-		{"quota dup", func(s *snapshotv1.Snapshot) { s.Quotas[1].Scope, s.Quotas[1].ScopeId = "org", 7 }, "quota org/7: duplicate"},
+		{"quota limit", func(s *snapshotv1.Snapshot) { s.Quotas[0].CostLimit = proto.String("-1") }, `quota 7 ("org"): cost_limit`},
+		{"provider name with slash", func(s *snapshotv1.Snapshot) { s.Providers[0].Name = "a/b" }, `provider 1 ("a/b"): name: must be non-empty and contain no '/'`},
+		{"quota limit beyond int64 micros", func(s *snapshotv1.Snapshot) { s.Quotas[0].CostLimit = proto.String("9300000000000") }, `quota 7 ("org"): cost_limit`},
+		{"quota limit beyond exact micros", func(s *snapshotv1.Snapshot) { s.Quotas[0].CostLimit = proto.String("9007199254.740992") }, "exceeds the largest carried amount"},
+		{"price rule id beyond MaxID", func(s *snapshotv1.Snapshot) { s.PriceRules[0].Id = 1 << 53 }, "price rule 9007199254740992"},
+		{"route id not positive", func(s *snapshotv1.Snapshot) { s.Routes[0].Id = 0 }, `route 0 ("chat"): id`},
+		{"key tpm beyond JS-safe", func(s *snapshotv1.Snapshot) { s.ApiKeys[0].TpmLimit = 1 << 60 }, "tpm_limit"},
+		{"quota dup", func(s *snapshotv1.Snapshot) { s.Quotas[1].Scope, s.Quotas[1].ScopeId = "org", 7 }, `quota 7 ("org"): duplicate`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,6 +160,52 @@ func TestCompileErrors(t *testing.T) {
 	}
 }
 
+// A compile failure names each offending row in a structured form (resource, id, field), for the admin
+// endpoint and the console.
+func TestCompileErrorNamesTheRow(t *testing.T) {
+	s := validSnapshot()
+	s.Providers[1].Name = "x/y"
+	s.Quotas[0].CostLimit = proto.String("1e9")
+	_, err := Compile(s)
+	var ce *CompileError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Compile() = %v, want a *CompileError", err)
+	}
+	got := map[string]bool{}
+	for _, p := range ce.Problems {
+		got[fmt.Sprintf("%s/%d/%s", p.Resource, p.ID, p.Field)] = true
+	}
+	for _, want := range []string{"provider/2/name", "quota/7/cost_limit"} {
+		if !got[want] {
+			t.Errorf("problems %v do not name %s", got, want)
+		}
+	}
+	if ce.Version != s.GetVersion() {
+		t.Errorf("version %d, want %d", ce.Version, s.GetVersion())
+	}
+}
+
+// cost_used is settlement's total, not configuration: an amount beyond what admission can carry (or
+// negative, or unparseable) never fails the snapshot; it saturates so the scope is refused.
+func TestCostUsedBeyondCarryingSaturates(t *testing.T) {
+	for _, used := range []string{"112500000000000", "9999999999999999999999999999999999999", "1e99", "-5"} {
+		s := validSnapshot()
+		s.Quotas[0].CostUsed = used
+		c, err := Compile(s)
+		if err != nil {
+			t.Fatalf("cost_used %q: Compile() = %v, want it to compile", used, err)
+		}
+		q, _ := c.Quota(vocab.ScopeOrg, 7)
+		want := int64(pricing.MaxExactMicros)
+		if used == "-5" {
+			want = 0
+		}
+		if q.UsedMicros != want {
+			t.Errorf("cost_used %q: UsedMicros = %d, want %d", used, q.UsedMicros, want)
+		}
+	}
+}
+
 func BenchmarkLookupKey(b *testing.B) {
 	c, err := Compile(validSnapshot())
 	if err != nil {
@@ -160,6 +215,34 @@ func BenchmarkLookupKey(b *testing.B) {
 	for b.Loop() {
 		if c.LookupKey("tg-secret") == nil {
 			b.Fatal("nil")
+		}
+	}
+}
+
+// The control plane's settlement bounds travel in the snapshot and reach every price rule, so the data
+// plane's BuildRecord applies the operator's setting; unusable bounds fail the snapshot.
+func TestSettlementBoundsTravelWithRules(t *testing.T) {
+	s := validSnapshot()
+	c, err := Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Bounds != pricing.DefaultBounds || c.ResolvePrice(1, "m-1").Bounds != pricing.DefaultBounds {
+		t.Errorf("without settlement_bounds: %+v, want the defaults", c.Bounds)
+	}
+	s.SettlementBounds = &snapshotv1.SettlementBounds{MaxRequestTokens: 5000, MaxRequestCost: "2.5"}
+	if c, err = Compile(s); err != nil {
+		t.Fatal(err)
+	}
+	want := pricing.Bounds{MaxRequestTokens: 5000, MaxRequestCostMicros: 2_500_000}
+	if c.Bounds != want || c.ResolvePrice(1, "m-1").Bounds != want {
+		t.Errorf("bounds %+v, rule bounds %+v, want %+v", c.Bounds, c.ResolvePrice(1, "m-1").Bounds, want)
+	}
+	for _, bad := range []*snapshotv1.SettlementBounds{{MaxRequestTokens: 0, MaxRequestCost: "1"}, {MaxRequestTokens: 1, MaxRequestCost: "-1"},
+		{MaxRequestTokens: 1, MaxRequestCost: "1e3"}, {MaxRequestTokens: 1, MaxRequestCost: "9007199255"}} {
+		s.SettlementBounds = bad
+		if _, err := Compile(s); err == nil || !strings.Contains(err.Error(), "settlement bounds") {
+			t.Errorf("bounds %v: Compile() = %v, want a settlement bounds error", bad, err)
 		}
 	}
 }

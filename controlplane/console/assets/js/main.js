@@ -47,8 +47,52 @@ async function enter(token) {
   $("sign-out").hidden = false;
   $("signin-view").hidden = true;
   $("loading").hidden = true;
+  watchSnapshot();
   await showPricing({ readOnly: state.role !== "admin", onUnauthorized: signOutExpired });
   if (!document.activeElement || document.activeElement === document.body) $("main").focus();
+}
+
+const SNAPSHOT_CHECK_MS = 15000;
+let snapshotTimer = 0;
+
+/**
+ * Shows a banner while the control plane's configuration does not compile (GET /admin/snapshot-status):
+ * admin changes then do not reach the data planes until the named rows are fixed. Built with DOM text
+ * nodes only (row names are operator input). An older control plane without the endpoint shows nothing.
+ */
+async function checkSnapshot() {
+  const banner = $("snapshot-banner");
+  let st;
+  try {
+    ({ data: st } = await call("GET", "/admin/snapshot-status"));
+  } catch (e) {
+    return; // unreachable, signed out or an older control plane: the page reports those itself
+  }
+  if (!st || !st.failing || !st.rejected) {
+    banner.hidden = true;
+    banner.replaceChildren();
+    return;
+  }
+  const r = st.rejected;
+  const head = document.createElement("strong");
+  head.textContent = `Configuration changes are not reaching the data planes: revision ${r.version} does not ` +
+    `${r.stage === "build" ? "build" : "compile"}. Data planes keep serving version ${st.published_version}. Fix:`;
+  const list = document.createElement("ul");
+  const problems = Array.isArray(r.problems) && r.problems.length ? r.problems : [{ message: r.error }];
+  for (const p of problems) {
+    const li = document.createElement("li");
+    const what = p.resource ? `${p.resource} ${p.id}${p.name ? ` “${p.name}”` : ""}` : "";
+    li.textContent = [what, p.field, p.message].filter(Boolean).join(" — ");
+    list.append(li);
+  }
+  banner.replaceChildren(head, list);
+  banner.hidden = false;
+}
+
+function watchSnapshot() {
+  clearInterval(snapshotTimer);
+  checkSnapshot();
+  snapshotTimer = setInterval(checkSnapshot, SNAPSHOT_CHECK_MS);
 }
 
 function signOutExpired() {
@@ -75,6 +119,8 @@ async function start() {
   });
   $("sign-out").addEventListener("click", () => {
     clearToken();
+    clearInterval(snapshotTimer);
+    $("snapshot-banner").hidden = true;
     location.hash = "";
     showSignIn("");
   });

@@ -3523,6 +3523,621 @@ func (*DeleteAdminTokenResponse) Descriptor() ([]byte, []int) {
 	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{70}
 }
 
+type AdjustQuotaRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Scope   string                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	ScopeId int64                  `protobuf:"varint,2,opt,name=scope_id,json=scopeId,proto3" json:"scope_id,omitempty"`
+	// Signed decimal dollars: positive debits (adds to cost_used), negative credits.
+	Amount        string `protobuf:"bytes,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdjustQuotaRequest) Reset() {
+	*x = AdjustQuotaRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdjustQuotaRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdjustQuotaRequest) ProtoMessage() {}
+
+func (x *AdjustQuotaRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdjustQuotaRequest.ProtoReflect.Descriptor instead.
+func (*AdjustQuotaRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *AdjustQuotaRequest) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *AdjustQuotaRequest) GetScopeId() int64 {
+	if x != nil {
+		return x.ScopeId
+	}
+	return 0
+}
+
+func (x *AdjustQuotaRequest) GetAmount() string {
+	if x != nil {
+		return x.Amount
+	}
+	return ""
+}
+
+func (x *AdjustQuotaRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// QuotaAdjustment is one audited correction of a scope's spend.
+type QuotaAdjustment struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Id             int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Scope          string                 `protobuf:"bytes,2,opt,name=scope,proto3" json:"scope,omitempty"`
+	ScopeId        int64                  `protobuf:"varint,3,opt,name=scope_id,json=scopeId,proto3" json:"scope_id,omitempty"`
+	Amount         string                 `protobuf:"bytes,4,opt,name=amount,proto3" json:"amount,omitempty"`
+	CostUsedBefore string                 `protobuf:"bytes,5,opt,name=cost_used_before,json=costUsedBefore,proto3" json:"cost_used_before,omitempty"`
+	CostUsedAfter  string                 `protobuf:"bytes,6,opt,name=cost_used_after,json=costUsedAfter,proto3" json:"cost_used_after,omitempty"`
+	Reason         string                 `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The admin token that made it ("bootstrap" for TOLLGATE_ADMIN_TOKEN) and its role.
+	ActorName     string                 `protobuf:"bytes,8,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
+	ActorRole     string                 `protobuf:"bytes,9,opt,name=actor_role,json=actorRole,proto3" json:"actor_role,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuotaAdjustment) Reset() {
+	*x = QuotaAdjustment{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaAdjustment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaAdjustment) ProtoMessage() {}
+
+func (x *QuotaAdjustment) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaAdjustment.ProtoReflect.Descriptor instead.
+func (*QuotaAdjustment) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *QuotaAdjustment) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *QuotaAdjustment) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *QuotaAdjustment) GetScopeId() int64 {
+	if x != nil {
+		return x.ScopeId
+	}
+	return 0
+}
+
+func (x *QuotaAdjustment) GetAmount() string {
+	if x != nil {
+		return x.Amount
+	}
+	return ""
+}
+
+func (x *QuotaAdjustment) GetCostUsedBefore() string {
+	if x != nil {
+		return x.CostUsedBefore
+	}
+	return ""
+}
+
+func (x *QuotaAdjustment) GetCostUsedAfter() string {
+	if x != nil {
+		return x.CostUsedAfter
+	}
+	return ""
+}
+
+func (x *QuotaAdjustment) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *QuotaAdjustment) GetActorName() string {
+	if x != nil {
+		return x.ActorName
+	}
+	return ""
+}
+
+func (x *QuotaAdjustment) GetActorRole() string {
+	if x != nil {
+		return x.ActorRole
+	}
+	return ""
+}
+
+func (x *QuotaAdjustment) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+type AdjustQuotaResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Adjustment    *QuotaAdjustment       `protobuf:"bytes,1,opt,name=adjustment,proto3" json:"adjustment,omitempty"`
+	Quota         *v1.Quota              `protobuf:"bytes,2,opt,name=quota,proto3" json:"quota,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdjustQuotaResponse) Reset() {
+	*x = AdjustQuotaResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdjustQuotaResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdjustQuotaResponse) ProtoMessage() {}
+
+func (x *AdjustQuotaResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdjustQuotaResponse.ProtoReflect.Descriptor instead.
+func (*AdjustQuotaResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *AdjustQuotaResponse) GetAdjustment() *QuotaAdjustment {
+	if x != nil {
+		return x.Adjustment
+	}
+	return nil
+}
+
+func (x *AdjustQuotaResponse) GetQuota() *v1.Quota {
+	if x != nil {
+		return x.Quota
+	}
+	return nil
+}
+
+type ListQuotaAdjustmentsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Scope         string                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	ScopeId       int64                  `protobuf:"varint,2,opt,name=scope_id,json=scopeId,proto3" json:"scope_id,omitempty"`
+	Limit         int32                  `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	Cursor        string                 `protobuf:"bytes,4,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListQuotaAdjustmentsRequest) Reset() {
+	*x = ListQuotaAdjustmentsRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListQuotaAdjustmentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListQuotaAdjustmentsRequest) ProtoMessage() {}
+
+func (x *ListQuotaAdjustmentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListQuotaAdjustmentsRequest.ProtoReflect.Descriptor instead.
+func (*ListQuotaAdjustmentsRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *ListQuotaAdjustmentsRequest) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *ListQuotaAdjustmentsRequest) GetScopeId() int64 {
+	if x != nil {
+		return x.ScopeId
+	}
+	return 0
+}
+
+func (x *ListQuotaAdjustmentsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListQuotaAdjustmentsRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+type ListQuotaAdjustmentsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*QuotaAdjustment     `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	NextCursor    string                 `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListQuotaAdjustmentsResponse) Reset() {
+	*x = ListQuotaAdjustmentsResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListQuotaAdjustmentsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListQuotaAdjustmentsResponse) ProtoMessage() {}
+
+func (x *ListQuotaAdjustmentsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListQuotaAdjustmentsResponse.ProtoReflect.Descriptor instead.
+func (*ListQuotaAdjustmentsResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *ListQuotaAdjustmentsResponse) GetItems() []*QuotaAdjustment {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ListQuotaAdjustmentsResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
+type GetSnapshotStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSnapshotStatusRequest) Reset() {
+	*x = GetSnapshotStatusRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSnapshotStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSnapshotStatusRequest) ProtoMessage() {}
+
+func (x *GetSnapshotStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSnapshotStatusRequest.ProtoReflect.Descriptor instead.
+func (*GetSnapshotStatusRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{76}
+}
+
+// SnapshotProblem names one row that keeps the configuration from compiling.
+type SnapshotProblem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "price rule", "provider", "routing rule", "route", "api key" or "quota".
+	Resource string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The row id (the scope id for a quota).
+	Id            int64  `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Field         string `protobuf:"bytes,4,opt,name=field,proto3" json:"field,omitempty"`
+	Message       string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotProblem) Reset() {
+	*x = SnapshotProblem{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotProblem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotProblem) ProtoMessage() {}
+
+func (x *SnapshotProblem) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotProblem.ProtoReflect.Descriptor instead.
+func (*SnapshotProblem) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *SnapshotProblem) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *SnapshotProblem) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *SnapshotProblem) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SnapshotProblem) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *SnapshotProblem) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// SnapshotRejection is the latest configuration revision that was not published.
+type SnapshotRejection struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Version int64                  `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	// "build" (the data could not be read into a snapshot) or "compile".
+	Stage         string                 `protobuf:"bytes,2,opt,name=stage,proto3" json:"stage,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=at,proto3" json:"at,omitempty"`
+	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	Problems      []*SnapshotProblem     `protobuf:"bytes,5,rep,name=problems,proto3" json:"problems,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotRejection) Reset() {
+	*x = SnapshotRejection{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotRejection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotRejection) ProtoMessage() {}
+
+func (x *SnapshotRejection) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotRejection.ProtoReflect.Descriptor instead.
+func (*SnapshotRejection) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *SnapshotRejection) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *SnapshotRejection) GetStage() string {
+	if x != nil {
+		return x.Stage
+	}
+	return ""
+}
+
+func (x *SnapshotRejection) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *SnapshotRejection) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *SnapshotRejection) GetProblems() []*SnapshotProblem {
+	if x != nil {
+		return x.Problems
+	}
+	return nil
+}
+
+type GetSnapshotStatusResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The version data planes are being served.
+	PublishedVersion int64 `protobuf:"varint,1,opt,name=published_version,json=publishedVersion,proto3" json:"published_version,omitempty"`
+	// True while the latest configuration revision fails to build or compile: admin changes since then do
+	// not reach the data planes.
+	Failing       bool               `protobuf:"varint,2,opt,name=failing,proto3" json:"failing,omitempty"`
+	Rejected      *SnapshotRejection `protobuf:"bytes,3,opt,name=rejected,proto3" json:"rejected,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSnapshotStatusResponse) Reset() {
+	*x = GetSnapshotStatusResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSnapshotStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSnapshotStatusResponse) ProtoMessage() {}
+
+func (x *GetSnapshotStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSnapshotStatusResponse.ProtoReflect.Descriptor instead.
+func (*GetSnapshotStatusResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *GetSnapshotStatusResponse) GetPublishedVersion() int64 {
+	if x != nil {
+		return x.PublishedVersion
+	}
+	return 0
+}
+
+func (x *GetSnapshotStatusResponse) GetFailing() bool {
+	if x != nil {
+		return x.Failing
+	}
+	return false
+}
+
+func (x *GetSnapshotStatusResponse) GetRejected() *SnapshotRejection {
+	if x != nil {
+		return x.Rejected
+	}
+	return nil
+}
+
 var File_tollgate_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
@@ -3751,7 +4366,58 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x05items\x18\x01 \x03(\v2\x1d.tollgate.admin.v1.AdminTokenR\x05items\")\n" +
 	"\x17DeleteAdminTokenRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"\x1a\n" +
-	"\x18DeleteAdminTokenResponse2\xa0\x1a\n" +
+	"\x18DeleteAdminTokenResponse\"u\n" +
+	"\x12AdjustQuotaRequest\x12\x14\n" +
+	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x19\n" +
+	"\bscope_id\x18\x02 \x01(\x03R\ascopeId\x12\x16\n" +
+	"\x06amount\x18\x03 \x01(\tR\x06amount\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xcd\x02\n" +
+	"\x0fQuotaAdjustment\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x14\n" +
+	"\x05scope\x18\x02 \x01(\tR\x05scope\x12\x19\n" +
+	"\bscope_id\x18\x03 \x01(\x03R\ascopeId\x12\x16\n" +
+	"\x06amount\x18\x04 \x01(\tR\x06amount\x12(\n" +
+	"\x10cost_used_before\x18\x05 \x01(\tR\x0ecostUsedBefore\x12&\n" +
+	"\x0fcost_used_after\x18\x06 \x01(\tR\rcostUsedAfter\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\x12\x1d\n" +
+	"\n" +
+	"actor_name\x18\b \x01(\tR\tactorName\x12\x1d\n" +
+	"\n" +
+	"actor_role\x18\t \x01(\tR\tactorRole\x129\n" +
+	"\n" +
+	"created_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x8a\x01\n" +
+	"\x13AdjustQuotaResponse\x12B\n" +
+	"\n" +
+	"adjustment\x18\x01 \x01(\v2\".tollgate.admin.v1.QuotaAdjustmentR\n" +
+	"adjustment\x12/\n" +
+	"\x05quota\x18\x02 \x01(\v2\x19.tollgate.config.v1.QuotaR\x05quota\"|\n" +
+	"\x1bListQuotaAdjustmentsRequest\x12\x14\n" +
+	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x19\n" +
+	"\bscope_id\x18\x02 \x01(\x03R\ascopeId\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12\x16\n" +
+	"\x06cursor\x18\x04 \x01(\tR\x06cursor\"y\n" +
+	"\x1cListQuotaAdjustmentsResponse\x128\n" +
+	"\x05items\x18\x01 \x03(\v2\".tollgate.admin.v1.QuotaAdjustmentR\x05items\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"\x1a\n" +
+	"\x18GetSnapshotStatusRequest\"\x81\x01\n" +
+	"\x0fSnapshotProblem\x12\x1a\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\x03R\x02id\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
+	"\x05field\x18\x04 \x01(\tR\x05field\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xc5\x01\n" +
+	"\x11SnapshotRejection\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\x03R\aversion\x12\x14\n" +
+	"\x05stage\x18\x02 \x01(\tR\x05stage\x12*\n" +
+	"\x02at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12>\n" +
+	"\bproblems\x18\x05 \x03(\v2\".tollgate.admin.v1.SnapshotProblemR\bproblems\"\xa4\x01\n" +
+	"\x19GetSnapshotStatusResponse\x12+\n" +
+	"\x11published_version\x18\x01 \x01(\x03R\x10publishedVersion\x12\x18\n" +
+	"\afailing\x18\x02 \x01(\bR\afailing\x12@\n" +
+	"\brejected\x18\x03 \x01(\v2$.tollgate.admin.v1.SnapshotRejectionR\brejected2\xe7\x1c\n" +
 	"\fAdminService\x12e\n" +
 	"\x0eListPriceRules\x12(.tollgate.admin.v1.ListPriceRulesRequest\x1a).tollgate.admin.v1.ListPriceRulesResponse\x12_\n" +
 	"\fGetPriceRule\x12&.tollgate.admin.v1.GetPriceRuleRequest\x1a'.tollgate.admin.v1.GetPriceRuleResponse\x12h\n" +
@@ -3784,14 +4450,17 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"CreateUser\x12$.tollgate.admin.v1.CreateUserRequest\x1a%.tollgate.admin.v1.CreateUserResponse\x12_\n" +
 	"\fCreateApiKey\x12&.tollgate.admin.v1.CreateApiKeyRequest\x1a'.tollgate.admin.v1.CreateApiKeyResponse\x12S\n" +
 	"\bGetQuota\x12\".tollgate.admin.v1.GetQuotaRequest\x1a#.tollgate.admin.v1.GetQuotaResponse\x12S\n" +
-	"\bSetQuota\x12\".tollgate.admin.v1.SetQuotaRequest\x1a#.tollgate.admin.v1.SetQuotaResponse\x12Y\n" +
+	"\bSetQuota\x12\".tollgate.admin.v1.SetQuotaRequest\x1a#.tollgate.admin.v1.SetQuotaResponse\x12\\\n" +
+	"\vAdjustQuota\x12%.tollgate.admin.v1.AdjustQuotaRequest\x1a&.tollgate.admin.v1.AdjustQuotaResponse\x12w\n" +
+	"\x14ListQuotaAdjustments\x12..tollgate.admin.v1.ListQuotaAdjustmentsRequest\x1a/.tollgate.admin.v1.ListQuotaAdjustmentsResponse\x12Y\n" +
 	"\n" +
 	"ListUsages\x12$.tollgate.admin.v1.ListUsagesRequest\x1a%.tollgate.admin.v1.ListUsagesResponse\x12M\n" +
 	"\x06Export\x12 .tollgate.admin.v1.ExportRequest\x1a!.tollgate.admin.v1.ExportResponse\x12M\n" +
 	"\x06Import\x12 .tollgate.admin.v1.ImportRequest\x1a!.tollgate.admin.v1.ImportResponse\x12k\n" +
 	"\x10CreateAdminToken\x12*.tollgate.admin.v1.CreateAdminTokenRequest\x1a+.tollgate.admin.v1.CreateAdminTokenResponse\x12h\n" +
 	"\x0fListAdminTokens\x12).tollgate.admin.v1.ListAdminTokensRequest\x1a*.tollgate.admin.v1.ListAdminTokensResponse\x12k\n" +
-	"\x10DeleteAdminToken\x12*.tollgate.admin.v1.DeleteAdminTokenRequest\x1a+.tollgate.admin.v1.DeleteAdminTokenResponseBCZAgithub.com/tollgate/tollgate/shared/gen/tollgate/admin/v1;adminv1b\x06proto3"
+	"\x10DeleteAdminToken\x12*.tollgate.admin.v1.DeleteAdminTokenRequest\x1a+.tollgate.admin.v1.DeleteAdminTokenResponse\x12n\n" +
+	"\x11GetSnapshotStatus\x12+.tollgate.admin.v1.GetSnapshotStatusRequest\x1a,.tollgate.admin.v1.GetSnapshotStatusResponseBCZAgithub.com/tollgate/tollgate/shared/gen/tollgate/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_tollgate_admin_v1_admin_proto_rawDescOnce sync.Once
@@ -3805,214 +4474,236 @@ func file_tollgate_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_tollgate_admin_v1_admin_proto_rawDescData
 }
 
-var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
+var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
 var file_tollgate_admin_v1_admin_proto_goTypes = []any{
-	(*ListPriceRulesRequest)(nil),      // 0: tollgate.admin.v1.ListPriceRulesRequest
-	(*ListPriceRulesResponse)(nil),     // 1: tollgate.admin.v1.ListPriceRulesResponse
-	(*GetPriceRuleRequest)(nil),        // 2: tollgate.admin.v1.GetPriceRuleRequest
-	(*GetPriceRuleResponse)(nil),       // 3: tollgate.admin.v1.GetPriceRuleResponse
-	(*CreatePriceRuleRequest)(nil),     // 4: tollgate.admin.v1.CreatePriceRuleRequest
-	(*CreatePriceRuleResponse)(nil),    // 5: tollgate.admin.v1.CreatePriceRuleResponse
-	(*UpdatePriceRuleRequest)(nil),     // 6: tollgate.admin.v1.UpdatePriceRuleRequest
-	(*UpdatePriceRuleResponse)(nil),    // 7: tollgate.admin.v1.UpdatePriceRuleResponse
-	(*DeletePriceRuleRequest)(nil),     // 8: tollgate.admin.v1.DeletePriceRuleRequest
-	(*DeletePriceRuleResponse)(nil),    // 9: tollgate.admin.v1.DeletePriceRuleResponse
-	(*QuotePriceRequest)(nil),          // 10: tollgate.admin.v1.QuotePriceRequest
-	(*QuotePriceResponse)(nil),         // 11: tollgate.admin.v1.QuotePriceResponse
-	(*Rates)(nil),                      // 12: tollgate.admin.v1.Rates
-	(*ListProvidersRequest)(nil),       // 13: tollgate.admin.v1.ListProvidersRequest
-	(*ListProvidersResponse)(nil),      // 14: tollgate.admin.v1.ListProvidersResponse
-	(*GetProviderRequest)(nil),         // 15: tollgate.admin.v1.GetProviderRequest
-	(*GetProviderResponse)(nil),        // 16: tollgate.admin.v1.GetProviderResponse
-	(*CreateProviderRequest)(nil),      // 17: tollgate.admin.v1.CreateProviderRequest
-	(*CreateProviderResponse)(nil),     // 18: tollgate.admin.v1.CreateProviderResponse
-	(*UpdateProviderRequest)(nil),      // 19: tollgate.admin.v1.UpdateProviderRequest
-	(*UpdateProviderResponse)(nil),     // 20: tollgate.admin.v1.UpdateProviderResponse
-	(*DeleteProviderRequest)(nil),      // 21: tollgate.admin.v1.DeleteProviderRequest
-	(*DeleteProviderResponse)(nil),     // 22: tollgate.admin.v1.DeleteProviderResponse
-	(*CreateCredentialRequest)(nil),    // 23: tollgate.admin.v1.CreateCredentialRequest
-	(*CreateCredentialResponse)(nil),   // 24: tollgate.admin.v1.CreateCredentialResponse
-	(*DeleteCredentialRequest)(nil),    // 25: tollgate.admin.v1.DeleteCredentialRequest
-	(*DeleteCredentialResponse)(nil),   // 26: tollgate.admin.v1.DeleteCredentialResponse
-	(*ListRoutingRulesRequest)(nil),    // 27: tollgate.admin.v1.ListRoutingRulesRequest
-	(*ListRoutingRulesResponse)(nil),   // 28: tollgate.admin.v1.ListRoutingRulesResponse
-	(*UpsertRoutingRulesRequest)(nil),  // 29: tollgate.admin.v1.UpsertRoutingRulesRequest
-	(*UpsertRoutingRulesResponse)(nil), // 30: tollgate.admin.v1.UpsertRoutingRulesResponse
-	(*ResetRoutingRulesRequest)(nil),   // 31: tollgate.admin.v1.ResetRoutingRulesRequest
-	(*ResetRoutingRulesResponse)(nil),  // 32: tollgate.admin.v1.ResetRoutingRulesResponse
-	(*DeleteRoutingRuleRequest)(nil),   // 33: tollgate.admin.v1.DeleteRoutingRuleRequest
-	(*DeleteRoutingRuleResponse)(nil),  // 34: tollgate.admin.v1.DeleteRoutingRuleResponse
-	(*ListRoutesRequest)(nil),          // 35: tollgate.admin.v1.ListRoutesRequest
-	(*ListRoutesResponse)(nil),         // 36: tollgate.admin.v1.ListRoutesResponse
-	(*GetRouteRequest)(nil),            // 37: tollgate.admin.v1.GetRouteRequest
-	(*GetRouteResponse)(nil),           // 38: tollgate.admin.v1.GetRouteResponse
-	(*CreateRouteRequest)(nil),         // 39: tollgate.admin.v1.CreateRouteRequest
-	(*CreateRouteResponse)(nil),        // 40: tollgate.admin.v1.CreateRouteResponse
-	(*UpdateRouteRequest)(nil),         // 41: tollgate.admin.v1.UpdateRouteRequest
-	(*UpdateRouteResponse)(nil),        // 42: tollgate.admin.v1.UpdateRouteResponse
-	(*DeleteRouteRequest)(nil),         // 43: tollgate.admin.v1.DeleteRouteRequest
-	(*DeleteRouteResponse)(nil),        // 44: tollgate.admin.v1.DeleteRouteResponse
-	(*CreateOrgRequest)(nil),           // 45: tollgate.admin.v1.CreateOrgRequest
-	(*CreateOrgResponse)(nil),          // 46: tollgate.admin.v1.CreateOrgResponse
-	(*CreateTeamRequest)(nil),          // 47: tollgate.admin.v1.CreateTeamRequest
-	(*CreateTeamResponse)(nil),         // 48: tollgate.admin.v1.CreateTeamResponse
-	(*CreateUserRequest)(nil),          // 49: tollgate.admin.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),         // 50: tollgate.admin.v1.CreateUserResponse
-	(*CreateApiKeyRequest)(nil),        // 51: tollgate.admin.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),       // 52: tollgate.admin.v1.CreateApiKeyResponse
-	(*GetQuotaRequest)(nil),            // 53: tollgate.admin.v1.GetQuotaRequest
-	(*GetQuotaResponse)(nil),           // 54: tollgate.admin.v1.GetQuotaResponse
-	(*SetQuotaRequest)(nil),            // 55: tollgate.admin.v1.SetQuotaRequest
-	(*SetQuotaResponse)(nil),           // 56: tollgate.admin.v1.SetQuotaResponse
-	(*ListUsagesRequest)(nil),          // 57: tollgate.admin.v1.ListUsagesRequest
-	(*Usage)(nil),                      // 58: tollgate.admin.v1.Usage
-	(*ListUsagesResponse)(nil),         // 59: tollgate.admin.v1.ListUsagesResponse
-	(*ExportRequest)(nil),              // 60: tollgate.admin.v1.ExportRequest
-	(*ExportResponse)(nil),             // 61: tollgate.admin.v1.ExportResponse
-	(*ImportRequest)(nil),              // 62: tollgate.admin.v1.ImportRequest
-	(*ImportResponse)(nil),             // 63: tollgate.admin.v1.ImportResponse
-	(*AdminToken)(nil),                 // 64: tollgate.admin.v1.AdminToken
-	(*CreateAdminTokenRequest)(nil),    // 65: tollgate.admin.v1.CreateAdminTokenRequest
-	(*CreateAdminTokenResponse)(nil),   // 66: tollgate.admin.v1.CreateAdminTokenResponse
-	(*ListAdminTokensRequest)(nil),     // 67: tollgate.admin.v1.ListAdminTokensRequest
-	(*ListAdminTokensResponse)(nil),    // 68: tollgate.admin.v1.ListAdminTokensResponse
-	(*DeleteAdminTokenRequest)(nil),    // 69: tollgate.admin.v1.DeleteAdminTokenRequest
-	(*DeleteAdminTokenResponse)(nil),   // 70: tollgate.admin.v1.DeleteAdminTokenResponse
-	(*v1.PriceRule)(nil),               // 71: tollgate.config.v1.PriceRule
-	(*v11.TokenCounts)(nil),            // 72: tollgate.settlement.v1.TokenCounts
-	(*v1.Provider)(nil),                // 73: tollgate.config.v1.Provider
-	(*v1.Credential)(nil),              // 74: tollgate.config.v1.Credential
-	(*v1.RoutingRule)(nil),             // 75: tollgate.config.v1.RoutingRule
-	(*v1.Route)(nil),                   // 76: tollgate.config.v1.Route
-	(*v1.Org)(nil),                     // 77: tollgate.config.v1.Org
-	(*v1.Team)(nil),                    // 78: tollgate.config.v1.Team
-	(*v1.User)(nil),                    // 79: tollgate.config.v1.User
-	(*timestamppb.Timestamp)(nil),      // 80: google.protobuf.Timestamp
-	(*v1.ApiKey)(nil),                  // 81: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),                   // 82: tollgate.config.v1.Quota
-	(*v11.SettlementRecord)(nil),       // 83: tollgate.settlement.v1.SettlementRecord
+	(*ListPriceRulesRequest)(nil),        // 0: tollgate.admin.v1.ListPriceRulesRequest
+	(*ListPriceRulesResponse)(nil),       // 1: tollgate.admin.v1.ListPriceRulesResponse
+	(*GetPriceRuleRequest)(nil),          // 2: tollgate.admin.v1.GetPriceRuleRequest
+	(*GetPriceRuleResponse)(nil),         // 3: tollgate.admin.v1.GetPriceRuleResponse
+	(*CreatePriceRuleRequest)(nil),       // 4: tollgate.admin.v1.CreatePriceRuleRequest
+	(*CreatePriceRuleResponse)(nil),      // 5: tollgate.admin.v1.CreatePriceRuleResponse
+	(*UpdatePriceRuleRequest)(nil),       // 6: tollgate.admin.v1.UpdatePriceRuleRequest
+	(*UpdatePriceRuleResponse)(nil),      // 7: tollgate.admin.v1.UpdatePriceRuleResponse
+	(*DeletePriceRuleRequest)(nil),       // 8: tollgate.admin.v1.DeletePriceRuleRequest
+	(*DeletePriceRuleResponse)(nil),      // 9: tollgate.admin.v1.DeletePriceRuleResponse
+	(*QuotePriceRequest)(nil),            // 10: tollgate.admin.v1.QuotePriceRequest
+	(*QuotePriceResponse)(nil),           // 11: tollgate.admin.v1.QuotePriceResponse
+	(*Rates)(nil),                        // 12: tollgate.admin.v1.Rates
+	(*ListProvidersRequest)(nil),         // 13: tollgate.admin.v1.ListProvidersRequest
+	(*ListProvidersResponse)(nil),        // 14: tollgate.admin.v1.ListProvidersResponse
+	(*GetProviderRequest)(nil),           // 15: tollgate.admin.v1.GetProviderRequest
+	(*GetProviderResponse)(nil),          // 16: tollgate.admin.v1.GetProviderResponse
+	(*CreateProviderRequest)(nil),        // 17: tollgate.admin.v1.CreateProviderRequest
+	(*CreateProviderResponse)(nil),       // 18: tollgate.admin.v1.CreateProviderResponse
+	(*UpdateProviderRequest)(nil),        // 19: tollgate.admin.v1.UpdateProviderRequest
+	(*UpdateProviderResponse)(nil),       // 20: tollgate.admin.v1.UpdateProviderResponse
+	(*DeleteProviderRequest)(nil),        // 21: tollgate.admin.v1.DeleteProviderRequest
+	(*DeleteProviderResponse)(nil),       // 22: tollgate.admin.v1.DeleteProviderResponse
+	(*CreateCredentialRequest)(nil),      // 23: tollgate.admin.v1.CreateCredentialRequest
+	(*CreateCredentialResponse)(nil),     // 24: tollgate.admin.v1.CreateCredentialResponse
+	(*DeleteCredentialRequest)(nil),      // 25: tollgate.admin.v1.DeleteCredentialRequest
+	(*DeleteCredentialResponse)(nil),     // 26: tollgate.admin.v1.DeleteCredentialResponse
+	(*ListRoutingRulesRequest)(nil),      // 27: tollgate.admin.v1.ListRoutingRulesRequest
+	(*ListRoutingRulesResponse)(nil),     // 28: tollgate.admin.v1.ListRoutingRulesResponse
+	(*UpsertRoutingRulesRequest)(nil),    // 29: tollgate.admin.v1.UpsertRoutingRulesRequest
+	(*UpsertRoutingRulesResponse)(nil),   // 30: tollgate.admin.v1.UpsertRoutingRulesResponse
+	(*ResetRoutingRulesRequest)(nil),     // 31: tollgate.admin.v1.ResetRoutingRulesRequest
+	(*ResetRoutingRulesResponse)(nil),    // 32: tollgate.admin.v1.ResetRoutingRulesResponse
+	(*DeleteRoutingRuleRequest)(nil),     // 33: tollgate.admin.v1.DeleteRoutingRuleRequest
+	(*DeleteRoutingRuleResponse)(nil),    // 34: tollgate.admin.v1.DeleteRoutingRuleResponse
+	(*ListRoutesRequest)(nil),            // 35: tollgate.admin.v1.ListRoutesRequest
+	(*ListRoutesResponse)(nil),           // 36: tollgate.admin.v1.ListRoutesResponse
+	(*GetRouteRequest)(nil),              // 37: tollgate.admin.v1.GetRouteRequest
+	(*GetRouteResponse)(nil),             // 38: tollgate.admin.v1.GetRouteResponse
+	(*CreateRouteRequest)(nil),           // 39: tollgate.admin.v1.CreateRouteRequest
+	(*CreateRouteResponse)(nil),          // 40: tollgate.admin.v1.CreateRouteResponse
+	(*UpdateRouteRequest)(nil),           // 41: tollgate.admin.v1.UpdateRouteRequest
+	(*UpdateRouteResponse)(nil),          // 42: tollgate.admin.v1.UpdateRouteResponse
+	(*DeleteRouteRequest)(nil),           // 43: tollgate.admin.v1.DeleteRouteRequest
+	(*DeleteRouteResponse)(nil),          // 44: tollgate.admin.v1.DeleteRouteResponse
+	(*CreateOrgRequest)(nil),             // 45: tollgate.admin.v1.CreateOrgRequest
+	(*CreateOrgResponse)(nil),            // 46: tollgate.admin.v1.CreateOrgResponse
+	(*CreateTeamRequest)(nil),            // 47: tollgate.admin.v1.CreateTeamRequest
+	(*CreateTeamResponse)(nil),           // 48: tollgate.admin.v1.CreateTeamResponse
+	(*CreateUserRequest)(nil),            // 49: tollgate.admin.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),           // 50: tollgate.admin.v1.CreateUserResponse
+	(*CreateApiKeyRequest)(nil),          // 51: tollgate.admin.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),         // 52: tollgate.admin.v1.CreateApiKeyResponse
+	(*GetQuotaRequest)(nil),              // 53: tollgate.admin.v1.GetQuotaRequest
+	(*GetQuotaResponse)(nil),             // 54: tollgate.admin.v1.GetQuotaResponse
+	(*SetQuotaRequest)(nil),              // 55: tollgate.admin.v1.SetQuotaRequest
+	(*SetQuotaResponse)(nil),             // 56: tollgate.admin.v1.SetQuotaResponse
+	(*ListUsagesRequest)(nil),            // 57: tollgate.admin.v1.ListUsagesRequest
+	(*Usage)(nil),                        // 58: tollgate.admin.v1.Usage
+	(*ListUsagesResponse)(nil),           // 59: tollgate.admin.v1.ListUsagesResponse
+	(*ExportRequest)(nil),                // 60: tollgate.admin.v1.ExportRequest
+	(*ExportResponse)(nil),               // 61: tollgate.admin.v1.ExportResponse
+	(*ImportRequest)(nil),                // 62: tollgate.admin.v1.ImportRequest
+	(*ImportResponse)(nil),               // 63: tollgate.admin.v1.ImportResponse
+	(*AdminToken)(nil),                   // 64: tollgate.admin.v1.AdminToken
+	(*CreateAdminTokenRequest)(nil),      // 65: tollgate.admin.v1.CreateAdminTokenRequest
+	(*CreateAdminTokenResponse)(nil),     // 66: tollgate.admin.v1.CreateAdminTokenResponse
+	(*ListAdminTokensRequest)(nil),       // 67: tollgate.admin.v1.ListAdminTokensRequest
+	(*ListAdminTokensResponse)(nil),      // 68: tollgate.admin.v1.ListAdminTokensResponse
+	(*DeleteAdminTokenRequest)(nil),      // 69: tollgate.admin.v1.DeleteAdminTokenRequest
+	(*DeleteAdminTokenResponse)(nil),     // 70: tollgate.admin.v1.DeleteAdminTokenResponse
+	(*AdjustQuotaRequest)(nil),           // 71: tollgate.admin.v1.AdjustQuotaRequest
+	(*QuotaAdjustment)(nil),              // 72: tollgate.admin.v1.QuotaAdjustment
+	(*AdjustQuotaResponse)(nil),          // 73: tollgate.admin.v1.AdjustQuotaResponse
+	(*ListQuotaAdjustmentsRequest)(nil),  // 74: tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	(*ListQuotaAdjustmentsResponse)(nil), // 75: tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	(*GetSnapshotStatusRequest)(nil),     // 76: tollgate.admin.v1.GetSnapshotStatusRequest
+	(*SnapshotProblem)(nil),              // 77: tollgate.admin.v1.SnapshotProblem
+	(*SnapshotRejection)(nil),            // 78: tollgate.admin.v1.SnapshotRejection
+	(*GetSnapshotStatusResponse)(nil),    // 79: tollgate.admin.v1.GetSnapshotStatusResponse
+	(*v1.PriceRule)(nil),                 // 80: tollgate.config.v1.PriceRule
+	(*v11.TokenCounts)(nil),              // 81: tollgate.settlement.v1.TokenCounts
+	(*v1.Provider)(nil),                  // 82: tollgate.config.v1.Provider
+	(*v1.Credential)(nil),                // 83: tollgate.config.v1.Credential
+	(*v1.RoutingRule)(nil),               // 84: tollgate.config.v1.RoutingRule
+	(*v1.Route)(nil),                     // 85: tollgate.config.v1.Route
+	(*v1.Org)(nil),                       // 86: tollgate.config.v1.Org
+	(*v1.Team)(nil),                      // 87: tollgate.config.v1.Team
+	(*v1.User)(nil),                      // 88: tollgate.config.v1.User
+	(*timestamppb.Timestamp)(nil),        // 89: google.protobuf.Timestamp
+	(*v1.ApiKey)(nil),                    // 90: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),                     // 91: tollgate.config.v1.Quota
+	(*v11.SettlementRecord)(nil),         // 92: tollgate.settlement.v1.SettlementRecord
 }
 var file_tollgate_admin_v1_admin_proto_depIdxs = []int32{
-	71, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
-	71, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	71, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	71, // 3: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	71, // 4: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	71, // 5: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	72, // 6: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
+	80, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
+	80, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	80, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	80, // 3: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	80, // 4: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	80, // 5: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	81, // 6: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
 	12, // 7: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
-	73, // 8: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
-	73, // 9: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	73, // 10: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	73, // 11: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	73, // 12: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	73, // 13: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	74, // 14: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
-	74, // 15: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
-	75, // 16: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	75, // 17: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
-	75, // 18: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	75, // 19: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	76, // 20: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
-	76, // 21: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
-	76, // 22: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	76, // 23: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	76, // 24: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	76, // 25: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	77, // 26: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	77, // 27: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	78, // 28: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	78, // 29: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	79, // 30: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
-	79, // 31: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
-	80, // 32: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	81, // 33: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	82, // 34: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	82, // 35: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	80, // 36: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
-	80, // 37: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
-	83, // 38: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
+	82, // 8: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
+	82, // 9: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	82, // 10: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	82, // 11: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	82, // 12: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	82, // 13: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	83, // 14: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
+	83, // 15: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
+	84, // 16: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	84, // 17: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
+	84, // 18: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	84, // 19: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	85, // 20: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
+	85, // 21: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
+	85, // 22: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	85, // 23: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	85, // 24: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	85, // 25: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	86, // 26: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	86, // 27: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	87, // 28: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	87, // 29: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	88, // 30: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
+	88, // 31: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
+	89, // 32: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	90, // 33: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	91, // 34: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	91, // 35: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	89, // 36: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
+	89, // 37: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
+	92, // 38: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
 	58, // 39: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
-	71, // 40: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
-	75, // 41: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	71, // 42: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
-	75, // 43: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	80, // 44: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
+	80, // 40: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
+	84, // 41: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	80, // 42: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
+	84, // 43: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	89, // 44: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
 	64, // 45: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
 	64, // 46: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
-	0,  // 47: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
-	2,  // 48: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
-	4,  // 49: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
-	6,  // 50: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
-	8,  // 51: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
-	10, // 52: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
-	13, // 53: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	15, // 54: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	17, // 55: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	19, // 56: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	21, // 57: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	23, // 58: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
-	25, // 59: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
-	27, // 60: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
-	29, // 61: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
-	31, // 62: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
-	33, // 63: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
-	35, // 64: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
-	37, // 65: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
-	39, // 66: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
-	41, // 67: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
-	43, // 68: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
-	45, // 69: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
-	47, // 70: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
-	49, // 71: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
-	51, // 72: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
-	53, // 73: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
-	55, // 74: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
-	57, // 75: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
-	60, // 76: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
-	62, // 77: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
-	65, // 78: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
-	67, // 79: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
-	69, // 80: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
-	1,  // 81: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
-	3,  // 82: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
-	5,  // 83: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
-	7,  // 84: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
-	9,  // 85: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
-	11, // 86: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
-	14, // 87: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	16, // 88: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	18, // 89: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	20, // 90: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	22, // 91: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	24, // 92: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
-	26, // 93: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
-	28, // 94: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
-	30, // 95: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
-	32, // 96: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
-	34, // 97: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
-	36, // 98: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
-	38, // 99: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
-	40, // 100: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
-	42, // 101: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
-	44, // 102: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
-	46, // 103: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
-	48, // 104: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
-	50, // 105: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
-	52, // 106: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
-	54, // 107: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
-	56, // 108: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
-	59, // 109: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
-	61, // 110: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
-	63, // 111: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
-	66, // 112: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
-	68, // 113: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
-	70, // 114: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
-	81, // [81:115] is the sub-list for method output_type
-	47, // [47:81] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	89, // 47: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
+	72, // 48: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
+	91, // 49: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	72, // 50: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
+	89, // 51: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
+	77, // 52: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
+	78, // 53: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
+	0,  // 54: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
+	2,  // 55: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
+	4,  // 56: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
+	6,  // 57: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
+	8,  // 58: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
+	10, // 59: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
+	13, // 60: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	15, // 61: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	17, // 62: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	19, // 63: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	21, // 64: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	23, // 65: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
+	25, // 66: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
+	27, // 67: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
+	29, // 68: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
+	31, // 69: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
+	33, // 70: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
+	35, // 71: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
+	37, // 72: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
+	39, // 73: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
+	41, // 74: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
+	43, // 75: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
+	45, // 76: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
+	47, // 77: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
+	49, // 78: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
+	51, // 79: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
+	53, // 80: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
+	55, // 81: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
+	71, // 82: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
+	74, // 83: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	57, // 84: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
+	60, // 85: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
+	62, // 86: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
+	65, // 87: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
+	67, // 88: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
+	69, // 89: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
+	76, // 90: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
+	1,  // 91: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
+	3,  // 92: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
+	5,  // 93: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
+	7,  // 94: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
+	9,  // 95: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
+	11, // 96: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
+	14, // 97: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	16, // 98: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	18, // 99: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	20, // 100: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	22, // 101: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	24, // 102: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
+	26, // 103: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
+	28, // 104: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
+	30, // 105: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
+	32, // 106: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
+	34, // 107: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
+	36, // 108: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
+	38, // 109: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
+	40, // 110: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
+	42, // 111: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
+	44, // 112: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
+	46, // 113: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
+	48, // 114: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
+	50, // 115: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
+	52, // 116: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
+	54, // 117: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
+	56, // 118: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
+	73, // 119: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
+	75, // 120: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	59, // 121: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
+	61, // 122: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
+	63, // 123: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
+	66, // 124: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
+	68, // 125: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
+	70, // 126: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
+	79, // 127: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
+	91, // [91:128] is the sub-list for method output_type
+	54, // [54:91] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_admin_proto_init() }
@@ -4029,7 +4720,7 @@ func file_tollgate_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_admin_proto_rawDesc), len(file_tollgate_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   71,
+			NumMessages:   80,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

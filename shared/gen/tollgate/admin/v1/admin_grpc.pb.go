@@ -22,40 +22,43 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_ListPriceRules_FullMethodName     = "/tollgate.admin.v1.AdminService/ListPriceRules"
-	AdminService_GetPriceRule_FullMethodName       = "/tollgate.admin.v1.AdminService/GetPriceRule"
-	AdminService_CreatePriceRule_FullMethodName    = "/tollgate.admin.v1.AdminService/CreatePriceRule"
-	AdminService_UpdatePriceRule_FullMethodName    = "/tollgate.admin.v1.AdminService/UpdatePriceRule"
-	AdminService_DeletePriceRule_FullMethodName    = "/tollgate.admin.v1.AdminService/DeletePriceRule"
-	AdminService_QuotePrice_FullMethodName         = "/tollgate.admin.v1.AdminService/QuotePrice"
-	AdminService_ListProviders_FullMethodName      = "/tollgate.admin.v1.AdminService/ListProviders"
-	AdminService_GetProvider_FullMethodName        = "/tollgate.admin.v1.AdminService/GetProvider"
-	AdminService_CreateProvider_FullMethodName     = "/tollgate.admin.v1.AdminService/CreateProvider"
-	AdminService_UpdateProvider_FullMethodName     = "/tollgate.admin.v1.AdminService/UpdateProvider"
-	AdminService_DeleteProvider_FullMethodName     = "/tollgate.admin.v1.AdminService/DeleteProvider"
-	AdminService_CreateCredential_FullMethodName   = "/tollgate.admin.v1.AdminService/CreateCredential"
-	AdminService_DeleteCredential_FullMethodName   = "/tollgate.admin.v1.AdminService/DeleteCredential"
-	AdminService_ListRoutingRules_FullMethodName   = "/tollgate.admin.v1.AdminService/ListRoutingRules"
-	AdminService_UpsertRoutingRules_FullMethodName = "/tollgate.admin.v1.AdminService/UpsertRoutingRules"
-	AdminService_ResetRoutingRules_FullMethodName  = "/tollgate.admin.v1.AdminService/ResetRoutingRules"
-	AdminService_DeleteRoutingRule_FullMethodName  = "/tollgate.admin.v1.AdminService/DeleteRoutingRule"
-	AdminService_ListRoutes_FullMethodName         = "/tollgate.admin.v1.AdminService/ListRoutes"
-	AdminService_GetRoute_FullMethodName           = "/tollgate.admin.v1.AdminService/GetRoute"
-	AdminService_CreateRoute_FullMethodName        = "/tollgate.admin.v1.AdminService/CreateRoute"
-	AdminService_UpdateRoute_FullMethodName        = "/tollgate.admin.v1.AdminService/UpdateRoute"
-	AdminService_DeleteRoute_FullMethodName        = "/tollgate.admin.v1.AdminService/DeleteRoute"
-	AdminService_CreateOrg_FullMethodName          = "/tollgate.admin.v1.AdminService/CreateOrg"
-	AdminService_CreateTeam_FullMethodName         = "/tollgate.admin.v1.AdminService/CreateTeam"
-	AdminService_CreateUser_FullMethodName         = "/tollgate.admin.v1.AdminService/CreateUser"
-	AdminService_CreateApiKey_FullMethodName       = "/tollgate.admin.v1.AdminService/CreateApiKey"
-	AdminService_GetQuota_FullMethodName           = "/tollgate.admin.v1.AdminService/GetQuota"
-	AdminService_SetQuota_FullMethodName           = "/tollgate.admin.v1.AdminService/SetQuota"
-	AdminService_ListUsages_FullMethodName         = "/tollgate.admin.v1.AdminService/ListUsages"
-	AdminService_Export_FullMethodName             = "/tollgate.admin.v1.AdminService/Export"
-	AdminService_Import_FullMethodName             = "/tollgate.admin.v1.AdminService/Import"
-	AdminService_CreateAdminToken_FullMethodName   = "/tollgate.admin.v1.AdminService/CreateAdminToken"
-	AdminService_ListAdminTokens_FullMethodName    = "/tollgate.admin.v1.AdminService/ListAdminTokens"
-	AdminService_DeleteAdminToken_FullMethodName   = "/tollgate.admin.v1.AdminService/DeleteAdminToken"
+	AdminService_ListPriceRules_FullMethodName       = "/tollgate.admin.v1.AdminService/ListPriceRules"
+	AdminService_GetPriceRule_FullMethodName         = "/tollgate.admin.v1.AdminService/GetPriceRule"
+	AdminService_CreatePriceRule_FullMethodName      = "/tollgate.admin.v1.AdminService/CreatePriceRule"
+	AdminService_UpdatePriceRule_FullMethodName      = "/tollgate.admin.v1.AdminService/UpdatePriceRule"
+	AdminService_DeletePriceRule_FullMethodName      = "/tollgate.admin.v1.AdminService/DeletePriceRule"
+	AdminService_QuotePrice_FullMethodName           = "/tollgate.admin.v1.AdminService/QuotePrice"
+	AdminService_ListProviders_FullMethodName        = "/tollgate.admin.v1.AdminService/ListProviders"
+	AdminService_GetProvider_FullMethodName          = "/tollgate.admin.v1.AdminService/GetProvider"
+	AdminService_CreateProvider_FullMethodName       = "/tollgate.admin.v1.AdminService/CreateProvider"
+	AdminService_UpdateProvider_FullMethodName       = "/tollgate.admin.v1.AdminService/UpdateProvider"
+	AdminService_DeleteProvider_FullMethodName       = "/tollgate.admin.v1.AdminService/DeleteProvider"
+	AdminService_CreateCredential_FullMethodName     = "/tollgate.admin.v1.AdminService/CreateCredential"
+	AdminService_DeleteCredential_FullMethodName     = "/tollgate.admin.v1.AdminService/DeleteCredential"
+	AdminService_ListRoutingRules_FullMethodName     = "/tollgate.admin.v1.AdminService/ListRoutingRules"
+	AdminService_UpsertRoutingRules_FullMethodName   = "/tollgate.admin.v1.AdminService/UpsertRoutingRules"
+	AdminService_ResetRoutingRules_FullMethodName    = "/tollgate.admin.v1.AdminService/ResetRoutingRules"
+	AdminService_DeleteRoutingRule_FullMethodName    = "/tollgate.admin.v1.AdminService/DeleteRoutingRule"
+	AdminService_ListRoutes_FullMethodName           = "/tollgate.admin.v1.AdminService/ListRoutes"
+	AdminService_GetRoute_FullMethodName             = "/tollgate.admin.v1.AdminService/GetRoute"
+	AdminService_CreateRoute_FullMethodName          = "/tollgate.admin.v1.AdminService/CreateRoute"
+	AdminService_UpdateRoute_FullMethodName          = "/tollgate.admin.v1.AdminService/UpdateRoute"
+	AdminService_DeleteRoute_FullMethodName          = "/tollgate.admin.v1.AdminService/DeleteRoute"
+	AdminService_CreateOrg_FullMethodName            = "/tollgate.admin.v1.AdminService/CreateOrg"
+	AdminService_CreateTeam_FullMethodName           = "/tollgate.admin.v1.AdminService/CreateTeam"
+	AdminService_CreateUser_FullMethodName           = "/tollgate.admin.v1.AdminService/CreateUser"
+	AdminService_CreateApiKey_FullMethodName         = "/tollgate.admin.v1.AdminService/CreateApiKey"
+	AdminService_GetQuota_FullMethodName             = "/tollgate.admin.v1.AdminService/GetQuota"
+	AdminService_SetQuota_FullMethodName             = "/tollgate.admin.v1.AdminService/SetQuota"
+	AdminService_AdjustQuota_FullMethodName          = "/tollgate.admin.v1.AdminService/AdjustQuota"
+	AdminService_ListQuotaAdjustments_FullMethodName = "/tollgate.admin.v1.AdminService/ListQuotaAdjustments"
+	AdminService_ListUsages_FullMethodName           = "/tollgate.admin.v1.AdminService/ListUsages"
+	AdminService_Export_FullMethodName               = "/tollgate.admin.v1.AdminService/Export"
+	AdminService_Import_FullMethodName               = "/tollgate.admin.v1.AdminService/Import"
+	AdminService_CreateAdminToken_FullMethodName     = "/tollgate.admin.v1.AdminService/CreateAdminToken"
+	AdminService_ListAdminTokens_FullMethodName      = "/tollgate.admin.v1.AdminService/ListAdminTokens"
+	AdminService_DeleteAdminToken_FullMethodName     = "/tollgate.admin.v1.AdminService/DeleteAdminToken"
+	AdminService_GetSnapshotStatus_FullMethodName    = "/tollgate.admin.v1.AdminService/GetSnapshotStatus"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -106,6 +109,11 @@ type AdminServiceClient interface {
 	// Quotas.
 	GetQuota(ctx context.Context, in *GetQuotaRequest, opts ...grpc.CallOption) (*GetQuotaResponse, error)
 	SetQuota(ctx context.Context, in *SetQuotaRequest, opts ...grpc.CallOption) (*SetQuotaResponse, error)
+	// AdjustQuota credits (negative amount) or debits (positive amount) a scope's cost_used, with a reason;
+	// the adjustment is recorded with the admin token's name and role in the same transaction. Admin role.
+	AdjustQuota(ctx context.Context, in *AdjustQuotaRequest, opts ...grpc.CallOption) (*AdjustQuotaResponse, error)
+	// ListQuotaAdjustments lists a scope's adjustments, newest first.
+	ListQuotaAdjustments(ctx context.Context, in *ListQuotaAdjustmentsRequest, opts ...grpc.CallOption) (*ListQuotaAdjustmentsResponse, error)
 	// Usage rows.
 	ListUsages(ctx context.Context, in *ListUsagesRequest, opts ...grpc.CallOption) (*ListUsagesResponse, error)
 	// Import and export of price and routing rules.
@@ -116,6 +124,9 @@ type AdminServiceClient interface {
 	CreateAdminToken(ctx context.Context, in *CreateAdminTokenRequest, opts ...grpc.CallOption) (*CreateAdminTokenResponse, error)
 	ListAdminTokens(ctx context.Context, in *ListAdminTokensRequest, opts ...grpc.CallOption) (*ListAdminTokensResponse, error)
 	DeleteAdminToken(ctx context.Context, in *DeleteAdminTokenRequest, opts ...grpc.CallOption) (*DeleteAdminTokenResponse, error)
+	// GetSnapshotStatus says whether the current configuration compiles into a snapshot and, when it does
+	// not, names every offending row.
+	GetSnapshotStatus(ctx context.Context, in *GetSnapshotStatusRequest, opts ...grpc.CallOption) (*GetSnapshotStatusResponse, error)
 }
 
 type adminServiceClient struct {
@@ -406,6 +417,26 @@ func (c *adminServiceClient) SetQuota(ctx context.Context, in *SetQuotaRequest, 
 	return out, nil
 }
 
+func (c *adminServiceClient) AdjustQuota(ctx context.Context, in *AdjustQuotaRequest, opts ...grpc.CallOption) (*AdjustQuotaResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AdjustQuotaResponse)
+	err := c.cc.Invoke(ctx, AdminService_AdjustQuota_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListQuotaAdjustments(ctx context.Context, in *ListQuotaAdjustmentsRequest, opts ...grpc.CallOption) (*ListQuotaAdjustmentsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListQuotaAdjustmentsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListQuotaAdjustments_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adminServiceClient) ListUsages(ctx context.Context, in *ListUsagesRequest, opts ...grpc.CallOption) (*ListUsagesResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListUsagesResponse)
@@ -466,6 +497,16 @@ func (c *adminServiceClient) DeleteAdminToken(ctx context.Context, in *DeleteAdm
 	return out, nil
 }
 
+func (c *adminServiceClient) GetSnapshotStatus(ctx context.Context, in *GetSnapshotStatusRequest, opts ...grpc.CallOption) (*GetSnapshotStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSnapshotStatusResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetSnapshotStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -514,6 +555,11 @@ type AdminServiceServer interface {
 	// Quotas.
 	GetQuota(context.Context, *GetQuotaRequest) (*GetQuotaResponse, error)
 	SetQuota(context.Context, *SetQuotaRequest) (*SetQuotaResponse, error)
+	// AdjustQuota credits (negative amount) or debits (positive amount) a scope's cost_used, with a reason;
+	// the adjustment is recorded with the admin token's name and role in the same transaction. Admin role.
+	AdjustQuota(context.Context, *AdjustQuotaRequest) (*AdjustQuotaResponse, error)
+	// ListQuotaAdjustments lists a scope's adjustments, newest first.
+	ListQuotaAdjustments(context.Context, *ListQuotaAdjustmentsRequest) (*ListQuotaAdjustmentsResponse, error)
 	// Usage rows.
 	ListUsages(context.Context, *ListUsagesRequest) (*ListUsagesResponse, error)
 	// Import and export of price and routing rules.
@@ -524,6 +570,9 @@ type AdminServiceServer interface {
 	CreateAdminToken(context.Context, *CreateAdminTokenRequest) (*CreateAdminTokenResponse, error)
 	ListAdminTokens(context.Context, *ListAdminTokensRequest) (*ListAdminTokensResponse, error)
 	DeleteAdminToken(context.Context, *DeleteAdminTokenRequest) (*DeleteAdminTokenResponse, error)
+	// GetSnapshotStatus says whether the current configuration compiles into a snapshot and, when it does
+	// not, names every offending row.
+	GetSnapshotStatus(context.Context, *GetSnapshotStatusRequest) (*GetSnapshotStatusResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -618,6 +667,12 @@ func (UnimplementedAdminServiceServer) GetQuota(context.Context, *GetQuotaReques
 func (UnimplementedAdminServiceServer) SetQuota(context.Context, *SetQuotaRequest) (*SetQuotaResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetQuota not implemented")
 }
+func (UnimplementedAdminServiceServer) AdjustQuota(context.Context, *AdjustQuotaRequest) (*AdjustQuotaResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AdjustQuota not implemented")
+}
+func (UnimplementedAdminServiceServer) ListQuotaAdjustments(context.Context, *ListQuotaAdjustmentsRequest) (*ListQuotaAdjustmentsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListQuotaAdjustments not implemented")
+}
 func (UnimplementedAdminServiceServer) ListUsages(context.Context, *ListUsagesRequest) (*ListUsagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListUsages not implemented")
 }
@@ -635,6 +690,9 @@ func (UnimplementedAdminServiceServer) ListAdminTokens(context.Context, *ListAdm
 }
 func (UnimplementedAdminServiceServer) DeleteAdminToken(context.Context, *DeleteAdminTokenRequest) (*DeleteAdminTokenResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteAdminToken not implemented")
+}
+func (UnimplementedAdminServiceServer) GetSnapshotStatus(context.Context, *GetSnapshotStatusRequest) (*GetSnapshotStatusResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSnapshotStatus not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -1161,6 +1219,42 @@ func _AdminService_SetQuota_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_AdjustQuota_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AdjustQuotaRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).AdjustQuota(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_AdjustQuota_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).AdjustQuota(ctx, req.(*AdjustQuotaRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListQuotaAdjustments_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListQuotaAdjustmentsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListQuotaAdjustments(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListQuotaAdjustments_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListQuotaAdjustments(ctx, req.(*ListQuotaAdjustmentsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AdminService_ListUsages_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListUsagesRequest)
 	if err := dec(in); err != nil {
@@ -1265,6 +1359,24 @@ func _AdminService_DeleteAdminToken_Handler(srv interface{}, ctx context.Context
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AdminServiceServer).DeleteAdminToken(ctx, req.(*DeleteAdminTokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_GetSnapshotStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSnapshotStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetSnapshotStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetSnapshotStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetSnapshotStatus(ctx, req.(*GetSnapshotStatusRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1389,6 +1501,14 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _AdminService_SetQuota_Handler,
 		},
 		{
+			MethodName: "AdjustQuota",
+			Handler:    _AdminService_AdjustQuota_Handler,
+		},
+		{
+			MethodName: "ListQuotaAdjustments",
+			Handler:    _AdminService_ListQuotaAdjustments_Handler,
+		},
+		{
 			MethodName: "ListUsages",
 			Handler:    _AdminService_ListUsages_Handler,
 		},
@@ -1411,6 +1531,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteAdminToken",
 			Handler:    _AdminService_DeleteAdminToken_Handler,
+		},
+		{
+			MethodName: "GetSnapshotStatus",
+			Handler:    _AdminService_GetSnapshotStatus_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -207,6 +207,11 @@ type SettlementRecord struct {
 	CreatedAt   *timestamppb.Timestamp `protobuf:"bytes,26,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// The exact pending estimate reserved at admission, in micro-dollars.
 	PendingMicros int64 `protobuf:"varint,27,opt,name=pending_micros,json=pendingMicros,proto3" json:"pending_micros,omitempty"`
+	// "" or "usage_out_of_bounds": the reported usage or cost was beyond the plausibility bounds of one
+	// request (Snapshot.settlement_bounds), so the record is not charged (cost "0").
+	BillingFlag string `protobuf:"bytes,28,opt,name=billing_flag,json=billingFlag,proto3" json:"billing_flag,omitempty"`
+	// What was reported, for an operator, when billing_flag is set.
+	FlagDetail    string `protobuf:"bytes,29,opt,name=flag_detail,json=flagDetail,proto3" json:"flag_detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -430,6 +435,20 @@ func (x *SettlementRecord) GetPendingMicros() int64 {
 	return 0
 }
 
+func (x *SettlementRecord) GetBillingFlag() string {
+	if x != nil {
+		return x.BillingFlag
+	}
+	return ""
+}
+
+func (x *SettlementRecord) GetFlagDetail() string {
+	if x != nil {
+		return x.FlagDetail
+	}
+	return ""
+}
+
 // RecordResult says whether a record was stored by this call (false: it was already stored).
 type RecordResult struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -553,7 +572,7 @@ const file_tollgate_settlement_v1_settlement_proto_rawDesc = "" +
 	"\x11cache_creation_5m\x18\x04 \x01(\x03R\x0fcacheCreation5m\x12,\n" +
 	"\x12cache_creation_30m\x18\x05 \x01(\x03R\x10cacheCreation30m\x12*\n" +
 	"\x11cache_creation_1h\x18\x06 \x01(\x03R\x0fcacheCreation1h\x12!\n" +
-	"\fimage_output\x18\a \x01(\x03R\vimageOutput\"\xc3\a\n" +
+	"\fimage_output\x18\a \x01(\x03R\vimageOutput\"\x87\b\n" +
 	"\x10SettlementRecord\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1c\n" +
@@ -588,7 +607,10 @@ const file_tollgate_settlement_v1_settlement_proto_rawDesc = "" +
 	"\rfirst_byte_ms\x18\x19 \x01(\x03R\vfirstByteMs\x129\n" +
 	"\n" +
 	"created_at\x18\x1a \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12%\n" +
-	"\x0epending_micros\x18\x1b \x01(\x03R\rpendingMicrosB\n" +
+	"\x0epending_micros\x18\x1b \x01(\x03R\rpendingMicros\x12!\n" +
+	"\fbilling_flag\x18\x1c \x01(\tR\vbillingFlag\x12\x1f\n" +
+	"\vflag_detail\x18\x1d \x01(\tR\n" +
+	"flagDetailB\n" +
 	"\n" +
 	"\b_team_id\"I\n" +
 	"\fRecordResult\x12\x1d\n" +

@@ -140,9 +140,12 @@ type Snapshot struct {
 	Routes    []*v1.Route    `protobuf:"bytes,6,rep,name=routes,proto3" json:"routes,omitempty"`
 	ApiKeys   []*v1.ApiKey   `protobuf:"bytes,7,rep,name=api_keys,json=apiKeys,proto3" json:"api_keys,omitempty"`
 	// Quota limits with cost_used at build time.
-	Quotas        []*v1.Quota `protobuf:"bytes,8,rep,name=quotas,proto3" json:"quotas,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Quotas []*v1.Quota `protobuf:"bytes,8,rep,name=quotas,proto3" json:"quotas,omitempty"`
+	// The plausibility bounds of one request's settlement, set on the control plane; absent means the
+	// defaults of shared/pricing.
+	SettlementBounds *SettlementBounds `protobuf:"bytes,9,opt,name=settlement_bounds,json=settlementBounds,proto3" json:"settlement_bounds,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
@@ -231,6 +234,69 @@ func (x *Snapshot) GetQuotas() []*v1.Quota {
 	return nil
 }
 
+func (x *Snapshot) GetSettlementBounds() *SettlementBounds {
+	if x != nil {
+		return x.SettlementBounds
+	}
+	return nil
+}
+
+// SettlementBounds bound what one request can plausibly use and cost. A report beyond them is recorded
+// as flagged and charged 0 (docs/settlement.md, "Bounds").
+type SettlementBounds struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The largest total of the seven token categories of one request.
+	MaxRequestTokens int64 `protobuf:"varint,1,opt,name=max_request_tokens,json=maxRequestTokens,proto3" json:"max_request_tokens,omitempty"`
+	// The largest cost of one request, in decimal dollars.
+	MaxRequestCost string `protobuf:"bytes,2,opt,name=max_request_cost,json=maxRequestCost,proto3" json:"max_request_cost,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SettlementBounds) Reset() {
+	*x = SettlementBounds{}
+	mi := &file_tollgate_snapshot_v1_snapshot_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SettlementBounds) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SettlementBounds) ProtoMessage() {}
+
+func (x *SettlementBounds) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_snapshot_v1_snapshot_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SettlementBounds.ProtoReflect.Descriptor instead.
+func (*SettlementBounds) Descriptor() ([]byte, []int) {
+	return file_tollgate_snapshot_v1_snapshot_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SettlementBounds) GetMaxRequestTokens() int64 {
+	if x != nil {
+		return x.MaxRequestTokens
+	}
+	return 0
+}
+
+func (x *SettlementBounds) GetMaxRequestCost() string {
+	if x != nil {
+		return x.MaxRequestCost
+	}
+	return ""
+}
+
 var File_tollgate_snapshot_v1_snapshot_proto protoreflect.FileDescriptor
 
 const file_tollgate_snapshot_v1_snapshot_proto_rawDesc = "" +
@@ -240,7 +306,7 @@ const file_tollgate_snapshot_v1_snapshot_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12#\n" +
 	"\rknown_version\x18\x02 \x01(\x03R\fknownVersion\"K\n" +
 	"\rWatchResponse\x12:\n" +
-	"\bsnapshot\x18\x01 \x01(\v2\x1e.tollgate.snapshot.v1.SnapshotR\bsnapshot\"\xba\x03\n" +
+	"\bsnapshot\x18\x01 \x01(\v2\x1e.tollgate.snapshot.v1.SnapshotR\bsnapshot\"\x8f\x04\n" +
 	"\bSnapshot\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x03R\aversion\x125\n" +
 	"\bbuilt_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\abuiltAt\x12>\n" +
@@ -250,7 +316,11 @@ const file_tollgate_snapshot_v1_snapshot_proto_rawDesc = "" +
 	"\tproviders\x18\x05 \x03(\v2\x1c.tollgate.config.v1.ProviderR\tproviders\x121\n" +
 	"\x06routes\x18\x06 \x03(\v2\x19.tollgate.config.v1.RouteR\x06routes\x125\n" +
 	"\bapi_keys\x18\a \x03(\v2\x1a.tollgate.config.v1.ApiKeyR\aapiKeys\x121\n" +
-	"\x06quotas\x18\b \x03(\v2\x19.tollgate.config.v1.QuotaR\x06quotas2e\n" +
+	"\x06quotas\x18\b \x03(\v2\x19.tollgate.config.v1.QuotaR\x06quotas\x12S\n" +
+	"\x11settlement_bounds\x18\t \x01(\v2&.tollgate.snapshot.v1.SettlementBoundsR\x10settlementBounds\"j\n" +
+	"\x10SettlementBounds\x12,\n" +
+	"\x12max_request_tokens\x18\x01 \x01(\x03R\x10maxRequestTokens\x12(\n" +
+	"\x10max_request_cost\x18\x02 \x01(\tR\x0emaxRequestCost2e\n" +
 	"\x0fSnapshotService\x12R\n" +
 	"\x05Watch\x12\".tollgate.snapshot.v1.WatchRequest\x1a#.tollgate.snapshot.v1.WatchResponse0\x01BIZGgithub.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1;snapshotv1b\x06proto3"
 
@@ -266,35 +336,37 @@ func file_tollgate_snapshot_v1_snapshot_proto_rawDescGZIP() []byte {
 	return file_tollgate_snapshot_v1_snapshot_proto_rawDescData
 }
 
-var file_tollgate_snapshot_v1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_tollgate_snapshot_v1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_tollgate_snapshot_v1_snapshot_proto_goTypes = []any{
 	(*WatchRequest)(nil),          // 0: tollgate.snapshot.v1.WatchRequest
 	(*WatchResponse)(nil),         // 1: tollgate.snapshot.v1.WatchResponse
 	(*Snapshot)(nil),              // 2: tollgate.snapshot.v1.Snapshot
-	(*timestamppb.Timestamp)(nil), // 3: google.protobuf.Timestamp
-	(*v1.PriceRule)(nil),          // 4: tollgate.config.v1.PriceRule
-	(*v1.RoutingRule)(nil),        // 5: tollgate.config.v1.RoutingRule
-	(*v1.Provider)(nil),           // 6: tollgate.config.v1.Provider
-	(*v1.Route)(nil),              // 7: tollgate.config.v1.Route
-	(*v1.ApiKey)(nil),             // 8: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),              // 9: tollgate.config.v1.Quota
+	(*SettlementBounds)(nil),      // 3: tollgate.snapshot.v1.SettlementBounds
+	(*timestamppb.Timestamp)(nil), // 4: google.protobuf.Timestamp
+	(*v1.PriceRule)(nil),          // 5: tollgate.config.v1.PriceRule
+	(*v1.RoutingRule)(nil),        // 6: tollgate.config.v1.RoutingRule
+	(*v1.Provider)(nil),           // 7: tollgate.config.v1.Provider
+	(*v1.Route)(nil),              // 8: tollgate.config.v1.Route
+	(*v1.ApiKey)(nil),             // 9: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),              // 10: tollgate.config.v1.Quota
 }
 var file_tollgate_snapshot_v1_snapshot_proto_depIdxs = []int32{
-	2, // 0: tollgate.snapshot.v1.WatchResponse.snapshot:type_name -> tollgate.snapshot.v1.Snapshot
-	3, // 1: tollgate.snapshot.v1.Snapshot.built_at:type_name -> google.protobuf.Timestamp
-	4, // 2: tollgate.snapshot.v1.Snapshot.price_rules:type_name -> tollgate.config.v1.PriceRule
-	5, // 3: tollgate.snapshot.v1.Snapshot.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	6, // 4: tollgate.snapshot.v1.Snapshot.providers:type_name -> tollgate.config.v1.Provider
-	7, // 5: tollgate.snapshot.v1.Snapshot.routes:type_name -> tollgate.config.v1.Route
-	8, // 6: tollgate.snapshot.v1.Snapshot.api_keys:type_name -> tollgate.config.v1.ApiKey
-	9, // 7: tollgate.snapshot.v1.Snapshot.quotas:type_name -> tollgate.config.v1.Quota
-	0, // 8: tollgate.snapshot.v1.SnapshotService.Watch:input_type -> tollgate.snapshot.v1.WatchRequest
-	1, // 9: tollgate.snapshot.v1.SnapshotService.Watch:output_type -> tollgate.snapshot.v1.WatchResponse
-	9, // [9:10] is the sub-list for method output_type
-	8, // [8:9] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	2,  // 0: tollgate.snapshot.v1.WatchResponse.snapshot:type_name -> tollgate.snapshot.v1.Snapshot
+	4,  // 1: tollgate.snapshot.v1.Snapshot.built_at:type_name -> google.protobuf.Timestamp
+	5,  // 2: tollgate.snapshot.v1.Snapshot.price_rules:type_name -> tollgate.config.v1.PriceRule
+	6,  // 3: tollgate.snapshot.v1.Snapshot.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	7,  // 4: tollgate.snapshot.v1.Snapshot.providers:type_name -> tollgate.config.v1.Provider
+	8,  // 5: tollgate.snapshot.v1.Snapshot.routes:type_name -> tollgate.config.v1.Route
+	9,  // 6: tollgate.snapshot.v1.Snapshot.api_keys:type_name -> tollgate.config.v1.ApiKey
+	10, // 7: tollgate.snapshot.v1.Snapshot.quotas:type_name -> tollgate.config.v1.Quota
+	3,  // 8: tollgate.snapshot.v1.Snapshot.settlement_bounds:type_name -> tollgate.snapshot.v1.SettlementBounds
+	0,  // 9: tollgate.snapshot.v1.SnapshotService.Watch:input_type -> tollgate.snapshot.v1.WatchRequest
+	1,  // 10: tollgate.snapshot.v1.SnapshotService.Watch:output_type -> tollgate.snapshot.v1.WatchResponse
+	10, // [10:11] is the sub-list for method output_type
+	9,  // [9:10] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_snapshot_v1_snapshot_proto_init() }
@@ -308,7 +380,7 @@ func file_tollgate_snapshot_v1_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_snapshot_v1_snapshot_proto_rawDesc), len(file_tollgate_snapshot_v1_snapshot_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
