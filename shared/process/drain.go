@@ -15,9 +15,12 @@ var ErrDraining = errors.New("draining: shutting down")
 // Drain is the window between "send me no more traffic" and "stop listening": when shutdown begins,
 // /readyz answers 503 at once while every listener stays open for Delay, so a load balancer's health
 // check (HAProxy, a Kubernetes readiness probe) takes the process out of rotation before connections are
-// refused. Requests that still arrive during the window are served normally, with keep-alive off so
-// clients move to fresh connections (which the balancer sends elsewhere). Only then does the grace period
-// (the shutdown timeout) start, in which in-flight requests and streams finish.
+// refused. Requests that still arrive during the window are served normally and answered with
+// "Connection: close", so clients holding a persistent connection move to a fresh one (which the balancer
+// sends elsewhere). Idle connections are left alone until the listeners close: closing them at once would
+// race a balancer that still reuses them (it sees an empty answer; HAProxy then drops its client's
+// connection). Only then does the grace period (the shutdown timeout) start, in which in-flight requests
+// and streams finish.
 //
 // The wait is skipped when /readyz has not been asked since the process started: nothing is
 // health-checking it (a single instance, `make run`, a test), so waiting would tell no one.
@@ -25,7 +28,6 @@ type Drain struct {
 	delay    time.Duration
 	draining atomic.Bool
 	probed   atomic.Bool
-	http     []*http.Server
 
 	stopOnce sync.Once
 	stopped  chan struct{}
@@ -50,10 +52,22 @@ func (d *Drain) Ready(next ReadyFunc) ReadyFunc {
 // Draining reports whether the drain has begun.
 func (d *Drain) Draining() bool { return d.draining.Load() }
 
-// Server is the drain as one of Run's servers: Run begins it (readiness drops, keep-alive goes off on
-// every one of servers, the delay passes) before it stops any server and before the grace period starts.
+// Server is the drain as one of Run's servers: Run begins it (readiness drops, the delay passes) before
+// it stops any server and before the grace period starts. It wraps the handler of each of servers so that
+// answers given while draining close their connection.
 func (d *Drain) Server(servers ...*http.Server) Server {
-	d.http = servers
+	for _, s := range servers {
+		next := s.Handler
+		if next == nil {
+			next = http.DefaultServeMux
+		}
+		s.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if d.draining.Load() {
+				w.Header().Set("Connection", "close")
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 	return Server{
 		Name:  "drain",
 		Serve: func() error { <-d.stopped; return nil },
@@ -65,9 +79,6 @@ func (d *Drain) Server(servers ...*http.Server) Server {
 // begin drops readiness and waits out the delay (skipped when nothing ever probed readiness).
 func (d *Drain) begin(ctx context.Context) {
 	d.draining.Store(true)
-	for _, s := range d.http {
-		s.SetKeepAlivesEnabled(false)
-	}
 	if d.delay <= 0 || !d.probed.Load() {
 		return
 	}
