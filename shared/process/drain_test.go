@@ -116,7 +116,9 @@ func TestDrainEndsWhenAServerFails(t *testing.T) {
 	failing := Server{Name: "failing", Serve: func() error { <-fail; return errors.New("boom") }, Stop: func(context.Context) error { return nil }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Second, []Server{d.Server(), failing}) }()
+	go func() {
+		done <- Run(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Second, []Server{d.Server(), failing})
+	}()
 	cancel()
 	for !d.Draining() {
 		time.Sleep(time.Millisecond)
