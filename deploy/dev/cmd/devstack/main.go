@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -13,18 +14,21 @@ import (
 )
 
 func main() {
-	bin := flag.String("bin", "bin", "directory holding the built binaries")
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	st, err := dev.Start(ctx, dev.Options{
-		BinDir:      *bin,
-		DatabaseURL: os.Getenv("TOLLGATE_DATABASE_URL"),
-		RedisURL:    os.Getenv("TOLLGATE_REDIS_URL"),
-	})
+	opts, err := dev.ParseFlags(os.Args[1:], os.Getenv, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "devstack:", err)
-		os.Exit(1)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	st, err := dev.Start(ctx, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "devstack:", err)
+		stop()
+		os.Exit(1) // Start stopped everything it had started
 	}
 	fmt.Printf(`
 Tollgate is running.
