@@ -473,6 +473,20 @@ func waitHTTP(ctx context.Context, url string, limit time.Duration, p *proc) err
 	return fmt.Errorf("timed out after %s: %w", limit, last)
 }
 
+// SeedDemo waits for the control plane whose admin API is at adminAddr (host:port) and seeds the demo
+// configuration `make run` uses (provider at mockURL, route demo-model, price rule, org, user, quota, key).
+// It returns the new API key. The compose file's seed service runs it (`devstack seed`).
+func SeedDemo(ctx context.Context, adminAddr, adminToken, mockURL string) (apiKey string, err error) {
+	if err := waitHTTP(ctx, "http://"+adminAddr+"/readyz", 2*time.Minute, nil); err != nil {
+		return "", fmt.Errorf("control plane at %s not ready: %w", adminAddr, err)
+	}
+	st := &Stack{AdminHTTP: adminAddr, AdminToken: adminToken, Model: "demo-model"}
+	if err := st.seed(ctx, mockURL); err != nil {
+		return "", fmt.Errorf("seed demo data: %w (a second run finds the demo already there: that is fine)", err)
+	}
+	return st.APIKey, nil
+}
+
 // seed creates the demo configuration through the admin REST API, like an operator would.
 func (st *Stack) seed(ctx context.Context, mockURL string) error {
 	call := func(method, path string, body any, out any) error {
