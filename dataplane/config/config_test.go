@@ -4,6 +4,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -42,5 +43,22 @@ func TestLoadRejectsBadSettingsByName(t *testing.T) {
 				t.Fatalf("Load = %v, want an error naming %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestDrainDelaySetting: TOLLGATE_DRAIN_DELAY defaults to 5s, a flag overrides it, 0 turns it off and a
+// negative value is refused by name.
+func TestDrainDelaySetting(t *testing.T) {
+	base := map[string]string{"TOLLGATE_DP_TOKEN": "t"}
+	c, err := Load(nil, envOf(base), io.Discard)
+	if err != nil || c.DrainDelay != 5*time.Second {
+		t.Fatalf("default DrainDelay = %v, %v; want 5s", c.DrainDelay, err)
+	}
+	if c, err = Load([]string{"-drain-delay", "0s"}, envOf(base), io.Discard); err != nil || c.DrainDelay != 0 {
+		t.Fatalf("-drain-delay 0s = %v, %v", c.DrainDelay, err)
+	}
+	base["TOLLGATE_DRAIN_DELAY"] = "-1s"
+	if _, err := Load(nil, envOf(base), io.Discard); err == nil || !strings.Contains(err.Error(), "TOLLGATE_DRAIN_DELAY") {
+		t.Fatalf("negative drain delay: %v, want an error naming TOLLGATE_DRAIN_DELAY", err)
 	}
 }
