@@ -284,6 +284,7 @@ func (s *Server) Run(ctx context.Context) error {
 		Stop:  func(context.Context) error { stopBuild(); return nil },
 	}
 	s.Log.Info("control plane listening", "http", s.HTTPAddr(), "grpc", s.GRPCAddr())
+	// grpc first: its Drain (health NOT_SERVING) runs before the drain's wait, its Stop ends Watch streams.
 	return process.Run(ctx, s.Log, s.Config.ShutdownTimeout,
 		[]process.Server{grpcSrv, s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.httpLn), snapshots},
 		func(context.Context) error { s.Pool.Close(); return nil })
