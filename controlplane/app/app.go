@@ -124,6 +124,8 @@ type Server struct {
 
 	httpLn, grpcLn net.Listener
 	health         *health.Server
+	// drain drops readiness (HTTP /readyz and gRPC health) at shutdown before the listeners close.
+	drain *process.Drain
 	// authorizers maps a gRPC service's method prefix ("/pkg.Service/") to its credential check.
 	authorizers map[string]Authorizer
 }
@@ -226,7 +228,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 
 	adminSvc.SetSnapshotStatus(s.Snapshots.Status)
-	process.HealthHandlers(s.Mux, func(ctx context.Context) (map[string]any, error) {
+	s.drain = process.NewDrain(cfg.DrainDelay)
+	process.HealthHandlers(s.Mux, s.drain.Ready(func(ctx context.Context) (map[string]any, error) {
 		if err := pool.Ping(ctx); err != nil {
 			return nil, fmt.Errorf("database: %w", err)
 		}
@@ -238,7 +241,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 			return map[string]any{"status": "degraded", "snapshot": st}, nil
 		}
 		return nil, nil
-	})
+	}))
 	s.Mux.Handle("GET /metrics", s.Metrics.Handler())
 
 	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
@@ -280,6 +283,7 @@ func (s *Server) Run(ctx context.Context) error {
 	grpcSrv := process.Server{
 		Name:  "grpc",
 		Serve: func() error { return s.GRPC.Serve(s.grpcLn) },
+		Drain: func(context.Context) { s.health.Shutdown() }, // gRPC health answers NOT_SERVING
 		Stop: func(ctx context.Context) error {
 			s.health.Shutdown()
 			s.Watch.Shutdown() // Watch streams never end on their own; end them so GracefulStop can
@@ -302,7 +306,8 @@ func (s *Server) Run(ctx context.Context) error {
 		Stop:  func(context.Context) error { stopBuild(); return nil },
 	}
 	s.Log.Info("control plane listening", "http", s.HTTPAddr(), "grpc", s.GRPCAddr())
+	// grpc first: its Drain (health NOT_SERVING) runs before the drain's wait, its Stop ends Watch streams.
 	return process.Run(ctx, s.Log, s.Config.ShutdownTimeout,
-		[]process.Server{process.HTTPServer("http", httpSrv, s.httpLn), grpcSrv, snapshots},
+		[]process.Server{grpcSrv, s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.httpLn), snapshots},
 		func(context.Context) error { s.Pool.Close(); return nil })
 }

@@ -30,7 +30,10 @@ type Config struct {
 	TLSKeyFile      string
 	LogLevel        string
 	ShutdownTimeout time.Duration
-	NoMigrate       bool
+	// DrainDelay is how long /readyz answers 503 before the listeners close at shutdown, so a load
+	// balancer's health check takes this process out of rotation first (shared/process.Drain).
+	DrainDelay time.Duration
+	NoMigrate  bool
 	// RebuildDebounce is the leading-edge coalescing window: a change arriving more than this after the
 	// last rebuild is built at once; changes inside the window share one rebuild.
 	RebuildDebounce time.Duration
@@ -64,6 +67,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&c.TLSKeyFile, "tls-key", env("TOLLGATE_CP_TLS_KEY", ""), "gRPC TLS key file (TOLLGATE_CP_TLS_KEY)")
 	fs.StringVar(&c.LogLevel, "log-level", env("TOLLGATE_LOG_LEVEL", "info"), "debug, info, warn or error (TOLLGATE_LOG_LEVEL)")
 	process.DurationFlag(fs, &c.ShutdownTimeout, "shutdown-timeout", env("TOLLGATE_SHUTDOWN_TIMEOUT", "20s"), "graceful shutdown limit (TOLLGATE_SHUTDOWN_TIMEOUT)")
+	process.DurationFlag(fs, &c.DrainDelay, "drain-delay", env("TOLLGATE_DRAIN_DELAY", "5s"), "at shutdown, answer /readyz 503 this long before closing the listeners, 0 for none (TOLLGATE_DRAIN_DELAY)")
 	process.DurationFlag(fs, &c.RebuildDebounce, "rebuild-debounce", env("TOLLGATE_REBUILD_DEBOUNCE", "50ms"), "window in which changes share one snapshot rebuild (TOLLGATE_REBUILD_DEBOUNCE)")
 	process.DurationFlag(fs, &c.RebuildInterval, "rebuild-interval", env("TOLLGATE_REBUILD_INTERVAL", "5s"), "periodic revision check (TOLLGATE_REBUILD_INTERVAL)")
 	var maxTokens, maxCost string
@@ -139,6 +143,9 @@ func (c Config) Validate() error {
 	}
 	if err := process.ParseLevel(c.LogLevel); err != nil {
 		errs = append(errs, fmt.Errorf("TOLLGATE_LOG_LEVEL (-log-level): %w", err))
+	}
+	if c.DrainDelay < 0 {
+		errs = append(errs, errors.New("TOLLGATE_DRAIN_DELAY (-drain-delay): must not be negative"))
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("TOLLGATE_SHUTDOWN_TIMEOUT (-shutdown-timeout): must be positive"))

@@ -72,3 +72,18 @@ func TestLoadRejectsBadSettingsByName(t *testing.T) {
 		})
 	}
 }
+
+// TestDrainDelaySetting: TOLLGATE_DRAIN_DELAY defaults to 5s, a flag overrides it, and a negative value is
+// refused by name.
+func TestDrainDelaySetting(t *testing.T) {
+	c, err := Load(nil, envOf(goodEnv), io.Discard)
+	if err != nil || c.DrainDelay != 5*time.Second {
+		t.Fatalf("default DrainDelay = %v, %v; want 5s", c.DrainDelay, err)
+	}
+	if c, err = Load([]string{"-drain-delay", "2s"}, envOf(goodEnv), io.Discard); err != nil || c.DrainDelay != 2*time.Second {
+		t.Fatalf("-drain-delay 2s = %v, %v", c.DrainDelay, err)
+	}
+	if _, err := Load([]string{"-drain-delay", "-1s"}, envOf(goodEnv), io.Discard); err == nil || !strings.Contains(err.Error(), "TOLLGATE_DRAIN_DELAY") {
+		t.Fatalf("negative drain delay: %v, want an error naming TOLLGATE_DRAIN_DELAY", err)
+	}
+}

@@ -83,6 +83,8 @@ type Server struct {
 	Forwarder *settle.Forwarder
 
 	ln net.Listener
+	// drain drops readiness at shutdown before the listener closes (TOLLGATE_DRAIN_DELAY).
+	drain *process.Drain
 	// snapshotVersion reports the held snapshot's version; ok is false until the first one arrives.
 	snapshotVersion func() (version int64, ok bool)
 }
@@ -135,7 +137,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		BodyReadTimeout: cfg.BodyReadTimeout,
 	})
 	s.Mux.Handle("/", s.Proxy) // every client path; health and metrics patterns are more specific
-	process.HealthHandlers(s.Mux, s.ready)
+	s.drain = process.NewDrain(cfg.DrainDelay)
+	process.HealthHandlers(s.Mux, s.drain.Ready(s.ready))
 	s.Mux.Handle("GET /metrics", s.Metrics.Handler())
 	if s.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		rdb.Close()
@@ -184,7 +187,7 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { defer close(forwarded); _ = s.Forwarder.Run(fwdCtx) }()
 	s.Log.Info("data plane listening", "http", s.Addr(), "node", s.Config.NodeID)
 	return process.Run(ctx, s.Log, s.Config.ShutdownTimeout,
-		[]process.Server{process.HTTPServer("http", httpSrv, s.ln), snapshots},
+		[]process.Server{s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.ln), snapshots},
 		func(context.Context) error { s.Syncer.Close(); return nil },
 		func(ctx context.Context) error { // every in-flight request has recorded; deliver what we can
 			stopForward()

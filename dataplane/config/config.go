@@ -31,6 +31,9 @@ type Config struct {
 	CPCAFile        string
 	LogLevel        string
 	ShutdownTimeout time.Duration
+	// DrainDelay is how long /readyz answers 503 before the listeners close at shutdown, so a load
+	// balancer's health check takes this process out of rotation first (shared/process.Drain).
+	DrainDelay time.Duration
 	// MaxBodyBytes bounds inbound request bodies (413 beyond).
 	MaxBodyBytes int64
 	// KeepaliveInterval is the keepalive period of streams synthesised from a buffered upstream.
@@ -76,6 +79,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&c.LogLevel, "log-level", env("TOLLGATE_LOG_LEVEL", "info"), "debug, info, warn or error (TOLLGATE_LOG_LEVEL)")
 	fs.StringVar(&maxBody, "max-body-bytes", env("TOLLGATE_MAX_BODY_BYTES", "33554432"), "largest accepted request body (TOLLGATE_MAX_BODY_BYTES)")
 	process.DurationFlag(fs, &c.ShutdownTimeout, "shutdown-timeout", env("TOLLGATE_SHUTDOWN_TIMEOUT", "30s"), "graceful shutdown limit (TOLLGATE_SHUTDOWN_TIMEOUT)")
+	process.DurationFlag(fs, &c.DrainDelay, "drain-delay", env("TOLLGATE_DRAIN_DELAY", "5s"), "at shutdown, answer /readyz 503 this long before closing the listeners, 0 for none (TOLLGATE_DRAIN_DELAY)")
 	process.DurationFlag(fs, &c.KeepaliveInterval, "keepalive-interval", env("TOLLGATE_KEEPALIVE_INTERVAL", "15s"), "synthesised-stream keepalive period (TOLLGATE_KEEPALIVE_INTERVAL)")
 	process.DurationFlag(fs, &c.UpstreamConnectTimeout, "upstream-connect-timeout", env("TOLLGATE_UPSTREAM_CONNECT_TIMEOUT", "10s"), "upstream dial timeout (TOLLGATE_UPSTREAM_CONNECT_TIMEOUT)")
 	process.DurationFlag(fs, &c.UpstreamIdleTimeout, "upstream-idle-timeout", env("TOLLGATE_UPSTREAM_IDLE_TIMEOUT", "90s"), "idle pooled upstream connection lifetime (TOLLGATE_UPSTREAM_IDLE_TIMEOUT)")
@@ -132,6 +136,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes <= 0 {
 		errs = append(errs, errors.New("TOLLGATE_MAX_BODY_BYTES (-max-body-bytes): must be positive"))
+	}
+	if c.DrainDelay < 0 {
+		errs = append(errs, errors.New("TOLLGATE_DRAIN_DELAY (-drain-delay): must not be negative"))
 	}
 	if c.SettleLinger < 0 {
 		errs = append(errs, errors.New("TOLLGATE_SETTLE_LINGER (-settle-linger): must not be negative"))

@@ -64,5 +64,22 @@ func TestClientTimeouts(t *testing.T) {
 		if _, err := Load(nil, envOf(map[string]string{"TOLLGATE_DP_TOKEN": "t", name: "0s"}), io.Discard); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s=0s: %v, want an error naming it", name, err)
 		}
+		}
+}
+
+// TestDrainDelaySetting: TOLLGATE_DRAIN_DELAY defaults to 5s, a flag overrides it, 0 turns it off and a
+// negative value is refused by name.
+func TestDrainDelaySetting(t *testing.T) {
+	base := map[string]string{"TOLLGATE_DP_TOKEN": "t"}
+	c, err := Load(nil, envOf(base), io.Discard)
+	if err != nil || c.DrainDelay != 5*time.Second {
+		t.Fatalf("default DrainDelay = %v, %v; want 5s", c.DrainDelay, err)
+	}
+	if c, err = Load([]string{"-drain-delay", "0s"}, envOf(base), io.Discard); err != nil || c.DrainDelay != 0 {
+		t.Fatalf("-drain-delay 0s = %v, %v", c.DrainDelay, err)
+	}
+	base["TOLLGATE_DRAIN_DELAY"] = "-1s"
+	if _, err := Load(nil, envOf(base), io.Discard); err == nil || !strings.Contains(err.Error(), "TOLLGATE_DRAIN_DELAY") {
+		t.Fatalf("negative drain delay: %v, want an error naming TOLLGATE_DRAIN_DELAY", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -23,6 +24,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -43,6 +45,49 @@ type Options struct {
 	Log            io.Writer
 }
 
+// addrSettings are the listen addresses `make run` lets you move: flag, environment variable, default.
+var addrSettings = []struct {
+	flag, env, def, what string
+	field                func(*Options) *string
+}{
+	{"dp-addr", "TOLLGATE_DEV_DP_ADDR", "127.0.0.1:8080", "data plane (client API)", func(o *Options) *string { return &o.DataPlane }},
+	{"admin-addr", "TOLLGATE_DEV_ADMIN_ADDR", "127.0.0.1:8081", "control plane admin REST and console", func(o *Options) *string { return &o.AdminHTTP }},
+	{"grpc-addr", "TOLLGATE_DEV_GRPC_ADDR", "127.0.0.1:9090", "control plane gRPC", func(o *Options) *string { return &o.GRPC }},
+	{"mock-addr", "TOLLGATE_DEV_MOCK_ADDR", "127.0.0.1:9999", "mock upstream", func(o *Options) *string { return &o.Mock }},
+}
+
+// ParseFlags reads devstack's flags, each with an environment fallback (getenv), and checks the addresses.
+func ParseFlags(args []string, getenv func(string) string, out io.Writer) (Options, error) {
+	var o Options
+	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
+	fs.SetOutput(out)
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	fs.StringVar(&o.BinDir, "bin", env("TOLLGATE_DEV_BIN", "bin"), "directory holding the built binaries (TOLLGATE_DEV_BIN)")
+	fs.StringVar(&o.DatabaseURL, "database-url", getenv("TOLLGATE_DATABASE_URL"), "use this Postgres instead of a throwaway one (TOLLGATE_DATABASE_URL)")
+	fs.StringVar(&o.RedisURL, "redis-url", getenv("TOLLGATE_REDIS_URL"), "use this Redis instead of a throwaway one (TOLLGATE_REDIS_URL)")
+	for _, a := range addrSettings {
+		fs.StringVar(a.field(&o), a.flag, env(a.env, a.def), fmt.Sprintf("%s listen address (%s)", a.what, a.env))
+	}
+	if err := fs.Parse(args); err != nil {
+		return Options{}, err
+	}
+	if fs.NArg() > 0 {
+		return Options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var errs []error
+	for _, a := range addrSettings {
+		if _, _, err := net.SplitHostPort(*a.field(&o)); err != nil {
+			errs = append(errs, fmt.Errorf("-%s (%s): want host:port: %w", a.flag, a.env, err))
+		}
+	}
+	return o, errors.Join(errs...)
+}
+
 // Stack is a running local stack.
 type Stack struct {
 	AdminToken string
@@ -51,9 +96,40 @@ type Stack struct {
 	AdminHTTP  string
 	Model      string
 
-	procs    []*exec.Cmd
+	procs    []*proc
 	cleanups []func()
 	log      io.Writer
+}
+
+// proc is a child process; done closes when it has exited (one goroutine waits for it).
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	out  *tail
+	done chan struct{}
+	err  error // the exit status, once done
+}
+
+// tail keeps the last bytes a child wrote, to quote when it dies.
+type tail struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > 4096 {
+		t.b = t.b[len(t.b)-4096:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b))
 }
 
 // CurlLine is the command that performs a chat completion through the data plane.
@@ -68,8 +144,9 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// Start brings the stack up and seeds it. On error everything already started is stopped.
-func Start(ctx context.Context, o Options) (st *Stack, err error) {
+// Start brings the stack up and seeds it. On error everything already started is stopped, and the
+// error names the cause and the fix.
+func Start(ctx context.Context, o Options) (*Stack, error) {
 	if o.Log == nil {
 		o.Log = os.Stderr
 	}
@@ -79,42 +156,45 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 		}
 	}
 	def(&o.BinDir, "bin")
-	def(&o.DataPlane, "127.0.0.1:8080")
-	def(&o.AdminHTTP, "127.0.0.1:8081")
-	def(&o.GRPC, "127.0.0.1:9090")
-	def(&o.Mock, "127.0.0.1:9999")
-	st = &Stack{AdminToken: "tga-" + randHex(20), DataPlane: o.DataPlane, AdminHTTP: o.AdminHTTP, Model: "demo-model", log: o.Log}
-	defer func() {
-		if err != nil {
-			st.Stop()
-		}
-	}()
+	for _, a := range addrSettings {
+		def(a.field(&o), a.def)
+	}
+	st := &Stack{AdminToken: "tga-" + randHex(20), DataPlane: o.DataPlane, AdminHTTP: o.AdminHTTP, Model: "demo-model", log: o.Log}
+	if err := st.start(ctx, o); err != nil {
+		st.Stop()
+		return nil, err
+	}
+	return st, nil
+}
+
+// start does Start's work; the caller stops whatever it started when it fails.
+func (st *Stack) start(ctx context.Context, o Options) (err error) {
 	for _, b := range []string{"controlplane", "dataplane", "mockupstream"} {
 		if _, err := os.Stat(filepath.Join(o.BinDir, b)); err != nil {
-			return nil, fmt.Errorf("binary %s missing in %s (run make build): %w", b, o.BinDir, err)
+			return fmt.Errorf("binary %s missing in %s: run make build (or pass -bin DIR): %w", b, o.BinDir, err)
 		}
 	}
-	for _, addr := range []string{o.DataPlane, o.AdminHTTP, o.GRPC, o.Mock} {
-		if err := portFree(addr); err != nil {
-			return nil, err
+	for _, a := range addrSettings {
+		if err := portFree(*a.field(&o)); err != nil {
+			return fmt.Errorf("%s: %w; stop what uses it or move ours with -%s ADDR (env %s)", a.what, err, a.flag, a.env)
 		}
 	}
 	if o.WorkDir == "" {
 		dir, err := os.MkdirTemp("", "tollgate-dev-")
 		if err != nil {
-			return nil, fmt.Errorf("work dir: %w", err)
+			return fmt.Errorf("work dir: %w", err)
 		}
 		o.WorkDir = dir
 		st.cleanups = append(st.cleanups, func() { os.RemoveAll(dir) })
 	}
 	if o.DatabaseURL == "" {
 		if o.DatabaseURL, err = st.startPostgres(ctx, o.WorkDir); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if o.RedisURL == "" {
 		if o.RedisURL, err = st.startRedis(ctx, o.WorkDir); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	dpToken := "tgdp-" + randHex(20)
@@ -132,25 +212,31 @@ func Start(ctx context.Context, o Options) (st *Stack, err error) {
 		"TOLLGATE_NODE_ID=dev-dp-1",
 		"MOCKUPSTREAM_ADDR="+o.Mock,
 	)
-	if err := st.spawn(env, filepath.Join(o.BinDir, "mockupstream"), "-addr", o.Mock); err != nil {
-		return nil, err
+	mock, err := st.spawn(env, filepath.Join(o.BinDir, "mockupstream"), "-addr", o.Mock)
+	if err != nil {
+		return err
 	}
-	if err := st.spawn(env, filepath.Join(o.BinDir, "controlplane"), "serve"); err != nil {
-		return nil, err
+	if err := waitTCP(ctx, o.Mock, 15*time.Second, mock); err != nil {
+		return fmt.Errorf("mock upstream did not start: %w", err)
 	}
-	if err := waitHTTP(ctx, "http://"+o.AdminHTTP+"/readyz", 60*time.Second); err != nil {
-		return nil, fmt.Errorf("control plane did not become ready: %w", err)
+	cp, err := st.spawn(env, filepath.Join(o.BinDir, "controlplane"), "serve")
+	if err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, "http://"+o.AdminHTTP+"/readyz", 60*time.Second, cp); err != nil {
+		return fmt.Errorf("control plane did not become ready: %w\nfix: check TOLLGATE_DATABASE_URL (or unset it for a throwaway Postgres)", err)
 	}
 	if err := st.seed(ctx, "http://"+o.Mock); err != nil {
-		return nil, fmt.Errorf("seed demo data: %w", err)
+		return fmt.Errorf("seed demo data: %w\nfix: use an empty database (or unset TOLLGATE_DATABASE_URL for a throwaway one)", err)
 	}
-	if err := st.spawn(env, filepath.Join(o.BinDir, "dataplane"), "serve"); err != nil {
-		return nil, err
+	dp, err := st.spawn(env, filepath.Join(o.BinDir, "dataplane"), "serve")
+	if err != nil {
+		return err
 	}
-	if err := waitHTTP(ctx, "http://"+o.DataPlane+"/readyz", 60*time.Second); err != nil {
-		return nil, fmt.Errorf("data plane did not become ready: %w", err)
+	if err := waitHTTP(ctx, "http://"+o.DataPlane+"/readyz", 60*time.Second, dp); err != nil {
+		return fmt.Errorf("data plane did not become ready: %w\nfix: check TOLLGATE_REDIS_URL (or unset it for a throwaway Redis)", err)
 	}
-	return st, nil
+	return nil
 }
 
 func portFree(addr string) error {
@@ -223,12 +309,12 @@ func (st *Stack) startPostgres(ctx context.Context, work string) (string, error)
 	}
 	full := append(append([]string{}, asUser...), postgres, "-D", dir, "-p", strconv.Itoa(port), "-k", dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off")
 	cmd := exec.Command(full[0], full[1:]...)
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := st.start(cmd); err != nil {
-		return "", fmt.Errorf("start postgres: %w", err)
+	pg, err := st.run("postgres", cmd, true)
+	if err != nil {
+		return "", fmt.Errorf("%w (or set TOLLGATE_DATABASE_URL)", err)
 	}
 	fmt.Fprintf(st.log, "devstack: throwaway Postgres on 127.0.0.1:%d\n", port)
-	if err := waitTCP(ctx, fmt.Sprintf("127.0.0.1:%d", port), 30*time.Second); err != nil {
+	if err := waitTCP(ctx, fmt.Sprintf("127.0.0.1:%d", port), 30*time.Second, pg); err != nil {
 		return "", fmt.Errorf("postgres did not start: %w", err)
 	}
 	createdb, err := findBinary("createdb")
@@ -259,53 +345,68 @@ func (st *Stack) startRedis(ctx context.Context, work string) (string, error) {
 		return "", err
 	}
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", work)
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := st.start(cmd); err != nil {
-		return "", fmt.Errorf("start redis: %w", err)
+	rd, err := st.run("redis-server", cmd, true)
+	if err != nil {
+		return "", fmt.Errorf("%w (or set TOLLGATE_REDIS_URL)", err)
 	}
 	fmt.Fprintf(st.log, "devstack: throwaway Redis on 127.0.0.1:%d\n", port)
-	if err := waitTCP(ctx, fmt.Sprintf("127.0.0.1:%d", port), 15*time.Second); err != nil {
+	if err := waitTCP(ctx, fmt.Sprintf("127.0.0.1:%d", port), 15*time.Second, rd); err != nil {
 		return "", fmt.Errorf("redis did not start: %w", err)
 	}
 	return fmt.Sprintf("redis://127.0.0.1:%d/0", port), nil
 }
 
-func (st *Stack) spawn(env []string, bin string, args ...string) error {
+func (st *Stack) spawn(env []string, bin string, args ...string) (*proc, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = st.log, st.log
-	if err := st.start(cmd); err != nil {
-		return fmt.Errorf("start %s: %w", filepath.Base(bin), err)
-	}
-	return nil
+	return st.run(filepath.Base(bin), cmd, false)
 }
 
-// start runs a long-lived child in its own process group, so a terminal's Ctrl-C reaches only devstack,
+// run starts a long-lived child in its own process group, so a terminal's Ctrl-C reaches only devstack,
 // which then stops the children in reverse order (the data plane flushes settlements while Redis and the
-// control plane are still up).
-func (st *Stack) start(cmd *exec.Cmd) error {
+// control plane are still up). The child's output goes to the stack's log (quiet: nowhere) and its tail
+// is kept to quote if it dies.
+func (st *Stack) run(name string, cmd *exec.Cmd, quiet bool) (*proc, error) {
+	p := &proc{name: name, cmd: cmd, out: &tail{}, done: make(chan struct{})}
+	var w io.Writer = p.out
+	if !quiet {
+		w = io.MultiWriter(st.log, p.out)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	st.procs = append(st.procs, cmd)
-	return nil
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	st.procs = append(st.procs, p)
+	return p, nil
 }
 
-// Stop terminates every process in reverse start order and removes throwaway state.
+// exited is the error for a child that ended while we waited for it, quoting its last output.
+func (p *proc) exited() error {
+	out := p.out.String()
+	if out == "" {
+		out = "(no output)"
+	}
+	return fmt.Errorf("%s exited (%v) before it was ready; its last output:\n%s", p.name, p.err, out)
+}
+
+// Stop terminates every process in reverse start order and removes throwaway state. It is safe on a
+// partly started stack and more than once.
 func (st *Stack) Stop() {
 	for i := len(st.procs) - 1; i >= 0; i-- {
 		p := st.procs[i]
-		if p.Process != nil && p.ProcessState == nil {
-			_ = p.Process.Signal(syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { _ = p.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(15 * time.Second):
-				_ = p.Process.Kill()
-				<-done
-			}
+		select {
+		case <-p.done:
+			continue
+		default:
+		}
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(15 * time.Second):
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // the whole group
+			<-p.done
 		}
 	}
 	st.procs = nil
@@ -315,7 +416,8 @@ func (st *Stack) Stop() {
 	st.cleanups = nil
 }
 
-func waitTCP(ctx context.Context, addr string, limit time.Duration) error {
+// waitTCP waits until addr accepts connections; p (if not nil) is the process that should listen there.
+func waitTCP(ctx context.Context, addr string, limit time.Duration, p *proc) error {
 	deadline := time.Now().Add(limit)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
@@ -325,15 +427,30 @@ func waitTCP(ctx context.Context, addr string, limit time.Duration) error {
 		if time.Now().After(deadline) {
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		if err := pause(ctx, 100*time.Millisecond, p); err != nil {
+			return err
 		}
 	}
 }
 
-func waitHTTP(ctx context.Context, url string, limit time.Duration) error {
+// pause waits d, or returns early with an error when ctx ends or p exits.
+func pause(ctx context.Context, d time.Duration, p *proc) error {
+	var done <-chan struct{}
+	if p != nil {
+		done = p.done
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-done:
+		return p.exited()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// waitHTTP waits until url answers 200; p (if not nil) is the process serving it.
+func waitHTTP(ctx context.Context, url string, limit time.Duration, p *proc) error {
 	deadline := time.Now().Add(limit)
 	var last error
 	for time.Now().Before(deadline) {
@@ -349,13 +466,25 @@ func waitHTTP(ctx context.Context, url string, limit time.Duration) error {
 		} else {
 			last = err
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		if err := pause(ctx, 200*time.Millisecond, p); err != nil {
+			return err
 		}
 	}
 	return fmt.Errorf("timed out after %s: %w", limit, last)
+}
+
+// SeedDemo waits for the control plane whose admin API is at adminAddr (host:port) and seeds the demo
+// configuration `make run` uses (provider at mockURL, route demo-model, price rule, org, user, quota, key).
+// It returns the new API key. The compose file's seed service runs it (`devstack seed`).
+func SeedDemo(ctx context.Context, adminAddr, adminToken, mockURL string) (apiKey string, err error) {
+	if err := waitHTTP(ctx, "http://"+adminAddr+"/readyz", 2*time.Minute, nil); err != nil {
+		return "", fmt.Errorf("control plane at %s not ready: %w", adminAddr, err)
+	}
+	st := &Stack{AdminHTTP: adminAddr, AdminToken: adminToken, Model: "demo-model"}
+	if err := st.seed(ctx, mockURL); err != nil {
+		return "", fmt.Errorf("seed demo data: %w (a second run finds the demo already there: that is fine)", err)
+	}
+	return st.APIKey, nil
 }
 
 // seed creates the demo configuration through the admin REST API, like an operator would.

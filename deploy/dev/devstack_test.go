@@ -127,3 +127,110 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// buildStackBinaries builds the binaries Start runs into a temporary directory.
+func buildStackBinaries(t *testing.T) string {
+	t.Helper()
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator),
+		"github.com/tollgate/tollgate/controlplane/cmd/controlplane",
+		"github.com/tollgate/tollgate/dataplane/cmd/dataplane",
+		"github.com/tollgate/tollgate/deploy/mockupstream/cmd/mockupstream")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startFails runs Start (recovering a panic as a test failure) and returns its error, which must be set.
+func startFails(t *testing.T, o Options) error {
+	t.Helper()
+	var logs syncBuffer
+	o.Log = &logs
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var st *Stack
+	var err error
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("Start panicked: %v", r)
+			}
+		}()
+		st, err = Start(ctx, o)
+	}()
+	if err == nil {
+		st.Stop()
+		t.Fatal("Start succeeded, want an error")
+	}
+	if st != nil {
+		t.Errorf("Start returned a stack with its error")
+	}
+	return err
+}
+
+func wantMessage(t *testing.T, err error, parts ...string) {
+	t.Helper()
+	for _, p := range parts {
+		if !strings.Contains(err.Error(), p) {
+			t.Errorf("error %q does not mention %q", err, p)
+		}
+	}
+}
+
+// TestStartMissingBinaryNamesItAndTheFix: a missing binary is an error naming it and `make build`.
+func TestStartMissingBinaryNamesItAndTheFix(t *testing.T) {
+	dir := t.TempDir()
+	err := startFails(t, Options{BinDir: dir, DatabaseURL: "postgres://x@127.0.0.1:1/x", RedisURL: "redis://127.0.0.1:1/0",
+		DataPlane: freeAddr(t), AdminHTTP: freeAddr(t), GRPC: freeAddr(t), Mock: freeAddr(t)})
+	wantMessage(t, err, "controlplane", dir, "make build")
+}
+
+// TestStartTakenPortNamesTheSettingThatMovesIt: a taken port is an error naming the address and the
+// flag and environment variable that move it.
+func TestStartTakenPortNamesTheSettingThatMovesIt(t *testing.T) {
+	bin := buildStackBinaries(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	err = startFails(t, Options{BinDir: bin, DatabaseURL: "postgres://x@127.0.0.1:1/x", RedisURL: "redis://127.0.0.1:1/0",
+		DataPlane: freeAddr(t), AdminHTTP: ln.Addr().String(), GRPC: freeAddr(t), Mock: freeAddr(t)})
+	wantMessage(t, err, ln.Addr().String(), "-admin-addr", "TOLLGATE_DEV_ADMIN_ADDR")
+}
+
+// TestStartFailureStopsWhatAlreadyStarted: the control plane dies at start (its database is unreachable)
+// after the mock upstream is up. Start reports the control plane's own error and the fix, and the mock
+// upstream it had started is gone.
+func TestStartFailureStopsWhatAlreadyStarted(t *testing.T) {
+	bin := buildStackBinaries(t)
+	mock := freeAddr(t)
+	err := startFails(t, Options{BinDir: bin, DatabaseURL: "postgres://x@127.0.0.1:1/x?connect_timeout=2", RedisURL: "redis://127.0.0.1:1/0",
+		DataPlane: freeAddr(t), AdminHTTP: freeAddr(t), GRPC: freeAddr(t), Mock: mock})
+	wantMessage(t, err, "controlplane exited", "127.0.0.1:1", "TOLLGATE_DATABASE_URL")
+	if c, err := net.DialTimeout("tcp", mock, time.Second); err == nil {
+		c.Close()
+		t.Errorf("the mock upstream still listens on %s after Start failed", mock)
+	}
+}
+
+// TestFlagsAndEnvironmentSetThePorts: every address is a flag with an environment fallback.
+func TestFlagsAndEnvironmentSetThePorts(t *testing.T) {
+	env := map[string]string{"TOLLGATE_DEV_DP_ADDR": "127.0.0.1:18080", "TOLLGATE_DEV_MOCK_ADDR": "127.0.0.1:19999",
+		"TOLLGATE_DATABASE_URL": "postgres://db", "TOLLGATE_REDIS_URL": "redis://r"}
+	o, err := ParseFlags([]string{"-bin", "out", "-admin-addr", "127.0.0.1:18081", "-grpc-addr", "127.0.0.1:19090"},
+		func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Options{BinDir: "out", DataPlane: "127.0.0.1:18080", AdminHTTP: "127.0.0.1:18081", GRPC: "127.0.0.1:19090",
+		Mock: "127.0.0.1:19999", DatabaseURL: "postgres://db", RedisURL: "redis://r"}
+	if o != want {
+		t.Fatalf("ParseFlags = %+v, want %+v", o, want)
+	}
+	if _, err := ParseFlags([]string{"-dp-addr", "nonsense"}, func(string) string { return "" }, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "-dp-addr") {
+		t.Fatalf("ParseFlags(bad address) = %v, want an error naming -dp-addr", err)
+	}
+}

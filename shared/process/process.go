@@ -68,6 +68,8 @@ type Server struct {
 	Serve func() error
 	// Stop shuts down gracefully within ctx.
 	Stop func(ctx context.Context) error
+	// Drain, when set, runs before any server is stopped and before the grace period starts (see Drain).
+	Drain func(ctx context.Context)
 }
 
 // HTTPServer adapts an http.Server listening on ln.
@@ -79,8 +81,9 @@ func HTTPServer(name string, srv *http.Server, ln net.Listener) Server {
 	}
 }
 
-// Run serves every server until ctx is done or one fails, then stops them all within grace, then runs
-// the after hooks (e.g. flushing settlements, closing pools) in order.
+// Run serves every server until ctx is done or one fails, then drains (each server's Drain, e.g. the
+// Drain's delay), then stops them all in order within grace, then runs the after hooks (e.g. flushing
+// settlements, closing pools) in order. A failed server skips the drain: the process is already broken.
 func Run(ctx context.Context, log *slog.Logger, grace time.Duration, servers []Server, after ...func(context.Context) error) error {
 	errc := make(chan error, len(servers))
 	for _, s := range servers {
@@ -102,6 +105,33 @@ func Run(ctx context.Context, log *slog.Logger, grace time.Duration, servers []S
 		log.Info("shutting down", "reason", context.Cause(ctx))
 	case first = <-errc:
 		log.Error("server failed; shutting down", "err", first)
+	}
+	if first == nil {
+		drainCtx, stopDrain := context.WithCancel(context.WithoutCancel(ctx))
+		failed := make(chan error, 1)
+		go func() { // a server failing during the drain ends it (ones ending cleanly with ctx do not)
+			for {
+				select {
+				case err := <-errc:
+					if err == nil {
+						continue
+					}
+					stopDrain()
+					failed <- err
+				case <-drainCtx.Done():
+					failed <- nil
+				}
+				return
+			}
+		}()
+		for _, s := range servers {
+			if s.Drain != nil {
+				log.Info("draining", "server", s.Name)
+				s.Drain(drainCtx)
+			}
+		}
+		stopDrain()
+		first = <-failed
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()

@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -13,18 +14,25 @@ import (
 )
 
 func main() {
-	bin := flag.String("bin", "bin", "directory holding the built binaries")
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	st, err := dev.Start(ctx, dev.Options{
-		BinDir:      *bin,
-		DatabaseURL: os.Getenv("TOLLGATE_DATABASE_URL"),
-		RedisURL:    os.Getenv("TOLLGATE_REDIS_URL"),
-	})
+	if len(os.Args) > 1 && os.Args[1] == "seed" {
+		seed(os.Args[2:])
+		return
+	}
+	opts, err := dev.ParseFlags(os.Args[1:], os.Getenv, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "devstack:", err)
-		os.Exit(1)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	st, err := dev.Start(ctx, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "devstack:", err)
+		stop()
+		os.Exit(1) // Start stopped everything it had started
 	}
 	fmt.Printf(`
 Tollgate is running.
@@ -41,4 +49,35 @@ Ctrl-C stops everything.
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "devstack: stopping")
 	st.Stop()
+}
+
+// seed seeds a control plane that is already running (the compose file's seed service):
+// devstack seed [-admin-addr host:port] [-mock-url URL] [-dp-url URL], admin token from TOLLGATE_ADMIN_TOKEN.
+func seed(args []string) {
+	fs := flag.NewFlagSet("devstack seed", flag.ExitOnError)
+	admin := fs.String("admin-addr", envOr("TOLLGATE_DEV_ADMIN_ADDR", "127.0.0.1:8081"), "control plane admin address (TOLLGATE_DEV_ADMIN_ADDR)")
+	mock := fs.String("mock-url", envOr("TOLLGATE_DEV_MOCK_URL", "http://127.0.0.1:9999"), "mock upstream base URL the demo provider uses (TOLLGATE_DEV_MOCK_URL)")
+	dpURL := fs.String("dp-url", envOr("TOLLGATE_DEV_DP_URL", "http://127.0.0.1:8080"), "client URL printed in the curl line (TOLLGATE_DEV_DP_URL)")
+	_ = fs.Parse(args)
+	token := os.Getenv("TOLLGATE_ADMIN_TOKEN")
+	if token == "" {
+		fmt.Fprintln(os.Stderr, "devstack seed: TOLLGATE_ADMIN_TOKEN is required (the control plane's admin token)")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	key, err := dev.SeedDemo(ctx, *admin, token, *mock)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "devstack seed:", err)
+		stop()
+		os.Exit(1)
+	}
+	fmt.Printf("Demo seeded. Try it:\n  curl -sS %s/v1/chat/completions -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{\"model\":\"demo-model\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello from Tollgate\"}]}'\n", *dpURL, key)
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
