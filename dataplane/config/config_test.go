@@ -64,7 +64,7 @@ func TestClientTimeouts(t *testing.T) {
 		if _, err := Load(nil, envOf(map[string]string{"TOLLGATE_DP_TOKEN": "t", name: "0s"}), io.Discard); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s=0s: %v, want an error naming it", name, err)
 		}
-		}
+	}
 }
 
 // TestDrainDelaySetting: TOLLGATE_DRAIN_DELAY defaults to 5s, a flag overrides it, 0 turns it off and a
