@@ -3523,6 +3523,896 @@ func (*DeleteAdminTokenResponse) Descriptor() ([]byte, []int) {
 	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{70}
 }
 
+type PlanPriceCatalogRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "genai-prices" (document) or "models.dev" (files).
+	Format   string            `protobuf:"bytes,1,opt,name=format,proto3" json:"format,omitempty"`
+	Document string            `protobuf:"bytes,2,opt,name=document,proto3" json:"document,omitempty"`
+	Files    map[string]string `protobuf:"bytes,3,rep,name=files,proto3" json:"files,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Catalog provider id → Tollgate provider id: those entries become provider-scoped rules.
+	ProviderMap          map[string]int64 `protobuf:"bytes,4,rep,name=provider_map,json=providerMap,proto3" json:"provider_map,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	OnlyMapped           bool             `protobuf:"varint,5,opt,name=only_mapped,json=onlyMapped,proto3" json:"only_mapped,omitempty"`
+	StartsWithAsContains bool             `protobuf:"varint,6,opt,name=starts_with_as_contains,json=startsWithAsContains,proto3" json:"starts_with_as_contains,omitempty"`
+	// Picks dated conditional prices; absent: now.
+	At            *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanPriceCatalogRequest) Reset() {
+	*x = PlanPriceCatalogRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanPriceCatalogRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanPriceCatalogRequest) ProtoMessage() {}
+
+func (x *PlanPriceCatalogRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanPriceCatalogRequest.ProtoReflect.Descriptor instead.
+func (*PlanPriceCatalogRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *PlanPriceCatalogRequest) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *PlanPriceCatalogRequest) GetDocument() string {
+	if x != nil {
+		return x.Document
+	}
+	return ""
+}
+
+func (x *PlanPriceCatalogRequest) GetFiles() map[string]string {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *PlanPriceCatalogRequest) GetProviderMap() map[string]int64 {
+	if x != nil {
+		return x.ProviderMap
+	}
+	return nil
+}
+
+func (x *PlanPriceCatalogRequest) GetOnlyMapped() bool {
+	if x != nil {
+		return x.OnlyMapped
+	}
+	return false
+}
+
+func (x *PlanPriceCatalogRequest) GetStartsWithAsContains() bool {
+	if x != nil {
+		return x.StartsWithAsContains
+	}
+	return false
+}
+
+func (x *PlanPriceCatalogRequest) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+type PlanPriceCatalogResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Plan          *CatalogPlan           `protobuf:"bytes,1,opt,name=plan,proto3" json:"plan,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanPriceCatalogResponse) Reset() {
+	*x = PlanPriceCatalogResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanPriceCatalogResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanPriceCatalogResponse) ProtoMessage() {}
+
+func (x *PlanPriceCatalogResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanPriceCatalogResponse.ProtoReflect.Descriptor instead.
+func (*PlanPriceCatalogResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *PlanPriceCatalogResponse) GetPlan() *CatalogPlan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+// CatalogPlan is what applying a catalog would do (REST: the plan JSON).
+type CatalogPlan struct {
+	state         protoimpl.MessageState  `protogen:"open.v1"`
+	Id            string                  `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Format        string                  `protobuf:"bytes,2,opt,name=format,proto3" json:"format,omitempty"`
+	Digest        string                  `protobuf:"bytes,3,opt,name=digest,proto3" json:"digest,omitempty"`
+	CreatedAt     *timestamppb.Timestamp  `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	CreatedBy     string                  `protobuf:"bytes,5,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	Entries       int32                   `protobuf:"varint,6,opt,name=entries,proto3" json:"entries,omitempty"`
+	Added         []*CatalogPlanRule      `protobuf:"bytes,7,rep,name=added,proto3" json:"added,omitempty"`
+	Changed       []*CatalogPlanChange    `protobuf:"bytes,8,rep,name=changed,proto3" json:"changed,omitempty"`
+	Unchanged     []*CatalogPlanUnchanged `protobuf:"bytes,9,rep,name=unchanged,proto3" json:"unchanged,omitempty"`
+	Skipped       []*CatalogSkipped       `protobuf:"bytes,10,rep,name=skipped,proto3" json:"skipped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CatalogPlan) Reset() {
+	*x = CatalogPlan{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogPlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogPlan) ProtoMessage() {}
+
+func (x *CatalogPlan) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogPlan.ProtoReflect.Descriptor instead.
+func (*CatalogPlan) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *CatalogPlan) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CatalogPlan) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *CatalogPlan) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
+func (x *CatalogPlan) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *CatalogPlan) GetCreatedBy() string {
+	if x != nil {
+		return x.CreatedBy
+	}
+	return ""
+}
+
+func (x *CatalogPlan) GetEntries() int32 {
+	if x != nil {
+		return x.Entries
+	}
+	return 0
+}
+
+func (x *CatalogPlan) GetAdded() []*CatalogPlanRule {
+	if x != nil {
+		return x.Added
+	}
+	return nil
+}
+
+func (x *CatalogPlan) GetChanged() []*CatalogPlanChange {
+	if x != nil {
+		return x.Changed
+	}
+	return nil
+}
+
+func (x *CatalogPlan) GetUnchanged() []*CatalogPlanUnchanged {
+	if x != nil {
+		return x.Unchanged
+	}
+	return nil
+}
+
+func (x *CatalogPlan) GetSkipped() []*CatalogSkipped {
+	if x != nil {
+		return x.Skipped
+	}
+	return nil
+}
+
+type CatalogPlanRule struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntryId       string                 `protobuf:"bytes,1,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	Rule          *v1.PriceRule          `protobuf:"bytes,2,opt,name=rule,proto3" json:"rule,omitempty"`
+	Notes         []string               `protobuf:"bytes,3,rep,name=notes,proto3" json:"notes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CatalogPlanRule) Reset() {
+	*x = CatalogPlanRule{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogPlanRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogPlanRule) ProtoMessage() {}
+
+func (x *CatalogPlanRule) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogPlanRule.ProtoReflect.Descriptor instead.
+func (*CatalogPlanRule) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *CatalogPlanRule) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *CatalogPlanRule) GetRule() *v1.PriceRule {
+	if x != nil {
+		return x.Rule
+	}
+	return nil
+}
+
+func (x *CatalogPlanRule) GetNotes() []string {
+	if x != nil {
+		return x.Notes
+	}
+	return nil
+}
+
+type CatalogPlanChange struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	EntryId        string                 `protobuf:"bytes,1,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	PriceRuleId    int64                  `protobuf:"varint,2,opt,name=price_rule_id,json=priceRuleId,proto3" json:"price_rule_id,omitempty"`
+	OperatorEdited bool                   `protobuf:"varint,3,opt,name=operator_edited,json=operatorEdited,proto3" json:"operator_edited,omitempty"`
+	Fields         []*CatalogFieldChange  `protobuf:"bytes,4,rep,name=fields,proto3" json:"fields,omitempty"`
+	Rule           *v1.PriceRule          `protobuf:"bytes,5,opt,name=rule,proto3" json:"rule,omitempty"`
+	Notes          []string               `protobuf:"bytes,6,rep,name=notes,proto3" json:"notes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CatalogPlanChange) Reset() {
+	*x = CatalogPlanChange{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogPlanChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogPlanChange) ProtoMessage() {}
+
+func (x *CatalogPlanChange) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogPlanChange.ProtoReflect.Descriptor instead.
+func (*CatalogPlanChange) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *CatalogPlanChange) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *CatalogPlanChange) GetPriceRuleId() int64 {
+	if x != nil {
+		return x.PriceRuleId
+	}
+	return 0
+}
+
+func (x *CatalogPlanChange) GetOperatorEdited() bool {
+	if x != nil {
+		return x.OperatorEdited
+	}
+	return false
+}
+
+func (x *CatalogPlanChange) GetFields() []*CatalogFieldChange {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+func (x *CatalogPlanChange) GetRule() *v1.PriceRule {
+	if x != nil {
+		return x.Rule
+	}
+	return nil
+}
+
+func (x *CatalogPlanChange) GetNotes() []string {
+	if x != nil {
+		return x.Notes
+	}
+	return nil
+}
+
+type CatalogFieldChange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Field         string                 `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	Old           string                 `protobuf:"bytes,2,opt,name=old,proto3" json:"old,omitempty"`
+	New           string                 `protobuf:"bytes,3,opt,name=new,proto3" json:"new,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CatalogFieldChange) Reset() {
+	*x = CatalogFieldChange{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogFieldChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogFieldChange) ProtoMessage() {}
+
+func (x *CatalogFieldChange) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogFieldChange.ProtoReflect.Descriptor instead.
+func (*CatalogFieldChange) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *CatalogFieldChange) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *CatalogFieldChange) GetOld() string {
+	if x != nil {
+		return x.Old
+	}
+	return ""
+}
+
+func (x *CatalogFieldChange) GetNew() string {
+	if x != nil {
+		return x.New
+	}
+	return ""
+}
+
+type CatalogPlanUnchanged struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	EntryId        string                 `protobuf:"bytes,1,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	PriceRuleId    int64                  `protobuf:"varint,2,opt,name=price_rule_id,json=priceRuleId,proto3" json:"price_rule_id,omitempty"`
+	ProvenanceOnly bool                   `protobuf:"varint,3,opt,name=provenance_only,json=provenanceOnly,proto3" json:"provenance_only,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CatalogPlanUnchanged) Reset() {
+	*x = CatalogPlanUnchanged{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogPlanUnchanged) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogPlanUnchanged) ProtoMessage() {}
+
+func (x *CatalogPlanUnchanged) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogPlanUnchanged.ProtoReflect.Descriptor instead.
+func (*CatalogPlanUnchanged) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *CatalogPlanUnchanged) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *CatalogPlanUnchanged) GetPriceRuleId() int64 {
+	if x != nil {
+		return x.PriceRuleId
+	}
+	return 0
+}
+
+func (x *CatalogPlanUnchanged) GetProvenanceOnly() bool {
+	if x != nil {
+		return x.ProvenanceOnly
+	}
+	return false
+}
+
+type CatalogSkipped struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntryId       string                 `protobuf:"bytes,1,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CatalogSkipped) Reset() {
+	*x = CatalogSkipped{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogSkipped) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogSkipped) ProtoMessage() {}
+
+func (x *CatalogSkipped) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogSkipped.ProtoReflect.Descriptor instead.
+func (*CatalogSkipped) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *CatalogSkipped) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *CatalogSkipped) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type ApplyPriceCatalogRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	PlanId string                 `protobuf:"bytes,1,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	// Entry ids of the plan not to apply.
+	Exclude               []string `protobuf:"bytes,2,rep,name=exclude,proto3" json:"exclude,omitempty"`
+	ConfirmOperatorEdited bool     `protobuf:"varint,3,opt,name=confirm_operator_edited,json=confirmOperatorEdited,proto3" json:"confirm_operator_edited,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *ApplyPriceCatalogRequest) Reset() {
+	*x = ApplyPriceCatalogRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyPriceCatalogRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyPriceCatalogRequest) ProtoMessage() {}
+
+func (x *ApplyPriceCatalogRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyPriceCatalogRequest.ProtoReflect.Descriptor instead.
+func (*ApplyPriceCatalogRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *ApplyPriceCatalogRequest) GetPlanId() string {
+	if x != nil {
+		return x.PlanId
+	}
+	return ""
+}
+
+func (x *ApplyPriceCatalogRequest) GetExclude() []string {
+	if x != nil {
+		return x.Exclude
+	}
+	return nil
+}
+
+func (x *ApplyPriceCatalogRequest) GetConfirmOperatorEdited() bool {
+	if x != nil {
+		return x.ConfirmOperatorEdited
+	}
+	return false
+}
+
+type ApplyPriceCatalogResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PlanId        string                 `protobuf:"bytes,1,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	Added         int32                  `protobuf:"varint,2,opt,name=added,proto3" json:"added,omitempty"`
+	Changed       int32                  `protobuf:"varint,3,opt,name=changed,proto3" json:"changed,omitempty"`
+	Excluded      int32                  `protobuf:"varint,4,opt,name=excluded,proto3" json:"excluded,omitempty"`
+	AppliedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=applied_at,json=appliedAt,proto3" json:"applied_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyPriceCatalogResponse) Reset() {
+	*x = ApplyPriceCatalogResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyPriceCatalogResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyPriceCatalogResponse) ProtoMessage() {}
+
+func (x *ApplyPriceCatalogResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyPriceCatalogResponse.ProtoReflect.Descriptor instead.
+func (*ApplyPriceCatalogResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *ApplyPriceCatalogResponse) GetPlanId() string {
+	if x != nil {
+		return x.PlanId
+	}
+	return ""
+}
+
+func (x *ApplyPriceCatalogResponse) GetAdded() int32 {
+	if x != nil {
+		return x.Added
+	}
+	return 0
+}
+
+func (x *ApplyPriceCatalogResponse) GetChanged() int32 {
+	if x != nil {
+		return x.Changed
+	}
+	return 0
+}
+
+func (x *ApplyPriceCatalogResponse) GetExcluded() int32 {
+	if x != nil {
+		return x.Excluded
+	}
+	return 0
+}
+
+func (x *ApplyPriceCatalogResponse) GetAppliedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AppliedAt
+	}
+	return nil
+}
+
+type GetPriceRuleProvenanceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PriceRuleId   int64                  `protobuf:"varint,1,opt,name=price_rule_id,json=priceRuleId,proto3" json:"price_rule_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPriceRuleProvenanceRequest) Reset() {
+	*x = GetPriceRuleProvenanceRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPriceRuleProvenanceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPriceRuleProvenanceRequest) ProtoMessage() {}
+
+func (x *GetPriceRuleProvenanceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPriceRuleProvenanceRequest.ProtoReflect.Descriptor instead.
+func (*GetPriceRuleProvenanceRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *GetPriceRuleProvenanceRequest) GetPriceRuleId() int64 {
+	if x != nil {
+		return x.PriceRuleId
+	}
+	return 0
+}
+
+type GetPriceRuleProvenanceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Provenance    *PriceRuleProvenance   `protobuf:"bytes,1,opt,name=provenance,proto3" json:"provenance,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPriceRuleProvenanceResponse) Reset() {
+	*x = GetPriceRuleProvenanceResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPriceRuleProvenanceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPriceRuleProvenanceResponse) ProtoMessage() {}
+
+func (x *GetPriceRuleProvenanceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPriceRuleProvenanceResponse.ProtoReflect.Descriptor instead.
+func (*GetPriceRuleProvenanceResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *GetPriceRuleProvenanceResponse) GetProvenance() *PriceRuleProvenance {
+	if x != nil {
+		return x.Provenance
+	}
+	return nil
+}
+
+// PriceRuleProvenance says where an imported price rule came from.
+type PriceRuleProvenance struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PriceRuleId   int64                  `protobuf:"varint,1,opt,name=price_rule_id,json=priceRuleId,proto3" json:"price_rule_id,omitempty"`
+	Catalog       string                 `protobuf:"bytes,2,opt,name=catalog,proto3" json:"catalog,omitempty"`
+	FileDigest    string                 `protobuf:"bytes,3,opt,name=file_digest,json=fileDigest,proto3" json:"file_digest,omitempty"`
+	EntryId       string                 `protobuf:"bytes,4,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	ImportedAt    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=imported_at,json=importedAt,proto3" json:"imported_at,omitempty"`
+	ImportedBy    string                 `protobuf:"bytes,6,opt,name=imported_by,json=importedBy,proto3" json:"imported_by,omitempty"`
+	PlanId        string                 `protobuf:"bytes,7,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PriceRuleProvenance) Reset() {
+	*x = PriceRuleProvenance{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PriceRuleProvenance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PriceRuleProvenance) ProtoMessage() {}
+
+func (x *PriceRuleProvenance) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PriceRuleProvenance.ProtoReflect.Descriptor instead.
+func (*PriceRuleProvenance) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *PriceRuleProvenance) GetPriceRuleId() int64 {
+	if x != nil {
+		return x.PriceRuleId
+	}
+	return 0
+}
+
+func (x *PriceRuleProvenance) GetCatalog() string {
+	if x != nil {
+		return x.Catalog
+	}
+	return ""
+}
+
+func (x *PriceRuleProvenance) GetFileDigest() string {
+	if x != nil {
+		return x.FileDigest
+	}
+	return ""
+}
+
+func (x *PriceRuleProvenance) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *PriceRuleProvenance) GetImportedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ImportedAt
+	}
+	return nil
+}
+
+func (x *PriceRuleProvenance) GetImportedBy() string {
+	if x != nil {
+		return x.ImportedBy
+	}
+	return ""
+}
+
+func (x *PriceRuleProvenance) GetPlanId() string {
+	if x != nil {
+		return x.PlanId
+	}
+	return ""
+}
+
 var File_tollgate_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
@@ -3751,7 +4641,89 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x05items\x18\x01 \x03(\v2\x1d.tollgate.admin.v1.AdminTokenR\x05items\")\n" +
 	"\x17DeleteAdminTokenRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"\x1a\n" +
-	"\x18DeleteAdminTokenResponse2\xa0\x1a\n" +
+	"\x18DeleteAdminTokenResponse\"\xf8\x03\n" +
+	"\x17PlanPriceCatalogRequest\x12\x16\n" +
+	"\x06format\x18\x01 \x01(\tR\x06format\x12\x1a\n" +
+	"\bdocument\x18\x02 \x01(\tR\bdocument\x12K\n" +
+	"\x05files\x18\x03 \x03(\v25.tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntryR\x05files\x12^\n" +
+	"\fprovider_map\x18\x04 \x03(\v2;.tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntryR\vproviderMap\x12\x1f\n" +
+	"\vonly_mapped\x18\x05 \x01(\bR\n" +
+	"onlyMapped\x125\n" +
+	"\x17starts_with_as_contains\x18\x06 \x01(\bR\x14startsWithAsContains\x12*\n" +
+	"\x02at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x1a8\n" +
+	"\n" +
+	"FilesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
+	"\x10ProviderMapEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"N\n" +
+	"\x18PlanPriceCatalogResponse\x122\n" +
+	"\x04plan\x18\x01 \x01(\v2\x1e.tollgate.admin.v1.CatalogPlanR\x04plan\"\xbf\x03\n" +
+	"\vCatalogPlan\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06format\x18\x02 \x01(\tR\x06format\x12\x16\n" +
+	"\x06digest\x18\x03 \x01(\tR\x06digest\x129\n" +
+	"\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x1d\n" +
+	"\n" +
+	"created_by\x18\x05 \x01(\tR\tcreatedBy\x12\x18\n" +
+	"\aentries\x18\x06 \x01(\x05R\aentries\x128\n" +
+	"\x05added\x18\a \x03(\v2\".tollgate.admin.v1.CatalogPlanRuleR\x05added\x12>\n" +
+	"\achanged\x18\b \x03(\v2$.tollgate.admin.v1.CatalogPlanChangeR\achanged\x12E\n" +
+	"\tunchanged\x18\t \x03(\v2'.tollgate.admin.v1.CatalogPlanUnchangedR\tunchanged\x12;\n" +
+	"\askipped\x18\n" +
+	" \x03(\v2!.tollgate.admin.v1.CatalogSkippedR\askipped\"u\n" +
+	"\x0fCatalogPlanRule\x12\x19\n" +
+	"\bentry_id\x18\x01 \x01(\tR\aentryId\x121\n" +
+	"\x04rule\x18\x02 \x01(\v2\x1d.tollgate.config.v1.PriceRuleR\x04rule\x12\x14\n" +
+	"\x05notes\x18\x03 \x03(\tR\x05notes\"\x83\x02\n" +
+	"\x11CatalogPlanChange\x12\x19\n" +
+	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12\"\n" +
+	"\rprice_rule_id\x18\x02 \x01(\x03R\vpriceRuleId\x12'\n" +
+	"\x0foperator_edited\x18\x03 \x01(\bR\x0eoperatorEdited\x12=\n" +
+	"\x06fields\x18\x04 \x03(\v2%.tollgate.admin.v1.CatalogFieldChangeR\x06fields\x121\n" +
+	"\x04rule\x18\x05 \x01(\v2\x1d.tollgate.config.v1.PriceRuleR\x04rule\x12\x14\n" +
+	"\x05notes\x18\x06 \x03(\tR\x05notes\"N\n" +
+	"\x12CatalogFieldChange\x12\x14\n" +
+	"\x05field\x18\x01 \x01(\tR\x05field\x12\x10\n" +
+	"\x03old\x18\x02 \x01(\tR\x03old\x12\x10\n" +
+	"\x03new\x18\x03 \x01(\tR\x03new\"~\n" +
+	"\x14CatalogPlanUnchanged\x12\x19\n" +
+	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12\"\n" +
+	"\rprice_rule_id\x18\x02 \x01(\x03R\vpriceRuleId\x12'\n" +
+	"\x0fprovenance_only\x18\x03 \x01(\bR\x0eprovenanceOnly\"C\n" +
+	"\x0eCatalogSkipped\x12\x19\n" +
+	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x85\x01\n" +
+	"\x18ApplyPriceCatalogRequest\x12\x17\n" +
+	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12\x18\n" +
+	"\aexclude\x18\x02 \x03(\tR\aexclude\x126\n" +
+	"\x17confirm_operator_edited\x18\x03 \x01(\bR\x15confirmOperatorEdited\"\xbb\x01\n" +
+	"\x19ApplyPriceCatalogResponse\x12\x17\n" +
+	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12\x14\n" +
+	"\x05added\x18\x02 \x01(\x05R\x05added\x12\x18\n" +
+	"\achanged\x18\x03 \x01(\x05R\achanged\x12\x1a\n" +
+	"\bexcluded\x18\x04 \x01(\x05R\bexcluded\x129\n" +
+	"\n" +
+	"applied_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt\"C\n" +
+	"\x1dGetPriceRuleProvenanceRequest\x12\"\n" +
+	"\rprice_rule_id\x18\x01 \x01(\x03R\vpriceRuleId\"h\n" +
+	"\x1eGetPriceRuleProvenanceResponse\x12F\n" +
+	"\n" +
+	"provenance\x18\x01 \x01(\v2&.tollgate.admin.v1.PriceRuleProvenanceR\n" +
+	"provenance\"\x86\x02\n" +
+	"\x13PriceRuleProvenance\x12\"\n" +
+	"\rprice_rule_id\x18\x01 \x01(\x03R\vpriceRuleId\x12\x18\n" +
+	"\acatalog\x18\x02 \x01(\tR\acatalog\x12\x1f\n" +
+	"\vfile_digest\x18\x03 \x01(\tR\n" +
+	"fileDigest\x12\x19\n" +
+	"\bentry_id\x18\x04 \x01(\tR\aentryId\x12;\n" +
+	"\vimported_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"importedAt\x12\x1f\n" +
+	"\vimported_by\x18\x06 \x01(\tR\n" +
+	"importedBy\x12\x17\n" +
+	"\aplan_id\x18\a \x01(\tR\x06planId2\xfc\x1c\n" +
 	"\fAdminService\x12e\n" +
 	"\x0eListPriceRules\x12(.tollgate.admin.v1.ListPriceRulesRequest\x1a).tollgate.admin.v1.ListPriceRulesResponse\x12_\n" +
 	"\fGetPriceRule\x12&.tollgate.admin.v1.GetPriceRuleRequest\x1a'.tollgate.admin.v1.GetPriceRuleResponse\x12h\n" +
@@ -3791,7 +4763,10 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x06Import\x12 .tollgate.admin.v1.ImportRequest\x1a!.tollgate.admin.v1.ImportResponse\x12k\n" +
 	"\x10CreateAdminToken\x12*.tollgate.admin.v1.CreateAdminTokenRequest\x1a+.tollgate.admin.v1.CreateAdminTokenResponse\x12h\n" +
 	"\x0fListAdminTokens\x12).tollgate.admin.v1.ListAdminTokensRequest\x1a*.tollgate.admin.v1.ListAdminTokensResponse\x12k\n" +
-	"\x10DeleteAdminToken\x12*.tollgate.admin.v1.DeleteAdminTokenRequest\x1a+.tollgate.admin.v1.DeleteAdminTokenResponseBCZAgithub.com/tollgate/tollgate/shared/gen/tollgate/admin/v1;adminv1b\x06proto3"
+	"\x10DeleteAdminToken\x12*.tollgate.admin.v1.DeleteAdminTokenRequest\x1a+.tollgate.admin.v1.DeleteAdminTokenResponse\x12k\n" +
+	"\x10PlanPriceCatalog\x12*.tollgate.admin.v1.PlanPriceCatalogRequest\x1a+.tollgate.admin.v1.PlanPriceCatalogResponse\x12n\n" +
+	"\x11ApplyPriceCatalog\x12+.tollgate.admin.v1.ApplyPriceCatalogRequest\x1a,.tollgate.admin.v1.ApplyPriceCatalogResponse\x12}\n" +
+	"\x16GetPriceRuleProvenance\x120.tollgate.admin.v1.GetPriceRuleProvenanceRequest\x1a1.tollgate.admin.v1.GetPriceRuleProvenanceResponseBCZAgithub.com/tollgate/tollgate/shared/gen/tollgate/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_tollgate_admin_v1_admin_proto_rawDescOnce sync.Once
@@ -3805,214 +4780,250 @@ func file_tollgate_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_tollgate_admin_v1_admin_proto_rawDescData
 }
 
-var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
+var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 86)
 var file_tollgate_admin_v1_admin_proto_goTypes = []any{
-	(*ListPriceRulesRequest)(nil),      // 0: tollgate.admin.v1.ListPriceRulesRequest
-	(*ListPriceRulesResponse)(nil),     // 1: tollgate.admin.v1.ListPriceRulesResponse
-	(*GetPriceRuleRequest)(nil),        // 2: tollgate.admin.v1.GetPriceRuleRequest
-	(*GetPriceRuleResponse)(nil),       // 3: tollgate.admin.v1.GetPriceRuleResponse
-	(*CreatePriceRuleRequest)(nil),     // 4: tollgate.admin.v1.CreatePriceRuleRequest
-	(*CreatePriceRuleResponse)(nil),    // 5: tollgate.admin.v1.CreatePriceRuleResponse
-	(*UpdatePriceRuleRequest)(nil),     // 6: tollgate.admin.v1.UpdatePriceRuleRequest
-	(*UpdatePriceRuleResponse)(nil),    // 7: tollgate.admin.v1.UpdatePriceRuleResponse
-	(*DeletePriceRuleRequest)(nil),     // 8: tollgate.admin.v1.DeletePriceRuleRequest
-	(*DeletePriceRuleResponse)(nil),    // 9: tollgate.admin.v1.DeletePriceRuleResponse
-	(*QuotePriceRequest)(nil),          // 10: tollgate.admin.v1.QuotePriceRequest
-	(*QuotePriceResponse)(nil),         // 11: tollgate.admin.v1.QuotePriceResponse
-	(*Rates)(nil),                      // 12: tollgate.admin.v1.Rates
-	(*ListProvidersRequest)(nil),       // 13: tollgate.admin.v1.ListProvidersRequest
-	(*ListProvidersResponse)(nil),      // 14: tollgate.admin.v1.ListProvidersResponse
-	(*GetProviderRequest)(nil),         // 15: tollgate.admin.v1.GetProviderRequest
-	(*GetProviderResponse)(nil),        // 16: tollgate.admin.v1.GetProviderResponse
-	(*CreateProviderRequest)(nil),      // 17: tollgate.admin.v1.CreateProviderRequest
-	(*CreateProviderResponse)(nil),     // 18: tollgate.admin.v1.CreateProviderResponse
-	(*UpdateProviderRequest)(nil),      // 19: tollgate.admin.v1.UpdateProviderRequest
-	(*UpdateProviderResponse)(nil),     // 20: tollgate.admin.v1.UpdateProviderResponse
-	(*DeleteProviderRequest)(nil),      // 21: tollgate.admin.v1.DeleteProviderRequest
-	(*DeleteProviderResponse)(nil),     // 22: tollgate.admin.v1.DeleteProviderResponse
-	(*CreateCredentialRequest)(nil),    // 23: tollgate.admin.v1.CreateCredentialRequest
-	(*CreateCredentialResponse)(nil),   // 24: tollgate.admin.v1.CreateCredentialResponse
-	(*DeleteCredentialRequest)(nil),    // 25: tollgate.admin.v1.DeleteCredentialRequest
-	(*DeleteCredentialResponse)(nil),   // 26: tollgate.admin.v1.DeleteCredentialResponse
-	(*ListRoutingRulesRequest)(nil),    // 27: tollgate.admin.v1.ListRoutingRulesRequest
-	(*ListRoutingRulesResponse)(nil),   // 28: tollgate.admin.v1.ListRoutingRulesResponse
-	(*UpsertRoutingRulesRequest)(nil),  // 29: tollgate.admin.v1.UpsertRoutingRulesRequest
-	(*UpsertRoutingRulesResponse)(nil), // 30: tollgate.admin.v1.UpsertRoutingRulesResponse
-	(*ResetRoutingRulesRequest)(nil),   // 31: tollgate.admin.v1.ResetRoutingRulesRequest
-	(*ResetRoutingRulesResponse)(nil),  // 32: tollgate.admin.v1.ResetRoutingRulesResponse
-	(*DeleteRoutingRuleRequest)(nil),   // 33: tollgate.admin.v1.DeleteRoutingRuleRequest
-	(*DeleteRoutingRuleResponse)(nil),  // 34: tollgate.admin.v1.DeleteRoutingRuleResponse
-	(*ListRoutesRequest)(nil),          // 35: tollgate.admin.v1.ListRoutesRequest
-	(*ListRoutesResponse)(nil),         // 36: tollgate.admin.v1.ListRoutesResponse
-	(*GetRouteRequest)(nil),            // 37: tollgate.admin.v1.GetRouteRequest
-	(*GetRouteResponse)(nil),           // 38: tollgate.admin.v1.GetRouteResponse
-	(*CreateRouteRequest)(nil),         // 39: tollgate.admin.v1.CreateRouteRequest
-	(*CreateRouteResponse)(nil),        // 40: tollgate.admin.v1.CreateRouteResponse
-	(*UpdateRouteRequest)(nil),         // 41: tollgate.admin.v1.UpdateRouteRequest
-	(*UpdateRouteResponse)(nil),        // 42: tollgate.admin.v1.UpdateRouteResponse
-	(*DeleteRouteRequest)(nil),         // 43: tollgate.admin.v1.DeleteRouteRequest
-	(*DeleteRouteResponse)(nil),        // 44: tollgate.admin.v1.DeleteRouteResponse
-	(*CreateOrgRequest)(nil),           // 45: tollgate.admin.v1.CreateOrgRequest
-	(*CreateOrgResponse)(nil),          // 46: tollgate.admin.v1.CreateOrgResponse
-	(*CreateTeamRequest)(nil),          // 47: tollgate.admin.v1.CreateTeamRequest
-	(*CreateTeamResponse)(nil),         // 48: tollgate.admin.v1.CreateTeamResponse
-	(*CreateUserRequest)(nil),          // 49: tollgate.admin.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),         // 50: tollgate.admin.v1.CreateUserResponse
-	(*CreateApiKeyRequest)(nil),        // 51: tollgate.admin.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),       // 52: tollgate.admin.v1.CreateApiKeyResponse
-	(*GetQuotaRequest)(nil),            // 53: tollgate.admin.v1.GetQuotaRequest
-	(*GetQuotaResponse)(nil),           // 54: tollgate.admin.v1.GetQuotaResponse
-	(*SetQuotaRequest)(nil),            // 55: tollgate.admin.v1.SetQuotaRequest
-	(*SetQuotaResponse)(nil),           // 56: tollgate.admin.v1.SetQuotaResponse
-	(*ListUsagesRequest)(nil),          // 57: tollgate.admin.v1.ListUsagesRequest
-	(*Usage)(nil),                      // 58: tollgate.admin.v1.Usage
-	(*ListUsagesResponse)(nil),         // 59: tollgate.admin.v1.ListUsagesResponse
-	(*ExportRequest)(nil),              // 60: tollgate.admin.v1.ExportRequest
-	(*ExportResponse)(nil),             // 61: tollgate.admin.v1.ExportResponse
-	(*ImportRequest)(nil),              // 62: tollgate.admin.v1.ImportRequest
-	(*ImportResponse)(nil),             // 63: tollgate.admin.v1.ImportResponse
-	(*AdminToken)(nil),                 // 64: tollgate.admin.v1.AdminToken
-	(*CreateAdminTokenRequest)(nil),    // 65: tollgate.admin.v1.CreateAdminTokenRequest
-	(*CreateAdminTokenResponse)(nil),   // 66: tollgate.admin.v1.CreateAdminTokenResponse
-	(*ListAdminTokensRequest)(nil),     // 67: tollgate.admin.v1.ListAdminTokensRequest
-	(*ListAdminTokensResponse)(nil),    // 68: tollgate.admin.v1.ListAdminTokensResponse
-	(*DeleteAdminTokenRequest)(nil),    // 69: tollgate.admin.v1.DeleteAdminTokenRequest
-	(*DeleteAdminTokenResponse)(nil),   // 70: tollgate.admin.v1.DeleteAdminTokenResponse
-	(*v1.PriceRule)(nil),               // 71: tollgate.config.v1.PriceRule
-	(*v11.TokenCounts)(nil),            // 72: tollgate.settlement.v1.TokenCounts
-	(*v1.Provider)(nil),                // 73: tollgate.config.v1.Provider
-	(*v1.Credential)(nil),              // 74: tollgate.config.v1.Credential
-	(*v1.RoutingRule)(nil),             // 75: tollgate.config.v1.RoutingRule
-	(*v1.Route)(nil),                   // 76: tollgate.config.v1.Route
-	(*v1.Org)(nil),                     // 77: tollgate.config.v1.Org
-	(*v1.Team)(nil),                    // 78: tollgate.config.v1.Team
-	(*v1.User)(nil),                    // 79: tollgate.config.v1.User
-	(*timestamppb.Timestamp)(nil),      // 80: google.protobuf.Timestamp
-	(*v1.ApiKey)(nil),                  // 81: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),                   // 82: tollgate.config.v1.Quota
-	(*v11.SettlementRecord)(nil),       // 83: tollgate.settlement.v1.SettlementRecord
+	(*ListPriceRulesRequest)(nil),          // 0: tollgate.admin.v1.ListPriceRulesRequest
+	(*ListPriceRulesResponse)(nil),         // 1: tollgate.admin.v1.ListPriceRulesResponse
+	(*GetPriceRuleRequest)(nil),            // 2: tollgate.admin.v1.GetPriceRuleRequest
+	(*GetPriceRuleResponse)(nil),           // 3: tollgate.admin.v1.GetPriceRuleResponse
+	(*CreatePriceRuleRequest)(nil),         // 4: tollgate.admin.v1.CreatePriceRuleRequest
+	(*CreatePriceRuleResponse)(nil),        // 5: tollgate.admin.v1.CreatePriceRuleResponse
+	(*UpdatePriceRuleRequest)(nil),         // 6: tollgate.admin.v1.UpdatePriceRuleRequest
+	(*UpdatePriceRuleResponse)(nil),        // 7: tollgate.admin.v1.UpdatePriceRuleResponse
+	(*DeletePriceRuleRequest)(nil),         // 8: tollgate.admin.v1.DeletePriceRuleRequest
+	(*DeletePriceRuleResponse)(nil),        // 9: tollgate.admin.v1.DeletePriceRuleResponse
+	(*QuotePriceRequest)(nil),              // 10: tollgate.admin.v1.QuotePriceRequest
+	(*QuotePriceResponse)(nil),             // 11: tollgate.admin.v1.QuotePriceResponse
+	(*Rates)(nil),                          // 12: tollgate.admin.v1.Rates
+	(*ListProvidersRequest)(nil),           // 13: tollgate.admin.v1.ListProvidersRequest
+	(*ListProvidersResponse)(nil),          // 14: tollgate.admin.v1.ListProvidersResponse
+	(*GetProviderRequest)(nil),             // 15: tollgate.admin.v1.GetProviderRequest
+	(*GetProviderResponse)(nil),            // 16: tollgate.admin.v1.GetProviderResponse
+	(*CreateProviderRequest)(nil),          // 17: tollgate.admin.v1.CreateProviderRequest
+	(*CreateProviderResponse)(nil),         // 18: tollgate.admin.v1.CreateProviderResponse
+	(*UpdateProviderRequest)(nil),          // 19: tollgate.admin.v1.UpdateProviderRequest
+	(*UpdateProviderResponse)(nil),         // 20: tollgate.admin.v1.UpdateProviderResponse
+	(*DeleteProviderRequest)(nil),          // 21: tollgate.admin.v1.DeleteProviderRequest
+	(*DeleteProviderResponse)(nil),         // 22: tollgate.admin.v1.DeleteProviderResponse
+	(*CreateCredentialRequest)(nil),        // 23: tollgate.admin.v1.CreateCredentialRequest
+	(*CreateCredentialResponse)(nil),       // 24: tollgate.admin.v1.CreateCredentialResponse
+	(*DeleteCredentialRequest)(nil),        // 25: tollgate.admin.v1.DeleteCredentialRequest
+	(*DeleteCredentialResponse)(nil),       // 26: tollgate.admin.v1.DeleteCredentialResponse
+	(*ListRoutingRulesRequest)(nil),        // 27: tollgate.admin.v1.ListRoutingRulesRequest
+	(*ListRoutingRulesResponse)(nil),       // 28: tollgate.admin.v1.ListRoutingRulesResponse
+	(*UpsertRoutingRulesRequest)(nil),      // 29: tollgate.admin.v1.UpsertRoutingRulesRequest
+	(*UpsertRoutingRulesResponse)(nil),     // 30: tollgate.admin.v1.UpsertRoutingRulesResponse
+	(*ResetRoutingRulesRequest)(nil),       // 31: tollgate.admin.v1.ResetRoutingRulesRequest
+	(*ResetRoutingRulesResponse)(nil),      // 32: tollgate.admin.v1.ResetRoutingRulesResponse
+	(*DeleteRoutingRuleRequest)(nil),       // 33: tollgate.admin.v1.DeleteRoutingRuleRequest
+	(*DeleteRoutingRuleResponse)(nil),      // 34: tollgate.admin.v1.DeleteRoutingRuleResponse
+	(*ListRoutesRequest)(nil),              // 35: tollgate.admin.v1.ListRoutesRequest
+	(*ListRoutesResponse)(nil),             // 36: tollgate.admin.v1.ListRoutesResponse
+	(*GetRouteRequest)(nil),                // 37: tollgate.admin.v1.GetRouteRequest
+	(*GetRouteResponse)(nil),               // 38: tollgate.admin.v1.GetRouteResponse
+	(*CreateRouteRequest)(nil),             // 39: tollgate.admin.v1.CreateRouteRequest
+	(*CreateRouteResponse)(nil),            // 40: tollgate.admin.v1.CreateRouteResponse
+	(*UpdateRouteRequest)(nil),             // 41: tollgate.admin.v1.UpdateRouteRequest
+	(*UpdateRouteResponse)(nil),            // 42: tollgate.admin.v1.UpdateRouteResponse
+	(*DeleteRouteRequest)(nil),             // 43: tollgate.admin.v1.DeleteRouteRequest
+	(*DeleteRouteResponse)(nil),            // 44: tollgate.admin.v1.DeleteRouteResponse
+	(*CreateOrgRequest)(nil),               // 45: tollgate.admin.v1.CreateOrgRequest
+	(*CreateOrgResponse)(nil),              // 46: tollgate.admin.v1.CreateOrgResponse
+	(*CreateTeamRequest)(nil),              // 47: tollgate.admin.v1.CreateTeamRequest
+	(*CreateTeamResponse)(nil),             // 48: tollgate.admin.v1.CreateTeamResponse
+	(*CreateUserRequest)(nil),              // 49: tollgate.admin.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),             // 50: tollgate.admin.v1.CreateUserResponse
+	(*CreateApiKeyRequest)(nil),            // 51: tollgate.admin.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),           // 52: tollgate.admin.v1.CreateApiKeyResponse
+	(*GetQuotaRequest)(nil),                // 53: tollgate.admin.v1.GetQuotaRequest
+	(*GetQuotaResponse)(nil),               // 54: tollgate.admin.v1.GetQuotaResponse
+	(*SetQuotaRequest)(nil),                // 55: tollgate.admin.v1.SetQuotaRequest
+	(*SetQuotaResponse)(nil),               // 56: tollgate.admin.v1.SetQuotaResponse
+	(*ListUsagesRequest)(nil),              // 57: tollgate.admin.v1.ListUsagesRequest
+	(*Usage)(nil),                          // 58: tollgate.admin.v1.Usage
+	(*ListUsagesResponse)(nil),             // 59: tollgate.admin.v1.ListUsagesResponse
+	(*ExportRequest)(nil),                  // 60: tollgate.admin.v1.ExportRequest
+	(*ExportResponse)(nil),                 // 61: tollgate.admin.v1.ExportResponse
+	(*ImportRequest)(nil),                  // 62: tollgate.admin.v1.ImportRequest
+	(*ImportResponse)(nil),                 // 63: tollgate.admin.v1.ImportResponse
+	(*AdminToken)(nil),                     // 64: tollgate.admin.v1.AdminToken
+	(*CreateAdminTokenRequest)(nil),        // 65: tollgate.admin.v1.CreateAdminTokenRequest
+	(*CreateAdminTokenResponse)(nil),       // 66: tollgate.admin.v1.CreateAdminTokenResponse
+	(*ListAdminTokensRequest)(nil),         // 67: tollgate.admin.v1.ListAdminTokensRequest
+	(*ListAdminTokensResponse)(nil),        // 68: tollgate.admin.v1.ListAdminTokensResponse
+	(*DeleteAdminTokenRequest)(nil),        // 69: tollgate.admin.v1.DeleteAdminTokenRequest
+	(*DeleteAdminTokenResponse)(nil),       // 70: tollgate.admin.v1.DeleteAdminTokenResponse
+	(*PlanPriceCatalogRequest)(nil),        // 71: tollgate.admin.v1.PlanPriceCatalogRequest
+	(*PlanPriceCatalogResponse)(nil),       // 72: tollgate.admin.v1.PlanPriceCatalogResponse
+	(*CatalogPlan)(nil),                    // 73: tollgate.admin.v1.CatalogPlan
+	(*CatalogPlanRule)(nil),                // 74: tollgate.admin.v1.CatalogPlanRule
+	(*CatalogPlanChange)(nil),              // 75: tollgate.admin.v1.CatalogPlanChange
+	(*CatalogFieldChange)(nil),             // 76: tollgate.admin.v1.CatalogFieldChange
+	(*CatalogPlanUnchanged)(nil),           // 77: tollgate.admin.v1.CatalogPlanUnchanged
+	(*CatalogSkipped)(nil),                 // 78: tollgate.admin.v1.CatalogSkipped
+	(*ApplyPriceCatalogRequest)(nil),       // 79: tollgate.admin.v1.ApplyPriceCatalogRequest
+	(*ApplyPriceCatalogResponse)(nil),      // 80: tollgate.admin.v1.ApplyPriceCatalogResponse
+	(*GetPriceRuleProvenanceRequest)(nil),  // 81: tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	(*GetPriceRuleProvenanceResponse)(nil), // 82: tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	(*PriceRuleProvenance)(nil),            // 83: tollgate.admin.v1.PriceRuleProvenance
+	nil,                                    // 84: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	nil,                                    // 85: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	(*v1.PriceRule)(nil),                   // 86: tollgate.config.v1.PriceRule
+	(*v11.TokenCounts)(nil),                // 87: tollgate.settlement.v1.TokenCounts
+	(*v1.Provider)(nil),                    // 88: tollgate.config.v1.Provider
+	(*v1.Credential)(nil),                  // 89: tollgate.config.v1.Credential
+	(*v1.RoutingRule)(nil),                 // 90: tollgate.config.v1.RoutingRule
+	(*v1.Route)(nil),                       // 91: tollgate.config.v1.Route
+	(*v1.Org)(nil),                         // 92: tollgate.config.v1.Org
+	(*v1.Team)(nil),                        // 93: tollgate.config.v1.Team
+	(*v1.User)(nil),                        // 94: tollgate.config.v1.User
+	(*timestamppb.Timestamp)(nil),          // 95: google.protobuf.Timestamp
+	(*v1.ApiKey)(nil),                      // 96: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),                       // 97: tollgate.config.v1.Quota
+	(*v11.SettlementRecord)(nil),           // 98: tollgate.settlement.v1.SettlementRecord
 }
 var file_tollgate_admin_v1_admin_proto_depIdxs = []int32{
-	71, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
-	71, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	71, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	71, // 3: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	71, // 4: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	71, // 5: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	72, // 6: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
+	86, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
+	86, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	86, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	86, // 3: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	86, // 4: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	86, // 5: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	87, // 6: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
 	12, // 7: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
-	73, // 8: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
-	73, // 9: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	73, // 10: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	73, // 11: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	73, // 12: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	73, // 13: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	74, // 14: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
-	74, // 15: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
-	75, // 16: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	75, // 17: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
-	75, // 18: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	75, // 19: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	76, // 20: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
-	76, // 21: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
-	76, // 22: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	76, // 23: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	76, // 24: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	76, // 25: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	77, // 26: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	77, // 27: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	78, // 28: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	78, // 29: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	79, // 30: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
-	79, // 31: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
-	80, // 32: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	81, // 33: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	82, // 34: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	82, // 35: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	80, // 36: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
-	80, // 37: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
-	83, // 38: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
+	88, // 8: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
+	88, // 9: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	88, // 10: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	88, // 11: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	88, // 12: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	88, // 13: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	89, // 14: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
+	89, // 15: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
+	90, // 16: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	90, // 17: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
+	90, // 18: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	90, // 19: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	91, // 20: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
+	91, // 21: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
+	91, // 22: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	91, // 23: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	91, // 24: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	91, // 25: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	92, // 26: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	92, // 27: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	93, // 28: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	93, // 29: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	94, // 30: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
+	94, // 31: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
+	95, // 32: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	96, // 33: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	97, // 34: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	97, // 35: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	95, // 36: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
+	95, // 37: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
+	98, // 38: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
 	58, // 39: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
-	71, // 40: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
-	75, // 41: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	71, // 42: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
-	75, // 43: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	80, // 44: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
+	86, // 40: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
+	90, // 41: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	86, // 42: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
+	90, // 43: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	95, // 44: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
 	64, // 45: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
 	64, // 46: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
-	0,  // 47: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
-	2,  // 48: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
-	4,  // 49: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
-	6,  // 50: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
-	8,  // 51: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
-	10, // 52: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
-	13, // 53: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	15, // 54: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	17, // 55: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	19, // 56: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	21, // 57: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	23, // 58: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
-	25, // 59: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
-	27, // 60: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
-	29, // 61: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
-	31, // 62: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
-	33, // 63: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
-	35, // 64: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
-	37, // 65: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
-	39, // 66: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
-	41, // 67: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
-	43, // 68: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
-	45, // 69: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
-	47, // 70: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
-	49, // 71: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
-	51, // 72: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
-	53, // 73: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
-	55, // 74: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
-	57, // 75: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
-	60, // 76: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
-	62, // 77: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
-	65, // 78: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
-	67, // 79: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
-	69, // 80: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
-	1,  // 81: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
-	3,  // 82: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
-	5,  // 83: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
-	7,  // 84: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
-	9,  // 85: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
-	11, // 86: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
-	14, // 87: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	16, // 88: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	18, // 89: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	20, // 90: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	22, // 91: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	24, // 92: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
-	26, // 93: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
-	28, // 94: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
-	30, // 95: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
-	32, // 96: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
-	34, // 97: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
-	36, // 98: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
-	38, // 99: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
-	40, // 100: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
-	42, // 101: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
-	44, // 102: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
-	46, // 103: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
-	48, // 104: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
-	50, // 105: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
-	52, // 106: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
-	54, // 107: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
-	56, // 108: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
-	59, // 109: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
-	61, // 110: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
-	63, // 111: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
-	66, // 112: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
-	68, // 113: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
-	70, // 114: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
-	81, // [81:115] is the sub-list for method output_type
-	47, // [47:81] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	84, // 47: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	85, // 48: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	95, // 49: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
+	73, // 50: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
+	95, // 51: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
+	74, // 52: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
+	75, // 53: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
+	77, // 54: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
+	78, // 55: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
+	86, // 56: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
+	76, // 57: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
+	86, // 58: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
+	95, // 59: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
+	83, // 60: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
+	95, // 61: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
+	0,  // 62: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
+	2,  // 63: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
+	4,  // 64: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
+	6,  // 65: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
+	8,  // 66: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
+	10, // 67: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
+	13, // 68: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	15, // 69: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	17, // 70: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	19, // 71: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	21, // 72: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	23, // 73: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
+	25, // 74: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
+	27, // 75: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
+	29, // 76: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
+	31, // 77: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
+	33, // 78: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
+	35, // 79: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
+	37, // 80: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
+	39, // 81: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
+	41, // 82: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
+	43, // 83: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
+	45, // 84: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
+	47, // 85: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
+	49, // 86: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
+	51, // 87: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
+	53, // 88: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
+	55, // 89: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
+	57, // 90: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
+	60, // 91: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
+	62, // 92: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
+	65, // 93: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
+	67, // 94: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
+	69, // 95: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
+	71, // 96: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
+	79, // 97: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
+	81, // 98: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	1,  // 99: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
+	3,  // 100: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
+	5,  // 101: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
+	7,  // 102: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
+	9,  // 103: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
+	11, // 104: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
+	14, // 105: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	16, // 106: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	18, // 107: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	20, // 108: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	22, // 109: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	24, // 110: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
+	26, // 111: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
+	28, // 112: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
+	30, // 113: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
+	32, // 114: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
+	34, // 115: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
+	36, // 116: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
+	38, // 117: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
+	40, // 118: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
+	42, // 119: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
+	44, // 120: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
+	46, // 121: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
+	48, // 122: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
+	50, // 123: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
+	52, // 124: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
+	54, // 125: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
+	56, // 126: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
+	59, // 127: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
+	61, // 128: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
+	63, // 129: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
+	66, // 130: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
+	68, // 131: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
+	70, // 132: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
+	72, // 133: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
+	80, // 134: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
+	82, // 135: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	99, // [99:136] is the sub-list for method output_type
+	62, // [62:99] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_admin_proto_init() }
@@ -4029,7 +5040,7 @@ func file_tollgate_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_admin_proto_rawDesc), len(file_tollgate_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   71,
+			NumMessages:   86,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
