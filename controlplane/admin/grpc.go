@@ -35,8 +35,7 @@ const (
 var grpcReadMethods = map[string]bool{
 	"ListPriceRules": true, "GetPriceRule": true, "QuotePrice": true, "ListProviders": true, "GetProvider": true,
 	"ListRoutingRules": true, "ListRoutes": true, "GetRoute": true, "GetQuota": true, "ListUsages": true, "Export": true,
-	"ListAdminTokens": true,
-	"GetPriceRuleProvenance": true,
+	"ListAdminTokens": true, "GetPriceRuleProvenance": true,
 }
 
 // grpcCodes maps error codes to gRPC codes; used only here, at the gRPC boundary.
