@@ -336,6 +336,9 @@ func (s *Service) ApplyCatalog(ctx context.Context, by string, req CatalogApplyR
 	}
 	var res CatalogApplyResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := store.SetActor(ctx, tx, "admin:"+by+" (catalog plan "+req.PlanID+")"); err != nil {
+			return err
+		}
 		row, err := store.LockCatalogPlan(ctx, tx, req.PlanID)
 		if err != nil {
 			return err
@@ -523,4 +526,13 @@ func (s *Service) principalName(ctx context.Context, authorization string) strin
 		return "unknown"
 	}
 	return p.Name
+}
+
+// PriceRuleHistory lists every version of a rule with the time range it was in force and its writer.
+func (s *Service) PriceRuleHistory(ctx context.Context, id int64) ([]store.PriceRuleVersion, error) {
+	if err := checkID(id, "id"); err != nil {
+		return nil, err
+	}
+	vs, err := store.PriceRuleHistory(ctx, s.pool, id)
+	return vs, storeError(err, fmt.Sprintf("history of price rule %d", id))
 }

@@ -2,6 +2,8 @@ package admin
 
 import (
 	"net/http"
+
+	"github.com/tollgate/tollgate/controlplane/store"
 )
 
 // registerCatalogHTTP registers the price catalog endpoints (plan, apply, plans, provenance).
@@ -36,6 +38,14 @@ func registerCatalogHTTP(mux *http.ServeMux, s *Service) {
 		}
 		out, err := s.ListProvenance(r.Context(), limit, cursor)
 		return http.StatusOK, out, err
+	})
+	h("GET /admin/price-rules/{id}/history", RoleViewer, func(r *http.Request) (int, any, error) {
+		id, err := pathID(r, "id")
+		if err != nil {
+			return 0, nil, err
+		}
+		out, err := s.PriceRuleHistory(r.Context(), id)
+		return http.StatusOK, Page[store.PriceRuleVersion]{Items: nonNil(out)}, err
 	})
 	h("GET /admin/price-rules/{id}/provenance", RoleViewer, func(r *http.Request) (int, any, error) {
 		id, err := pathID(r, "id")

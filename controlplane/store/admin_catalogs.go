@@ -251,3 +251,45 @@ func UpsertProvenance(ctx context.Context, db DBTX, ps []Provenance) error {
 	}
 	return nil
 }
+
+// PriceRuleVersion is one version of a price rule: its content, the time range it was in force
+// (ValidTo nil: in force now) and who wrote it.
+type PriceRuleVersion struct {
+	Version   int32           `json:"version"`
+	ValidFrom time.Time       `json:"valid_from"`
+	ValidTo   *time.Time      `json:"valid_to"`
+	ChangedBy string          `json:"changed_by"`
+	Rule      json.RawMessage `json:"rule"`
+}
+
+// PriceRuleHistory returns every version of a rule, oldest first (also for a deleted rule);
+// ErrNotFound when the id never existed.
+func PriceRuleHistory(ctx context.Context, db DBTX, id int64) ([]PriceRuleVersion, error) {
+	rows, err := db.Query(ctx, `SELECT version, valid_from, valid_to, changed_by, rule::text FROM price_rule_versions
+		WHERE price_rule_id = $1 ORDER BY version`, id)
+	if err != nil {
+		return nil, fmt.Errorf("price rule %d history: %w", id, interpretError(err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (PriceRuleVersion, error) {
+		var v PriceRuleVersion
+		var rule string
+		err := row.Scan(&v.Version, &v.ValidFrom, &v.ValidTo, &v.ChangedBy, &rule)
+		v.Rule = json.RawMessage(rule)
+		return v, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("price rule %d history: %w", id, interpretError(err))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("price rule %d history: %w", id, ErrNotFound)
+	}
+	return out, nil
+}
+
+// SetActor names the writer of the transaction's changes for the price history.
+func SetActor(ctx context.Context, db DBTX, actor string) error {
+	if _, err := db.Exec(ctx, `SELECT set_config('tollgate.actor', $1, true)`, actor); err != nil {
+		return fmt.Errorf("set actor: %w", interpretError(err))
+	}
+	return nil
+}
