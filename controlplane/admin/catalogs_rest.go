@@ -39,6 +39,14 @@ func registerCatalogHTTP(mux *http.ServeMux, s *Service) {
 		out, err := s.ListProvenance(r.Context(), limit, cursor)
 		return http.StatusOK, out, err
 	})
+	h("POST /admin/price-rules/reprice", RoleViewer, func(r *http.Request) (int, any, error) {
+		var in RepriceRequest
+		if err := decodeBody(r, MaxImportBytes, &in); err != nil {
+			return 0, nil, err
+		}
+		out, err := s.Reprice(r.Context(), in)
+		return http.StatusOK, out, err
+	})
 	h("GET /admin/price-rules/{id}/history", RoleViewer, func(r *http.Request) (int, any, error) {
 		id, err := pathID(r, "id")
 		if err != nil {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
+	"github.com/tollgate/tollgate/controlplane/admin"
 	"github.com/tollgate/tollgate/controlplane/store"
 )
 
@@ -82,3 +84,88 @@ func TestPriceRuleHistoryKeepsEveryVersion(t *testing.T) {
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// The quote endpoint prices at a past time with the rules then in force, and the re-pricing report
+// sets a period's charged spend beside its spend under other rules, changing nothing.
+func TestQuoteAtAndRepriceReport(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var r store.PriceRule
+	b.must(t, http.StatusCreated, "POST", "/admin/price-rules", rule("model_match", "m1", "input_price", "1.50"), &r)
+	b.must(t, http.StatusOK, "PUT", fmt.Sprintf("/admin/price-rules/%d", r.ID), rule("model_match", "m1", "input_price", "3"), nil)
+	h := b.history(t, r.ID)
+	v1 := h.Items[0].ValidFrom
+	quote := func(at any) admin.QuoteResult {
+		body := map[string]any{"model": "m1", "usage": map[string]any{"input_tokens": 1000000}}
+		if at != nil {
+			body["at"] = at
+		}
+		var q admin.QuoteResult
+		b.must(t, http.StatusOK, "POST", "/admin/price-rules/quote", body, &q)
+		return q
+	}
+	if q := quote(nil); q.Cost != "3" {
+		t.Errorf("quote now = %s, want 3", q.Cost)
+	}
+	if q := quote(v1); q.Cost != "1.5" || q.PriceRuleID != r.ID {
+		t.Errorf("quote at version 1 = %+v, want 1.5 under rule %d", q, r.ID)
+	}
+	if q := quote(v1.Add(-time.Hour)); q.Cost != "0" || q.PriceRuleID != 0 {
+		t.Errorf("quote before the rule existed = %+v, want no rule, cost 0", q)
+	}
+
+	ctx := context.Background()
+	for i, cost := range []string{"1.5", "1.5", "0.000000000000000000000000000001"} {
+		model := "m1"
+		if i == 2 {
+			model = "other"
+		}
+		if _, err := b.db.Pool.Exec(ctx, `INSERT INTO usages (request_id, operation, inbound_kind, upstream_model, input_tokens,
+			cost, source, end_state, created_at) VALUES ($1, 'rerank', 'alpha', $2, 1000000, $3::numeric, 'upstream', 'completed', $4)`,
+			fmt.Sprintf("rp-%d", i), model, cost, v1.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := b.state(t)
+	var usagesBefore string
+	if err := b.db.Pool.QueryRow(ctx, `SELECT md5(string_agg(u::text, ',' ORDER BY id)) FROM usages u`).Scan(&usagesBefore); err != nil {
+		t.Fatal(err)
+	}
+	period := map[string]any{"from": v1.Add(-time.Hour), "to": v1.Add(time.Hour)}
+	with := func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for k, v := range period {
+			m[k] = v
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	var rep admin.RepriceReport
+	b.must(t, http.StatusOK, "POST", "/admin/price-rules/reprice", with("rules", []any{rule("model_match", "m1", "input_price", "3")}), &rep)
+	if rep.Usages != 3 || rep.Charged != "3.000000000000000000000000000001" || rep.Repriced != "6" || rep.Difference != "2.999999999999999999999999999999" {
+		t.Errorf("report under a corrected table: %+v", rep)
+	}
+	if len(rep.ByModel) != 2 || rep.ByModel[0].Model != "m1" || rep.ByModel[0].Difference != "3" || rep.ByModel[1].Repriced != "0" {
+		t.Errorf("by model: %+v", rep.ByModel)
+	}
+	b.must(t, http.StatusOK, "POST", "/admin/price-rules/reprice", with("at", v1), &rep)
+	if rep.Repriced != "3" || rep.ByModel[0].Difference != "0" {
+		t.Errorf("report under the rules in force then: %+v", rep)
+	}
+	var usagesAfter string
+	if err := b.db.Pool.QueryRow(ctx, `SELECT md5(string_agg(u::text, ',' ORDER BY id)) FROM usages u`).Scan(&usagesAfter); err != nil {
+		t.Fatal(err)
+	}
+	if b.state(t) != before || usagesAfter != usagesBefore {
+		t.Error("the report changed rules or usage rows")
+	}
+	b.refuses(t, []refusal{
+		{"no period", "POST", "/admin/price-rules/reprice", map[string]any{"at": v1}, 422, "from"},
+		{"empty period", "POST", "/admin/price-rules/reprice", map[string]any{"from": v1, "to": v1, "at": v1}, 422, "to"},
+		{"neither rules nor at", "POST", "/admin/price-rules/reprice", with(), 422, "rules"},
+		{"both rules and at", "POST", "/admin/price-rules/reprice", with("at", v1, "rules", []any{rule()}), 422, "rules"},
+		{"bad rule", "POST", "/admin/price-rules/reprice", with("rules", []any{rule("input_price", "1e3")}), 422, "input_price"},
+	})
+}

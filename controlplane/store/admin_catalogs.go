@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tollgate/tollgate/shared/pricing"
 )
 
 // Provenance says where an imported price rule came from (price_rule_provenance).
@@ -290,6 +293,55 @@ func PriceRuleHistory(ctx context.Context, db DBTX, id int64) ([]PriceRuleVersio
 func SetActor(ctx context.Context, db DBTX, actor string) error {
 	if _, err := db.Exec(ctx, `SELECT set_config('tollgate.actor', $1, true)`, actor); err != nil {
 		return fmt.Errorf("set actor: %w", interpretError(err))
+	}
+	return nil
+}
+
+// PriceRulesAt returns the rules as they were in force at t (from the price history), in id order.
+func PriceRulesAt(ctx context.Context, db DBTX, t time.Time) ([]pricing.RuleInput, error) {
+	rows, err := db.Query(ctx, `SELECT rule::text FROM price_rule_versions
+		WHERE valid_from <= $1 AND (valid_to IS NULL OR valid_to > $1) ORDER BY price_rule_id`, t)
+	if err != nil {
+		return nil, fmt.Errorf("price rules at %s: %w", t.Format(time.RFC3339), interpretError(err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (pricing.RuleInput, error) {
+		var text string
+		if err := row.Scan(&text); err != nil {
+			return pricing.RuleInput{}, err
+		}
+		var in pricing.RuleInput
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.UseNumber()
+		err := dec.Decode(&in)
+		return in, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("price rules at %s: %w", t.Format(time.RFC3339), interpretError(err))
+	}
+	return out, nil
+}
+
+// RepriceUsage is what the re-pricing report needs of a usage row.
+type RepriceUsage struct {
+	ProviderID                                                  int64
+	Model, RequestedTier, ReportedTier, Cost                    string
+	Input, Output, CacheRead, Cache5m, Cache30m, Cache1h, Image int64
+}
+
+// ForEachUsageBetween streams the usage rows created in [from, to) in (created_at, id) order.
+func ForEachUsageBetween(ctx context.Context, db DBTX, from, to time.Time, fn func(RepriceUsage) error) error {
+	rows, err := db.Query(ctx, `SELECT coalesce(provider_id, 0), upstream_model, requested_tier, reported_tier, cost::text,
+			input_tokens, output_tokens, cache_read_tokens, cache_creation_5m_tokens, cache_creation_30m_tokens,
+			cache_creation_1h_tokens, image_output_tokens
+		FROM usages WHERE created_at >= $1 AND created_at < $2 ORDER BY created_at, id`, from, to)
+	if err != nil {
+		return fmt.Errorf("read usages: %w", interpretError(err))
+	}
+	var u RepriceUsage
+	_, err = pgx.ForEachRow(rows, []any{&u.ProviderID, &u.Model, &u.RequestedTier, &u.ReportedTier, &u.Cost,
+		&u.Input, &u.Output, &u.CacheRead, &u.Cache5m, &u.Cache30m, &u.Cache1h, &u.Image}, func() error { return fn(u) })
+	if err != nil {
+		return fmt.Errorf("read usages: %w", interpretError(err))
 	}
 	return nil
 }

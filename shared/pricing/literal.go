@@ -2,6 +2,7 @@ package pricing
 
 import (
 	"fmt"
+	"math/big"
 	"strconv"
 	"strings"
 
@@ -130,3 +131,27 @@ func stripUnderscores(s string) (string, bool) {
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// maxStoredLen bounds ParseStoredDecimal's input.
+const maxStoredLen = 1000
+
+// ParseStoredDecimal parses a plain decimal as a database writes an exact amount (Postgres numeric
+// text: '-'? digits, optional '.' and digits), without ParseDecimal's digit limits (a cost can have
+// more fraction digits than a price), up to 1000 characters. The result is exact, with the
+// unlimited-precision context, so sums of such values stay exact.
+func ParseStoredDecimal(s string) (*decimal.Big, error) {
+	if len(s) == 0 || len(s) > maxStoredLen {
+		return nil, fmt.Errorf("%w: stored amount of %d characters", ErrMalformedDecimal, len(s))
+	}
+	body, neg := strings.CutPrefix(s, "-")
+	intPart, frac, hasDot := strings.Cut(body, ".")
+	if !allDigits(intPart) || (hasDot && !allDigits(frac)) {
+		return nil, fmt.Errorf("%w: %q is not a plain decimal", ErrMalformedDecimal, truncate(s))
+	}
+	var m big.Int
+	m.SetString(intPart+frac, 10) // only digits: cannot fail
+	if neg {
+		m.Neg(&m)
+	}
+	return newExact().SetBigMantScale(&m, len(frac)), nil
+}

@@ -2,6 +2,7 @@ package pricing
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -52,4 +53,26 @@ func FuzzParseNumberLiteral(f *testing.F) {
 			t.Fatalf("plain %q: ParseDecimal %s, ParseNumberLiteral %s", s, FormatDecimal(p), FormatDecimal(d))
 		}
 	})
+}
+
+func TestParseStoredDecimal(t *testing.T) {
+	long := "0." + strings.Repeat("0", 40) + "1"
+	for in, want := range map[string]string{"0": "0", "12.50": "12.5", long: long, "-3.000000000000000000000000000001": "-3.000000000000000000000000000001"} {
+		d, err := ParseStoredDecimal(in)
+		if err != nil || FormatDecimal(d) != want {
+			t.Errorf("ParseStoredDecimal(%q) = %v, %v; want %s", in, d, err, want)
+		}
+	}
+	// Sums of stored amounts stay exact.
+	a, _ := ParseStoredDecimal(long)
+	sum, _ := ParseDecimal("1")
+	sum.Add(sum, a)
+	if got := FormatDecimal(sum); got != "1."+strings.Repeat("0", 40)+"1" {
+		t.Errorf("sum %s", got)
+	}
+	for _, in := range []string{"", "1e3", "NaN", "+1", ".5", "1.", "1 ", strings.Repeat("9", 1001)} {
+		if _, err := ParseStoredDecimal(in); err == nil {
+			t.Errorf("ParseStoredDecimal(%q) accepted", in)
+		}
+	}
 }
