@@ -3,7 +3,6 @@ package catalog
 import (
 	"archive/tar"
 	"archive/zip"
-	"bytes"
 	"compress/gzip"
 	"fmt"
 	"io"
@@ -117,25 +116,4 @@ func readTar(r io.Reader) (map[string][]byte, error) {
 			return nil, fmt.Errorf("read models.dev archive: %w", err)
 		}
 	}
-}
-
-// ReadTreeBytes is ReadTree for an archive held in memory (name gives its kind by extension).
-func ReadTreeBytes(name string, data []byte) (map[string][]byte, error) {
-	switch {
-	case strings.HasSuffix(name, ".zip"):
-		zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
-		if err != nil {
-			return nil, fmt.Errorf("read models.dev archive: %w", err)
-		}
-		return readDir(zr)
-	case strings.HasSuffix(name, ".tar.gz"), strings.HasSuffix(name, ".tgz"):
-		gz, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return nil, fmt.Errorf("read models.dev archive: %w", err)
-		}
-		return readTar(gz)
-	case strings.HasSuffix(name, ".tar"):
-		return readTar(bytes.NewReader(data))
-	}
-	return nil, fmt.Errorf("%s: not a .tar, .tar.gz, .tgz or .zip archive", name)
 }

@@ -76,3 +76,24 @@ func TestParseStoredDecimal(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseStoredDecimal: accepted text round-trips exactly, and agrees with ParseDecimal wherever
+// that accepts it.
+func FuzzParseStoredDecimal(f *testing.F) {
+	for _, s := range []string{"0", "-1.5", "0.000000000000000000000000000001", "1e3", "", "12345678901234567890.5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseStoredDecimal(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseStoredDecimal(FormatDecimal(d))
+		if err != nil || back.Cmp(d) != 0 {
+			t.Fatalf("%q → %s → %v, %v", s, FormatDecimal(d), back, err)
+		}
+		if p, err := ParseDecimal(s); err == nil && p.Cmp(d) != 0 {
+			t.Fatalf("%q: ParseDecimal %s, ParseStoredDecimal %s", s, FormatDecimal(p), FormatDecimal(d))
+		}
+	})
+}
