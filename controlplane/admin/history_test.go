@@ -169,3 +169,29 @@ func TestQuoteAtAndRepriceReport(t *testing.T) {
 		{"bad rule", "POST", "/admin/price-rules/reprice", with("rules", []any{rule("input_price", "1e3")}), 422, "input_price"},
 	})
 }
+
+// BenchmarkImport10kPriceHistory measures what the price-history triggers cost the 10,000-rule
+// admin import: the same import with the three version triggers disabled and enabled, in one run.
+func BenchmarkImport10kPriceHistory(b *testing.B) {
+	for _, history := range []bool{false, true} {
+		b.Run(fmt.Sprintf("history=%t", history), func(b *testing.B) {
+			tb := setup(b)
+			ctx := context.Background()
+			if !history {
+				if _, err := tb.db.Pool.Exec(ctx, `ALTER TABLE price_rules DISABLE TRIGGER price_rule_versions_insert,
+					DISABLE TRIGGER price_rule_versions_update, DISABLE TRIGGER price_rule_versions_delete`); err != nil {
+					b.Fatal(err)
+				}
+			}
+			body := importBundle(10000)
+			for b.Loop() {
+				b.StopTimer()
+				if _, err := tb.db.Pool.Exec(ctx, `DELETE FROM price_rules; DELETE FROM price_rule_versions`); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				tb.callB(b, "POST", "/admin/import", json.RawMessage(body))
+			}
+		})
+	}
+}
