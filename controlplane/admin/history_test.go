@@ -9,8 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/tollgate/tollgate/controlplane/admin"
 	"github.com/tollgate/tollgate/controlplane/store"
+	adminv1 "github.com/tollgate/tollgate/shared/gen/tollgate/admin/v1"
+	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 )
 
 type history struct {
@@ -112,6 +116,13 @@ func TestQuoteAtAndRepriceReport(t *testing.T) {
 	}
 	if q := quote(v1.Add(-time.Hour)); q.Cost != "0" || q.PriceRuleID != 0 {
 		t.Errorf("quote before the rule existed = %+v, want no rule, cost 0", q)
+	}
+	// The gRPC twin takes the same time.
+	c, _ := b.grpcClient(t)
+	gq, err := c.QuotePrice(withToken(bootstrapToken), &adminv1.QuotePriceRequest{Model: "m1",
+		Usage: &settlementv1.TokenCounts{Input: 1000000}, At: timestamppb.New(v1)})
+	if err != nil || gq.GetCost() != "1.5" {
+		t.Errorf("gRPC quote at version 1 = %v, %v; want 1.5", gq, err)
 	}
 
 	ctx := context.Background()
