@@ -36,6 +36,7 @@ var grpcReadMethods = map[string]bool{
 	"ListPriceRules": true, "GetPriceRule": true, "QuotePrice": true, "ListProviders": true, "GetProvider": true,
 	"ListRoutingRules": true, "ListRoutes": true, "GetRoute": true, "GetQuota": true, "ListUsages": true, "Export": true,
 	"ListAdminTokens": true, "ListQuotaAdjustments": true, "GetSnapshotStatus": true,
+	"GetPriceRuleProvenance": true,
 }
 
 // grpcCodes maps error codes to gRPC codes; used only here, at the gRPC boundary.
@@ -420,10 +421,15 @@ func (g *grpcServer) DeletePriceRule(ctx context.Context, req *adminv1.DeletePri
 
 func (g *grpcServer) QuotePrice(ctx context.Context, req *adminv1.QuotePriceRequest) (*adminv1.QuotePriceResponse, error) {
 	u := req.GetUsage()
-	q, err := g.s.Quote(ctx, QuoteRequest{ProviderID: req.ProviderId, Model: req.GetModel(), ServiceTier: req.GetServiceTier(),
+	qr := QuoteRequest{ProviderID: req.ProviderId, Model: req.GetModel(), ServiceTier: req.GetServiceTier(),
 		Usage: QuoteUsage{InputTokens: u.GetInput(), OutputTokens: u.GetOutput(), CacheReadTokens: u.GetCacheRead(),
 			CacheCreation5mTokens: u.GetCacheCreation_5M(), CacheCreation30mTokens: u.GetCacheCreation_30M(),
-			CacheCreation1hTokens: u.GetCacheCreation_1H(), ImageOutputTokens: u.GetImageOutput()}})
+			CacheCreation1hTokens: u.GetCacheCreation_1H(), ImageOutputTokens: u.GetImageOutput()}}
+	if req.At != nil {
+		at := req.GetAt().AsTime()
+		qr.At = &at
+	}
+	q, err := g.s.Quote(ctx, qr)
 	if err != nil {
 		return nil, g.err(ctx, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -202,6 +203,8 @@ type QuoteRequest struct {
 	Model       string     `json:"model"`
 	ServiceTier string     `json:"service_tier"`
 	Usage       QuoteUsage `json:"usage"`
+	// At prices with the rules in force at that time (price history); absent: the current rules.
+	At *time.Time `json:"at,omitempty"`
 }
 
 // QuoteUsage carries the seven token categories.
@@ -259,7 +262,7 @@ func (s *Service) Quote(ctx context.Context, req QuoteRequest) (QuoteResult, err
 	if details != nil {
 		return QuoteResult{}, invalidFields("invalid quote request", details...)
 	}
-	idx, err := s.quoteIndexNow(ctx)
+	idx, err := s.quoteIndexAt(ctx, req.At)
 	if err != nil {
 		return QuoteResult{}, err
 	}

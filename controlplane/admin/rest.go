@@ -97,6 +97,9 @@ func RegisterHTTP(mux *http.ServeMux, s *Service) {
 	})
 	h("DELETE /admin/price-rules/{id}", write, deleteBy("id", s.DeletePriceRule))
 
+	// Price catalogs (plan, apply, provenance).
+	registerCatalogHTTP(mux, s)
+
 	// Providers and credentials.
 	h("GET /admin/providers", read, func(r *http.Request) (int, any, error) {
 		limit, cursor, err := pageParams(r)

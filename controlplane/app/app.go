@@ -46,6 +46,7 @@ const usage = `usage: controlplane <command> [flags]
 commands:
   migrate   apply database migrations and exit
   serve     migrate (unless -no-migrate) and serve admin REST, console and gRPC
+  catalog   plan or apply a price catalog import through the admin API (GitOps)
 
 Run "controlplane <command> -h" for the command's flags.
 `
@@ -73,6 +74,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 			return err
 		}
 		return srv.Run(ctx)
+	case "catalog":
+		return catalogCmd(ctx, args[1:], stdout, stderr, getenv)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,6 +1,7 @@
 // Console entry point: sign-in, role, and the Pricing page.
 import { call, getToken, setToken, clearToken, ApiError } from "./api.js";
 import { initPricing, showPricing } from "./pricing.js";
+import { initCatalogs } from "./catalogs.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -25,6 +26,7 @@ async function detectRole(token) {
 function showSignIn(message) {
   $("loading").hidden = true;
   $("pricing-view").hidden = true;
+  $("catalogs-view").hidden = true;
   $("identity").hidden = true;
   $("sign-out").hidden = true;
   $("signin-view").hidden = false;
@@ -49,6 +51,7 @@ async function enter(token) {
   $("loading").hidden = true;
   watchSnapshot();
   await showPricing({ readOnly: state.role !== "admin", onUnauthorized: signOutExpired });
+  initCatalogs({ readOnly: state.role !== "admin" });
   if (!document.activeElement || document.activeElement === document.body) $("main").focus();
 }
 

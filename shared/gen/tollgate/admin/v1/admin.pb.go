@@ -476,11 +476,13 @@ func (*DeletePriceRuleResponse) Descriptor() ([]byte, []int) {
 }
 
 type QuotePriceRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ProviderId    *int64                 `protobuf:"varint,1,opt,name=provider_id,json=providerId,proto3,oneof" json:"provider_id,omitempty"`
-	Model         string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
-	ServiceTier   string                 `protobuf:"bytes,3,opt,name=service_tier,json=serviceTier,proto3" json:"service_tier,omitempty"`
-	Usage         *v11.TokenCounts       `protobuf:"bytes,4,opt,name=usage,proto3" json:"usage,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ProviderId  *int64                 `protobuf:"varint,1,opt,name=provider_id,json=providerId,proto3,oneof" json:"provider_id,omitempty"`
+	Model       string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	ServiceTier string                 `protobuf:"bytes,3,opt,name=service_tier,json=serviceTier,proto3" json:"service_tier,omitempty"`
+	Usage       *v11.TokenCounts       `protobuf:"bytes,4,opt,name=usage,proto3" json:"usage,omitempty"`
+	// Quote with the rules in force at that time (price history); absent: the current rules.
+	At            *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=at,proto3" json:"at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -539,6 +541,13 @@ func (x *QuotePriceRequest) GetServiceTier() string {
 func (x *QuotePriceRequest) GetUsage() *v11.TokenCounts {
 	if x != nil {
 		return x.Usage
+	}
+	return nil
+}
+
+func (x *QuotePriceRequest) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
 	}
 	return nil
 }
@@ -4138,6 +4147,896 @@ func (x *GetSnapshotStatusResponse) GetRejected() *SnapshotRejection {
 	return nil
 }
 
+type PlanPriceCatalogRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "genai-prices" (document) or "models.dev" (files).
+	Format   string            `protobuf:"bytes,1,opt,name=format,proto3" json:"format,omitempty"`
+	Document string            `protobuf:"bytes,2,opt,name=document,proto3" json:"document,omitempty"`
+	Files    map[string]string `protobuf:"bytes,3,rep,name=files,proto3" json:"files,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Catalog provider id → Tollgate provider id: those entries become provider-scoped rules.
+	ProviderMap          map[string]int64 `protobuf:"bytes,4,rep,name=provider_map,json=providerMap,proto3" json:"provider_map,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	OnlyMapped           bool             `protobuf:"varint,5,opt,name=only_mapped,json=onlyMapped,proto3" json:"only_mapped,omitempty"`
+	StartsWithAsContains bool             `protobuf:"varint,6,opt,name=starts_with_as_contains,json=startsWithAsContains,proto3" json:"starts_with_as_contains,omitempty"`
+	// Picks dated conditional prices; absent: now.
+	At            *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanPriceCatalogRequest) Reset() {
+	*x = PlanPriceCatalogRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanPriceCatalogRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanPriceCatalogRequest) ProtoMessage() {}
+
+func (x *PlanPriceCatalogRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanPriceCatalogRequest.ProtoReflect.Descriptor instead.
+func (*PlanPriceCatalogRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *PlanPriceCatalogRequest) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *PlanPriceCatalogRequest) GetDocument() string {
+	if x != nil {
+		return x.Document
+	}
+	return ""
+}
+
+func (x *PlanPriceCatalogRequest) GetFiles() map[string]string {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *PlanPriceCatalogRequest) GetProviderMap() map[string]int64 {
+	if x != nil {
+		return x.ProviderMap
+	}
+	return nil
+}
+
+func (x *PlanPriceCatalogRequest) GetOnlyMapped() bool {
+	if x != nil {
+		return x.OnlyMapped
+	}
+	return false
+}
+
+func (x *PlanPriceCatalogRequest) GetStartsWithAsContains() bool {
+	if x != nil {
+		return x.StartsWithAsContains
+	}
+	return false
+}
+
+func (x *PlanPriceCatalogRequest) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+type PlanPriceCatalogResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Plan          *CatalogPlan           `protobuf:"bytes,1,opt,name=plan,proto3" json:"plan,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanPriceCatalogResponse) Reset() {
+	*x = PlanPriceCatalogResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanPriceCatalogResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanPriceCatalogResponse) ProtoMessage() {}
+
+func (x *PlanPriceCatalogResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanPriceCatalogResponse.ProtoReflect.Descriptor instead.
+func (*PlanPriceCatalogResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *PlanPriceCatalogResponse) GetPlan() *CatalogPlan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+// CatalogPlan is what applying a catalog would do (REST: the plan JSON).
+type CatalogPlan struct {
+	state         protoimpl.MessageState  `protogen:"open.v1"`
+	Id            string                  `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Format        string                  `protobuf:"bytes,2,opt,name=format,proto3" json:"format,omitempty"`
+	Digest        string                  `protobuf:"bytes,3,opt,name=digest,proto3" json:"digest,omitempty"`
+	CreatedAt     *timestamppb.Timestamp  `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	CreatedBy     string                  `protobuf:"bytes,5,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	Entries       int32                   `protobuf:"varint,6,opt,name=entries,proto3" json:"entries,omitempty"`
+	Added         []*CatalogPlanRule      `protobuf:"bytes,7,rep,name=added,proto3" json:"added,omitempty"`
+	Changed       []*CatalogPlanChange    `protobuf:"bytes,8,rep,name=changed,proto3" json:"changed,omitempty"`
+	Unchanged     []*CatalogPlanUnchanged `protobuf:"bytes,9,rep,name=unchanged,proto3" json:"unchanged,omitempty"`
+	Skipped       []*CatalogSkipped       `protobuf:"bytes,10,rep,name=skipped,proto3" json:"skipped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CatalogPlan) Reset() {
+	*x = CatalogPlan{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogPlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogPlan) ProtoMessage() {}
+
+func (x *CatalogPlan) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogPlan.ProtoReflect.Descriptor instead.
+func (*CatalogPlan) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *CatalogPlan) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CatalogPlan) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *CatalogPlan) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
+func (x *CatalogPlan) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *CatalogPlan) GetCreatedBy() string {
+	if x != nil {
+		return x.CreatedBy
+	}
+	return ""
+}
+
+func (x *CatalogPlan) GetEntries() int32 {
+	if x != nil {
+		return x.Entries
+	}
+	return 0
+}
+
+func (x *CatalogPlan) GetAdded() []*CatalogPlanRule {
+	if x != nil {
+		return x.Added
+	}
+	return nil
+}
+
+func (x *CatalogPlan) GetChanged() []*CatalogPlanChange {
+	if x != nil {
+		return x.Changed
+	}
+	return nil
+}
+
+func (x *CatalogPlan) GetUnchanged() []*CatalogPlanUnchanged {
+	if x != nil {
+		return x.Unchanged
+	}
+	return nil
+}
+
+func (x *CatalogPlan) GetSkipped() []*CatalogSkipped {
+	if x != nil {
+		return x.Skipped
+	}
+	return nil
+}
+
+type CatalogPlanRule struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntryId       string                 `protobuf:"bytes,1,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	Rule          *v1.PriceRule          `protobuf:"bytes,2,opt,name=rule,proto3" json:"rule,omitempty"`
+	Notes         []string               `protobuf:"bytes,3,rep,name=notes,proto3" json:"notes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CatalogPlanRule) Reset() {
+	*x = CatalogPlanRule{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogPlanRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogPlanRule) ProtoMessage() {}
+
+func (x *CatalogPlanRule) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogPlanRule.ProtoReflect.Descriptor instead.
+func (*CatalogPlanRule) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *CatalogPlanRule) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *CatalogPlanRule) GetRule() *v1.PriceRule {
+	if x != nil {
+		return x.Rule
+	}
+	return nil
+}
+
+func (x *CatalogPlanRule) GetNotes() []string {
+	if x != nil {
+		return x.Notes
+	}
+	return nil
+}
+
+type CatalogPlanChange struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	EntryId        string                 `protobuf:"bytes,1,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	PriceRuleId    int64                  `protobuf:"varint,2,opt,name=price_rule_id,json=priceRuleId,proto3" json:"price_rule_id,omitempty"`
+	OperatorEdited bool                   `protobuf:"varint,3,opt,name=operator_edited,json=operatorEdited,proto3" json:"operator_edited,omitempty"`
+	Fields         []*CatalogFieldChange  `protobuf:"bytes,4,rep,name=fields,proto3" json:"fields,omitempty"`
+	Rule           *v1.PriceRule          `protobuf:"bytes,5,opt,name=rule,proto3" json:"rule,omitempty"`
+	Notes          []string               `protobuf:"bytes,6,rep,name=notes,proto3" json:"notes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CatalogPlanChange) Reset() {
+	*x = CatalogPlanChange{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogPlanChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogPlanChange) ProtoMessage() {}
+
+func (x *CatalogPlanChange) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogPlanChange.ProtoReflect.Descriptor instead.
+func (*CatalogPlanChange) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *CatalogPlanChange) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *CatalogPlanChange) GetPriceRuleId() int64 {
+	if x != nil {
+		return x.PriceRuleId
+	}
+	return 0
+}
+
+func (x *CatalogPlanChange) GetOperatorEdited() bool {
+	if x != nil {
+		return x.OperatorEdited
+	}
+	return false
+}
+
+func (x *CatalogPlanChange) GetFields() []*CatalogFieldChange {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+func (x *CatalogPlanChange) GetRule() *v1.PriceRule {
+	if x != nil {
+		return x.Rule
+	}
+	return nil
+}
+
+func (x *CatalogPlanChange) GetNotes() []string {
+	if x != nil {
+		return x.Notes
+	}
+	return nil
+}
+
+type CatalogFieldChange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Field         string                 `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	Old           string                 `protobuf:"bytes,2,opt,name=old,proto3" json:"old,omitempty"`
+	New           string                 `protobuf:"bytes,3,opt,name=new,proto3" json:"new,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CatalogFieldChange) Reset() {
+	*x = CatalogFieldChange{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogFieldChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogFieldChange) ProtoMessage() {}
+
+func (x *CatalogFieldChange) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogFieldChange.ProtoReflect.Descriptor instead.
+func (*CatalogFieldChange) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *CatalogFieldChange) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *CatalogFieldChange) GetOld() string {
+	if x != nil {
+		return x.Old
+	}
+	return ""
+}
+
+func (x *CatalogFieldChange) GetNew() string {
+	if x != nil {
+		return x.New
+	}
+	return ""
+}
+
+type CatalogPlanUnchanged struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	EntryId        string                 `protobuf:"bytes,1,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	PriceRuleId    int64                  `protobuf:"varint,2,opt,name=price_rule_id,json=priceRuleId,proto3" json:"price_rule_id,omitempty"`
+	ProvenanceOnly bool                   `protobuf:"varint,3,opt,name=provenance_only,json=provenanceOnly,proto3" json:"provenance_only,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CatalogPlanUnchanged) Reset() {
+	*x = CatalogPlanUnchanged{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogPlanUnchanged) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogPlanUnchanged) ProtoMessage() {}
+
+func (x *CatalogPlanUnchanged) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogPlanUnchanged.ProtoReflect.Descriptor instead.
+func (*CatalogPlanUnchanged) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *CatalogPlanUnchanged) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *CatalogPlanUnchanged) GetPriceRuleId() int64 {
+	if x != nil {
+		return x.PriceRuleId
+	}
+	return 0
+}
+
+func (x *CatalogPlanUnchanged) GetProvenanceOnly() bool {
+	if x != nil {
+		return x.ProvenanceOnly
+	}
+	return false
+}
+
+type CatalogSkipped struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntryId       string                 `protobuf:"bytes,1,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CatalogSkipped) Reset() {
+	*x = CatalogSkipped{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogSkipped) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogSkipped) ProtoMessage() {}
+
+func (x *CatalogSkipped) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogSkipped.ProtoReflect.Descriptor instead.
+func (*CatalogSkipped) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *CatalogSkipped) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *CatalogSkipped) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type ApplyPriceCatalogRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	PlanId string                 `protobuf:"bytes,1,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	// Entry ids of the plan not to apply.
+	Exclude               []string `protobuf:"bytes,2,rep,name=exclude,proto3" json:"exclude,omitempty"`
+	ConfirmOperatorEdited bool     `protobuf:"varint,3,opt,name=confirm_operator_edited,json=confirmOperatorEdited,proto3" json:"confirm_operator_edited,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *ApplyPriceCatalogRequest) Reset() {
+	*x = ApplyPriceCatalogRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyPriceCatalogRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyPriceCatalogRequest) ProtoMessage() {}
+
+func (x *ApplyPriceCatalogRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyPriceCatalogRequest.ProtoReflect.Descriptor instead.
+func (*ApplyPriceCatalogRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *ApplyPriceCatalogRequest) GetPlanId() string {
+	if x != nil {
+		return x.PlanId
+	}
+	return ""
+}
+
+func (x *ApplyPriceCatalogRequest) GetExclude() []string {
+	if x != nil {
+		return x.Exclude
+	}
+	return nil
+}
+
+func (x *ApplyPriceCatalogRequest) GetConfirmOperatorEdited() bool {
+	if x != nil {
+		return x.ConfirmOperatorEdited
+	}
+	return false
+}
+
+type ApplyPriceCatalogResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PlanId        string                 `protobuf:"bytes,1,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	Added         int32                  `protobuf:"varint,2,opt,name=added,proto3" json:"added,omitempty"`
+	Changed       int32                  `protobuf:"varint,3,opt,name=changed,proto3" json:"changed,omitempty"`
+	Excluded      int32                  `protobuf:"varint,4,opt,name=excluded,proto3" json:"excluded,omitempty"`
+	AppliedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=applied_at,json=appliedAt,proto3" json:"applied_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyPriceCatalogResponse) Reset() {
+	*x = ApplyPriceCatalogResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyPriceCatalogResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyPriceCatalogResponse) ProtoMessage() {}
+
+func (x *ApplyPriceCatalogResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyPriceCatalogResponse.ProtoReflect.Descriptor instead.
+func (*ApplyPriceCatalogResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *ApplyPriceCatalogResponse) GetPlanId() string {
+	if x != nil {
+		return x.PlanId
+	}
+	return ""
+}
+
+func (x *ApplyPriceCatalogResponse) GetAdded() int32 {
+	if x != nil {
+		return x.Added
+	}
+	return 0
+}
+
+func (x *ApplyPriceCatalogResponse) GetChanged() int32 {
+	if x != nil {
+		return x.Changed
+	}
+	return 0
+}
+
+func (x *ApplyPriceCatalogResponse) GetExcluded() int32 {
+	if x != nil {
+		return x.Excluded
+	}
+	return 0
+}
+
+func (x *ApplyPriceCatalogResponse) GetAppliedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AppliedAt
+	}
+	return nil
+}
+
+type GetPriceRuleProvenanceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PriceRuleId   int64                  `protobuf:"varint,1,opt,name=price_rule_id,json=priceRuleId,proto3" json:"price_rule_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPriceRuleProvenanceRequest) Reset() {
+	*x = GetPriceRuleProvenanceRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPriceRuleProvenanceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPriceRuleProvenanceRequest) ProtoMessage() {}
+
+func (x *GetPriceRuleProvenanceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPriceRuleProvenanceRequest.ProtoReflect.Descriptor instead.
+func (*GetPriceRuleProvenanceRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *GetPriceRuleProvenanceRequest) GetPriceRuleId() int64 {
+	if x != nil {
+		return x.PriceRuleId
+	}
+	return 0
+}
+
+type GetPriceRuleProvenanceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Provenance    *PriceRuleProvenance   `protobuf:"bytes,1,opt,name=provenance,proto3" json:"provenance,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPriceRuleProvenanceResponse) Reset() {
+	*x = GetPriceRuleProvenanceResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPriceRuleProvenanceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPriceRuleProvenanceResponse) ProtoMessage() {}
+
+func (x *GetPriceRuleProvenanceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPriceRuleProvenanceResponse.ProtoReflect.Descriptor instead.
+func (*GetPriceRuleProvenanceResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *GetPriceRuleProvenanceResponse) GetProvenance() *PriceRuleProvenance {
+	if x != nil {
+		return x.Provenance
+	}
+	return nil
+}
+
+// PriceRuleProvenance says where an imported price rule came from.
+type PriceRuleProvenance struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PriceRuleId   int64                  `protobuf:"varint,1,opt,name=price_rule_id,json=priceRuleId,proto3" json:"price_rule_id,omitempty"`
+	Catalog       string                 `protobuf:"bytes,2,opt,name=catalog,proto3" json:"catalog,omitempty"`
+	FileDigest    string                 `protobuf:"bytes,3,opt,name=file_digest,json=fileDigest,proto3" json:"file_digest,omitempty"`
+	EntryId       string                 `protobuf:"bytes,4,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	ImportedAt    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=imported_at,json=importedAt,proto3" json:"imported_at,omitempty"`
+	ImportedBy    string                 `protobuf:"bytes,6,opt,name=imported_by,json=importedBy,proto3" json:"imported_by,omitempty"`
+	PlanId        string                 `protobuf:"bytes,7,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PriceRuleProvenance) Reset() {
+	*x = PriceRuleProvenance{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PriceRuleProvenance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PriceRuleProvenance) ProtoMessage() {}
+
+func (x *PriceRuleProvenance) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PriceRuleProvenance.ProtoReflect.Descriptor instead.
+func (*PriceRuleProvenance) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *PriceRuleProvenance) GetPriceRuleId() int64 {
+	if x != nil {
+		return x.PriceRuleId
+	}
+	return 0
+}
+
+func (x *PriceRuleProvenance) GetCatalog() string {
+	if x != nil {
+		return x.Catalog
+	}
+	return ""
+}
+
+func (x *PriceRuleProvenance) GetFileDigest() string {
+	if x != nil {
+		return x.FileDigest
+	}
+	return ""
+}
+
+func (x *PriceRuleProvenance) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *PriceRuleProvenance) GetImportedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ImportedAt
+	}
+	return nil
+}
+
+func (x *PriceRuleProvenance) GetImportedBy() string {
+	if x != nil {
+		return x.ImportedBy
+	}
+	return ""
+}
+
+func (x *PriceRuleProvenance) GetPlanId() string {
+	if x != nil {
+		return x.PlanId
+	}
+	return ""
+}
+
 var File_tollgate_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
@@ -4164,13 +5063,14 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x04rule\x18\x01 \x01(\v2\x1d.tollgate.config.v1.PriceRuleR\x04rule\"(\n" +
 	"\x16DeletePriceRuleRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"\x19\n" +
-	"\x17DeletePriceRuleResponse\"\xbd\x01\n" +
+	"\x17DeletePriceRuleResponse\"\xe9\x01\n" +
 	"\x11QuotePriceRequest\x12$\n" +
 	"\vprovider_id\x18\x01 \x01(\x03H\x00R\n" +
 	"providerId\x88\x01\x01\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12!\n" +
 	"\fservice_tier\x18\x03 \x01(\tR\vserviceTier\x129\n" +
-	"\x05usage\x18\x04 \x01(\v2#.tollgate.settlement.v1.TokenCountsR\x05usageB\x0e\n" +
+	"\x05usage\x18\x04 \x01(\v2#.tollgate.settlement.v1.TokenCountsR\x05usage\x12*\n" +
+	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02atB\x0e\n" +
 	"\f_provider_id\"\xe1\x01\n" +
 	"\x12QuotePriceResponse\x12\"\n" +
 	"\rprice_rule_id\x18\x01 \x01(\x03R\vpriceRuleId\x12\x12\n" +
@@ -4417,7 +5317,89 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x19GetSnapshotStatusResponse\x12+\n" +
 	"\x11published_version\x18\x01 \x01(\x03R\x10publishedVersion\x12\x18\n" +
 	"\afailing\x18\x02 \x01(\bR\afailing\x12@\n" +
-	"\brejected\x18\x03 \x01(\v2$.tollgate.admin.v1.SnapshotRejectionR\brejected2\xe7\x1c\n" +
+	"\brejected\x18\x03 \x01(\v2$.tollgate.admin.v1.SnapshotRejectionR\brejected\"\xf8\x03\n" +
+	"\x17PlanPriceCatalogRequest\x12\x16\n" +
+	"\x06format\x18\x01 \x01(\tR\x06format\x12\x1a\n" +
+	"\bdocument\x18\x02 \x01(\tR\bdocument\x12K\n" +
+	"\x05files\x18\x03 \x03(\v25.tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntryR\x05files\x12^\n" +
+	"\fprovider_map\x18\x04 \x03(\v2;.tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntryR\vproviderMap\x12\x1f\n" +
+	"\vonly_mapped\x18\x05 \x01(\bR\n" +
+	"onlyMapped\x125\n" +
+	"\x17starts_with_as_contains\x18\x06 \x01(\bR\x14startsWithAsContains\x12*\n" +
+	"\x02at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x1a8\n" +
+	"\n" +
+	"FilesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
+	"\x10ProviderMapEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"N\n" +
+	"\x18PlanPriceCatalogResponse\x122\n" +
+	"\x04plan\x18\x01 \x01(\v2\x1e.tollgate.admin.v1.CatalogPlanR\x04plan\"\xbf\x03\n" +
+	"\vCatalogPlan\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06format\x18\x02 \x01(\tR\x06format\x12\x16\n" +
+	"\x06digest\x18\x03 \x01(\tR\x06digest\x129\n" +
+	"\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x1d\n" +
+	"\n" +
+	"created_by\x18\x05 \x01(\tR\tcreatedBy\x12\x18\n" +
+	"\aentries\x18\x06 \x01(\x05R\aentries\x128\n" +
+	"\x05added\x18\a \x03(\v2\".tollgate.admin.v1.CatalogPlanRuleR\x05added\x12>\n" +
+	"\achanged\x18\b \x03(\v2$.tollgate.admin.v1.CatalogPlanChangeR\achanged\x12E\n" +
+	"\tunchanged\x18\t \x03(\v2'.tollgate.admin.v1.CatalogPlanUnchangedR\tunchanged\x12;\n" +
+	"\askipped\x18\n" +
+	" \x03(\v2!.tollgate.admin.v1.CatalogSkippedR\askipped\"u\n" +
+	"\x0fCatalogPlanRule\x12\x19\n" +
+	"\bentry_id\x18\x01 \x01(\tR\aentryId\x121\n" +
+	"\x04rule\x18\x02 \x01(\v2\x1d.tollgate.config.v1.PriceRuleR\x04rule\x12\x14\n" +
+	"\x05notes\x18\x03 \x03(\tR\x05notes\"\x83\x02\n" +
+	"\x11CatalogPlanChange\x12\x19\n" +
+	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12\"\n" +
+	"\rprice_rule_id\x18\x02 \x01(\x03R\vpriceRuleId\x12'\n" +
+	"\x0foperator_edited\x18\x03 \x01(\bR\x0eoperatorEdited\x12=\n" +
+	"\x06fields\x18\x04 \x03(\v2%.tollgate.admin.v1.CatalogFieldChangeR\x06fields\x121\n" +
+	"\x04rule\x18\x05 \x01(\v2\x1d.tollgate.config.v1.PriceRuleR\x04rule\x12\x14\n" +
+	"\x05notes\x18\x06 \x03(\tR\x05notes\"N\n" +
+	"\x12CatalogFieldChange\x12\x14\n" +
+	"\x05field\x18\x01 \x01(\tR\x05field\x12\x10\n" +
+	"\x03old\x18\x02 \x01(\tR\x03old\x12\x10\n" +
+	"\x03new\x18\x03 \x01(\tR\x03new\"~\n" +
+	"\x14CatalogPlanUnchanged\x12\x19\n" +
+	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12\"\n" +
+	"\rprice_rule_id\x18\x02 \x01(\x03R\vpriceRuleId\x12'\n" +
+	"\x0fprovenance_only\x18\x03 \x01(\bR\x0eprovenanceOnly\"C\n" +
+	"\x0eCatalogSkipped\x12\x19\n" +
+	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x85\x01\n" +
+	"\x18ApplyPriceCatalogRequest\x12\x17\n" +
+	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12\x18\n" +
+	"\aexclude\x18\x02 \x03(\tR\aexclude\x126\n" +
+	"\x17confirm_operator_edited\x18\x03 \x01(\bR\x15confirmOperatorEdited\"\xbb\x01\n" +
+	"\x19ApplyPriceCatalogResponse\x12\x17\n" +
+	"\aplan_id\x18\x01 \x01(\tR\x06planId\x12\x14\n" +
+	"\x05added\x18\x02 \x01(\x05R\x05added\x12\x18\n" +
+	"\achanged\x18\x03 \x01(\x05R\achanged\x12\x1a\n" +
+	"\bexcluded\x18\x04 \x01(\x05R\bexcluded\x129\n" +
+	"\n" +
+	"applied_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt\"C\n" +
+	"\x1dGetPriceRuleProvenanceRequest\x12\"\n" +
+	"\rprice_rule_id\x18\x01 \x01(\x03R\vpriceRuleId\"h\n" +
+	"\x1eGetPriceRuleProvenanceResponse\x12F\n" +
+	"\n" +
+	"provenance\x18\x01 \x01(\v2&.tollgate.admin.v1.PriceRuleProvenanceR\n" +
+	"provenance\"\x86\x02\n" +
+	"\x13PriceRuleProvenance\x12\"\n" +
+	"\rprice_rule_id\x18\x01 \x01(\x03R\vpriceRuleId\x12\x18\n" +
+	"\acatalog\x18\x02 \x01(\tR\acatalog\x12\x1f\n" +
+	"\vfile_digest\x18\x03 \x01(\tR\n" +
+	"fileDigest\x12\x19\n" +
+	"\bentry_id\x18\x04 \x01(\tR\aentryId\x12;\n" +
+	"\vimported_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"importedAt\x12\x1f\n" +
+	"\vimported_by\x18\x06 \x01(\tR\n" +
+	"importedBy\x12\x17\n" +
+	"\aplan_id\x18\a \x01(\tR\x06planId2\xc3\x1f\n" +
 	"\fAdminService\x12e\n" +
 	"\x0eListPriceRules\x12(.tollgate.admin.v1.ListPriceRulesRequest\x1a).tollgate.admin.v1.ListPriceRulesResponse\x12_\n" +
 	"\fGetPriceRule\x12&.tollgate.admin.v1.GetPriceRuleRequest\x1a'.tollgate.admin.v1.GetPriceRuleResponse\x12h\n" +
@@ -4460,7 +5442,10 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x10CreateAdminToken\x12*.tollgate.admin.v1.CreateAdminTokenRequest\x1a+.tollgate.admin.v1.CreateAdminTokenResponse\x12h\n" +
 	"\x0fListAdminTokens\x12).tollgate.admin.v1.ListAdminTokensRequest\x1a*.tollgate.admin.v1.ListAdminTokensResponse\x12k\n" +
 	"\x10DeleteAdminToken\x12*.tollgate.admin.v1.DeleteAdminTokenRequest\x1a+.tollgate.admin.v1.DeleteAdminTokenResponse\x12n\n" +
-	"\x11GetSnapshotStatus\x12+.tollgate.admin.v1.GetSnapshotStatusRequest\x1a,.tollgate.admin.v1.GetSnapshotStatusResponseBCZAgithub.com/tollgate/tollgate/shared/gen/tollgate/admin/v1;adminv1b\x06proto3"
+	"\x11GetSnapshotStatus\x12+.tollgate.admin.v1.GetSnapshotStatusRequest\x1a,.tollgate.admin.v1.GetSnapshotStatusResponse\x12k\n" +
+	"\x10PlanPriceCatalog\x12*.tollgate.admin.v1.PlanPriceCatalogRequest\x1a+.tollgate.admin.v1.PlanPriceCatalogResponse\x12n\n" +
+	"\x11ApplyPriceCatalog\x12+.tollgate.admin.v1.ApplyPriceCatalogRequest\x1a,.tollgate.admin.v1.ApplyPriceCatalogResponse\x12}\n" +
+	"\x16GetPriceRuleProvenance\x120.tollgate.admin.v1.GetPriceRuleProvenanceRequest\x1a1.tollgate.admin.v1.GetPriceRuleProvenanceResponseBCZAgithub.com/tollgate/tollgate/shared/gen/tollgate/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_tollgate_admin_v1_admin_proto_rawDescOnce sync.Once
@@ -4474,236 +5459,273 @@ func file_tollgate_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_tollgate_admin_v1_admin_proto_rawDescData
 }
 
-var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
+var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 95)
 var file_tollgate_admin_v1_admin_proto_goTypes = []any{
-	(*ListPriceRulesRequest)(nil),        // 0: tollgate.admin.v1.ListPriceRulesRequest
-	(*ListPriceRulesResponse)(nil),       // 1: tollgate.admin.v1.ListPriceRulesResponse
-	(*GetPriceRuleRequest)(nil),          // 2: tollgate.admin.v1.GetPriceRuleRequest
-	(*GetPriceRuleResponse)(nil),         // 3: tollgate.admin.v1.GetPriceRuleResponse
-	(*CreatePriceRuleRequest)(nil),       // 4: tollgate.admin.v1.CreatePriceRuleRequest
-	(*CreatePriceRuleResponse)(nil),      // 5: tollgate.admin.v1.CreatePriceRuleResponse
-	(*UpdatePriceRuleRequest)(nil),       // 6: tollgate.admin.v1.UpdatePriceRuleRequest
-	(*UpdatePriceRuleResponse)(nil),      // 7: tollgate.admin.v1.UpdatePriceRuleResponse
-	(*DeletePriceRuleRequest)(nil),       // 8: tollgate.admin.v1.DeletePriceRuleRequest
-	(*DeletePriceRuleResponse)(nil),      // 9: tollgate.admin.v1.DeletePriceRuleResponse
-	(*QuotePriceRequest)(nil),            // 10: tollgate.admin.v1.QuotePriceRequest
-	(*QuotePriceResponse)(nil),           // 11: tollgate.admin.v1.QuotePriceResponse
-	(*Rates)(nil),                        // 12: tollgate.admin.v1.Rates
-	(*ListProvidersRequest)(nil),         // 13: tollgate.admin.v1.ListProvidersRequest
-	(*ListProvidersResponse)(nil),        // 14: tollgate.admin.v1.ListProvidersResponse
-	(*GetProviderRequest)(nil),           // 15: tollgate.admin.v1.GetProviderRequest
-	(*GetProviderResponse)(nil),          // 16: tollgate.admin.v1.GetProviderResponse
-	(*CreateProviderRequest)(nil),        // 17: tollgate.admin.v1.CreateProviderRequest
-	(*CreateProviderResponse)(nil),       // 18: tollgate.admin.v1.CreateProviderResponse
-	(*UpdateProviderRequest)(nil),        // 19: tollgate.admin.v1.UpdateProviderRequest
-	(*UpdateProviderResponse)(nil),       // 20: tollgate.admin.v1.UpdateProviderResponse
-	(*DeleteProviderRequest)(nil),        // 21: tollgate.admin.v1.DeleteProviderRequest
-	(*DeleteProviderResponse)(nil),       // 22: tollgate.admin.v1.DeleteProviderResponse
-	(*CreateCredentialRequest)(nil),      // 23: tollgate.admin.v1.CreateCredentialRequest
-	(*CreateCredentialResponse)(nil),     // 24: tollgate.admin.v1.CreateCredentialResponse
-	(*DeleteCredentialRequest)(nil),      // 25: tollgate.admin.v1.DeleteCredentialRequest
-	(*DeleteCredentialResponse)(nil),     // 26: tollgate.admin.v1.DeleteCredentialResponse
-	(*ListRoutingRulesRequest)(nil),      // 27: tollgate.admin.v1.ListRoutingRulesRequest
-	(*ListRoutingRulesResponse)(nil),     // 28: tollgate.admin.v1.ListRoutingRulesResponse
-	(*UpsertRoutingRulesRequest)(nil),    // 29: tollgate.admin.v1.UpsertRoutingRulesRequest
-	(*UpsertRoutingRulesResponse)(nil),   // 30: tollgate.admin.v1.UpsertRoutingRulesResponse
-	(*ResetRoutingRulesRequest)(nil),     // 31: tollgate.admin.v1.ResetRoutingRulesRequest
-	(*ResetRoutingRulesResponse)(nil),    // 32: tollgate.admin.v1.ResetRoutingRulesResponse
-	(*DeleteRoutingRuleRequest)(nil),     // 33: tollgate.admin.v1.DeleteRoutingRuleRequest
-	(*DeleteRoutingRuleResponse)(nil),    // 34: tollgate.admin.v1.DeleteRoutingRuleResponse
-	(*ListRoutesRequest)(nil),            // 35: tollgate.admin.v1.ListRoutesRequest
-	(*ListRoutesResponse)(nil),           // 36: tollgate.admin.v1.ListRoutesResponse
-	(*GetRouteRequest)(nil),              // 37: tollgate.admin.v1.GetRouteRequest
-	(*GetRouteResponse)(nil),             // 38: tollgate.admin.v1.GetRouteResponse
-	(*CreateRouteRequest)(nil),           // 39: tollgate.admin.v1.CreateRouteRequest
-	(*CreateRouteResponse)(nil),          // 40: tollgate.admin.v1.CreateRouteResponse
-	(*UpdateRouteRequest)(nil),           // 41: tollgate.admin.v1.UpdateRouteRequest
-	(*UpdateRouteResponse)(nil),          // 42: tollgate.admin.v1.UpdateRouteResponse
-	(*DeleteRouteRequest)(nil),           // 43: tollgate.admin.v1.DeleteRouteRequest
-	(*DeleteRouteResponse)(nil),          // 44: tollgate.admin.v1.DeleteRouteResponse
-	(*CreateOrgRequest)(nil),             // 45: tollgate.admin.v1.CreateOrgRequest
-	(*CreateOrgResponse)(nil),            // 46: tollgate.admin.v1.CreateOrgResponse
-	(*CreateTeamRequest)(nil),            // 47: tollgate.admin.v1.CreateTeamRequest
-	(*CreateTeamResponse)(nil),           // 48: tollgate.admin.v1.CreateTeamResponse
-	(*CreateUserRequest)(nil),            // 49: tollgate.admin.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),           // 50: tollgate.admin.v1.CreateUserResponse
-	(*CreateApiKeyRequest)(nil),          // 51: tollgate.admin.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),         // 52: tollgate.admin.v1.CreateApiKeyResponse
-	(*GetQuotaRequest)(nil),              // 53: tollgate.admin.v1.GetQuotaRequest
-	(*GetQuotaResponse)(nil),             // 54: tollgate.admin.v1.GetQuotaResponse
-	(*SetQuotaRequest)(nil),              // 55: tollgate.admin.v1.SetQuotaRequest
-	(*SetQuotaResponse)(nil),             // 56: tollgate.admin.v1.SetQuotaResponse
-	(*ListUsagesRequest)(nil),            // 57: tollgate.admin.v1.ListUsagesRequest
-	(*Usage)(nil),                        // 58: tollgate.admin.v1.Usage
-	(*ListUsagesResponse)(nil),           // 59: tollgate.admin.v1.ListUsagesResponse
-	(*ExportRequest)(nil),                // 60: tollgate.admin.v1.ExportRequest
-	(*ExportResponse)(nil),               // 61: tollgate.admin.v1.ExportResponse
-	(*ImportRequest)(nil),                // 62: tollgate.admin.v1.ImportRequest
-	(*ImportResponse)(nil),               // 63: tollgate.admin.v1.ImportResponse
-	(*AdminToken)(nil),                   // 64: tollgate.admin.v1.AdminToken
-	(*CreateAdminTokenRequest)(nil),      // 65: tollgate.admin.v1.CreateAdminTokenRequest
-	(*CreateAdminTokenResponse)(nil),     // 66: tollgate.admin.v1.CreateAdminTokenResponse
-	(*ListAdminTokensRequest)(nil),       // 67: tollgate.admin.v1.ListAdminTokensRequest
-	(*ListAdminTokensResponse)(nil),      // 68: tollgate.admin.v1.ListAdminTokensResponse
-	(*DeleteAdminTokenRequest)(nil),      // 69: tollgate.admin.v1.DeleteAdminTokenRequest
-	(*DeleteAdminTokenResponse)(nil),     // 70: tollgate.admin.v1.DeleteAdminTokenResponse
-	(*AdjustQuotaRequest)(nil),           // 71: tollgate.admin.v1.AdjustQuotaRequest
-	(*QuotaAdjustment)(nil),              // 72: tollgate.admin.v1.QuotaAdjustment
-	(*AdjustQuotaResponse)(nil),          // 73: tollgate.admin.v1.AdjustQuotaResponse
-	(*ListQuotaAdjustmentsRequest)(nil),  // 74: tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	(*ListQuotaAdjustmentsResponse)(nil), // 75: tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	(*GetSnapshotStatusRequest)(nil),     // 76: tollgate.admin.v1.GetSnapshotStatusRequest
-	(*SnapshotProblem)(nil),              // 77: tollgate.admin.v1.SnapshotProblem
-	(*SnapshotRejection)(nil),            // 78: tollgate.admin.v1.SnapshotRejection
-	(*GetSnapshotStatusResponse)(nil),    // 79: tollgate.admin.v1.GetSnapshotStatusResponse
-	(*v1.PriceRule)(nil),                 // 80: tollgate.config.v1.PriceRule
-	(*v11.TokenCounts)(nil),              // 81: tollgate.settlement.v1.TokenCounts
-	(*v1.Provider)(nil),                  // 82: tollgate.config.v1.Provider
-	(*v1.Credential)(nil),                // 83: tollgate.config.v1.Credential
-	(*v1.RoutingRule)(nil),               // 84: tollgate.config.v1.RoutingRule
-	(*v1.Route)(nil),                     // 85: tollgate.config.v1.Route
-	(*v1.Org)(nil),                       // 86: tollgate.config.v1.Org
-	(*v1.Team)(nil),                      // 87: tollgate.config.v1.Team
-	(*v1.User)(nil),                      // 88: tollgate.config.v1.User
-	(*timestamppb.Timestamp)(nil),        // 89: google.protobuf.Timestamp
-	(*v1.ApiKey)(nil),                    // 90: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),                     // 91: tollgate.config.v1.Quota
-	(*v11.SettlementRecord)(nil),         // 92: tollgate.settlement.v1.SettlementRecord
+	(*ListPriceRulesRequest)(nil),          // 0: tollgate.admin.v1.ListPriceRulesRequest
+	(*ListPriceRulesResponse)(nil),         // 1: tollgate.admin.v1.ListPriceRulesResponse
+	(*GetPriceRuleRequest)(nil),            // 2: tollgate.admin.v1.GetPriceRuleRequest
+	(*GetPriceRuleResponse)(nil),           // 3: tollgate.admin.v1.GetPriceRuleResponse
+	(*CreatePriceRuleRequest)(nil),         // 4: tollgate.admin.v1.CreatePriceRuleRequest
+	(*CreatePriceRuleResponse)(nil),        // 5: tollgate.admin.v1.CreatePriceRuleResponse
+	(*UpdatePriceRuleRequest)(nil),         // 6: tollgate.admin.v1.UpdatePriceRuleRequest
+	(*UpdatePriceRuleResponse)(nil),        // 7: tollgate.admin.v1.UpdatePriceRuleResponse
+	(*DeletePriceRuleRequest)(nil),         // 8: tollgate.admin.v1.DeletePriceRuleRequest
+	(*DeletePriceRuleResponse)(nil),        // 9: tollgate.admin.v1.DeletePriceRuleResponse
+	(*QuotePriceRequest)(nil),              // 10: tollgate.admin.v1.QuotePriceRequest
+	(*QuotePriceResponse)(nil),             // 11: tollgate.admin.v1.QuotePriceResponse
+	(*Rates)(nil),                          // 12: tollgate.admin.v1.Rates
+	(*ListProvidersRequest)(nil),           // 13: tollgate.admin.v1.ListProvidersRequest
+	(*ListProvidersResponse)(nil),          // 14: tollgate.admin.v1.ListProvidersResponse
+	(*GetProviderRequest)(nil),             // 15: tollgate.admin.v1.GetProviderRequest
+	(*GetProviderResponse)(nil),            // 16: tollgate.admin.v1.GetProviderResponse
+	(*CreateProviderRequest)(nil),          // 17: tollgate.admin.v1.CreateProviderRequest
+	(*CreateProviderResponse)(nil),         // 18: tollgate.admin.v1.CreateProviderResponse
+	(*UpdateProviderRequest)(nil),          // 19: tollgate.admin.v1.UpdateProviderRequest
+	(*UpdateProviderResponse)(nil),         // 20: tollgate.admin.v1.UpdateProviderResponse
+	(*DeleteProviderRequest)(nil),          // 21: tollgate.admin.v1.DeleteProviderRequest
+	(*DeleteProviderResponse)(nil),         // 22: tollgate.admin.v1.DeleteProviderResponse
+	(*CreateCredentialRequest)(nil),        // 23: tollgate.admin.v1.CreateCredentialRequest
+	(*CreateCredentialResponse)(nil),       // 24: tollgate.admin.v1.CreateCredentialResponse
+	(*DeleteCredentialRequest)(nil),        // 25: tollgate.admin.v1.DeleteCredentialRequest
+	(*DeleteCredentialResponse)(nil),       // 26: tollgate.admin.v1.DeleteCredentialResponse
+	(*ListRoutingRulesRequest)(nil),        // 27: tollgate.admin.v1.ListRoutingRulesRequest
+	(*ListRoutingRulesResponse)(nil),       // 28: tollgate.admin.v1.ListRoutingRulesResponse
+	(*UpsertRoutingRulesRequest)(nil),      // 29: tollgate.admin.v1.UpsertRoutingRulesRequest
+	(*UpsertRoutingRulesResponse)(nil),     // 30: tollgate.admin.v1.UpsertRoutingRulesResponse
+	(*ResetRoutingRulesRequest)(nil),       // 31: tollgate.admin.v1.ResetRoutingRulesRequest
+	(*ResetRoutingRulesResponse)(nil),      // 32: tollgate.admin.v1.ResetRoutingRulesResponse
+	(*DeleteRoutingRuleRequest)(nil),       // 33: tollgate.admin.v1.DeleteRoutingRuleRequest
+	(*DeleteRoutingRuleResponse)(nil),      // 34: tollgate.admin.v1.DeleteRoutingRuleResponse
+	(*ListRoutesRequest)(nil),              // 35: tollgate.admin.v1.ListRoutesRequest
+	(*ListRoutesResponse)(nil),             // 36: tollgate.admin.v1.ListRoutesResponse
+	(*GetRouteRequest)(nil),                // 37: tollgate.admin.v1.GetRouteRequest
+	(*GetRouteResponse)(nil),               // 38: tollgate.admin.v1.GetRouteResponse
+	(*CreateRouteRequest)(nil),             // 39: tollgate.admin.v1.CreateRouteRequest
+	(*CreateRouteResponse)(nil),            // 40: tollgate.admin.v1.CreateRouteResponse
+	(*UpdateRouteRequest)(nil),             // 41: tollgate.admin.v1.UpdateRouteRequest
+	(*UpdateRouteResponse)(nil),            // 42: tollgate.admin.v1.UpdateRouteResponse
+	(*DeleteRouteRequest)(nil),             // 43: tollgate.admin.v1.DeleteRouteRequest
+	(*DeleteRouteResponse)(nil),            // 44: tollgate.admin.v1.DeleteRouteResponse
+	(*CreateOrgRequest)(nil),               // 45: tollgate.admin.v1.CreateOrgRequest
+	(*CreateOrgResponse)(nil),              // 46: tollgate.admin.v1.CreateOrgResponse
+	(*CreateTeamRequest)(nil),              // 47: tollgate.admin.v1.CreateTeamRequest
+	(*CreateTeamResponse)(nil),             // 48: tollgate.admin.v1.CreateTeamResponse
+	(*CreateUserRequest)(nil),              // 49: tollgate.admin.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),             // 50: tollgate.admin.v1.CreateUserResponse
+	(*CreateApiKeyRequest)(nil),            // 51: tollgate.admin.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),           // 52: tollgate.admin.v1.CreateApiKeyResponse
+	(*GetQuotaRequest)(nil),                // 53: tollgate.admin.v1.GetQuotaRequest
+	(*GetQuotaResponse)(nil),               // 54: tollgate.admin.v1.GetQuotaResponse
+	(*SetQuotaRequest)(nil),                // 55: tollgate.admin.v1.SetQuotaRequest
+	(*SetQuotaResponse)(nil),               // 56: tollgate.admin.v1.SetQuotaResponse
+	(*ListUsagesRequest)(nil),              // 57: tollgate.admin.v1.ListUsagesRequest
+	(*Usage)(nil),                          // 58: tollgate.admin.v1.Usage
+	(*ListUsagesResponse)(nil),             // 59: tollgate.admin.v1.ListUsagesResponse
+	(*ExportRequest)(nil),                  // 60: tollgate.admin.v1.ExportRequest
+	(*ExportResponse)(nil),                 // 61: tollgate.admin.v1.ExportResponse
+	(*ImportRequest)(nil),                  // 62: tollgate.admin.v1.ImportRequest
+	(*ImportResponse)(nil),                 // 63: tollgate.admin.v1.ImportResponse
+	(*AdminToken)(nil),                     // 64: tollgate.admin.v1.AdminToken
+	(*CreateAdminTokenRequest)(nil),        // 65: tollgate.admin.v1.CreateAdminTokenRequest
+	(*CreateAdminTokenResponse)(nil),       // 66: tollgate.admin.v1.CreateAdminTokenResponse
+	(*ListAdminTokensRequest)(nil),         // 67: tollgate.admin.v1.ListAdminTokensRequest
+	(*ListAdminTokensResponse)(nil),        // 68: tollgate.admin.v1.ListAdminTokensResponse
+	(*DeleteAdminTokenRequest)(nil),        // 69: tollgate.admin.v1.DeleteAdminTokenRequest
+	(*DeleteAdminTokenResponse)(nil),       // 70: tollgate.admin.v1.DeleteAdminTokenResponse
+	(*AdjustQuotaRequest)(nil),             // 71: tollgate.admin.v1.AdjustQuotaRequest
+	(*QuotaAdjustment)(nil),                // 72: tollgate.admin.v1.QuotaAdjustment
+	(*AdjustQuotaResponse)(nil),            // 73: tollgate.admin.v1.AdjustQuotaResponse
+	(*ListQuotaAdjustmentsRequest)(nil),    // 74: tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	(*ListQuotaAdjustmentsResponse)(nil),   // 75: tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	(*GetSnapshotStatusRequest)(nil),       // 76: tollgate.admin.v1.GetSnapshotStatusRequest
+	(*SnapshotProblem)(nil),                // 77: tollgate.admin.v1.SnapshotProblem
+	(*SnapshotRejection)(nil),              // 78: tollgate.admin.v1.SnapshotRejection
+	(*GetSnapshotStatusResponse)(nil),      // 79: tollgate.admin.v1.GetSnapshotStatusResponse
+	(*PlanPriceCatalogRequest)(nil),        // 80: tollgate.admin.v1.PlanPriceCatalogRequest
+	(*PlanPriceCatalogResponse)(nil),       // 81: tollgate.admin.v1.PlanPriceCatalogResponse
+	(*CatalogPlan)(nil),                    // 82: tollgate.admin.v1.CatalogPlan
+	(*CatalogPlanRule)(nil),                // 83: tollgate.admin.v1.CatalogPlanRule
+	(*CatalogPlanChange)(nil),              // 84: tollgate.admin.v1.CatalogPlanChange
+	(*CatalogFieldChange)(nil),             // 85: tollgate.admin.v1.CatalogFieldChange
+	(*CatalogPlanUnchanged)(nil),           // 86: tollgate.admin.v1.CatalogPlanUnchanged
+	(*CatalogSkipped)(nil),                 // 87: tollgate.admin.v1.CatalogSkipped
+	(*ApplyPriceCatalogRequest)(nil),       // 88: tollgate.admin.v1.ApplyPriceCatalogRequest
+	(*ApplyPriceCatalogResponse)(nil),      // 89: tollgate.admin.v1.ApplyPriceCatalogResponse
+	(*GetPriceRuleProvenanceRequest)(nil),  // 90: tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	(*GetPriceRuleProvenanceResponse)(nil), // 91: tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	(*PriceRuleProvenance)(nil),            // 92: tollgate.admin.v1.PriceRuleProvenance
+	nil,                                    // 93: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	nil,                                    // 94: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	(*v1.PriceRule)(nil),                   // 95: tollgate.config.v1.PriceRule
+	(*v11.TokenCounts)(nil),                // 96: tollgate.settlement.v1.TokenCounts
+	(*timestamppb.Timestamp)(nil),          // 97: google.protobuf.Timestamp
+	(*v1.Provider)(nil),                    // 98: tollgate.config.v1.Provider
+	(*v1.Credential)(nil),                  // 99: tollgate.config.v1.Credential
+	(*v1.RoutingRule)(nil),                 // 100: tollgate.config.v1.RoutingRule
+	(*v1.Route)(nil),                       // 101: tollgate.config.v1.Route
+	(*v1.Org)(nil),                         // 102: tollgate.config.v1.Org
+	(*v1.Team)(nil),                        // 103: tollgate.config.v1.Team
+	(*v1.User)(nil),                        // 104: tollgate.config.v1.User
+	(*v1.ApiKey)(nil),                      // 105: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),                       // 106: tollgate.config.v1.Quota
+	(*v11.SettlementRecord)(nil),           // 107: tollgate.settlement.v1.SettlementRecord
 }
 var file_tollgate_admin_v1_admin_proto_depIdxs = []int32{
-	80, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
-	80, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	80, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	80, // 3: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	80, // 4: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	80, // 5: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	81, // 6: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
-	12, // 7: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
-	82, // 8: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
-	82, // 9: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	82, // 10: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	82, // 11: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	82, // 12: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	82, // 13: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	83, // 14: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
-	83, // 15: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
-	84, // 16: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	84, // 17: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
-	84, // 18: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	84, // 19: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	85, // 20: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
-	85, // 21: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
-	85, // 22: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	85, // 23: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	85, // 24: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	85, // 25: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	86, // 26: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	86, // 27: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	87, // 28: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	87, // 29: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	88, // 30: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
-	88, // 31: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
-	89, // 32: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	90, // 33: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	91, // 34: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	91, // 35: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	89, // 36: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
-	89, // 37: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
-	92, // 38: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
-	58, // 39: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
-	80, // 40: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
-	84, // 41: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	80, // 42: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
-	84, // 43: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	89, // 44: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
-	64, // 45: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
-	64, // 46: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
-	89, // 47: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
-	72, // 48: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
-	91, // 49: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	72, // 50: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
-	89, // 51: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
-	77, // 52: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
-	78, // 53: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
-	0,  // 54: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
-	2,  // 55: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
-	4,  // 56: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
-	6,  // 57: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
-	8,  // 58: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
-	10, // 59: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
-	13, // 60: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	15, // 61: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	17, // 62: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	19, // 63: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	21, // 64: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	23, // 65: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
-	25, // 66: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
-	27, // 67: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
-	29, // 68: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
-	31, // 69: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
-	33, // 70: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
-	35, // 71: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
-	37, // 72: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
-	39, // 73: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
-	41, // 74: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
-	43, // 75: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
-	45, // 76: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
-	47, // 77: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
-	49, // 78: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
-	51, // 79: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
-	53, // 80: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
-	55, // 81: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
-	71, // 82: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
-	74, // 83: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	57, // 84: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
-	60, // 85: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
-	62, // 86: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
-	65, // 87: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
-	67, // 88: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
-	69, // 89: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
-	76, // 90: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
-	1,  // 91: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
-	3,  // 92: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
-	5,  // 93: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
-	7,  // 94: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
-	9,  // 95: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
-	11, // 96: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
-	14, // 97: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	16, // 98: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	18, // 99: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	20, // 100: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	22, // 101: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	24, // 102: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
-	26, // 103: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
-	28, // 104: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
-	30, // 105: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
-	32, // 106: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
-	34, // 107: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
-	36, // 108: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
-	38, // 109: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
-	40, // 110: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
-	42, // 111: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
-	44, // 112: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
-	46, // 113: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
-	48, // 114: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
-	50, // 115: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
-	52, // 116: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
-	54, // 117: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
-	56, // 118: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
-	73, // 119: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
-	75, // 120: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	59, // 121: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
-	61, // 122: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
-	63, // 123: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
-	66, // 124: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
-	68, // 125: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
-	70, // 126: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
-	79, // 127: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
-	91, // [91:128] is the sub-list for method output_type
-	54, // [54:91] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	95,  // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
+	95,  // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	95,  // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	95,  // 3: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	95,  // 4: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	95,  // 5: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	96,  // 6: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
+	97,  // 7: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
+	12,  // 8: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
+	98,  // 9: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
+	98,  // 10: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	98,  // 11: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	98,  // 12: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	98,  // 13: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	98,  // 14: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	99,  // 15: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
+	99,  // 16: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
+	100, // 17: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	100, // 18: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
+	100, // 19: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	100, // 20: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	101, // 21: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
+	101, // 22: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
+	101, // 23: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	101, // 24: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	101, // 25: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	101, // 26: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	102, // 27: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	102, // 28: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	103, // 29: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	103, // 30: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	104, // 31: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
+	104, // 32: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
+	97,  // 33: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	105, // 34: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	106, // 35: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	106, // 36: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	97,  // 37: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
+	97,  // 38: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
+	107, // 39: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
+	58,  // 40: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
+	95,  // 41: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
+	100, // 42: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	95,  // 43: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
+	100, // 44: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	97,  // 45: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
+	64,  // 46: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
+	64,  // 47: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
+	97,  // 48: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
+	72,  // 49: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
+	106, // 50: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	72,  // 51: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
+	97,  // 52: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
+	77,  // 53: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
+	78,  // 54: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
+	93,  // 55: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	94,  // 56: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	97,  // 57: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
+	82,  // 58: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
+	97,  // 59: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
+	83,  // 60: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
+	84,  // 61: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
+	86,  // 62: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
+	87,  // 63: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
+	95,  // 64: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
+	85,  // 65: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
+	95,  // 66: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
+	97,  // 67: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
+	92,  // 68: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
+	97,  // 69: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
+	0,   // 70: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
+	2,   // 71: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
+	4,   // 72: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
+	6,   // 73: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
+	8,   // 74: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
+	10,  // 75: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
+	13,  // 76: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	15,  // 77: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	17,  // 78: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	19,  // 79: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	21,  // 80: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	23,  // 81: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
+	25,  // 82: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
+	27,  // 83: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
+	29,  // 84: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
+	31,  // 85: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
+	33,  // 86: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
+	35,  // 87: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
+	37,  // 88: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
+	39,  // 89: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
+	41,  // 90: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
+	43,  // 91: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
+	45,  // 92: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
+	47,  // 93: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
+	49,  // 94: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
+	51,  // 95: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
+	53,  // 96: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
+	55,  // 97: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
+	71,  // 98: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
+	74,  // 99: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	57,  // 100: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
+	60,  // 101: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
+	62,  // 102: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
+	65,  // 103: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
+	67,  // 104: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
+	69,  // 105: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
+	76,  // 106: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
+	80,  // 107: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
+	88,  // 108: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
+	90,  // 109: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	1,   // 110: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
+	3,   // 111: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
+	5,   // 112: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
+	7,   // 113: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
+	9,   // 114: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
+	11,  // 115: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
+	14,  // 116: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	16,  // 117: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	18,  // 118: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	20,  // 119: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	22,  // 120: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	24,  // 121: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
+	26,  // 122: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
+	28,  // 123: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
+	30,  // 124: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
+	32,  // 125: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
+	34,  // 126: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
+	36,  // 127: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
+	38,  // 128: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
+	40,  // 129: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
+	42,  // 130: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
+	44,  // 131: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
+	46,  // 132: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
+	48,  // 133: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
+	50,  // 134: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
+	52,  // 135: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
+	54,  // 136: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
+	56,  // 137: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
+	73,  // 138: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
+	75,  // 139: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	59,  // 140: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
+	61,  // 141: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
+	63,  // 142: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
+	66,  // 143: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
+	68,  // 144: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
+	70,  // 145: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
+	79,  // 146: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
+	81,  // 147: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
+	89,  // 148: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
+	91,  // 149: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	110, // [110:150] is the sub-list for method output_type
+	70,  // [70:110] is the sub-list for method input_type
+	70,  // [70:70] is the sub-list for extension type_name
+	70,  // [70:70] is the sub-list for extension extendee
+	0,   // [0:70] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_admin_proto_init() }
@@ -4720,7 +5742,7 @@ func file_tollgate_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_admin_proto_rawDesc), len(file_tollgate_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   80,
+			NumMessages:   95,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,43 +22,46 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_ListPriceRules_FullMethodName       = "/tollgate.admin.v1.AdminService/ListPriceRules"
-	AdminService_GetPriceRule_FullMethodName         = "/tollgate.admin.v1.AdminService/GetPriceRule"
-	AdminService_CreatePriceRule_FullMethodName      = "/tollgate.admin.v1.AdminService/CreatePriceRule"
-	AdminService_UpdatePriceRule_FullMethodName      = "/tollgate.admin.v1.AdminService/UpdatePriceRule"
-	AdminService_DeletePriceRule_FullMethodName      = "/tollgate.admin.v1.AdminService/DeletePriceRule"
-	AdminService_QuotePrice_FullMethodName           = "/tollgate.admin.v1.AdminService/QuotePrice"
-	AdminService_ListProviders_FullMethodName        = "/tollgate.admin.v1.AdminService/ListProviders"
-	AdminService_GetProvider_FullMethodName          = "/tollgate.admin.v1.AdminService/GetProvider"
-	AdminService_CreateProvider_FullMethodName       = "/tollgate.admin.v1.AdminService/CreateProvider"
-	AdminService_UpdateProvider_FullMethodName       = "/tollgate.admin.v1.AdminService/UpdateProvider"
-	AdminService_DeleteProvider_FullMethodName       = "/tollgate.admin.v1.AdminService/DeleteProvider"
-	AdminService_CreateCredential_FullMethodName     = "/tollgate.admin.v1.AdminService/CreateCredential"
-	AdminService_DeleteCredential_FullMethodName     = "/tollgate.admin.v1.AdminService/DeleteCredential"
-	AdminService_ListRoutingRules_FullMethodName     = "/tollgate.admin.v1.AdminService/ListRoutingRules"
-	AdminService_UpsertRoutingRules_FullMethodName   = "/tollgate.admin.v1.AdminService/UpsertRoutingRules"
-	AdminService_ResetRoutingRules_FullMethodName    = "/tollgate.admin.v1.AdminService/ResetRoutingRules"
-	AdminService_DeleteRoutingRule_FullMethodName    = "/tollgate.admin.v1.AdminService/DeleteRoutingRule"
-	AdminService_ListRoutes_FullMethodName           = "/tollgate.admin.v1.AdminService/ListRoutes"
-	AdminService_GetRoute_FullMethodName             = "/tollgate.admin.v1.AdminService/GetRoute"
-	AdminService_CreateRoute_FullMethodName          = "/tollgate.admin.v1.AdminService/CreateRoute"
-	AdminService_UpdateRoute_FullMethodName          = "/tollgate.admin.v1.AdminService/UpdateRoute"
-	AdminService_DeleteRoute_FullMethodName          = "/tollgate.admin.v1.AdminService/DeleteRoute"
-	AdminService_CreateOrg_FullMethodName            = "/tollgate.admin.v1.AdminService/CreateOrg"
-	AdminService_CreateTeam_FullMethodName           = "/tollgate.admin.v1.AdminService/CreateTeam"
-	AdminService_CreateUser_FullMethodName           = "/tollgate.admin.v1.AdminService/CreateUser"
-	AdminService_CreateApiKey_FullMethodName         = "/tollgate.admin.v1.AdminService/CreateApiKey"
-	AdminService_GetQuota_FullMethodName             = "/tollgate.admin.v1.AdminService/GetQuota"
-	AdminService_SetQuota_FullMethodName             = "/tollgate.admin.v1.AdminService/SetQuota"
-	AdminService_AdjustQuota_FullMethodName          = "/tollgate.admin.v1.AdminService/AdjustQuota"
-	AdminService_ListQuotaAdjustments_FullMethodName = "/tollgate.admin.v1.AdminService/ListQuotaAdjustments"
-	AdminService_ListUsages_FullMethodName           = "/tollgate.admin.v1.AdminService/ListUsages"
-	AdminService_Export_FullMethodName               = "/tollgate.admin.v1.AdminService/Export"
-	AdminService_Import_FullMethodName               = "/tollgate.admin.v1.AdminService/Import"
-	AdminService_CreateAdminToken_FullMethodName     = "/tollgate.admin.v1.AdminService/CreateAdminToken"
-	AdminService_ListAdminTokens_FullMethodName      = "/tollgate.admin.v1.AdminService/ListAdminTokens"
-	AdminService_DeleteAdminToken_FullMethodName     = "/tollgate.admin.v1.AdminService/DeleteAdminToken"
-	AdminService_GetSnapshotStatus_FullMethodName    = "/tollgate.admin.v1.AdminService/GetSnapshotStatus"
+	AdminService_ListPriceRules_FullMethodName         = "/tollgate.admin.v1.AdminService/ListPriceRules"
+	AdminService_GetPriceRule_FullMethodName           = "/tollgate.admin.v1.AdminService/GetPriceRule"
+	AdminService_CreatePriceRule_FullMethodName        = "/tollgate.admin.v1.AdminService/CreatePriceRule"
+	AdminService_UpdatePriceRule_FullMethodName        = "/tollgate.admin.v1.AdminService/UpdatePriceRule"
+	AdminService_DeletePriceRule_FullMethodName        = "/tollgate.admin.v1.AdminService/DeletePriceRule"
+	AdminService_QuotePrice_FullMethodName             = "/tollgate.admin.v1.AdminService/QuotePrice"
+	AdminService_ListProviders_FullMethodName          = "/tollgate.admin.v1.AdminService/ListProviders"
+	AdminService_GetProvider_FullMethodName            = "/tollgate.admin.v1.AdminService/GetProvider"
+	AdminService_CreateProvider_FullMethodName         = "/tollgate.admin.v1.AdminService/CreateProvider"
+	AdminService_UpdateProvider_FullMethodName         = "/tollgate.admin.v1.AdminService/UpdateProvider"
+	AdminService_DeleteProvider_FullMethodName         = "/tollgate.admin.v1.AdminService/DeleteProvider"
+	AdminService_CreateCredential_FullMethodName       = "/tollgate.admin.v1.AdminService/CreateCredential"
+	AdminService_DeleteCredential_FullMethodName       = "/tollgate.admin.v1.AdminService/DeleteCredential"
+	AdminService_ListRoutingRules_FullMethodName       = "/tollgate.admin.v1.AdminService/ListRoutingRules"
+	AdminService_UpsertRoutingRules_FullMethodName     = "/tollgate.admin.v1.AdminService/UpsertRoutingRules"
+	AdminService_ResetRoutingRules_FullMethodName      = "/tollgate.admin.v1.AdminService/ResetRoutingRules"
+	AdminService_DeleteRoutingRule_FullMethodName      = "/tollgate.admin.v1.AdminService/DeleteRoutingRule"
+	AdminService_ListRoutes_FullMethodName             = "/tollgate.admin.v1.AdminService/ListRoutes"
+	AdminService_GetRoute_FullMethodName               = "/tollgate.admin.v1.AdminService/GetRoute"
+	AdminService_CreateRoute_FullMethodName            = "/tollgate.admin.v1.AdminService/CreateRoute"
+	AdminService_UpdateRoute_FullMethodName            = "/tollgate.admin.v1.AdminService/UpdateRoute"
+	AdminService_DeleteRoute_FullMethodName            = "/tollgate.admin.v1.AdminService/DeleteRoute"
+	AdminService_CreateOrg_FullMethodName              = "/tollgate.admin.v1.AdminService/CreateOrg"
+	AdminService_CreateTeam_FullMethodName             = "/tollgate.admin.v1.AdminService/CreateTeam"
+	AdminService_CreateUser_FullMethodName             = "/tollgate.admin.v1.AdminService/CreateUser"
+	AdminService_CreateApiKey_FullMethodName           = "/tollgate.admin.v1.AdminService/CreateApiKey"
+	AdminService_GetQuota_FullMethodName               = "/tollgate.admin.v1.AdminService/GetQuota"
+	AdminService_SetQuota_FullMethodName               = "/tollgate.admin.v1.AdminService/SetQuota"
+	AdminService_AdjustQuota_FullMethodName            = "/tollgate.admin.v1.AdminService/AdjustQuota"
+	AdminService_ListQuotaAdjustments_FullMethodName   = "/tollgate.admin.v1.AdminService/ListQuotaAdjustments"
+	AdminService_ListUsages_FullMethodName             = "/tollgate.admin.v1.AdminService/ListUsages"
+	AdminService_Export_FullMethodName                 = "/tollgate.admin.v1.AdminService/Export"
+	AdminService_Import_FullMethodName                 = "/tollgate.admin.v1.AdminService/Import"
+	AdminService_CreateAdminToken_FullMethodName       = "/tollgate.admin.v1.AdminService/CreateAdminToken"
+	AdminService_ListAdminTokens_FullMethodName        = "/tollgate.admin.v1.AdminService/ListAdminTokens"
+	AdminService_DeleteAdminToken_FullMethodName       = "/tollgate.admin.v1.AdminService/DeleteAdminToken"
+	AdminService_GetSnapshotStatus_FullMethodName      = "/tollgate.admin.v1.AdminService/GetSnapshotStatus"
+	AdminService_PlanPriceCatalog_FullMethodName       = "/tollgate.admin.v1.AdminService/PlanPriceCatalog"
+	AdminService_ApplyPriceCatalog_FullMethodName      = "/tollgate.admin.v1.AdminService/ApplyPriceCatalog"
+	AdminService_GetPriceRuleProvenance_FullMethodName = "/tollgate.admin.v1.AdminService/GetPriceRuleProvenance"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -127,6 +130,12 @@ type AdminServiceClient interface {
 	// GetSnapshotStatus says whether the current configuration compiles into a snapshot and, when it does
 	// not, names every offending row.
 	GetSnapshotStatus(ctx context.Context, in *GetSnapshotStatusRequest, opts ...grpc.CallOption) (*GetSnapshotStatusResponse, error)
+	// Price catalogs (genai-prices, models.dev): plan is a dry run stored under an id; apply writes
+	// it in one transaction only if the rules it changes did not change since.
+	PlanPriceCatalog(ctx context.Context, in *PlanPriceCatalogRequest, opts ...grpc.CallOption) (*PlanPriceCatalogResponse, error)
+	ApplyPriceCatalog(ctx context.Context, in *ApplyPriceCatalogRequest, opts ...grpc.CallOption) (*ApplyPriceCatalogResponse, error)
+	// Provenance of an imported price rule (NotFound: the rule was not imported from a catalog).
+	GetPriceRuleProvenance(ctx context.Context, in *GetPriceRuleProvenanceRequest, opts ...grpc.CallOption) (*GetPriceRuleProvenanceResponse, error)
 }
 
 type adminServiceClient struct {
@@ -507,6 +516,36 @@ func (c *adminServiceClient) GetSnapshotStatus(ctx context.Context, in *GetSnaps
 	return out, nil
 }
 
+func (c *adminServiceClient) PlanPriceCatalog(ctx context.Context, in *PlanPriceCatalogRequest, opts ...grpc.CallOption) (*PlanPriceCatalogResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PlanPriceCatalogResponse)
+	err := c.cc.Invoke(ctx, AdminService_PlanPriceCatalog_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ApplyPriceCatalog(ctx context.Context, in *ApplyPriceCatalogRequest, opts ...grpc.CallOption) (*ApplyPriceCatalogResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ApplyPriceCatalogResponse)
+	err := c.cc.Invoke(ctx, AdminService_ApplyPriceCatalog_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) GetPriceRuleProvenance(ctx context.Context, in *GetPriceRuleProvenanceRequest, opts ...grpc.CallOption) (*GetPriceRuleProvenanceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetPriceRuleProvenanceResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetPriceRuleProvenance_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -573,6 +612,12 @@ type AdminServiceServer interface {
 	// GetSnapshotStatus says whether the current configuration compiles into a snapshot and, when it does
 	// not, names every offending row.
 	GetSnapshotStatus(context.Context, *GetSnapshotStatusRequest) (*GetSnapshotStatusResponse, error)
+	// Price catalogs (genai-prices, models.dev): plan is a dry run stored under an id; apply writes
+	// it in one transaction only if the rules it changes did not change since.
+	PlanPriceCatalog(context.Context, *PlanPriceCatalogRequest) (*PlanPriceCatalogResponse, error)
+	ApplyPriceCatalog(context.Context, *ApplyPriceCatalogRequest) (*ApplyPriceCatalogResponse, error)
+	// Provenance of an imported price rule (NotFound: the rule was not imported from a catalog).
+	GetPriceRuleProvenance(context.Context, *GetPriceRuleProvenanceRequest) (*GetPriceRuleProvenanceResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -693,6 +738,15 @@ func (UnimplementedAdminServiceServer) DeleteAdminToken(context.Context, *Delete
 }
 func (UnimplementedAdminServiceServer) GetSnapshotStatus(context.Context, *GetSnapshotStatusRequest) (*GetSnapshotStatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSnapshotStatus not implemented")
+}
+func (UnimplementedAdminServiceServer) PlanPriceCatalog(context.Context, *PlanPriceCatalogRequest) (*PlanPriceCatalogResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PlanPriceCatalog not implemented")
+}
+func (UnimplementedAdminServiceServer) ApplyPriceCatalog(context.Context, *ApplyPriceCatalogRequest) (*ApplyPriceCatalogResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ApplyPriceCatalog not implemented")
+}
+func (UnimplementedAdminServiceServer) GetPriceRuleProvenance(context.Context, *GetPriceRuleProvenanceRequest) (*GetPriceRuleProvenanceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetPriceRuleProvenance not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -1381,6 +1435,60 @@ func _AdminService_GetSnapshotStatus_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_PlanPriceCatalog_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PlanPriceCatalogRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).PlanPriceCatalog(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_PlanPriceCatalog_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).PlanPriceCatalog(ctx, req.(*PlanPriceCatalogRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ApplyPriceCatalog_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ApplyPriceCatalogRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ApplyPriceCatalog(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ApplyPriceCatalog_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ApplyPriceCatalog(ctx, req.(*ApplyPriceCatalogRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_GetPriceRuleProvenance_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetPriceRuleProvenanceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetPriceRuleProvenance(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetPriceRuleProvenance_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetPriceRuleProvenance(ctx, req.(*GetPriceRuleProvenanceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1535,6 +1643,18 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetSnapshotStatus",
 			Handler:    _AdminService_GetSnapshotStatus_Handler,
+		},
+		{
+			MethodName: "PlanPriceCatalog",
+			Handler:    _AdminService_PlanPriceCatalog_Handler,
+		},
+		{
+			MethodName: "ApplyPriceCatalog",
+			Handler:    _AdminService_ApplyPriceCatalog_Handler,
+		},
+		{
+			MethodName: "GetPriceRuleProvenance",
+			Handler:    _AdminService_GetPriceRuleProvenance_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
