@@ -16,8 +16,8 @@
 // deadline (Options.Timeout), and what a failed call means is the operator's FailurePolicy — admit
 // without a reservation (open) or refuse (closed, ErrFailedClosed). A reservation that reaches Redis
 // after its caller gave up does not leak: every hold of a request with an id carries a marker
-// (qh:{request id}) that makes it exist once, and the calls whose outcome is unknown are released as
-// soon as Redis answers again.
+// (qh:{request id}) that makes it exist once, and the calls whose outcome is unknown are released in the
+// background as soon as Redis answers again.
 package admission
 
 import (
@@ -198,8 +198,8 @@ type Admitter struct {
 	downUntil atomic.Int64
 
 	mu        sync.Mutex
-	abandoned []abandoned
-	releasing atomic.Bool
+	abandoned []abandoned // reservations of unknown outcome, released by release
+	releasing bool        // release is running
 }
 
 //go:embed admit.lua
@@ -295,7 +295,6 @@ func (a *Admitter) Admit(ctx context.Context, req Request) (Hold, error) {
 		}
 		return Hold{}, a.failed(fmt.Errorf("admission: redis: %w", err))
 	}
-	a.releaseAbandoned()
 	if len(res) != 2 {
 		return Hold{}, fmt.Errorf("admission: unexpected script reply %v", res)
 	}
@@ -360,12 +359,17 @@ func (a *Admitter) failed(err error) error {
 }
 
 // abandon keeps a hold of unknown outcome for release (bounded: beyond maxAbandoned the pending TTL is
-// the only remedy).
+// the only remedy) and starts the releaser if it is not running.
 func (a *Admitter) abandon(h Hold) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if len(a.abandoned) < maxAbandoned {
 		a.abandoned = append(a.abandoned, abandoned{hold: h})
+	}
+	start := !a.releasing
+	a.releasing = true
+	a.mu.Unlock()
+	if start {
+		go a.release()
 	}
 }
 
@@ -376,36 +380,28 @@ func (a *Admitter) Abandoned() int {
 	return len(a.abandoned)
 }
 
-// releaseAbandoned starts, after a call Redis answered, the release of the reservations of unknown
-// outcome (in the background, one at a time; what fails stays for the next answer).
-func (a *Admitter) releaseAbandoned() {
-	a.mu.Lock()
-	n := len(a.abandoned)
-	a.mu.Unlock()
-	if n == 0 || !a.releasing.CompareAndSwap(false, true) {
-		return
-	}
-	go func() {
-		defer a.releasing.Store(false)
-		for {
-			a.mu.Lock()
-			if len(a.abandoned) == 0 {
-				a.mu.Unlock()
-				return
-			}
-			x := a.abandoned[0]
+// release releases the reservations of unknown outcome, oldest first, trying again every
+// unavailablePause while Redis fails; it ends when none is left. Each release is a marked Refund: it
+// removes the hold only if the call did reserve it, and leaves a tombstone so a copy of the call that
+// reaches Redis later reserves nothing.
+func (a *Admitter) release() {
+	for {
+		a.mu.Lock()
+		if len(a.abandoned) == 0 {
+			a.releasing = false
 			a.mu.Unlock()
-			ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
-			err := a.Refund(ctx, x.hold)
-			cancel()
-			if err != nil {
-				return // Redis failed again: the next answered call resumes
-			}
-			a.mu.Lock()
-			a.abandoned = a.abandoned[1:]
-			a.mu.Unlock()
+			return
 		}
-	}()
+		x := a.abandoned[0]
+		a.mu.Unlock()
+		if err := a.Refund(context.Background(), x.hold); err != nil {
+			time.Sleep(unavailablePause)
+			continue
+		}
+		a.mu.Lock()
+		a.abandoned = a.abandoned[1:]
+		a.mu.Unlock()
+	}
 }
 
 // Refund releases a hold immediately (a request that never reached the upstream and will not be

@@ -46,9 +46,9 @@ func pendingOf(t *testing.T, rdb *redis.Client, s vocab.Scope, id int64) int64 {
 // TestAdmitOnFrozenRedis freezes Redis (SIGSTOP) under concurrent admissions. Every Admit returns while
 // Redis is still frozen (its deadline, not the outage, ends the wait), with the policy's answer: open
 // gives a Redis error the caller admits on, closed gives ErrFailedClosed. A reservation that reaches the
-// frozen server and runs once it is thawed — after its caller gave up — does not leak: it is released as
-// soon as Redis answers again, and the scope's pending counter ends holding exactly the reservations of
-// the admissions that succeeded.
+// frozen server and runs once it is thawed — after its caller gave up — does not leak: it is released in
+// the background as soon as Redis answers again, and the scope's pending counter ends holding exactly
+// the reservations of the admissions that succeeded.
 func TestAdmitOnFrozenRedis(t *testing.T) {
 	for _, policy := range []admission.FailurePolicy{admission.FailOpen, admission.FailClosed} {
 		t.Run(string(policy), func(t *testing.T) {
@@ -100,8 +100,8 @@ func TestAdmitOnFrozenRedis(t *testing.T) {
 				}
 			}
 			srv.Cont()
-			// Once Redis answers again, the next admission succeeds and releases whatever the abandoned
-			// calls reserved after their callers left.
+			// Once Redis answers again, admissions succeed, and whatever the abandoned calls reserved after
+			// their callers left is released.
 			deadline := time.Now().Add(15 * time.Second)
 			for {
 				if _, err := a.Admit(ctx, req(1000)); err == nil {
