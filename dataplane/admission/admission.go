@@ -271,7 +271,7 @@ func (a *Admitter) Admit(ctx context.Context, req Request) (Hold, error) {
 	keys = append(keys, a.keys.RPM(req.KeyID, window), a.keys.TPM(req.KeyID, window), a.keys.Hold(req.ID))
 	args := make([]any, 0, 7+2*len(req.Scopes))
 	args = append(args, max(req.RPMLimit, 0), max(req.TPMLimit, 0), tokens, est,
-		int64(a.ttl/time.Second), int64(rateWindowTTL/time.Second), boolArg(marked))
+		int64(a.ttl/time.Second), int64(rateWindowTTL/time.Second), markerArg(marked))
 	for _, s := range req.Scopes {
 		keys = append(keys, a.keys.Pending(s.Scope, s.ID), a.keys.Used(s.Scope, s.ID))
 		args = append(args, s.LimitMicros, max(s.SnapshotUsedMicros, 0))
@@ -341,6 +341,18 @@ func scopeRefs(scopes []ScopeQuota) []ScopeRef {
 		refs[i] = ScopeRef{Scope: s.Scope, ID: s.ID}
 	}
 	return refs
+}
+
+// markerTTL is the lifetime of a held marker. The marker is deleted when its request settles, so it only
+// outlives that for a request lost with its data plane; it must outlast any settlement delay (a
+// control-plane outage), because a hold whose marker expired is no longer refunded.
+const markerTTL = 7 * 24 * time.Hour
+
+func markerArg(marked bool) int64 {
+	if marked {
+		return int64(markerTTL / time.Second)
+	}
+	return 0
 }
 
 func boolArg(b bool) int {

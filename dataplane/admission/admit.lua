@@ -6,7 +6,8 @@
 -- KEYS[3+2i-1] qp:{scope}:{id} (pending micros), KEYS[3+2i] qu:{scope}:{id} (cost_used mirror micros)
 -- ARGV[1] rpm limit (0 = none), ARGV[2] tpm limit (0 = none), ARGV[3] estimated tokens,
 -- ARGV[4] estimate micros, ARGV[5] pending TTL seconds, ARGV[6] window TTL seconds,
--- ARGV[7] 1 to mark the hold (the request has an id, an estimate and scopes to reserve on),
+-- ARGV[7] the hold marker's TTL in seconds, 0 for no marker (a marker needs a request id, an estimate
+-- and scopes to reserve on),
 -- ARGV[7+2i-1] limit micros of scope i, ARGV[7+2i] snapshot cost_used micros of scope i
 -- Reply {0,0} admitted; {1,0} rpm; {2,0} tpm; {3,i} scope i over quota; {4,0} this request's
 -- reservation was released already (its caller gave up on an earlier copy of this call): nothing done.
@@ -22,7 +23,8 @@ local tokens = tonumber(ARGV[3])
 local est = tonumber(ARGV[4])
 local pendingTTL = tonumber(ARGV[5])
 local windowTTL = tonumber(ARGV[6])
-local marked = ARGV[7] == '1'
+local markTTL = tonumber(ARGV[7])
+local marked = markTTL > 0
 local n = (#KEYS - 3) / 2
 
 if marked then
@@ -55,7 +57,7 @@ if est > 0 and n > 0 then
     redis.call('INCRBY', k, est)
     redis.call('EXPIRE', k, pendingTTL)
   end
-  if marked then redis.call('SET', KEYS[3], 'h', 'EX', pendingTTL) end
+  if marked then redis.call('SET', KEYS[3], 'h', 'EX', markTTL) end
 end
 if rpmLimit > 0 then
   redis.call('INCR', KEYS[1])
