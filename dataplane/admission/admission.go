@@ -90,7 +90,7 @@ func ParseFailurePolicy(s string) (FailurePolicy, error) {
 }
 
 // maxAbandoned bounds the reservations of unknown outcome kept for release; beyond it they are left to
-// the pending TTL (logged by the caller through Abandoned's growth stopping).
+// the pending TTL.
 const maxAbandoned = 100_000
 
 // abandoned is a call whose reply never came (timeout, connection lost): it may or may not have reserved

@@ -108,6 +108,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.snapshotVersion = s.Syncer.Version
 	s.Admitter = admission.New(rdb, admission.Options{Prefix: cfg.RedisKeyPrefix, Timeout: cfg.RedisTimeout,
 		OnRedisFailure: admission.FailurePolicy(cfg.AdmissionOnRedisFailure)})
+	s.Metrics.NewGaugeFunc("tollgate_admission_abandoned_reservations", "Admission calls whose reply never came (Redis failed or hung), waiting to be released once Redis answers.",
+		func() float64 { return float64(s.Admitter.Abandoned()) })
 	// Records Redis refuses are held in memory and delivered straight to the control plane (docs/settlement.md).
 	spill := settle.NewSpill(0)
 	s.Recorder = settle.NewRecorder(rdb, cfg.RedisKeyPrefix).SpillTo(spill)
