@@ -11,6 +11,13 @@
 // where used is max(the qu: mirror, the snapshot's cost_used) and pending is the sum of estimates still
 // held. Consequently the settled total of a scope exceeds its limit by at most the sum, over the requests
 // in flight when the limit is crossed, of max(0, actual cost − estimate): see Bound.
+//
+// A Redis that hangs cannot hold a request (docs/dataplane.md, "Redis outage"): every Admit call has a
+// deadline (Options.Timeout), and what a failed call means is the operator's FailurePolicy — admit
+// without a reservation (open) or refuse (closed, ErrFailedClosed). A reservation that reaches Redis
+// after its caller gave up does not leak: every hold of a request with an id carries a marker
+// (qh:{request id}) that makes it exist once, and the calls whose outcome is unknown are released in the
+// background as soon as Redis answers again.
 package admission
 
 import (
@@ -20,11 +27,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tollgate/tollgate/dataplane/redisbatch"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -32,6 +41,8 @@ import (
 const (
 	DefaultPendingTTL = 15 * time.Minute // spec "Pending quota counter TTL"
 	DefaultMirrorTTL  = time.Hour
+	// DefaultTimeout bounds one admission call (config.RedisTimeout's default).
+	DefaultTimeout = time.Second
 	// rateWindowTTL keeps a per-minute window key a little past its minute, so a settle-time TPM
 	// correction can still find it.
 	rateWindowTTL = 2 * time.Minute
@@ -48,6 +59,43 @@ var ErrUnavailable = errors.New("admission: redis failed less than a second ago;
 
 // unavailablePause is how long Admit answers ErrUnavailable after a failed Redis call.
 const unavailablePause = time.Second
+
+// ErrFailedClosed is Admit's answer under FailClosed when Redis failed or did not answer in time (or
+// failed less than a second ago): the request must be refused (→ 503). Nothing was reserved — or what a
+// late call reserves is released (Abandoned).
+var ErrFailedClosed = errors.New("admission: redis unavailable and the failure policy is closed")
+
+// errReleased is the script's answer to a copy of a call whose reservation was released already.
+var errReleased = errors.New("admission: this request's reservation was released (its caller gave up)")
+
+// FailurePolicy says what a Redis failure during admission means (config.AdmissionOnRedisFailure).
+type FailurePolicy string
+
+// Failure policies.
+const (
+	// FailOpen admits the request without a reservation (the caller decides; Admit returns the Redis
+	// error): availability wins, and settlement still records the cost.
+	FailOpen FailurePolicy = "open"
+	// FailClosed refuses the request (ErrFailedClosed): no request is served without its quota checked.
+	FailClosed FailurePolicy = "closed"
+)
+
+// ParseFailurePolicy parses "open" or "closed".
+func ParseFailurePolicy(s string) (FailurePolicy, error) {
+	switch p := FailurePolicy(s); p {
+	case FailOpen, FailClosed:
+		return p, nil
+	}
+	return "", fmt.Errorf("admission failure policy %q: want open or closed", s)
+}
+
+// maxAbandoned bounds the reservations of unknown outcome kept for release; beyond it they are left to
+// the pending TTL.
+const maxAbandoned = 100_000
+
+// abandoned is a call whose reply never came (timeout, connection lost): it may or may not have reserved
+// its hold, so the hold is released — at most once, by its marker — when Redis answers again.
+type abandoned struct{ hold Hold }
 
 // QuotaError details ErrQuotaExceeded: the first scope that refused.
 type QuotaError struct {
@@ -86,6 +134,9 @@ type ScopeQuota struct {
 
 // Request is what Admit checks.
 type Request struct {
+	// ID is the request's id (the settlement record's request_id). With an id, the hold carries a marker
+	// that makes it exist and be refunded once (see Hold.RequestID); without one (tests), it does not.
+	ID    string
 	KeyID int64
 	// RPMLimit and TPMLimit are the key's per-minute limits; 0 means unlimited.
 	RPMLimit int64
@@ -114,6 +165,10 @@ type Hold struct {
 	KeyID  int64
 	Window int64
 	Tokens int64
+	// RequestID names the hold's marker (Keys.Hold) when the reservation set one: refunds then remove
+	// the hold only while the marker says it is held, so a hold is refunded at most once whatever path
+	// (outbox, spill, immediate refund, release) and however often. Empty for unmarked holds.
+	RequestID string
 }
 
 // Options tune an Admitter.
@@ -124,17 +179,27 @@ type Options struct {
 	PendingTTL time.Duration
 	// Now is the clock of the rate windows (default time.Now).
 	Now func() time.Time
+	// Timeout bounds one admission call (default DefaultTimeout); the caller's context may end it sooner.
+	Timeout time.Duration
+	// OnRedisFailure is what a failed or timed-out call means (default FailOpen).
+	OnRedisFailure FailurePolicy
 }
 
 // Admitter runs admission against Redis. It is safe for concurrent use.
 type Admitter struct {
-	rdb    redis.Scripter
-	keys   Keys
-	ttl    time.Duration
-	now    func() time.Time
-	script *redis.Script
+	rdb     redis.Scripter
+	keys    Keys
+	ttl     time.Duration
+	now     func() time.Time
+	script  *redis.Script
+	timeout time.Duration
+	policy  FailurePolicy
 	// downUntil (unix nanoseconds, wall clock) ends the pause after a failed Redis call.
 	downUntil atomic.Int64
+
+	mu        sync.Mutex
+	abandoned []abandoned // reservations of unknown outcome, released by release
+	releasing bool        // release is running
 }
 
 //go:embed admit.lua
@@ -150,8 +215,18 @@ func New(rdb redis.Scripter, opts Options) *Admitter {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Admitter{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, ttl: opts.PendingTTL, now: opts.Now, script: admitScript}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.OnRedisFailure == "" {
+		opts.OnRedisFailure = FailOpen
+	}
+	return &Admitter{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, ttl: opts.PendingTTL, now: opts.Now, script: admitScript,
+		timeout: opts.Timeout, policy: opts.OnRedisFailure}
 }
+
+// Policy is the Admitter's FailurePolicy.
+func (a *Admitter) Policy() FailurePolicy { return a.policy }
 
 // Keys is the Redis key layout shared by admission and the settlement forwarder.
 type Keys struct{ Prefix string }
@@ -171,6 +246,9 @@ func (k Keys) RPM(keyID, window int64) string {
 	return k.Prefix + "rl:" + strconv.FormatInt(keyID, 10) + ":" + strconv.FormatInt(window, 10) + ":r"
 }
 
+// Hold is the marker of a request's hold: qh:{request id}, 'h' while held, 'x' once refunded or released.
+func (k Keys) Hold(requestID string) string { return k.Prefix + "qh:" + requestID }
+
 // TPM is the token count of a key in one minute window.
 func (k Keys) TPM(keyID, window int64) string {
 	return k.Prefix + "rl:" + strconv.FormatInt(keyID, 10) + ":" + strconv.FormatInt(window, 10) + ":t"
@@ -178,32 +256,44 @@ func (k Keys) TPM(keyID, window int64) string {
 
 // Admit checks the key's rate limits and every scope's quota in one Redis round trip and, only when
 // everything passes, reserves EstimateMicros on every scope and counts the request. It returns a
-// *RateLimitError, an error matching ErrQuotaExceeded (a *QuotaError), or a Redis error (wrapped); on
-// any error nothing is reserved. A zero estimate reserves nothing (the quota check still refuses a scope
-// that is already over its limit).
+// *RateLimitError, an error matching ErrQuotaExceeded (a *QuotaError), or — Redis failed, did not answer
+// within Options.Timeout, or failed less than a second ago — under FailOpen the Redis error (wrapped, or
+// ErrUnavailable) and under FailClosed an error matching ErrFailedClosed; on any error nothing is
+// reserved (a reservation of unknown outcome is released once Redis answers). A zero estimate reserves
+// nothing (the quota check still refuses a scope that is already over its limit).
 func (a *Admitter) Admit(ctx context.Context, req Request) (Hold, error) {
 	now := a.now()
 	window := now.Unix() / 60
 	est := max(req.EstimateMicros, 0)
 	tokens := max(req.EstimateTokens, 0)
-	keys := make([]string, 0, 2+2*len(req.Scopes))
-	keys = append(keys, a.keys.RPM(req.KeyID, window), a.keys.TPM(req.KeyID, window))
-	args := make([]any, 0, 6+2*len(req.Scopes))
+	marked := ValidRequestID(req.ID) && est > 0 && len(req.Scopes) > 0
+	keys := make([]string, 0, 3+2*len(req.Scopes))
+	keys = append(keys, a.keys.RPM(req.KeyID, window), a.keys.TPM(req.KeyID, window), a.keys.Hold(req.ID))
+	args := make([]any, 0, 7+2*len(req.Scopes))
 	args = append(args, max(req.RPMLimit, 0), max(req.TPMLimit, 0), tokens, est,
-		int64(a.ttl/time.Second), int64(rateWindowTTL/time.Second))
+		int64(a.ttl/time.Second), int64(rateWindowTTL/time.Second), markerArg(marked))
 	for _, s := range req.Scopes {
 		keys = append(keys, a.keys.Pending(s.Scope, s.ID), a.keys.Used(s.Scope, s.ID))
 		args = append(args, s.LimitMicros, max(s.SnapshotUsedMicros, 0))
 	}
 	if time.Now().UnixNano() < a.downUntil.Load() {
-		return Hold{}, ErrUnavailable
+		return Hold{}, a.failed(ErrUnavailable)
 	}
-	res, err := a.script.Run(ctx, a.rdb, keys, args...).Int64Slice()
+	callCtx, cancel := context.WithTimeout(ctx, a.timeout)
+	res, err := a.script.Run(callCtx, a.rdb, keys, args...).Int64Slice()
+	cancel()
 	if err != nil {
 		if ctx.Err() == nil { // a request that went away says nothing about Redis
 			a.downUntil.Store(time.Now().Add(unavailablePause).UnixNano())
 		}
-		return Hold{}, fmt.Errorf("admission: redis: %w", err)
+		if marked && !errors.Is(err, redisbatch.ErrNotSent) {
+			// Sent, but no reply: it may still reserve when Redis answers. Release it then.
+			a.abandon(Hold{Micros: est, Scopes: scopeRefs(req.Scopes), RequestID: req.ID})
+		}
+		if ctx.Err() != nil {
+			return Hold{}, fmt.Errorf("admission: redis: %w", err)
+		}
+		return Hold{}, a.failed(fmt.Errorf("admission: redis: %w", err))
 	}
 	if len(res) != 2 {
 		return Hold{}, fmt.Errorf("admission: unexpected script reply %v", res)
@@ -220,6 +310,8 @@ func (a *Admitter) Admit(ctx context.Context, req Request) (Hold, error) {
 			retry = time.Second
 		}
 		return Hold{}, &RateLimitError{RetryAfter: retry, Limit: limit}
+	case 4:
+		return Hold{}, a.failed(errReleased)
 	case 3:
 		i := int(res[1]) - 1
 		if i < 0 || i >= len(req.Scopes) {
@@ -235,27 +327,113 @@ func (a *Admitter) Admit(ctx context.Context, req Request) (Hold, error) {
 	}
 	if est > 0 && len(req.Scopes) > 0 {
 		h.Micros = est
-		h.Scopes = make([]ScopeRef, len(req.Scopes))
-		for i, s := range req.Scopes {
-			h.Scopes[i] = ScopeRef{Scope: s.Scope, ID: s.ID}
+		h.Scopes = scopeRefs(req.Scopes)
+		if marked {
+			h.RequestID = req.ID
 		}
 	}
 	return h, nil
 }
 
+func scopeRefs(scopes []ScopeQuota) []ScopeRef {
+	refs := make([]ScopeRef, len(scopes))
+	for i, s := range scopes {
+		refs[i] = ScopeRef{Scope: s.Scope, ID: s.ID}
+	}
+	return refs
+}
+
+// markerTTL is the lifetime of a held marker. The marker is deleted when its request settles, so it only
+// outlives that for a request lost with its data plane; it must outlast any settlement delay (a
+// control-plane outage), because a hold whose marker expired is no longer refunded.
+const markerTTL = 7 * 24 * time.Hour
+
+func markerArg(marked bool) int64 {
+	if marked {
+		return int64(markerTTL / time.Second)
+	}
+	return 0
+}
+
+func boolArg(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// failed applies the failure policy to a Redis failure.
+func (a *Admitter) failed(err error) error {
+	if a.policy == FailClosed {
+		return fmt.Errorf("%w: %w", ErrFailedClosed, err)
+	}
+	return err
+}
+
+// abandon keeps a hold of unknown outcome for release (bounded: beyond maxAbandoned the pending TTL is
+// the only remedy) and starts the releaser if it is not running.
+func (a *Admitter) abandon(h Hold) {
+	a.mu.Lock()
+	if len(a.abandoned) < maxAbandoned {
+		a.abandoned = append(a.abandoned, abandoned{hold: h})
+	}
+	start := !a.releasing
+	a.releasing = true
+	a.mu.Unlock()
+	if start {
+		go a.release()
+	}
+}
+
+// Abandoned is the number of reservations of unknown outcome not released yet.
+func (a *Admitter) Abandoned() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.abandoned)
+}
+
+// release releases the reservations of unknown outcome, oldest first, trying again every
+// unavailablePause while Redis fails; it ends when none is left. Each release is a marked Refund: it
+// removes the hold only if the call did reserve it, and leaves a tombstone so a copy of the call that
+// reaches Redis later reserves nothing.
+func (a *Admitter) release() {
+	for {
+		a.mu.Lock()
+		if len(a.abandoned) == 0 {
+			a.releasing = false
+			a.mu.Unlock()
+			return
+		}
+		x := a.abandoned[0]
+		a.mu.Unlock()
+		if err := a.Refund(context.Background(), x.hold); err != nil {
+			time.Sleep(unavailablePause)
+			continue
+		}
+		a.mu.Lock()
+		a.abandoned = a.abandoned[1:]
+		a.mu.Unlock()
+	}
+}
+
 // Refund releases a hold immediately (a request that never reached the upstream and will not be
-// settled). It decrements exactly the reserved amount on exactly the reserved scopes, never below zero.
-// Settled requests are refunded by the settlement forwarder instead; refunding one hold twice is the
-// caller's mistake.
+// settled, or a reservation of unknown outcome). It decrements exactly the reserved amount on exactly the
+// reserved scopes, never below zero. A marked hold (RequestID set) is removed at most once however often
+// it is refunded, and a late copy of its admission call reserves nothing afterwards; an unmarked hold is
+// refunded unconditionally (refunding it twice is the caller's mistake). Settled requests are refunded
+// by the settlement forwarder instead. The call is bounded by ctx and Options.Timeout.
 func (a *Admitter) Refund(ctx context.Context, h Hold) error {
 	if h.Micros <= 0 || len(h.Scopes) == 0 {
 		return nil
 	}
-	keys := make([]string, len(h.Scopes))
-	for i, s := range h.Scopes {
-		keys[i] = a.keys.Pending(s.Scope, s.ID)
+	keys := make([]string, 0, 1+len(h.Scopes))
+	keys = append(keys, a.keys.Hold(h.RequestID))
+	for _, s := range h.Scopes {
+		keys = append(keys, a.keys.Pending(s.Scope, s.ID))
 	}
-	if err := refundScript.Run(ctx, a.rdb, keys, h.Micros).Err(); err != nil {
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	if err := refundScript.Run(ctx, a.rdb, keys, h.Micros, boolArg(h.RequestID != ""), int64(a.ttl/time.Second)).Err(); err != nil {
 		return fmt.Errorf("admission: refund: %w", err)
 	}
 	return nil
@@ -267,10 +445,15 @@ var refundLua string
 var refundScript = redis.NewScript(refundLua)
 
 // EncodeHold renders a hold as a compact, versioned text form for the settlement outbox:
-// "v1;<micros>;<key>;<window>;<tokens>;<scope>:<id>,…".
+// "v1;<micros>;<key>;<window>;<tokens>;<scope>:<id>,…" for an unmarked hold, and the same with version
+// "v2" and a seventh field, the request id of its marker, for a marked one.
 func EncodeHold(h Hold) string {
 	var b strings.Builder
-	b.WriteString("v1;")
+	if h.RequestID != "" {
+		b.WriteString("v2;")
+	} else {
+		b.WriteString("v1;")
+	}
 	b.WriteString(strconv.FormatInt(h.Micros, 10))
 	b.WriteByte(';')
 	b.WriteString(strconv.FormatInt(h.KeyID, 10))
@@ -287,17 +470,41 @@ func EncodeHold(h Hold) string {
 		b.WriteByte(':')
 		b.WriteString(strconv.FormatInt(s.ID, 10))
 	}
+	if h.RequestID != "" {
+		b.WriteByte(';')
+		b.WriteString(h.RequestID)
+	}
 	return b.String()
 }
 
 // maxHoldScopes bounds the scopes a decoded hold may name (a request has at most org, team and user).
 const maxHoldScopes = 3
 
+// maxRequestID bounds a marker's request id (the data plane's are "req_" and 32 hex digits).
+const maxRequestID = 64
+
+// ValidRequestID reports whether id can name a hold marker: 1 to 64 ASCII letters, digits, '_' or '-'.
+func ValidRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // DecodeHold parses EncodeHold's form strictly.
 func DecodeHold(s string) (Hold, error) {
 	parts := strings.Split(s, ";")
-	if len(parts) != 6 || parts[0] != "v1" {
-		return Hold{}, fmt.Errorf("decode hold %.40q: want v1 with 6 fields", s)
+	switch {
+	case len(parts) == 6 && parts[0] == "v1":
+	case len(parts) == 7 && parts[0] == "v2":
+	default:
+		return Hold{}, fmt.Errorf("decode hold %.40q: want v1 with 6 fields or v2 with 7", s)
 	}
 	var h Hold
 	var err error
@@ -308,6 +515,15 @@ func DecodeHold(s string) (Hold, error) {
 	}
 	if h.Micros < 0 || h.Tokens < 0 {
 		return Hold{}, errors.New("decode hold: negative amount")
+	}
+	if len(parts) == 7 {
+		if !ValidRequestID(parts[6]) {
+			return Hold{}, fmt.Errorf("decode hold: bad request id %.20q", parts[6])
+		}
+		if h.Micros == 0 {
+			return Hold{}, errors.New("decode hold: marker without an amount")
+		}
+		h.RequestID = parts[6]
 	}
 	if parts[5] == "" {
 		if h.Micros != 0 {

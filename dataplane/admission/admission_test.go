@@ -32,6 +32,9 @@ func setup(t testing.TB, opts admission.Options) *bundle {
 	start := time.Date(2026, 11, 21, 1, 0, 10, 0, time.UTC)
 	b.now.Store(&start)
 	opts.Prefix = prefix
+	if opts.Timeout == 0 { // not a deadline test: a loaded machine must not make it one
+		opts.Timeout = 30 * time.Second
+	}
 	if opts.Now == nil {
 		opts.Now = func() time.Time { return *b.now.Load() }
 	}
@@ -228,6 +231,7 @@ func TestHoldEncoding(t *testing.T) {
 		{},
 		{KeyID: 3, Window: 29000000, Tokens: 40},
 		{Micros: 123, KeyID: 1, Window: 2, Tokens: 3, Scopes: []admission.ScopeRef{{vocab.ScopeOrg, 1}, {vocab.ScopeTeam, 2}, {vocab.ScopeUser, 3}}},
+		{Micros: 9, KeyID: 1, Window: 2, Scopes: []admission.ScopeRef{{vocab.ScopeOrg, 1}}, RequestID: "req_0123abcd"},
 	}
 	for _, h := range holds {
 		s := admission.EncodeHold(h)
@@ -236,7 +240,8 @@ func TestHoldEncoding(t *testing.T) {
 			t.Errorf("DecodeHold(EncodeHold(%+v) = %q) = %+v, %v", h, s, got, err)
 		}
 	}
-	for _, bad := range []string{"", "v2;1;1;1;1;", "v1;1;1;1;1;", "v1;-1;1;1;1;org:1", "v1;1;1;1;1;org:0",
+	for _, bad := range []string{"", "v2;1;1;1;1;", "v1;1;1;1;1;", "v2;1;1;1;1;org:1;", "v2;1;1;1;1;org:1;a:b",
+		"v2;0;1;1;1;;req_1", "v1;1;1;1;1;org:1;req_1", "v2;1;1;1;1;org:1;" + strings.Repeat("a", 65), "v1;-1;1;1;1;org:1", "v1;1;1;1;1;org:0",
 		"v1;1;1;1;1;galaxy:1", "v1;1;1;1;1;org:1,org:2,org:3,org:4", "v1;x;1;1;1;org:1"} {
 		if h, err := admission.DecodeHold(bad); err == nil {
 			t.Errorf("DecodeHold(%q) = %+v, want error", bad, h)
@@ -248,19 +253,25 @@ func FuzzDecodeHold(f *testing.F) {
 	f.Add("v1;123;1;2;3;org:1,team:2,user:3")
 	f.Add("v1;0;0;0;0;")
 	f.Add("v1;;;;;")
+	f.Add("v2;5;1;2;3;org:1;req_00ff")
 	f.Fuzz(func(t *testing.T, s string) {
 		h, err := admission.DecodeHold(s)
 		if err != nil {
 			return
 		}
-		if h.Micros < 0 || len(h.Scopes) > 3 || (h.Micros > 0 && len(h.Scopes) == 0) {
+		if h.Micros < 0 || len(h.Scopes) > 3 || (h.Micros > 0 && len(h.Scopes) == 0) ||
+			(h.RequestID != "" && (!admission.ValidRequestID(h.RequestID) || h.Micros == 0)) {
 			t.Fatalf("DecodeHold(%q) = %+v: invariant broken", s, h)
 		}
 		back, err := admission.DecodeHold(admission.EncodeHold(h))
 		if err != nil || !reflect.DeepEqual(back, h) {
 			t.Fatalf("round trip of %q: %+v, %v", s, back, err)
 		}
-		if strings.Count(admission.EncodeHold(h), ";") != 5 {
+		want := 5
+		if h.RequestID != "" {
+			want = 6
+		}
+		if strings.Count(admission.EncodeHold(h), ";") != want {
 			t.Fatalf("EncodeHold(%+v) has the wrong shape", h)
 		}
 	})

@@ -91,13 +91,10 @@ type Server struct {
 
 // New connects Redis, binds the listener and registers every handler. Nothing is served until Run.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
-	opts, err := redis.ParseURL(cfg.RedisURL)
+	rdb, err := newRedis(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("TOLLGATE_REDIS_URL: %w", err)
+		return nil, err
 	}
-	rdb := redis.NewClient(opts)
-	// Concurrent requests' admission scripts and outbox appends share pipelines (docs/dataplane.md).
-	redisbatch.Install(rdb, "evalsha", "eval", "xadd")
 	linger := cfg.SettleLinger
 	if linger == 0 {
 		linger = -1 // configured off (ForwarderOptions: 0 is the default, negative none)
@@ -111,12 +108,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 	s.snapshotVersion = s.Syncer.Version
 	settle.RegisterRecordMetrics(s.Metrics) // tollgate_settle_usage_out_of_bounds_total (docs/settlement.md, "Bounds")
-	s.Admitter = admission.New(rdb, admission.Options{Prefix: cfg.RedisKeyPrefix})
+	s.Admitter = admission.New(rdb, admission.Options{Prefix: cfg.RedisKeyPrefix, Timeout: cfg.RedisTimeout,
+		OnRedisFailure: admission.FailurePolicy(cfg.AdmissionOnRedisFailure)})
+	s.Metrics.NewGaugeFunc("tollgate_admission_abandoned_reservations", "Admission calls whose reply never came (Redis failed or hung), waiting to be released once Redis answers.",
+		func() float64 { return float64(s.Admitter.Abandoned()) })
 	// Records Redis refuses are held in memory and delivered straight to the control plane (docs/settlement.md).
 	spill := settle.NewSpill(0)
 	s.Recorder = settle.NewRecorder(rdb, cfg.RedisKeyPrefix).SpillTo(spill)
 	if s.Forwarder, err = settle.NewForwarder(rdb, settle.ForwarderOptions{Prefix: cfg.RedisKeyPrefix, NodeID: cfg.NodeID, Spill: spill,
-		Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, CAFile: cfg.CPCAFile, Linger: linger, Log: log, Metrics: s.Metrics}); err != nil {
+		Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, CAFile: cfg.CPCAFile, Linger: linger, Log: log, Metrics: s.Metrics,
+		RedisTimeout: cfg.RedisTimeout}); err != nil {
 		rdb.Close()
 		s.Syncer.Close()
 		return nil, err
@@ -148,17 +149,50 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	return s, nil
 }
 
+// newRedis is the data plane's Redis client: every call bounded by its context's deadline and, failing
+// that, by RedisTimeout (dial, read, write, pool wait), so a Redis that hangs holds no caller longer;
+// concurrent requests' admission scripts and outbox appends share pipelines (docs/dataplane.md).
+func newRedis(cfg config.Config) (*redis.Client, error) {
+	opts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("TOLLGATE_REDIS_URL: %w", err)
+	}
+	opts.ContextTimeoutEnabled = true
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = cfg.RedisTimeout, cfg.RedisTimeout, cfg.RedisTimeout, cfg.RedisTimeout
+	rdb := redis.NewClient(opts)
+	redisbatch.Install(rdb, "evalsha", "eval", "xadd")
+	return rdb, nil
+}
+
+// ready reports readiness: a snapshot is held and, under the closed admission policy, Redis answers a
+// PING within RedisTimeout. Under the open policy a failing Redis leaves the data plane ready, degraded
+// (docs/dataplane.md, "Redis outage").
 func (s *Server) ready(ctx context.Context) (map[string]any, error) {
 	v, ok := s.snapshotVersion()
 	if !ok {
 		return nil, errors.New("no snapshot received yet")
 	}
-	detail := map[string]any{"snapshot_version": fmt.Sprint(v), "redis": "ok"}
-	if err := s.Redis.Ping(ctx).Err(); err != nil {
-		// Still ready: without Redis the data plane admits without reservations and spills settlement
-		// records to the control plane (docs/dataplane.md), so taking it out of rotation would turn a Redis
-		// outage into a gateway outage. The detail says it is degraded.
+	policy := admission.FailurePolicy(s.Config.AdmissionOnRedisFailure)
+	if policy == "" {
+		policy = admission.FailOpen
+	}
+	detail := map[string]any{"snapshot_version": fmt.Sprint(v), "redis": "ok", "admission_on_redis_failure": string(policy)}
+	timeout := s.Config.RedisTimeout
+	if timeout <= 0 {
+		timeout = admission.DefaultTimeout
+	}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := s.Redis.Ping(pctx).Err(); err != nil {
 		detail["redis"] = "unavailable: " + err.Error()
+		if policy == admission.FailClosed {
+			// Closed: every request that needs admission is refused with 503 until Redis answers, so this
+			// data plane cannot serve; out of rotation, traffic goes to data planes that can.
+			return detail, fmt.Errorf("redis unavailable and admission fails closed: %w", err)
+		}
+		// Open: still ready. Without Redis the data plane admits without reservations and spills
+		// settlement records to the control plane, so taking it out of rotation would turn a Redis
+		// outage into a gateway outage. The detail says it is degraded.
 	}
 	return detail, nil
 }

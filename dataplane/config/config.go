@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/shared/process"
 )
 
@@ -54,6 +55,13 @@ type Config struct {
 	ReadHeaderTimeout time.Duration
 	BodyReadTimeout   time.Duration
 	IdleTimeout       time.Duration
+	// RedisTimeout bounds every Redis call the data plane makes — admission, refunds, outbox appends,
+	// the forwarder's reads, claims and acknowledgements, mirror refreshes, the readiness ping — and the
+	// client's dial, read, write and pool waits: a Redis that hangs holds nothing longer than this.
+	RedisTimeout time.Duration
+	// AdmissionOnRedisFailure is what admission does when Redis fails or does not answer within
+	// RedisTimeout: "open" admits without a reservation (the default), "closed" refuses with 503.
+	AdmissionOnRedisFailure string
 }
 
 // Load parses args with getenv as the fallback for every setting, then validates.
@@ -89,6 +97,10 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	process.DurationFlag(fs, &c.ReadHeaderTimeout, "read-header-timeout", env("TOLLGATE_READ_HEADER_TIMEOUT", "10s"), "client request header read limit (TOLLGATE_READ_HEADER_TIMEOUT)")
 	process.DurationFlag(fs, &c.BodyReadTimeout, "body-read-timeout", env("TOLLGATE_BODY_READ_TIMEOUT", "60s"), "client request body read limit, whole body (TOLLGATE_BODY_READ_TIMEOUT)")
 	process.DurationFlag(fs, &c.IdleTimeout, "idle-timeout", env("TOLLGATE_IDLE_TIMEOUT", "120s"), "idle keep-alive client connection lifetime (TOLLGATE_IDLE_TIMEOUT)")
+
+	process.DurationFlag(fs, &c.RedisTimeout, "redis-timeout", env("TOLLGATE_REDIS_TIMEOUT", "1s"), "deadline of every Redis call (TOLLGATE_REDIS_TIMEOUT)")
+	fs.StringVar(&c.AdmissionOnRedisFailure, "admission-on-redis-failure", env("TOLLGATE_ADMISSION_ON_REDIS_FAILURE", "open"),
+		"open admits without a reservation, closed refuses with 503, when Redis fails (TOLLGATE_ADMISSION_ON_REDIS_FAILURE)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -142,6 +154,12 @@ func (c Config) Validate() error {
 	}
 	if c.SettleLinger < 0 {
 		errs = append(errs, errors.New("TOLLGATE_SETTLE_LINGER (-settle-linger): must not be negative"))
+	}
+	if _, err := admission.ParseFailurePolicy(c.AdmissionOnRedisFailure); err != nil {
+		errs = append(errs, fmt.Errorf("TOLLGATE_ADMISSION_ON_REDIS_FAILURE (-admission-on-redis-failure): %w", err))
+	}
+	if c.RedisTimeout <= 0 {
+		errs = append(errs, errors.New("TOLLGATE_REDIS_TIMEOUT (-redis-timeout): must be a positive duration"))
 	}
 	for name, d := range map[string]time.Duration{
 		"TOLLGATE_SHUTDOWN_TIMEOUT (-shutdown-timeout)":                   c.ShutdownTimeout,

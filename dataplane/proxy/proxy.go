@@ -477,13 +477,15 @@ func billable(op vocab.Operation) bool {
 }
 
 // admit runs the key's rate limits and, for billable operations, quota reservation (DESIGN §7). A Redis
-// failure admits the request (logged): availability wins, and settlement still records the cost.
+// failure (or no answer within the Redis timeout) follows the operator's admission policy: open admits
+// the request without a reservation (logged; settlement still records the cost), closed refuses it with
+// 503 (docs/dataplane.md, "Redis outage").
 func (h *Handler) admit(ctx context.Context, c *call) error {
 	if h.o.Admitter == nil {
 		return nil
 	}
 	key := c.key
-	req := admission.Request{KeyID: key.ID, RPMLimit: int64(key.RPMLimit), TPMLimit: key.TPMLimit,
+	req := admission.Request{ID: c.reqID, KeyID: key.ID, RPMLimit: int64(key.RPMLimit), TPMLimit: key.TPMLimit,
 		EstimateTokens: pricing.BytesPerTokenEstimator(len(c.body))}
 	if billable(c.class.Op) {
 		first := c.usable[0]
@@ -525,6 +527,12 @@ func (h *Handler) admit(ctx context.Context, c *call) error {
 			msg = fmt.Sprintf("the %s quota is exhausted", qe.Scope)
 		}
 		return httperr.QuotaExceeded(msg)
+	case errors.Is(err, admission.ErrFailedClosed):
+		if !errors.Is(err, admission.ErrUnavailable) { // the failure that started the pause was logged
+			h.o.Log.Error("admission unavailable; refusing the request (admission fails closed)", "request_id", c.reqID, "err", err)
+		}
+		return &httperr.Error{Status: http.StatusServiceUnavailable, Code: "admission_unavailable",
+			Message: "quota admission is temporarily unavailable; retry shortly", RetryAfter: time.Second, Cause: err}
 	case ctx.Err() != nil:
 		return httperr.Malformed("request cancelled", ctx.Err())
 	}

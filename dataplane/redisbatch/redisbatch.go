@@ -14,15 +14,31 @@
 // pipeline, passes through unchanged. Commands keep their individual semantics: Redis runs a pipeline's
 // commands one by one, so a script is as atomic as when sent alone, and each caller sees its own reply or
 // error (a NOSCRIPT reply still makes Script.Run fall back to EVAL, which is coalesced too).
+//
+// A Redis that hangs cannot hold a caller past its context (docs/dataplane.md, "Redis outage"). A caller
+// whose context ends while its command is still queued leaves at once and its command is never sent
+// (ErrNotSent). A caller whose command is already on the wire in a batch another caller leads leaves at
+// once too: the batch carries a private copy of every waiting caller's command, so the late reply lands
+// in the copy and is dropped — the command itself may still run in Redis when it answers (callers whose
+// commands change state must make them idempotent or compensate; see dataplane/admission). The leader
+// itself waits for its batch, which is bounded by the latest deadline among the batch's callers and by
+// the client's timeouts.
 package redisbatch
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
+
+// ErrNotSent is returned (wrapping the context's error) to a caller whose context ended while its
+// command was still queued: the command never reached Redis.
+var ErrNotSent = errors.New("redisbatch: command not sent")
 
 // Hook is the redis.Hook Install adds to a client. It is safe for concurrent use.
 type Hook struct {
@@ -36,10 +52,20 @@ type Hook struct {
 	ops sync.Pool
 }
 
+// op is one caller's command. Its state fields are guarded by Hook.mu.
 type op struct {
-	cmd redis.Cmder
-	// turn receives false when the command's reply is in cmd, true when the caller must lead the next batch.
+	cmd redis.Cmder // the caller's command
+	// sent is what a batch led by another caller sends: a private copy of cmd (or cmd itself when it
+	// cannot be copied), so a caller that left does not race with its late reply.
+	sent redis.Cmder
+	// deadline is the caller's context deadline (zero: none).
+	deadline time.Time
+	// turn receives false when the reply is in sent, true when the caller must lead the next batch.
 	turn chan bool
+
+	promoted bool // chosen to lead the next batch (turn <- true is coming)
+	taken    bool // in a batch: its command is being sent
+	copyable bool // clone can copy cmd, so its caller may leave while it is on the wire
 }
 
 // Install makes rdb coalesce the named commands (e.g. "evalsha", "xadd"; any case) and returns the hook.
@@ -73,23 +99,69 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 
 func (h *Hook) do(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotSent, err)
+	}
 	o := h.ops.Get().(*op)
 	o.cmd = cmd
+	o.copyable = copyable(cmd)
+	o.deadline, _ = ctx.Deadline()
 	h.mu.Lock()
 	h.queue = append(h.queue, o)
-	if h.leading {
-		h.mu.Unlock()
-		if lead := <-o.turn; !lead {
-			h.put(o)
-			return cmd.Err()
-		}
-	} else {
+	if !h.leading {
 		h.leading = true
 		h.mu.Unlock()
+		err := h.lead(ctx, o, next)
+		h.put(o)
+		return err
 	}
-	err := h.lead(ctx, o, next)
-	h.put(o)
-	return err
+	h.mu.Unlock()
+	select {
+	case lead := <-o.turn:
+		if lead {
+			err := h.lead(ctx, o, next)
+			h.put(o)
+			return err
+		}
+		err := deliver(o)
+		h.put(o)
+		return err
+	case <-ctx.Done():
+		return h.leave(ctx, o)
+	}
+}
+
+// leave ends the wait of a caller whose context ended. A command still queued is taken out of the queue
+// (passing the lead on if it had just been given it) and never sent. A command already in a batch stays
+// there: its copy's reply will be dropped. Either way the op is not reused (a late turn may still
+// arrive on its channel).
+func (h *Hook) leave(ctx context.Context, o *op) error {
+	h.mu.Lock()
+	if o.taken {
+		h.mu.Unlock()
+		if !o.copyable { // the batch writes the caller's own command: wait for it
+			<-o.turn
+			err := deliver(o)
+			h.put(o)
+			return err
+		}
+		return fmt.Errorf("redisbatch: left while the command was on the wire: %w", ctx.Err())
+	}
+	for i, q := range h.queue {
+		if q == o {
+			h.queue = append(h.queue[:i], h.queue[i+1:]...)
+			break
+		}
+	}
+	var next *op
+	if o.promoted { // it was to lead the next batch: the oldest other caller leads instead
+		next = h.promoteLocked()
+	}
+	h.mu.Unlock()
+	if next != nil {
+		next.turn <- true
+	}
+	return fmt.Errorf("%w: %w", ErrNotSent, ctx.Err())
 }
 
 // lead sends everything queued (self, the leader's own command, included) as one pipeline, gives each
@@ -99,6 +171,18 @@ func (h *Hook) lead(ctx context.Context, self *op, next redis.ProcessHook) error
 	h.mu.Lock()
 	batch := h.queue
 	h.queue = nil
+	// The batch lasts at most until the latest deadline among its callers (no limit but the client's
+	// timeouts when one of them has none).
+	var latest time.Time
+	bounded := true
+	for _, o := range batch {
+		o.taken = true
+		if o.deadline.IsZero() {
+			bounded = false
+		} else if o.deadline.After(latest) {
+			latest = o.deadline
+		}
+	}
 	h.mu.Unlock()
 
 	if len(batch) == 1 { // alone: the ordinary single-command path, under the caller's own context
@@ -107,14 +191,24 @@ func (h *Hook) lead(ctx context.Context, self *op, next redis.ProcessHook) error
 		return err
 	}
 	// The batch carries other callers' commands: it must not fail because the leader's request was
-	// cancelled. The client's read and write timeouts still bound it. Each command holds its own reply or
-	// error afterwards (go-redis stamps a connection failure on every command of a pipeline).
-	ctx = context.WithoutCancel(ctx)
+	// cancelled, nor outlive the last of its callers. Each command holds its own reply or error
+	// afterwards (go-redis stamps a connection failure on every command of a pipeline).
+	bctx := context.WithoutCancel(ctx)
+	if bounded {
+		var cancel context.CancelFunc
+		bctx, cancel = context.WithDeadline(bctx, latest)
+		defer cancel()
+	}
 	pipe := h.rdb.Pipeline()
 	for _, o := range batch {
-		_ = pipe.Process(ctx, o.cmd) // queues; nothing is sent until Exec
+		if o == self {
+			o.sent = o.cmd
+		} else {
+			o.sent = clone(bctx, o.cmd)
+		}
+		_ = pipe.Process(bctx, o.sent) // queues; nothing is sent until Exec
 	}
-	_, _ = pipe.Exec(ctx)
+	_, _ = pipe.Exec(bctx)
 	for _, o := range batch {
 		if o != self {
 			o.turn <- false
@@ -127,19 +221,64 @@ func (h *Hook) lead(ctx context.Context, self *op, next redis.ProcessHook) error
 // handOff ends a batch: the oldest caller that queued meanwhile leads the next one.
 func (h *Hook) handOff() {
 	h.mu.Lock()
-	var next *op
-	if len(h.queue) > 0 {
-		next = h.queue[0]
-	} else {
-		h.leading = false
-	}
+	next := h.promoteLocked()
 	h.mu.Unlock()
 	if next != nil {
 		next.turn <- true
 	}
 }
 
+// promoteLocked picks the oldest queued caller to lead the next batch (nil, and no batch in progress,
+// when none is queued). The caller sends it its turn after unlocking.
+func (h *Hook) promoteLocked() *op {
+	if len(h.queue) == 0 {
+		h.leading = false
+		return nil
+	}
+	h.queue[0].promoted = true
+	return h.queue[0]
+}
+
 func (h *Hook) put(o *op) {
-	o.cmd = nil
+	*o = op{turn: o.turn}
 	h.ops.Put(o)
+}
+
+// clone returns a command equal to cmd that the batch can fill in while cmd's caller may already have
+// left; deliver copies its reply into cmd. Only the reply types of the commands the data plane
+// coalesces (EVAL/EVALSHA: *redis.Cmd; XADD: *redis.StringCmd) are copied; any other command is sent
+// as it is, and its caller must then wait for the batch (it cannot leave early without racing the reply).
+func clone(ctx context.Context, cmd redis.Cmder) redis.Cmder {
+	switch cmd.(type) {
+	case *redis.Cmd:
+		return redis.NewCmd(ctx, cmd.Args()...)
+	case *redis.StringCmd:
+		return redis.NewStringCmd(ctx, cmd.Args()...)
+	}
+	return cmd
+}
+
+func copyable(cmd redis.Cmder) bool {
+	switch cmd.(type) {
+	case *redis.Cmd, *redis.StringCmd:
+		return true
+	}
+	return false
+}
+
+// deliver gives a waiting caller the reply its batch received.
+func deliver(o *op) error {
+	switch dst := o.cmd.(type) {
+	case *redis.Cmd:
+		if src, ok := o.sent.(*redis.Cmd); ok && src != dst {
+			dst.SetVal(src.Val())
+			dst.SetErr(src.Err())
+		}
+	case *redis.StringCmd:
+		if src, ok := o.sent.(*redis.StringCmd); ok && src != dst {
+			dst.SetVal(src.Val())
+			dst.SetErr(src.Err())
+		}
+	}
+	return o.cmd.Err()
 }

@@ -128,7 +128,7 @@ func TestOtherCommandsPassThrough(t *testing.T) {
 
 // While one batch is on the wire, the commands issued meanwhile wait and then go as one pipeline; each
 // caller gets its own reply, a failing command fails only its caller, and the batch survives the
-// cancellation of the request that leads it.
+// cancellation of the request that leads it once it is on the wire.
 func TestConcurrentCommandsShareOnePipeline(t *testing.T) {
 	rdb, prefix, h, p := setup(t, "evalsha", "eval", "xadd")
 	ctx := context.Background()
@@ -163,8 +163,9 @@ func TestConcurrentCommandsShareOnePipeline(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	// Caller 0 queues first, so it will lead the next batch; its request is then cancelled, which must
-	// fail nobody's command — its own included, since the batch runs detached from any one request.
+	// Caller 0 queues first, so it will lead the next batch; its request is cancelled while that batch is
+	// on the wire, which must fail nobody's command — its own included, since the batch runs detached
+	// from any one request's cancellation.
 	leaderCtx, cancelLeader := context.WithCancel(ctx)
 	for i := range n {
 		cctx := ctx
@@ -184,8 +185,14 @@ func TestConcurrentCommandsShareOnePipeline(t *testing.T) {
 		}
 	}
 	waitQueued(n)
+	gate := p.gate
+	p.mu.Lock()
+	p.gate = make(chan struct{})
+	p.mu.Unlock()
+	close(gate) // the held batch goes; the queued commands follow as one pipeline, held in turn
+	<-p.entered
 	cancelLeader()
-	close(p.gate) // the held batch goes; the queued commands follow as one pipeline
+	close(p.gate)
 	if err := <-first; err != nil {
 		t.Errorf("leader's XADD: %v", err)
 	}

@@ -61,6 +61,9 @@ type ForwarderOptions struct {
 	ClaimMinIdle time.Duration
 	// RPCTimeout bounds one Settle call (default 10 s).
 	RPCTimeout time.Duration
+	// RedisTimeout bounds every Redis call (a blocking read: Block longer), so a hung Redis cannot stall
+	// the loop, Flush or a shutdown (default admission.DefaultTimeout; config.RedisTimeout).
+	RedisTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the retry delay after a failed call (defaults 100 ms, 5 s).
 	MinBackoff, MaxBackoff time.Duration
 	// MirrorTTL is the lifetime of a qu: mirror value, refreshed by every answer (default 1 h).
@@ -125,6 +128,9 @@ func NewForwarder(rdb redis.UniversalClient, opts ForwarderOptions) (*Forwarder,
 	if opts.RPCTimeout <= 0 {
 		opts.RPCTimeout = 10 * time.Second
 	}
+	if opts.RedisTimeout <= 0 {
+		opts.RedisTimeout = admission.DefaultTimeout
+	}
 	if opts.MinBackoff <= 0 {
 		opts.MinBackoff = 100 * time.Millisecond
 	}
@@ -164,7 +170,7 @@ func NewForwarder(rdb redis.UniversalClient, opts ForwarderOptions) (*Forwarder,
 			func() float64 { return float64(opts.Spill.Len()) })
 	}
 	reg.NewGaugeFunc("tollgate_settle_outbox_length", "Entries in the settlement outbox stream.", func() float64 {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), opts.RedisTimeout)
 		defer cancel()
 		n, err := rdb.XLen(ctx, f.streams.Outbox()).Result()
 		if err != nil {
@@ -173,6 +179,11 @@ func NewForwarder(rdb redis.UniversalClient, opts ForwarderOptions) (*Forwarder,
 		return float64(n)
 	})
 	return f, nil
+}
+
+// redisCtx bounds one Redis call: RedisTimeout, plus extra (a blocking read's block time).
+func (f *Forwarder) redisCtx(ctx context.Context, extra time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, f.opts.RedisTimeout+max(extra, 0))
 }
 
 // Close closes the control-plane connections.
@@ -302,7 +313,9 @@ func (f *Forwarder) Flush(ctx context.Context) error {
 	if err := f.ensureGroup(ctx); err != nil {
 		return fmt.Errorf("settle: flush: %w", err)
 	}
-	info, err := f.rdb.XInfoStream(ctx, f.streams.Outbox()).Result()
+	ictx, cancel := f.redisCtx(ctx, 0)
+	info, err := f.rdb.XInfoStream(ictx, f.streams.Outbox()).Result()
+	cancel()
 	if err != nil {
 		return fmt.Errorf("settle: flush: %w", err)
 	}
@@ -343,6 +356,8 @@ func compareIDs(a, b string) int {
 }
 
 func (f *Forwarder) ensureGroup(ctx context.Context) error {
+	ctx, cancel := f.redisCtx(ctx, 0)
+	defer cancel()
 	err := f.rdb.XGroupCreateMkStream(ctx, f.streams.Outbox(), group, "0").Err()
 	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
 		return fmt.Errorf("create consumer group: %w", err)
@@ -366,8 +381,10 @@ func (f *Forwarder) read(ctx context.Context, lastClaim *time.Time, block time.D
 	}
 	if time.Since(*lastClaim) >= f.opts.ClaimMinIdle/4 {
 		*lastClaim = time.Now()
-		claimed, _, err := f.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: f.streams.Outbox(), Group: group,
+		cctx, cancel := f.redisCtx(ctx, 0)
+		claimed, _, err := f.rdb.XAutoClaim(cctx, &redis.XAutoClaimArgs{Stream: f.streams.Outbox(), Group: group,
 			MinIdle: f.opts.ClaimMinIdle, Start: "0-0", Count: count, Consumer: f.opts.NodeID}).Result()
+		cancel()
 		if err != nil {
 			return nil, false, fmt.Errorf("claim stale outbox entries: %w", err)
 		}
@@ -381,8 +398,10 @@ func (f *Forwarder) read(ctx context.Context, lastClaim *time.Time, block time.D
 }
 
 func (f *Forwarder) readGroup(ctx context.Context, id string, count int64, block time.Duration) ([]redis.XMessage, error) {
-	res, err := f.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: f.opts.NodeID,
+	rctx, cancel := f.redisCtx(ctx, block)
+	res, err := f.rdb.XReadGroup(rctx, &redis.XReadGroupArgs{Group: group, Consumer: f.opts.NodeID,
 		Streams: []string{f.streams.Outbox(), id}, Count: count, Block: block}).Result()
+	cancel()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
@@ -636,12 +655,19 @@ func (f *Forwarder) finish(ctx context.Context, entries []entry, resp *settlemen
 		for _, s := range e.hold.Scopes {
 			keys = append(keys, f.keys.Pending(s.Scope, s.ID))
 		}
-		keys = append(keys, f.keys.TPM(e.hold.KeyID, e.hold.Window))
-		args = append(args, e.id, e.hold.Micros, len(e.hold.Scopes), tpmDelta)
+		keys = append(keys, f.keys.TPM(e.hold.KeyID, e.hold.Window), f.keys.Hold(e.hold.RequestID))
+		marked := 0
+		if e.hold.RequestID != "" {
+			marked = 1
+		}
+		args = append(args, e.id, e.hold.Micros, len(e.hold.Scopes), tpmDelta, marked)
 	}
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
-		if err = settleScript.Run(ctx, f.rdb, keys, args...).Err(); err == nil {
+		sctx, cancel := f.redisCtx(ctx, 0)
+		err = settleScript.Run(sctx, f.rdb, keys, args...).Err()
+		cancel()
+		if err == nil {
 			break
 		}
 		if !sleep(ctx, time.Duration(attempt+1)*100*time.Millisecond) {
@@ -675,7 +701,7 @@ func (f *Forwarder) deadLetter(ctx context.Context, e entry, values map[string]a
 	for k, v := range values {
 		dv = append(dv, "f_"+k, v)
 	}
-	if err := f.rdb.XAdd(ctx, &redis.XAddArgs{Stream: f.streams.Dead(), Values: dv}).Err(); err != nil {
+	if err := f.deadXAdd(ctx, dv); err != nil {
 		return fmt.Errorf("dead-letter outbox entry %s: %w", e.id, err)
 	}
 	f.deadLettered.Inc()
@@ -690,11 +716,18 @@ func (f *Forwarder) deadLetterEntry(ctx context.Context, e entry, reason error) 
 		return err
 	}
 	dv := []any{"reason", reason.Error(), "id", e.id, "node", f.opts.NodeID, "f_" + fieldRecord, b, "f_" + fieldHold, admission.EncodeHold(e.hold)}
-	if err := f.rdb.XAdd(ctx, &redis.XAddArgs{Stream: f.streams.Dead(), Values: dv}).Err(); err != nil {
+	if err := f.deadXAdd(ctx, dv); err != nil {
 		return fmt.Errorf("dead-letter outbox entry %s: %w", e.id, err)
 	}
 	f.deadLettered.Inc()
 	return f.finish(ctx, []entry{e}, nil)
+}
+
+// deadXAdd appends values to the dead-letter stream.
+func (f *Forwarder) deadXAdd(ctx context.Context, values []any) error {
+	ctx, cancel := f.redisCtx(ctx, 0)
+	defer cancel()
+	return f.rdb.XAdd(ctx, &redis.XAddArgs{Stream: f.streams.Dead(), Values: values}).Err()
 }
 
 func marshalRecord(rec *settlementv1.SettlementRecord) ([]byte, error) {

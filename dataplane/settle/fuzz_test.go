@@ -17,6 +17,8 @@ func FuzzDecodeEntry(f *testing.F) {
 	good, _ := proto.Marshal(&settlementv1.SettlementRecord{RequestId: "r1", OrgId: 1, TeamId: &team, UserId: 3, Cost: "0.5", PendingMicros: 250})
 	f.Add(good, "v1;250;1;29000000;40;org:1,team:2,user:3")
 	f.Add(good, "v1;0;0;0;0;")
+	f.Add(good, "v2;250;1;29000000;40;org:1,team:2,user:3;r1")
+	f.Add(good, "v2;250;1;29000000;40;org:1,team:2,user:3;r2")
 	f.Add([]byte{0x0a, 0x00}, "v1;0;0;0;0;")
 	f.Add([]byte("garbage"), "garbage")
 	f.Fuzz(func(t *testing.T, rec []byte, hold string) {
@@ -24,7 +26,8 @@ func FuzzDecodeEntry(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if r.GetRequestId() == "" || r.GetPendingMicros() != h.Micros || h.Micros < 0 || len(h.Scopes) > 3 {
+		if r.GetRequestId() == "" || r.GetPendingMicros() != h.Micros || h.Micros < 0 || len(h.Scopes) > 3 ||
+			(h.RequestID != "" && h.RequestID != r.GetRequestId()) {
 			t.Fatalf("DecodeEntry accepted an inconsistent entry: %v %+v", r, h)
 		}
 		if _, err := admission.DecodeHold(admission.EncodeHold(h)); err != nil {

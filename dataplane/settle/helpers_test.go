@@ -97,6 +97,15 @@ func newDataPlane(t testing.TB, rdb *redis.Client, prefix, node string, cp *cont
 	t.Helper()
 	admOpts.Prefix = prefix
 	fo.Prefix, fo.NodeID, fo.Endpoints, fo.Token = prefix, node, []string{cp.addr}, dpToken
+	// These tests are about settlement, not Redis deadlines: on a loaded machine (-race, hundreds of
+	// concurrent calls through one pool) a call can take longer than the production default, which must
+	// not turn them into timeout tests. Tests of deadlines set their own.
+	if admOpts.Timeout == 0 {
+		admOpts.Timeout = 30 * time.Second
+	}
+	if fo.RedisTimeout == 0 {
+		fo.RedisTimeout = 30 * time.Second
+	}
 	if fo.Block == 0 {
 		fo.Block = 50 * time.Millisecond
 	}

@@ -169,6 +169,9 @@ func DecodeEntry(values map[string]any) (*settlementv1.SettlementRecord, admissi
 	if err != nil {
 		return nil, admission.Hold{}, fmt.Errorf("outbox entry %s: %w", rec.GetRequestId(), err)
 	}
+	if hold.RequestID != "" && hold.RequestID != rec.GetRequestId() {
+		return nil, admission.Hold{}, fmt.Errorf("outbox entry %s: hold marked for request %s", rec.GetRequestId(), hold.RequestID)
+	}
 	if hold.Micros != rec.GetPendingMicros() {
 		return nil, admission.Hold{}, fmt.Errorf("outbox entry %s: hold %d micros but record pending_micros %d",
 			rec.GetRequestId(), hold.Micros, rec.GetPendingMicros())

@@ -3,11 +3,15 @@
 -- once however often the batch is retried or claimed — refund its exact pending hold and correct the
 -- key's TPM count by (actual − estimated) tokens. The entry is then deleted from the stream.
 --
+-- A marked hold (admission's qh:{request id} marker) is refunded, and its TPM count corrected, only while
+-- its marker says it is held; the marker is then deleted. So a record that reached both the outbox and
+-- the spill (an append that landed after the recorder gave up on it) is refunded once.
+--
 -- KEYS[1] the outbox stream; KEYS[2 .. 1+nq] qu: mirror keys; then per record its ns qp: keys followed
--- by its TPM window key.
+-- by its TPM window key and its hold marker key.
 -- ARGV[1] group, ARGV[2] mirror TTL seconds, ARGV[3] nq, ARGV[4 .. 3+nq] mirror values (micros),
 -- ARGV[4+nq] record count, then per record: entry id (empty for a spilled record), hold micros, ns, TPM
--- delta.
+-- delta, 1 if the hold is marked.
 -- Reply: number of holds refunded.
 local stream = KEYS[1]
 local grp = ARGV[1]
@@ -35,9 +39,16 @@ for r = 1, nrec do
   local micros = tonumber(ARGV[a + 1])
   local ns = tonumber(ARGV[a + 2])
   local td = tonumber(ARGV[a + 3])
-  a = a + 4
-  -- An empty id is a spilled record (never in the stream), delivered once: refund it now.
-  if id == '' or redis.call('XACK', stream, grp, id) == 1 then
+  local marked = ARGV[a + 4] == '1'
+  a = a + 5
+  local mk = KEYS[k + ns + 1]
+  -- An empty id is a spilled record (never in the stream): refund it now, once by its marker.
+  local due = id == '' or redis.call('XACK', stream, grp, id) == 1
+  if due and marked then
+    due = redis.call('GET', mk) == 'h'
+    if due then redis.call('DEL', mk) end
+  end
+  if due then
     if micros > 0 then
       for j = 0, ns - 1 do
         local pk = KEYS[k + j]
@@ -55,6 +66,6 @@ for r = 1, nrec do
     refunded = refunded + 1
   end
   if id ~= '' then redis.call('XDEL', stream, id) end
-  k = k + ns + 1
+  k = k + ns + 2
 end
 return refunded

@@ -43,6 +43,8 @@ type stStack struct {
 	prefix  string
 	// dpRedisURL, when set, is the data plane's Redis instead of RedisURL (an outage proxy).
 	dpRedisURL string
+	// dpEnv adds to (or overrides) the data plane's environment.
+	dpEnv map[string]string
 }
 
 // stDP is a data plane whose shutdown the test controls.
@@ -100,6 +102,9 @@ func (s *stStack) startDP(name string) *stDP {
 		"TOLLGATE_NODE_ID":          name,
 		"TOLLGATE_LOG_LEVEL":        "info",
 		"TOLLGATE_SHUTDOWN_TIMEOUT": "10s",
+	}
+	for k, v := range s.dpEnv {
+		env[k] = v
 	}
 	cfg, err := dpconfig.Load(nil, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {

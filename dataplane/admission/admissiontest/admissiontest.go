@@ -1,7 +1,9 @@
 // Package admissiontest gives data-plane integration tests a client of the real Redis server named by
 // TOLLGATE_TEST_REDIS_URL (default redis://127.0.0.1:6379/0) and a key prefix unique to the test; every
 // key under the prefix is deleted when the test ends. The server is shared: tests never FLUSHDB. Without
-// -short a missing server fails the test loudly; it never skips.
+// -short a missing server fails the test loudly; it never skips. For outages, Proxy cuts connections to
+// that server, and StartServer runs a redis-server of the test's own that the test can freeze (SIGSTOP)
+// and thaw.
 package admissiontest
 
 import (
@@ -12,7 +14,10 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
+	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -173,4 +178,114 @@ func (p *Proxy) Up() {
 		p.t.Fatalf("admissiontest: relisten %s: %v", p.addr, err)
 	}
 	p.serve(ln)
+}
+
+// Server is a redis-server process of the test's own, on a free loopback port, that the test can freeze
+// (SIGSTOP: connections stay open and writes are accepted by the kernel, but nothing is answered — a hung
+// Redis) and thaw (SIGCONT). It is killed when the test ends. Persistence is off.
+type Server struct {
+	t    testing.TB
+	addr string
+	cmd  *exec.Cmd
+
+	mu      sync.Mutex
+	stopped bool
+}
+
+// StartServer starts redis-server (from PATH) and waits until it answers PING. Without -short a missing
+// binary fails the test; it never skips.
+func StartServer(t testing.TB) *Server {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts redis-server; skipped in -short mode")
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("admissiontest: redis-server not found: %v", err)
+	}
+	for attempt := 0; ; attempt++ {
+		port := freePort(t)
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", t.TempDir(), "--loglevel", "warning")
+		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("admissiontest: start redis-server: %v", err)
+		}
+		s := &Server{t: t, addr: addr, cmd: cmd}
+		t.Cleanup(s.kill)
+		if s.waitPing(10 * time.Second) {
+			return s
+		}
+		s.kill()
+		if attempt == 2 {
+			t.Fatalf("admissiontest: redis-server on %s did not answer", addr)
+		}
+	}
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func (s *Server) waitPing(limit time.Duration) bool {
+	rdb := redis.NewClient(&redis.Options{Addr: s.addr, DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	defer rdb.Close()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err := rdb.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return s.addr }
+
+// URL is the server's redis:// URL.
+func (s *Server) URL() string { return "redis://" + s.addr + "/0" }
+
+// Stop freezes the server (SIGSTOP).
+func (s *Server) Stop() {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		s.t.Fatalf("admissiontest: SIGSTOP redis-server: %v", err)
+	}
+	s.stopped = true
+}
+
+// Cont thaws a stopped server (SIGCONT); what it received meanwhile is then processed.
+func (s *Server) Cont() {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		s.t.Fatalf("admissiontest: SIGCONT redis-server: %v", err)
+	}
+	s.stopped = false
+}
+
+// Stopped reports whether the server is frozen.
+func (s *Server) Stopped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped
+}
+
+func (s *Server) kill() {
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
 }
