@@ -43,6 +43,8 @@ func TestSnapshotFailureBannerInChromium(t *testing.T) {
 	if role := eval[string](p, `document.getElementById("snapshot-banner").getAttribute("role")`); role != "alert" {
 		t.Errorf("banner role = %q, want alert (announced to screen readers)", role)
 	}
+	p.screenshot("console-snapshot-banner-1280", 1280)
+	p.screenshot("console-snapshot-banner-390", 390)
 	if _, err := db.Pool.Exec(context.Background(), `UPDATE providers SET name = 'fixed' WHERE id = $1`, pid); err != nil {
 		t.Fatal(err)
 	}

@@ -61,6 +61,9 @@ func TestCatalogsPageInChromium(t *testing.T) {
 	if n := len(api.rules()); n != 0 {
 		t.Fatalf("plan stored %d rules", n)
 	}
+	// Review screenshots of the plan at both widths (the screenshot also checks nothing scrolls sideways).
+	p.screenshot("console-catalogs-plan-390", 390)
+	p.screenshot("console-catalogs-plan-1280", 1280)
 	p.do("untick m1", chromedp.Click(chromedp.CSS(`#cat-added input[data-entry="acme/m1"]`)))
 	p.do("apply", chromedp.Click(chromedp.ID("cat-apply")))
 	p.waitFor("applied", `document.getElementById("cat-status").textContent.includes("1 added")`)
@@ -74,6 +77,7 @@ func TestCatalogsPageInChromium(t *testing.T) {
 	}
 	p.waitFor("provenance row", `document.getElementById("cat-provenance").textContent.includes("acme/m2")`)
 	// Back to the Pricing page by the section link.
+	p.screenshot("console-catalogs-applied-1280", 1280)
 	p.do("pricing link", chromedp.Click(chromedp.CSS(`nav.sections a[href="#pricing"]`)))
 	p.waitFor("pricing page", `!document.getElementById("pricing-view").hidden && document.getElementById("catalogs-view").hidden`)
 }
