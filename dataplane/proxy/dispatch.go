@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,6 +69,8 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) {
 	attempted := false
 	var rejected *httperr.Error
 	var rejectedCand candidateCell
+	// limited stays set while every attempt was answered 429; retryAfter is the shortest wait one named.
+	limited, retryAfter := true, time.Duration(0)
 	for _, cc := range c.usable {
 		if cc.cell.Impl == vocab.ImplLocal {
 			continue // only the first candidate may answer locally (handled before dispatch)
@@ -106,10 +109,15 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) {
 					return
 				}
 				h.o.Upstream.Fail(cr.ID)
-				lastErr, timedOut = fmt.Errorf("provider %s: %w", cc.Provider.Name, err), upstream.IsTimeout(err)
+				lastErr, timedOut, limited = fmt.Errorf("provider %s: %w", cc.Provider.Name, err), upstream.IsTimeout(err), false
 				continue
 			}
 			if upstream.Retryable(resp.StatusCode) {
+				if resp.StatusCode != http.StatusTooManyRequests {
+					limited = false
+				} else if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), h.o.Now()); ok && (retryAfter == 0 || d < retryAfter) {
+					retryAfter = d
+				}
 				drain(resp)
 				h.o.Upstream.Fail(cr.ID)
 				lastErr, timedOut = fmt.Errorf("provider %s answered %d", cc.Provider.Name, resp.StatusCode), false
@@ -119,7 +127,16 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) {
 				h.finishTransform(ctx, w, c, out.tr, resp)
 				return
 			}
-			h.relay(w, r, c, resp)
+			if err := h.relay(w, r, c, resp); err != nil {
+				// Cut before the first body byte: nothing reached the client, so this is a failed attempt.
+				if ctx.Err() != nil {
+					c.status, c.end = statusClientClosed, vocab.EndClientDropped
+					return
+				}
+				h.o.Upstream.Fail(cr.ID)
+				lastErr, timedOut, limited = fmt.Errorf("provider %s: %w", cc.Provider.Name, err), false, false
+				continue
+			}
 			return
 		}
 	}
@@ -133,7 +150,12 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) {
 		c.cand = c.usable[0]
 	}
 	e := httperr.AllFailed(lastErr)
-	if timedOut {
+	switch {
+	case attempted && limited:
+		// Every candidate is rate limited: the client's SDK raises its rate-limit error and backs off.
+		e = httperr.RateLimited("every upstream candidate is rate limited; retry later", retryAfter)
+		e.Cause = lastErr
+	case timedOut:
 		e = httperr.Timeout(lastErr)
 	}
 	h.o.Log.Warn("every upstream candidate failed", "request_id", c.reqID, "err", lastErr)
@@ -282,10 +304,53 @@ func drain(resp *http.Response) {
 var hopResponseHeaders = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
 	"Transfer-Encoding": true, "Upgrade": true, "Trailer": true, "Te": true, "X-Request-Id": true}
 
+// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 || n > maxRetryAfter {
+			return 0, false
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	d := max(t.Sub(now), 0)
+	if d > maxRetryAfter*time.Second {
+		return 0, false
+	}
+	return d, true
+}
+
+// maxRetryAfter bounds an upstream Retry-After passed on to the client (seconds; a larger value is ignored).
+const maxRetryAfter = 24 * 60 * 60
+
+// errCutBeforeFirstByte is the attempt failure of an upstream that broke its response before a body byte.
+var errCutBeforeFirstByte = errors.New("the upstream response broke before its first body byte")
+
 // relay copies the upstream response to the client unchanged, flushing after every read for streams, and
-// observes usage on the way.
-func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *http.Response) {
+// observes usage on the way. Nothing is written to the client until the first body byte (or the end of an
+// empty body) arrived: an upstream that breaks before is a failed attempt (the returned error), answered
+// by dispatch's failover or its error in the client's dialect, never an empty 200.
+func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *http.Response) error {
 	defer resp.Body.Close()
+	if c.copyB == nil {
+		c.copyB = make([]byte, 32<<10)
+	}
+	buf := c.copyB
+	var n int
+	var err error
+	for n == 0 && err == nil {
+		n, err = resp.Body.Read(buf)
+	}
+	if n == 0 && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: %w", errCutBeforeFirstByte, err)
+	}
 	dst := w.Header()
 	for k, v := range resp.Header {
 		if !hopResponseHeaders[k] {
@@ -310,8 +375,9 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 		flusher, _ = w.(http.Flusher)
 		if acc := usage.NewStreamAccumulator(c.class.Kind, c.class.Op); acc != nil {
 			acc.ObserveHeader(resp.Header)
-			if h.o.LocalUsage != nil && c.class.Kind == vocab.KindAlphaChatCompletions && !c.req.IncludeUsage {
-				// The upstream will report no usage: keep the relayed text for local counting.
+			if h.o.LocalUsage != nil && c.class.Kind == vocab.KindAlphaChatCompletions {
+				// Keep the relayed text for local counting: the upstream reports no usage without
+				// include_usage, nor when the stream ends in an error before its usage chunk.
 				c.text.next = acc
 				acc = &c.text
 			}
@@ -326,13 +392,11 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 	} else {
 		capture = ok && billable(c.class.Op)
 	}
-	if c.copyB == nil {
-		c.copyB = make([]byte, 32<<10)
-	}
-	buf := c.copyB
 	ctx := r.Context()
-	for {
-		n, err := resp.Body.Read(buf)
+	for first := true; ; first = false {
+		if !first {
+			n, err = resp.Body.Read(buf)
+		}
 		if n > 0 {
 			if c.firstByte.IsZero() {
 				c.firstByte = h.o.Now()
@@ -358,9 +422,13 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 			break
 		}
 		if err != nil {
-			if ctx.Err() != nil {
+			switch {
+			case c.sse.done || c.arr.done:
+				// The terminal event was relayed: the client has the whole answer, whoever closed first.
+				c.end = vocab.EndCompleted
+			case ctx.Err() != nil:
 				c.end = vocab.EndClientDropped
-			} else {
+			default:
 				// The relay is byte for byte, so the client cannot be told in its dialect; the connection
 				// is aborted after settlement so the client sees a truncated response, not a clean end.
 				c.end, c.abortClient = vocab.EndUpstreamInterrupted, true
@@ -371,19 +439,25 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 	if c.firstByte.IsZero() {
 		c.firstByte = h.o.Now()
 	}
+	failed := false
 	switch {
 	case c.sse.acc != nil:
 		c.sse.finish()
 		c.usage, c.usageFound = c.sse.acc.Result()
-		if c.sse.failed && c.end == vocab.EndCompleted {
-			c.end = vocab.EndUpstreamError
-		}
+		failed = c.sse.failed
 	case c.arr.acc != nil:
 		c.usage, c.usageFound = c.arr.acc.Result()
-		if c.arr.failed && c.end == vocab.EndCompleted {
-			c.end = vocab.EndUpstreamError
+		failed = c.arr.failed
+	}
+	if failed && c.end == vocab.EndCompleted {
+		// An in-stream error: after delivered output the upstream interrupted a generation the client
+		// partly got (billed: reported usage, else local counting of what was relayed); before any, it failed.
+		c.end = vocab.EndUpstreamError
+		if c.text.total > 0 || (c.usageFound && c.usage.Output > 0) {
+			c.end = vocab.EndUpstreamInterrupted
 		}
-	case capture:
+	}
+	if capture {
 		// Only the usage members were kept, wherever they were in a body of any length. Keep the reported
 		// tier even when the body carries no token counts.
 		if red := c.scan.Reduced(); red != nil {
@@ -400,6 +474,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 			c.usage, c.usageFound, c.source = u, true, vocab.SourceLocal
 		}
 	}
+	return nil
 }
 
 // settle builds the request's one settlement record (settle.BuildRecord) and hands it to the recorder. It

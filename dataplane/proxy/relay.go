@@ -20,8 +20,9 @@ type sseTap struct {
 	hasData bool
 	skip    bool // current line overflowed
 	isError bool // the current event is named "error"
-	// failed is set once the upstream sent its dialect's in-stream error event.
-	failed bool
+	// failed is set once the upstream sent its dialect's in-stream error event; done once it sent its
+	// dialect's terminal event (the client then has the whole answer).
+	failed, done bool
 }
 
 func (t *sseTap) write(p []byte) {
@@ -55,6 +56,7 @@ func (t *sseTap) onLine(ln []byte) {
 		if t.hasData {
 			_ = t.acc.Observe(t.data) // a payload that is not JSON leaves usage unchanged
 			t.failed = t.failed || t.isError || isStreamError(t.data)
+			t.done = t.done || isStreamEnd(t.data)
 		}
 		t.data, t.hasData, t.isError = t.data[:0], false, false
 		return
@@ -85,6 +87,7 @@ func (t *sseTap) finish() {
 	if t.hasData {
 		_ = t.acc.Observe(t.data)
 		t.failed = t.failed || t.isError || isStreamError(t.data)
+		t.done = t.done || isStreamEnd(t.data)
 	}
 	t.data, t.hasData, t.line, t.isError = t.data[:0], false, t.line[:0], false
 }
@@ -104,11 +107,31 @@ func isStreamError(data []byte) bool {
 	return false
 }
 
+// isStreamEnd reports whether an event payload is its dialect's terminal event: alpha chat's "[DONE]", beta's
+// message_stop, alpha responses' response.completed / response.incomplete, or a gamma chunk with a
+// finishReason (gamma's last chunk; a JSON-array stream ends with its closing bracket instead).
+func isStreamEnd(data []byte) bool {
+	if string(data) == "[DONE]" {
+		return true
+	}
+	if start, end, found, err := vocab.TopLevelField(data, "type"); err == nil && found {
+		if v, ok := vocab.StringValue(data[start:end]); ok {
+			switch string(v) {
+			case "message_stop", "response.completed", "response.incomplete":
+				return true
+			}
+		}
+		return false
+	}
+	return bytes.Contains(data, []byte(`"finishReason"`))
+}
+
 // arrayTap observes a gamma JSON-array stream ("[{…},\r\n{…}]") and hands each top-level element to the
 // accumulator.
 type arrayTap struct {
 	acc      usage.Accumulator
 	failed   bool // an element was an in-stream error
+	done     bool // the array was closed
 	elem     []byte
 	depth    int
 	inString bool
@@ -151,6 +174,9 @@ func (t *arrayTap) write(p []byte) {
 					t.failed = t.failed || isStreamError(t.elem)
 				}
 				t.elem = t.elem[:0]
+			}
+			if t.depth == 0 {
+				t.done = true
 			}
 			if t.depth < 0 {
 				t.depth = 0

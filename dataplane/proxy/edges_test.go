@@ -1,0 +1,186 @@
+package proxy
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/deploy/mockupstream"
+	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
+)
+
+// setupMock serves the handler on loopback in front of the real mock upstream (deploy/mockupstream).
+func setupMock(t *testing.T) (*testBundle, *httptest.Server, *mockupstream.Server) {
+	t.Helper()
+	mock := mockupstream.New(mockupstream.Options{})
+	b := setup(t, mock.ServeHTTP)
+	b.h.o.LocalUsage = CountLocally
+	front := httptest.NewServer(b.h)
+	t.Cleanup(front.Close)
+	return b, front, mock
+}
+
+// chatRequest posts an alpha chat request with the x-mock-* controls in hdr.
+func chatRequest(t *testing.T, front *httptest.Server, body string, hdr map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest("POST", front.URL+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer client-key")
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// oneRecord waits for the request's settlement record (the handler settles after the client's answer).
+func oneRecord(t *testing.T, b *testBundle) *settlementv1.SettlementRecord {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for b.rec.done.Load() < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("no settlement record")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // a second record, if any, is not missed
+	b.rec.mu.Lock()
+	defer b.rec.mu.Unlock()
+	if len(b.rec.recs) != 1 {
+		t.Fatalf("%d records, want exactly 1", len(b.rec.recs))
+	}
+	return b.rec.recs[0]
+}
+
+// A client that read a stream to its terminal event and left while the upstream held the connection open
+// got the whole answer: the record says completed, not client_dropped.
+func TestStreamReadToEndIsCompleted(t *testing.T) {
+	b, front, _ := setupMock(t)
+	resp := chatRequest(t, front, `{"model":"chat","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+		map[string]string{"x-mock-linger-ms": "5000"})
+	sc := bufio.NewScanner(resp.Body)
+	sawDone := false
+	for sc.Scan() {
+		if sc.Text() == "data: [DONE]" {
+			sawDone = true
+			break
+		}
+	}
+	resp.Body.Close() // the client leaves right after the last byte, as SDKs do
+	if !sawDone {
+		t.Fatal("stream ended before [DONE]")
+	}
+	r := oneRecord(t, b)
+	if r.GetEndState() != "completed" || r.GetHttpStatus() != 200 {
+		t.Fatalf("record end %s status %d, want completed 200", r.GetEndState(), r.GetHttpStatus())
+	}
+}
+
+// An upstream that sent its headers and cut the connection before any body byte: the client gets a 502
+// in its dialect (never an empty 200) and the one record says what the client saw.
+func TestUpstreamCutBeforeFirstByteIs502(t *testing.T) {
+	b, front, mock := setupMock(t)
+	resp := chatRequest(t, front, `{"model":"chat","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+		map[string]string{"x-mock-disconnect-after": "0", "x-mock-disconnect-headers": "1"})
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), `"code":"upstream_failed"`) {
+		t.Fatalf("client got %d %q, want a 502 alpha error", resp.StatusCode, body)
+	}
+	if n := mock.Count(); n != 2 {
+		t.Fatalf("upstream called %d times, want 2 (both credentials, nothing had reached the client)", n)
+	}
+	r := oneRecord(t, b)
+	if r.GetHttpStatus() != 502 || r.GetEndState() != "upstream_error" || r.GetCost() != "0" {
+		t.Fatalf("record status %d end %s cost %s, want 502 upstream_error 0", r.GetHttpStatus(), r.GetEndState(), r.GetCost())
+	}
+}
+
+// Every candidate answering 429: the client gets 429 with the upstream's Retry-After, in its dialect.
+func TestAllCandidatesRateLimitedIs429(t *testing.T) {
+	b, front, _ := setupMock(t)
+	resp := chatRequest(t, front, `{"model":"chat","messages":[{"role":"user","content":"hi"}]}`,
+		map[string]string{"x-mock-status": "429", "x-mock-retry-after": "7"})
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "7" ||
+		!strings.Contains(string(body), `"type":"rate_limit_exceeded"`) {
+		t.Fatalf("client got %d Retry-After %q %s, want 429 with Retry-After 7", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	r := oneRecord(t, b)
+	if r.GetHttpStatus() != 429 || r.GetEndState() != "upstream_error" {
+		t.Fatalf("record status %d end %s, want 429 upstream_error", r.GetHttpStatus(), r.GetEndState())
+	}
+}
+
+// A stream that delivered 300 deltas and then the upstream's in-stream error, without usage: what was
+// delivered is billed, counted locally.
+func TestInStreamErrorBillsDelivered(t *testing.T) {
+	for _, includeUsage := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "include_usage"}[includeUsage], func(t *testing.T) {
+			b, front, _ := setupMock(t)
+			body := `{"model":"chat","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+			if includeUsage {
+				body = `{"model":"chat","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`
+			}
+			resp := chatRequest(t, front, body, map[string]string{"x-mock-chunks": "300", "x-mock-stream-error-after": "300"})
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(got), `"error"`) {
+				t.Fatalf("the client did not get the in-stream error: %.200s", got)
+			}
+			r := oneRecord(t, b)
+			if r.GetSource() != "local" || r.GetTokens().GetOutput() < 250 || r.GetCost() == "0" {
+				t.Fatalf("record source %s output %d cost %s end %s, want local counting of the ~300 delivered tokens",
+					r.GetSource(), r.GetTokens().GetOutput(), r.GetCost(), r.GetEndState())
+			}
+		})
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"7", 7 * time.Second, true},
+		{" 0 ", 0, true},
+		{"", 0, false},
+		{"-1", 0, false},
+		{"1.5", 0, false},
+		{"99999999999", 0, false},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
+		{now.Add(-time.Hour).Format(http.TimeFormat), 0, true},
+		{now.Add(48 * time.Hour).Format(http.TimeFormat), 0, false},
+	} {
+		d, ok := parseRetryAfter(tc.in, now)
+		if d != tc.want || ok != tc.ok {
+			t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", tc.in, d, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func FuzzParseRetryAfter(f *testing.F) {
+	for _, s := range []string{"7", "", "-3", "Wed, 21 Oct 2015 07:28:00 GMT", "86400", "86401", "1e3"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		d, ok := parseRetryAfter(s, now)
+		if (!ok && d != 0) || d < 0 || d > maxRetryAfter*time.Second {
+			t.Fatalf("parseRetryAfter(%q) = %v, %v: out of bounds", s, d, ok)
+		}
+	})
+}
