@@ -48,6 +48,11 @@ type TransformResult struct {
 	FirstByte  time.Time
 	Usage      usage.Usage
 	UsageFound bool
+	// Output is the upstream's output text (bounded to maxCollectedText bytes, cut at a character) and
+	// OutputBytes its whole length, for local counting when the upstream reported no usage: collected from
+	// an alpha chat upstream stream, read from a buffered upstream answer without usage; else empty.
+	Output      string
+	OutputBytes int64
 }
 
 // outbound is one upstream request to send.
@@ -173,8 +178,15 @@ func (h *Handler) finishTransform(ctx context.Context, w http.ResponseWriter, c 
 	resp.Body.Close()
 	c.status, c.end, c.firstByte = res.Status, res.End, res.FirstByte
 	c.usage, c.usageFound = res.Usage, res.UsageFound
-	if res.UsageFound {
+	switch {
+	case res.UsageFound:
 		c.source = vocab.SourceUpstream
+	case h.o.LocalUsage != nil && res.Status < 300 && billable(c.class.Op):
+		// The client's request and the upstream's output text: counted in the client's dialect.
+		if u, found := h.o.LocalUsage(c.class.Kind, c.class.Op, c.cand.UpstreamModel, c.body, res.Output, res.OutputBytes); found {
+			u.ReportedTier = res.Usage.ReportedTier
+			c.usage, c.usageFound, c.source = u, true, vocab.SourceLocal
+		}
 	}
 }
 
@@ -412,6 +424,9 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 				tap(buf[:n])
 			} else if capture {
 				_, _ = c.scan.Write(buf[:n])
+				if len(c.out) <= maxCollectedText { // the answer's first bytes, for local counting without usage
+					c.out = append(c.out, buf[:min(n, maxCollectedText+1-len(c.out))]...)
+				}
 			}
 		}
 		if errors.Is(err, io.EOF) {
@@ -469,7 +484,12 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 	if c.usageFound {
 		c.source = vocab.SourceUpstream
 	} else if h.o.LocalUsage != nil && ok && billable(c.class.Op) {
-		if u, found := h.o.LocalUsage(c.class.Kind, c.class.Op, c.cand.UpstreamModel, c.body, c.text.b.String(), c.text.total); found {
+		output, outputBytes := c.text.b.String(), c.text.total
+		if capture && len(c.out) <= maxCollectedText && c.class.Op.IsGeneration() {
+			// A whole buffered answer was kept: its text is the output (a longer one counts the prompt only).
+			output, outputBytes = responseText(c.out)
+		}
+		if u, found := h.o.LocalUsage(c.class.Kind, c.class.Op, c.cand.UpstreamModel, c.body, output, outputBytes); found {
 			u.ReportedTier = c.usage.ReportedTier // the upstream's reported tier still wins when counting locally
 			c.usage, c.usageFound, c.source = u, true, vocab.SourceLocal
 		}

@@ -10,18 +10,40 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/deploy/mockupstream"
+	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
+	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 )
 
 // setupMock serves the handler on loopback in front of the real mock upstream (deploy/mockupstream).
-func setupMock(t *testing.T) (*testBundle, *httptest.Server, *mockupstream.Server) {
+func setupMock(t *testing.T, mutate ...func(*snapshotv1.Snapshot)) (*testBundle, *httptest.Server, *mockupstream.Server) {
 	t.Helper()
 	mock := mockupstream.New(mockupstream.Options{})
-	b := setup(t, mock.ServeHTTP)
+	b := setup(t, mock.ServeHTTP, mutate...)
 	b.h.o.LocalUsage = CountLocally
+	b.h.o.Transformer = &Translator{}
 	front := httptest.NewServer(b.h)
 	t.Cleanup(front.Close)
 	return b, front, mock
+}
+
+// postTo posts body to path with the x-mock-* controls in hdr.
+func postTo(t *testing.T, front *httptest.Server, path, body string, hdr map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest("POST", front.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer client-key")
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }
 
 // chatRequest posts an alpha chat request with the x-mock-* controls in hdr.
@@ -183,4 +205,39 @@ func FuzzParseRetryAfter(f *testing.F) {
 			t.Fatalf("parseRetryAfter(%q) = %v, %v: out of bounds", s, d, ok)
 		}
 	})
+}
+
+// A buffered passthrough answer without usage: its output is counted locally from the relayed body, not
+// only the prompt.
+func TestLocalCountOfBufferedOutput(t *testing.T) {
+	b, front, _ := setupMock(t)
+	resp := chatRequest(t, front, `{"model":"chat","messages":[{"role":"user","content":"hi"}]}`,
+		map[string]string{"x-mock-usage": "none", "x-mock-chunks": "60"})
+	_, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	r := oneRecord(t, b)
+	if r.GetSource() != "local" || r.GetTokens().GetOutput() < 50 || r.GetTokens().GetInput() == 0 {
+		t.Fatalf("record source %s tokens %v, want the ~60-word output counted locally", r.GetSource(), r.GetTokens())
+	}
+}
+
+// A transformed stream (beta client, alpha chat upstream) whose upstream reported no usage: counted locally
+// (prompt and relayed output), not estimated.
+func TestLocalCountOfTransformedStream(t *testing.T) {
+	dest, op := "alpha_chat_completions", "stream_generate_content"
+	b, front, _ := setupMock(t, func(s *snapshotv1.Snapshot) {
+		s.RoutingRules = append(s.RoutingRules, &configv1.RoutingRule{Id: 3, ProviderId: 1, Operation: op, Kind: "beta_messages",
+			Implementation: "transform_to", DestOperation: &op, DestKind: &dest, Enabled: true})
+	})
+	resp := postTo(t, front, "/v1/messages", `{"model":"chat","max_tokens":500,"stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+		map[string]string{"x-mock-usage": "none", "x-mock-chunks": "60"})
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(got), "message_stop") {
+		t.Fatalf("client got %d %.300s", resp.StatusCode, got)
+	}
+	r := oneRecord(t, b)
+	if r.GetSource() != "local" || r.GetTokens().GetOutput() < 50 || r.GetTokens().GetInput() == 0 {
+		t.Fatalf("record source %s tokens %v end %s, want local counting", r.GetSource(), r.GetTokens(), r.GetEndState())
+	}
 }

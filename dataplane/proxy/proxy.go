@@ -134,6 +134,7 @@ type call struct {
 	abortClient bool
 
 	body    []byte
+	out     []byte // the first bytes of a buffered answer, for local counting without usage
 	patch   []byte
 	copyB   []byte
 	cands   [8]routing.Candidate
@@ -163,7 +164,7 @@ type candidateCell struct {
 
 func (h *Handler) release(c *call) {
 	const keep = 1 << 20
-	body, patch, copyB := c.body[:0], c.patch[:0], c.copyB
+	body, patch, copyB, out := c.body[:0], c.patch[:0], c.copyB, c.out[:0]
 	c.scan.Reset()
 	scan := c.scan
 	sseData, sseLine, arrElem := c.sse.data[:0], c.sse.line[:0], c.arr.elem[:0]
@@ -176,7 +177,7 @@ func (h *Handler) release(c *call) {
 	if cap(sseData) > keep || cap(sseLine) > keep || cap(arrElem) > keep {
 		sseData, sseLine, arrElem = nil, nil, nil
 	}
-	*c = call{body: body, patch: patch, copyB: copyB, scan: scan}
+	*c = call{body: body, patch: patch, copyB: copyB, scan: scan, out: out}
 	c.sse.data, c.sse.line, c.arr.elem = sseData, sseLine, arrElem
 	h.pool.Put(c)
 }

@@ -69,7 +69,7 @@ type testBundle struct {
 	calls []string // Authorization of every upstream call
 }
 
-func setup(t *testing.T, upstreamHandler func(w http.ResponseWriter, r *http.Request)) *testBundle {
+func setup(t *testing.T, upstreamHandler func(w http.ResponseWriter, r *http.Request), mutate ...func(*snapshotv1.Snapshot)) *testBundle {
 	t.Helper()
 	b := &testBundle{adm: &fakeAdmitter{}, rec: &fakeRecorder{}}
 	b.up = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -93,6 +93,9 @@ func setup(t *testing.T, upstreamHandler func(w http.ResponseWriter, r *http.Req
 		Routes:  []*configv1.Route{{Id: 1, Name: "chat", Enabled: true, Members: []*configv1.RouteMember{{ProviderId: 1, UpstreamModelId: "m-1", Priority: 1, Weight: 1, Enabled: true}}}},
 		ApiKeys: []*configv1.ApiKey{{Id: 4, UserId: 5, OrgId: 6, KeyHash: kh[:], Enabled: true, RpmLimit: 1_000_000}},
 		Quotas:  []*configv1.Quota{{Scope: "org", ScopeId: 6, CostLimit: strPtr("10"), CostUsed: "0"}},
+	}
+	for _, m := range mutate {
+		m(s)
 	}
 	snap, err := snapshot.Compile(s)
 	if err != nil {

@@ -134,8 +134,13 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		var body io.Reader = resp.Body
 		jsonArray := !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 		var sse *sseTap
+		var text *textCollector
 		if acc != nil {
 			acc.ObserveHeader(resp.Header)
+			if a.cell.DestKind == vocab.KindAlphaChatCompletions {
+				text = &textCollector{next: acc} // the relayed text, for local counting without usage
+				acc = text
+			}
 			if jsonArray {
 				tap := &arrayTap{acc: acc}
 				body = io.TeeReader(resp.Body, writerFunc(tap.write))
@@ -162,6 +167,12 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		if acc != nil {
 			res.Usage, res.UsageFound = acc.Result()
 		}
+		if text != nil {
+			res.Output, res.OutputBytes = text.b.String(), text.total
+		}
+		if res.End == vocab.EndUpstreamError && (res.OutputBytes > 0 || (res.UsageFound && res.Usage.Output > 0)) {
+			res.End = vocab.EndUpstreamInterrupted // an in-stream error after delivered output (docs/dataplane.md)
+		}
 		return res
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
@@ -179,6 +190,8 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 	if resp.StatusCode < 300 {
 		if u, found, err := usage.FromBody(a.cell.DestKind, a.cell.DestOp, body, resp.Header); err == nil && found {
 			res.Usage, res.UsageFound = u, true
+		} else if a.cell.DestOp.IsGeneration() {
+			res.Output, res.OutputBytes = responseText(body)
 		}
 	}
 	if mode == translate.ModeSynthesize {
