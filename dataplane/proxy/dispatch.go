@@ -224,10 +224,11 @@ func (h *Handler) prepare(r *http.Request, c *call, cc candidateCell) (outbound,
 			return outbound{}, httperr.Malformed(err.Error(), err)
 		}
 		out.body = b
-	case c.class.ModelInBody && !c.class.Multipart && cc.UpstreamModel != c.model:
-		c.patch = patchModel(c.patch, c.body, c.modelAt[0], c.modelAt[1], cc.UpstreamModel)
+	case c.class.ModelInBody && !c.class.Multipart && (cc.UpstreamModel != c.model || c.askUsage()):
+		c.patch = patchBody(c.patch, c.body, c.req, cc.UpstreamModel, cc.UpstreamModel != c.model, c.askUsage())
 		out.body = c.patch
 	}
+	c.dropUsage = c.askUsage() // the relay drops the usage chunk the client did not ask for
 	var sb strings.Builder
 	sb.Grow(len(p.BaseURL) + len(path) + len(r.URL.RawQuery) + 1)
 	sb.WriteString(p.BaseURL)
@@ -238,6 +239,13 @@ func (h *Handler) prepare(r *http.Request, c *call, cc candidateCell) (outbound,
 	}
 	out.url = sb.String()
 	return out, nil
+}
+
+// askUsage reports whether a passthrough request is an alpha chat stream whose client did not ask for
+// usage: the gateway asks the upstream for it (stream_options.include_usage), so cache and reasoning
+// tokens are billed as reported, and drops the extra usage chunk from the client's stream.
+func (c *call) askUsage() bool {
+	return c.class.Kind == vocab.KindAlphaChatCompletions && c.class.Stream && !c.req.IncludeUsage
 }
 
 // renamePathModel rewrites the model segment of a gamma method path or a model get path.
@@ -396,6 +404,16 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 			if strings.HasPrefix(ct, "text/event-stream") {
 				c.sse.acc = acc
 				tap = c.sse.write
+				if c.dropUsage {
+					// Event by event, leaving out the usage chunk only the gateway asked for.
+					c.sse.drop, c.sse.out = isUsageChunk, func(p []byte) error {
+						_, err := w.Write(p)
+						if err == nil && flusher != nil {
+							flusher.Flush()
+						}
+						return err
+					}
+				}
 			} else {
 				c.arr.acc = acc
 				tap = c.arr.write
@@ -405,6 +423,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 		capture = ok && billable(c.class.Op)
 	}
 	ctx := r.Context()
+copyLoop:
 	for first := true; ; first = false {
 		if !first {
 			n, err = resp.Body.Read(buf)
@@ -413,19 +432,27 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 			if c.firstByte.IsZero() {
 				c.firstByte = h.o.Now()
 			}
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				c.end = vocab.EndClientDropped
-				break
-			}
-			if flusher != nil {
-				flusher.Flush()
-			}
-			if tap != nil {
-				tap(buf[:n])
-			} else if capture {
-				_, _ = c.scan.Write(buf[:n])
-				if len(c.out) <= maxCollectedText { // the answer's first bytes, for local counting without usage
-					c.out = append(c.out, buf[:min(n, maxCollectedText+1-len(c.out))]...)
+			switch {
+			case c.sse.out != nil: // the tap writes the client's bytes event by event
+				if tap(buf[:n]); c.sse.werr != nil {
+					c.end = vocab.EndClientDropped
+					break copyLoop
+				}
+			default:
+				if _, werr := w.Write(buf[:n]); werr != nil {
+					c.end = vocab.EndClientDropped
+					break copyLoop
+				}
+				if flusher != nil {
+					flusher.Flush()
+				}
+				if tap != nil {
+					tap(buf[:n])
+				} else if capture {
+					_, _ = c.scan.Write(buf[:n])
+					if len(c.out) <= maxCollectedText { // the answer's first bytes, for local counting without usage
+						c.out = append(c.out, buf[:min(n, maxCollectedText+1-len(c.out))]...)
+					}
 				}
 			}
 		}

@@ -241,3 +241,41 @@ func TestLocalCountOfTransformedStream(t *testing.T) {
 		t.Fatalf("record source %s tokens %v end %s, want local counting", r.GetSource(), r.GetTokens(), r.GetEndState())
 	}
 }
+
+// An alpha chat stream whose client did not ask for usage: the gateway asks the upstream (so cache and
+// reasoning tokens are billed as reported, source upstream) and the client does not get the usage chunk.
+func TestAlphaChatStreamAsksForUsage(t *testing.T) {
+	for name, body := range map[string]string{
+		"absent":       `{"model":"chat","stream":true,"messages":[{"role":"user","content":"hello there, a prompt of some length"}]}`,
+		"false":        `{"model":"chat","stream":true,"stream_options":{"include_usage":false},"messages":[{"role":"user","content":"hello there, a prompt of some length"}]}`,
+		"other option": `{"stream_options":{"x":1},"model":"chat","stream":true,"messages":[{"role":"user","content":"hello there, a prompt of some length"}]}`,
+		"null":         `{"model":"chat","stream_options":null,"stream":true,"messages":[{"role":"user","content":"hello there, a prompt of some length"}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, front, mock := setupMock(t)
+			resp := chatRequest(t, front, body, map[string]string{"x-mock-usage": "cached", "x-mock-chunks": "20"})
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(got), `"usage":{`) || !strings.Contains(string(got), "data: [DONE]") {
+				t.Fatalf("client stream carries a usage chunk it did not ask for, or is cut:\n%s", got)
+			}
+			r := oneRecord(t, b)
+			if r.GetSource() != "upstream" || r.GetTokens().GetCacheRead() == 0 || r.GetEndState() != "completed" {
+				t.Fatalf("record source %s tokens %v end %s, want the upstream's usage with cache reads", r.GetSource(), r.GetTokens(), r.GetEndState())
+			}
+			sent := mock.Requests()[0].Body
+			if !strings.Contains(sent, `"include_usage":true`) {
+				t.Fatalf("upstream body does not ask for usage: %s", sent)
+			}
+		})
+	}
+	// A client that asked keeps its usage chunk.
+	b, front, _ := setupMock(t)
+	resp := chatRequest(t, front, `{"model":"chat","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, nil)
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(got), `"usage":{`) {
+		t.Fatalf("the usage chunk the client asked for is missing:\n%s", got)
+	}
+	_ = oneRecord(t, b)
+}

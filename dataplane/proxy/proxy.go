@@ -132,6 +132,8 @@ type call struct {
 	// abortClient is set when a relayed response was cut by the upstream: the client connection is
 	// aborted (after settlement) instead of ending the response cleanly.
 	abortClient bool
+	// dropUsage is set when the gateway asked the upstream for a usage chunk the client did not ask for.
+	dropUsage bool
 
 	body    []byte
 	out     []byte // the first bytes of a buffered answer, for local counting without usage
@@ -167,18 +169,18 @@ func (h *Handler) release(c *call) {
 	body, patch, copyB, out := c.body[:0], c.patch[:0], c.copyB, c.out[:0]
 	c.scan.Reset()
 	scan := c.scan
-	sseData, sseLine, arrElem := c.sse.data[:0], c.sse.line[:0], c.arr.elem[:0]
+	sseData, sseLine, sseRaw, arrElem := c.sse.data[:0], c.sse.line[:0], c.sse.raw[:0], c.arr.elem[:0]
 	if cap(body) > keep {
 		body = nil
 	}
 	if cap(patch) > keep {
 		patch = nil
 	}
-	if cap(sseData) > keep || cap(sseLine) > keep || cap(arrElem) > keep {
-		sseData, sseLine, arrElem = nil, nil, nil
+	if cap(sseData) > keep || cap(sseLine) > keep || cap(sseRaw) > keep || cap(arrElem) > keep {
+		sseData, sseLine, sseRaw, arrElem = nil, nil, nil, nil
 	}
 	*c = call{body: body, patch: patch, copyB: copyB, scan: scan, out: out}
-	c.sse.data, c.sse.line, c.arr.elem = sseData, sseLine, arrElem
+	c.sse.data, c.sse.line, c.sse.raw, c.arr.elem = sseData, sseLine, sseRaw, arrElem
 	h.pool.Put(c)
 }
 

@@ -23,11 +23,38 @@ type sseTap struct {
 	// failed is set once the upstream sent its dialect's in-stream error event; done once it sent its
 	// dialect's terminal event (the client then has the whole answer).
 	failed, done bool
+
+	// out, when set, makes the tap the relay's writer: the raw bytes of each event are passed to out once
+	// the event is complete, unless drop says the event is to be left out (the usage chunk the client did
+	// not ask for). An event whose raw bytes exceed maxTapPending is passed on as it comes, unfiltered.
+	out  func([]byte) error
+	drop func(data []byte) bool
+	raw  []byte
+	// werr is the first error out returned (the client went away); nothing more is written after it.
+	werr error
+}
+
+// emit passes the raw bytes held so far to out, unless the event they end is dropped.
+func (t *sseTap) emit(dropped bool) {
+	if !dropped && len(t.raw) > 0 && t.werr == nil {
+		t.werr = t.out(t.raw)
+	}
+	t.raw = t.raw[:0]
 }
 
 func (t *sseTap) write(p []byte) {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
+		if t.out != nil {
+			if i < 0 {
+				t.raw = append(t.raw, p...)
+			} else {
+				t.raw = append(t.raw, p[:i+1]...)
+			}
+			if len(t.raw) > maxTapPending {
+				t.emit(false)
+			}
+		}
 		if i < 0 {
 			if len(t.line)+len(p) > maxTapPending {
 				t.line, t.skip = t.line[:0], true
@@ -57,6 +84,9 @@ func (t *sseTap) onLine(ln []byte) {
 			_ = t.acc.Observe(t.data) // a payload that is not JSON leaves usage unchanged
 			t.failed = t.failed || t.isError || isStreamError(t.data)
 			t.done = t.done || isStreamEnd(t.data)
+		}
+		if t.out != nil {
+			t.emit(t.hasData && t.drop != nil && t.drop(t.data))
 		}
 		t.data, t.hasData, t.isError = t.data[:0], false, false
 		return
@@ -89,6 +119,9 @@ func (t *sseTap) finish() {
 		t.failed = t.failed || t.isError || isStreamError(t.data)
 		t.done = t.done || isStreamEnd(t.data)
 	}
+	if t.out != nil {
+		t.emit(t.hasData && t.drop != nil && t.drop(t.data))
+	}
 	t.data, t.hasData, t.line, t.isError = t.data[:0], false, t.line[:0], false
 }
 
@@ -105,6 +138,17 @@ func isStreamError(data []byte) bool {
 		}
 	}
 	return false
+}
+
+// isUsageChunk reports whether an alpha chat chunk is the usage chunk include_usage adds: an empty
+// choices array and a non-null usage member.
+func isUsageChunk(data []byte) bool {
+	start, end, found, err := vocab.TopLevelField(data, "usage")
+	if err != nil || !found || string(data[start:end]) == "null" {
+		return false
+	}
+	start, end, found, err = vocab.TopLevelField(data, "choices")
+	return err == nil && found && len(bytes.TrimSpace(data[start+1:end-1])) == 0 && data[start] == '['
 }
 
 // isStreamEnd reports whether an event payload is its dialect's terminal event: alpha chat's "[DONE]", beta's
