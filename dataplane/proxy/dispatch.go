@@ -218,6 +218,8 @@ func (h *Handler) prepare(r *http.Request, c *call, cc candidateCell) (outbound,
 	switch {
 	case c.class.PathModel != "" && cc.UpstreamModel != c.class.PathModel:
 		path = renamePathModel(path, c.class, cc.UpstreamModel)
+	case c.class.Kind.Family() == vocab.KindGamma && strings.HasPrefix(path, "/v1/"):
+		path = "/v1beta/" + path[len("/v1/"):] // gamma is forwarded at its v1beta path, the superset
 	case c.class.Multipart && cc.UpstreamModel != c.model:
 		b, err := patchMultipartModel(r.Header.Get("Content-Type"), c.body, cc.UpstreamModel)
 		if err != nil {

@@ -279,3 +279,86 @@ func TestAlphaChatStreamAsksForUsage(t *testing.T) {
 	}
 	_ = oneRecord(t, b)
 }
+
+// gammaRules adds gamma cells to the test snapshot: generate_content through alpha chat, model list and get
+// answered locally.
+func gammaRules(s *snapshotv1.Snapshot) {
+	gen, dest := "generate_content", "alpha_chat_completions"
+	s.RoutingRules = append(s.RoutingRules,
+		&configv1.RoutingRule{Id: 10, ProviderId: 1, Operation: gen, Kind: "gamma_generate_content", Implementation: "transform_to",
+			DestOperation: &gen, DestKind: &dest, Enabled: true},
+		&configv1.RoutingRule{Id: 11, ProviderId: 1, Operation: "list_models", Kind: "gamma", Implementation: "local", Enabled: true},
+		&configv1.RoutingRule{Id: 12, ProviderId: 1, Operation: "get_model", Kind: "gamma", Implementation: "local", Enabled: true},
+		&configv1.RoutingRule{Id: 13, ProviderId: 1, Operation: "list_models", Kind: "alpha", Implementation: "local", Enabled: true})
+}
+
+func getWith(t *testing.T, front *httptest.Server, path string, hdr map[string]string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", front.URL+path, nil)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// The gamma dialect under /v1/ (the gamma SDK's default): generation and a gamma-shaped model list that
+// advertises only the methods the gateway serves for the model.
+func TestGammaUnderV1(t *testing.T) {
+	_, front, _ := setupMock(t, gammaRules)
+	resp := postTo(t, front, "/v1/models/chat:generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, nil)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"candidates"`) {
+		t.Fatalf("POST /v1/models/chat:generateContent = %d %s", resp.StatusCode, body)
+	}
+	status, list := getWith(t, front, "/v1/models", map[string]string{"x-goog-api-key": "client-key"})
+	if status != 200 || !strings.Contains(list, `"models":[`) || !strings.Contains(list, `"supportedGenerationMethods":["generateContent"]`) {
+		t.Fatalf("gamma GET /v1/models = %d %s, want the gamma list advertising generateContent only", status, list)
+	}
+	status, list = getWith(t, front, "/v1beta/models?key=client-key", nil)
+	if status != 200 || !strings.Contains(list, `"supportedGenerationMethods":["generateContent"]`) {
+		t.Fatalf("GET /v1beta/models = %d %s", status, list)
+	}
+}
+
+// list_models obeys the routing cells like every other operation: no enabled row, unsupported.
+func TestListModelsObeysCells(t *testing.T) {
+	_, front, _ := setupMock(t)
+	status, body := getWith(t, front, "/v1/models", map[string]string{"Authorization": "Bearer client-key"})
+	if status != 400 || !strings.Contains(body, `"code":"unsupported_operation"`) {
+		t.Fatalf("GET /v1/models without a list_models row = %d %s, want the unsupported-operation error", status, body)
+	}
+	status, body = getWith(t, front, "/v1/models", map[string]string{"x-api-key": "client-key", "anthropic-version": "2023-06-01"})
+	if status != 400 || !strings.Contains(body, `"message":"unsupported_operation: `) {
+		t.Fatalf("beta GET /v1/models = %d %s, want a machine-readable unsupported-operation error", status, body)
+	}
+}
+
+// A gamma passthrough under /v1/ reaches the upstream at its /v1beta/ path, whether or not the model is
+// renamed.
+func TestGammaV1PassthroughPath(t *testing.T) {
+	_, front, mock := setupMock(t, func(s *snapshotv1.Snapshot) {
+		s.RoutingRules = append(s.RoutingRules, &configv1.RoutingRule{Id: 20, ProviderId: 1, Operation: "stream_generate_content",
+			Kind: "gamma_generate_content", Implementation: "passthrough", Enabled: true})
+		s.Routes = append(s.Routes, &configv1.Route{Id: 2, Name: "m-1", Enabled: true,
+			Members: []*configv1.RouteMember{{ProviderId: 1, UpstreamModelId: "m-1", Priority: 1, Weight: 1, Enabled: true}}})
+	})
+	for _, model := range []string{"chat", "m-1"} {
+		resp := postTo(t, front, "/v1/models/"+model+":streamGenerateContent?alt=sse", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, nil)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), `"candidates"`) {
+			t.Fatalf("%s: %d %s", model, resp.StatusCode, body)
+		}
+		reqs := mock.Requests()
+		if got := reqs[len(reqs)-1].Path; got != "/v1beta/models/m-1:streamGenerateContent" {
+			t.Fatalf("%s: upstream path %s, want /v1beta/models/m-1:streamGenerateContent", model, got)
+		}
+	}
+}

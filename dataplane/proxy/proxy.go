@@ -252,7 +252,7 @@ func (h *Handler) count(c *call, status int) {
 // pathFamily picks the error dialect of a request that did not classify.
 func pathFamily(path string) vocab.Kind {
 	switch {
-	case strings.HasPrefix(path, "/v1beta/"):
+	case strings.HasPrefix(path, "/v1beta/"), strings.HasPrefix(path, "/v1/models/") && strings.Contains(path, ":"):
 		return vocab.KindGamma
 	case strings.HasPrefix(path, "/v1/messages"):
 		return vocab.KindBeta
@@ -294,7 +294,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 	}
 	class = c.class
 	if class.Op == vocab.OpListModels {
-		writeJSON(w, http.StatusOK, listModels(snap, key, class.Kind))
+		list, ok := h.listModels(snap, key, class.Kind)
+		if !ok {
+			return httperr.Unsupported(class.Op, class.Kind, "")
+		}
+		writeJSON(w, http.StatusOK, list)
 		c.status, c.end, c.firstByte = http.StatusOK, vocab.EndCompleted, h.o.Now()
 		h.finish(r.Context(), w, c) // recorded at cost 0, like every answered request
 		return nil
@@ -322,7 +326,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 	}
 	if c.usable[0].cell.Impl == vocab.ImplLocal {
 		c.cand = c.usable[0]
-		writeJSON(w, http.StatusOK, getModel(snap, c.model, class.Kind))
+		writeJSON(w, http.StatusOK, h.getModel(snap, c.route, c.model, class.Kind))
 		c.status, c.end, c.firstByte = http.StatusOK, vocab.EndCompleted, h.o.Now()
 		h.finish(r.Context(), w, c)
 		return nil

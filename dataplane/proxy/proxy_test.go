@@ -260,7 +260,9 @@ func TestLocalUsageForStreamWithoutUsage(t *testing.T) {
 }
 
 func TestListModelsRecordedAtCostZero(t *testing.T) {
-	b := setup(t, func(w http.ResponseWriter, r *http.Request) { t.Error("upstream called") })
+	b := setup(t, func(w http.ResponseWriter, r *http.Request) { t.Error("upstream called") }, func(s *snapshotv1.Snapshot) {
+		s.RoutingRules = append(s.RoutingRules, &configv1.RoutingRule{Id: 9, ProviderId: 1, Operation: "list_models", Kind: "alpha", Implementation: "local", Enabled: true})
+	})
 	req := httptest.NewRequest("GET", "/v1/models", nil)
 	req.Header.Set("Authorization", "Bearer client-key")
 	rec := httptest.NewRecorder()
