@@ -53,6 +53,9 @@ type TransformResult struct {
 	// an alpha chat upstream stream, read from a buffered upstream answer without usage; else empty.
 	Output      string
 	OutputBytes int64
+	// Failed, when set, says nothing was written to the client: the upstream broke before its first body
+	// byte, and dispatch fails over like after a connection error.
+	Failed error
 }
 
 // outbound is one upstream request to send.
@@ -105,7 +108,7 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) {
 				if err != nil {
 					resp = &http.Response{StatusCode: http.StatusBadGateway, Header: http.Header{}, Body: http.NoBody}
 				}
-				h.finishTransform(ctx, w, c, out.tr, resp)
+				_ = h.finishTransform(ctx, w, c, out.tr, resp) // a synthesised stream has written: never Failed
 				return
 			}
 			if err != nil {
@@ -129,7 +132,15 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) {
 				continue
 			}
 			if out.tr != nil {
-				h.finishTransform(ctx, w, c, out.tr, resp)
+				if err := h.finishTransform(ctx, w, c, out.tr, resp); err != nil {
+					if ctx.Err() != nil {
+						c.status, c.end = statusClientClosed, vocab.EndClientDropped
+						return
+					}
+					h.o.Upstream.Fail(cr.ID)
+					lastErr, timedOut, limited = fmt.Errorf("provider %s: %w", cc.Provider.Name, err), false, false
+					continue
+				}
 				return
 			}
 			if err := h.relay(w, r, c, resp); err != nil {
@@ -173,9 +184,14 @@ type waiter interface {
 	Wait(ctx context.Context, w http.ResponseWriter) (stop func() (wrote bool))
 }
 
-func (h *Handler) finishTransform(ctx context.Context, w http.ResponseWriter, c *call, tr Transform, resp *http.Response) {
+// finishTransform has the transform answer the client and keeps the outcome in c; an error means nothing
+// was written (TransformResult.Failed) and the attempt failed.
+func (h *Handler) finishTransform(ctx context.Context, w http.ResponseWriter, c *call, tr Transform, resp *http.Response) error {
 	res := tr.Respond(ctx, w, resp)
 	resp.Body.Close()
+	if res.Failed != nil {
+		return res.Failed
+	}
 	c.status, c.end, c.firstByte = res.Status, res.End, res.FirstByte
 	c.usage, c.usageFound = res.Usage, res.UsageFound
 	switch {
@@ -188,6 +204,7 @@ func (h *Handler) finishTransform(ctx context.Context, w http.ResponseWriter, c 
 			c.usage, c.usageFound, c.source = u, true, vocab.SourceLocal
 		}
 	}
+	return nil
 }
 
 // prepare builds the upstream request of one candidate.

@@ -374,3 +374,27 @@ func TestGammaV1PassthroughPath(t *testing.T) {
 		}
 	}
 }
+
+// The same cut through a transform_to stream (beta client, alpha chat upstream): a 502 in the beta shape,
+// after failing over, never a 200 with an in-stream error.
+func TestTransformedCutBeforeFirstByteIs502(t *testing.T) {
+	dest, op := "alpha_chat_completions", "stream_generate_content"
+	b, front, mock := setupMock(t, func(s *snapshotv1.Snapshot) {
+		s.RoutingRules = append(s.RoutingRules, &configv1.RoutingRule{Id: 3, ProviderId: 1, Operation: op, Kind: "beta_messages",
+			Implementation: "transform_to", DestOperation: &op, DestKind: &dest, Enabled: true})
+	})
+	resp := postTo(t, front, "/v1/messages", `{"model":"chat","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+		map[string]string{"x-mock-disconnect-after": "0", "x-mock-disconnect-headers": "1"})
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), `"type":"api_error"`) {
+		t.Fatalf("client got %d %q, want a 502 beta error", resp.StatusCode, body)
+	}
+	if n := mock.Count(); n != 2 {
+		t.Fatalf("upstream called %d times, want 2 (both credentials)", n)
+	}
+	r := oneRecord(t, b)
+	if r.GetHttpStatus() != 502 || r.GetEndState() != "upstream_error" || r.GetCost() != "0" {
+		t.Fatalf("record status %d end %s cost %s, want 502 upstream_error 0", r.GetHttpStatus(), r.GetEndState(), r.GetCost())
+	}
+}

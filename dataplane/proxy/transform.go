@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -127,11 +129,18 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 	res := TransformResult{}
 	mode := a.tr.Mode()
 	if mode == translate.ModeStream && resp.StatusCode < 300 {
+		// Nothing is written before the upstream's first body byte: a break before it is a failed attempt
+		// (failover, then an error in the client's dialect), not a 200 carrying an in-stream error.
+		br := bufio.NewReader(resp.Body)
+		if _, err := br.Peek(1); err != nil && !errors.Is(err, io.EOF) {
+			res.Failed = fmt.Errorf("%w: %w", errCutBeforeFirstByte, err)
+			return res
+		}
 		w.Header().Set("Content-Type", a.tr.ContentType())
 		w.WriteHeader(http.StatusOK)
 		res.Status, res.FirstByte = http.StatusOK, a.now()
 		acc := usage.NewStreamAccumulator(a.cell.DestKind, a.cell.DestOp)
-		var body io.Reader = resp.Body
+		var body io.Reader = br
 		jsonArray := !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 		var sse *sseTap
 		var text *textCollector
@@ -143,10 +152,10 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 			}
 			if jsonArray {
 				tap := &arrayTap{acc: acc}
-				body = io.TeeReader(resp.Body, writerFunc(tap.write))
+				body = io.TeeReader(br, writerFunc(tap.write))
 			} else {
 				sse = &sseTap{acc: acc}
-				body = io.TeeReader(resp.Body, writerFunc(sse.write))
+				body = io.TeeReader(br, writerFunc(sse.write))
 			}
 		}
 		s := a.tr.NewStream(w)
