@@ -398,3 +398,39 @@ func TestTransformedCutBeforeFirstByteIs502(t *testing.T) {
 		t.Fatalf("record status %d end %s cost %s, want 502 upstream_error 0", r.GetHttpStatus(), r.GetEndState(), r.GetCost())
 	}
 }
+
+// BenchmarkStreamRelay compares the byte-for-byte relay of an alpha chat stream whose client asked for
+// usage with the event-by-event relay that drops the usage chunk the gateway asked for (200 chunks).
+func BenchmarkStreamRelay(b *testing.B) {
+	var stream strings.Builder
+	for range 200 {
+		stream.WriteString("data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" lorem\"}}],\"usage\":null}\n\n")
+	}
+	stream.WriteString("data: {\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":200}}\n\ndata: [DONE]\n\n")
+	payload := stream.String()
+	tb := setup(&testing.T{}, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, payload)
+	})
+	defer tb.up.Close()
+	tb.h.o.Admitter = nil
+	for name, body := range map[string]string{
+		"client_asked_usage":  `{"model":"chat","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hello"}]}`,
+		"gateway_asked_usage": `{"model":"chat","stream":true,"messages":[{"role":"user","content":"hello"}]}`,
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(payload)))
+			for b.Loop() {
+				req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer client-key")
+				rec := httptest.NewRecorder()
+				tb.h.ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					b.Fatal(rec.Code)
+				}
+				tb.rec.recs = tb.rec.recs[:0]
+			}
+		})
+	}
+}
