@@ -191,7 +191,12 @@ func Body(kind vocab.Kind, e *Error) []byte {
 	var v any
 	switch kind.Family() {
 	case vocab.KindBeta:
-		v = betaBody{Type: "error", Error: betaError{Type: betaType(e.Status), Message: e.Message}}
+		msg := e.Message
+		if e.Code == CodeUnsupportedOperation {
+			// beta bodies have no code member: the gateway's code leads the message, machine-readable.
+			msg = e.Code + ": " + msg
+		}
+		v = betaBody{Type: "error", Error: betaError{Type: betaType(e.Status), Message: msg}}
 	case vocab.KindGamma:
 		g := gammaError{Code: e.Status, Message: e.Message, Status: gammaStatus(e.Status)}
 		if e.RetryAfter > 0 {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -79,7 +80,7 @@ func TestEscapedDecisionKeysRead(t *testing.T) {
 	if rec.Code != 200 {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
-	if got := seen.Load().(string); got != `{"mod\u0065l":"m-1","str\u0065am":true,"messages":[]}` {
+	if got := seen.Load().(string); got != `{"stream_options":{"include_usage":true},"mod\u0065l":"m-1","str\u0065am":true,"messages":[]}` {
 		t.Errorf("upstream body %s", got)
 	}
 	if len(b.rec.recs) != 1 || b.rec.recs[0].GetOperation() != "stream_generate_content" || b.rec.recs[0].GetTokens().GetOutput() != 4 {
@@ -128,6 +129,9 @@ var decisionSeeds = []string{
 	`{"model":"chat"} {"model":"other"}`, `[{"model":"chat"}]`, "{\"model\":\"chat\",\"x\":\"\xff\"}", `{"model":"chat","x":"\ud800"}`,
 	`{"model":"chat","max_tokens":1e3}`, `{"model":"chat","max_tokens":01}`, `{"model":"c\u0068at"}`, `{"model":null,"stream":null}`,
 	`{"model":"chat","stream_options":null,"speed":null}`, ` {"stream" : true , "model" : "chat" } `,
+	`{"model":"chat","stream":true,"stream_options":{}}`, `{"model":"chat","stream":true,"stream_options":{ "x" : 1 }}`,
+	`{"model":"chat","stream":true,"stream_options":{"include_usage":null}}`, `{"stream_options":{"include_usage":false},"model":"chat"}`,
+	"{\t\"model\":\"chat\"}", `{"stream_options" : null , "model":"chat"}`,
 }
 
 // FuzzGatewayReadsWhatUpstreamReads is the differential proof of issue 13 item 1: for any body the gateway
@@ -200,6 +204,44 @@ func FuzzGatewayReadsWhatUpstreamReads(f *testing.F) {
 			usage.TierOf(vocab.Request{Speed: str(fr.Speed), ServiceTier: str(fr.ServiceTier), ServiceTierCamel: str(fr.ServiceTierCamel)}) != tier {
 			t.Fatalf("case-folding decoder reads %+v; gateway decided model %q stream %v include_usage %v tier %q",
 				fr, want, class.Stream, req.IncludeUsage, tier)
+		}
+
+		// Passthrough of an alpha chat stream: the body also asks for usage (patchBody). The upstream reads
+		// include_usage true and everything else as the client sent it; Go's folding decoder agrees.
+		asked := patchBody(nil, body, req, upstreamModel, true, true)
+		am := exactReading(t, asked)
+		aso, _ := am["stream_options"].(map[string]any)
+		if aso["include_usage"] != true {
+			t.Fatalf("upstream reads include_usage %v from %s", aso["include_usage"], asked)
+		}
+		for k, v := range m {
+			if k == "stream_options" {
+				continue
+			}
+			if !reflect.DeepEqual(am[k], v) {
+				t.Fatalf("member %q reads %v after asking for usage, %v before", k, am[k], v)
+			}
+		}
+		if len(am) != len(m) && !(len(am) == len(m)+1 && m["stream_options"] == nil) {
+			t.Fatalf("asking for usage changed the members: %v -> %v", m, am)
+		}
+		if so != nil {
+			for k, v := range so {
+				if k != "include_usage" && !reflect.DeepEqual(aso[k], v) {
+					t.Fatalf("stream_options.%s reads %v after asking for usage, %v before", k, aso[k], v)
+				}
+			}
+		}
+		var afr foldedReading
+		if err := json.Unmarshal(asked, &afr); err != nil {
+			t.Fatalf("Go struct decoding refuses a body asking for usage: %v", err)
+		}
+		if str(afr.Model) != want || (afr.Stream != nil && *afr.Stream) != class.Stream || afr.StreamOptions == nil ||
+			afr.StreamOptions.IncludeUsage == nil || !*afr.StreamOptions.IncludeUsage {
+			t.Fatalf("case-folding decoder reads %+v from %s", afr, asked)
+		}
+		if again, err := vocab.ParseRequest(asked); err != nil || !again.IncludeUsage {
+			t.Fatalf("the gateway refuses or misreads its own edit %s: %v", asked, err)
 		}
 
 		// transform_to: the translator's body names the upstream model the gateway priced and permitted.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,6 +48,14 @@ type TransformResult struct {
 	FirstByte  time.Time
 	Usage      usage.Usage
 	UsageFound bool
+	// Output is the upstream's output text (bounded to maxCollectedText bytes, cut at a character) and
+	// OutputBytes its whole length, for local counting when the upstream reported no usage: collected from
+	// an alpha chat upstream stream, read from a buffered upstream answer without usage; else empty.
+	Output      string
+	OutputBytes int64
+	// Failed, when set, says nothing was written to the client: the upstream broke before its first body
+	// byte, and dispatch fails over like after a connection error.
+	Failed error
 }
 
 // outbound is one upstream request to send.
@@ -68,6 +77,8 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) {
 	attempted := false
 	var rejected *httperr.Error
 	var rejectedCand candidateCell
+	// limited stays set while every attempt was answered 429; retryAfter is the shortest wait one named.
+	limited, retryAfter := true, time.Duration(0)
 	for _, cc := range c.usable {
 		if cc.cell.Impl == vocab.ImplLocal {
 			continue // only the first candidate may answer locally (handled before dispatch)
@@ -97,7 +108,7 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) {
 				if err != nil {
 					resp = &http.Response{StatusCode: http.StatusBadGateway, Header: http.Header{}, Body: http.NoBody}
 				}
-				h.finishTransform(ctx, w, c, out.tr, resp)
+				_ = h.finishTransform(ctx, w, c, out.tr, resp) // a synthesised stream has written: never Failed
 				return
 			}
 			if err != nil {
@@ -106,20 +117,42 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) {
 					return
 				}
 				h.o.Upstream.Fail(cr.ID)
-				lastErr, timedOut = fmt.Errorf("provider %s: %w", cc.Provider.Name, err), upstream.IsTimeout(err)
+				lastErr, timedOut, limited = fmt.Errorf("provider %s: %w", cc.Provider.Name, err), upstream.IsTimeout(err), false
 				continue
 			}
 			if upstream.Retryable(resp.StatusCode) {
+				if resp.StatusCode != http.StatusTooManyRequests {
+					limited = false
+				} else if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), h.o.Now()); ok && (retryAfter == 0 || d < retryAfter) {
+					retryAfter = d
+				}
 				drain(resp)
 				h.o.Upstream.Fail(cr.ID)
 				lastErr, timedOut = fmt.Errorf("provider %s answered %d", cc.Provider.Name, resp.StatusCode), false
 				continue
 			}
 			if out.tr != nil {
-				h.finishTransform(ctx, w, c, out.tr, resp)
+				if err := h.finishTransform(ctx, w, c, out.tr, resp); err != nil {
+					if ctx.Err() != nil {
+						c.status, c.end = statusClientClosed, vocab.EndClientDropped
+						return
+					}
+					h.o.Upstream.Fail(cr.ID)
+					lastErr, timedOut, limited = fmt.Errorf("provider %s: %w", cc.Provider.Name, err), false, false
+					continue
+				}
 				return
 			}
-			h.relay(w, r, c, resp)
+			if err := h.relay(w, r, c, resp); err != nil {
+				// Cut before the first body byte: nothing reached the client, so this is a failed attempt.
+				if ctx.Err() != nil {
+					c.status, c.end = statusClientClosed, vocab.EndClientDropped
+					return
+				}
+				h.o.Upstream.Fail(cr.ID)
+				lastErr, timedOut, limited = fmt.Errorf("provider %s: %w", cc.Provider.Name, err), false, false
+				continue
+			}
 			return
 		}
 	}
@@ -133,7 +166,12 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) {
 		c.cand = c.usable[0]
 	}
 	e := httperr.AllFailed(lastErr)
-	if timedOut {
+	switch {
+	case attempted && limited:
+		// Every candidate is rate limited: the client's SDK raises its rate-limit error and backs off.
+		e = httperr.RateLimited("every upstream candidate is rate limited; retry later", retryAfter)
+		e.Cause = lastErr
+	case timedOut:
 		e = httperr.Timeout(lastErr)
 	}
 	h.o.Log.Warn("every upstream candidate failed", "request_id", c.reqID, "err", lastErr)
@@ -146,14 +184,27 @@ type waiter interface {
 	Wait(ctx context.Context, w http.ResponseWriter) (stop func() (wrote bool))
 }
 
-func (h *Handler) finishTransform(ctx context.Context, w http.ResponseWriter, c *call, tr Transform, resp *http.Response) {
+// finishTransform has the transform answer the client and keeps the outcome in c; an error means nothing
+// was written (TransformResult.Failed) and the attempt failed.
+func (h *Handler) finishTransform(ctx context.Context, w http.ResponseWriter, c *call, tr Transform, resp *http.Response) error {
 	res := tr.Respond(ctx, w, resp)
 	resp.Body.Close()
+	if res.Failed != nil {
+		return res.Failed
+	}
 	c.status, c.end, c.firstByte = res.Status, res.End, res.FirstByte
 	c.usage, c.usageFound = res.Usage, res.UsageFound
-	if res.UsageFound {
+	switch {
+	case res.UsageFound:
 		c.source = vocab.SourceUpstream
+	case h.o.LocalUsage != nil && res.Status < 300 && billable(c.class.Op):
+		// The client's request and the upstream's output text: counted in the client's dialect.
+		if u, found := h.o.LocalUsage(c.class.Kind, c.class.Op, c.cand.UpstreamModel, c.body, res.Output, res.OutputBytes); found {
+			u.ReportedTier = res.Usage.ReportedTier
+			c.usage, c.usageFound, c.source = u, true, vocab.SourceLocal
+		}
 	}
+	return nil
 }
 
 // prepare builds the upstream request of one candidate.
@@ -184,16 +235,19 @@ func (h *Handler) prepare(r *http.Request, c *call, cc candidateCell) (outbound,
 	switch {
 	case c.class.PathModel != "" && cc.UpstreamModel != c.class.PathModel:
 		path = renamePathModel(path, c.class, cc.UpstreamModel)
+	case c.class.Kind.Family() == vocab.KindGamma && strings.HasPrefix(path, "/v1/"):
+		path = "/v1beta/" + path[len("/v1/"):] // gamma is forwarded at its v1beta path, the superset
 	case c.class.Multipart && cc.UpstreamModel != c.model:
 		b, err := patchMultipartModel(r.Header.Get("Content-Type"), c.body, cc.UpstreamModel)
 		if err != nil {
 			return outbound{}, httperr.Malformed(err.Error(), err)
 		}
 		out.body = b
-	case c.class.ModelInBody && !c.class.Multipart && cc.UpstreamModel != c.model:
-		c.patch = patchModel(c.patch, c.body, c.modelAt[0], c.modelAt[1], cc.UpstreamModel)
+	case c.class.ModelInBody && !c.class.Multipart && (cc.UpstreamModel != c.model || c.askUsage()):
+		c.patch = patchBody(c.patch, c.body, c.req, cc.UpstreamModel, cc.UpstreamModel != c.model, c.askUsage())
 		out.body = c.patch
 	}
+	c.dropUsage = c.askUsage() // the relay drops the usage chunk the client did not ask for
 	var sb strings.Builder
 	sb.Grow(len(p.BaseURL) + len(path) + len(r.URL.RawQuery) + 1)
 	sb.WriteString(p.BaseURL)
@@ -204,6 +258,13 @@ func (h *Handler) prepare(r *http.Request, c *call, cc candidateCell) (outbound,
 	}
 	out.url = sb.String()
 	return out, nil
+}
+
+// askUsage reports whether a passthrough request is an alpha chat stream whose client did not ask for
+// usage: the gateway asks the upstream for it (stream_options.include_usage), so cache and reasoning
+// tokens are billed as reported, and drops the extra usage chunk from the client's stream.
+func (c *call) askUsage() bool {
+	return c.class.Kind == vocab.KindAlphaChatCompletions && c.class.Stream && !c.req.IncludeUsage
 }
 
 // renamePathModel rewrites the model segment of a gamma method path or a model get path.
@@ -282,10 +343,53 @@ func drain(resp *http.Response) {
 var hopResponseHeaders = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
 	"Transfer-Encoding": true, "Upgrade": true, "Trailer": true, "Te": true, "X-Request-Id": true}
 
+// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 || n > maxRetryAfter {
+			return 0, false
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	d := max(t.Sub(now), 0)
+	if d > maxRetryAfter*time.Second {
+		return 0, false
+	}
+	return d, true
+}
+
+// maxRetryAfter bounds an upstream Retry-After passed on to the client (seconds; a larger value is ignored).
+const maxRetryAfter = 24 * 60 * 60
+
+// errCutBeforeFirstByte is the attempt failure of an upstream that broke its response before a body byte.
+var errCutBeforeFirstByte = errors.New("the upstream response broke before its first body byte")
+
 // relay copies the upstream response to the client unchanged, flushing after every read for streams, and
-// observes usage on the way.
-func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *http.Response) {
+// observes usage on the way. Nothing is written to the client until the first body byte (or the end of an
+// empty body) arrived: an upstream that breaks before is a failed attempt (the returned error), answered
+// by dispatch's failover or its error in the client's dialect, never an empty 200.
+func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *http.Response) error {
 	defer resp.Body.Close()
+	if c.copyB == nil {
+		c.copyB = make([]byte, 32<<10)
+	}
+	buf := c.copyB
+	var n int
+	var err error
+	for n == 0 && err == nil {
+		n, err = resp.Body.Read(buf)
+	}
+	if n == 0 && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: %w", errCutBeforeFirstByte, err)
+	}
 	dst := w.Header()
 	for k, v := range resp.Header {
 		if !hopResponseHeaders[k] {
@@ -310,14 +414,25 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 		flusher, _ = w.(http.Flusher)
 		if acc := usage.NewStreamAccumulator(c.class.Kind, c.class.Op); acc != nil {
 			acc.ObserveHeader(resp.Header)
-			if h.o.LocalUsage != nil && c.class.Kind == vocab.KindAlphaChatCompletions && !c.req.IncludeUsage {
-				// The upstream will report no usage: keep the relayed text for local counting.
+			if h.o.LocalUsage != nil && c.class.Kind == vocab.KindAlphaChatCompletions {
+				// Keep the relayed text for local counting: the upstream reports no usage without
+				// include_usage, nor when the stream ends in an error before its usage chunk.
 				c.text.next = acc
 				acc = &c.text
 			}
 			if strings.HasPrefix(ct, "text/event-stream") {
 				c.sse.acc = acc
 				tap = c.sse.write
+				if c.dropUsage {
+					// Event by event, leaving out the usage chunk only the gateway asked for.
+					c.sse.drop, c.sse.out = isUsageChunk, func(p []byte) error {
+						_, err := w.Write(p)
+						if err == nil && flusher != nil {
+							flusher.Flush()
+						}
+						return err
+					}
+				}
 			} else {
 				c.arr.acc = acc
 				tap = c.arr.write
@@ -326,28 +441,38 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 	} else {
 		capture = ok && billable(c.class.Op)
 	}
-	if c.copyB == nil {
-		c.copyB = make([]byte, 32<<10)
-	}
-	buf := c.copyB
 	ctx := r.Context()
-	for {
-		n, err := resp.Body.Read(buf)
+copyLoop:
+	for first := true; ; first = false {
+		if !first {
+			n, err = resp.Body.Read(buf)
+		}
 		if n > 0 {
 			if c.firstByte.IsZero() {
 				c.firstByte = h.o.Now()
 			}
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				c.end = vocab.EndClientDropped
-				break
-			}
-			if flusher != nil {
-				flusher.Flush()
-			}
-			if tap != nil {
-				tap(buf[:n])
-			} else if capture {
-				_, _ = c.scan.Write(buf[:n])
+			switch {
+			case c.sse.out != nil: // the tap writes the client's bytes event by event
+				if tap(buf[:n]); c.sse.werr != nil {
+					c.end = vocab.EndClientDropped
+					break copyLoop
+				}
+			default:
+				if _, werr := w.Write(buf[:n]); werr != nil {
+					c.end = vocab.EndClientDropped
+					break copyLoop
+				}
+				if flusher != nil {
+					flusher.Flush()
+				}
+				if tap != nil {
+					tap(buf[:n])
+				} else if capture {
+					_, _ = c.scan.Write(buf[:n])
+					if len(c.out) <= maxCollectedText { // the answer's first bytes, for local counting without usage
+						c.out = append(c.out, buf[:min(n, maxCollectedText+1-len(c.out))]...)
+					}
+				}
 			}
 		}
 		if errors.Is(err, io.EOF) {
@@ -358,9 +483,13 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 			break
 		}
 		if err != nil {
-			if ctx.Err() != nil {
+			switch {
+			case c.sse.done || c.arr.done:
+				// The terminal event was relayed: the client has the whole answer, whoever closed first.
+				c.end = vocab.EndCompleted
+			case ctx.Err() != nil:
 				c.end = vocab.EndClientDropped
-			} else {
+			default:
 				// The relay is byte for byte, so the client cannot be told in its dialect; the connection
 				// is aborted after settlement so the client sees a truncated response, not a clean end.
 				c.end, c.abortClient = vocab.EndUpstreamInterrupted, true
@@ -371,19 +500,25 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 	if c.firstByte.IsZero() {
 		c.firstByte = h.o.Now()
 	}
+	failed := false
 	switch {
 	case c.sse.acc != nil:
 		c.sse.finish()
 		c.usage, c.usageFound = c.sse.acc.Result()
-		if c.sse.failed && c.end == vocab.EndCompleted {
-			c.end = vocab.EndUpstreamError
-		}
+		failed = c.sse.failed
 	case c.arr.acc != nil:
 		c.usage, c.usageFound = c.arr.acc.Result()
-		if c.arr.failed && c.end == vocab.EndCompleted {
-			c.end = vocab.EndUpstreamError
+		failed = c.arr.failed
+	}
+	if failed && c.end == vocab.EndCompleted {
+		// An in-stream error: after delivered output the upstream interrupted a generation the client
+		// partly got (billed: reported usage, else local counting of what was relayed); before any, it failed.
+		c.end = vocab.EndUpstreamError
+		if c.text.total > 0 || (c.usageFound && c.usage.Output > 0) {
+			c.end = vocab.EndUpstreamInterrupted
 		}
-	case capture:
+	}
+	if capture {
 		// Only the usage members were kept, wherever they were in a body of any length. Keep the reported
 		// tier even when the body carries no token counts.
 		if red := c.scan.Reduced(); red != nil {
@@ -395,11 +530,17 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *h
 	if c.usageFound {
 		c.source = vocab.SourceUpstream
 	} else if h.o.LocalUsage != nil && ok && billable(c.class.Op) {
-		if u, found := h.o.LocalUsage(c.class.Kind, c.class.Op, c.cand.UpstreamModel, c.body, c.text.b.String(), c.text.total); found {
+		output, outputBytes := c.text.b.String(), c.text.total
+		if capture && len(c.out) <= maxCollectedText && c.class.Op.IsGeneration() {
+			// A whole buffered answer was kept: its text is the output (a longer one counts the prompt only).
+			output, outputBytes = responseText(c.out)
+		}
+		if u, found := h.o.LocalUsage(c.class.Kind, c.class.Op, c.cand.UpstreamModel, c.body, output, outputBytes); found {
 			u.ReportedTier = c.usage.ReportedTier // the upstream's reported tier still wins when counting locally
 			c.usage, c.usageFound, c.source = u, true, vocab.SourceLocal
 		}
 	}
+	return nil
 }
 
 // settle builds the request's one settlement record (settle.BuildRecord) and hands it to the recorder. It

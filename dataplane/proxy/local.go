@@ -9,19 +9,68 @@ import (
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
-// listModels renders the models key may use (every enabled route's name and aliases it is permitted to
-// use, ordered by route name) in the shape of kind's dialect family.
-func listModels(snap *snapshot.Compiled, key *snapshot.APIKey, kind vocab.Kind) []byte {
+// gammaMethods are the gamma methods a model may advertise (supportedGenerationMethods), each with the
+// cell that serves it.
+var gammaMethods = [...]struct {
+	name string
+	op   vocab.Operation
+	kind vocab.Kind
+}{
+	{"generateContent", vocab.OpGenerateContent, vocab.KindGammaGenerateContent},
+	{"streamGenerateContent", vocab.OpStreamGenerateContent, vocab.KindGammaGenerateContent},
+	{"countTokens", vocab.OpCountTokens, vocab.KindGamma},
+	{"embedContent", vocab.OpCreateEmbedding, vocab.KindGamma},
+}
+
+// routeServes reports whether a member of route r has a provider whose cell serves class.
+func (h *Handler) routeServes(r *snapshot.Route, class vocab.Class) bool {
+	for _, g := range r.Groups {
+		for _, m := range g {
+			if h.servable(m.Provider.Cell(class.Op, class.Kind), class) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// gammaMethodSet returns the bit set of gammaMethods some member of r serves.
+func (h *Handler) gammaMethodSet(r *snapshot.Route) uint8 {
+	var set uint8
+	for i, gm := range gammaMethods {
+		if h.routeServes(r, vocab.Class{Op: gm.op, Kind: gm.kind, Stream: gm.op == vocab.OpStreamGenerateContent}) {
+			set |= 1 << i
+		}
+	}
+	return set
+}
+
+// listModels renders the models key may use (the name and aliases, that key is permitted to use, of every
+// enabled route with a member whose provider has a cell serving list_models for kind — the routing cells
+// decide, like for every other operation) in the shape of kind's dialect family; a gamma model advertises
+// only the methods a member of its route serves. ok is false when no route may be listed for kind: the
+// unsupported-operation error.
+func (h *Handler) listModels(snap *snapshot.Compiled, key *snapshot.APIKey, kind vocab.Kind) (body []byte, ok bool) {
 	var ids []string
+	var sets []uint8
+	class := vocab.Class{Op: vocab.OpListModels, Kind: kind}
 	for _, r := range snap.Routes() {
-		if len(r.Groups) == 0 {
+		if len(r.Groups) == 0 || !h.routeServes(r, class) {
 			continue
+		}
+		ok = true
+		var set uint8
+		if kind.Family() == vocab.KindGamma {
+			set = h.gammaMethodSet(r)
 		}
 		for _, name := range append([]string{r.Name}, r.Aliases...) {
 			if routing.Permitted(key, name, r) {
-				ids = append(ids, name)
+				ids, sets = append(ids, name), append(sets, set)
 			}
 		}
+	}
+	if !ok {
+		return nil, false
 	}
 	created := snap.BuiltAt
 	b := make([]byte, 0, 128+96*len(ids))
@@ -45,7 +94,7 @@ func listModels(snap *snapshot.Compiled, key *snapshot.APIKey, kind vocab.Kind) 
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendGammaModel(b, id)
+			b = appendGammaModel(b, id, sets[i])
 		}
 		b = append(b, "]}"...)
 	default:
@@ -58,17 +107,17 @@ func listModels(snap *snapshot.Compiled, key *snapshot.APIKey, kind vocab.Kind) 
 		}
 		b = append(b, "]}"...)
 	}
-	return b
+	return b, true
 }
 
-// getModel renders one model object in the shape of kind's dialect family.
-func getModel(snap *snapshot.Compiled, id string, kind vocab.Kind) []byte {
+// getModel renders one model object of route r in the shape of kind's dialect family.
+func (h *Handler) getModel(snap *snapshot.Compiled, r *snapshot.Route, id string, kind vocab.Kind) []byte {
 	b := make([]byte, 0, 160)
 	switch kind.Family() {
 	case vocab.KindBeta:
 		return appendBetaModel(b, id, snap.BuiltAt)
 	case vocab.KindGamma:
-		return appendGammaModel(b, id)
+		return appendGammaModel(b, id, h.gammaMethodSet(r))
 	}
 	return appendAlphaModel(b, id, snap.BuiltAt)
 }
@@ -98,12 +147,23 @@ func appendBetaModel(b []byte, id string, created time.Time) []byte {
 	return append(b, '}')
 }
 
-func appendGammaModel(b []byte, id string) []byte {
+func appendGammaModel(b []byte, id string, methods uint8) []byte {
 	b = append(b, `{"name":`...)
 	b = appendJSONString(b, "models/"+id)
 	b = append(b, `,"baseModelId":`...)
 	b = appendJSONString(b, id)
 	b = append(b, `,"version":"1","displayName":`...)
 	b = appendJSONString(b, id)
-	return append(b, `,"supportedGenerationMethods":["generateContent","streamGenerateContent","countTokens","embedContent"]}`...)
+	b = append(b, `,"supportedGenerationMethods":[`...)
+	n := 0
+	for i, gm := range gammaMethods {
+		if methods&(1<<i) != 0 {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, gm.name)
+			n++
+		}
+	}
+	return append(b, "]}"...)
 }

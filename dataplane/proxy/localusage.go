@@ -46,6 +46,16 @@ func extrapolate(tokens, kept, total int64) int64 {
 	return int64(q)
 }
 
+// responseText returns the output text of a buffered generation answer for local counting: its first
+// maxCollectedText bytes (cut at a character) and its whole length; nothing when the body is not JSON.
+func responseText(body []byte) (string, int64) {
+	text, err := tokencount.ResponseText(body)
+	if err != nil {
+		return "", 0
+	}
+	return text[:keepLen(text, 0)], int64(len(text))
+}
+
 // maxCollectedText bounds the relayed text kept for local counting: tokencount counts this much exactly
 // and extrapolates the rest by length, so a stream of any length is counted in flat memory.
 const maxCollectedText = tokencount.MaxExactBytes

@@ -65,6 +65,65 @@ func patchModel(dst, body []byte, start, end int, model string) []byte {
 	return append(dst, body[end:]...)
 }
 
+// patchBody returns the body forwarded on a passthrough cell, appended to dst[:0]: body with the model
+// value (req.Model) replaced by model when rename is set and, when askUsage is set and the body does not
+// already ask, stream_options.include_usage set to true in the fewest bytes — the include_usage value
+// replaced, the member inserted first in an existing stream_options object, a null stream_options
+// replaced, or a stream_options member inserted first in the top-level object. Every other byte is kept.
+// req is what vocab.ParseRequest read from body.
+func patchBody(dst, body []byte, req vocab.Request, model string, rename, askUsage bool) []byte {
+	type edit struct {
+		start, end int
+		lit        string // the replacement, or model's JSON string when model is set
+		model      bool
+	}
+	var buf [2]edit
+	edits := buf[:0]
+	if askUsage && !req.IncludeUsage {
+		so := req.StreamOptions
+		switch {
+		case req.HasIncludeUsage: // false or null
+			edits = append(edits, edit{start: req.IncludeUsageAt[0], end: req.IncludeUsageAt[1], lit: "true"})
+		case req.HasStreamOptions && body[so[0]] == '{':
+			edits = append(edits, edit{start: so[0] + 1, end: so[0] + 1, lit: firstMember(body[so[0]+1:], `"include_usage":true`)})
+		case req.HasStreamOptions: // null
+			edits = append(edits, edit{start: so[0], end: so[1], lit: `{"include_usage":true}`})
+		default:
+			at := bytes.IndexByte(body, '{') + 1 // ParseRequest read one object: its first byte past whitespace
+			edits = append(edits, edit{start: at, end: at, lit: firstMember(body[at:], `"stream_options":{"include_usage":true}`)})
+		}
+	}
+	if rename && req.HasModel {
+		e := edit{start: req.Model[0], end: req.Model[1], model: true}
+		if len(edits) > 0 && edits[0].start > e.start {
+			edits = append(edits, edits[0])
+			edits[0] = e
+		} else {
+			edits = append(edits, e)
+		}
+	}
+	dst = dst[:0]
+	at := 0
+	for _, e := range edits {
+		dst = append(dst, body[at:e.start]...)
+		if e.model {
+			dst = appendJSONString(dst, model)
+		} else {
+			dst = append(dst, e.lit...)
+		}
+		at = e.end
+	}
+	return append(dst, body[at:]...)
+}
+
+// firstMember returns member followed by a comma when the object whose content starts at rest has members.
+func firstMember(rest []byte, member string) string {
+	if t := bytes.TrimLeft(rest, " \t\r\n"); len(t) > 0 && t[0] == '}' {
+		return member
+	}
+	return member + ","
+}
+
 // appendJSONString appends s as a JSON string literal.
 func appendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"

@@ -132,8 +132,11 @@ type call struct {
 	// abortClient is set when a relayed response was cut by the upstream: the client connection is
 	// aborted (after settlement) instead of ending the response cleanly.
 	abortClient bool
+	// dropUsage is set when the gateway asked the upstream for a usage chunk the client did not ask for.
+	dropUsage bool
 
 	body    []byte
+	out     []byte // the first bytes of a buffered answer, for local counting without usage
 	patch   []byte
 	copyB   []byte
 	cands   [8]routing.Candidate
@@ -163,21 +166,21 @@ type candidateCell struct {
 
 func (h *Handler) release(c *call) {
 	const keep = 1 << 20
-	body, patch, copyB := c.body[:0], c.patch[:0], c.copyB
+	body, patch, copyB, out := c.body[:0], c.patch[:0], c.copyB, c.out[:0]
 	c.scan.Reset()
 	scan := c.scan
-	sseData, sseLine, arrElem := c.sse.data[:0], c.sse.line[:0], c.arr.elem[:0]
+	sseData, sseLine, sseRaw, arrElem := c.sse.data[:0], c.sse.line[:0], c.sse.raw[:0], c.arr.elem[:0]
 	if cap(body) > keep {
 		body = nil
 	}
 	if cap(patch) > keep {
 		patch = nil
 	}
-	if cap(sseData) > keep || cap(sseLine) > keep || cap(arrElem) > keep {
-		sseData, sseLine, arrElem = nil, nil, nil
+	if cap(sseData) > keep || cap(sseLine) > keep || cap(sseRaw) > keep || cap(arrElem) > keep {
+		sseData, sseLine, sseRaw, arrElem = nil, nil, nil, nil
 	}
-	*c = call{body: body, patch: patch, copyB: copyB, scan: scan}
-	c.sse.data, c.sse.line, c.arr.elem = sseData, sseLine, arrElem
+	*c = call{body: body, patch: patch, copyB: copyB, scan: scan, out: out}
+	c.sse.data, c.sse.line, c.sse.raw, c.arr.elem = sseData, sseLine, sseRaw, arrElem
 	h.pool.Put(c)
 }
 
@@ -249,7 +252,7 @@ func (h *Handler) count(c *call, status int) {
 // pathFamily picks the error dialect of a request that did not classify.
 func pathFamily(path string) vocab.Kind {
 	switch {
-	case strings.HasPrefix(path, "/v1beta/"):
+	case strings.HasPrefix(path, "/v1beta/"), strings.HasPrefix(path, "/v1/models/") && strings.Contains(path, ":"):
 		return vocab.KindGamma
 	case strings.HasPrefix(path, "/v1/messages"):
 		return vocab.KindBeta
@@ -291,7 +294,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 	}
 	class = c.class
 	if class.Op == vocab.OpListModels {
-		writeJSON(w, http.StatusOK, listModels(snap, key, class.Kind))
+		list, ok := h.listModels(snap, key, class.Kind)
+		if !ok {
+			return httperr.Unsupported(class.Op, class.Kind, "")
+		}
+		writeJSON(w, http.StatusOK, list)
 		c.status, c.end, c.firstByte = http.StatusOK, vocab.EndCompleted, h.o.Now()
 		h.finish(r.Context(), w, c) // recorded at cost 0, like every answered request
 		return nil
@@ -319,7 +326,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 	}
 	if c.usable[0].cell.Impl == vocab.ImplLocal {
 		c.cand = c.usable[0]
-		writeJSON(w, http.StatusOK, getModel(snap, c.model, class.Kind))
+		writeJSON(w, http.StatusOK, h.getModel(snap, c.route, c.model, class.Kind))
 		c.status, c.end, c.firstByte = http.StatusOK, vocab.EndCompleted, h.o.Now()
 		h.finish(r.Context(), w, c)
 		return nil

@@ -20,13 +20,41 @@ type sseTap struct {
 	hasData bool
 	skip    bool // current line overflowed
 	isError bool // the current event is named "error"
-	// failed is set once the upstream sent its dialect's in-stream error event.
-	failed bool
+	// failed is set once the upstream sent its dialect's in-stream error event; done once it sent its
+	// dialect's terminal event (the client then has the whole answer).
+	failed, done bool
+
+	// out, when set, makes the tap the relay's writer: the raw bytes of each event are passed to out once
+	// the event is complete, unless drop says the event is to be left out (the usage chunk the client did
+	// not ask for). An event whose raw bytes exceed maxTapPending is passed on as it comes, unfiltered.
+	out  func([]byte) error
+	drop func(data []byte) bool
+	raw  []byte
+	// werr is the first error out returned (the client went away); nothing more is written after it.
+	werr error
+}
+
+// emit passes the raw bytes held so far to out, unless the event they end is dropped.
+func (t *sseTap) emit(dropped bool) {
+	if !dropped && len(t.raw) > 0 && t.werr == nil {
+		t.werr = t.out(t.raw)
+	}
+	t.raw = t.raw[:0]
 }
 
 func (t *sseTap) write(p []byte) {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
+		if t.out != nil {
+			if i < 0 {
+				t.raw = append(t.raw, p...)
+			} else {
+				t.raw = append(t.raw, p[:i+1]...)
+			}
+			if len(t.raw) > maxTapPending {
+				t.emit(false)
+			}
+		}
 		if i < 0 {
 			if len(t.line)+len(p) > maxTapPending {
 				t.line, t.skip = t.line[:0], true
@@ -55,6 +83,10 @@ func (t *sseTap) onLine(ln []byte) {
 		if t.hasData {
 			_ = t.acc.Observe(t.data) // a payload that is not JSON leaves usage unchanged
 			t.failed = t.failed || t.isError || isStreamError(t.data)
+			t.done = t.done || isStreamEnd(t.data)
+		}
+		if t.out != nil {
+			t.emit(t.hasData && t.drop != nil && t.drop(t.data))
 		}
 		t.data, t.hasData, t.isError = t.data[:0], false, false
 		return
@@ -85,6 +117,10 @@ func (t *sseTap) finish() {
 	if t.hasData {
 		_ = t.acc.Observe(t.data)
 		t.failed = t.failed || t.isError || isStreamError(t.data)
+		t.done = t.done || isStreamEnd(t.data)
+	}
+	if t.out != nil {
+		t.emit(t.hasData && t.drop != nil && t.drop(t.data))
 	}
 	t.data, t.hasData, t.line, t.isError = t.data[:0], false, t.line[:0], false
 }
@@ -104,11 +140,42 @@ func isStreamError(data []byte) bool {
 	return false
 }
 
+// isUsageChunk reports whether an alpha chat chunk is the usage chunk include_usage adds: an empty
+// choices array and a non-null usage member.
+func isUsageChunk(data []byte) bool {
+	start, end, found, err := vocab.TopLevelField(data, "usage")
+	if err != nil || !found || string(data[start:end]) == "null" {
+		return false
+	}
+	start, end, found, err = vocab.TopLevelField(data, "choices")
+	return err == nil && found && len(bytes.TrimSpace(data[start+1:end-1])) == 0 && data[start] == '['
+}
+
+// isStreamEnd reports whether an event payload is its dialect's terminal event: alpha chat's "[DONE]", beta's
+// message_stop, alpha responses' response.completed / response.incomplete, or a gamma chunk with a
+// finishReason (gamma's last chunk; a JSON-array stream ends with its closing bracket instead).
+func isStreamEnd(data []byte) bool {
+	if string(data) == "[DONE]" {
+		return true
+	}
+	if start, end, found, err := vocab.TopLevelField(data, "type"); err == nil && found {
+		if v, ok := vocab.StringValue(data[start:end]); ok {
+			switch string(v) {
+			case "message_stop", "response.completed", "response.incomplete":
+				return true
+			}
+		}
+		return false
+	}
+	return bytes.Contains(data, []byte(`"finishReason"`))
+}
+
 // arrayTap observes a gamma JSON-array stream ("[{…},\r\n{…}]") and hands each top-level element to the
 // accumulator.
 type arrayTap struct {
 	acc      usage.Accumulator
 	failed   bool // an element was an in-stream error
+	done     bool // the array was closed
 	elem     []byte
 	depth    int
 	inString bool
@@ -151,6 +218,9 @@ func (t *arrayTap) write(p []byte) {
 					t.failed = t.failed || isStreamError(t.elem)
 				}
 				t.elem = t.elem[:0]
+			}
+			if t.depth == 0 {
+				t.done = true
 			}
 			if t.depth < 0 {
 				t.depth = 0

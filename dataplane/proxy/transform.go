@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -127,21 +129,33 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 	res := TransformResult{}
 	mode := a.tr.Mode()
 	if mode == translate.ModeStream && resp.StatusCode < 300 {
+		// Nothing is written before the upstream's first body byte: a break before it is a failed attempt
+		// (failover, then an error in the client's dialect), not a 200 carrying an in-stream error.
+		br := bufio.NewReader(resp.Body)
+		if _, err := br.Peek(1); err != nil && !errors.Is(err, io.EOF) {
+			res.Failed = fmt.Errorf("%w: %w", errCutBeforeFirstByte, err)
+			return res
+		}
 		w.Header().Set("Content-Type", a.tr.ContentType())
 		w.WriteHeader(http.StatusOK)
 		res.Status, res.FirstByte = http.StatusOK, a.now()
 		acc := usage.NewStreamAccumulator(a.cell.DestKind, a.cell.DestOp)
-		var body io.Reader = resp.Body
+		var body io.Reader = br
 		jsonArray := !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 		var sse *sseTap
+		var text *textCollector
 		if acc != nil {
 			acc.ObserveHeader(resp.Header)
+			if a.cell.DestKind == vocab.KindAlphaChatCompletions {
+				text = &textCollector{next: acc} // the relayed text, for local counting without usage
+				acc = text
+			}
 			if jsonArray {
 				tap := &arrayTap{acc: acc}
-				body = io.TeeReader(resp.Body, writerFunc(tap.write))
+				body = io.TeeReader(br, writerFunc(tap.write))
 			} else {
 				sse = &sseTap{acc: acc}
-				body = io.TeeReader(resp.Body, writerFunc(sse.write))
+				body = io.TeeReader(br, writerFunc(sse.write))
 			}
 		}
 		s := a.tr.NewStream(w)
@@ -162,6 +176,12 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		if acc != nil {
 			res.Usage, res.UsageFound = acc.Result()
 		}
+		if text != nil {
+			res.Output, res.OutputBytes = text.b.String(), text.total
+		}
+		if res.End == vocab.EndUpstreamError && (res.OutputBytes > 0 || (res.UsageFound && res.Usage.Output > 0)) {
+			res.End = vocab.EndUpstreamInterrupted // an in-stream error after delivered output (docs/dataplane.md)
+		}
 		return res
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
@@ -179,6 +199,8 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 	if resp.StatusCode < 300 {
 		if u, found, err := usage.FromBody(a.cell.DestKind, a.cell.DestOp, body, resp.Header); err == nil && found {
 			res.Usage, res.UsageFound = u, true
+		} else if a.cell.DestOp.IsGeneration() {
+			res.Output, res.OutputBytes = responseText(body)
 		}
 	}
 	if mode == translate.ModeSynthesize {

@@ -134,6 +134,19 @@ func Count(kind vocab.Kind, model string, requestBody []byte, output string) (u 
 	return usage.Usage{Input: in, Output: out}, exact, nil
 }
 
+// ResponseText returns the output text of a buffered generation answer of any dialect (alpha chat message
+// content and tool-call arguments, alpha responses output text, beta content blocks, gamma parts), in
+// document order within each object, for counting it when the upstream reported no usage.
+func ResponseText(body []byte) (string, error) {
+	var root any
+	if err := json.Unmarshal(body, &root); err != nil {
+		return "", fmt.Errorf("response text: %w", err)
+	}
+	var texts []string
+	collect(root, "", &texts)
+	return strings.Join(texts, ""), nil
+}
+
 // countBounded counts text exactly up to MaxExactBytes and extrapolates beyond.
 func countBounded(enc, text string) (int, error) {
 	if len(text) <= MaxExactBytes {

@@ -3,6 +3,7 @@
 package tokencount_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -132,4 +133,37 @@ func BenchmarkCountSmallChat(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestResponseText(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`{"id":"x","model":"m","choices":[{"message":{"role":"assistant","content":"Hello there"}}],"usage":null}`, "Hello there"},
+		{`{"choices":[{"message":{"content":null,"tool_calls":[{"function":{"name":"f","arguments":"{\"a\":1}"}}]}}]}`, `{"a":1}`},
+		{`{"type":"message","content":[{"type":"text","text":"Beta says"}]}`, "Beta says"},
+		{`{"candidates":[{"content":{"role":"model","parts":[{"text":"Gamma says"}]}}]}`, "Gamma says"},
+		{`{"output":[{"type":"message","content":[{"type":"output_text","text":"Resp"}]}]}`, "Resp"},
+	} {
+		got, err := tokencount.ResponseText([]byte(tc.body))
+		if err != nil || got != tc.want {
+			t.Errorf("ResponseText(%s) = %q, %v; want %q", tc.body, got, err, tc.want)
+		}
+	}
+	if _, err := tokencount.ResponseText([]byte(`{"choices":`)); err == nil {
+		t.Error("a cut body was read")
+	}
+}
+
+func FuzzResponseText(f *testing.F) {
+	for _, s := range []string{`{"choices":[{"message":{"content":"a"}}]}`, `{"content":[{"text":"b"}]}`, `[`, `"x"`, `{"text":5}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := tokencount.ResponseText(body)
+		if err != nil && got != "" {
+			t.Fatalf("error %v with text %q", err, got)
+		}
+		if err == nil && !json.Valid(body) {
+			t.Fatalf("text %q read from invalid JSON", got)
+		}
+	})
 }

@@ -392,7 +392,9 @@ func TestDataplanePassthrough(t *testing.T) {
 		}
 	})
 	t.Run("alpha chat stream without usage is counted locally", func(t *testing.T) {
-		r := e.do("POST", "/v1/chat/completions", `{"model":"chat","stream":true,"messages":[{"role":"user","content":"hi there"}]}`, auth...)
+		// The gateway asks the upstream for usage; this one reports none all the same.
+		r := e.do("POST", "/v1/chat/completions", `{"model":"chat","stream":true,"messages":[{"role":"user","content":"hi there"}]}`,
+			append(append([]string(nil), auth...), "x-mock-usage", "none")...)
 		wantStatus(t, r, 200)
 		recs := e.outbox()
 		if rec := recs[len(recs)-1]; rec["source"] != "local" || rec["output"].(int64) < 8 || rec["input"].(int64) < 1 {

@@ -853,9 +853,18 @@ func sdkAPIStatus(err error) (int, string, bool) {
 	return 0, "", false
 }
 
-// errorType is the client dialect's error type for the gateway's answers of status 502 and 400
+// errorType is the client dialect's error type for the gateway's answers of status 502, 429 and 400
 // (dialects.md §4.6, dataplane/httperr).
 func (c sdkClient) errorType(status int) string {
+	if status == 429 {
+		switch c {
+		case sdkChat, sdkResponses:
+			return "rate_limit_exceeded"
+		case sdkMessages:
+			return "rate_limit_error"
+		}
+		return "RESOURCE_EXHAUSTED"
+	}
 	switch c {
 	case sdkChat, sdkResponses:
 		if status >= 500 {

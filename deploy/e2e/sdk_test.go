@@ -123,17 +123,18 @@ func TestSDKBufferedUpstream(t *testing.T) {
 	}
 }
 
-// TestSDKUpstreamErrors: an upstream 429 or 500 (the mock's x-mock-status) on the only candidate is failed
-// over and ends as "every upstream candidate failed" — 502 (DESIGN §9) — which each SDK must surface as its
-// typed API error with that status, plain and streaming, through passthrough and transform_to cells; a
-// non-retryable upstream 400 keeps its status.
+// TestSDKUpstreamErrors: an upstream 500 (the mock's x-mock-status) on the only candidate is failed over
+// and ends as "every upstream candidate failed" — 502 (DESIGN §9); an upstream 429 on every candidate ends
+// as 429 with the upstream's Retry-After (docs/dataplane.md step 10), so SDKs raise their rate-limit error.
+// Each SDK must surface it as its typed API error with that status, plain and streaming, through
+// passthrough and transform_to cells; a non-retryable upstream 400 keeps its status.
 func TestSDKUpstreamErrors(t *testing.T) {
 	t.Parallel()
 	s := sdkStart(t)
 	for _, client := range sdkClients {
 		for _, ch := range sdkChannels {
 			for _, stream := range []bool{false, true} {
-				for _, st := range []struct{ upstream, want int }{{429, 502}, {500, 502}, {400, 400}} {
+				for _, st := range []struct{ upstream, want int }{{429, 429}, {500, 502}, {400, 400}} {
 					mode := map[bool]string{false: "plain", true: "stream"}[stream]
 					t.Run(fmt.Sprintf("%s/%s/%s/upstream_%d", client, ch, mode, st.upstream), func(t *testing.T) {
 						r := sdkReq{client: client, route: "sdk-" + ch, caseID: t.Name(), stream: stream,

@@ -161,9 +161,9 @@ func TestSettlement(t *testing.T) {
 		})
 
 		t.Run("alpha_chat_stream_counted_locally", func(t *testing.T) {
-			// Without stream_options.include_usage the upstream reports no usage: local counting.
+			// An upstream that reports no usage although the gateway asks for it: local counting.
 			ten := newCase(t, "1000")
-			r := s.do(t, 200, "POST", "/v1/chat/completions", stChatStream, stAlpha(ten)...)
+			r := s.do(t, 200, "POST", "/v1/chat/completions", stChatStream, stAlpha(ten, "x-mock-usage", "none")...)
 			row := stRow(t, s.waitUsages(t, ten.keyID, 1), r.reqID)
 			tok := stRowTokens(row)
 			if tok[0] <= 0 || tok[1] <= 0 {
@@ -437,7 +437,7 @@ func TestSettlement(t *testing.T) {
 			// buffered and streaming responses").
 			ten := newCase(t, "1000")
 			body := strings.Replace(stChatStream, `{"model"`, `{"service_tier":"priority","model"`, 1)
-			r := s.do(t, 200, "POST", "/v1/chat/completions", body, stAlpha(ten, "x-mock-downgrade", "1")...)
+			r := s.do(t, 200, "POST", "/v1/chat/completions", body, stAlpha(ten, "x-mock-downgrade", "1", "x-mock-usage", "none")...)
 			if !strings.Contains(r.body, `"service_tier":"default"`) {
 				t.Fatalf("the mock did not report the downgrade in the stream: %.300s", r.body)
 			}

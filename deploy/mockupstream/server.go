@@ -256,6 +256,12 @@ type controls struct {
 	// wordBytes pads every answer word to this many bytes (x-mock-word-bytes, at most 1 MiB): with
 	// x-mock-chunks it makes the huge streams and bodies the data plane's memory bounds are measured with.
 	wordBytes int
+	// afterHeaders makes x-mock-disconnect-after: 0 cut a stream after its status line and headers were
+	// flushed instead of before any response byte (x-mock-disconnect-headers).
+	afterHeaders bool
+	// linger holds a finished stream's connection open this long after its terminal event, the way a
+	// provider may before it closes the response (x-mock-linger-ms).
+	linger time.Duration
 }
 
 func headerInt(h http.Header, name string, def int) int {
@@ -272,20 +278,22 @@ func headerInt(h http.Header, name string, def int) int {
 
 func parseControls(h http.Header) controls {
 	c := controls{
-		latency:     time.Duration(headerInt(h, "x-mock-latency-ms", 0)) * time.Millisecond,
-		chunkDelay:  time.Duration(headerInt(h, "x-mock-chunk-delay-ms", 0)) * time.Millisecond,
-		status:      headerInt(h, "x-mock-status", 0),
-		failFirst:   headerInt(h, "x-mock-fail-first", 0),
-		failKey:     h.Get("x-mock-fail-key"),
-		retryAfter:  h.Get("x-mock-retry-after"),
-		usage:       strings.ToLower(strings.TrimSpace(h.Get("x-mock-usage"))),
-		chunks:      min(headerInt(h, "x-mock-chunks", 8), 100000),
-		disconnect:  headerInt(h, "x-mock-disconnect-after", -1),
-		streamError: headerInt(h, "x-mock-stream-error-after", -1),
-		toolCall:    truthy(h.Get("x-mock-tool-call")),
-		servedTier:  strings.ToLower(strings.TrimSpace(h.Get("x-mock-served-tier"))),
-		downgrade:   truthy(h.Get("x-mock-downgrade")),
-		wordBytes:   min(headerInt(h, "x-mock-word-bytes", 0), 1<<20),
+		latency:      time.Duration(headerInt(h, "x-mock-latency-ms", 0)) * time.Millisecond,
+		chunkDelay:   time.Duration(headerInt(h, "x-mock-chunk-delay-ms", 0)) * time.Millisecond,
+		status:       headerInt(h, "x-mock-status", 0),
+		failFirst:    headerInt(h, "x-mock-fail-first", 0),
+		failKey:      h.Get("x-mock-fail-key"),
+		retryAfter:   h.Get("x-mock-retry-after"),
+		usage:        strings.ToLower(strings.TrimSpace(h.Get("x-mock-usage"))),
+		chunks:       min(headerInt(h, "x-mock-chunks", 8), 100000),
+		disconnect:   headerInt(h, "x-mock-disconnect-after", -1),
+		streamError:  headerInt(h, "x-mock-stream-error-after", -1),
+		toolCall:     truthy(h.Get("x-mock-tool-call")),
+		servedTier:   strings.ToLower(strings.TrimSpace(h.Get("x-mock-served-tier"))),
+		downgrade:    truthy(h.Get("x-mock-downgrade")),
+		wordBytes:    min(headerInt(h, "x-mock-word-bytes", 0), 1<<20),
+		afterHeaders: truthy(h.Get("x-mock-disconnect-headers")),
+		linger:       time.Duration(headerInt(h, "x-mock-linger-ms", 0)) * time.Millisecond,
 	}
 	c.usageSet = c.usage != ""
 	if c.usage == "" {
@@ -389,7 +397,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.fail(http.StatusInternalServerError, "mock failure requested by x-mock-fail-first")
 		return
 	}
-	if x.ctl.disconnect == 0 {
+	if x.ctl.disconnect == 0 && !x.ctl.afterHeaders {
 		x.abort()
 		return
 	}

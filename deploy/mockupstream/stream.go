@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // loremWords is the fixed vocabulary of generated output; one word is one output token.
@@ -192,6 +193,14 @@ func (st *streamer) end() {
 		}
 	}
 	st.x.completed = true
+	if d := st.x.ctl.linger; d > 0 { // the answer is complete: a client leaving now is no cancellation
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-st.x.r.Context().Done():
+		}
+	}
 }
 
 // abort cuts the connection without a terminal event or the final chunk.

@@ -33,8 +33,14 @@ type Class struct {
 // caller's dialect) before its body is read. Generation requests of alpha and beta classify as
 // OpGenerateContent until WithStream applies the body's "stream" member. ok is false for a path or
 // method the gateway does not serve (404).
+//
+// The gamma dialect is served under /v1/ as well as /v1beta/ (the official gamma SDK defaults to v1): a
+// POST /v1/models/{model}:{method} is gamma, and so are GET /v1/models and /v1/models/{model} from a
+// gamma client — one that authenticates the gamma way (x-goog-api-key, or a key= query parameter).
 func Classify(method, path, rawQuery string, h http.Header) (c Class, ok bool) {
-	return ClassifyPath(method, path, rawQuery, len(h["Anthropic-Version"]) > 0 && h["Anthropic-Version"][0] != "")
+	beta := len(h["Anthropic-Version"]) > 0 && h["Anthropic-Version"][0] != ""
+	gamma := !beta && (len(h["X-Goog-Api-Key"]) > 0 || queryHasKey(rawQuery, "key"))
+	return classifyPath(method, path, rawQuery, beta, gamma)
 }
 
 // WithStream applies the body's stream flag (ParseRequest's Request.Stream, or a multipart form's stream
@@ -53,6 +59,11 @@ func (c Class) WithStream(stream bool) Class {
 // ClassifyPath is Classify with the anthropic-version presence already read: betaVersion says the
 // request carries it (it makes GET /v1/models beta-shaped).
 func ClassifyPath(method, path, rawQuery string, betaVersion bool) (Class, bool) {
+	return classifyPath(method, path, rawQuery, betaVersion, !betaVersion && queryHasKey(rawQuery, "key"))
+}
+
+// classifyPath is ClassifyPath; gammaClient says the request authenticates the gamma way.
+func classifyPath(method, path, rawQuery string, betaVersion, gammaClient bool) (Class, bool) {
 	if rest, ok := strings.CutPrefix(path, "/v1beta/"); ok {
 		return classifyGamma(method, rest, rawQuery)
 	}
@@ -62,6 +73,12 @@ func ClassifyPath(method, path, rawQuery string, betaVersion bool) (Class, bool)
 	rest, ok := strings.CutPrefix(path, "/v1/")
 	if !ok {
 		return Class{}, false
+	}
+	if name, ok := strings.CutPrefix(rest, "models/"); ok && (gammaClient || (method == http.MethodPost && strings.IndexByte(name, ':') >= 0)) {
+		return classifyGamma(method, rest, rawQuery) // gamma under /v1/ (alpha has no POST on a model)
+	}
+	if rest == "models" && gammaClient {
+		return classifyGamma(method, rest, rawQuery)
 	}
 	switch rest {
 	case "chat/completions":
@@ -179,6 +196,18 @@ func classifyGamma(method, rest, rawQuery string) (Class, bool) {
 		return Class{}, false
 	}
 	return post(method, c)
+}
+
+// queryHasKey reports whether rawQuery has the parameter key (with any value).
+func queryHasKey(rawQuery, key string) bool {
+	for rawQuery != "" {
+		var kv string
+		kv, rawQuery, _ = strings.Cut(rawQuery, "&")
+		if k, _, _ := strings.Cut(kv, "="); k == key {
+			return true
+		}
+	}
+	return false
 }
 
 // queryHas reports whether rawQuery has key=value (compared unescaped only for plain ASCII values).

@@ -22,6 +22,11 @@ type Request struct {
 	Stream bool
 	// IncludeUsage is stream_options.include_usage.
 	IncludeUsage bool
+	// StreamOptions is the byte range of the top-level "stream_options" value (an object or null) when
+	// HasStreamOptions; IncludeUsageAt that of its "include_usage" value when HasIncludeUsage. They let
+	// the data plane edit the member in place (proxy: asking the upstream for usage).
+	StreamOptions, IncludeUsageAt     [2]int
+	HasStreamOptions, HasIncludeUsage bool
 	// Speed, ServiceTier and ServiceTierCamel are the decoded top-level "speed", "service_tier" and
 	// "serviceTier" strings ("" when absent or null).
 	Speed, ServiceTier, ServiceTierCamel string
@@ -151,6 +156,8 @@ func (r *Request) set(key string, body, v []byte) error {
 		r.Stream = b
 		return err
 	case "stream_options":
+		start := offset(body, v)
+		r.StreamOptions, r.HasStreamOptions = [2]int{start, start + len(v)}, true
 		if isNull(v) {
 			return nil
 		}
@@ -168,6 +175,8 @@ func (r *Request) set(key string, body, v []byte) error {
 				return err == nil
 			}
 			r.IncludeUsage, err = boolValue("stream_options.include_usage", val)
+			at := offset(body, val)
+			r.IncludeUsageAt, r.HasIncludeUsage = [2]int{at, at + len(val)}, true
 			return err == nil
 		})
 		return err

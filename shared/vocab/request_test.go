@@ -13,9 +13,10 @@ func TestParseRequest(t *testing.T) {
 		want Request
 	}{
 		{`{"model":"m","stream":true,"stream_options":{"include_usage":true},"service_tier":"flex","speed":"fast","serviceTier":"x"}`,
-			Request{Model: [2]int{9, 12}, HasModel: true, Stream: true, IncludeUsage: true, ServiceTier: "flex", Speed: "fast", ServiceTierCamel: "x"}},
+			Request{Model: [2]int{9, 12}, HasModel: true, Stream: true, IncludeUsage: true, ServiceTier: "flex", Speed: "fast", ServiceTierCamel: "x",
+				StreamOptions: [2]int{44, 66}, HasStreamOptions: true, IncludeUsageAt: [2]int{61, 65}, HasIncludeUsage: true}},
 		{` { "mod\u0065l" : "m" , "str\u0065am":false}`, Request{Model: [2]int{18, 21}, HasModel: true}},
-		{`{"model":null,"stream":null,"stream_options":null,"speed":null}`, Request{}},
+		{`{"model":null,"stream":null,"stream_options":null,"speed":null}`, Request{StreamOptions: [2]int{45, 49}, HasStreamOptions: true}},
 		{`{"service_tier":"pri\u006frity","x":{"model":1,"model2":[{"stream":"no"}]}}`, Request{ServiceTier: "priority"}},
 		{`{"messages":[{"Role":"user","role":"user"}]}`, Request{}}, // case variants outside decision objects are the decoders' business
 		{`{}`, Request{}},
