@@ -2,6 +2,8 @@ package settle
 
 import (
 	"context"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -163,4 +165,39 @@ func TestMirrorAdjustmentEpochRule(t *testing.T) {
 	if ttl := rdb.TTL(ctx, mirror).Val(); ttl <= 0 {
 		t.Errorf("mirror TTL = %v, want refreshed", ttl)
 	}
+}
+
+// FuzzMirrorUpdate runs settle.lua's mirror update (real Redis) over arbitrary previous mirror contents:
+// the script never fails (a failure would block the batch's refunds), and an answer of an epoch newer than
+// anything parsable there replaces the mirror.
+func FuzzMirrorUpdate(f *testing.F) {
+	for _, s := range []string{"950", "950:1", "junk", ":", "1:", ":1", "-5", "-5:2", "1e400", "nan", "0x10", "1:2:3", "\x00"} {
+		f.Add(s)
+	}
+	rdb, prefix := admissiontest.Redis(f)
+	fw, err := NewForwarder(rdb, ForwarderOptions{Prefix: prefix, NodeID: "n1", Endpoints: []string{"127.0.0.1:1"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	var n int64
+	f.Fuzz(func(t *testing.T, prev string) {
+		ctx := context.Background()
+		n++
+		key := admission.Keys{Prefix: prefix}.Used(vocab.ScopeUser, n)
+		if err := rdb.Set(ctx, key, prev, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		resp := &settlementv1.SettleResponse{Quotas: []*configv1.Quota{{Scope: "user", ScopeId: n, CostUsed: "0.000007", AdjustEpoch: 1 << 52}}}
+		if err := fw.finish(ctx, nil, resp); err != nil {
+			t.Fatalf("previous mirror %q: %v", prev, err)
+		}
+		if m := regexp.MustCompile(`^([0-9]+):([0-9]+)$`).FindStringSubmatch(prev); m != nil {
+			if e, _ := strconv.ParseFloat(m[2], 64); e >= 1<<52 {
+				return // an epoch at least as new: the answer may be ignored
+			}
+		}
+		if got := rdb.Get(ctx, key).Val(); got != "7:4503599627370496" {
+			t.Fatalf("previous mirror %q: mirror = %q, want 7:4503599627370496", prev, got)
+		}
+	})
 }
