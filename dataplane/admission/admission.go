@@ -247,7 +247,8 @@ func (k Keys) Pending(s vocab.Scope, id int64) string {
 	return k.Prefix + "qp:" + string(s) + ":" + strconv.FormatInt(id, 10)
 }
 
-// Used is the mirror of a scope's cost_used: qu:{scope}:{id}, integer micro-dollars.
+// Used is the mirror of a scope's cost_used: qu:{scope}:{id}, integer micro-dollars, followed by
+// ':<adjustment epoch>' when the epoch is not 0 (docs/settlement.md, "Adjustment epochs").
 func (k Keys) Used(s vocab.Scope, id int64) string {
 	return k.Prefix + "qu:" + string(s) + ":" + strconv.FormatInt(id, 10)
 }
