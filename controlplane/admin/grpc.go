@@ -337,7 +337,7 @@ func routeInputFromProto(r *configv1.Route) RouteInput {
 }
 
 func quotaToProto(q store.Quota) *configv1.Quota {
-	return &configv1.Quota{Scope: q.Scope, ScopeId: q.ScopeID, CostLimit: q.CostLimit, CostUsed: q.CostUsed}
+	return &configv1.Quota{Scope: q.Scope, ScopeId: q.ScopeID, CostLimit: q.CostLimit, CostUsed: q.CostUsed, AdjustEpoch: q.AdjustEpoch}
 }
 
 func adminTokenToProto(t store.AdminToken) *adminv1.AdminToken {

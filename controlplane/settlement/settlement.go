@@ -141,7 +141,8 @@ func (s *Service) Settle(ctx context.Context, req *settlementv1.SettleRequest) (
 	s.inserted.Add(ins)
 	s.duplicates.Add(uint64(len(recs)) - ins)
 	for _, q := range res.Quotas {
-		out.Quotas = append(out.Quotas, &configv1.Quota{Scope: q.Scope, ScopeId: q.ScopeID, CostLimit: q.CostLimit, CostUsed: q.CostUsed})
+		out.Quotas = append(out.Quotas, &configv1.Quota{Scope: q.Scope, ScopeId: q.ScopeID, CostLimit: q.CostLimit, CostUsed: q.CostUsed,
+			AdjustEpoch: q.AdjustEpoch})
 	}
 	return out, nil
 }

@@ -41,8 +41,11 @@ func scanAdjustment(row pgx.Row) (QuotaAdjustment, error) {
 // AdjustQuota applies a.Amount to the scope's cost_used and records the adjustment, in tx (one
 // transaction: the change and its audit row commit together). A scope without a quota row gets one (no
 // limit). The adjusted total must not be negative and a debit must not take it above maxUsed (decimal
-// dollars), else ErrAdjustmentOutOfRange and nothing changes. The quota row is rewritten with its own cost_limit so the config revision moves and the
-// next snapshot carries the adjusted cost_used to the data planes.
+// dollars), else ErrAdjustmentOutOfRange and nothing changes. The quota row is rewritten with its own
+// cost_limit so the config revision moves and the next snapshot carries the adjusted cost_used to the data
+// planes, and its adjust_epoch is raised by one: the data planes' cost_used mirror takes a value of a newer
+// epoch even when it is lower (a credit) and ignores Settle answers of older ones (docs/settlement.md,
+// "Adjustment epochs").
 func AdjustQuota(ctx context.Context, tx pgx.Tx, a QuotaAdjustment, maxUsed string) (QuotaAdjustment, Quota, error) {
 	where := fmt.Sprintf("adjust quota %s/%d", a.Scope, a.ScopeID)
 	if _, err := tx.Exec(ctx, `INSERT INTO quotas (scope, scope_id) VALUES ($1, $2) ON CONFLICT (scope, scope_id) DO NOTHING`,
@@ -61,9 +64,10 @@ func AdjustQuota(ctx context.Context, tx pgx.Tx, a QuotaAdjustment, maxUsed stri
 		return QuotaAdjustment{}, Quota{}, fmt.Errorf("%s: cost_used %s %+s = %s, allowed 0 to %s: %w", where, before, a.Amount, after, maxUsed, ErrAdjustmentOutOfRange)
 	}
 	q := Quota{Scope: a.Scope, ScopeID: a.ScopeID}
-	if err := tx.QueryRow(ctx, `UPDATE quotas SET cost_used = $3::text::numeric, cost_limit = cost_limit, updated_at = now()
-		WHERE scope = $1 AND scope_id = $2 RETURNING cost_limit::text, cost_used::text`, a.Scope, a.ScopeID, after).
-		Scan(&q.CostLimit, &q.CostUsed); err != nil {
+	if err := tx.QueryRow(ctx, `UPDATE quotas SET cost_used = $3::text::numeric, cost_limit = cost_limit,
+		adjust_epoch = adjust_epoch + 1, updated_at = now()
+		WHERE scope = $1 AND scope_id = $2 RETURNING cost_limit::text, cost_used::text, adjust_epoch`, a.Scope, a.ScopeID, after).
+		Scan(&q.CostLimit, &q.CostUsed, &q.AdjustEpoch); err != nil {
 		return QuotaAdjustment{}, Quota{}, fmt.Errorf("%s: %w", where, interpretError(err))
 	}
 	out, err := scanAdjustment(tx.QueryRow(ctx, `INSERT INTO quota_adjustments (scope, scope_id, amount, cost_used_before,

@@ -51,12 +51,14 @@ type UsageRow struct {
 }
 
 // QuotaTotal is the state of one quota row after a settlement batch. CostLimit is nil when unlimited;
-// both amounts are exact decimal strings.
+// both amounts are exact decimal strings. AdjustEpoch is the row's adjustment epoch, read under the
+// same row lock as CostUsed, so the pair is consistent (docs/settlement.md, "Adjustment epochs").
 type QuotaTotal struct {
-	Scope     string
-	ScopeID   int64
-	CostLimit *string
-	CostUsed  string
+	Scope       string
+	ScopeID     int64
+	CostLimit   *string
+	CostUsed    string
+	AdjustEpoch int64
 }
 
 // SettleResult answers SettleUsages: which request ids this call inserted (the others were already
@@ -236,7 +238,7 @@ func lockQuotas(ctx context.Context, tx pgx.Tx, scopes []scopeKey) (map[scopeKey
 		names[i], ids[i] = k.scope, k.id
 	}
 	rows, err := tx.Query(ctx, `
-		SELECT q.scope, q.scope_id, q.cost_limit::text, q.cost_used::text
+		SELECT q.scope, q.scope_id, q.cost_limit::text, q.cost_used::text, q.adjust_epoch
 		  FROM quotas q
 		  JOIN unnest($1::text[], $2::bigint[]) AS t(scope, scope_id)
 		    ON q.scope = t.scope AND q.scope_id = t.scope_id
@@ -248,7 +250,7 @@ func lockQuotas(ctx context.Context, tx pgx.Tx, scopes []scopeKey) (map[scopeKey
 	defer rows.Close()
 	for rows.Next() {
 		var q QuotaTotal
-		if err := rows.Scan(&q.Scope, &q.ScopeID, &q.CostLimit, &q.CostUsed); err != nil {
+		if err := rows.Scan(&q.Scope, &q.ScopeID, &q.CostLimit, &q.CostUsed, &q.AdjustEpoch); err != nil {
 			return nil, fmt.Errorf("settle: read quotas: %w", interpretError(err))
 		}
 		out[scopeKey{q.Scope, q.ScopeID}] = q

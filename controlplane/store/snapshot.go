@@ -439,7 +439,7 @@ func snapAPIKeys(ctx context.Context, tx pgx.Tx) ([]*configv1.ApiKey, error) {
 // snapshot carries it rounded up to the micro-dollar (conservative: never under-counts spend).
 func snapQuotas(ctx context.Context, tx pgx.Tx) ([]*configv1.Quota, error) {
 	rows, err := tx.Query(ctx, `
-		SELECT scope, scope_id, cost_limit::text, trim_scale(ceil(cost_used * 1000000) / 1000000)::text
+		SELECT scope, scope_id, cost_limit::text, trim_scale(ceil(cost_used * 1000000) / 1000000)::text, adjust_epoch
 		  FROM quotas ORDER BY scope, scope_id`)
 	if err != nil {
 		return nil, fmt.Errorf("quotas: %w", interpretError(err))
@@ -448,7 +448,7 @@ func snapQuotas(ctx context.Context, tx pgx.Tx) ([]*configv1.Quota, error) {
 	var out []*configv1.Quota
 	for rows.Next() {
 		q := &configv1.Quota{}
-		if err := rows.Scan(&q.Scope, &q.ScopeId, &q.CostLimit, &q.CostUsed); err != nil {
+		if err := rows.Scan(&q.Scope, &q.ScopeId, &q.CostLimit, &q.CostUsed, &q.AdjustEpoch); err != nil {
 			return nil, fmt.Errorf("quotas: scan: %w", interpretError(err))
 		}
 		out = append(out, q)

@@ -8,7 +8,8 @@
 //
 //	used(s) + pending(s) + e <= limit(s)
 //
-// where used is max(the qu: mirror, the snapshot's cost_used) and pending is the sum of estimates still
+// where used is, of the qu: mirror and the snapshot's cost_used, the one of the newer adjustment epoch,
+// or the larger at the same epoch (docs/settlement.md, "Adjustment epochs"), and pending is the sum of estimates still
 // held. Consequently the settled total of a scope exceeds its limit by at most the sum, over the requests
 // in flight when the limit is crossed, of max(0, actual cost − estimate): see Bound.
 //
@@ -34,6 +35,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/dataplane/redisbatch"
+	"github.com/tollgate/tollgate/shared/snapshot"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -128,8 +130,11 @@ type ScopeQuota struct {
 	// LimitMicros is the scope's cost_limit in micro-dollars.
 	LimitMicros int64
 	// SnapshotUsedMicros is cost_used as of the snapshot (micro-dollars): the fallback when the Redis
-	// mirror is absent, and a floor under it.
+	// mirror is absent, a floor under a mirror of the same adjustment epoch, and the value when the
+	// mirror's epoch is older (a credit the mirror has not seen).
 	SnapshotUsedMicros int64
+	// SnapshotEpoch is the snapshot's adjustment epoch of the scope (snapshot.Quota.Epoch).
+	SnapshotEpoch int64
 }
 
 // Request is what Admit checks.
@@ -183,6 +188,11 @@ type Options struct {
 	Timeout time.Duration
 	// OnRedisFailure is what a failed or timed-out call means (default FailOpen).
 	OnRedisFailure FailurePolicy
+	// Snapshot, when set, returns the snapshot in force: Admit then takes each scope's
+	// SnapshotUsedMicros and SnapshotEpoch from it (both from the one snapshot, so they belong
+	// together, and never older than the caller's), whatever the Request carries. A scope the snapshot
+	// has no quota for keeps the Request's values.
+	Snapshot func() *snapshot.Compiled
 }
 
 // Admitter runs admission against Redis. It is safe for concurrent use.
@@ -194,6 +204,7 @@ type Admitter struct {
 	script  *redis.Script
 	timeout time.Duration
 	policy  FailurePolicy
+	snap    func() *snapshot.Compiled
 	// downUntil (unix nanoseconds, wall clock) ends the pause after a failed Redis call.
 	downUntil atomic.Int64
 
@@ -222,7 +233,7 @@ func New(rdb redis.Scripter, opts Options) *Admitter {
 		opts.OnRedisFailure = FailOpen
 	}
 	return &Admitter{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, ttl: opts.PendingTTL, now: opts.Now, script: admitScript,
-		timeout: opts.Timeout, policy: opts.OnRedisFailure}
+		timeout: opts.Timeout, policy: opts.OnRedisFailure, snap: opts.Snapshot}
 }
 
 // Policy is the Admitter's FailurePolicy.
@@ -236,7 +247,8 @@ func (k Keys) Pending(s vocab.Scope, id int64) string {
 	return k.Prefix + "qp:" + string(s) + ":" + strconv.FormatInt(id, 10)
 }
 
-// Used is the mirror of a scope's cost_used: qu:{scope}:{id}, integer micro-dollars.
+// Used is the mirror of a scope's cost_used: qu:{scope}:{id}, integer micro-dollars, followed by
+// ':<adjustment epoch>' when the epoch is not 0 (docs/settlement.md, "Adjustment epochs").
 func (k Keys) Used(s vocab.Scope, id int64) string {
 	return k.Prefix + "qu:" + string(s) + ":" + strconv.FormatInt(id, 10)
 }
@@ -269,12 +281,21 @@ func (a *Admitter) Admit(ctx context.Context, req Request) (Hold, error) {
 	marked := ValidRequestID(req.ID) && est > 0 && len(req.Scopes) > 0
 	keys := make([]string, 0, 3+2*len(req.Scopes))
 	keys = append(keys, a.keys.RPM(req.KeyID, window), a.keys.TPM(req.KeyID, window), a.keys.Hold(req.ID))
-	args := make([]any, 0, 7+2*len(req.Scopes))
+	args := make([]any, 0, 7+3*len(req.Scopes))
 	args = append(args, max(req.RPMLimit, 0), max(req.TPMLimit, 0), tokens, est,
 		int64(a.ttl/time.Second), int64(rateWindowTTL/time.Second), markerArg(marked))
+	var snap *snapshot.Compiled
+	if a.snap != nil {
+		snap = a.snap()
+	}
 	for _, s := range req.Scopes {
+		if snap != nil {
+			if q, ok := snap.Quota(s.Scope, s.ID); ok {
+				s.SnapshotUsedMicros, s.SnapshotEpoch = q.UsedMicros, q.Epoch
+			}
+		}
 		keys = append(keys, a.keys.Pending(s.Scope, s.ID), a.keys.Used(s.Scope, s.ID))
-		args = append(args, s.LimitMicros, max(s.SnapshotUsedMicros, 0))
+		args = append(args, s.LimitMicros, max(s.SnapshotUsedMicros, 0), max(s.SnapshotEpoch, 0))
 	}
 	if time.Now().UnixNano() < a.downUntil.Load() {
 		return Hold{}, a.failed(ErrUnavailable)

@@ -3,12 +3,14 @@
 --
 -- KEYS[1] rpm window counter, KEYS[2] tpm window counter, KEYS[3] the request's hold marker
 -- (qh:{request id}; used only when ARGV[7] is 1),
--- KEYS[3+2i-1] qp:{scope}:{id} (pending micros), KEYS[3+2i] qu:{scope}:{id} (cost_used mirror micros)
+-- KEYS[3+2i-1] qp:{scope}:{id} (pending micros), KEYS[3+2i] qu:{scope}:{id} (cost_used mirror: '<micros>'
+-- at adjustment epoch 0 or '<micros>:<epoch>')
 -- ARGV[1] rpm limit (0 = none), ARGV[2] tpm limit (0 = none), ARGV[3] estimated tokens,
 -- ARGV[4] estimate micros, ARGV[5] pending TTL seconds, ARGV[6] window TTL seconds,
 -- ARGV[7] the hold marker's TTL in seconds, 0 for no marker (a marker needs a request id, an estimate
 -- and scopes to reserve on),
--- ARGV[7+2i-1] limit micros of scope i, ARGV[7+2i] snapshot cost_used micros of scope i
+-- ARGV[7+3i-2] limit micros of scope i, ARGV[7+3i-1] snapshot cost_used micros of scope i, ARGV[7+3i] the
+-- snapshot's adjustment epoch of scope i
 -- Reply {0,0} admitted; {1,0} rpm; {2,0} tpm; {3,i} scope i over quota; {4,0} this request's
 -- reservation was released already (its caller gave up on an earlier copy of this call): nothing done.
 --
@@ -43,10 +45,19 @@ if tpmLimit > 0 and tokens > 0 then
   if c > 0 and c + tokens > tpmLimit then return {2, 0} end
 end
 for i = 1, n do
-  local limit = tonumber(ARGV[7 + 2 * i - 1])
-  local used = tonumber(redis.call('GET', KEYS[3 + 2 * i]) or '0')
-  local snapUsed = tonumber(ARGV[7 + 2 * i])
-  if snapUsed > used then used = snapUsed end
+  local limit = tonumber(ARGV[7 + 3 * i - 2])
+  local snapUsed = tonumber(ARGV[7 + 3 * i - 1])
+  local snapEpoch = tonumber(ARGV[7 + 3 * i])
+  -- used: of the mirror and the snapshot, the value of the newer adjustment epoch, or the larger of the
+  -- two at the same epoch (docs/settlement.md, "Adjustment epochs"). No mirror: the snapshot's.
+  local used = snapUsed
+  local s = redis.call('GET', KEYS[3 + 2 * i])
+  if s then
+    local mv, me = string.match(s, '^(%d+):(%d+)$')
+    local m, e = tonumber(s) or 0, 0
+    if mv then m, e = tonumber(mv), tonumber(me) end
+    if e > snapEpoch or (e == snapEpoch and m > used) then used = m end
+  end
   local pending = tonumber(redis.call('GET', KEYS[3 + 2 * i - 1]) or '0')
   if pending < 0 then pending = 0 end
   if used + pending + est > limit then return {3, i} end

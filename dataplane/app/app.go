@@ -109,7 +109,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.snapshotVersion = s.Syncer.Version
 	settle.RegisterRecordMetrics(s.Metrics) // tollgate_settle_usage_out_of_bounds_total (docs/settlement.md, "Bounds")
 	s.Admitter = admission.New(rdb, admission.Options{Prefix: cfg.RedisKeyPrefix, Timeout: cfg.RedisTimeout,
-		OnRedisFailure: admission.FailurePolicy(cfg.AdmissionOnRedisFailure)})
+		OnRedisFailure: admission.FailurePolicy(cfg.AdmissionOnRedisFailure), Snapshot: s.Syncer.Current})
 	s.Metrics.NewGaugeFunc("tollgate_admission_abandoned_reservations", "Admission calls whose reply never came (Redis failed or hung), waiting to be released once Redis answers.",
 		func() float64 { return float64(s.Admitter.Abandoned()) })
 	// Records Redis refuses are held in memory and delivered straight to the control plane (docs/settlement.md).

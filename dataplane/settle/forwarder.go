@@ -631,7 +631,9 @@ func (f *Forwarder) finish(ctx context.Context, entries []entry, resp *settlemen
 			continue
 		}
 		mirrorKeys = append(mirrorKeys, f.keys.Used(scopeOf(q.GetScope()), q.GetScopeId()))
-		mirrorVals = append(mirrorVals, micros)
+		// With its adjustment epoch: settle.lua lets a newer epoch replace the mirror (a credit) and
+		// ignores an older one (docs/settlement.md, "Adjustment epochs").
+		mirrorVals = append(mirrorVals, max(micros, 0), max(q.GetAdjustEpoch(), 0))
 	}
 	keys = append(keys, mirrorKeys...)
 	args = append(args, len(mirrorKeys))

@@ -2,6 +2,8 @@ package settle
 
 import (
 	"context"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -120,4 +122,82 @@ func TestCompareIDs(t *testing.T) {
 			t.Errorf("compareIDs(%s, %s) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
 	}
+}
+
+// TestMirrorAdjustmentEpochRule runs settle.lua's mirror update against real Redis: within an adjustment
+// epoch the mirror keeps the largest answer; an answer of a newer epoch replaces it even when lower (an
+// operator's credit); one of an older epoch (computed before the adjustment) changes nothing.
+func TestMirrorAdjustmentEpochRule(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := admissiontest.Redis(t)
+	ctx := context.Background()
+	f, err := NewForwarder(rdb, ForwarderOptions{Prefix: prefix, NodeID: "n1", Endpoints: []string{"127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mirror := admission.Keys{Prefix: prefix}.Used(vocab.ScopeTeam, 5)
+	steps := []struct {
+		used  string
+		epoch int64
+		want  string
+	}{
+		{"0.000950", 0, "950"},   // first answer, never adjusted: the plain form
+		{"0.000900", 0, "950"},   // a late, smaller answer of the same epoch: kept
+		{"0.000960", 0, "960"},   // a larger one: raised
+		{"0.0001", 1, "100:1"},   // after a credit: replaced although lower
+		{"0.000970", 0, "100:1"}, // an answer computed before the credit, arriving late: ignored
+		{"0.00012", 1, "120:1"},  // settlement after the credit: counts
+		{"0.00011", 1, "120:1"},  // older answer of the same epoch: kept
+		{"0.002", 3, "2000:3"},   // a debit two adjustments later
+		{"0.0001", 2, "2000:3"},  // an epoch in between: ignored
+		{"0.0000005", 4, "1:4"},  // rounding to micros, newer epoch
+		{"0.000001", -1, "1:4"},  // a negative epoch counts as 0: ignored
+	}
+	for i, s := range steps {
+		resp := &settlementv1.SettleResponse{Quotas: []*configv1.Quota{{Scope: "team", ScopeId: 5, CostUsed: s.used, AdjustEpoch: s.epoch}}}
+		if err := f.finish(ctx, nil, resp); err != nil {
+			t.Fatal(err)
+		}
+		if got := rdb.Get(ctx, mirror).Val(); got != s.want {
+			t.Errorf("step %d (%s at epoch %d): mirror = %q, want %q", i, s.used, s.epoch, got, s.want)
+		}
+	}
+	if ttl := rdb.TTL(ctx, mirror).Val(); ttl <= 0 {
+		t.Errorf("mirror TTL = %v, want refreshed", ttl)
+	}
+}
+
+// FuzzMirrorUpdate runs settle.lua's mirror update (real Redis) over arbitrary previous mirror contents:
+// the script never fails (a failure would block the batch's refunds), and an answer of an epoch newer than
+// anything parsable there replaces the mirror.
+func FuzzMirrorUpdate(f *testing.F) {
+	for _, s := range []string{"950", "950:1", "junk", ":", "1:", ":1", "-5", "-5:2", "1e400", "nan", "0x10", "1:2:3", "\x00"} {
+		f.Add(s)
+	}
+	rdb, prefix := admissiontest.Redis(f)
+	fw, err := NewForwarder(rdb, ForwarderOptions{Prefix: prefix, NodeID: "n1", Endpoints: []string{"127.0.0.1:1"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	var n int64
+	f.Fuzz(func(t *testing.T, prev string) {
+		ctx := context.Background()
+		n++
+		key := admission.Keys{Prefix: prefix}.Used(vocab.ScopeUser, n)
+		if err := rdb.Set(ctx, key, prev, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		resp := &settlementv1.SettleResponse{Quotas: []*configv1.Quota{{Scope: "user", ScopeId: n, CostUsed: "0.000007", AdjustEpoch: 1 << 52}}}
+		if err := fw.finish(ctx, nil, resp); err != nil {
+			t.Fatalf("previous mirror %q: %v", prev, err)
+		}
+		if m := regexp.MustCompile(`^([0-9]+):([0-9]+)$`).FindStringSubmatch(prev); m != nil {
+			if e, _ := strconv.ParseFloat(m[2], 64); e >= 1<<52 {
+				return // an epoch at least as new: the answer may be ignored
+			}
+		}
+		if got := rdb.Get(ctx, key).Val(); got != "7:4503599627370496" {
+			t.Fatalf("previous mirror %q: mirror = %q, want 7:4503599627370496", prev, got)
+		}
+	})
 }

@@ -9,27 +9,37 @@
 --
 -- KEYS[1] the outbox stream; KEYS[2 .. 1+nq] qu: mirror keys; then per record its ns qp: keys followed
 -- by its TPM window key and its hold marker key.
--- ARGV[1] group, ARGV[2] mirror TTL seconds, ARGV[3] nq, ARGV[4 .. 3+nq] mirror values (micros),
--- ARGV[4+nq] record count, then per record: entry id (empty for a spilled record), hold micros, ns, TPM
+-- ARGV[1] group, ARGV[2] mirror TTL seconds, ARGV[3] nq, ARGV[4 .. 3+2nq] per mirror its answered
+-- cost_used (micros) and that answer's adjustment epoch, ARGV[4+2nq] record count, then per record: entry id (empty for a spilled record), hold micros, ns, TPM
 -- delta, 1 if the hold is marked.
 -- Reply: number of holds refunded.
 local stream = KEYS[1]
 local grp = ARGV[1]
 local mttl = tonumber(ARGV[2])
 local nq = tonumber(ARGV[3])
+-- The mirror is '<micros>' (adjustment epoch 0) or '<micros>:<epoch>' (docs/settlement.md, "Adjustment
+-- epochs"). Within an epoch cost_used only grows (settlement): keep the largest answer, so a late reply
+-- to an older batch never lowers the mirror. An answer of a newer epoch replaces the mirror even when
+-- lower (an operator's credit); one of an older epoch, computed before an adjustment, is ignored.
 for i = 1, nq do
   local k = KEYS[1 + i]
-  local v = tonumber(ARGV[3 + i])
-  local cur = tonumber(redis.call('GET', k) or '-1')
-  -- cost_used only grows through settlement: keep the largest answer, so a late reply to an older
-  -- batch never lowers the mirror.
-  if v > cur then
-    redis.call('SET', k, ARGV[3 + i], 'EX', mttl)
+  local v = tonumber(ARGV[2 + 2 * i])
+  local e = tonumber(ARGV[3 + 2 * i])
+  local s = redis.call('GET', k)
+  local cur, ce = -1, -1
+  if s then
+    local mv, me = string.match(s, '^(%d+):(%d+)$')
+    if mv then cur, ce = tonumber(mv), tonumber(me) else cur, ce = tonumber(s) or -1, 0 end
+  end
+  if e > ce or (e == ce and v > cur) then
+    local val = ARGV[2 + 2 * i]
+    if e > 0 then val = val .. ':' .. ARGV[3 + 2 * i] end
+    redis.call('SET', k, val, 'EX', mttl)
   else
     redis.call('EXPIRE', k, mttl)
   end
 end
-local a = 4 + nq
+local a = 4 + 2 * nq
 local nrec = tonumber(ARGV[a])
 a = a + 1
 local k = 2 + nq

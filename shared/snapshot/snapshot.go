@@ -148,6 +148,9 @@ type Quota struct {
 	Unlimited   bool
 	LimitMicros int64
 	UsedMicros  int64
+	// Epoch is the quota's adjustment epoch (config.v1.Quota.adjust_epoch; a negative one counts as 0):
+	// UsedMicros replaces a Redis mirror of an older epoch (docs/settlement.md, "Adjustment epochs").
+	Epoch int64
 }
 
 // Provider returns the provider with id, or nil.
@@ -443,7 +446,8 @@ func (c *Compiled) compileQuotas(in []*configv1.Quota, errs []error) []error {
 			errs = append(errs, &ElementError{Resource: "quota", ID: k.ID, Name: string(k.Scope), Message: "duplicate"})
 			continue
 		}
-		q := Quota{Unlimited: qq.CostLimit == nil, LimitMicros: limit, UsedMicros: usedMicros(qq.GetCostUsed())}
+		q := Quota{Unlimited: qq.CostLimit == nil, LimitMicros: limit, UsedMicros: usedMicros(qq.GetCostUsed()),
+			Epoch: max(qq.GetAdjustEpoch(), 0)}
 		c.quotas[k] = q
 	}
 	return errs

@@ -1077,7 +1077,12 @@ type Quota struct {
 	// Decimal dollars; absent means unlimited.
 	CostLimit *string `protobuf:"bytes,3,opt,name=cost_limit,json=costLimit,proto3,oneof" json:"cost_limit,omitempty"`
 	// Decimal dollars.
-	CostUsed      string `protobuf:"bytes,4,opt,name=cost_used,json=costUsed,proto3" json:"cost_used,omitempty"`
+	CostUsed string `protobuf:"bytes,4,opt,name=cost_used,json=costUsed,proto3" json:"cost_used,omitempty"`
+	// Adjustment epoch of the scope: raised by every audited adjustment of cost_used (in the same
+	// transaction), never lowered; 0 for a scope never adjusted. A cost_used of a newer epoch replaces the
+	// data plane's mirror even when lower (a credit); one of an older epoch is ignored (docs/settlement.md,
+	// "Adjustment epochs").
+	AdjustEpoch   int64 `protobuf:"varint,5,opt,name=adjust_epoch,json=adjustEpoch,proto3" json:"adjust_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1138,6 +1143,13 @@ func (x *Quota) GetCostUsed() string {
 		return x.CostUsed
 	}
 	return ""
+}
+
+func (x *Quota) GetAdjustEpoch() int64 {
+	if x != nil {
+		return x.AdjustEpoch
+	}
+	return 0
 }
 
 var File_tollgate_config_v1_config_proto protoreflect.FileDescriptor
@@ -1267,13 +1279,14 @@ const file_tollgate_config_v1_config_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAtB\n" +
 	"\n" +
-	"\b_team_id\"\x88\x01\n" +
+	"\b_team_id\"\xab\x01\n" +
 	"\x05Quota\x12\x14\n" +
 	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x19\n" +
 	"\bscope_id\x18\x02 \x01(\x03R\ascopeId\x12\"\n" +
 	"\n" +
 	"cost_limit\x18\x03 \x01(\tH\x00R\tcostLimit\x88\x01\x01\x12\x1b\n" +
-	"\tcost_used\x18\x04 \x01(\tR\bcostUsedB\r\n" +
+	"\tcost_used\x18\x04 \x01(\tR\bcostUsed\x12!\n" +
+	"\fadjust_epoch\x18\x05 \x01(\x03R\vadjustEpochB\r\n" +
 	"\v_cost_limitBEZCgithub.com/tollgate/tollgate/shared/gen/tollgate/config/v1;configv1b\x06proto3"
 
 var (
