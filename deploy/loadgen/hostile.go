@@ -61,27 +61,7 @@ func runHostile(ctx context.Context, args []string, out io.Writer) error {
 		first = append(first, 'a')
 	}
 
-	before := make([]procSample, len(targets))
-	for i, p := range targets {
-		before[i] = sampleProc(p)
-	}
-	peaks := make([]float64, len(targets))
-	stopPeak := make(chan struct{})
-	var pwg sync.WaitGroup
-	pwg.Go(func() {
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			for i, p := range targets {
-				peaks[i] = max(peaks[i], sampleProc(p).rssMB)
-			}
-			select {
-			case <-stopPeak:
-				return
-			case <-t.C:
-			}
-		}
-	})
+	before, peaks, stopPeaks := watchProcs(targets, 100*time.Millisecond)
 
 	var opened, answered, closed atomic.Int64
 	var mu sync.Mutex
@@ -146,8 +126,7 @@ func runHostile(ctx context.Context, args []string, out io.Writer) error {
 	for i, p := range targets {
 		after[i] = sampleProc(p) // while the survivors are still open
 	}
-	close(stopPeak)
-	pwg.Wait()
+	stopPeaks()
 	wg.Wait()
 	res := HostileResult{Label: *label, Conns: *conns, Opened: opened.Load(), Answered: answered.Load(),
 		ClosedByServer: closed.Load(), Statuses: statuses}

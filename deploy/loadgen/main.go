@@ -188,27 +188,7 @@ func runLoad(ctx context.Context, args []string, out io.Writer) error {
 	}
 	wg.Wait()
 
-	before := make([]procSample, len(targets))
-	for i, p := range targets {
-		before[i] = sampleProc(p)
-	}
-	peaks := make([]float64, len(targets))
-	stopPeak := make(chan struct{})
-	var pwg sync.WaitGroup
-	pwg.Go(func() {
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		for {
-			for i, p := range targets {
-				peaks[i] = max(peaks[i], sampleProc(p).rssMB)
-			}
-			select {
-			case <-stopPeak:
-				return
-			case <-t.C:
-			}
-		}
-	})
+	before, peaks, stopPeaks := watchProcs(targets, 50*time.Millisecond)
 	var mu sync.Mutex
 	var lats, ttfbs []time.Duration
 	errs := 0
@@ -243,8 +223,7 @@ func runLoad(ctx context.Context, args []string, out io.Writer) error {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	close(stopPeak)
-	pwg.Wait()
+	stopPeaks()
 	res := Result{Label: *label, Conns: *conns, Requests: len(lats), Errors: errs, RPS: float64(len(lats)) / elapsed.Seconds(),
 		P50ms: pct(lats, 50), P99ms: pct(lats, 99)}
 	if *stream {
@@ -288,6 +267,33 @@ type procSample struct {
 }
 
 // sampleProc reads utime+stime (/proc/PID/stat, clock ticks of 1/100 s) and VmRSS (/proc/PID/status).
+// watchProcs samples each target process now (before) and then every interval, keeping the peak RSS of
+// each in peaks until stop returns.
+func watchProcs(targets []int, interval time.Duration) (before []procSample, peaks []float64, stop func()) {
+	before = make([]procSample, len(targets))
+	for i, p := range targets {
+		before[i] = sampleProc(p)
+	}
+	peaks = make([]float64, len(targets))
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			for i, p := range targets {
+				peaks[i] = max(peaks[i], sampleProc(p).rssMB)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return before, peaks, func() { close(done); wg.Wait() }
+}
+
 func sampleProc(pid int) procSample {
 	var s procSample
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
