@@ -66,7 +66,7 @@ func (s *Service) AuthorizeGRPC(ctx context.Context, fullMethod string) error {
 	if grpcReadMethods[strings.TrimPrefix(fullMethod, MethodPrefix)] {
 		need = RoleViewer
 	}
-	if err := s.authorize(ctx, header, need); err != nil {
+	if _, err := s.authorize(ctx, header, need); err != nil {
 		return s.grpcError(fullMethod, err)
 	}
 	return nil
