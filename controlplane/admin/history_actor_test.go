@@ -8,6 +8,7 @@ import (
 
 	"github.com/tollgate/tollgate/controlplane/store"
 	adminv1 "github.com/tollgate/tollgate/shared/gen/tollgate/admin/v1"
+	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 )
 
 // Every price-rule write through the admin API records the admin token's role and name as the
@@ -75,6 +76,16 @@ func TestPriceRuleHistoryNamesTheAdminToken(t *testing.T) {
 	}
 	if got := authors(id); fmt.Sprint(got) != fmt.Sprint([]string{alice, alice, "admin:bootstrap"}) {
 		t.Errorf("gRPC writes recorded as %q", got)
+	}
+
+	// gRPC import.
+	imp := protoRule("model_match", "grpc-imported", "input_price", "5")
+	imp.Id = 778
+	if _, err := c.Import(ctx, &adminv1.ImportRequest{PriceRules: []*configv1.PriceRule{imp}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := authors(778); fmt.Sprint(got) != fmt.Sprint([]string{alice}) {
+		t.Errorf("gRPC import recorded as %q", got)
 	}
 
 	// JSON import (what the console's import uses too).
