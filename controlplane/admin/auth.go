@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 
+	"google.golang.org/grpc/metadata"
+
 	"github.com/tollgate/tollgate/controlplane/store"
 )
 
@@ -98,16 +100,46 @@ func (s *Service) Authenticate(ctx context.Context, authorization string) (Princ
 	return Principal{}, errorf(CodeUnauthenticated, "invalid admin token")
 }
 
-// authorize checks that authorization grants at least need.
-func (s *Service) authorize(ctx context.Context, authorization string, need Role) error {
+// authorize checks that authorization grants at least need and returns the caller.
+func (s *Service) authorize(ctx context.Context, authorization string, need Role) (Principal, error) {
 	p, err := s.Authenticate(ctx, authorization)
 	if err != nil {
-		return err
+		return Principal{}, err
 	}
 	if p.Role < need {
-		return errorf(CodePermissionDenied, "role %s may not do this; it needs role %s", p.Role, need)
+		return Principal{}, errorf(CodePermissionDenied, "role %s may not do this; it needs role %s", p.Role, need)
 	}
-	return nil
+	return p, nil
+}
+
+// Actor is how the price history names a principal as the writer of a version: "<role>:<name>".
+func (p Principal) Actor() string { return p.Role.String() + ":" + p.Name }
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying the authenticated caller; writes made under it are recorded
+// as that caller's (the REST endpoint does this after authorizing).
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// caller returns the authenticated caller of ctx: the principal the REST endpoint put there, else the
+// one named by the "authorization" metadata of an incoming gRPC call (already authorized by
+// AuthorizeGRPC; resolved again here because a gRPC authorizer cannot hand on a context). ok is false
+// when ctx carries no caller at all (an in-process use of the Service).
+func (s *Service) caller(ctx context.Context) (p Principal, ok bool, err error) {
+	if p, ok := ctx.Value(principalKey{}).(Principal); ok {
+		return p, true, nil
+	}
+	md, found := metadata.FromIncomingContext(ctx)
+	if !found || len(md.Get("authorization")) == 0 {
+		return Principal{}, false, nil
+	}
+	p, err = s.Authenticate(ctx, md.Get("authorization")[0])
+	if err != nil {
+		return Principal{}, false, err
+	}
+	return p, true, nil
 }
 
 // CreateAdminToken stores a new admin token and returns it with the token shown this once.

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"time"
 
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -72,4 +73,62 @@ func (g *grpcServer) GetPriceRuleProvenance(ctx context.Context, req *adminv1.Ge
 	return &adminv1.GetPriceRuleProvenanceResponse{Provenance: &adminv1.PriceRuleProvenance{PriceRuleId: p.PriceRuleID,
 		Catalog: p.Catalog, FileDigest: p.FileDigest, EntryId: p.EntryID, ImportedAt: timestamppb.New(p.ImportedAt),
 		ImportedBy: p.ImportedBy, PlanId: p.PlanID}}, nil
+}
+
+func (g *grpcServer) GetPriceRuleHistory(ctx context.Context, req *adminv1.GetPriceRuleHistoryRequest) (*adminv1.GetPriceRuleHistoryResponse, error) {
+	vs, err := g.s.PriceRuleHistory(ctx, req.GetPriceRuleId())
+	if err != nil {
+		return nil, g.err(ctx, err)
+	}
+	out := &adminv1.GetPriceRuleHistoryResponse{}
+	for _, v := range vs {
+		in, err := v.Input()
+		if err != nil {
+			return nil, g.err(ctx, err)
+		}
+		pv := &adminv1.PriceRuleVersion{Version: v.Version, ValidFrom: timestamppb.New(v.ValidFrom), ChangedBy: v.ChangedBy,
+			Rule: priceRuleToProto(store.PriceRule{RuleInput: in})}
+		if v.ValidTo != nil {
+			pv.ValidTo = timestamppb.New(*v.ValidTo)
+		}
+		out.Items = append(out.Items, pv)
+	}
+	return out, nil
+}
+
+func (g *grpcServer) RepricePriceRules(ctx context.Context, req *adminv1.RepricePriceRulesRequest) (*adminv1.RepricePriceRulesResponse, error) {
+	var in RepriceRequest
+	var details []Detail
+	for _, f := range []struct {
+		name string
+		ts   *timestamppb.Timestamp
+		dst  **time.Time
+	}{{"from", req.GetFrom(), &in.From}, {"to", req.GetTo(), &in.To}, {"at", req.GetAt(), &in.At}} {
+		if f.ts == nil {
+			continue
+		}
+		if err := f.ts.CheckValid(); err != nil {
+			details = append(details, field(f.name, "%v", err))
+			continue
+		}
+		t := f.ts.AsTime()
+		*f.dst = &t
+	}
+	if details != nil {
+		return nil, g.err(ctx, invalidFields("invalid re-pricing request", details...))
+	}
+	for _, r := range req.GetRules() {
+		in.Rules = append(in.Rules, priceRuleInputFromProto(r))
+	}
+	rep, err := g.s.Reprice(ctx, in)
+	if err != nil {
+		return nil, g.err(ctx, err)
+	}
+	out := &adminv1.RepricePriceRulesResponse{From: timestamppb.New(rep.From), To: timestamppb.New(rep.To), Basis: rep.Basis,
+		Usages: rep.Usages, Charged: rep.Charged, Repriced: rep.Repriced, Difference: rep.Difference}
+	for _, l := range rep.ByModel {
+		out.ByModel = append(out.ByModel, &adminv1.RepriceLine{ProviderId: l.ProviderID, Model: l.Model, Usages: l.Usages,
+			Charged: l.Charged, Repriced: l.Repriced, Difference: l.Difference})
+	}
+	return out, nil
 }

@@ -36,7 +36,7 @@ var grpcReadMethods = map[string]bool{
 	"ListPriceRules": true, "GetPriceRule": true, "QuotePrice": true, "ListProviders": true, "GetProvider": true,
 	"ListRoutingRules": true, "ListRoutes": true, "GetRoute": true, "GetQuota": true, "ListUsages": true, "Export": true,
 	"ListAdminTokens": true, "ListQuotaAdjustments": true, "GetSnapshotStatus": true,
-	"GetPriceRuleProvenance": true,
+	"GetPriceRuleProvenance": true, "GetPriceRuleHistory": true, "RepricePriceRules": true,
 }
 
 // grpcCodes maps error codes to gRPC codes; used only here, at the gRPC boundary.
@@ -66,7 +66,7 @@ func (s *Service) AuthorizeGRPC(ctx context.Context, fullMethod string) error {
 	if grpcReadMethods[strings.TrimPrefix(fullMethod, MethodPrefix)] {
 		need = RoleViewer
 	}
-	if err := s.authorize(ctx, header, need); err != nil {
+	if _, err := s.authorize(ctx, header, need); err != nil {
 		return s.grpcError(fullMethod, err)
 	}
 	return nil

@@ -44,9 +44,22 @@ func (in ProviderInput) validate() (store.Provider, error) {
 		Enabled: in.Enabled == nil || *in.Enabled, Settings: settings}, nil
 }
 
-// inTx runs fn in one transaction.
+// inTx runs fn in one transaction. It is the one place that names the caller of ctx (its admin
+// token's role and name) as the writer of the transaction's changes, which the price-history triggers
+// record (store.SetActor); a ctx with no caller leaves the database role recorded.
 func (s *Service) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, fn)
+	p, ok, err := s.caller(ctx)
+	if err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if ok {
+			if err := store.SetActor(ctx, tx, p.Actor()); err != nil {
+				return err
+			}
+		}
+		return fn(tx)
+	})
 }
 
 // ListProviders lists providers (with credentials, never secrets) in id order.

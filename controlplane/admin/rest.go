@@ -399,10 +399,12 @@ func deleteBy(name string, del func(ctx context.Context, id int64) error) restHa
 // restEndpoint authenticates, runs fn and writes its JSON answer or error.
 func (s *Service) restEndpoint(need Role, fn restHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := s.authorize(r.Context(), r.Header.Get("Authorization"), need); err != nil {
+		p, err := s.authorize(r.Context(), r.Header.Get("Authorization"), need)
+		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
+		r = r.WithContext(WithPrincipal(r.Context(), p))
 		status, body, err := fn(r)
 		if err != nil {
 			s.writeError(w, r, err)

@@ -265,6 +265,26 @@ type PriceRuleVersion struct {
 	Rule      json.RawMessage `json:"rule"`
 }
 
+// Input decodes the version's rule.
+func (v PriceRuleVersion) Input() (pricing.RuleInput, error) {
+	in, err := decodeVersionRule(string(v.Rule))
+	if err != nil {
+		return pricing.RuleInput{}, fmt.Errorf("price rule version %d: %w", v.Version, err)
+	}
+	return in, nil
+}
+
+// decodeVersionRule reads the rule JSON a price_rule_versions row keeps (price_rule_version_json).
+func decodeVersionRule(text string) (pricing.RuleInput, error) {
+	var in pricing.RuleInput
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	if err := dec.Decode(&in); err != nil {
+		return pricing.RuleInput{}, fmt.Errorf("decode rule: %w", err)
+	}
+	return in, nil
+}
+
 // PriceRuleHistory returns every version of a rule, oldest first (also for a deleted rule);
 // ErrNotFound when the id never existed.
 func PriceRuleHistory(ctx context.Context, db DBTX, id int64) ([]PriceRuleVersion, error) {
@@ -309,11 +329,7 @@ func PriceRulesAt(ctx context.Context, db DBTX, t time.Time) ([]pricing.RuleInpu
 		if err := row.Scan(&text); err != nil {
 			return pricing.RuleInput{}, err
 		}
-		var in pricing.RuleInput
-		dec := json.NewDecoder(strings.NewReader(text))
-		dec.UseNumber()
-		err := dec.Decode(&in)
-		return in, err
+		return decodeVersionRule(text)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("price rules at %s: %w", t.Format(time.RFC3339), interpretError(err))

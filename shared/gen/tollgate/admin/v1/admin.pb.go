@@ -5037,6 +5037,429 @@ func (x *PriceRuleProvenance) GetPlanId() string {
 	return ""
 }
 
+type GetPriceRuleHistoryRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PriceRuleId   int64                  `protobuf:"varint,1,opt,name=price_rule_id,json=priceRuleId,proto3" json:"price_rule_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPriceRuleHistoryRequest) Reset() {
+	*x = GetPriceRuleHistoryRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPriceRuleHistoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPriceRuleHistoryRequest) ProtoMessage() {}
+
+func (x *GetPriceRuleHistoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPriceRuleHistoryRequest.ProtoReflect.Descriptor instead.
+func (*GetPriceRuleHistoryRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *GetPriceRuleHistoryRequest) GetPriceRuleId() int64 {
+	if x != nil {
+		return x.PriceRuleId
+	}
+	return 0
+}
+
+type GetPriceRuleHistoryResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*PriceRuleVersion    `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPriceRuleHistoryResponse) Reset() {
+	*x = GetPriceRuleHistoryResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPriceRuleHistoryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPriceRuleHistoryResponse) ProtoMessage() {}
+
+func (x *GetPriceRuleHistoryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPriceRuleHistoryResponse.ProtoReflect.Descriptor instead.
+func (*GetPriceRuleHistoryResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *GetPriceRuleHistoryResponse) GetItems() []*PriceRuleVersion {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// PriceRuleVersion is one version of a price rule and the time range [valid_from, valid_to) it was in force.
+type PriceRuleVersion struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Version   int32                  `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	ValidFrom *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=valid_from,json=validFrom,proto3" json:"valid_from,omitempty"`
+	// Unset for the version in force now.
+	ValidTo *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=valid_to,json=validTo,proto3" json:"valid_to,omitempty"`
+	// "<role>:<admin token name>" for admin API writes (catalog applies add the plan id), "db:<role>" for
+	// writes made straight in the database.
+	ChangedBy     string        `protobuf:"bytes,4,opt,name=changed_by,json=changedBy,proto3" json:"changed_by,omitempty"`
+	Rule          *v1.PriceRule `protobuf:"bytes,5,opt,name=rule,proto3" json:"rule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PriceRuleVersion) Reset() {
+	*x = PriceRuleVersion{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PriceRuleVersion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PriceRuleVersion) ProtoMessage() {}
+
+func (x *PriceRuleVersion) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PriceRuleVersion.ProtoReflect.Descriptor instead.
+func (*PriceRuleVersion) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{95}
+}
+
+func (x *PriceRuleVersion) GetVersion() int32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *PriceRuleVersion) GetValidFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ValidFrom
+	}
+	return nil
+}
+
+func (x *PriceRuleVersion) GetValidTo() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ValidTo
+	}
+	return nil
+}
+
+func (x *PriceRuleVersion) GetChangedBy() string {
+	if x != nil {
+		return x.ChangedBy
+	}
+	return ""
+}
+
+func (x *PriceRuleVersion) GetRule() *v1.PriceRule {
+	if x != nil {
+		return x.Rule
+	}
+	return nil
+}
+
+// RepricePriceRulesRequest: the period [from, to) and either rules (a price table) or at (the rules in force then).
+type RepricePriceRulesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To            *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=at,proto3" json:"at,omitempty"`
+	Rules         []*v1.PriceRule        `protobuf:"bytes,4,rep,name=rules,proto3" json:"rules,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepricePriceRulesRequest) Reset() {
+	*x = RepricePriceRulesRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepricePriceRulesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepricePriceRulesRequest) ProtoMessage() {}
+
+func (x *RepricePriceRulesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepricePriceRulesRequest.ProtoReflect.Descriptor instead.
+func (*RepricePriceRulesRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{96}
+}
+
+func (x *RepricePriceRulesRequest) GetFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *RepricePriceRulesRequest) GetTo() *timestamppb.Timestamp {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+func (x *RepricePriceRulesRequest) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *RepricePriceRulesRequest) GetRules() []*v1.PriceRule {
+	if x != nil {
+		return x.Rules
+	}
+	return nil
+}
+
+// RepricePriceRulesResponse mirrors the REST report; amounts are exact decimal strings.
+type RepricePriceRulesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To            *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	Basis         string                 `protobuf:"bytes,3,opt,name=basis,proto3" json:"basis,omitempty"`
+	Usages        int64                  `protobuf:"varint,4,opt,name=usages,proto3" json:"usages,omitempty"`
+	Charged       string                 `protobuf:"bytes,5,opt,name=charged,proto3" json:"charged,omitempty"`
+	Repriced      string                 `protobuf:"bytes,6,opt,name=repriced,proto3" json:"repriced,omitempty"`
+	Difference    string                 `protobuf:"bytes,7,opt,name=difference,proto3" json:"difference,omitempty"`
+	ByModel       []*RepriceLine         `protobuf:"bytes,8,rep,name=by_model,json=byModel,proto3" json:"by_model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepricePriceRulesResponse) Reset() {
+	*x = RepricePriceRulesResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepricePriceRulesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepricePriceRulesResponse) ProtoMessage() {}
+
+func (x *RepricePriceRulesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepricePriceRulesResponse.ProtoReflect.Descriptor instead.
+func (*RepricePriceRulesResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{97}
+}
+
+func (x *RepricePriceRulesResponse) GetFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *RepricePriceRulesResponse) GetTo() *timestamppb.Timestamp {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+func (x *RepricePriceRulesResponse) GetBasis() string {
+	if x != nil {
+		return x.Basis
+	}
+	return ""
+}
+
+func (x *RepricePriceRulesResponse) GetUsages() int64 {
+	if x != nil {
+		return x.Usages
+	}
+	return 0
+}
+
+func (x *RepricePriceRulesResponse) GetCharged() string {
+	if x != nil {
+		return x.Charged
+	}
+	return ""
+}
+
+func (x *RepricePriceRulesResponse) GetRepriced() string {
+	if x != nil {
+		return x.Repriced
+	}
+	return ""
+}
+
+func (x *RepricePriceRulesResponse) GetDifference() string {
+	if x != nil {
+		return x.Difference
+	}
+	return ""
+}
+
+func (x *RepricePriceRulesResponse) GetByModel() []*RepriceLine {
+	if x != nil {
+		return x.ByModel
+	}
+	return nil
+}
+
+// RepriceLine is one (provider, upstream model) of the re-pricing report.
+type RepriceLine struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProviderId    int64                  `protobuf:"varint,1,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
+	Model         string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	Usages        int64                  `protobuf:"varint,3,opt,name=usages,proto3" json:"usages,omitempty"`
+	Charged       string                 `protobuf:"bytes,4,opt,name=charged,proto3" json:"charged,omitempty"`
+	Repriced      string                 `protobuf:"bytes,5,opt,name=repriced,proto3" json:"repriced,omitempty"`
+	Difference    string                 `protobuf:"bytes,6,opt,name=difference,proto3" json:"difference,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepriceLine) Reset() {
+	*x = RepriceLine{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepriceLine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepriceLine) ProtoMessage() {}
+
+func (x *RepriceLine) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepriceLine.ProtoReflect.Descriptor instead.
+func (*RepriceLine) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{98}
+}
+
+func (x *RepriceLine) GetProviderId() int64 {
+	if x != nil {
+		return x.ProviderId
+	}
+	return 0
+}
+
+func (x *RepriceLine) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *RepriceLine) GetUsages() int64 {
+	if x != nil {
+		return x.Usages
+	}
+	return 0
+}
+
+func (x *RepriceLine) GetCharged() string {
+	if x != nil {
+		return x.Charged
+	}
+	return ""
+}
+
+func (x *RepriceLine) GetRepriced() string {
+	if x != nil {
+		return x.Repriced
+	}
+	return ""
+}
+
+func (x *RepriceLine) GetDifference() string {
+	if x != nil {
+		return x.Difference
+	}
+	return ""
+}
+
 var File_tollgate_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
@@ -5399,7 +5822,45 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"importedAt\x12\x1f\n" +
 	"\vimported_by\x18\x06 \x01(\tR\n" +
 	"importedBy\x12\x17\n" +
-	"\aplan_id\x18\a \x01(\tR\x06planId2\xc3\x1f\n" +
+	"\aplan_id\x18\a \x01(\tR\x06planId\"@\n" +
+	"\x1aGetPriceRuleHistoryRequest\x12\"\n" +
+	"\rprice_rule_id\x18\x01 \x01(\x03R\vpriceRuleId\"X\n" +
+	"\x1bGetPriceRuleHistoryResponse\x129\n" +
+	"\x05items\x18\x01 \x03(\v2#.tollgate.admin.v1.PriceRuleVersionR\x05items\"\xf0\x01\n" +
+	"\x10PriceRuleVersion\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\x05R\aversion\x129\n" +
+	"\n" +
+	"valid_from\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tvalidFrom\x125\n" +
+	"\bvalid_to\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\avalidTo\x12\x1d\n" +
+	"\n" +
+	"changed_by\x18\x04 \x01(\tR\tchangedBy\x121\n" +
+	"\x04rule\x18\x05 \x01(\v2\x1d.tollgate.config.v1.PriceRuleR\x04rule\"\xd7\x01\n" +
+	"\x18RepricePriceRulesRequest\x12.\n" +
+	"\x04from\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
+	"\x02to\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x12*\n" +
+	"\x02at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x123\n" +
+	"\x05rules\x18\x04 \x03(\v2\x1d.tollgate.config.v1.PriceRuleR\x05rules\"\xb6\x02\n" +
+	"\x19RepricePriceRulesResponse\x12.\n" +
+	"\x04from\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
+	"\x02to\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x12\x14\n" +
+	"\x05basis\x18\x03 \x01(\tR\x05basis\x12\x16\n" +
+	"\x06usages\x18\x04 \x01(\x03R\x06usages\x12\x18\n" +
+	"\acharged\x18\x05 \x01(\tR\acharged\x12\x1a\n" +
+	"\brepriced\x18\x06 \x01(\tR\brepriced\x12\x1e\n" +
+	"\n" +
+	"difference\x18\a \x01(\tR\n" +
+	"difference\x129\n" +
+	"\bby_model\x18\b \x03(\v2\x1e.tollgate.admin.v1.RepriceLineR\abyModel\"\xb2\x01\n" +
+	"\vRepriceLine\x12\x1f\n" +
+	"\vprovider_id\x18\x01 \x01(\x03R\n" +
+	"providerId\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12\x16\n" +
+	"\x06usages\x18\x03 \x01(\x03R\x06usages\x12\x18\n" +
+	"\acharged\x18\x04 \x01(\tR\acharged\x12\x1a\n" +
+	"\brepriced\x18\x05 \x01(\tR\brepriced\x12\x1e\n" +
+	"\n" +
+	"difference\x18\x06 \x01(\tR\n" +
+	"difference2\xa9!\n" +
 	"\fAdminService\x12e\n" +
 	"\x0eListPriceRules\x12(.tollgate.admin.v1.ListPriceRulesRequest\x1a).tollgate.admin.v1.ListPriceRulesResponse\x12_\n" +
 	"\fGetPriceRule\x12&.tollgate.admin.v1.GetPriceRuleRequest\x1a'.tollgate.admin.v1.GetPriceRuleResponse\x12h\n" +
@@ -5445,7 +5906,9 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x11GetSnapshotStatus\x12+.tollgate.admin.v1.GetSnapshotStatusRequest\x1a,.tollgate.admin.v1.GetSnapshotStatusResponse\x12k\n" +
 	"\x10PlanPriceCatalog\x12*.tollgate.admin.v1.PlanPriceCatalogRequest\x1a+.tollgate.admin.v1.PlanPriceCatalogResponse\x12n\n" +
 	"\x11ApplyPriceCatalog\x12+.tollgate.admin.v1.ApplyPriceCatalogRequest\x1a,.tollgate.admin.v1.ApplyPriceCatalogResponse\x12}\n" +
-	"\x16GetPriceRuleProvenance\x120.tollgate.admin.v1.GetPriceRuleProvenanceRequest\x1a1.tollgate.admin.v1.GetPriceRuleProvenanceResponseBCZAgithub.com/tollgate/tollgate/shared/gen/tollgate/admin/v1;adminv1b\x06proto3"
+	"\x16GetPriceRuleProvenance\x120.tollgate.admin.v1.GetPriceRuleProvenanceRequest\x1a1.tollgate.admin.v1.GetPriceRuleProvenanceResponse\x12t\n" +
+	"\x13GetPriceRuleHistory\x12-.tollgate.admin.v1.GetPriceRuleHistoryRequest\x1a..tollgate.admin.v1.GetPriceRuleHistoryResponse\x12n\n" +
+	"\x11RepricePriceRules\x12+.tollgate.admin.v1.RepricePriceRulesRequest\x1a,.tollgate.admin.v1.RepricePriceRulesResponseBCZAgithub.com/tollgate/tollgate/shared/gen/tollgate/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_tollgate_admin_v1_admin_proto_rawDescOnce sync.Once
@@ -5459,7 +5922,7 @@ func file_tollgate_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_tollgate_admin_v1_admin_proto_rawDescData
 }
 
-var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 95)
+var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 101)
 var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*ListPriceRulesRequest)(nil),          // 0: tollgate.admin.v1.ListPriceRulesRequest
 	(*ListPriceRulesResponse)(nil),         // 1: tollgate.admin.v1.ListPriceRulesResponse
@@ -5554,178 +6017,199 @@ var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*GetPriceRuleProvenanceRequest)(nil),  // 90: tollgate.admin.v1.GetPriceRuleProvenanceRequest
 	(*GetPriceRuleProvenanceResponse)(nil), // 91: tollgate.admin.v1.GetPriceRuleProvenanceResponse
 	(*PriceRuleProvenance)(nil),            // 92: tollgate.admin.v1.PriceRuleProvenance
-	nil,                                    // 93: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	nil,                                    // 94: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	(*v1.PriceRule)(nil),                   // 95: tollgate.config.v1.PriceRule
-	(*v11.TokenCounts)(nil),                // 96: tollgate.settlement.v1.TokenCounts
-	(*timestamppb.Timestamp)(nil),          // 97: google.protobuf.Timestamp
-	(*v1.Provider)(nil),                    // 98: tollgate.config.v1.Provider
-	(*v1.Credential)(nil),                  // 99: tollgate.config.v1.Credential
-	(*v1.RoutingRule)(nil),                 // 100: tollgate.config.v1.RoutingRule
-	(*v1.Route)(nil),                       // 101: tollgate.config.v1.Route
-	(*v1.Org)(nil),                         // 102: tollgate.config.v1.Org
-	(*v1.Team)(nil),                        // 103: tollgate.config.v1.Team
-	(*v1.User)(nil),                        // 104: tollgate.config.v1.User
-	(*v1.ApiKey)(nil),                      // 105: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),                       // 106: tollgate.config.v1.Quota
-	(*v11.SettlementRecord)(nil),           // 107: tollgate.settlement.v1.SettlementRecord
+	(*GetPriceRuleHistoryRequest)(nil),     // 93: tollgate.admin.v1.GetPriceRuleHistoryRequest
+	(*GetPriceRuleHistoryResponse)(nil),    // 94: tollgate.admin.v1.GetPriceRuleHistoryResponse
+	(*PriceRuleVersion)(nil),               // 95: tollgate.admin.v1.PriceRuleVersion
+	(*RepricePriceRulesRequest)(nil),       // 96: tollgate.admin.v1.RepricePriceRulesRequest
+	(*RepricePriceRulesResponse)(nil),      // 97: tollgate.admin.v1.RepricePriceRulesResponse
+	(*RepriceLine)(nil),                    // 98: tollgate.admin.v1.RepriceLine
+	nil,                                    // 99: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	nil,                                    // 100: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	(*v1.PriceRule)(nil),                   // 101: tollgate.config.v1.PriceRule
+	(*v11.TokenCounts)(nil),                // 102: tollgate.settlement.v1.TokenCounts
+	(*timestamppb.Timestamp)(nil),          // 103: google.protobuf.Timestamp
+	(*v1.Provider)(nil),                    // 104: tollgate.config.v1.Provider
+	(*v1.Credential)(nil),                  // 105: tollgate.config.v1.Credential
+	(*v1.RoutingRule)(nil),                 // 106: tollgate.config.v1.RoutingRule
+	(*v1.Route)(nil),                       // 107: tollgate.config.v1.Route
+	(*v1.Org)(nil),                         // 108: tollgate.config.v1.Org
+	(*v1.Team)(nil),                        // 109: tollgate.config.v1.Team
+	(*v1.User)(nil),                        // 110: tollgate.config.v1.User
+	(*v1.ApiKey)(nil),                      // 111: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),                       // 112: tollgate.config.v1.Quota
+	(*v11.SettlementRecord)(nil),           // 113: tollgate.settlement.v1.SettlementRecord
 }
 var file_tollgate_admin_v1_admin_proto_depIdxs = []int32{
-	95,  // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
-	95,  // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	95,  // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	95,  // 3: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	95,  // 4: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	95,  // 5: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	96,  // 6: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
-	97,  // 7: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
+	101, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
+	101, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	101, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	101, // 3: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	101, // 4: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	101, // 5: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	102, // 6: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
+	103, // 7: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
 	12,  // 8: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
-	98,  // 9: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
-	98,  // 10: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	98,  // 11: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	98,  // 12: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	98,  // 13: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	98,  // 14: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	99,  // 15: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
-	99,  // 16: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
-	100, // 17: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	100, // 18: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
-	100, // 19: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	100, // 20: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	101, // 21: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
-	101, // 22: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
-	101, // 23: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	101, // 24: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	101, // 25: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	101, // 26: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	102, // 27: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	102, // 28: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	103, // 29: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	103, // 30: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	104, // 31: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
-	104, // 32: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
-	97,  // 33: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	105, // 34: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	106, // 35: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	106, // 36: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	97,  // 37: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
-	97,  // 38: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
-	107, // 39: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
+	104, // 9: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
+	104, // 10: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	104, // 11: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	104, // 12: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	104, // 13: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	104, // 14: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	105, // 15: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
+	105, // 16: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
+	106, // 17: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	106, // 18: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
+	106, // 19: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	106, // 20: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	107, // 21: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
+	107, // 22: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
+	107, // 23: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	107, // 24: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	107, // 25: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	107, // 26: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	108, // 27: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	108, // 28: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	109, // 29: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	109, // 30: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	110, // 31: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
+	110, // 32: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
+	103, // 33: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	111, // 34: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	112, // 35: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	112, // 36: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	103, // 37: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
+	103, // 38: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
+	113, // 39: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
 	58,  // 40: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
-	95,  // 41: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
-	100, // 42: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	95,  // 43: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
-	100, // 44: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	97,  // 45: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
+	101, // 41: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
+	106, // 42: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	101, // 43: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
+	106, // 44: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	103, // 45: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
 	64,  // 46: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
 	64,  // 47: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
-	97,  // 48: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
+	103, // 48: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
 	72,  // 49: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
-	106, // 50: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	112, // 50: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
 	72,  // 51: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
-	97,  // 52: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
+	103, // 52: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
 	77,  // 53: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
 	78,  // 54: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
-	93,  // 55: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	94,  // 56: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	97,  // 57: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
+	99,  // 55: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	100, // 56: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	103, // 57: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
 	82,  // 58: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
-	97,  // 59: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
+	103, // 59: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
 	83,  // 60: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
 	84,  // 61: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
 	86,  // 62: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
 	87,  // 63: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
-	95,  // 64: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
+	101, // 64: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
 	85,  // 65: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
-	95,  // 66: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
-	97,  // 67: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
+	101, // 66: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
+	103, // 67: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
 	92,  // 68: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
-	97,  // 69: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
-	0,   // 70: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
-	2,   // 71: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
-	4,   // 72: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
-	6,   // 73: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
-	8,   // 74: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
-	10,  // 75: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
-	13,  // 76: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	15,  // 77: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	17,  // 78: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	19,  // 79: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	21,  // 80: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	23,  // 81: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
-	25,  // 82: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
-	27,  // 83: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
-	29,  // 84: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
-	31,  // 85: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
-	33,  // 86: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
-	35,  // 87: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
-	37,  // 88: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
-	39,  // 89: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
-	41,  // 90: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
-	43,  // 91: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
-	45,  // 92: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
-	47,  // 93: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
-	49,  // 94: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
-	51,  // 95: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
-	53,  // 96: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
-	55,  // 97: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
-	71,  // 98: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
-	74,  // 99: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	57,  // 100: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
-	60,  // 101: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
-	62,  // 102: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
-	65,  // 103: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
-	67,  // 104: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
-	69,  // 105: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
-	76,  // 106: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
-	80,  // 107: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
-	88,  // 108: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
-	90,  // 109: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	1,   // 110: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
-	3,   // 111: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
-	5,   // 112: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
-	7,   // 113: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
-	9,   // 114: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
-	11,  // 115: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
-	14,  // 116: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	16,  // 117: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	18,  // 118: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	20,  // 119: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	22,  // 120: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	24,  // 121: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
-	26,  // 122: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
-	28,  // 123: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
-	30,  // 124: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
-	32,  // 125: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
-	34,  // 126: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
-	36,  // 127: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
-	38,  // 128: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
-	40,  // 129: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
-	42,  // 130: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
-	44,  // 131: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
-	46,  // 132: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
-	48,  // 133: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
-	50,  // 134: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
-	52,  // 135: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
-	54,  // 136: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
-	56,  // 137: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
-	73,  // 138: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
-	75,  // 139: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	59,  // 140: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
-	61,  // 141: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
-	63,  // 142: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
-	66,  // 143: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
-	68,  // 144: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
-	70,  // 145: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
-	79,  // 146: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
-	81,  // 147: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
-	89,  // 148: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
-	91,  // 149: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	110, // [110:150] is the sub-list for method output_type
-	70,  // [70:110] is the sub-list for method input_type
-	70,  // [70:70] is the sub-list for extension type_name
-	70,  // [70:70] is the sub-list for extension extendee
-	0,   // [0:70] is the sub-list for field type_name
+	103, // 69: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
+	95,  // 70: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
+	103, // 71: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
+	103, // 72: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
+	101, // 73: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
+	103, // 74: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
+	103, // 75: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
+	103, // 76: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
+	101, // 77: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
+	103, // 78: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
+	103, // 79: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
+	98,  // 80: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
+	0,   // 81: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
+	2,   // 82: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
+	4,   // 83: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
+	6,   // 84: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
+	8,   // 85: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
+	10,  // 86: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
+	13,  // 87: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	15,  // 88: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	17,  // 89: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	19,  // 90: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	21,  // 91: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	23,  // 92: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
+	25,  // 93: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
+	27,  // 94: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
+	29,  // 95: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
+	31,  // 96: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
+	33,  // 97: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
+	35,  // 98: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
+	37,  // 99: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
+	39,  // 100: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
+	41,  // 101: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
+	43,  // 102: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
+	45,  // 103: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
+	47,  // 104: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
+	49,  // 105: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
+	51,  // 106: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
+	53,  // 107: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
+	55,  // 108: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
+	71,  // 109: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
+	74,  // 110: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	57,  // 111: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
+	60,  // 112: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
+	62,  // 113: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
+	65,  // 114: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
+	67,  // 115: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
+	69,  // 116: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
+	76,  // 117: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
+	80,  // 118: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
+	88,  // 119: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
+	90,  // 120: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	93,  // 121: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
+	96,  // 122: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
+	1,   // 123: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
+	3,   // 124: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
+	5,   // 125: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
+	7,   // 126: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
+	9,   // 127: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
+	11,  // 128: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
+	14,  // 129: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	16,  // 130: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	18,  // 131: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	20,  // 132: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	22,  // 133: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	24,  // 134: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
+	26,  // 135: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
+	28,  // 136: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
+	30,  // 137: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
+	32,  // 138: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
+	34,  // 139: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
+	36,  // 140: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
+	38,  // 141: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
+	40,  // 142: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
+	42,  // 143: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
+	44,  // 144: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
+	46,  // 145: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
+	48,  // 146: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
+	50,  // 147: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
+	52,  // 148: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
+	54,  // 149: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
+	56,  // 150: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
+	73,  // 151: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
+	75,  // 152: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	59,  // 153: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
+	61,  // 154: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
+	63,  // 155: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
+	66,  // 156: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
+	68,  // 157: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
+	70,  // 158: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
+	79,  // 159: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
+	81,  // 160: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
+	89,  // 161: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
+	91,  // 162: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	94,  // 163: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
+	97,  // 164: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
+	123, // [123:165] is the sub-list for method output_type
+	81,  // [81:123] is the sub-list for method input_type
+	81,  // [81:81] is the sub-list for extension type_name
+	81,  // [81:81] is the sub-list for extension extendee
+	0,   // [0:81] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_admin_proto_init() }
@@ -5742,7 +6226,7 @@ func file_tollgate_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_admin_proto_rawDesc), len(file_tollgate_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   95,
+			NumMessages:   101,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -62,6 +62,8 @@ const (
 	AdminService_PlanPriceCatalog_FullMethodName       = "/tollgate.admin.v1.AdminService/PlanPriceCatalog"
 	AdminService_ApplyPriceCatalog_FullMethodName      = "/tollgate.admin.v1.AdminService/ApplyPriceCatalog"
 	AdminService_GetPriceRuleProvenance_FullMethodName = "/tollgate.admin.v1.AdminService/GetPriceRuleProvenance"
+	AdminService_GetPriceRuleHistory_FullMethodName    = "/tollgate.admin.v1.AdminService/GetPriceRuleHistory"
+	AdminService_RepricePriceRules_FullMethodName      = "/tollgate.admin.v1.AdminService/RepricePriceRules"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -136,6 +138,12 @@ type AdminServiceClient interface {
 	ApplyPriceCatalog(ctx context.Context, in *ApplyPriceCatalogRequest, opts ...grpc.CallOption) (*ApplyPriceCatalogResponse, error)
 	// Provenance of an imported price rule (NotFound: the rule was not imported from a catalog).
 	GetPriceRuleProvenance(ctx context.Context, in *GetPriceRuleProvenanceRequest, opts ...grpc.CallOption) (*GetPriceRuleProvenanceResponse, error)
+	// Every version of a price rule, oldest first, with the time range it was in force and its writer
+	// (also for a deleted rule; NotFound when the id never existed). Viewers may call it.
+	GetPriceRuleHistory(ctx context.Context, in *GetPriceRuleHistoryRequest, opts ...grpc.CallOption) (*GetPriceRuleHistoryResponse, error)
+	// The re-pricing report: a period's charged spend beside its spend under other rules (the rules
+	// given, or those in force at a time). Read-only (changes nothing), so viewers may call it.
+	RepricePriceRules(ctx context.Context, in *RepricePriceRulesRequest, opts ...grpc.CallOption) (*RepricePriceRulesResponse, error)
 }
 
 type adminServiceClient struct {
@@ -546,6 +554,26 @@ func (c *adminServiceClient) GetPriceRuleProvenance(ctx context.Context, in *Get
 	return out, nil
 }
 
+func (c *adminServiceClient) GetPriceRuleHistory(ctx context.Context, in *GetPriceRuleHistoryRequest, opts ...grpc.CallOption) (*GetPriceRuleHistoryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetPriceRuleHistoryResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetPriceRuleHistory_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) RepricePriceRules(ctx context.Context, in *RepricePriceRulesRequest, opts ...grpc.CallOption) (*RepricePriceRulesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RepricePriceRulesResponse)
+	err := c.cc.Invoke(ctx, AdminService_RepricePriceRules_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -618,6 +646,12 @@ type AdminServiceServer interface {
 	ApplyPriceCatalog(context.Context, *ApplyPriceCatalogRequest) (*ApplyPriceCatalogResponse, error)
 	// Provenance of an imported price rule (NotFound: the rule was not imported from a catalog).
 	GetPriceRuleProvenance(context.Context, *GetPriceRuleProvenanceRequest) (*GetPriceRuleProvenanceResponse, error)
+	// Every version of a price rule, oldest first, with the time range it was in force and its writer
+	// (also for a deleted rule; NotFound when the id never existed). Viewers may call it.
+	GetPriceRuleHistory(context.Context, *GetPriceRuleHistoryRequest) (*GetPriceRuleHistoryResponse, error)
+	// The re-pricing report: a period's charged spend beside its spend under other rules (the rules
+	// given, or those in force at a time). Read-only (changes nothing), so viewers may call it.
+	RepricePriceRules(context.Context, *RepricePriceRulesRequest) (*RepricePriceRulesResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -747,6 +781,12 @@ func (UnimplementedAdminServiceServer) ApplyPriceCatalog(context.Context, *Apply
 }
 func (UnimplementedAdminServiceServer) GetPriceRuleProvenance(context.Context, *GetPriceRuleProvenanceRequest) (*GetPriceRuleProvenanceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetPriceRuleProvenance not implemented")
+}
+func (UnimplementedAdminServiceServer) GetPriceRuleHistory(context.Context, *GetPriceRuleHistoryRequest) (*GetPriceRuleHistoryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetPriceRuleHistory not implemented")
+}
+func (UnimplementedAdminServiceServer) RepricePriceRules(context.Context, *RepricePriceRulesRequest) (*RepricePriceRulesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RepricePriceRules not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -1489,6 +1529,42 @@ func _AdminService_GetPriceRuleProvenance_Handler(srv interface{}, ctx context.C
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_GetPriceRuleHistory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetPriceRuleHistoryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetPriceRuleHistory(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetPriceRuleHistory_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetPriceRuleHistory(ctx, req.(*GetPriceRuleHistoryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_RepricePriceRules_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RepricePriceRulesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RepricePriceRules(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RepricePriceRules_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RepricePriceRules(ctx, req.(*RepricePriceRulesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1655,6 +1731,14 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetPriceRuleProvenance",
 			Handler:    _AdminService_GetPriceRuleProvenance_Handler,
+		},
+		{
+			MethodName: "GetPriceRuleHistory",
+			Handler:    _AdminService_GetPriceRuleHistory_Handler,
+		},
+		{
+			MethodName: "RepricePriceRules",
+			Handler:    _AdminService_RepricePriceRules_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
