@@ -365,3 +365,29 @@ func TestAdmitUnavailablePause(t *testing.T) {
 		t.Fatalf("admit after a cancelled request = %v, want no pause", err)
 	}
 }
+
+// An exhausted scope refuses every request it would charge, a zero estimate included: used (or used plus
+// what is held) at the limit leaves no room, so an output-only price (estimate 0) is not served for free
+// past the limit (issue 15, item 3a).
+func TestAdmitZeroEstimateRefusedOnExhaustedScope(t *testing.T) {
+	t.Parallel()
+	b := setup(t, admission.Options{})
+	ctx := context.Background()
+	atLimit := []admission.ScopeQuota{{Scope: vocab.ScopeOrg, ID: 7, LimitMicros: 100, SnapshotUsedMicros: 100}}
+	if _, err := b.a.Admit(ctx, admission.Request{KeyID: 1, Scopes: atLimit}); !errors.Is(err, admission.ErrQuotaExceeded) {
+		t.Errorf("Admit(0) with used = limit: %v, want ErrQuotaExceeded", err)
+	}
+	// Held estimates fill the rest of the limit: a zero estimate is refused too.
+	room := []admission.ScopeQuota{{Scope: vocab.ScopeOrg, ID: 8, LimitMicros: 100, SnapshotUsedMicros: 40}}
+	if _, err := b.a.Admit(ctx, admission.Request{KeyID: 1, EstimateMicros: 60, Scopes: room}); err != nil {
+		t.Fatalf("Admit(60) = %v", err)
+	}
+	if _, err := b.a.Admit(ctx, admission.Request{KeyID: 1, Scopes: room}); !errors.Is(err, admission.ErrQuotaExceeded) {
+		t.Errorf("Admit(0) with used+pending = limit: %v, want ErrQuotaExceeded", err)
+	}
+	// Below the limit a zero estimate is admitted and reserves nothing.
+	below := []admission.ScopeQuota{{Scope: vocab.ScopeOrg, ID: 9, LimitMicros: 100, SnapshotUsedMicros: 99}}
+	if h, err := b.a.Admit(ctx, admission.Request{KeyID: 1, Scopes: below}); err != nil || h.Micros != 0 {
+		t.Errorf("Admit(0) below the limit = %+v, %v; want admitted, nothing held", h, err)
+	}
+}

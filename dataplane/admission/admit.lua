@@ -60,7 +60,9 @@ for i = 1, n do
   end
   local pending = tonumber(redis.call('GET', KEYS[3 + 2 * i - 1]) or '0')
   if pending < 0 then pending = 0 end
-  if used + pending + est > limit then return {3, i} end
+  -- An exhausted scope (used plus what is held at or past its limit) refuses every request, a zero
+  -- estimate included (an output-only price estimates to 0): otherwise it is served free past its limit.
+  if used + pending + est > limit or used + pending >= limit then return {3, i} end
 end
 if est > 0 and n > 0 then
   for i = 1, n do

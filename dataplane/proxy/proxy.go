@@ -495,25 +495,24 @@ func (h *Handler) admit(ctx context.Context, c *call) error {
 	req := admission.Request{ID: c.reqID, KeyID: key.ID, RPMLimit: int64(key.RPMLimit), TPMLimit: key.TPMLimit,
 		EstimateTokens: pricing.BytesPerTokenEstimator(len(c.body))}
 	if billable(c.class.Op) {
-		first := c.usable[0]
+		// Every limited scope is checked, whatever the estimate: an exhausted scope refuses even a request
+		// whose estimate is 0 (an output-only price). A key with no limited scope and no rate limit keeps
+		// the fast path below (no Redis round trip).
 		c.reqTier = usage.RequestedTier(c.body)
-		rule := c.snap.ResolvePrice(first.Provider.ID, first.UpstreamModel)
-		c.estimate = pricing.EstimateMicros(rule, len(c.body), c.reqTier)
-		if c.estimate > 0 {
-			scopes := c.scopes[:0]
-			add := func(s vocab.Scope, id int64) {
-				if q, ok := c.snap.Quota(s, id); ok && !q.Unlimited {
-					scopes = append(scopes, admission.ScopeQuota{Scope: s, ID: id, LimitMicros: q.LimitMicros, SnapshotUsedMicros: q.UsedMicros})
-				}
+		c.estimate = h.estimate(c)
+		scopes := c.scopes[:0]
+		add := func(s vocab.Scope, id int64) {
+			if q, ok := c.snap.Quota(s, id); ok && !q.Unlimited {
+				scopes = append(scopes, admission.ScopeQuota{Scope: s, ID: id, LimitMicros: q.LimitMicros, SnapshotUsedMicros: q.UsedMicros})
 			}
-			add(vocab.ScopeOrg, key.OrgID)
-			if key.TeamID != 0 {
-				add(vocab.ScopeTeam, key.TeamID)
-			}
-			add(vocab.ScopeUser, key.UserID)
-			req.Scopes = scopes
-			req.EstimateMicros = c.estimate
 		}
+		add(vocab.ScopeOrg, key.OrgID)
+		if key.TeamID != 0 {
+			add(vocab.ScopeTeam, key.TeamID)
+		}
+		add(vocab.ScopeUser, key.UserID)
+		req.Scopes = scopes
+		req.EstimateMicros = c.estimate
 	}
 	if req.RPMLimit == 0 && req.TPMLimit == 0 && len(req.Scopes) == 0 {
 		return nil // nothing to check: no Redis round trip
@@ -547,6 +546,18 @@ func (h *Handler) admit(ctx context.Context, c *call) error {
 		h.o.Log.Error("admission unavailable; admitting without reservation", "request_id", c.reqID, "err", err)
 	}
 	return nil
+}
+
+// estimate is the quota estimate of a billable request: the largest over its usable candidates, so that
+// a failover to a pricier provider never serves on a hold sized for a cheaper one (docs/dataplane.md,
+// "Admission").
+func (h *Handler) estimate(c *call) int64 {
+	var est int64
+	for _, u := range c.usable {
+		rule := c.snap.ResolvePrice(u.Provider.ID, u.UpstreamModel)
+		est = max(est, pricing.EstimateMicros(rule, len(c.body), c.reqTier))
+	}
+	return est
 }
 
 // finish ends a request whose response has been written: a response of declared length is complete once
