@@ -360,7 +360,7 @@ func usageToProto(u store.StoredUsage) *adminv1.Usage {
 		Tokens: &settlementv1.TokenCounts{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadTokens,
 			CacheCreation_5M: u.CacheCreation5mTokens, CacheCreation_30M: u.CacheCreation30mTokens,
 			CacheCreation_1H: u.CacheCreation1hTokens, ImageOutput: u.ImageOutputTokens},
-		RequestedTier: u.RequestedTier, ReportedTier: u.ReportedTier, PriceRuleId: deref(u.PriceRuleID),
+		RequestedTier: u.RequestedTier, ReportedTier: u.ReportedTier, PriceRuleId: deref(u.PriceRuleID), PriceRuleVersion: deref(u.PriceRuleVersion),
 		SnapshotVersion: u.SnapshotVersion, Cost: u.Cost, Source: u.Source, EndState: u.EndState,
 		HttpStatus: u.HTTPStatus, LatencyMs: u.LatencyMS, FirstByteMs: u.FirstByteMS,
 		CreatedAt: timestamppb.New(u.CreatedAt), BillingFlag: u.BillingFlag, FlagDetail: u.FlagDetail}}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -196,6 +197,9 @@ func ToRow(r *settlementv1.SettlementRecord, bounds pricing.Bounds) (store.Usage
 			return store.UsageRow{}, fmt.Errorf("record %.40q: a text field is longer than 1024 bytes, holds NUL or is not UTF-8", id)
 		}
 	}
+	if v := r.GetPriceRuleVersion(); v < 0 || v > math.MaxInt32 || (v != 0 && r.GetPriceRuleId() == 0) {
+		return store.UsageRow{}, fmt.Errorf("record %q: price_rule_version %d is not a version of price_rule_id %d", id, v, r.GetPriceRuleId())
+	}
 	t := r.GetTokens()
 	counts := []int64{t.GetInput(), t.GetOutput(), t.GetCacheRead(), t.GetCacheCreation_5M(), t.GetCacheCreation_30M(), t.GetCacheCreation_1H(), t.GetImageOutput()}
 	for _, c := range counts {
@@ -238,6 +242,7 @@ func ToRow(r *settlementv1.SettlementRecord, bounds pricing.Bounds) (store.Usage
 		RequestedTier:    r.GetRequestedTier(),
 		ReportedTier:     r.GetReportedTier(),
 		PriceRuleID:      optID(r.GetPriceRuleId()),
+		PriceRuleVersion: optID(r.GetPriceRuleVersion()),
 		SnapshotVersion:  r.GetSnapshotVersion(),
 		Cost:             cost,
 		BillingFlag:      flag,

@@ -213,6 +213,9 @@ func TestSettleRejectsInvalidRecords(t *testing.T) {
 		{"unknown end state", func(r *settlementv1.SettlementRecord) { r.EndState = "done" }},
 		{"unknown operation", func(r *settlementv1.SettlementRecord) { r.Operation = "chat" }},
 		{"negative tokens", func(r *settlementv1.SettlementRecord) { r.Tokens.Output = -1 }},
+		{"negative price rule version", func(r *settlementv1.SettlementRecord) { r.PriceRuleId, r.PriceRuleVersion = 1, -1 }},
+		{"price rule version beyond integer", func(r *settlementv1.SettlementRecord) { r.PriceRuleId, r.PriceRuleVersion = 1, 1<<31 }},
+		{"price rule version without a rule", func(r *settlementv1.SettlementRecord) { r.PriceRuleVersion = 1 }},
 		{"NUL in model", func(r *settlementv1.SettlementRecord) { r.LogicalModel = "m\x00" }},
 	}
 	for _, tt := range tests {

@@ -49,6 +49,9 @@ type StoredUsage struct {
 	// BillingFlag is "" or "usage_out_of_bounds" (stored uncharged); FlagDetail says what was reported.
 	BillingFlag string `json:"billing_flag"`
 	FlagDetail  string `json:"flag_detail"`
+	// PriceRuleVersion is the version of price_rule_id the row was priced with (null: no rule, or a row
+	// settled before versions were recorded).
+	PriceRuleVersion *int64 `json:"price_rule_version"`
 }
 
 // UsageFilter selects usage rows; zero fields do not filter. Rows come newest id first; BeforeID
@@ -97,7 +100,7 @@ func ListUsages(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage, err
 		input_tokens, output_tokens, cache_read_tokens, cache_creation_5m_tokens, cache_creation_30m_tokens,
 		cache_creation_1h_tokens, image_output_tokens, requested_tier, reported_tier, price_rule_id,
 		snapshot_version, cost::text, source, end_state, http_status, latency_ms, first_byte_ms, created_at, settled_at,
-		billing_flag, flag_detail
+		billing_flag, flag_detail, price_rule_version
 		FROM usages `+where+` ORDER BY id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list usages: %w", interpretError(err))

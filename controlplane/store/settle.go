@@ -36,6 +36,8 @@ type UsageRow struct {
 	RequestedTier    string
 	ReportedTier     string
 	PriceRuleID      *int64
+	// PriceRuleVersion is the version of PriceRuleID the cost was computed with (nil: unknown or no rule).
+	PriceRuleVersion *int64
 	SnapshotVersion  int64
 	Cost             string
 	// BillingFlag is "" or "usage_out_of_bounds" (stored uncharged: Cost is "0"); FlagDetail says what
@@ -280,6 +282,7 @@ func insertUsages(ctx context.Context, tx pgx.Tx, rows []*UsageRow) ([]insertedR
 		status                                                     = make([]int32, n)
 		flag, flagDetail                                           = make([]string, n), make([]string, n)
 		created                                                    = make([]time.Time, n)
+		ruleVersion                                                = make([]*int64, n)
 	)
 	byID := make(map[string]*UsageRow, n)
 	for i, r := range rows {
@@ -293,6 +296,7 @@ func insertUsages(ctx context.Context, tx pgx.Tx, rows []*UsageRow) ([]insertedR
 		snapVer[i], latency[i], firstByte[i], status[i] = r.SnapshotVersion, r.LatencyMS, r.FirstByteMS, r.HTTPStatus
 		created[i] = r.CreatedAt
 		flag[i], flagDetail[i] = r.BillingFlag, r.FlagDetail
+		ruleVersion[i] = r.PriceRuleVersion
 		if created[i].IsZero() {
 			created[i] = time.Now()
 		}
@@ -303,19 +307,19 @@ func insertUsages(ctx context.Context, tx pgx.Tx, rows []*UsageRow) ([]insertedR
 		    input_tokens, output_tokens, cache_read_tokens, cache_creation_5m_tokens, cache_creation_30m_tokens,
 		    cache_creation_1h_tokens, image_output_tokens, requested_tier, reported_tier, price_rule_id,
 		    snapshot_version, cost, source, end_state, http_status, latency_ms, first_byte_ms, created_at,
-		    billing_flag, flag_detail)
+		    billing_flag, flag_detail, price_rule_version)
 		SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[],
 		    $7::bigint[], $8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
 		    $15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[],
 		    $22::text[], $23::text[], $24::bigint[], $25::bigint[], $26::numeric[], $27::text[], $28::text[],
-		    $29::integer[], $30::bigint[], $31::bigint[], $32::timestamptz[], $33::text[], $34::text[])
+		    $29::integer[], $30::bigint[], $31::bigint[], $32::timestamptz[], $33::text[], $34::text[], $35::integer[])
 		 ORDER BY 1
 		ON CONFLICT (request_id) DO NOTHING
 		RETURNING request_id, cost::text`,
 		requestID, apiKey, user, team, org, route, provider, credential,
 		logical, upstream, op, inKind, impl, destKind,
 		in, out, cr, c5, c30, c1h, img, reqTier, repTier, rule,
-		snapVer, cost, source, endState, status, latency, firstByte, created, flag, flagDetail)
+		snapVer, cost, source, endState, status, latency, firstByte, created, flag, flagDetail, ruleVersion)
 	if err != nil {
 		return nil, fmt.Errorf("settle: insert usages: %w", interpretError(err))
 	}

@@ -118,7 +118,9 @@ func snapPriceRules(ctx context.Context, tx pgx.Tx) ([]*configv1.PriceRule, erro
 		       r.input_price::text, r.output_price::text, r.cache_read_price::text,
 		       r.cache_creation_5m_price::text, r.cache_creation_30m_price::text,
 		       r.cache_creation_1h_price::text, r.image_output_price::text,
-		       r.pricing_tiers_json::text, r.updated_at
+		       r.pricing_tiers_json::text, r.updated_at,
+		       coalesce((SELECT v.version FROM price_rule_versions v
+		                  WHERE v.price_rule_id = r.id AND v.valid_to IS NULL), 0)
 		  FROM price_rules r
 		  LEFT JOIN providers p ON p.id = r.provider_id
 		 WHERE r.enabled AND (r.provider_id IS NULL OR p.enabled)
@@ -135,7 +137,7 @@ func snapPriceRules(ctx context.Context, tx pgx.Tx) ([]*configv1.PriceRule, erro
 		if err := rows.Scan(&r.Id, &r.ProviderId, &r.MatchType, &r.ModelMatch,
 			&r.InputPrice, &r.OutputPrice, &r.CacheReadPrice,
 			&r.CacheCreation_5MPrice, &r.CacheCreation_30MPrice, &r.CacheCreation_1HPrice, &r.ImageOutputPrice,
-			&tiers, &updated); err != nil {
+			&tiers, &updated, &r.Version); err != nil {
 			return nil, fmt.Errorf("price rules: scan: %w", interpretError(err))
 		}
 		if r.PricingTiersJson, err = DecodeTierEntries([]byte(tiers)); err != nil {

@@ -108,11 +108,11 @@ func seedSnapshotState(t *testing.T, pool *pgxpool.Pool, box *secret.Box) *snaps
 				PricingTiersJson: []*configv1.TierEntry{
 					{MinPromptTokens: 200000, Multiplier: str("2")},
 					{ServiceTier: str("priority"), Multiplier: str("1.75"), OutputPrice: str("12.000")},
-				}},
+				}, Version: 1},
 			{Id: 4, ProviderId: i64(1), MatchType: "exact", ModelMatch: "gpt-y",
 				InputPrice: "123456789012345678901234567890.123456789", OutputPrice: "0", CacheReadPrice: "0",
 				CacheCreation_5MPrice: "0", CacheCreation_30MPrice: "0", CacheCreation_1HPrice: "0",
-				ImageOutputPrice: "0", Enabled: true},
+				ImageOutputPrice: "0", Enabled: true, Version: 1},
 		},
 		RoutingRules: []*configv1.RoutingRule{
 			{Id: 2, ProviderId: 1, Operation: "list_models", Kind: "alpha", Implementation: "local", SortOrder: 1, Enabled: true},

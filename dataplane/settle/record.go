@@ -124,13 +124,16 @@ func BuildRecord(o Outcome) *settlementv1.SettlementRecord {
 		bounds = o.Rule.Bounds
 	}
 	bounds = bounds.OrDefault()
-	cost, ruleID, flag, detail := "0", int64(0), "", ""
+	cost, ruleID, ruleVersion, flag, detail := "0", int64(0), int64(0), "", ""
 	if err := bounds.CheckTokens(u.Input, u.Output, u.CacheRead, u.CacheCreation5m, u.CacheCreation30m, u.CacheCreation1h, u.ImageOutput); err != nil {
 		flag, detail = FlagOutOfBounds, err.Error()
 	}
 	if flag == "" && !notBilled(o.Operation) && o.Rule != nil {
 		q := o.Rule.Quote(u, tier)
 		cost, ruleID = pricing.FormatDecimal(q.Cost), q.RuleID
+		if ruleID != 0 {
+			ruleVersion = o.Rule.Version
+		}
 		if err := bounds.CheckCost(cost); err != nil {
 			flag, detail = FlagOutOfBounds, err.Error()
 		}
@@ -144,7 +147,7 @@ func BuildRecord(o Outcome) *settlementv1.SettlementRecord {
 			detail = detail[:maxFlagDetail]
 		}
 		if o.Rule != nil {
-			ruleID = o.Rule.ID
+			ruleID, ruleVersion = o.Rule.ID, o.Rule.Version
 		}
 	}
 	rec := &settlementv1.SettlementRecord{
@@ -166,18 +169,19 @@ func BuildRecord(o Outcome) *settlementv1.SettlementRecord {
 			CacheCreation_5M: max(u.CacheCreation5m, 0), CacheCreation_30M: max(u.CacheCreation30m, 0),
 			CacheCreation_1H: max(u.CacheCreation1h, 0), ImageOutput: max(u.ImageOutput, 0),
 		},
-		RequestedTier:   o.RequestedTier,
-		ReportedTier:    reported,
-		PriceRuleId:     ruleID,
-		SnapshotVersion: o.SnapshotVersion,
-		Cost:            cost,
-		BillingFlag:     flag,
-		FlagDetail:      detail,
-		Source:          string(source),
-		EndState:        string(o.EndState),
-		HttpStatus:      int32(o.HTTPStatus),
-		LatencyMs:       o.Latency.Milliseconds(),
-		FirstByteMs:     o.FirstByte.Milliseconds(),
+		RequestedTier:    o.RequestedTier,
+		ReportedTier:     reported,
+		PriceRuleId:      ruleID,
+		PriceRuleVersion: ruleVersion,
+		SnapshotVersion:  o.SnapshotVersion,
+		Cost:             cost,
+		BillingFlag:      flag,
+		FlagDetail:       detail,
+		Source:           string(source),
+		EndState:         string(o.EndState),
+		HttpStatus:       int32(o.HTTPStatus),
+		LatencyMs:        o.Latency.Milliseconds(),
+		FirstByteMs:      o.FirstByte.Milliseconds(),
 	}
 	if o.TeamID != 0 {
 		team := o.TeamID

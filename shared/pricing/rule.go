@@ -79,6 +79,9 @@ type Rule struct {
 	// Bounds are the settlement bounds in force with this rule, set by shared/snapshot.Compile from the
 	// snapshot (the zero value means DefaultBounds).
 	Bounds Bounds
+	// Version is the rule's version in the price history (configv1.PriceRule.version), carried into the
+	// settlement record beside the rule id; 0 when unknown.
+	Version int64
 
 	// rates memoises the effective rates per (prompt entry, service entry) combination; built by
 	// ParseRule, nil for hand-built rules (which are then priced without the memo).

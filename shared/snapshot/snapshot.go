@@ -245,6 +245,7 @@ func (c *Compiled) compilePrices(in []*configv1.PriceRule, errs []error) []error
 			continue
 		}
 		r.Bounds = c.Bounds
+		r.Version = pr.GetVersion()
 		rules = append(rules, r)
 	}
 	c.Prices = pricing.NewIndex(rules)

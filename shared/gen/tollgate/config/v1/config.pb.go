@@ -44,8 +44,11 @@ type PriceRule struct {
 	Enabled                bool                   `protobuf:"varint,12,opt,name=enabled,proto3" json:"enabled,omitempty"`
 	PricingTiersJson       []*TierEntry           `protobuf:"bytes,13,rep,name=pricing_tiers_json,json=pricingTiersJson,proto3" json:"pricing_tiers_json,omitempty"`
 	UpdatedAt              *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// The rule's current version (price_rule_versions.version, docs/pricing.md "Price history"); 0 when
+	// unknown (a rule not read from the store).
+	Version       int64 `protobuf:"varint,15,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PriceRule) Reset() {
@@ -174,6 +177,13 @@ func (x *PriceRule) GetUpdatedAt() *timestamppb.Timestamp {
 		return x.UpdatedAt
 	}
 	return nil
+}
+
+func (x *PriceRule) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
 }
 
 // TierEntry is one element of pricing_tiers_json: a prompt-threshold entry (no service_tier) or a
@@ -1156,7 +1166,7 @@ var File_tollgate_config_v1_config_proto protoreflect.FileDescriptor
 
 const file_tollgate_config_v1_config_proto_rawDesc = "" +
 	"\n" +
-	"\x1ftollgate/config/v1/config.proto\x12\x12tollgate.config.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf6\x04\n" +
+	"\x1ftollgate/config/v1/config.proto\x12\x12tollgate.config.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x90\x05\n" +
 	"\tPriceRule\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12$\n" +
 	"\vprovider_id\x18\x02 \x01(\x03H\x00R\n" +
@@ -1177,7 +1187,8 @@ const file_tollgate_config_v1_config_proto_rawDesc = "" +
 	"\aenabled\x18\f \x01(\bR\aenabled\x12K\n" +
 	"\x12pricing_tiers_json\x18\r \x03(\v2\x1d.tollgate.config.v1.TierEntryR\x10pricingTiersJson\x129\n" +
 	"\n" +
-	"updated_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAtB\x0e\n" +
+	"updated_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x18\n" +
+	"\aversion\x18\x0f \x01(\x03R\aversionB\x0e\n" +
 	"\f_provider_id\"\xac\x05\n" +
 	"\tTierEntry\x12*\n" +
 	"\x11min_prompt_tokens\x18\x01 \x01(\x03R\x0fminPromptTokens\x12&\n" +

@@ -211,9 +211,12 @@ type SettlementRecord struct {
 	// request (Snapshot.settlement_bounds), so the record is not charged (cost "0").
 	BillingFlag string `protobuf:"bytes,28,opt,name=billing_flag,json=billingFlag,proto3" json:"billing_flag,omitempty"`
 	// What was reported, for an operator, when billing_flag is set.
-	FlagDetail    string `protobuf:"bytes,29,opt,name=flag_detail,json=flagDetail,proto3" json:"flag_detail,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	FlagDetail string `protobuf:"bytes,29,opt,name=flag_detail,json=flagDetail,proto3" json:"flag_detail,omitempty"`
+	// The version of price_rule_id the cost was computed with (PriceRule.version); 0 when no rule matched
+	// or the version is unknown.
+	PriceRuleVersion int64 `protobuf:"varint,30,opt,name=price_rule_version,json=priceRuleVersion,proto3" json:"price_rule_version,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *SettlementRecord) Reset() {
@@ -449,6 +452,13 @@ func (x *SettlementRecord) GetFlagDetail() string {
 	return ""
 }
 
+func (x *SettlementRecord) GetPriceRuleVersion() int64 {
+	if x != nil {
+		return x.PriceRuleVersion
+	}
+	return 0
+}
+
 // RecordResult says whether a record was stored by this call (false: it was already stored).
 type RecordResult struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -572,7 +582,7 @@ const file_tollgate_settlement_v1_settlement_proto_rawDesc = "" +
 	"\x11cache_creation_5m\x18\x04 \x01(\x03R\x0fcacheCreation5m\x12,\n" +
 	"\x12cache_creation_30m\x18\x05 \x01(\x03R\x10cacheCreation30m\x12*\n" +
 	"\x11cache_creation_1h\x18\x06 \x01(\x03R\x0fcacheCreation1h\x12!\n" +
-	"\fimage_output\x18\a \x01(\x03R\vimageOutput\"\x87\b\n" +
+	"\fimage_output\x18\a \x01(\x03R\vimageOutput\"\xb5\b\n" +
 	"\x10SettlementRecord\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1c\n" +
@@ -610,7 +620,8 @@ const file_tollgate_settlement_v1_settlement_proto_rawDesc = "" +
 	"\x0epending_micros\x18\x1b \x01(\x03R\rpendingMicros\x12!\n" +
 	"\fbilling_flag\x18\x1c \x01(\tR\vbillingFlag\x12\x1f\n" +
 	"\vflag_detail\x18\x1d \x01(\tR\n" +
-	"flagDetailB\n" +
+	"flagDetail\x12,\n" +
+	"\x12price_rule_version\x18\x1e \x01(\x03R\x10priceRuleVersionB\n" +
 	"\n" +
 	"\b_team_id\"I\n" +
 	"\fRecordResult\x12\x1d\n" +
