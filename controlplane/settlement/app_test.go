@@ -25,6 +25,31 @@ import (
 // by the data-plane token, and stores into the server's database.
 func TestServedByControlPlane(t *testing.T) {
 	t.Parallel()
+	_, client, db := startControlPlane(t)
+	req := &settlementv1.SettleRequest{Records: []*settlementv1.SettlementRecord{record("app1", 1, 0, 3, "0.25")}}
+
+	callCtx, callCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer callCancel()
+	if _, err := client.Settle(callCtx, req); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("Settle without token = %v, want Unauthenticated", err)
+	}
+	resp, err := client.Settle(metadata.AppendToOutgoingContext(callCtx, "authorization", "Bearer "+token), req)
+	if err != nil {
+		t.Fatalf("Settle = %v", err)
+	}
+	if !resp.GetResults()[0].GetInserted() {
+		t.Errorf("Settle results = %v, want inserted", resp.GetResults())
+	}
+	var cost string
+	if err := db.Pool.QueryRow(context.Background(), `SELECT cost::text FROM usages WHERE request_id = 'app1'`).Scan(&cost); err != nil || cost != "0.25" {
+		t.Errorf("stored cost = %q, %v; want 0.25", cost, err)
+	}
+}
+
+// startControlPlane runs the real control-plane server on a fresh database and returns it with a
+// SettlementService client (no credentials attached).
+func startControlPlane(t *testing.T) (*app.Server, settlementv1.SettlementServiceClient, *storetest.DB) {
+	t.Helper()
 	db := storetest.New(t)
 	env := map[string]string{
 		"TOLLGATE_DATABASE_URL": db.URL, "TOLLGATE_ADMIN_TOKEN": "admin-token-0123456789", "TOLLGATE_DP_TOKEN": token,
@@ -53,22 +78,5 @@ func TestServedByControlPlane(t *testing.T) {
 	}
 	t.Cleanup(func() { cc.Close() })
 	client := settlementv1.NewSettlementServiceClient(cc)
-	req := &settlementv1.SettleRequest{Records: []*settlementv1.SettlementRecord{record("app1", 1, 0, 3, "0.25")}}
-
-	callCtx, callCancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer callCancel()
-	if _, err := client.Settle(callCtx, req); status.Code(err) != codes.Unauthenticated {
-		t.Errorf("Settle without token = %v, want Unauthenticated", err)
-	}
-	resp, err := client.Settle(metadata.AppendToOutgoingContext(callCtx, "authorization", "Bearer "+token), req)
-	if err != nil {
-		t.Fatalf("Settle = %v", err)
-	}
-	if !resp.GetResults()[0].GetInserted() {
-		t.Errorf("Settle results = %v, want inserted", resp.GetResults())
-	}
-	var cost string
-	if err := db.Pool.QueryRow(context.Background(), `SELECT cost::text FROM usages WHERE request_id = 'app1'`).Scan(&cost); err != nil || cost != "0.25" {
-		t.Errorf("stored cost = %q, %v; want 0.25", cost, err)
-	}
+	return srv, client, db
 }

@@ -3,23 +3,14 @@ package settlement_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
-	"log/slog"
 	"maps"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/tollgate/tollgate/controlplane/app"
-	"github.com/tollgate/tollgate/controlplane/config"
 	"github.com/tollgate/tollgate/controlplane/store"
-	"github.com/tollgate/tollgate/controlplane/store/storetest"
 	"github.com/tollgate/tollgate/dataplane/settle"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 	"github.com/tollgate/tollgate/shared/snapshot"
@@ -32,34 +23,7 @@ import (
 // price rule in force when it was priced: version 1, then, after a price change, version 2.
 func TestUsageRecordsPriceRuleVersion(t *testing.T) {
 	t.Parallel()
-	db := storetest.New(t)
-	env := map[string]string{
-		"TOLLGATE_DATABASE_URL": db.URL, "TOLLGATE_ADMIN_TOKEN": "admin-token-0123456789", "TOLLGATE_DP_TOKEN": token,
-		"TOLLGATE_SECRET_KEY": strings.Repeat("ab", 32), "TOLLGATE_CP_HTTP_ADDR": "127.0.0.1:0", "TOLLGATE_CP_GRPC_ADDR": "127.0.0.1:0",
-	}
-	cfg, err := config.Load(nil, func(k string) string { return env[k] }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := app.New(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("Run = %v", err)
-		}
-	})
-	cc, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	client := settlementv1.NewSettlementServiceClient(cc)
+	srv, client, db := startControlPlane(t)
 	callCtx, callCancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token), 20*time.Second)
 	defer callCancel()
 
