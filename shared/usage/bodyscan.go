@@ -134,16 +134,11 @@ func (s *BodyScanner) Write(p []byte) (int, error) {
 			}
 			s.emit(c)
 		case sString:
-			// Skip to the next quote or backslash in one step: string values are most of a large body.
 			if !s.esc {
-				j := bytes.IndexAny(p[i:], `"\`)
-				if j < 0 {
-					s.emitN(p[i:])
-					i = len(p)
+				var ok bool
+				if i, ok = s.skipInString(p, i); !ok {
 					continue
 				}
-				s.emitN(p[i : i+j])
-				i += j
 				c = p[i]
 			}
 			s.emit(c)
@@ -157,14 +152,10 @@ func (s *BodyScanner) Write(p []byte) (int, error) {
 			}
 		case sNested:
 			if s.inStr && !s.esc {
-				j := bytes.IndexAny(p[i:], `"\`)
-				if j < 0 {
-					s.emitN(p[i:])
-					i = len(p)
+				var ok bool
+				if i, ok = s.skipInString(p, i); !ok {
 					continue
 				}
-				s.emitN(p[i : i+j])
-				i += j
 				c = p[i]
 			}
 			s.emit(c)
@@ -211,6 +202,19 @@ func (s *BodyScanner) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// skipInString emits the string bytes of p from i up to the next quote or backslash and returns that
+// position; ok is false when p ended first (all of p[i:] was emitted). String values are most of a large
+// body, so they are skipped in one step instead of byte by byte.
+func (s *BodyScanner) skipInString(p []byte, i int) (next int, ok bool) {
+	j := bytes.IndexAny(p[i:], `"\`)
+	if j < 0 {
+		s.emitN(p[i:])
+		return len(p), false
+	}
+	s.emitN(p[i : i+j])
+	return i + j, true
 }
 
 func (s *BodyScanner) emit(c byte) {
