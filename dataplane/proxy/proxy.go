@@ -498,7 +498,7 @@ func (h *Handler) admit(ctx context.Context, c *call) error {
 		// Every limited scope is checked, whatever the estimate: an exhausted scope refuses even a request
 		// whose estimate is 0 (an output-only price). A key with no limited scope and no rate limit keeps
 		// the fast path below (no Redis round trip).
-		c.reqTier = usage.RequestedTier(c.body)
+		c.reqTier = usage.TierOf(c.req) // the body was read once, by readRequest
 		c.estimate = h.estimate(c)
 		scopes := c.scopes[:0]
 		add := func(s vocab.Scope, id int64) {
