@@ -3,6 +3,7 @@ package pricing
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/tollgate/tollgate/shared/usage"
 )
@@ -106,5 +107,30 @@ func BenchmarkEstimateMicros(b *testing.B) {
 		if EstimateMicros(r, 16<<10, "fast") == 0 {
 			b.Fatal("zero estimate")
 		}
+	}
+}
+
+// BenchmarkResolveAt is BenchmarkResolve through a Timeline with scheduled changes at two instants,
+// resolving at instants on both sides of them (the data plane's path: the request's admission time).
+func BenchmarkResolveAt(b *testing.B) {
+	tl := benchTimeline(b, 10_000)
+	keys := []struct {
+		p int64
+		m string
+	}{{2, "model-0002"}, {4, "vendor/model-4999-preview"}, {8, "model-9998"}, {5, "no-such-model"}, {1, "model-1-model-9999-x"}}
+	ats := []time.Time{benchT.Add(-time.Minute), benchT.Add(time.Minute), benchT.Add(2 * time.Hour)}
+	for _, at := range ats {
+		for _, k := range keys {
+			tl.ResolveAt(k.p, k.m, at)
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		k := keys[i%len(keys)]
+		if tl.ResolveAt(k.p, k.m, ats[i%len(ats)]) == nil && k.m != "no-such-model" {
+			b.Fatal("no rule")
+		}
+		i++
 	}
 }
