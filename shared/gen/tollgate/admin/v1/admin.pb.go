@@ -220,8 +220,11 @@ func (x *GetPriceRuleResponse) GetRule() *v1.PriceRule {
 }
 
 type CreatePriceRuleRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Rule          *v1.PriceRule          `protobuf:"bytes,1,opt,name=rule,proto3" json:"rule,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Rule  *v1.PriceRule          `protobuf:"bytes,1,opt,name=rule,proto3" json:"rule,omitempty"`
+	// Set: the write is a scheduled version of the existing rule rule.id, in force from this future instant
+	// (the rule is unchanged until then).
+	EffectiveAt   *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=effective_at,json=effectiveAt,proto3" json:"effective_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -263,9 +266,19 @@ func (x *CreatePriceRuleRequest) GetRule() *v1.PriceRule {
 	return nil
 }
 
+func (x *CreatePriceRuleRequest) GetEffectiveAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EffectiveAt
+	}
+	return nil
+}
+
 type CreatePriceRuleResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Rule          *v1.PriceRule          `protobuf:"bytes,1,opt,name=rule,proto3" json:"rule,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stored rule; unset when the write was scheduled.
+	Rule *v1.PriceRule `protobuf:"bytes,1,opt,name=rule,proto3" json:"rule,omitempty"`
+	// The scheduled version, when effective_at was set.
+	Scheduled     *v1.ScheduledPriceRule `protobuf:"bytes,2,opt,name=scheduled,proto3" json:"scheduled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -307,9 +320,18 @@ func (x *CreatePriceRuleResponse) GetRule() *v1.PriceRule {
 	return nil
 }
 
+func (x *CreatePriceRuleResponse) GetScheduled() *v1.ScheduledPriceRule {
+	if x != nil {
+		return x.Scheduled
+	}
+	return nil
+}
+
 type UpdatePriceRuleRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Rule          *v1.PriceRule          `protobuf:"bytes,1,opt,name=rule,proto3" json:"rule,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Rule  *v1.PriceRule          `protobuf:"bytes,1,opt,name=rule,proto3" json:"rule,omitempty"`
+	// As in CreatePriceRuleRequest.
+	EffectiveAt   *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=effective_at,json=effectiveAt,proto3" json:"effective_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -351,9 +373,17 @@ func (x *UpdatePriceRuleRequest) GetRule() *v1.PriceRule {
 	return nil
 }
 
+func (x *UpdatePriceRuleRequest) GetEffectiveAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EffectiveAt
+	}
+	return nil
+}
+
 type UpdatePriceRuleResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Rule          *v1.PriceRule          `protobuf:"bytes,1,opt,name=rule,proto3" json:"rule,omitempty"`
+	Scheduled     *v1.ScheduledPriceRule `protobuf:"bytes,2,opt,name=scheduled,proto3" json:"scheduled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -395,6 +425,182 @@ func (x *UpdatePriceRuleResponse) GetRule() *v1.PriceRule {
 	return nil
 }
 
+func (x *UpdatePriceRuleResponse) GetScheduled() *v1.ScheduledPriceRule {
+	if x != nil {
+		return x.Scheduled
+	}
+	return nil
+}
+
+type ListScheduledPriceRulesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Non-zero: only this rule's scheduled versions.
+	PriceRuleId   int64 `protobuf:"varint,1,opt,name=price_rule_id,json=priceRuleId,proto3" json:"price_rule_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListScheduledPriceRulesRequest) Reset() {
+	*x = ListScheduledPriceRulesRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListScheduledPriceRulesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListScheduledPriceRulesRequest) ProtoMessage() {}
+
+func (x *ListScheduledPriceRulesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListScheduledPriceRulesRequest.ProtoReflect.Descriptor instead.
+func (*ListScheduledPriceRulesRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ListScheduledPriceRulesRequest) GetPriceRuleId() int64 {
+	if x != nil {
+		return x.PriceRuleId
+	}
+	return 0
+}
+
+type ListScheduledPriceRulesResponse struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Items         []*v1.ScheduledPriceRule `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListScheduledPriceRulesResponse) Reset() {
+	*x = ListScheduledPriceRulesResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListScheduledPriceRulesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListScheduledPriceRulesResponse) ProtoMessage() {}
+
+func (x *ListScheduledPriceRulesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListScheduledPriceRulesResponse.ProtoReflect.Descriptor instead.
+func (*ListScheduledPriceRulesResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ListScheduledPriceRulesResponse) GetItems() []*v1.ScheduledPriceRule {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+type CancelScheduledPriceRuleRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelScheduledPriceRuleRequest) Reset() {
+	*x = CancelScheduledPriceRuleRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelScheduledPriceRuleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelScheduledPriceRuleRequest) ProtoMessage() {}
+
+func (x *CancelScheduledPriceRuleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelScheduledPriceRuleRequest.ProtoReflect.Descriptor instead.
+func (*CancelScheduledPriceRuleRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CancelScheduledPriceRuleRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type CancelScheduledPriceRuleResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelScheduledPriceRuleResponse) Reset() {
+	*x = CancelScheduledPriceRuleResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelScheduledPriceRuleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelScheduledPriceRuleResponse) ProtoMessage() {}
+
+func (x *CancelScheduledPriceRuleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelScheduledPriceRuleResponse.ProtoReflect.Descriptor instead.
+func (*CancelScheduledPriceRuleResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{11}
+}
+
 type DeletePriceRuleRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -404,7 +610,7 @@ type DeletePriceRuleRequest struct {
 
 func (x *DeletePriceRuleRequest) Reset() {
 	*x = DeletePriceRuleRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[8]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -416,7 +622,7 @@ func (x *DeletePriceRuleRequest) String() string {
 func (*DeletePriceRuleRequest) ProtoMessage() {}
 
 func (x *DeletePriceRuleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[8]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -429,7 +635,7 @@ func (x *DeletePriceRuleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePriceRuleRequest.ProtoReflect.Descriptor instead.
 func (*DeletePriceRuleRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeletePriceRuleRequest) GetId() int64 {
@@ -447,7 +653,7 @@ type DeletePriceRuleResponse struct {
 
 func (x *DeletePriceRuleResponse) Reset() {
 	*x = DeletePriceRuleResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[9]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -459,7 +665,7 @@ func (x *DeletePriceRuleResponse) String() string {
 func (*DeletePriceRuleResponse) ProtoMessage() {}
 
 func (x *DeletePriceRuleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[9]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -472,7 +678,7 @@ func (x *DeletePriceRuleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletePriceRuleResponse.ProtoReflect.Descriptor instead.
 func (*DeletePriceRuleResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 type QuotePriceRequest struct {
@@ -489,7 +695,7 @@ type QuotePriceRequest struct {
 
 func (x *QuotePriceRequest) Reset() {
 	*x = QuotePriceRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[10]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -501,7 +707,7 @@ func (x *QuotePriceRequest) String() string {
 func (*QuotePriceRequest) ProtoMessage() {}
 
 func (x *QuotePriceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[10]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -514,7 +720,7 @@ func (x *QuotePriceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotePriceRequest.ProtoReflect.Descriptor instead.
 func (*QuotePriceRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *QuotePriceRequest) GetProviderId() int64 {
@@ -569,7 +775,7 @@ type QuotePriceResponse struct {
 
 func (x *QuotePriceResponse) Reset() {
 	*x = QuotePriceResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[11]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -581,7 +787,7 @@ func (x *QuotePriceResponse) String() string {
 func (*QuotePriceResponse) ProtoMessage() {}
 
 func (x *QuotePriceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[11]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -594,7 +800,7 @@ func (x *QuotePriceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotePriceResponse.ProtoReflect.Descriptor instead.
 func (*QuotePriceResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *QuotePriceResponse) GetPriceRuleId() int64 {
@@ -655,7 +861,7 @@ type Rates struct {
 
 func (x *Rates) Reset() {
 	*x = Rates{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[12]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -667,7 +873,7 @@ func (x *Rates) String() string {
 func (*Rates) ProtoMessage() {}
 
 func (x *Rates) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[12]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -680,7 +886,7 @@ func (x *Rates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rates.ProtoReflect.Descriptor instead.
 func (*Rates) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Rates) GetInputPrice() string {
@@ -742,7 +948,7 @@ type ListProvidersRequest struct {
 
 func (x *ListProvidersRequest) Reset() {
 	*x = ListProvidersRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[13]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -754,7 +960,7 @@ func (x *ListProvidersRequest) String() string {
 func (*ListProvidersRequest) ProtoMessage() {}
 
 func (x *ListProvidersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[13]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -767,7 +973,7 @@ func (x *ListProvidersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProvidersRequest.ProtoReflect.Descriptor instead.
 func (*ListProvidersRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListProvidersRequest) GetLimit() int32 {
@@ -794,7 +1000,7 @@ type ListProvidersResponse struct {
 
 func (x *ListProvidersResponse) Reset() {
 	*x = ListProvidersResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[14]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -806,7 +1012,7 @@ func (x *ListProvidersResponse) String() string {
 func (*ListProvidersResponse) ProtoMessage() {}
 
 func (x *ListProvidersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[14]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -819,7 +1025,7 @@ func (x *ListProvidersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProvidersResponse.ProtoReflect.Descriptor instead.
 func (*ListProvidersResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListProvidersResponse) GetItems() []*v1.Provider {
@@ -845,7 +1051,7 @@ type GetProviderRequest struct {
 
 func (x *GetProviderRequest) Reset() {
 	*x = GetProviderRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[15]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -857,7 +1063,7 @@ func (x *GetProviderRequest) String() string {
 func (*GetProviderRequest) ProtoMessage() {}
 
 func (x *GetProviderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[15]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -870,7 +1076,7 @@ func (x *GetProviderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProviderRequest.ProtoReflect.Descriptor instead.
 func (*GetProviderRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetProviderRequest) GetId() int64 {
@@ -889,7 +1095,7 @@ type GetProviderResponse struct {
 
 func (x *GetProviderResponse) Reset() {
 	*x = GetProviderResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[16]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -901,7 +1107,7 @@ func (x *GetProviderResponse) String() string {
 func (*GetProviderResponse) ProtoMessage() {}
 
 func (x *GetProviderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[16]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -914,7 +1120,7 @@ func (x *GetProviderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProviderResponse.ProtoReflect.Descriptor instead.
 func (*GetProviderResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetProviderResponse) GetProvider() *v1.Provider {
@@ -933,7 +1139,7 @@ type CreateProviderRequest struct {
 
 func (x *CreateProviderRequest) Reset() {
 	*x = CreateProviderRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[17]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1151,7 @@ func (x *CreateProviderRequest) String() string {
 func (*CreateProviderRequest) ProtoMessage() {}
 
 func (x *CreateProviderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[17]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1164,7 @@ func (x *CreateProviderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateProviderRequest.ProtoReflect.Descriptor instead.
 func (*CreateProviderRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CreateProviderRequest) GetProvider() *v1.Provider {
@@ -977,7 +1183,7 @@ type CreateProviderResponse struct {
 
 func (x *CreateProviderResponse) Reset() {
 	*x = CreateProviderResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[18]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -989,7 +1195,7 @@ func (x *CreateProviderResponse) String() string {
 func (*CreateProviderResponse) ProtoMessage() {}
 
 func (x *CreateProviderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[18]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1002,7 +1208,7 @@ func (x *CreateProviderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateProviderResponse.ProtoReflect.Descriptor instead.
 func (*CreateProviderResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CreateProviderResponse) GetProvider() *v1.Provider {
@@ -1021,7 +1227,7 @@ type UpdateProviderRequest struct {
 
 func (x *UpdateProviderRequest) Reset() {
 	*x = UpdateProviderRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[19]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1033,7 +1239,7 @@ func (x *UpdateProviderRequest) String() string {
 func (*UpdateProviderRequest) ProtoMessage() {}
 
 func (x *UpdateProviderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[19]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1046,7 +1252,7 @@ func (x *UpdateProviderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateProviderRequest.ProtoReflect.Descriptor instead.
 func (*UpdateProviderRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *UpdateProviderRequest) GetProvider() *v1.Provider {
@@ -1065,7 +1271,7 @@ type UpdateProviderResponse struct {
 
 func (x *UpdateProviderResponse) Reset() {
 	*x = UpdateProviderResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[20]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1077,7 +1283,7 @@ func (x *UpdateProviderResponse) String() string {
 func (*UpdateProviderResponse) ProtoMessage() {}
 
 func (x *UpdateProviderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[20]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1090,7 +1296,7 @@ func (x *UpdateProviderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateProviderResponse.ProtoReflect.Descriptor instead.
 func (*UpdateProviderResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UpdateProviderResponse) GetProvider() *v1.Provider {
@@ -1109,7 +1315,7 @@ type DeleteProviderRequest struct {
 
 func (x *DeleteProviderRequest) Reset() {
 	*x = DeleteProviderRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[21]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1121,7 +1327,7 @@ func (x *DeleteProviderRequest) String() string {
 func (*DeleteProviderRequest) ProtoMessage() {}
 
 func (x *DeleteProviderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[21]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1134,7 +1340,7 @@ func (x *DeleteProviderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteProviderRequest.ProtoReflect.Descriptor instead.
 func (*DeleteProviderRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteProviderRequest) GetId() int64 {
@@ -1152,7 +1358,7 @@ type DeleteProviderResponse struct {
 
 func (x *DeleteProviderResponse) Reset() {
 	*x = DeleteProviderResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[22]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1164,7 +1370,7 @@ func (x *DeleteProviderResponse) String() string {
 func (*DeleteProviderResponse) ProtoMessage() {}
 
 func (x *DeleteProviderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[22]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1177,7 +1383,7 @@ func (x *DeleteProviderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteProviderResponse.ProtoReflect.Descriptor instead.
 func (*DeleteProviderResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 type CreateCredentialRequest struct {
@@ -1189,7 +1395,7 @@ type CreateCredentialRequest struct {
 
 func (x *CreateCredentialRequest) Reset() {
 	*x = CreateCredentialRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[23]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1201,7 +1407,7 @@ func (x *CreateCredentialRequest) String() string {
 func (*CreateCredentialRequest) ProtoMessage() {}
 
 func (x *CreateCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[23]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1214,7 +1420,7 @@ func (x *CreateCredentialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCredentialRequest.ProtoReflect.Descriptor instead.
 func (*CreateCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CreateCredentialRequest) GetCredential() *v1.Credential {
@@ -1234,7 +1440,7 @@ type CreateCredentialResponse struct {
 
 func (x *CreateCredentialResponse) Reset() {
 	*x = CreateCredentialResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[24]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1246,7 +1452,7 @@ func (x *CreateCredentialResponse) String() string {
 func (*CreateCredentialResponse) ProtoMessage() {}
 
 func (x *CreateCredentialResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[24]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1259,7 +1465,7 @@ func (x *CreateCredentialResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCredentialResponse.ProtoReflect.Descriptor instead.
 func (*CreateCredentialResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CreateCredentialResponse) GetCredential() *v1.Credential {
@@ -1278,7 +1484,7 @@ type DeleteCredentialRequest struct {
 
 func (x *DeleteCredentialRequest) Reset() {
 	*x = DeleteCredentialRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[25]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1290,7 +1496,7 @@ func (x *DeleteCredentialRequest) String() string {
 func (*DeleteCredentialRequest) ProtoMessage() {}
 
 func (x *DeleteCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[25]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1303,7 +1509,7 @@ func (x *DeleteCredentialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCredentialRequest.ProtoReflect.Descriptor instead.
 func (*DeleteCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DeleteCredentialRequest) GetId() int64 {
@@ -1321,7 +1527,7 @@ type DeleteCredentialResponse struct {
 
 func (x *DeleteCredentialResponse) Reset() {
 	*x = DeleteCredentialResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[26]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1333,7 +1539,7 @@ func (x *DeleteCredentialResponse) String() string {
 func (*DeleteCredentialResponse) ProtoMessage() {}
 
 func (x *DeleteCredentialResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[26]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1346,7 +1552,7 @@ func (x *DeleteCredentialResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCredentialResponse.ProtoReflect.Descriptor instead.
 func (*DeleteCredentialResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{30}
 }
 
 type ListRoutingRulesRequest struct {
@@ -1358,7 +1564,7 @@ type ListRoutingRulesRequest struct {
 
 func (x *ListRoutingRulesRequest) Reset() {
 	*x = ListRoutingRulesRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[27]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1370,7 +1576,7 @@ func (x *ListRoutingRulesRequest) String() string {
 func (*ListRoutingRulesRequest) ProtoMessage() {}
 
 func (x *ListRoutingRulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[27]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1383,7 +1589,7 @@ func (x *ListRoutingRulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRoutingRulesRequest.ProtoReflect.Descriptor instead.
 func (*ListRoutingRulesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListRoutingRulesRequest) GetProviderId() int64 {
@@ -1402,7 +1608,7 @@ type ListRoutingRulesResponse struct {
 
 func (x *ListRoutingRulesResponse) Reset() {
 	*x = ListRoutingRulesResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[28]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1414,7 +1620,7 @@ func (x *ListRoutingRulesResponse) String() string {
 func (*ListRoutingRulesResponse) ProtoMessage() {}
 
 func (x *ListRoutingRulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[28]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1427,7 +1633,7 @@ func (x *ListRoutingRulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRoutingRulesResponse.ProtoReflect.Descriptor instead.
 func (*ListRoutingRulesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListRoutingRulesResponse) GetItems() []*v1.RoutingRule {
@@ -1447,7 +1653,7 @@ type UpsertRoutingRulesRequest struct {
 
 func (x *UpsertRoutingRulesRequest) Reset() {
 	*x = UpsertRoutingRulesRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[29]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1459,7 +1665,7 @@ func (x *UpsertRoutingRulesRequest) String() string {
 func (*UpsertRoutingRulesRequest) ProtoMessage() {}
 
 func (x *UpsertRoutingRulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[29]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1472,7 +1678,7 @@ func (x *UpsertRoutingRulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertRoutingRulesRequest.ProtoReflect.Descriptor instead.
 func (*UpsertRoutingRulesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{29}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UpsertRoutingRulesRequest) GetProviderId() int64 {
@@ -1498,7 +1704,7 @@ type UpsertRoutingRulesResponse struct {
 
 func (x *UpsertRoutingRulesResponse) Reset() {
 	*x = UpsertRoutingRulesResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[30]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1510,7 +1716,7 @@ func (x *UpsertRoutingRulesResponse) String() string {
 func (*UpsertRoutingRulesResponse) ProtoMessage() {}
 
 func (x *UpsertRoutingRulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[30]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1523,7 +1729,7 @@ func (x *UpsertRoutingRulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertRoutingRulesResponse.ProtoReflect.Descriptor instead.
 func (*UpsertRoutingRulesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{30}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *UpsertRoutingRulesResponse) GetItems() []*v1.RoutingRule {
@@ -1542,7 +1748,7 @@ type ResetRoutingRulesRequest struct {
 
 func (x *ResetRoutingRulesRequest) Reset() {
 	*x = ResetRoutingRulesRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[31]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1554,7 +1760,7 @@ func (x *ResetRoutingRulesRequest) String() string {
 func (*ResetRoutingRulesRequest) ProtoMessage() {}
 
 func (x *ResetRoutingRulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[31]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1567,7 +1773,7 @@ func (x *ResetRoutingRulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetRoutingRulesRequest.ProtoReflect.Descriptor instead.
 func (*ResetRoutingRulesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{31}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ResetRoutingRulesRequest) GetProviderId() int64 {
@@ -1586,7 +1792,7 @@ type ResetRoutingRulesResponse struct {
 
 func (x *ResetRoutingRulesResponse) Reset() {
 	*x = ResetRoutingRulesResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[32]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1598,7 +1804,7 @@ func (x *ResetRoutingRulesResponse) String() string {
 func (*ResetRoutingRulesResponse) ProtoMessage() {}
 
 func (x *ResetRoutingRulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[32]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1611,7 +1817,7 @@ func (x *ResetRoutingRulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetRoutingRulesResponse.ProtoReflect.Descriptor instead.
 func (*ResetRoutingRulesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{32}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ResetRoutingRulesResponse) GetItems() []*v1.RoutingRule {
@@ -1633,7 +1839,7 @@ type DeleteRoutingRuleRequest struct {
 
 func (x *DeleteRoutingRuleRequest) Reset() {
 	*x = DeleteRoutingRuleRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[33]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1645,7 +1851,7 @@ func (x *DeleteRoutingRuleRequest) String() string {
 func (*DeleteRoutingRuleRequest) ProtoMessage() {}
 
 func (x *DeleteRoutingRuleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[33]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1658,7 +1864,7 @@ func (x *DeleteRoutingRuleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRoutingRuleRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRoutingRuleRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{33}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DeleteRoutingRuleRequest) GetProviderId() int64 {
@@ -1690,7 +1896,7 @@ type DeleteRoutingRuleResponse struct {
 
 func (x *DeleteRoutingRuleResponse) Reset() {
 	*x = DeleteRoutingRuleResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[34]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1702,7 +1908,7 @@ func (x *DeleteRoutingRuleResponse) String() string {
 func (*DeleteRoutingRuleResponse) ProtoMessage() {}
 
 func (x *DeleteRoutingRuleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[34]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1715,7 +1921,7 @@ func (x *DeleteRoutingRuleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRoutingRuleResponse.ProtoReflect.Descriptor instead.
 func (*DeleteRoutingRuleResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{34}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{38}
 }
 
 type ListRoutesRequest struct {
@@ -1728,7 +1934,7 @@ type ListRoutesRequest struct {
 
 func (x *ListRoutesRequest) Reset() {
 	*x = ListRoutesRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[35]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +1946,7 @@ func (x *ListRoutesRequest) String() string {
 func (*ListRoutesRequest) ProtoMessage() {}
 
 func (x *ListRoutesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[35]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +1959,7 @@ func (x *ListRoutesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRoutesRequest.ProtoReflect.Descriptor instead.
 func (*ListRoutesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{35}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListRoutesRequest) GetLimit() int32 {
@@ -1780,7 +1986,7 @@ type ListRoutesResponse struct {
 
 func (x *ListRoutesResponse) Reset() {
 	*x = ListRoutesResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[36]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1792,7 +1998,7 @@ func (x *ListRoutesResponse) String() string {
 func (*ListRoutesResponse) ProtoMessage() {}
 
 func (x *ListRoutesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[36]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1805,7 +2011,7 @@ func (x *ListRoutesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRoutesResponse.ProtoReflect.Descriptor instead.
 func (*ListRoutesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{36}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListRoutesResponse) GetItems() []*v1.Route {
@@ -1831,7 +2037,7 @@ type GetRouteRequest struct {
 
 func (x *GetRouteRequest) Reset() {
 	*x = GetRouteRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[37]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1843,7 +2049,7 @@ func (x *GetRouteRequest) String() string {
 func (*GetRouteRequest) ProtoMessage() {}
 
 func (x *GetRouteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[37]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1856,7 +2062,7 @@ func (x *GetRouteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRouteRequest.ProtoReflect.Descriptor instead.
 func (*GetRouteRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{37}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetRouteRequest) GetId() int64 {
@@ -1875,7 +2081,7 @@ type GetRouteResponse struct {
 
 func (x *GetRouteResponse) Reset() {
 	*x = GetRouteResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[38]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1887,7 +2093,7 @@ func (x *GetRouteResponse) String() string {
 func (*GetRouteResponse) ProtoMessage() {}
 
 func (x *GetRouteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[38]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1900,7 +2106,7 @@ func (x *GetRouteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRouteResponse.ProtoReflect.Descriptor instead.
 func (*GetRouteResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{38}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetRouteResponse) GetRoute() *v1.Route {
@@ -1919,7 +2125,7 @@ type CreateRouteRequest struct {
 
 func (x *CreateRouteRequest) Reset() {
 	*x = CreateRouteRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[39]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1931,7 +2137,7 @@ func (x *CreateRouteRequest) String() string {
 func (*CreateRouteRequest) ProtoMessage() {}
 
 func (x *CreateRouteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[39]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1944,7 +2150,7 @@ func (x *CreateRouteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRouteRequest.ProtoReflect.Descriptor instead.
 func (*CreateRouteRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{39}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CreateRouteRequest) GetRoute() *v1.Route {
@@ -1963,7 +2169,7 @@ type CreateRouteResponse struct {
 
 func (x *CreateRouteResponse) Reset() {
 	*x = CreateRouteResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[40]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1975,7 +2181,7 @@ func (x *CreateRouteResponse) String() string {
 func (*CreateRouteResponse) ProtoMessage() {}
 
 func (x *CreateRouteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[40]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1988,7 +2194,7 @@ func (x *CreateRouteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRouteResponse.ProtoReflect.Descriptor instead.
 func (*CreateRouteResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{40}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CreateRouteResponse) GetRoute() *v1.Route {
@@ -2007,7 +2213,7 @@ type UpdateRouteRequest struct {
 
 func (x *UpdateRouteRequest) Reset() {
 	*x = UpdateRouteRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[41]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2019,7 +2225,7 @@ func (x *UpdateRouteRequest) String() string {
 func (*UpdateRouteRequest) ProtoMessage() {}
 
 func (x *UpdateRouteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[41]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2032,7 +2238,7 @@ func (x *UpdateRouteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateRouteRequest.ProtoReflect.Descriptor instead.
 func (*UpdateRouteRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{41}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *UpdateRouteRequest) GetRoute() *v1.Route {
@@ -2051,7 +2257,7 @@ type UpdateRouteResponse struct {
 
 func (x *UpdateRouteResponse) Reset() {
 	*x = UpdateRouteResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[42]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2063,7 +2269,7 @@ func (x *UpdateRouteResponse) String() string {
 func (*UpdateRouteResponse) ProtoMessage() {}
 
 func (x *UpdateRouteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[42]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2076,7 +2282,7 @@ func (x *UpdateRouteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateRouteResponse.ProtoReflect.Descriptor instead.
 func (*UpdateRouteResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{42}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *UpdateRouteResponse) GetRoute() *v1.Route {
@@ -2095,7 +2301,7 @@ type DeleteRouteRequest struct {
 
 func (x *DeleteRouteRequest) Reset() {
 	*x = DeleteRouteRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[43]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2107,7 +2313,7 @@ func (x *DeleteRouteRequest) String() string {
 func (*DeleteRouteRequest) ProtoMessage() {}
 
 func (x *DeleteRouteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[43]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2120,7 +2326,7 @@ func (x *DeleteRouteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRouteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRouteRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{43}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *DeleteRouteRequest) GetId() int64 {
@@ -2138,7 +2344,7 @@ type DeleteRouteResponse struct {
 
 func (x *DeleteRouteResponse) Reset() {
 	*x = DeleteRouteResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[44]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2356,7 @@ func (x *DeleteRouteResponse) String() string {
 func (*DeleteRouteResponse) ProtoMessage() {}
 
 func (x *DeleteRouteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[44]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2369,7 @@ func (x *DeleteRouteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRouteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteRouteResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{44}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{48}
 }
 
 type CreateOrgRequest struct {
@@ -2175,7 +2381,7 @@ type CreateOrgRequest struct {
 
 func (x *CreateOrgRequest) Reset() {
 	*x = CreateOrgRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[45]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2187,7 +2393,7 @@ func (x *CreateOrgRequest) String() string {
 func (*CreateOrgRequest) ProtoMessage() {}
 
 func (x *CreateOrgRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[45]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2200,7 +2406,7 @@ func (x *CreateOrgRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrgRequest.ProtoReflect.Descriptor instead.
 func (*CreateOrgRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{45}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *CreateOrgRequest) GetOrg() *v1.Org {
@@ -2219,7 +2425,7 @@ type CreateOrgResponse struct {
 
 func (x *CreateOrgResponse) Reset() {
 	*x = CreateOrgResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[46]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2231,7 +2437,7 @@ func (x *CreateOrgResponse) String() string {
 func (*CreateOrgResponse) ProtoMessage() {}
 
 func (x *CreateOrgResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[46]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2244,7 +2450,7 @@ func (x *CreateOrgResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateOrgResponse.ProtoReflect.Descriptor instead.
 func (*CreateOrgResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{46}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *CreateOrgResponse) GetOrg() *v1.Org {
@@ -2263,7 +2469,7 @@ type CreateTeamRequest struct {
 
 func (x *CreateTeamRequest) Reset() {
 	*x = CreateTeamRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[47]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2275,7 +2481,7 @@ func (x *CreateTeamRequest) String() string {
 func (*CreateTeamRequest) ProtoMessage() {}
 
 func (x *CreateTeamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[47]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2288,7 +2494,7 @@ func (x *CreateTeamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTeamRequest.ProtoReflect.Descriptor instead.
 func (*CreateTeamRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{47}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *CreateTeamRequest) GetTeam() *v1.Team {
@@ -2307,7 +2513,7 @@ type CreateTeamResponse struct {
 
 func (x *CreateTeamResponse) Reset() {
 	*x = CreateTeamResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[48]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2319,7 +2525,7 @@ func (x *CreateTeamResponse) String() string {
 func (*CreateTeamResponse) ProtoMessage() {}
 
 func (x *CreateTeamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[48]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2332,7 +2538,7 @@ func (x *CreateTeamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTeamResponse.ProtoReflect.Descriptor instead.
 func (*CreateTeamResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{48}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *CreateTeamResponse) GetTeam() *v1.Team {
@@ -2351,7 +2557,7 @@ type CreateUserRequest struct {
 
 func (x *CreateUserRequest) Reset() {
 	*x = CreateUserRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[49]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2363,7 +2569,7 @@ func (x *CreateUserRequest) String() string {
 func (*CreateUserRequest) ProtoMessage() {}
 
 func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[49]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2376,7 +2582,7 @@ func (x *CreateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserRequest.ProtoReflect.Descriptor instead.
 func (*CreateUserRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{49}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *CreateUserRequest) GetUser() *v1.User {
@@ -2395,7 +2601,7 @@ type CreateUserResponse struct {
 
 func (x *CreateUserResponse) Reset() {
 	*x = CreateUserResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[50]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2407,7 +2613,7 @@ func (x *CreateUserResponse) String() string {
 func (*CreateUserResponse) ProtoMessage() {}
 
 func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[50]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2420,7 +2626,7 @@ func (x *CreateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUserResponse.ProtoReflect.Descriptor instead.
 func (*CreateUserResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{50}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *CreateUserResponse) GetUser() *v1.User {
@@ -2445,7 +2651,7 @@ type CreateApiKeyRequest struct {
 
 func (x *CreateApiKeyRequest) Reset() {
 	*x = CreateApiKeyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[51]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2457,7 +2663,7 @@ func (x *CreateApiKeyRequest) String() string {
 func (*CreateApiKeyRequest) ProtoMessage() {}
 
 func (x *CreateApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[51]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2470,7 +2676,7 @@ func (x *CreateApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{51}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *CreateApiKeyRequest) GetUserId() int64 {
@@ -2534,7 +2740,7 @@ type CreateApiKeyResponse struct {
 
 func (x *CreateApiKeyResponse) Reset() {
 	*x = CreateApiKeyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[52]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2546,7 +2752,7 @@ func (x *CreateApiKeyResponse) String() string {
 func (*CreateApiKeyResponse) ProtoMessage() {}
 
 func (x *CreateApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[52]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2559,7 +2765,7 @@ func (x *CreateApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{52}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *CreateApiKeyResponse) GetApiKey() *v1.ApiKey {
@@ -2586,7 +2792,7 @@ type GetQuotaRequest struct {
 
 func (x *GetQuotaRequest) Reset() {
 	*x = GetQuotaRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[53]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2598,7 +2804,7 @@ func (x *GetQuotaRequest) String() string {
 func (*GetQuotaRequest) ProtoMessage() {}
 
 func (x *GetQuotaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[53]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2611,7 +2817,7 @@ func (x *GetQuotaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaRequest.ProtoReflect.Descriptor instead.
 func (*GetQuotaRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{53}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetQuotaRequest) GetScope() string {
@@ -2637,7 +2843,7 @@ type GetQuotaResponse struct {
 
 func (x *GetQuotaResponse) Reset() {
 	*x = GetQuotaResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[54]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2649,7 +2855,7 @@ func (x *GetQuotaResponse) String() string {
 func (*GetQuotaResponse) ProtoMessage() {}
 
 func (x *GetQuotaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[54]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2662,7 +2868,7 @@ func (x *GetQuotaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaResponse.ProtoReflect.Descriptor instead.
 func (*GetQuotaResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{54}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetQuotaResponse) GetQuota() *v1.Quota {
@@ -2684,7 +2890,7 @@ type SetQuotaRequest struct {
 
 func (x *SetQuotaRequest) Reset() {
 	*x = SetQuotaRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[55]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2696,7 +2902,7 @@ func (x *SetQuotaRequest) String() string {
 func (*SetQuotaRequest) ProtoMessage() {}
 
 func (x *SetQuotaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[55]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2709,7 +2915,7 @@ func (x *SetQuotaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuotaRequest.ProtoReflect.Descriptor instead.
 func (*SetQuotaRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{55}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SetQuotaRequest) GetScope() string {
@@ -2742,7 +2948,7 @@ type SetQuotaResponse struct {
 
 func (x *SetQuotaResponse) Reset() {
 	*x = SetQuotaResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[56]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2754,7 +2960,7 @@ func (x *SetQuotaResponse) String() string {
 func (*SetQuotaResponse) ProtoMessage() {}
 
 func (x *SetQuotaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[56]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2767,7 +2973,7 @@ func (x *SetQuotaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuotaResponse.ProtoReflect.Descriptor instead.
 func (*SetQuotaResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{56}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *SetQuotaResponse) GetQuota() *v1.Quota {
@@ -2796,7 +3002,7 @@ type ListUsagesRequest struct {
 
 func (x *ListUsagesRequest) Reset() {
 	*x = ListUsagesRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[57]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2808,7 +3014,7 @@ func (x *ListUsagesRequest) String() string {
 func (*ListUsagesRequest) ProtoMessage() {}
 
 func (x *ListUsagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[57]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2821,7 +3027,7 @@ func (x *ListUsagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsagesRequest.ProtoReflect.Descriptor instead.
 func (*ListUsagesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{57}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListUsagesRequest) GetLimit() int32 {
@@ -2912,7 +3118,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[58]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2924,7 +3130,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[58]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2937,7 +3143,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{58}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *Usage) GetId() int64 {
@@ -2964,7 +3170,7 @@ type ListUsagesResponse struct {
 
 func (x *ListUsagesResponse) Reset() {
 	*x = ListUsagesResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[59]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2976,7 +3182,7 @@ func (x *ListUsagesResponse) String() string {
 func (*ListUsagesResponse) ProtoMessage() {}
 
 func (x *ListUsagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[59]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2989,7 +3195,7 @@ func (x *ListUsagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsagesResponse.ProtoReflect.Descriptor instead.
 func (*ListUsagesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{59}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ListUsagesResponse) GetItems() []*Usage {
@@ -3014,7 +3220,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[60]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3026,7 +3232,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[60]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3039,7 +3245,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{60}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{64}
 }
 
 type ExportResponse struct {
@@ -3052,7 +3258,7 @@ type ExportResponse struct {
 
 func (x *ExportResponse) Reset() {
 	*x = ExportResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[61]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3064,7 +3270,7 @@ func (x *ExportResponse) String() string {
 func (*ExportResponse) ProtoMessage() {}
 
 func (x *ExportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[61]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3077,7 +3283,7 @@ func (x *ExportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportResponse.ProtoReflect.Descriptor instead.
 func (*ExportResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{61}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ExportResponse) GetPriceRules() []*v1.PriceRule {
@@ -3104,7 +3310,7 @@ type ImportRequest struct {
 
 func (x *ImportRequest) Reset() {
 	*x = ImportRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[62]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3116,7 +3322,7 @@ func (x *ImportRequest) String() string {
 func (*ImportRequest) ProtoMessage() {}
 
 func (x *ImportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[62]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3129,7 +3335,7 @@ func (x *ImportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRequest.ProtoReflect.Descriptor instead.
 func (*ImportRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{62}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ImportRequest) GetPriceRules() []*v1.PriceRule {
@@ -3156,7 +3362,7 @@ type ImportResponse struct {
 
 func (x *ImportResponse) Reset() {
 	*x = ImportResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[63]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3168,7 +3374,7 @@ func (x *ImportResponse) String() string {
 func (*ImportResponse) ProtoMessage() {}
 
 func (x *ImportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[63]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3181,7 +3387,7 @@ func (x *ImportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResponse.ProtoReflect.Descriptor instead.
 func (*ImportResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{63}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ImportResponse) GetPriceRules() int32 {
@@ -3212,7 +3418,7 @@ type AdminToken struct {
 
 func (x *AdminToken) Reset() {
 	*x = AdminToken{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[64]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3224,7 +3430,7 @@ func (x *AdminToken) String() string {
 func (*AdminToken) ProtoMessage() {}
 
 func (x *AdminToken) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[64]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3237,7 +3443,7 @@ func (x *AdminToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdminToken.ProtoReflect.Descriptor instead.
 func (*AdminToken) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{64}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *AdminToken) GetId() int64 {
@@ -3278,7 +3484,7 @@ type CreateAdminTokenRequest struct {
 
 func (x *CreateAdminTokenRequest) Reset() {
 	*x = CreateAdminTokenRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[65]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3290,7 +3496,7 @@ func (x *CreateAdminTokenRequest) String() string {
 func (*CreateAdminTokenRequest) ProtoMessage() {}
 
 func (x *CreateAdminTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[65]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3303,7 +3509,7 @@ func (x *CreateAdminTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAdminTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateAdminTokenRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{65}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *CreateAdminTokenRequest) GetName() string {
@@ -3330,7 +3536,7 @@ type CreateAdminTokenResponse struct {
 
 func (x *CreateAdminTokenResponse) Reset() {
 	*x = CreateAdminTokenResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[66]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3342,7 +3548,7 @@ func (x *CreateAdminTokenResponse) String() string {
 func (*CreateAdminTokenResponse) ProtoMessage() {}
 
 func (x *CreateAdminTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[66]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3355,7 +3561,7 @@ func (x *CreateAdminTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAdminTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateAdminTokenResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{66}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *CreateAdminTokenResponse) GetAdminToken() *AdminToken {
@@ -3380,7 +3586,7 @@ type ListAdminTokensRequest struct {
 
 func (x *ListAdminTokensRequest) Reset() {
 	*x = ListAdminTokensRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[67]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3392,7 +3598,7 @@ func (x *ListAdminTokensRequest) String() string {
 func (*ListAdminTokensRequest) ProtoMessage() {}
 
 func (x *ListAdminTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[67]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3405,7 +3611,7 @@ func (x *ListAdminTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAdminTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListAdminTokensRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{67}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{71}
 }
 
 type ListAdminTokensResponse struct {
@@ -3417,7 +3623,7 @@ type ListAdminTokensResponse struct {
 
 func (x *ListAdminTokensResponse) Reset() {
 	*x = ListAdminTokensResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[68]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3429,7 +3635,7 @@ func (x *ListAdminTokensResponse) String() string {
 func (*ListAdminTokensResponse) ProtoMessage() {}
 
 func (x *ListAdminTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[68]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3442,7 +3648,7 @@ func (x *ListAdminTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAdminTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListAdminTokensResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{68}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ListAdminTokensResponse) GetItems() []*AdminToken {
@@ -3461,7 +3667,7 @@ type DeleteAdminTokenRequest struct {
 
 func (x *DeleteAdminTokenRequest) Reset() {
 	*x = DeleteAdminTokenRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[69]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3473,7 +3679,7 @@ func (x *DeleteAdminTokenRequest) String() string {
 func (*DeleteAdminTokenRequest) ProtoMessage() {}
 
 func (x *DeleteAdminTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[69]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3486,7 +3692,7 @@ func (x *DeleteAdminTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAdminTokenRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAdminTokenRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{69}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *DeleteAdminTokenRequest) GetId() int64 {
@@ -3504,7 +3710,7 @@ type DeleteAdminTokenResponse struct {
 
 func (x *DeleteAdminTokenResponse) Reset() {
 	*x = DeleteAdminTokenResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[70]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3516,7 +3722,7 @@ func (x *DeleteAdminTokenResponse) String() string {
 func (*DeleteAdminTokenResponse) ProtoMessage() {}
 
 func (x *DeleteAdminTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[70]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3529,7 +3735,7 @@ func (x *DeleteAdminTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAdminTokenResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAdminTokenResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{70}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{74}
 }
 
 type AdjustQuotaRequest struct {
@@ -3545,7 +3751,7 @@ type AdjustQuotaRequest struct {
 
 func (x *AdjustQuotaRequest) Reset() {
 	*x = AdjustQuotaRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[71]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3557,7 +3763,7 @@ func (x *AdjustQuotaRequest) String() string {
 func (*AdjustQuotaRequest) ProtoMessage() {}
 
 func (x *AdjustQuotaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[71]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3570,7 +3776,7 @@ func (x *AdjustQuotaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustQuotaRequest.ProtoReflect.Descriptor instead.
 func (*AdjustQuotaRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{71}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *AdjustQuotaRequest) GetScope() string {
@@ -3621,7 +3827,7 @@ type QuotaAdjustment struct {
 
 func (x *QuotaAdjustment) Reset() {
 	*x = QuotaAdjustment{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[72]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3633,7 +3839,7 @@ func (x *QuotaAdjustment) String() string {
 func (*QuotaAdjustment) ProtoMessage() {}
 
 func (x *QuotaAdjustment) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[72]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3646,7 +3852,7 @@ func (x *QuotaAdjustment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaAdjustment.ProtoReflect.Descriptor instead.
 func (*QuotaAdjustment) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{72}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *QuotaAdjustment) GetId() int64 {
@@ -3729,7 +3935,7 @@ type AdjustQuotaResponse struct {
 
 func (x *AdjustQuotaResponse) Reset() {
 	*x = AdjustQuotaResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[73]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3741,7 +3947,7 @@ func (x *AdjustQuotaResponse) String() string {
 func (*AdjustQuotaResponse) ProtoMessage() {}
 
 func (x *AdjustQuotaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[73]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3754,7 +3960,7 @@ func (x *AdjustQuotaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustQuotaResponse.ProtoReflect.Descriptor instead.
 func (*AdjustQuotaResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{73}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *AdjustQuotaResponse) GetAdjustment() *QuotaAdjustment {
@@ -3783,7 +3989,7 @@ type ListQuotaAdjustmentsRequest struct {
 
 func (x *ListQuotaAdjustmentsRequest) Reset() {
 	*x = ListQuotaAdjustmentsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[74]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3795,7 +4001,7 @@ func (x *ListQuotaAdjustmentsRequest) String() string {
 func (*ListQuotaAdjustmentsRequest) ProtoMessage() {}
 
 func (x *ListQuotaAdjustmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[74]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3808,7 +4014,7 @@ func (x *ListQuotaAdjustmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQuotaAdjustmentsRequest.ProtoReflect.Descriptor instead.
 func (*ListQuotaAdjustmentsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{74}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ListQuotaAdjustmentsRequest) GetScope() string {
@@ -3849,7 +4055,7 @@ type ListQuotaAdjustmentsResponse struct {
 
 func (x *ListQuotaAdjustmentsResponse) Reset() {
 	*x = ListQuotaAdjustmentsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[75]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3861,7 +4067,7 @@ func (x *ListQuotaAdjustmentsResponse) String() string {
 func (*ListQuotaAdjustmentsResponse) ProtoMessage() {}
 
 func (x *ListQuotaAdjustmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[75]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3874,7 +4080,7 @@ func (x *ListQuotaAdjustmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQuotaAdjustmentsResponse.ProtoReflect.Descriptor instead.
 func (*ListQuotaAdjustmentsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{75}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ListQuotaAdjustmentsResponse) GetItems() []*QuotaAdjustment {
@@ -3899,7 +4105,7 @@ type GetSnapshotStatusRequest struct {
 
 func (x *GetSnapshotStatusRequest) Reset() {
 	*x = GetSnapshotStatusRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[76]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3911,7 +4117,7 @@ func (x *GetSnapshotStatusRequest) String() string {
 func (*GetSnapshotStatusRequest) ProtoMessage() {}
 
 func (x *GetSnapshotStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[76]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3924,7 +4130,7 @@ func (x *GetSnapshotStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSnapshotStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetSnapshotStatusRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{76}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{80}
 }
 
 // SnapshotProblem names one row that keeps the configuration from compiling.
@@ -3943,7 +4149,7 @@ type SnapshotProblem struct {
 
 func (x *SnapshotProblem) Reset() {
 	*x = SnapshotProblem{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[77]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3955,7 +4161,7 @@ func (x *SnapshotProblem) String() string {
 func (*SnapshotProblem) ProtoMessage() {}
 
 func (x *SnapshotProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[77]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3968,7 +4174,7 @@ func (x *SnapshotProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotProblem.ProtoReflect.Descriptor instead.
 func (*SnapshotProblem) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{77}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *SnapshotProblem) GetResource() string {
@@ -4021,7 +4227,7 @@ type SnapshotRejection struct {
 
 func (x *SnapshotRejection) Reset() {
 	*x = SnapshotRejection{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[78]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4033,7 +4239,7 @@ func (x *SnapshotRejection) String() string {
 func (*SnapshotRejection) ProtoMessage() {}
 
 func (x *SnapshotRejection) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[78]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4046,7 +4252,7 @@ func (x *SnapshotRejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRejection.ProtoReflect.Descriptor instead.
 func (*SnapshotRejection) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{78}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *SnapshotRejection) GetVersion() int64 {
@@ -4098,7 +4304,7 @@ type GetSnapshotStatusResponse struct {
 
 func (x *GetSnapshotStatusResponse) Reset() {
 	*x = GetSnapshotStatusResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[79]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4110,7 +4316,7 @@ func (x *GetSnapshotStatusResponse) String() string {
 func (*GetSnapshotStatusResponse) ProtoMessage() {}
 
 func (x *GetSnapshotStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[79]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4123,7 +4329,7 @@ func (x *GetSnapshotStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSnapshotStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetSnapshotStatusResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{79}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *GetSnapshotStatusResponse) GetPublishedVersion() int64 {
@@ -4165,7 +4371,7 @@ type PlanPriceCatalogRequest struct {
 
 func (x *PlanPriceCatalogRequest) Reset() {
 	*x = PlanPriceCatalogRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4177,7 +4383,7 @@ func (x *PlanPriceCatalogRequest) String() string {
 func (*PlanPriceCatalogRequest) ProtoMessage() {}
 
 func (x *PlanPriceCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4190,7 +4396,7 @@ func (x *PlanPriceCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanPriceCatalogRequest.ProtoReflect.Descriptor instead.
 func (*PlanPriceCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{80}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *PlanPriceCatalogRequest) GetFormat() string {
@@ -4251,7 +4457,7 @@ type PlanPriceCatalogResponse struct {
 
 func (x *PlanPriceCatalogResponse) Reset() {
 	*x = PlanPriceCatalogResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4263,7 +4469,7 @@ func (x *PlanPriceCatalogResponse) String() string {
 func (*PlanPriceCatalogResponse) ProtoMessage() {}
 
 func (x *PlanPriceCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4276,7 +4482,7 @@ func (x *PlanPriceCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanPriceCatalogResponse.ProtoReflect.Descriptor instead.
 func (*PlanPriceCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{81}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *PlanPriceCatalogResponse) GetPlan() *CatalogPlan {
@@ -4305,7 +4511,7 @@ type CatalogPlan struct {
 
 func (x *CatalogPlan) Reset() {
 	*x = CatalogPlan{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4317,7 +4523,7 @@ func (x *CatalogPlan) String() string {
 func (*CatalogPlan) ProtoMessage() {}
 
 func (x *CatalogPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4330,7 +4536,7 @@ func (x *CatalogPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlan.ProtoReflect.Descriptor instead.
 func (*CatalogPlan) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{82}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *CatalogPlan) GetId() string {
@@ -4414,7 +4620,7 @@ type CatalogPlanRule struct {
 
 func (x *CatalogPlanRule) Reset() {
 	*x = CatalogPlanRule{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4426,7 +4632,7 @@ func (x *CatalogPlanRule) String() string {
 func (*CatalogPlanRule) ProtoMessage() {}
 
 func (x *CatalogPlanRule) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4439,7 +4645,7 @@ func (x *CatalogPlanRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlanRule.ProtoReflect.Descriptor instead.
 func (*CatalogPlanRule) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{83}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *CatalogPlanRule) GetEntryId() string {
@@ -4477,7 +4683,7 @@ type CatalogPlanChange struct {
 
 func (x *CatalogPlanChange) Reset() {
 	*x = CatalogPlanChange{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[84]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4489,7 +4695,7 @@ func (x *CatalogPlanChange) String() string {
 func (*CatalogPlanChange) ProtoMessage() {}
 
 func (x *CatalogPlanChange) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[84]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4502,7 +4708,7 @@ func (x *CatalogPlanChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlanChange.ProtoReflect.Descriptor instead.
 func (*CatalogPlanChange) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{84}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *CatalogPlanChange) GetEntryId() string {
@@ -4558,7 +4764,7 @@ type CatalogFieldChange struct {
 
 func (x *CatalogFieldChange) Reset() {
 	*x = CatalogFieldChange{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[85]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4570,7 +4776,7 @@ func (x *CatalogFieldChange) String() string {
 func (*CatalogFieldChange) ProtoMessage() {}
 
 func (x *CatalogFieldChange) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[85]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4583,7 +4789,7 @@ func (x *CatalogFieldChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogFieldChange.ProtoReflect.Descriptor instead.
 func (*CatalogFieldChange) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{85}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *CatalogFieldChange) GetField() string {
@@ -4618,7 +4824,7 @@ type CatalogPlanUnchanged struct {
 
 func (x *CatalogPlanUnchanged) Reset() {
 	*x = CatalogPlanUnchanged{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[86]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4630,7 +4836,7 @@ func (x *CatalogPlanUnchanged) String() string {
 func (*CatalogPlanUnchanged) ProtoMessage() {}
 
 func (x *CatalogPlanUnchanged) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[86]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4643,7 +4849,7 @@ func (x *CatalogPlanUnchanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlanUnchanged.ProtoReflect.Descriptor instead.
 func (*CatalogPlanUnchanged) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{86}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *CatalogPlanUnchanged) GetEntryId() string {
@@ -4677,7 +4883,7 @@ type CatalogSkipped struct {
 
 func (x *CatalogSkipped) Reset() {
 	*x = CatalogSkipped{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[87]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4689,7 +4895,7 @@ func (x *CatalogSkipped) String() string {
 func (*CatalogSkipped) ProtoMessage() {}
 
 func (x *CatalogSkipped) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[87]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4702,7 +4908,7 @@ func (x *CatalogSkipped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogSkipped.ProtoReflect.Descriptor instead.
 func (*CatalogSkipped) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{87}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *CatalogSkipped) GetEntryId() string {
@@ -4731,7 +4937,7 @@ type ApplyPriceCatalogRequest struct {
 
 func (x *ApplyPriceCatalogRequest) Reset() {
 	*x = ApplyPriceCatalogRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[88]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4743,7 +4949,7 @@ func (x *ApplyPriceCatalogRequest) String() string {
 func (*ApplyPriceCatalogRequest) ProtoMessage() {}
 
 func (x *ApplyPriceCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[88]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4756,7 +4962,7 @@ func (x *ApplyPriceCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyPriceCatalogRequest.ProtoReflect.Descriptor instead.
 func (*ApplyPriceCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{88}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ApplyPriceCatalogRequest) GetPlanId() string {
@@ -4793,7 +4999,7 @@ type ApplyPriceCatalogResponse struct {
 
 func (x *ApplyPriceCatalogResponse) Reset() {
 	*x = ApplyPriceCatalogResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[89]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4805,7 +5011,7 @@ func (x *ApplyPriceCatalogResponse) String() string {
 func (*ApplyPriceCatalogResponse) ProtoMessage() {}
 
 func (x *ApplyPriceCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[89]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4818,7 +5024,7 @@ func (x *ApplyPriceCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyPriceCatalogResponse.ProtoReflect.Descriptor instead.
 func (*ApplyPriceCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{89}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ApplyPriceCatalogResponse) GetPlanId() string {
@@ -4865,7 +5071,7 @@ type GetPriceRuleProvenanceRequest struct {
 
 func (x *GetPriceRuleProvenanceRequest) Reset() {
 	*x = GetPriceRuleProvenanceRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[90]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4877,7 +5083,7 @@ func (x *GetPriceRuleProvenanceRequest) String() string {
 func (*GetPriceRuleProvenanceRequest) ProtoMessage() {}
 
 func (x *GetPriceRuleProvenanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[90]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4890,7 +5096,7 @@ func (x *GetPriceRuleProvenanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleProvenanceRequest.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleProvenanceRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{90}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *GetPriceRuleProvenanceRequest) GetPriceRuleId() int64 {
@@ -4909,7 +5115,7 @@ type GetPriceRuleProvenanceResponse struct {
 
 func (x *GetPriceRuleProvenanceResponse) Reset() {
 	*x = GetPriceRuleProvenanceResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[91]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4921,7 +5127,7 @@ func (x *GetPriceRuleProvenanceResponse) String() string {
 func (*GetPriceRuleProvenanceResponse) ProtoMessage() {}
 
 func (x *GetPriceRuleProvenanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[91]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4934,7 +5140,7 @@ func (x *GetPriceRuleProvenanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleProvenanceResponse.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleProvenanceResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{91}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *GetPriceRuleProvenanceResponse) GetProvenance() *PriceRuleProvenance {
@@ -4960,7 +5166,7 @@ type PriceRuleProvenance struct {
 
 func (x *PriceRuleProvenance) Reset() {
 	*x = PriceRuleProvenance{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[92]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4972,7 +5178,7 @@ func (x *PriceRuleProvenance) String() string {
 func (*PriceRuleProvenance) ProtoMessage() {}
 
 func (x *PriceRuleProvenance) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[92]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4985,7 +5191,7 @@ func (x *PriceRuleProvenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriceRuleProvenance.ProtoReflect.Descriptor instead.
 func (*PriceRuleProvenance) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{92}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *PriceRuleProvenance) GetPriceRuleId() int64 {
@@ -5046,7 +5252,7 @@ type GetPriceRuleHistoryRequest struct {
 
 func (x *GetPriceRuleHistoryRequest) Reset() {
 	*x = GetPriceRuleHistoryRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5058,7 +5264,7 @@ func (x *GetPriceRuleHistoryRequest) String() string {
 func (*GetPriceRuleHistoryRequest) ProtoMessage() {}
 
 func (x *GetPriceRuleHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5071,7 +5277,7 @@ func (x *GetPriceRuleHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleHistoryRequest.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{93}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *GetPriceRuleHistoryRequest) GetPriceRuleId() int64 {
@@ -5090,7 +5296,7 @@ type GetPriceRuleHistoryResponse struct {
 
 func (x *GetPriceRuleHistoryResponse) Reset() {
 	*x = GetPriceRuleHistoryResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5102,7 +5308,7 @@ func (x *GetPriceRuleHistoryResponse) String() string {
 func (*GetPriceRuleHistoryResponse) ProtoMessage() {}
 
 func (x *GetPriceRuleHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5115,7 +5321,7 @@ func (x *GetPriceRuleHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleHistoryResponse.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{94}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *GetPriceRuleHistoryResponse) GetItems() []*PriceRuleVersion {
@@ -5142,7 +5348,7 @@ type PriceRuleVersion struct {
 
 func (x *PriceRuleVersion) Reset() {
 	*x = PriceRuleVersion{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5154,7 +5360,7 @@ func (x *PriceRuleVersion) String() string {
 func (*PriceRuleVersion) ProtoMessage() {}
 
 func (x *PriceRuleVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5167,7 +5373,7 @@ func (x *PriceRuleVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriceRuleVersion.ProtoReflect.Descriptor instead.
 func (*PriceRuleVersion) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{95}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *PriceRuleVersion) GetVersion() int32 {
@@ -5218,7 +5424,7 @@ type RepricePriceRulesRequest struct {
 
 func (x *RepricePriceRulesRequest) Reset() {
 	*x = RepricePriceRulesRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5230,7 +5436,7 @@ func (x *RepricePriceRulesRequest) String() string {
 func (*RepricePriceRulesRequest) ProtoMessage() {}
 
 func (x *RepricePriceRulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5243,7 +5449,7 @@ func (x *RepricePriceRulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepricePriceRulesRequest.ProtoReflect.Descriptor instead.
 func (*RepricePriceRulesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{96}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *RepricePriceRulesRequest) GetFrom() *timestamppb.Timestamp {
@@ -5291,7 +5497,7 @@ type RepricePriceRulesResponse struct {
 
 func (x *RepricePriceRulesResponse) Reset() {
 	*x = RepricePriceRulesResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5303,7 +5509,7 @@ func (x *RepricePriceRulesResponse) String() string {
 func (*RepricePriceRulesResponse) ProtoMessage() {}
 
 func (x *RepricePriceRulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5316,7 +5522,7 @@ func (x *RepricePriceRulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepricePriceRulesResponse.ProtoReflect.Descriptor instead.
 func (*RepricePriceRulesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{97}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *RepricePriceRulesResponse) GetFrom() *timestamppb.Timestamp {
@@ -5390,7 +5596,7 @@ type RepriceLine struct {
 
 func (x *RepriceLine) Reset() {
 	*x = RepriceLine{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5402,7 +5608,7 @@ func (x *RepriceLine) String() string {
 func (*RepriceLine) ProtoMessage() {}
 
 func (x *RepriceLine) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5415,7 +5621,7 @@ func (x *RepriceLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepriceLine.ProtoReflect.Descriptor instead.
 func (*RepriceLine) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{98}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *RepriceLine) GetProviderId() int64 {
@@ -5475,15 +5681,26 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x13GetPriceRuleRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"I\n" +
 	"\x14GetPriceRuleResponse\x121\n" +
-	"\x04rule\x18\x01 \x01(\v2\x1d.tollgate.config.v1.PriceRuleR\x04rule\"K\n" +
+	"\x04rule\x18\x01 \x01(\v2\x1d.tollgate.config.v1.PriceRuleR\x04rule\"\x8a\x01\n" +
 	"\x16CreatePriceRuleRequest\x121\n" +
-	"\x04rule\x18\x01 \x01(\v2\x1d.tollgate.config.v1.PriceRuleR\x04rule\"L\n" +
+	"\x04rule\x18\x01 \x01(\v2\x1d.tollgate.config.v1.PriceRuleR\x04rule\x12=\n" +
+	"\feffective_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\veffectiveAt\"\x92\x01\n" +
 	"\x17CreatePriceRuleResponse\x121\n" +
-	"\x04rule\x18\x01 \x01(\v2\x1d.tollgate.config.v1.PriceRuleR\x04rule\"K\n" +
+	"\x04rule\x18\x01 \x01(\v2\x1d.tollgate.config.v1.PriceRuleR\x04rule\x12D\n" +
+	"\tscheduled\x18\x02 \x01(\v2&.tollgate.config.v1.ScheduledPriceRuleR\tscheduled\"\x8a\x01\n" +
 	"\x16UpdatePriceRuleRequest\x121\n" +
-	"\x04rule\x18\x01 \x01(\v2\x1d.tollgate.config.v1.PriceRuleR\x04rule\"L\n" +
+	"\x04rule\x18\x01 \x01(\v2\x1d.tollgate.config.v1.PriceRuleR\x04rule\x12=\n" +
+	"\feffective_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\veffectiveAt\"\x92\x01\n" +
 	"\x17UpdatePriceRuleResponse\x121\n" +
-	"\x04rule\x18\x01 \x01(\v2\x1d.tollgate.config.v1.PriceRuleR\x04rule\"(\n" +
+	"\x04rule\x18\x01 \x01(\v2\x1d.tollgate.config.v1.PriceRuleR\x04rule\x12D\n" +
+	"\tscheduled\x18\x02 \x01(\v2&.tollgate.config.v1.ScheduledPriceRuleR\tscheduled\"D\n" +
+	"\x1eListScheduledPriceRulesRequest\x12\"\n" +
+	"\rprice_rule_id\x18\x01 \x01(\x03R\vpriceRuleId\"_\n" +
+	"\x1fListScheduledPriceRulesResponse\x12<\n" +
+	"\x05items\x18\x01 \x03(\v2&.tollgate.config.v1.ScheduledPriceRuleR\x05items\"1\n" +
+	"\x1fCancelScheduledPriceRuleRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"\"\n" +
+	" CancelScheduledPriceRuleResponse\"(\n" +
 	"\x16DeletePriceRuleRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"\x19\n" +
 	"\x17DeletePriceRuleResponse\"\xe9\x01\n" +
@@ -5860,7 +6077,7 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\brepriced\x18\x05 \x01(\tR\brepriced\x12\x1e\n" +
 	"\n" +
 	"difference\x18\x06 \x01(\tR\n" +
-	"difference2\xa9!\n" +
+	"difference2\xb2#\n" +
 	"\fAdminService\x12e\n" +
 	"\x0eListPriceRules\x12(.tollgate.admin.v1.ListPriceRulesRequest\x1a).tollgate.admin.v1.ListPriceRulesResponse\x12_\n" +
 	"\fGetPriceRule\x12&.tollgate.admin.v1.GetPriceRuleRequest\x1a'.tollgate.admin.v1.GetPriceRuleResponse\x12h\n" +
@@ -5908,7 +6125,9 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x11ApplyPriceCatalog\x12+.tollgate.admin.v1.ApplyPriceCatalogRequest\x1a,.tollgate.admin.v1.ApplyPriceCatalogResponse\x12}\n" +
 	"\x16GetPriceRuleProvenance\x120.tollgate.admin.v1.GetPriceRuleProvenanceRequest\x1a1.tollgate.admin.v1.GetPriceRuleProvenanceResponse\x12t\n" +
 	"\x13GetPriceRuleHistory\x12-.tollgate.admin.v1.GetPriceRuleHistoryRequest\x1a..tollgate.admin.v1.GetPriceRuleHistoryResponse\x12n\n" +
-	"\x11RepricePriceRules\x12+.tollgate.admin.v1.RepricePriceRulesRequest\x1a,.tollgate.admin.v1.RepricePriceRulesResponseBCZAgithub.com/tollgate/tollgate/shared/gen/tollgate/admin/v1;adminv1b\x06proto3"
+	"\x11RepricePriceRules\x12+.tollgate.admin.v1.RepricePriceRulesRequest\x1a,.tollgate.admin.v1.RepricePriceRulesResponse\x12\x80\x01\n" +
+	"\x17ListScheduledPriceRules\x121.tollgate.admin.v1.ListScheduledPriceRulesRequest\x1a2.tollgate.admin.v1.ListScheduledPriceRulesResponse\x12\x83\x01\n" +
+	"\x18CancelScheduledPriceRule\x122.tollgate.admin.v1.CancelScheduledPriceRuleRequest\x1a3.tollgate.admin.v1.CancelScheduledPriceRuleResponseBCZAgithub.com/tollgate/tollgate/shared/gen/tollgate/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_tollgate_admin_v1_admin_proto_rawDescOnce sync.Once
@@ -5922,294 +6141,308 @@ func file_tollgate_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_tollgate_admin_v1_admin_proto_rawDescData
 }
 
-var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 101)
+var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 105)
 var file_tollgate_admin_v1_admin_proto_goTypes = []any{
-	(*ListPriceRulesRequest)(nil),          // 0: tollgate.admin.v1.ListPriceRulesRequest
-	(*ListPriceRulesResponse)(nil),         // 1: tollgate.admin.v1.ListPriceRulesResponse
-	(*GetPriceRuleRequest)(nil),            // 2: tollgate.admin.v1.GetPriceRuleRequest
-	(*GetPriceRuleResponse)(nil),           // 3: tollgate.admin.v1.GetPriceRuleResponse
-	(*CreatePriceRuleRequest)(nil),         // 4: tollgate.admin.v1.CreatePriceRuleRequest
-	(*CreatePriceRuleResponse)(nil),        // 5: tollgate.admin.v1.CreatePriceRuleResponse
-	(*UpdatePriceRuleRequest)(nil),         // 6: tollgate.admin.v1.UpdatePriceRuleRequest
-	(*UpdatePriceRuleResponse)(nil),        // 7: tollgate.admin.v1.UpdatePriceRuleResponse
-	(*DeletePriceRuleRequest)(nil),         // 8: tollgate.admin.v1.DeletePriceRuleRequest
-	(*DeletePriceRuleResponse)(nil),        // 9: tollgate.admin.v1.DeletePriceRuleResponse
-	(*QuotePriceRequest)(nil),              // 10: tollgate.admin.v1.QuotePriceRequest
-	(*QuotePriceResponse)(nil),             // 11: tollgate.admin.v1.QuotePriceResponse
-	(*Rates)(nil),                          // 12: tollgate.admin.v1.Rates
-	(*ListProvidersRequest)(nil),           // 13: tollgate.admin.v1.ListProvidersRequest
-	(*ListProvidersResponse)(nil),          // 14: tollgate.admin.v1.ListProvidersResponse
-	(*GetProviderRequest)(nil),             // 15: tollgate.admin.v1.GetProviderRequest
-	(*GetProviderResponse)(nil),            // 16: tollgate.admin.v1.GetProviderResponse
-	(*CreateProviderRequest)(nil),          // 17: tollgate.admin.v1.CreateProviderRequest
-	(*CreateProviderResponse)(nil),         // 18: tollgate.admin.v1.CreateProviderResponse
-	(*UpdateProviderRequest)(nil),          // 19: tollgate.admin.v1.UpdateProviderRequest
-	(*UpdateProviderResponse)(nil),         // 20: tollgate.admin.v1.UpdateProviderResponse
-	(*DeleteProviderRequest)(nil),          // 21: tollgate.admin.v1.DeleteProviderRequest
-	(*DeleteProviderResponse)(nil),         // 22: tollgate.admin.v1.DeleteProviderResponse
-	(*CreateCredentialRequest)(nil),        // 23: tollgate.admin.v1.CreateCredentialRequest
-	(*CreateCredentialResponse)(nil),       // 24: tollgate.admin.v1.CreateCredentialResponse
-	(*DeleteCredentialRequest)(nil),        // 25: tollgate.admin.v1.DeleteCredentialRequest
-	(*DeleteCredentialResponse)(nil),       // 26: tollgate.admin.v1.DeleteCredentialResponse
-	(*ListRoutingRulesRequest)(nil),        // 27: tollgate.admin.v1.ListRoutingRulesRequest
-	(*ListRoutingRulesResponse)(nil),       // 28: tollgate.admin.v1.ListRoutingRulesResponse
-	(*UpsertRoutingRulesRequest)(nil),      // 29: tollgate.admin.v1.UpsertRoutingRulesRequest
-	(*UpsertRoutingRulesResponse)(nil),     // 30: tollgate.admin.v1.UpsertRoutingRulesResponse
-	(*ResetRoutingRulesRequest)(nil),       // 31: tollgate.admin.v1.ResetRoutingRulesRequest
-	(*ResetRoutingRulesResponse)(nil),      // 32: tollgate.admin.v1.ResetRoutingRulesResponse
-	(*DeleteRoutingRuleRequest)(nil),       // 33: tollgate.admin.v1.DeleteRoutingRuleRequest
-	(*DeleteRoutingRuleResponse)(nil),      // 34: tollgate.admin.v1.DeleteRoutingRuleResponse
-	(*ListRoutesRequest)(nil),              // 35: tollgate.admin.v1.ListRoutesRequest
-	(*ListRoutesResponse)(nil),             // 36: tollgate.admin.v1.ListRoutesResponse
-	(*GetRouteRequest)(nil),                // 37: tollgate.admin.v1.GetRouteRequest
-	(*GetRouteResponse)(nil),               // 38: tollgate.admin.v1.GetRouteResponse
-	(*CreateRouteRequest)(nil),             // 39: tollgate.admin.v1.CreateRouteRequest
-	(*CreateRouteResponse)(nil),            // 40: tollgate.admin.v1.CreateRouteResponse
-	(*UpdateRouteRequest)(nil),             // 41: tollgate.admin.v1.UpdateRouteRequest
-	(*UpdateRouteResponse)(nil),            // 42: tollgate.admin.v1.UpdateRouteResponse
-	(*DeleteRouteRequest)(nil),             // 43: tollgate.admin.v1.DeleteRouteRequest
-	(*DeleteRouteResponse)(nil),            // 44: tollgate.admin.v1.DeleteRouteResponse
-	(*CreateOrgRequest)(nil),               // 45: tollgate.admin.v1.CreateOrgRequest
-	(*CreateOrgResponse)(nil),              // 46: tollgate.admin.v1.CreateOrgResponse
-	(*CreateTeamRequest)(nil),              // 47: tollgate.admin.v1.CreateTeamRequest
-	(*CreateTeamResponse)(nil),             // 48: tollgate.admin.v1.CreateTeamResponse
-	(*CreateUserRequest)(nil),              // 49: tollgate.admin.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),             // 50: tollgate.admin.v1.CreateUserResponse
-	(*CreateApiKeyRequest)(nil),            // 51: tollgate.admin.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),           // 52: tollgate.admin.v1.CreateApiKeyResponse
-	(*GetQuotaRequest)(nil),                // 53: tollgate.admin.v1.GetQuotaRequest
-	(*GetQuotaResponse)(nil),               // 54: tollgate.admin.v1.GetQuotaResponse
-	(*SetQuotaRequest)(nil),                // 55: tollgate.admin.v1.SetQuotaRequest
-	(*SetQuotaResponse)(nil),               // 56: tollgate.admin.v1.SetQuotaResponse
-	(*ListUsagesRequest)(nil),              // 57: tollgate.admin.v1.ListUsagesRequest
-	(*Usage)(nil),                          // 58: tollgate.admin.v1.Usage
-	(*ListUsagesResponse)(nil),             // 59: tollgate.admin.v1.ListUsagesResponse
-	(*ExportRequest)(nil),                  // 60: tollgate.admin.v1.ExportRequest
-	(*ExportResponse)(nil),                 // 61: tollgate.admin.v1.ExportResponse
-	(*ImportRequest)(nil),                  // 62: tollgate.admin.v1.ImportRequest
-	(*ImportResponse)(nil),                 // 63: tollgate.admin.v1.ImportResponse
-	(*AdminToken)(nil),                     // 64: tollgate.admin.v1.AdminToken
-	(*CreateAdminTokenRequest)(nil),        // 65: tollgate.admin.v1.CreateAdminTokenRequest
-	(*CreateAdminTokenResponse)(nil),       // 66: tollgate.admin.v1.CreateAdminTokenResponse
-	(*ListAdminTokensRequest)(nil),         // 67: tollgate.admin.v1.ListAdminTokensRequest
-	(*ListAdminTokensResponse)(nil),        // 68: tollgate.admin.v1.ListAdminTokensResponse
-	(*DeleteAdminTokenRequest)(nil),        // 69: tollgate.admin.v1.DeleteAdminTokenRequest
-	(*DeleteAdminTokenResponse)(nil),       // 70: tollgate.admin.v1.DeleteAdminTokenResponse
-	(*AdjustQuotaRequest)(nil),             // 71: tollgate.admin.v1.AdjustQuotaRequest
-	(*QuotaAdjustment)(nil),                // 72: tollgate.admin.v1.QuotaAdjustment
-	(*AdjustQuotaResponse)(nil),            // 73: tollgate.admin.v1.AdjustQuotaResponse
-	(*ListQuotaAdjustmentsRequest)(nil),    // 74: tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	(*ListQuotaAdjustmentsResponse)(nil),   // 75: tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	(*GetSnapshotStatusRequest)(nil),       // 76: tollgate.admin.v1.GetSnapshotStatusRequest
-	(*SnapshotProblem)(nil),                // 77: tollgate.admin.v1.SnapshotProblem
-	(*SnapshotRejection)(nil),              // 78: tollgate.admin.v1.SnapshotRejection
-	(*GetSnapshotStatusResponse)(nil),      // 79: tollgate.admin.v1.GetSnapshotStatusResponse
-	(*PlanPriceCatalogRequest)(nil),        // 80: tollgate.admin.v1.PlanPriceCatalogRequest
-	(*PlanPriceCatalogResponse)(nil),       // 81: tollgate.admin.v1.PlanPriceCatalogResponse
-	(*CatalogPlan)(nil),                    // 82: tollgate.admin.v1.CatalogPlan
-	(*CatalogPlanRule)(nil),                // 83: tollgate.admin.v1.CatalogPlanRule
-	(*CatalogPlanChange)(nil),              // 84: tollgate.admin.v1.CatalogPlanChange
-	(*CatalogFieldChange)(nil),             // 85: tollgate.admin.v1.CatalogFieldChange
-	(*CatalogPlanUnchanged)(nil),           // 86: tollgate.admin.v1.CatalogPlanUnchanged
-	(*CatalogSkipped)(nil),                 // 87: tollgate.admin.v1.CatalogSkipped
-	(*ApplyPriceCatalogRequest)(nil),       // 88: tollgate.admin.v1.ApplyPriceCatalogRequest
-	(*ApplyPriceCatalogResponse)(nil),      // 89: tollgate.admin.v1.ApplyPriceCatalogResponse
-	(*GetPriceRuleProvenanceRequest)(nil),  // 90: tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	(*GetPriceRuleProvenanceResponse)(nil), // 91: tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	(*PriceRuleProvenance)(nil),            // 92: tollgate.admin.v1.PriceRuleProvenance
-	(*GetPriceRuleHistoryRequest)(nil),     // 93: tollgate.admin.v1.GetPriceRuleHistoryRequest
-	(*GetPriceRuleHistoryResponse)(nil),    // 94: tollgate.admin.v1.GetPriceRuleHistoryResponse
-	(*PriceRuleVersion)(nil),               // 95: tollgate.admin.v1.PriceRuleVersion
-	(*RepricePriceRulesRequest)(nil),       // 96: tollgate.admin.v1.RepricePriceRulesRequest
-	(*RepricePriceRulesResponse)(nil),      // 97: tollgate.admin.v1.RepricePriceRulesResponse
-	(*RepriceLine)(nil),                    // 98: tollgate.admin.v1.RepriceLine
-	nil,                                    // 99: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	nil,                                    // 100: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	(*v1.PriceRule)(nil),                   // 101: tollgate.config.v1.PriceRule
-	(*v11.TokenCounts)(nil),                // 102: tollgate.settlement.v1.TokenCounts
-	(*timestamppb.Timestamp)(nil),          // 103: google.protobuf.Timestamp
-	(*v1.Provider)(nil),                    // 104: tollgate.config.v1.Provider
-	(*v1.Credential)(nil),                  // 105: tollgate.config.v1.Credential
-	(*v1.RoutingRule)(nil),                 // 106: tollgate.config.v1.RoutingRule
-	(*v1.Route)(nil),                       // 107: tollgate.config.v1.Route
-	(*v1.Org)(nil),                         // 108: tollgate.config.v1.Org
-	(*v1.Team)(nil),                        // 109: tollgate.config.v1.Team
-	(*v1.User)(nil),                        // 110: tollgate.config.v1.User
-	(*v1.ApiKey)(nil),                      // 111: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),                       // 112: tollgate.config.v1.Quota
-	(*v11.SettlementRecord)(nil),           // 113: tollgate.settlement.v1.SettlementRecord
+	(*ListPriceRulesRequest)(nil),            // 0: tollgate.admin.v1.ListPriceRulesRequest
+	(*ListPriceRulesResponse)(nil),           // 1: tollgate.admin.v1.ListPriceRulesResponse
+	(*GetPriceRuleRequest)(nil),              // 2: tollgate.admin.v1.GetPriceRuleRequest
+	(*GetPriceRuleResponse)(nil),             // 3: tollgate.admin.v1.GetPriceRuleResponse
+	(*CreatePriceRuleRequest)(nil),           // 4: tollgate.admin.v1.CreatePriceRuleRequest
+	(*CreatePriceRuleResponse)(nil),          // 5: tollgate.admin.v1.CreatePriceRuleResponse
+	(*UpdatePriceRuleRequest)(nil),           // 6: tollgate.admin.v1.UpdatePriceRuleRequest
+	(*UpdatePriceRuleResponse)(nil),          // 7: tollgate.admin.v1.UpdatePriceRuleResponse
+	(*ListScheduledPriceRulesRequest)(nil),   // 8: tollgate.admin.v1.ListScheduledPriceRulesRequest
+	(*ListScheduledPriceRulesResponse)(nil),  // 9: tollgate.admin.v1.ListScheduledPriceRulesResponse
+	(*CancelScheduledPriceRuleRequest)(nil),  // 10: tollgate.admin.v1.CancelScheduledPriceRuleRequest
+	(*CancelScheduledPriceRuleResponse)(nil), // 11: tollgate.admin.v1.CancelScheduledPriceRuleResponse
+	(*DeletePriceRuleRequest)(nil),           // 12: tollgate.admin.v1.DeletePriceRuleRequest
+	(*DeletePriceRuleResponse)(nil),          // 13: tollgate.admin.v1.DeletePriceRuleResponse
+	(*QuotePriceRequest)(nil),                // 14: tollgate.admin.v1.QuotePriceRequest
+	(*QuotePriceResponse)(nil),               // 15: tollgate.admin.v1.QuotePriceResponse
+	(*Rates)(nil),                            // 16: tollgate.admin.v1.Rates
+	(*ListProvidersRequest)(nil),             // 17: tollgate.admin.v1.ListProvidersRequest
+	(*ListProvidersResponse)(nil),            // 18: tollgate.admin.v1.ListProvidersResponse
+	(*GetProviderRequest)(nil),               // 19: tollgate.admin.v1.GetProviderRequest
+	(*GetProviderResponse)(nil),              // 20: tollgate.admin.v1.GetProviderResponse
+	(*CreateProviderRequest)(nil),            // 21: tollgate.admin.v1.CreateProviderRequest
+	(*CreateProviderResponse)(nil),           // 22: tollgate.admin.v1.CreateProviderResponse
+	(*UpdateProviderRequest)(nil),            // 23: tollgate.admin.v1.UpdateProviderRequest
+	(*UpdateProviderResponse)(nil),           // 24: tollgate.admin.v1.UpdateProviderResponse
+	(*DeleteProviderRequest)(nil),            // 25: tollgate.admin.v1.DeleteProviderRequest
+	(*DeleteProviderResponse)(nil),           // 26: tollgate.admin.v1.DeleteProviderResponse
+	(*CreateCredentialRequest)(nil),          // 27: tollgate.admin.v1.CreateCredentialRequest
+	(*CreateCredentialResponse)(nil),         // 28: tollgate.admin.v1.CreateCredentialResponse
+	(*DeleteCredentialRequest)(nil),          // 29: tollgate.admin.v1.DeleteCredentialRequest
+	(*DeleteCredentialResponse)(nil),         // 30: tollgate.admin.v1.DeleteCredentialResponse
+	(*ListRoutingRulesRequest)(nil),          // 31: tollgate.admin.v1.ListRoutingRulesRequest
+	(*ListRoutingRulesResponse)(nil),         // 32: tollgate.admin.v1.ListRoutingRulesResponse
+	(*UpsertRoutingRulesRequest)(nil),        // 33: tollgate.admin.v1.UpsertRoutingRulesRequest
+	(*UpsertRoutingRulesResponse)(nil),       // 34: tollgate.admin.v1.UpsertRoutingRulesResponse
+	(*ResetRoutingRulesRequest)(nil),         // 35: tollgate.admin.v1.ResetRoutingRulesRequest
+	(*ResetRoutingRulesResponse)(nil),        // 36: tollgate.admin.v1.ResetRoutingRulesResponse
+	(*DeleteRoutingRuleRequest)(nil),         // 37: tollgate.admin.v1.DeleteRoutingRuleRequest
+	(*DeleteRoutingRuleResponse)(nil),        // 38: tollgate.admin.v1.DeleteRoutingRuleResponse
+	(*ListRoutesRequest)(nil),                // 39: tollgate.admin.v1.ListRoutesRequest
+	(*ListRoutesResponse)(nil),               // 40: tollgate.admin.v1.ListRoutesResponse
+	(*GetRouteRequest)(nil),                  // 41: tollgate.admin.v1.GetRouteRequest
+	(*GetRouteResponse)(nil),                 // 42: tollgate.admin.v1.GetRouteResponse
+	(*CreateRouteRequest)(nil),               // 43: tollgate.admin.v1.CreateRouteRequest
+	(*CreateRouteResponse)(nil),              // 44: tollgate.admin.v1.CreateRouteResponse
+	(*UpdateRouteRequest)(nil),               // 45: tollgate.admin.v1.UpdateRouteRequest
+	(*UpdateRouteResponse)(nil),              // 46: tollgate.admin.v1.UpdateRouteResponse
+	(*DeleteRouteRequest)(nil),               // 47: tollgate.admin.v1.DeleteRouteRequest
+	(*DeleteRouteResponse)(nil),              // 48: tollgate.admin.v1.DeleteRouteResponse
+	(*CreateOrgRequest)(nil),                 // 49: tollgate.admin.v1.CreateOrgRequest
+	(*CreateOrgResponse)(nil),                // 50: tollgate.admin.v1.CreateOrgResponse
+	(*CreateTeamRequest)(nil),                // 51: tollgate.admin.v1.CreateTeamRequest
+	(*CreateTeamResponse)(nil),               // 52: tollgate.admin.v1.CreateTeamResponse
+	(*CreateUserRequest)(nil),                // 53: tollgate.admin.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),               // 54: tollgate.admin.v1.CreateUserResponse
+	(*CreateApiKeyRequest)(nil),              // 55: tollgate.admin.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),             // 56: tollgate.admin.v1.CreateApiKeyResponse
+	(*GetQuotaRequest)(nil),                  // 57: tollgate.admin.v1.GetQuotaRequest
+	(*GetQuotaResponse)(nil),                 // 58: tollgate.admin.v1.GetQuotaResponse
+	(*SetQuotaRequest)(nil),                  // 59: tollgate.admin.v1.SetQuotaRequest
+	(*SetQuotaResponse)(nil),                 // 60: tollgate.admin.v1.SetQuotaResponse
+	(*ListUsagesRequest)(nil),                // 61: tollgate.admin.v1.ListUsagesRequest
+	(*Usage)(nil),                            // 62: tollgate.admin.v1.Usage
+	(*ListUsagesResponse)(nil),               // 63: tollgate.admin.v1.ListUsagesResponse
+	(*ExportRequest)(nil),                    // 64: tollgate.admin.v1.ExportRequest
+	(*ExportResponse)(nil),                   // 65: tollgate.admin.v1.ExportResponse
+	(*ImportRequest)(nil),                    // 66: tollgate.admin.v1.ImportRequest
+	(*ImportResponse)(nil),                   // 67: tollgate.admin.v1.ImportResponse
+	(*AdminToken)(nil),                       // 68: tollgate.admin.v1.AdminToken
+	(*CreateAdminTokenRequest)(nil),          // 69: tollgate.admin.v1.CreateAdminTokenRequest
+	(*CreateAdminTokenResponse)(nil),         // 70: tollgate.admin.v1.CreateAdminTokenResponse
+	(*ListAdminTokensRequest)(nil),           // 71: tollgate.admin.v1.ListAdminTokensRequest
+	(*ListAdminTokensResponse)(nil),          // 72: tollgate.admin.v1.ListAdminTokensResponse
+	(*DeleteAdminTokenRequest)(nil),          // 73: tollgate.admin.v1.DeleteAdminTokenRequest
+	(*DeleteAdminTokenResponse)(nil),         // 74: tollgate.admin.v1.DeleteAdminTokenResponse
+	(*AdjustQuotaRequest)(nil),               // 75: tollgate.admin.v1.AdjustQuotaRequest
+	(*QuotaAdjustment)(nil),                  // 76: tollgate.admin.v1.QuotaAdjustment
+	(*AdjustQuotaResponse)(nil),              // 77: tollgate.admin.v1.AdjustQuotaResponse
+	(*ListQuotaAdjustmentsRequest)(nil),      // 78: tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	(*ListQuotaAdjustmentsResponse)(nil),     // 79: tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	(*GetSnapshotStatusRequest)(nil),         // 80: tollgate.admin.v1.GetSnapshotStatusRequest
+	(*SnapshotProblem)(nil),                  // 81: tollgate.admin.v1.SnapshotProblem
+	(*SnapshotRejection)(nil),                // 82: tollgate.admin.v1.SnapshotRejection
+	(*GetSnapshotStatusResponse)(nil),        // 83: tollgate.admin.v1.GetSnapshotStatusResponse
+	(*PlanPriceCatalogRequest)(nil),          // 84: tollgate.admin.v1.PlanPriceCatalogRequest
+	(*PlanPriceCatalogResponse)(nil),         // 85: tollgate.admin.v1.PlanPriceCatalogResponse
+	(*CatalogPlan)(nil),                      // 86: tollgate.admin.v1.CatalogPlan
+	(*CatalogPlanRule)(nil),                  // 87: tollgate.admin.v1.CatalogPlanRule
+	(*CatalogPlanChange)(nil),                // 88: tollgate.admin.v1.CatalogPlanChange
+	(*CatalogFieldChange)(nil),               // 89: tollgate.admin.v1.CatalogFieldChange
+	(*CatalogPlanUnchanged)(nil),             // 90: tollgate.admin.v1.CatalogPlanUnchanged
+	(*CatalogSkipped)(nil),                   // 91: tollgate.admin.v1.CatalogSkipped
+	(*ApplyPriceCatalogRequest)(nil),         // 92: tollgate.admin.v1.ApplyPriceCatalogRequest
+	(*ApplyPriceCatalogResponse)(nil),        // 93: tollgate.admin.v1.ApplyPriceCatalogResponse
+	(*GetPriceRuleProvenanceRequest)(nil),    // 94: tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	(*GetPriceRuleProvenanceResponse)(nil),   // 95: tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	(*PriceRuleProvenance)(nil),              // 96: tollgate.admin.v1.PriceRuleProvenance
+	(*GetPriceRuleHistoryRequest)(nil),       // 97: tollgate.admin.v1.GetPriceRuleHistoryRequest
+	(*GetPriceRuleHistoryResponse)(nil),      // 98: tollgate.admin.v1.GetPriceRuleHistoryResponse
+	(*PriceRuleVersion)(nil),                 // 99: tollgate.admin.v1.PriceRuleVersion
+	(*RepricePriceRulesRequest)(nil),         // 100: tollgate.admin.v1.RepricePriceRulesRequest
+	(*RepricePriceRulesResponse)(nil),        // 101: tollgate.admin.v1.RepricePriceRulesResponse
+	(*RepriceLine)(nil),                      // 102: tollgate.admin.v1.RepriceLine
+	nil,                                      // 103: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	nil,                                      // 104: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	(*v1.PriceRule)(nil),                     // 105: tollgate.config.v1.PriceRule
+	(*timestamppb.Timestamp)(nil),            // 106: google.protobuf.Timestamp
+	(*v1.ScheduledPriceRule)(nil),            // 107: tollgate.config.v1.ScheduledPriceRule
+	(*v11.TokenCounts)(nil),                  // 108: tollgate.settlement.v1.TokenCounts
+	(*v1.Provider)(nil),                      // 109: tollgate.config.v1.Provider
+	(*v1.Credential)(nil),                    // 110: tollgate.config.v1.Credential
+	(*v1.RoutingRule)(nil),                   // 111: tollgate.config.v1.RoutingRule
+	(*v1.Route)(nil),                         // 112: tollgate.config.v1.Route
+	(*v1.Org)(nil),                           // 113: tollgate.config.v1.Org
+	(*v1.Team)(nil),                          // 114: tollgate.config.v1.Team
+	(*v1.User)(nil),                          // 115: tollgate.config.v1.User
+	(*v1.ApiKey)(nil),                        // 116: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),                         // 117: tollgate.config.v1.Quota
+	(*v11.SettlementRecord)(nil),             // 118: tollgate.settlement.v1.SettlementRecord
 }
 var file_tollgate_admin_v1_admin_proto_depIdxs = []int32{
-	101, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
-	101, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	101, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	101, // 3: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	101, // 4: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	101, // 5: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	102, // 6: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
-	103, // 7: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
-	12,  // 8: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
-	104, // 9: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
-	104, // 10: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	104, // 11: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	104, // 12: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	104, // 13: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	104, // 14: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	105, // 15: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
-	105, // 16: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
-	106, // 17: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	106, // 18: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
-	106, // 19: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	106, // 20: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	107, // 21: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
-	107, // 22: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
-	107, // 23: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	107, // 24: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	107, // 25: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	107, // 26: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	108, // 27: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	108, // 28: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	109, // 29: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	109, // 30: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	110, // 31: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
-	110, // 32: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
-	103, // 33: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	111, // 34: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	112, // 35: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	112, // 36: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	103, // 37: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
-	103, // 38: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
-	113, // 39: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
-	58,  // 40: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
-	101, // 41: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
-	106, // 42: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	101, // 43: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
-	106, // 44: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	103, // 45: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
-	64,  // 46: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
-	64,  // 47: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
-	103, // 48: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
-	72,  // 49: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
-	112, // 50: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	72,  // 51: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
-	103, // 52: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
-	77,  // 53: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
-	78,  // 54: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
-	99,  // 55: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	100, // 56: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	103, // 57: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
-	82,  // 58: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
-	103, // 59: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
-	83,  // 60: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
-	84,  // 61: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
-	86,  // 62: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
-	87,  // 63: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
-	101, // 64: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
-	85,  // 65: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
-	101, // 66: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
-	103, // 67: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
-	92,  // 68: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
-	103, // 69: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
-	95,  // 70: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
-	103, // 71: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
-	103, // 72: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
-	101, // 73: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
-	103, // 74: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
-	103, // 75: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
-	103, // 76: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
-	101, // 77: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
-	103, // 78: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
-	103, // 79: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
-	98,  // 80: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
-	0,   // 81: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
-	2,   // 82: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
-	4,   // 83: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
-	6,   // 84: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
-	8,   // 85: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
-	10,  // 86: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
-	13,  // 87: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	15,  // 88: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	17,  // 89: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	19,  // 90: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	21,  // 91: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	23,  // 92: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
-	25,  // 93: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
-	27,  // 94: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
-	29,  // 95: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
-	31,  // 96: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
-	33,  // 97: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
-	35,  // 98: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
-	37,  // 99: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
-	39,  // 100: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
-	41,  // 101: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
-	43,  // 102: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
-	45,  // 103: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
-	47,  // 104: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
-	49,  // 105: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
-	51,  // 106: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
-	53,  // 107: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
-	55,  // 108: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
-	71,  // 109: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
-	74,  // 110: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	57,  // 111: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
-	60,  // 112: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
-	62,  // 113: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
-	65,  // 114: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
-	67,  // 115: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
-	69,  // 116: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
-	76,  // 117: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
-	80,  // 118: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
-	88,  // 119: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
-	90,  // 120: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	93,  // 121: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
-	96,  // 122: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
-	1,   // 123: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
-	3,   // 124: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
-	5,   // 125: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
-	7,   // 126: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
-	9,   // 127: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
-	11,  // 128: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
-	14,  // 129: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	16,  // 130: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	18,  // 131: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	20,  // 132: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	22,  // 133: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	24,  // 134: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
-	26,  // 135: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
-	28,  // 136: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
-	30,  // 137: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
-	32,  // 138: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
-	34,  // 139: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
-	36,  // 140: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
-	38,  // 141: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
-	40,  // 142: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
-	42,  // 143: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
-	44,  // 144: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
-	46,  // 145: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
-	48,  // 146: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
-	50,  // 147: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
-	52,  // 148: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
-	54,  // 149: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
-	56,  // 150: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
-	73,  // 151: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
-	75,  // 152: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	59,  // 153: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
-	61,  // 154: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
-	63,  // 155: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
-	66,  // 156: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
-	68,  // 157: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
-	70,  // 158: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
-	79,  // 159: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
-	81,  // 160: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
-	89,  // 161: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
-	91,  // 162: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	94,  // 163: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
-	97,  // 164: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
-	123, // [123:165] is the sub-list for method output_type
-	81,  // [81:123] is the sub-list for method input_type
-	81,  // [81:81] is the sub-list for extension type_name
-	81,  // [81:81] is the sub-list for extension extendee
-	0,   // [0:81] is the sub-list for field type_name
+	105, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
+	105, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	105, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	106, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	105, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	107, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	105, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	106, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	105, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	107, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	107, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
+	108, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
+	106, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
+	16,  // 13: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
+	109, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
+	109, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	109, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	109, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	109, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	109, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	110, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
+	110, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
+	111, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	111, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
+	111, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	111, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	112, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
+	112, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
+	112, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	112, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	112, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	112, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	113, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	113, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	114, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	114, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	115, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
+	115, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
+	106, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	116, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	117, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	117, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	106, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
+	106, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
+	118, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
+	62,  // 45: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
+	105, // 46: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
+	111, // 47: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	105, // 48: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
+	111, // 49: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	106, // 50: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
+	68,  // 51: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
+	68,  // 52: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
+	106, // 53: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
+	76,  // 54: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
+	117, // 55: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	76,  // 56: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
+	106, // 57: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
+	81,  // 58: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
+	82,  // 59: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
+	103, // 60: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	104, // 61: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	106, // 62: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
+	86,  // 63: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
+	106, // 64: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
+	87,  // 65: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
+	88,  // 66: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
+	90,  // 67: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
+	91,  // 68: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
+	105, // 69: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
+	89,  // 70: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
+	105, // 71: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
+	106, // 72: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
+	96,  // 73: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
+	106, // 74: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
+	99,  // 75: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
+	106, // 76: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
+	106, // 77: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
+	105, // 78: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
+	106, // 79: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
+	106, // 80: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
+	106, // 81: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
+	105, // 82: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
+	106, // 83: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
+	106, // 84: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
+	102, // 85: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
+	0,   // 86: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
+	2,   // 87: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
+	4,   // 88: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
+	6,   // 89: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
+	12,  // 90: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
+	14,  // 91: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
+	17,  // 92: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	19,  // 93: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	21,  // 94: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	23,  // 95: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	25,  // 96: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	27,  // 97: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
+	29,  // 98: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
+	31,  // 99: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
+	33,  // 100: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
+	35,  // 101: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
+	37,  // 102: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
+	39,  // 103: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
+	41,  // 104: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
+	43,  // 105: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
+	45,  // 106: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
+	47,  // 107: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
+	49,  // 108: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
+	51,  // 109: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
+	53,  // 110: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
+	55,  // 111: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
+	57,  // 112: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
+	59,  // 113: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
+	75,  // 114: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
+	78,  // 115: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	61,  // 116: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
+	64,  // 117: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
+	66,  // 118: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
+	69,  // 119: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
+	71,  // 120: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
+	73,  // 121: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
+	80,  // 122: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
+	84,  // 123: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
+	92,  // 124: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
+	94,  // 125: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	97,  // 126: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
+	100, // 127: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
+	8,   // 128: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
+	10,  // 129: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
+	1,   // 130: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
+	3,   // 131: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
+	5,   // 132: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
+	7,   // 133: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
+	13,  // 134: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
+	15,  // 135: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
+	18,  // 136: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	20,  // 137: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	22,  // 138: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	24,  // 139: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	26,  // 140: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	28,  // 141: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
+	30,  // 142: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
+	32,  // 143: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
+	34,  // 144: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
+	36,  // 145: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
+	38,  // 146: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
+	40,  // 147: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
+	42,  // 148: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
+	44,  // 149: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
+	46,  // 150: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
+	48,  // 151: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
+	50,  // 152: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
+	52,  // 153: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
+	54,  // 154: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
+	56,  // 155: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
+	58,  // 156: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
+	60,  // 157: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
+	77,  // 158: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
+	79,  // 159: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	63,  // 160: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
+	65,  // 161: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
+	67,  // 162: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
+	70,  // 163: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
+	72,  // 164: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
+	74,  // 165: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
+	83,  // 166: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
+	85,  // 167: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
+	93,  // 168: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
+	95,  // 169: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	98,  // 170: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
+	101, // 171: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
+	9,   // 172: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
+	11,  // 173: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
+	130, // [130:174] is the sub-list for method output_type
+	86,  // [86:130] is the sub-list for method input_type
+	86,  // [86:86] is the sub-list for extension type_name
+	86,  // [86:86] is the sub-list for extension extendee
+	0,   // [0:86] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_admin_proto_init() }
@@ -6217,16 +6450,16 @@ func file_tollgate_admin_v1_admin_proto_init() {
 	if File_tollgate_admin_v1_admin_proto != nil {
 		return
 	}
-	file_tollgate_admin_v1_admin_proto_msgTypes[10].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[55].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[57].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[14].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[59].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[61].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_admin_proto_rawDesc), len(file_tollgate_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   101,
+			NumMessages:   105,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

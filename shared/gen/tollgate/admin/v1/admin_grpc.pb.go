@@ -22,48 +22,50 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_ListPriceRules_FullMethodName         = "/tollgate.admin.v1.AdminService/ListPriceRules"
-	AdminService_GetPriceRule_FullMethodName           = "/tollgate.admin.v1.AdminService/GetPriceRule"
-	AdminService_CreatePriceRule_FullMethodName        = "/tollgate.admin.v1.AdminService/CreatePriceRule"
-	AdminService_UpdatePriceRule_FullMethodName        = "/tollgate.admin.v1.AdminService/UpdatePriceRule"
-	AdminService_DeletePriceRule_FullMethodName        = "/tollgate.admin.v1.AdminService/DeletePriceRule"
-	AdminService_QuotePrice_FullMethodName             = "/tollgate.admin.v1.AdminService/QuotePrice"
-	AdminService_ListProviders_FullMethodName          = "/tollgate.admin.v1.AdminService/ListProviders"
-	AdminService_GetProvider_FullMethodName            = "/tollgate.admin.v1.AdminService/GetProvider"
-	AdminService_CreateProvider_FullMethodName         = "/tollgate.admin.v1.AdminService/CreateProvider"
-	AdminService_UpdateProvider_FullMethodName         = "/tollgate.admin.v1.AdminService/UpdateProvider"
-	AdminService_DeleteProvider_FullMethodName         = "/tollgate.admin.v1.AdminService/DeleteProvider"
-	AdminService_CreateCredential_FullMethodName       = "/tollgate.admin.v1.AdminService/CreateCredential"
-	AdminService_DeleteCredential_FullMethodName       = "/tollgate.admin.v1.AdminService/DeleteCredential"
-	AdminService_ListRoutingRules_FullMethodName       = "/tollgate.admin.v1.AdminService/ListRoutingRules"
-	AdminService_UpsertRoutingRules_FullMethodName     = "/tollgate.admin.v1.AdminService/UpsertRoutingRules"
-	AdminService_ResetRoutingRules_FullMethodName      = "/tollgate.admin.v1.AdminService/ResetRoutingRules"
-	AdminService_DeleteRoutingRule_FullMethodName      = "/tollgate.admin.v1.AdminService/DeleteRoutingRule"
-	AdminService_ListRoutes_FullMethodName             = "/tollgate.admin.v1.AdminService/ListRoutes"
-	AdminService_GetRoute_FullMethodName               = "/tollgate.admin.v1.AdminService/GetRoute"
-	AdminService_CreateRoute_FullMethodName            = "/tollgate.admin.v1.AdminService/CreateRoute"
-	AdminService_UpdateRoute_FullMethodName            = "/tollgate.admin.v1.AdminService/UpdateRoute"
-	AdminService_DeleteRoute_FullMethodName            = "/tollgate.admin.v1.AdminService/DeleteRoute"
-	AdminService_CreateOrg_FullMethodName              = "/tollgate.admin.v1.AdminService/CreateOrg"
-	AdminService_CreateTeam_FullMethodName             = "/tollgate.admin.v1.AdminService/CreateTeam"
-	AdminService_CreateUser_FullMethodName             = "/tollgate.admin.v1.AdminService/CreateUser"
-	AdminService_CreateApiKey_FullMethodName           = "/tollgate.admin.v1.AdminService/CreateApiKey"
-	AdminService_GetQuota_FullMethodName               = "/tollgate.admin.v1.AdminService/GetQuota"
-	AdminService_SetQuota_FullMethodName               = "/tollgate.admin.v1.AdminService/SetQuota"
-	AdminService_AdjustQuota_FullMethodName            = "/tollgate.admin.v1.AdminService/AdjustQuota"
-	AdminService_ListQuotaAdjustments_FullMethodName   = "/tollgate.admin.v1.AdminService/ListQuotaAdjustments"
-	AdminService_ListUsages_FullMethodName             = "/tollgate.admin.v1.AdminService/ListUsages"
-	AdminService_Export_FullMethodName                 = "/tollgate.admin.v1.AdminService/Export"
-	AdminService_Import_FullMethodName                 = "/tollgate.admin.v1.AdminService/Import"
-	AdminService_CreateAdminToken_FullMethodName       = "/tollgate.admin.v1.AdminService/CreateAdminToken"
-	AdminService_ListAdminTokens_FullMethodName        = "/tollgate.admin.v1.AdminService/ListAdminTokens"
-	AdminService_DeleteAdminToken_FullMethodName       = "/tollgate.admin.v1.AdminService/DeleteAdminToken"
-	AdminService_GetSnapshotStatus_FullMethodName      = "/tollgate.admin.v1.AdminService/GetSnapshotStatus"
-	AdminService_PlanPriceCatalog_FullMethodName       = "/tollgate.admin.v1.AdminService/PlanPriceCatalog"
-	AdminService_ApplyPriceCatalog_FullMethodName      = "/tollgate.admin.v1.AdminService/ApplyPriceCatalog"
-	AdminService_GetPriceRuleProvenance_FullMethodName = "/tollgate.admin.v1.AdminService/GetPriceRuleProvenance"
-	AdminService_GetPriceRuleHistory_FullMethodName    = "/tollgate.admin.v1.AdminService/GetPriceRuleHistory"
-	AdminService_RepricePriceRules_FullMethodName      = "/tollgate.admin.v1.AdminService/RepricePriceRules"
+	AdminService_ListPriceRules_FullMethodName           = "/tollgate.admin.v1.AdminService/ListPriceRules"
+	AdminService_GetPriceRule_FullMethodName             = "/tollgate.admin.v1.AdminService/GetPriceRule"
+	AdminService_CreatePriceRule_FullMethodName          = "/tollgate.admin.v1.AdminService/CreatePriceRule"
+	AdminService_UpdatePriceRule_FullMethodName          = "/tollgate.admin.v1.AdminService/UpdatePriceRule"
+	AdminService_DeletePriceRule_FullMethodName          = "/tollgate.admin.v1.AdminService/DeletePriceRule"
+	AdminService_QuotePrice_FullMethodName               = "/tollgate.admin.v1.AdminService/QuotePrice"
+	AdminService_ListProviders_FullMethodName            = "/tollgate.admin.v1.AdminService/ListProviders"
+	AdminService_GetProvider_FullMethodName              = "/tollgate.admin.v1.AdminService/GetProvider"
+	AdminService_CreateProvider_FullMethodName           = "/tollgate.admin.v1.AdminService/CreateProvider"
+	AdminService_UpdateProvider_FullMethodName           = "/tollgate.admin.v1.AdminService/UpdateProvider"
+	AdminService_DeleteProvider_FullMethodName           = "/tollgate.admin.v1.AdminService/DeleteProvider"
+	AdminService_CreateCredential_FullMethodName         = "/tollgate.admin.v1.AdminService/CreateCredential"
+	AdminService_DeleteCredential_FullMethodName         = "/tollgate.admin.v1.AdminService/DeleteCredential"
+	AdminService_ListRoutingRules_FullMethodName         = "/tollgate.admin.v1.AdminService/ListRoutingRules"
+	AdminService_UpsertRoutingRules_FullMethodName       = "/tollgate.admin.v1.AdminService/UpsertRoutingRules"
+	AdminService_ResetRoutingRules_FullMethodName        = "/tollgate.admin.v1.AdminService/ResetRoutingRules"
+	AdminService_DeleteRoutingRule_FullMethodName        = "/tollgate.admin.v1.AdminService/DeleteRoutingRule"
+	AdminService_ListRoutes_FullMethodName               = "/tollgate.admin.v1.AdminService/ListRoutes"
+	AdminService_GetRoute_FullMethodName                 = "/tollgate.admin.v1.AdminService/GetRoute"
+	AdminService_CreateRoute_FullMethodName              = "/tollgate.admin.v1.AdminService/CreateRoute"
+	AdminService_UpdateRoute_FullMethodName              = "/tollgate.admin.v1.AdminService/UpdateRoute"
+	AdminService_DeleteRoute_FullMethodName              = "/tollgate.admin.v1.AdminService/DeleteRoute"
+	AdminService_CreateOrg_FullMethodName                = "/tollgate.admin.v1.AdminService/CreateOrg"
+	AdminService_CreateTeam_FullMethodName               = "/tollgate.admin.v1.AdminService/CreateTeam"
+	AdminService_CreateUser_FullMethodName               = "/tollgate.admin.v1.AdminService/CreateUser"
+	AdminService_CreateApiKey_FullMethodName             = "/tollgate.admin.v1.AdminService/CreateApiKey"
+	AdminService_GetQuota_FullMethodName                 = "/tollgate.admin.v1.AdminService/GetQuota"
+	AdminService_SetQuota_FullMethodName                 = "/tollgate.admin.v1.AdminService/SetQuota"
+	AdminService_AdjustQuota_FullMethodName              = "/tollgate.admin.v1.AdminService/AdjustQuota"
+	AdminService_ListQuotaAdjustments_FullMethodName     = "/tollgate.admin.v1.AdminService/ListQuotaAdjustments"
+	AdminService_ListUsages_FullMethodName               = "/tollgate.admin.v1.AdminService/ListUsages"
+	AdminService_Export_FullMethodName                   = "/tollgate.admin.v1.AdminService/Export"
+	AdminService_Import_FullMethodName                   = "/tollgate.admin.v1.AdminService/Import"
+	AdminService_CreateAdminToken_FullMethodName         = "/tollgate.admin.v1.AdminService/CreateAdminToken"
+	AdminService_ListAdminTokens_FullMethodName          = "/tollgate.admin.v1.AdminService/ListAdminTokens"
+	AdminService_DeleteAdminToken_FullMethodName         = "/tollgate.admin.v1.AdminService/DeleteAdminToken"
+	AdminService_GetSnapshotStatus_FullMethodName        = "/tollgate.admin.v1.AdminService/GetSnapshotStatus"
+	AdminService_PlanPriceCatalog_FullMethodName         = "/tollgate.admin.v1.AdminService/PlanPriceCatalog"
+	AdminService_ApplyPriceCatalog_FullMethodName        = "/tollgate.admin.v1.AdminService/ApplyPriceCatalog"
+	AdminService_GetPriceRuleProvenance_FullMethodName   = "/tollgate.admin.v1.AdminService/GetPriceRuleProvenance"
+	AdminService_GetPriceRuleHistory_FullMethodName      = "/tollgate.admin.v1.AdminService/GetPriceRuleHistory"
+	AdminService_RepricePriceRules_FullMethodName        = "/tollgate.admin.v1.AdminService/RepricePriceRules"
+	AdminService_ListScheduledPriceRules_FullMethodName  = "/tollgate.admin.v1.AdminService/ListScheduledPriceRules"
+	AdminService_CancelScheduledPriceRule_FullMethodName = "/tollgate.admin.v1.AdminService/CancelScheduledPriceRule"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -144,6 +146,10 @@ type AdminServiceClient interface {
 	// The re-pricing report: a period's charged spend beside its spend under other rules (the rules
 	// given, or those in force at a time). Read-only (changes nothing), so viewers may call it.
 	RepricePriceRules(ctx context.Context, in *RepricePriceRulesRequest, opts ...grpc.CallOption) (*RepricePriceRulesResponse, error)
+	// The scheduled price rule versions not yet in force, earliest first. Viewers may call it.
+	ListScheduledPriceRules(ctx context.Context, in *ListScheduledPriceRulesRequest, opts ...grpc.CallOption) (*ListScheduledPriceRulesResponse, error)
+	// Cancels a scheduled version before it takes effect (NotFound: unknown, or already in force).
+	CancelScheduledPriceRule(ctx context.Context, in *CancelScheduledPriceRuleRequest, opts ...grpc.CallOption) (*CancelScheduledPriceRuleResponse, error)
 }
 
 type adminServiceClient struct {
@@ -574,6 +580,26 @@ func (c *adminServiceClient) RepricePriceRules(ctx context.Context, in *RepriceP
 	return out, nil
 }
 
+func (c *adminServiceClient) ListScheduledPriceRules(ctx context.Context, in *ListScheduledPriceRulesRequest, opts ...grpc.CallOption) (*ListScheduledPriceRulesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListScheduledPriceRulesResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListScheduledPriceRules_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) CancelScheduledPriceRule(ctx context.Context, in *CancelScheduledPriceRuleRequest, opts ...grpc.CallOption) (*CancelScheduledPriceRuleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelScheduledPriceRuleResponse)
+	err := c.cc.Invoke(ctx, AdminService_CancelScheduledPriceRule_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -652,6 +678,10 @@ type AdminServiceServer interface {
 	// The re-pricing report: a period's charged spend beside its spend under other rules (the rules
 	// given, or those in force at a time). Read-only (changes nothing), so viewers may call it.
 	RepricePriceRules(context.Context, *RepricePriceRulesRequest) (*RepricePriceRulesResponse, error)
+	// The scheduled price rule versions not yet in force, earliest first. Viewers may call it.
+	ListScheduledPriceRules(context.Context, *ListScheduledPriceRulesRequest) (*ListScheduledPriceRulesResponse, error)
+	// Cancels a scheduled version before it takes effect (NotFound: unknown, or already in force).
+	CancelScheduledPriceRule(context.Context, *CancelScheduledPriceRuleRequest) (*CancelScheduledPriceRuleResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -787,6 +817,12 @@ func (UnimplementedAdminServiceServer) GetPriceRuleHistory(context.Context, *Get
 }
 func (UnimplementedAdminServiceServer) RepricePriceRules(context.Context, *RepricePriceRulesRequest) (*RepricePriceRulesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RepricePriceRules not implemented")
+}
+func (UnimplementedAdminServiceServer) ListScheduledPriceRules(context.Context, *ListScheduledPriceRulesRequest) (*ListScheduledPriceRulesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListScheduledPriceRules not implemented")
+}
+func (UnimplementedAdminServiceServer) CancelScheduledPriceRule(context.Context, *CancelScheduledPriceRuleRequest) (*CancelScheduledPriceRuleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelScheduledPriceRule not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -1565,6 +1601,42 @@ func _AdminService_RepricePriceRules_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListScheduledPriceRules_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListScheduledPriceRulesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListScheduledPriceRules(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListScheduledPriceRules_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListScheduledPriceRules(ctx, req.(*ListScheduledPriceRulesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_CancelScheduledPriceRule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelScheduledPriceRuleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).CancelScheduledPriceRule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_CancelScheduledPriceRule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).CancelScheduledPriceRule(ctx, req.(*CancelScheduledPriceRuleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1739,6 +1811,14 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RepricePriceRules",
 			Handler:    _AdminService_RepricePriceRules_Handler,
+		},
+		{
+			MethodName: "ListScheduledPriceRules",
+			Handler:    _AdminService_ListScheduledPriceRules_Handler,
+		},
+		{
+			MethodName: "CancelScheduledPriceRule",
+			Handler:    _AdminService_CancelScheduledPriceRule_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -186,6 +186,96 @@ func (x *PriceRule) GetVersion() int64 {
 	return 0
 }
 
+// ScheduledPriceRule is a version of a price rule that takes effect at a future instant (docs/pricing.md,
+// "Scheduled price changes"). Snapshots carry it ahead of time and a data plane prices requests admitted
+// from effective_at on with it; at that instant the control plane also writes it to the rule and to the
+// price history.
+type ScheduledPriceRule struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	PriceRuleId int64                  `protobuf:"varint,2,opt,name=price_rule_id,json=priceRuleId,proto3" json:"price_rule_id,omitempty"`
+	EffectiveAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=effective_at,json=effectiveAt,proto3" json:"effective_at,omitempty"`
+	// The rule's whole content from effective_at on; rule.version is the history version it will have.
+	Rule *PriceRule `protobuf:"bytes,4,opt,name=rule,proto3" json:"rule,omitempty"`
+	// Who scheduled it ("<role>:<admin token name>").
+	CreatedBy     string                 `protobuf:"bytes,5,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduledPriceRule) Reset() {
+	*x = ScheduledPriceRule{}
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduledPriceRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduledPriceRule) ProtoMessage() {}
+
+func (x *ScheduledPriceRule) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduledPriceRule.ProtoReflect.Descriptor instead.
+func (*ScheduledPriceRule) Descriptor() ([]byte, []int) {
+	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ScheduledPriceRule) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ScheduledPriceRule) GetPriceRuleId() int64 {
+	if x != nil {
+		return x.PriceRuleId
+	}
+	return 0
+}
+
+func (x *ScheduledPriceRule) GetEffectiveAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EffectiveAt
+	}
+	return nil
+}
+
+func (x *ScheduledPriceRule) GetRule() *PriceRule {
+	if x != nil {
+		return x.Rule
+	}
+	return nil
+}
+
+func (x *ScheduledPriceRule) GetCreatedBy() string {
+	if x != nil {
+		return x.CreatedBy
+	}
+	return ""
+}
+
+func (x *ScheduledPriceRule) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
 // TierEntry is one element of pricing_tiers_json: a prompt-threshold entry (no service_tier) or a
 // service-tier entry.
 type TierEntry struct {
@@ -206,7 +296,7 @@ type TierEntry struct {
 
 func (x *TierEntry) Reset() {
 	*x = TierEntry{}
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[1]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -218,7 +308,7 @@ func (x *TierEntry) String() string {
 func (*TierEntry) ProtoMessage() {}
 
 func (x *TierEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[1]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -231,7 +321,7 @@ func (x *TierEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TierEntry.ProtoReflect.Descriptor instead.
 func (*TierEntry) Descriptor() ([]byte, []int) {
-	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{1}
+	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *TierEntry) GetMinPromptTokens() int64 {
@@ -323,7 +413,7 @@ type RoutingRule struct {
 
 func (x *RoutingRule) Reset() {
 	*x = RoutingRule{}
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[2]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -335,7 +425,7 @@ func (x *RoutingRule) String() string {
 func (*RoutingRule) ProtoMessage() {}
 
 func (x *RoutingRule) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[2]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -348,7 +438,7 @@ func (x *RoutingRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoutingRule.ProtoReflect.Descriptor instead.
 func (*RoutingRule) Descriptor() ([]byte, []int) {
-	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{2}
+	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RoutingRule) GetId() int64 {
@@ -432,7 +522,7 @@ type Provider struct {
 
 func (x *Provider) Reset() {
 	*x = Provider{}
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[3]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -444,7 +534,7 @@ func (x *Provider) String() string {
 func (*Provider) ProtoMessage() {}
 
 func (x *Provider) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[3]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -457,7 +547,7 @@ func (x *Provider) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Provider.ProtoReflect.Descriptor instead.
 func (*Provider) Descriptor() ([]byte, []int) {
-	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{3}
+	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Provider) GetId() int64 {
@@ -524,7 +614,7 @@ type Credential struct {
 
 func (x *Credential) Reset() {
 	*x = Credential{}
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[4]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +626,7 @@ func (x *Credential) String() string {
 func (*Credential) ProtoMessage() {}
 
 func (x *Credential) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[4]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +639,7 @@ func (x *Credential) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credential.ProtoReflect.Descriptor instead.
 func (*Credential) Descriptor() ([]byte, []int) {
-	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{4}
+	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Credential) GetId() int64 {
@@ -603,7 +693,7 @@ type Route struct {
 
 func (x *Route) Reset() {
 	*x = Route{}
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[5]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -615,7 +705,7 @@ func (x *Route) String() string {
 func (*Route) ProtoMessage() {}
 
 func (x *Route) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[5]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -628,7 +718,7 @@ func (x *Route) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Route.ProtoReflect.Descriptor instead.
 func (*Route) Descriptor() ([]byte, []int) {
-	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{5}
+	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Route) GetId() int64 {
@@ -687,7 +777,7 @@ type RouteMember struct {
 
 func (x *RouteMember) Reset() {
 	*x = RouteMember{}
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[6]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -699,7 +789,7 @@ func (x *RouteMember) String() string {
 func (*RouteMember) ProtoMessage() {}
 
 func (x *RouteMember) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[6]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -712,7 +802,7 @@ func (x *RouteMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RouteMember.ProtoReflect.Descriptor instead.
 func (*RouteMember) Descriptor() ([]byte, []int) {
-	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{6}
+	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RouteMember) GetProviderId() int64 {
@@ -761,7 +851,7 @@ type Org struct {
 
 func (x *Org) Reset() {
 	*x = Org{}
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[7]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -773,7 +863,7 @@ func (x *Org) String() string {
 func (*Org) ProtoMessage() {}
 
 func (x *Org) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[7]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -786,7 +876,7 @@ func (x *Org) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Org.ProtoReflect.Descriptor instead.
 func (*Org) Descriptor() ([]byte, []int) {
-	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{7}
+	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Org) GetId() int64 {
@@ -815,7 +905,7 @@ type Team struct {
 
 func (x *Team) Reset() {
 	*x = Team{}
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[8]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -827,7 +917,7 @@ func (x *Team) String() string {
 func (*Team) ProtoMessage() {}
 
 func (x *Team) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[8]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -840,7 +930,7 @@ func (x *Team) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Team.ProtoReflect.Descriptor instead.
 func (*Team) Descriptor() ([]byte, []int) {
-	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{8}
+	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Team) GetId() int64 {
@@ -878,7 +968,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[9]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -890,7 +980,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[9]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -903,7 +993,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{9}
+	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *User) GetId() int64 {
@@ -967,7 +1057,7 @@ type ApiKey struct {
 
 func (x *ApiKey) Reset() {
 	*x = ApiKey{}
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[10]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -979,7 +1069,7 @@ func (x *ApiKey) String() string {
 func (*ApiKey) ProtoMessage() {}
 
 func (x *ApiKey) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[10]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -992,7 +1082,7 @@ func (x *ApiKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiKey.ProtoReflect.Descriptor instead.
 func (*ApiKey) Descriptor() ([]byte, []int) {
-	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{10}
+	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ApiKey) GetId() int64 {
@@ -1099,7 +1189,7 @@ type Quota struct {
 
 func (x *Quota) Reset() {
 	*x = Quota{}
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[11]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1111,7 +1201,7 @@ func (x *Quota) String() string {
 func (*Quota) ProtoMessage() {}
 
 func (x *Quota) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[11]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1124,7 +1214,7 @@ func (x *Quota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Quota.ProtoReflect.Descriptor instead.
 func (*Quota) Descriptor() ([]byte, []int) {
-	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{11}
+	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Quota) GetScope() string {
@@ -1189,7 +1279,16 @@ const file_tollgate_config_v1_config_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x18\n" +
 	"\aversion\x18\x0f \x01(\x03R\aversionB\x0e\n" +
-	"\f_provider_id\"\xac\x05\n" +
+	"\f_provider_id\"\x94\x02\n" +
+	"\x12ScheduledPriceRule\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\"\n" +
+	"\rprice_rule_id\x18\x02 \x01(\x03R\vpriceRuleId\x12=\n" +
+	"\feffective_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\veffectiveAt\x121\n" +
+	"\x04rule\x18\x04 \x01(\v2\x1d.tollgate.config.v1.PriceRuleR\x04rule\x12\x1d\n" +
+	"\n" +
+	"created_by\x18\x05 \x01(\tR\tcreatedBy\x129\n" +
+	"\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xac\x05\n" +
 	"\tTierEntry\x12*\n" +
 	"\x11min_prompt_tokens\x18\x01 \x01(\x03R\x0fminPromptTokens\x12&\n" +
 	"\fservice_tier\x18\x02 \x01(\tH\x00R\vserviceTier\x88\x01\x01\x12#\n" +
@@ -1312,33 +1411,37 @@ func file_tollgate_config_v1_config_proto_rawDescGZIP() []byte {
 	return file_tollgate_config_v1_config_proto_rawDescData
 }
 
-var file_tollgate_config_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_tollgate_config_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_tollgate_config_v1_config_proto_goTypes = []any{
 	(*PriceRule)(nil),             // 0: tollgate.config.v1.PriceRule
-	(*TierEntry)(nil),             // 1: tollgate.config.v1.TierEntry
-	(*RoutingRule)(nil),           // 2: tollgate.config.v1.RoutingRule
-	(*Provider)(nil),              // 3: tollgate.config.v1.Provider
-	(*Credential)(nil),            // 4: tollgate.config.v1.Credential
-	(*Route)(nil),                 // 5: tollgate.config.v1.Route
-	(*RouteMember)(nil),           // 6: tollgate.config.v1.RouteMember
-	(*Org)(nil),                   // 7: tollgate.config.v1.Org
-	(*Team)(nil),                  // 8: tollgate.config.v1.Team
-	(*User)(nil),                  // 9: tollgate.config.v1.User
-	(*ApiKey)(nil),                // 10: tollgate.config.v1.ApiKey
-	(*Quota)(nil),                 // 11: tollgate.config.v1.Quota
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(*ScheduledPriceRule)(nil),    // 1: tollgate.config.v1.ScheduledPriceRule
+	(*TierEntry)(nil),             // 2: tollgate.config.v1.TierEntry
+	(*RoutingRule)(nil),           // 3: tollgate.config.v1.RoutingRule
+	(*Provider)(nil),              // 4: tollgate.config.v1.Provider
+	(*Credential)(nil),            // 5: tollgate.config.v1.Credential
+	(*Route)(nil),                 // 6: tollgate.config.v1.Route
+	(*RouteMember)(nil),           // 7: tollgate.config.v1.RouteMember
+	(*Org)(nil),                   // 8: tollgate.config.v1.Org
+	(*Team)(nil),                  // 9: tollgate.config.v1.Team
+	(*User)(nil),                  // 10: tollgate.config.v1.User
+	(*ApiKey)(nil),                // 11: tollgate.config.v1.ApiKey
+	(*Quota)(nil),                 // 12: tollgate.config.v1.Quota
+	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
 }
 var file_tollgate_config_v1_config_proto_depIdxs = []int32{
-	1,  // 0: tollgate.config.v1.PriceRule.pricing_tiers_json:type_name -> tollgate.config.v1.TierEntry
-	12, // 1: tollgate.config.v1.PriceRule.updated_at:type_name -> google.protobuf.Timestamp
-	4,  // 2: tollgate.config.v1.Provider.credentials:type_name -> tollgate.config.v1.Credential
-	6,  // 3: tollgate.config.v1.Route.members:type_name -> tollgate.config.v1.RouteMember
-	12, // 4: tollgate.config.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
-	5,  // [5:5] is the sub-list for method output_type
-	5,  // [5:5] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	2,  // 0: tollgate.config.v1.PriceRule.pricing_tiers_json:type_name -> tollgate.config.v1.TierEntry
+	13, // 1: tollgate.config.v1.PriceRule.updated_at:type_name -> google.protobuf.Timestamp
+	13, // 2: tollgate.config.v1.ScheduledPriceRule.effective_at:type_name -> google.protobuf.Timestamp
+	0,  // 3: tollgate.config.v1.ScheduledPriceRule.rule:type_name -> tollgate.config.v1.PriceRule
+	13, // 4: tollgate.config.v1.ScheduledPriceRule.created_at:type_name -> google.protobuf.Timestamp
+	5,  // 5: tollgate.config.v1.Provider.credentials:type_name -> tollgate.config.v1.Credential
+	7,  // 6: tollgate.config.v1.Route.members:type_name -> tollgate.config.v1.RouteMember
+	13, // 7: tollgate.config.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_config_v1_config_proto_init() }
@@ -1347,18 +1450,18 @@ func file_tollgate_config_v1_config_proto_init() {
 		return
 	}
 	file_tollgate_config_v1_config_proto_msgTypes[0].OneofWrappers = []any{}
-	file_tollgate_config_v1_config_proto_msgTypes[1].OneofWrappers = []any{}
 	file_tollgate_config_v1_config_proto_msgTypes[2].OneofWrappers = []any{}
-	file_tollgate_config_v1_config_proto_msgTypes[9].OneofWrappers = []any{}
+	file_tollgate_config_v1_config_proto_msgTypes[3].OneofWrappers = []any{}
 	file_tollgate_config_v1_config_proto_msgTypes[10].OneofWrappers = []any{}
 	file_tollgate_config_v1_config_proto_msgTypes[11].OneofWrappers = []any{}
+	file_tollgate_config_v1_config_proto_msgTypes[12].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_config_v1_config_proto_rawDesc), len(file_tollgate_config_v1_config_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
