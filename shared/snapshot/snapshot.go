@@ -26,8 +26,13 @@ import (
 type Compiled struct {
 	Version int64
 	BuiltAt time.Time
-	// Prices resolves the price rule of (provider, upstream model), memoised.
+	// Prices resolves the price rule of (provider, upstream model) among the rules in force when the
+	// snapshot was built (no scheduled version applied), memoised.
 	Prices *pricing.Index
+	// PriceTimeline resolves at an instant: Prices before the first scheduled version's instant, then the
+	// rules with every scheduled version due by that instant applied (docs/pricing.md, "Scheduled price
+	// changes").
+	PriceTimeline *pricing.Timeline
 
 	providers       map[int64]*Provider
 	providersByName map[string]*Provider
@@ -177,9 +182,17 @@ func (c *Compiled) Quota(scope vocab.Scope, id int64) (q Quota, ok bool) {
 	return q, ok
 }
 
-// ResolvePrice returns the price rule of (provider, upstream model), or nil (cost 0).
+// ResolvePriceAt returns the price rule of (provider, upstream model) in force at the instant at — the
+// request's admission time, so its estimate, its quote and its usage row's price_rule_version agree — or
+// nil (cost 0).
+func (c *Compiled) ResolvePriceAt(providerID int64, model string, at time.Time) *pricing.Rule {
+	return c.PriceTimeline.ResolveAt(providerID, model, at)
+}
+
+// ResolvePrice is ResolvePriceAt at the wall clock's now. Callers that know the request's admission time
+// use ResolvePriceAt with it (docs/pricing.md, "Scheduled price changes").
 func (c *Compiled) ResolvePrice(providerID int64, model string) *pricing.Rule {
-	return c.Prices.Resolve(providerID, model)
+	return c.ResolvePriceAt(providerID, model, time.Now())
 }
 
 // Compile validates and indexes s. An invalid reference or value fails the whole snapshot with a
@@ -211,7 +224,7 @@ func Compile(s *snapshotv1.Snapshot) (*Compiled, error) {
 			c.Bounds = b
 		}
 	}
-	errs = c.compilePrices(s.GetPriceRules(), errs)
+	errs = c.compilePrices(s.GetPriceRules(), s.GetScheduledPriceRules(), errs)
 	errs = c.compileProviders(s.GetProviders(), errs)
 	errs = c.compileRoutingRules(s.GetRoutingRules(), errs)
 	errs = c.compileRoutes(s.GetRoutes(), errs)
@@ -227,7 +240,7 @@ func Compile(s *snapshotv1.Snapshot) (*Compiled, error) {
 	return c, nil
 }
 
-func (c *Compiled) compilePrices(in []*configv1.PriceRule, errs []error) []error {
+func (c *Compiled) compilePrices(in []*configv1.PriceRule, scheduled []*configv1.ScheduledPriceRule, errs []error) []error {
 	rules := make([]*pricing.Rule, 0, len(in))
 	seen := make(map[int64]bool, len(in))
 	for _, pr := range in {
@@ -248,7 +261,50 @@ func (c *Compiled) compilePrices(in []*configv1.PriceRule, errs []error) []error
 		r.Version = pr.GetVersion()
 		rules = append(rules, r)
 	}
-	c.Prices = pricing.NewIndex(rules)
+	var changes []pricing.Change
+	type due struct {
+		rule int64
+		at   time.Time
+	}
+	seenDue := make(map[due]bool, len(scheduled))
+	for _, sp := range scheduled {
+		pr := sp.GetRule()
+		elem := func(field, msg string) error {
+			return &ElementError{Resource: "scheduled price rule", ID: sp.GetId(), Field: field, Message: msg}
+		}
+		at := sp.GetEffectiveAt().AsTime()
+		switch {
+		case pr == nil:
+			errs = append(errs, elem("rule", "required"))
+			continue
+		case pr.GetId() != sp.GetPriceRuleId() || pr.GetId() <= 0:
+			errs = append(errs, elem("rule.id", fmt.Sprintf("%d does not name the rule %d it schedules", pr.GetId(), sp.GetPriceRuleId())))
+			continue
+		case sp.GetEffectiveAt() == nil || at.Year() < 1678 || at.Year() > 2261:
+			errs = append(errs, elem("effective_at", "required, between the years 1678 and 2261"))
+			continue
+		case pr.GetVersion() <= 0:
+			errs = append(errs, elem("rule.version", "must be positive (the history version it will have)"))
+			continue
+		case seenDue[due{pr.GetId(), at}]:
+			errs = append(errs, elem("effective_at", fmt.Sprintf("a second scheduled version of price rule %d at this instant", pr.GetId())))
+			continue
+		}
+		seenDue[due{pr.GetId(), at}] = true
+		r, err := CheckPriceRule(pr)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.Bounds = c.Bounds
+		r.Version = pr.GetVersion()
+		changes = append(changes, pricing.Change{At: at, Rule: r})
+	}
+	tl, err := pricing.NewTimeline(rules, changes)
+	if err != nil { // unreachable: the checks above cover NewTimeline's
+		return append(errs, &ElementError{Resource: "scheduled price rule", Message: err.Error()})
+	}
+	c.PriceTimeline, c.Prices = tl, tl.IndexAt(time.Time{})
 	return errs
 }
 

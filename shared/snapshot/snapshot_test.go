@@ -246,3 +246,89 @@ func TestSettlementBoundsTravelWithRules(t *testing.T) {
 		}
 	}
 }
+
+// TestCompileScheduledPriceRules: the scheduled versions a snapshot carries are compiled ahead of time and
+// picked by the instant — before effective_at the current version, from it on the scheduled one (its price
+// and its history version); a scheduled version may enable a rule the snapshot does not carry yet, or
+// disable one. Prices stays the index of the rules as built.
+func TestCompileScheduledPriceRules(t *testing.T) {
+	T := time.Date(2027, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := validSnapshot()
+	s.PriceRules[0].Version = 4
+	later := proto.CloneOf(s.PriceRules[0])
+	later.InputPrice, later.Version = "1.25", 5
+	fresh := proto.CloneOf(s.PriceRules[0])
+	fresh.Id, fresh.ModelMatch, fresh.Version = 9, "m-new", 2
+	off := proto.CloneOf(s.PriceRules[0])
+	off.Enabled, off.Version = false, 6
+	s.ScheduledPriceRules = []*configv1.ScheduledPriceRule{
+		{Id: 3, PriceRuleId: 1, EffectiveAt: timestamppb.New(T.Add(time.Hour)), Rule: off},
+		{Id: 1, PriceRuleId: 1, EffectiveAt: timestamppb.New(T), Rule: later},
+		{Id: 2, PriceRuleId: 9, EffectiveAt: timestamppb.New(T), Rule: fresh},
+	}
+	c, err := Compile(s)
+	if err != nil {
+		t.Fatalf("Compile = %v", err)
+	}
+	for _, tc := range []struct {
+		model      string
+		at         time.Time
+		id, ver    int64
+		inputPrice string
+	}{
+		{"m-1", T.Add(-time.Microsecond), 1, 4, "1"},
+		{"m-1", T, 1, 5, "1.25"},
+		{"m-new", T.Add(-time.Microsecond), 0, 0, ""},
+		{"m-new", T, 9, 2, "1"},
+		{"m-1", T.Add(time.Hour - time.Microsecond), 1, 5, "1.25"},
+		{"m-1", T.Add(time.Hour), 0, 0, ""},
+	} {
+		r := c.ResolvePriceAt(1, tc.model, tc.at)
+		var id, ver int64
+		var in string
+		if r != nil {
+			id, ver, in = r.ID, r.Version, pricing.FormatDecimal(r.Prices[pricing.CatInput])
+		}
+		if id != tc.id || ver != tc.ver || in != tc.inputPrice {
+			t.Errorf("%s at %v: rule %d version %d input %q, want %d %d %q", tc.model, tc.at, id, ver, in, tc.id, tc.ver, tc.inputPrice)
+		}
+	}
+	if r := c.Prices.Resolve(1, "m-1"); r == nil || r.Version != 4 {
+		t.Errorf("Prices (as built) resolves %+v, want version 4", r)
+	}
+	if got := c.PriceTimeline.Instants(); len(got) != 2 {
+		t.Errorf("instants %v, want 2", got)
+	}
+}
+
+func TestCompileScheduledPriceRulesInvalid(t *testing.T) {
+	T := timestamppb.New(time.Date(2027, 3, 1, 12, 0, 0, 0, time.UTC))
+	base := validSnapshot().PriceRules[0]
+	with := func(f func(*configv1.PriceRule)) *configv1.PriceRule {
+		r := proto.CloneOf(base)
+		r.Version = 2
+		f(r)
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		sp   []*configv1.ScheduledPriceRule
+		want string
+	}{
+		{"no rule", []*configv1.ScheduledPriceRule{{Id: 1, PriceRuleId: 1, EffectiveAt: T}}, "rule: required"},
+		{"id mismatch", []*configv1.ScheduledPriceRule{{Id: 1, PriceRuleId: 2, EffectiveAt: T, Rule: with(func(*configv1.PriceRule) {})}}, "does not name the rule"},
+		{"no instant", []*configv1.ScheduledPriceRule{{Id: 1, PriceRuleId: 1, Rule: with(func(*configv1.PriceRule) {})}}, "effective_at"},
+		{"no version", []*configv1.ScheduledPriceRule{{Id: 1, PriceRuleId: 1, EffectiveAt: T, Rule: with(func(r *configv1.PriceRule) { r.Version = 0 })}}, "rule.version"},
+		{"bad price", []*configv1.ScheduledPriceRule{{Id: 1, PriceRuleId: 1, EffectiveAt: T, Rule: with(func(r *configv1.PriceRule) { r.InputPrice = "1e3" })}}, "input_price"},
+		{"two at one instant", []*configv1.ScheduledPriceRule{
+			{Id: 1, PriceRuleId: 1, EffectiveAt: T, Rule: with(func(*configv1.PriceRule) {})},
+			{Id: 2, PriceRuleId: 1, EffectiveAt: T, Rule: with(func(*configv1.PriceRule) {})}}, "a second scheduled version"},
+	} {
+		s := validSnapshot()
+		s.ScheduledPriceRules = tc.sp
+		_, err := Compile(s)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Compile = %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
