@@ -54,6 +54,7 @@ func (e *SnapshotDataError) Unwrap() error { return e.Err }
 //
 //   - enabled price rules (global, or scoped to an enabled provider), prices as exact decimal strings
 //     (numeric::text) and pricing_tiers_json decoded into TierEntry messages;
+//   - the pending scheduled price rule versions, each with its reserved history version;
 //   - enabled routing rules of enabled providers, by provider, sort_order, id;
 //   - enabled providers with their enabled credentials, secrets decrypted;
 //   - enabled routes with their aliases and their enabled members on enabled providers;
@@ -90,6 +91,9 @@ func readSnapshot(ctx context.Context, db TxBeginner, secrets SecretOpener) (*sn
 		return nil, err
 	}
 	if snap.PriceRules, err = snapPriceRules(ctx, tx); err != nil {
+		return snap, err
+	}
+	if snap.ScheduledPriceRules, err = snapScheduledPriceRules(ctx, tx); err != nil {
 		return snap, err
 	}
 	if snap.RoutingRules, err = snapRoutingRules(ctx, tx); err != nil {

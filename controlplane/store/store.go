@@ -173,7 +173,7 @@ func interpretError(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
-		case "23505": // unique_violation
+		case "23505", "55000": // unique_violation; object_not_in_prerequisite_state (a rule with a scheduled change)
 			return &DBError{Kind: ErrConflict, Constraint: pgErr.ConstraintName, Detail: pgErr.Detail, cause: err}
 		case "23503": // foreign_key_violation
 			return &DBError{Kind: ErrReference, Constraint: pgErr.ConstraintName, Detail: pgErr.Detail, cause: err}
