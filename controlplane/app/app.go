@@ -30,6 +30,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/admin"
 	"github.com/tollgate/tollgate/controlplane/config"
 	"github.com/tollgate/tollgate/controlplane/console"
+	"github.com/tollgate/tollgate/controlplane/pricesched"
 	"github.com/tollgate/tollgate/controlplane/secret"
 	"github.com/tollgate/tollgate/controlplane/settlement"
 	"github.com/tollgate/tollgate/controlplane/snapshotbuild"
@@ -124,6 +125,8 @@ type Server struct {
 	// publishes it (run by Run).
 	Watch     *watch.Server
 	Snapshots *snapshotbuild.Builder
+	// PriceSchedule writes scheduled price rule versions when they come due (run by Run).
+	PriceSchedule *pricesched.Applier
 
 	httpLn, grpcLn net.Listener
 	health         *health.Server
@@ -231,6 +234,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 
 	adminSvc.SetSnapshotStatus(s.Snapshots.Status)
+	s.PriceSchedule = &pricesched.Applier{DB: pool, Q: pool, Log: log}
 	s.drain = process.NewDrain(cfg.DrainDelay)
 	process.HealthHandlers(s.Mux, s.drain.Ready(func(ctx context.Context) (map[string]any, error) {
 		if err := pool.Ping(ctx); err != nil {
@@ -308,9 +312,16 @@ func (s *Server) Run(ctx context.Context) error {
 		Serve: func() error { return s.Snapshots.Run(buildCtx) },
 		Stop:  func(context.Context) error { stopBuild(); return nil },
 	}
+	schedCtx, stopSched := context.WithCancel(ctx)
+	defer stopSched()
+	priceSchedule := process.Server{
+		Name:  "price-schedule",
+		Serve: func() error { return s.PriceSchedule.Run(schedCtx) },
+		Stop:  func(context.Context) error { stopSched(); return nil },
+	}
 	s.Log.Info("control plane listening", "http", s.HTTPAddr(), "grpc", s.GRPCAddr())
 	// grpc first: its Drain (health NOT_SERVING) runs before the drain's wait, its Stop ends Watch streams.
 	return process.Run(ctx, s.Log, s.Config.ShutdownTimeout,
-		[]process.Server{grpcSrv, s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.httpLn), snapshots},
+		[]process.Server{grpcSrv, s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.httpLn), snapshots, priceSchedule},
 		func(context.Context) error { s.Pool.Close(); return nil })
 }
