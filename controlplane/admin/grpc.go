@@ -37,6 +37,7 @@ var grpcReadMethods = map[string]bool{
 	"ListRoutingRules": true, "ListRoutes": true, "GetRoute": true, "GetQuota": true, "ListUsages": true, "Export": true,
 	"ListAdminTokens": true, "ListQuotaAdjustments": true, "GetSnapshotStatus": true,
 	"GetPriceRuleProvenance": true, "GetPriceRuleHistory": true, "RepricePriceRules": true,
+	"ListScheduledPriceRules": true,
 }
 
 // grpcCodes maps error codes to gRPC codes; used only here, at the gRPC boundary.
@@ -396,7 +397,19 @@ func (g *grpcServer) GetPriceRule(ctx context.Context, req *adminv1.GetPriceRule
 }
 
 func (g *grpcServer) CreatePriceRule(ctx context.Context, req *adminv1.CreatePriceRuleRequest) (*adminv1.CreatePriceRuleResponse, error) {
-	r, err := g.s.CreatePriceRule(ctx, priceRuleInputFromProto(req.GetRule()))
+	in := priceRuleInputFromProto(req.GetRule())
+	if req.EffectiveAt != nil {
+		if in.ID == 0 {
+			return nil, g.err(ctx, invalidFields("invalid price rule", field("effective_at",
+				"a new rule takes effect when created: create it disabled now and schedule enabling it")))
+		}
+		sp, err := g.schedule(ctx, in, req.GetEffectiveAt())
+		if err != nil {
+			return nil, err
+		}
+		return &adminv1.CreatePriceRuleResponse{Scheduled: sp}, nil
+	}
+	r, err := g.s.CreatePriceRule(ctx, in)
 	if err != nil {
 		return nil, g.err(ctx, err)
 	}
@@ -405,6 +418,13 @@ func (g *grpcServer) CreatePriceRule(ctx context.Context, req *adminv1.CreatePri
 
 func (g *grpcServer) UpdatePriceRule(ctx context.Context, req *adminv1.UpdatePriceRuleRequest) (*adminv1.UpdatePriceRuleResponse, error) {
 	in := priceRuleInputFromProto(req.GetRule())
+	if req.EffectiveAt != nil {
+		sp, err := g.schedule(ctx, in, req.GetEffectiveAt())
+		if err != nil {
+			return nil, err
+		}
+		return &adminv1.UpdatePriceRuleResponse{Scheduled: sp}, nil
+	}
 	r, err := g.s.UpdatePriceRule(ctx, in.ID, in)
 	if err != nil {
 		return nil, g.err(ctx, err)
@@ -746,11 +766,15 @@ func (g *grpcServer) Import(ctx context.Context, req *adminv1.ImportRequest) (*a
 	for _, r := range req.GetRoutingRules() {
 		in.RoutingRules = append(in.RoutingRules, routingRuleInputFromProto(r))
 	}
+	for _, sp := range req.GetScheduledPriceRules() {
+		in.PriceRules = append(in.PriceRules, scheduledInputFromProto(sp))
+	}
 	res, err := g.s.Import(ctx, in)
 	if err != nil {
 		return nil, g.err(ctx, err)
 	}
-	return &adminv1.ImportResponse{PriceRules: int32(res.PriceRules), RoutingRules: int32(res.RoutingRules)}, nil
+	return &adminv1.ImportResponse{PriceRules: int32(res.PriceRules), RoutingRules: int32(res.RoutingRules),
+		ScheduledPriceRules: int32(res.ScheduledPriceRules)}, nil
 }
 
 func (g *grpcServer) CreateAdminToken(ctx context.Context, req *adminv1.CreateAdminTokenRequest) (*adminv1.CreateAdminTokenResponse, error) {

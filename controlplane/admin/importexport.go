@@ -2,9 +2,11 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -26,10 +28,12 @@ type ImportBundle struct {
 	Problems []Detail
 }
 
-// ImportResult counts what was written.
+// ImportResult counts what was written. ScheduledPriceRules counts the price_rules elements with
+// effective_at, stored as scheduled versions (not in PriceRules).
 type ImportResult struct {
-	PriceRules   int `json:"price_rules"`
-	RoutingRules int `json:"routing_rules"`
+	PriceRules          int `json:"price_rules"`
+	RoutingRules        int `json:"routing_rules"`
+	ScheduledPriceRules int `json:"scheduled_price_rules"`
 }
 
 // Export returns every price rule and routing rule, in id order, read in one snapshot.
@@ -77,8 +81,14 @@ func (s *Service) Import(ctx context.Context, in ImportBundle) (ImportResult, er
 			prices[i], priceProblems[i] = in.PriceRules[i].validate()
 		}
 	})
-	priceIDs := map[int64]int{}
+	// A rule id may appear once as a rule and once as a scheduled version (effective_at).
+	type priceKey struct {
+		id        int64
+		scheduled bool
+	}
+	priceIDs := map[priceKey]int{}
 	providerRefs := map[int64]bool{}
+	now := time.Now()
 	for i, r := range in.PriceRules {
 		if undecoded["price_rules"][i] {
 			continue
@@ -86,11 +96,20 @@ func (s *Service) Import(ctx context.Context, in ImportBundle) (ImportResult, er
 		for _, d := range priceProblems[i] {
 			bad("price_rules", i, d)
 		}
+		if r.EffectiveAt != nil {
+			for _, d := range checkEffectiveAt(*r.EffectiveAt, now) {
+				bad("price_rules", i, d)
+			}
+			if r.ID <= 0 {
+				bad("price_rules", i, field("effective_at", "a scheduled version needs the id of the rule it changes"))
+			}
+		}
 		if r.ID > 0 {
-			if j, dup := priceIDs[r.ID]; dup {
+			k := priceKey{r.ID, r.EffectiveAt != nil}
+			if j, dup := priceIDs[k]; dup {
 				bad("price_rules", i, field("id", "duplicate id %d (also price_rules[%d])", r.ID, j))
 			}
-			priceIDs[r.ID] = i
+			priceIDs[k] = i
 		}
 		if r.ProviderID != nil && *r.ProviderID > 0 {
 			providerRefs[*r.ProviderID] = true
@@ -159,16 +178,40 @@ func (s *Service) Import(ctx context.Context, in ImportBundle) (ImportResult, er
 		if len(details) > 0 {
 			return &Error{Code: CodeValidation, Message: fmt.Sprintf("import refused: %d problem(s); nothing was changed", len(details)), Details: details}
 		}
-		if err := store.ImportPriceRules(ctx, tx, prices); err != nil {
+		var immediate, later []store.PriceRule
+		var laterAt []time.Time
+		var laterIdx []int
+		for i, r := range in.PriceRules {
+			if r.EffectiveAt == nil {
+				immediate = append(immediate, prices[i])
+			} else {
+				later, laterAt, laterIdx = append(later, prices[i]), append(laterAt, *r.EffectiveAt), append(laterIdx, i)
+			}
+		}
+		if err := store.ImportPriceRules(ctx, tx, immediate); err != nil {
 			return err
 		}
 		if err := store.ImportRoutingRules(ctx, tx, routing); err != nil {
 			return err
 		}
-		res = ImportResult{PriceRules: len(prices), RoutingRules: len(routing)}
+		for j, r := range later { // after the rules: a scheduled version may change a rule this import writes
+			_, err := store.SchedulePriceRule(ctx, tx, r, laterAt[j])
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				bad("price_rules", laterIdx[j], field("id", "price rule %d does not exist: a scheduled version changes an existing rule", r.ID))
+			case errors.Is(err, store.ErrUnchangedSchedule):
+				bad("price_rules", laterIdx[j], field("effective_at", "the scheduled version is identical to the rule's content"))
+			case err != nil:
+				return err
+			}
+		}
+		if len(details) > 0 {
+			return &Error{Code: CodeValidation, Message: fmt.Sprintf("import refused: %d problem(s); nothing was changed", len(details)), Details: details}
+		}
+		res = ImportResult{PriceRules: len(immediate), RoutingRules: len(routing), ScheduledPriceRules: len(later)}
 		return nil
 	})
-	return res, storeError(err, "import")
+	return res, priceRuleWriteError(err, "import")
 }
 
 // parallel runs fn(0..n-1) on up to GOMAXPROCS goroutines, in contiguous chunks (validation of

@@ -18,10 +18,12 @@ import (
 
 // PriceRuleInput is a price rule as written by a client: pricing.RuleInput (the spec's fields), with
 // enabled required — a pointer, to tell absent from false; it hides the embedded Enabled in JSON — and an
-// id that, when non-zero, names the rule to upsert.
+// id that, when non-zero, names the rule to upsert. EffectiveAt, when set, makes the write a scheduled
+// version of the existing rule id, in force from that future instant (SchedulePriceRule).
 type PriceRuleInput struct {
 	pricing.RuleInput
-	Enabled *bool `json:"enabled"`
+	Enabled     *bool      `json:"enabled"`
+	EffectiveAt *time.Time `json:"effective_at,omitempty"`
 }
 
 // validate checks the rule with the pricing engine's own parser and returns the row to store, or
@@ -153,6 +155,9 @@ func (s *Service) GetPriceRule(ctx context.Context, id int64) (store.PriceRule, 
 
 // CreatePriceRule creates a rule, or inserts/replaces the rule with in.ID when it is set.
 func (s *Service) CreatePriceRule(ctx context.Context, in PriceRuleInput) (store.PriceRule, error) {
+	if in.EffectiveAt != nil {
+		return store.PriceRule{}, invalidFields("invalid price rule", field("effective_at", "a scheduled version is written with SchedulePriceRule"))
+	}
 	row, details := in.validate()
 	if details != nil {
 		return store.PriceRule{}, invalidFields("invalid price rule", details...)
@@ -163,7 +168,7 @@ func (s *Service) CreatePriceRule(ctx context.Context, in PriceRuleInput) (store
 		r, err = store.UpsertPriceRule(ctx, tx, row)
 		return err
 	})
-	return r, storeError(err, "price rule")
+	return r, priceRuleWriteError(err, "price rule")
 }
 
 // UpdatePriceRule replaces the existing rule id (in.ID must be 0 or id).
@@ -175,6 +180,9 @@ func (s *Service) UpdatePriceRule(ctx context.Context, id int64, in PriceRuleInp
 		return store.PriceRule{}, invalidFields("invalid price rule", field("id", "body id %d does not match path id %d", in.ID, id))
 	}
 	in.ID = id
+	if in.EffectiveAt != nil {
+		return store.PriceRule{}, invalidFields("invalid price rule", field("effective_at", "a scheduled version is written with SchedulePriceRule"))
+	}
 	row, details := in.validate()
 	if details != nil {
 		return store.PriceRule{}, invalidFields("invalid price rule", details...)
@@ -185,7 +193,7 @@ func (s *Service) UpdatePriceRule(ctx context.Context, id int64, in PriceRuleInp
 		r, err = store.UpdatePriceRule(ctx, tx, row)
 		return err
 	})
-	return r, storeError(err, fmt.Sprintf("price rule %d", id))
+	return r, priceRuleWriteError(err, fmt.Sprintf("price rule %d", id))
 }
 
 // DeletePriceRule deletes a rule.

@@ -76,6 +76,9 @@ func (s *Service) Reprice(ctx context.Context, req RepriceRequest) (RepriceRepor
 	var inputs []pricing.RuleInput
 	for i, r := range req.Rules {
 		row, ds := r.validate()
+		if r.EffectiveAt != nil {
+			ds = append(ds, field("effective_at", "not used by a re-pricing (the rules given price the whole period)"))
+		}
 		for _, d := range ds {
 			d.Section, d.Index = "rules", intp(i)
 			details = append(details, d)

@@ -61,6 +61,14 @@ func RegisterHTTP(mux *http.ServeMux, s *Service) {
 		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
 			return 0, nil, err
 		}
+		if in.EffectiveAt != nil {
+			if in.ID == 0 {
+				return 0, nil, invalidFields("invalid price rule", field("effective_at",
+					"a new rule takes effect when created: create it disabled now and schedule enabling it"))
+			}
+			out, err := s.SchedulePriceRule(r.Context(), in.ID, in)
+			return http.StatusAccepted, out, err
+		}
 		out, err := s.CreatePriceRule(r.Context(), in)
 		if in.ID != 0 {
 			return http.StatusOK, out, err
@@ -92,10 +100,30 @@ func RegisterHTTP(mux *http.ServeMux, s *Service) {
 		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
 			return 0, nil, err
 		}
+		if in.EffectiveAt != nil {
+			out, err := s.SchedulePriceRule(r.Context(), id, in)
+			return http.StatusAccepted, out, err
+		}
 		out, err := s.UpdatePriceRule(r.Context(), id, in)
 		return http.StatusOK, out, err
 	})
 	h("DELETE /admin/price-rules/{id}", write, deleteBy("id", s.DeletePriceRule))
+	h("GET /admin/price-rules/scheduled", read, func(r *http.Request) (int, any, error) {
+		var ruleID int64
+		for k, v := range r.URL.Query() {
+			if k != "price_rule_id" || len(v) != 1 {
+				return 0, nil, errorf(CodeInvalid, "unknown or repeated query parameter %q", k)
+			}
+			id, err := strconv.ParseInt(v[0], 10, 64)
+			if err != nil || id <= 0 {
+				return 0, nil, errorf(CodeInvalid, "price_rule_id must be a positive integer, got %q", v[0])
+			}
+			ruleID = id
+		}
+		items, err := s.ListScheduledPriceRules(r.Context(), ruleID)
+		return http.StatusOK, map[string]any{"items": items}, err
+	})
+	h("DELETE /admin/price-rules/scheduled/{id}", write, deleteBy("id", s.CancelScheduledPriceRule))
 
 	// Price catalogs (plan, apply, provenance).
 	registerCatalogHTTP(mux, s)

@@ -317,10 +317,12 @@ func SetActor(ctx context.Context, db DBTX, actor string) error {
 	return nil
 }
 
-// PriceRulesAt returns the rules as they were in force at t (from the price history), in id order.
+// PriceRulesAt returns the rules in force at t, in id order: from the price history, with the pending
+// scheduled version of a rule instead when it is due by t (so a future t answers the scheduled prices).
 func PriceRulesAt(ctx context.Context, db DBTX, t time.Time) ([]pricing.RuleInput, error) {
-	rows, err := db.Query(ctx, `SELECT rule::text FROM price_rule_versions
-		WHERE valid_from <= $1 AND (valid_to IS NULL OR valid_to > $1) ORDER BY price_rule_id`, t)
+	rows, err := db.Query(ctx, `SELECT coalesce(s.rule, v.rule)::text FROM price_rule_versions v
+		LEFT JOIN price_rule_schedule s ON s.price_rule_id = v.price_rule_id AND s.effective_at <= $1
+		WHERE v.valid_from <= $1 AND (v.valid_to IS NULL OR v.valid_to > $1) ORDER BY v.price_rule_id`, t)
 	if err != nil {
 		return nil, fmt.Errorf("price rules at %s: %w", t.Format(time.RFC3339), interpretError(err))
 	}

@@ -55,9 +55,10 @@ func scanSchedule(row pgx.Row) (ScheduledPriceRule, error) {
 
 // SchedulePriceRule stores r as the version of the existing rule r.ID in force from at, replacing the
 // rule's pending scheduled version if it has one (which keeps its id and reserved version). The rule is
-// locked for the rest of the transaction. ErrNotFound: no rule r.ID; ErrUnchangedSchedule: r is the
+// locked for the rest of the transaction. The scheduler recorded is the transaction's tollgate.actor (as
+// for the history; else the database role). ErrNotFound: no rule r.ID; ErrUnchangedSchedule: r is the
 // rule's current content.
-func SchedulePriceRule(ctx context.Context, db DBTX, r PriceRule, at time.Time, by string) (ScheduledPriceRule, error) {
+func SchedulePriceRule(ctx context.Context, db DBTX, r PriceRule, at time.Time) (ScheduledPriceRule, error) {
 	args := []any{r.ID, r.ProviderID, r.MatchType, r.ModelMatch, r.InputPrice, r.OutputPrice, r.CacheReadPrice,
 		r.CacheCreation5mPrice, r.CacheCreation30mPrice, r.CacheCreation1hPrice, r.ImageOutputPrice,
 		r.Enabled, adminTiersOrEmpty(r.PricingTiersJSON)}
@@ -72,10 +73,11 @@ func SchedulePriceRule(ctx context.Context, db DBTX, r PriceRule, at time.Time, 
 	}
 	s, err := scanSchedule(db.QueryRow(ctx, `INSERT INTO price_rule_schedule (price_rule_id, version, effective_at, rule, created_by)
 		VALUES ($1, coalesce((SELECT max(v.version) FROM price_rule_versions v WHERE v.price_rule_id = $1), 0) + 1,
-		        $14, `+scheduleRuleJSON+`, $15)
+		        $14, `+scheduleRuleJSON+`,
+		        coalesce(nullif(current_setting('tollgate.actor', true), ''), 'db:' || current_user))
 		ON CONFLICT (price_rule_id) DO UPDATE SET effective_at = EXCLUDED.effective_at, rule = EXCLUDED.rule,
 		        created_at = now(), created_by = EXCLUDED.created_by
-		RETURNING `+scheduleColumns, append(args, at, by)...))
+		RETURNING `+scheduleColumns, append(args, at)...))
 	if err != nil {
 		return ScheduledPriceRule{}, fmt.Errorf("schedule price rule %d: %w", r.ID, interpretError(err))
 	}

@@ -6,11 +6,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/tollgate/tollgate/controlplane/store"
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/snapshot"
 )
+
+// schedule schedules r as actor (the transaction's tollgate.actor, as the admin service sets it).
+func schedule(t *testing.T, db *pgxpool.Pool, r store.PriceRule, at time.Time, actor string) (store.ScheduledPriceRule, error) {
+	t.Helper()
+	var out store.ScheduledPriceRule
+	err := pgx.BeginFunc(context.Background(), db, func(tx pgx.Tx) error {
+		if err := store.SetActor(context.Background(), tx, actor); err != nil {
+			return err
+		}
+		var err error
+		out, err = store.SchedulePriceRule(context.Background(), tx, r, at)
+		return err
+	})
+	return out, err
+}
 
 func schedRule(id int64, input string, enabled bool) store.PriceRule {
 	return store.PriceRule{RuleInput: pricing.RuleInput{ID: id, MatchType: "exact", ModelMatch: "m-sched",
@@ -31,18 +49,18 @@ func TestScheduledPriceRuleLifecycle(t *testing.T) {
 	}
 	T := time.Now().Add(time.Hour).Truncate(time.Microsecond).UTC()
 
-	if _, err := store.SchedulePriceRule(ctx, db.Pool, schedRule(r.ID, "1.50", true), T, "admin:alice"); !errors.Is(err, store.ErrUnchangedSchedule) {
+	if _, err := schedule(t, db.Pool, schedRule(r.ID, "1.50", true), T, "admin:alice"); !errors.Is(err, store.ErrUnchangedSchedule) {
 		t.Fatalf("scheduling the current content: %v, want ErrUnchangedSchedule", err)
 	}
-	if _, err := store.SchedulePriceRule(ctx, db.Pool, schedRule(999, "3", true), T, "admin:alice"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := schedule(t, db.Pool, schedRule(999, "3", true), T, "admin:alice"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("scheduling a missing rule: %v, want ErrNotFound", err)
 	}
-	first, err := store.SchedulePriceRule(ctx, db.Pool, schedRule(r.ID, "2.5", true), T.Add(time.Minute), "admin:alice")
+	first, err := schedule(t, db.Pool, schedRule(r.ID, "2.5", true), T.Add(time.Minute), "admin:alice")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Scheduling again replaces the pending version (same id, same reserved version).
-	s, err := store.SchedulePriceRule(ctx, db.Pool, schedRule(r.ID, "3.25", true), T, "admin:bob")
+	s, err := schedule(t, db.Pool, schedRule(r.ID, "3.25", true), T, "admin:bob")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +139,7 @@ func TestScheduledPriceRuleCancelAndDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	T := time.Now().Add(time.Hour)
-	s, err := store.SchedulePriceRule(ctx, db.Pool, schedRule(r.ID, "2", false), T, "admin:alice")
+	s, err := schedule(t, db.Pool, schedRule(r.ID, "2", false), T, "admin:alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +153,7 @@ func TestScheduledPriceRuleCancelAndDelete(t *testing.T) {
 		t.Fatalf("change after cancel: %v", err)
 	}
 	// The reserved version follows the history: the next schedule is version 3.
-	s, err = store.SchedulePriceRule(ctx, db.Pool, schedRule(r.ID, "6", true), T, "admin:alice")
+	s, err = schedule(t, db.Pool, schedRule(r.ID, "6", true), T, "admin:alice")
 	if err != nil || s.Version != 3 {
 		t.Fatalf("schedule after a change = %+v, %v; want version 3", s, err)
 	}
