@@ -103,6 +103,10 @@ type CatalogApplyRequest struct {
 	Exclude []string `json:"exclude,omitempty"`
 	// ConfirmOperatorEdited must be true when the applied changes include operator-edited rules.
 	ConfirmOperatorEdited bool `json:"confirm_operator_edited,omitempty"`
+	// EffectiveAt, when set, makes the plan's changes take effect at that future instant: each changed
+	// rule gets a scheduled version, each added rule is created disabled now with a scheduled version
+	// enabling it (docs/pricing.md, "Scheduled price changes").
+	EffectiveAt *time.Time `json:"effective_at,omitempty"`
 }
 
 // CatalogApplyResult counts what the apply wrote.
@@ -112,6 +116,8 @@ type CatalogApplyResult struct {
 	Changed   int       `json:"changed"`
 	Excluded  int       `json:"excluded"`
 	AppliedAt time.Time `json:"applied_at"`
+	// Scheduled counts the scheduled versions stored (with effective_at).
+	Scheduled int `json:"scheduled"`
 }
 
 // contentFingerprint is the digest of what a rule charges and matches (not its id, not enabled):
@@ -334,6 +340,11 @@ func (s *Service) ApplyCatalog(ctx context.Context, by string, req CatalogApplyR
 	if req.PlanID == "" {
 		return CatalogApplyResult{}, invalidFields("invalid catalog apply request", field("plan_id", "required"))
 	}
+	if req.EffectiveAt != nil {
+		if ds := checkEffectiveAt(*req.EffectiveAt, time.Now()); ds != nil {
+			return CatalogApplyResult{}, invalidFields("invalid catalog apply request", ds...)
+		}
+	}
 	var res CatalogApplyResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := store.SetActor(ctx, tx, "admin:"+by+" (catalog plan "+req.PlanID+")"); err != nil {
@@ -436,7 +447,7 @@ func (s *Service) ApplyCatalog(ctx context.Context, by string, req CatalogApplyR
 				continue
 			}
 			r := a.Rule
-			r.ID, r.Enabled = 0, true
+			r.ID, r.Enabled = 0, req.EffectiveAt == nil // scheduled: disabled until the instant
 			inserts = append(inserts, store.PriceRule{RuleInput: r})
 			fp, _, _ := contentFingerprint(r)
 			insEntries, insFPs = append(insEntries, a.EntryID), append(insFPs, fp)
@@ -467,12 +478,32 @@ func (s *Service) ApplyCatalog(ctx context.Context, by string, req CatalogApplyR
 		if stale != nil {
 			return &Error{Code: CodeConflict, Message: fmt.Sprintf("plan %s is stale: %d rule(s) changed since it was made; nothing was changed, make a new plan", row.ID, len(stale)), Details: stale}
 		}
-		if err := store.UpdatePriceRulePrices(ctx, tx, updates); err != nil {
-			return err
+		scheduled := 0
+		if req.EffectiveAt == nil {
+			if err := store.UpdatePriceRulePrices(ctx, tx, updates); err != nil {
+				return err
+			}
+		} else {
+			for _, u := range updates {
+				if _, err := store.SchedulePriceRule(ctx, tx, u, *req.EffectiveAt); err != nil {
+					return err
+				}
+				scheduled++
+			}
 		}
 		ids, err := store.InsertPriceRulesReturningIDs(ctx, tx, inserts)
 		if err != nil {
 			return err
+		}
+		if req.EffectiveAt != nil {
+			for i, id := range ids {
+				r := inserts[i]
+				r.ID, r.Enabled = id, true
+				if _, err := store.SchedulePriceRule(ctx, tx, r, *req.EffectiveAt); err != nil {
+					return err
+				}
+				scheduled++
+			}
 		}
 		provRules, provEntries, provFPs = append(provRules, ids...), append(provEntries, insEntries...), append(provFPs, insFPs...)
 		appliedAt, err := store.MarkCatalogPlanApplied(ctx, tx, row.ID, by)
@@ -487,10 +518,11 @@ func (s *Service) ApplyCatalog(ctx context.Context, by string, req CatalogApplyR
 		if err := store.UpsertProvenance(ctx, tx, ps); err != nil {
 			return err
 		}
-		res = CatalogApplyResult{PlanID: row.ID, Added: len(inserts), Changed: len(updates), Excluded: len(excluded), AppliedAt: appliedAt}
+		res = CatalogApplyResult{PlanID: row.ID, Added: len(inserts), Changed: len(updates), Excluded: len(excluded),
+			AppliedAt: appliedAt, Scheduled: scheduled}
 		return nil
 	})
-	return res, storeError(err, "catalog plan "+req.PlanID)
+	return res, priceRuleWriteError(err, "catalog plan "+req.PlanID)
 }
 
 // ListProvenance lists the provenance of imported rules, by rule id, a page at a time.

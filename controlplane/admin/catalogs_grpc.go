@@ -56,13 +56,17 @@ func (g *grpcServer) PlanPriceCatalog(ctx context.Context, req *adminv1.PlanPric
 }
 
 func (g *grpcServer) ApplyPriceCatalog(ctx context.Context, req *adminv1.ApplyPriceCatalogRequest) (*adminv1.ApplyPriceCatalogResponse, error) {
-	res, err := g.s.ApplyCatalog(ctx, g.grpcPrincipal(ctx), CatalogApplyRequest{PlanID: req.GetPlanId(),
-		Exclude: req.GetExclude(), ConfirmOperatorEdited: req.GetConfirmOperatorEdited()})
+	in := CatalogApplyRequest{PlanID: req.GetPlanId(), Exclude: req.GetExclude(), ConfirmOperatorEdited: req.GetConfirmOperatorEdited()}
+	if req.EffectiveAt != nil {
+		t := req.GetEffectiveAt().AsTime()
+		in.EffectiveAt = &t
+	}
+	res, err := g.s.ApplyCatalog(ctx, g.grpcPrincipal(ctx), in)
 	if err != nil {
 		return nil, g.err(ctx, err)
 	}
 	return &adminv1.ApplyPriceCatalogResponse{PlanId: res.PlanID, Added: int32(res.Added), Changed: int32(res.Changed),
-		Excluded: int32(res.Excluded), AppliedAt: timestamppb.New(res.AppliedAt)}, nil
+		Excluded: int32(res.Excluded), AppliedAt: timestamppb.New(res.AppliedAt), Scheduled: int32(res.Scheduled)}, nil
 }
 
 func (g *grpcServer) GetPriceRuleProvenance(ctx context.Context, req *adminv1.GetPriceRuleProvenanceRequest) (*adminv1.GetPriceRuleProvenanceResponse, error) {

@@ -204,3 +204,45 @@ func TestScheduledPriceRuleGRPC(t *testing.T) {
 		t.Errorf("second cancel: %v, want NotFound", err)
 	}
 }
+
+// TestScheduledCatalogApply: a catalog apply with effective_at changes nothing priced now — a changed
+// rule gets a scheduled version, an added rule is created disabled with a scheduled version enabling it —
+// and a past effective_at is refused.
+func TestScheduledCatalogApply(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.applyTiny(t, `[{"id":"acme","models":[{"id":"m1","match":{"equals":"m1"},"prices":{"input_mtok":1,"output_mtok":2}}]}]`)
+	p := b.plan(t, tinyReq(`[{"id":"acme","models":[{"id":"m1","match":{"equals":"m1"},"prices":{"input_mtok":3,"output_mtok":6}},
+		{"id":"m2","match":{"equals":"m2"},"prices":{"input_mtok":4,"output_mtok":8}}]}]`))
+	b.refuses(t, []refusal{{"past", "POST", "/admin/price-catalogs/apply",
+		map[string]any{"plan_id": p.ID, "effective_at": time.Now().Add(-time.Minute)}, http.StatusUnprocessableEntity, "effective_at"}})
+	at := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+	var res admin.CatalogApplyResult
+	b.must(t, http.StatusOK, "POST", "/admin/price-catalogs/apply", map[string]any{"plan_id": p.ID, "effective_at": at}, &res)
+	if res.Added != 1 || res.Changed != 1 || res.Scheduled != 2 {
+		t.Fatalf("apply result %+v, want 1 added, 1 changed, 2 scheduled", res)
+	}
+	quote := func(model string, at *time.Time) string {
+		body := map[string]any{"model": model, "usage": map[string]any{"input_tokens": 1000000}}
+		if at != nil {
+			body["at"] = at
+		}
+		var q admin.QuoteResult
+		b.must(t, http.StatusOK, "POST", "/admin/price-rules/quote", body, &q)
+		return q.Cost
+	}
+	for _, c := range []struct {
+		model string
+		at    *time.Time
+		want  string
+	}{{"m1", nil, "1"}, {"m2", nil, "0"}, {"m1", &at, "3"}, {"m2", &at, "4"}} {
+		if got := quote(c.model, c.at); got != c.want {
+			t.Errorf("quote %s at %v = %s, want %s", c.model, c.at, got, c.want)
+		}
+	}
+	var l scheduledList
+	b.must(t, http.StatusOK, "GET", "/admin/price-rules/scheduled", nil, &l)
+	if len(l.Items) != 2 || !strings.Contains(l.Items[0].CreatedBy, "catalog plan "+p.ID) {
+		t.Errorf("scheduled after the apply = %+v, want 2 by the catalog plan", l.Items)
+	}
+}
