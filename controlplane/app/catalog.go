@@ -108,6 +108,7 @@ func catalogCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		planID := fs.String("plan-id", "", "id of the plan to apply")
 		exclude := fs.String("exclude", "", "comma-separated entry ids of the plan not to apply")
 		confirm := fs.Bool("confirm-operator-edited", false, "allow overwriting rules an operator created or edited")
+		effectiveAt := fs.String("effective-at", "", "RFC 3339 instant the plan's changes take effect at (default: now)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
@@ -115,6 +116,13 @@ func catalogCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 			return errors.New("catalog apply: -plan-id is required")
 		}
 		req := map[string]any{"plan_id": *planID, "confirm_operator_edited": *confirm}
+		if *effectiveAt != "" {
+			at, err := time.Parse(time.RFC3339Nano, *effectiveAt)
+			if err != nil {
+				return fmt.Errorf("catalog apply: -effective-at: %w", err)
+			}
+			req["effective_at"] = at
+		}
 		if *exclude != "" {
 			req["exclude"] = strings.Split(*exclude, ",")
 		}
