@@ -737,6 +737,69 @@ func TestPricingPageInChromium(t *testing.T) {
 	p.do("close editor", chromedp.KeyEvent(kb.Escape))
 	p.waitFor("editor closed", fmt.Sprintf(`!document.getElementById("rule-dialog").open && document.activeElement.matches(%q)`, editBtn))
 
+	// A scheduled change: the editor's "Effective at" field schedules the edit instead of applying it;
+	// the list shows a "scheduled" badge; the editor then shows the scheduled version with its time;
+	// refusals land next to the field; the change can be cancelled from the editor.
+	storedInput := api.rules()[ruleID]["input_price"]
+	p.do("edit to schedule", chromedp.Click(chromedp.CSS(editBtn)))
+	p.waitFor("editor", `document.getElementById("rule-dialog").open`)
+	p.do("schedule a price an hour ahead", fill("#rf-input_price", "9.5"),
+		chromedp.Evaluate[chromedp.Void](`(() => { const d = new Date(Date.now() + 3600e3), p = (n) => String(n).padStart(2, "0");
+			document.getElementById("rf-effective_at").value = d.getFullYear() + "-" + p(d.getMonth() + 1) + "-" + p(d.getDate()) +
+				"T" + p(d.getHours()) + ":" + p(d.getMinutes()) + ":00"; })()`),
+		chromedp.Click(chromedp.ID("rule-save")))
+	badge := fmt.Sprintf(`#rules tr[data-rule="%s"] .badge-scheduled`, ruleID)
+	p.waitFor("scheduled badge", `!document.getElementById("rule-dialog").open && `+visible(badge))
+	if got := p.text(badge); !strings.HasPrefix(got, "scheduled") {
+		t.Errorf("badge text = %q, want it to start with \"scheduled\"", got)
+	}
+	_, rawSched := api.call("GET", "/admin/price-rules/scheduled", nil)
+	sched := decode(t, rawSched)["items"].([]any)
+	if len(sched) != 1 {
+		t.Fatalf("scheduled versions after the save = %v, want 1", sched)
+	}
+	sp := sched[0].(map[string]any)
+	if fmt.Sprint(sp["price_rule_id"]) != ruleID || sp["rule"].(map[string]any)["input_price"] != "9.5" {
+		t.Errorf("scheduled version = %v, want rule %s at input 9.5", sp, ruleID)
+	}
+	if got := api.rules()[ruleID]["input_price"]; got != storedInput {
+		t.Errorf("the rule changed before its instant: input %v, want %v", got, storedInput)
+	}
+	p.do("blur", chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`))
+	p.screenshot("console-pricing-scheduled-1280", 1280)
+	p.screenshot("console-pricing-scheduled-390", 390)
+	p.do("open the scheduled version", chromedp.EmulateViewport(1280, 900), chromedp.Click(chromedp.CSS(editBtn)))
+	p.waitFor("editor with the scheduled version", `document.getElementById("rule-dialog").open && `+visible("#rf-scheduled"))
+	if got := eval[string](p, `document.getElementById("rf-input_price").value`); got != "9.5" {
+		t.Errorf("editor shows input %q, want the scheduled 9.5", got)
+	}
+	// The field holds local time (the browser drops ":00" seconds): compare the instants.
+	if !eval[bool](p, fmt.Sprintf(`new Date(document.getElementById("rf-effective_at").value).getTime() === new Date(%q).getTime()`, sp["effective_at"])) {
+		t.Errorf("effective at field = %q, want the scheduled time %v", eval[string](p, `document.getElementById("rf-effective_at").value`), sp["effective_at"])
+	}
+	p.screenshot("console-pricing-scheduled-editor-1280", 1280)
+	// A past time is refused by the API, next to the field, focus on it.
+	p.do("past time", chromedp.Evaluate[chromedp.Void](`document.getElementById("rf-effective_at").value = "2020-01-01T00:00:00"`),
+		chromedp.Click(chromedp.ID("rule-save")))
+	p.waitFor("effective_at error", visible("#rf-effective_at-error")+` && document.activeElement.id === "rf-effective_at"`)
+	if got := p.text("#rf-effective_at-error"); !strings.Contains(got, "in the future") {
+		t.Errorf("effective_at error = %q, want the API's message", got)
+	}
+	// Without a time the edit would apply now, which a pending change forbids: 409, shown at the field.
+	p.do("no time", chromedp.Evaluate[chromedp.Void](`document.getElementById("rf-effective_at").value = ""`),
+		chromedp.Click(chromedp.ID("rule-save")))
+	p.waitFor("conflict at the field", visible("#rf-effective_at-error")+` && document.getElementById("rf-effective_at-error").textContent.includes("scheduled change pending")`)
+	// Cancel it from the editor (keyboard: the button takes Enter).
+	p.do("cancel the scheduled change", chromedp.Focus(chromedp.ID("rf-cancel-schedule")), chromedp.KeyEvent(kb.Enter))
+	p.waitFor("badge gone", `!document.getElementById("rule-dialog").open && !document.querySelector(`+fmt.Sprintf("%q", badge)+`)`)
+	_, rawSched = api.call("GET", "/admin/price-rules/scheduled", nil)
+	if left := decode(t, rawSched)["items"].([]any); len(left) != 0 {
+		t.Errorf("scheduled versions after cancel = %v, want none", left)
+	}
+	if got := api.rules()[ruleID]["input_price"]; got != storedInput {
+		t.Errorf("input after cancel = %v, want %v", got, storedInput)
+	}
+
 	// Export downloads the API's bundle.
 	p.do("export", chromedp.Click(chromedp.ID("export")))
 	var exported []byte

@@ -37,6 +37,7 @@ const state = {
   readOnly: true,
   onUnauthorized: () => {},
   rules: [],
+  scheduled: new Map(), // price_rule_id (string) → its pending scheduled version
   providers: [], // [{id: "1", name: "…"}]
   sort: { key: "id", dir: "asc" },
   editing: null, // rule being edited, or null for a new rule
@@ -135,6 +136,8 @@ async function loadProviders() {
 async function loadRules() {
   try {
     state.rules = await listAll("/admin/price-rules");
+    const { data } = await call("GET", "/admin/price-rules/scheduled");
+    state.scheduled = new Map(((data && data.items) || []).map((sp) => [str(sp.price_rule_id), sp]));
     showPageError("");
   } catch (e) {
     if (common(e)) throw e;
@@ -197,7 +200,7 @@ function renderRules() {
       el("td", { "data-label": headers[0], class: "mono" }, id),
       el("td", { "data-label": headers[1] }, providerName(r.provider_id)),
       el("td", { "data-label": headers[2] }, el("span", { class: `badge badge-${r.match_type}` }, str(r.match_type))),
-      el("td", { "data-label": headers[3], class: "model mono" }, str(r.model_match)),
+      el("td", { "data-label": headers[3], class: "model mono" }, str(r.model_match), scheduledBadge(id)),
       ...PRICE_FIELDS.map(([f], i) => el("td", { "data-label": headers[4 + i], class: "num mono" }, str(r[f]))),
       el("td", { "data-label": headers[11], class: "num", title: tiers.map(tierSummary).join("\n") || null }, String(tiers.length)),
     ];
@@ -231,6 +234,54 @@ function renderRules() {
   $("rule-count").textContent = rows.length === state.rules.length
     ? `${state.rules.length} rule${state.rules.length === 1 ? "" : "s"}`
     : `${rows.length} of ${state.rules.length} rules shown`;
+}
+
+// ---------- scheduled versions ----------
+
+/** A local date-time as the datetime-local input shows it ("2026-12-01T09:30:00"). */
+function localInputValue(iso) {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return "";
+  const p = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+/** An instant for people: local time with its zone, and UTC. */
+function describeInstant(iso) {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return str(iso);
+  const local = d.toLocaleString(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit",
+    minute: "2-digit", second: "2-digit", timeZoneName: "short" });
+  return `${local} (${d.toISOString().replace(".000Z", "Z")})`;
+}
+
+function scheduledBadge(ruleID) {
+  const sp = state.scheduled.get(ruleID);
+  if (!sp) return null;
+  const when = describeInstant(sp.effective_at);
+  return el("span", { class: "badge badge-scheduled", "data-scheduled": ruleID, title: `Scheduled change from ${when}` },
+    "scheduled", el("span", { class: "visually-hidden" }, ` change from ${when}`));
+}
+
+async function cancelSchedule() {
+  const rule = state.editing;
+  const sp = rule && state.scheduled.get(str(rule.id));
+  if (!sp || state.readOnly) return;
+  const btn = $("rf-cancel-schedule");
+  btn.disabled = true;
+  try {
+    await call("DELETE", `/admin/price-rules/scheduled/${encodeURIComponent(sp.id)}`);
+    state.opener = null;
+    closeDialog($("rule-dialog"));
+    await loadRules();
+    toast(`Scheduled change of rule ${rule.id} cancelled.`);
+    document.querySelector(`#rules tr[data-rule="${CSS.escape(str(rule.id))}"] button`)?.focus();
+  } catch (e) {
+    if (common(e) && e.status === 401) { closeDialog($("rule-dialog")); return; }
+    showRuleErrors([], [`Could not cancel the scheduled change: ${e.message}`]);
+  } finally {
+    btn.disabled = false;
+  }
 }
 
 function tierSummary(t, i) {
@@ -370,12 +421,24 @@ function addTier(t = {}, focus = false) {
   return li;
 }
 
-function openRuleDialog(rule, opener) {
-  state.editing = rule;
+function openRuleDialog(stored, opener) {
+  state.editing = stored;
   state.opener = opener || null;
   clearRuleErrors();
   const ro = state.readOnly;
-  $("rule-dialog-title").textContent = rule ? `${ro ? "Rule" : "Edit rule"} ${rule.id}` : "New price rule";
+  // A rule with a pending scheduled version shows that version (the form edits it; saving replaces it).
+  const sp = stored ? state.scheduled.get(str(stored.id)) : null;
+  const rule = sp ? { ...sp.rule, id: stored.id } : stored;
+  $("rule-dialog-title").textContent = stored ? `${ro ? "Rule" : "Edit rule"} ${stored.id}${sp ? " (scheduled change)" : ""}` : "New price rule";
+  $("rf-effective_at").value = sp ? localInputValue(sp.effective_at) : "";
+  $("rf-scheduled").hidden = !sp;
+  $("rf-cancel-schedule").hidden = !sp || ro;
+  if (sp) {
+    const now = stored;
+    $("rf-scheduled-text").textContent = `Scheduled: from ${describeInstant(sp.effective_at)} this rule becomes version ${sp.version} ` +
+      `as shown below (scheduled by ${str(sp.created_by)}). Until then it prices input at ${str(now.input_price)} and output at ` +
+      `${str(now.output_price)}. Saving with a time replaces the scheduled change; the rule cannot change now while one is pending.`;
+  }
   $("rf-provider_id").value = rule && rule.provider_id !== null && rule.provider_id !== undefined ? str(rule.provider_id) : "";
   if (rule && rule.provider_id !== null && rule.provider_id !== undefined && $("rf-provider_id").value !== str(rule.provider_id)) {
     $("rf-provider_id").append(el("option", { value: str(rule.provider_id), text: `#${rule.provider_id}` }));
@@ -414,6 +477,14 @@ function collectRule() {
     payload[f] = v;
   }
   payload.enabled = $("rf-enabled").checked;
+  const at = $("rf-effective_at").value.trim();
+  if (at !== "") {
+    const d = new Date(at);
+    need($("rf-effective_at"), $("rf-effective_at-error"), !Number.isNaN(d.getTime()), "Enter a date and time, or leave it empty to apply the change now.");
+    need($("rf-effective_at"), $("rf-effective_at-error"), !!state.editing,
+      "A new rule takes effect when created: create it disabled now, then schedule enabling it.");
+    if (!Number.isNaN(d.getTime())) payload.effective_at = d.toISOString();
+  }
   payload.pricing_tiers_json = tierItems().map((li) => {
     const get = (f) => li.querySelector(`[data-field="${f}"]`);
     const errOf = (f) => li.querySelector(`[data-error="${f}"]`);
@@ -517,12 +588,14 @@ async function saveRule(ev) {
     const res = editing
       ? await call("PUT", `/admin/price-rules/${encodeURIComponent(editing.id)}`, payload)
       : await call("POST", "/admin/price-rules", payload);
-    const saved = res.data && res.data.id !== undefined ? res.data : null;
+    const scheduled = payload.effective_at !== undefined;
+    const saved = !scheduled && res.data && res.data.id !== undefined ? res.data : null;
     state.opener = null; // focus goes to the saved row below
     closeDialog($("rule-dialog"));
     await loadRules();
     const id = saved ? str(saved.id) : editing ? str(editing.id) : "";
-    toast(editing ? `Rule ${id} saved.` : `Rule ${id} created.`);
+    toast(scheduled ? `Rule ${id}: change scheduled for ${describeInstant(res.data ? res.data.effective_at : payload.effective_at)}.`
+      : editing ? `Rule ${id} saved.` : `Rule ${id} created.`);
     const row = id && document.querySelector(`#rules tr[data-rule="${CSS.escape(id)}"]`);
     if (row) { row.classList.add("flash"); row.querySelector("button")?.focus(); }
   } catch (e) {
@@ -790,6 +863,8 @@ export function initPricing() {
   $("export").addEventListener("click", exportBundle);
   $("reload").addEventListener("click", () => reloadAll().then(() => toast("Reloaded.")).catch(() => {}));
   $("rule-form").addEventListener("submit", saveRule);
+  $("rf-cancel-schedule").addEventListener("click", cancelSchedule);
+  try { $("rf-tz").textContent = `your time zone, ${Intl.DateTimeFormat().resolvedOptions().timeZone}`; } catch { /* keep the default text */ }
   $("add-prompt-tier").addEventListener("click", () => addTier({ min_prompt_tokens: "" }, true));
   $("add-service-tier").addEventListener("click", () => addTier({ kind: "service" }, true));
   $("confirm-form").addEventListener("submit", confirmDelete);
