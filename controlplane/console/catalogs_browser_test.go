@@ -65,8 +65,19 @@ func TestCatalogsPageInChromium(t *testing.T) {
 	p.screenshot("console-catalogs-plan-390", 390)
 	p.screenshot("console-catalogs-plan-1280", 1280)
 	p.do("untick m1", chromedp.Click(chromedp.CSS(`#cat-added input[data-entry="acme/m1"]`)))
-	p.do("apply", chromedp.Click(chromedp.ID("cat-apply")))
+	// A past effective time is refused next to its field; nothing is written.
+	p.do("apply in the past", chromedp.Evaluate[chromedp.Void](`document.getElementById("cat-effective_at").value = "2020-01-01T00:00:00"`),
+		chromedp.Click(chromedp.ID("cat-apply")))
+	p.waitFor("effective_at error", visible("#cat-effective_at-error")+` && document.activeElement.id === "cat-effective_at"`)
+	if n := len(api.rules()); n != 0 {
+		t.Fatalf("a refused apply stored %d rules", n)
+	}
+	p.do("apply now", chromedp.Evaluate[chromedp.Void](`document.getElementById("cat-effective_at").value = ""`),
+		chromedp.Click(chromedp.ID("cat-apply")))
 	p.waitFor("applied", `document.getElementById("cat-status").textContent.includes("1 added")`)
+	if got := p.text("#cat-status"); strings.Contains(got, "scheduled") {
+		t.Errorf("status of an apply without effective time = %q, mentions scheduling", got)
+	}
 	rules := api.rules()
 	if len(rules) != 1 {
 		t.Fatalf("stored rules %v, want only tg-cat-m2", rules)

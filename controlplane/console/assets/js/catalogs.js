@@ -145,13 +145,31 @@ async function apply() {
   showError("");
   const exclude = [...document.querySelectorAll("#cat-plan input[data-entry]")].filter((c) => !c.checked).map((c) => c.dataset.entry);
   const btn = $("cat-apply");
+  const atInput = $("cat-effective_at"), atError = $("cat-effective_at-error");
+  const fieldError = (msg) => {
+    atError.textContent = msg || "";
+    atError.hidden = !msg;
+    atInput.setAttribute("aria-invalid", msg ? "true" : "false");
+    if (msg) atInput.focus();
+  };
+  fieldError("");
+  const body = { plan_id: p.id, exclude, confirm_operator_edited: $("cat-confirm").checked };
+  if (atInput.value.trim() !== "") {
+    const d = new Date(atInput.value);
+    if (Number.isNaN(d.getTime())) { fieldError("Enter a date and time, or leave it empty to apply now."); return; }
+    body.effective_at = d.toISOString();
+  }
   btn.disabled = true;
   try {
-    const { data } = await call("POST", "/admin/price-catalogs/apply", { plan_id: p.id, exclude, confirm_operator_edited: $("cat-confirm").checked });
-    $("cat-status").textContent = `Applied: ${data.added} added, ${data.changed} changed, ${data.excluded} excluded.`;
+    const { data } = await call("POST", "/admin/price-catalogs/apply", body);
+    $("cat-status").textContent = `Applied: ${data.added} added, ${data.changed} changed, ${data.excluded} excluded.` +
+      (body.effective_at && String(data.scheduled ?? "0") !== "0"
+        ? ` ${data.scheduled} change${String(data.scheduled) === "1" ? "" : "s"} scheduled for ${body.effective_at}.` : "");
     state.plan = null;
     await loadProvenance();
   } catch (e) {
+    const d = e instanceof ApiError ? e.details.find((x) => x && x.field === "effective_at") : null;
+    if (d) fieldError(String(d.message));
     showError(errorText(e));
     btn.disabled = false;
   }

@@ -683,9 +683,9 @@ async function submitImport(ev) {
     const n = (k) => (data && data[k] !== undefined ? (Array.isArray(data[k]) ? data[k].length : data[k]) : null);
     const pr = n("price_rules") ?? n("imported_price_rules") ?? (bundle.price_rules || []).length;
     const rr = n("routing_rules") ?? n("imported_routing_rules") ?? (bundle.routing_rules || []).length;
-    const sc = n("scheduled_price_rules");
+    const sc = String(n("scheduled_price_rules") ?? "0"); // integers arrive as digit strings (wire.js)
     toast(`Imported ${pr} price rule${pr == 1 ? "" : "s"} and ${rr} routing rule${rr == 1 ? "" : "s"}` +
-      (sc ? `, and scheduled ${sc} price change${sc == 1 ? "" : "s"}.` : "."));
+      (sc !== "0" ? `, and scheduled ${sc} price change${sc === "1" ? "" : "s"}.` : "."));
     $("open-import").focus();
   } catch (e) {
     if (common(e) && e.status === 401) { closeDialog($("import-dialog")); return; }
