@@ -462,7 +462,11 @@ func snapQuotas(ctx context.Context, tx pgx.Tx) ([]*configv1.Quota, error) {
 			&q.RpmLimit, &q.TpmLimit); err != nil {
 			return nil, fmt.Errorf("quotas: scan: %w", interpretError(err))
 		}
-		if kind, zone := quotaPeriodSettings(q.Period, q.TimeZone); kind != period.None {
+		kind, zone := quotaPeriodSettings(q.Period, q.TimeZone)
+		if kind == period.None { // the defaults travel as empty strings
+			q.Period, q.TimeZone = "", ""
+		}
+		if kind != period.None {
 			p := period.Of(kind, zone, now)
 			q.PeriodId, q.PeriodStart, q.PeriodEnd = p.ID(), timestamppb.New(p.Start), timestamppb.New(p.End)
 			q.CostUsed = "0"
