@@ -158,9 +158,9 @@ type Request struct {
 	EstimateTokens int64
 	// EstimateMicros is the pending estimate to reserve on every scope (pricing.EstimateMicros).
 	EstimateMicros int64
-	// Scopes are the request's quota-bearing scopes (org, team, user with a limited quota). With
-	// Options.Snapshot, Admit adds the key's own limited quota (scope "key") when the snapshot has one,
-	// and the per-minute limits of the key's team, org and user quotas (docs/budgets.md, "Admission").
+	// Scopes are the request's quota-bearing scopes: the key's org, team, user and the key itself, each
+	// when it has a limited quota (QuotaScopes). With Options.Snapshot, Admit also checks the per-minute
+	// limits of the key's org's, team's and user's quotas (docs/budgets.md, "Admission").
 	Scopes []ScopeQuota
 }
 
@@ -456,33 +456,64 @@ func (a *Admitter) resolve(snap *snapshot.Compiled, req Request, now time.Time) 
 	if snap == nil {
 		return req.Scopes, limiters
 	}
-	scopes := make([]ScopeQuota, 0, len(req.Scopes)+1)
-	hasKey := false
+	scopes := make([]ScopeQuota, 0, len(req.Scopes))
 	for _, s := range req.Scopes {
 		if q, ok := snap.Quota(s.Scope, s.ID); ok {
 			var p period.Period
 			p, s.SnapshotUsedMicros = q.Current(now)
 			s.SnapshotEpoch, s.Period = q.Epoch, p.ID()
 		}
-		hasKey = hasKey || s.Scope == vocab.ScopeKey
 		scopes = append(scopes, s)
 	}
-	if q, ok := snap.Quota(vocab.ScopeKey, req.KeyID); ok && !q.Unlimited && !hasKey && req.KeyID > 0 {
-		p, used := q.Current(now)
-		scopes = append(scopes, ScopeQuota{Scope: vocab.ScopeKey, ID: req.KeyID, LimitMicros: q.LimitMicros,
-			SnapshotUsedMicros: used, SnapshotEpoch: q.Epoch, Period: p.ID()})
-	}
 	if k := snap.KeyByID(req.KeyID); k != nil {
-		for _, sc := range [...]struct {
-			s  vocab.Scope
-			id int64
-		}{{vocab.ScopeOrg, k.OrgID}, {vocab.ScopeTeam, k.TeamID}, {vocab.ScopeUser, k.UserID}} {
-			if q, ok := snap.Quota(sc.s, sc.id); ok && sc.id > 0 && (q.RPMLimit > 0 || q.TPMLimit > 0) {
-				limiters = append(limiters, limiter{Scope: sc.s, ID: sc.id, rpm: q.RPMLimit, tpm: q.TPMLimit})
+		for _, sc := range ownerScopes(k) {
+			if q, ok := snap.Quota(sc.Scope, sc.ID); ok && (q.RPMLimit > 0 || q.TPMLimit > 0) {
+				limiters = append(limiters, limiter{Scope: sc.Scope, ID: sc.ID, rpm: q.RPMLimit, tpm: q.TPMLimit})
 			}
 		}
 	}
 	return scopes, limiters
+}
+
+// ownerScopes are the org, team (when the key's user has one) and user of a key.
+func ownerScopes(k *snapshot.APIKey) []ScopeRef {
+	out := make([]ScopeRef, 0, 3)
+	out = append(out, ScopeRef{Scope: vocab.ScopeOrg, ID: k.OrgID})
+	if k.TeamID > 0 {
+		out = append(out, ScopeRef{Scope: vocab.ScopeTeam, ID: k.TeamID})
+	}
+	return append(out, ScopeRef{Scope: vocab.ScopeUser, ID: k.UserID})
+}
+
+// QuotaScopes appends to dst the quota-bearing scopes of a billable request by key: its org, team, user
+// and the key itself (scope "key"), each when the snapshot has a quota with a limit for it, with the
+// limit and the snapshot's spend (Admit refreshes the spend and period from the snapshot in force). The
+// caller puts them in Request.Scopes.
+func QuotaScopes(snap *snapshot.Compiled, k *snapshot.APIKey, dst []ScopeQuota) []ScopeQuota {
+	if snap == nil || k == nil {
+		return dst
+	}
+	for _, sc := range append(ownerScopes(k), ScopeRef{Scope: vocab.ScopeKey, ID: k.ID}) {
+		if q, ok := snap.Quota(sc.Scope, sc.ID); ok && !q.Unlimited && sc.ID > 0 {
+			dst = append(dst, ScopeQuota{Scope: sc.Scope, ID: sc.ID, LimitMicros: q.LimitMicros, SnapshotUsedMicros: q.UsedMicros,
+				SnapshotEpoch: q.Epoch})
+		}
+	}
+	return dst
+}
+
+// ScopeRateLimited reports whether the key's org, team or user quota has a per-minute limit: a request
+// by the key then needs Admit even when the key has no limit of its own and nothing to reserve.
+func ScopeRateLimited(snap *snapshot.Compiled, k *snapshot.APIKey) bool {
+	if snap == nil || k == nil {
+		return false
+	}
+	for _, sc := range ownerScopes(k) {
+		if q, ok := snap.Quota(sc.Scope, sc.ID); ok && (q.RPMLimit > 0 || q.TPMLimit > 0) {
+			return true
+		}
+	}
+	return false
 }
 
 func scopeRefs(scopes []ScopeQuota) []ScopeRef {

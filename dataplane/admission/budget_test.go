@@ -93,16 +93,26 @@ func TestLeakedHoldExpiresOnBusyScope(t *testing.T) {
 	}
 }
 
-// TestKeyScopeQuota: a key's own quota (scope "key") is a fourth scope, found in the snapshot by the
-// request's key id: checked, reserved on and named in the hold and the refusal.
+// TestKeyScopeQuota: a key's own quota (scope "key") is a fourth scope beside org, team and user
+// (QuotaScopes finds it in the snapshot): checked, reserved on and named in the hold and the refusal.
 func TestKeyScopeQuota(t *testing.T) {
 	t.Parallel()
-	limit := "0.001" // 1000 micros
-	cur := compileSnap(t, &snapshotv1.Snapshot{Version: 1, Quotas: []*configv1.Quota{{Scope: "key", ScopeId: 7, CostLimit: &limit, CostUsed: "0.0008"}}})
+	limit, big := "0.001", "1000" // 1000 micros for the key
+	cur := compileSnap(t, &snapshotv1.Snapshot{Version: 1,
+		ApiKeys: []*configv1.ApiKey{
+			{Id: 7, UserId: 100, OrgId: 1, Prefix: "tg_a", KeyHash: make32(1), Enabled: true},
+			{Id: 8, UserId: 100, OrgId: 1, Prefix: "tg_b", KeyHash: make32(2), Enabled: true},
+		},
+		Quotas: []*configv1.Quota{{Scope: "key", ScopeId: 7, CostLimit: &limit, CostUsed: "0.0008"}, {Scope: "org", ScopeId: 1, CostLimit: &big, CostUsed: "0"},
+			{Scope: "user", ScopeId: 100, CostUsed: "0"}}})
 	b := setup(t, admission.Options{Snapshot: func() *snapshot.Compiled { return cur }})
 	ctx := context.Background()
-	org := []admission.ScopeQuota{{Scope: vocab.ScopeOrg, ID: 1, LimitMicros: 1 << 40}}
-	h, err := b.a.Admit(ctx, admission.Request{ID: "req_k1", KeyID: 7, EstimateMicros: 150, Scopes: org})
+	scopes := admission.QuotaScopes(cur, cur.KeyByID(7), nil)
+	if len(scopes) != 2 || scopes[0].Scope != vocab.ScopeOrg || scopes[1].Scope != vocab.ScopeKey || scopes[1].LimitMicros != 1000 {
+		t.Fatalf("QuotaScopes = %+v, want the org and the key (the user's quota has no limit)", scopes)
+	}
+	org := admission.QuotaScopes(cur, cur.KeyByID(8), nil)
+	h, err := b.a.Admit(ctx, admission.Request{ID: "req_k1", KeyID: 7, EstimateMicros: 150, Scopes: scopes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +123,7 @@ func TestKeyScopeQuota(t *testing.T) {
 		t.Fatalf("key pending = %d", got)
 	}
 	var qe *admission.QuotaError
-	if _, err := b.a.Admit(ctx, admission.Request{ID: "req_k2", KeyID: 7, EstimateMicros: 100, Scopes: org}); !errors.As(err, &qe) || qe.Scope != vocab.ScopeKey || qe.ID != 7 {
+	if _, err := b.a.Admit(ctx, admission.Request{ID: "req_k2", KeyID: 7, EstimateMicros: 100, Scopes: scopes}); !errors.As(err, &qe) || qe.Scope != vocab.ScopeKey || qe.ID != 7 {
 		t.Fatalf("second request = %v, want the key's quota exceeded", err)
 	}
 	// Another key of the same org is not limited by key 7's budget.
@@ -143,6 +153,9 @@ func TestScopeRateLimits(t *testing.T) {
 		}})
 	b := setup(t, admission.Options{Snapshot: func() *snapshot.Compiled { return cur }})
 	ctx := context.Background()
+	if !admission.ScopeRateLimited(cur, cur.KeyByID(3)) {
+		t.Fatal("key 3's org has a tpm limit: ScopeRateLimited must say so")
+	}
 	if _, err := b.a.Admit(ctx, admission.Request{KeyID: 1, EstimateTokens: 300}); err != nil {
 		t.Fatal(err)
 	}
