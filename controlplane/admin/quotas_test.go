@@ -163,4 +163,3 @@ func TestPeriodicQuotasThroughTheAdminAPI(t *testing.T) {
 		t.Fatalf("gRPC ListUsages = %v, %v", lu, err)
 	}
 }
-
