@@ -118,7 +118,7 @@ func compareScope(a, b scopeKey) int {
 
 // SettleUsages stores a batch of settled requests in one transaction, idempotently by request_id:
 //
-//  1. it locks the quota rows of every scope (org, team, user) the batch names, in (scope, scope_id)
+//  1. it locks the quota rows of every scope (org, team, user, key) the batch names, in (scope, scope_id)
 //     order, so concurrent batches never deadlock on quotas;
 //  2. inserts the usages rows (ordered by request_id, one statement over unnest arrays) with
 //     ON CONFLICT (request_id) DO NOTHING, returning the rows actually inserted;
