@@ -218,9 +218,10 @@ type Options struct {
 	// OnRedisFailure is what a failed or timed-out call means (default FailOpen).
 	OnRedisFailure FailurePolicy
 	// Snapshot, when set, returns the snapshot in force: Admit then takes each scope's
-	// SnapshotUsedMicros and SnapshotEpoch from it (both from the one snapshot, so they belong
-	// together, and never older than the caller's), whatever the Request carries. A scope the snapshot
-	// has no quota for keeps the Request's values.
+	// SnapshotUsedMicros, SnapshotEpoch and budget period from it (from the one snapshot, so they belong
+	// together, and never older than the caller's), whatever the Request carries, and checks the rate
+	// limits of the key's org, team and user quotas. A scope the snapshot has no quota for keeps the
+	// Request's values. Without it, scopes are treated as quotas without period.
 	Snapshot func() *snapshot.Compiled
 }
 
