@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -22,6 +23,8 @@ const MaxReasonBytes = 1000
 type AdjustmentInput struct {
 	Amount string `json:"amount"`
 	Reason string `json:"reason"`
+	// PeriodAt, for a periodic quota, is a moment in the period to correct (zero: the current period).
+	PeriodAt time.Time `json:"period_at,omitzero"`
 }
 
 // AdjustedQuota answers an adjustment: the audit row and the quota after it.
@@ -64,7 +67,7 @@ func (s *Service) AdjustQuota(ctx context.Context, who Principal, scope string, 
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		out.Adjustment, out.Quota, err = store.AdjustQuota(ctx, tx, store.QuotaAdjustment{Scope: scope, ScopeID: id,
-			Amount: in.Amount, Reason: reason, ActorName: who.Name, ActorRole: who.Role.String()}, maxUsedDollars)
+			Amount: in.Amount, Reason: reason, ActorName: who.Name, ActorRole: who.Role.String()}, maxUsedDollars, in.PeriodAt)
 		return err
 	})
 	if errors.Is(err, store.ErrAdjustmentOutOfRange) {

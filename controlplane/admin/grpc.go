@@ -35,7 +35,7 @@ const (
 var grpcReadMethods = map[string]bool{
 	"ListPriceRules": true, "GetPriceRule": true, "QuotePrice": true, "ListProviders": true, "GetProvider": true,
 	"ListRoutingRules": true, "ListRoutes": true, "GetRoute": true, "GetQuota": true, "ListUsages": true, "Export": true,
-	"ListAdminTokens": true, "ListQuotaAdjustments": true, "GetSnapshotStatus": true,
+	"ListAdminTokens": true, "ListQuotaAdjustments": true, "GetSnapshotStatus": true, "ListQuotaPeriods": true,
 	"GetPriceRuleProvenance": true, "GetPriceRuleHistory": true, "RepricePriceRules": true,
 	"ListScheduledPriceRules": true,
 }
@@ -338,7 +338,12 @@ func routeInputFromProto(r *configv1.Route) RouteInput {
 }
 
 func quotaToProto(q store.Quota) *configv1.Quota {
-	return &configv1.Quota{Scope: q.Scope, ScopeId: q.ScopeID, CostLimit: q.CostLimit, CostUsed: q.CostUsed, AdjustEpoch: q.AdjustEpoch}
+	out := &configv1.Quota{Scope: q.Scope, ScopeId: q.ScopeID, CostLimit: q.CostLimit, CostUsed: q.CostUsed, AdjustEpoch: q.AdjustEpoch,
+		Period: q.Period, TimeZone: q.TimeZone, PeriodId: q.PeriodID, RpmLimit: q.RPMLimit, TpmLimit: q.TPMLimit}
+	if q.PeriodStart != nil && q.PeriodEnd != nil {
+		out.PeriodStart, out.PeriodEnd = timestamppb.New(*q.PeriodStart), timestamppb.New(*q.PeriodEnd)
+	}
+	return out
 }
 
 func adminTokenToProto(t store.AdminToken) *adminv1.AdminToken {
@@ -364,7 +369,15 @@ func usageToProto(u store.StoredUsage) *adminv1.Usage {
 		RequestedTier: u.RequestedTier, ReportedTier: u.ReportedTier, PriceRuleId: deref(u.PriceRuleID), PriceRuleVersion: deref(u.PriceRuleVersion),
 		SnapshotVersion: u.SnapshotVersion, Cost: u.Cost, Source: u.Source, EndState: u.EndState,
 		HttpStatus: u.HTTPStatus, LatencyMs: u.LatencyMS, FirstByteMs: u.FirstByteMS,
-		CreatedAt: timestamppb.New(u.CreatedAt), BillingFlag: u.BillingFlag, FlagDetail: u.FlagDetail}}
+		CreatedAt: timestamppb.New(u.CreatedAt), BillingFlag: u.BillingFlag, FlagDetail: u.FlagDetail,
+		AdmittedAt: optTimestamp(u.AdmittedAt)}, Kind: u.Kind, AdjustmentId: deref(u.AdjustmentID), Reason: derefString(u.Reason)}
+}
+
+func derefString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func timeOf(ts *timestamppb.Timestamp) time.Time {
@@ -671,7 +684,8 @@ func (g *grpcServer) GetQuota(ctx context.Context, req *adminv1.GetQuotaRequest)
 }
 
 func (g *grpcServer) SetQuota(ctx context.Context, req *adminv1.SetQuotaRequest) (*adminv1.SetQuotaResponse, error) {
-	q, err := g.s.SetQuota(ctx, req.GetScope(), req.GetScopeId(), QuotaInput{CostLimit: req.CostLimit})
+	q, err := g.s.SetQuota(ctx, req.GetScope(), req.GetScopeId(), QuotaInput{CostLimit: req.CostLimit, Period: req.Period,
+		TimeZone: req.TimeZone, RPMLimit: req.RpmLimit, TPMLimit: req.TpmLimit})
 	if err != nil {
 		return nil, g.err(ctx, err)
 	}
@@ -689,7 +703,8 @@ func (g *grpcServer) AdjustQuota(ctx context.Context, req *adminv1.AdjustQuotaRe
 	if err != nil {
 		return nil, g.err(ctx, err)
 	}
-	out, err := g.s.AdjustQuota(ctx, who, req.GetScope(), req.GetScopeId(), AdjustmentInput{Amount: req.GetAmount(), Reason: req.GetReason()})
+	out, err := g.s.AdjustQuota(ctx, who, req.GetScope(), req.GetScopeId(), AdjustmentInput{Amount: req.GetAmount(), Reason: req.GetReason(),
+		PeriodAt: timeOf(req.GetPeriodAt())})
 	if err != nil {
 		return nil, g.err(ctx, err)
 	}
@@ -711,7 +726,14 @@ func (g *grpcServer) ListQuotaAdjustments(ctx context.Context, req *adminv1.List
 func adjustmentToProto(a store.QuotaAdjustment) *adminv1.QuotaAdjustment {
 	return &adminv1.QuotaAdjustment{Id: a.ID, Scope: a.Scope, ScopeId: a.ScopeID, Amount: a.Amount,
 		CostUsedBefore: a.CostUsedBefore, CostUsedAfter: a.CostUsedAfter, Reason: a.Reason, ActorName: a.ActorName,
-		ActorRole: a.ActorRole, CreatedAt: timestamppb.New(a.CreatedAt)}
+		ActorRole: a.ActorRole, CreatedAt: timestamppb.New(a.CreatedAt), PeriodStart: optTimestamp(a.PeriodStart)}
+}
+
+func optTimestamp(t *time.Time) *timestamppb.Timestamp {
+	if t == nil {
+		return nil
+	}
+	return timestamppb.New(*t)
 }
 
 func (g *grpcServer) GetSnapshotStatus(ctx context.Context, _ *adminv1.GetSnapshotStatusRequest) (*adminv1.GetSnapshotStatusResponse, error) {
@@ -802,4 +824,20 @@ func (g *grpcServer) DeleteAdminToken(ctx context.Context, req *adminv1.DeleteAd
 		return nil, g.err(ctx, err)
 	}
 	return &adminv1.DeleteAdminTokenResponse{}, nil
+}
+
+// --- quota periods (docs/budgets.md) -----------------------------------------------------------
+
+func (g *grpcServer) ListQuotaPeriods(ctx context.Context, req *adminv1.ListQuotaPeriodsRequest) (*adminv1.ListQuotaPeriodsResponse, error) {
+	p, err := g.s.ListQuotaPeriods(ctx, req.GetScope(), req.GetScopeId(), int(req.GetLimit()), req.GetCursor())
+	if err != nil {
+		return nil, g.err(ctx, err)
+	}
+	out := &adminv1.ListQuotaPeriodsResponse{NextCursor: p.NextCursor}
+	for _, qp := range p.Items {
+		out.Items = append(out.Items, &adminv1.QuotaPeriod{PeriodId: qp.PeriodID, Period: qp.Period, TimeZone: qp.TimeZone,
+			Start: timestamppb.New(qp.Start), End: timestamppb.New(qp.End), CostLimit: qp.CostLimit, CostUsed: qp.CostUsed,
+			Requests: qp.Requests, Adjustments: qp.Adjustments, Closed: qp.Closed})
+	}
+	return out, nil
 }

@@ -402,6 +402,19 @@ func RegisterHTTP(mux *http.ServeMux, s *Service) {
 		p, err := s.Authenticate(r.Context(), r.Header.Get("Authorization"))
 		return http.StatusOK, map[string]string{"role": p.Role.String(), "name": p.Name}, err
 	})
+	// Quota periods (docs/budgets.md).
+	h("GET /admin/quotas/{scope}/{id}/periods", read, func(r *http.Request) (int, any, error) {
+		id, err := pathID(r, "id")
+		if err != nil {
+			return 0, nil, err
+		}
+		limit, cursor, err := pageParams(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		out, err := s.ListQuotaPeriods(r.Context(), r.PathValue("scope"), id, limit, cursor)
+		return http.StatusOK, out, err
+	})
 }
 
 func nonNil[T any](s []T) []T {

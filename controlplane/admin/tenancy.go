@@ -295,57 +295,6 @@ func (s *Service) CreateAPIKey(ctx context.Context, in APIKeyInput) (CreatedAPIK
 	return CreatedAPIKey{APIKey: k, Key: key}, nil
 }
 
-// checkScope validates a quota scope and that the org, team or user exists.
-func (s *Service) checkScope(ctx context.Context, scope string, id int64) error {
-	switch vocab.Scope(scope) {
-	case vocab.ScopeOrg, vocab.ScopeTeam, vocab.ScopeUser:
-	default:
-		return errorf(CodeInvalid, `scope must be "org", "team" or "user", got %q`, scope)
-	}
-	if err := checkID(id, "scope id"); err != nil {
-		return err
-	}
-	ok, err := store.ScopeExists(ctx, s.pool, scope, id)
-	if err != nil {
-		return storeError(err, "quota scope")
-	}
-	if !ok {
-		return errorf(CodeNotFound, "%s %d not found", scope, id)
-	}
-	return nil
-}
-
-// GetQuota reads a scope's quota. A scope without a quota row is answered as unlimited with
-// nothing used (it is not quota-bearing).
-func (s *Service) GetQuota(ctx context.Context, scope string, id int64) (store.Quota, error) {
-	if err := s.checkScope(ctx, scope, id); err != nil {
-		return store.Quota{}, err
-	}
-	q, err := store.GetQuota(ctx, s.pool, scope, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return store.Quota{Scope: scope, ScopeID: id, CostUsed: "0"}, nil
-	}
-	return q, storeError(err, fmt.Sprintf("quota %s/%d", scope, id))
-}
-
-// QuotaInput sets a limit: a decimal string of dollars, or null for unlimited.
-type QuotaInput struct {
-	CostLimit *string `json:"cost_limit"`
-}
-
-// SetQuota creates or changes a scope's limit; cost_used is kept.
-func (s *Service) SetQuota(ctx context.Context, scope string, id int64, in QuotaInput) (store.Quota, error) {
-	if err := s.checkScope(ctx, scope, id); err != nil {
-		return store.Quota{}, err
-	}
-	// The snapshot compiler's own check: a plain decimal, not negative, at most pricing.MaxExactMicros.
-	if _, err := snapshot.CheckQuotaLimit(scope, id, in.CostLimit); err != nil {
-		return store.Quota{}, invalidFields("invalid quota", elementDetails(err)...)
-	}
-	q, err := store.SetQuotaLimit(ctx, s.pool, scope, id, in.CostLimit)
-	return q, storeError(err, fmt.Sprintf("quota %s/%d", scope, id))
-}
-
 // UsageQuery filters usage rows; see store.UsageFilter.
 type UsageQuery struct {
 	Since, Until                                         time.Time

@@ -3,6 +3,7 @@ package settlement_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/tollgate/tollgate/controlplane/store"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
@@ -49,7 +50,7 @@ func TestAdjustmentEpochInSettleAnswersAndSnapshots(t *testing.T) {
 		}
 		defer tx.Rollback(ctx)
 		_, q, err := store.AdjustQuota(ctx, tx, store.QuotaAdjustment{Scope: "org", ScopeID: 1, Amount: amount, Reason: "test",
-			ActorName: "t", ActorRole: "admin"}, "9007199254")
+			ActorName: "t", ActorRole: "admin"}, "9007199254", time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +97,7 @@ func TestAdjustmentEpochInSettleAnswersAndSnapshots(t *testing.T) {
 	if q := answered(resp, "org"); q.GetCostUsed() != "1.5" || q.GetAdjustEpoch() != 2 {
 		t.Errorf("redelivery: answered org %v, want used 1.5 at epoch 2", q)
 	}
-	got, err := store.GetQuota(ctx, b.db.Pool, "org", 1)
+	got, err := store.GetQuota(ctx, b.db.Pool, "org", 1, time.Now())
 	if err != nil || got.AdjustEpoch != 2 {
 		t.Errorf("GetQuota = %+v, %v; want epoch 2", got, err)
 	}

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/tollgate/tollgate/controlplane/store"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
@@ -142,8 +143,13 @@ func (s *Service) Settle(ctx context.Context, req *settlementv1.SettleRequest) (
 	s.inserted.Add(ins)
 	s.duplicates.Add(uint64(len(recs)) - ins)
 	for _, q := range res.Quotas {
-		out.Quotas = append(out.Quotas, &configv1.Quota{Scope: q.Scope, ScopeId: q.ScopeID, CostLimit: q.CostLimit, CostUsed: q.CostUsed,
-			AdjustEpoch: q.AdjustEpoch})
+		pq := &configv1.Quota{Scope: q.Scope, ScopeId: q.ScopeID, CostLimit: q.CostLimit, CostUsed: q.CostUsed,
+			AdjustEpoch: q.AdjustEpoch}
+		if !q.Period.IsNone() { // one answer per period of a periodic quota (docs/budgets.md, "Periods")
+			pq.Period, pq.PeriodId = string(q.Period.Kind), q.Period.ID()
+			pq.PeriodStart, pq.PeriodEnd = timestamppb.New(q.Period.Start), timestamppb.New(q.Period.End)
+		}
+		out.Quotas = append(out.Quotas, pq)
 	}
 	return out, nil
 }
@@ -255,6 +261,10 @@ func ToRow(r *settlementv1.SettlementRecord, bounds pricing.Bounds) (store.Usage
 	}
 	if r.GetCreatedAt() != nil {
 		row.CreatedAt = r.GetCreatedAt().AsTime()
+	}
+	if r.GetAdmittedAt() != nil { // decides the budget period (docs/budgets.md, "Periods")
+		t := r.GetAdmittedAt().AsTime()
+		row.AdmittedAt = &t
 	}
 	return row, nil
 }

@@ -351,7 +351,7 @@ func ForEachUsageBetween(ctx context.Context, db DBTX, from, to time.Time, fn fu
 	rows, err := db.Query(ctx, `SELECT coalesce(provider_id, 0), upstream_model, requested_tier, reported_tier, cost::text,
 			input_tokens, output_tokens, cache_read_tokens, cache_creation_5m_tokens, cache_creation_30m_tokens,
 			cache_creation_1h_tokens, image_output_tokens
-		FROM usages WHERE created_at >= $1 AND created_at < $2 ORDER BY created_at, id`, from, to)
+		FROM usages WHERE created_at >= $1 AND created_at < $2 AND kind = 'request' ORDER BY created_at, id`, from, to)
 	if err != nil {
 		return fmt.Errorf("read usages: %w", interpretError(err))
 	}

@@ -99,6 +99,8 @@ func ScopeExists(ctx context.Context, db DBTX, scope string, id int64) (bool, er
 		table = "teams"
 	case "user":
 		table = "users"
+	case "key":
+		table = "api_keys"
 	default:
 		return false, fmt.Errorf("scope %q: %w", scope, ErrConstraint)
 	}
@@ -107,35 +109,4 @@ func ScopeExists(ctx context.Context, db DBTX, scope string, id int64) (bool, er
 		return false, fmt.Errorf("check %s %d: %w", scope, id, interpretError(err))
 	}
 	return ok, nil
-}
-
-// Quota is a scope's spend limit (nil: unlimited) and running total, as decimal strings.
-type Quota struct {
-	Scope     string  `json:"scope"`
-	ScopeID   int64   `json:"scope_id"`
-	CostLimit *string `json:"cost_limit"`
-	CostUsed  string  `json:"cost_used"`
-	// AdjustEpoch counts the scope's adjustments (docs/settlement.md, "Adjustment epochs").
-	AdjustEpoch int64 `json:"adjust_epoch"`
-}
-
-// GetQuota reads a quota row; ErrNotFound when the scope has none.
-func GetQuota(ctx context.Context, db DBTX, scope string, id int64) (Quota, error) {
-	q := Quota{Scope: scope, ScopeID: id}
-	if err := db.QueryRow(ctx, `SELECT cost_limit::text, cost_used::text, adjust_epoch FROM quotas WHERE scope = $1 AND scope_id = $2`,
-		scope, id).Scan(&q.CostLimit, &q.CostUsed, &q.AdjustEpoch); err != nil {
-		return Quota{}, fmt.Errorf("get quota %s/%d: %w", scope, id, interpretError(err))
-	}
-	return q, nil
-}
-
-// SetQuotaLimit creates the scope's quota row or changes its limit, keeping cost_used.
-func SetQuotaLimit(ctx context.Context, db DBTX, scope string, id int64, limit *string) (Quota, error) {
-	q := Quota{Scope: scope, ScopeID: id}
-	if err := db.QueryRow(ctx, `INSERT INTO quotas (scope, scope_id, cost_limit) VALUES ($1, $2, $3::text::numeric)
-		ON CONFLICT (scope, scope_id) DO UPDATE SET cost_limit = EXCLUDED.cost_limit, updated_at = now()
-		RETURNING cost_limit::text, cost_used::text, adjust_epoch`, scope, id, limit).Scan(&q.CostLimit, &q.CostUsed, &q.AdjustEpoch); err != nil {
-		return Quota{}, fmt.Errorf("set quota %s/%d: %w", scope, id, interpretError(err))
-	}
-	return q, nil
 }

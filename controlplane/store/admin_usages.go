@@ -52,6 +52,13 @@ type StoredUsage struct {
 	// PriceRuleVersion is the version of price_rule_id the row was priced with (null: no rule, or a row
 	// settled before versions were recorded).
 	PriceRuleVersion *int64 `json:"price_rule_version"`
+	// Kind is "request" or "adjustment" (an audited correction: Cost is its signed amount, Operation
+	// "quota_adjustment", only the adjusted scope's id is set; AdjustmentID and Reason name it).
+	Kind         string  `json:"kind"`
+	AdjustmentID *int64  `json:"adjustment_id,omitempty"`
+	Reason       *string `json:"reason,omitempty"`
+	// AdmittedAt is when admission reserved the request; it decides the row's budget period.
+	AdmittedAt *time.Time `json:"admitted_at"`
 }
 
 // UsageFilter selects usage rows; zero fields do not filter. Rows come newest id first; BeforeID
@@ -60,8 +67,10 @@ type UsageFilter struct {
 	Since, Until                                         time.Time
 	APIKeyID, UserID, TeamID, OrgID, RouteID, ProviderID *int64
 	EndState                                             string
-	BeforeID                                             int64
-	Limit                                                int
+	// Kind is "request" or "adjustment"; "" lists both.
+	Kind     string
+	BeforeID int64
+	Limit    int
 }
 
 // ListUsages returns usage rows matching f, newest first.
@@ -87,6 +96,9 @@ func ListUsages(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage, err
 	if f.EndState != "" {
 		add("end_state = ?", f.EndState)
 	}
+	if f.Kind != "" {
+		add("kind = ?", f.Kind)
+	}
 	if f.BeforeID > 0 {
 		add("id < ?", f.BeforeID)
 	}
@@ -100,7 +112,8 @@ func ListUsages(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage, err
 		input_tokens, output_tokens, cache_read_tokens, cache_creation_5m_tokens, cache_creation_30m_tokens,
 		cache_creation_1h_tokens, image_output_tokens, requested_tier, reported_tier, price_rule_id,
 		snapshot_version, cost::text, source, end_state, http_status, latency_ms, first_byte_ms, created_at, settled_at,
-		billing_flag, flag_detail, price_rule_version
+		billing_flag, flag_detail, price_rule_version, kind, adjustment_id,
+		(SELECT reason FROM quota_adjustments a WHERE a.id = usages.adjustment_id), admitted_at
 		FROM usages `+where+` ORDER BY id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list usages: %w", interpretError(err))

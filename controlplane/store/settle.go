@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tollgate/tollgate/shared/period"
 )
 
 // UsageRow is one settled request, as SettleUsages writes it into usages. Money is an exact decimal
@@ -50,17 +52,39 @@ type UsageRow struct {
 	LatencyMS   int64
 	FirstByteMS int64
 	CreatedAt   time.Time
+	// AdmittedAt is when admission reserved the request (nil: nothing reserved); it decides the budget
+	// period of a periodic quota (docs/budgets.md, "Periods"), CreatedAt when nil.
+	AdmittedAt *time.Time
+}
+
+// periodTime is the moment that decides a row's budget period: its admission, else its creation.
+func (r *UsageRow) periodTime() time.Time {
+	if r.AdmittedAt != nil && !r.AdmittedAt.IsZero() {
+		return *r.AdmittedAt
+	}
+	if r.CreatedAt.IsZero() {
+		return time.Now()
+	}
+	return r.CreatedAt
 }
 
 // QuotaTotal is the state of one quota row after a settlement batch. CostLimit is nil when unlimited;
 // both amounts are exact decimal strings. AdjustEpoch is the row's adjustment epoch, read under the
 // same row lock as CostUsed, so the pair is consistent (docs/settlement.md, "Adjustment epochs").
+//
+// For a periodic quota there is one QuotaTotal per period the batch's rows belong to: CostUsed is that
+// period's spend and Period names it (docs/budgets.md, "Periods").
 type QuotaTotal struct {
 	Scope       string
 	ScopeID     int64
 	CostLimit   *string
 	CostUsed    string
 	AdjustEpoch int64
+	// Period is the period CostUsed belongs to (the zero Period for a quota without period).
+	Period period.Period
+	// kind and zone are the quota's period settings.
+	kind period.Kind
+	zone *time.Location
 }
 
 // SettleResult answers SettleUsages: which request ids this call inserted (the others were already
@@ -94,13 +118,14 @@ func compareScope(a, b scopeKey) int {
 
 // SettleUsages stores a batch of settled requests in one transaction, idempotently by request_id:
 //
-//  1. it locks the quota rows of every scope (org, team, user) the batch names, in (scope, scope_id)
+//  1. it locks the quota rows of every scope (org, team, user, key) the batch names, in (scope, scope_id)
 //     order, so concurrent batches never deadlock on quotas;
 //  2. inserts the usages rows (ordered by request_id, one statement over unnest arrays) with
 //     ON CONFLICT (request_id) DO NOTHING, returning the rows actually inserted;
 //  3. increments quotas.cost_used (exact numeric) of each scope by the summed cost of the rows it
-//     inserted — a row already stored adds nothing;
-//  4. answers the resulting cost_used of every locked quota row.
+//     inserted — a row already stored adds nothing — and, for a periodic quota, the spend and request
+//     count of the period each row was admitted in (quota_periods, created on first use);
+//  4. answers the resulting cost_used of every locked quota row (per period for a periodic quota).
 //
 // Only scopes with a quotas row accumulate spend; a scope without one is not quota-bearing and the
 // row is not created. Updating cost_used alone does not bump the config revision (migration 0001).
@@ -164,15 +189,32 @@ func settleUsages(ctx context.Context, b TxBeginner, rows []UsageRow) (SettleRes
 	var spendScope []string
 	var spendID []int64
 	var spendCost []string
+	periods := newPeriodSpend()
 	for _, ins := range inserted {
 		res.Inserted[ins.requestID] = true
 		for _, k := range ins.scopes {
-			if _, ok := quotas[k]; ok {
+			if q, ok := quotas[k]; ok {
 				spendScope = append(spendScope, k.scope)
 				spendID = append(spendID, k.id)
 				spendCost = append(spendCost, ins.cost)
+				if q.kind != period.None {
+					periods.add(k, q, period.Of(q.kind, q.zone, ins.at), ins.cost, 1)
+				}
 			}
 		}
+	}
+	// Every period the batch's rows name is answered, inserted or not: a redelivered batch still
+	// refreshes the mirror of its period.
+	for _, r := range uniq {
+		for _, k := range rowScopes(r) {
+			if q, ok := quotas[k]; ok && q.kind != period.None {
+				periods.add(k, q, period.Of(q.kind, q.zone, r.periodTime()), "0", 0)
+			}
+		}
+	}
+	periodTotals, err := periods.apply(ctx, tx)
+	if err != nil {
+		return res, err
 	}
 	if len(spendScope) > 0 {
 		rs, err := tx.Query(ctx, `
@@ -206,8 +248,13 @@ func settleUsages(ctx context.Context, b TxBeginner, rows []UsageRow) (SettleRes
 		return res, fmt.Errorf("settle: commit: %w", interpretError(err))
 	}
 	for _, k := range scopes {
-		if q, ok := quotas[k]; ok {
+		q, ok := quotas[k]
+		switch {
+		case !ok:
+		case q.kind == period.None:
 			res.Quotas = append(res.Quotas, q)
+		default:
+			res.Quotas = append(res.Quotas, periodTotals[k]...)
 		}
 	}
 	return res, nil
@@ -215,7 +262,10 @@ func settleUsages(ctx context.Context, b TxBeginner, rows []UsageRow) (SettleRes
 
 // rowScopes lists the quota scopes a usage row names.
 func rowScopes(r *UsageRow) []scopeKey {
-	out := make([]scopeKey, 0, 3)
+	out := make([]scopeKey, 0, 4)
+	if r.APIKeyID != nil && *r.APIKeyID > 0 {
+		out = append(out, scopeKey{"key", *r.APIKeyID})
+	}
 	if r.OrgID != nil && *r.OrgID > 0 {
 		out = append(out, scopeKey{"org", *r.OrgID})
 	}
@@ -240,7 +290,7 @@ func lockQuotas(ctx context.Context, tx pgx.Tx, scopes []scopeKey) (map[scopeKey
 		names[i], ids[i] = k.scope, k.id
 	}
 	rows, err := tx.Query(ctx, `
-		SELECT q.scope, q.scope_id, q.cost_limit::text, q.cost_used::text, q.adjust_epoch
+		SELECT q.scope, q.scope_id, q.cost_limit::text, q.cost_used::text, q.adjust_epoch, q.period, q.time_zone
 		  FROM quotas q
 		  JOIN unnest($1::text[], $2::bigint[]) AS t(scope, scope_id)
 		    ON q.scope = t.scope AND q.scope_id = t.scope_id
@@ -252,9 +302,11 @@ func lockQuotas(ctx context.Context, tx pgx.Tx, scopes []scopeKey) (map[scopeKey
 	defer rows.Close()
 	for rows.Next() {
 		var q QuotaTotal
-		if err := rows.Scan(&q.Scope, &q.ScopeID, &q.CostLimit, &q.CostUsed, &q.AdjustEpoch); err != nil {
+		var kind, zone string
+		if err := rows.Scan(&q.Scope, &q.ScopeID, &q.CostLimit, &q.CostUsed, &q.AdjustEpoch, &kind, &zone); err != nil {
 			return nil, fmt.Errorf("settle: read quotas: %w", interpretError(err))
 		}
+		q.kind, q.zone = quotaPeriodSettings(kind, zone)
 		out[scopeKey{q.Scope, q.ScopeID}] = q
 	}
 	if err := rows.Err(); err != nil {
@@ -267,6 +319,7 @@ type insertedRow struct {
 	requestID string
 	cost      string
 	scopes    []scopeKey
+	at        time.Time // decides the budget period
 }
 
 // insertUsages inserts rows with one statement over unnest arrays and returns those actually inserted.
@@ -283,6 +336,7 @@ func insertUsages(ctx context.Context, tx pgx.Tx, rows []*UsageRow) ([]insertedR
 		flag, flagDetail                                           = make([]string, n), make([]string, n)
 		created                                                    = make([]time.Time, n)
 		ruleVersion                                                = make([]*int64, n)
+		admitted                                                   = make([]*time.Time, n)
 	)
 	byID := make(map[string]*UsageRow, n)
 	for i, r := range rows {
@@ -297,6 +351,7 @@ func insertUsages(ctx context.Context, tx pgx.Tx, rows []*UsageRow) ([]insertedR
 		created[i] = r.CreatedAt
 		flag[i], flagDetail[i] = r.BillingFlag, r.FlagDetail
 		ruleVersion[i] = r.PriceRuleVersion
+		admitted[i] = r.AdmittedAt
 		if created[i].IsZero() {
 			created[i] = time.Now()
 		}
@@ -307,19 +362,19 @@ func insertUsages(ctx context.Context, tx pgx.Tx, rows []*UsageRow) ([]insertedR
 		    input_tokens, output_tokens, cache_read_tokens, cache_creation_5m_tokens, cache_creation_30m_tokens,
 		    cache_creation_1h_tokens, image_output_tokens, requested_tier, reported_tier, price_rule_id,
 		    snapshot_version, cost, source, end_state, http_status, latency_ms, first_byte_ms, created_at,
-		    billing_flag, flag_detail, price_rule_version)
+		    billing_flag, flag_detail, price_rule_version, admitted_at)
 		SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[],
 		    $7::bigint[], $8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
 		    $15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[],
 		    $22::text[], $23::text[], $24::bigint[], $25::bigint[], $26::numeric[], $27::text[], $28::text[],
-		    $29::integer[], $30::bigint[], $31::bigint[], $32::timestamptz[], $33::text[], $34::text[], $35::integer[])
+		    $29::integer[], $30::bigint[], $31::bigint[], $32::timestamptz[], $33::text[], $34::text[], $35::integer[], $36::timestamptz[])
 		 ORDER BY 1
 		ON CONFLICT (request_id) DO NOTHING
 		RETURNING request_id, cost::text`,
 		requestID, apiKey, user, team, org, route, provider, credential,
 		logical, upstream, op, inKind, impl, destKind,
 		in, out, cr, c5, c30, c1h, img, reqTier, repTier, rule,
-		snapVer, cost, source, endState, status, latency, firstByte, created, flag, flagDetail, ruleVersion)
+		snapVer, cost, source, endState, status, latency, firstByte, created, flag, flagDetail, ruleVersion, admitted)
 	if err != nil {
 		return nil, fmt.Errorf("settle: insert usages: %w", interpretError(err))
 	}
@@ -332,6 +387,7 @@ func insertUsages(ctx context.Context, tx pgx.Tx, rows []*UsageRow) ([]insertedR
 		}
 		if r := byID[ins.requestID]; r != nil {
 			ins.scopes = rowScopes(r)
+			ins.at = r.periodTime()
 		}
 		done = append(done, ins)
 	}

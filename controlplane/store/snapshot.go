@@ -17,6 +17,7 @@ import (
 
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
+	"github.com/tollgate/tollgate/shared/period"
 )
 
 // TxBeginner starts transactions; *pgxpool.Pool and *pgx.Conn satisfy it.
@@ -442,25 +443,71 @@ func snapAPIKeys(ctx context.Context, tx pgx.Tx) ([]*configv1.ApiKey, error) {
 
 // snapQuotas reads every quota. cost_used is the exact sum of settled costs, which can carry up to
 // 30 decimal places (tokens × a 24-place price / 10^6); admission works in integer micro-dollars, so the
-// snapshot carries it rounded up to the micro-dollar (conservative: never under-counts spend).
+// snapshot carries it rounded up to the micro-dollar (conservative: never under-counts spend). For a
+// periodic quota it is the spend of the period containing the build time (0 when that period has no row
+// yet), named by period_id; a data plane that has moved on to a later period counts 0 from the snapshot
+// (docs/budgets.md, "Periods").
 func snapQuotas(ctx context.Context, tx pgx.Tx) ([]*configv1.Quota, error) {
 	rows, err := tx.Query(ctx, `
-		SELECT scope, scope_id, cost_limit::text, trim_scale(ceil(cost_used * 1000000) / 1000000)::text, adjust_epoch
+		SELECT scope, scope_id, cost_limit::text, trim_scale(ceil(cost_used * 1000000) / 1000000)::text, adjust_epoch,
+		       period, time_zone, rpm_limit, tpm_limit
 		  FROM quotas ORDER BY scope, scope_id`)
 	if err != nil {
 		return nil, fmt.Errorf("quotas: %w", interpretError(err))
 	}
 	defer rows.Close()
+	now := time.Now()
 	var out []*configv1.Quota
+	var periodic []*configv1.Quota
+	var starts []time.Time
 	for rows.Next() {
 		q := &configv1.Quota{}
-		if err := rows.Scan(&q.Scope, &q.ScopeId, &q.CostLimit, &q.CostUsed, &q.AdjustEpoch); err != nil {
+		if err := rows.Scan(&q.Scope, &q.ScopeId, &q.CostLimit, &q.CostUsed, &q.AdjustEpoch, &q.Period, &q.TimeZone,
+			&q.RpmLimit, &q.TpmLimit); err != nil {
 			return nil, fmt.Errorf("quotas: scan: %w", interpretError(err))
+		}
+		kind, zone := quotaPeriodSettings(q.Period, q.TimeZone)
+		if kind == period.None { // the defaults travel as empty strings
+			q.Period, q.TimeZone = "", ""
+		}
+		if kind != period.None {
+			p := period.Of(kind, zone, now)
+			q.PeriodId, q.PeriodStart, q.PeriodEnd = p.ID(), timestamppb.New(p.Start), timestamppb.New(p.End)
+			q.CostUsed = "0"
+			periodic = append(periodic, q)
+			starts = append(starts, p.Start)
 		}
 		out = append(out, q)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("quotas: %w", interpretError(err))
+	}
+	rows.Close()
+	if len(periodic) == 0 {
+		return out, nil
+	}
+	scopes, ids := make([]string, len(periodic)), make([]int64, len(periodic))
+	for i, q := range periodic {
+		scopes[i], ids[i] = q.Scope, q.ScopeId
+	}
+	prow, err := tx.Query(ctx, `
+		SELECT t.i, trim_scale(ceil(p.cost_used * 1000000) / 1000000)::text
+		  FROM unnest($1::text[], $2::bigint[], $3::timestamptz[]) WITH ORDINALITY AS t(scope, scope_id, ps, i)
+		  JOIN quota_periods p ON p.scope = t.scope AND p.scope_id = t.scope_id AND p.period_start = t.ps`, scopes, ids, starts)
+	if err != nil {
+		return nil, fmt.Errorf("quota periods: %w", interpretError(err))
+	}
+	defer prow.Close()
+	for prow.Next() {
+		var i int64
+		var used string
+		if err := prow.Scan(&i, &used); err != nil {
+			return nil, fmt.Errorf("quota periods: scan: %w", interpretError(err))
+		}
+		periodic[i-1].CostUsed = used
+	}
+	if err := prow.Err(); err != nil {
+		return nil, fmt.Errorf("quota periods: %w", interpretError(err))
 	}
 	return out, nil
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/dataplane/redisbatch"
+	"github.com/tollgate/tollgate/shared/period"
 	"github.com/tollgate/tollgate/shared/snapshot"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -117,10 +118,14 @@ type RateLimitError struct {
 	RetryAfter time.Duration
 	// Limit names the exhausted limit: "rpm" or "tpm".
 	Limit string
+	// Scope and ID name whose limit it is: the API key's own (ScopeKey) or its team's, org's or user's
+	// (docs/budgets.md, "Admission").
+	Scope vocab.Scope
+	ID    int64
 }
 
 func (e *RateLimitError) Error() string {
-	return fmt.Sprintf("rate limit %s exceeded; retry after %s", e.Limit, e.RetryAfter)
+	return fmt.Sprintf("rate limit %s of %s %d exceeded; retry after %s", e.Limit, e.Scope, e.ID, e.RetryAfter)
 }
 
 // ScopeQuota is one quota-bearing scope of a request: a scope with a quota that has a limit.
@@ -135,6 +140,9 @@ type ScopeQuota struct {
 	SnapshotUsedMicros int64
 	// SnapshotEpoch is the snapshot's adjustment epoch of the scope (snapshot.Quota.Epoch).
 	SnapshotEpoch int64
+	// Period is the id of the budget period the request is admitted in (period.Period.ID; "" for a
+	// quota without period). With Options.Snapshot, Admit derives it from the snapshot and its clock.
+	Period string
 }
 
 // Request is what Admit checks.
@@ -150,14 +158,17 @@ type Request struct {
 	EstimateTokens int64
 	// EstimateMicros is the pending estimate to reserve on every scope (pricing.EstimateMicros).
 	EstimateMicros int64
-	// Scopes are the request's quota-bearing scopes (org, team, user with a limited quota).
+	// Scopes are the request's quota-bearing scopes: the key's org, team, user and the key itself, each
+	// when it has a limited quota (QuotaScopes). With Options.Snapshot, Admit also checks the per-minute
+	// limits of the key's org's, team's and user's quotas (docs/budgets.md, "Admission").
 	Scopes []ScopeQuota
 }
 
-// ScopeRef names a scope a hold reserved on.
+// ScopeRef names a scope a hold reserved on, in the budget period it was admitted in ("" for none).
 type ScopeRef struct {
-	Scope vocab.Scope
-	ID    int64
+	Scope  vocab.Scope
+	ID     int64
+	Period string
 }
 
 // Hold is what one admitted request reserved; the settlement record carries it so the forwarder can
@@ -174,24 +185,43 @@ type Hold struct {
 	// the hold only while the marker says it is held, so a hold is refunded at most once whatever path
 	// (outbox, spill, immediate refund, release) and however often. Empty for unmarked holds.
 	RequestID string
+	// At is when admission ran (Options.Now); the settlement record carries it as admitted_at, which
+	// decides the budget period its cost is charged to. Zero for a hold not made by this version.
+	At time.Time
+	// Expiring is set for a marked hold whose amount is also a member of each scope's qe: set (every
+	// hold this version makes): a refund then subtracts it only while the member is there.
+	Expiring bool
+	// RateScopes are the scopes whose per-minute token windows (Keys.ScopeTPM) counted Tokens besides the
+	// key's own, corrected at settlement like the key's.
+	RateScopes []ScopeRef
+}
+
+// Member is the hold's member in its scopes' qe: sets: "<micros>:<request id>".
+func (h Hold) Member() string {
+	if !h.Expiring || h.RequestID == "" {
+		return ""
+	}
+	return strconv.FormatInt(h.Micros, 10) + ":" + h.RequestID
 }
 
 // Options tune an Admitter.
 type Options struct {
 	// Prefix namespaces every key (config.RedisKeyPrefix).
 	Prefix string
-	// PendingTTL is the lifetime of a pending counter, refreshed at every reservation (default 15 min).
+	// PendingTTL is the lifetime of a hold (default 15 min): a hold not refunded by then stops counting
+	// at the scope's next admission; the counters' keys live that long after the last reservation.
 	PendingTTL time.Duration
-	// Now is the clock of the rate windows (default time.Now).
+	// Now is the clock of the rate windows, the holds' expiry and the budget periods (default time.Now).
 	Now func() time.Time
 	// Timeout bounds one admission call (default DefaultTimeout); the caller's context may end it sooner.
 	Timeout time.Duration
 	// OnRedisFailure is what a failed or timed-out call means (default FailOpen).
 	OnRedisFailure FailurePolicy
 	// Snapshot, when set, returns the snapshot in force: Admit then takes each scope's
-	// SnapshotUsedMicros and SnapshotEpoch from it (both from the one snapshot, so they belong
-	// together, and never older than the caller's), whatever the Request carries. A scope the snapshot
-	// has no quota for keeps the Request's values.
+	// SnapshotUsedMicros, SnapshotEpoch and budget period from it (from the one snapshot, so they belong
+	// together, and never older than the caller's), whatever the Request carries, and checks the rate
+	// limits of the key's org, team and user quotas. A scope the snapshot has no quota for keeps the
+	// Request's values. Without it, scopes are treated as quotas without period.
 	Snapshot func() *snapshot.Compiled
 }
 
@@ -242,15 +272,47 @@ func (a *Admitter) Policy() FailurePolicy { return a.policy }
 // Keys is the Redis key layout shared by admission and the settlement forwarder.
 type Keys struct{ Prefix string }
 
-// Pending is the pending-estimate counter of a scope: qp:{scope}:{id}, integer micro-dollars.
-func (k Keys) Pending(s vocab.Scope, id int64) string {
-	return k.Prefix + "qp:" + string(s) + ":" + strconv.FormatInt(id, 10)
+// scopeKey is "<kind>:<scope>:<id>", followed by ":<period id>" for a periodic quota.
+func (k Keys) scopeKey(kind string, s vocab.Scope, id int64, periodID string) string {
+	key := k.Prefix + kind + ":" + string(s) + ":" + strconv.FormatInt(id, 10)
+	if periodID != "" {
+		key += ":" + periodID
+	}
+	return key
+}
+
+// Pending is the pending-estimate counter of a scope without period: qp:{scope}:{id}, integer micros.
+func (k Keys) Pending(s vocab.Scope, id int64) string { return k.scopeKey("qp", s, id, "") }
+
+// PendingIn is the pending-estimate counter of a scope in a budget period: qp:{scope}:{id}:{period}
+// (Pending when periodID is "").
+func (k Keys) PendingIn(s vocab.Scope, id int64, periodID string) string {
+	return k.scopeKey("qp", s, id, periodID)
+}
+
+// Holds is the sorted set of the holds counted in PendingIn, scored by expiry (unix ms).
+func (k Keys) Holds(s vocab.Scope, id int64, periodID string) string {
+	return k.scopeKey("qe", s, id, periodID)
 }
 
 // Used is the mirror of a scope's cost_used: qu:{scope}:{id}, integer micro-dollars, followed by
 // ':<adjustment epoch>' when the epoch is not 0 (docs/settlement.md, "Adjustment epochs").
-func (k Keys) Used(s vocab.Scope, id int64) string {
-	return k.Prefix + "qu:" + string(s) + ":" + strconv.FormatInt(id, 10)
+func (k Keys) Used(s vocab.Scope, id int64) string { return k.scopeKey("qu", s, id, "") }
+
+// UsedIn is the mirror of a periodic scope's spend in one period: qu:{scope}:{id}:{period}.
+func (k Keys) UsedIn(s vocab.Scope, id int64, periodID string) string {
+	return k.scopeKey("qu", s, id, periodID)
+}
+
+// ScopeRPM and ScopeTPM are the request and token counts of a scope (team, org, user) in one minute
+// window: rs:{scope}:{id}:{unix minute}:r / :t.
+func (k Keys) ScopeRPM(s vocab.Scope, id, window int64) string {
+	return k.Prefix + "rs:" + string(s) + ":" + strconv.FormatInt(id, 10) + ":" + strconv.FormatInt(window, 10) + ":r"
+}
+
+// ScopeTPM: see ScopeRPM.
+func (k Keys) ScopeTPM(s vocab.Scope, id, window int64) string {
+	return k.Prefix + "rs:" + string(s) + ":" + strconv.FormatInt(id, 10) + ":" + strconv.FormatInt(window, 10) + ":t"
 }
 
 // RPM is the request count of a key in one minute window.
@@ -278,23 +340,32 @@ func (a *Admitter) Admit(ctx context.Context, req Request) (Hold, error) {
 	window := now.Unix() / 60
 	est := max(req.EstimateMicros, 0)
 	tokens := max(req.EstimateTokens, 0)
-	marked := ValidRequestID(req.ID) && est > 0 && len(req.Scopes) > 0
-	keys := make([]string, 0, 3+2*len(req.Scopes))
-	keys = append(keys, a.keys.RPM(req.KeyID, window), a.keys.TPM(req.KeyID, window), a.keys.Hold(req.ID))
-	args := make([]any, 0, 7+3*len(req.Scopes))
-	args = append(args, max(req.RPMLimit, 0), max(req.TPMLimit, 0), tokens, est,
-		int64(a.ttl/time.Second), int64(rateWindowTTL/time.Second), markerArg(marked))
 	var snap *snapshot.Compiled
 	if a.snap != nil {
 		snap = a.snap()
 	}
-	for _, s := range req.Scopes {
-		if snap != nil {
-			if q, ok := snap.Quota(s.Scope, s.ID); ok {
-				s.SnapshotUsedMicros, s.SnapshotEpoch = q.UsedMicros, q.Epoch
-			}
+	scopes, limiters := a.resolve(snap, req, now)
+	marked := ValidRequestID(req.ID) && est > 0 && len(scopes) > 0
+	h := Hold{KeyID: req.KeyID, Window: window, At: now}
+	if marked {
+		h.Micros, h.RequestID, h.Expiring = est, req.ID, true
+	}
+	keys := make([]string, 0, 1+2*len(limiters)+3*len(scopes))
+	keys = append(keys, a.keys.Hold(req.ID))
+	args := make([]any, 0, 8+2*len(limiters)+3*len(scopes))
+	args = append(args, len(limiters), tokens, est, int64(a.ttl/time.Second), int64(rateWindowTTL/time.Second),
+		markerArg(marked), now.UnixMilli(), h.Member())
+	for _, l := range limiters {
+		if l.Scope == vocab.ScopeKey {
+			keys = append(keys, a.keys.RPM(req.KeyID, window), a.keys.TPM(req.KeyID, window))
+		} else {
+			keys = append(keys, a.keys.ScopeRPM(l.Scope, l.ID, window), a.keys.ScopeTPM(l.Scope, l.ID, window))
 		}
-		keys = append(keys, a.keys.Pending(s.Scope, s.ID), a.keys.Used(s.Scope, s.ID))
+		args = append(args, l.rpm, l.tpm)
+	}
+	for _, s := range scopes {
+		keys = append(keys, a.keys.PendingIn(s.Scope, s.ID, s.Period), a.keys.UsedIn(s.Scope, s.ID, s.Period),
+			a.keys.Holds(s.Scope, s.ID, s.Period))
 		args = append(args, s.LimitMicros, max(s.SnapshotUsedMicros, 0), max(s.SnapshotEpoch, 0))
 	}
 	if time.Now().UnixNano() < a.downUntil.Load() {
@@ -309,7 +380,7 @@ func (a *Admitter) Admit(ctx context.Context, req Request) (Hold, error) {
 		}
 		if marked && !errors.Is(err, redisbatch.ErrNotSent) {
 			// Sent, but no reply: it may still reserve when Redis answers. Release it then.
-			a.abandon(Hold{Micros: est, Scopes: scopeRefs(req.Scopes), RequestID: req.ID})
+			a.abandon(Hold{Micros: est, Scopes: scopeRefs(scopes), RequestID: req.ID, Expiring: true})
 		}
 		if ctx.Err() != nil {
 			return Hold{}, fmt.Errorf("admission: redis: %w", err)
@@ -330,36 +401,126 @@ func (a *Admitter) Admit(ctx context.Context, req Request) (Hold, error) {
 		if retry < time.Second {
 			retry = time.Second
 		}
-		return Hold{}, &RateLimitError{RetryAfter: retry, Limit: limit}
+		e := &RateLimitError{RetryAfter: retry, Limit: limit, Scope: vocab.ScopeKey, ID: req.KeyID}
+		if j := int(res[1]) - 1; j >= 0 && j < len(limiters) {
+			e.Scope, e.ID = limiters[j].Scope, limiters[j].ID
+		}
+		return Hold{}, e
 	case 4:
 		return Hold{}, a.failed(errReleased)
 	case 3:
 		i := int(res[1]) - 1
-		if i < 0 || i >= len(req.Scopes) {
+		if i < 0 || i >= len(scopes) {
 			return Hold{}, ErrQuotaExceeded
 		}
-		return Hold{}, &QuotaError{Scope: req.Scopes[i].Scope, ID: req.Scopes[i].ID}
+		return Hold{}, &QuotaError{Scope: scopes[i].Scope, ID: scopes[i].ID}
 	default:
 		return Hold{}, fmt.Errorf("admission: unexpected script reply %v", res)
 	}
-	h := Hold{KeyID: req.KeyID, Window: window}
-	if req.TPMLimit > 0 {
-		h.Tokens = tokens
-	}
-	if est > 0 && len(req.Scopes) > 0 {
-		h.Micros = est
-		h.Scopes = scopeRefs(req.Scopes)
-		if marked {
-			h.RequestID = req.ID
+	if tokens > 0 {
+		for _, l := range limiters {
+			if l.tpm <= 0 {
+				continue
+			}
+			if l.Scope == vocab.ScopeKey {
+				h.Tokens = tokens
+			} else {
+				h.RateScopes = append(h.RateScopes, ScopeRef{Scope: l.Scope, ID: l.ID})
+			}
+		}
+		if len(h.RateScopes) > 0 {
+			h.Tokens = tokens
 		}
 	}
+	if est > 0 && len(scopes) > 0 {
+		h.Micros = est
+		h.Scopes = scopeRefs(scopes)
+	}
 	return h, nil
+}
+
+// limiter is one per-minute rate limit checked by admission: the key's own or a scope's.
+type limiter struct {
+	Scope    vocab.Scope
+	ID       int64
+	rpm, tpm int64
+}
+
+// resolve completes a request from the snapshot in force: each scope's spend and epoch in the period
+// containing now, the key's own quota as a fourth scope, and the rate limits of the key and of its
+// team's, org's and user's quotas. Without a snapshot the request is used as it is.
+func (a *Admitter) resolve(snap *snapshot.Compiled, req Request, now time.Time) ([]ScopeQuota, []limiter) {
+	var limiters []limiter
+	if req.RPMLimit > 0 || req.TPMLimit > 0 {
+		limiters = append(limiters, limiter{Scope: vocab.ScopeKey, ID: req.KeyID, rpm: max(req.RPMLimit, 0), tpm: max(req.TPMLimit, 0)})
+	}
+	if snap == nil {
+		return req.Scopes, limiters
+	}
+	scopes := make([]ScopeQuota, 0, len(req.Scopes))
+	for _, s := range req.Scopes {
+		if q, ok := snap.Quota(s.Scope, s.ID); ok {
+			var p period.Period
+			p, s.SnapshotUsedMicros = q.Current(now)
+			s.SnapshotEpoch, s.Period = q.Epoch, p.ID()
+		}
+		scopes = append(scopes, s)
+	}
+	if k := snap.KeyByID(req.KeyID); k != nil {
+		for _, sc := range ownerScopes(k) {
+			if q, ok := snap.Quota(sc.Scope, sc.ID); ok && (q.RPMLimit > 0 || q.TPMLimit > 0) {
+				limiters = append(limiters, limiter{Scope: sc.Scope, ID: sc.ID, rpm: q.RPMLimit, tpm: q.TPMLimit})
+			}
+		}
+	}
+	return scopes, limiters
+}
+
+// ownerScopes are the org, team (when the key's user has one) and user of a key.
+func ownerScopes(k *snapshot.APIKey) []ScopeRef {
+	out := make([]ScopeRef, 0, 3)
+	out = append(out, ScopeRef{Scope: vocab.ScopeOrg, ID: k.OrgID})
+	if k.TeamID > 0 {
+		out = append(out, ScopeRef{Scope: vocab.ScopeTeam, ID: k.TeamID})
+	}
+	return append(out, ScopeRef{Scope: vocab.ScopeUser, ID: k.UserID})
+}
+
+// QuotaScopes appends to dst the quota-bearing scopes of a billable request by key: its org, team, user
+// and the key itself (scope "key"), each when the snapshot has a quota with a limit for it, with the
+// limit and the snapshot's spend (Admit refreshes the spend and period from the snapshot in force). The
+// caller puts them in Request.Scopes.
+func QuotaScopes(snap *snapshot.Compiled, k *snapshot.APIKey, dst []ScopeQuota) []ScopeQuota {
+	if snap == nil || k == nil {
+		return dst
+	}
+	for _, sc := range append(ownerScopes(k), ScopeRef{Scope: vocab.ScopeKey, ID: k.ID}) {
+		if q, ok := snap.Quota(sc.Scope, sc.ID); ok && !q.Unlimited && sc.ID > 0 {
+			dst = append(dst, ScopeQuota{Scope: sc.Scope, ID: sc.ID, LimitMicros: q.LimitMicros, SnapshotUsedMicros: q.UsedMicros,
+				SnapshotEpoch: q.Epoch})
+		}
+	}
+	return dst
+}
+
+// ScopeRateLimited reports whether the key's org, team or user quota has a per-minute limit: a request
+// by the key then needs Admit even when the key has no limit of its own and nothing to reserve.
+func ScopeRateLimited(snap *snapshot.Compiled, k *snapshot.APIKey) bool {
+	if snap == nil || k == nil {
+		return false
+	}
+	for _, sc := range ownerScopes(k) {
+		if q, ok := snap.Quota(sc.Scope, sc.ID); ok && (q.RPMLimit > 0 || q.TPMLimit > 0) {
+			return true
+		}
+	}
+	return false
 }
 
 func scopeRefs(scopes []ScopeQuota) []ScopeRef {
 	refs := make([]ScopeRef, len(scopes))
 	for i, s := range scopes {
-		refs[i] = ScopeRef{Scope: s.Scope, ID: s.ID}
+		refs[i] = ScopeRef{Scope: s.Scope, ID: s.ID, Period: s.Period}
 	}
 	return refs
 }
@@ -376,11 +537,17 @@ func markerArg(marked bool) int64 {
 	return 0
 }
 
-func boolArg(b bool) int {
-	if b {
-		return 1
+// HoldMode is how a refund treats a hold (refund.lua, the forwarder's settle.lua): 0 unmarked
+// (unconditional), 1 marked (only while its marker is held), 2 marked with expiring members (and, per
+// scope, only while its member is in the scope's qe: set).
+func HoldMode(h Hold) int {
+	switch {
+	case h.RequestID == "":
+		return 0
+	case h.Member() != "":
+		return 2
 	}
-	return 0
+	return 1
 }
 
 // failed applies the failure policy to a Redis failure.
@@ -447,14 +614,19 @@ func (a *Admitter) Refund(ctx context.Context, h Hold) error {
 	if h.Micros <= 0 || len(h.Scopes) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, 1+len(h.Scopes))
+	keys := make([]string, 0, 1+2*len(h.Scopes))
 	keys = append(keys, a.keys.Hold(h.RequestID))
 	for _, s := range h.Scopes {
-		keys = append(keys, a.keys.Pending(s.Scope, s.ID))
+		keys = append(keys, a.keys.PendingIn(s.Scope, s.ID, s.Period))
+	}
+	if h.Member() != "" {
+		for _, s := range h.Scopes {
+			keys = append(keys, a.keys.Holds(s.Scope, s.ID, s.Period))
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
-	if err := refundScript.Run(ctx, a.rdb, keys, h.Micros, boolArg(h.RequestID != ""), int64(a.ttl/time.Second)).Err(); err != nil {
+	if err := refundScript.Run(ctx, a.rdb, keys, h.Micros, HoldMode(h), int64(a.ttl/time.Second), h.Member()).Err(); err != nil {
 		return fmt.Errorf("admission: refund: %w", err)
 	}
 	return nil
@@ -466,13 +638,20 @@ var refundLua string
 var refundScript = redis.NewScript(refundLua)
 
 // EncodeHold renders a hold as a compact, versioned text form for the settlement outbox:
-// "v1;<micros>;<key>;<window>;<tokens>;<scope>:<id>,…" for an unmarked hold, and the same with version
-// "v2" and a seventh field, the request id of its marker, for a marked one.
+// "v1;<micros>;<key>;<window>;<tokens>;<scope>:<id>,…" for an unmarked hold without an admission time,
+// the same with version "v2" and a seventh field, the request id of its marker, for a marked one; and
+// "v3;<micros>;<key>;<window>;<tokens>;<scope>:<id>[:<period>],…;<request id or empty>;<admitted unix
+// ms>;<expiring 0|1>;<scope>:<id>,…" (the last field: the scope token windows of RateScopes) for every
+// hold with an admission time (docs/budgets.md).
 func EncodeHold(h Hold) string {
 	var b strings.Builder
-	if h.RequestID != "" {
+	v3 := !h.At.IsZero()
+	switch {
+	case v3:
+		b.WriteString("v3;")
+	case h.RequestID != "":
 		b.WriteString("v2;")
-	} else {
+	default:
 		b.WriteString("v1;")
 	}
 	b.WriteString(strconv.FormatInt(h.Micros, 10))
@@ -483,23 +662,44 @@ func EncodeHold(h Hold) string {
 	b.WriteByte(';')
 	b.WriteString(strconv.FormatInt(h.Tokens, 10))
 	b.WriteByte(';')
-	for i, s := range h.Scopes {
-		if i > 0 {
-			b.WriteByte(',')
+	writeRefs(&b, h.Scopes, v3)
+	if v3 {
+		b.WriteByte(';')
+		b.WriteString(h.RequestID)
+		b.WriteByte(';')
+		b.WriteString(strconv.FormatInt(h.At.UnixMilli(), 10))
+		b.WriteByte(';')
+		if h.Expiring {
+			b.WriteByte('1')
+		} else {
+			b.WriteByte('0')
 		}
-		b.WriteString(string(s.Scope))
-		b.WriteByte(':')
-		b.WriteString(strconv.FormatInt(s.ID, 10))
-	}
-	if h.RequestID != "" {
+		b.WriteByte(';')
+		writeRefs(&b, h.RateScopes, false)
+	} else if h.RequestID != "" {
 		b.WriteByte(';')
 		b.WriteString(h.RequestID)
 	}
 	return b.String()
 }
 
-// maxHoldScopes bounds the scopes a decoded hold may name (a request has at most org, team and user).
-const maxHoldScopes = 3
+func writeRefs(b *strings.Builder, refs []ScopeRef, withPeriod bool) {
+	for i, s := range refs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(string(s.Scope))
+		b.WriteByte(':')
+		b.WriteString(strconv.FormatInt(s.ID, 10))
+		if withPeriod && s.Period != "" {
+			b.WriteByte(':')
+			b.WriteString(s.Period)
+		}
+	}
+}
+
+// maxHoldScopes bounds the scopes a decoded hold may name (a request has at most org, team, user and key).
+const maxHoldScopes = 4
 
 // maxRequestID bounds a marker's request id (the data plane's are "req_" and 32 hex digits).
 const maxRequestID = 64
@@ -524,8 +724,9 @@ func DecodeHold(s string) (Hold, error) {
 	switch {
 	case len(parts) == 6 && parts[0] == "v1":
 	case len(parts) == 7 && parts[0] == "v2":
+	case len(parts) == 10 && parts[0] == "v3":
 	default:
-		return Hold{}, fmt.Errorf("decode hold %.40q: want v1 with 6 fields or v2 with 7", s)
+		return Hold{}, fmt.Errorf("decode hold %.40q: want v1 with 6 fields, v2 with 7 or v3 with 10", s)
 	}
 	var h Hold
 	var err error
@@ -537,7 +738,8 @@ func DecodeHold(s string) (Hold, error) {
 	if h.Micros < 0 || h.Tokens < 0 {
 		return Hold{}, errors.New("decode hold: negative amount")
 	}
-	if len(parts) == 7 {
+	v3 := parts[0] == "v3"
+	if len(parts) >= 7 && (parts[6] != "" || !v3) {
 		if !ValidRequestID(parts[6]) {
 			return Hold{}, fmt.Errorf("decode hold: bad request id %.20q", parts[6])
 		}
@@ -546,27 +748,66 @@ func DecodeHold(s string) (Hold, error) {
 		}
 		h.RequestID = parts[6]
 	}
-	if parts[5] == "" {
-		if h.Micros != 0 {
-			return Hold{}, errors.New("decode hold: amount without scopes")
+	if v3 {
+		ms, err := strconv.ParseInt(parts[7], 10, 64)
+		if err != nil || ms <= 0 {
+			return Hold{}, fmt.Errorf("decode hold: bad admission time %.20q", parts[7])
 		}
-		return h, nil
+		h.At = time.UnixMilli(ms)
+		switch parts[8] {
+		case "0":
+		case "1":
+			if h.RequestID == "" {
+				return Hold{}, errors.New("decode hold: expiring hold without a request id")
+			}
+			h.Expiring = true
+		default:
+			return Hold{}, fmt.Errorf("decode hold: bad expiring flag %.5q", parts[8])
+		}
+		if h.RateScopes, err = decodeRefs(parts[9], false); err != nil {
+			return Hold{}, fmt.Errorf("decode hold rate scopes: %w", err)
+		}
 	}
-	refs := strings.Split(parts[5], ",")
-	if len(refs) > maxHoldScopes {
-		return Hold{}, fmt.Errorf("decode hold: %d scopes, at most %d", len(refs), maxHoldScopes)
+	if h.Scopes, err = decodeRefs(parts[5], v3); err != nil {
+		return Hold{}, fmt.Errorf("decode hold: %w", err)
 	}
-	for _, r := range refs {
-		name, idText, ok := strings.Cut(r, ":")
-		sc := vocab.Scope(name)
-		if !ok || (sc != vocab.ScopeOrg && sc != vocab.ScopeTeam && sc != vocab.ScopeUser) {
-			return Hold{}, fmt.Errorf("decode hold: bad scope %.20q", r)
-		}
-		id, err := strconv.ParseInt(idText, 10, 64)
-		if err != nil || id <= 0 {
-			return Hold{}, fmt.Errorf("decode hold: bad scope id %.20q", r)
-		}
-		h.Scopes = append(h.Scopes, ScopeRef{Scope: sc, ID: id})
+	if len(h.Scopes) == 0 && h.Micros != 0 {
+		return Hold{}, errors.New("decode hold: amount without scopes")
 	}
 	return h, nil
+}
+
+// decodeRefs parses "<scope>:<id>[:<period>],…" (periods only when withPeriod).
+func decodeRefs(text string, withPeriod bool) ([]ScopeRef, error) {
+	if text == "" {
+		return nil, nil
+	}
+	refs := strings.Split(text, ",")
+	if len(refs) > maxHoldScopes {
+		return nil, fmt.Errorf("%d scopes, at most %d", len(refs), maxHoldScopes)
+	}
+	out := make([]ScopeRef, 0, len(refs))
+	for _, r := range refs {
+		f := strings.Split(r, ":")
+		if len(f) != 2 && !(withPeriod && len(f) == 3) {
+			return nil, fmt.Errorf("bad scope %.30q", r)
+		}
+		sc := vocab.Scope(f[0])
+		if sc != vocab.ScopeOrg && sc != vocab.ScopeTeam && sc != vocab.ScopeUser && sc != vocab.ScopeKey {
+			return nil, fmt.Errorf("bad scope %.30q", r)
+		}
+		id, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil || id <= 0 {
+			return nil, fmt.Errorf("bad scope id %.30q", r)
+		}
+		ref := ScopeRef{Scope: sc, ID: id}
+		if len(f) == 3 {
+			if f[2] == "" || !period.ValidID(f[2]) {
+				return nil, fmt.Errorf("bad period %.30q", r)
+			}
+			ref.Period = f[2]
+		}
+		out = append(out, ref)
+	}
+	return out, nil
 }

@@ -68,8 +68,8 @@ func TestAdmitAllOrNothing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Admit = %v", err)
 	}
-	want := admission.Hold{Micros: 300, KeyID: 9, Window: b.now.Load().Unix() / 60,
-		Scopes: []admission.ScopeRef{{vocab.ScopeOrg, 1}, {vocab.ScopeTeam, 2}, {vocab.ScopeUser, 3}}}
+	want := admission.Hold{Micros: 300, KeyID: 9, Window: b.now.Load().Unix() / 60, At: *b.now.Load(),
+		Scopes: []admission.ScopeRef{{Scope: vocab.ScopeOrg, ID: 1}, {Scope: vocab.ScopeTeam, ID: 2}, {Scope: vocab.ScopeUser, ID: 3}}}
 	if !reflect.DeepEqual(h, want) {
 		t.Errorf("Admit = %+v, want %+v", h, want)
 	}
@@ -230,8 +230,13 @@ func TestHoldEncoding(t *testing.T) {
 	holds := []admission.Hold{
 		{},
 		{KeyID: 3, Window: 29000000, Tokens: 40},
-		{Micros: 123, KeyID: 1, Window: 2, Tokens: 3, Scopes: []admission.ScopeRef{{vocab.ScopeOrg, 1}, {vocab.ScopeTeam, 2}, {vocab.ScopeUser, 3}}},
-		{Micros: 9, KeyID: 1, Window: 2, Scopes: []admission.ScopeRef{{vocab.ScopeOrg, 1}}, RequestID: "req_0123abcd"},
+		{Micros: 123, KeyID: 1, Window: 2, Tokens: 3, Scopes: []admission.ScopeRef{{Scope: vocab.ScopeOrg, ID: 1}, {Scope: vocab.ScopeTeam, ID: 2}, {Scope: vocab.ScopeUser, ID: 3}}},
+		{Micros: 9, KeyID: 1, Window: 2, Scopes: []admission.ScopeRef{{Scope: vocab.ScopeOrg, ID: 1}}, RequestID: "req_0123abcd"},
+		{Micros: 9, KeyID: 1, Window: 2, Tokens: 5, RequestID: "req_1", Expiring: true, At: time.UnixMilli(1795737600123),
+			Scopes: []admission.ScopeRef{{Scope: vocab.ScopeOrg, ID: 1, Period: "d1795737600"}, {Scope: vocab.ScopeKey, ID: 4},
+				{Scope: vocab.ScopeTeam, ID: 2, Period: "m1793491200"}, {Scope: vocab.ScopeUser, ID: 3}},
+			RateScopes: []admission.ScopeRef{{Scope: vocab.ScopeTeam, ID: 2}, {Scope: vocab.ScopeOrg, ID: 1}}},
+		{KeyID: 1, Window: 2, At: time.UnixMilli(1)},
 	}
 	for _, h := range holds {
 		s := admission.EncodeHold(h)
@@ -242,7 +247,9 @@ func TestHoldEncoding(t *testing.T) {
 	}
 	for _, bad := range []string{"", "v2;1;1;1;1;", "v1;1;1;1;1;", "v2;1;1;1;1;org:1;", "v2;1;1;1;1;org:1;a:b",
 		"v2;0;1;1;1;;req_1", "v1;1;1;1;1;org:1;req_1", "v2;1;1;1;1;org:1;" + strings.Repeat("a", 65), "v1;-1;1;1;1;org:1", "v1;1;1;1;1;org:0",
-		"v1;1;1;1;1;galaxy:1", "v1;1;1;1;1;org:1,org:2,org:3,org:4", "v1;x;1;1;1;org:1"} {
+		"v1;1;1;1;1;galaxy:1", "v1;1;1;1;1;org:1,org:2,org:3,org:4,org:5", "v1;x;1;1;1;org:1",
+		"v1;1;1;1;1;org:1:d5", "v3;1;1;1;1;org:1:x5;req_1;5;1;", "v3;1;1;1;1;org:1:d5;;5;1;", "v3;1;1;1;1;org:1;req_1;0;1;",
+		"v3;1;1;1;1;org:1;req_1;5;2;", "v3;1;1;1;1;org:1;req_1;5;1;team:1:d5", "v3;1;1;1;1;org:1:;req_1;5;1;"} {
 		if h, err := admission.DecodeHold(bad); err == nil {
 			t.Errorf("DecodeHold(%q) = %+v, want error", bad, h)
 		}
@@ -254,12 +261,13 @@ func FuzzDecodeHold(f *testing.F) {
 	f.Add("v1;0;0;0;0;")
 	f.Add("v1;;;;;")
 	f.Add("v2;5;1;2;3;org:1;req_00ff")
+	f.Add("v3;5;1;2;3;org:1:d1795737600,key:4;req_00ff;1795737600123;1;team:2")
 	f.Fuzz(func(t *testing.T, s string) {
 		h, err := admission.DecodeHold(s)
 		if err != nil {
 			return
 		}
-		if h.Micros < 0 || len(h.Scopes) > 3 || (h.Micros > 0 && len(h.Scopes) == 0) ||
+		if h.Micros < 0 || len(h.Scopes) > 4 || (h.Micros > 0 && len(h.Scopes) == 0) ||
 			(h.RequestID != "" && (!admission.ValidRequestID(h.RequestID) || h.Micros == 0)) {
 			t.Fatalf("DecodeHold(%q) = %+v: invariant broken", s, h)
 		}
@@ -268,7 +276,10 @@ func FuzzDecodeHold(f *testing.F) {
 			t.Fatalf("round trip of %q: %+v, %v", s, back, err)
 		}
 		want := 5
-		if h.RequestID != "" {
+		switch {
+		case !h.At.IsZero():
+			want = 9
+		case h.RequestID != "":
 			want = 6
 		}
 		if strings.Count(admission.EncodeHold(h), ";") != want {

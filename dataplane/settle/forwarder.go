@@ -630,7 +630,8 @@ func (f *Forwarder) finish(ctx context.Context, entries []entry, resp *settlemen
 			f.log.Warn("unreadable cost_used in Settle answer", "scope", q.GetScope(), "id", q.GetScopeId(), "err", err)
 			continue
 		}
-		mirrorKeys = append(mirrorKeys, f.keys.Used(scopeOf(q.GetScope()), q.GetScopeId()))
+		// A periodic quota's answer names its period: the mirror is per period (docs/budgets.md).
+		mirrorKeys = append(mirrorKeys, f.keys.UsedIn(scopeOf(q.GetScope()), q.GetScopeId(), q.GetPeriodId()))
 		// With its adjustment epoch: settle.lua lets a newer epoch replace the mirror (a credit) and
 		// ignores an older one (docs/settlement.md, "Adjustment epochs").
 		mirrorVals = append(mirrorVals, max(micros, 0), max(q.GetAdjustEpoch(), 0))
@@ -655,14 +656,21 @@ func (f *Forwarder) finish(ctx context.Context, entries []entry, resp *settlemen
 			}
 		}
 		for _, s := range e.hold.Scopes {
-			keys = append(keys, f.keys.Pending(s.Scope, s.ID))
+			keys = append(keys, f.keys.PendingIn(s.Scope, s.ID, s.Period))
 		}
-		keys = append(keys, f.keys.TPM(e.hold.KeyID, e.hold.Window), f.keys.Hold(e.hold.RequestID))
-		marked := 0
-		if e.hold.RequestID != "" {
-			marked = 1
+		mode := admission.HoldMode(e.hold)
+		if mode == 2 {
+			for _, s := range e.hold.Scopes {
+				keys = append(keys, f.keys.Holds(s.Scope, s.ID, s.Period))
+			}
 		}
-		args = append(args, e.id, e.hold.Micros, len(e.hold.Scopes), tpmDelta, marked)
+		// The key's token window, then the scopes' (team, org, user TPM limits).
+		keys = append(keys, f.keys.TPM(e.hold.KeyID, e.hold.Window))
+		for _, s := range e.hold.RateScopes {
+			keys = append(keys, f.keys.ScopeTPM(s.Scope, s.ID, e.hold.Window))
+		}
+		keys = append(keys, f.keys.Hold(e.hold.RequestID))
+		args = append(args, e.id, e.hold.Micros, len(e.hold.Scopes), 1+len(e.hold.RateScopes), tpmDelta, mode, e.hold.Member())
 	}
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {

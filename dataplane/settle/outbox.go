@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/tollgate/tollgate/dataplane/admission"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
@@ -81,6 +82,9 @@ func (r *Recorder) Record(ctx context.Context, rec *settlementv1.SettlementRecor
 		return errors.New("settle: record without request_id")
 	}
 	rec.PendingMicros = hold.Micros
+	if !hold.At.IsZero() { // the admission time decides the budget period (docs/budgets.md, "Periods")
+		rec.AdmittedAt = timestamppb.New(hold.At)
+	}
 	sanitize(rec)
 	if r.spill != nil && r.spill.paused() {
 		return r.spillRecord(rec, hold, false, errors.New("an append failed less than a second ago"))

@@ -7,11 +7,16 @@
 -- its marker says it is held; the marker is then deleted. So a record that reached both the outbox and
 -- the spill (an append that landed after the recorder gave up on it) is refunded once.
 --
--- KEYS[1] the outbox stream; KEYS[2 .. 1+nq] qu: mirror keys; then per record its ns qp: keys followed
--- by its TPM window key and its hold marker key.
+-- A hold with expiring members (mode 2, admission's qe: sets) is subtracted from a scope's qp: only if
+-- this call removed its member from that scope's qe: set: a hold admission already expired (it outlived
+-- the pending TTL) is not subtracted twice.
+--
+-- KEYS[1] the outbox stream; KEYS[2 .. 1+nq] qu: mirror keys; then per record its ns qp: keys, in mode 2
+-- followed by its ns qe: keys, then its nt TPM window keys and its hold marker key.
 -- ARGV[1] group, ARGV[2] mirror TTL seconds, ARGV[3] nq, ARGV[4 .. 3+2nq] per mirror its answered
--- cost_used (micros) and that answer's adjustment epoch, ARGV[4+2nq] record count, then per record: entry id (empty for a spilled record), hold micros, ns, TPM
--- delta, 1 if the hold is marked.
+-- cost_used (micros) and that answer's adjustment epoch, ARGV[4+2nq] record count, then per record: entry
+-- id (empty for a spilled record), hold micros, ns, nt, TPM delta, mode (0 unmarked, 1 marked, 2 marked
+-- with expiring members), the hold's member.
 -- Reply: number of holds refunded.
 local stream = KEYS[1]
 local grp = ARGV[1]
@@ -48,10 +53,15 @@ for r = 1, nrec do
   local id = ARGV[a]
   local micros = tonumber(ARGV[a + 1])
   local ns = tonumber(ARGV[a + 2])
-  local td = tonumber(ARGV[a + 3])
-  local marked = ARGV[a + 4] == '1'
-  a = a + 5
-  local mk = KEYS[k + ns + 1]
+  local nt = tonumber(ARGV[a + 3])
+  local td = tonumber(ARGV[a + 4])
+  local mode = ARGV[a + 5]
+  local member = ARGV[a + 6]
+  local marked = mode == '1' or mode == '2'
+  a = a + 7
+  local nz = 0
+  if mode == '2' then nz = ns end
+  local mk = KEYS[k + ns + nz + nt]
   -- An empty id is a spilled record (never in the stream): refund it now, once by its marker.
   local due = id == '' or redis.call('XACK', stream, grp, id) == 1
   if due and marked then
@@ -62,20 +72,26 @@ for r = 1, nrec do
     if micros > 0 then
       for j = 0, ns - 1 do
         local pk = KEYS[k + j]
-        if redis.call('EXISTS', pk) == 1 then
+        local held = true
+        if mode == '2' then held = redis.call('ZREM', KEYS[k + ns + j], member) == 1 end
+        if held and redis.call('EXISTS', pk) == 1 then
           local v = redis.call('DECRBY', pk, micros)
           if v <= 0 then redis.call('DEL', pk) end
         end
       end
     end
-    local tk = KEYS[k + ns]
-    if td ~= 0 and redis.call('EXISTS', tk) == 1 then
-      local v = redis.call('INCRBY', tk, td)
-      if v < 0 then redis.call('SET', tk, '0', 'KEEPTTL') end
+    if td ~= 0 then
+      for j = 0, nt - 1 do
+        local tk = KEYS[k + ns + nz + j]
+        if redis.call('EXISTS', tk) == 1 then
+          local v = redis.call('INCRBY', tk, td)
+          if v < 0 then redis.call('SET', tk, '0', 'KEEPTTL') end
+        end
+      end
     end
     refunded = refunded + 1
   end
   if id ~= '' then redis.call('XDEL', stream, id) end
-  k = k + ns + 2
+  k = k + ns + nz + nt + 1
 end
 return refunded

@@ -299,7 +299,7 @@ func CheckAPIKey(kk *configv1.ApiKey) error {
 func CheckQuotaLimit(scope string, scopeID int64, limit *string) (int64, error) {
 	p := &problems{resource: "quota", id: scopeID, name: scope}
 	sc := vocab.Scope(scope)
-	if sc != vocab.ScopeOrg && sc != vocab.ScopeTeam && sc != vocab.ScopeUser {
+	if sc != vocab.ScopeOrg && sc != vocab.ScopeTeam && sc != vocab.ScopeUser && sc != vocab.ScopeKey {
 		p.add("scope", "unknown scope %q", scope)
 	}
 	p.checkID("scope_id", scopeID)

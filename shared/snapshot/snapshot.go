@@ -17,6 +17,7 @@ import (
 
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
+	"github.com/tollgate/tollgate/shared/period"
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -41,6 +42,7 @@ type Compiled struct {
 	// routeList holds the enabled routes ordered by name.
 	routeList []*Route
 	keys      map[[sha256.Size]byte]*APIKey
+	keysByID  map[int64]*APIKey
 	quotas    map[QuotaKey]Quota
 	// Bounds are the settlement bounds of the snapshot (pricing.DefaultBounds when it carries none); every
 	// price rule carries them too (pricing.Rule.Bounds), so a record built from a rule uses them.
@@ -156,6 +158,24 @@ type Quota struct {
 	// Epoch is the quota's adjustment epoch (config.v1.Quota.adjust_epoch; a negative one counts as 0):
 	// UsedMicros replaces a Redis mirror of an older epoch (docs/settlement.md, "Adjustment epochs").
 	Epoch int64
+	// Period and Zone are the quota's budget period (docs/budgets.md); UsedMicros is the spend of the
+	// period PeriodID names (the one containing the snapshot's build time; "" for period.None).
+	Period   period.Kind
+	Zone     *time.Location
+	PeriodID string
+	// RPMLimit and TPMLimit limit the whole scope per minute; 0 means unlimited.
+	RPMLimit int64
+	TPMLimit int64
+}
+
+// Current returns the period of q containing now and the spend the snapshot knows of it: UsedMicros when
+// the snapshot's period is that one, else 0 (a period that started after the build has no spend in it).
+func (q Quota) Current(now time.Time) (period.Period, int64) {
+	p := period.Of(q.Period, q.Zone, now)
+	if p.ID() != q.PeriodID {
+		return p, 0
+	}
+	return p, q.UsedMicros
 }
 
 // Provider returns the provider with id, or nil.
@@ -175,6 +195,9 @@ func (c *Compiled) Key(hash [sha256.Size]byte) *APIKey { return c.keys[hash] }
 
 // LookupKey hashes secret and returns its API key, or nil.
 func (c *Compiled) LookupKey(secret string) *APIKey { return c.keys[sha256.Sum256([]byte(secret))] }
+
+// KeyByID returns the API key with id, or nil.
+func (c *Compiled) KeyByID(id int64) *APIKey { return c.keysByID[id] }
 
 // Quota returns the quota of a scope; ok is false when the scope has no quota row.
 func (c *Compiled) Quota(scope vocab.Scope, id int64) (q Quota, ok bool) {
@@ -212,6 +235,7 @@ func Compile(s *snapshotv1.Snapshot) (*Compiled, error) {
 		providersByName: make(map[string]*Provider, len(s.GetProviders())),
 		routes:          make(map[string]*Route, len(s.GetRoutes())),
 		keys:            make(map[[sha256.Size]byte]*APIKey, len(s.GetApiKeys())),
+		keysByID:        make(map[int64]*APIKey, len(s.GetApiKeys())),
 		quotas:          make(map[QuotaKey]Quota, len(s.GetQuotas())),
 	}
 	var errs []error
@@ -487,6 +511,7 @@ func (c *Compiled) compileKeys(in []*configv1.ApiKey, errs []error) []error {
 			}
 		}
 		c.keys[h] = k
+		c.keysByID[k.ID] = k
 	}
 	return errs
 }
@@ -503,8 +528,19 @@ func (c *Compiled) compileQuotas(in []*configv1.Quota, errs []error) []error {
 			errs = append(errs, &ElementError{Resource: "quota", ID: k.ID, Name: string(k.Scope), Message: "duplicate"})
 			continue
 		}
+		kind, err := period.ParseKind(qq.GetPeriod())
+		if err != nil {
+			errs = append(errs, &ElementError{Resource: "quota", ID: k.ID, Name: string(k.Scope), Field: "period", Message: err.Error()})
+			continue
+		}
+		zone, err := period.LoadZone(qq.GetTimeZone())
+		if err != nil {
+			errs = append(errs, &ElementError{Resource: "quota", ID: k.ID, Name: string(k.Scope), Field: "time_zone", Message: err.Error()})
+			continue
+		}
 		q := Quota{Unlimited: qq.CostLimit == nil, LimitMicros: limit, UsedMicros: usedMicros(qq.GetCostUsed()),
-			Epoch: max(qq.GetAdjustEpoch(), 0)}
+			Epoch: max(qq.GetAdjustEpoch(), 0), Period: kind, Zone: zone, PeriodID: qq.GetPeriodId(),
+			RPMLimit: int64(max(qq.GetRpmLimit(), 0)), TPMLimit: max(qq.GetTpmLimit(), 0)}
 		c.quotas[k] = q
 	}
 	return errs

@@ -139,6 +139,8 @@ func TestCompileErrors(t *testing.T) {
 		}, `route 2 ("chat-latest"): aliases: name or alias "chat-latest" already used by route 1`},
 		{"key hash", func(s *snapshotv1.Snapshot) { s.ApiKeys[0].KeyHash = []byte{1} }, "api key 5"},
 		{"quota scope", func(s *snapshotv1.Snapshot) { s.Quotas[0].Scope = "galaxy" }, "unknown scope"},
+		{"quota period", func(s *snapshotv1.Snapshot) { s.Quotas[0].Period = "yearly" }, `quota 7 ("org"): period`},
+		{"quota zone", func(s *snapshotv1.Snapshot) { s.Quotas[0].TimeZone = "Mars/Olympus" }, `quota 7 ("org"): time_zone`},
 		{"quota limit", func(s *snapshotv1.Snapshot) { s.Quotas[0].CostLimit = proto.String("-1") }, `quota 7 ("org"): cost_limit`},
 		{"provider name with slash", func(s *snapshotv1.Snapshot) { s.Providers[0].Name = "a/b" }, `provider 1 ("a/b"): name: must be non-empty and contain no '/'`},
 		{"quota limit beyond int64 micros", func(s *snapshotv1.Snapshot) { s.Quotas[0].CostLimit = proto.String("9300000000000") }, `quota 7 ("org"): cost_limit`},

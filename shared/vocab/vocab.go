@@ -145,6 +145,8 @@ const (
 	ScopeOrg  Scope = "org"
 	ScopeTeam Scope = "team"
 	ScopeUser Scope = "user"
+	// ScopeKey is an API key's own budget (docs/budgets.md).
+	ScopeKey Scope = "key"
 )
 
 // EndState is how a dispatched request ended; every settlement record carries one.

@@ -2883,7 +2883,15 @@ type SetQuotaRequest struct {
 	Scope   string                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
 	ScopeId int64                  `protobuf:"varint,2,opt,name=scope_id,json=scopeId,proto3" json:"scope_id,omitempty"`
 	// Absent means unlimited.
-	CostLimit     *string `protobuf:"bytes,3,opt,name=cost_limit,json=costLimit,proto3,oneof" json:"cost_limit,omitempty"`
+	CostLimit *string `protobuf:"bytes,3,opt,name=cost_limit,json=costLimit,proto3,oneof" json:"cost_limit,omitempty"`
+	// "none", "daily", "weekly" or "monthly"; absent keeps the current one ("none" for a new quota).
+	Period *string `protobuf:"bytes,4,opt,name=period,proto3,oneof" json:"period,omitempty"`
+	// IANA zone of the period boundaries; absent keeps the current one ("UTC" for a new quota).
+	TimeZone *string `protobuf:"bytes,5,opt,name=time_zone,json=timeZone,proto3,oneof" json:"time_zone,omitempty"`
+	// Scope-wide requests and tokens per minute (0: unlimited); absent keeps the current value. Not for
+	// scope "key" (a key's own rpm_limit / tpm_limit apply).
+	RpmLimit      *int32 `protobuf:"varint,6,opt,name=rpm_limit,json=rpmLimit,proto3,oneof" json:"rpm_limit,omitempty"`
+	TpmLimit      *int64 `protobuf:"varint,7,opt,name=tpm_limit,json=tpmLimit,proto3,oneof" json:"tpm_limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2937,6 +2945,34 @@ func (x *SetQuotaRequest) GetCostLimit() string {
 		return *x.CostLimit
 	}
 	return ""
+}
+
+func (x *SetQuotaRequest) GetPeriod() string {
+	if x != nil && x.Period != nil {
+		return *x.Period
+	}
+	return ""
+}
+
+func (x *SetQuotaRequest) GetTimeZone() string {
+	if x != nil && x.TimeZone != nil {
+		return *x.TimeZone
+	}
+	return ""
+}
+
+func (x *SetQuotaRequest) GetRpmLimit() int32 {
+	if x != nil && x.RpmLimit != nil {
+		return *x.RpmLimit
+	}
+	return 0
+}
+
+func (x *SetQuotaRequest) GetTpmLimit() int64 {
+	if x != nil && x.TpmLimit != nil {
+		return *x.TpmLimit
+	}
+	return 0
 }
 
 type SetQuotaResponse struct {
@@ -3109,9 +3145,14 @@ func (x *ListUsagesRequest) GetEndState() string {
 
 // Usage is one stored usage row.
 type Usage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Record        *v11.SettlementRecord  `protobuf:"bytes,2,opt,name=record,proto3" json:"record,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Id     int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Record *v11.SettlementRecord  `protobuf:"bytes,2,opt,name=record,proto3" json:"record,omitempty"`
+	// "request", or "adjustment": an audited correction (record.cost is its signed amount, record.operation
+	// "quota_adjustment", only the adjusted scope's id is set); adjustment_id and reason then name it.
+	Kind          string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	AdjustmentId  int64  `protobuf:"varint,4,opt,name=adjustment_id,json=adjustmentId,proto3" json:"adjustment_id,omitempty"`
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3158,6 +3199,27 @@ func (x *Usage) GetRecord() *v11.SettlementRecord {
 		return x.Record
 	}
 	return nil
+}
+
+func (x *Usage) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Usage) GetAdjustmentId() int64 {
+	if x != nil {
+		return x.AdjustmentId
+	}
+	return 0
+}
+
+func (x *Usage) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 type ListUsagesResponse struct {
@@ -3762,8 +3824,10 @@ type AdjustQuotaRequest struct {
 	Scope   string                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
 	ScopeId int64                  `protobuf:"varint,2,opt,name=scope_id,json=scopeId,proto3" json:"scope_id,omitempty"`
 	// Signed decimal dollars: positive debits (adds to cost_used), negative credits.
-	Amount        string `protobuf:"bytes,3,opt,name=amount,proto3" json:"amount,omitempty"`
-	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Amount string `protobuf:"bytes,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// For a periodic quota, a moment in the period to correct; absent means the current period.
+	PeriodAt      *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=period_at,json=periodAt,proto3" json:"period_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3826,6 +3890,13 @@ func (x *AdjustQuotaRequest) GetReason() string {
 	return ""
 }
 
+func (x *AdjustQuotaRequest) GetPeriodAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PeriodAt
+	}
+	return nil
+}
+
 // QuotaAdjustment is one audited correction of a scope's spend.
 type QuotaAdjustment struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -3837,9 +3908,11 @@ type QuotaAdjustment struct {
 	CostUsedAfter  string                 `protobuf:"bytes,6,opt,name=cost_used_after,json=costUsedAfter,proto3" json:"cost_used_after,omitempty"`
 	Reason         string                 `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
 	// The admin token that made it ("bootstrap" for TOLLGATE_ADMIN_TOKEN) and its role.
-	ActorName     string                 `protobuf:"bytes,8,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
-	ActorRole     string                 `protobuf:"bytes,9,opt,name=actor_role,json=actorRole,proto3" json:"actor_role,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	ActorName string                 `protobuf:"bytes,8,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
+	ActorRole string                 `protobuf:"bytes,9,opt,name=actor_role,json=actorRole,proto3" json:"actor_role,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// The period corrected (cost_used_before/after are that period's); absent for a quota without period.
+	PeriodStart   *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=period_start,json=periodStart,proto3" json:"period_start,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3940,6 +4013,13 @@ func (x *QuotaAdjustment) GetActorRole() string {
 func (x *QuotaAdjustment) GetCreatedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *QuotaAdjustment) GetPeriodStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PeriodStart
 	}
 	return nil
 }
@@ -4116,6 +4196,249 @@ func (x *ListQuotaAdjustmentsResponse) GetNextCursor() string {
 	return ""
 }
 
+type ListQuotaPeriodsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Scope         string                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	ScopeId       int64                  `protobuf:"varint,2,opt,name=scope_id,json=scopeId,proto3" json:"scope_id,omitempty"`
+	Limit         int32                  `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	Cursor        string                 `protobuf:"bytes,4,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListQuotaPeriodsRequest) Reset() {
+	*x = ListQuotaPeriodsRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListQuotaPeriodsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListQuotaPeriodsRequest) ProtoMessage() {}
+
+func (x *ListQuotaPeriodsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListQuotaPeriodsRequest.ProtoReflect.Descriptor instead.
+func (*ListQuotaPeriodsRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *ListQuotaPeriodsRequest) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *ListQuotaPeriodsRequest) GetScopeId() int64 {
+	if x != nil {
+		return x.ScopeId
+	}
+	return 0
+}
+
+func (x *ListQuotaPeriodsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListQuotaPeriodsRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+// QuotaPeriod is one period of a periodic quota.
+type QuotaPeriod struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	PeriodId string                 `protobuf:"bytes,1,opt,name=period_id,json=periodId,proto3" json:"period_id,omitempty"`
+	// "daily", "weekly" or "monthly", and the zone its boundaries were computed in.
+	Period   string                 `protobuf:"bytes,2,opt,name=period,proto3" json:"period,omitempty"`
+	TimeZone string                 `protobuf:"bytes,3,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	Start    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=start,proto3" json:"start,omitempty"`
+	End      *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=end,proto3" json:"end,omitempty"`
+	// The limit in force during the period (the last one set before it closed); absent: unlimited.
+	CostLimit *string `protobuf:"bytes,6,opt,name=cost_limit,json=costLimit,proto3,oneof" json:"cost_limit,omitempty"`
+	// Spend charged to the period (settled costs plus adjustments).
+	CostUsed string `protobuf:"bytes,7,opt,name=cost_used,json=costUsed,proto3" json:"cost_used,omitempty"`
+	// Settled requests charged to the period.
+	Requests int64 `protobuf:"varint,8,opt,name=requests,proto3" json:"requests,omitempty"`
+	// Net adjustments of the period (signed decimal dollars).
+	Adjustments string `protobuf:"bytes,9,opt,name=adjustments,proto3" json:"adjustments,omitempty"`
+	// True once end has passed (by the control plane's clock).
+	Closed        bool `protobuf:"varint,10,opt,name=closed,proto3" json:"closed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuotaPeriod) Reset() {
+	*x = QuotaPeriod{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaPeriod) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaPeriod) ProtoMessage() {}
+
+func (x *QuotaPeriod) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaPeriod.ProtoReflect.Descriptor instead.
+func (*QuotaPeriod) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *QuotaPeriod) GetPeriodId() string {
+	if x != nil {
+		return x.PeriodId
+	}
+	return ""
+}
+
+func (x *QuotaPeriod) GetPeriod() string {
+	if x != nil {
+		return x.Period
+	}
+	return ""
+}
+
+func (x *QuotaPeriod) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *QuotaPeriod) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *QuotaPeriod) GetEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *QuotaPeriod) GetCostLimit() string {
+	if x != nil && x.CostLimit != nil {
+		return *x.CostLimit
+	}
+	return ""
+}
+
+func (x *QuotaPeriod) GetCostUsed() string {
+	if x != nil {
+		return x.CostUsed
+	}
+	return ""
+}
+
+func (x *QuotaPeriod) GetRequests() int64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *QuotaPeriod) GetAdjustments() string {
+	if x != nil {
+		return x.Adjustments
+	}
+	return ""
+}
+
+func (x *QuotaPeriod) GetClosed() bool {
+	if x != nil {
+		return x.Closed
+	}
+	return false
+}
+
+type ListQuotaPeriodsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*QuotaPeriod         `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	NextCursor    string                 `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListQuotaPeriodsResponse) Reset() {
+	*x = ListQuotaPeriodsResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListQuotaPeriodsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListQuotaPeriodsResponse) ProtoMessage() {}
+
+func (x *ListQuotaPeriodsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListQuotaPeriodsResponse.ProtoReflect.Descriptor instead.
+func (*ListQuotaPeriodsResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *ListQuotaPeriodsResponse) GetItems() []*QuotaPeriod {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ListQuotaPeriodsResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
 type GetSnapshotStatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -4124,7 +4447,7 @@ type GetSnapshotStatusRequest struct {
 
 func (x *GetSnapshotStatusRequest) Reset() {
 	*x = GetSnapshotStatusRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4136,7 +4459,7 @@ func (x *GetSnapshotStatusRequest) String() string {
 func (*GetSnapshotStatusRequest) ProtoMessage() {}
 
 func (x *GetSnapshotStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4149,7 +4472,7 @@ func (x *GetSnapshotStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSnapshotStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetSnapshotStatusRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{80}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{83}
 }
 
 // SnapshotProblem names one row that keeps the configuration from compiling.
@@ -4168,7 +4491,7 @@ type SnapshotProblem struct {
 
 func (x *SnapshotProblem) Reset() {
 	*x = SnapshotProblem{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4180,7 +4503,7 @@ func (x *SnapshotProblem) String() string {
 func (*SnapshotProblem) ProtoMessage() {}
 
 func (x *SnapshotProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4193,7 +4516,7 @@ func (x *SnapshotProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotProblem.ProtoReflect.Descriptor instead.
 func (*SnapshotProblem) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{81}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *SnapshotProblem) GetResource() string {
@@ -4246,7 +4569,7 @@ type SnapshotRejection struct {
 
 func (x *SnapshotRejection) Reset() {
 	*x = SnapshotRejection{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4258,7 +4581,7 @@ func (x *SnapshotRejection) String() string {
 func (*SnapshotRejection) ProtoMessage() {}
 
 func (x *SnapshotRejection) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4271,7 +4594,7 @@ func (x *SnapshotRejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRejection.ProtoReflect.Descriptor instead.
 func (*SnapshotRejection) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{82}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *SnapshotRejection) GetVersion() int64 {
@@ -4323,7 +4646,7 @@ type GetSnapshotStatusResponse struct {
 
 func (x *GetSnapshotStatusResponse) Reset() {
 	*x = GetSnapshotStatusResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4335,7 +4658,7 @@ func (x *GetSnapshotStatusResponse) String() string {
 func (*GetSnapshotStatusResponse) ProtoMessage() {}
 
 func (x *GetSnapshotStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4348,7 +4671,7 @@ func (x *GetSnapshotStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSnapshotStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetSnapshotStatusResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{83}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *GetSnapshotStatusResponse) GetPublishedVersion() int64 {
@@ -4390,7 +4713,7 @@ type PlanPriceCatalogRequest struct {
 
 func (x *PlanPriceCatalogRequest) Reset() {
 	*x = PlanPriceCatalogRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[84]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4402,7 +4725,7 @@ func (x *PlanPriceCatalogRequest) String() string {
 func (*PlanPriceCatalogRequest) ProtoMessage() {}
 
 func (x *PlanPriceCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[84]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4415,7 +4738,7 @@ func (x *PlanPriceCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanPriceCatalogRequest.ProtoReflect.Descriptor instead.
 func (*PlanPriceCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{84}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *PlanPriceCatalogRequest) GetFormat() string {
@@ -4476,7 +4799,7 @@ type PlanPriceCatalogResponse struct {
 
 func (x *PlanPriceCatalogResponse) Reset() {
 	*x = PlanPriceCatalogResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[85]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4488,7 +4811,7 @@ func (x *PlanPriceCatalogResponse) String() string {
 func (*PlanPriceCatalogResponse) ProtoMessage() {}
 
 func (x *PlanPriceCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[85]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4501,7 +4824,7 @@ func (x *PlanPriceCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanPriceCatalogResponse.ProtoReflect.Descriptor instead.
 func (*PlanPriceCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{85}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *PlanPriceCatalogResponse) GetPlan() *CatalogPlan {
@@ -4530,7 +4853,7 @@ type CatalogPlan struct {
 
 func (x *CatalogPlan) Reset() {
 	*x = CatalogPlan{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[86]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4542,7 +4865,7 @@ func (x *CatalogPlan) String() string {
 func (*CatalogPlan) ProtoMessage() {}
 
 func (x *CatalogPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[86]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4555,7 +4878,7 @@ func (x *CatalogPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlan.ProtoReflect.Descriptor instead.
 func (*CatalogPlan) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{86}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *CatalogPlan) GetId() string {
@@ -4639,7 +4962,7 @@ type CatalogPlanRule struct {
 
 func (x *CatalogPlanRule) Reset() {
 	*x = CatalogPlanRule{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[87]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4651,7 +4974,7 @@ func (x *CatalogPlanRule) String() string {
 func (*CatalogPlanRule) ProtoMessage() {}
 
 func (x *CatalogPlanRule) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[87]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4664,7 +4987,7 @@ func (x *CatalogPlanRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlanRule.ProtoReflect.Descriptor instead.
 func (*CatalogPlanRule) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{87}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *CatalogPlanRule) GetEntryId() string {
@@ -4702,7 +5025,7 @@ type CatalogPlanChange struct {
 
 func (x *CatalogPlanChange) Reset() {
 	*x = CatalogPlanChange{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[88]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4714,7 +5037,7 @@ func (x *CatalogPlanChange) String() string {
 func (*CatalogPlanChange) ProtoMessage() {}
 
 func (x *CatalogPlanChange) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[88]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4727,7 +5050,7 @@ func (x *CatalogPlanChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlanChange.ProtoReflect.Descriptor instead.
 func (*CatalogPlanChange) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{88}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *CatalogPlanChange) GetEntryId() string {
@@ -4783,7 +5106,7 @@ type CatalogFieldChange struct {
 
 func (x *CatalogFieldChange) Reset() {
 	*x = CatalogFieldChange{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[89]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4795,7 +5118,7 @@ func (x *CatalogFieldChange) String() string {
 func (*CatalogFieldChange) ProtoMessage() {}
 
 func (x *CatalogFieldChange) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[89]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4808,7 +5131,7 @@ func (x *CatalogFieldChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogFieldChange.ProtoReflect.Descriptor instead.
 func (*CatalogFieldChange) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{89}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *CatalogFieldChange) GetField() string {
@@ -4843,7 +5166,7 @@ type CatalogPlanUnchanged struct {
 
 func (x *CatalogPlanUnchanged) Reset() {
 	*x = CatalogPlanUnchanged{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[90]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4855,7 +5178,7 @@ func (x *CatalogPlanUnchanged) String() string {
 func (*CatalogPlanUnchanged) ProtoMessage() {}
 
 func (x *CatalogPlanUnchanged) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[90]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4868,7 +5191,7 @@ func (x *CatalogPlanUnchanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlanUnchanged.ProtoReflect.Descriptor instead.
 func (*CatalogPlanUnchanged) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{90}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *CatalogPlanUnchanged) GetEntryId() string {
@@ -4902,7 +5225,7 @@ type CatalogSkipped struct {
 
 func (x *CatalogSkipped) Reset() {
 	*x = CatalogSkipped{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[91]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4914,7 +5237,7 @@ func (x *CatalogSkipped) String() string {
 func (*CatalogSkipped) ProtoMessage() {}
 
 func (x *CatalogSkipped) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[91]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4927,7 +5250,7 @@ func (x *CatalogSkipped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogSkipped.ProtoReflect.Descriptor instead.
 func (*CatalogSkipped) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{91}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *CatalogSkipped) GetEntryId() string {
@@ -4959,7 +5282,7 @@ type ApplyPriceCatalogRequest struct {
 
 func (x *ApplyPriceCatalogRequest) Reset() {
 	*x = ApplyPriceCatalogRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[92]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4971,7 +5294,7 @@ func (x *ApplyPriceCatalogRequest) String() string {
 func (*ApplyPriceCatalogRequest) ProtoMessage() {}
 
 func (x *ApplyPriceCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[92]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4984,7 +5307,7 @@ func (x *ApplyPriceCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyPriceCatalogRequest.ProtoReflect.Descriptor instead.
 func (*ApplyPriceCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{92}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ApplyPriceCatalogRequest) GetPlanId() string {
@@ -5030,7 +5353,7 @@ type ApplyPriceCatalogResponse struct {
 
 func (x *ApplyPriceCatalogResponse) Reset() {
 	*x = ApplyPriceCatalogResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5042,7 +5365,7 @@ func (x *ApplyPriceCatalogResponse) String() string {
 func (*ApplyPriceCatalogResponse) ProtoMessage() {}
 
 func (x *ApplyPriceCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5055,7 +5378,7 @@ func (x *ApplyPriceCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyPriceCatalogResponse.ProtoReflect.Descriptor instead.
 func (*ApplyPriceCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{93}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ApplyPriceCatalogResponse) GetPlanId() string {
@@ -5109,7 +5432,7 @@ type GetPriceRuleProvenanceRequest struct {
 
 func (x *GetPriceRuleProvenanceRequest) Reset() {
 	*x = GetPriceRuleProvenanceRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5121,7 +5444,7 @@ func (x *GetPriceRuleProvenanceRequest) String() string {
 func (*GetPriceRuleProvenanceRequest) ProtoMessage() {}
 
 func (x *GetPriceRuleProvenanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5134,7 +5457,7 @@ func (x *GetPriceRuleProvenanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleProvenanceRequest.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleProvenanceRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{94}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *GetPriceRuleProvenanceRequest) GetPriceRuleId() int64 {
@@ -5153,7 +5476,7 @@ type GetPriceRuleProvenanceResponse struct {
 
 func (x *GetPriceRuleProvenanceResponse) Reset() {
 	*x = GetPriceRuleProvenanceResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5165,7 +5488,7 @@ func (x *GetPriceRuleProvenanceResponse) String() string {
 func (*GetPriceRuleProvenanceResponse) ProtoMessage() {}
 
 func (x *GetPriceRuleProvenanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5178,7 +5501,7 @@ func (x *GetPriceRuleProvenanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleProvenanceResponse.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleProvenanceResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{95}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *GetPriceRuleProvenanceResponse) GetProvenance() *PriceRuleProvenance {
@@ -5204,7 +5527,7 @@ type PriceRuleProvenance struct {
 
 func (x *PriceRuleProvenance) Reset() {
 	*x = PriceRuleProvenance{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5216,7 +5539,7 @@ func (x *PriceRuleProvenance) String() string {
 func (*PriceRuleProvenance) ProtoMessage() {}
 
 func (x *PriceRuleProvenance) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5229,7 +5552,7 @@ func (x *PriceRuleProvenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriceRuleProvenance.ProtoReflect.Descriptor instead.
 func (*PriceRuleProvenance) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{96}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *PriceRuleProvenance) GetPriceRuleId() int64 {
@@ -5290,7 +5613,7 @@ type GetPriceRuleHistoryRequest struct {
 
 func (x *GetPriceRuleHistoryRequest) Reset() {
 	*x = GetPriceRuleHistoryRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5302,7 +5625,7 @@ func (x *GetPriceRuleHistoryRequest) String() string {
 func (*GetPriceRuleHistoryRequest) ProtoMessage() {}
 
 func (x *GetPriceRuleHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5315,7 +5638,7 @@ func (x *GetPriceRuleHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleHistoryRequest.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{97}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *GetPriceRuleHistoryRequest) GetPriceRuleId() int64 {
@@ -5334,7 +5657,7 @@ type GetPriceRuleHistoryResponse struct {
 
 func (x *GetPriceRuleHistoryResponse) Reset() {
 	*x = GetPriceRuleHistoryResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5346,7 +5669,7 @@ func (x *GetPriceRuleHistoryResponse) String() string {
 func (*GetPriceRuleHistoryResponse) ProtoMessage() {}
 
 func (x *GetPriceRuleHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5359,7 +5682,7 @@ func (x *GetPriceRuleHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleHistoryResponse.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{98}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *GetPriceRuleHistoryResponse) GetItems() []*PriceRuleVersion {
@@ -5386,7 +5709,7 @@ type PriceRuleVersion struct {
 
 func (x *PriceRuleVersion) Reset() {
 	*x = PriceRuleVersion{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5398,7 +5721,7 @@ func (x *PriceRuleVersion) String() string {
 func (*PriceRuleVersion) ProtoMessage() {}
 
 func (x *PriceRuleVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5411,7 +5734,7 @@ func (x *PriceRuleVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriceRuleVersion.ProtoReflect.Descriptor instead.
 func (*PriceRuleVersion) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{99}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *PriceRuleVersion) GetVersion() int32 {
@@ -5462,7 +5785,7 @@ type RepricePriceRulesRequest struct {
 
 func (x *RepricePriceRulesRequest) Reset() {
 	*x = RepricePriceRulesRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5474,7 +5797,7 @@ func (x *RepricePriceRulesRequest) String() string {
 func (*RepricePriceRulesRequest) ProtoMessage() {}
 
 func (x *RepricePriceRulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5487,7 +5810,7 @@ func (x *RepricePriceRulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepricePriceRulesRequest.ProtoReflect.Descriptor instead.
 func (*RepricePriceRulesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{100}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *RepricePriceRulesRequest) GetFrom() *timestamppb.Timestamp {
@@ -5535,7 +5858,7 @@ type RepricePriceRulesResponse struct {
 
 func (x *RepricePriceRulesResponse) Reset() {
 	*x = RepricePriceRulesResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5547,7 +5870,7 @@ func (x *RepricePriceRulesResponse) String() string {
 func (*RepricePriceRulesResponse) ProtoMessage() {}
 
 func (x *RepricePriceRulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5560,7 +5883,7 @@ func (x *RepricePriceRulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepricePriceRulesResponse.ProtoReflect.Descriptor instead.
 func (*RepricePriceRulesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{101}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *RepricePriceRulesResponse) GetFrom() *timestamppb.Timestamp {
@@ -5634,7 +5957,7 @@ type RepriceLine struct {
 
 func (x *RepriceLine) Reset() {
 	*x = RepriceLine{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5646,7 +5969,7 @@ func (x *RepriceLine) String() string {
 func (*RepriceLine) ProtoMessage() {}
 
 func (x *RepriceLine) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5659,7 +5982,7 @@ func (x *RepriceLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepriceLine.ProtoReflect.Descriptor instead.
 func (*RepriceLine) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{102}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *RepriceLine) GetProviderId() int64 {
@@ -5873,13 +6196,24 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x19\n" +
 	"\bscope_id\x18\x02 \x01(\x03R\ascopeId\"C\n" +
 	"\x10GetQuotaResponse\x12/\n" +
-	"\x05quota\x18\x01 \x01(\v2\x19.tollgate.config.v1.QuotaR\x05quota\"u\n" +
+	"\x05quota\x18\x01 \x01(\v2\x19.tollgate.config.v1.QuotaR\x05quota\"\xad\x02\n" +
 	"\x0fSetQuotaRequest\x12\x14\n" +
 	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x19\n" +
 	"\bscope_id\x18\x02 \x01(\x03R\ascopeId\x12\"\n" +
 	"\n" +
-	"cost_limit\x18\x03 \x01(\tH\x00R\tcostLimit\x88\x01\x01B\r\n" +
-	"\v_cost_limit\"C\n" +
+	"cost_limit\x18\x03 \x01(\tH\x00R\tcostLimit\x88\x01\x01\x12\x1b\n" +
+	"\x06period\x18\x04 \x01(\tH\x01R\x06period\x88\x01\x01\x12 \n" +
+	"\ttime_zone\x18\x05 \x01(\tH\x02R\btimeZone\x88\x01\x01\x12 \n" +
+	"\trpm_limit\x18\x06 \x01(\x05H\x03R\brpmLimit\x88\x01\x01\x12 \n" +
+	"\ttpm_limit\x18\a \x01(\x03H\x04R\btpmLimit\x88\x01\x01B\r\n" +
+	"\v_cost_limitB\t\n" +
+	"\a_periodB\f\n" +
+	"\n" +
+	"_time_zoneB\f\n" +
+	"\n" +
+	"_rpm_limitB\f\n" +
+	"\n" +
+	"_tpm_limit\"C\n" +
 	"\x10SetQuotaResponse\x12/\n" +
 	"\x05quota\x18\x01 \x01(\v2\x19.tollgate.config.v1.QuotaR\x05quota\"\xd2\x03\n" +
 	"\x11ListUsagesRequest\x12\x14\n" +
@@ -5904,10 +6238,13 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\b_team_idB\t\n" +
 	"\a_org_idB\v\n" +
 	"\t_route_idB\x0e\n" +
-	"\f_provider_id\"Y\n" +
+	"\f_provider_id\"\xaa\x01\n" +
 	"\x05Usage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12@\n" +
-	"\x06record\x18\x02 \x01(\v2(.tollgate.settlement.v1.SettlementRecordR\x06record\"e\n" +
+	"\x06record\x18\x02 \x01(\v2(.tollgate.settlement.v1.SettlementRecordR\x06record\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12#\n" +
+	"\radjustment_id\x18\x04 \x01(\x03R\fadjustmentId\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"e\n" +
 	"\x12ListUsagesResponse\x12.\n" +
 	"\x05items\x18\x01 \x03(\v2\x18.tollgate.admin.v1.UsageR\x05items\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
@@ -5946,12 +6283,13 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x05items\x18\x01 \x03(\v2\x1d.tollgate.admin.v1.AdminTokenR\x05items\")\n" +
 	"\x17DeleteAdminTokenRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"\x1a\n" +
-	"\x18DeleteAdminTokenResponse\"u\n" +
+	"\x18DeleteAdminTokenResponse\"\xae\x01\n" +
 	"\x12AdjustQuotaRequest\x12\x14\n" +
 	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x19\n" +
 	"\bscope_id\x18\x02 \x01(\x03R\ascopeId\x12\x16\n" +
 	"\x06amount\x18\x03 \x01(\tR\x06amount\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xcd\x02\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x127\n" +
+	"\tperiod_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bperiodAt\"\x8c\x03\n" +
 	"\x0fQuotaAdjustment\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x14\n" +
 	"\x05scope\x18\x02 \x01(\tR\x05scope\x12\x19\n" +
@@ -5966,7 +6304,8 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"actor_role\x18\t \x01(\tR\tactorRole\x129\n" +
 	"\n" +
 	"created_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x8a\x01\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12=\n" +
+	"\fperiod_start\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\vperiodStart\"\x8a\x01\n" +
 	"\x13AdjustQuotaResponse\x12B\n" +
 	"\n" +
 	"adjustment\x18\x01 \x01(\v2\".tollgate.admin.v1.QuotaAdjustmentR\n" +
@@ -5979,6 +6318,29 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x06cursor\x18\x04 \x01(\tR\x06cursor\"y\n" +
 	"\x1cListQuotaAdjustmentsResponse\x128\n" +
 	"\x05items\x18\x01 \x03(\v2\".tollgate.admin.v1.QuotaAdjustmentR\x05items\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"x\n" +
+	"\x17ListQuotaPeriodsRequest\x12\x14\n" +
+	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x19\n" +
+	"\bscope_id\x18\x02 \x01(\x03R\ascopeId\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12\x16\n" +
+	"\x06cursor\x18\x04 \x01(\tR\x06cursor\"\xe5\x02\n" +
+	"\vQuotaPeriod\x12\x1b\n" +
+	"\tperiod_id\x18\x01 \x01(\tR\bperiodId\x12\x16\n" +
+	"\x06period\x18\x02 \x01(\tR\x06period\x12\x1b\n" +
+	"\ttime_zone\x18\x03 \x01(\tR\btimeZone\x120\n" +
+	"\x05start\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
+	"\x03end\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12\"\n" +
+	"\n" +
+	"cost_limit\x18\x06 \x01(\tH\x00R\tcostLimit\x88\x01\x01\x12\x1b\n" +
+	"\tcost_used\x18\a \x01(\tR\bcostUsed\x12\x1a\n" +
+	"\brequests\x18\b \x01(\x03R\brequests\x12 \n" +
+	"\vadjustments\x18\t \x01(\tR\vadjustments\x12\x16\n" +
+	"\x06closed\x18\n" +
+	" \x01(\bR\x06closedB\r\n" +
+	"\v_cost_limit\"q\n" +
+	"\x18ListQuotaPeriodsResponse\x124\n" +
+	"\x05items\x18\x01 \x03(\v2\x1e.tollgate.admin.v1.QuotaPeriodR\x05items\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
 	"nextCursor\"\x1a\n" +
 	"\x18GetSnapshotStatusRequest\"\x81\x01\n" +
@@ -6119,7 +6481,7 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\brepriced\x18\x05 \x01(\tR\brepriced\x12\x1e\n" +
 	"\n" +
 	"difference\x18\x06 \x01(\tR\n" +
-	"difference2\xb2#\n" +
+	"difference2\x9f$\n" +
 	"\fAdminService\x12e\n" +
 	"\x0eListPriceRules\x12(.tollgate.admin.v1.ListPriceRulesRequest\x1a).tollgate.admin.v1.ListPriceRulesResponse\x12_\n" +
 	"\fGetPriceRule\x12&.tollgate.admin.v1.GetPriceRuleRequest\x1a'.tollgate.admin.v1.GetPriceRuleResponse\x12h\n" +
@@ -6154,7 +6516,8 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\bGetQuota\x12\".tollgate.admin.v1.GetQuotaRequest\x1a#.tollgate.admin.v1.GetQuotaResponse\x12S\n" +
 	"\bSetQuota\x12\".tollgate.admin.v1.SetQuotaRequest\x1a#.tollgate.admin.v1.SetQuotaResponse\x12\\\n" +
 	"\vAdjustQuota\x12%.tollgate.admin.v1.AdjustQuotaRequest\x1a&.tollgate.admin.v1.AdjustQuotaResponse\x12w\n" +
-	"\x14ListQuotaAdjustments\x12..tollgate.admin.v1.ListQuotaAdjustmentsRequest\x1a/.tollgate.admin.v1.ListQuotaAdjustmentsResponse\x12Y\n" +
+	"\x14ListQuotaAdjustments\x12..tollgate.admin.v1.ListQuotaAdjustmentsRequest\x1a/.tollgate.admin.v1.ListQuotaAdjustmentsResponse\x12k\n" +
+	"\x10ListQuotaPeriods\x12*.tollgate.admin.v1.ListQuotaPeriodsRequest\x1a+.tollgate.admin.v1.ListQuotaPeriodsResponse\x12Y\n" +
 	"\n" +
 	"ListUsages\x12$.tollgate.admin.v1.ListUsagesRequest\x1a%.tollgate.admin.v1.ListUsagesResponse\x12M\n" +
 	"\x06Export\x12 .tollgate.admin.v1.ExportRequest\x1a!.tollgate.admin.v1.ExportResponse\x12M\n" +
@@ -6183,7 +6546,7 @@ func file_tollgate_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_tollgate_admin_v1_admin_proto_rawDescData
 }
 
-var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 105)
+var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 108)
 var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*ListPriceRulesRequest)(nil),            // 0: tollgate.admin.v1.ListPriceRulesRequest
 	(*ListPriceRulesResponse)(nil),           // 1: tollgate.admin.v1.ListPriceRulesResponse
@@ -6265,228 +6628,238 @@ var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*AdjustQuotaResponse)(nil),              // 77: tollgate.admin.v1.AdjustQuotaResponse
 	(*ListQuotaAdjustmentsRequest)(nil),      // 78: tollgate.admin.v1.ListQuotaAdjustmentsRequest
 	(*ListQuotaAdjustmentsResponse)(nil),     // 79: tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	(*GetSnapshotStatusRequest)(nil),         // 80: tollgate.admin.v1.GetSnapshotStatusRequest
-	(*SnapshotProblem)(nil),                  // 81: tollgate.admin.v1.SnapshotProblem
-	(*SnapshotRejection)(nil),                // 82: tollgate.admin.v1.SnapshotRejection
-	(*GetSnapshotStatusResponse)(nil),        // 83: tollgate.admin.v1.GetSnapshotStatusResponse
-	(*PlanPriceCatalogRequest)(nil),          // 84: tollgate.admin.v1.PlanPriceCatalogRequest
-	(*PlanPriceCatalogResponse)(nil),         // 85: tollgate.admin.v1.PlanPriceCatalogResponse
-	(*CatalogPlan)(nil),                      // 86: tollgate.admin.v1.CatalogPlan
-	(*CatalogPlanRule)(nil),                  // 87: tollgate.admin.v1.CatalogPlanRule
-	(*CatalogPlanChange)(nil),                // 88: tollgate.admin.v1.CatalogPlanChange
-	(*CatalogFieldChange)(nil),               // 89: tollgate.admin.v1.CatalogFieldChange
-	(*CatalogPlanUnchanged)(nil),             // 90: tollgate.admin.v1.CatalogPlanUnchanged
-	(*CatalogSkipped)(nil),                   // 91: tollgate.admin.v1.CatalogSkipped
-	(*ApplyPriceCatalogRequest)(nil),         // 92: tollgate.admin.v1.ApplyPriceCatalogRequest
-	(*ApplyPriceCatalogResponse)(nil),        // 93: tollgate.admin.v1.ApplyPriceCatalogResponse
-	(*GetPriceRuleProvenanceRequest)(nil),    // 94: tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	(*GetPriceRuleProvenanceResponse)(nil),   // 95: tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	(*PriceRuleProvenance)(nil),              // 96: tollgate.admin.v1.PriceRuleProvenance
-	(*GetPriceRuleHistoryRequest)(nil),       // 97: tollgate.admin.v1.GetPriceRuleHistoryRequest
-	(*GetPriceRuleHistoryResponse)(nil),      // 98: tollgate.admin.v1.GetPriceRuleHistoryResponse
-	(*PriceRuleVersion)(nil),                 // 99: tollgate.admin.v1.PriceRuleVersion
-	(*RepricePriceRulesRequest)(nil),         // 100: tollgate.admin.v1.RepricePriceRulesRequest
-	(*RepricePriceRulesResponse)(nil),        // 101: tollgate.admin.v1.RepricePriceRulesResponse
-	(*RepriceLine)(nil),                      // 102: tollgate.admin.v1.RepriceLine
-	nil,                                      // 103: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	nil,                                      // 104: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	(*v1.PriceRule)(nil),                     // 105: tollgate.config.v1.PriceRule
-	(*timestamppb.Timestamp)(nil),            // 106: google.protobuf.Timestamp
-	(*v1.ScheduledPriceRule)(nil),            // 107: tollgate.config.v1.ScheduledPriceRule
-	(*v11.TokenCounts)(nil),                  // 108: tollgate.settlement.v1.TokenCounts
-	(*v1.Provider)(nil),                      // 109: tollgate.config.v1.Provider
-	(*v1.Credential)(nil),                    // 110: tollgate.config.v1.Credential
-	(*v1.RoutingRule)(nil),                   // 111: tollgate.config.v1.RoutingRule
-	(*v1.Route)(nil),                         // 112: tollgate.config.v1.Route
-	(*v1.Org)(nil),                           // 113: tollgate.config.v1.Org
-	(*v1.Team)(nil),                          // 114: tollgate.config.v1.Team
-	(*v1.User)(nil),                          // 115: tollgate.config.v1.User
-	(*v1.ApiKey)(nil),                        // 116: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),                         // 117: tollgate.config.v1.Quota
-	(*v11.SettlementRecord)(nil),             // 118: tollgate.settlement.v1.SettlementRecord
+	(*ListQuotaPeriodsRequest)(nil),          // 80: tollgate.admin.v1.ListQuotaPeriodsRequest
+	(*QuotaPeriod)(nil),                      // 81: tollgate.admin.v1.QuotaPeriod
+	(*ListQuotaPeriodsResponse)(nil),         // 82: tollgate.admin.v1.ListQuotaPeriodsResponse
+	(*GetSnapshotStatusRequest)(nil),         // 83: tollgate.admin.v1.GetSnapshotStatusRequest
+	(*SnapshotProblem)(nil),                  // 84: tollgate.admin.v1.SnapshotProblem
+	(*SnapshotRejection)(nil),                // 85: tollgate.admin.v1.SnapshotRejection
+	(*GetSnapshotStatusResponse)(nil),        // 86: tollgate.admin.v1.GetSnapshotStatusResponse
+	(*PlanPriceCatalogRequest)(nil),          // 87: tollgate.admin.v1.PlanPriceCatalogRequest
+	(*PlanPriceCatalogResponse)(nil),         // 88: tollgate.admin.v1.PlanPriceCatalogResponse
+	(*CatalogPlan)(nil),                      // 89: tollgate.admin.v1.CatalogPlan
+	(*CatalogPlanRule)(nil),                  // 90: tollgate.admin.v1.CatalogPlanRule
+	(*CatalogPlanChange)(nil),                // 91: tollgate.admin.v1.CatalogPlanChange
+	(*CatalogFieldChange)(nil),               // 92: tollgate.admin.v1.CatalogFieldChange
+	(*CatalogPlanUnchanged)(nil),             // 93: tollgate.admin.v1.CatalogPlanUnchanged
+	(*CatalogSkipped)(nil),                   // 94: tollgate.admin.v1.CatalogSkipped
+	(*ApplyPriceCatalogRequest)(nil),         // 95: tollgate.admin.v1.ApplyPriceCatalogRequest
+	(*ApplyPriceCatalogResponse)(nil),        // 96: tollgate.admin.v1.ApplyPriceCatalogResponse
+	(*GetPriceRuleProvenanceRequest)(nil),    // 97: tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	(*GetPriceRuleProvenanceResponse)(nil),   // 98: tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	(*PriceRuleProvenance)(nil),              // 99: tollgate.admin.v1.PriceRuleProvenance
+	(*GetPriceRuleHistoryRequest)(nil),       // 100: tollgate.admin.v1.GetPriceRuleHistoryRequest
+	(*GetPriceRuleHistoryResponse)(nil),      // 101: tollgate.admin.v1.GetPriceRuleHistoryResponse
+	(*PriceRuleVersion)(nil),                 // 102: tollgate.admin.v1.PriceRuleVersion
+	(*RepricePriceRulesRequest)(nil),         // 103: tollgate.admin.v1.RepricePriceRulesRequest
+	(*RepricePriceRulesResponse)(nil),        // 104: tollgate.admin.v1.RepricePriceRulesResponse
+	(*RepriceLine)(nil),                      // 105: tollgate.admin.v1.RepriceLine
+	nil,                                      // 106: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	nil,                                      // 107: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	(*v1.PriceRule)(nil),                     // 108: tollgate.config.v1.PriceRule
+	(*timestamppb.Timestamp)(nil),            // 109: google.protobuf.Timestamp
+	(*v1.ScheduledPriceRule)(nil),            // 110: tollgate.config.v1.ScheduledPriceRule
+	(*v11.TokenCounts)(nil),                  // 111: tollgate.settlement.v1.TokenCounts
+	(*v1.Provider)(nil),                      // 112: tollgate.config.v1.Provider
+	(*v1.Credential)(nil),                    // 113: tollgate.config.v1.Credential
+	(*v1.RoutingRule)(nil),                   // 114: tollgate.config.v1.RoutingRule
+	(*v1.Route)(nil),                         // 115: tollgate.config.v1.Route
+	(*v1.Org)(nil),                           // 116: tollgate.config.v1.Org
+	(*v1.Team)(nil),                          // 117: tollgate.config.v1.Team
+	(*v1.User)(nil),                          // 118: tollgate.config.v1.User
+	(*v1.ApiKey)(nil),                        // 119: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),                         // 120: tollgate.config.v1.Quota
+	(*v11.SettlementRecord)(nil),             // 121: tollgate.settlement.v1.SettlementRecord
 }
 var file_tollgate_admin_v1_admin_proto_depIdxs = []int32{
-	105, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
-	105, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	105, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	106, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	105, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	107, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	105, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	106, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	105, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	107, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	107, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
-	108, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
-	106, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
+	108, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
+	108, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	108, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	109, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	108, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	110, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	108, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	109, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	108, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	110, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	110, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
+	111, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
+	109, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
 	16,  // 13: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
-	109, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
-	109, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	109, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	109, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	109, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	109, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	110, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
-	110, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
-	111, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	111, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
-	111, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	111, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	112, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
-	112, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
-	112, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	112, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	112, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	112, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	113, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	113, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	114, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	114, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	115, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
-	115, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
-	106, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	116, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	117, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	117, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	106, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
-	106, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
-	118, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
+	112, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
+	112, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	112, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	112, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	112, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	112, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	113, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
+	113, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
+	114, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	114, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
+	114, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	114, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	115, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
+	115, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
+	115, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	115, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	115, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	115, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	116, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	116, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	117, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	117, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	118, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
+	118, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
+	109, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	119, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	120, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	120, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	109, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
+	109, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
+	121, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
 	62,  // 45: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
-	105, // 46: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
-	111, // 47: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	105, // 48: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
-	111, // 49: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	107, // 50: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
-	106, // 51: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
+	108, // 46: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
+	114, // 47: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	108, // 48: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
+	114, // 49: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	110, // 50: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
+	109, // 51: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
 	68,  // 52: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
 	68,  // 53: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
-	106, // 54: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
-	76,  // 55: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
-	117, // 56: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	76,  // 57: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
-	106, // 58: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
-	81,  // 59: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
-	82,  // 60: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
-	103, // 61: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	104, // 62: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	106, // 63: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
-	86,  // 64: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
-	106, // 65: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
-	87,  // 66: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
-	88,  // 67: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
-	90,  // 68: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
-	91,  // 69: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
-	105, // 70: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
-	89,  // 71: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
-	105, // 72: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
-	106, // 73: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
-	106, // 74: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
-	96,  // 75: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
-	106, // 76: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
-	99,  // 77: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
-	106, // 78: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
-	106, // 79: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
-	105, // 80: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
-	106, // 81: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
-	106, // 82: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
-	106, // 83: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
-	105, // 84: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
-	106, // 85: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
-	106, // 86: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
-	102, // 87: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
-	0,   // 88: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
-	2,   // 89: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
-	4,   // 90: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
-	6,   // 91: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
-	12,  // 92: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
-	14,  // 93: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
-	17,  // 94: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	19,  // 95: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	21,  // 96: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	23,  // 97: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	25,  // 98: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	27,  // 99: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
-	29,  // 100: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
-	31,  // 101: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
-	33,  // 102: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
-	35,  // 103: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
-	37,  // 104: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
-	39,  // 105: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
-	41,  // 106: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
-	43,  // 107: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
-	45,  // 108: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
-	47,  // 109: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
-	49,  // 110: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
-	51,  // 111: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
-	53,  // 112: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
-	55,  // 113: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
-	57,  // 114: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
-	59,  // 115: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
-	75,  // 116: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
-	78,  // 117: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	61,  // 118: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
-	64,  // 119: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
-	66,  // 120: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
-	69,  // 121: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
-	71,  // 122: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
-	73,  // 123: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
-	80,  // 124: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
-	84,  // 125: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
-	92,  // 126: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
-	94,  // 127: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	97,  // 128: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
-	100, // 129: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
-	8,   // 130: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
-	10,  // 131: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
-	1,   // 132: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
-	3,   // 133: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
-	5,   // 134: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
-	7,   // 135: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
-	13,  // 136: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
-	15,  // 137: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
-	18,  // 138: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	20,  // 139: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	22,  // 140: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	24,  // 141: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	26,  // 142: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	28,  // 143: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
-	30,  // 144: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
-	32,  // 145: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
-	34,  // 146: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
-	36,  // 147: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
-	38,  // 148: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
-	40,  // 149: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
-	42,  // 150: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
-	44,  // 151: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
-	46,  // 152: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
-	48,  // 153: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
-	50,  // 154: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
-	52,  // 155: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
-	54,  // 156: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
-	56,  // 157: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
-	58,  // 158: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
-	60,  // 159: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
-	77,  // 160: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
-	79,  // 161: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	63,  // 162: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
-	65,  // 163: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
-	67,  // 164: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
-	70,  // 165: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
-	72,  // 166: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
-	74,  // 167: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
-	83,  // 168: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
-	85,  // 169: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
-	93,  // 170: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
-	95,  // 171: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	98,  // 172: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
-	101, // 173: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
-	9,   // 174: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
-	11,  // 175: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
-	132, // [132:176] is the sub-list for method output_type
-	88,  // [88:132] is the sub-list for method input_type
-	88,  // [88:88] is the sub-list for extension type_name
-	88,  // [88:88] is the sub-list for extension extendee
-	0,   // [0:88] is the sub-list for field type_name
+	109, // 54: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
+	109, // 55: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
+	109, // 56: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
+	76,  // 57: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
+	120, // 58: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	76,  // 59: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
+	109, // 60: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
+	109, // 61: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
+	81,  // 62: tollgate.admin.v1.ListQuotaPeriodsResponse.items:type_name -> tollgate.admin.v1.QuotaPeriod
+	109, // 63: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
+	84,  // 64: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
+	85,  // 65: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
+	106, // 66: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	107, // 67: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	109, // 68: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
+	89,  // 69: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
+	109, // 70: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
+	90,  // 71: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
+	91,  // 72: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
+	93,  // 73: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
+	94,  // 74: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
+	108, // 75: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
+	92,  // 76: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
+	108, // 77: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
+	109, // 78: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
+	109, // 79: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
+	99,  // 80: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
+	109, // 81: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
+	102, // 82: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
+	109, // 83: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
+	109, // 84: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
+	108, // 85: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
+	109, // 86: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
+	109, // 87: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
+	109, // 88: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
+	108, // 89: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
+	109, // 90: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
+	109, // 91: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
+	105, // 92: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
+	0,   // 93: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
+	2,   // 94: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
+	4,   // 95: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
+	6,   // 96: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
+	12,  // 97: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
+	14,  // 98: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
+	17,  // 99: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	19,  // 100: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	21,  // 101: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	23,  // 102: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	25,  // 103: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	27,  // 104: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
+	29,  // 105: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
+	31,  // 106: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
+	33,  // 107: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
+	35,  // 108: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
+	37,  // 109: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
+	39,  // 110: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
+	41,  // 111: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
+	43,  // 112: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
+	45,  // 113: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
+	47,  // 114: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
+	49,  // 115: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
+	51,  // 116: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
+	53,  // 117: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
+	55,  // 118: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
+	57,  // 119: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
+	59,  // 120: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
+	75,  // 121: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
+	78,  // 122: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	80,  // 123: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
+	61,  // 124: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
+	64,  // 125: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
+	66,  // 126: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
+	69,  // 127: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
+	71,  // 128: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
+	73,  // 129: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
+	83,  // 130: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
+	87,  // 131: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
+	95,  // 132: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
+	97,  // 133: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	100, // 134: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
+	103, // 135: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
+	8,   // 136: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
+	10,  // 137: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
+	1,   // 138: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
+	3,   // 139: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
+	5,   // 140: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
+	7,   // 141: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
+	13,  // 142: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
+	15,  // 143: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
+	18,  // 144: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	20,  // 145: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	22,  // 146: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	24,  // 147: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	26,  // 148: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	28,  // 149: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
+	30,  // 150: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
+	32,  // 151: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
+	34,  // 152: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
+	36,  // 153: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
+	38,  // 154: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
+	40,  // 155: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
+	42,  // 156: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
+	44,  // 157: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
+	46,  // 158: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
+	48,  // 159: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
+	50,  // 160: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
+	52,  // 161: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
+	54,  // 162: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
+	56,  // 163: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
+	58,  // 164: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
+	60,  // 165: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
+	77,  // 166: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
+	79,  // 167: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	82,  // 168: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
+	63,  // 169: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
+	65,  // 170: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
+	67,  // 171: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
+	70,  // 172: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
+	72,  // 173: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
+	74,  // 174: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
+	86,  // 175: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
+	88,  // 176: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
+	96,  // 177: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
+	98,  // 178: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	101, // 179: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
+	104, // 180: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
+	9,   // 181: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
+	11,  // 182: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
+	138, // [138:183] is the sub-list for method output_type
+	93,  // [93:138] is the sub-list for method input_type
+	93,  // [93:93] is the sub-list for extension type_name
+	93,  // [93:93] is the sub-list for extension extendee
+	0,   // [0:93] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_admin_proto_init() }
@@ -6497,13 +6870,14 @@ func file_tollgate_admin_v1_admin_proto_init() {
 	file_tollgate_admin_v1_admin_proto_msgTypes[14].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[59].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[61].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[81].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_admin_proto_rawDesc), len(file_tollgate_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   105,
+			NumMessages:   108,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

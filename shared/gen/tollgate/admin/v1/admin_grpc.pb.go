@@ -52,6 +52,7 @@ const (
 	AdminService_SetQuota_FullMethodName                 = "/tollgate.admin.v1.AdminService/SetQuota"
 	AdminService_AdjustQuota_FullMethodName              = "/tollgate.admin.v1.AdminService/AdjustQuota"
 	AdminService_ListQuotaAdjustments_FullMethodName     = "/tollgate.admin.v1.AdminService/ListQuotaAdjustments"
+	AdminService_ListQuotaPeriods_FullMethodName         = "/tollgate.admin.v1.AdminService/ListQuotaPeriods"
 	AdminService_ListUsages_FullMethodName               = "/tollgate.admin.v1.AdminService/ListUsages"
 	AdminService_Export_FullMethodName                   = "/tollgate.admin.v1.AdminService/Export"
 	AdminService_Import_FullMethodName                   = "/tollgate.admin.v1.AdminService/Import"
@@ -121,6 +122,9 @@ type AdminServiceClient interface {
 	AdjustQuota(ctx context.Context, in *AdjustQuotaRequest, opts ...grpc.CallOption) (*AdjustQuotaResponse, error)
 	// ListQuotaAdjustments lists a scope's adjustments, newest first.
 	ListQuotaAdjustments(ctx context.Context, in *ListQuotaAdjustmentsRequest, opts ...grpc.CallOption) (*ListQuotaAdjustmentsResponse, error)
+	// ListQuotaPeriods lists a periodic quota's periods, newest first: the current one and the closed ones
+	// with their limit, spend, requests and adjustments (docs/budgets.md).
+	ListQuotaPeriods(ctx context.Context, in *ListQuotaPeriodsRequest, opts ...grpc.CallOption) (*ListQuotaPeriodsResponse, error)
 	// Usage rows.
 	ListUsages(ctx context.Context, in *ListUsagesRequest, opts ...grpc.CallOption) (*ListUsagesResponse, error)
 	// Import and export of price and routing rules.
@@ -460,6 +464,16 @@ func (c *adminServiceClient) ListQuotaAdjustments(ctx context.Context, in *ListQ
 	return out, nil
 }
 
+func (c *adminServiceClient) ListQuotaPeriods(ctx context.Context, in *ListQuotaPeriodsRequest, opts ...grpc.CallOption) (*ListQuotaPeriodsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListQuotaPeriodsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListQuotaPeriods_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adminServiceClient) ListUsages(ctx context.Context, in *ListUsagesRequest, opts ...grpc.CallOption) (*ListUsagesResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListUsagesResponse)
@@ -653,6 +667,9 @@ type AdminServiceServer interface {
 	AdjustQuota(context.Context, *AdjustQuotaRequest) (*AdjustQuotaResponse, error)
 	// ListQuotaAdjustments lists a scope's adjustments, newest first.
 	ListQuotaAdjustments(context.Context, *ListQuotaAdjustmentsRequest) (*ListQuotaAdjustmentsResponse, error)
+	// ListQuotaPeriods lists a periodic quota's periods, newest first: the current one and the closed ones
+	// with their limit, spend, requests and adjustments (docs/budgets.md).
+	ListQuotaPeriods(context.Context, *ListQuotaPeriodsRequest) (*ListQuotaPeriodsResponse, error)
 	// Usage rows.
 	ListUsages(context.Context, *ListUsagesRequest) (*ListUsagesResponse, error)
 	// Import and export of price and routing rules.
@@ -781,6 +798,9 @@ func (UnimplementedAdminServiceServer) AdjustQuota(context.Context, *AdjustQuota
 }
 func (UnimplementedAdminServiceServer) ListQuotaAdjustments(context.Context, *ListQuotaAdjustmentsRequest) (*ListQuotaAdjustmentsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListQuotaAdjustments not implemented")
+}
+func (UnimplementedAdminServiceServer) ListQuotaPeriods(context.Context, *ListQuotaPeriodsRequest) (*ListQuotaPeriodsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListQuotaPeriods not implemented")
 }
 func (UnimplementedAdminServiceServer) ListUsages(context.Context, *ListUsagesRequest) (*ListUsagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListUsages not implemented")
@@ -1385,6 +1405,24 @@ func _AdminService_ListQuotaAdjustments_Handler(srv interface{}, ctx context.Con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListQuotaPeriods_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListQuotaPeriodsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListQuotaPeriods(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListQuotaPeriods_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListQuotaPeriods(ctx, req.(*ListQuotaPeriodsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AdminService_ListUsages_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListUsagesRequest)
 	if err := dec(in); err != nil {
@@ -1763,6 +1801,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListQuotaAdjustments",
 			Handler:    _AdminService_ListQuotaAdjustments_Handler,
+		},
+		{
+			MethodName: "ListQuotaPeriods",
+			Handler:    _AdminService_ListQuotaPeriods_Handler,
 		},
 		{
 			MethodName: "ListUsages",

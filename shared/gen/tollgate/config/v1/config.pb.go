@@ -1169,7 +1169,8 @@ func (x *ApiKey) GetExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
-// Quota is the spend limit and running total of one scope ("org", "team" or "user").
+// Quota is the spend limit and running total of one scope ("org", "team", "user" or "key"). For a periodic
+// quota (docs/budgets.md) cost_used is the spend of the period period_id names, not the lifetime total.
 type Quota struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Scope   string                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
@@ -1182,7 +1183,19 @@ type Quota struct {
 	// transaction), never lowered; 0 for a scope never adjusted. A cost_used of a newer epoch replaces the
 	// data plane's mirror even when lower (a credit); one of an older epoch is ignored (docs/settlement.md,
 	// "Adjustment epochs").
-	AdjustEpoch   int64 `protobuf:"varint,5,opt,name=adjust_epoch,json=adjustEpoch,proto3" json:"adjust_epoch,omitempty"`
+	AdjustEpoch int64 `protobuf:"varint,5,opt,name=adjust_epoch,json=adjustEpoch,proto3" json:"adjust_epoch,omitempty"`
+	// "none" (or empty: a lifetime budget), "daily", "weekly" or "monthly" (docs/budgets.md).
+	Period string `protobuf:"bytes,6,opt,name=period,proto3" json:"period,omitempty"`
+	// IANA time zone of the period boundaries; empty means UTC.
+	TimeZone string `protobuf:"bytes,7,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	// The period cost_used belongs to (shared/period.Period.ID): empty for "none".
+	PeriodId string `protobuf:"bytes,8,opt,name=period_id,json=periodId,proto3" json:"period_id,omitempty"`
+	// Start and end of that period; absent for "none".
+	PeriodStart *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=period_start,json=periodStart,proto3" json:"period_start,omitempty"`
+	PeriodEnd   *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=period_end,json=periodEnd,proto3" json:"period_end,omitempty"`
+	// Requests and tokens per minute for the whole scope (team, org, user); 0 means unlimited.
+	RpmLimit      int32 `protobuf:"varint,11,opt,name=rpm_limit,json=rpmLimit,proto3" json:"rpm_limit,omitempty"`
+	TpmLimit      int64 `protobuf:"varint,12,opt,name=tpm_limit,json=tpmLimit,proto3" json:"tpm_limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1248,6 +1261,55 @@ func (x *Quota) GetCostUsed() string {
 func (x *Quota) GetAdjustEpoch() int64 {
 	if x != nil {
 		return x.AdjustEpoch
+	}
+	return 0
+}
+
+func (x *Quota) GetPeriod() string {
+	if x != nil {
+		return x.Period
+	}
+	return ""
+}
+
+func (x *Quota) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *Quota) GetPeriodId() string {
+	if x != nil {
+		return x.PeriodId
+	}
+	return ""
+}
+
+func (x *Quota) GetPeriodStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PeriodStart
+	}
+	return nil
+}
+
+func (x *Quota) GetPeriodEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PeriodEnd
+	}
+	return nil
+}
+
+func (x *Quota) GetRpmLimit() int32 {
+	if x != nil {
+		return x.RpmLimit
+	}
+	return 0
+}
+
+func (x *Quota) GetTpmLimit() int64 {
+	if x != nil {
+		return x.TpmLimit
 	}
 	return 0
 }
@@ -1389,14 +1451,23 @@ const file_tollgate_config_v1_config_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAtB\n" +
 	"\n" +
-	"\b_team_id\"\xab\x01\n" +
+	"\b_team_id\"\xb1\x03\n" +
 	"\x05Quota\x12\x14\n" +
 	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x19\n" +
 	"\bscope_id\x18\x02 \x01(\x03R\ascopeId\x12\"\n" +
 	"\n" +
 	"cost_limit\x18\x03 \x01(\tH\x00R\tcostLimit\x88\x01\x01\x12\x1b\n" +
 	"\tcost_used\x18\x04 \x01(\tR\bcostUsed\x12!\n" +
-	"\fadjust_epoch\x18\x05 \x01(\x03R\vadjustEpochB\r\n" +
+	"\fadjust_epoch\x18\x05 \x01(\x03R\vadjustEpoch\x12\x16\n" +
+	"\x06period\x18\x06 \x01(\tR\x06period\x12\x1b\n" +
+	"\ttime_zone\x18\a \x01(\tR\btimeZone\x12\x1b\n" +
+	"\tperiod_id\x18\b \x01(\tR\bperiodId\x12=\n" +
+	"\fperiod_start\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\vperiodStart\x129\n" +
+	"\n" +
+	"period_end\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tperiodEnd\x12\x1b\n" +
+	"\trpm_limit\x18\v \x01(\x05R\brpmLimit\x12\x1b\n" +
+	"\ttpm_limit\x18\f \x01(\x03R\btpmLimitB\r\n" +
 	"\v_cost_limitBEZCgithub.com/tollgate/tollgate/shared/gen/tollgate/config/v1;configv1b\x06proto3"
 
 var (
@@ -1437,11 +1508,13 @@ var file_tollgate_config_v1_config_proto_depIdxs = []int32{
 	5,  // 5: tollgate.config.v1.Provider.credentials:type_name -> tollgate.config.v1.Credential
 	7,  // 6: tollgate.config.v1.Route.members:type_name -> tollgate.config.v1.RouteMember
 	13, // 7: tollgate.config.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	13, // 8: tollgate.config.v1.Quota.period_start:type_name -> google.protobuf.Timestamp
+	13, // 9: tollgate.config.v1.Quota.period_end:type_name -> google.protobuf.Timestamp
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_config_v1_config_proto_init() }

@@ -215,8 +215,11 @@ type SettlementRecord struct {
 	// The version of price_rule_id the cost was computed with (PriceRule.version); 0 when no rule matched
 	// or the version is unknown.
 	PriceRuleVersion int64 `protobuf:"varint,30,opt,name=price_rule_version,json=priceRuleVersion,proto3" json:"price_rule_version,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// When admission reserved the request's hold (the data plane's clock); it decides the budget period the
+	// cost is charged to (docs/budgets.md, "Periods"). Absent when nothing was reserved: created_at decides.
+	AdmittedAt    *timestamppb.Timestamp `protobuf:"bytes,31,opt,name=admitted_at,json=admittedAt,proto3" json:"admitted_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SettlementRecord) Reset() {
@@ -459,6 +462,13 @@ func (x *SettlementRecord) GetPriceRuleVersion() int64 {
 	return 0
 }
 
+func (x *SettlementRecord) GetAdmittedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AdmittedAt
+	}
+	return nil
+}
+
 // RecordResult says whether a record was stored by this call (false: it was already stored).
 type RecordResult struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -582,7 +592,7 @@ const file_tollgate_settlement_v1_settlement_proto_rawDesc = "" +
 	"\x11cache_creation_5m\x18\x04 \x01(\x03R\x0fcacheCreation5m\x12,\n" +
 	"\x12cache_creation_30m\x18\x05 \x01(\x03R\x10cacheCreation30m\x12*\n" +
 	"\x11cache_creation_1h\x18\x06 \x01(\x03R\x0fcacheCreation1h\x12!\n" +
-	"\fimage_output\x18\a \x01(\x03R\vimageOutput\"\xb5\b\n" +
+	"\fimage_output\x18\a \x01(\x03R\vimageOutput\"\xf2\b\n" +
 	"\x10SettlementRecord\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1c\n" +
@@ -621,7 +631,9 @@ const file_tollgate_settlement_v1_settlement_proto_rawDesc = "" +
 	"\fbilling_flag\x18\x1c \x01(\tR\vbillingFlag\x12\x1f\n" +
 	"\vflag_detail\x18\x1d \x01(\tR\n" +
 	"flagDetail\x12,\n" +
-	"\x12price_rule_version\x18\x1e \x01(\x03R\x10priceRuleVersionB\n" +
+	"\x12price_rule_version\x18\x1e \x01(\x03R\x10priceRuleVersion\x12;\n" +
+	"\vadmitted_at\x18\x1f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"admittedAtB\n" +
 	"\n" +
 	"\b_team_id\"I\n" +
 	"\fRecordResult\x12\x1d\n" +
@@ -660,15 +672,16 @@ var file_tollgate_settlement_v1_settlement_proto_depIdxs = []int32{
 	2, // 0: tollgate.settlement.v1.SettleRequest.records:type_name -> tollgate.settlement.v1.SettlementRecord
 	1, // 1: tollgate.settlement.v1.SettlementRecord.tokens:type_name -> tollgate.settlement.v1.TokenCounts
 	5, // 2: tollgate.settlement.v1.SettlementRecord.created_at:type_name -> google.protobuf.Timestamp
-	3, // 3: tollgate.settlement.v1.SettleResponse.results:type_name -> tollgate.settlement.v1.RecordResult
-	6, // 4: tollgate.settlement.v1.SettleResponse.quotas:type_name -> tollgate.config.v1.Quota
-	0, // 5: tollgate.settlement.v1.SettlementService.Settle:input_type -> tollgate.settlement.v1.SettleRequest
-	4, // 6: tollgate.settlement.v1.SettlementService.Settle:output_type -> tollgate.settlement.v1.SettleResponse
-	6, // [6:7] is the sub-list for method output_type
-	5, // [5:6] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	5, // 3: tollgate.settlement.v1.SettlementRecord.admitted_at:type_name -> google.protobuf.Timestamp
+	3, // 4: tollgate.settlement.v1.SettleResponse.results:type_name -> tollgate.settlement.v1.RecordResult
+	6, // 5: tollgate.settlement.v1.SettleResponse.quotas:type_name -> tollgate.config.v1.Quota
+	0, // 6: tollgate.settlement.v1.SettlementService.Settle:input_type -> tollgate.settlement.v1.SettleRequest
+	4, // 7: tollgate.settlement.v1.SettlementService.Settle:output_type -> tollgate.settlement.v1.SettleResponse
+	7, // [7:8] is the sub-list for method output_type
+	6, // [6:7] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_settlement_v1_settlement_proto_init() }
