@@ -2431,16 +2431,17 @@ func (x *CreateUserResponse) GetUser() *v1.User {
 }
 
 type CreateApiKeyRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	UserId        int64                  `protobuf:"varint,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	AllowedModels []string               `protobuf:"bytes,3,rep,name=allowed_models,json=allowedModels,proto3" json:"allowed_models,omitempty"`
-	RpmLimit      int32                  `protobuf:"varint,4,opt,name=rpm_limit,json=rpmLimit,proto3" json:"rpm_limit,omitempty"`
-	TpmLimit      int64                  `protobuf:"varint,5,opt,name=tpm_limit,json=tpmLimit,proto3" json:"tpm_limit,omitempty"`
-	Enabled       bool                   `protobuf:"varint,6,opt,name=enabled,proto3" json:"enabled,omitempty"`
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state                 protoimpl.MessageState `protogen:"open.v1"`
+	UserId                int64                  `protobuf:"varint,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	Name                  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	AllowedModels         []string               `protobuf:"bytes,3,rep,name=allowed_models,json=allowedModels,proto3" json:"allowed_models,omitempty"`
+	RpmLimit              int32                  `protobuf:"varint,4,opt,name=rpm_limit,json=rpmLimit,proto3" json:"rpm_limit,omitempty"`
+	TpmLimit              int64                  `protobuf:"varint,5,opt,name=tpm_limit,json=tpmLimit,proto3" json:"tpm_limit,omitempty"`
+	Enabled               bool                   `protobuf:"varint,6,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	ExpiresAt             *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	AllowDirectAddressing bool                   `protobuf:"varint,8,opt,name=allow_direct_addressing,json=allowDirectAddressing,proto3" json:"allow_direct_addressing,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *CreateApiKeyRequest) Reset() {
@@ -2520,6 +2521,13 @@ func (x *CreateApiKeyRequest) GetExpiresAt() *timestamppb.Timestamp {
 		return x.ExpiresAt
 	}
 	return nil
+}
+
+func (x *CreateApiKeyRequest) GetAllowDirectAddressing() bool {
+	if x != nil {
+		return x.AllowDirectAddressing
+	}
+	return false
 }
 
 type CreateApiKeyResponse struct {
@@ -8384,7 +8392,7 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x11CreateUserRequest\x12,\n" +
 	"\x04user\x18\x01 \x01(\v2\x18.tollgate.config.v1.UserR\x04user\"B\n" +
 	"\x12CreateUserResponse\x12,\n" +
-	"\x04user\x18\x01 \x01(\v2\x18.tollgate.config.v1.UserR\x04user\"\xf8\x01\n" +
+	"\x04user\x18\x01 \x01(\v2\x18.tollgate.config.v1.UserR\x04user\"\xb0\x02\n" +
 	"\x13CreateApiKeyRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\x03R\x06userId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
@@ -8393,7 +8401,8 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\ttpm_limit\x18\x05 \x01(\x03R\btpmLimit\x12\x18\n" +
 	"\aenabled\x18\x06 \x01(\bR\aenabled\x129\n" +
 	"\n" +
-	"expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"]\n" +
+	"expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x126\n" +
+	"\x17allow_direct_addressing\x18\b \x01(\bR\x15allowDirectAddressing\"]\n" +
 	"\x14CreateApiKeyResponse\x123\n" +
 	"\aapi_key\x18\x01 \x01(\v2\x1a.tollgate.config.v1.ApiKeyR\x06apiKey\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\"B\n" +
