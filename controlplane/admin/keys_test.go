@@ -329,3 +329,22 @@ func (b *testBundle) viewerToken(t *testing.T) string {
 	b.must(t, http.StatusCreated, "POST", "/admin/admin-tokens", map[string]any{"name": "viewer", "role": "viewer"}, &tok)
 	return tok.Token
 }
+
+// TestAPIKeyHashesStayDisjoint: a hash is never one key's current and another's previous hash (a snapshot
+// carrying both would not compile).
+func TestAPIKeyHashesStayDisjoint(t *testing.T) {
+	b := setup(t)
+	_, _, user := b.tenants(t, "acme")
+	k1, k2 := b.newKey(t, user, "a"), b.newKey(t, user, "b")
+	b.must(t, http.StatusOK, "POST", fmt.Sprintf("/admin/api-keys/%d/rotate", k1.ID), map[string]any{"grace_seconds": 600}, nil)
+	ctx := context.Background()
+	if _, err := b.db.Pool.Exec(ctx, `UPDATE api_keys SET key_hash = (SELECT previous_key_hash FROM api_keys WHERE id = $1) WHERE id = $2`,
+		k1.ID, k2.ID); err == nil {
+		t.Fatal("a key took another key's previous hash")
+	}
+	if _, err := b.db.Pool.Exec(ctx, `UPDATE api_keys SET previous_key_hash = (SELECT key_hash FROM api_keys WHERE id = $1),
+		previous_expires_at = now() + interval '1 hour' WHERE id = $2`, k2.ID, k1.ID); err == nil {
+		t.Fatal("a key's previous hash took another key's current hash")
+	}
+	b.compiled(t) // still compiles
+}

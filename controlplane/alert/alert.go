@@ -86,7 +86,9 @@ func (o *Options) defaults() {
 		o.Batch = 32
 	}
 	if o.Client == nil {
-		o.Client = &http.Client{Timeout: o.Timeout}
+		// A redirect is an answer, not a success: the receiver's URL is what the operator registered.
+		o.Client = &http.Client{Timeout: o.Timeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	if o.Now == nil {
 		o.Now = time.Now
