@@ -159,6 +159,33 @@ type APIKeyPatch struct {
 	AllowDirectAddressing *bool        `json:"allow_direct_addressing"`
 }
 
+// apply returns k with the patch's fields, and the problems of the result (the snapshot compiler's key
+// check), nil when it is valid.
+func (p APIKeyPatch) apply(k store.APIKey) (store.APIKey, []Detail) {
+	if p.Name != nil {
+		k.Name = *p.Name
+	}
+	if p.Enabled != nil {
+		k.Enabled = *p.Enabled
+	}
+	if p.AllowedModels != nil {
+		k.AllowedModels = *p.AllowedModels
+	}
+	if p.RPMLimit != nil {
+		k.RPMLimit = *p.RPMLimit
+	}
+	if p.TPMLimit != nil {
+		k.TPMLimit = *p.TPMLimit
+	}
+	if p.ExpiresAt.Set {
+		k.ExpiresAt = p.ExpiresAt.Value
+	}
+	if p.AllowDirectAddressing != nil {
+		k.AllowDirectAddressing = *p.AllowDirectAddressing
+	}
+	return k, checkKeyFields(k.RPMLimit, k.TPMLimit, k.AllowedModels)
+}
+
 // UpdateAPIKey applies a patch to key id in one transaction (the row is locked while it is read and
 // written, so two concurrent patches of different fields both land).
 func (s *Service) UpdateAPIKey(ctx context.Context, id int64, p APIKeyPatch) (store.APIKey, error) {
@@ -174,28 +201,8 @@ func (s *Service) UpdateAPIKey(ctx context.Context, id int64, p APIKeyPatch) (st
 		if err != nil {
 			return err
 		}
-		if p.Name != nil {
-			k.Name = *p.Name
-		}
-		if p.Enabled != nil {
-			k.Enabled = *p.Enabled
-		}
-		if p.AllowedModels != nil {
-			k.AllowedModels = *p.AllowedModels
-		}
-		if p.RPMLimit != nil {
-			k.RPMLimit = *p.RPMLimit
-		}
-		if p.TPMLimit != nil {
-			k.TPMLimit = *p.TPMLimit
-		}
-		if p.ExpiresAt.Set {
-			k.ExpiresAt = p.ExpiresAt.Value
-		}
-		if p.AllowDirectAddressing != nil {
-			k.AllowDirectAddressing = *p.AllowDirectAddressing
-		}
-		if details := checkKeyFields(k.RPMLimit, k.TPMLimit, k.AllowedModels); details != nil {
+		k, details := p.apply(k)
+		if details != nil {
 			return invalidFields("invalid api key", details...)
 		}
 		out, err = store.UpdateAPIKey(ctx, tx, k)
