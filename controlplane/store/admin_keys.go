@@ -115,14 +115,15 @@ func RotateAPIKey(ctx context.Context, db DBTX, id int64, hash []byte, prefix st
 	return out, nil
 }
 
-// DeleteAPIKey deletes a key; ErrNotFound when absent. Usage rows keep its id (they have no foreign key).
-func DeleteAPIKey(ctx context.Context, db DBTX, id int64) error {
-	tag, err := db.Exec(ctx, `DELETE FROM api_keys WHERE id = $1`, id)
+// DeleteAPIKey deletes a key and the budget of its own scope ("key", when quotas have one); ErrNotFound
+// when absent. Usage rows keep its id (they have no foreign key). Run it in a transaction.
+func DeleteAPIKey(ctx context.Context, tx DBTX, id int64) error {
+	tag, err := tx.Exec(ctx, `DELETE FROM api_keys WHERE id = $1`, id)
 	if err != nil {
 		return fmt.Errorf("delete api key %d: %w", id, interpretError(err))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("delete api key %d: %w", id, ErrNotFound)
 	}
-	return nil
+	return dropScopeBudget(ctx, tx, "key", id)
 }

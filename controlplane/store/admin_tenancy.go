@@ -257,9 +257,16 @@ func dropScopeBudget(ctx context.Context, db DBTX, scope string, id int64) error
 	return nil
 }
 
-// DeleteUser deletes a user with its API keys (revoked by the next snapshot) and its quota; usage rows
-// keep its id. Run it in a transaction. ErrNotFound when absent.
+// DeleteUser deletes a user with its API keys (revoked by the next snapshot; their own "key" budgets, when
+// quotas have that scope, go too) and its quota; usage rows keep its id. Run it in a transaction.
+// ErrNotFound when absent.
 func DeleteUser(ctx context.Context, tx DBTX, id int64) error {
+	for _, table := range []string{"quotas", "quota_alerts"} {
+		if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE scope = 'key'
+			AND scope_id IN (SELECT k.id FROM api_keys k WHERE k.user_id = $1)`, id); err != nil {
+			return fmt.Errorf("delete key budgets of user %d: %w", id, interpretError(err))
+		}
+	}
 	tag, err := tx.Exec(ctx, `DELETE FROM users WHERE id = $1`, id)
 	if err != nil {
 		return fmt.Errorf("delete user %d: %w", id, interpretError(err))
