@@ -189,7 +189,11 @@ func TestAPIKeyUpdateDeleteAndSnapshot(t *testing.T) {
 		k.ID, user); err != nil {
 		t.Fatal(err)
 	}
+	rev := b.revision(t)
 	b.must(t, http.StatusNoContent, "DELETE", fmt.Sprintf("/admin/api-keys/%d", k.ID), nil, nil)
+	if b.revision(t) <= rev {
+		t.Fatal("deleting a key did not bump the configuration revision (no snapshot would be published)")
+	}
 	c := b.compiled(t)
 	if c.LookupKey(k.Key) != nil {
 		t.Fatal("a deleted key is still in the snapshot")
