@@ -38,6 +38,8 @@ var grpcReadMethods = map[string]bool{
 	"ListAdminTokens": true, "ListQuotaAdjustments": true, "GetSnapshotStatus": true, "ListQuotaPeriods": true,
 	"GetPriceRuleProvenance": true, "GetPriceRuleHistory": true, "RepricePriceRules": true,
 	"ListScheduledPriceRules": true,
+	"ListApiKeys": true, "GetApiKey": true, "ListOrgs": true, "ListTeams": true, "ListUsers": true, "GetModelPolicy": true,
+	"ListUnpricedModels": true, "GetQuotaAlerts": true, "ListWebhookEndpoints": true, "ListAlertEvents": true,
 }
 
 // grpcCodes maps error codes to gRPC codes; used only here, at the gRPC boundary.
@@ -658,7 +660,7 @@ func (g *grpcServer) CreateUser(ctx context.Context, req *adminv1.CreateUserRequ
 func (g *grpcServer) CreateApiKey(ctx context.Context, req *adminv1.CreateApiKeyRequest) (*adminv1.CreateApiKeyResponse, error) {
 	enabled := req.GetEnabled()
 	in := APIKeyInput{UserID: req.GetUserId(), Name: req.GetName(), AllowedModels: req.GetAllowedModels(),
-		RPMLimit: req.GetRpmLimit(), TPMLimit: req.GetTpmLimit(), Enabled: &enabled}
+		RPMLimit: req.GetRpmLimit(), TPMLimit: req.GetTpmLimit(), Enabled: &enabled, AllowDirectAddressing: req.GetAllowDirectAddressing()}
 	if req.ExpiresAt != nil {
 		t := req.ExpiresAt.AsTime()
 		in.ExpiresAt = &t
@@ -667,12 +669,7 @@ func (g *grpcServer) CreateApiKey(ctx context.Context, req *adminv1.CreateApiKey
 	if err != nil {
 		return nil, g.err(ctx, err)
 	}
-	pk := &configv1.ApiKey{Id: k.ID, UserId: k.UserID, OrgId: k.OrgID, TeamId: k.TeamID, Name: k.Name, Prefix: k.Prefix,
-		AllowedModels: k.AllowedModels, RpmLimit: k.RPMLimit, TpmLimit: k.TPMLimit, Enabled: k.Enabled}
-	if k.ExpiresAt != nil {
-		pk.ExpiresAt = timestamppb.New(*k.ExpiresAt)
-	}
-	return &adminv1.CreateApiKeyResponse{ApiKey: pk, Key: k.Key}, nil
+	return &adminv1.CreateApiKeyResponse{ApiKey: apiKeyToProto(k.APIKey), Key: k.Key}, nil
 }
 
 func (g *grpcServer) GetQuota(ctx context.Context, req *adminv1.GetQuotaRequest) (*adminv1.GetQuotaResponse, error) {

@@ -302,6 +302,10 @@ func RegisterHTTP(mux *http.ServeMux, s *Service) {
 		return http.StatusCreated, out, err
 	})
 
+	// Key lifecycle, tenants, model policy (tenancy_rest.go); budget alerts (alerts_rest.go).
+	registerTenancyHTTP(mux, s)
+	registerAlertsHTTP(mux, s)
+
 	// Quotas and usage.
 	h("GET /admin/quotas/{scope}/{id}", read, func(r *http.Request) (int, any, error) {
 		id, err := pathID(r, "id")

@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"time"
@@ -235,64 +234,192 @@ func (s *Service) CreateUser(ctx context.Context, in store.User) (store.User, er
 	return u, storeError(err, "user")
 }
 
-// APIKeyInput creates a data-plane key. enabled defaults to true.
-type APIKeyInput struct {
-	UserID        int64      `json:"user_id"`
-	Name          string     `json:"name"`
-	AllowedModels []string   `json:"allowed_models"`
-	RPMLimit      int32      `json:"rpm_limit"`
-	TPMLimit      int64      `json:"tpm_limit"`
-	Enabled       *bool      `json:"enabled"`
-	ExpiresAt     *time.Time `json:"expires_at"`
+// TenantQuery filters ListTeams and ListUsers.
+type TenantQuery struct {
+	OrgID, TeamID *int64
+	Limit         int
+	Cursor        string
 }
 
-// CreatedAPIKey is a new key with the full key shown this once.
-type CreatedAPIKey struct {
-	store.APIKey
-	Key string `json:"key"`
+func tenantPage(q TenantQuery) (store.TenantFilter, error) {
+	limit, err := pageLimit(q.Limit)
+	if err != nil {
+		return store.TenantFilter{}, err
+	}
+	after, err := decodeCursor(q.Cursor)
+	if err != nil {
+		return store.TenantFilter{}, err
+	}
+	return store.TenantFilter{OrgID: q.OrgID, TeamID: q.TeamID, AfterID: after, Limit: limit}, nil
 }
 
-// CreateAPIKey creates a key "tg-" + 40 url-safe random characters; only its sha256 and its first
-// 10 characters (the prefix shown to humans) are stored. The full key is answered once.
-func (s *Service) CreateAPIKey(ctx context.Context, in APIKeyInput) (CreatedAPIKey, error) {
+// ListOrgs lists orgs in id order.
+func (s *Service) ListOrgs(ctx context.Context, limit int, cursor string) (Page[store.Org], error) {
+	f, err := tenantPage(TenantQuery{Limit: limit, Cursor: cursor})
+	if err != nil {
+		return Page[store.Org]{}, err
+	}
+	os, err := store.ListOrgs(ctx, s.pool, f.AfterID, f.Limit)
+	if err != nil {
+		return Page[store.Org]{}, storeError(err, "orgs")
+	}
+	return page(os, f.Limit, func(o store.Org) int64 { return o.ID }), nil
+}
+
+// ListTeams lists teams in id order, optionally of one org.
+func (s *Service) ListTeams(ctx context.Context, q TenantQuery) (Page[store.Team], error) {
+	f, err := tenantPage(q)
+	if err != nil {
+		return Page[store.Team]{}, err
+	}
+	ts, err := store.ListTeams(ctx, s.pool, f)
+	if err != nil {
+		return Page[store.Team]{}, storeError(err, "teams")
+	}
+	return page(ts, f.Limit, func(t store.Team) int64 { return t.ID }), nil
+}
+
+// ListUsers lists users in id order, optionally of one org and one team.
+func (s *Service) ListUsers(ctx context.Context, q TenantQuery) (Page[store.User], error) {
+	f, err := tenantPage(q)
+	if err != nil {
+		return Page[store.User]{}, err
+	}
+	us, err := store.ListUsers(ctx, s.pool, f)
+	if err != nil {
+		return Page[store.User]{}, storeError(err, "users")
+	}
+	return page(us, f.Limit, func(u store.User) int64 { return u.ID }), nil
+}
+
+// UpdateOrg renames org id.
+func (s *Service) UpdateOrg(ctx context.Context, id int64, in store.Org) (store.Org, error) {
+	if err := checkID(id, "id"); err != nil {
+		return store.Org{}, err
+	}
 	var details []Detail
-	if in.UserID <= 0 {
-		details = append(details, field("user_id", "must be a positive user id, got %d", in.UserID))
+	if in.ID != 0 && in.ID != id {
+		details = append(details, field("id", "body id %d does not match path id %d", in.ID, id))
 	}
-	if in.RPMLimit < 0 {
-		details = append(details, field("rpm_limit", "must not be negative (0 = unlimited), got %d", in.RPMLimit))
-	}
-	if in.TPMLimit < 0 {
-		details = append(details, field("tpm_limit", "must not be negative (0 = unlimited), got %d", in.TPMLimit))
-	}
-	for i, m := range in.AllowedModels {
-		if m == "" {
-			details = append(details, field(fmt.Sprintf("allowed_models[%d]", i), "must not be empty"))
-		}
-	}
-	if details == nil {
-		// The snapshot compiler's own check (rate limits a browser and the data plane carry).
-		details = elementDetails(snapshot.CheckAPIKey(&configv1.ApiKey{Id: serverID, KeyHash: make([]byte, sha256.Size),
-			RpmLimit: in.RPMLimit, TpmLimit: in.TPMLimit}))
+	if in.Name == "" {
+		details = append(details, field("name", "required"))
 	}
 	if details != nil {
-		return CreatedAPIKey{}, invalidFields("invalid api key", details...)
+		return store.Org{}, invalidFields("invalid org", details...)
 	}
-	key, err := newToken(APIKeyPrefix)
-	if err != nil {
-		return CreatedAPIKey{}, err
+	in.ID = id
+	o, err := store.UpdateOrg(ctx, s.pool, in)
+	return o, storeError(err, fmt.Sprintf("org %d", id))
+}
+
+// UpdateTeam renames team id; its org cannot change (a team's spend history stays with its org).
+func (s *Service) UpdateTeam(ctx context.Context, id int64, in store.Team) (store.Team, error) {
+	if err := checkID(id, "id"); err != nil {
+		return store.Team{}, err
 	}
-	sum := sha256.Sum256([]byte(key))
-	k, err := store.InsertAPIKey(ctx, s.pool, store.APIKey{UserID: in.UserID, Name: in.Name, Prefix: key[:apiKeyShown],
-		AllowedModels: in.AllowedModels, RPMLimit: in.RPMLimit, TPMLimit: in.TPMLimit,
-		Enabled: in.Enabled == nil || *in.Enabled, ExpiresAt: in.ExpiresAt}, sum[:])
-	if errors.Is(err, store.ErrReference) {
-		return CreatedAPIKey{}, invalidFields("invalid api key", field("user_id", "user %d does not exist", in.UserID))
+	var out store.Team
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		cur, err := store.GetTeam(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		var details []Detail
+		if in.ID != 0 && in.ID != id {
+			details = append(details, field("id", "body id %d does not match path id %d", in.ID, id))
+		}
+		if in.OrgID != 0 && in.OrgID != cur.OrgID {
+			details = append(details, field("org_id", "a team cannot move to another org (team %d is in org %d)", id, cur.OrgID))
+		}
+		if in.Name == "" {
+			details = append(details, field("name", "required"))
+		}
+		if details != nil {
+			return invalidFields("invalid team", details...)
+		}
+		in.ID = id
+		out, err = store.UpdateTeam(ctx, tx, in)
+		return err
+	})
+	return out, storeError(err, fmt.Sprintf("team %d", id))
+}
+
+// UpdateUser changes user id's name, email and team (null: none); its org cannot change. A new team
+// applies to spend from the next snapshot on: usage already settled stays charged where it was.
+func (s *Service) UpdateUser(ctx context.Context, id int64, in store.User) (store.User, error) {
+	if err := checkID(id, "id"); err != nil {
+		return store.User{}, err
 	}
-	if err != nil {
-		return CreatedAPIKey{}, storeError(err, "api key")
+	var out store.User
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		cur, err := store.GetUser(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		var details []Detail
+		if in.ID != 0 && in.ID != id {
+			details = append(details, field("id", "body id %d does not match path id %d", in.ID, id))
+		}
+		if in.OrgID != 0 && in.OrgID != cur.OrgID {
+			details = append(details, field("org_id", "a user cannot move to another org (user %d is in org %d)", id, cur.OrgID))
+		}
+		if in.TeamID != nil && *in.TeamID <= 0 {
+			details = append(details, field("team_id", "must be a positive team id or null, got %d", *in.TeamID))
+		}
+		if in.Name == "" {
+			details = append(details, field("name", "required"))
+		}
+		if details != nil {
+			return invalidFields("invalid user", details...)
+		}
+		in.ID = id
+		out, err = store.UpdateUser(ctx, tx, in)
+		if errors.Is(err, store.ErrReference) {
+			return invalidFields("invalid user", field("team_id", "team %d does not exist in org %d", *in.TeamID, cur.OrgID))
+		}
+		return err
+	})
+	return out, storeError(err, fmt.Sprintf("user %d", id))
+}
+
+// DeleteUser deletes a user, its API keys (revoked by the next snapshot) and its quota; its usage rows,
+// adjustments and alert events stay.
+func (s *Service) DeleteUser(ctx context.Context, id int64) error {
+	if err := checkID(id, "id"); err != nil {
+		return err
 	}
-	return CreatedAPIKey{APIKey: k, Key: key}, nil
+	return storeError(s.inTx(ctx, func(tx pgx.Tx) error { return store.DeleteUser(ctx, tx, id) }), fmt.Sprintf("user %d", id))
+}
+
+// DeleteTeam deletes a team and its quota; its users stay in the org without a team, their keys keep
+// working (charged to user and org only). Usage rows keep the team's id.
+func (s *Service) DeleteTeam(ctx context.Context, id int64) error {
+	if err := checkID(id, "id"); err != nil {
+		return err
+	}
+	return storeError(s.inTx(ctx, func(tx pgx.Tx) error { return store.DeleteTeam(ctx, tx, id) }), fmt.Sprintf("team %d", id))
+}
+
+// DeleteOrg deletes an org that has no teams and no users left (409 in_use otherwise: delete or move them
+// first), and its quota. Usage rows keep the org's id.
+func (s *Service) DeleteOrg(ctx context.Context, id int64) error {
+	if err := checkID(id, "id"); err != nil {
+		return err
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM orgs WHERE id = $1 FOR UPDATE`, id); err != nil {
+			return fmt.Errorf("lock org %d: %w", id, err)
+		}
+		teams, users, err := store.OrgMembers(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if teams+users > 0 {
+			return &Error{Code: CodeInUse, Message: fmt.Sprintf("org %d still has %d teams and %d users; delete them first", id, teams, users),
+				Details: []Detail{{Resource: "org", ID: id, Message: fmt.Sprintf("%d teams, %d users", teams, users)}}}
+		}
+		return store.DeleteOrg(ctx, tx, id)
+	})
+	return storeError(err, fmt.Sprintf("org %d", id))
 }
 
 // UsageQuery filters usage rows; see store.UsageFilter.

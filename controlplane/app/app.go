@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc/tap"
 
 	"github.com/tollgate/tollgate/controlplane/admin"
+	"github.com/tollgate/tollgate/controlplane/alert"
 	"github.com/tollgate/tollgate/controlplane/config"
 	"github.com/tollgate/tollgate/controlplane/console"
 	"github.com/tollgate/tollgate/controlplane/pricesched"
@@ -127,6 +128,8 @@ type Server struct {
 	Snapshots *snapshotbuild.Builder
 	// PriceSchedule writes scheduled price rule versions when they come due (run by Run).
 	PriceSchedule *pricesched.Applier
+	// Alerts evaluates budget thresholds and delivers their webhooks (run by Run).
+	Alerts *alert.Runner
 
 	httpLn, grpcLn net.Listener
 	health         *health.Server
@@ -235,6 +238,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 
 	adminSvc.SetSnapshotStatus(s.Snapshots.Status)
 	s.PriceSchedule = &pricesched.Applier{DB: pool, Q: pool, Log: log}
+	s.Alerts = alert.New(pool, adminBox, log, alert.Options{})
 	s.drain = process.NewDrain(cfg.DrainDelay)
 	process.HealthHandlers(s.Mux, s.drain.Ready(func(ctx context.Context) (map[string]any, error) {
 		if err := pool.Ping(ctx); err != nil {
@@ -319,9 +323,16 @@ func (s *Server) Run(ctx context.Context) error {
 		Serve: func() error { return s.PriceSchedule.Run(schedCtx) },
 		Stop:  func(context.Context) error { stopSched(); return nil },
 	}
+	alertCtx, stopAlerts := context.WithCancel(ctx)
+	defer stopAlerts()
+	alerts := process.Server{
+		Name:  "alerts",
+		Serve: func() error { return s.Alerts.Run(alertCtx) },
+		Stop:  func(context.Context) error { stopAlerts(); return nil },
+	}
 	s.Log.Info("control plane listening", "http", s.HTTPAddr(), "grpc", s.GRPCAddr())
 	// grpc first: its Drain (health NOT_SERVING) runs before the drain's wait, its Stop ends Watch streams.
 	return process.Run(ctx, s.Log, s.Config.ShutdownTimeout,
-		[]process.Server{grpcSrv, s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.httpLn), snapshots, priceSchedule},
+		[]process.Server{grpcSrv, s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.httpLn), snapshots, priceSchedule, alerts},
 		func(context.Context) error { s.Pool.Close(); return nil })
 }

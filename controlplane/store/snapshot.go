@@ -59,7 +59,9 @@ func (e *SnapshotDataError) Unwrap() error { return e.Err }
 //   - enabled routing rules of enabled providers, by provider, sort_order, id;
 //   - enabled providers with their enabled credentials, secrets decrypted;
 //   - enabled routes with their aliases and their enabled members on enabled providers;
-//   - enabled, unexpired API keys with the owning user's org and team;
+//   - the gateway's model policy, and each provider's effective unpriced policy;
+//   - enabled, unexpired API keys with the owning user's org and team, and a rotated key's previous hash
+//     while its grace period runs;
 //   - every quota with its limit and the cost_used at read time.
 //
 // BuiltAt is left unset; the caller stamps it when it publishes. Rows come in id order, so two reads of
@@ -100,7 +102,10 @@ func readSnapshot(ctx context.Context, db TxBeginner, secrets SecretOpener) (*sn
 	if snap.RoutingRules, err = snapRoutingRules(ctx, tx); err != nil {
 		return snap, err
 	}
-	if snap.Providers, err = snapProviders(ctx, tx, secrets); err != nil {
+	if snap.ModelPolicy, err = GetModelPolicy(ctx, tx); err != nil {
+		return snap, err
+	}
+	if snap.Providers, err = snapProviders(ctx, tx, secrets, snap.ModelPolicy.GetUnpricedPolicy()); err != nil {
 		return snap, err
 	}
 	if snap.Routes, err = snapRoutes(ctx, tx); err != nil {
@@ -298,10 +303,12 @@ func snapRoutingRules(ctx context.Context, tx pgx.Tx) ([]*configv1.RoutingRule, 
 	return out, nil
 }
 
-func snapProviders(ctx context.Context, tx pgx.Tx, secrets SecretOpener) ([]*configv1.Provider, error) {
+// snapProviders reads the enabled providers, each with its effective unpriced policy (its own, else
+// unpricedDefault).
+func snapProviders(ctx context.Context, tx pgx.Tx, secrets SecretOpener, unpricedDefault string) ([]*configv1.Provider, error) {
 	rows, err := tx.Query(ctx, `
-		SELECT id, name, channel_type, base_url, settings::text
-		  FROM providers WHERE enabled ORDER BY id`)
+		SELECT id, name, channel_type, base_url, settings::text, COALESCE(unpriced_policy, $1)
+		  FROM providers WHERE enabled ORDER BY id`, unpricedDefault)
 	if err != nil {
 		return nil, fmt.Errorf("providers: %w", interpretError(err))
 	}
@@ -309,7 +316,7 @@ func snapProviders(ctx context.Context, tx pgx.Tx, secrets SecretOpener) ([]*con
 	byID := map[int64]*configv1.Provider{}
 	for rows.Next() {
 		p := &configv1.Provider{Enabled: true}
-		if err := rows.Scan(&p.Id, &p.Name, &p.ChannelType, &p.BaseUrl, &p.SettingsJson); err != nil {
+		if err := rows.Scan(&p.Id, &p.Name, &p.ChannelType, &p.BaseUrl, &p.SettingsJson, &p.UnpricedPolicy); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("providers: scan: %w", interpretError(err))
 		}
@@ -409,7 +416,10 @@ func snapRoutes(ctx context.Context, tx pgx.Tx) ([]*configv1.Route, error) {
 func snapAPIKeys(ctx context.Context, tx pgx.Tx) ([]*configv1.ApiKey, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT k.id, k.user_id, u.org_id, u.team_id, k.name, k.prefix, k.key_hash, k.allowed_models,
-		       k.rpm_limit, k.tpm_limit, k.expires_at
+		       k.rpm_limit, k.tpm_limit, k.expires_at, k.allow_direct_addressing,
+		       CASE WHEN k.previous_expires_at > now() THEN k.previous_key_hash END,
+		       CASE WHEN k.previous_expires_at > now() THEN k.previous_prefix END,
+		       CASE WHEN k.previous_expires_at > now() THEN k.previous_expires_at END
 		  FROM api_keys k JOIN users u ON u.id = k.user_id
 		 WHERE k.enabled AND (k.expires_at IS NULL OR k.expires_at > now())`)
 	if err != nil {
@@ -419,9 +429,11 @@ func snapAPIKeys(ctx context.Context, tx pgx.Tx) ([]*configv1.ApiKey, error) {
 	var out []*configv1.ApiKey
 	for rows.Next() {
 		k := &configv1.ApiKey{Enabled: true}
-		var expires *time.Time
+		var expires, prevExpires *time.Time
+		var prevPrefix *string
 		if err := rows.Scan(&k.Id, &k.UserId, &k.OrgId, &k.TeamId, &k.Name, &k.Prefix, &k.KeyHash,
-			&k.AllowedModels, &k.RpmLimit, &k.TpmLimit, &expires); err != nil {
+			&k.AllowedModels, &k.RpmLimit, &k.TpmLimit, &expires, &k.AllowDirectAddressing,
+			&k.PreviousKeyHash, &prevPrefix, &prevExpires); err != nil {
 			return nil, fmt.Errorf("api keys: scan: %w", interpretError(err))
 		}
 		if len(k.AllowedModels) == 0 {
@@ -429,6 +441,9 @@ func snapAPIKeys(ctx context.Context, tx pgx.Tx) ([]*configv1.ApiKey, error) {
 		}
 		if expires != nil {
 			k.ExpiresAt = snapTime(*expires)
+		}
+		if prevExpires != nil && prevPrefix != nil {
+			k.PreviousExpiresAt, k.PreviousPrefix = snapTime(*prevExpires), *prevPrefix
 		}
 		out = append(out, k)
 	}

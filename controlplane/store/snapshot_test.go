@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/tollgate/tollgate/controlplane/secret"
 	"github.com/tollgate/tollgate/controlplane/store"
@@ -93,6 +94,14 @@ func seedSnapshotState(t *testing.T, pool *pgxpool.Pool, box *secret.Box) *snaps
 			hash("k1"), hash("k2"), hash("k3"), hash("k4"))
 		snapTestExec(t, tx, `INSERT INTO quotas (scope, scope_id, cost_limit, cost_used) VALUES
 			('org', 1, 100.50, 3.000001), ('user', 2, NULL, 0)`)
+		// Key 1 was rotated with a grace period still running, key 2 with one already over; key 1 may use
+		// direct addressing, which the gateway turns off; provider 1 refuses unpriced models by itself.
+		snapTestExec(t, tx, `UPDATE api_keys SET previous_key_hash = $1, previous_prefix = 'tg-old',
+			previous_expires_at = '2999-06-01T00:00:00Z', allow_direct_addressing = true WHERE id = 1`, hash("k1-old"))
+		snapTestExec(t, tx, `UPDATE api_keys SET previous_key_hash = $1, previous_prefix = 'tg-gone',
+			previous_expires_at = now() - interval '1 second' WHERE id = 2`, hash("k2-old"))
+		snapTestExec(t, tx, `UPDATE gateway_settings SET direct_addressing = false`)
+		snapTestExec(t, tx, `UPDATE providers SET unpriced_policy = 'deny' WHERE id = 1`)
 		return nil
 	})
 	if err != nil {
@@ -119,8 +128,9 @@ func seedSnapshotState(t *testing.T, pool *pgxpool.Pool, box *secret.Box) *snaps
 			{Id: 1, ProviderId: 1, Operation: "generate_content", Kind: "beta_messages", Implementation: "transform_to",
 				DestOperation: str("generate_content"), DestKind: str("alpha_responses"), SortOrder: 5, Enabled: true},
 		},
+		ModelPolicy: &configv1.ModelPolicy{UnpricedPolicy: "allow", DirectAddressing: false},
 		Providers: []*configv1.Provider{{Id: 1, Name: "alpha-main", ChannelType: "alpha", BaseUrl: "http://alpha.test",
-			Enabled: true, SettingsJson: `{"org": "x"}`,
+			Enabled: true, SettingsJson: `{"org": "x"}`, UnpricedPolicy: "deny",
 			Credentials: []*configv1.Credential{{Id: 1, ProviderId: 1, Secret: "sk-one", Weight: 3, Enabled: true}}}},
 		Routes: []*configv1.Route{
 			{Id: 1, Name: "smart", Strategy: "weighted", Enabled: true, Aliases: []string{"smart-a", "smart-b"},
@@ -132,7 +142,9 @@ func seedSnapshotState(t *testing.T, pool *pgxpool.Pool, box *secret.Box) *snaps
 		},
 		ApiKeys: []*configv1.ApiKey{
 			{Id: 1, UserId: 1, OrgId: 1, TeamId: i64(1), Name: "ann-1", Prefix: "tg-aaa", KeyHash: hash("k1"),
-				AllowedModels: []string{"smart", "gpt-x"}, RpmLimit: 60, TpmLimit: 1000, Enabled: true},
+				AllowedModels: []string{"smart", "gpt-x"}, RpmLimit: 60, TpmLimit: 1000, Enabled: true,
+				AllowDirectAddressing: true, PreviousKeyHash: hash("k1-old"), PreviousPrefix: "tg-old",
+				PreviousExpiresAt: timestamppb.New(time.Date(2999, 6, 1, 0, 0, 0, 0, time.UTC))},
 			{Id: 2, UserId: 2, OrgId: 1, Name: "bob-1", Prefix: "tg-bbb", KeyHash: hash("k2"), Enabled: true},
 		},
 		Quotas: []*configv1.Quota{

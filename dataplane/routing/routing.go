@@ -7,9 +7,12 @@ package routing
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 
+	"github.com/tollgate/tollgate/dataplane/httperr"
 	"github.com/tollgate/tollgate/shared/snapshot"
 )
 
@@ -103,9 +106,14 @@ func (s *Selector) shuffle(c []Candidate, g []snapshot.Member) {
 }
 
 // Permitted reports whether key may use model, the name the client sent. A key with allowed_models
-// lists logical names: the requested name, or — when it resolved to a route — the route's name or any of
-// its aliases, so allowing a route allows its aliases and the other way round.
+// lists logical names or patterns (snapshot.MatchModel): the requested name, or — when it resolved to a
+// route — the route's name or any of its aliases, so allowing a route allows its aliases and the other way
+// round. Direct addressing (r nil: provider/model) also needs the key to have it
+// (snapshot.APIKey.DirectAddressing: the gateway's switch, or the key's own allow_direct_addressing).
 func Permitted(key *snapshot.APIKey, model string, r *snapshot.Route) bool {
+	if r == nil && !key.DirectAddressing() {
+		return false
+	}
 	if key.Allows(model) {
 		return true
 	}
@@ -121,4 +129,35 @@ func Permitted(key *snapshot.APIKey, model string, r *snapshot.Route) bool {
 		}
 	}
 	return false
+}
+
+// CodeModelUnpriced is the error code of a request refused by the unpriced-model policy.
+const CodeModelUnpriced = "model_unpriced"
+
+// Priced applies the unpriced-model policy to the candidates of a billable request (docs/pricing.md,
+// "Unpriced models"): a candidate without a price rule whose provider's policy is "deny"
+// (snapshot.Provider.UnpricedDeny) is dropped, the others keep their order. It filters cands in place and
+// returns the remaining ones; when every candidate is dropped it returns a 403 *httperr.Error
+// (code model_unpriced) that the proxy writes in the caller's dialect, before any upstream call. Under
+// "allow" (the default) a candidate without a rule stays and is served at cost 0; its usage row has no
+// price rule and is listed by the admin API's unpriced-model review.
+//
+// Call site (dataplane/proxy, after routing.Permitted): for a billable operation,
+//
+//	if sel.Candidates, err = routing.Priced(snap, c.model, sel.Candidates); err != nil { return err }
+func Priced(snap *snapshot.Compiled, model string, cands []Candidate) ([]Candidate, error) {
+	kept := cands[:0]
+	var denied *snapshot.Provider
+	for _, c := range cands {
+		if c.Provider.UnpricedDeny && snap.ResolvePrice(c.Provider.ID, c.UpstreamModel) == nil {
+			denied = c.Provider
+			continue
+		}
+		kept = append(kept, c)
+	}
+	if len(kept) == 0 && denied != nil {
+		return kept, &httperr.Error{Status: http.StatusForbidden, Code: CodeModelUnpriced, Param: "model",
+			Message: fmt.Sprintf("the model %q has no price on provider %q, which refuses unpriced models", model, denied.Name)}
+	}
+	return kept, nil
 }

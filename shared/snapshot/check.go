@@ -186,6 +186,10 @@ func CheckProvider(pp *configv1.Provider) (*Provider, error) {
 		ID: pp.GetId(), Name: pp.GetName(), Channel: ch, BaseURL: strings.TrimRight(pp.GetBaseUrl(), "/"),
 		Enabled: pp.GetEnabled(), cells: make(map[OpKey]Cell),
 	}
+	if err := CheckUnpricedPolicy(pp.GetUnpricedPolicy()); err != nil {
+		p.add("unpriced_policy", "%v", err)
+	}
+	out.UnpricedDeny = pp.GetUnpricedPolicy() == UnpricedDeny
 	if sj := strings.TrimSpace(pp.GetSettingsJson()); sj != "" {
 		if !json.Valid([]byte(sj)) {
 			p.add("settings", "is not valid JSON")
@@ -289,6 +293,22 @@ func CheckAPIKey(kk *configv1.ApiKey) error {
 	}
 	if kk.GetTpmLimit() < 0 || kk.GetTpmLimit() > MaxCount {
 		p.add("tpm_limit", "must be from 0 (unlimited) to %d, got %d", int64(MaxCount), kk.GetTpmLimit())
+	}
+	if len(kk.GetAllowedModels()) > MaxAllowedModels {
+		p.add("allowed_models", "must list at most %d models, got %d", MaxAllowedModels, len(kk.GetAllowedModels()))
+	}
+	for i, m := range kk.GetAllowedModels() {
+		if err := CheckModelPattern(m); err != nil {
+			p.add(fmt.Sprintf("allowed_models[%d]", i), "%v", err)
+		}
+	}
+	if h := kk.GetPreviousKeyHash(); len(h) > 0 {
+		if len(h) != sha256.Size {
+			p.add("previous_key_hash", "must be %d bytes, got %d", sha256.Size, len(h))
+		}
+		if kk.GetPreviousExpiresAt() == nil {
+			p.add("previous_expires_at", "required with previous_key_hash")
+		}
 	}
 	return p.err()
 }

@@ -44,6 +44,9 @@ type Compiled struct {
 	keys      map[[sha256.Size]byte]*APIKey
 	keysByID  map[int64]*APIKey
 	quotas    map[QuotaKey]Quota
+	// DirectAddressing is the gateway-wide direct-addressing switch (config.v1.ModelPolicy; on when the
+	// snapshot carries no policy).
+	DirectAddressing bool
 	// Bounds are the settlement bounds of the snapshot (pricing.DefaultBounds when it carries none); every
 	// price rule carries them too (pricing.Rule.Bounds), so a record built from a rule uses them.
 	Bounds pricing.Bounds
@@ -58,7 +61,10 @@ type Provider struct {
 	Enabled     bool
 	Settings    json.RawMessage
 	Credentials []Credential
-	cells       map[OpKey]Cell
+	// UnpricedDeny is set when the provider's effective unpriced-model policy is "deny": a model of it
+	// without a price rule is refused before the upstream call (routing.Priced).
+	UnpricedDeny bool
+	cells        map[OpKey]Cell
 }
 
 // Credential is one enabled upstream credential. Weight is at least 1.
@@ -124,19 +130,37 @@ type APIKey struct {
 	ExpiresAt time.Time
 	RPMLimit  int32
 	TPMLimit  int64
-	// AllowedModels lists the logical models the key may use; empty means every model.
+	// AllowedModels lists the logical models the key may use, as names or patterns (MatchModel); empty
+	// means every model.
 	AllowedModels []string
 	allowed       map[string]struct{}
+	patterns      []string
+	// direct is set when the key may use provider/model direct addressing: the gateway allows it for
+	// every key (config.v1.ModelPolicy.direct_addressing) or the key does (allow_direct_addressing).
+	direct bool
+	// Previous is set on the entry of a rotated key's previous hash (its ExpiresAt ends the grace period).
+	Previous bool
 }
 
-// Allows reports whether the key may use the logical model name.
+// Allows reports whether the key may use the logical model name: listed exactly or matched by one of
+// its patterns.
 func (k *APIKey) Allows(model string) bool {
-	if k.allowed == nil {
+	if k.allowed == nil && k.patterns == nil {
 		return true
 	}
-	_, ok := k.allowed[model]
-	return ok
+	if _, ok := k.allowed[model]; ok {
+		return true
+	}
+	for _, p := range k.patterns {
+		if MatchModel(p, model) {
+			return true
+		}
+	}
+	return false
 }
+
+// DirectAddressing reports whether the key may use provider/model direct addressing.
+func (k *APIKey) DirectAddressing() bool { return k.direct }
 
 // Usable reports whether the key is enabled and not expired at now.
 func (k *APIKey) Usable(now time.Time) bool {
@@ -252,6 +276,12 @@ func Compile(s *snapshotv1.Snapshot) (*Compiled, error) {
 	errs = c.compileProviders(s.GetProviders(), errs)
 	errs = c.compileRoutingRules(s.GetRoutingRules(), errs)
 	errs = c.compileRoutes(s.GetRoutes(), errs)
+	c.DirectAddressing = s.GetModelPolicy() == nil || s.GetModelPolicy().GetDirectAddressing()
+	if mp := s.GetModelPolicy(); mp != nil {
+		if err := CheckUnpricedPolicy(mp.GetUnpricedPolicy()); err != nil {
+			errs = append(errs, &ElementError{Resource: "model policy", Field: "unpriced_policy", Message: err.Error()})
+		}
+	}
 	errs = c.compileKeys(s.GetApiKeys(), errs)
 	errs = c.compileQuotas(s.GetQuotas(), errs)
 	if len(errs) > 0 {
@@ -484,33 +514,51 @@ func (c *Compiled) compileRoutes(in []*configv1.Route, errs []error) []error {
 }
 
 func (c *Compiled) compileKeys(in []*configv1.ApiKey, errs []error) []error {
+	add := func(kk *configv1.ApiKey, field string, hash []byte, k *APIKey) {
+		var h [sha256.Size]byte
+		copy(h[:], hash)
+		if other, dup := c.keys[h]; dup {
+			errs = append(errs, &ElementError{Resource: "api key", ID: kk.GetId(), Name: kk.GetPrefix(), Field: field,
+				Message: fmt.Sprintf("already used by api key %d", other.ID)})
+			return
+		}
+		c.keys[h] = k
+	}
 	for _, kk := range in {
 		if err := CheckAPIKey(kk); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		var h [sha256.Size]byte
-		copy(h[:], kk.GetKeyHash())
-		if other, dup := c.keys[h]; dup {
-			errs = append(errs, &ElementError{Resource: "api key", ID: kk.GetId(), Name: kk.GetPrefix(), Field: "key_hash",
-				Message: fmt.Sprintf("already used by api key %d", other.ID)})
-			continue
-		}
 		k := &APIKey{
 			ID: kk.GetId(), UserID: kk.GetUserId(), OrgID: kk.GetOrgId(), TeamID: kk.GetTeamId(), Name: kk.GetName(),
 			Prefix: kk.GetPrefix(), Enabled: kk.GetEnabled(), RPMLimit: kk.GetRpmLimit(), TPMLimit: kk.GetTpmLimit(),
-			AllowedModels: kk.GetAllowedModels(),
+			AllowedModels: kk.GetAllowedModels(), direct: c.DirectAddressing || kk.GetAllowDirectAddressing(),
 		}
 		if kk.GetExpiresAt() != nil {
 			k.ExpiresAt = kk.GetExpiresAt().AsTime()
 		}
-		if len(k.AllowedModels) > 0 {
-			k.allowed = make(map[string]struct{}, len(k.AllowedModels))
-			for _, m := range k.AllowedModels {
-				k.allowed[m] = struct{}{}
+		for _, m := range k.AllowedModels {
+			if IsModelPattern(m) {
+				k.patterns = append(k.patterns, m)
+				continue
 			}
+			if k.allowed == nil {
+				k.allowed = make(map[string]struct{}, len(k.AllowedModels))
+			}
+			k.allowed[m] = struct{}{}
 		}
-		c.keys[h] = k
+		add(kk, "key_hash", kk.GetKeyHash(), k)
+		if len(kk.GetPreviousKeyHash()) > 0 {
+			// The replaced key of a rotation: the same key until the grace period ends (or the key's own
+			// expiry, when sooner), checked by Usable with the data plane's clock.
+			prev := *k
+			prev.Prefix, prev.Previous = kk.GetPreviousPrefix(), true
+			end := kk.GetPreviousExpiresAt().AsTime()
+			if prev.ExpiresAt.IsZero() || end.Before(prev.ExpiresAt) {
+				prev.ExpiresAt = end
+			}
+			add(kk, "previous_key_hash", kk.GetPreviousKeyHash(), &prev)
+		}
 		c.keysByID[k.ID] = k
 	}
 	return errs

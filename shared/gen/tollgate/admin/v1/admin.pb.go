@@ -2637,16 +2637,17 @@ func (x *CreateUserResponse) GetUser() *v1.User {
 }
 
 type CreateApiKeyRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	UserId        int64                  `protobuf:"varint,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	AllowedModels []string               `protobuf:"bytes,3,rep,name=allowed_models,json=allowedModels,proto3" json:"allowed_models,omitempty"`
-	RpmLimit      int32                  `protobuf:"varint,4,opt,name=rpm_limit,json=rpmLimit,proto3" json:"rpm_limit,omitempty"`
-	TpmLimit      int64                  `protobuf:"varint,5,opt,name=tpm_limit,json=tpmLimit,proto3" json:"tpm_limit,omitempty"`
-	Enabled       bool                   `protobuf:"varint,6,opt,name=enabled,proto3" json:"enabled,omitempty"`
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state                 protoimpl.MessageState `protogen:"open.v1"`
+	UserId                int64                  `protobuf:"varint,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	Name                  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	AllowedModels         []string               `protobuf:"bytes,3,rep,name=allowed_models,json=allowedModels,proto3" json:"allowed_models,omitempty"`
+	RpmLimit              int32                  `protobuf:"varint,4,opt,name=rpm_limit,json=rpmLimit,proto3" json:"rpm_limit,omitempty"`
+	TpmLimit              int64                  `protobuf:"varint,5,opt,name=tpm_limit,json=tpmLimit,proto3" json:"tpm_limit,omitempty"`
+	Enabled               bool                   `protobuf:"varint,6,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	ExpiresAt             *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	AllowDirectAddressing bool                   `protobuf:"varint,8,opt,name=allow_direct_addressing,json=allowDirectAddressing,proto3" json:"allow_direct_addressing,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *CreateApiKeyRequest) Reset() {
@@ -2726,6 +2727,13 @@ func (x *CreateApiKeyRequest) GetExpiresAt() *timestamppb.Timestamp {
 		return x.ExpiresAt
 	}
 	return nil
+}
+
+func (x *CreateApiKeyRequest) GetAllowDirectAddressing() bool {
+	if x != nil {
+		return x.AllowDirectAddressing
+	}
+	return false
 }
 
 type CreateApiKeyResponse struct {
@@ -6027,6 +6035,2789 @@ func (x *RepriceLine) GetDifference() string {
 	return ""
 }
 
+type ListApiKeysRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Limit  int32                  `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	Cursor string                 `protobuf:"bytes,2,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	UserId *int64                 `protobuf:"varint,3,opt,name=user_id,json=userId,proto3,oneof" json:"user_id,omitempty"`
+	TeamId *int64                 `protobuf:"varint,4,opt,name=team_id,json=teamId,proto3,oneof" json:"team_id,omitempty"`
+	OrgId  *int64                 `protobuf:"varint,5,opt,name=org_id,json=orgId,proto3,oneof" json:"org_id,omitempty"`
+	// Keys whose prefix (current or, during a grace period, previous) starts with this text.
+	Prefix        string `protobuf:"bytes,6,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListApiKeysRequest) Reset() {
+	*x = ListApiKeysRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[106]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListApiKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListApiKeysRequest) ProtoMessage() {}
+
+func (x *ListApiKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[106]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListApiKeysRequest.ProtoReflect.Descriptor instead.
+func (*ListApiKeysRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{106}
+}
+
+func (x *ListApiKeysRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListApiKeysRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *ListApiKeysRequest) GetUserId() int64 {
+	if x != nil && x.UserId != nil {
+		return *x.UserId
+	}
+	return 0
+}
+
+func (x *ListApiKeysRequest) GetTeamId() int64 {
+	if x != nil && x.TeamId != nil {
+		return *x.TeamId
+	}
+	return 0
+}
+
+func (x *ListApiKeysRequest) GetOrgId() int64 {
+	if x != nil && x.OrgId != nil {
+		return *x.OrgId
+	}
+	return 0
+}
+
+func (x *ListApiKeysRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+type ListApiKeysResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*v1.ApiKey           `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	NextCursor    string                 `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListApiKeysResponse) Reset() {
+	*x = ListApiKeysResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[107]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListApiKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListApiKeysResponse) ProtoMessage() {}
+
+func (x *ListApiKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[107]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListApiKeysResponse.ProtoReflect.Descriptor instead.
+func (*ListApiKeysResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{107}
+}
+
+func (x *ListApiKeysResponse) GetItems() []*v1.ApiKey {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ListApiKeysResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
+type GetApiKeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetApiKeyRequest) Reset() {
+	*x = GetApiKeyRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[108]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetApiKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetApiKeyRequest) ProtoMessage() {}
+
+func (x *GetApiKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[108]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetApiKeyRequest.ProtoReflect.Descriptor instead.
+func (*GetApiKeyRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{108}
+}
+
+func (x *GetApiKeyRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type GetApiKeyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiKey        *v1.ApiKey             `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetApiKeyResponse) Reset() {
+	*x = GetApiKeyResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[109]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetApiKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetApiKeyResponse) ProtoMessage() {}
+
+func (x *GetApiKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[109]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetApiKeyResponse.ProtoReflect.Descriptor instead.
+func (*GetApiKeyResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{109}
+}
+
+func (x *GetApiKeyResponse) GetApiKey() *v1.ApiKey {
+	if x != nil {
+		return x.ApiKey
+	}
+	return nil
+}
+
+// UpdateApiKeyRequest: only the fields present change. allowed_models changes when set_allowed_models
+// is true (an empty list then allows every model); expires_at changes when set_expires_at is true (absent
+// then means never).
+type UpdateApiKeyRequest struct {
+	state                 protoimpl.MessageState `protogen:"open.v1"`
+	Id                    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name                  *string                `protobuf:"bytes,2,opt,name=name,proto3,oneof" json:"name,omitempty"`
+	Enabled               *bool                  `protobuf:"varint,3,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
+	SetAllowedModels      bool                   `protobuf:"varint,4,opt,name=set_allowed_models,json=setAllowedModels,proto3" json:"set_allowed_models,omitempty"`
+	AllowedModels         []string               `protobuf:"bytes,5,rep,name=allowed_models,json=allowedModels,proto3" json:"allowed_models,omitempty"`
+	RpmLimit              *int32                 `protobuf:"varint,6,opt,name=rpm_limit,json=rpmLimit,proto3,oneof" json:"rpm_limit,omitempty"`
+	TpmLimit              *int64                 `protobuf:"varint,7,opt,name=tpm_limit,json=tpmLimit,proto3,oneof" json:"tpm_limit,omitempty"`
+	SetExpiresAt          bool                   `protobuf:"varint,8,opt,name=set_expires_at,json=setExpiresAt,proto3" json:"set_expires_at,omitempty"`
+	ExpiresAt             *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	AllowDirectAddressing *bool                  `protobuf:"varint,10,opt,name=allow_direct_addressing,json=allowDirectAddressing,proto3,oneof" json:"allow_direct_addressing,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *UpdateApiKeyRequest) Reset() {
+	*x = UpdateApiKeyRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[110]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateApiKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateApiKeyRequest) ProtoMessage() {}
+
+func (x *UpdateApiKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[110]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateApiKeyRequest.ProtoReflect.Descriptor instead.
+func (*UpdateApiKeyRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{110}
+}
+
+func (x *UpdateApiKeyRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *UpdateApiKeyRequest) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *UpdateApiKeyRequest) GetEnabled() bool {
+	if x != nil && x.Enabled != nil {
+		return *x.Enabled
+	}
+	return false
+}
+
+func (x *UpdateApiKeyRequest) GetSetAllowedModels() bool {
+	if x != nil {
+		return x.SetAllowedModels
+	}
+	return false
+}
+
+func (x *UpdateApiKeyRequest) GetAllowedModels() []string {
+	if x != nil {
+		return x.AllowedModels
+	}
+	return nil
+}
+
+func (x *UpdateApiKeyRequest) GetRpmLimit() int32 {
+	if x != nil && x.RpmLimit != nil {
+		return *x.RpmLimit
+	}
+	return 0
+}
+
+func (x *UpdateApiKeyRequest) GetTpmLimit() int64 {
+	if x != nil && x.TpmLimit != nil {
+		return *x.TpmLimit
+	}
+	return 0
+}
+
+func (x *UpdateApiKeyRequest) GetSetExpiresAt() bool {
+	if x != nil {
+		return x.SetExpiresAt
+	}
+	return false
+}
+
+func (x *UpdateApiKeyRequest) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *UpdateApiKeyRequest) GetAllowDirectAddressing() bool {
+	if x != nil && x.AllowDirectAddressing != nil {
+		return *x.AllowDirectAddressing
+	}
+	return false
+}
+
+type UpdateApiKeyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiKey        *v1.ApiKey             `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateApiKeyResponse) Reset() {
+	*x = UpdateApiKeyResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[111]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateApiKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateApiKeyResponse) ProtoMessage() {}
+
+func (x *UpdateApiKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[111]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateApiKeyResponse.ProtoReflect.Descriptor instead.
+func (*UpdateApiKeyResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{111}
+}
+
+func (x *UpdateApiKeyResponse) GetApiKey() *v1.ApiKey {
+	if x != nil {
+		return x.ApiKey
+	}
+	return nil
+}
+
+type DeleteApiKeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteApiKeyRequest) Reset() {
+	*x = DeleteApiKeyRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[112]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteApiKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteApiKeyRequest) ProtoMessage() {}
+
+func (x *DeleteApiKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[112]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteApiKeyRequest.ProtoReflect.Descriptor instead.
+func (*DeleteApiKeyRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{112}
+}
+
+func (x *DeleteApiKeyRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type DeleteApiKeyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteApiKeyResponse) Reset() {
+	*x = DeleteApiKeyResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[113]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteApiKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteApiKeyResponse) ProtoMessage() {}
+
+func (x *DeleteApiKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[113]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteApiKeyResponse.ProtoReflect.Descriptor instead.
+func (*DeleteApiKeyResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{113}
+}
+
+type RotateApiKeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// How long the replaced key keeps working, at most 30 days; 0 revokes it at once.
+	GraceSeconds  int64 `protobuf:"varint,2,opt,name=grace_seconds,json=graceSeconds,proto3" json:"grace_seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateApiKeyRequest) Reset() {
+	*x = RotateApiKeyRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[114]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateApiKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateApiKeyRequest) ProtoMessage() {}
+
+func (x *RotateApiKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[114]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateApiKeyRequest.ProtoReflect.Descriptor instead.
+func (*RotateApiKeyRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{114}
+}
+
+func (x *RotateApiKeyRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *RotateApiKeyRequest) GetGraceSeconds() int64 {
+	if x != nil {
+		return x.GraceSeconds
+	}
+	return 0
+}
+
+type RotateApiKeyResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	ApiKey *v1.ApiKey             `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// The new full key; shown once.
+	Key           string `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateApiKeyResponse) Reset() {
+	*x = RotateApiKeyResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[115]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateApiKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateApiKeyResponse) ProtoMessage() {}
+
+func (x *RotateApiKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[115]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateApiKeyResponse.ProtoReflect.Descriptor instead.
+func (*RotateApiKeyResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{115}
+}
+
+func (x *RotateApiKeyResponse) GetApiKey() *v1.ApiKey {
+	if x != nil {
+		return x.ApiKey
+	}
+	return nil
+}
+
+func (x *RotateApiKeyResponse) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+type ListOrgsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Limit         int32                  `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	Cursor        string                 `protobuf:"bytes,2,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOrgsRequest) Reset() {
+	*x = ListOrgsRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[116]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOrgsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOrgsRequest) ProtoMessage() {}
+
+func (x *ListOrgsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[116]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOrgsRequest.ProtoReflect.Descriptor instead.
+func (*ListOrgsRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{116}
+}
+
+func (x *ListOrgsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListOrgsRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+type ListOrgsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*v1.Org              `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	NextCursor    string                 `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOrgsResponse) Reset() {
+	*x = ListOrgsResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[117]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOrgsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOrgsResponse) ProtoMessage() {}
+
+func (x *ListOrgsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[117]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOrgsResponse.ProtoReflect.Descriptor instead.
+func (*ListOrgsResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{117}
+}
+
+func (x *ListOrgsResponse) GetItems() []*v1.Org {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ListOrgsResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
+type UpdateOrgRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Org           *v1.Org                `protobuf:"bytes,1,opt,name=org,proto3" json:"org,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateOrgRequest) Reset() {
+	*x = UpdateOrgRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[118]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateOrgRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateOrgRequest) ProtoMessage() {}
+
+func (x *UpdateOrgRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[118]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateOrgRequest.ProtoReflect.Descriptor instead.
+func (*UpdateOrgRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{118}
+}
+
+func (x *UpdateOrgRequest) GetOrg() *v1.Org {
+	if x != nil {
+		return x.Org
+	}
+	return nil
+}
+
+type UpdateOrgResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Org           *v1.Org                `protobuf:"bytes,1,opt,name=org,proto3" json:"org,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateOrgResponse) Reset() {
+	*x = UpdateOrgResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[119]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateOrgResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateOrgResponse) ProtoMessage() {}
+
+func (x *UpdateOrgResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[119]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateOrgResponse.ProtoReflect.Descriptor instead.
+func (*UpdateOrgResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{119}
+}
+
+func (x *UpdateOrgResponse) GetOrg() *v1.Org {
+	if x != nil {
+		return x.Org
+	}
+	return nil
+}
+
+type DeleteOrgRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteOrgRequest) Reset() {
+	*x = DeleteOrgRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[120]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteOrgRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteOrgRequest) ProtoMessage() {}
+
+func (x *DeleteOrgRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[120]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteOrgRequest.ProtoReflect.Descriptor instead.
+func (*DeleteOrgRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{120}
+}
+
+func (x *DeleteOrgRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type DeleteOrgResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteOrgResponse) Reset() {
+	*x = DeleteOrgResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[121]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteOrgResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteOrgResponse) ProtoMessage() {}
+
+func (x *DeleteOrgResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[121]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteOrgResponse.ProtoReflect.Descriptor instead.
+func (*DeleteOrgResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{121}
+}
+
+type ListTeamsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Limit         int32                  `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	Cursor        string                 `protobuf:"bytes,2,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	OrgId         *int64                 `protobuf:"varint,3,opt,name=org_id,json=orgId,proto3,oneof" json:"org_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTeamsRequest) Reset() {
+	*x = ListTeamsRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[122]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTeamsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTeamsRequest) ProtoMessage() {}
+
+func (x *ListTeamsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[122]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTeamsRequest.ProtoReflect.Descriptor instead.
+func (*ListTeamsRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{122}
+}
+
+func (x *ListTeamsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListTeamsRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *ListTeamsRequest) GetOrgId() int64 {
+	if x != nil && x.OrgId != nil {
+		return *x.OrgId
+	}
+	return 0
+}
+
+type ListTeamsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*v1.Team             `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	NextCursor    string                 `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTeamsResponse) Reset() {
+	*x = ListTeamsResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[123]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTeamsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTeamsResponse) ProtoMessage() {}
+
+func (x *ListTeamsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[123]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTeamsResponse.ProtoReflect.Descriptor instead.
+func (*ListTeamsResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{123}
+}
+
+func (x *ListTeamsResponse) GetItems() []*v1.Team {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ListTeamsResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
+// UpdateTeamRequest renames a team; its org cannot change.
+type UpdateTeamRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Team          *v1.Team               `protobuf:"bytes,1,opt,name=team,proto3" json:"team,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateTeamRequest) Reset() {
+	*x = UpdateTeamRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[124]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateTeamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateTeamRequest) ProtoMessage() {}
+
+func (x *UpdateTeamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[124]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateTeamRequest.ProtoReflect.Descriptor instead.
+func (*UpdateTeamRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{124}
+}
+
+func (x *UpdateTeamRequest) GetTeam() *v1.Team {
+	if x != nil {
+		return x.Team
+	}
+	return nil
+}
+
+type UpdateTeamResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Team          *v1.Team               `protobuf:"bytes,1,opt,name=team,proto3" json:"team,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateTeamResponse) Reset() {
+	*x = UpdateTeamResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[125]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateTeamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateTeamResponse) ProtoMessage() {}
+
+func (x *UpdateTeamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[125]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateTeamResponse.ProtoReflect.Descriptor instead.
+func (*UpdateTeamResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{125}
+}
+
+func (x *UpdateTeamResponse) GetTeam() *v1.Team {
+	if x != nil {
+		return x.Team
+	}
+	return nil
+}
+
+type DeleteTeamRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteTeamRequest) Reset() {
+	*x = DeleteTeamRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[126]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteTeamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteTeamRequest) ProtoMessage() {}
+
+func (x *DeleteTeamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[126]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteTeamRequest.ProtoReflect.Descriptor instead.
+func (*DeleteTeamRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{126}
+}
+
+func (x *DeleteTeamRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type DeleteTeamResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteTeamResponse) Reset() {
+	*x = DeleteTeamResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[127]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteTeamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteTeamResponse) ProtoMessage() {}
+
+func (x *DeleteTeamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[127]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteTeamResponse.ProtoReflect.Descriptor instead.
+func (*DeleteTeamResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{127}
+}
+
+type ListUsersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Limit         int32                  `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	Cursor        string                 `protobuf:"bytes,2,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	OrgId         *int64                 `protobuf:"varint,3,opt,name=org_id,json=orgId,proto3,oneof" json:"org_id,omitempty"`
+	TeamId        *int64                 `protobuf:"varint,4,opt,name=team_id,json=teamId,proto3,oneof" json:"team_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsersRequest) Reset() {
+	*x = ListUsersRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[128]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsersRequest) ProtoMessage() {}
+
+func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[128]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
+func (*ListUsersRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{128}
+}
+
+func (x *ListUsersRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListUsersRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *ListUsersRequest) GetOrgId() int64 {
+	if x != nil && x.OrgId != nil {
+		return *x.OrgId
+	}
+	return 0
+}
+
+func (x *ListUsersRequest) GetTeamId() int64 {
+	if x != nil && x.TeamId != nil {
+		return *x.TeamId
+	}
+	return 0
+}
+
+type ListUsersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*v1.User             `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	NextCursor    string                 `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsersResponse) Reset() {
+	*x = ListUsersResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[129]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsersResponse) ProtoMessage() {}
+
+func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[129]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
+func (*ListUsersResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{129}
+}
+
+func (x *ListUsersResponse) GetItems() []*v1.User {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ListUsersResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
+// UpdateUserRequest changes a user's name, email and team (absent: no team); its org cannot change.
+type UpdateUserRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          *v1.User               `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateUserRequest) Reset() {
+	*x = UpdateUserRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[130]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateUserRequest) ProtoMessage() {}
+
+func (x *UpdateUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[130]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateUserRequest.ProtoReflect.Descriptor instead.
+func (*UpdateUserRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{130}
+}
+
+func (x *UpdateUserRequest) GetUser() *v1.User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+type UpdateUserResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          *v1.User               `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateUserResponse) Reset() {
+	*x = UpdateUserResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[131]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateUserResponse) ProtoMessage() {}
+
+func (x *UpdateUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[131]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateUserResponse.ProtoReflect.Descriptor instead.
+func (*UpdateUserResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{131}
+}
+
+func (x *UpdateUserResponse) GetUser() *v1.User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+type DeleteUserRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteUserRequest) Reset() {
+	*x = DeleteUserRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[132]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteUserRequest) ProtoMessage() {}
+
+func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[132]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
+func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{132}
+}
+
+func (x *DeleteUserRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type DeleteUserResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteUserResponse) Reset() {
+	*x = DeleteUserResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[133]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteUserResponse) ProtoMessage() {}
+
+func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[133]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
+func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{133}
+}
+
+type GetModelPolicyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetModelPolicyRequest) Reset() {
+	*x = GetModelPolicyRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[134]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetModelPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetModelPolicyRequest) ProtoMessage() {}
+
+func (x *GetModelPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[134]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetModelPolicyRequest.ProtoReflect.Descriptor instead.
+func (*GetModelPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{134}
+}
+
+type GetModelPolicyResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Policy *v1.ModelPolicy        `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
+	// Providers with their own unpriced policy.
+	Providers     []*ProviderUnpricedPolicy `protobuf:"bytes,2,rep,name=providers,proto3" json:"providers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetModelPolicyResponse) Reset() {
+	*x = GetModelPolicyResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[135]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetModelPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetModelPolicyResponse) ProtoMessage() {}
+
+func (x *GetModelPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[135]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetModelPolicyResponse.ProtoReflect.Descriptor instead.
+func (*GetModelPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{135}
+}
+
+func (x *GetModelPolicyResponse) GetPolicy() *v1.ModelPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+func (x *GetModelPolicyResponse) GetProviders() []*ProviderUnpricedPolicy {
+	if x != nil {
+		return x.Providers
+	}
+	return nil
+}
+
+// ProviderUnpricedPolicy is one provider's own unpriced policy.
+type ProviderUnpricedPolicy struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ProviderId     int64                  `protobuf:"varint,1,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
+	Name           string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	UnpricedPolicy string                 `protobuf:"bytes,3,opt,name=unpriced_policy,json=unpricedPolicy,proto3" json:"unpriced_policy,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ProviderUnpricedPolicy) Reset() {
+	*x = ProviderUnpricedPolicy{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[136]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProviderUnpricedPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProviderUnpricedPolicy) ProtoMessage() {}
+
+func (x *ProviderUnpricedPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[136]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProviderUnpricedPolicy.ProtoReflect.Descriptor instead.
+func (*ProviderUnpricedPolicy) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{136}
+}
+
+func (x *ProviderUnpricedPolicy) GetProviderId() int64 {
+	if x != nil {
+		return x.ProviderId
+	}
+	return 0
+}
+
+func (x *ProviderUnpricedPolicy) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ProviderUnpricedPolicy) GetUnpricedPolicy() string {
+	if x != nil {
+		return x.UnpricedPolicy
+	}
+	return ""
+}
+
+type SetModelPolicyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Policy        *v1.ModelPolicy        `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetModelPolicyRequest) Reset() {
+	*x = SetModelPolicyRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[137]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetModelPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetModelPolicyRequest) ProtoMessage() {}
+
+func (x *SetModelPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[137]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetModelPolicyRequest.ProtoReflect.Descriptor instead.
+func (*SetModelPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{137}
+}
+
+func (x *SetModelPolicyRequest) GetPolicy() *v1.ModelPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+type SetModelPolicyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Policy        *v1.ModelPolicy        `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetModelPolicyResponse) Reset() {
+	*x = SetModelPolicyResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[138]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetModelPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetModelPolicyResponse) ProtoMessage() {}
+
+func (x *SetModelPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[138]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetModelPolicyResponse.ProtoReflect.Descriptor instead.
+func (*SetModelPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{138}
+}
+
+func (x *SetModelPolicyResponse) GetPolicy() *v1.ModelPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+// SetProviderUnpricedPolicyRequest: unpriced_policy "allow" or "deny"; absent follows the gateway default.
+type SetProviderUnpricedPolicyRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ProviderId     int64                  `protobuf:"varint,1,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
+	UnpricedPolicy *string                `protobuf:"bytes,2,opt,name=unpriced_policy,json=unpricedPolicy,proto3,oneof" json:"unpriced_policy,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SetProviderUnpricedPolicyRequest) Reset() {
+	*x = SetProviderUnpricedPolicyRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[139]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetProviderUnpricedPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetProviderUnpricedPolicyRequest) ProtoMessage() {}
+
+func (x *SetProviderUnpricedPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[139]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetProviderUnpricedPolicyRequest.ProtoReflect.Descriptor instead.
+func (*SetProviderUnpricedPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{139}
+}
+
+func (x *SetProviderUnpricedPolicyRequest) GetProviderId() int64 {
+	if x != nil {
+		return x.ProviderId
+	}
+	return 0
+}
+
+func (x *SetProviderUnpricedPolicyRequest) GetUnpricedPolicy() string {
+	if x != nil && x.UnpricedPolicy != nil {
+		return *x.UnpricedPolicy
+	}
+	return ""
+}
+
+type SetProviderUnpricedPolicyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetProviderUnpricedPolicyResponse) Reset() {
+	*x = SetProviderUnpricedPolicyResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[140]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetProviderUnpricedPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetProviderUnpricedPolicyResponse) ProtoMessage() {}
+
+func (x *SetProviderUnpricedPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[140]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetProviderUnpricedPolicyResponse.ProtoReflect.Descriptor instead.
+func (*SetProviderUnpricedPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{140}
+}
+
+type ListUnpricedModelsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Since         *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=since,proto3" json:"since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUnpricedModelsRequest) Reset() {
+	*x = ListUnpricedModelsRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[141]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUnpricedModelsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUnpricedModelsRequest) ProtoMessage() {}
+
+func (x *ListUnpricedModelsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[141]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUnpricedModelsRequest.ProtoReflect.Descriptor instead.
+func (*ListUnpricedModelsRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{141}
+}
+
+func (x *ListUnpricedModelsRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+type ListUnpricedModelsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*UnpricedModel       `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUnpricedModelsResponse) Reset() {
+	*x = ListUnpricedModelsResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[142]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUnpricedModelsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUnpricedModelsResponse) ProtoMessage() {}
+
+func (x *ListUnpricedModelsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[142]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUnpricedModelsResponse.ProtoReflect.Descriptor instead.
+func (*ListUnpricedModelsResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{142}
+}
+
+func (x *ListUnpricedModelsResponse) GetItems() []*UnpricedModel {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// UnpricedModel is one (provider, upstream model) served without a price rule.
+type UnpricedModel struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProviderId    int64                  `protobuf:"varint,1,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
+	UpstreamModel string                 `protobuf:"bytes,2,opt,name=upstream_model,json=upstreamModel,proto3" json:"upstream_model,omitempty"`
+	Requests      int64                  `protobuf:"varint,3,opt,name=requests,proto3" json:"requests,omitempty"`
+	FirstSeen     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=first_seen,json=firstSeen,proto3" json:"first_seen,omitempty"`
+	LastSeen      *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=last_seen,json=lastSeen,proto3" json:"last_seen,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnpricedModel) Reset() {
+	*x = UnpricedModel{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[143]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnpricedModel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnpricedModel) ProtoMessage() {}
+
+func (x *UnpricedModel) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[143]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnpricedModel.ProtoReflect.Descriptor instead.
+func (*UnpricedModel) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{143}
+}
+
+func (x *UnpricedModel) GetProviderId() int64 {
+	if x != nil {
+		return x.ProviderId
+	}
+	return 0
+}
+
+func (x *UnpricedModel) GetUpstreamModel() string {
+	if x != nil {
+		return x.UpstreamModel
+	}
+	return ""
+}
+
+func (x *UnpricedModel) GetRequests() int64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *UnpricedModel) GetFirstSeen() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FirstSeen
+	}
+	return nil
+}
+
+func (x *UnpricedModel) GetLastSeen() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastSeen
+	}
+	return nil
+}
+
+type GetQuotaAlertsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Scope         string                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	ScopeId       int64                  `protobuf:"varint,2,opt,name=scope_id,json=scopeId,proto3" json:"scope_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetQuotaAlertsRequest) Reset() {
+	*x = GetQuotaAlertsRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[144]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetQuotaAlertsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetQuotaAlertsRequest) ProtoMessage() {}
+
+func (x *GetQuotaAlertsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[144]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetQuotaAlertsRequest.ProtoReflect.Descriptor instead.
+func (*GetQuotaAlertsRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{144}
+}
+
+func (x *GetQuotaAlertsRequest) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *GetQuotaAlertsRequest) GetScopeId() int64 {
+	if x != nil {
+		return x.ScopeId
+	}
+	return 0
+}
+
+type GetQuotaAlertsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Percentages of the quota's limit; empty: no alerts.
+	Thresholds    []int32 `protobuf:"varint,1,rep,packed,name=thresholds,proto3" json:"thresholds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetQuotaAlertsResponse) Reset() {
+	*x = GetQuotaAlertsResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[145]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetQuotaAlertsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetQuotaAlertsResponse) ProtoMessage() {}
+
+func (x *GetQuotaAlertsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[145]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetQuotaAlertsResponse.ProtoReflect.Descriptor instead.
+func (*GetQuotaAlertsResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{145}
+}
+
+func (x *GetQuotaAlertsResponse) GetThresholds() []int32 {
+	if x != nil {
+		return x.Thresholds
+	}
+	return nil
+}
+
+// SetQuotaAlertsRequest: an empty thresholds list removes the scope's alerts.
+type SetQuotaAlertsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Scope         string                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	ScopeId       int64                  `protobuf:"varint,2,opt,name=scope_id,json=scopeId,proto3" json:"scope_id,omitempty"`
+	Thresholds    []int32                `protobuf:"varint,3,rep,packed,name=thresholds,proto3" json:"thresholds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetQuotaAlertsRequest) Reset() {
+	*x = SetQuotaAlertsRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[146]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetQuotaAlertsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetQuotaAlertsRequest) ProtoMessage() {}
+
+func (x *SetQuotaAlertsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[146]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetQuotaAlertsRequest.ProtoReflect.Descriptor instead.
+func (*SetQuotaAlertsRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{146}
+}
+
+func (x *SetQuotaAlertsRequest) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *SetQuotaAlertsRequest) GetScopeId() int64 {
+	if x != nil {
+		return x.ScopeId
+	}
+	return 0
+}
+
+func (x *SetQuotaAlertsRequest) GetThresholds() []int32 {
+	if x != nil {
+		return x.Thresholds
+	}
+	return nil
+}
+
+type SetQuotaAlertsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Thresholds    []int32                `protobuf:"varint,1,rep,packed,name=thresholds,proto3" json:"thresholds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetQuotaAlertsResponse) Reset() {
+	*x = SetQuotaAlertsResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[147]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetQuotaAlertsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetQuotaAlertsResponse) ProtoMessage() {}
+
+func (x *SetQuotaAlertsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[147]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetQuotaAlertsResponse.ProtoReflect.Descriptor instead.
+func (*SetQuotaAlertsResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{147}
+}
+
+func (x *SetQuotaAlertsResponse) GetThresholds() []int32 {
+	if x != nil {
+		return x.Thresholds
+	}
+	return nil
+}
+
+// WebhookEndpoint receives every alert event.
+type WebhookEndpoint struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Url           string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	Description   string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	Enabled       bool                   `protobuf:"varint,4,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookEndpoint) Reset() {
+	*x = WebhookEndpoint{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[148]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookEndpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookEndpoint) ProtoMessage() {}
+
+func (x *WebhookEndpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[148]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookEndpoint.ProtoReflect.Descriptor instead.
+func (*WebhookEndpoint) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{148}
+}
+
+func (x *WebhookEndpoint) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *WebhookEndpoint) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *WebhookEndpoint) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *WebhookEndpoint) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+func (x *WebhookEndpoint) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+type CreateWebhookEndpointRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Url           string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	Description   string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateWebhookEndpointRequest) Reset() {
+	*x = CreateWebhookEndpointRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[149]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateWebhookEndpointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateWebhookEndpointRequest) ProtoMessage() {}
+
+func (x *CreateWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[149]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateWebhookEndpointRequest.ProtoReflect.Descriptor instead.
+func (*CreateWebhookEndpointRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{149}
+}
+
+func (x *CreateWebhookEndpointRequest) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *CreateWebhookEndpointRequest) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+type CreateWebhookEndpointResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Endpoint *WebhookEndpoint       `protobuf:"bytes,1,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	// The signing secret, "whsec_" + base64; shown once.
+	Secret        string `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateWebhookEndpointResponse) Reset() {
+	*x = CreateWebhookEndpointResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[150]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateWebhookEndpointResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateWebhookEndpointResponse) ProtoMessage() {}
+
+func (x *CreateWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[150]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateWebhookEndpointResponse.ProtoReflect.Descriptor instead.
+func (*CreateWebhookEndpointResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{150}
+}
+
+func (x *CreateWebhookEndpointResponse) GetEndpoint() *WebhookEndpoint {
+	if x != nil {
+		return x.Endpoint
+	}
+	return nil
+}
+
+func (x *CreateWebhookEndpointResponse) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+type ListWebhookEndpointsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookEndpointsRequest) Reset() {
+	*x = ListWebhookEndpointsRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[151]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookEndpointsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookEndpointsRequest) ProtoMessage() {}
+
+func (x *ListWebhookEndpointsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[151]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookEndpointsRequest.ProtoReflect.Descriptor instead.
+func (*ListWebhookEndpointsRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{151}
+}
+
+type ListWebhookEndpointsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*WebhookEndpoint     `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookEndpointsResponse) Reset() {
+	*x = ListWebhookEndpointsResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[152]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookEndpointsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookEndpointsResponse) ProtoMessage() {}
+
+func (x *ListWebhookEndpointsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[152]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookEndpointsResponse.ProtoReflect.Descriptor instead.
+func (*ListWebhookEndpointsResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{152}
+}
+
+func (x *ListWebhookEndpointsResponse) GetItems() []*WebhookEndpoint {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+type DeleteWebhookEndpointRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteWebhookEndpointRequest) Reset() {
+	*x = DeleteWebhookEndpointRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[153]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteWebhookEndpointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteWebhookEndpointRequest) ProtoMessage() {}
+
+func (x *DeleteWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[153]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteWebhookEndpointRequest.ProtoReflect.Descriptor instead.
+func (*DeleteWebhookEndpointRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{153}
+}
+
+func (x *DeleteWebhookEndpointRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type DeleteWebhookEndpointResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteWebhookEndpointResponse) Reset() {
+	*x = DeleteWebhookEndpointResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[154]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteWebhookEndpointResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteWebhookEndpointResponse) ProtoMessage() {}
+
+func (x *DeleteWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[154]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteWebhookEndpointResponse.ProtoReflect.Descriptor instead.
+func (*DeleteWebhookEndpointResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{154}
+}
+
+type ListAlertEventsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Limit         int32                  `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	Cursor        string                 `protobuf:"bytes,2,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	Scope         string                 `protobuf:"bytes,3,opt,name=scope,proto3" json:"scope,omitempty"`
+	ScopeId       *int64                 `protobuf:"varint,4,opt,name=scope_id,json=scopeId,proto3,oneof" json:"scope_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAlertEventsRequest) Reset() {
+	*x = ListAlertEventsRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[155]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAlertEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAlertEventsRequest) ProtoMessage() {}
+
+func (x *ListAlertEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[155]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAlertEventsRequest.ProtoReflect.Descriptor instead.
+func (*ListAlertEventsRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{155}
+}
+
+func (x *ListAlertEventsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListAlertEventsRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *ListAlertEventsRequest) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *ListAlertEventsRequest) GetScopeId() int64 {
+	if x != nil && x.ScopeId != nil {
+		return *x.ScopeId
+	}
+	return 0
+}
+
+type ListAlertEventsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*AlertEvent          `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	NextCursor    string                 `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAlertEventsResponse) Reset() {
+	*x = ListAlertEventsResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[156]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAlertEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAlertEventsResponse) ProtoMessage() {}
+
+func (x *ListAlertEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[156]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAlertEventsResponse.ProtoReflect.Descriptor instead.
+func (*ListAlertEventsResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{156}
+}
+
+func (x *ListAlertEventsResponse) GetItems() []*AlertEvent {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ListAlertEventsResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
+// AlertEvent is one crossed threshold of one quota period.
+type AlertEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Type          string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	Scope         string                 `protobuf:"bytes,3,opt,name=scope,proto3" json:"scope,omitempty"`
+	ScopeId       int64                  `protobuf:"varint,4,opt,name=scope_id,json=scopeId,proto3" json:"scope_id,omitempty"`
+	PeriodStart   *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=period_start,json=periodStart,proto3" json:"period_start,omitempty"`
+	Threshold     int32                  `protobuf:"varint,6,opt,name=threshold,proto3" json:"threshold,omitempty"`
+	CostLimit     string                 `protobuf:"bytes,7,opt,name=cost_limit,json=costLimit,proto3" json:"cost_limit,omitempty"`
+	CostUsed      string                 `protobuf:"bytes,8,opt,name=cost_used,json=costUsed,proto3" json:"cost_used,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	Deliveries    []*WebhookDelivery     `protobuf:"bytes,10,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlertEvent) Reset() {
+	*x = AlertEvent{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[157]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlertEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlertEvent) ProtoMessage() {}
+
+func (x *AlertEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[157]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlertEvent.ProtoReflect.Descriptor instead.
+func (*AlertEvent) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{157}
+}
+
+func (x *AlertEvent) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *AlertEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *AlertEvent) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *AlertEvent) GetScopeId() int64 {
+	if x != nil {
+		return x.ScopeId
+	}
+	return 0
+}
+
+func (x *AlertEvent) GetPeriodStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PeriodStart
+	}
+	return nil
+}
+
+func (x *AlertEvent) GetThreshold() int32 {
+	if x != nil {
+		return x.Threshold
+	}
+	return 0
+}
+
+func (x *AlertEvent) GetCostLimit() string {
+	if x != nil {
+		return x.CostLimit
+	}
+	return ""
+}
+
+func (x *AlertEvent) GetCostUsed() string {
+	if x != nil {
+		return x.CostUsed
+	}
+	return ""
+}
+
+func (x *AlertEvent) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *AlertEvent) GetDeliveries() []*WebhookDelivery {
+	if x != nil {
+		return x.Deliveries
+	}
+	return nil
+}
+
+// WebhookDelivery is the state of one event's delivery to one endpoint.
+type WebhookDelivery struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	EndpointId int64                  `protobuf:"varint,1,opt,name=endpoint_id,json=endpointId,proto3" json:"endpoint_id,omitempty"`
+	WebhookId  string                 `protobuf:"bytes,2,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	// "pending", "delivered" or "failed" (gave up after the last attempt).
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	Attempts      int32                  `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	LastStatus    int32                  `protobuf:"varint,5,opt,name=last_status,json=lastStatus,proto3" json:"last_status,omitempty"`
+	LastError     string                 `protobuf:"bytes,6,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	DeliveredAt   *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=delivered_at,json=deliveredAt,proto3" json:"delivered_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookDelivery) Reset() {
+	*x = WebhookDelivery{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[158]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookDelivery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookDelivery) ProtoMessage() {}
+
+func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[158]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
+func (*WebhookDelivery) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{158}
+}
+
+func (x *WebhookDelivery) GetEndpointId() int64 {
+	if x != nil {
+		return x.EndpointId
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetLastStatus() int32 {
+	if x != nil {
+		return x.LastStatus
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetDeliveredAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DeliveredAt
+	}
+	return nil
+}
+
 var File_tollgate_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
@@ -6179,7 +8970,7 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x11CreateUserRequest\x12,\n" +
 	"\x04user\x18\x01 \x01(\v2\x18.tollgate.config.v1.UserR\x04user\"B\n" +
 	"\x12CreateUserResponse\x12,\n" +
-	"\x04user\x18\x01 \x01(\v2\x18.tollgate.config.v1.UserR\x04user\"\xf8\x01\n" +
+	"\x04user\x18\x01 \x01(\v2\x18.tollgate.config.v1.UserR\x04user\"\xb0\x02\n" +
 	"\x13CreateApiKeyRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\x03R\x06userId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
@@ -6188,7 +8979,8 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\ttpm_limit\x18\x05 \x01(\x03R\btpmLimit\x12\x18\n" +
 	"\aenabled\x18\x06 \x01(\bR\aenabled\x129\n" +
 	"\n" +
-	"expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"]\n" +
+	"expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x126\n" +
+	"\x17allow_direct_addressing\x18\b \x01(\bR\x15allowDirectAddressing\"]\n" +
 	"\x14CreateApiKeyResponse\x123\n" +
 	"\aapi_key\x18\x01 \x01(\v2\x1a.tollgate.config.v1.ApiKeyR\x06apiKey\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\"B\n" +
@@ -6481,7 +9273,214 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\brepriced\x18\x05 \x01(\tR\brepriced\x12\x1e\n" +
 	"\n" +
 	"difference\x18\x06 \x01(\tR\n" +
-	"difference2\x9f$\n" +
+	"difference\"\xd5\x01\n" +
+	"\x12ListApiKeysRequest\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x16\n" +
+	"\x06cursor\x18\x02 \x01(\tR\x06cursor\x12\x1c\n" +
+	"\auser_id\x18\x03 \x01(\x03H\x00R\x06userId\x88\x01\x01\x12\x1c\n" +
+	"\ateam_id\x18\x04 \x01(\x03H\x01R\x06teamId\x88\x01\x01\x12\x1a\n" +
+	"\x06org_id\x18\x05 \x01(\x03H\x02R\x05orgId\x88\x01\x01\x12\x16\n" +
+	"\x06prefix\x18\x06 \x01(\tR\x06prefixB\n" +
+	"\n" +
+	"\b_user_idB\n" +
+	"\n" +
+	"\b_team_idB\t\n" +
+	"\a_org_id\"h\n" +
+	"\x13ListApiKeysResponse\x120\n" +
+	"\x05items\x18\x01 \x03(\v2\x1a.tollgate.config.v1.ApiKeyR\x05items\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"\"\n" +
+	"\x10GetApiKeyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"H\n" +
+	"\x11GetApiKeyResponse\x123\n" +
+	"\aapi_key\x18\x01 \x01(\v2\x1a.tollgate.config.v1.ApiKeyR\x06apiKey\"\xe1\x03\n" +
+	"\x13UpdateApiKeyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x17\n" +
+	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x12\x1d\n" +
+	"\aenabled\x18\x03 \x01(\bH\x01R\aenabled\x88\x01\x01\x12,\n" +
+	"\x12set_allowed_models\x18\x04 \x01(\bR\x10setAllowedModels\x12%\n" +
+	"\x0eallowed_models\x18\x05 \x03(\tR\rallowedModels\x12 \n" +
+	"\trpm_limit\x18\x06 \x01(\x05H\x02R\brpmLimit\x88\x01\x01\x12 \n" +
+	"\ttpm_limit\x18\a \x01(\x03H\x03R\btpmLimit\x88\x01\x01\x12$\n" +
+	"\x0eset_expires_at\x18\b \x01(\bR\fsetExpiresAt\x129\n" +
+	"\n" +
+	"expires_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12;\n" +
+	"\x17allow_direct_addressing\x18\n" +
+	" \x01(\bH\x04R\x15allowDirectAddressing\x88\x01\x01B\a\n" +
+	"\x05_nameB\n" +
+	"\n" +
+	"\b_enabledB\f\n" +
+	"\n" +
+	"_rpm_limitB\f\n" +
+	"\n" +
+	"_tpm_limitB\x1a\n" +
+	"\x18_allow_direct_addressing\"K\n" +
+	"\x14UpdateApiKeyResponse\x123\n" +
+	"\aapi_key\x18\x01 \x01(\v2\x1a.tollgate.config.v1.ApiKeyR\x06apiKey\"%\n" +
+	"\x13DeleteApiKeyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"\x16\n" +
+	"\x14DeleteApiKeyResponse\"J\n" +
+	"\x13RotateApiKeyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12#\n" +
+	"\rgrace_seconds\x18\x02 \x01(\x03R\fgraceSeconds\"]\n" +
+	"\x14RotateApiKeyResponse\x123\n" +
+	"\aapi_key\x18\x01 \x01(\v2\x1a.tollgate.config.v1.ApiKeyR\x06apiKey\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\"?\n" +
+	"\x0fListOrgsRequest\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x16\n" +
+	"\x06cursor\x18\x02 \x01(\tR\x06cursor\"b\n" +
+	"\x10ListOrgsResponse\x12-\n" +
+	"\x05items\x18\x01 \x03(\v2\x17.tollgate.config.v1.OrgR\x05items\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"=\n" +
+	"\x10UpdateOrgRequest\x12)\n" +
+	"\x03org\x18\x01 \x01(\v2\x17.tollgate.config.v1.OrgR\x03org\">\n" +
+	"\x11UpdateOrgResponse\x12)\n" +
+	"\x03org\x18\x01 \x01(\v2\x17.tollgate.config.v1.OrgR\x03org\"\"\n" +
+	"\x10DeleteOrgRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"\x13\n" +
+	"\x11DeleteOrgResponse\"g\n" +
+	"\x10ListTeamsRequest\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x16\n" +
+	"\x06cursor\x18\x02 \x01(\tR\x06cursor\x12\x1a\n" +
+	"\x06org_id\x18\x03 \x01(\x03H\x00R\x05orgId\x88\x01\x01B\t\n" +
+	"\a_org_id\"d\n" +
+	"\x11ListTeamsResponse\x12.\n" +
+	"\x05items\x18\x01 \x03(\v2\x18.tollgate.config.v1.TeamR\x05items\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"A\n" +
+	"\x11UpdateTeamRequest\x12,\n" +
+	"\x04team\x18\x01 \x01(\v2\x18.tollgate.config.v1.TeamR\x04team\"B\n" +
+	"\x12UpdateTeamResponse\x12,\n" +
+	"\x04team\x18\x01 \x01(\v2\x18.tollgate.config.v1.TeamR\x04team\"#\n" +
+	"\x11DeleteTeamRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"\x14\n" +
+	"\x12DeleteTeamResponse\"\x91\x01\n" +
+	"\x10ListUsersRequest\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x16\n" +
+	"\x06cursor\x18\x02 \x01(\tR\x06cursor\x12\x1a\n" +
+	"\x06org_id\x18\x03 \x01(\x03H\x00R\x05orgId\x88\x01\x01\x12\x1c\n" +
+	"\ateam_id\x18\x04 \x01(\x03H\x01R\x06teamId\x88\x01\x01B\t\n" +
+	"\a_org_idB\n" +
+	"\n" +
+	"\b_team_id\"d\n" +
+	"\x11ListUsersResponse\x12.\n" +
+	"\x05items\x18\x01 \x03(\v2\x18.tollgate.config.v1.UserR\x05items\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"A\n" +
+	"\x11UpdateUserRequest\x12,\n" +
+	"\x04user\x18\x01 \x01(\v2\x18.tollgate.config.v1.UserR\x04user\"B\n" +
+	"\x12UpdateUserResponse\x12,\n" +
+	"\x04user\x18\x01 \x01(\v2\x18.tollgate.config.v1.UserR\x04user\"#\n" +
+	"\x11DeleteUserRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"\x14\n" +
+	"\x12DeleteUserResponse\"\x17\n" +
+	"\x15GetModelPolicyRequest\"\x9a\x01\n" +
+	"\x16GetModelPolicyResponse\x127\n" +
+	"\x06policy\x18\x01 \x01(\v2\x1f.tollgate.config.v1.ModelPolicyR\x06policy\x12G\n" +
+	"\tproviders\x18\x02 \x03(\v2).tollgate.admin.v1.ProviderUnpricedPolicyR\tproviders\"v\n" +
+	"\x16ProviderUnpricedPolicy\x12\x1f\n" +
+	"\vprovider_id\x18\x01 \x01(\x03R\n" +
+	"providerId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12'\n" +
+	"\x0funpriced_policy\x18\x03 \x01(\tR\x0eunpricedPolicy\"P\n" +
+	"\x15SetModelPolicyRequest\x127\n" +
+	"\x06policy\x18\x01 \x01(\v2\x1f.tollgate.config.v1.ModelPolicyR\x06policy\"Q\n" +
+	"\x16SetModelPolicyResponse\x127\n" +
+	"\x06policy\x18\x01 \x01(\v2\x1f.tollgate.config.v1.ModelPolicyR\x06policy\"\x85\x01\n" +
+	" SetProviderUnpricedPolicyRequest\x12\x1f\n" +
+	"\vprovider_id\x18\x01 \x01(\x03R\n" +
+	"providerId\x12,\n" +
+	"\x0funpriced_policy\x18\x02 \x01(\tH\x00R\x0eunpricedPolicy\x88\x01\x01B\x12\n" +
+	"\x10_unpriced_policy\"#\n" +
+	"!SetProviderUnpricedPolicyResponse\"M\n" +
+	"\x19ListUnpricedModelsRequest\x120\n" +
+	"\x05since\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"T\n" +
+	"\x1aListUnpricedModelsResponse\x126\n" +
+	"\x05items\x18\x01 \x03(\v2 .tollgate.admin.v1.UnpricedModelR\x05items\"\xe7\x01\n" +
+	"\rUnpricedModel\x12\x1f\n" +
+	"\vprovider_id\x18\x01 \x01(\x03R\n" +
+	"providerId\x12%\n" +
+	"\x0eupstream_model\x18\x02 \x01(\tR\rupstreamModel\x12\x1a\n" +
+	"\brequests\x18\x03 \x01(\x03R\brequests\x129\n" +
+	"\n" +
+	"first_seen\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tfirstSeen\x127\n" +
+	"\tlast_seen\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\blastSeen\"H\n" +
+	"\x15GetQuotaAlertsRequest\x12\x14\n" +
+	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x19\n" +
+	"\bscope_id\x18\x02 \x01(\x03R\ascopeId\"8\n" +
+	"\x16GetQuotaAlertsResponse\x12\x1e\n" +
+	"\n" +
+	"thresholds\x18\x01 \x03(\x05R\n" +
+	"thresholds\"h\n" +
+	"\x15SetQuotaAlertsRequest\x12\x14\n" +
+	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x19\n" +
+	"\bscope_id\x18\x02 \x01(\x03R\ascopeId\x12\x1e\n" +
+	"\n" +
+	"thresholds\x18\x03 \x03(\x05R\n" +
+	"thresholds\"8\n" +
+	"\x16SetQuotaAlertsResponse\x12\x1e\n" +
+	"\n" +
+	"thresholds\x18\x01 \x03(\x05R\n" +
+	"thresholds\"\xaa\x01\n" +
+	"\x0fWebhookEndpoint\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x18\n" +
+	"\aenabled\x18\x04 \x01(\bR\aenabled\x129\n" +
+	"\n" +
+	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"R\n" +
+	"\x1cCreateWebhookEndpointRequest\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\"w\n" +
+	"\x1dCreateWebhookEndpointResponse\x12>\n" +
+	"\bendpoint\x18\x01 \x01(\v2\".tollgate.admin.v1.WebhookEndpointR\bendpoint\x12\x16\n" +
+	"\x06secret\x18\x02 \x01(\tR\x06secret\"\x1d\n" +
+	"\x1bListWebhookEndpointsRequest\"X\n" +
+	"\x1cListWebhookEndpointsResponse\x128\n" +
+	"\x05items\x18\x01 \x03(\v2\".tollgate.admin.v1.WebhookEndpointR\x05items\".\n" +
+	"\x1cDeleteWebhookEndpointRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"\x1f\n" +
+	"\x1dDeleteWebhookEndpointResponse\"\x89\x01\n" +
+	"\x16ListAlertEventsRequest\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x16\n" +
+	"\x06cursor\x18\x02 \x01(\tR\x06cursor\x12\x14\n" +
+	"\x05scope\x18\x03 \x01(\tR\x05scope\x12\x1e\n" +
+	"\bscope_id\x18\x04 \x01(\x03H\x00R\ascopeId\x88\x01\x01B\v\n" +
+	"\t_scope_id\"o\n" +
+	"\x17ListAlertEventsResponse\x123\n" +
+	"\x05items\x18\x01 \x03(\v2\x1d.tollgate.admin.v1.AlertEventR\x05items\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"\xf9\x02\n" +
+	"\n" +
+	"AlertEvent\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x14\n" +
+	"\x05scope\x18\x03 \x01(\tR\x05scope\x12\x19\n" +
+	"\bscope_id\x18\x04 \x01(\x03R\ascopeId\x12=\n" +
+	"\fperiod_start\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\vperiodStart\x12\x1c\n" +
+	"\tthreshold\x18\x06 \x01(\x05R\tthreshold\x12\x1d\n" +
+	"\n" +
+	"cost_limit\x18\a \x01(\tR\tcostLimit\x12\x1b\n" +
+	"\tcost_used\x18\b \x01(\tR\bcostUsed\x129\n" +
+	"\n" +
+	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12B\n" +
+	"\n" +
+	"deliveries\x18\n" +
+	" \x03(\v2\".tollgate.admin.v1.WebhookDeliveryR\n" +
+	"deliveries\"\x82\x02\n" +
+	"\x0fWebhookDelivery\x12\x1f\n" +
+	"\vendpoint_id\x18\x01 \x01(\x03R\n" +
+	"endpointId\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\x02 \x01(\tR\twebhookId\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12\x1a\n" +
+	"\battempts\x18\x04 \x01(\x05R\battempts\x12\x1f\n" +
+	"\vlast_status\x18\x05 \x01(\x05R\n" +
+	"lastStatus\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x06 \x01(\tR\tlastError\x12=\n" +
+	"\fdelivered_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vdeliveredAt2\x8c7\n" +
 	"\fAdminService\x12e\n" +
 	"\x0eListPriceRules\x12(.tollgate.admin.v1.ListPriceRulesRequest\x1a).tollgate.admin.v1.ListPriceRulesResponse\x12_\n" +
 	"\fGetPriceRule\x12&.tollgate.admin.v1.GetPriceRuleRequest\x1a'.tollgate.admin.v1.GetPriceRuleResponse\x12h\n" +
@@ -6532,7 +9531,35 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x13GetPriceRuleHistory\x12-.tollgate.admin.v1.GetPriceRuleHistoryRequest\x1a..tollgate.admin.v1.GetPriceRuleHistoryResponse\x12n\n" +
 	"\x11RepricePriceRules\x12+.tollgate.admin.v1.RepricePriceRulesRequest\x1a,.tollgate.admin.v1.RepricePriceRulesResponse\x12\x80\x01\n" +
 	"\x17ListScheduledPriceRules\x121.tollgate.admin.v1.ListScheduledPriceRulesRequest\x1a2.tollgate.admin.v1.ListScheduledPriceRulesResponse\x12\x83\x01\n" +
-	"\x18CancelScheduledPriceRule\x122.tollgate.admin.v1.CancelScheduledPriceRuleRequest\x1a3.tollgate.admin.v1.CancelScheduledPriceRuleResponseBCZAgithub.com/tollgate/tollgate/shared/gen/tollgate/admin/v1;adminv1b\x06proto3"
+	"\x18CancelScheduledPriceRule\x122.tollgate.admin.v1.CancelScheduledPriceRuleRequest\x1a3.tollgate.admin.v1.CancelScheduledPriceRuleResponse\x12\\\n" +
+	"\vListApiKeys\x12%.tollgate.admin.v1.ListApiKeysRequest\x1a&.tollgate.admin.v1.ListApiKeysResponse\x12V\n" +
+	"\tGetApiKey\x12#.tollgate.admin.v1.GetApiKeyRequest\x1a$.tollgate.admin.v1.GetApiKeyResponse\x12_\n" +
+	"\fUpdateApiKey\x12&.tollgate.admin.v1.UpdateApiKeyRequest\x1a'.tollgate.admin.v1.UpdateApiKeyResponse\x12_\n" +
+	"\fDeleteApiKey\x12&.tollgate.admin.v1.DeleteApiKeyRequest\x1a'.tollgate.admin.v1.DeleteApiKeyResponse\x12_\n" +
+	"\fRotateApiKey\x12&.tollgate.admin.v1.RotateApiKeyRequest\x1a'.tollgate.admin.v1.RotateApiKeyResponse\x12S\n" +
+	"\bListOrgs\x12\".tollgate.admin.v1.ListOrgsRequest\x1a#.tollgate.admin.v1.ListOrgsResponse\x12V\n" +
+	"\tUpdateOrg\x12#.tollgate.admin.v1.UpdateOrgRequest\x1a$.tollgate.admin.v1.UpdateOrgResponse\x12V\n" +
+	"\tDeleteOrg\x12#.tollgate.admin.v1.DeleteOrgRequest\x1a$.tollgate.admin.v1.DeleteOrgResponse\x12V\n" +
+	"\tListTeams\x12#.tollgate.admin.v1.ListTeamsRequest\x1a$.tollgate.admin.v1.ListTeamsResponse\x12Y\n" +
+	"\n" +
+	"UpdateTeam\x12$.tollgate.admin.v1.UpdateTeamRequest\x1a%.tollgate.admin.v1.UpdateTeamResponse\x12Y\n" +
+	"\n" +
+	"DeleteTeam\x12$.tollgate.admin.v1.DeleteTeamRequest\x1a%.tollgate.admin.v1.DeleteTeamResponse\x12V\n" +
+	"\tListUsers\x12#.tollgate.admin.v1.ListUsersRequest\x1a$.tollgate.admin.v1.ListUsersResponse\x12Y\n" +
+	"\n" +
+	"UpdateUser\x12$.tollgate.admin.v1.UpdateUserRequest\x1a%.tollgate.admin.v1.UpdateUserResponse\x12Y\n" +
+	"\n" +
+	"DeleteUser\x12$.tollgate.admin.v1.DeleteUserRequest\x1a%.tollgate.admin.v1.DeleteUserResponse\x12e\n" +
+	"\x0eGetModelPolicy\x12(.tollgate.admin.v1.GetModelPolicyRequest\x1a).tollgate.admin.v1.GetModelPolicyResponse\x12e\n" +
+	"\x0eSetModelPolicy\x12(.tollgate.admin.v1.SetModelPolicyRequest\x1a).tollgate.admin.v1.SetModelPolicyResponse\x12\x86\x01\n" +
+	"\x19SetProviderUnpricedPolicy\x123.tollgate.admin.v1.SetProviderUnpricedPolicyRequest\x1a4.tollgate.admin.v1.SetProviderUnpricedPolicyResponse\x12q\n" +
+	"\x12ListUnpricedModels\x12,.tollgate.admin.v1.ListUnpricedModelsRequest\x1a-.tollgate.admin.v1.ListUnpricedModelsResponse\x12e\n" +
+	"\x0eGetQuotaAlerts\x12(.tollgate.admin.v1.GetQuotaAlertsRequest\x1a).tollgate.admin.v1.GetQuotaAlertsResponse\x12e\n" +
+	"\x0eSetQuotaAlerts\x12(.tollgate.admin.v1.SetQuotaAlertsRequest\x1a).tollgate.admin.v1.SetQuotaAlertsResponse\x12z\n" +
+	"\x15CreateWebhookEndpoint\x12/.tollgate.admin.v1.CreateWebhookEndpointRequest\x1a0.tollgate.admin.v1.CreateWebhookEndpointResponse\x12w\n" +
+	"\x14ListWebhookEndpoints\x12..tollgate.admin.v1.ListWebhookEndpointsRequest\x1a/.tollgate.admin.v1.ListWebhookEndpointsResponse\x12z\n" +
+	"\x15DeleteWebhookEndpoint\x12/.tollgate.admin.v1.DeleteWebhookEndpointRequest\x1a0.tollgate.admin.v1.DeleteWebhookEndpointResponse\x12h\n" +
+	"\x0fListAlertEvents\x12).tollgate.admin.v1.ListAlertEventsRequest\x1a*.tollgate.admin.v1.ListAlertEventsResponseBCZAgithub.com/tollgate/tollgate/shared/gen/tollgate/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_tollgate_admin_v1_admin_proto_rawDescOnce sync.Once
@@ -6546,320 +9573,452 @@ func file_tollgate_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_tollgate_admin_v1_admin_proto_rawDescData
 }
 
-var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 108)
+var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 161)
 var file_tollgate_admin_v1_admin_proto_goTypes = []any{
-	(*ListPriceRulesRequest)(nil),            // 0: tollgate.admin.v1.ListPriceRulesRequest
-	(*ListPriceRulesResponse)(nil),           // 1: tollgate.admin.v1.ListPriceRulesResponse
-	(*GetPriceRuleRequest)(nil),              // 2: tollgate.admin.v1.GetPriceRuleRequest
-	(*GetPriceRuleResponse)(nil),             // 3: tollgate.admin.v1.GetPriceRuleResponse
-	(*CreatePriceRuleRequest)(nil),           // 4: tollgate.admin.v1.CreatePriceRuleRequest
-	(*CreatePriceRuleResponse)(nil),          // 5: tollgate.admin.v1.CreatePriceRuleResponse
-	(*UpdatePriceRuleRequest)(nil),           // 6: tollgate.admin.v1.UpdatePriceRuleRequest
-	(*UpdatePriceRuleResponse)(nil),          // 7: tollgate.admin.v1.UpdatePriceRuleResponse
-	(*ListScheduledPriceRulesRequest)(nil),   // 8: tollgate.admin.v1.ListScheduledPriceRulesRequest
-	(*ListScheduledPriceRulesResponse)(nil),  // 9: tollgate.admin.v1.ListScheduledPriceRulesResponse
-	(*CancelScheduledPriceRuleRequest)(nil),  // 10: tollgate.admin.v1.CancelScheduledPriceRuleRequest
-	(*CancelScheduledPriceRuleResponse)(nil), // 11: tollgate.admin.v1.CancelScheduledPriceRuleResponse
-	(*DeletePriceRuleRequest)(nil),           // 12: tollgate.admin.v1.DeletePriceRuleRequest
-	(*DeletePriceRuleResponse)(nil),          // 13: tollgate.admin.v1.DeletePriceRuleResponse
-	(*QuotePriceRequest)(nil),                // 14: tollgate.admin.v1.QuotePriceRequest
-	(*QuotePriceResponse)(nil),               // 15: tollgate.admin.v1.QuotePriceResponse
-	(*Rates)(nil),                            // 16: tollgate.admin.v1.Rates
-	(*ListProvidersRequest)(nil),             // 17: tollgate.admin.v1.ListProvidersRequest
-	(*ListProvidersResponse)(nil),            // 18: tollgate.admin.v1.ListProvidersResponse
-	(*GetProviderRequest)(nil),               // 19: tollgate.admin.v1.GetProviderRequest
-	(*GetProviderResponse)(nil),              // 20: tollgate.admin.v1.GetProviderResponse
-	(*CreateProviderRequest)(nil),            // 21: tollgate.admin.v1.CreateProviderRequest
-	(*CreateProviderResponse)(nil),           // 22: tollgate.admin.v1.CreateProviderResponse
-	(*UpdateProviderRequest)(nil),            // 23: tollgate.admin.v1.UpdateProviderRequest
-	(*UpdateProviderResponse)(nil),           // 24: tollgate.admin.v1.UpdateProviderResponse
-	(*DeleteProviderRequest)(nil),            // 25: tollgate.admin.v1.DeleteProviderRequest
-	(*DeleteProviderResponse)(nil),           // 26: tollgate.admin.v1.DeleteProviderResponse
-	(*CreateCredentialRequest)(nil),          // 27: tollgate.admin.v1.CreateCredentialRequest
-	(*CreateCredentialResponse)(nil),         // 28: tollgate.admin.v1.CreateCredentialResponse
-	(*DeleteCredentialRequest)(nil),          // 29: tollgate.admin.v1.DeleteCredentialRequest
-	(*DeleteCredentialResponse)(nil),         // 30: tollgate.admin.v1.DeleteCredentialResponse
-	(*ListRoutingRulesRequest)(nil),          // 31: tollgate.admin.v1.ListRoutingRulesRequest
-	(*ListRoutingRulesResponse)(nil),         // 32: tollgate.admin.v1.ListRoutingRulesResponse
-	(*UpsertRoutingRulesRequest)(nil),        // 33: tollgate.admin.v1.UpsertRoutingRulesRequest
-	(*UpsertRoutingRulesResponse)(nil),       // 34: tollgate.admin.v1.UpsertRoutingRulesResponse
-	(*ResetRoutingRulesRequest)(nil),         // 35: tollgate.admin.v1.ResetRoutingRulesRequest
-	(*ResetRoutingRulesResponse)(nil),        // 36: tollgate.admin.v1.ResetRoutingRulesResponse
-	(*DeleteRoutingRuleRequest)(nil),         // 37: tollgate.admin.v1.DeleteRoutingRuleRequest
-	(*DeleteRoutingRuleResponse)(nil),        // 38: tollgate.admin.v1.DeleteRoutingRuleResponse
-	(*ListRoutesRequest)(nil),                // 39: tollgate.admin.v1.ListRoutesRequest
-	(*ListRoutesResponse)(nil),               // 40: tollgate.admin.v1.ListRoutesResponse
-	(*GetRouteRequest)(nil),                  // 41: tollgate.admin.v1.GetRouteRequest
-	(*GetRouteResponse)(nil),                 // 42: tollgate.admin.v1.GetRouteResponse
-	(*CreateRouteRequest)(nil),               // 43: tollgate.admin.v1.CreateRouteRequest
-	(*CreateRouteResponse)(nil),              // 44: tollgate.admin.v1.CreateRouteResponse
-	(*UpdateRouteRequest)(nil),               // 45: tollgate.admin.v1.UpdateRouteRequest
-	(*UpdateRouteResponse)(nil),              // 46: tollgate.admin.v1.UpdateRouteResponse
-	(*DeleteRouteRequest)(nil),               // 47: tollgate.admin.v1.DeleteRouteRequest
-	(*DeleteRouteResponse)(nil),              // 48: tollgate.admin.v1.DeleteRouteResponse
-	(*CreateOrgRequest)(nil),                 // 49: tollgate.admin.v1.CreateOrgRequest
-	(*CreateOrgResponse)(nil),                // 50: tollgate.admin.v1.CreateOrgResponse
-	(*CreateTeamRequest)(nil),                // 51: tollgate.admin.v1.CreateTeamRequest
-	(*CreateTeamResponse)(nil),               // 52: tollgate.admin.v1.CreateTeamResponse
-	(*CreateUserRequest)(nil),                // 53: tollgate.admin.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),               // 54: tollgate.admin.v1.CreateUserResponse
-	(*CreateApiKeyRequest)(nil),              // 55: tollgate.admin.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),             // 56: tollgate.admin.v1.CreateApiKeyResponse
-	(*GetQuotaRequest)(nil),                  // 57: tollgate.admin.v1.GetQuotaRequest
-	(*GetQuotaResponse)(nil),                 // 58: tollgate.admin.v1.GetQuotaResponse
-	(*SetQuotaRequest)(nil),                  // 59: tollgate.admin.v1.SetQuotaRequest
-	(*SetQuotaResponse)(nil),                 // 60: tollgate.admin.v1.SetQuotaResponse
-	(*ListUsagesRequest)(nil),                // 61: tollgate.admin.v1.ListUsagesRequest
-	(*Usage)(nil),                            // 62: tollgate.admin.v1.Usage
-	(*ListUsagesResponse)(nil),               // 63: tollgate.admin.v1.ListUsagesResponse
-	(*ExportRequest)(nil),                    // 64: tollgate.admin.v1.ExportRequest
-	(*ExportResponse)(nil),                   // 65: tollgate.admin.v1.ExportResponse
-	(*ImportRequest)(nil),                    // 66: tollgate.admin.v1.ImportRequest
-	(*ImportResponse)(nil),                   // 67: tollgate.admin.v1.ImportResponse
-	(*AdminToken)(nil),                       // 68: tollgate.admin.v1.AdminToken
-	(*CreateAdminTokenRequest)(nil),          // 69: tollgate.admin.v1.CreateAdminTokenRequest
-	(*CreateAdminTokenResponse)(nil),         // 70: tollgate.admin.v1.CreateAdminTokenResponse
-	(*ListAdminTokensRequest)(nil),           // 71: tollgate.admin.v1.ListAdminTokensRequest
-	(*ListAdminTokensResponse)(nil),          // 72: tollgate.admin.v1.ListAdminTokensResponse
-	(*DeleteAdminTokenRequest)(nil),          // 73: tollgate.admin.v1.DeleteAdminTokenRequest
-	(*DeleteAdminTokenResponse)(nil),         // 74: tollgate.admin.v1.DeleteAdminTokenResponse
-	(*AdjustQuotaRequest)(nil),               // 75: tollgate.admin.v1.AdjustQuotaRequest
-	(*QuotaAdjustment)(nil),                  // 76: tollgate.admin.v1.QuotaAdjustment
-	(*AdjustQuotaResponse)(nil),              // 77: tollgate.admin.v1.AdjustQuotaResponse
-	(*ListQuotaAdjustmentsRequest)(nil),      // 78: tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	(*ListQuotaAdjustmentsResponse)(nil),     // 79: tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	(*ListQuotaPeriodsRequest)(nil),          // 80: tollgate.admin.v1.ListQuotaPeriodsRequest
-	(*QuotaPeriod)(nil),                      // 81: tollgate.admin.v1.QuotaPeriod
-	(*ListQuotaPeriodsResponse)(nil),         // 82: tollgate.admin.v1.ListQuotaPeriodsResponse
-	(*GetSnapshotStatusRequest)(nil),         // 83: tollgate.admin.v1.GetSnapshotStatusRequest
-	(*SnapshotProblem)(nil),                  // 84: tollgate.admin.v1.SnapshotProblem
-	(*SnapshotRejection)(nil),                // 85: tollgate.admin.v1.SnapshotRejection
-	(*GetSnapshotStatusResponse)(nil),        // 86: tollgate.admin.v1.GetSnapshotStatusResponse
-	(*PlanPriceCatalogRequest)(nil),          // 87: tollgate.admin.v1.PlanPriceCatalogRequest
-	(*PlanPriceCatalogResponse)(nil),         // 88: tollgate.admin.v1.PlanPriceCatalogResponse
-	(*CatalogPlan)(nil),                      // 89: tollgate.admin.v1.CatalogPlan
-	(*CatalogPlanRule)(nil),                  // 90: tollgate.admin.v1.CatalogPlanRule
-	(*CatalogPlanChange)(nil),                // 91: tollgate.admin.v1.CatalogPlanChange
-	(*CatalogFieldChange)(nil),               // 92: tollgate.admin.v1.CatalogFieldChange
-	(*CatalogPlanUnchanged)(nil),             // 93: tollgate.admin.v1.CatalogPlanUnchanged
-	(*CatalogSkipped)(nil),                   // 94: tollgate.admin.v1.CatalogSkipped
-	(*ApplyPriceCatalogRequest)(nil),         // 95: tollgate.admin.v1.ApplyPriceCatalogRequest
-	(*ApplyPriceCatalogResponse)(nil),        // 96: tollgate.admin.v1.ApplyPriceCatalogResponse
-	(*GetPriceRuleProvenanceRequest)(nil),    // 97: tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	(*GetPriceRuleProvenanceResponse)(nil),   // 98: tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	(*PriceRuleProvenance)(nil),              // 99: tollgate.admin.v1.PriceRuleProvenance
-	(*GetPriceRuleHistoryRequest)(nil),       // 100: tollgate.admin.v1.GetPriceRuleHistoryRequest
-	(*GetPriceRuleHistoryResponse)(nil),      // 101: tollgate.admin.v1.GetPriceRuleHistoryResponse
-	(*PriceRuleVersion)(nil),                 // 102: tollgate.admin.v1.PriceRuleVersion
-	(*RepricePriceRulesRequest)(nil),         // 103: tollgate.admin.v1.RepricePriceRulesRequest
-	(*RepricePriceRulesResponse)(nil),        // 104: tollgate.admin.v1.RepricePriceRulesResponse
-	(*RepriceLine)(nil),                      // 105: tollgate.admin.v1.RepriceLine
-	nil,                                      // 106: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	nil,                                      // 107: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	(*v1.PriceRule)(nil),                     // 108: tollgate.config.v1.PriceRule
-	(*timestamppb.Timestamp)(nil),            // 109: google.protobuf.Timestamp
-	(*v1.ScheduledPriceRule)(nil),            // 110: tollgate.config.v1.ScheduledPriceRule
-	(*v11.TokenCounts)(nil),                  // 111: tollgate.settlement.v1.TokenCounts
-	(*v1.Provider)(nil),                      // 112: tollgate.config.v1.Provider
-	(*v1.Credential)(nil),                    // 113: tollgate.config.v1.Credential
-	(*v1.RoutingRule)(nil),                   // 114: tollgate.config.v1.RoutingRule
-	(*v1.Route)(nil),                         // 115: tollgate.config.v1.Route
-	(*v1.Org)(nil),                           // 116: tollgate.config.v1.Org
-	(*v1.Team)(nil),                          // 117: tollgate.config.v1.Team
-	(*v1.User)(nil),                          // 118: tollgate.config.v1.User
-	(*v1.ApiKey)(nil),                        // 119: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),                         // 120: tollgate.config.v1.Quota
-	(*v11.SettlementRecord)(nil),             // 121: tollgate.settlement.v1.SettlementRecord
+	(*ListPriceRulesRequest)(nil),             // 0: tollgate.admin.v1.ListPriceRulesRequest
+	(*ListPriceRulesResponse)(nil),            // 1: tollgate.admin.v1.ListPriceRulesResponse
+	(*GetPriceRuleRequest)(nil),               // 2: tollgate.admin.v1.GetPriceRuleRequest
+	(*GetPriceRuleResponse)(nil),              // 3: tollgate.admin.v1.GetPriceRuleResponse
+	(*CreatePriceRuleRequest)(nil),            // 4: tollgate.admin.v1.CreatePriceRuleRequest
+	(*CreatePriceRuleResponse)(nil),           // 5: tollgate.admin.v1.CreatePriceRuleResponse
+	(*UpdatePriceRuleRequest)(nil),            // 6: tollgate.admin.v1.UpdatePriceRuleRequest
+	(*UpdatePriceRuleResponse)(nil),           // 7: tollgate.admin.v1.UpdatePriceRuleResponse
+	(*ListScheduledPriceRulesRequest)(nil),    // 8: tollgate.admin.v1.ListScheduledPriceRulesRequest
+	(*ListScheduledPriceRulesResponse)(nil),   // 9: tollgate.admin.v1.ListScheduledPriceRulesResponse
+	(*CancelScheduledPriceRuleRequest)(nil),   // 10: tollgate.admin.v1.CancelScheduledPriceRuleRequest
+	(*CancelScheduledPriceRuleResponse)(nil),  // 11: tollgate.admin.v1.CancelScheduledPriceRuleResponse
+	(*DeletePriceRuleRequest)(nil),            // 12: tollgate.admin.v1.DeletePriceRuleRequest
+	(*DeletePriceRuleResponse)(nil),           // 13: tollgate.admin.v1.DeletePriceRuleResponse
+	(*QuotePriceRequest)(nil),                 // 14: tollgate.admin.v1.QuotePriceRequest
+	(*QuotePriceResponse)(nil),                // 15: tollgate.admin.v1.QuotePriceResponse
+	(*Rates)(nil),                             // 16: tollgate.admin.v1.Rates
+	(*ListProvidersRequest)(nil),              // 17: tollgate.admin.v1.ListProvidersRequest
+	(*ListProvidersResponse)(nil),             // 18: tollgate.admin.v1.ListProvidersResponse
+	(*GetProviderRequest)(nil),                // 19: tollgate.admin.v1.GetProviderRequest
+	(*GetProviderResponse)(nil),               // 20: tollgate.admin.v1.GetProviderResponse
+	(*CreateProviderRequest)(nil),             // 21: tollgate.admin.v1.CreateProviderRequest
+	(*CreateProviderResponse)(nil),            // 22: tollgate.admin.v1.CreateProviderResponse
+	(*UpdateProviderRequest)(nil),             // 23: tollgate.admin.v1.UpdateProviderRequest
+	(*UpdateProviderResponse)(nil),            // 24: tollgate.admin.v1.UpdateProviderResponse
+	(*DeleteProviderRequest)(nil),             // 25: tollgate.admin.v1.DeleteProviderRequest
+	(*DeleteProviderResponse)(nil),            // 26: tollgate.admin.v1.DeleteProviderResponse
+	(*CreateCredentialRequest)(nil),           // 27: tollgate.admin.v1.CreateCredentialRequest
+	(*CreateCredentialResponse)(nil),          // 28: tollgate.admin.v1.CreateCredentialResponse
+	(*DeleteCredentialRequest)(nil),           // 29: tollgate.admin.v1.DeleteCredentialRequest
+	(*DeleteCredentialResponse)(nil),          // 30: tollgate.admin.v1.DeleteCredentialResponse
+	(*ListRoutingRulesRequest)(nil),           // 31: tollgate.admin.v1.ListRoutingRulesRequest
+	(*ListRoutingRulesResponse)(nil),          // 32: tollgate.admin.v1.ListRoutingRulesResponse
+	(*UpsertRoutingRulesRequest)(nil),         // 33: tollgate.admin.v1.UpsertRoutingRulesRequest
+	(*UpsertRoutingRulesResponse)(nil),        // 34: tollgate.admin.v1.UpsertRoutingRulesResponse
+	(*ResetRoutingRulesRequest)(nil),          // 35: tollgate.admin.v1.ResetRoutingRulesRequest
+	(*ResetRoutingRulesResponse)(nil),         // 36: tollgate.admin.v1.ResetRoutingRulesResponse
+	(*DeleteRoutingRuleRequest)(nil),          // 37: tollgate.admin.v1.DeleteRoutingRuleRequest
+	(*DeleteRoutingRuleResponse)(nil),         // 38: tollgate.admin.v1.DeleteRoutingRuleResponse
+	(*ListRoutesRequest)(nil),                 // 39: tollgate.admin.v1.ListRoutesRequest
+	(*ListRoutesResponse)(nil),                // 40: tollgate.admin.v1.ListRoutesResponse
+	(*GetRouteRequest)(nil),                   // 41: tollgate.admin.v1.GetRouteRequest
+	(*GetRouteResponse)(nil),                  // 42: tollgate.admin.v1.GetRouteResponse
+	(*CreateRouteRequest)(nil),                // 43: tollgate.admin.v1.CreateRouteRequest
+	(*CreateRouteResponse)(nil),               // 44: tollgate.admin.v1.CreateRouteResponse
+	(*UpdateRouteRequest)(nil),                // 45: tollgate.admin.v1.UpdateRouteRequest
+	(*UpdateRouteResponse)(nil),               // 46: tollgate.admin.v1.UpdateRouteResponse
+	(*DeleteRouteRequest)(nil),                // 47: tollgate.admin.v1.DeleteRouteRequest
+	(*DeleteRouteResponse)(nil),               // 48: tollgate.admin.v1.DeleteRouteResponse
+	(*CreateOrgRequest)(nil),                  // 49: tollgate.admin.v1.CreateOrgRequest
+	(*CreateOrgResponse)(nil),                 // 50: tollgate.admin.v1.CreateOrgResponse
+	(*CreateTeamRequest)(nil),                 // 51: tollgate.admin.v1.CreateTeamRequest
+	(*CreateTeamResponse)(nil),                // 52: tollgate.admin.v1.CreateTeamResponse
+	(*CreateUserRequest)(nil),                 // 53: tollgate.admin.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),                // 54: tollgate.admin.v1.CreateUserResponse
+	(*CreateApiKeyRequest)(nil),               // 55: tollgate.admin.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),              // 56: tollgate.admin.v1.CreateApiKeyResponse
+	(*GetQuotaRequest)(nil),                   // 57: tollgate.admin.v1.GetQuotaRequest
+	(*GetQuotaResponse)(nil),                  // 58: tollgate.admin.v1.GetQuotaResponse
+	(*SetQuotaRequest)(nil),                   // 59: tollgate.admin.v1.SetQuotaRequest
+	(*SetQuotaResponse)(nil),                  // 60: tollgate.admin.v1.SetQuotaResponse
+	(*ListUsagesRequest)(nil),                 // 61: tollgate.admin.v1.ListUsagesRequest
+	(*Usage)(nil),                             // 62: tollgate.admin.v1.Usage
+	(*ListUsagesResponse)(nil),                // 63: tollgate.admin.v1.ListUsagesResponse
+	(*ExportRequest)(nil),                     // 64: tollgate.admin.v1.ExportRequest
+	(*ExportResponse)(nil),                    // 65: tollgate.admin.v1.ExportResponse
+	(*ImportRequest)(nil),                     // 66: tollgate.admin.v1.ImportRequest
+	(*ImportResponse)(nil),                    // 67: tollgate.admin.v1.ImportResponse
+	(*AdminToken)(nil),                        // 68: tollgate.admin.v1.AdminToken
+	(*CreateAdminTokenRequest)(nil),           // 69: tollgate.admin.v1.CreateAdminTokenRequest
+	(*CreateAdminTokenResponse)(nil),          // 70: tollgate.admin.v1.CreateAdminTokenResponse
+	(*ListAdminTokensRequest)(nil),            // 71: tollgate.admin.v1.ListAdminTokensRequest
+	(*ListAdminTokensResponse)(nil),           // 72: tollgate.admin.v1.ListAdminTokensResponse
+	(*DeleteAdminTokenRequest)(nil),           // 73: tollgate.admin.v1.DeleteAdminTokenRequest
+	(*DeleteAdminTokenResponse)(nil),          // 74: tollgate.admin.v1.DeleteAdminTokenResponse
+	(*AdjustQuotaRequest)(nil),                // 75: tollgate.admin.v1.AdjustQuotaRequest
+	(*QuotaAdjustment)(nil),                   // 76: tollgate.admin.v1.QuotaAdjustment
+	(*AdjustQuotaResponse)(nil),               // 77: tollgate.admin.v1.AdjustQuotaResponse
+	(*ListQuotaAdjustmentsRequest)(nil),       // 78: tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	(*ListQuotaAdjustmentsResponse)(nil),      // 79: tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	(*ListQuotaPeriodsRequest)(nil),           // 80: tollgate.admin.v1.ListQuotaPeriodsRequest
+	(*QuotaPeriod)(nil),                       // 81: tollgate.admin.v1.QuotaPeriod
+	(*ListQuotaPeriodsResponse)(nil),          // 82: tollgate.admin.v1.ListQuotaPeriodsResponse
+	(*GetSnapshotStatusRequest)(nil),          // 83: tollgate.admin.v1.GetSnapshotStatusRequest
+	(*SnapshotProblem)(nil),                   // 84: tollgate.admin.v1.SnapshotProblem
+	(*SnapshotRejection)(nil),                 // 85: tollgate.admin.v1.SnapshotRejection
+	(*GetSnapshotStatusResponse)(nil),         // 86: tollgate.admin.v1.GetSnapshotStatusResponse
+	(*PlanPriceCatalogRequest)(nil),           // 87: tollgate.admin.v1.PlanPriceCatalogRequest
+	(*PlanPriceCatalogResponse)(nil),          // 88: tollgate.admin.v1.PlanPriceCatalogResponse
+	(*CatalogPlan)(nil),                       // 89: tollgate.admin.v1.CatalogPlan
+	(*CatalogPlanRule)(nil),                   // 90: tollgate.admin.v1.CatalogPlanRule
+	(*CatalogPlanChange)(nil),                 // 91: tollgate.admin.v1.CatalogPlanChange
+	(*CatalogFieldChange)(nil),                // 92: tollgate.admin.v1.CatalogFieldChange
+	(*CatalogPlanUnchanged)(nil),              // 93: tollgate.admin.v1.CatalogPlanUnchanged
+	(*CatalogSkipped)(nil),                    // 94: tollgate.admin.v1.CatalogSkipped
+	(*ApplyPriceCatalogRequest)(nil),          // 95: tollgate.admin.v1.ApplyPriceCatalogRequest
+	(*ApplyPriceCatalogResponse)(nil),         // 96: tollgate.admin.v1.ApplyPriceCatalogResponse
+	(*GetPriceRuleProvenanceRequest)(nil),     // 97: tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	(*GetPriceRuleProvenanceResponse)(nil),    // 98: tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	(*PriceRuleProvenance)(nil),               // 99: tollgate.admin.v1.PriceRuleProvenance
+	(*GetPriceRuleHistoryRequest)(nil),        // 100: tollgate.admin.v1.GetPriceRuleHistoryRequest
+	(*GetPriceRuleHistoryResponse)(nil),       // 101: tollgate.admin.v1.GetPriceRuleHistoryResponse
+	(*PriceRuleVersion)(nil),                  // 102: tollgate.admin.v1.PriceRuleVersion
+	(*RepricePriceRulesRequest)(nil),          // 103: tollgate.admin.v1.RepricePriceRulesRequest
+	(*RepricePriceRulesResponse)(nil),         // 104: tollgate.admin.v1.RepricePriceRulesResponse
+	(*RepriceLine)(nil),                       // 105: tollgate.admin.v1.RepriceLine
+	(*ListApiKeysRequest)(nil),                // 106: tollgate.admin.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),               // 107: tollgate.admin.v1.ListApiKeysResponse
+	(*GetApiKeyRequest)(nil),                  // 108: tollgate.admin.v1.GetApiKeyRequest
+	(*GetApiKeyResponse)(nil),                 // 109: tollgate.admin.v1.GetApiKeyResponse
+	(*UpdateApiKeyRequest)(nil),               // 110: tollgate.admin.v1.UpdateApiKeyRequest
+	(*UpdateApiKeyResponse)(nil),              // 111: tollgate.admin.v1.UpdateApiKeyResponse
+	(*DeleteApiKeyRequest)(nil),               // 112: tollgate.admin.v1.DeleteApiKeyRequest
+	(*DeleteApiKeyResponse)(nil),              // 113: tollgate.admin.v1.DeleteApiKeyResponse
+	(*RotateApiKeyRequest)(nil),               // 114: tollgate.admin.v1.RotateApiKeyRequest
+	(*RotateApiKeyResponse)(nil),              // 115: tollgate.admin.v1.RotateApiKeyResponse
+	(*ListOrgsRequest)(nil),                   // 116: tollgate.admin.v1.ListOrgsRequest
+	(*ListOrgsResponse)(nil),                  // 117: tollgate.admin.v1.ListOrgsResponse
+	(*UpdateOrgRequest)(nil),                  // 118: tollgate.admin.v1.UpdateOrgRequest
+	(*UpdateOrgResponse)(nil),                 // 119: tollgate.admin.v1.UpdateOrgResponse
+	(*DeleteOrgRequest)(nil),                  // 120: tollgate.admin.v1.DeleteOrgRequest
+	(*DeleteOrgResponse)(nil),                 // 121: tollgate.admin.v1.DeleteOrgResponse
+	(*ListTeamsRequest)(nil),                  // 122: tollgate.admin.v1.ListTeamsRequest
+	(*ListTeamsResponse)(nil),                 // 123: tollgate.admin.v1.ListTeamsResponse
+	(*UpdateTeamRequest)(nil),                 // 124: tollgate.admin.v1.UpdateTeamRequest
+	(*UpdateTeamResponse)(nil),                // 125: tollgate.admin.v1.UpdateTeamResponse
+	(*DeleteTeamRequest)(nil),                 // 126: tollgate.admin.v1.DeleteTeamRequest
+	(*DeleteTeamResponse)(nil),                // 127: tollgate.admin.v1.DeleteTeamResponse
+	(*ListUsersRequest)(nil),                  // 128: tollgate.admin.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),                 // 129: tollgate.admin.v1.ListUsersResponse
+	(*UpdateUserRequest)(nil),                 // 130: tollgate.admin.v1.UpdateUserRequest
+	(*UpdateUserResponse)(nil),                // 131: tollgate.admin.v1.UpdateUserResponse
+	(*DeleteUserRequest)(nil),                 // 132: tollgate.admin.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),                // 133: tollgate.admin.v1.DeleteUserResponse
+	(*GetModelPolicyRequest)(nil),             // 134: tollgate.admin.v1.GetModelPolicyRequest
+	(*GetModelPolicyResponse)(nil),            // 135: tollgate.admin.v1.GetModelPolicyResponse
+	(*ProviderUnpricedPolicy)(nil),            // 136: tollgate.admin.v1.ProviderUnpricedPolicy
+	(*SetModelPolicyRequest)(nil),             // 137: tollgate.admin.v1.SetModelPolicyRequest
+	(*SetModelPolicyResponse)(nil),            // 138: tollgate.admin.v1.SetModelPolicyResponse
+	(*SetProviderUnpricedPolicyRequest)(nil),  // 139: tollgate.admin.v1.SetProviderUnpricedPolicyRequest
+	(*SetProviderUnpricedPolicyResponse)(nil), // 140: tollgate.admin.v1.SetProviderUnpricedPolicyResponse
+	(*ListUnpricedModelsRequest)(nil),         // 141: tollgate.admin.v1.ListUnpricedModelsRequest
+	(*ListUnpricedModelsResponse)(nil),        // 142: tollgate.admin.v1.ListUnpricedModelsResponse
+	(*UnpricedModel)(nil),                     // 143: tollgate.admin.v1.UnpricedModel
+	(*GetQuotaAlertsRequest)(nil),             // 144: tollgate.admin.v1.GetQuotaAlertsRequest
+	(*GetQuotaAlertsResponse)(nil),            // 145: tollgate.admin.v1.GetQuotaAlertsResponse
+	(*SetQuotaAlertsRequest)(nil),             // 146: tollgate.admin.v1.SetQuotaAlertsRequest
+	(*SetQuotaAlertsResponse)(nil),            // 147: tollgate.admin.v1.SetQuotaAlertsResponse
+	(*WebhookEndpoint)(nil),                   // 148: tollgate.admin.v1.WebhookEndpoint
+	(*CreateWebhookEndpointRequest)(nil),      // 149: tollgate.admin.v1.CreateWebhookEndpointRequest
+	(*CreateWebhookEndpointResponse)(nil),     // 150: tollgate.admin.v1.CreateWebhookEndpointResponse
+	(*ListWebhookEndpointsRequest)(nil),       // 151: tollgate.admin.v1.ListWebhookEndpointsRequest
+	(*ListWebhookEndpointsResponse)(nil),      // 152: tollgate.admin.v1.ListWebhookEndpointsResponse
+	(*DeleteWebhookEndpointRequest)(nil),      // 153: tollgate.admin.v1.DeleteWebhookEndpointRequest
+	(*DeleteWebhookEndpointResponse)(nil),     // 154: tollgate.admin.v1.DeleteWebhookEndpointResponse
+	(*ListAlertEventsRequest)(nil),            // 155: tollgate.admin.v1.ListAlertEventsRequest
+	(*ListAlertEventsResponse)(nil),           // 156: tollgate.admin.v1.ListAlertEventsResponse
+	(*AlertEvent)(nil),                        // 157: tollgate.admin.v1.AlertEvent
+	(*WebhookDelivery)(nil),                   // 158: tollgate.admin.v1.WebhookDelivery
+	nil,                                       // 159: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	nil,                                       // 160: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	(*v1.PriceRule)(nil),                      // 161: tollgate.config.v1.PriceRule
+	(*timestamppb.Timestamp)(nil),             // 162: google.protobuf.Timestamp
+	(*v1.ScheduledPriceRule)(nil),             // 163: tollgate.config.v1.ScheduledPriceRule
+	(*v11.TokenCounts)(nil),                   // 164: tollgate.settlement.v1.TokenCounts
+	(*v1.Provider)(nil),                       // 165: tollgate.config.v1.Provider
+	(*v1.Credential)(nil),                     // 166: tollgate.config.v1.Credential
+	(*v1.RoutingRule)(nil),                    // 167: tollgate.config.v1.RoutingRule
+	(*v1.Route)(nil),                          // 168: tollgate.config.v1.Route
+	(*v1.Org)(nil),                            // 169: tollgate.config.v1.Org
+	(*v1.Team)(nil),                           // 170: tollgate.config.v1.Team
+	(*v1.User)(nil),                           // 171: tollgate.config.v1.User
+	(*v1.ApiKey)(nil),                         // 172: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),                          // 173: tollgate.config.v1.Quota
+	(*v11.SettlementRecord)(nil),              // 174: tollgate.settlement.v1.SettlementRecord
+	(*v1.ModelPolicy)(nil),                    // 175: tollgate.config.v1.ModelPolicy
 }
 var file_tollgate_admin_v1_admin_proto_depIdxs = []int32{
-	108, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
-	108, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	108, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	109, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	108, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	110, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	108, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	109, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	108, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	110, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	110, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
-	111, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
-	109, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
+	161, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
+	161, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	161, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	162, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	161, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	163, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	161, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	162, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	161, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	163, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	163, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
+	164, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
+	162, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
 	16,  // 13: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
-	112, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
-	112, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	112, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	112, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	112, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	112, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	113, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
-	113, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
-	114, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	114, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
-	114, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	114, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	115, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
-	115, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
-	115, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	115, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	115, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	115, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	116, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	116, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	117, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	117, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	118, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
-	118, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
-	109, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	119, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	120, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	120, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	109, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
-	109, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
-	121, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
+	165, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
+	165, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	165, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	165, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	165, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	165, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	166, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
+	166, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
+	167, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	167, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
+	167, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	167, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	168, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
+	168, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
+	168, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	168, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	168, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	168, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	169, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	169, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	170, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	170, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	171, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
+	171, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
+	162, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	172, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	173, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	173, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	162, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
+	162, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
+	174, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
 	62,  // 45: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
-	108, // 46: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
-	114, // 47: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	108, // 48: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
-	114, // 49: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	110, // 50: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
-	109, // 51: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
+	161, // 46: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
+	167, // 47: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	161, // 48: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
+	167, // 49: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	163, // 50: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
+	162, // 51: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
 	68,  // 52: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
 	68,  // 53: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
-	109, // 54: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
-	109, // 55: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
-	109, // 56: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
+	162, // 54: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
+	162, // 55: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
+	162, // 56: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
 	76,  // 57: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
-	120, // 58: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	173, // 58: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
 	76,  // 59: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
-	109, // 60: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
-	109, // 61: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
+	162, // 60: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
+	162, // 61: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
 	81,  // 62: tollgate.admin.v1.ListQuotaPeriodsResponse.items:type_name -> tollgate.admin.v1.QuotaPeriod
-	109, // 63: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
+	162, // 63: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
 	84,  // 64: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
 	85,  // 65: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
-	106, // 66: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	107, // 67: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	109, // 68: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
+	159, // 66: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	160, // 67: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	162, // 68: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
 	89,  // 69: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
-	109, // 70: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
+	162, // 70: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
 	90,  // 71: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
 	91,  // 72: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
 	93,  // 73: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
 	94,  // 74: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
-	108, // 75: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
+	161, // 75: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
 	92,  // 76: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
-	108, // 77: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
-	109, // 78: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
-	109, // 79: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
+	161, // 77: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
+	162, // 78: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
+	162, // 79: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
 	99,  // 80: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
-	109, // 81: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
+	162, // 81: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
 	102, // 82: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
-	109, // 83: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
-	109, // 84: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
-	108, // 85: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
-	109, // 86: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
-	109, // 87: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
-	109, // 88: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
-	108, // 89: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
-	109, // 90: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
-	109, // 91: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
+	162, // 83: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
+	162, // 84: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
+	161, // 85: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
+	162, // 86: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
+	162, // 87: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
+	162, // 88: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
+	161, // 89: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
+	162, // 90: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
+	162, // 91: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
 	105, // 92: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
-	0,   // 93: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
-	2,   // 94: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
-	4,   // 95: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
-	6,   // 96: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
-	12,  // 97: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
-	14,  // 98: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
-	17,  // 99: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	19,  // 100: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	21,  // 101: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	23,  // 102: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	25,  // 103: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	27,  // 104: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
-	29,  // 105: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
-	31,  // 106: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
-	33,  // 107: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
-	35,  // 108: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
-	37,  // 109: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
-	39,  // 110: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
-	41,  // 111: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
-	43,  // 112: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
-	45,  // 113: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
-	47,  // 114: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
-	49,  // 115: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
-	51,  // 116: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
-	53,  // 117: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
-	55,  // 118: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
-	57,  // 119: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
-	59,  // 120: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
-	75,  // 121: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
-	78,  // 122: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	80,  // 123: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
-	61,  // 124: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
-	64,  // 125: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
-	66,  // 126: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
-	69,  // 127: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
-	71,  // 128: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
-	73,  // 129: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
-	83,  // 130: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
-	87,  // 131: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
-	95,  // 132: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
-	97,  // 133: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	100, // 134: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
-	103, // 135: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
-	8,   // 136: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
-	10,  // 137: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
-	1,   // 138: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
-	3,   // 139: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
-	5,   // 140: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
-	7,   // 141: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
-	13,  // 142: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
-	15,  // 143: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
-	18,  // 144: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	20,  // 145: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	22,  // 146: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	24,  // 147: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	26,  // 148: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	28,  // 149: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
-	30,  // 150: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
-	32,  // 151: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
-	34,  // 152: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
-	36,  // 153: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
-	38,  // 154: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
-	40,  // 155: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
-	42,  // 156: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
-	44,  // 157: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
-	46,  // 158: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
-	48,  // 159: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
-	50,  // 160: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
-	52,  // 161: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
-	54,  // 162: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
-	56,  // 163: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
-	58,  // 164: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
-	60,  // 165: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
-	77,  // 166: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
-	79,  // 167: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	82,  // 168: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
-	63,  // 169: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
-	65,  // 170: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
-	67,  // 171: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
-	70,  // 172: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
-	72,  // 173: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
-	74,  // 174: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
-	86,  // 175: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
-	88,  // 176: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
-	96,  // 177: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
-	98,  // 178: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	101, // 179: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
-	104, // 180: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
-	9,   // 181: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
-	11,  // 182: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
-	138, // [138:183] is the sub-list for method output_type
-	93,  // [93:138] is the sub-list for method input_type
-	93,  // [93:93] is the sub-list for extension type_name
-	93,  // [93:93] is the sub-list for extension extendee
-	0,   // [0:93] is the sub-list for field type_name
+	172, // 93: tollgate.admin.v1.ListApiKeysResponse.items:type_name -> tollgate.config.v1.ApiKey
+	172, // 94: tollgate.admin.v1.GetApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	162, // 95: tollgate.admin.v1.UpdateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	172, // 96: tollgate.admin.v1.UpdateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	172, // 97: tollgate.admin.v1.RotateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	169, // 98: tollgate.admin.v1.ListOrgsResponse.items:type_name -> tollgate.config.v1.Org
+	169, // 99: tollgate.admin.v1.UpdateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	169, // 100: tollgate.admin.v1.UpdateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	170, // 101: tollgate.admin.v1.ListTeamsResponse.items:type_name -> tollgate.config.v1.Team
+	170, // 102: tollgate.admin.v1.UpdateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	170, // 103: tollgate.admin.v1.UpdateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	171, // 104: tollgate.admin.v1.ListUsersResponse.items:type_name -> tollgate.config.v1.User
+	171, // 105: tollgate.admin.v1.UpdateUserRequest.user:type_name -> tollgate.config.v1.User
+	171, // 106: tollgate.admin.v1.UpdateUserResponse.user:type_name -> tollgate.config.v1.User
+	175, // 107: tollgate.admin.v1.GetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
+	136, // 108: tollgate.admin.v1.GetModelPolicyResponse.providers:type_name -> tollgate.admin.v1.ProviderUnpricedPolicy
+	175, // 109: tollgate.admin.v1.SetModelPolicyRequest.policy:type_name -> tollgate.config.v1.ModelPolicy
+	175, // 110: tollgate.admin.v1.SetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
+	162, // 111: tollgate.admin.v1.ListUnpricedModelsRequest.since:type_name -> google.protobuf.Timestamp
+	143, // 112: tollgate.admin.v1.ListUnpricedModelsResponse.items:type_name -> tollgate.admin.v1.UnpricedModel
+	162, // 113: tollgate.admin.v1.UnpricedModel.first_seen:type_name -> google.protobuf.Timestamp
+	162, // 114: tollgate.admin.v1.UnpricedModel.last_seen:type_name -> google.protobuf.Timestamp
+	162, // 115: tollgate.admin.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
+	148, // 116: tollgate.admin.v1.CreateWebhookEndpointResponse.endpoint:type_name -> tollgate.admin.v1.WebhookEndpoint
+	148, // 117: tollgate.admin.v1.ListWebhookEndpointsResponse.items:type_name -> tollgate.admin.v1.WebhookEndpoint
+	157, // 118: tollgate.admin.v1.ListAlertEventsResponse.items:type_name -> tollgate.admin.v1.AlertEvent
+	162, // 119: tollgate.admin.v1.AlertEvent.period_start:type_name -> google.protobuf.Timestamp
+	162, // 120: tollgate.admin.v1.AlertEvent.created_at:type_name -> google.protobuf.Timestamp
+	158, // 121: tollgate.admin.v1.AlertEvent.deliveries:type_name -> tollgate.admin.v1.WebhookDelivery
+	162, // 122: tollgate.admin.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
+	0,   // 123: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
+	2,   // 124: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
+	4,   // 125: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
+	6,   // 126: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
+	12,  // 127: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
+	14,  // 128: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
+	17,  // 129: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	19,  // 130: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	21,  // 131: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	23,  // 132: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	25,  // 133: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	27,  // 134: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
+	29,  // 135: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
+	31,  // 136: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
+	33,  // 137: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
+	35,  // 138: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
+	37,  // 139: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
+	39,  // 140: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
+	41,  // 141: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
+	43,  // 142: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
+	45,  // 143: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
+	47,  // 144: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
+	49,  // 145: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
+	51,  // 146: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
+	53,  // 147: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
+	55,  // 148: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
+	57,  // 149: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
+	59,  // 150: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
+	75,  // 151: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
+	78,  // 152: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	80,  // 153: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
+	61,  // 154: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
+	64,  // 155: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
+	66,  // 156: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
+	69,  // 157: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
+	71,  // 158: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
+	73,  // 159: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
+	83,  // 160: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
+	87,  // 161: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
+	95,  // 162: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
+	97,  // 163: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	100, // 164: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
+	103, // 165: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
+	8,   // 166: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
+	10,  // 167: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
+	106, // 168: tollgate.admin.v1.AdminService.ListApiKeys:input_type -> tollgate.admin.v1.ListApiKeysRequest
+	108, // 169: tollgate.admin.v1.AdminService.GetApiKey:input_type -> tollgate.admin.v1.GetApiKeyRequest
+	110, // 170: tollgate.admin.v1.AdminService.UpdateApiKey:input_type -> tollgate.admin.v1.UpdateApiKeyRequest
+	112, // 171: tollgate.admin.v1.AdminService.DeleteApiKey:input_type -> tollgate.admin.v1.DeleteApiKeyRequest
+	114, // 172: tollgate.admin.v1.AdminService.RotateApiKey:input_type -> tollgate.admin.v1.RotateApiKeyRequest
+	116, // 173: tollgate.admin.v1.AdminService.ListOrgs:input_type -> tollgate.admin.v1.ListOrgsRequest
+	118, // 174: tollgate.admin.v1.AdminService.UpdateOrg:input_type -> tollgate.admin.v1.UpdateOrgRequest
+	120, // 175: tollgate.admin.v1.AdminService.DeleteOrg:input_type -> tollgate.admin.v1.DeleteOrgRequest
+	122, // 176: tollgate.admin.v1.AdminService.ListTeams:input_type -> tollgate.admin.v1.ListTeamsRequest
+	124, // 177: tollgate.admin.v1.AdminService.UpdateTeam:input_type -> tollgate.admin.v1.UpdateTeamRequest
+	126, // 178: tollgate.admin.v1.AdminService.DeleteTeam:input_type -> tollgate.admin.v1.DeleteTeamRequest
+	128, // 179: tollgate.admin.v1.AdminService.ListUsers:input_type -> tollgate.admin.v1.ListUsersRequest
+	130, // 180: tollgate.admin.v1.AdminService.UpdateUser:input_type -> tollgate.admin.v1.UpdateUserRequest
+	132, // 181: tollgate.admin.v1.AdminService.DeleteUser:input_type -> tollgate.admin.v1.DeleteUserRequest
+	134, // 182: tollgate.admin.v1.AdminService.GetModelPolicy:input_type -> tollgate.admin.v1.GetModelPolicyRequest
+	137, // 183: tollgate.admin.v1.AdminService.SetModelPolicy:input_type -> tollgate.admin.v1.SetModelPolicyRequest
+	139, // 184: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:input_type -> tollgate.admin.v1.SetProviderUnpricedPolicyRequest
+	141, // 185: tollgate.admin.v1.AdminService.ListUnpricedModels:input_type -> tollgate.admin.v1.ListUnpricedModelsRequest
+	144, // 186: tollgate.admin.v1.AdminService.GetQuotaAlerts:input_type -> tollgate.admin.v1.GetQuotaAlertsRequest
+	146, // 187: tollgate.admin.v1.AdminService.SetQuotaAlerts:input_type -> tollgate.admin.v1.SetQuotaAlertsRequest
+	149, // 188: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:input_type -> tollgate.admin.v1.CreateWebhookEndpointRequest
+	151, // 189: tollgate.admin.v1.AdminService.ListWebhookEndpoints:input_type -> tollgate.admin.v1.ListWebhookEndpointsRequest
+	153, // 190: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:input_type -> tollgate.admin.v1.DeleteWebhookEndpointRequest
+	155, // 191: tollgate.admin.v1.AdminService.ListAlertEvents:input_type -> tollgate.admin.v1.ListAlertEventsRequest
+	1,   // 192: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
+	3,   // 193: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
+	5,   // 194: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
+	7,   // 195: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
+	13,  // 196: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
+	15,  // 197: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
+	18,  // 198: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	20,  // 199: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	22,  // 200: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	24,  // 201: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	26,  // 202: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	28,  // 203: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
+	30,  // 204: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
+	32,  // 205: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
+	34,  // 206: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
+	36,  // 207: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
+	38,  // 208: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
+	40,  // 209: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
+	42,  // 210: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
+	44,  // 211: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
+	46,  // 212: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
+	48,  // 213: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
+	50,  // 214: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
+	52,  // 215: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
+	54,  // 216: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
+	56,  // 217: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
+	58,  // 218: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
+	60,  // 219: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
+	77,  // 220: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
+	79,  // 221: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	82,  // 222: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
+	63,  // 223: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
+	65,  // 224: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
+	67,  // 225: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
+	70,  // 226: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
+	72,  // 227: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
+	74,  // 228: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
+	86,  // 229: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
+	88,  // 230: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
+	96,  // 231: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
+	98,  // 232: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	101, // 233: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
+	104, // 234: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
+	9,   // 235: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
+	11,  // 236: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
+	107, // 237: tollgate.admin.v1.AdminService.ListApiKeys:output_type -> tollgate.admin.v1.ListApiKeysResponse
+	109, // 238: tollgate.admin.v1.AdminService.GetApiKey:output_type -> tollgate.admin.v1.GetApiKeyResponse
+	111, // 239: tollgate.admin.v1.AdminService.UpdateApiKey:output_type -> tollgate.admin.v1.UpdateApiKeyResponse
+	113, // 240: tollgate.admin.v1.AdminService.DeleteApiKey:output_type -> tollgate.admin.v1.DeleteApiKeyResponse
+	115, // 241: tollgate.admin.v1.AdminService.RotateApiKey:output_type -> tollgate.admin.v1.RotateApiKeyResponse
+	117, // 242: tollgate.admin.v1.AdminService.ListOrgs:output_type -> tollgate.admin.v1.ListOrgsResponse
+	119, // 243: tollgate.admin.v1.AdminService.UpdateOrg:output_type -> tollgate.admin.v1.UpdateOrgResponse
+	121, // 244: tollgate.admin.v1.AdminService.DeleteOrg:output_type -> tollgate.admin.v1.DeleteOrgResponse
+	123, // 245: tollgate.admin.v1.AdminService.ListTeams:output_type -> tollgate.admin.v1.ListTeamsResponse
+	125, // 246: tollgate.admin.v1.AdminService.UpdateTeam:output_type -> tollgate.admin.v1.UpdateTeamResponse
+	127, // 247: tollgate.admin.v1.AdminService.DeleteTeam:output_type -> tollgate.admin.v1.DeleteTeamResponse
+	129, // 248: tollgate.admin.v1.AdminService.ListUsers:output_type -> tollgate.admin.v1.ListUsersResponse
+	131, // 249: tollgate.admin.v1.AdminService.UpdateUser:output_type -> tollgate.admin.v1.UpdateUserResponse
+	133, // 250: tollgate.admin.v1.AdminService.DeleteUser:output_type -> tollgate.admin.v1.DeleteUserResponse
+	135, // 251: tollgate.admin.v1.AdminService.GetModelPolicy:output_type -> tollgate.admin.v1.GetModelPolicyResponse
+	138, // 252: tollgate.admin.v1.AdminService.SetModelPolicy:output_type -> tollgate.admin.v1.SetModelPolicyResponse
+	140, // 253: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:output_type -> tollgate.admin.v1.SetProviderUnpricedPolicyResponse
+	142, // 254: tollgate.admin.v1.AdminService.ListUnpricedModels:output_type -> tollgate.admin.v1.ListUnpricedModelsResponse
+	145, // 255: tollgate.admin.v1.AdminService.GetQuotaAlerts:output_type -> tollgate.admin.v1.GetQuotaAlertsResponse
+	147, // 256: tollgate.admin.v1.AdminService.SetQuotaAlerts:output_type -> tollgate.admin.v1.SetQuotaAlertsResponse
+	150, // 257: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:output_type -> tollgate.admin.v1.CreateWebhookEndpointResponse
+	152, // 258: tollgate.admin.v1.AdminService.ListWebhookEndpoints:output_type -> tollgate.admin.v1.ListWebhookEndpointsResponse
+	154, // 259: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:output_type -> tollgate.admin.v1.DeleteWebhookEndpointResponse
+	156, // 260: tollgate.admin.v1.AdminService.ListAlertEvents:output_type -> tollgate.admin.v1.ListAlertEventsResponse
+	192, // [192:261] is the sub-list for method output_type
+	123, // [123:192] is the sub-list for method input_type
+	123, // [123:123] is the sub-list for extension type_name
+	123, // [123:123] is the sub-list for extension extendee
+	0,   // [0:123] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_admin_proto_init() }
@@ -6871,13 +10030,19 @@ func file_tollgate_admin_v1_admin_proto_init() {
 	file_tollgate_admin_v1_admin_proto_msgTypes[59].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[61].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[81].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[106].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[110].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[122].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[128].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[139].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[155].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_admin_proto_rawDesc), len(file_tollgate_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   108,
+			NumMessages:   161,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,51 +22,75 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_ListPriceRules_FullMethodName           = "/tollgate.admin.v1.AdminService/ListPriceRules"
-	AdminService_GetPriceRule_FullMethodName             = "/tollgate.admin.v1.AdminService/GetPriceRule"
-	AdminService_CreatePriceRule_FullMethodName          = "/tollgate.admin.v1.AdminService/CreatePriceRule"
-	AdminService_UpdatePriceRule_FullMethodName          = "/tollgate.admin.v1.AdminService/UpdatePriceRule"
-	AdminService_DeletePriceRule_FullMethodName          = "/tollgate.admin.v1.AdminService/DeletePriceRule"
-	AdminService_QuotePrice_FullMethodName               = "/tollgate.admin.v1.AdminService/QuotePrice"
-	AdminService_ListProviders_FullMethodName            = "/tollgate.admin.v1.AdminService/ListProviders"
-	AdminService_GetProvider_FullMethodName              = "/tollgate.admin.v1.AdminService/GetProvider"
-	AdminService_CreateProvider_FullMethodName           = "/tollgate.admin.v1.AdminService/CreateProvider"
-	AdminService_UpdateProvider_FullMethodName           = "/tollgate.admin.v1.AdminService/UpdateProvider"
-	AdminService_DeleteProvider_FullMethodName           = "/tollgate.admin.v1.AdminService/DeleteProvider"
-	AdminService_CreateCredential_FullMethodName         = "/tollgate.admin.v1.AdminService/CreateCredential"
-	AdminService_DeleteCredential_FullMethodName         = "/tollgate.admin.v1.AdminService/DeleteCredential"
-	AdminService_ListRoutingRules_FullMethodName         = "/tollgate.admin.v1.AdminService/ListRoutingRules"
-	AdminService_UpsertRoutingRules_FullMethodName       = "/tollgate.admin.v1.AdminService/UpsertRoutingRules"
-	AdminService_ResetRoutingRules_FullMethodName        = "/tollgate.admin.v1.AdminService/ResetRoutingRules"
-	AdminService_DeleteRoutingRule_FullMethodName        = "/tollgate.admin.v1.AdminService/DeleteRoutingRule"
-	AdminService_ListRoutes_FullMethodName               = "/tollgate.admin.v1.AdminService/ListRoutes"
-	AdminService_GetRoute_FullMethodName                 = "/tollgate.admin.v1.AdminService/GetRoute"
-	AdminService_CreateRoute_FullMethodName              = "/tollgate.admin.v1.AdminService/CreateRoute"
-	AdminService_UpdateRoute_FullMethodName              = "/tollgate.admin.v1.AdminService/UpdateRoute"
-	AdminService_DeleteRoute_FullMethodName              = "/tollgate.admin.v1.AdminService/DeleteRoute"
-	AdminService_CreateOrg_FullMethodName                = "/tollgate.admin.v1.AdminService/CreateOrg"
-	AdminService_CreateTeam_FullMethodName               = "/tollgate.admin.v1.AdminService/CreateTeam"
-	AdminService_CreateUser_FullMethodName               = "/tollgate.admin.v1.AdminService/CreateUser"
-	AdminService_CreateApiKey_FullMethodName             = "/tollgate.admin.v1.AdminService/CreateApiKey"
-	AdminService_GetQuota_FullMethodName                 = "/tollgate.admin.v1.AdminService/GetQuota"
-	AdminService_SetQuota_FullMethodName                 = "/tollgate.admin.v1.AdminService/SetQuota"
-	AdminService_AdjustQuota_FullMethodName              = "/tollgate.admin.v1.AdminService/AdjustQuota"
-	AdminService_ListQuotaAdjustments_FullMethodName     = "/tollgate.admin.v1.AdminService/ListQuotaAdjustments"
-	AdminService_ListQuotaPeriods_FullMethodName         = "/tollgate.admin.v1.AdminService/ListQuotaPeriods"
-	AdminService_ListUsages_FullMethodName               = "/tollgate.admin.v1.AdminService/ListUsages"
-	AdminService_Export_FullMethodName                   = "/tollgate.admin.v1.AdminService/Export"
-	AdminService_Import_FullMethodName                   = "/tollgate.admin.v1.AdminService/Import"
-	AdminService_CreateAdminToken_FullMethodName         = "/tollgate.admin.v1.AdminService/CreateAdminToken"
-	AdminService_ListAdminTokens_FullMethodName          = "/tollgate.admin.v1.AdminService/ListAdminTokens"
-	AdminService_DeleteAdminToken_FullMethodName         = "/tollgate.admin.v1.AdminService/DeleteAdminToken"
-	AdminService_GetSnapshotStatus_FullMethodName        = "/tollgate.admin.v1.AdminService/GetSnapshotStatus"
-	AdminService_PlanPriceCatalog_FullMethodName         = "/tollgate.admin.v1.AdminService/PlanPriceCatalog"
-	AdminService_ApplyPriceCatalog_FullMethodName        = "/tollgate.admin.v1.AdminService/ApplyPriceCatalog"
-	AdminService_GetPriceRuleProvenance_FullMethodName   = "/tollgate.admin.v1.AdminService/GetPriceRuleProvenance"
-	AdminService_GetPriceRuleHistory_FullMethodName      = "/tollgate.admin.v1.AdminService/GetPriceRuleHistory"
-	AdminService_RepricePriceRules_FullMethodName        = "/tollgate.admin.v1.AdminService/RepricePriceRules"
-	AdminService_ListScheduledPriceRules_FullMethodName  = "/tollgate.admin.v1.AdminService/ListScheduledPriceRules"
-	AdminService_CancelScheduledPriceRule_FullMethodName = "/tollgate.admin.v1.AdminService/CancelScheduledPriceRule"
+	AdminService_ListPriceRules_FullMethodName            = "/tollgate.admin.v1.AdminService/ListPriceRules"
+	AdminService_GetPriceRule_FullMethodName              = "/tollgate.admin.v1.AdminService/GetPriceRule"
+	AdminService_CreatePriceRule_FullMethodName           = "/tollgate.admin.v1.AdminService/CreatePriceRule"
+	AdminService_UpdatePriceRule_FullMethodName           = "/tollgate.admin.v1.AdminService/UpdatePriceRule"
+	AdminService_DeletePriceRule_FullMethodName           = "/tollgate.admin.v1.AdminService/DeletePriceRule"
+	AdminService_QuotePrice_FullMethodName                = "/tollgate.admin.v1.AdminService/QuotePrice"
+	AdminService_ListProviders_FullMethodName             = "/tollgate.admin.v1.AdminService/ListProviders"
+	AdminService_GetProvider_FullMethodName               = "/tollgate.admin.v1.AdminService/GetProvider"
+	AdminService_CreateProvider_FullMethodName            = "/tollgate.admin.v1.AdminService/CreateProvider"
+	AdminService_UpdateProvider_FullMethodName            = "/tollgate.admin.v1.AdminService/UpdateProvider"
+	AdminService_DeleteProvider_FullMethodName            = "/tollgate.admin.v1.AdminService/DeleteProvider"
+	AdminService_CreateCredential_FullMethodName          = "/tollgate.admin.v1.AdminService/CreateCredential"
+	AdminService_DeleteCredential_FullMethodName          = "/tollgate.admin.v1.AdminService/DeleteCredential"
+	AdminService_ListRoutingRules_FullMethodName          = "/tollgate.admin.v1.AdminService/ListRoutingRules"
+	AdminService_UpsertRoutingRules_FullMethodName        = "/tollgate.admin.v1.AdminService/UpsertRoutingRules"
+	AdminService_ResetRoutingRules_FullMethodName         = "/tollgate.admin.v1.AdminService/ResetRoutingRules"
+	AdminService_DeleteRoutingRule_FullMethodName         = "/tollgate.admin.v1.AdminService/DeleteRoutingRule"
+	AdminService_ListRoutes_FullMethodName                = "/tollgate.admin.v1.AdminService/ListRoutes"
+	AdminService_GetRoute_FullMethodName                  = "/tollgate.admin.v1.AdminService/GetRoute"
+	AdminService_CreateRoute_FullMethodName               = "/tollgate.admin.v1.AdminService/CreateRoute"
+	AdminService_UpdateRoute_FullMethodName               = "/tollgate.admin.v1.AdminService/UpdateRoute"
+	AdminService_DeleteRoute_FullMethodName               = "/tollgate.admin.v1.AdminService/DeleteRoute"
+	AdminService_CreateOrg_FullMethodName                 = "/tollgate.admin.v1.AdminService/CreateOrg"
+	AdminService_CreateTeam_FullMethodName                = "/tollgate.admin.v1.AdminService/CreateTeam"
+	AdminService_CreateUser_FullMethodName                = "/tollgate.admin.v1.AdminService/CreateUser"
+	AdminService_CreateApiKey_FullMethodName              = "/tollgate.admin.v1.AdminService/CreateApiKey"
+	AdminService_GetQuota_FullMethodName                  = "/tollgate.admin.v1.AdminService/GetQuota"
+	AdminService_SetQuota_FullMethodName                  = "/tollgate.admin.v1.AdminService/SetQuota"
+	AdminService_AdjustQuota_FullMethodName               = "/tollgate.admin.v1.AdminService/AdjustQuota"
+	AdminService_ListQuotaAdjustments_FullMethodName      = "/tollgate.admin.v1.AdminService/ListQuotaAdjustments"
+	AdminService_ListQuotaPeriods_FullMethodName          = "/tollgate.admin.v1.AdminService/ListQuotaPeriods"
+	AdminService_ListUsages_FullMethodName                = "/tollgate.admin.v1.AdminService/ListUsages"
+	AdminService_Export_FullMethodName                    = "/tollgate.admin.v1.AdminService/Export"
+	AdminService_Import_FullMethodName                    = "/tollgate.admin.v1.AdminService/Import"
+	AdminService_CreateAdminToken_FullMethodName          = "/tollgate.admin.v1.AdminService/CreateAdminToken"
+	AdminService_ListAdminTokens_FullMethodName           = "/tollgate.admin.v1.AdminService/ListAdminTokens"
+	AdminService_DeleteAdminToken_FullMethodName          = "/tollgate.admin.v1.AdminService/DeleteAdminToken"
+	AdminService_GetSnapshotStatus_FullMethodName         = "/tollgate.admin.v1.AdminService/GetSnapshotStatus"
+	AdminService_PlanPriceCatalog_FullMethodName          = "/tollgate.admin.v1.AdminService/PlanPriceCatalog"
+	AdminService_ApplyPriceCatalog_FullMethodName         = "/tollgate.admin.v1.AdminService/ApplyPriceCatalog"
+	AdminService_GetPriceRuleProvenance_FullMethodName    = "/tollgate.admin.v1.AdminService/GetPriceRuleProvenance"
+	AdminService_GetPriceRuleHistory_FullMethodName       = "/tollgate.admin.v1.AdminService/GetPriceRuleHistory"
+	AdminService_RepricePriceRules_FullMethodName         = "/tollgate.admin.v1.AdminService/RepricePriceRules"
+	AdminService_ListScheduledPriceRules_FullMethodName   = "/tollgate.admin.v1.AdminService/ListScheduledPriceRules"
+	AdminService_CancelScheduledPriceRule_FullMethodName  = "/tollgate.admin.v1.AdminService/CancelScheduledPriceRule"
+	AdminService_ListApiKeys_FullMethodName               = "/tollgate.admin.v1.AdminService/ListApiKeys"
+	AdminService_GetApiKey_FullMethodName                 = "/tollgate.admin.v1.AdminService/GetApiKey"
+	AdminService_UpdateApiKey_FullMethodName              = "/tollgate.admin.v1.AdminService/UpdateApiKey"
+	AdminService_DeleteApiKey_FullMethodName              = "/tollgate.admin.v1.AdminService/DeleteApiKey"
+	AdminService_RotateApiKey_FullMethodName              = "/tollgate.admin.v1.AdminService/RotateApiKey"
+	AdminService_ListOrgs_FullMethodName                  = "/tollgate.admin.v1.AdminService/ListOrgs"
+	AdminService_UpdateOrg_FullMethodName                 = "/tollgate.admin.v1.AdminService/UpdateOrg"
+	AdminService_DeleteOrg_FullMethodName                 = "/tollgate.admin.v1.AdminService/DeleteOrg"
+	AdminService_ListTeams_FullMethodName                 = "/tollgate.admin.v1.AdminService/ListTeams"
+	AdminService_UpdateTeam_FullMethodName                = "/tollgate.admin.v1.AdminService/UpdateTeam"
+	AdminService_DeleteTeam_FullMethodName                = "/tollgate.admin.v1.AdminService/DeleteTeam"
+	AdminService_ListUsers_FullMethodName                 = "/tollgate.admin.v1.AdminService/ListUsers"
+	AdminService_UpdateUser_FullMethodName                = "/tollgate.admin.v1.AdminService/UpdateUser"
+	AdminService_DeleteUser_FullMethodName                = "/tollgate.admin.v1.AdminService/DeleteUser"
+	AdminService_GetModelPolicy_FullMethodName            = "/tollgate.admin.v1.AdminService/GetModelPolicy"
+	AdminService_SetModelPolicy_FullMethodName            = "/tollgate.admin.v1.AdminService/SetModelPolicy"
+	AdminService_SetProviderUnpricedPolicy_FullMethodName = "/tollgate.admin.v1.AdminService/SetProviderUnpricedPolicy"
+	AdminService_ListUnpricedModels_FullMethodName        = "/tollgate.admin.v1.AdminService/ListUnpricedModels"
+	AdminService_GetQuotaAlerts_FullMethodName            = "/tollgate.admin.v1.AdminService/GetQuotaAlerts"
+	AdminService_SetQuotaAlerts_FullMethodName            = "/tollgate.admin.v1.AdminService/SetQuotaAlerts"
+	AdminService_CreateWebhookEndpoint_FullMethodName     = "/tollgate.admin.v1.AdminService/CreateWebhookEndpoint"
+	AdminService_ListWebhookEndpoints_FullMethodName      = "/tollgate.admin.v1.AdminService/ListWebhookEndpoints"
+	AdminService_DeleteWebhookEndpoint_FullMethodName     = "/tollgate.admin.v1.AdminService/DeleteWebhookEndpoint"
+	AdminService_ListAlertEvents_FullMethodName           = "/tollgate.admin.v1.AdminService/ListAlertEvents"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -154,6 +178,41 @@ type AdminServiceClient interface {
 	ListScheduledPriceRules(ctx context.Context, in *ListScheduledPriceRulesRequest, opts ...grpc.CallOption) (*ListScheduledPriceRulesResponse, error)
 	// Cancels a scheduled version before it takes effect (NotFound: unknown, or already in force).
 	CancelScheduledPriceRule(ctx context.Context, in *CancelScheduledPriceRuleRequest, opts ...grpc.CallOption) (*CancelScheduledPriceRuleResponse, error)
+	// API key lifecycle (docs/admin-api.md, "API keys"). ListApiKeys and GetApiKey are viewer methods.
+	ListApiKeys(ctx context.Context, in *ListApiKeysRequest, opts ...grpc.CallOption) (*ListApiKeysResponse, error)
+	GetApiKey(ctx context.Context, in *GetApiKeyRequest, opts ...grpc.CallOption) (*GetApiKeyResponse, error)
+	// UpdateApiKey changes only the fields set in the request.
+	UpdateApiKey(ctx context.Context, in *UpdateApiKeyRequest, opts ...grpc.CallOption) (*UpdateApiKeyResponse, error)
+	// DeleteApiKey revokes the key at once on every data plane (the next snapshot drops it); its usage
+	// rows are kept.
+	DeleteApiKey(ctx context.Context, in *DeleteApiKeyRequest, opts ...grpc.CallOption) (*DeleteApiKeyResponse, error)
+	// RotateApiKey answers a new key once; the old one keeps working for grace_seconds (0: revoked now).
+	RotateApiKey(ctx context.Context, in *RotateApiKeyRequest, opts ...grpc.CallOption) (*RotateApiKeyResponse, error)
+	// Tenants: list, update, delete (effects on keys, quotas and usage history in docs/admin-api.md).
+	ListOrgs(ctx context.Context, in *ListOrgsRequest, opts ...grpc.CallOption) (*ListOrgsResponse, error)
+	UpdateOrg(ctx context.Context, in *UpdateOrgRequest, opts ...grpc.CallOption) (*UpdateOrgResponse, error)
+	DeleteOrg(ctx context.Context, in *DeleteOrgRequest, opts ...grpc.CallOption) (*DeleteOrgResponse, error)
+	ListTeams(ctx context.Context, in *ListTeamsRequest, opts ...grpc.CallOption) (*ListTeamsResponse, error)
+	UpdateTeam(ctx context.Context, in *UpdateTeamRequest, opts ...grpc.CallOption) (*UpdateTeamResponse, error)
+	DeleteTeam(ctx context.Context, in *DeleteTeamRequest, opts ...grpc.CallOption) (*DeleteTeamResponse, error)
+	ListUsers(ctx context.Context, in *ListUsersRequest, opts ...grpc.CallOption) (*ListUsersResponse, error)
+	UpdateUser(ctx context.Context, in *UpdateUserRequest, opts ...grpc.CallOption) (*UpdateUserResponse, error)
+	DeleteUser(ctx context.Context, in *DeleteUserRequest, opts ...grpc.CallOption) (*DeleteUserResponse, error)
+	// Model policy (docs/pricing.md, "Unpriced models"): the gateway default, each provider's own, and the
+	// unpriced models served so far, for review.
+	GetModelPolicy(ctx context.Context, in *GetModelPolicyRequest, opts ...grpc.CallOption) (*GetModelPolicyResponse, error)
+	SetModelPolicy(ctx context.Context, in *SetModelPolicyRequest, opts ...grpc.CallOption) (*SetModelPolicyResponse, error)
+	SetProviderUnpricedPolicy(ctx context.Context, in *SetProviderUnpricedPolicyRequest, opts ...grpc.CallOption) (*SetProviderUnpricedPolicyResponse, error)
+	ListUnpricedModels(ctx context.Context, in *ListUnpricedModelsRequest, opts ...grpc.CallOption) (*ListUnpricedModelsResponse, error)
+	// Budget alerts (docs/budgets.md, "Alerts").
+	GetQuotaAlerts(ctx context.Context, in *GetQuotaAlertsRequest, opts ...grpc.CallOption) (*GetQuotaAlertsResponse, error)
+	SetQuotaAlerts(ctx context.Context, in *SetQuotaAlertsRequest, opts ...grpc.CallOption) (*SetQuotaAlertsResponse, error)
+	// CreateWebhookEndpoint answers the signing secret ("whsec_…") once.
+	CreateWebhookEndpoint(ctx context.Context, in *CreateWebhookEndpointRequest, opts ...grpc.CallOption) (*CreateWebhookEndpointResponse, error)
+	ListWebhookEndpoints(ctx context.Context, in *ListWebhookEndpointsRequest, opts ...grpc.CallOption) (*ListWebhookEndpointsResponse, error)
+	DeleteWebhookEndpoint(ctx context.Context, in *DeleteWebhookEndpointRequest, opts ...grpc.CallOption) (*DeleteWebhookEndpointResponse, error)
+	// ListAlertEvents lists alert events, newest first, with their deliveries.
+	ListAlertEvents(ctx context.Context, in *ListAlertEventsRequest, opts ...grpc.CallOption) (*ListAlertEventsResponse, error)
 }
 
 type adminServiceClient struct {
@@ -614,6 +673,246 @@ func (c *adminServiceClient) CancelScheduledPriceRule(ctx context.Context, in *C
 	return out, nil
 }
 
+func (c *adminServiceClient) ListApiKeys(ctx context.Context, in *ListApiKeysRequest, opts ...grpc.CallOption) (*ListApiKeysResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListApiKeysResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListApiKeys_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) GetApiKey(ctx context.Context, in *GetApiKeyRequest, opts ...grpc.CallOption) (*GetApiKeyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetApiKeyResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetApiKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) UpdateApiKey(ctx context.Context, in *UpdateApiKeyRequest, opts ...grpc.CallOption) (*UpdateApiKeyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateApiKeyResponse)
+	err := c.cc.Invoke(ctx, AdminService_UpdateApiKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) DeleteApiKey(ctx context.Context, in *DeleteApiKeyRequest, opts ...grpc.CallOption) (*DeleteApiKeyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteApiKeyResponse)
+	err := c.cc.Invoke(ctx, AdminService_DeleteApiKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) RotateApiKey(ctx context.Context, in *RotateApiKeyRequest, opts ...grpc.CallOption) (*RotateApiKeyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RotateApiKeyResponse)
+	err := c.cc.Invoke(ctx, AdminService_RotateApiKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListOrgs(ctx context.Context, in *ListOrgsRequest, opts ...grpc.CallOption) (*ListOrgsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListOrgsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListOrgs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) UpdateOrg(ctx context.Context, in *UpdateOrgRequest, opts ...grpc.CallOption) (*UpdateOrgResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateOrgResponse)
+	err := c.cc.Invoke(ctx, AdminService_UpdateOrg_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) DeleteOrg(ctx context.Context, in *DeleteOrgRequest, opts ...grpc.CallOption) (*DeleteOrgResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteOrgResponse)
+	err := c.cc.Invoke(ctx, AdminService_DeleteOrg_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListTeams(ctx context.Context, in *ListTeamsRequest, opts ...grpc.CallOption) (*ListTeamsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTeamsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListTeams_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) UpdateTeam(ctx context.Context, in *UpdateTeamRequest, opts ...grpc.CallOption) (*UpdateTeamResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateTeamResponse)
+	err := c.cc.Invoke(ctx, AdminService_UpdateTeam_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) DeleteTeam(ctx context.Context, in *DeleteTeamRequest, opts ...grpc.CallOption) (*DeleteTeamResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteTeamResponse)
+	err := c.cc.Invoke(ctx, AdminService_DeleteTeam_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListUsers(ctx context.Context, in *ListUsersRequest, opts ...grpc.CallOption) (*ListUsersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListUsersResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListUsers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) UpdateUser(ctx context.Context, in *UpdateUserRequest, opts ...grpc.CallOption) (*UpdateUserResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateUserResponse)
+	err := c.cc.Invoke(ctx, AdminService_UpdateUser_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) DeleteUser(ctx context.Context, in *DeleteUserRequest, opts ...grpc.CallOption) (*DeleteUserResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteUserResponse)
+	err := c.cc.Invoke(ctx, AdminService_DeleteUser_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) GetModelPolicy(ctx context.Context, in *GetModelPolicyRequest, opts ...grpc.CallOption) (*GetModelPolicyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetModelPolicyResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetModelPolicy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) SetModelPolicy(ctx context.Context, in *SetModelPolicyRequest, opts ...grpc.CallOption) (*SetModelPolicyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetModelPolicyResponse)
+	err := c.cc.Invoke(ctx, AdminService_SetModelPolicy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) SetProviderUnpricedPolicy(ctx context.Context, in *SetProviderUnpricedPolicyRequest, opts ...grpc.CallOption) (*SetProviderUnpricedPolicyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetProviderUnpricedPolicyResponse)
+	err := c.cc.Invoke(ctx, AdminService_SetProviderUnpricedPolicy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListUnpricedModels(ctx context.Context, in *ListUnpricedModelsRequest, opts ...grpc.CallOption) (*ListUnpricedModelsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListUnpricedModelsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListUnpricedModels_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) GetQuotaAlerts(ctx context.Context, in *GetQuotaAlertsRequest, opts ...grpc.CallOption) (*GetQuotaAlertsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetQuotaAlertsResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetQuotaAlerts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) SetQuotaAlerts(ctx context.Context, in *SetQuotaAlertsRequest, opts ...grpc.CallOption) (*SetQuotaAlertsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetQuotaAlertsResponse)
+	err := c.cc.Invoke(ctx, AdminService_SetQuotaAlerts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) CreateWebhookEndpoint(ctx context.Context, in *CreateWebhookEndpointRequest, opts ...grpc.CallOption) (*CreateWebhookEndpointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateWebhookEndpointResponse)
+	err := c.cc.Invoke(ctx, AdminService_CreateWebhookEndpoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListWebhookEndpoints(ctx context.Context, in *ListWebhookEndpointsRequest, opts ...grpc.CallOption) (*ListWebhookEndpointsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWebhookEndpointsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListWebhookEndpoints_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) DeleteWebhookEndpoint(ctx context.Context, in *DeleteWebhookEndpointRequest, opts ...grpc.CallOption) (*DeleteWebhookEndpointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteWebhookEndpointResponse)
+	err := c.cc.Invoke(ctx, AdminService_DeleteWebhookEndpoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListAlertEvents(ctx context.Context, in *ListAlertEventsRequest, opts ...grpc.CallOption) (*ListAlertEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListAlertEventsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListAlertEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -699,6 +998,41 @@ type AdminServiceServer interface {
 	ListScheduledPriceRules(context.Context, *ListScheduledPriceRulesRequest) (*ListScheduledPriceRulesResponse, error)
 	// Cancels a scheduled version before it takes effect (NotFound: unknown, or already in force).
 	CancelScheduledPriceRule(context.Context, *CancelScheduledPriceRuleRequest) (*CancelScheduledPriceRuleResponse, error)
+	// API key lifecycle (docs/admin-api.md, "API keys"). ListApiKeys and GetApiKey are viewer methods.
+	ListApiKeys(context.Context, *ListApiKeysRequest) (*ListApiKeysResponse, error)
+	GetApiKey(context.Context, *GetApiKeyRequest) (*GetApiKeyResponse, error)
+	// UpdateApiKey changes only the fields set in the request.
+	UpdateApiKey(context.Context, *UpdateApiKeyRequest) (*UpdateApiKeyResponse, error)
+	// DeleteApiKey revokes the key at once on every data plane (the next snapshot drops it); its usage
+	// rows are kept.
+	DeleteApiKey(context.Context, *DeleteApiKeyRequest) (*DeleteApiKeyResponse, error)
+	// RotateApiKey answers a new key once; the old one keeps working for grace_seconds (0: revoked now).
+	RotateApiKey(context.Context, *RotateApiKeyRequest) (*RotateApiKeyResponse, error)
+	// Tenants: list, update, delete (effects on keys, quotas and usage history in docs/admin-api.md).
+	ListOrgs(context.Context, *ListOrgsRequest) (*ListOrgsResponse, error)
+	UpdateOrg(context.Context, *UpdateOrgRequest) (*UpdateOrgResponse, error)
+	DeleteOrg(context.Context, *DeleteOrgRequest) (*DeleteOrgResponse, error)
+	ListTeams(context.Context, *ListTeamsRequest) (*ListTeamsResponse, error)
+	UpdateTeam(context.Context, *UpdateTeamRequest) (*UpdateTeamResponse, error)
+	DeleteTeam(context.Context, *DeleteTeamRequest) (*DeleteTeamResponse, error)
+	ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error)
+	UpdateUser(context.Context, *UpdateUserRequest) (*UpdateUserResponse, error)
+	DeleteUser(context.Context, *DeleteUserRequest) (*DeleteUserResponse, error)
+	// Model policy (docs/pricing.md, "Unpriced models"): the gateway default, each provider's own, and the
+	// unpriced models served so far, for review.
+	GetModelPolicy(context.Context, *GetModelPolicyRequest) (*GetModelPolicyResponse, error)
+	SetModelPolicy(context.Context, *SetModelPolicyRequest) (*SetModelPolicyResponse, error)
+	SetProviderUnpricedPolicy(context.Context, *SetProviderUnpricedPolicyRequest) (*SetProviderUnpricedPolicyResponse, error)
+	ListUnpricedModels(context.Context, *ListUnpricedModelsRequest) (*ListUnpricedModelsResponse, error)
+	// Budget alerts (docs/budgets.md, "Alerts").
+	GetQuotaAlerts(context.Context, *GetQuotaAlertsRequest) (*GetQuotaAlertsResponse, error)
+	SetQuotaAlerts(context.Context, *SetQuotaAlertsRequest) (*SetQuotaAlertsResponse, error)
+	// CreateWebhookEndpoint answers the signing secret ("whsec_…") once.
+	CreateWebhookEndpoint(context.Context, *CreateWebhookEndpointRequest) (*CreateWebhookEndpointResponse, error)
+	ListWebhookEndpoints(context.Context, *ListWebhookEndpointsRequest) (*ListWebhookEndpointsResponse, error)
+	DeleteWebhookEndpoint(context.Context, *DeleteWebhookEndpointRequest) (*DeleteWebhookEndpointResponse, error)
+	// ListAlertEvents lists alert events, newest first, with their deliveries.
+	ListAlertEvents(context.Context, *ListAlertEventsRequest) (*ListAlertEventsResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -843,6 +1177,78 @@ func (UnimplementedAdminServiceServer) ListScheduledPriceRules(context.Context, 
 }
 func (UnimplementedAdminServiceServer) CancelScheduledPriceRule(context.Context, *CancelScheduledPriceRuleRequest) (*CancelScheduledPriceRuleResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CancelScheduledPriceRule not implemented")
+}
+func (UnimplementedAdminServiceServer) ListApiKeys(context.Context, *ListApiKeysRequest) (*ListApiKeysResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListApiKeys not implemented")
+}
+func (UnimplementedAdminServiceServer) GetApiKey(context.Context, *GetApiKeyRequest) (*GetApiKeyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetApiKey not implemented")
+}
+func (UnimplementedAdminServiceServer) UpdateApiKey(context.Context, *UpdateApiKeyRequest) (*UpdateApiKeyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateApiKey not implemented")
+}
+func (UnimplementedAdminServiceServer) DeleteApiKey(context.Context, *DeleteApiKeyRequest) (*DeleteApiKeyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteApiKey not implemented")
+}
+func (UnimplementedAdminServiceServer) RotateApiKey(context.Context, *RotateApiKeyRequest) (*RotateApiKeyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RotateApiKey not implemented")
+}
+func (UnimplementedAdminServiceServer) ListOrgs(context.Context, *ListOrgsRequest) (*ListOrgsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListOrgs not implemented")
+}
+func (UnimplementedAdminServiceServer) UpdateOrg(context.Context, *UpdateOrgRequest) (*UpdateOrgResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateOrg not implemented")
+}
+func (UnimplementedAdminServiceServer) DeleteOrg(context.Context, *DeleteOrgRequest) (*DeleteOrgResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteOrg not implemented")
+}
+func (UnimplementedAdminServiceServer) ListTeams(context.Context, *ListTeamsRequest) (*ListTeamsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTeams not implemented")
+}
+func (UnimplementedAdminServiceServer) UpdateTeam(context.Context, *UpdateTeamRequest) (*UpdateTeamResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateTeam not implemented")
+}
+func (UnimplementedAdminServiceServer) DeleteTeam(context.Context, *DeleteTeamRequest) (*DeleteTeamResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteTeam not implemented")
+}
+func (UnimplementedAdminServiceServer) ListUsers(context.Context, *ListUsersRequest) (*ListUsersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListUsers not implemented")
+}
+func (UnimplementedAdminServiceServer) UpdateUser(context.Context, *UpdateUserRequest) (*UpdateUserResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateUser not implemented")
+}
+func (UnimplementedAdminServiceServer) DeleteUser(context.Context, *DeleteUserRequest) (*DeleteUserResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteUser not implemented")
+}
+func (UnimplementedAdminServiceServer) GetModelPolicy(context.Context, *GetModelPolicyRequest) (*GetModelPolicyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetModelPolicy not implemented")
+}
+func (UnimplementedAdminServiceServer) SetModelPolicy(context.Context, *SetModelPolicyRequest) (*SetModelPolicyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetModelPolicy not implemented")
+}
+func (UnimplementedAdminServiceServer) SetProviderUnpricedPolicy(context.Context, *SetProviderUnpricedPolicyRequest) (*SetProviderUnpricedPolicyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetProviderUnpricedPolicy not implemented")
+}
+func (UnimplementedAdminServiceServer) ListUnpricedModels(context.Context, *ListUnpricedModelsRequest) (*ListUnpricedModelsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListUnpricedModels not implemented")
+}
+func (UnimplementedAdminServiceServer) GetQuotaAlerts(context.Context, *GetQuotaAlertsRequest) (*GetQuotaAlertsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetQuotaAlerts not implemented")
+}
+func (UnimplementedAdminServiceServer) SetQuotaAlerts(context.Context, *SetQuotaAlertsRequest) (*SetQuotaAlertsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetQuotaAlerts not implemented")
+}
+func (UnimplementedAdminServiceServer) CreateWebhookEndpoint(context.Context, *CreateWebhookEndpointRequest) (*CreateWebhookEndpointResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateWebhookEndpoint not implemented")
+}
+func (UnimplementedAdminServiceServer) ListWebhookEndpoints(context.Context, *ListWebhookEndpointsRequest) (*ListWebhookEndpointsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWebhookEndpoints not implemented")
+}
+func (UnimplementedAdminServiceServer) DeleteWebhookEndpoint(context.Context, *DeleteWebhookEndpointRequest) (*DeleteWebhookEndpointResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteWebhookEndpoint not implemented")
+}
+func (UnimplementedAdminServiceServer) ListAlertEvents(context.Context, *ListAlertEventsRequest) (*ListAlertEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListAlertEvents not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -1675,6 +2081,438 @@ func _AdminService_CancelScheduledPriceRule_Handler(srv interface{}, ctx context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListApiKeys_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListApiKeysRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListApiKeys(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListApiKeys_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListApiKeys(ctx, req.(*ListApiKeysRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_GetApiKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetApiKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetApiKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetApiKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetApiKey(ctx, req.(*GetApiKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_UpdateApiKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateApiKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).UpdateApiKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_UpdateApiKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).UpdateApiKey(ctx, req.(*UpdateApiKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_DeleteApiKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteApiKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DeleteApiKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DeleteApiKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DeleteApiKey(ctx, req.(*DeleteApiKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_RotateApiKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RotateApiKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RotateApiKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RotateApiKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RotateApiKey(ctx, req.(*RotateApiKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListOrgs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListOrgsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListOrgs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListOrgs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListOrgs(ctx, req.(*ListOrgsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_UpdateOrg_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateOrgRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).UpdateOrg(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_UpdateOrg_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).UpdateOrg(ctx, req.(*UpdateOrgRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_DeleteOrg_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteOrgRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DeleteOrg(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DeleteOrg_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DeleteOrg(ctx, req.(*DeleteOrgRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListTeams_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTeamsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListTeams(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListTeams_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListTeams(ctx, req.(*ListTeamsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_UpdateTeam_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateTeamRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).UpdateTeam(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_UpdateTeam_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).UpdateTeam(ctx, req.(*UpdateTeamRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_DeleteTeam_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteTeamRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DeleteTeam(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DeleteTeam_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DeleteTeam(ctx, req.(*DeleteTeamRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListUsers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListUsersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListUsers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListUsers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListUsers(ctx, req.(*ListUsersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_UpdateUser_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateUserRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).UpdateUser(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_UpdateUser_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).UpdateUser(ctx, req.(*UpdateUserRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_DeleteUser_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteUserRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DeleteUser(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DeleteUser_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DeleteUser(ctx, req.(*DeleteUserRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_GetModelPolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetModelPolicyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetModelPolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetModelPolicy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetModelPolicy(ctx, req.(*GetModelPolicyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_SetModelPolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetModelPolicyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).SetModelPolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_SetModelPolicy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).SetModelPolicy(ctx, req.(*SetModelPolicyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_SetProviderUnpricedPolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetProviderUnpricedPolicyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).SetProviderUnpricedPolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_SetProviderUnpricedPolicy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).SetProviderUnpricedPolicy(ctx, req.(*SetProviderUnpricedPolicyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListUnpricedModels_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListUnpricedModelsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListUnpricedModels(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListUnpricedModels_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListUnpricedModels(ctx, req.(*ListUnpricedModelsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_GetQuotaAlerts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetQuotaAlertsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetQuotaAlerts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetQuotaAlerts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetQuotaAlerts(ctx, req.(*GetQuotaAlertsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_SetQuotaAlerts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetQuotaAlertsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).SetQuotaAlerts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_SetQuotaAlerts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).SetQuotaAlerts(ctx, req.(*SetQuotaAlertsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_CreateWebhookEndpoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateWebhookEndpointRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).CreateWebhookEndpoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_CreateWebhookEndpoint_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).CreateWebhookEndpoint(ctx, req.(*CreateWebhookEndpointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListWebhookEndpoints_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWebhookEndpointsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListWebhookEndpoints(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListWebhookEndpoints_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListWebhookEndpoints(ctx, req.(*ListWebhookEndpointsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_DeleteWebhookEndpoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteWebhookEndpointRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DeleteWebhookEndpoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DeleteWebhookEndpoint_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DeleteWebhookEndpoint(ctx, req.(*DeleteWebhookEndpointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListAlertEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListAlertEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListAlertEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListAlertEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListAlertEvents(ctx, req.(*ListAlertEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1861,6 +2699,102 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CancelScheduledPriceRule",
 			Handler:    _AdminService_CancelScheduledPriceRule_Handler,
+		},
+		{
+			MethodName: "ListApiKeys",
+			Handler:    _AdminService_ListApiKeys_Handler,
+		},
+		{
+			MethodName: "GetApiKey",
+			Handler:    _AdminService_GetApiKey_Handler,
+		},
+		{
+			MethodName: "UpdateApiKey",
+			Handler:    _AdminService_UpdateApiKey_Handler,
+		},
+		{
+			MethodName: "DeleteApiKey",
+			Handler:    _AdminService_DeleteApiKey_Handler,
+		},
+		{
+			MethodName: "RotateApiKey",
+			Handler:    _AdminService_RotateApiKey_Handler,
+		},
+		{
+			MethodName: "ListOrgs",
+			Handler:    _AdminService_ListOrgs_Handler,
+		},
+		{
+			MethodName: "UpdateOrg",
+			Handler:    _AdminService_UpdateOrg_Handler,
+		},
+		{
+			MethodName: "DeleteOrg",
+			Handler:    _AdminService_DeleteOrg_Handler,
+		},
+		{
+			MethodName: "ListTeams",
+			Handler:    _AdminService_ListTeams_Handler,
+		},
+		{
+			MethodName: "UpdateTeam",
+			Handler:    _AdminService_UpdateTeam_Handler,
+		},
+		{
+			MethodName: "DeleteTeam",
+			Handler:    _AdminService_DeleteTeam_Handler,
+		},
+		{
+			MethodName: "ListUsers",
+			Handler:    _AdminService_ListUsers_Handler,
+		},
+		{
+			MethodName: "UpdateUser",
+			Handler:    _AdminService_UpdateUser_Handler,
+		},
+		{
+			MethodName: "DeleteUser",
+			Handler:    _AdminService_DeleteUser_Handler,
+		},
+		{
+			MethodName: "GetModelPolicy",
+			Handler:    _AdminService_GetModelPolicy_Handler,
+		},
+		{
+			MethodName: "SetModelPolicy",
+			Handler:    _AdminService_SetModelPolicy_Handler,
+		},
+		{
+			MethodName: "SetProviderUnpricedPolicy",
+			Handler:    _AdminService_SetProviderUnpricedPolicy_Handler,
+		},
+		{
+			MethodName: "ListUnpricedModels",
+			Handler:    _AdminService_ListUnpricedModels_Handler,
+		},
+		{
+			MethodName: "GetQuotaAlerts",
+			Handler:    _AdminService_GetQuotaAlerts_Handler,
+		},
+		{
+			MethodName: "SetQuotaAlerts",
+			Handler:    _AdminService_SetQuotaAlerts_Handler,
+		},
+		{
+			MethodName: "CreateWebhookEndpoint",
+			Handler:    _AdminService_CreateWebhookEndpoint_Handler,
+		},
+		{
+			MethodName: "ListWebhookEndpoints",
+			Handler:    _AdminService_ListWebhookEndpoints_Handler,
+		},
+		{
+			MethodName: "DeleteWebhookEndpoint",
+			Handler:    _AdminService_DeleteWebhookEndpoint_Handler,
+		},
+		{
+			MethodName: "ListAlertEvents",
+			Handler:    _AdminService_ListAlertEvents_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

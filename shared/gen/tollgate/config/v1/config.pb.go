@@ -514,10 +514,14 @@ type Provider struct {
 	BaseUrl     string `protobuf:"bytes,4,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
 	Enabled     bool   `protobuf:"varint,5,opt,name=enabled,proto3" json:"enabled,omitempty"`
 	// Channel settings as a JSON object.
-	SettingsJson  string        `protobuf:"bytes,6,opt,name=settings_json,json=settingsJson,proto3" json:"settings_json,omitempty"`
-	Credentials   []*Credential `protobuf:"bytes,7,rep,name=credentials,proto3" json:"credentials,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SettingsJson string        `protobuf:"bytes,6,opt,name=settings_json,json=settingsJson,proto3" json:"settings_json,omitempty"`
+	Credentials  []*Credential `protobuf:"bytes,7,rep,name=credentials,proto3" json:"credentials,omitempty"`
+	// The provider's unpriced-model policy: "allow" (no price rule: served at cost 0, the usage row listed
+	// for review) or "deny" (refused before the upstream call). In snapshots it is the effective policy (the
+	// provider's own, else the gateway default); "" counts as "allow".
+	UnpricedPolicy string `protobuf:"bytes,8,opt,name=unpriced_policy,json=unpricedPolicy,proto3" json:"unpriced_policy,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Provider) Reset() {
@@ -597,6 +601,13 @@ func (x *Provider) GetCredentials() []*Credential {
 		return x.Credentials
 	}
 	return nil
+}
+
+func (x *Provider) GetUnpricedPolicy() string {
+	if x != nil {
+		return x.UnpricedPolicy
+	}
+	return ""
 }
 
 // Credential authenticates the gateway to a provider. The secret is write-only in the admin API and is
@@ -1048,11 +1059,20 @@ type ApiKey struct {
 	// Requests per minute; 0 means unlimited.
 	RpmLimit int32 `protobuf:"varint,9,opt,name=rpm_limit,json=rpmLimit,proto3" json:"rpm_limit,omitempty"`
 	// Tokens per minute; 0 means unlimited.
-	TpmLimit      int64                  `protobuf:"varint,10,opt,name=tpm_limit,json=tpmLimit,proto3" json:"tpm_limit,omitempty"`
-	Enabled       bool                   `protobuf:"varint,11,opt,name=enabled,proto3" json:"enabled,omitempty"`
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	TpmLimit  int64                  `protobuf:"varint,10,opt,name=tpm_limit,json=tpmLimit,proto3" json:"tpm_limit,omitempty"`
+	Enabled   bool                   `protobuf:"varint,11,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// The key may use provider/model direct addressing even when the gateway turns it off
+	// (ModelPolicy.direct_addressing).
+	AllowDirectAddressing bool `protobuf:"varint,13,opt,name=allow_direct_addressing,json=allowDirectAddressing,proto3" json:"allow_direct_addressing,omitempty"`
+	// During a rotation's grace period: the replaced key's hash (only in snapshots) and prefix, which keeps
+	// working until previous_expires_at (enforced by the data plane's clock).
+	PreviousKeyHash   []byte                 `protobuf:"bytes,14,opt,name=previous_key_hash,json=previousKeyHash,proto3" json:"previous_key_hash,omitempty"`
+	PreviousPrefix    string                 `protobuf:"bytes,15,opt,name=previous_prefix,json=previousPrefix,proto3" json:"previous_prefix,omitempty"`
+	PreviousExpiresAt *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=previous_expires_at,json=previousExpiresAt,proto3" json:"previous_expires_at,omitempty"`
+	CreatedAt         *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ApiKey) Reset() {
@@ -1169,6 +1189,97 @@ func (x *ApiKey) GetExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ApiKey) GetAllowDirectAddressing() bool {
+	if x != nil {
+		return x.AllowDirectAddressing
+	}
+	return false
+}
+
+func (x *ApiKey) GetPreviousKeyHash() []byte {
+	if x != nil {
+		return x.PreviousKeyHash
+	}
+	return nil
+}
+
+func (x *ApiKey) GetPreviousPrefix() string {
+	if x != nil {
+		return x.PreviousPrefix
+	}
+	return ""
+}
+
+func (x *ApiKey) GetPreviousExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PreviousExpiresAt
+	}
+	return nil
+}
+
+func (x *ApiKey) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+// ModelPolicy is the gateway-wide model policy.
+type ModelPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The unpriced-model policy of providers without their own: "allow" or "deny".
+	UnpricedPolicy string `protobuf:"bytes,1,opt,name=unpriced_policy,json=unpricedPolicy,proto3" json:"unpriced_policy,omitempty"`
+	// Whether provider/model direct addressing is on for every key; when off, only keys with
+	// allow_direct_addressing may use it.
+	DirectAddressing bool `protobuf:"varint,2,opt,name=direct_addressing,json=directAddressing,proto3" json:"direct_addressing,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ModelPolicy) Reset() {
+	*x = ModelPolicy{}
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelPolicy) ProtoMessage() {}
+
+func (x *ModelPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelPolicy.ProtoReflect.Descriptor instead.
+func (*ModelPolicy) Descriptor() ([]byte, []int) {
+	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ModelPolicy) GetUnpricedPolicy() string {
+	if x != nil {
+		return x.UnpricedPolicy
+	}
+	return ""
+}
+
+func (x *ModelPolicy) GetDirectAddressing() bool {
+	if x != nil {
+		return x.DirectAddressing
+	}
+	return false
+}
+
 // Quota is the spend limit and running total of one scope ("org", "team", "user" or "key"). For a periodic
 // quota (docs/budgets.md) cost_used is the spend of the period period_id names, not the lifetime total.
 type Quota struct {
@@ -1202,7 +1313,7 @@ type Quota struct {
 
 func (x *Quota) Reset() {
 	*x = Quota{}
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[12]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1214,7 +1325,7 @@ func (x *Quota) String() string {
 func (*Quota) ProtoMessage() {}
 
 func (x *Quota) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[12]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1227,7 +1338,7 @@ func (x *Quota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Quota.ProtoReflect.Descriptor instead.
 func (*Quota) Descriptor() ([]byte, []int) {
-	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{12}
+	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Quota) GetScope() string {
@@ -1389,7 +1500,7 @@ const file_tollgate_config_v1_config_proto_rawDesc = "" +
 	"\aenabled\x18\t \x01(\bR\aenabledB\x11\n" +
 	"\x0f_dest_operationB\f\n" +
 	"\n" +
-	"_dest_kind\"\xed\x01\n" +
+	"_dest_kind\"\x96\x02\n" +
 	"\bProvider\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12!\n" +
@@ -1397,7 +1508,8 @@ const file_tollgate_config_v1_config_proto_rawDesc = "" +
 	"\bbase_url\x18\x04 \x01(\tR\abaseUrl\x12\x18\n" +
 	"\aenabled\x18\x05 \x01(\bR\aenabled\x12#\n" +
 	"\rsettings_json\x18\x06 \x01(\tR\fsettingsJson\x12@\n" +
-	"\vcredentials\x18\a \x03(\v2\x1e.tollgate.config.v1.CredentialR\vcredentials\"\x87\x01\n" +
+	"\vcredentials\x18\a \x03(\v2\x1e.tollgate.config.v1.CredentialR\vcredentials\x12'\n" +
+	"\x0funpriced_policy\x18\b \x01(\tR\x0eunpricedPolicy\"\x87\x01\n" +
 	"\n" +
 	"Credential\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1f\n" +
@@ -1434,7 +1546,7 @@ const file_tollgate_config_v1_config_proto_rawDesc = "" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\x14\n" +
 	"\x05email\x18\x05 \x01(\tR\x05emailB\n" +
 	"\n" +
-	"\b_team_id\"\xef\x02\n" +
+	"\b_team_id\"\x83\x05\n" +
 	"\x06ApiKey\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\x03R\x06userId\x12\x15\n" +
@@ -1449,9 +1561,18 @@ const file_tollgate_config_v1_config_proto_rawDesc = "" +
 	" \x01(\x03R\btpmLimit\x12\x18\n" +
 	"\aenabled\x18\v \x01(\bR\aenabled\x129\n" +
 	"\n" +
-	"expires_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAtB\n" +
+	"expires_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x126\n" +
+	"\x17allow_direct_addressing\x18\r \x01(\bR\x15allowDirectAddressing\x12*\n" +
+	"\x11previous_key_hash\x18\x0e \x01(\fR\x0fpreviousKeyHash\x12'\n" +
+	"\x0fprevious_prefix\x18\x0f \x01(\tR\x0epreviousPrefix\x12J\n" +
+	"\x13previous_expires_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\x11previousExpiresAt\x129\n" +
 	"\n" +
-	"\b_team_id\"\xb1\x03\n" +
+	"created_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\n" +
+	"\n" +
+	"\b_team_id\"c\n" +
+	"\vModelPolicy\x12'\n" +
+	"\x0funpriced_policy\x18\x01 \x01(\tR\x0eunpricedPolicy\x12+\n" +
+	"\x11direct_addressing\x18\x02 \x01(\bR\x10directAddressing\"\xb1\x03\n" +
 	"\x05Quota\x12\x14\n" +
 	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x19\n" +
 	"\bscope_id\x18\x02 \x01(\x03R\ascopeId\x12\"\n" +
@@ -1482,7 +1603,7 @@ func file_tollgate_config_v1_config_proto_rawDescGZIP() []byte {
 	return file_tollgate_config_v1_config_proto_rawDescData
 }
 
-var file_tollgate_config_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_tollgate_config_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_tollgate_config_v1_config_proto_goTypes = []any{
 	(*PriceRule)(nil),             // 0: tollgate.config.v1.PriceRule
 	(*ScheduledPriceRule)(nil),    // 1: tollgate.config.v1.ScheduledPriceRule
@@ -1496,25 +1617,28 @@ var file_tollgate_config_v1_config_proto_goTypes = []any{
 	(*Team)(nil),                  // 9: tollgate.config.v1.Team
 	(*User)(nil),                  // 10: tollgate.config.v1.User
 	(*ApiKey)(nil),                // 11: tollgate.config.v1.ApiKey
-	(*Quota)(nil),                 // 12: tollgate.config.v1.Quota
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
+	(*ModelPolicy)(nil),           // 12: tollgate.config.v1.ModelPolicy
+	(*Quota)(nil),                 // 13: tollgate.config.v1.Quota
+	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
 }
 var file_tollgate_config_v1_config_proto_depIdxs = []int32{
 	2,  // 0: tollgate.config.v1.PriceRule.pricing_tiers_json:type_name -> tollgate.config.v1.TierEntry
-	13, // 1: tollgate.config.v1.PriceRule.updated_at:type_name -> google.protobuf.Timestamp
-	13, // 2: tollgate.config.v1.ScheduledPriceRule.effective_at:type_name -> google.protobuf.Timestamp
+	14, // 1: tollgate.config.v1.PriceRule.updated_at:type_name -> google.protobuf.Timestamp
+	14, // 2: tollgate.config.v1.ScheduledPriceRule.effective_at:type_name -> google.protobuf.Timestamp
 	0,  // 3: tollgate.config.v1.ScheduledPriceRule.rule:type_name -> tollgate.config.v1.PriceRule
-	13, // 4: tollgate.config.v1.ScheduledPriceRule.created_at:type_name -> google.protobuf.Timestamp
+	14, // 4: tollgate.config.v1.ScheduledPriceRule.created_at:type_name -> google.protobuf.Timestamp
 	5,  // 5: tollgate.config.v1.Provider.credentials:type_name -> tollgate.config.v1.Credential
 	7,  // 6: tollgate.config.v1.Route.members:type_name -> tollgate.config.v1.RouteMember
-	13, // 7: tollgate.config.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
-	13, // 8: tollgate.config.v1.Quota.period_start:type_name -> google.protobuf.Timestamp
-	13, // 9: tollgate.config.v1.Quota.period_end:type_name -> google.protobuf.Timestamp
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	14, // 7: tollgate.config.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
+	14, // 8: tollgate.config.v1.ApiKey.previous_expires_at:type_name -> google.protobuf.Timestamp
+	14, // 9: tollgate.config.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
+	14, // 10: tollgate.config.v1.Quota.period_start:type_name -> google.protobuf.Timestamp
+	14, // 11: tollgate.config.v1.Quota.period_end:type_name -> google.protobuf.Timestamp
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_config_v1_config_proto_init() }
@@ -1527,14 +1651,14 @@ func file_tollgate_config_v1_config_proto_init() {
 	file_tollgate_config_v1_config_proto_msgTypes[3].OneofWrappers = []any{}
 	file_tollgate_config_v1_config_proto_msgTypes[10].OneofWrappers = []any{}
 	file_tollgate_config_v1_config_proto_msgTypes[11].OneofWrappers = []any{}
-	file_tollgate_config_v1_config_proto_msgTypes[12].OneofWrappers = []any{}
+	file_tollgate_config_v1_config_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_config_v1_config_proto_rawDesc), len(file_tollgate_config_v1_config_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

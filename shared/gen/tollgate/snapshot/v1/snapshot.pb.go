@@ -148,8 +148,11 @@ type Snapshot struct {
 	// a scheduled version may disable a rule). From its effective_at on, a version replaces the rule of the
 	// same id in pricing, so every data plane switches at that instant without waiting for a new snapshot.
 	ScheduledPriceRules []*v1.ScheduledPriceRule `protobuf:"bytes,10,rep,name=scheduled_price_rules,json=scheduledPriceRules,proto3" json:"scheduled_price_rules,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The gateway-wide model policy; absent means the defaults (unpriced "allow", direct addressing on).
+	// Each provider carries its effective unpriced policy.
+	ModelPolicy   *v1.ModelPolicy `protobuf:"bytes,11,opt,name=model_policy,json=modelPolicy,proto3" json:"model_policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
@@ -252,6 +255,13 @@ func (x *Snapshot) GetScheduledPriceRules() []*v1.ScheduledPriceRule {
 	return nil
 }
 
+func (x *Snapshot) GetModelPolicy() *v1.ModelPolicy {
+	if x != nil {
+		return x.ModelPolicy
+	}
+	return nil
+}
+
 // SettlementBounds bound what one request can plausibly use and cost. A report beyond them is recorded
 // as flagged and charged 0 (docs/settlement.md, "Bounds").
 type SettlementBounds struct {
@@ -317,7 +327,7 @@ const file_tollgate_snapshot_v1_snapshot_proto_rawDesc = "" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12#\n" +
 	"\rknown_version\x18\x02 \x01(\x03R\fknownVersion\"K\n" +
 	"\rWatchResponse\x12:\n" +
-	"\bsnapshot\x18\x01 \x01(\v2\x1e.tollgate.snapshot.v1.SnapshotR\bsnapshot\"\xeb\x04\n" +
+	"\bsnapshot\x18\x01 \x01(\v2\x1e.tollgate.snapshot.v1.SnapshotR\bsnapshot\"\xaf\x05\n" +
 	"\bSnapshot\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x03R\aversion\x125\n" +
 	"\bbuilt_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\abuiltAt\x12>\n" +
@@ -330,7 +340,8 @@ const file_tollgate_snapshot_v1_snapshot_proto_rawDesc = "" +
 	"\x06quotas\x18\b \x03(\v2\x19.tollgate.config.v1.QuotaR\x06quotas\x12S\n" +
 	"\x11settlement_bounds\x18\t \x01(\v2&.tollgate.snapshot.v1.SettlementBoundsR\x10settlementBounds\x12Z\n" +
 	"\x15scheduled_price_rules\x18\n" +
-	" \x03(\v2&.tollgate.config.v1.ScheduledPriceRuleR\x13scheduledPriceRules\"j\n" +
+	" \x03(\v2&.tollgate.config.v1.ScheduledPriceRuleR\x13scheduledPriceRules\x12B\n" +
+	"\fmodel_policy\x18\v \x01(\v2\x1f.tollgate.config.v1.ModelPolicyR\vmodelPolicy\"j\n" +
 	"\x10SettlementBounds\x12,\n" +
 	"\x12max_request_tokens\x18\x01 \x01(\x03R\x10maxRequestTokens\x12(\n" +
 	"\x10max_request_cost\x18\x02 \x01(\tR\x0emaxRequestCost2e\n" +
@@ -363,6 +374,7 @@ var file_tollgate_snapshot_v1_snapshot_proto_goTypes = []any{
 	(*v1.ApiKey)(nil),             // 9: tollgate.config.v1.ApiKey
 	(*v1.Quota)(nil),              // 10: tollgate.config.v1.Quota
 	(*v1.ScheduledPriceRule)(nil), // 11: tollgate.config.v1.ScheduledPriceRule
+	(*v1.ModelPolicy)(nil),        // 12: tollgate.config.v1.ModelPolicy
 }
 var file_tollgate_snapshot_v1_snapshot_proto_depIdxs = []int32{
 	2,  // 0: tollgate.snapshot.v1.WatchResponse.snapshot:type_name -> tollgate.snapshot.v1.Snapshot
@@ -375,13 +387,14 @@ var file_tollgate_snapshot_v1_snapshot_proto_depIdxs = []int32{
 	10, // 7: tollgate.snapshot.v1.Snapshot.quotas:type_name -> tollgate.config.v1.Quota
 	3,  // 8: tollgate.snapshot.v1.Snapshot.settlement_bounds:type_name -> tollgate.snapshot.v1.SettlementBounds
 	11, // 9: tollgate.snapshot.v1.Snapshot.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
-	0,  // 10: tollgate.snapshot.v1.SnapshotService.Watch:input_type -> tollgate.snapshot.v1.WatchRequest
-	1,  // 11: tollgate.snapshot.v1.SnapshotService.Watch:output_type -> tollgate.snapshot.v1.WatchResponse
-	11, // [11:12] is the sub-list for method output_type
-	10, // [10:11] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	12, // 10: tollgate.snapshot.v1.Snapshot.model_policy:type_name -> tollgate.config.v1.ModelPolicy
+	0,  // 11: tollgate.snapshot.v1.SnapshotService.Watch:input_type -> tollgate.snapshot.v1.WatchRequest
+	1,  // 12: tollgate.snapshot.v1.SnapshotService.Watch:output_type -> tollgate.snapshot.v1.WatchResponse
+	12, // [12:13] is the sub-list for method output_type
+	11, // [11:12] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_snapshot_v1_snapshot_proto_init() }
