@@ -389,3 +389,77 @@ func TestSignMatchesTheSpec(t *testing.T) {
 		t.Fatal("a malformed secret signed")
 	}
 }
+
+// A periodic quota fires per period: the spend and limit of each period's quota_periods row are compared,
+// the event names the period's start, a new period fires the same threshold again, and a period closed
+// for more than an hour is not evaluated.
+func TestPeriodicQuotaFiresPerPeriod(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	o, err := store.InsertOrg(ctx, w.db.Pool, "periodic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit, daily, zone := "10", "daily", "UTC"
+	if _, err := w.svc.SetQuota(ctx, "org", o.ID, admin.QuotaInput{CostLimit: &limit, Period: &daily, TimeZone: &zone}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.svc.SetQuotaAlerts(ctx, "org", o.ID, admin.QuotaAlertsInput{Thresholds: []int32{50}}); err != nil {
+		t.Fatal(err)
+	}
+	// The lifetime total is past the threshold, but a periodic quota is judged by its periods only.
+	if _, err := w.db.Pool.Exec(ctx, `UPDATE quotas SET cost_used = 100 WHERE scope = 'org' AND scope_id = $1`, o.ID); err != nil {
+		t.Fatal(err)
+	}
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	period := func(start time.Time, used string) {
+		t.Helper()
+		if _, err := w.db.Pool.Exec(ctx, `INSERT INTO quota_periods (scope, scope_id, period_start, period_end, period, time_zone, cost_limit, cost_used, requests)
+			VALUES ('org', $1, $2, $3, 'daily', 'UTC', 10, $4::text::numeric, 1)
+			ON CONFLICT (scope, scope_id, period_start) DO UPDATE SET cost_used = EXCLUDED.cost_used`,
+			o.ID, start, start.Add(24*time.Hour), used); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := alert.New(w.db.Pool, w.box, nil, fast)
+	evaluate := func() int {
+		t.Helper()
+		n, err := r.Evaluate(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := evaluate(); n != 0 {
+		t.Fatalf("Evaluate with no period spend = %d events, want 0 (the lifetime total does not count)", n)
+	}
+	period(today.Add(-48*time.Hour), "9") // closed long ago: not evaluated
+	period(today, "4.99")
+	if n := evaluate(); n != 0 {
+		t.Fatalf("Evaluate below the threshold and on a long-closed period = %d, want 0", n)
+	}
+	period(today, "5")
+	if n := evaluate(); n != 1 {
+		t.Fatalf("Evaluate at 50%% of today's limit = %d, want 1", n)
+	}
+	if n := evaluate(); n != 0 {
+		t.Fatalf("second Evaluate = %d, want 0 (one event per threshold per period)", n)
+	}
+	tomorrow := today.Add(24 * time.Hour)
+	period(tomorrow, "6")
+	if n := evaluate(); n != 1 {
+		t.Fatalf("Evaluate in a new period = %d, want 1", n)
+	}
+	p, err := w.svc.ListAlertEvents(ctx, admin.AlertEventQuery{Scope: "org", ScopeID: &o.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var starts []string
+	for _, e := range p.Items {
+		starts = append(starts, e.PeriodStart.UTC().Format(time.DateOnly)+"@"+e.CostUsed)
+	}
+	want := []string{tomorrow.Format(time.DateOnly) + "@6", today.Format(time.DateOnly) + "@5"}
+	if fmt.Sprint(starts) != fmt.Sprint(want) {
+		t.Fatalf("events = %v, want %v (newest first)", starts, want)
+	}
+}
