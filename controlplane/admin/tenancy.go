@@ -345,36 +345,3 @@ func (s *Service) SetQuota(ctx context.Context, scope string, id int64, in Quota
 	q, err := store.SetQuotaLimit(ctx, s.pool, scope, id, in.CostLimit)
 	return q, storeError(err, fmt.Sprintf("quota %s/%d", scope, id))
 }
-
-// UsageQuery filters usage rows; see store.UsageFilter.
-type UsageQuery struct {
-	Since, Until                                         time.Time
-	APIKeyID, UserID, TeamID, OrgID, RouteID, ProviderID *int64
-	EndState                                             string
-	Limit                                                int
-	Cursor                                               string
-}
-
-// ListUsages lists usage rows, newest first, a page at a time.
-func (s *Service) ListUsages(ctx context.Context, q UsageQuery) (Page[store.StoredUsage], error) {
-	limit, err := pageLimit(q.Limit)
-	if err != nil {
-		return Page[store.StoredUsage]{}, err
-	}
-	before, err := decodeCursor(q.Cursor)
-	if err != nil {
-		return Page[store.StoredUsage]{}, err
-	}
-	switch vocab.EndState(q.EndState) {
-	case "", vocab.EndCompleted, vocab.EndUpstreamError, vocab.EndUpstreamInterrupted, vocab.EndClientDropped, vocab.EndRejected:
-	default:
-		return Page[store.StoredUsage]{}, errorf(CodeInvalid, "end_state %q is not a known end state", q.EndState)
-	}
-	rows, err := store.ListUsages(ctx, s.pool, store.UsageFilter{Since: q.Since, Until: q.Until, APIKeyID: q.APIKeyID,
-		UserID: q.UserID, TeamID: q.TeamID, OrgID: q.OrgID, RouteID: q.RouteID, ProviderID: q.ProviderID,
-		EndState: q.EndState, BeforeID: before, Limit: limit})
-	if err != nil {
-		return Page[store.StoredUsage]{}, storeError(err, "usages")
-	}
-	return page(rows, limit, func(u store.StoredUsage) int64 { return u.ID }), nil
-}

@@ -60,8 +60,10 @@ type UsageFilter struct {
 	Since, Until                                         time.Time
 	APIKeyID, UserID, TeamID, OrgID, RouteID, ProviderID *int64
 	EndState                                             string
-	BeforeID                                             int64
-	Limit                                                int
+	// LogicalModel, UpstreamModel, Operation and RequestID match exactly when not empty.
+	LogicalModel, UpstreamModel, Operation, RequestID string
+	BeforeID                                          int64
+	Limit                                             int
 }
 
 // ListUsages returns usage rows matching f, newest first.
@@ -84,8 +86,11 @@ func ListUsages(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage, err
 			add(col+" = ?", *v)
 		}
 	}
-	if f.EndState != "" {
-		add("end_state = ?", f.EndState)
+	for _, c := range []struct{ col, v string }{{"end_state", f.EndState}, {"logical_model", f.LogicalModel},
+		{"upstream_model", f.UpstreamModel}, {"operation", f.Operation}, {"request_id", f.RequestID}} {
+		if c.v != "" {
+			add(c.col+" = ?", c.v)
+		}
 	}
 	if f.BeforeID > 0 {
 		add("id < ?", f.BeforeID)

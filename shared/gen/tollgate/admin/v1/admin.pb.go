@@ -2790,6 +2790,10 @@ type ListUsagesRequest struct {
 	RouteId       *int64                 `protobuf:"varint,9,opt,name=route_id,json=routeId,proto3,oneof" json:"route_id,omitempty"`
 	ProviderId    *int64                 `protobuf:"varint,10,opt,name=provider_id,json=providerId,proto3,oneof" json:"provider_id,omitempty"`
 	EndState      string                 `protobuf:"bytes,11,opt,name=end_state,json=endState,proto3" json:"end_state,omitempty"`
+	LogicalModel  string                 `protobuf:"bytes,12,opt,name=logical_model,json=logicalModel,proto3" json:"logical_model,omitempty"`
+	UpstreamModel string                 `protobuf:"bytes,13,opt,name=upstream_model,json=upstreamModel,proto3" json:"upstream_model,omitempty"`
+	Operation     string                 `protobuf:"bytes,14,opt,name=operation,proto3" json:"operation,omitempty"`
+	RequestId     string                 `protobuf:"bytes,15,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2901,6 +2905,34 @@ func (x *ListUsagesRequest) GetEndState() string {
 	return ""
 }
 
+func (x *ListUsagesRequest) GetLogicalModel() string {
+	if x != nil {
+		return x.LogicalModel
+	}
+	return ""
+}
+
+func (x *ListUsagesRequest) GetUpstreamModel() string {
+	if x != nil {
+		return x.UpstreamModel
+	}
+	return ""
+}
+
+func (x *ListUsagesRequest) GetOperation() string {
+	if x != nil {
+		return x.Operation
+	}
+	return ""
+}
+
+func (x *ListUsagesRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
 // Usage is one stored usage row.
 type Usage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3006,6 +3038,472 @@ func (x *ListUsagesResponse) GetNextCursor() string {
 	return ""
 }
 
+// GetSpendRequest: since and until are whole UTC hours; bucket is "", "hour", "day" or "month"; tz an IANA
+// zone (default UTC); group_by names dimensions (org, team, user, key, logical_model, upstream_model,
+// provider, operation, end_state); top > 0 keeps the top groups by cost and sums the others per bucket.
+type GetSpendRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Since         *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=since,proto3" json:"since,omitempty"`
+	Until         *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=until,proto3" json:"until,omitempty"`
+	Bucket        string                 `protobuf:"bytes,3,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	Tz            string                 `protobuf:"bytes,4,opt,name=tz,proto3" json:"tz,omitempty"`
+	GroupBy       []string               `protobuf:"bytes,5,rep,name=group_by,json=groupBy,proto3" json:"group_by,omitempty"`
+	Filters       []*SpendFilter         `protobuf:"bytes,6,rep,name=filters,proto3" json:"filters,omitempty"`
+	Top           int32                  `protobuf:"varint,7,opt,name=top,proto3" json:"top,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSpendRequest) Reset() {
+	*x = GetSpendRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSpendRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSpendRequest) ProtoMessage() {}
+
+func (x *GetSpendRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSpendRequest.ProtoReflect.Descriptor instead.
+func (*GetSpendRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *GetSpendRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *GetSpendRequest) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *GetSpendRequest) GetBucket() string {
+	if x != nil {
+		return x.Bucket
+	}
+	return ""
+}
+
+func (x *GetSpendRequest) GetTz() string {
+	if x != nil {
+		return x.Tz
+	}
+	return ""
+}
+
+func (x *GetSpendRequest) GetGroupBy() []string {
+	if x != nil {
+		return x.GroupBy
+	}
+	return nil
+}
+
+func (x *GetSpendRequest) GetFilters() []*SpendFilter {
+	if x != nil {
+		return x.Filters
+	}
+	return nil
+}
+
+func (x *GetSpendRequest) GetTop() int32 {
+	if x != nil {
+		return x.Top
+	}
+	return 0
+}
+
+// SpendFilter keeps rows whose dimension is one of the values: ids for an id dimension (0: rows without
+// that id), values for a text dimension.
+type SpendFilter struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dimension     string                 `protobuf:"bytes,1,opt,name=dimension,proto3" json:"dimension,omitempty"`
+	Ids           []int64                `protobuf:"varint,2,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	Values        []string               `protobuf:"bytes,3,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpendFilter) Reset() {
+	*x = SpendFilter{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpendFilter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpendFilter) ProtoMessage() {}
+
+func (x *SpendFilter) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpendFilter.ProtoReflect.Descriptor instead.
+func (*SpendFilter) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *SpendFilter) GetDimension() string {
+	if x != nil {
+		return x.Dimension
+	}
+	return ""
+}
+
+func (x *SpendFilter) GetIds() []int64 {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *SpendFilter) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+// SpendGroupValue is one grouped dimension's value: id (absent when the rows have none) or value.
+type SpendGroupValue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dimension     string                 `protobuf:"bytes,1,opt,name=dimension,proto3" json:"dimension,omitempty"`
+	Id            *int64                 `protobuf:"varint,2,opt,name=id,proto3,oneof" json:"id,omitempty"`
+	Value         string                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpendGroupValue) Reset() {
+	*x = SpendGroupValue{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpendGroupValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpendGroupValue) ProtoMessage() {}
+
+func (x *SpendGroupValue) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpendGroupValue.ProtoReflect.Descriptor instead.
+func (*SpendGroupValue) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *SpendGroupValue) GetDimension() string {
+	if x != nil {
+		return x.Dimension
+	}
+	return ""
+}
+
+func (x *SpendGroupValue) GetId() int64 {
+	if x != nil && x.Id != nil {
+		return *x.Id
+	}
+	return 0
+}
+
+func (x *SpendGroupValue) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+// SpendTokens are token sums per category.
+type SpendTokens struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Input             int64                  `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	Output            int64                  `protobuf:"varint,2,opt,name=output,proto3" json:"output,omitempty"`
+	CacheRead         int64                  `protobuf:"varint,3,opt,name=cache_read,json=cacheRead,proto3" json:"cache_read,omitempty"`
+	CacheCreation_5M  int64                  `protobuf:"varint,4,opt,name=cache_creation_5m,json=cacheCreation5m,proto3" json:"cache_creation_5m,omitempty"`
+	CacheCreation_30M int64                  `protobuf:"varint,5,opt,name=cache_creation_30m,json=cacheCreation30m,proto3" json:"cache_creation_30m,omitempty"`
+	CacheCreation_1H  int64                  `protobuf:"varint,6,opt,name=cache_creation_1h,json=cacheCreation1h,proto3" json:"cache_creation_1h,omitempty"`
+	ImageOutput       int64                  `protobuf:"varint,7,opt,name=image_output,json=imageOutput,proto3" json:"image_output,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *SpendTokens) Reset() {
+	*x = SpendTokens{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpendTokens) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpendTokens) ProtoMessage() {}
+
+func (x *SpendTokens) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpendTokens.ProtoReflect.Descriptor instead.
+func (*SpendTokens) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *SpendTokens) GetInput() int64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *SpendTokens) GetOutput() int64 {
+	if x != nil {
+		return x.Output
+	}
+	return 0
+}
+
+func (x *SpendTokens) GetCacheRead() int64 {
+	if x != nil {
+		return x.CacheRead
+	}
+	return 0
+}
+
+func (x *SpendTokens) GetCacheCreation_5M() int64 {
+	if x != nil {
+		return x.CacheCreation_5M
+	}
+	return 0
+}
+
+func (x *SpendTokens) GetCacheCreation_30M() int64 {
+	if x != nil {
+		return x.CacheCreation_30M
+	}
+	return 0
+}
+
+func (x *SpendTokens) GetCacheCreation_1H() int64 {
+	if x != nil {
+		return x.CacheCreation_1H
+	}
+	return 0
+}
+
+func (x *SpendTokens) GetImageOutput() int64 {
+	if x != nil {
+		return x.ImageOutput
+	}
+	return 0
+}
+
+// SpendRow is one (bucket, group) sum; cost is an exact decimal string. other marks the sum of the groups
+// outside the top N (group empty).
+type SpendRow struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	BucketStart   *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=bucket_start,json=bucketStart,proto3" json:"bucket_start,omitempty"`
+	Group         []*SpendGroupValue     `protobuf:"bytes,2,rep,name=group,proto3" json:"group,omitempty"`
+	Other         bool                   `protobuf:"varint,3,opt,name=other,proto3" json:"other,omitempty"`
+	Requests      int64                  `protobuf:"varint,4,opt,name=requests,proto3" json:"requests,omitempty"`
+	Cost          string                 `protobuf:"bytes,5,opt,name=cost,proto3" json:"cost,omitempty"`
+	Tokens        *SpendTokens           `protobuf:"bytes,6,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpendRow) Reset() {
+	*x = SpendRow{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpendRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpendRow) ProtoMessage() {}
+
+func (x *SpendRow) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpendRow.ProtoReflect.Descriptor instead.
+func (*SpendRow) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *SpendRow) GetBucketStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.BucketStart
+	}
+	return nil
+}
+
+func (x *SpendRow) GetGroup() []*SpendGroupValue {
+	if x != nil {
+		return x.Group
+	}
+	return nil
+}
+
+func (x *SpendRow) GetOther() bool {
+	if x != nil {
+		return x.Other
+	}
+	return false
+}
+
+func (x *SpendRow) GetRequests() int64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *SpendRow) GetCost() string {
+	if x != nil {
+		return x.Cost
+	}
+	return ""
+}
+
+func (x *SpendRow) GetTokens() *SpendTokens {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+// GetSpendResponse: rows bucket ascending, by cost descending within a bucket; their costs add up to total's.
+type GetSpendResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          []*SpendRow            `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
+	Total         *SpendRow              `protobuf:"bytes,2,opt,name=total,proto3" json:"total,omitempty"`
+	Tz            string                 `protobuf:"bytes,3,opt,name=tz,proto3" json:"tz,omitempty"`
+	Rollup        string                 `protobuf:"bytes,4,opt,name=rollup,proto3" json:"rollup,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSpendResponse) Reset() {
+	*x = GetSpendResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSpendResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSpendResponse) ProtoMessage() {}
+
+func (x *GetSpendResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSpendResponse.ProtoReflect.Descriptor instead.
+func (*GetSpendResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *GetSpendResponse) GetRows() []*SpendRow {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+func (x *GetSpendResponse) GetTotal() *SpendRow {
+	if x != nil {
+		return x.Total
+	}
+	return nil
+}
+
+func (x *GetSpendResponse) GetTz() string {
+	if x != nil {
+		return x.Tz
+	}
+	return ""
+}
+
+func (x *GetSpendResponse) GetRollup() string {
+	if x != nil {
+		return x.Rollup
+	}
+	return ""
+}
+
 type ExportRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -3014,7 +3512,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[60]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3026,7 +3524,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[60]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3039,7 +3537,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{60}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{66}
 }
 
 type ExportResponse struct {
@@ -3052,7 +3550,7 @@ type ExportResponse struct {
 
 func (x *ExportResponse) Reset() {
 	*x = ExportResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[61]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3064,7 +3562,7 @@ func (x *ExportResponse) String() string {
 func (*ExportResponse) ProtoMessage() {}
 
 func (x *ExportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[61]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3077,7 +3575,7 @@ func (x *ExportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportResponse.ProtoReflect.Descriptor instead.
 func (*ExportResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{61}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ExportResponse) GetPriceRules() []*v1.PriceRule {
@@ -3104,7 +3602,7 @@ type ImportRequest struct {
 
 func (x *ImportRequest) Reset() {
 	*x = ImportRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[62]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3116,7 +3614,7 @@ func (x *ImportRequest) String() string {
 func (*ImportRequest) ProtoMessage() {}
 
 func (x *ImportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[62]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3129,7 +3627,7 @@ func (x *ImportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRequest.ProtoReflect.Descriptor instead.
 func (*ImportRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{62}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ImportRequest) GetPriceRules() []*v1.PriceRule {
@@ -3156,7 +3654,7 @@ type ImportResponse struct {
 
 func (x *ImportResponse) Reset() {
 	*x = ImportResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[63]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3168,7 +3666,7 @@ func (x *ImportResponse) String() string {
 func (*ImportResponse) ProtoMessage() {}
 
 func (x *ImportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[63]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3181,7 +3679,7 @@ func (x *ImportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResponse.ProtoReflect.Descriptor instead.
 func (*ImportResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{63}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ImportResponse) GetPriceRules() int32 {
@@ -3212,7 +3710,7 @@ type AdminToken struct {
 
 func (x *AdminToken) Reset() {
 	*x = AdminToken{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[64]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3224,7 +3722,7 @@ func (x *AdminToken) String() string {
 func (*AdminToken) ProtoMessage() {}
 
 func (x *AdminToken) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[64]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3237,7 +3735,7 @@ func (x *AdminToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdminToken.ProtoReflect.Descriptor instead.
 func (*AdminToken) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{64}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *AdminToken) GetId() int64 {
@@ -3278,7 +3776,7 @@ type CreateAdminTokenRequest struct {
 
 func (x *CreateAdminTokenRequest) Reset() {
 	*x = CreateAdminTokenRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[65]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3290,7 +3788,7 @@ func (x *CreateAdminTokenRequest) String() string {
 func (*CreateAdminTokenRequest) ProtoMessage() {}
 
 func (x *CreateAdminTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[65]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3303,7 +3801,7 @@ func (x *CreateAdminTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAdminTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateAdminTokenRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{65}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *CreateAdminTokenRequest) GetName() string {
@@ -3330,7 +3828,7 @@ type CreateAdminTokenResponse struct {
 
 func (x *CreateAdminTokenResponse) Reset() {
 	*x = CreateAdminTokenResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[66]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3342,7 +3840,7 @@ func (x *CreateAdminTokenResponse) String() string {
 func (*CreateAdminTokenResponse) ProtoMessage() {}
 
 func (x *CreateAdminTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[66]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3355,7 +3853,7 @@ func (x *CreateAdminTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAdminTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateAdminTokenResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{66}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *CreateAdminTokenResponse) GetAdminToken() *AdminToken {
@@ -3380,7 +3878,7 @@ type ListAdminTokensRequest struct {
 
 func (x *ListAdminTokensRequest) Reset() {
 	*x = ListAdminTokensRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[67]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3392,7 +3890,7 @@ func (x *ListAdminTokensRequest) String() string {
 func (*ListAdminTokensRequest) ProtoMessage() {}
 
 func (x *ListAdminTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[67]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3405,7 +3903,7 @@ func (x *ListAdminTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAdminTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListAdminTokensRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{67}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{73}
 }
 
 type ListAdminTokensResponse struct {
@@ -3417,7 +3915,7 @@ type ListAdminTokensResponse struct {
 
 func (x *ListAdminTokensResponse) Reset() {
 	*x = ListAdminTokensResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[68]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3429,7 +3927,7 @@ func (x *ListAdminTokensResponse) String() string {
 func (*ListAdminTokensResponse) ProtoMessage() {}
 
 func (x *ListAdminTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[68]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3442,7 +3940,7 @@ func (x *ListAdminTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAdminTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListAdminTokensResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{68}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ListAdminTokensResponse) GetItems() []*AdminToken {
@@ -3461,7 +3959,7 @@ type DeleteAdminTokenRequest struct {
 
 func (x *DeleteAdminTokenRequest) Reset() {
 	*x = DeleteAdminTokenRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[69]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3473,7 +3971,7 @@ func (x *DeleteAdminTokenRequest) String() string {
 func (*DeleteAdminTokenRequest) ProtoMessage() {}
 
 func (x *DeleteAdminTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[69]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3486,7 +3984,7 @@ func (x *DeleteAdminTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAdminTokenRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAdminTokenRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{69}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *DeleteAdminTokenRequest) GetId() int64 {
@@ -3504,7 +4002,7 @@ type DeleteAdminTokenResponse struct {
 
 func (x *DeleteAdminTokenResponse) Reset() {
 	*x = DeleteAdminTokenResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[70]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3516,7 +4014,7 @@ func (x *DeleteAdminTokenResponse) String() string {
 func (*DeleteAdminTokenResponse) ProtoMessage() {}
 
 func (x *DeleteAdminTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[70]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3529,7 +4027,7 @@ func (x *DeleteAdminTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAdminTokenResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAdminTokenResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{70}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{76}
 }
 
 type AdjustQuotaRequest struct {
@@ -3545,7 +4043,7 @@ type AdjustQuotaRequest struct {
 
 func (x *AdjustQuotaRequest) Reset() {
 	*x = AdjustQuotaRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[71]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3557,7 +4055,7 @@ func (x *AdjustQuotaRequest) String() string {
 func (*AdjustQuotaRequest) ProtoMessage() {}
 
 func (x *AdjustQuotaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[71]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3570,7 +4068,7 @@ func (x *AdjustQuotaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustQuotaRequest.ProtoReflect.Descriptor instead.
 func (*AdjustQuotaRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{71}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *AdjustQuotaRequest) GetScope() string {
@@ -3621,7 +4119,7 @@ type QuotaAdjustment struct {
 
 func (x *QuotaAdjustment) Reset() {
 	*x = QuotaAdjustment{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[72]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3633,7 +4131,7 @@ func (x *QuotaAdjustment) String() string {
 func (*QuotaAdjustment) ProtoMessage() {}
 
 func (x *QuotaAdjustment) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[72]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3646,7 +4144,7 @@ func (x *QuotaAdjustment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaAdjustment.ProtoReflect.Descriptor instead.
 func (*QuotaAdjustment) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{72}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *QuotaAdjustment) GetId() int64 {
@@ -3729,7 +4227,7 @@ type AdjustQuotaResponse struct {
 
 func (x *AdjustQuotaResponse) Reset() {
 	*x = AdjustQuotaResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[73]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3741,7 +4239,7 @@ func (x *AdjustQuotaResponse) String() string {
 func (*AdjustQuotaResponse) ProtoMessage() {}
 
 func (x *AdjustQuotaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[73]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3754,7 +4252,7 @@ func (x *AdjustQuotaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustQuotaResponse.ProtoReflect.Descriptor instead.
 func (*AdjustQuotaResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{73}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *AdjustQuotaResponse) GetAdjustment() *QuotaAdjustment {
@@ -3783,7 +4281,7 @@ type ListQuotaAdjustmentsRequest struct {
 
 func (x *ListQuotaAdjustmentsRequest) Reset() {
 	*x = ListQuotaAdjustmentsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[74]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3795,7 +4293,7 @@ func (x *ListQuotaAdjustmentsRequest) String() string {
 func (*ListQuotaAdjustmentsRequest) ProtoMessage() {}
 
 func (x *ListQuotaAdjustmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[74]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3808,7 +4306,7 @@ func (x *ListQuotaAdjustmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQuotaAdjustmentsRequest.ProtoReflect.Descriptor instead.
 func (*ListQuotaAdjustmentsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{74}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ListQuotaAdjustmentsRequest) GetScope() string {
@@ -3849,7 +4347,7 @@ type ListQuotaAdjustmentsResponse struct {
 
 func (x *ListQuotaAdjustmentsResponse) Reset() {
 	*x = ListQuotaAdjustmentsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[75]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3861,7 +4359,7 @@ func (x *ListQuotaAdjustmentsResponse) String() string {
 func (*ListQuotaAdjustmentsResponse) ProtoMessage() {}
 
 func (x *ListQuotaAdjustmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[75]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3874,7 +4372,7 @@ func (x *ListQuotaAdjustmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQuotaAdjustmentsResponse.ProtoReflect.Descriptor instead.
 func (*ListQuotaAdjustmentsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{75}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ListQuotaAdjustmentsResponse) GetItems() []*QuotaAdjustment {
@@ -3899,7 +4397,7 @@ type GetSnapshotStatusRequest struct {
 
 func (x *GetSnapshotStatusRequest) Reset() {
 	*x = GetSnapshotStatusRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[76]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3911,7 +4409,7 @@ func (x *GetSnapshotStatusRequest) String() string {
 func (*GetSnapshotStatusRequest) ProtoMessage() {}
 
 func (x *GetSnapshotStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[76]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3924,7 +4422,7 @@ func (x *GetSnapshotStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSnapshotStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetSnapshotStatusRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{76}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{82}
 }
 
 // SnapshotProblem names one row that keeps the configuration from compiling.
@@ -3943,7 +4441,7 @@ type SnapshotProblem struct {
 
 func (x *SnapshotProblem) Reset() {
 	*x = SnapshotProblem{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[77]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3955,7 +4453,7 @@ func (x *SnapshotProblem) String() string {
 func (*SnapshotProblem) ProtoMessage() {}
 
 func (x *SnapshotProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[77]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3968,7 +4466,7 @@ func (x *SnapshotProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotProblem.ProtoReflect.Descriptor instead.
 func (*SnapshotProblem) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{77}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *SnapshotProblem) GetResource() string {
@@ -4021,7 +4519,7 @@ type SnapshotRejection struct {
 
 func (x *SnapshotRejection) Reset() {
 	*x = SnapshotRejection{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[78]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4033,7 +4531,7 @@ func (x *SnapshotRejection) String() string {
 func (*SnapshotRejection) ProtoMessage() {}
 
 func (x *SnapshotRejection) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[78]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4046,7 +4544,7 @@ func (x *SnapshotRejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRejection.ProtoReflect.Descriptor instead.
 func (*SnapshotRejection) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{78}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *SnapshotRejection) GetVersion() int64 {
@@ -4098,7 +4596,7 @@ type GetSnapshotStatusResponse struct {
 
 func (x *GetSnapshotStatusResponse) Reset() {
 	*x = GetSnapshotStatusResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[79]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4110,7 +4608,7 @@ func (x *GetSnapshotStatusResponse) String() string {
 func (*GetSnapshotStatusResponse) ProtoMessage() {}
 
 func (x *GetSnapshotStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[79]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4123,7 +4621,7 @@ func (x *GetSnapshotStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSnapshotStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetSnapshotStatusResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{79}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *GetSnapshotStatusResponse) GetPublishedVersion() int64 {
@@ -4165,7 +4663,7 @@ type PlanPriceCatalogRequest struct {
 
 func (x *PlanPriceCatalogRequest) Reset() {
 	*x = PlanPriceCatalogRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4177,7 +4675,7 @@ func (x *PlanPriceCatalogRequest) String() string {
 func (*PlanPriceCatalogRequest) ProtoMessage() {}
 
 func (x *PlanPriceCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4190,7 +4688,7 @@ func (x *PlanPriceCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanPriceCatalogRequest.ProtoReflect.Descriptor instead.
 func (*PlanPriceCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{80}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *PlanPriceCatalogRequest) GetFormat() string {
@@ -4251,7 +4749,7 @@ type PlanPriceCatalogResponse struct {
 
 func (x *PlanPriceCatalogResponse) Reset() {
 	*x = PlanPriceCatalogResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4263,7 +4761,7 @@ func (x *PlanPriceCatalogResponse) String() string {
 func (*PlanPriceCatalogResponse) ProtoMessage() {}
 
 func (x *PlanPriceCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4276,7 +4774,7 @@ func (x *PlanPriceCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanPriceCatalogResponse.ProtoReflect.Descriptor instead.
 func (*PlanPriceCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{81}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *PlanPriceCatalogResponse) GetPlan() *CatalogPlan {
@@ -4305,7 +4803,7 @@ type CatalogPlan struct {
 
 func (x *CatalogPlan) Reset() {
 	*x = CatalogPlan{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4317,7 +4815,7 @@ func (x *CatalogPlan) String() string {
 func (*CatalogPlan) ProtoMessage() {}
 
 func (x *CatalogPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4330,7 +4828,7 @@ func (x *CatalogPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlan.ProtoReflect.Descriptor instead.
 func (*CatalogPlan) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{82}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *CatalogPlan) GetId() string {
@@ -4414,7 +4912,7 @@ type CatalogPlanRule struct {
 
 func (x *CatalogPlanRule) Reset() {
 	*x = CatalogPlanRule{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4426,7 +4924,7 @@ func (x *CatalogPlanRule) String() string {
 func (*CatalogPlanRule) ProtoMessage() {}
 
 func (x *CatalogPlanRule) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4439,7 +4937,7 @@ func (x *CatalogPlanRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlanRule.ProtoReflect.Descriptor instead.
 func (*CatalogPlanRule) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{83}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *CatalogPlanRule) GetEntryId() string {
@@ -4477,7 +4975,7 @@ type CatalogPlanChange struct {
 
 func (x *CatalogPlanChange) Reset() {
 	*x = CatalogPlanChange{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[84]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4489,7 +4987,7 @@ func (x *CatalogPlanChange) String() string {
 func (*CatalogPlanChange) ProtoMessage() {}
 
 func (x *CatalogPlanChange) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[84]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4502,7 +5000,7 @@ func (x *CatalogPlanChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlanChange.ProtoReflect.Descriptor instead.
 func (*CatalogPlanChange) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{84}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *CatalogPlanChange) GetEntryId() string {
@@ -4558,7 +5056,7 @@ type CatalogFieldChange struct {
 
 func (x *CatalogFieldChange) Reset() {
 	*x = CatalogFieldChange{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[85]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4570,7 +5068,7 @@ func (x *CatalogFieldChange) String() string {
 func (*CatalogFieldChange) ProtoMessage() {}
 
 func (x *CatalogFieldChange) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[85]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4583,7 +5081,7 @@ func (x *CatalogFieldChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogFieldChange.ProtoReflect.Descriptor instead.
 func (*CatalogFieldChange) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{85}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *CatalogFieldChange) GetField() string {
@@ -4618,7 +5116,7 @@ type CatalogPlanUnchanged struct {
 
 func (x *CatalogPlanUnchanged) Reset() {
 	*x = CatalogPlanUnchanged{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[86]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4630,7 +5128,7 @@ func (x *CatalogPlanUnchanged) String() string {
 func (*CatalogPlanUnchanged) ProtoMessage() {}
 
 func (x *CatalogPlanUnchanged) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[86]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4643,7 +5141,7 @@ func (x *CatalogPlanUnchanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlanUnchanged.ProtoReflect.Descriptor instead.
 func (*CatalogPlanUnchanged) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{86}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *CatalogPlanUnchanged) GetEntryId() string {
@@ -4677,7 +5175,7 @@ type CatalogSkipped struct {
 
 func (x *CatalogSkipped) Reset() {
 	*x = CatalogSkipped{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[87]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4689,7 +5187,7 @@ func (x *CatalogSkipped) String() string {
 func (*CatalogSkipped) ProtoMessage() {}
 
 func (x *CatalogSkipped) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[87]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4702,7 +5200,7 @@ func (x *CatalogSkipped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogSkipped.ProtoReflect.Descriptor instead.
 func (*CatalogSkipped) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{87}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *CatalogSkipped) GetEntryId() string {
@@ -4731,7 +5229,7 @@ type ApplyPriceCatalogRequest struct {
 
 func (x *ApplyPriceCatalogRequest) Reset() {
 	*x = ApplyPriceCatalogRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[88]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4743,7 +5241,7 @@ func (x *ApplyPriceCatalogRequest) String() string {
 func (*ApplyPriceCatalogRequest) ProtoMessage() {}
 
 func (x *ApplyPriceCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[88]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4756,7 +5254,7 @@ func (x *ApplyPriceCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyPriceCatalogRequest.ProtoReflect.Descriptor instead.
 func (*ApplyPriceCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{88}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ApplyPriceCatalogRequest) GetPlanId() string {
@@ -4793,7 +5291,7 @@ type ApplyPriceCatalogResponse struct {
 
 func (x *ApplyPriceCatalogResponse) Reset() {
 	*x = ApplyPriceCatalogResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[89]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4805,7 +5303,7 @@ func (x *ApplyPriceCatalogResponse) String() string {
 func (*ApplyPriceCatalogResponse) ProtoMessage() {}
 
 func (x *ApplyPriceCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[89]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4818,7 +5316,7 @@ func (x *ApplyPriceCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyPriceCatalogResponse.ProtoReflect.Descriptor instead.
 func (*ApplyPriceCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{89}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ApplyPriceCatalogResponse) GetPlanId() string {
@@ -4865,7 +5363,7 @@ type GetPriceRuleProvenanceRequest struct {
 
 func (x *GetPriceRuleProvenanceRequest) Reset() {
 	*x = GetPriceRuleProvenanceRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[90]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4877,7 +5375,7 @@ func (x *GetPriceRuleProvenanceRequest) String() string {
 func (*GetPriceRuleProvenanceRequest) ProtoMessage() {}
 
 func (x *GetPriceRuleProvenanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[90]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4890,7 +5388,7 @@ func (x *GetPriceRuleProvenanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleProvenanceRequest.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleProvenanceRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{90}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *GetPriceRuleProvenanceRequest) GetPriceRuleId() int64 {
@@ -4909,7 +5407,7 @@ type GetPriceRuleProvenanceResponse struct {
 
 func (x *GetPriceRuleProvenanceResponse) Reset() {
 	*x = GetPriceRuleProvenanceResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[91]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4921,7 +5419,7 @@ func (x *GetPriceRuleProvenanceResponse) String() string {
 func (*GetPriceRuleProvenanceResponse) ProtoMessage() {}
 
 func (x *GetPriceRuleProvenanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[91]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4934,7 +5432,7 @@ func (x *GetPriceRuleProvenanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleProvenanceResponse.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleProvenanceResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{91}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *GetPriceRuleProvenanceResponse) GetProvenance() *PriceRuleProvenance {
@@ -4960,7 +5458,7 @@ type PriceRuleProvenance struct {
 
 func (x *PriceRuleProvenance) Reset() {
 	*x = PriceRuleProvenance{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[92]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4972,7 +5470,7 @@ func (x *PriceRuleProvenance) String() string {
 func (*PriceRuleProvenance) ProtoMessage() {}
 
 func (x *PriceRuleProvenance) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[92]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4985,7 +5483,7 @@ func (x *PriceRuleProvenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriceRuleProvenance.ProtoReflect.Descriptor instead.
 func (*PriceRuleProvenance) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{92}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *PriceRuleProvenance) GetPriceRuleId() int64 {
@@ -5046,7 +5544,7 @@ type GetPriceRuleHistoryRequest struct {
 
 func (x *GetPriceRuleHistoryRequest) Reset() {
 	*x = GetPriceRuleHistoryRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5058,7 +5556,7 @@ func (x *GetPriceRuleHistoryRequest) String() string {
 func (*GetPriceRuleHistoryRequest) ProtoMessage() {}
 
 func (x *GetPriceRuleHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5071,7 +5569,7 @@ func (x *GetPriceRuleHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleHistoryRequest.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{93}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *GetPriceRuleHistoryRequest) GetPriceRuleId() int64 {
@@ -5090,7 +5588,7 @@ type GetPriceRuleHistoryResponse struct {
 
 func (x *GetPriceRuleHistoryResponse) Reset() {
 	*x = GetPriceRuleHistoryResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5102,7 +5600,7 @@ func (x *GetPriceRuleHistoryResponse) String() string {
 func (*GetPriceRuleHistoryResponse) ProtoMessage() {}
 
 func (x *GetPriceRuleHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5115,7 +5613,7 @@ func (x *GetPriceRuleHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleHistoryResponse.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{94}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *GetPriceRuleHistoryResponse) GetItems() []*PriceRuleVersion {
@@ -5142,7 +5640,7 @@ type PriceRuleVersion struct {
 
 func (x *PriceRuleVersion) Reset() {
 	*x = PriceRuleVersion{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5154,7 +5652,7 @@ func (x *PriceRuleVersion) String() string {
 func (*PriceRuleVersion) ProtoMessage() {}
 
 func (x *PriceRuleVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5167,7 +5665,7 @@ func (x *PriceRuleVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriceRuleVersion.ProtoReflect.Descriptor instead.
 func (*PriceRuleVersion) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{95}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *PriceRuleVersion) GetVersion() int32 {
@@ -5218,7 +5716,7 @@ type RepricePriceRulesRequest struct {
 
 func (x *RepricePriceRulesRequest) Reset() {
 	*x = RepricePriceRulesRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5230,7 +5728,7 @@ func (x *RepricePriceRulesRequest) String() string {
 func (*RepricePriceRulesRequest) ProtoMessage() {}
 
 func (x *RepricePriceRulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5243,7 +5741,7 @@ func (x *RepricePriceRulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepricePriceRulesRequest.ProtoReflect.Descriptor instead.
 func (*RepricePriceRulesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{96}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *RepricePriceRulesRequest) GetFrom() *timestamppb.Timestamp {
@@ -5291,7 +5789,7 @@ type RepricePriceRulesResponse struct {
 
 func (x *RepricePriceRulesResponse) Reset() {
 	*x = RepricePriceRulesResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5303,7 +5801,7 @@ func (x *RepricePriceRulesResponse) String() string {
 func (*RepricePriceRulesResponse) ProtoMessage() {}
 
 func (x *RepricePriceRulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5316,7 +5814,7 @@ func (x *RepricePriceRulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepricePriceRulesResponse.ProtoReflect.Descriptor instead.
 func (*RepricePriceRulesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{97}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *RepricePriceRulesResponse) GetFrom() *timestamppb.Timestamp {
@@ -5390,7 +5888,7 @@ type RepriceLine struct {
 
 func (x *RepriceLine) Reset() {
 	*x = RepriceLine{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5402,7 +5900,7 @@ func (x *RepriceLine) String() string {
 func (*RepriceLine) ProtoMessage() {}
 
 func (x *RepriceLine) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5415,7 +5913,7 @@ func (x *RepriceLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepriceLine.ProtoReflect.Descriptor instead.
 func (*RepriceLine) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{98}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *RepriceLine) GetProviderId() int64 {
@@ -5626,7 +6124,7 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"cost_limit\x18\x03 \x01(\tH\x00R\tcostLimit\x88\x01\x01B\r\n" +
 	"\v_cost_limit\"C\n" +
 	"\x10SetQuotaResponse\x12/\n" +
-	"\x05quota\x18\x01 \x01(\v2\x19.tollgate.config.v1.QuotaR\x05quota\"\xd2\x03\n" +
+	"\x05quota\x18\x01 \x01(\v2\x19.tollgate.config.v1.QuotaR\x05quota\"\xdb\x04\n" +
 	"\x11ListUsagesRequest\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x16\n" +
 	"\x06cursor\x18\x02 \x01(\tR\x06cursor\x120\n" +
@@ -5641,7 +6139,12 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\vprovider_id\x18\n" +
 	" \x01(\x03H\x05R\n" +
 	"providerId\x88\x01\x01\x12\x1b\n" +
-	"\tend_state\x18\v \x01(\tR\bendStateB\r\n" +
+	"\tend_state\x18\v \x01(\tR\bendState\x12#\n" +
+	"\rlogical_model\x18\f \x01(\tR\flogicalModel\x12%\n" +
+	"\x0eupstream_model\x18\r \x01(\tR\rupstreamModel\x12\x1c\n" +
+	"\toperation\x18\x0e \x01(\tR\toperation\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x0f \x01(\tR\trequestIdB\r\n" +
 	"\v_api_key_idB\n" +
 	"\n" +
 	"\b_user_idB\n" +
@@ -5656,7 +6159,45 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x12ListUsagesResponse\x12.\n" +
 	"\x05items\x18\x01 \x03(\v2\x18.tollgate.admin.v1.UsageR\x05items\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
-	"nextCursor\"\x0f\n" +
+	"nextCursor\"\x84\x02\n" +
+	"\x0fGetSpendRequest\x120\n" +
+	"\x05since\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
+	"\x05until\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x16\n" +
+	"\x06bucket\x18\x03 \x01(\tR\x06bucket\x12\x0e\n" +
+	"\x02tz\x18\x04 \x01(\tR\x02tz\x12\x19\n" +
+	"\bgroup_by\x18\x05 \x03(\tR\agroupBy\x128\n" +
+	"\afilters\x18\x06 \x03(\v2\x1e.tollgate.admin.v1.SpendFilterR\afilters\x12\x10\n" +
+	"\x03top\x18\a \x01(\x05R\x03top\"U\n" +
+	"\vSpendFilter\x12\x1c\n" +
+	"\tdimension\x18\x01 \x01(\tR\tdimension\x12\x10\n" +
+	"\x03ids\x18\x02 \x03(\x03R\x03ids\x12\x16\n" +
+	"\x06values\x18\x03 \x03(\tR\x06values\"a\n" +
+	"\x0fSpendGroupValue\x12\x1c\n" +
+	"\tdimension\x18\x01 \x01(\tR\tdimension\x12\x13\n" +
+	"\x02id\x18\x02 \x01(\x03H\x00R\x02id\x88\x01\x01\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\tR\x05valueB\x05\n" +
+	"\x03_id\"\x83\x02\n" +
+	"\vSpendTokens\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x03R\x05input\x12\x16\n" +
+	"\x06output\x18\x02 \x01(\x03R\x06output\x12\x1d\n" +
+	"\n" +
+	"cache_read\x18\x03 \x01(\x03R\tcacheRead\x12*\n" +
+	"\x11cache_creation_5m\x18\x04 \x01(\x03R\x0fcacheCreation5m\x12,\n" +
+	"\x12cache_creation_30m\x18\x05 \x01(\x03R\x10cacheCreation30m\x12*\n" +
+	"\x11cache_creation_1h\x18\x06 \x01(\x03R\x0fcacheCreation1h\x12!\n" +
+	"\fimage_output\x18\a \x01(\x03R\vimageOutput\"\x81\x02\n" +
+	"\bSpendRow\x12=\n" +
+	"\fbucket_start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\vbucketStart\x128\n" +
+	"\x05group\x18\x02 \x03(\v2\".tollgate.admin.v1.SpendGroupValueR\x05group\x12\x14\n" +
+	"\x05other\x18\x03 \x01(\bR\x05other\x12\x1a\n" +
+	"\brequests\x18\x04 \x01(\x03R\brequests\x12\x12\n" +
+	"\x04cost\x18\x05 \x01(\tR\x04cost\x126\n" +
+	"\x06tokens\x18\x06 \x01(\v2\x1e.tollgate.admin.v1.SpendTokensR\x06tokens\"\x9e\x01\n" +
+	"\x10GetSpendResponse\x12/\n" +
+	"\x04rows\x18\x01 \x03(\v2\x1b.tollgate.admin.v1.SpendRowR\x04rows\x121\n" +
+	"\x05total\x18\x02 \x01(\v2\x1b.tollgate.admin.v1.SpendRowR\x05total\x12\x0e\n" +
+	"\x02tz\x18\x03 \x01(\tR\x02tz\x12\x16\n" +
+	"\x06rollup\x18\x04 \x01(\tR\x06rollup\"\x0f\n" +
 	"\rExportRequest\"\x96\x01\n" +
 	"\x0eExportResponse\x12>\n" +
 	"\vprice_rules\x18\x01 \x03(\v2\x1d.tollgate.config.v1.PriceRuleR\n" +
@@ -5860,7 +6401,7 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\brepriced\x18\x05 \x01(\tR\brepriced\x12\x1e\n" +
 	"\n" +
 	"difference\x18\x06 \x01(\tR\n" +
-	"difference2\xa9!\n" +
+	"difference2\xfe!\n" +
 	"\fAdminService\x12e\n" +
 	"\x0eListPriceRules\x12(.tollgate.admin.v1.ListPriceRulesRequest\x1a).tollgate.admin.v1.ListPriceRulesResponse\x12_\n" +
 	"\fGetPriceRule\x12&.tollgate.admin.v1.GetPriceRuleRequest\x1a'.tollgate.admin.v1.GetPriceRuleResponse\x12h\n" +
@@ -5897,7 +6438,8 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\vAdjustQuota\x12%.tollgate.admin.v1.AdjustQuotaRequest\x1a&.tollgate.admin.v1.AdjustQuotaResponse\x12w\n" +
 	"\x14ListQuotaAdjustments\x12..tollgate.admin.v1.ListQuotaAdjustmentsRequest\x1a/.tollgate.admin.v1.ListQuotaAdjustmentsResponse\x12Y\n" +
 	"\n" +
-	"ListUsages\x12$.tollgate.admin.v1.ListUsagesRequest\x1a%.tollgate.admin.v1.ListUsagesResponse\x12M\n" +
+	"ListUsages\x12$.tollgate.admin.v1.ListUsagesRequest\x1a%.tollgate.admin.v1.ListUsagesResponse\x12S\n" +
+	"\bGetSpend\x12\".tollgate.admin.v1.GetSpendRequest\x1a#.tollgate.admin.v1.GetSpendResponse\x12M\n" +
 	"\x06Export\x12 .tollgate.admin.v1.ExportRequest\x1a!.tollgate.admin.v1.ExportResponse\x12M\n" +
 	"\x06Import\x12 .tollgate.admin.v1.ImportRequest\x1a!.tollgate.admin.v1.ImportResponse\x12k\n" +
 	"\x10CreateAdminToken\x12*.tollgate.admin.v1.CreateAdminTokenRequest\x1a+.tollgate.admin.v1.CreateAdminTokenResponse\x12h\n" +
@@ -5922,7 +6464,7 @@ func file_tollgate_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_tollgate_admin_v1_admin_proto_rawDescData
 }
 
-var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 101)
+var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 107)
 var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*ListPriceRulesRequest)(nil),          // 0: tollgate.admin.v1.ListPriceRulesRequest
 	(*ListPriceRulesResponse)(nil),         // 1: tollgate.admin.v1.ListPriceRulesResponse
@@ -5984,232 +6526,248 @@ var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*ListUsagesRequest)(nil),              // 57: tollgate.admin.v1.ListUsagesRequest
 	(*Usage)(nil),                          // 58: tollgate.admin.v1.Usage
 	(*ListUsagesResponse)(nil),             // 59: tollgate.admin.v1.ListUsagesResponse
-	(*ExportRequest)(nil),                  // 60: tollgate.admin.v1.ExportRequest
-	(*ExportResponse)(nil),                 // 61: tollgate.admin.v1.ExportResponse
-	(*ImportRequest)(nil),                  // 62: tollgate.admin.v1.ImportRequest
-	(*ImportResponse)(nil),                 // 63: tollgate.admin.v1.ImportResponse
-	(*AdminToken)(nil),                     // 64: tollgate.admin.v1.AdminToken
-	(*CreateAdminTokenRequest)(nil),        // 65: tollgate.admin.v1.CreateAdminTokenRequest
-	(*CreateAdminTokenResponse)(nil),       // 66: tollgate.admin.v1.CreateAdminTokenResponse
-	(*ListAdminTokensRequest)(nil),         // 67: tollgate.admin.v1.ListAdminTokensRequest
-	(*ListAdminTokensResponse)(nil),        // 68: tollgate.admin.v1.ListAdminTokensResponse
-	(*DeleteAdminTokenRequest)(nil),        // 69: tollgate.admin.v1.DeleteAdminTokenRequest
-	(*DeleteAdminTokenResponse)(nil),       // 70: tollgate.admin.v1.DeleteAdminTokenResponse
-	(*AdjustQuotaRequest)(nil),             // 71: tollgate.admin.v1.AdjustQuotaRequest
-	(*QuotaAdjustment)(nil),                // 72: tollgate.admin.v1.QuotaAdjustment
-	(*AdjustQuotaResponse)(nil),            // 73: tollgate.admin.v1.AdjustQuotaResponse
-	(*ListQuotaAdjustmentsRequest)(nil),    // 74: tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	(*ListQuotaAdjustmentsResponse)(nil),   // 75: tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	(*GetSnapshotStatusRequest)(nil),       // 76: tollgate.admin.v1.GetSnapshotStatusRequest
-	(*SnapshotProblem)(nil),                // 77: tollgate.admin.v1.SnapshotProblem
-	(*SnapshotRejection)(nil),              // 78: tollgate.admin.v1.SnapshotRejection
-	(*GetSnapshotStatusResponse)(nil),      // 79: tollgate.admin.v1.GetSnapshotStatusResponse
-	(*PlanPriceCatalogRequest)(nil),        // 80: tollgate.admin.v1.PlanPriceCatalogRequest
-	(*PlanPriceCatalogResponse)(nil),       // 81: tollgate.admin.v1.PlanPriceCatalogResponse
-	(*CatalogPlan)(nil),                    // 82: tollgate.admin.v1.CatalogPlan
-	(*CatalogPlanRule)(nil),                // 83: tollgate.admin.v1.CatalogPlanRule
-	(*CatalogPlanChange)(nil),              // 84: tollgate.admin.v1.CatalogPlanChange
-	(*CatalogFieldChange)(nil),             // 85: tollgate.admin.v1.CatalogFieldChange
-	(*CatalogPlanUnchanged)(nil),           // 86: tollgate.admin.v1.CatalogPlanUnchanged
-	(*CatalogSkipped)(nil),                 // 87: tollgate.admin.v1.CatalogSkipped
-	(*ApplyPriceCatalogRequest)(nil),       // 88: tollgate.admin.v1.ApplyPriceCatalogRequest
-	(*ApplyPriceCatalogResponse)(nil),      // 89: tollgate.admin.v1.ApplyPriceCatalogResponse
-	(*GetPriceRuleProvenanceRequest)(nil),  // 90: tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	(*GetPriceRuleProvenanceResponse)(nil), // 91: tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	(*PriceRuleProvenance)(nil),            // 92: tollgate.admin.v1.PriceRuleProvenance
-	(*GetPriceRuleHistoryRequest)(nil),     // 93: tollgate.admin.v1.GetPriceRuleHistoryRequest
-	(*GetPriceRuleHistoryResponse)(nil),    // 94: tollgate.admin.v1.GetPriceRuleHistoryResponse
-	(*PriceRuleVersion)(nil),               // 95: tollgate.admin.v1.PriceRuleVersion
-	(*RepricePriceRulesRequest)(nil),       // 96: tollgate.admin.v1.RepricePriceRulesRequest
-	(*RepricePriceRulesResponse)(nil),      // 97: tollgate.admin.v1.RepricePriceRulesResponse
-	(*RepriceLine)(nil),                    // 98: tollgate.admin.v1.RepriceLine
-	nil,                                    // 99: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	nil,                                    // 100: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	(*v1.PriceRule)(nil),                   // 101: tollgate.config.v1.PriceRule
-	(*v11.TokenCounts)(nil),                // 102: tollgate.settlement.v1.TokenCounts
-	(*timestamppb.Timestamp)(nil),          // 103: google.protobuf.Timestamp
-	(*v1.Provider)(nil),                    // 104: tollgate.config.v1.Provider
-	(*v1.Credential)(nil),                  // 105: tollgate.config.v1.Credential
-	(*v1.RoutingRule)(nil),                 // 106: tollgate.config.v1.RoutingRule
-	(*v1.Route)(nil),                       // 107: tollgate.config.v1.Route
-	(*v1.Org)(nil),                         // 108: tollgate.config.v1.Org
-	(*v1.Team)(nil),                        // 109: tollgate.config.v1.Team
-	(*v1.User)(nil),                        // 110: tollgate.config.v1.User
-	(*v1.ApiKey)(nil),                      // 111: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),                       // 112: tollgate.config.v1.Quota
-	(*v11.SettlementRecord)(nil),           // 113: tollgate.settlement.v1.SettlementRecord
+	(*GetSpendRequest)(nil),                // 60: tollgate.admin.v1.GetSpendRequest
+	(*SpendFilter)(nil),                    // 61: tollgate.admin.v1.SpendFilter
+	(*SpendGroupValue)(nil),                // 62: tollgate.admin.v1.SpendGroupValue
+	(*SpendTokens)(nil),                    // 63: tollgate.admin.v1.SpendTokens
+	(*SpendRow)(nil),                       // 64: tollgate.admin.v1.SpendRow
+	(*GetSpendResponse)(nil),               // 65: tollgate.admin.v1.GetSpendResponse
+	(*ExportRequest)(nil),                  // 66: tollgate.admin.v1.ExportRequest
+	(*ExportResponse)(nil),                 // 67: tollgate.admin.v1.ExportResponse
+	(*ImportRequest)(nil),                  // 68: tollgate.admin.v1.ImportRequest
+	(*ImportResponse)(nil),                 // 69: tollgate.admin.v1.ImportResponse
+	(*AdminToken)(nil),                     // 70: tollgate.admin.v1.AdminToken
+	(*CreateAdminTokenRequest)(nil),        // 71: tollgate.admin.v1.CreateAdminTokenRequest
+	(*CreateAdminTokenResponse)(nil),       // 72: tollgate.admin.v1.CreateAdminTokenResponse
+	(*ListAdminTokensRequest)(nil),         // 73: tollgate.admin.v1.ListAdminTokensRequest
+	(*ListAdminTokensResponse)(nil),        // 74: tollgate.admin.v1.ListAdminTokensResponse
+	(*DeleteAdminTokenRequest)(nil),        // 75: tollgate.admin.v1.DeleteAdminTokenRequest
+	(*DeleteAdminTokenResponse)(nil),       // 76: tollgate.admin.v1.DeleteAdminTokenResponse
+	(*AdjustQuotaRequest)(nil),             // 77: tollgate.admin.v1.AdjustQuotaRequest
+	(*QuotaAdjustment)(nil),                // 78: tollgate.admin.v1.QuotaAdjustment
+	(*AdjustQuotaResponse)(nil),            // 79: tollgate.admin.v1.AdjustQuotaResponse
+	(*ListQuotaAdjustmentsRequest)(nil),    // 80: tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	(*ListQuotaAdjustmentsResponse)(nil),   // 81: tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	(*GetSnapshotStatusRequest)(nil),       // 82: tollgate.admin.v1.GetSnapshotStatusRequest
+	(*SnapshotProblem)(nil),                // 83: tollgate.admin.v1.SnapshotProblem
+	(*SnapshotRejection)(nil),              // 84: tollgate.admin.v1.SnapshotRejection
+	(*GetSnapshotStatusResponse)(nil),      // 85: tollgate.admin.v1.GetSnapshotStatusResponse
+	(*PlanPriceCatalogRequest)(nil),        // 86: tollgate.admin.v1.PlanPriceCatalogRequest
+	(*PlanPriceCatalogResponse)(nil),       // 87: tollgate.admin.v1.PlanPriceCatalogResponse
+	(*CatalogPlan)(nil),                    // 88: tollgate.admin.v1.CatalogPlan
+	(*CatalogPlanRule)(nil),                // 89: tollgate.admin.v1.CatalogPlanRule
+	(*CatalogPlanChange)(nil),              // 90: tollgate.admin.v1.CatalogPlanChange
+	(*CatalogFieldChange)(nil),             // 91: tollgate.admin.v1.CatalogFieldChange
+	(*CatalogPlanUnchanged)(nil),           // 92: tollgate.admin.v1.CatalogPlanUnchanged
+	(*CatalogSkipped)(nil),                 // 93: tollgate.admin.v1.CatalogSkipped
+	(*ApplyPriceCatalogRequest)(nil),       // 94: tollgate.admin.v1.ApplyPriceCatalogRequest
+	(*ApplyPriceCatalogResponse)(nil),      // 95: tollgate.admin.v1.ApplyPriceCatalogResponse
+	(*GetPriceRuleProvenanceRequest)(nil),  // 96: tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	(*GetPriceRuleProvenanceResponse)(nil), // 97: tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	(*PriceRuleProvenance)(nil),            // 98: tollgate.admin.v1.PriceRuleProvenance
+	(*GetPriceRuleHistoryRequest)(nil),     // 99: tollgate.admin.v1.GetPriceRuleHistoryRequest
+	(*GetPriceRuleHistoryResponse)(nil),    // 100: tollgate.admin.v1.GetPriceRuleHistoryResponse
+	(*PriceRuleVersion)(nil),               // 101: tollgate.admin.v1.PriceRuleVersion
+	(*RepricePriceRulesRequest)(nil),       // 102: tollgate.admin.v1.RepricePriceRulesRequest
+	(*RepricePriceRulesResponse)(nil),      // 103: tollgate.admin.v1.RepricePriceRulesResponse
+	(*RepriceLine)(nil),                    // 104: tollgate.admin.v1.RepriceLine
+	nil,                                    // 105: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	nil,                                    // 106: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	(*v1.PriceRule)(nil),                   // 107: tollgate.config.v1.PriceRule
+	(*v11.TokenCounts)(nil),                // 108: tollgate.settlement.v1.TokenCounts
+	(*timestamppb.Timestamp)(nil),          // 109: google.protobuf.Timestamp
+	(*v1.Provider)(nil),                    // 110: tollgate.config.v1.Provider
+	(*v1.Credential)(nil),                  // 111: tollgate.config.v1.Credential
+	(*v1.RoutingRule)(nil),                 // 112: tollgate.config.v1.RoutingRule
+	(*v1.Route)(nil),                       // 113: tollgate.config.v1.Route
+	(*v1.Org)(nil),                         // 114: tollgate.config.v1.Org
+	(*v1.Team)(nil),                        // 115: tollgate.config.v1.Team
+	(*v1.User)(nil),                        // 116: tollgate.config.v1.User
+	(*v1.ApiKey)(nil),                      // 117: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),                       // 118: tollgate.config.v1.Quota
+	(*v11.SettlementRecord)(nil),           // 119: tollgate.settlement.v1.SettlementRecord
 }
 var file_tollgate_admin_v1_admin_proto_depIdxs = []int32{
-	101, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
-	101, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	101, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	101, // 3: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	101, // 4: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	101, // 5: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	102, // 6: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
-	103, // 7: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
+	107, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
+	107, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	107, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	107, // 3: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	107, // 4: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	107, // 5: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	108, // 6: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
+	109, // 7: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
 	12,  // 8: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
-	104, // 9: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
-	104, // 10: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	104, // 11: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	104, // 12: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	104, // 13: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	104, // 14: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	105, // 15: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
-	105, // 16: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
-	106, // 17: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	106, // 18: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
-	106, // 19: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	106, // 20: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	107, // 21: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
-	107, // 22: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
-	107, // 23: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	107, // 24: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	107, // 25: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	107, // 26: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	108, // 27: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	108, // 28: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	109, // 29: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	109, // 30: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	110, // 31: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
-	110, // 32: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
-	103, // 33: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	111, // 34: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	112, // 35: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	112, // 36: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	103, // 37: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
-	103, // 38: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
-	113, // 39: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
+	110, // 9: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
+	110, // 10: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	110, // 11: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	110, // 12: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	110, // 13: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	110, // 14: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	111, // 15: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
+	111, // 16: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
+	112, // 17: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	112, // 18: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
+	112, // 19: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	112, // 20: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	113, // 21: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
+	113, // 22: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
+	113, // 23: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	113, // 24: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	113, // 25: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	113, // 26: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	114, // 27: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	114, // 28: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	115, // 29: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	115, // 30: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	116, // 31: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
+	116, // 32: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
+	109, // 33: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	117, // 34: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	118, // 35: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	118, // 36: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	109, // 37: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
+	109, // 38: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
+	119, // 39: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
 	58,  // 40: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
-	101, // 41: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
-	106, // 42: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	101, // 43: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
-	106, // 44: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	103, // 45: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
-	64,  // 46: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
-	64,  // 47: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
-	103, // 48: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
-	72,  // 49: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
-	112, // 50: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	72,  // 51: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
-	103, // 52: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
-	77,  // 53: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
-	78,  // 54: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
-	99,  // 55: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	100, // 56: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	103, // 57: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
-	82,  // 58: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
-	103, // 59: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
-	83,  // 60: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
-	84,  // 61: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
-	86,  // 62: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
-	87,  // 63: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
-	101, // 64: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
-	85,  // 65: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
-	101, // 66: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
-	103, // 67: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
-	92,  // 68: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
-	103, // 69: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
-	95,  // 70: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
-	103, // 71: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
-	103, // 72: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
-	101, // 73: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
-	103, // 74: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
-	103, // 75: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
-	103, // 76: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
-	101, // 77: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
-	103, // 78: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
-	103, // 79: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
-	98,  // 80: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
-	0,   // 81: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
-	2,   // 82: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
-	4,   // 83: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
-	6,   // 84: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
-	8,   // 85: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
-	10,  // 86: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
-	13,  // 87: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	15,  // 88: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	17,  // 89: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	19,  // 90: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	21,  // 91: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	23,  // 92: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
-	25,  // 93: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
-	27,  // 94: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
-	29,  // 95: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
-	31,  // 96: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
-	33,  // 97: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
-	35,  // 98: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
-	37,  // 99: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
-	39,  // 100: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
-	41,  // 101: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
-	43,  // 102: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
-	45,  // 103: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
-	47,  // 104: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
-	49,  // 105: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
-	51,  // 106: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
-	53,  // 107: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
-	55,  // 108: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
-	71,  // 109: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
-	74,  // 110: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	57,  // 111: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
-	60,  // 112: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
-	62,  // 113: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
-	65,  // 114: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
-	67,  // 115: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
-	69,  // 116: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
-	76,  // 117: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
-	80,  // 118: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
-	88,  // 119: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
-	90,  // 120: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	93,  // 121: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
-	96,  // 122: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
-	1,   // 123: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
-	3,   // 124: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
-	5,   // 125: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
-	7,   // 126: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
-	9,   // 127: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
-	11,  // 128: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
-	14,  // 129: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	16,  // 130: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	18,  // 131: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	20,  // 132: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	22,  // 133: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	24,  // 134: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
-	26,  // 135: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
-	28,  // 136: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
-	30,  // 137: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
-	32,  // 138: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
-	34,  // 139: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
-	36,  // 140: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
-	38,  // 141: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
-	40,  // 142: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
-	42,  // 143: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
-	44,  // 144: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
-	46,  // 145: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
-	48,  // 146: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
-	50,  // 147: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
-	52,  // 148: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
-	54,  // 149: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
-	56,  // 150: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
-	73,  // 151: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
-	75,  // 152: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	59,  // 153: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
-	61,  // 154: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
-	63,  // 155: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
-	66,  // 156: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
-	68,  // 157: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
-	70,  // 158: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
-	79,  // 159: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
-	81,  // 160: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
-	89,  // 161: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
-	91,  // 162: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	94,  // 163: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
-	97,  // 164: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
-	123, // [123:165] is the sub-list for method output_type
-	81,  // [81:123] is the sub-list for method input_type
-	81,  // [81:81] is the sub-list for extension type_name
-	81,  // [81:81] is the sub-list for extension extendee
-	0,   // [0:81] is the sub-list for field type_name
+	109, // 41: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
+	109, // 42: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
+	61,  // 43: tollgate.admin.v1.GetSpendRequest.filters:type_name -> tollgate.admin.v1.SpendFilter
+	109, // 44: tollgate.admin.v1.SpendRow.bucket_start:type_name -> google.protobuf.Timestamp
+	62,  // 45: tollgate.admin.v1.SpendRow.group:type_name -> tollgate.admin.v1.SpendGroupValue
+	63,  // 46: tollgate.admin.v1.SpendRow.tokens:type_name -> tollgate.admin.v1.SpendTokens
+	64,  // 47: tollgate.admin.v1.GetSpendResponse.rows:type_name -> tollgate.admin.v1.SpendRow
+	64,  // 48: tollgate.admin.v1.GetSpendResponse.total:type_name -> tollgate.admin.v1.SpendRow
+	107, // 49: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
+	112, // 50: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	107, // 51: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
+	112, // 52: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	109, // 53: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
+	70,  // 54: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
+	70,  // 55: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
+	109, // 56: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
+	78,  // 57: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
+	118, // 58: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	78,  // 59: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
+	109, // 60: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
+	83,  // 61: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
+	84,  // 62: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
+	105, // 63: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	106, // 64: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	109, // 65: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
+	88,  // 66: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
+	109, // 67: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
+	89,  // 68: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
+	90,  // 69: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
+	92,  // 70: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
+	93,  // 71: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
+	107, // 72: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
+	91,  // 73: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
+	107, // 74: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
+	109, // 75: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
+	98,  // 76: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
+	109, // 77: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
+	101, // 78: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
+	109, // 79: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
+	109, // 80: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
+	107, // 81: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
+	109, // 82: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
+	109, // 83: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
+	109, // 84: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
+	107, // 85: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
+	109, // 86: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
+	109, // 87: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
+	104, // 88: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
+	0,   // 89: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
+	2,   // 90: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
+	4,   // 91: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
+	6,   // 92: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
+	8,   // 93: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
+	10,  // 94: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
+	13,  // 95: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	15,  // 96: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	17,  // 97: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	19,  // 98: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	21,  // 99: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	23,  // 100: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
+	25,  // 101: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
+	27,  // 102: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
+	29,  // 103: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
+	31,  // 104: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
+	33,  // 105: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
+	35,  // 106: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
+	37,  // 107: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
+	39,  // 108: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
+	41,  // 109: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
+	43,  // 110: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
+	45,  // 111: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
+	47,  // 112: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
+	49,  // 113: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
+	51,  // 114: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
+	53,  // 115: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
+	55,  // 116: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
+	77,  // 117: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
+	80,  // 118: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	57,  // 119: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
+	60,  // 120: tollgate.admin.v1.AdminService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
+	66,  // 121: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
+	68,  // 122: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
+	71,  // 123: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
+	73,  // 124: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
+	75,  // 125: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
+	82,  // 126: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
+	86,  // 127: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
+	94,  // 128: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
+	96,  // 129: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	99,  // 130: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
+	102, // 131: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
+	1,   // 132: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
+	3,   // 133: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
+	5,   // 134: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
+	7,   // 135: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
+	9,   // 136: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
+	11,  // 137: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
+	14,  // 138: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	16,  // 139: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	18,  // 140: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	20,  // 141: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	22,  // 142: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	24,  // 143: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
+	26,  // 144: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
+	28,  // 145: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
+	30,  // 146: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
+	32,  // 147: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
+	34,  // 148: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
+	36,  // 149: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
+	38,  // 150: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
+	40,  // 151: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
+	42,  // 152: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
+	44,  // 153: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
+	46,  // 154: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
+	48,  // 155: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
+	50,  // 156: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
+	52,  // 157: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
+	54,  // 158: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
+	56,  // 159: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
+	79,  // 160: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
+	81,  // 161: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	59,  // 162: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
+	65,  // 163: tollgate.admin.v1.AdminService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
+	67,  // 164: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
+	69,  // 165: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
+	72,  // 166: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
+	74,  // 167: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
+	76,  // 168: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
+	85,  // 169: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
+	87,  // 170: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
+	95,  // 171: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
+	97,  // 172: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	100, // 173: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
+	103, // 174: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
+	132, // [132:175] is the sub-list for method output_type
+	89,  // [89:132] is the sub-list for method input_type
+	89,  // [89:89] is the sub-list for extension type_name
+	89,  // [89:89] is the sub-list for extension extendee
+	0,   // [0:89] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_admin_proto_init() }
@@ -6220,13 +6778,14 @@ func file_tollgate_admin_v1_admin_proto_init() {
 	file_tollgate_admin_v1_admin_proto_msgTypes[10].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[55].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[57].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[62].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_admin_proto_rawDesc), len(file_tollgate_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   101,
+			NumMessages:   107,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -53,6 +53,7 @@ const (
 	AdminService_AdjustQuota_FullMethodName            = "/tollgate.admin.v1.AdminService/AdjustQuota"
 	AdminService_ListQuotaAdjustments_FullMethodName   = "/tollgate.admin.v1.AdminService/ListQuotaAdjustments"
 	AdminService_ListUsages_FullMethodName             = "/tollgate.admin.v1.AdminService/ListUsages"
+	AdminService_GetSpend_FullMethodName               = "/tollgate.admin.v1.AdminService/GetSpend"
 	AdminService_Export_FullMethodName                 = "/tollgate.admin.v1.AdminService/Export"
 	AdminService_Import_FullMethodName                 = "/tollgate.admin.v1.AdminService/Import"
 	AdminService_CreateAdminToken_FullMethodName       = "/tollgate.admin.v1.AdminService/CreateAdminToken"
@@ -121,6 +122,9 @@ type AdminServiceClient interface {
 	ListQuotaAdjustments(ctx context.Context, in *ListQuotaAdjustmentsRequest, opts ...grpc.CallOption) (*ListQuotaAdjustmentsResponse, error)
 	// Usage rows.
 	ListUsages(ctx context.Context, in *ListUsagesRequest, opts ...grpc.CallOption) (*ListUsagesResponse, error)
+	// GetSpend answers cost, tokens and request counts per time bucket and group from the spend rollups
+	// (REST GET /admin/spend; docs/admin-api.md). Viewers may call it.
+	GetSpend(ctx context.Context, in *GetSpendRequest, opts ...grpc.CallOption) (*GetSpendResponse, error)
 	// Import and export of price and routing rules.
 	Export(ctx context.Context, in *ExportRequest, opts ...grpc.CallOption) (*ExportResponse, error)
 	// Import is all-or-nothing; it keeps given ids (upsert) and never seeds routing rows.
@@ -464,6 +468,16 @@ func (c *adminServiceClient) ListUsages(ctx context.Context, in *ListUsagesReque
 	return out, nil
 }
 
+func (c *adminServiceClient) GetSpend(ctx context.Context, in *GetSpendRequest, opts ...grpc.CallOption) (*GetSpendResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSpendResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetSpend_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adminServiceClient) Export(ctx context.Context, in *ExportRequest, opts ...grpc.CallOption) (*ExportResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ExportResponse)
@@ -629,6 +643,9 @@ type AdminServiceServer interface {
 	ListQuotaAdjustments(context.Context, *ListQuotaAdjustmentsRequest) (*ListQuotaAdjustmentsResponse, error)
 	// Usage rows.
 	ListUsages(context.Context, *ListUsagesRequest) (*ListUsagesResponse, error)
+	// GetSpend answers cost, tokens and request counts per time bucket and group from the spend rollups
+	// (REST GET /admin/spend; docs/admin-api.md). Viewers may call it.
+	GetSpend(context.Context, *GetSpendRequest) (*GetSpendResponse, error)
 	// Import and export of price and routing rules.
 	Export(context.Context, *ExportRequest) (*ExportResponse, error)
 	// Import is all-or-nothing; it keeps given ids (upsert) and never seeds routing rows.
@@ -754,6 +771,9 @@ func (UnimplementedAdminServiceServer) ListQuotaAdjustments(context.Context, *Li
 }
 func (UnimplementedAdminServiceServer) ListUsages(context.Context, *ListUsagesRequest) (*ListUsagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListUsages not implemented")
+}
+func (UnimplementedAdminServiceServer) GetSpend(context.Context, *GetSpendRequest) (*GetSpendResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSpend not implemented")
 }
 func (UnimplementedAdminServiceServer) Export(context.Context, *ExportRequest) (*ExportResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Export not implemented")
@@ -1367,6 +1387,24 @@ func _AdminService_ListUsages_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_GetSpend_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSpendRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetSpend(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetSpend_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetSpend(ctx, req.(*GetSpendRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AdminService_Export_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ExportRequest)
 	if err := dec(in); err != nil {
@@ -1695,6 +1733,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListUsages",
 			Handler:    _AdminService_ListUsages_Handler,
+		},
+		{
+			MethodName: "GetSpend",
+			Handler:    _AdminService_GetSpend_Handler,
 		},
 		{
 			MethodName: "Export",
