@@ -212,29 +212,32 @@ func QuerySpend(ctx context.Context, db DBTX, q SpendQuery) (SpendAnswer, error)
 	remeasure := `sum(requests) AS requests, sum(cost) AS cost, sum(i) AS i, sum(o) AS o, sum(cr) AS cr,
 		sum(c5) AS c5, sum(c30) AS c30, sum(c1h) AS c1h, sum(img) AS img`
 	groupCols := append([]string{"b"}, gcols...)
+	sel := bucketExpr + " AS b" + prefixEach(", ", gsel)
+	where := strings.Join(conds, " AND ")
 	var sql strings.Builder
-	fmt.Fprintf(&sql, "WITH agg AS (SELECT %s AS b", bucketExpr)
-	for _, s := range gsel {
-		sql.WriteString(", " + s)
-	}
-	fmt.Fprintf(&sql, ", %s FROM %s WHERE %s GROUP BY %s)", measures, table, strings.Join(conds, " AND "),
-		strings.Join(groupCols, ", "))
+	var inner string
 	if q.Top > 0 && len(gcols) > 0 {
-		fmt.Fprintf(&sql, `, top AS (SELECT %[1]s, true AS hit FROM agg GROUP BY %[1]s
-			ORDER BY sum(cost) DESC, sum(requests) DESC, %[1]s LIMIT %[2]s),
-			rows AS (SELECT a.b, t.hit IS NULL AS other, %[3]s, a.requests, a.cost, a.i, a.o, a.cr, a.c5, a.c30,
-			a.c1h, a.img FROM agg a LEFT JOIN top t ON %[4]s)`,
-			strings.Join(gcols, ", "), arg(q.Top), strings.Join(gout, ", "), strings.Join(gjoin, " AND "))
+		// Aggregate per (bucket, group), rank the groups by total cost, then sum the groups outside the top
+		// per bucket as one "other" row.
+		fmt.Fprintf(&sql, `WITH agg AS (SELECT %[1]s, %[2]s FROM %[3]s WHERE %[4]s GROUP BY %[5]s),
+			top AS (SELECT %[6]s, true AS hit FROM agg GROUP BY %[6]s
+				ORDER BY sum(cost) DESC, sum(requests) DESC, %[6]s LIMIT %[7]s),
+			rows AS (SELECT a.b, t.hit IS NULL AS other, %[8]s, a.requests, a.cost, a.i, a.o, a.cr, a.c5, a.c30,
+				a.c1h, a.img FROM agg a LEFT JOIN top t ON %[9]s)`,
+			sel, measures, table, where, strings.Join(groupCols, ", "), strings.Join(gcols, ", "), arg(q.Top),
+			strings.Join(gout, ", "), strings.Join(gjoin, " AND "))
+		set := strings.Join(append(append([]string{}, groupCols...), "other"), ", ")
+		inner = fmt.Sprintf(`SELECT GROUPING(b) AS tot, %[1]s, %[2]s FROM rows GROUP BY GROUPING SETS ((%[1]s), ())`, set, remeasure)
 	} else {
-		sql.WriteString(", rows AS (SELECT *, false AS other FROM agg)")
+		// One pass: the (bucket, group) sums and the total.
+		inner = fmt.Sprintf(`SELECT GROUPING(%[1]s) AS tot, %[2]s, false AS other, %[3]s FROM %[4]s WHERE %[5]s
+			GROUP BY GROUPING SETS ((%[6]s), ())`, bucketExpr, sel, measures, table, where, strings.Join(groupCols, ", "))
 	}
-	set := strings.Join(append(append([]string{}, groupCols...), "other"), ", ")
 	fmt.Fprintf(&sql, ` SELECT tot = 1, b, other%[1]s, coalesce(requests, 0)::bigint, trim_scale(coalesce(cost, 0))::text,
 		coalesce(i, 0)::bigint, coalesce(o, 0)::bigint, coalesce(cr, 0)::bigint, coalesce(c5, 0)::bigint,
 		coalesce(c30, 0)::bigint, coalesce(c1h, 0)::bigint, coalesce(img, 0)::bigint
-		FROM (SELECT GROUPING(b) AS tot, %[2]s, %[3]s FROM rows GROUP BY GROUPING SETS ((%[2]s), ())) s
-		ORDER BY tot, b, other, cost DESC%[1]s LIMIT %[4]s`,
-		prefixEach(", ", gcols), set, remeasure, arg(q.MaxRows+2))
+		FROM (%[2]s) s
+		ORDER BY tot, b, other, cost DESC%[1]s LIMIT %[3]s`, prefixEach(", ", gcols), inner, arg(q.MaxRows+2))
 	rows, err := db.Query(ctx, sql.String(), args...)
 	if err != nil {
 		return SpendAnswer{}, fmt.Errorf("query spend: %w", interpretError(err))

@@ -13,7 +13,8 @@
 -- record delivered twice adds nothing, and the rollups commit or roll back with the usages rows (same
 -- transaction). Each rollup insert is ordered by its key, and the tables are always written in the same
 -- order, so concurrent settlement batches queue on a shared rollup row instead of deadlocking.
--- usages is append-only (nothing updates or deletes its rows); the rollups assume it.
+-- usages is append-only (nothing updates or deletes its rows); the rollups assume it. A fill factor of 70
+-- leaves room on each page so the updates of a hot rollup row stay heap-only (no index write).
 
 CREATE TABLE spend_hour (
     bucket                        timestamptz NOT NULL,
@@ -36,7 +37,7 @@ CREATE TABLE spend_hour (
     cache_creation_1h_tokens      bigint      NOT NULL,
     image_output_tokens           bigint      NOT NULL,
     PRIMARY KEY (bucket, org_id, team_id, user_id, api_key_id, provider_id, logical_model, upstream_model, operation, end_state)
-);
+) WITH (fillfactor = 70);
 
 CREATE TABLE spend_day (
     bucket                        timestamptz NOT NULL,
@@ -59,7 +60,7 @@ CREATE TABLE spend_day (
     cache_creation_1h_tokens      bigint      NOT NULL,
     image_output_tokens           bigint      NOT NULL,
     PRIMARY KEY (bucket, org_id, team_id, user_id, api_key_id, provider_id, logical_model, upstream_model, operation, end_state)
-);
+) WITH (fillfactor = 70);
 
 CREATE TABLE spend_team_hour (
     bucket                        timestamptz NOT NULL,
@@ -80,7 +81,7 @@ CREATE TABLE spend_team_hour (
     cache_creation_1h_tokens      bigint      NOT NULL,
     image_output_tokens           bigint      NOT NULL,
     PRIMARY KEY (bucket, org_id, team_id, provider_id, logical_model, upstream_model, operation, end_state)
-);
+) WITH (fillfactor = 70);
 
 CREATE TABLE spend_team_day (
     bucket                        timestamptz NOT NULL,
@@ -101,7 +102,7 @@ CREATE TABLE spend_team_day (
     cache_creation_1h_tokens      bigint      NOT NULL,
     image_output_tokens           bigint      NOT NULL,
     PRIMARY KEY (bucket, org_id, team_id, provider_id, logical_model, upstream_model, operation, end_state)
-);
+) WITH (fillfactor = 70);
 
 CREATE FUNCTION spend_rollup_ingest() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
