@@ -122,7 +122,7 @@ export function when(iso, { utc = false, time = true } = {}) {
 }
 
 /** A table with a caption (visually hidden), header cells and rows of cells. */
-export function table(caption, heads, rows, { cls = "rules data" } = {}) {
+export function table(caption, heads, rows, { cls = "data" } = {}) {
   return el("div", { class: "table-wrap" },
     el("table", { class: cls },
       el("caption", { class: "visually-hidden" }, caption),

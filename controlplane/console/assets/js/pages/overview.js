@@ -29,8 +29,8 @@ function topTable(caption, ans, dim) {
   if (!ans.rows.length) return el("p", { class: "muted" }, "No spend in this period.");
   return table(caption, ["Name", { label: "Requests", num: true }, { label: "Cost", num: true }],
     ans.rows.map((r) => el("tr", {},
-      el("td", {}, groupLabel(r, [dim])), el("td", { class: "num" }, count(r.requests)),
-      el("td", { class: "num mono", title: `$${r.cost}` }, dollars(r.cost)))));
+      el("td", { "data-label": "Name" }, groupLabel(r, [dim])), el("td", { class: "num", "data-label": "Requests" }, count(r.requests)),
+      el("td", { class: "num mono", title: `$${r.cost}`, "data-label": "Cost" }, dollars(r.cost)))), { cls: "data cards-narrow" });
 }
 
 export async function show() {

@@ -112,6 +112,22 @@ async function csv() {
   }
 }
 
+/** Every UTC bucket start of the range (the API's rows are sparse; the chart shows empty buckets too). */
+function everyBucket(data) {
+  const out = [];
+  const iso = (t) => new Date(t).toISOString().replace(".000Z", "Z");
+  let t = new Date(data.since).getTime();
+  const end = new Date(data.until).getTime();
+  if (data.bucket === "month") t = Date.UTC(new Date(t).getUTCFullYear(), new Date(t).getUTCMonth(), 1);
+  if (!data.bucket) return [iso(t)];
+  while (t < end && out.length < 5000) {
+    out.push(iso(t));
+    if (data.bucket === "month") { const d = new Date(t); t = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1); }
+    else t += data.bucket === "hour" ? 3600e3 : 86400e3;
+  }
+  return out;
+}
+
 /** Series in order of total cost (the API's order within buckets; "Other" last). */
 function seriesOf(data) {
   const order = [], byLabel = new Map();
@@ -127,7 +143,7 @@ function seriesOf(data) {
 
 function render(data) {
   const utc = data.tz === "UTC";
-  const buckets = [...new Set(data.rows.map((r) => r.bucket_start))];
+  const buckets = utc ? everyBucket(data) : [...new Set(data.rows.map((r) => r.bucket_start))];
   const series = seriesOf(data);
   root.querySelector("#sp-summary").textContent = data.rows.length
     ? `${count(data.total.requests)} requests costing $${data.total.cost} (exact) from ${when(data.since, { utc, time: false })} to ${when(new Date(new Date(data.until) - 1).toISOString(), { utc, time: false })}${utc ? " UTC" : ` (${data.tz})`}.`
@@ -135,12 +151,15 @@ function render(data) {
   // Chart: x = bucket start (seconds); each series stacked on the ones before it. Numbers are for
   // drawing only; the table below shows the exact decimals.
   const xs = buckets.map((b) => Math.floor(new Date(b).getTime() / 1000));
-  const idx = new Map(buckets.map((b, i) => [b, i]));
+  const idx = new Map(buckets.map((b, i) => [new Date(b).toISOString().replace(".000Z", "Z"), i]));
   const stacked = [];
   let below = xs.map(() => 0);
   series.forEach((s) => {
     const ys = below.slice();
-    for (const r of s.rows) ys[idx.get(r.bucket_start)] += Number(r.cost);
+    for (const r of s.rows) {
+      const i = idx.get(new Date(r.bucket_start).toISOString().replace(".000Z", "Z"));
+      if (i !== undefined) ys[i] += Number(r.cost);
+    }
     stacked.push(ys);
     below = ys;
   });
@@ -149,12 +168,14 @@ function render(data) {
   box.replaceChildren();
   if (xs.length) {
     const bars = uPlot.paths.bars({ size: [0.7, 48], align: 0 });
+    // Half a bucket of room on each side, so the first and last bars are not cut in half.
+    const pad = xs.length > 1 ? (xs[1] - xs[0]) / 2 : 43200;
     // Drawn from the top of the stack down, so each lower series paints over the one above it.
     const order = stacked.map((_, i) => i).reverse();
     chart = new uPlot({
       ...size(), tzDate: utc ? (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC") : undefined,
       legend: { show: false }, cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.08 : 1] } },
+      scales: { x: { time: true, range: (u, min, max) => [min - pad, max + pad] }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.08 : 1] } },
       axes: [{}, { values: (u, ticks) => ticks.map((t) => "$" + t.toLocaleString("en-US", { maximumFractionDigits: 2 })), size: 64 }],
       series: [{}, ...order.map((i) => ({ label: series[i].label, stroke: PALETTE[i % PALETTE.length],
         fill: PALETTE[i % PALETTE.length], width: 0, paths: bars, points: { show: false } }))],
@@ -179,5 +200,5 @@ function render(data) {
     el("td", { class: "num mono", "data-label": "Cost" }, data.total.cost),
     el("td", { class: "num", "data-label": "Input" }, count(data.total.tokens.input)),
     el("td", { class: "num", "data-label": "Output" }, count(data.total.tokens.output))));
-  root.querySelector("#sp-table").replaceChildren(table("Spend per bucket and group", heads, rows, { cls: "rules data cards-narrow" }));
+  root.querySelector("#sp-table").replaceChildren(table("Spend per bucket and group", heads, rows, { cls: "data cards-narrow" }));
 }

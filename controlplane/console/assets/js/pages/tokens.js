@@ -53,7 +53,7 @@ async function load() {
         el("td", { "data-label": "Created" }, when(t.created_at, { utc: true })),
         el("td", { class: "actions" }, ctx.readOnly ? "" : el("button", { type: "button", class: "btn btn-small btn-danger-quiet",
           "aria-label": `Delete token ${t.name}`, onclick: (ev) => ask(t, ev.currentTarget) }, "Delete")))),
-    { cls: "rules data cards-narrow" }) : el("p", { class: "muted" }, "No stored tokens yet."));
+    { cls: "data cards-narrow" }) : el("p", { class: "muted" }, "No stored tokens yet."));
   } catch (e) {
     if (!(e instanceof ApiError && e.status === 401)) notice(root.querySelector("#tk-error"), errorText(e));
   }

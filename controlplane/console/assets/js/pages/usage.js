@@ -20,9 +20,9 @@ export function mount(section) {
       el("button", { type: "submit", class: "btn btn-primary" }, "Search"),
       el("button", { type: "reset", class: "btn btn-quiet" }, "Clear")));
   dialog = el("dialog", { id: "us-dialog", "aria-labelledby": "us-dialog-title" },
-    el("form", { method: "dialog", class: "dialog-body" },
-      el("h2", { id: "us-dialog-title" }, "Request"),
-      el("dl", { id: "us-detail", class: "detail" }),
+    el("form", { method: "dialog" },
+      el("div", { class: "dialog-head" }, el("h2", { id: "us-dialog-title" }, "Request")),
+      el("div", { class: "dialog-body" }, el("dl", { id: "us-detail", class: "detail" })),
       el("div", { class: "dialog-actions" }, el("button", { type: "submit", class: "btn", id: "us-close" }, "Close"))));
   section.append(
     el("div", { class: "page-head" }, el("h1", { id: "usage-title" }, "Usage")),
@@ -94,7 +94,7 @@ function render() {
     el("td", { class: "actions" }, el("button", { type: "button", class: "btn btn-small", "data-row": i,
       "aria-label": `Details of request ${u.request_id}`, onclick: (ev) => open(u, ev.currentTarget) }, "Details"))));
   root.querySelector("#us-table").replaceChildren(items.length ? table("Usage rows", ["Time (UTC)", "Request", "Model", "Key", "End state",
-    { label: "Tokens in/out", num: true }, { label: "Cost ($)", num: true }, { label: "" }], rows, { cls: "rules data cards-narrow" }) : "");
+    { label: "Tokens in/out", num: true }, { label: "Cost ($)", num: true }, { label: "" }], rows, { cls: "data cards-narrow" }) : "");
 }
 
 let opener = null;
