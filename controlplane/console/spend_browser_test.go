@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -46,7 +47,7 @@ func sqlText(t *testing.T, db *storetest.DB, sql string, args ...any) string {
 	return s
 }
 
-// TestSpendPagesInChromium drives the Overview, Spend, Usage and Admin tokens pages and screenshots them.
+// TestSpendPagesInChromium drives the Overview, Spend, Usage, Providers and Admin tokens pages and screenshots them.
 func TestSpendPagesInChromium(t *testing.T) {
 	db := storetest.New(t)
 	chromium := findChromium(t)
@@ -177,6 +178,63 @@ func TestSpendPagesInChromium(t *testing.T) {
 	p.screenshot("console-usage-detail-1280", 1280)
 	p.do("escape", chromedp.KeyEvent("\x1b"))
 	p.waitFor("dialog closed", `!document.getElementById("us-dialog").open && document.activeElement.matches("#us-table tbody button")`)
+
+	// Providers: a credential is added (write-only: the page never shows it; the API stores it), a routing
+	// cell is edited to transform_to (the API's refusal lands next to its field first), then reset.
+	prov := api.must("POST", "/admin/providers", map[string]any{"name": "alpha-main", "channel_type": "alpha",
+		"base_url": "http://127.0.0.1:9/v1", "enabled": true, "settings": map[string]any{}})
+	pid := fmt.Sprint(prov["id"])
+	p.do("providers page", chromedp.Click(chromedp.CSS(`#sections a[href="#providers"]`)))
+	p.waitFor("routing grid", `document.querySelectorAll("#pv-grid button.cell").length > 0`)
+	cells := eval[int](p, `document.querySelectorAll("#pv-grid button.cell").length`)
+	p.do("bad weight", fill("#pv-secret", "sk-test-secret-123"), fill("#pv-weight", "0"), chromedp.Click(chromedp.CSS(`#pv-cred-form button[type=submit]`)))
+	p.waitFor("weight error", visible("#pv-weight-error"))
+	p.do("add credential", fill("#pv-weight", "3"), chromedp.Click(chromedp.CSS(`#pv-cred-form button[type=submit]`)))
+	p.waitFor("credential listed", `document.querySelectorAll("#pv-creds tbody tr").length === 1`)
+	if body := eval[string](p, `document.body.innerText`); strings.Contains(body, "sk-test-secret-123") {
+		t.Error("the page shows the credential's secret")
+	}
+	if v := eval[string](p, `document.getElementById("pv-secret").value`); v != "" {
+		t.Errorf("secret field keeps %q after saving", v)
+	}
+	stored := api.must("GET", "/admin/providers/"+pid, nil)
+	if creds := stored["credentials"].([]any); len(creds) != 1 || fmt.Sprint(creds[0].(map[string]any)["weight"]) != "3" {
+		t.Errorf("stored credentials %v", creds)
+	}
+	const cell = "generate_content|alpha_chat_completions"
+	op, kind, _ := strings.Cut(cell, "|")
+	p.do("edit cell", chromedp.Click(chromedp.CSS(`#pv-grid button[data-cell="`+cell+`"]`)))
+	p.waitFor("cell dialog", `document.getElementById("pv-cell").open && document.activeElement.id === "pv-impl"`)
+	p.do("transform without kind", choose("#pv-impl", "transform_to"), chromedp.Click(chromedp.ID("pv-cell-save")))
+	p.waitFor("dest kind error", visible("#pv-dest-kind-error"))
+	p.do("unknown kind", fill("#pv-dest-kind", "no_such_kind"), chromedp.Click(chromedp.ID("pv-cell-save")))
+	p.waitFor("API error next to dest kind", `document.getElementById("pv-dest-kind-error").textContent.length > 0 && document.getElementById("pv-dest-kind").getAttribute("aria-invalid") === "true" && document.getElementById("pv-cell").open`)
+	p.do("valid kind", fill("#pv-dest-kind", "alpha_responses"), chromedp.Click(chromedp.ID("pv-cell-save")))
+	p.waitFor("cell saved", `!document.getElementById("pv-cell").open && !!document.querySelector('#pv-grid button[data-cell="`+cell+`"].cell-transform_to')`)
+	var stRules struct {
+		Items []map[string]any `json:"items"`
+	}
+	_, raw := api.call("GET", "/admin/providers/"+pid+"/routing-rules", nil)
+	if err := json.Unmarshal(raw, &stRules); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range stRules.Items {
+		if r["operation"] == op && r["kind"] == kind {
+			found = r["implementation"] == "transform_to" && r["dest_kind"] == "alpha_responses"
+		}
+	}
+	if !found {
+		t.Errorf("stored cell %s is not transform_to alpha_responses: %s", cell, raw)
+	}
+	p.screenshot("console-providers-1280", 1280)
+	p.screenshot("console-providers-390", 390)
+	p.do("viewport back", chromedp.EmulateViewport(1280, 900))
+	p.do("reset", chromedp.Click(chromedp.ID("pv-reset")))
+	p.waitFor("cell back to default", `!!document.querySelector('#pv-grid button[data-cell="`+cell+`"].cell-passthrough')`)
+	if n := eval[int](p, `document.querySelectorAll("#pv-grid button.cell").length`); n != cells {
+		t.Errorf("%d cells after reset, want %d", n, cells)
+	}
 
 	// Admin tokens: create one (shown once, and it works), then delete it after confirming.
 	p.do("tokens page", chromedp.Click(chromedp.CSS(`#sections a[href="#tokens"]`)))

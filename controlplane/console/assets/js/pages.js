@@ -7,6 +7,7 @@ export const PAGES = [
   { hash: "usage", title: "Usage", module: "./pages/usage.js" },
   { hash: "pricing", title: "Pricing", view: "pricing-view" },
   { hash: "catalogs", title: "Catalogs", view: "catalogs-view" },
+  { hash: "providers", title: "Providers", module: "./pages/providers.js" },
   { hash: "tokens", title: "Admin tokens", module: "./pages/tokens.js" },
 ];
 

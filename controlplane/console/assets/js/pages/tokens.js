@@ -29,6 +29,7 @@ export function mount(section, c) {
     confirmDialog);
   section.querySelector("#tk-form").addEventListener("submit", (ev) => { ev.preventDefault(); create(); });
   confirmDialog.addEventListener("close", () => {
+    if (confirmDialog.open) return; // a late close event of an earlier opening: the dialog is open again
     const p = pending;
     pending = null;
     if (p && confirmDialog.returnValue === "delete") remove(p.token);
