@@ -47,7 +47,7 @@ func sqlText(t *testing.T, db *storetest.DB, sql string, args ...any) string {
 	return s
 }
 
-// TestSpendPagesInChromium drives the Overview, Spend, Usage, Providers and Admin tokens pages and screenshots them.
+// TestSpendPagesInChromium drives the Overview, Spend, Usage, Providers, Routes and Admin tokens pages and screenshots them.
 func TestSpendPagesInChromium(t *testing.T) {
 	db := storetest.New(t)
 	chromium := findChromium(t)
@@ -234,6 +234,51 @@ func TestSpendPagesInChromium(t *testing.T) {
 	p.waitFor("cell back to default", `!!document.querySelector('#pv-grid button[data-cell="`+cell+`"].cell-passthrough')`)
 	if n := eval[int](p, `document.querySelectorAll("#pv-grid button.cell").length`); n != cells {
 		t.Errorf("%d cells after reset, want %d", n, cells)
+	}
+
+	// Routes: create one with two members (a client-side error, then the API's duplicate alias, each next
+	// to its field), check what was stored, delete it after confirming.
+	p.do("routes page", chromedp.Click(chromedp.CSS(`#sections a[href="#routes"]`)))
+	p.waitFor("routes page", visible("#rt-new"))
+	p.do("new route", chromedp.Click(chromedp.ID("rt-new")))
+	p.waitFor("route dialog", `document.getElementById("rt-dialog").open && document.activeElement.id === "rt-name"`)
+	p.do("fill route", fill("#rt-name", "chat-default"), fill("#rt-aliases", "chat, chat"), fill("#rt-m0-upstream_model_id", "gpt-4o-2026"),
+		chromedp.Click(chromedp.ID("rt-add-member")), fill("#rt-m1-upstream_model_id", "gpt-4o-mini"), fill("#rt-m1-priority", "1"),
+		fill("#rt-m1-weight", "x"), chromedp.Click(chromedp.ID("rt-save")))
+	p.waitFor("weight error", visible("#rt-m1-weight-error"))
+	p.do("good weight", fill("#rt-m1-weight", "5"), chromedp.Click(chromedp.ID("rt-save")))
+	p.waitFor("alias error from the API", `document.getElementById("rt-aliases-error").textContent.includes("duplicate") && document.getElementById("rt-dialog").open`)
+	p.screenshot("console-routes-editor-1280", 1280)
+	p.do("one alias", fill("#rt-aliases", "chat"), chromedp.Click(chromedp.ID("rt-save")))
+	p.waitFor("route listed", `!document.getElementById("rt-dialog").open && document.querySelector("#rt-table tbody")?.textContent.includes("chat-default")`)
+	var routes struct {
+		Items []struct {
+			Name    string   `json:"name"`
+			Aliases []string `json:"aliases"`
+			Members []struct {
+				UpstreamModelID string `json:"upstream_model_id"`
+				Priority        int    `json:"priority"`
+				Weight          int    `json:"weight"`
+			} `json:"members"`
+		} `json:"items"`
+	}
+	_, raw = api.call("GET", "/admin/routes", nil)
+	if err := json.Unmarshal(raw, &routes); err != nil {
+		t.Fatal(err)
+	}
+	if len(routes.Items) != 1 || routes.Items[0].Name != "chat-default" || strings.Join(routes.Items[0].Aliases, ",") != "chat" ||
+		len(routes.Items[0].Members) != 2 || routes.Items[0].Members[1].Weight+routes.Items[0].Members[0].Weight != 6 {
+		t.Errorf("stored routes %s", raw)
+	}
+	p.screenshot("console-routes-1280", 1280)
+	p.screenshot("console-routes-390", 390)
+	p.do("viewport back", chromedp.EmulateViewport(1280, 900))
+	p.do("delete route", chromedp.Click(chromedp.CSS(`#rt-table button[aria-label="Delete route chat-default"]`)))
+	p.waitFor("confirm", `document.getElementById("rt-confirm").open && document.activeElement.id === "rt-confirm-cancel"`)
+	p.do("confirm", chromedp.Click(chromedp.ID("rt-confirm-delete")))
+	p.waitFor("route gone", `!document.querySelector("#rt-table tbody")`)
+	if _, raw := api.call("GET", "/admin/routes", nil); strings.Contains(string(raw), "chat-default") {
+		t.Errorf("route still stored: %s", raw)
 	}
 
 	// Admin tokens: create one (shown once, and it works), then delete it after confirming.

@@ -8,6 +8,7 @@ export const PAGES = [
   { hash: "pricing", title: "Pricing", view: "pricing-view" },
   { hash: "catalogs", title: "Catalogs", view: "catalogs-view" },
   { hash: "providers", title: "Providers", module: "./pages/providers.js" },
+  { hash: "routes", title: "Routes", module: "./pages/routes.js" },
   { hash: "tokens", title: "Admin tokens", module: "./pages/tokens.js" },
 ];
 
