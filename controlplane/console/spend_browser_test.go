@@ -311,4 +311,25 @@ func TestSpendPagesInChromium(t *testing.T) {
 	if status, _ := (adminAPI{t: t, base: base, token: secret}).call("GET", "/admin/whoami", nil); status != 401 {
 		t.Errorf("deleted token answers %d, want 401", status)
 	}
+
+	// A viewer token sees the same pages read-only.
+	viewer := api.must("POST", "/admin/admin-tokens", map[string]any{"name": "console-viewer", "role": "viewer"})["token"].(string)
+	p.do("sign out", chromedp.Click(chromedp.ID("sign-out")))
+	p.waitFor("sign-in form", visible("#signin-token"))
+	p.do("viewer signs in", fill("#signin-token", viewer+"\n"))
+	p.waitFor("overview for the viewer", visible("#ov-today"))
+	for _, c := range []struct{ hash, ready, hidden string }{
+		{"#providers", "#pv-grid button.cell", "#pv-cred-form"},
+		{"#providers", "#pv-grid button.cell", "#pv-reset"},
+		{"#routes", "#rt-readonly", "#rt-new"},
+		{"#tokens", "#tk-readonly", "#tk-form"},
+	} {
+		p.do("viewer "+c.hash, chromedp.Click(chromedp.CSS(`#sections a[href="`+c.hash+`"]`)))
+		p.waitFor(c.hash+" for the viewer", visible(c.ready))
+		if eval[bool](p, visible(c.hidden)) {
+			t.Errorf("%s: %s is shown to a viewer", c.hash, c.hidden)
+		}
+	}
+	p.do("spend for the viewer", chromedp.Click(chromedp.CSS(`#sections a[href="#spend"]`)))
+	p.waitFor("spend table for the viewer", visible("#sp-table tr.total"))
 }
