@@ -78,7 +78,11 @@ type SpendResult struct {
 func spendQuery(r SpendRequest) (store.SpendQuery, *time.Location, error) {
 	var details []Detail
 	q := store.SpendQuery{Since: r.Since, Until: r.Until, Top: r.Top, MaxRows: MaxSpendRows}
-	for name, t := range map[string]time.Time{"since": r.Since, "until": r.Until} {
+	for _, c := range []struct {
+		name string
+		t    time.Time
+	}{{"since", r.Since}, {"until", r.Until}} {
+		name, t := c.name, c.t
 		switch {
 		case t.IsZero():
 			details = append(details, field(name, "is required (RFC 3339, a whole UTC hour)"))
