@@ -40,6 +40,7 @@ var grpcReadMethods = map[string]bool{
 	"ListScheduledPriceRules": true,
 	"ListApiKeys": true, "GetApiKey": true, "ListOrgs": true, "ListTeams": true, "ListUsers": true, "GetModelPolicy": true,
 	"ListUnpricedModels": true, "GetQuotaAlerts": true, "ListWebhookEndpoints": true, "ListAlertEvents": true,
+	"GetSpend": true,
 }
 
 // grpcCodes maps error codes to gRPC codes; used only here, at the gRPC boundary.
@@ -752,7 +753,8 @@ func (g *grpcServer) GetSnapshotStatus(ctx context.Context, _ *adminv1.GetSnapsh
 func (g *grpcServer) ListUsages(ctx context.Context, req *adminv1.ListUsagesRequest) (*adminv1.ListUsagesResponse, error) {
 	p, err := g.s.ListUsages(ctx, UsageQuery{Since: timeOf(req.Since), Until: timeOf(req.Until), APIKeyID: req.ApiKeyId,
 		UserID: req.UserId, TeamID: req.TeamId, OrgID: req.OrgId, RouteID: req.RouteId, ProviderID: req.ProviderId,
-		EndState: req.GetEndState(), Limit: int(req.GetLimit()), Cursor: req.GetCursor()})
+		EndState: req.GetEndState(), LogicalModel: req.GetLogicalModel(), UpstreamModel: req.GetUpstreamModel(),
+		Operation: req.GetOperation(), RequestID: req.GetRequestId(), Kind: req.GetKind(), Limit: int(req.GetLimit()), Cursor: req.GetCursor()})
 	if err != nil {
 		return nil, g.err(ctx, err)
 	}

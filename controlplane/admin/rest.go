@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/tollgate/tollgate/controlplane/store"
@@ -368,6 +367,8 @@ func RegisterHTTP(mux *http.ServeMux, s *Service) {
 		return http.StatusOK, out, err
 	})
 
+	registerSpendHTTP(mux, s)
+
 	// Import and export.
 	h("GET /admin/export", read, func(r *http.Request) (int, any, error) {
 		out, err := s.Export(r.Context())
@@ -688,42 +689,4 @@ func pageParams(r *http.Request) (int, string, error) {
 		limit = n
 	}
 	return limit, q.Get("cursor"), nil
-}
-
-var usageParams = map[string]bool{"limit": true, "cursor": true, "since": true, "until": true, "api_key_id": true,
-	"user_id": true, "team_id": true, "org_id": true, "route_id": true, "provider_id": true, "end_state": true}
-
-func usageQuery(r *http.Request) (UsageQuery, error) {
-	q := r.URL.Query()
-	for k := range q {
-		if !usageParams[k] {
-			return UsageQuery{}, errorf(CodeInvalid, "unknown query parameter %q", k)
-		}
-	}
-	var out UsageQuery
-	var err error
-	if out.Limit, out.Cursor, err = pageParams(r); err != nil {
-		return UsageQuery{}, err
-	}
-	for name, dst := range map[string]*time.Time{"since": &out.Since, "until": &out.Until} {
-		if v := q.Get(name); v != "" {
-			t, err := time.Parse(time.RFC3339Nano, v)
-			if err != nil {
-				return UsageQuery{}, errorf(CodeInvalid, "%s must be an RFC 3339 timestamp, got %q", name, v)
-			}
-			*dst = t
-		}
-	}
-	for name, dst := range map[string]**int64{"api_key_id": &out.APIKeyID, "user_id": &out.UserID, "team_id": &out.TeamID,
-		"org_id": &out.OrgID, "route_id": &out.RouteID, "provider_id": &out.ProviderID} {
-		if v := q.Get(name); v != "" {
-			id, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || id <= 0 {
-				return UsageQuery{}, errorf(CodeInvalid, "%s must be a positive integer, got %q", name, v)
-			}
-			*dst = &id
-		}
-	}
-	out.EndState = q.Get("end_state")
-	return out, nil
 }

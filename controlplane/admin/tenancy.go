@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tollgate/tollgate/controlplane/store"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	"github.com/tollgate/tollgate/shared/snapshot"
-	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // RouteInput is a route as written, with aliases and members inline. strategy defaults to
@@ -420,37 +418,4 @@ func (s *Service) DeleteOrg(ctx context.Context, id int64) error {
 		return store.DeleteOrg(ctx, tx, id)
 	})
 	return storeError(err, fmt.Sprintf("org %d", id))
-}
-
-// UsageQuery filters usage rows; see store.UsageFilter.
-type UsageQuery struct {
-	Since, Until                                         time.Time
-	APIKeyID, UserID, TeamID, OrgID, RouteID, ProviderID *int64
-	EndState                                             string
-	Limit                                                int
-	Cursor                                               string
-}
-
-// ListUsages lists usage rows, newest first, a page at a time.
-func (s *Service) ListUsages(ctx context.Context, q UsageQuery) (Page[store.StoredUsage], error) {
-	limit, err := pageLimit(q.Limit)
-	if err != nil {
-		return Page[store.StoredUsage]{}, err
-	}
-	before, err := decodeCursor(q.Cursor)
-	if err != nil {
-		return Page[store.StoredUsage]{}, err
-	}
-	switch vocab.EndState(q.EndState) {
-	case "", vocab.EndCompleted, vocab.EndUpstreamError, vocab.EndUpstreamInterrupted, vocab.EndClientDropped, vocab.EndRejected:
-	default:
-		return Page[store.StoredUsage]{}, errorf(CodeInvalid, "end_state %q is not a known end state", q.EndState)
-	}
-	rows, err := store.ListUsages(ctx, s.pool, store.UsageFilter{Since: q.Since, Until: q.Until, APIKeyID: q.APIKeyID,
-		UserID: q.UserID, TeamID: q.TeamID, OrgID: q.OrgID, RouteID: q.RouteID, ProviderID: q.ProviderID,
-		EndState: q.EndState, BeforeID: before, Limit: limit})
-	if err != nil {
-		return Page[store.StoredUsage]{}, storeError(err, "usages")
-	}
-	return page(rows, limit, func(u store.StoredUsage) int64 { return u.ID }), nil
 }

@@ -30,7 +30,7 @@ func TestSnapshotFailureBannerInChromium(t *testing.T) {
 	t.Cleanup(cancelBrowser)
 	p := newTab(t, browserCtx)
 	defer p.checkConsole()
-	p.do("open console", chromedp.Navigate(base+"/console"))
+	p.do("open console", chromedp.Navigate(base+"/console/#pricing"))
 	p.waitFor("sign-in form", visible("#signin-token"))
 	p.do("sign in", fill("#signin-token", adminToken+"\n"))
 	p.waitFor("banner", visible("#snapshot-banner"))

@@ -464,7 +464,7 @@ func TestPricingPageInChromium(t *testing.T) {
 
 	p := newTab(t, browserCtx)
 	defer p.checkConsole()
-	p.do("open console", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+"/console"))
+	p.do("open console", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+"/console/#pricing"))
 	p.waitFor("sign-in form", visible("#signin-token"))
 	if got := eval[string](p, `document.activeElement.id`); got != "signin-token" {
 		t.Errorf("focus on load = %q, want the token field", got)
@@ -876,7 +876,7 @@ func TestPricingPageInChromium(t *testing.T) {
 	// A viewer token in a fresh tab (its own session storage) sees everything read-only.
 	v := newTab(t, browserCtx)
 	defer v.checkConsole()
-	v.do("viewer opens console", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+"/console/"))
+	v.do("viewer opens console", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+"/console/#pricing"))
 	v.waitFor("sign-in form", visible("#signin-token"))
 	v.do("viewer signs in", chromedp.SendKeys(chromedp.ID("signin-token"), viewerToken+"\n"))
 	v.waitFor("viewer rule list", `document.querySelectorAll("#rules tbody tr[data-rule]").length === 4`)

@@ -1,4 +1,4 @@
-// Package console serves the operator console (the Pricing page) under /console. The page is plain
+// Package console serves the operator console under /console (pages listed in assets/js/pages.js). It is plain
 // HTML, CSS and JavaScript modules embedded in the binary: no CDN, no build step, works offline. It talks
 // only to the admin REST API on the same origin with the operator's bearer token, so every change it makes
 // goes through the same validation, revision bump and snapshot publication as curl would.

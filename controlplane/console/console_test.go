@@ -104,7 +104,22 @@ func TestAssetsHaveNoInlineCodeOrRemoteURLs(t *testing.T) {
 			t.Errorf("index.html contains %q, which the CSP blocks", bad)
 		}
 	}
-	for _, name := range []string{"assets/index.html", "assets/console.css", "assets/js/main.js", "assets/js/pricing.js", "assets/js/api.js", "assets/js/wire.js", "assets/js/decimal.js"} {
+	names := []string{"assets/index.html", "assets/console.css"}
+	for _, dir := range []string{"assets/js", "assets/js/pages"} {
+		entries, err := assets.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				names = append(names, dir+"/"+e.Name())
+			}
+		}
+	}
+	if len(names) < 15 {
+		t.Fatalf("only %d console files found: %v", len(names), names)
+	}
+	for _, name := range names {
 		b, err := assets.ReadFile(name)
 		if err != nil {
 			t.Fatalf("embedded %s: %v", name, err)
@@ -114,5 +129,27 @@ func TestAssetsHaveNoInlineCodeOrRemoteURLs(t *testing.T) {
 				t.Errorf("%s references %q; the console must work offline", name, bad)
 			}
 		}
+	}
+}
+
+// TestVendoredChartLibrary: uPlot ships with its licence and loads nothing from elsewhere (its comments
+// cite web pages; no import, fetch or stylesheet URL does).
+func TestVendoredChartLibrary(t *testing.T) {
+	lic, err := assets.ReadFile("assets/vendor/uplot/LICENSE")
+	if err != nil || !strings.Contains(string(lic), "MIT License") {
+		t.Fatalf("uPlot LICENSE: %v", err)
+	}
+	js, err := assets.ReadFile("assets/vendor/uplot/uPlot.esm.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"import(", "fetch(", "XMLHttpRequest", "eval(", "new Function", "@import", `from "http`, "url(http"} {
+		if strings.Contains(string(js), bad) {
+			t.Errorf("uPlot.esm.js contains %q", bad)
+		}
+	}
+	css, err := assets.ReadFile("assets/vendor/uplot/uPlot.min.css")
+	if err != nil || strings.Contains(string(css), "http") {
+		t.Errorf("uPlot.min.css: %v (must reference nothing remote)", err)
 	}
 }

@@ -68,9 +68,11 @@ type UsageFilter struct {
 	APIKeyID, UserID, TeamID, OrgID, RouteID, ProviderID *int64
 	EndState                                             string
 	// Kind is "request" or "adjustment"; "" lists both.
-	Kind     string
-	BeforeID int64
-	Limit    int
+	Kind string
+	// LogicalModel, UpstreamModel, Operation and RequestID match exactly when not empty.
+	LogicalModel, UpstreamModel, Operation, RequestID string
+	BeforeID                                          int64
+	Limit                                             int
 }
 
 // ListUsages returns usage rows matching f, newest first.
@@ -93,8 +95,11 @@ func ListUsages(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage, err
 			add(col+" = ?", *v)
 		}
 	}
-	if f.EndState != "" {
-		add("end_state = ?", f.EndState)
+	for _, c := range []struct{ col, v string }{{"end_state", f.EndState}, {"logical_model", f.LogicalModel},
+		{"upstream_model", f.UpstreamModel}, {"operation", f.Operation}, {"request_id", f.RequestID}} {
+		if c.v != "" {
+			add(c.col+" = ?", c.v)
+		}
 	}
 	if f.Kind != "" {
 		add("kind = ?", f.Kind)

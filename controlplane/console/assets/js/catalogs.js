@@ -28,17 +28,9 @@ function errorText(e) {
   return details.length ? `${e.message} — ${details.slice(0, 10).join("; ")}` : e.message;
 }
 
-/** Shows the Catalogs page when the hash says so, the Pricing page otherwise. */
-export function route() {
-  const onCatalogs = location.hash === "#catalogs";
-  if ($("signin-view").hidden === false) return;
-  $("catalogs-view").hidden = !onCatalogs;
-  $("pricing-view").hidden = onCatalogs;
-  for (const a of document.querySelectorAll("nav.sections a")) {
-    if (a.getAttribute("href") === (onCatalogs ? "#catalogs" : "#pricing")) a.setAttribute("aria-current", "page");
-    else a.removeAttribute("aria-current");
-  }
-  if (onCatalogs) loadProvenance().catch((e) => showError(errorText(e)));
+/** Shows the page (the router has made it visible): loads the provenance. */
+export function showCatalogs() {
+  loadProvenance().catch((e) => showError(errorText(e)));
 }
 
 /** Wires the page once; readOnly hides planning and applying. */
@@ -48,13 +40,11 @@ export function initCatalogs({ readOnly }) {
   $("cat-form").hidden = readOnly;
   if (!initCatalogs.done) {
     initCatalogs.done = true;
-    window.addEventListener("hashchange", route);
     $("cat-format").addEventListener("change", syncFileInput);
     $("cat-form").addEventListener("submit", (ev) => { ev.preventDefault(); plan(); });
     $("cat-apply").addEventListener("click", apply);
     syncFileInput();
   }
-  route();
 }
 
 function syncFileInput() {

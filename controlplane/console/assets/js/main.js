@@ -1,7 +1,8 @@
-// Console entry point: sign-in, role, and the Pricing page.
+// Console entry point: sign-in, role, the snapshot banner and the page router (pages.js lists the pages).
 import { call, getToken, setToken, clearToken, ApiError } from "./api.js";
 import { initPricing, showPricing } from "./pricing.js";
-import { initCatalogs } from "./catalogs.js";
+import { initCatalogs, showCatalogs } from "./catalogs.js";
+import { buildNav, startRouting, stopRouting } from "./router.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -25,8 +26,8 @@ async function detectRole(token) {
 
 function showSignIn(message) {
   $("loading").hidden = true;
-  $("pricing-view").hidden = true;
-  $("catalogs-view").hidden = true;
+  stopRouting();
+  $("sections").hidden = true;
   $("identity").hidden = true;
   $("sign-out").hidden = true;
   $("signin-view").hidden = false;
@@ -49,9 +50,14 @@ async function enter(token) {
   $("sign-out").hidden = false;
   $("signin-view").hidden = true;
   $("loading").hidden = true;
+  $("sections").hidden = false;
   watchSnapshot();
-  await showPricing({ readOnly: state.role !== "admin", onUnauthorized: signOutExpired });
-  initCatalogs({ readOnly: state.role !== "admin" });
+  const readOnly = state.role !== "admin";
+  initCatalogs({ readOnly });
+  await startRouting({ readOnly, role: state.role, name: state.name, onUnauthorized: signOutExpired }, {
+    pricing: () => showPricing({ readOnly, onUnauthorized: signOutExpired }),
+    catalogs: () => showCatalogs(),
+  });
   if (!document.activeElement || document.activeElement === document.body) $("main").focus();
 }
 
@@ -104,6 +110,7 @@ function signOutExpired() {
 }
 
 async function start() {
+  buildNav();
   initPricing();
   $("signin-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();

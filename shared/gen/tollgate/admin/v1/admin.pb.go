@@ -3040,6 +3040,12 @@ type ListUsagesRequest struct {
 	RouteId       *int64                 `protobuf:"varint,9,opt,name=route_id,json=routeId,proto3,oneof" json:"route_id,omitempty"`
 	ProviderId    *int64                 `protobuf:"varint,10,opt,name=provider_id,json=providerId,proto3,oneof" json:"provider_id,omitempty"`
 	EndState      string                 `protobuf:"bytes,11,opt,name=end_state,json=endState,proto3" json:"end_state,omitempty"`
+	LogicalModel  string                 `protobuf:"bytes,12,opt,name=logical_model,json=logicalModel,proto3" json:"logical_model,omitempty"`
+	UpstreamModel string                 `protobuf:"bytes,13,opt,name=upstream_model,json=upstreamModel,proto3" json:"upstream_model,omitempty"`
+	Operation     string                 `protobuf:"bytes,14,opt,name=operation,proto3" json:"operation,omitempty"`
+	RequestId     string                 `protobuf:"bytes,15,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// "request" or "adjustment"; empty lists both.
+	Kind          string `protobuf:"bytes,16,opt,name=kind,proto3" json:"kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3147,6 +3153,41 @@ func (x *ListUsagesRequest) GetProviderId() int64 {
 func (x *ListUsagesRequest) GetEndState() string {
 	if x != nil {
 		return x.EndState
+	}
+	return ""
+}
+
+func (x *ListUsagesRequest) GetLogicalModel() string {
+	if x != nil {
+		return x.LogicalModel
+	}
+	return ""
+}
+
+func (x *ListUsagesRequest) GetUpstreamModel() string {
+	if x != nil {
+		return x.UpstreamModel
+	}
+	return ""
+}
+
+func (x *ListUsagesRequest) GetOperation() string {
+	if x != nil {
+		return x.Operation
+	}
+	return ""
+}
+
+func (x *ListUsagesRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ListUsagesRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
 	}
 	return ""
 }
@@ -3282,6 +3323,472 @@ func (x *ListUsagesResponse) GetNextCursor() string {
 	return ""
 }
 
+// GetSpendRequest: since and until are whole UTC hours; bucket is "", "hour", "day" or "month"; tz an IANA
+// zone (default UTC); group_by names dimensions (org, team, user, key, logical_model, upstream_model,
+// provider, operation, end_state); top > 0 keeps the top groups by cost and sums the others per bucket.
+type GetSpendRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Since         *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=since,proto3" json:"since,omitempty"`
+	Until         *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=until,proto3" json:"until,omitempty"`
+	Bucket        string                 `protobuf:"bytes,3,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	Tz            string                 `protobuf:"bytes,4,opt,name=tz,proto3" json:"tz,omitempty"`
+	GroupBy       []string               `protobuf:"bytes,5,rep,name=group_by,json=groupBy,proto3" json:"group_by,omitempty"`
+	Filters       []*SpendFilter         `protobuf:"bytes,6,rep,name=filters,proto3" json:"filters,omitempty"`
+	Top           int32                  `protobuf:"varint,7,opt,name=top,proto3" json:"top,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSpendRequest) Reset() {
+	*x = GetSpendRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSpendRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSpendRequest) ProtoMessage() {}
+
+func (x *GetSpendRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSpendRequest.ProtoReflect.Descriptor instead.
+func (*GetSpendRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *GetSpendRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *GetSpendRequest) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *GetSpendRequest) GetBucket() string {
+	if x != nil {
+		return x.Bucket
+	}
+	return ""
+}
+
+func (x *GetSpendRequest) GetTz() string {
+	if x != nil {
+		return x.Tz
+	}
+	return ""
+}
+
+func (x *GetSpendRequest) GetGroupBy() []string {
+	if x != nil {
+		return x.GroupBy
+	}
+	return nil
+}
+
+func (x *GetSpendRequest) GetFilters() []*SpendFilter {
+	if x != nil {
+		return x.Filters
+	}
+	return nil
+}
+
+func (x *GetSpendRequest) GetTop() int32 {
+	if x != nil {
+		return x.Top
+	}
+	return 0
+}
+
+// SpendFilter keeps rows whose dimension is one of the values: ids for an id dimension (0: rows without
+// that id), values for a text dimension.
+type SpendFilter struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dimension     string                 `protobuf:"bytes,1,opt,name=dimension,proto3" json:"dimension,omitempty"`
+	Ids           []int64                `protobuf:"varint,2,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	Values        []string               `protobuf:"bytes,3,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpendFilter) Reset() {
+	*x = SpendFilter{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpendFilter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpendFilter) ProtoMessage() {}
+
+func (x *SpendFilter) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpendFilter.ProtoReflect.Descriptor instead.
+func (*SpendFilter) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *SpendFilter) GetDimension() string {
+	if x != nil {
+		return x.Dimension
+	}
+	return ""
+}
+
+func (x *SpendFilter) GetIds() []int64 {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *SpendFilter) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+// SpendGroupValue is one grouped dimension's value: id (absent when the rows have none) or value.
+type SpendGroupValue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dimension     string                 `protobuf:"bytes,1,opt,name=dimension,proto3" json:"dimension,omitempty"`
+	Id            *int64                 `protobuf:"varint,2,opt,name=id,proto3,oneof" json:"id,omitempty"`
+	Value         string                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpendGroupValue) Reset() {
+	*x = SpendGroupValue{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpendGroupValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpendGroupValue) ProtoMessage() {}
+
+func (x *SpendGroupValue) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpendGroupValue.ProtoReflect.Descriptor instead.
+func (*SpendGroupValue) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *SpendGroupValue) GetDimension() string {
+	if x != nil {
+		return x.Dimension
+	}
+	return ""
+}
+
+func (x *SpendGroupValue) GetId() int64 {
+	if x != nil && x.Id != nil {
+		return *x.Id
+	}
+	return 0
+}
+
+func (x *SpendGroupValue) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+// SpendTokens are token sums per category.
+type SpendTokens struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Input             int64                  `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	Output            int64                  `protobuf:"varint,2,opt,name=output,proto3" json:"output,omitempty"`
+	CacheRead         int64                  `protobuf:"varint,3,opt,name=cache_read,json=cacheRead,proto3" json:"cache_read,omitempty"`
+	CacheCreation_5M  int64                  `protobuf:"varint,4,opt,name=cache_creation_5m,json=cacheCreation5m,proto3" json:"cache_creation_5m,omitempty"`
+	CacheCreation_30M int64                  `protobuf:"varint,5,opt,name=cache_creation_30m,json=cacheCreation30m,proto3" json:"cache_creation_30m,omitempty"`
+	CacheCreation_1H  int64                  `protobuf:"varint,6,opt,name=cache_creation_1h,json=cacheCreation1h,proto3" json:"cache_creation_1h,omitempty"`
+	ImageOutput       int64                  `protobuf:"varint,7,opt,name=image_output,json=imageOutput,proto3" json:"image_output,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *SpendTokens) Reset() {
+	*x = SpendTokens{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpendTokens) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpendTokens) ProtoMessage() {}
+
+func (x *SpendTokens) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpendTokens.ProtoReflect.Descriptor instead.
+func (*SpendTokens) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *SpendTokens) GetInput() int64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *SpendTokens) GetOutput() int64 {
+	if x != nil {
+		return x.Output
+	}
+	return 0
+}
+
+func (x *SpendTokens) GetCacheRead() int64 {
+	if x != nil {
+		return x.CacheRead
+	}
+	return 0
+}
+
+func (x *SpendTokens) GetCacheCreation_5M() int64 {
+	if x != nil {
+		return x.CacheCreation_5M
+	}
+	return 0
+}
+
+func (x *SpendTokens) GetCacheCreation_30M() int64 {
+	if x != nil {
+		return x.CacheCreation_30M
+	}
+	return 0
+}
+
+func (x *SpendTokens) GetCacheCreation_1H() int64 {
+	if x != nil {
+		return x.CacheCreation_1H
+	}
+	return 0
+}
+
+func (x *SpendTokens) GetImageOutput() int64 {
+	if x != nil {
+		return x.ImageOutput
+	}
+	return 0
+}
+
+// SpendRow is one (bucket, group) sum; cost is an exact decimal string. other marks the sum of the groups
+// outside the top N (group empty).
+type SpendRow struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	BucketStart   *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=bucket_start,json=bucketStart,proto3" json:"bucket_start,omitempty"`
+	Group         []*SpendGroupValue     `protobuf:"bytes,2,rep,name=group,proto3" json:"group,omitempty"`
+	Other         bool                   `protobuf:"varint,3,opt,name=other,proto3" json:"other,omitempty"`
+	Requests      int64                  `protobuf:"varint,4,opt,name=requests,proto3" json:"requests,omitempty"`
+	Cost          string                 `protobuf:"bytes,5,opt,name=cost,proto3" json:"cost,omitempty"`
+	Tokens        *SpendTokens           `protobuf:"bytes,6,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpendRow) Reset() {
+	*x = SpendRow{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpendRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpendRow) ProtoMessage() {}
+
+func (x *SpendRow) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpendRow.ProtoReflect.Descriptor instead.
+func (*SpendRow) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *SpendRow) GetBucketStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.BucketStart
+	}
+	return nil
+}
+
+func (x *SpendRow) GetGroup() []*SpendGroupValue {
+	if x != nil {
+		return x.Group
+	}
+	return nil
+}
+
+func (x *SpendRow) GetOther() bool {
+	if x != nil {
+		return x.Other
+	}
+	return false
+}
+
+func (x *SpendRow) GetRequests() int64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *SpendRow) GetCost() string {
+	if x != nil {
+		return x.Cost
+	}
+	return ""
+}
+
+func (x *SpendRow) GetTokens() *SpendTokens {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+// GetSpendResponse: rows bucket ascending, by cost descending within a bucket; their costs add up to total's.
+type GetSpendResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          []*SpendRow            `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
+	Total         *SpendRow              `protobuf:"bytes,2,opt,name=total,proto3" json:"total,omitempty"`
+	Tz            string                 `protobuf:"bytes,3,opt,name=tz,proto3" json:"tz,omitempty"`
+	Rollup        string                 `protobuf:"bytes,4,opt,name=rollup,proto3" json:"rollup,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSpendResponse) Reset() {
+	*x = GetSpendResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSpendResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSpendResponse) ProtoMessage() {}
+
+func (x *GetSpendResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSpendResponse.ProtoReflect.Descriptor instead.
+func (*GetSpendResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *GetSpendResponse) GetRows() []*SpendRow {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+func (x *GetSpendResponse) GetTotal() *SpendRow {
+	if x != nil {
+		return x.Total
+	}
+	return nil
+}
+
+func (x *GetSpendResponse) GetTz() string {
+	if x != nil {
+		return x.Tz
+	}
+	return ""
+}
+
+func (x *GetSpendResponse) GetRollup() string {
+	if x != nil {
+		return x.Rollup
+	}
+	return ""
+}
+
 type ExportRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -3290,7 +3797,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[64]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3302,7 +3809,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[64]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3315,7 +3822,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{64}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{70}
 }
 
 type ExportResponse struct {
@@ -3328,7 +3835,7 @@ type ExportResponse struct {
 
 func (x *ExportResponse) Reset() {
 	*x = ExportResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[65]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3340,7 +3847,7 @@ func (x *ExportResponse) String() string {
 func (*ExportResponse) ProtoMessage() {}
 
 func (x *ExportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[65]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3353,7 +3860,7 @@ func (x *ExportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportResponse.ProtoReflect.Descriptor instead.
 func (*ExportResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{65}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ExportResponse) GetPriceRules() []*v1.PriceRule {
@@ -3384,7 +3891,7 @@ type ImportRequest struct {
 
 func (x *ImportRequest) Reset() {
 	*x = ImportRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[66]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3396,7 +3903,7 @@ func (x *ImportRequest) String() string {
 func (*ImportRequest) ProtoMessage() {}
 
 func (x *ImportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[66]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3409,7 +3916,7 @@ func (x *ImportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRequest.ProtoReflect.Descriptor instead.
 func (*ImportRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{66}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ImportRequest) GetPriceRules() []*v1.PriceRule {
@@ -3444,7 +3951,7 @@ type ImportResponse struct {
 
 func (x *ImportResponse) Reset() {
 	*x = ImportResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[67]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3456,7 +3963,7 @@ func (x *ImportResponse) String() string {
 func (*ImportResponse) ProtoMessage() {}
 
 func (x *ImportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[67]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3469,7 +3976,7 @@ func (x *ImportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResponse.ProtoReflect.Descriptor instead.
 func (*ImportResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{67}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ImportResponse) GetPriceRules() int32 {
@@ -3507,7 +4014,7 @@ type AdminToken struct {
 
 func (x *AdminToken) Reset() {
 	*x = AdminToken{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[68]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3519,7 +4026,7 @@ func (x *AdminToken) String() string {
 func (*AdminToken) ProtoMessage() {}
 
 func (x *AdminToken) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[68]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3532,7 +4039,7 @@ func (x *AdminToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdminToken.ProtoReflect.Descriptor instead.
 func (*AdminToken) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{68}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *AdminToken) GetId() int64 {
@@ -3573,7 +4080,7 @@ type CreateAdminTokenRequest struct {
 
 func (x *CreateAdminTokenRequest) Reset() {
 	*x = CreateAdminTokenRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[69]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3585,7 +4092,7 @@ func (x *CreateAdminTokenRequest) String() string {
 func (*CreateAdminTokenRequest) ProtoMessage() {}
 
 func (x *CreateAdminTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[69]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3598,7 +4105,7 @@ func (x *CreateAdminTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAdminTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateAdminTokenRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{69}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *CreateAdminTokenRequest) GetName() string {
@@ -3625,7 +4132,7 @@ type CreateAdminTokenResponse struct {
 
 func (x *CreateAdminTokenResponse) Reset() {
 	*x = CreateAdminTokenResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[70]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3637,7 +4144,7 @@ func (x *CreateAdminTokenResponse) String() string {
 func (*CreateAdminTokenResponse) ProtoMessage() {}
 
 func (x *CreateAdminTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[70]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3650,7 +4157,7 @@ func (x *CreateAdminTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAdminTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateAdminTokenResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{70}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *CreateAdminTokenResponse) GetAdminToken() *AdminToken {
@@ -3675,7 +4182,7 @@ type ListAdminTokensRequest struct {
 
 func (x *ListAdminTokensRequest) Reset() {
 	*x = ListAdminTokensRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[71]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3687,7 +4194,7 @@ func (x *ListAdminTokensRequest) String() string {
 func (*ListAdminTokensRequest) ProtoMessage() {}
 
 func (x *ListAdminTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[71]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3700,7 +4207,7 @@ func (x *ListAdminTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAdminTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListAdminTokensRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{71}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{77}
 }
 
 type ListAdminTokensResponse struct {
@@ -3712,7 +4219,7 @@ type ListAdminTokensResponse struct {
 
 func (x *ListAdminTokensResponse) Reset() {
 	*x = ListAdminTokensResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[72]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3724,7 +4231,7 @@ func (x *ListAdminTokensResponse) String() string {
 func (*ListAdminTokensResponse) ProtoMessage() {}
 
 func (x *ListAdminTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[72]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3737,7 +4244,7 @@ func (x *ListAdminTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAdminTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListAdminTokensResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{72}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ListAdminTokensResponse) GetItems() []*AdminToken {
@@ -3756,7 +4263,7 @@ type DeleteAdminTokenRequest struct {
 
 func (x *DeleteAdminTokenRequest) Reset() {
 	*x = DeleteAdminTokenRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[73]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3768,7 +4275,7 @@ func (x *DeleteAdminTokenRequest) String() string {
 func (*DeleteAdminTokenRequest) ProtoMessage() {}
 
 func (x *DeleteAdminTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[73]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3781,7 +4288,7 @@ func (x *DeleteAdminTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAdminTokenRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAdminTokenRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{73}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *DeleteAdminTokenRequest) GetId() int64 {
@@ -3799,7 +4306,7 @@ type DeleteAdminTokenResponse struct {
 
 func (x *DeleteAdminTokenResponse) Reset() {
 	*x = DeleteAdminTokenResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[74]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3811,7 +4318,7 @@ func (x *DeleteAdminTokenResponse) String() string {
 func (*DeleteAdminTokenResponse) ProtoMessage() {}
 
 func (x *DeleteAdminTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[74]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3824,7 +4331,7 @@ func (x *DeleteAdminTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAdminTokenResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAdminTokenResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{74}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{80}
 }
 
 type AdjustQuotaRequest struct {
@@ -3842,7 +4349,7 @@ type AdjustQuotaRequest struct {
 
 func (x *AdjustQuotaRequest) Reset() {
 	*x = AdjustQuotaRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[75]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3854,7 +4361,7 @@ func (x *AdjustQuotaRequest) String() string {
 func (*AdjustQuotaRequest) ProtoMessage() {}
 
 func (x *AdjustQuotaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[75]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3867,7 +4374,7 @@ func (x *AdjustQuotaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustQuotaRequest.ProtoReflect.Descriptor instead.
 func (*AdjustQuotaRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{75}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *AdjustQuotaRequest) GetScope() string {
@@ -3927,7 +4434,7 @@ type QuotaAdjustment struct {
 
 func (x *QuotaAdjustment) Reset() {
 	*x = QuotaAdjustment{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[76]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3939,7 +4446,7 @@ func (x *QuotaAdjustment) String() string {
 func (*QuotaAdjustment) ProtoMessage() {}
 
 func (x *QuotaAdjustment) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[76]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3952,7 +4459,7 @@ func (x *QuotaAdjustment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaAdjustment.ProtoReflect.Descriptor instead.
 func (*QuotaAdjustment) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{76}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *QuotaAdjustment) GetId() int64 {
@@ -4042,7 +4549,7 @@ type AdjustQuotaResponse struct {
 
 func (x *AdjustQuotaResponse) Reset() {
 	*x = AdjustQuotaResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[77]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4054,7 +4561,7 @@ func (x *AdjustQuotaResponse) String() string {
 func (*AdjustQuotaResponse) ProtoMessage() {}
 
 func (x *AdjustQuotaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[77]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4067,7 +4574,7 @@ func (x *AdjustQuotaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdjustQuotaResponse.ProtoReflect.Descriptor instead.
 func (*AdjustQuotaResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{77}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *AdjustQuotaResponse) GetAdjustment() *QuotaAdjustment {
@@ -4096,7 +4603,7 @@ type ListQuotaAdjustmentsRequest struct {
 
 func (x *ListQuotaAdjustmentsRequest) Reset() {
 	*x = ListQuotaAdjustmentsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[78]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4108,7 +4615,7 @@ func (x *ListQuotaAdjustmentsRequest) String() string {
 func (*ListQuotaAdjustmentsRequest) ProtoMessage() {}
 
 func (x *ListQuotaAdjustmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[78]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4121,7 +4628,7 @@ func (x *ListQuotaAdjustmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQuotaAdjustmentsRequest.ProtoReflect.Descriptor instead.
 func (*ListQuotaAdjustmentsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{78}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ListQuotaAdjustmentsRequest) GetScope() string {
@@ -4162,7 +4669,7 @@ type ListQuotaAdjustmentsResponse struct {
 
 func (x *ListQuotaAdjustmentsResponse) Reset() {
 	*x = ListQuotaAdjustmentsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[79]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4174,7 +4681,7 @@ func (x *ListQuotaAdjustmentsResponse) String() string {
 func (*ListQuotaAdjustmentsResponse) ProtoMessage() {}
 
 func (x *ListQuotaAdjustmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[79]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4187,7 +4694,7 @@ func (x *ListQuotaAdjustmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQuotaAdjustmentsResponse.ProtoReflect.Descriptor instead.
 func (*ListQuotaAdjustmentsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{79}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ListQuotaAdjustmentsResponse) GetItems() []*QuotaAdjustment {
@@ -4216,7 +4723,7 @@ type ListQuotaPeriodsRequest struct {
 
 func (x *ListQuotaPeriodsRequest) Reset() {
 	*x = ListQuotaPeriodsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4228,7 +4735,7 @@ func (x *ListQuotaPeriodsRequest) String() string {
 func (*ListQuotaPeriodsRequest) ProtoMessage() {}
 
 func (x *ListQuotaPeriodsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[80]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4241,7 +4748,7 @@ func (x *ListQuotaPeriodsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQuotaPeriodsRequest.ProtoReflect.Descriptor instead.
 func (*ListQuotaPeriodsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{80}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ListQuotaPeriodsRequest) GetScope() string {
@@ -4297,7 +4804,7 @@ type QuotaPeriod struct {
 
 func (x *QuotaPeriod) Reset() {
 	*x = QuotaPeriod{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4309,7 +4816,7 @@ func (x *QuotaPeriod) String() string {
 func (*QuotaPeriod) ProtoMessage() {}
 
 func (x *QuotaPeriod) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[81]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4322,7 +4829,7 @@ func (x *QuotaPeriod) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaPeriod.ProtoReflect.Descriptor instead.
 func (*QuotaPeriod) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{81}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *QuotaPeriod) GetPeriodId() string {
@@ -4405,7 +4912,7 @@ type ListQuotaPeriodsResponse struct {
 
 func (x *ListQuotaPeriodsResponse) Reset() {
 	*x = ListQuotaPeriodsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4417,7 +4924,7 @@ func (x *ListQuotaPeriodsResponse) String() string {
 func (*ListQuotaPeriodsResponse) ProtoMessage() {}
 
 func (x *ListQuotaPeriodsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[82]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4430,7 +4937,7 @@ func (x *ListQuotaPeriodsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQuotaPeriodsResponse.ProtoReflect.Descriptor instead.
 func (*ListQuotaPeriodsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{82}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ListQuotaPeriodsResponse) GetItems() []*QuotaPeriod {
@@ -4455,7 +4962,7 @@ type GetSnapshotStatusRequest struct {
 
 func (x *GetSnapshotStatusRequest) Reset() {
 	*x = GetSnapshotStatusRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4467,7 +4974,7 @@ func (x *GetSnapshotStatusRequest) String() string {
 func (*GetSnapshotStatusRequest) ProtoMessage() {}
 
 func (x *GetSnapshotStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[83]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4480,7 +4987,7 @@ func (x *GetSnapshotStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSnapshotStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetSnapshotStatusRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{83}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{89}
 }
 
 // SnapshotProblem names one row that keeps the configuration from compiling.
@@ -4499,7 +5006,7 @@ type SnapshotProblem struct {
 
 func (x *SnapshotProblem) Reset() {
 	*x = SnapshotProblem{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[84]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4511,7 +5018,7 @@ func (x *SnapshotProblem) String() string {
 func (*SnapshotProblem) ProtoMessage() {}
 
 func (x *SnapshotProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[84]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4524,7 +5031,7 @@ func (x *SnapshotProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotProblem.ProtoReflect.Descriptor instead.
 func (*SnapshotProblem) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{84}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *SnapshotProblem) GetResource() string {
@@ -4577,7 +5084,7 @@ type SnapshotRejection struct {
 
 func (x *SnapshotRejection) Reset() {
 	*x = SnapshotRejection{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[85]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4589,7 +5096,7 @@ func (x *SnapshotRejection) String() string {
 func (*SnapshotRejection) ProtoMessage() {}
 
 func (x *SnapshotRejection) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[85]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4602,7 +5109,7 @@ func (x *SnapshotRejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRejection.ProtoReflect.Descriptor instead.
 func (*SnapshotRejection) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{85}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *SnapshotRejection) GetVersion() int64 {
@@ -4654,7 +5161,7 @@ type GetSnapshotStatusResponse struct {
 
 func (x *GetSnapshotStatusResponse) Reset() {
 	*x = GetSnapshotStatusResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[86]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4666,7 +5173,7 @@ func (x *GetSnapshotStatusResponse) String() string {
 func (*GetSnapshotStatusResponse) ProtoMessage() {}
 
 func (x *GetSnapshotStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[86]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4679,7 +5186,7 @@ func (x *GetSnapshotStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSnapshotStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetSnapshotStatusResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{86}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *GetSnapshotStatusResponse) GetPublishedVersion() int64 {
@@ -4721,7 +5228,7 @@ type PlanPriceCatalogRequest struct {
 
 func (x *PlanPriceCatalogRequest) Reset() {
 	*x = PlanPriceCatalogRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[87]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4733,7 +5240,7 @@ func (x *PlanPriceCatalogRequest) String() string {
 func (*PlanPriceCatalogRequest) ProtoMessage() {}
 
 func (x *PlanPriceCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[87]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4746,7 +5253,7 @@ func (x *PlanPriceCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanPriceCatalogRequest.ProtoReflect.Descriptor instead.
 func (*PlanPriceCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{87}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *PlanPriceCatalogRequest) GetFormat() string {
@@ -4807,7 +5314,7 @@ type PlanPriceCatalogResponse struct {
 
 func (x *PlanPriceCatalogResponse) Reset() {
 	*x = PlanPriceCatalogResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[88]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4819,7 +5326,7 @@ func (x *PlanPriceCatalogResponse) String() string {
 func (*PlanPriceCatalogResponse) ProtoMessage() {}
 
 func (x *PlanPriceCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[88]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4832,7 +5339,7 @@ func (x *PlanPriceCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanPriceCatalogResponse.ProtoReflect.Descriptor instead.
 func (*PlanPriceCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{88}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *PlanPriceCatalogResponse) GetPlan() *CatalogPlan {
@@ -4861,7 +5368,7 @@ type CatalogPlan struct {
 
 func (x *CatalogPlan) Reset() {
 	*x = CatalogPlan{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[89]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4873,7 +5380,7 @@ func (x *CatalogPlan) String() string {
 func (*CatalogPlan) ProtoMessage() {}
 
 func (x *CatalogPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[89]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4886,7 +5393,7 @@ func (x *CatalogPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlan.ProtoReflect.Descriptor instead.
 func (*CatalogPlan) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{89}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *CatalogPlan) GetId() string {
@@ -4970,7 +5477,7 @@ type CatalogPlanRule struct {
 
 func (x *CatalogPlanRule) Reset() {
 	*x = CatalogPlanRule{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[90]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4982,7 +5489,7 @@ func (x *CatalogPlanRule) String() string {
 func (*CatalogPlanRule) ProtoMessage() {}
 
 func (x *CatalogPlanRule) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[90]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4995,7 +5502,7 @@ func (x *CatalogPlanRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlanRule.ProtoReflect.Descriptor instead.
 func (*CatalogPlanRule) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{90}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *CatalogPlanRule) GetEntryId() string {
@@ -5033,7 +5540,7 @@ type CatalogPlanChange struct {
 
 func (x *CatalogPlanChange) Reset() {
 	*x = CatalogPlanChange{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[91]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5045,7 +5552,7 @@ func (x *CatalogPlanChange) String() string {
 func (*CatalogPlanChange) ProtoMessage() {}
 
 func (x *CatalogPlanChange) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[91]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5058,7 +5565,7 @@ func (x *CatalogPlanChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlanChange.ProtoReflect.Descriptor instead.
 func (*CatalogPlanChange) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{91}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *CatalogPlanChange) GetEntryId() string {
@@ -5114,7 +5621,7 @@ type CatalogFieldChange struct {
 
 func (x *CatalogFieldChange) Reset() {
 	*x = CatalogFieldChange{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[92]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5126,7 +5633,7 @@ func (x *CatalogFieldChange) String() string {
 func (*CatalogFieldChange) ProtoMessage() {}
 
 func (x *CatalogFieldChange) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[92]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5139,7 +5646,7 @@ func (x *CatalogFieldChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogFieldChange.ProtoReflect.Descriptor instead.
 func (*CatalogFieldChange) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{92}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *CatalogFieldChange) GetField() string {
@@ -5174,7 +5681,7 @@ type CatalogPlanUnchanged struct {
 
 func (x *CatalogPlanUnchanged) Reset() {
 	*x = CatalogPlanUnchanged{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5186,7 +5693,7 @@ func (x *CatalogPlanUnchanged) String() string {
 func (*CatalogPlanUnchanged) ProtoMessage() {}
 
 func (x *CatalogPlanUnchanged) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5199,7 +5706,7 @@ func (x *CatalogPlanUnchanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlanUnchanged.ProtoReflect.Descriptor instead.
 func (*CatalogPlanUnchanged) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{93}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *CatalogPlanUnchanged) GetEntryId() string {
@@ -5233,7 +5740,7 @@ type CatalogSkipped struct {
 
 func (x *CatalogSkipped) Reset() {
 	*x = CatalogSkipped{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5245,7 +5752,7 @@ func (x *CatalogSkipped) String() string {
 func (*CatalogSkipped) ProtoMessage() {}
 
 func (x *CatalogSkipped) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5258,7 +5765,7 @@ func (x *CatalogSkipped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogSkipped.ProtoReflect.Descriptor instead.
 func (*CatalogSkipped) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{94}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *CatalogSkipped) GetEntryId() string {
@@ -5290,7 +5797,7 @@ type ApplyPriceCatalogRequest struct {
 
 func (x *ApplyPriceCatalogRequest) Reset() {
 	*x = ApplyPriceCatalogRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5302,7 +5809,7 @@ func (x *ApplyPriceCatalogRequest) String() string {
 func (*ApplyPriceCatalogRequest) ProtoMessage() {}
 
 func (x *ApplyPriceCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5315,7 +5822,7 @@ func (x *ApplyPriceCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyPriceCatalogRequest.ProtoReflect.Descriptor instead.
 func (*ApplyPriceCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{95}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *ApplyPriceCatalogRequest) GetPlanId() string {
@@ -5361,7 +5868,7 @@ type ApplyPriceCatalogResponse struct {
 
 func (x *ApplyPriceCatalogResponse) Reset() {
 	*x = ApplyPriceCatalogResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5373,7 +5880,7 @@ func (x *ApplyPriceCatalogResponse) String() string {
 func (*ApplyPriceCatalogResponse) ProtoMessage() {}
 
 func (x *ApplyPriceCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5386,7 +5893,7 @@ func (x *ApplyPriceCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyPriceCatalogResponse.ProtoReflect.Descriptor instead.
 func (*ApplyPriceCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{96}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *ApplyPriceCatalogResponse) GetPlanId() string {
@@ -5440,7 +5947,7 @@ type GetPriceRuleProvenanceRequest struct {
 
 func (x *GetPriceRuleProvenanceRequest) Reset() {
 	*x = GetPriceRuleProvenanceRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5452,7 +5959,7 @@ func (x *GetPriceRuleProvenanceRequest) String() string {
 func (*GetPriceRuleProvenanceRequest) ProtoMessage() {}
 
 func (x *GetPriceRuleProvenanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5465,7 +5972,7 @@ func (x *GetPriceRuleProvenanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleProvenanceRequest.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleProvenanceRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{97}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *GetPriceRuleProvenanceRequest) GetPriceRuleId() int64 {
@@ -5484,7 +5991,7 @@ type GetPriceRuleProvenanceResponse struct {
 
 func (x *GetPriceRuleProvenanceResponse) Reset() {
 	*x = GetPriceRuleProvenanceResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5496,7 +6003,7 @@ func (x *GetPriceRuleProvenanceResponse) String() string {
 func (*GetPriceRuleProvenanceResponse) ProtoMessage() {}
 
 func (x *GetPriceRuleProvenanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5509,7 +6016,7 @@ func (x *GetPriceRuleProvenanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleProvenanceResponse.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleProvenanceResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{98}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *GetPriceRuleProvenanceResponse) GetProvenance() *PriceRuleProvenance {
@@ -5535,7 +6042,7 @@ type PriceRuleProvenance struct {
 
 func (x *PriceRuleProvenance) Reset() {
 	*x = PriceRuleProvenance{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5547,7 +6054,7 @@ func (x *PriceRuleProvenance) String() string {
 func (*PriceRuleProvenance) ProtoMessage() {}
 
 func (x *PriceRuleProvenance) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5560,7 +6067,7 @@ func (x *PriceRuleProvenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriceRuleProvenance.ProtoReflect.Descriptor instead.
 func (*PriceRuleProvenance) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{99}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *PriceRuleProvenance) GetPriceRuleId() int64 {
@@ -5621,7 +6128,7 @@ type GetPriceRuleHistoryRequest struct {
 
 func (x *GetPriceRuleHistoryRequest) Reset() {
 	*x = GetPriceRuleHistoryRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5633,7 +6140,7 @@ func (x *GetPriceRuleHistoryRequest) String() string {
 func (*GetPriceRuleHistoryRequest) ProtoMessage() {}
 
 func (x *GetPriceRuleHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5646,7 +6153,7 @@ func (x *GetPriceRuleHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleHistoryRequest.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{100}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *GetPriceRuleHistoryRequest) GetPriceRuleId() int64 {
@@ -5665,7 +6172,7 @@ type GetPriceRuleHistoryResponse struct {
 
 func (x *GetPriceRuleHistoryResponse) Reset() {
 	*x = GetPriceRuleHistoryResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5677,7 +6184,7 @@ func (x *GetPriceRuleHistoryResponse) String() string {
 func (*GetPriceRuleHistoryResponse) ProtoMessage() {}
 
 func (x *GetPriceRuleHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5690,7 +6197,7 @@ func (x *GetPriceRuleHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleHistoryResponse.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{101}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *GetPriceRuleHistoryResponse) GetItems() []*PriceRuleVersion {
@@ -5717,7 +6224,7 @@ type PriceRuleVersion struct {
 
 func (x *PriceRuleVersion) Reset() {
 	*x = PriceRuleVersion{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5729,7 +6236,7 @@ func (x *PriceRuleVersion) String() string {
 func (*PriceRuleVersion) ProtoMessage() {}
 
 func (x *PriceRuleVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5742,7 +6249,7 @@ func (x *PriceRuleVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriceRuleVersion.ProtoReflect.Descriptor instead.
 func (*PriceRuleVersion) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{102}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *PriceRuleVersion) GetVersion() int32 {
@@ -5793,7 +6300,7 @@ type RepricePriceRulesRequest struct {
 
 func (x *RepricePriceRulesRequest) Reset() {
 	*x = RepricePriceRulesRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[103]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5805,7 +6312,7 @@ func (x *RepricePriceRulesRequest) String() string {
 func (*RepricePriceRulesRequest) ProtoMessage() {}
 
 func (x *RepricePriceRulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[103]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5818,7 +6325,7 @@ func (x *RepricePriceRulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepricePriceRulesRequest.ProtoReflect.Descriptor instead.
 func (*RepricePriceRulesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{103}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *RepricePriceRulesRequest) GetFrom() *timestamppb.Timestamp {
@@ -5866,7 +6373,7 @@ type RepricePriceRulesResponse struct {
 
 func (x *RepricePriceRulesResponse) Reset() {
 	*x = RepricePriceRulesResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[104]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5878,7 +6385,7 @@ func (x *RepricePriceRulesResponse) String() string {
 func (*RepricePriceRulesResponse) ProtoMessage() {}
 
 func (x *RepricePriceRulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[104]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5891,7 +6398,7 @@ func (x *RepricePriceRulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepricePriceRulesResponse.ProtoReflect.Descriptor instead.
 func (*RepricePriceRulesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{104}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *RepricePriceRulesResponse) GetFrom() *timestamppb.Timestamp {
@@ -5965,7 +6472,7 @@ type RepriceLine struct {
 
 func (x *RepriceLine) Reset() {
 	*x = RepriceLine{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[105]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5977,7 +6484,7 @@ func (x *RepriceLine) String() string {
 func (*RepriceLine) ProtoMessage() {}
 
 func (x *RepriceLine) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[105]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5990,7 +6497,7 @@ func (x *RepriceLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepriceLine.ProtoReflect.Descriptor instead.
 func (*RepriceLine) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{105}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *RepriceLine) GetProviderId() int64 {
@@ -6050,7 +6557,7 @@ type ListApiKeysRequest struct {
 
 func (x *ListApiKeysRequest) Reset() {
 	*x = ListApiKeysRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[106]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6062,7 +6569,7 @@ func (x *ListApiKeysRequest) String() string {
 func (*ListApiKeysRequest) ProtoMessage() {}
 
 func (x *ListApiKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[106]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6075,7 +6582,7 @@ func (x *ListApiKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApiKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListApiKeysRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{106}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *ListApiKeysRequest) GetLimit() int32 {
@@ -6130,7 +6637,7 @@ type ListApiKeysResponse struct {
 
 func (x *ListApiKeysResponse) Reset() {
 	*x = ListApiKeysResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[107]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6142,7 +6649,7 @@ func (x *ListApiKeysResponse) String() string {
 func (*ListApiKeysResponse) ProtoMessage() {}
 
 func (x *ListApiKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[107]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6155,7 +6662,7 @@ func (x *ListApiKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApiKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListApiKeysResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{107}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *ListApiKeysResponse) GetItems() []*v1.ApiKey {
@@ -6181,7 +6688,7 @@ type GetApiKeyRequest struct {
 
 func (x *GetApiKeyRequest) Reset() {
 	*x = GetApiKeyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[108]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6193,7 +6700,7 @@ func (x *GetApiKeyRequest) String() string {
 func (*GetApiKeyRequest) ProtoMessage() {}
 
 func (x *GetApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[108]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6206,7 +6713,7 @@ func (x *GetApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*GetApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{108}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *GetApiKeyRequest) GetId() int64 {
@@ -6225,7 +6732,7 @@ type GetApiKeyResponse struct {
 
 func (x *GetApiKeyResponse) Reset() {
 	*x = GetApiKeyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[109]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6237,7 +6744,7 @@ func (x *GetApiKeyResponse) String() string {
 func (*GetApiKeyResponse) ProtoMessage() {}
 
 func (x *GetApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[109]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6250,7 +6757,7 @@ func (x *GetApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*GetApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{109}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *GetApiKeyResponse) GetApiKey() *v1.ApiKey {
@@ -6281,7 +6788,7 @@ type UpdateApiKeyRequest struct {
 
 func (x *UpdateApiKeyRequest) Reset() {
 	*x = UpdateApiKeyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[110]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6293,7 +6800,7 @@ func (x *UpdateApiKeyRequest) String() string {
 func (*UpdateApiKeyRequest) ProtoMessage() {}
 
 func (x *UpdateApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[110]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6306,7 +6813,7 @@ func (x *UpdateApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*UpdateApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{110}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *UpdateApiKeyRequest) GetId() int64 {
@@ -6388,7 +6895,7 @@ type UpdateApiKeyResponse struct {
 
 func (x *UpdateApiKeyResponse) Reset() {
 	*x = UpdateApiKeyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[111]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6400,7 +6907,7 @@ func (x *UpdateApiKeyResponse) String() string {
 func (*UpdateApiKeyResponse) ProtoMessage() {}
 
 func (x *UpdateApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[111]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6413,7 +6920,7 @@ func (x *UpdateApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*UpdateApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{111}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *UpdateApiKeyResponse) GetApiKey() *v1.ApiKey {
@@ -6432,7 +6939,7 @@ type DeleteApiKeyRequest struct {
 
 func (x *DeleteApiKeyRequest) Reset() {
 	*x = DeleteApiKeyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[112]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6444,7 +6951,7 @@ func (x *DeleteApiKeyRequest) String() string {
 func (*DeleteApiKeyRequest) ProtoMessage() {}
 
 func (x *DeleteApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[112]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6457,7 +6964,7 @@ func (x *DeleteApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*DeleteApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{112}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *DeleteApiKeyRequest) GetId() int64 {
@@ -6475,7 +6982,7 @@ type DeleteApiKeyResponse struct {
 
 func (x *DeleteApiKeyResponse) Reset() {
 	*x = DeleteApiKeyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[113]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6487,7 +6994,7 @@ func (x *DeleteApiKeyResponse) String() string {
 func (*DeleteApiKeyResponse) ProtoMessage() {}
 
 func (x *DeleteApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[113]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6500,7 +7007,7 @@ func (x *DeleteApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*DeleteApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{113}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{119}
 }
 
 type RotateApiKeyRequest struct {
@@ -6514,7 +7021,7 @@ type RotateApiKeyRequest struct {
 
 func (x *RotateApiKeyRequest) Reset() {
 	*x = RotateApiKeyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[114]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6526,7 +7033,7 @@ func (x *RotateApiKeyRequest) String() string {
 func (*RotateApiKeyRequest) ProtoMessage() {}
 
 func (x *RotateApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[114]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6539,7 +7046,7 @@ func (x *RotateApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*RotateApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{114}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *RotateApiKeyRequest) GetId() int64 {
@@ -6567,7 +7074,7 @@ type RotateApiKeyResponse struct {
 
 func (x *RotateApiKeyResponse) Reset() {
 	*x = RotateApiKeyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[115]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6579,7 +7086,7 @@ func (x *RotateApiKeyResponse) String() string {
 func (*RotateApiKeyResponse) ProtoMessage() {}
 
 func (x *RotateApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[115]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6592,7 +7099,7 @@ func (x *RotateApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*RotateApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{115}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *RotateApiKeyResponse) GetApiKey() *v1.ApiKey {
@@ -6619,7 +7126,7 @@ type ListOrgsRequest struct {
 
 func (x *ListOrgsRequest) Reset() {
 	*x = ListOrgsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[116]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6631,7 +7138,7 @@ func (x *ListOrgsRequest) String() string {
 func (*ListOrgsRequest) ProtoMessage() {}
 
 func (x *ListOrgsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[116]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6644,7 +7151,7 @@ func (x *ListOrgsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrgsRequest.ProtoReflect.Descriptor instead.
 func (*ListOrgsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{116}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *ListOrgsRequest) GetLimit() int32 {
@@ -6671,7 +7178,7 @@ type ListOrgsResponse struct {
 
 func (x *ListOrgsResponse) Reset() {
 	*x = ListOrgsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[117]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6683,7 +7190,7 @@ func (x *ListOrgsResponse) String() string {
 func (*ListOrgsResponse) ProtoMessage() {}
 
 func (x *ListOrgsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[117]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6696,7 +7203,7 @@ func (x *ListOrgsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrgsResponse.ProtoReflect.Descriptor instead.
 func (*ListOrgsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{117}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *ListOrgsResponse) GetItems() []*v1.Org {
@@ -6722,7 +7229,7 @@ type UpdateOrgRequest struct {
 
 func (x *UpdateOrgRequest) Reset() {
 	*x = UpdateOrgRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[118]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6734,7 +7241,7 @@ func (x *UpdateOrgRequest) String() string {
 func (*UpdateOrgRequest) ProtoMessage() {}
 
 func (x *UpdateOrgRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[118]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6747,7 +7254,7 @@ func (x *UpdateOrgRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOrgRequest.ProtoReflect.Descriptor instead.
 func (*UpdateOrgRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{118}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *UpdateOrgRequest) GetOrg() *v1.Org {
@@ -6766,7 +7273,7 @@ type UpdateOrgResponse struct {
 
 func (x *UpdateOrgResponse) Reset() {
 	*x = UpdateOrgResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[119]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6778,7 +7285,7 @@ func (x *UpdateOrgResponse) String() string {
 func (*UpdateOrgResponse) ProtoMessage() {}
 
 func (x *UpdateOrgResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[119]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6791,7 +7298,7 @@ func (x *UpdateOrgResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOrgResponse.ProtoReflect.Descriptor instead.
 func (*UpdateOrgResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{119}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *UpdateOrgResponse) GetOrg() *v1.Org {
@@ -6810,7 +7317,7 @@ type DeleteOrgRequest struct {
 
 func (x *DeleteOrgRequest) Reset() {
 	*x = DeleteOrgRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[120]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6822,7 +7329,7 @@ func (x *DeleteOrgRequest) String() string {
 func (*DeleteOrgRequest) ProtoMessage() {}
 
 func (x *DeleteOrgRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[120]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6835,7 +7342,7 @@ func (x *DeleteOrgRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOrgRequest.ProtoReflect.Descriptor instead.
 func (*DeleteOrgRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{120}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *DeleteOrgRequest) GetId() int64 {
@@ -6853,7 +7360,7 @@ type DeleteOrgResponse struct {
 
 func (x *DeleteOrgResponse) Reset() {
 	*x = DeleteOrgResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[121]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6865,7 +7372,7 @@ func (x *DeleteOrgResponse) String() string {
 func (*DeleteOrgResponse) ProtoMessage() {}
 
 func (x *DeleteOrgResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[121]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6878,7 +7385,7 @@ func (x *DeleteOrgResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOrgResponse.ProtoReflect.Descriptor instead.
 func (*DeleteOrgResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{121}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{127}
 }
 
 type ListTeamsRequest struct {
@@ -6892,7 +7399,7 @@ type ListTeamsRequest struct {
 
 func (x *ListTeamsRequest) Reset() {
 	*x = ListTeamsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[122]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6904,7 +7411,7 @@ func (x *ListTeamsRequest) String() string {
 func (*ListTeamsRequest) ProtoMessage() {}
 
 func (x *ListTeamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[122]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6917,7 +7424,7 @@ func (x *ListTeamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTeamsRequest.ProtoReflect.Descriptor instead.
 func (*ListTeamsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{122}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *ListTeamsRequest) GetLimit() int32 {
@@ -6951,7 +7458,7 @@ type ListTeamsResponse struct {
 
 func (x *ListTeamsResponse) Reset() {
 	*x = ListTeamsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[123]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6963,7 +7470,7 @@ func (x *ListTeamsResponse) String() string {
 func (*ListTeamsResponse) ProtoMessage() {}
 
 func (x *ListTeamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[123]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6976,7 +7483,7 @@ func (x *ListTeamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTeamsResponse.ProtoReflect.Descriptor instead.
 func (*ListTeamsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{123}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *ListTeamsResponse) GetItems() []*v1.Team {
@@ -7003,7 +7510,7 @@ type UpdateTeamRequest struct {
 
 func (x *UpdateTeamRequest) Reset() {
 	*x = UpdateTeamRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[124]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7015,7 +7522,7 @@ func (x *UpdateTeamRequest) String() string {
 func (*UpdateTeamRequest) ProtoMessage() {}
 
 func (x *UpdateTeamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[124]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7028,7 +7535,7 @@ func (x *UpdateTeamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTeamRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTeamRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{124}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *UpdateTeamRequest) GetTeam() *v1.Team {
@@ -7047,7 +7554,7 @@ type UpdateTeamResponse struct {
 
 func (x *UpdateTeamResponse) Reset() {
 	*x = UpdateTeamResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[125]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7059,7 +7566,7 @@ func (x *UpdateTeamResponse) String() string {
 func (*UpdateTeamResponse) ProtoMessage() {}
 
 func (x *UpdateTeamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[125]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7072,7 +7579,7 @@ func (x *UpdateTeamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTeamResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTeamResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{125}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *UpdateTeamResponse) GetTeam() *v1.Team {
@@ -7091,7 +7598,7 @@ type DeleteTeamRequest struct {
 
 func (x *DeleteTeamRequest) Reset() {
 	*x = DeleteTeamRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[126]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7103,7 +7610,7 @@ func (x *DeleteTeamRequest) String() string {
 func (*DeleteTeamRequest) ProtoMessage() {}
 
 func (x *DeleteTeamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[126]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7116,7 +7623,7 @@ func (x *DeleteTeamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTeamRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTeamRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{126}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *DeleteTeamRequest) GetId() int64 {
@@ -7134,7 +7641,7 @@ type DeleteTeamResponse struct {
 
 func (x *DeleteTeamResponse) Reset() {
 	*x = DeleteTeamResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[127]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7146,7 +7653,7 @@ func (x *DeleteTeamResponse) String() string {
 func (*DeleteTeamResponse) ProtoMessage() {}
 
 func (x *DeleteTeamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[127]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7159,7 +7666,7 @@ func (x *DeleteTeamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTeamResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTeamResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{127}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{133}
 }
 
 type ListUsersRequest struct {
@@ -7174,7 +7681,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[128]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7186,7 +7693,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[128]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7199,7 +7706,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{128}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *ListUsersRequest) GetLimit() int32 {
@@ -7240,7 +7747,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[129]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7252,7 +7759,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[129]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7265,7 +7772,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{129}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *ListUsersResponse) GetItems() []*v1.User {
@@ -7292,7 +7799,7 @@ type UpdateUserRequest struct {
 
 func (x *UpdateUserRequest) Reset() {
 	*x = UpdateUserRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[130]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7304,7 +7811,7 @@ func (x *UpdateUserRequest) String() string {
 func (*UpdateUserRequest) ProtoMessage() {}
 
 func (x *UpdateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[130]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7317,7 +7824,7 @@ func (x *UpdateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateUserRequest.ProtoReflect.Descriptor instead.
 func (*UpdateUserRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{130}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *UpdateUserRequest) GetUser() *v1.User {
@@ -7336,7 +7843,7 @@ type UpdateUserResponse struct {
 
 func (x *UpdateUserResponse) Reset() {
 	*x = UpdateUserResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[131]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7348,7 +7855,7 @@ func (x *UpdateUserResponse) String() string {
 func (*UpdateUserResponse) ProtoMessage() {}
 
 func (x *UpdateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[131]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7361,7 +7868,7 @@ func (x *UpdateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateUserResponse.ProtoReflect.Descriptor instead.
 func (*UpdateUserResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{131}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *UpdateUserResponse) GetUser() *v1.User {
@@ -7380,7 +7887,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[132]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7392,7 +7899,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[132]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7405,7 +7912,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{132}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *DeleteUserRequest) GetId() int64 {
@@ -7423,7 +7930,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[133]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7435,7 +7942,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[133]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7448,7 +7955,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{133}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{139}
 }
 
 type GetModelPolicyRequest struct {
@@ -7459,7 +7966,7 @@ type GetModelPolicyRequest struct {
 
 func (x *GetModelPolicyRequest) Reset() {
 	*x = GetModelPolicyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[134]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7471,7 +7978,7 @@ func (x *GetModelPolicyRequest) String() string {
 func (*GetModelPolicyRequest) ProtoMessage() {}
 
 func (x *GetModelPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[134]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7484,7 +7991,7 @@ func (x *GetModelPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetModelPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{134}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{140}
 }
 
 type GetModelPolicyResponse struct {
@@ -7498,7 +8005,7 @@ type GetModelPolicyResponse struct {
 
 func (x *GetModelPolicyResponse) Reset() {
 	*x = GetModelPolicyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[135]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7510,7 +8017,7 @@ func (x *GetModelPolicyResponse) String() string {
 func (*GetModelPolicyResponse) ProtoMessage() {}
 
 func (x *GetModelPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[135]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7523,7 +8030,7 @@ func (x *GetModelPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetModelPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{135}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{141}
 }
 
 func (x *GetModelPolicyResponse) GetPolicy() *v1.ModelPolicy {
@@ -7552,7 +8059,7 @@ type ProviderUnpricedPolicy struct {
 
 func (x *ProviderUnpricedPolicy) Reset() {
 	*x = ProviderUnpricedPolicy{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[136]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7564,7 +8071,7 @@ func (x *ProviderUnpricedPolicy) String() string {
 func (*ProviderUnpricedPolicy) ProtoMessage() {}
 
 func (x *ProviderUnpricedPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[136]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7577,7 +8084,7 @@ func (x *ProviderUnpricedPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderUnpricedPolicy.ProtoReflect.Descriptor instead.
 func (*ProviderUnpricedPolicy) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{136}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{142}
 }
 
 func (x *ProviderUnpricedPolicy) GetProviderId() int64 {
@@ -7610,7 +8117,7 @@ type SetModelPolicyRequest struct {
 
 func (x *SetModelPolicyRequest) Reset() {
 	*x = SetModelPolicyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[137]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7622,7 +8129,7 @@ func (x *SetModelPolicyRequest) String() string {
 func (*SetModelPolicyRequest) ProtoMessage() {}
 
 func (x *SetModelPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[137]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7635,7 +8142,7 @@ func (x *SetModelPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetModelPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetModelPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{137}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{143}
 }
 
 func (x *SetModelPolicyRequest) GetPolicy() *v1.ModelPolicy {
@@ -7654,7 +8161,7 @@ type SetModelPolicyResponse struct {
 
 func (x *SetModelPolicyResponse) Reset() {
 	*x = SetModelPolicyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[138]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[144]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7666,7 +8173,7 @@ func (x *SetModelPolicyResponse) String() string {
 func (*SetModelPolicyResponse) ProtoMessage() {}
 
 func (x *SetModelPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[138]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[144]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7679,7 +8186,7 @@ func (x *SetModelPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetModelPolicyResponse.ProtoReflect.Descriptor instead.
 func (*SetModelPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{138}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{144}
 }
 
 func (x *SetModelPolicyResponse) GetPolicy() *v1.ModelPolicy {
@@ -7700,7 +8207,7 @@ type SetProviderUnpricedPolicyRequest struct {
 
 func (x *SetProviderUnpricedPolicyRequest) Reset() {
 	*x = SetProviderUnpricedPolicyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[139]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[145]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7712,7 +8219,7 @@ func (x *SetProviderUnpricedPolicyRequest) String() string {
 func (*SetProviderUnpricedPolicyRequest) ProtoMessage() {}
 
 func (x *SetProviderUnpricedPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[139]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[145]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7725,7 +8232,7 @@ func (x *SetProviderUnpricedPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetProviderUnpricedPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetProviderUnpricedPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{139}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{145}
 }
 
 func (x *SetProviderUnpricedPolicyRequest) GetProviderId() int64 {
@@ -7750,7 +8257,7 @@ type SetProviderUnpricedPolicyResponse struct {
 
 func (x *SetProviderUnpricedPolicyResponse) Reset() {
 	*x = SetProviderUnpricedPolicyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[140]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[146]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7762,7 +8269,7 @@ func (x *SetProviderUnpricedPolicyResponse) String() string {
 func (*SetProviderUnpricedPolicyResponse) ProtoMessage() {}
 
 func (x *SetProviderUnpricedPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[140]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[146]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7775,7 +8282,7 @@ func (x *SetProviderUnpricedPolicyResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use SetProviderUnpricedPolicyResponse.ProtoReflect.Descriptor instead.
 func (*SetProviderUnpricedPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{140}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{146}
 }
 
 type ListUnpricedModelsRequest struct {
@@ -7787,7 +8294,7 @@ type ListUnpricedModelsRequest struct {
 
 func (x *ListUnpricedModelsRequest) Reset() {
 	*x = ListUnpricedModelsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[141]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[147]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7799,7 +8306,7 @@ func (x *ListUnpricedModelsRequest) String() string {
 func (*ListUnpricedModelsRequest) ProtoMessage() {}
 
 func (x *ListUnpricedModelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[141]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[147]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7812,7 +8319,7 @@ func (x *ListUnpricedModelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUnpricedModelsRequest.ProtoReflect.Descriptor instead.
 func (*ListUnpricedModelsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{141}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{147}
 }
 
 func (x *ListUnpricedModelsRequest) GetSince() *timestamppb.Timestamp {
@@ -7831,7 +8338,7 @@ type ListUnpricedModelsResponse struct {
 
 func (x *ListUnpricedModelsResponse) Reset() {
 	*x = ListUnpricedModelsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[142]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[148]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7843,7 +8350,7 @@ func (x *ListUnpricedModelsResponse) String() string {
 func (*ListUnpricedModelsResponse) ProtoMessage() {}
 
 func (x *ListUnpricedModelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[142]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[148]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7856,7 +8363,7 @@ func (x *ListUnpricedModelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUnpricedModelsResponse.ProtoReflect.Descriptor instead.
 func (*ListUnpricedModelsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{142}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{148}
 }
 
 func (x *ListUnpricedModelsResponse) GetItems() []*UnpricedModel {
@@ -7880,7 +8387,7 @@ type UnpricedModel struct {
 
 func (x *UnpricedModel) Reset() {
 	*x = UnpricedModel{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[143]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[149]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7892,7 +8399,7 @@ func (x *UnpricedModel) String() string {
 func (*UnpricedModel) ProtoMessage() {}
 
 func (x *UnpricedModel) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[143]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[149]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7905,7 +8412,7 @@ func (x *UnpricedModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnpricedModel.ProtoReflect.Descriptor instead.
 func (*UnpricedModel) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{143}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{149}
 }
 
 func (x *UnpricedModel) GetProviderId() int64 {
@@ -7953,7 +8460,7 @@ type GetQuotaAlertsRequest struct {
 
 func (x *GetQuotaAlertsRequest) Reset() {
 	*x = GetQuotaAlertsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[144]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[150]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7965,7 +8472,7 @@ func (x *GetQuotaAlertsRequest) String() string {
 func (*GetQuotaAlertsRequest) ProtoMessage() {}
 
 func (x *GetQuotaAlertsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[144]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[150]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7978,7 +8485,7 @@ func (x *GetQuotaAlertsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaAlertsRequest.ProtoReflect.Descriptor instead.
 func (*GetQuotaAlertsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{144}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{150}
 }
 
 func (x *GetQuotaAlertsRequest) GetScope() string {
@@ -8005,7 +8512,7 @@ type GetQuotaAlertsResponse struct {
 
 func (x *GetQuotaAlertsResponse) Reset() {
 	*x = GetQuotaAlertsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[145]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[151]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8017,7 +8524,7 @@ func (x *GetQuotaAlertsResponse) String() string {
 func (*GetQuotaAlertsResponse) ProtoMessage() {}
 
 func (x *GetQuotaAlertsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[145]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[151]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8030,7 +8537,7 @@ func (x *GetQuotaAlertsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaAlertsResponse.ProtoReflect.Descriptor instead.
 func (*GetQuotaAlertsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{145}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{151}
 }
 
 func (x *GetQuotaAlertsResponse) GetThresholds() []int32 {
@@ -8052,7 +8559,7 @@ type SetQuotaAlertsRequest struct {
 
 func (x *SetQuotaAlertsRequest) Reset() {
 	*x = SetQuotaAlertsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[146]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[152]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8064,7 +8571,7 @@ func (x *SetQuotaAlertsRequest) String() string {
 func (*SetQuotaAlertsRequest) ProtoMessage() {}
 
 func (x *SetQuotaAlertsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[146]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[152]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8077,7 +8584,7 @@ func (x *SetQuotaAlertsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuotaAlertsRequest.ProtoReflect.Descriptor instead.
 func (*SetQuotaAlertsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{146}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{152}
 }
 
 func (x *SetQuotaAlertsRequest) GetScope() string {
@@ -8110,7 +8617,7 @@ type SetQuotaAlertsResponse struct {
 
 func (x *SetQuotaAlertsResponse) Reset() {
 	*x = SetQuotaAlertsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[147]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[153]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8122,7 +8629,7 @@ func (x *SetQuotaAlertsResponse) String() string {
 func (*SetQuotaAlertsResponse) ProtoMessage() {}
 
 func (x *SetQuotaAlertsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[147]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[153]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8135,7 +8642,7 @@ func (x *SetQuotaAlertsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuotaAlertsResponse.ProtoReflect.Descriptor instead.
 func (*SetQuotaAlertsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{147}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{153}
 }
 
 func (x *SetQuotaAlertsResponse) GetThresholds() []int32 {
@@ -8159,7 +8666,7 @@ type WebhookEndpoint struct {
 
 func (x *WebhookEndpoint) Reset() {
 	*x = WebhookEndpoint{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[148]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[154]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8171,7 +8678,7 @@ func (x *WebhookEndpoint) String() string {
 func (*WebhookEndpoint) ProtoMessage() {}
 
 func (x *WebhookEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[148]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[154]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8184,7 +8691,7 @@ func (x *WebhookEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookEndpoint.ProtoReflect.Descriptor instead.
 func (*WebhookEndpoint) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{148}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{154}
 }
 
 func (x *WebhookEndpoint) GetId() int64 {
@@ -8232,7 +8739,7 @@ type CreateWebhookEndpointRequest struct {
 
 func (x *CreateWebhookEndpointRequest) Reset() {
 	*x = CreateWebhookEndpointRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[149]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[155]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8244,7 +8751,7 @@ func (x *CreateWebhookEndpointRequest) String() string {
 func (*CreateWebhookEndpointRequest) ProtoMessage() {}
 
 func (x *CreateWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[149]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[155]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8257,7 +8764,7 @@ func (x *CreateWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookEndpointRequest.ProtoReflect.Descriptor instead.
 func (*CreateWebhookEndpointRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{149}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{155}
 }
 
 func (x *CreateWebhookEndpointRequest) GetUrl() string {
@@ -8285,7 +8792,7 @@ type CreateWebhookEndpointResponse struct {
 
 func (x *CreateWebhookEndpointResponse) Reset() {
 	*x = CreateWebhookEndpointResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[150]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[156]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8297,7 +8804,7 @@ func (x *CreateWebhookEndpointResponse) String() string {
 func (*CreateWebhookEndpointResponse) ProtoMessage() {}
 
 func (x *CreateWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[150]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[156]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8310,7 +8817,7 @@ func (x *CreateWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookEndpointResponse.ProtoReflect.Descriptor instead.
 func (*CreateWebhookEndpointResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{150}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{156}
 }
 
 func (x *CreateWebhookEndpointResponse) GetEndpoint() *WebhookEndpoint {
@@ -8335,7 +8842,7 @@ type ListWebhookEndpointsRequest struct {
 
 func (x *ListWebhookEndpointsRequest) Reset() {
 	*x = ListWebhookEndpointsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[151]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[157]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8347,7 +8854,7 @@ func (x *ListWebhookEndpointsRequest) String() string {
 func (*ListWebhookEndpointsRequest) ProtoMessage() {}
 
 func (x *ListWebhookEndpointsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[151]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[157]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8360,7 +8867,7 @@ func (x *ListWebhookEndpointsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhookEndpointsRequest.ProtoReflect.Descriptor instead.
 func (*ListWebhookEndpointsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{151}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{157}
 }
 
 type ListWebhookEndpointsResponse struct {
@@ -8372,7 +8879,7 @@ type ListWebhookEndpointsResponse struct {
 
 func (x *ListWebhookEndpointsResponse) Reset() {
 	*x = ListWebhookEndpointsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[152]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[158]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8384,7 +8891,7 @@ func (x *ListWebhookEndpointsResponse) String() string {
 func (*ListWebhookEndpointsResponse) ProtoMessage() {}
 
 func (x *ListWebhookEndpointsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[152]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[158]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8397,7 +8904,7 @@ func (x *ListWebhookEndpointsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhookEndpointsResponse.ProtoReflect.Descriptor instead.
 func (*ListWebhookEndpointsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{152}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{158}
 }
 
 func (x *ListWebhookEndpointsResponse) GetItems() []*WebhookEndpoint {
@@ -8416,7 +8923,7 @@ type DeleteWebhookEndpointRequest struct {
 
 func (x *DeleteWebhookEndpointRequest) Reset() {
 	*x = DeleteWebhookEndpointRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[153]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[159]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8428,7 +8935,7 @@ func (x *DeleteWebhookEndpointRequest) String() string {
 func (*DeleteWebhookEndpointRequest) ProtoMessage() {}
 
 func (x *DeleteWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[153]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[159]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8441,7 +8948,7 @@ func (x *DeleteWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookEndpointRequest.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookEndpointRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{153}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{159}
 }
 
 func (x *DeleteWebhookEndpointRequest) GetId() int64 {
@@ -8459,7 +8966,7 @@ type DeleteWebhookEndpointResponse struct {
 
 func (x *DeleteWebhookEndpointResponse) Reset() {
 	*x = DeleteWebhookEndpointResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[154]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[160]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8471,7 +8978,7 @@ func (x *DeleteWebhookEndpointResponse) String() string {
 func (*DeleteWebhookEndpointResponse) ProtoMessage() {}
 
 func (x *DeleteWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[154]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[160]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8484,7 +8991,7 @@ func (x *DeleteWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookEndpointResponse.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookEndpointResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{154}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{160}
 }
 
 type ListAlertEventsRequest struct {
@@ -8499,7 +9006,7 @@ type ListAlertEventsRequest struct {
 
 func (x *ListAlertEventsRequest) Reset() {
 	*x = ListAlertEventsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[155]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[161]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8511,7 +9018,7 @@ func (x *ListAlertEventsRequest) String() string {
 func (*ListAlertEventsRequest) ProtoMessage() {}
 
 func (x *ListAlertEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[155]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[161]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8524,7 +9031,7 @@ func (x *ListAlertEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAlertEventsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{155}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{161}
 }
 
 func (x *ListAlertEventsRequest) GetLimit() int32 {
@@ -8565,7 +9072,7 @@ type ListAlertEventsResponse struct {
 
 func (x *ListAlertEventsResponse) Reset() {
 	*x = ListAlertEventsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[156]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[162]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8577,7 +9084,7 @@ func (x *ListAlertEventsResponse) String() string {
 func (*ListAlertEventsResponse) ProtoMessage() {}
 
 func (x *ListAlertEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[156]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[162]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8590,7 +9097,7 @@ func (x *ListAlertEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAlertEventsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{156}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{162}
 }
 
 func (x *ListAlertEventsResponse) GetItems() []*AlertEvent {
@@ -8626,7 +9133,7 @@ type AlertEvent struct {
 
 func (x *AlertEvent) Reset() {
 	*x = AlertEvent{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[157]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[163]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8638,7 +9145,7 @@ func (x *AlertEvent) String() string {
 func (*AlertEvent) ProtoMessage() {}
 
 func (x *AlertEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[157]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[163]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8651,7 +9158,7 @@ func (x *AlertEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertEvent.ProtoReflect.Descriptor instead.
 func (*AlertEvent) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{157}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{163}
 }
 
 func (x *AlertEvent) GetId() int64 {
@@ -8741,7 +9248,7 @@ type WebhookDelivery struct {
 
 func (x *WebhookDelivery) Reset() {
 	*x = WebhookDelivery{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[158]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[164]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8753,7 +9260,7 @@ func (x *WebhookDelivery) String() string {
 func (*WebhookDelivery) ProtoMessage() {}
 
 func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[158]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[164]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8766,7 +9273,7 @@ func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
 func (*WebhookDelivery) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{158}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{164}
 }
 
 func (x *WebhookDelivery) GetEndpointId() int64 {
@@ -9007,7 +9514,7 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"_tpm_limit\"C\n" +
 	"\x10SetQuotaResponse\x12/\n" +
-	"\x05quota\x18\x01 \x01(\v2\x19.tollgate.config.v1.QuotaR\x05quota\"\xd2\x03\n" +
+	"\x05quota\x18\x01 \x01(\v2\x19.tollgate.config.v1.QuotaR\x05quota\"\xef\x04\n" +
 	"\x11ListUsagesRequest\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x16\n" +
 	"\x06cursor\x18\x02 \x01(\tR\x06cursor\x120\n" +
@@ -9022,7 +9529,13 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\vprovider_id\x18\n" +
 	" \x01(\x03H\x05R\n" +
 	"providerId\x88\x01\x01\x12\x1b\n" +
-	"\tend_state\x18\v \x01(\tR\bendStateB\r\n" +
+	"\tend_state\x18\v \x01(\tR\bendState\x12#\n" +
+	"\rlogical_model\x18\f \x01(\tR\flogicalModel\x12%\n" +
+	"\x0eupstream_model\x18\r \x01(\tR\rupstreamModel\x12\x1c\n" +
+	"\toperation\x18\x0e \x01(\tR\toperation\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x0f \x01(\tR\trequestId\x12\x12\n" +
+	"\x04kind\x18\x10 \x01(\tR\x04kindB\r\n" +
 	"\v_api_key_idB\n" +
 	"\n" +
 	"\b_user_idB\n" +
@@ -9040,7 +9553,45 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x12ListUsagesResponse\x12.\n" +
 	"\x05items\x18\x01 \x03(\v2\x18.tollgate.admin.v1.UsageR\x05items\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
-	"nextCursor\"\x0f\n" +
+	"nextCursor\"\x84\x02\n" +
+	"\x0fGetSpendRequest\x120\n" +
+	"\x05since\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
+	"\x05until\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x16\n" +
+	"\x06bucket\x18\x03 \x01(\tR\x06bucket\x12\x0e\n" +
+	"\x02tz\x18\x04 \x01(\tR\x02tz\x12\x19\n" +
+	"\bgroup_by\x18\x05 \x03(\tR\agroupBy\x128\n" +
+	"\afilters\x18\x06 \x03(\v2\x1e.tollgate.admin.v1.SpendFilterR\afilters\x12\x10\n" +
+	"\x03top\x18\a \x01(\x05R\x03top\"U\n" +
+	"\vSpendFilter\x12\x1c\n" +
+	"\tdimension\x18\x01 \x01(\tR\tdimension\x12\x10\n" +
+	"\x03ids\x18\x02 \x03(\x03R\x03ids\x12\x16\n" +
+	"\x06values\x18\x03 \x03(\tR\x06values\"a\n" +
+	"\x0fSpendGroupValue\x12\x1c\n" +
+	"\tdimension\x18\x01 \x01(\tR\tdimension\x12\x13\n" +
+	"\x02id\x18\x02 \x01(\x03H\x00R\x02id\x88\x01\x01\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\tR\x05valueB\x05\n" +
+	"\x03_id\"\x83\x02\n" +
+	"\vSpendTokens\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x03R\x05input\x12\x16\n" +
+	"\x06output\x18\x02 \x01(\x03R\x06output\x12\x1d\n" +
+	"\n" +
+	"cache_read\x18\x03 \x01(\x03R\tcacheRead\x12*\n" +
+	"\x11cache_creation_5m\x18\x04 \x01(\x03R\x0fcacheCreation5m\x12,\n" +
+	"\x12cache_creation_30m\x18\x05 \x01(\x03R\x10cacheCreation30m\x12*\n" +
+	"\x11cache_creation_1h\x18\x06 \x01(\x03R\x0fcacheCreation1h\x12!\n" +
+	"\fimage_output\x18\a \x01(\x03R\vimageOutput\"\x81\x02\n" +
+	"\bSpendRow\x12=\n" +
+	"\fbucket_start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\vbucketStart\x128\n" +
+	"\x05group\x18\x02 \x03(\v2\".tollgate.admin.v1.SpendGroupValueR\x05group\x12\x14\n" +
+	"\x05other\x18\x03 \x01(\bR\x05other\x12\x1a\n" +
+	"\brequests\x18\x04 \x01(\x03R\brequests\x12\x12\n" +
+	"\x04cost\x18\x05 \x01(\tR\x04cost\x126\n" +
+	"\x06tokens\x18\x06 \x01(\v2\x1e.tollgate.admin.v1.SpendTokensR\x06tokens\"\x9e\x01\n" +
+	"\x10GetSpendResponse\x12/\n" +
+	"\x04rows\x18\x01 \x03(\v2\x1b.tollgate.admin.v1.SpendRowR\x04rows\x121\n" +
+	"\x05total\x18\x02 \x01(\v2\x1b.tollgate.admin.v1.SpendRowR\x05total\x12\x0e\n" +
+	"\x02tz\x18\x03 \x01(\tR\x02tz\x12\x16\n" +
+	"\x06rollup\x18\x04 \x01(\tR\x06rollup\"\x0f\n" +
 	"\rExportRequest\"\x96\x01\n" +
 	"\x0eExportResponse\x12>\n" +
 	"\vprice_rules\x18\x01 \x03(\v2\x1d.tollgate.config.v1.PriceRuleR\n" +
@@ -9480,7 +10031,7 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"lastStatus\x12\x1d\n" +
 	"\n" +
 	"last_error\x18\x06 \x01(\tR\tlastError\x12=\n" +
-	"\fdelivered_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vdeliveredAt2\x8c7\n" +
+	"\fdelivered_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vdeliveredAt2\xe17\n" +
 	"\fAdminService\x12e\n" +
 	"\x0eListPriceRules\x12(.tollgate.admin.v1.ListPriceRulesRequest\x1a).tollgate.admin.v1.ListPriceRulesResponse\x12_\n" +
 	"\fGetPriceRule\x12&.tollgate.admin.v1.GetPriceRuleRequest\x1a'.tollgate.admin.v1.GetPriceRuleResponse\x12h\n" +
@@ -9518,7 +10069,8 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x14ListQuotaAdjustments\x12..tollgate.admin.v1.ListQuotaAdjustmentsRequest\x1a/.tollgate.admin.v1.ListQuotaAdjustmentsResponse\x12k\n" +
 	"\x10ListQuotaPeriods\x12*.tollgate.admin.v1.ListQuotaPeriodsRequest\x1a+.tollgate.admin.v1.ListQuotaPeriodsResponse\x12Y\n" +
 	"\n" +
-	"ListUsages\x12$.tollgate.admin.v1.ListUsagesRequest\x1a%.tollgate.admin.v1.ListUsagesResponse\x12M\n" +
+	"ListUsages\x12$.tollgate.admin.v1.ListUsagesRequest\x1a%.tollgate.admin.v1.ListUsagesResponse\x12S\n" +
+	"\bGetSpend\x12\".tollgate.admin.v1.GetSpendRequest\x1a#.tollgate.admin.v1.GetSpendResponse\x12M\n" +
 	"\x06Export\x12 .tollgate.admin.v1.ExportRequest\x1a!.tollgate.admin.v1.ExportResponse\x12M\n" +
 	"\x06Import\x12 .tollgate.admin.v1.ImportRequest\x1a!.tollgate.admin.v1.ImportResponse\x12k\n" +
 	"\x10CreateAdminToken\x12*.tollgate.admin.v1.CreateAdminTokenRequest\x1a+.tollgate.admin.v1.CreateAdminTokenResponse\x12h\n" +
@@ -9573,7 +10125,7 @@ func file_tollgate_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_tollgate_admin_v1_admin_proto_rawDescData
 }
 
-var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 161)
+var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 167)
 var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*ListPriceRulesRequest)(nil),             // 0: tollgate.admin.v1.ListPriceRulesRequest
 	(*ListPriceRulesResponse)(nil),            // 1: tollgate.admin.v1.ListPriceRulesResponse
@@ -9639,386 +10191,402 @@ var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*ListUsagesRequest)(nil),                 // 61: tollgate.admin.v1.ListUsagesRequest
 	(*Usage)(nil),                             // 62: tollgate.admin.v1.Usage
 	(*ListUsagesResponse)(nil),                // 63: tollgate.admin.v1.ListUsagesResponse
-	(*ExportRequest)(nil),                     // 64: tollgate.admin.v1.ExportRequest
-	(*ExportResponse)(nil),                    // 65: tollgate.admin.v1.ExportResponse
-	(*ImportRequest)(nil),                     // 66: tollgate.admin.v1.ImportRequest
-	(*ImportResponse)(nil),                    // 67: tollgate.admin.v1.ImportResponse
-	(*AdminToken)(nil),                        // 68: tollgate.admin.v1.AdminToken
-	(*CreateAdminTokenRequest)(nil),           // 69: tollgate.admin.v1.CreateAdminTokenRequest
-	(*CreateAdminTokenResponse)(nil),          // 70: tollgate.admin.v1.CreateAdminTokenResponse
-	(*ListAdminTokensRequest)(nil),            // 71: tollgate.admin.v1.ListAdminTokensRequest
-	(*ListAdminTokensResponse)(nil),           // 72: tollgate.admin.v1.ListAdminTokensResponse
-	(*DeleteAdminTokenRequest)(nil),           // 73: tollgate.admin.v1.DeleteAdminTokenRequest
-	(*DeleteAdminTokenResponse)(nil),          // 74: tollgate.admin.v1.DeleteAdminTokenResponse
-	(*AdjustQuotaRequest)(nil),                // 75: tollgate.admin.v1.AdjustQuotaRequest
-	(*QuotaAdjustment)(nil),                   // 76: tollgate.admin.v1.QuotaAdjustment
-	(*AdjustQuotaResponse)(nil),               // 77: tollgate.admin.v1.AdjustQuotaResponse
-	(*ListQuotaAdjustmentsRequest)(nil),       // 78: tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	(*ListQuotaAdjustmentsResponse)(nil),      // 79: tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	(*ListQuotaPeriodsRequest)(nil),           // 80: tollgate.admin.v1.ListQuotaPeriodsRequest
-	(*QuotaPeriod)(nil),                       // 81: tollgate.admin.v1.QuotaPeriod
-	(*ListQuotaPeriodsResponse)(nil),          // 82: tollgate.admin.v1.ListQuotaPeriodsResponse
-	(*GetSnapshotStatusRequest)(nil),          // 83: tollgate.admin.v1.GetSnapshotStatusRequest
-	(*SnapshotProblem)(nil),                   // 84: tollgate.admin.v1.SnapshotProblem
-	(*SnapshotRejection)(nil),                 // 85: tollgate.admin.v1.SnapshotRejection
-	(*GetSnapshotStatusResponse)(nil),         // 86: tollgate.admin.v1.GetSnapshotStatusResponse
-	(*PlanPriceCatalogRequest)(nil),           // 87: tollgate.admin.v1.PlanPriceCatalogRequest
-	(*PlanPriceCatalogResponse)(nil),          // 88: tollgate.admin.v1.PlanPriceCatalogResponse
-	(*CatalogPlan)(nil),                       // 89: tollgate.admin.v1.CatalogPlan
-	(*CatalogPlanRule)(nil),                   // 90: tollgate.admin.v1.CatalogPlanRule
-	(*CatalogPlanChange)(nil),                 // 91: tollgate.admin.v1.CatalogPlanChange
-	(*CatalogFieldChange)(nil),                // 92: tollgate.admin.v1.CatalogFieldChange
-	(*CatalogPlanUnchanged)(nil),              // 93: tollgate.admin.v1.CatalogPlanUnchanged
-	(*CatalogSkipped)(nil),                    // 94: tollgate.admin.v1.CatalogSkipped
-	(*ApplyPriceCatalogRequest)(nil),          // 95: tollgate.admin.v1.ApplyPriceCatalogRequest
-	(*ApplyPriceCatalogResponse)(nil),         // 96: tollgate.admin.v1.ApplyPriceCatalogResponse
-	(*GetPriceRuleProvenanceRequest)(nil),     // 97: tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	(*GetPriceRuleProvenanceResponse)(nil),    // 98: tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	(*PriceRuleProvenance)(nil),               // 99: tollgate.admin.v1.PriceRuleProvenance
-	(*GetPriceRuleHistoryRequest)(nil),        // 100: tollgate.admin.v1.GetPriceRuleHistoryRequest
-	(*GetPriceRuleHistoryResponse)(nil),       // 101: tollgate.admin.v1.GetPriceRuleHistoryResponse
-	(*PriceRuleVersion)(nil),                  // 102: tollgate.admin.v1.PriceRuleVersion
-	(*RepricePriceRulesRequest)(nil),          // 103: tollgate.admin.v1.RepricePriceRulesRequest
-	(*RepricePriceRulesResponse)(nil),         // 104: tollgate.admin.v1.RepricePriceRulesResponse
-	(*RepriceLine)(nil),                       // 105: tollgate.admin.v1.RepriceLine
-	(*ListApiKeysRequest)(nil),                // 106: tollgate.admin.v1.ListApiKeysRequest
-	(*ListApiKeysResponse)(nil),               // 107: tollgate.admin.v1.ListApiKeysResponse
-	(*GetApiKeyRequest)(nil),                  // 108: tollgate.admin.v1.GetApiKeyRequest
-	(*GetApiKeyResponse)(nil),                 // 109: tollgate.admin.v1.GetApiKeyResponse
-	(*UpdateApiKeyRequest)(nil),               // 110: tollgate.admin.v1.UpdateApiKeyRequest
-	(*UpdateApiKeyResponse)(nil),              // 111: tollgate.admin.v1.UpdateApiKeyResponse
-	(*DeleteApiKeyRequest)(nil),               // 112: tollgate.admin.v1.DeleteApiKeyRequest
-	(*DeleteApiKeyResponse)(nil),              // 113: tollgate.admin.v1.DeleteApiKeyResponse
-	(*RotateApiKeyRequest)(nil),               // 114: tollgate.admin.v1.RotateApiKeyRequest
-	(*RotateApiKeyResponse)(nil),              // 115: tollgate.admin.v1.RotateApiKeyResponse
-	(*ListOrgsRequest)(nil),                   // 116: tollgate.admin.v1.ListOrgsRequest
-	(*ListOrgsResponse)(nil),                  // 117: tollgate.admin.v1.ListOrgsResponse
-	(*UpdateOrgRequest)(nil),                  // 118: tollgate.admin.v1.UpdateOrgRequest
-	(*UpdateOrgResponse)(nil),                 // 119: tollgate.admin.v1.UpdateOrgResponse
-	(*DeleteOrgRequest)(nil),                  // 120: tollgate.admin.v1.DeleteOrgRequest
-	(*DeleteOrgResponse)(nil),                 // 121: tollgate.admin.v1.DeleteOrgResponse
-	(*ListTeamsRequest)(nil),                  // 122: tollgate.admin.v1.ListTeamsRequest
-	(*ListTeamsResponse)(nil),                 // 123: tollgate.admin.v1.ListTeamsResponse
-	(*UpdateTeamRequest)(nil),                 // 124: tollgate.admin.v1.UpdateTeamRequest
-	(*UpdateTeamResponse)(nil),                // 125: tollgate.admin.v1.UpdateTeamResponse
-	(*DeleteTeamRequest)(nil),                 // 126: tollgate.admin.v1.DeleteTeamRequest
-	(*DeleteTeamResponse)(nil),                // 127: tollgate.admin.v1.DeleteTeamResponse
-	(*ListUsersRequest)(nil),                  // 128: tollgate.admin.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),                 // 129: tollgate.admin.v1.ListUsersResponse
-	(*UpdateUserRequest)(nil),                 // 130: tollgate.admin.v1.UpdateUserRequest
-	(*UpdateUserResponse)(nil),                // 131: tollgate.admin.v1.UpdateUserResponse
-	(*DeleteUserRequest)(nil),                 // 132: tollgate.admin.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),                // 133: tollgate.admin.v1.DeleteUserResponse
-	(*GetModelPolicyRequest)(nil),             // 134: tollgate.admin.v1.GetModelPolicyRequest
-	(*GetModelPolicyResponse)(nil),            // 135: tollgate.admin.v1.GetModelPolicyResponse
-	(*ProviderUnpricedPolicy)(nil),            // 136: tollgate.admin.v1.ProviderUnpricedPolicy
-	(*SetModelPolicyRequest)(nil),             // 137: tollgate.admin.v1.SetModelPolicyRequest
-	(*SetModelPolicyResponse)(nil),            // 138: tollgate.admin.v1.SetModelPolicyResponse
-	(*SetProviderUnpricedPolicyRequest)(nil),  // 139: tollgate.admin.v1.SetProviderUnpricedPolicyRequest
-	(*SetProviderUnpricedPolicyResponse)(nil), // 140: tollgate.admin.v1.SetProviderUnpricedPolicyResponse
-	(*ListUnpricedModelsRequest)(nil),         // 141: tollgate.admin.v1.ListUnpricedModelsRequest
-	(*ListUnpricedModelsResponse)(nil),        // 142: tollgate.admin.v1.ListUnpricedModelsResponse
-	(*UnpricedModel)(nil),                     // 143: tollgate.admin.v1.UnpricedModel
-	(*GetQuotaAlertsRequest)(nil),             // 144: tollgate.admin.v1.GetQuotaAlertsRequest
-	(*GetQuotaAlertsResponse)(nil),            // 145: tollgate.admin.v1.GetQuotaAlertsResponse
-	(*SetQuotaAlertsRequest)(nil),             // 146: tollgate.admin.v1.SetQuotaAlertsRequest
-	(*SetQuotaAlertsResponse)(nil),            // 147: tollgate.admin.v1.SetQuotaAlertsResponse
-	(*WebhookEndpoint)(nil),                   // 148: tollgate.admin.v1.WebhookEndpoint
-	(*CreateWebhookEndpointRequest)(nil),      // 149: tollgate.admin.v1.CreateWebhookEndpointRequest
-	(*CreateWebhookEndpointResponse)(nil),     // 150: tollgate.admin.v1.CreateWebhookEndpointResponse
-	(*ListWebhookEndpointsRequest)(nil),       // 151: tollgate.admin.v1.ListWebhookEndpointsRequest
-	(*ListWebhookEndpointsResponse)(nil),      // 152: tollgate.admin.v1.ListWebhookEndpointsResponse
-	(*DeleteWebhookEndpointRequest)(nil),      // 153: tollgate.admin.v1.DeleteWebhookEndpointRequest
-	(*DeleteWebhookEndpointResponse)(nil),     // 154: tollgate.admin.v1.DeleteWebhookEndpointResponse
-	(*ListAlertEventsRequest)(nil),            // 155: tollgate.admin.v1.ListAlertEventsRequest
-	(*ListAlertEventsResponse)(nil),           // 156: tollgate.admin.v1.ListAlertEventsResponse
-	(*AlertEvent)(nil),                        // 157: tollgate.admin.v1.AlertEvent
-	(*WebhookDelivery)(nil),                   // 158: tollgate.admin.v1.WebhookDelivery
-	nil,                                       // 159: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	nil,                                       // 160: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	(*v1.PriceRule)(nil),                      // 161: tollgate.config.v1.PriceRule
-	(*timestamppb.Timestamp)(nil),             // 162: google.protobuf.Timestamp
-	(*v1.ScheduledPriceRule)(nil),             // 163: tollgate.config.v1.ScheduledPriceRule
-	(*v11.TokenCounts)(nil),                   // 164: tollgate.settlement.v1.TokenCounts
-	(*v1.Provider)(nil),                       // 165: tollgate.config.v1.Provider
-	(*v1.Credential)(nil),                     // 166: tollgate.config.v1.Credential
-	(*v1.RoutingRule)(nil),                    // 167: tollgate.config.v1.RoutingRule
-	(*v1.Route)(nil),                          // 168: tollgate.config.v1.Route
-	(*v1.Org)(nil),                            // 169: tollgate.config.v1.Org
-	(*v1.Team)(nil),                           // 170: tollgate.config.v1.Team
-	(*v1.User)(nil),                           // 171: tollgate.config.v1.User
-	(*v1.ApiKey)(nil),                         // 172: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),                          // 173: tollgate.config.v1.Quota
-	(*v11.SettlementRecord)(nil),              // 174: tollgate.settlement.v1.SettlementRecord
-	(*v1.ModelPolicy)(nil),                    // 175: tollgate.config.v1.ModelPolicy
+	(*GetSpendRequest)(nil),                   // 64: tollgate.admin.v1.GetSpendRequest
+	(*SpendFilter)(nil),                       // 65: tollgate.admin.v1.SpendFilter
+	(*SpendGroupValue)(nil),                   // 66: tollgate.admin.v1.SpendGroupValue
+	(*SpendTokens)(nil),                       // 67: tollgate.admin.v1.SpendTokens
+	(*SpendRow)(nil),                          // 68: tollgate.admin.v1.SpendRow
+	(*GetSpendResponse)(nil),                  // 69: tollgate.admin.v1.GetSpendResponse
+	(*ExportRequest)(nil),                     // 70: tollgate.admin.v1.ExportRequest
+	(*ExportResponse)(nil),                    // 71: tollgate.admin.v1.ExportResponse
+	(*ImportRequest)(nil),                     // 72: tollgate.admin.v1.ImportRequest
+	(*ImportResponse)(nil),                    // 73: tollgate.admin.v1.ImportResponse
+	(*AdminToken)(nil),                        // 74: tollgate.admin.v1.AdminToken
+	(*CreateAdminTokenRequest)(nil),           // 75: tollgate.admin.v1.CreateAdminTokenRequest
+	(*CreateAdminTokenResponse)(nil),          // 76: tollgate.admin.v1.CreateAdminTokenResponse
+	(*ListAdminTokensRequest)(nil),            // 77: tollgate.admin.v1.ListAdminTokensRequest
+	(*ListAdminTokensResponse)(nil),           // 78: tollgate.admin.v1.ListAdminTokensResponse
+	(*DeleteAdminTokenRequest)(nil),           // 79: tollgate.admin.v1.DeleteAdminTokenRequest
+	(*DeleteAdminTokenResponse)(nil),          // 80: tollgate.admin.v1.DeleteAdminTokenResponse
+	(*AdjustQuotaRequest)(nil),                // 81: tollgate.admin.v1.AdjustQuotaRequest
+	(*QuotaAdjustment)(nil),                   // 82: tollgate.admin.v1.QuotaAdjustment
+	(*AdjustQuotaResponse)(nil),               // 83: tollgate.admin.v1.AdjustQuotaResponse
+	(*ListQuotaAdjustmentsRequest)(nil),       // 84: tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	(*ListQuotaAdjustmentsResponse)(nil),      // 85: tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	(*ListQuotaPeriodsRequest)(nil),           // 86: tollgate.admin.v1.ListQuotaPeriodsRequest
+	(*QuotaPeriod)(nil),                       // 87: tollgate.admin.v1.QuotaPeriod
+	(*ListQuotaPeriodsResponse)(nil),          // 88: tollgate.admin.v1.ListQuotaPeriodsResponse
+	(*GetSnapshotStatusRequest)(nil),          // 89: tollgate.admin.v1.GetSnapshotStatusRequest
+	(*SnapshotProblem)(nil),                   // 90: tollgate.admin.v1.SnapshotProblem
+	(*SnapshotRejection)(nil),                 // 91: tollgate.admin.v1.SnapshotRejection
+	(*GetSnapshotStatusResponse)(nil),         // 92: tollgate.admin.v1.GetSnapshotStatusResponse
+	(*PlanPriceCatalogRequest)(nil),           // 93: tollgate.admin.v1.PlanPriceCatalogRequest
+	(*PlanPriceCatalogResponse)(nil),          // 94: tollgate.admin.v1.PlanPriceCatalogResponse
+	(*CatalogPlan)(nil),                       // 95: tollgate.admin.v1.CatalogPlan
+	(*CatalogPlanRule)(nil),                   // 96: tollgate.admin.v1.CatalogPlanRule
+	(*CatalogPlanChange)(nil),                 // 97: tollgate.admin.v1.CatalogPlanChange
+	(*CatalogFieldChange)(nil),                // 98: tollgate.admin.v1.CatalogFieldChange
+	(*CatalogPlanUnchanged)(nil),              // 99: tollgate.admin.v1.CatalogPlanUnchanged
+	(*CatalogSkipped)(nil),                    // 100: tollgate.admin.v1.CatalogSkipped
+	(*ApplyPriceCatalogRequest)(nil),          // 101: tollgate.admin.v1.ApplyPriceCatalogRequest
+	(*ApplyPriceCatalogResponse)(nil),         // 102: tollgate.admin.v1.ApplyPriceCatalogResponse
+	(*GetPriceRuleProvenanceRequest)(nil),     // 103: tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	(*GetPriceRuleProvenanceResponse)(nil),    // 104: tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	(*PriceRuleProvenance)(nil),               // 105: tollgate.admin.v1.PriceRuleProvenance
+	(*GetPriceRuleHistoryRequest)(nil),        // 106: tollgate.admin.v1.GetPriceRuleHistoryRequest
+	(*GetPriceRuleHistoryResponse)(nil),       // 107: tollgate.admin.v1.GetPriceRuleHistoryResponse
+	(*PriceRuleVersion)(nil),                  // 108: tollgate.admin.v1.PriceRuleVersion
+	(*RepricePriceRulesRequest)(nil),          // 109: tollgate.admin.v1.RepricePriceRulesRequest
+	(*RepricePriceRulesResponse)(nil),         // 110: tollgate.admin.v1.RepricePriceRulesResponse
+	(*RepriceLine)(nil),                       // 111: tollgate.admin.v1.RepriceLine
+	(*ListApiKeysRequest)(nil),                // 112: tollgate.admin.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),               // 113: tollgate.admin.v1.ListApiKeysResponse
+	(*GetApiKeyRequest)(nil),                  // 114: tollgate.admin.v1.GetApiKeyRequest
+	(*GetApiKeyResponse)(nil),                 // 115: tollgate.admin.v1.GetApiKeyResponse
+	(*UpdateApiKeyRequest)(nil),               // 116: tollgate.admin.v1.UpdateApiKeyRequest
+	(*UpdateApiKeyResponse)(nil),              // 117: tollgate.admin.v1.UpdateApiKeyResponse
+	(*DeleteApiKeyRequest)(nil),               // 118: tollgate.admin.v1.DeleteApiKeyRequest
+	(*DeleteApiKeyResponse)(nil),              // 119: tollgate.admin.v1.DeleteApiKeyResponse
+	(*RotateApiKeyRequest)(nil),               // 120: tollgate.admin.v1.RotateApiKeyRequest
+	(*RotateApiKeyResponse)(nil),              // 121: tollgate.admin.v1.RotateApiKeyResponse
+	(*ListOrgsRequest)(nil),                   // 122: tollgate.admin.v1.ListOrgsRequest
+	(*ListOrgsResponse)(nil),                  // 123: tollgate.admin.v1.ListOrgsResponse
+	(*UpdateOrgRequest)(nil),                  // 124: tollgate.admin.v1.UpdateOrgRequest
+	(*UpdateOrgResponse)(nil),                 // 125: tollgate.admin.v1.UpdateOrgResponse
+	(*DeleteOrgRequest)(nil),                  // 126: tollgate.admin.v1.DeleteOrgRequest
+	(*DeleteOrgResponse)(nil),                 // 127: tollgate.admin.v1.DeleteOrgResponse
+	(*ListTeamsRequest)(nil),                  // 128: tollgate.admin.v1.ListTeamsRequest
+	(*ListTeamsResponse)(nil),                 // 129: tollgate.admin.v1.ListTeamsResponse
+	(*UpdateTeamRequest)(nil),                 // 130: tollgate.admin.v1.UpdateTeamRequest
+	(*UpdateTeamResponse)(nil),                // 131: tollgate.admin.v1.UpdateTeamResponse
+	(*DeleteTeamRequest)(nil),                 // 132: tollgate.admin.v1.DeleteTeamRequest
+	(*DeleteTeamResponse)(nil),                // 133: tollgate.admin.v1.DeleteTeamResponse
+	(*ListUsersRequest)(nil),                  // 134: tollgate.admin.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),                 // 135: tollgate.admin.v1.ListUsersResponse
+	(*UpdateUserRequest)(nil),                 // 136: tollgate.admin.v1.UpdateUserRequest
+	(*UpdateUserResponse)(nil),                // 137: tollgate.admin.v1.UpdateUserResponse
+	(*DeleteUserRequest)(nil),                 // 138: tollgate.admin.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),                // 139: tollgate.admin.v1.DeleteUserResponse
+	(*GetModelPolicyRequest)(nil),             // 140: tollgate.admin.v1.GetModelPolicyRequest
+	(*GetModelPolicyResponse)(nil),            // 141: tollgate.admin.v1.GetModelPolicyResponse
+	(*ProviderUnpricedPolicy)(nil),            // 142: tollgate.admin.v1.ProviderUnpricedPolicy
+	(*SetModelPolicyRequest)(nil),             // 143: tollgate.admin.v1.SetModelPolicyRequest
+	(*SetModelPolicyResponse)(nil),            // 144: tollgate.admin.v1.SetModelPolicyResponse
+	(*SetProviderUnpricedPolicyRequest)(nil),  // 145: tollgate.admin.v1.SetProviderUnpricedPolicyRequest
+	(*SetProviderUnpricedPolicyResponse)(nil), // 146: tollgate.admin.v1.SetProviderUnpricedPolicyResponse
+	(*ListUnpricedModelsRequest)(nil),         // 147: tollgate.admin.v1.ListUnpricedModelsRequest
+	(*ListUnpricedModelsResponse)(nil),        // 148: tollgate.admin.v1.ListUnpricedModelsResponse
+	(*UnpricedModel)(nil),                     // 149: tollgate.admin.v1.UnpricedModel
+	(*GetQuotaAlertsRequest)(nil),             // 150: tollgate.admin.v1.GetQuotaAlertsRequest
+	(*GetQuotaAlertsResponse)(nil),            // 151: tollgate.admin.v1.GetQuotaAlertsResponse
+	(*SetQuotaAlertsRequest)(nil),             // 152: tollgate.admin.v1.SetQuotaAlertsRequest
+	(*SetQuotaAlertsResponse)(nil),            // 153: tollgate.admin.v1.SetQuotaAlertsResponse
+	(*WebhookEndpoint)(nil),                   // 154: tollgate.admin.v1.WebhookEndpoint
+	(*CreateWebhookEndpointRequest)(nil),      // 155: tollgate.admin.v1.CreateWebhookEndpointRequest
+	(*CreateWebhookEndpointResponse)(nil),     // 156: tollgate.admin.v1.CreateWebhookEndpointResponse
+	(*ListWebhookEndpointsRequest)(nil),       // 157: tollgate.admin.v1.ListWebhookEndpointsRequest
+	(*ListWebhookEndpointsResponse)(nil),      // 158: tollgate.admin.v1.ListWebhookEndpointsResponse
+	(*DeleteWebhookEndpointRequest)(nil),      // 159: tollgate.admin.v1.DeleteWebhookEndpointRequest
+	(*DeleteWebhookEndpointResponse)(nil),     // 160: tollgate.admin.v1.DeleteWebhookEndpointResponse
+	(*ListAlertEventsRequest)(nil),            // 161: tollgate.admin.v1.ListAlertEventsRequest
+	(*ListAlertEventsResponse)(nil),           // 162: tollgate.admin.v1.ListAlertEventsResponse
+	(*AlertEvent)(nil),                        // 163: tollgate.admin.v1.AlertEvent
+	(*WebhookDelivery)(nil),                   // 164: tollgate.admin.v1.WebhookDelivery
+	nil,                                       // 165: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	nil,                                       // 166: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	(*v1.PriceRule)(nil),                      // 167: tollgate.config.v1.PriceRule
+	(*timestamppb.Timestamp)(nil),             // 168: google.protobuf.Timestamp
+	(*v1.ScheduledPriceRule)(nil),             // 169: tollgate.config.v1.ScheduledPriceRule
+	(*v11.TokenCounts)(nil),                   // 170: tollgate.settlement.v1.TokenCounts
+	(*v1.Provider)(nil),                       // 171: tollgate.config.v1.Provider
+	(*v1.Credential)(nil),                     // 172: tollgate.config.v1.Credential
+	(*v1.RoutingRule)(nil),                    // 173: tollgate.config.v1.RoutingRule
+	(*v1.Route)(nil),                          // 174: tollgate.config.v1.Route
+	(*v1.Org)(nil),                            // 175: tollgate.config.v1.Org
+	(*v1.Team)(nil),                           // 176: tollgate.config.v1.Team
+	(*v1.User)(nil),                           // 177: tollgate.config.v1.User
+	(*v1.ApiKey)(nil),                         // 178: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),                          // 179: tollgate.config.v1.Quota
+	(*v11.SettlementRecord)(nil),              // 180: tollgate.settlement.v1.SettlementRecord
+	(*v1.ModelPolicy)(nil),                    // 181: tollgate.config.v1.ModelPolicy
 }
 var file_tollgate_admin_v1_admin_proto_depIdxs = []int32{
-	161, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
-	161, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	161, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	162, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	161, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	163, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	161, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	162, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	161, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	163, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	163, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
-	164, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
-	162, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
+	167, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
+	167, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	167, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	168, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	167, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	169, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	167, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	168, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	167, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	169, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	169, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
+	170, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
+	168, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
 	16,  // 13: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
-	165, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
-	165, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	165, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	165, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	165, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	165, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	166, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
-	166, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
-	167, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	167, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
-	167, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	167, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	168, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
-	168, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
-	168, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	168, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	168, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	168, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	169, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	169, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	170, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	170, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	171, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
-	171, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
-	162, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	172, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	173, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	173, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	162, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
-	162, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
-	174, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
+	171, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
+	171, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	171, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	171, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	171, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	171, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	172, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
+	172, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
+	173, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	173, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
+	173, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	173, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	174, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
+	174, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
+	174, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	174, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	174, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	174, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	175, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	175, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	176, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	176, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	177, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
+	177, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
+	168, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	178, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	179, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	179, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	168, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
+	168, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
+	180, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
 	62,  // 45: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
-	161, // 46: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
-	167, // 47: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	161, // 48: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
-	167, // 49: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	163, // 50: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
-	162, // 51: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
-	68,  // 52: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
-	68,  // 53: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
-	162, // 54: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
-	162, // 55: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
-	162, // 56: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
-	76,  // 57: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
-	173, // 58: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	76,  // 59: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
-	162, // 60: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
-	162, // 61: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
-	81,  // 62: tollgate.admin.v1.ListQuotaPeriodsResponse.items:type_name -> tollgate.admin.v1.QuotaPeriod
-	162, // 63: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
-	84,  // 64: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
-	85,  // 65: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
-	159, // 66: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	160, // 67: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	162, // 68: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
-	89,  // 69: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
-	162, // 70: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
-	90,  // 71: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
-	91,  // 72: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
-	93,  // 73: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
-	94,  // 74: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
-	161, // 75: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
-	92,  // 76: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
-	161, // 77: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
-	162, // 78: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
-	162, // 79: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
-	99,  // 80: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
-	162, // 81: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
-	102, // 82: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
-	162, // 83: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
-	162, // 84: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
-	161, // 85: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
-	162, // 86: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
-	162, // 87: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
-	162, // 88: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
-	161, // 89: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
-	162, // 90: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
-	162, // 91: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
-	105, // 92: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
-	172, // 93: tollgate.admin.v1.ListApiKeysResponse.items:type_name -> tollgate.config.v1.ApiKey
-	172, // 94: tollgate.admin.v1.GetApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	162, // 95: tollgate.admin.v1.UpdateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	172, // 96: tollgate.admin.v1.UpdateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	172, // 97: tollgate.admin.v1.RotateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	169, // 98: tollgate.admin.v1.ListOrgsResponse.items:type_name -> tollgate.config.v1.Org
-	169, // 99: tollgate.admin.v1.UpdateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	169, // 100: tollgate.admin.v1.UpdateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	170, // 101: tollgate.admin.v1.ListTeamsResponse.items:type_name -> tollgate.config.v1.Team
-	170, // 102: tollgate.admin.v1.UpdateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	170, // 103: tollgate.admin.v1.UpdateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	171, // 104: tollgate.admin.v1.ListUsersResponse.items:type_name -> tollgate.config.v1.User
-	171, // 105: tollgate.admin.v1.UpdateUserRequest.user:type_name -> tollgate.config.v1.User
-	171, // 106: tollgate.admin.v1.UpdateUserResponse.user:type_name -> tollgate.config.v1.User
-	175, // 107: tollgate.admin.v1.GetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
-	136, // 108: tollgate.admin.v1.GetModelPolicyResponse.providers:type_name -> tollgate.admin.v1.ProviderUnpricedPolicy
-	175, // 109: tollgate.admin.v1.SetModelPolicyRequest.policy:type_name -> tollgate.config.v1.ModelPolicy
-	175, // 110: tollgate.admin.v1.SetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
-	162, // 111: tollgate.admin.v1.ListUnpricedModelsRequest.since:type_name -> google.protobuf.Timestamp
-	143, // 112: tollgate.admin.v1.ListUnpricedModelsResponse.items:type_name -> tollgate.admin.v1.UnpricedModel
-	162, // 113: tollgate.admin.v1.UnpricedModel.first_seen:type_name -> google.protobuf.Timestamp
-	162, // 114: tollgate.admin.v1.UnpricedModel.last_seen:type_name -> google.protobuf.Timestamp
-	162, // 115: tollgate.admin.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
-	148, // 116: tollgate.admin.v1.CreateWebhookEndpointResponse.endpoint:type_name -> tollgate.admin.v1.WebhookEndpoint
-	148, // 117: tollgate.admin.v1.ListWebhookEndpointsResponse.items:type_name -> tollgate.admin.v1.WebhookEndpoint
-	157, // 118: tollgate.admin.v1.ListAlertEventsResponse.items:type_name -> tollgate.admin.v1.AlertEvent
-	162, // 119: tollgate.admin.v1.AlertEvent.period_start:type_name -> google.protobuf.Timestamp
-	162, // 120: tollgate.admin.v1.AlertEvent.created_at:type_name -> google.protobuf.Timestamp
-	158, // 121: tollgate.admin.v1.AlertEvent.deliveries:type_name -> tollgate.admin.v1.WebhookDelivery
-	162, // 122: tollgate.admin.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
-	0,   // 123: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
-	2,   // 124: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
-	4,   // 125: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
-	6,   // 126: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
-	12,  // 127: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
-	14,  // 128: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
-	17,  // 129: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	19,  // 130: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	21,  // 131: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	23,  // 132: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	25,  // 133: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	27,  // 134: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
-	29,  // 135: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
-	31,  // 136: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
-	33,  // 137: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
-	35,  // 138: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
-	37,  // 139: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
-	39,  // 140: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
-	41,  // 141: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
-	43,  // 142: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
-	45,  // 143: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
-	47,  // 144: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
-	49,  // 145: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
-	51,  // 146: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
-	53,  // 147: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
-	55,  // 148: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
-	57,  // 149: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
-	59,  // 150: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
-	75,  // 151: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
-	78,  // 152: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	80,  // 153: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
-	61,  // 154: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
-	64,  // 155: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
-	66,  // 156: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
-	69,  // 157: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
-	71,  // 158: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
-	73,  // 159: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
-	83,  // 160: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
-	87,  // 161: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
-	95,  // 162: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
-	97,  // 163: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	100, // 164: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
-	103, // 165: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
-	8,   // 166: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
-	10,  // 167: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
-	106, // 168: tollgate.admin.v1.AdminService.ListApiKeys:input_type -> tollgate.admin.v1.ListApiKeysRequest
-	108, // 169: tollgate.admin.v1.AdminService.GetApiKey:input_type -> tollgate.admin.v1.GetApiKeyRequest
-	110, // 170: tollgate.admin.v1.AdminService.UpdateApiKey:input_type -> tollgate.admin.v1.UpdateApiKeyRequest
-	112, // 171: tollgate.admin.v1.AdminService.DeleteApiKey:input_type -> tollgate.admin.v1.DeleteApiKeyRequest
-	114, // 172: tollgate.admin.v1.AdminService.RotateApiKey:input_type -> tollgate.admin.v1.RotateApiKeyRequest
-	116, // 173: tollgate.admin.v1.AdminService.ListOrgs:input_type -> tollgate.admin.v1.ListOrgsRequest
-	118, // 174: tollgate.admin.v1.AdminService.UpdateOrg:input_type -> tollgate.admin.v1.UpdateOrgRequest
-	120, // 175: tollgate.admin.v1.AdminService.DeleteOrg:input_type -> tollgate.admin.v1.DeleteOrgRequest
-	122, // 176: tollgate.admin.v1.AdminService.ListTeams:input_type -> tollgate.admin.v1.ListTeamsRequest
-	124, // 177: tollgate.admin.v1.AdminService.UpdateTeam:input_type -> tollgate.admin.v1.UpdateTeamRequest
-	126, // 178: tollgate.admin.v1.AdminService.DeleteTeam:input_type -> tollgate.admin.v1.DeleteTeamRequest
-	128, // 179: tollgate.admin.v1.AdminService.ListUsers:input_type -> tollgate.admin.v1.ListUsersRequest
-	130, // 180: tollgate.admin.v1.AdminService.UpdateUser:input_type -> tollgate.admin.v1.UpdateUserRequest
-	132, // 181: tollgate.admin.v1.AdminService.DeleteUser:input_type -> tollgate.admin.v1.DeleteUserRequest
-	134, // 182: tollgate.admin.v1.AdminService.GetModelPolicy:input_type -> tollgate.admin.v1.GetModelPolicyRequest
-	137, // 183: tollgate.admin.v1.AdminService.SetModelPolicy:input_type -> tollgate.admin.v1.SetModelPolicyRequest
-	139, // 184: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:input_type -> tollgate.admin.v1.SetProviderUnpricedPolicyRequest
-	141, // 185: tollgate.admin.v1.AdminService.ListUnpricedModels:input_type -> tollgate.admin.v1.ListUnpricedModelsRequest
-	144, // 186: tollgate.admin.v1.AdminService.GetQuotaAlerts:input_type -> tollgate.admin.v1.GetQuotaAlertsRequest
-	146, // 187: tollgate.admin.v1.AdminService.SetQuotaAlerts:input_type -> tollgate.admin.v1.SetQuotaAlertsRequest
-	149, // 188: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:input_type -> tollgate.admin.v1.CreateWebhookEndpointRequest
-	151, // 189: tollgate.admin.v1.AdminService.ListWebhookEndpoints:input_type -> tollgate.admin.v1.ListWebhookEndpointsRequest
-	153, // 190: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:input_type -> tollgate.admin.v1.DeleteWebhookEndpointRequest
-	155, // 191: tollgate.admin.v1.AdminService.ListAlertEvents:input_type -> tollgate.admin.v1.ListAlertEventsRequest
-	1,   // 192: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
-	3,   // 193: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
-	5,   // 194: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
-	7,   // 195: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
-	13,  // 196: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
-	15,  // 197: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
-	18,  // 198: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	20,  // 199: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	22,  // 200: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	24,  // 201: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	26,  // 202: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	28,  // 203: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
-	30,  // 204: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
-	32,  // 205: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
-	34,  // 206: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
-	36,  // 207: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
-	38,  // 208: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
-	40,  // 209: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
-	42,  // 210: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
-	44,  // 211: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
-	46,  // 212: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
-	48,  // 213: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
-	50,  // 214: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
-	52,  // 215: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
-	54,  // 216: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
-	56,  // 217: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
-	58,  // 218: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
-	60,  // 219: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
-	77,  // 220: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
-	79,  // 221: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	82,  // 222: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
-	63,  // 223: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
-	65,  // 224: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
-	67,  // 225: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
-	70,  // 226: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
-	72,  // 227: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
-	74,  // 228: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
-	86,  // 229: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
-	88,  // 230: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
-	96,  // 231: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
-	98,  // 232: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	101, // 233: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
-	104, // 234: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
-	9,   // 235: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
-	11,  // 236: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
-	107, // 237: tollgate.admin.v1.AdminService.ListApiKeys:output_type -> tollgate.admin.v1.ListApiKeysResponse
-	109, // 238: tollgate.admin.v1.AdminService.GetApiKey:output_type -> tollgate.admin.v1.GetApiKeyResponse
-	111, // 239: tollgate.admin.v1.AdminService.UpdateApiKey:output_type -> tollgate.admin.v1.UpdateApiKeyResponse
-	113, // 240: tollgate.admin.v1.AdminService.DeleteApiKey:output_type -> tollgate.admin.v1.DeleteApiKeyResponse
-	115, // 241: tollgate.admin.v1.AdminService.RotateApiKey:output_type -> tollgate.admin.v1.RotateApiKeyResponse
-	117, // 242: tollgate.admin.v1.AdminService.ListOrgs:output_type -> tollgate.admin.v1.ListOrgsResponse
-	119, // 243: tollgate.admin.v1.AdminService.UpdateOrg:output_type -> tollgate.admin.v1.UpdateOrgResponse
-	121, // 244: tollgate.admin.v1.AdminService.DeleteOrg:output_type -> tollgate.admin.v1.DeleteOrgResponse
-	123, // 245: tollgate.admin.v1.AdminService.ListTeams:output_type -> tollgate.admin.v1.ListTeamsResponse
-	125, // 246: tollgate.admin.v1.AdminService.UpdateTeam:output_type -> tollgate.admin.v1.UpdateTeamResponse
-	127, // 247: tollgate.admin.v1.AdminService.DeleteTeam:output_type -> tollgate.admin.v1.DeleteTeamResponse
-	129, // 248: tollgate.admin.v1.AdminService.ListUsers:output_type -> tollgate.admin.v1.ListUsersResponse
-	131, // 249: tollgate.admin.v1.AdminService.UpdateUser:output_type -> tollgate.admin.v1.UpdateUserResponse
-	133, // 250: tollgate.admin.v1.AdminService.DeleteUser:output_type -> tollgate.admin.v1.DeleteUserResponse
-	135, // 251: tollgate.admin.v1.AdminService.GetModelPolicy:output_type -> tollgate.admin.v1.GetModelPolicyResponse
-	138, // 252: tollgate.admin.v1.AdminService.SetModelPolicy:output_type -> tollgate.admin.v1.SetModelPolicyResponse
-	140, // 253: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:output_type -> tollgate.admin.v1.SetProviderUnpricedPolicyResponse
-	142, // 254: tollgate.admin.v1.AdminService.ListUnpricedModels:output_type -> tollgate.admin.v1.ListUnpricedModelsResponse
-	145, // 255: tollgate.admin.v1.AdminService.GetQuotaAlerts:output_type -> tollgate.admin.v1.GetQuotaAlertsResponse
-	147, // 256: tollgate.admin.v1.AdminService.SetQuotaAlerts:output_type -> tollgate.admin.v1.SetQuotaAlertsResponse
-	150, // 257: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:output_type -> tollgate.admin.v1.CreateWebhookEndpointResponse
-	152, // 258: tollgate.admin.v1.AdminService.ListWebhookEndpoints:output_type -> tollgate.admin.v1.ListWebhookEndpointsResponse
-	154, // 259: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:output_type -> tollgate.admin.v1.DeleteWebhookEndpointResponse
-	156, // 260: tollgate.admin.v1.AdminService.ListAlertEvents:output_type -> tollgate.admin.v1.ListAlertEventsResponse
-	192, // [192:261] is the sub-list for method output_type
-	123, // [123:192] is the sub-list for method input_type
-	123, // [123:123] is the sub-list for extension type_name
-	123, // [123:123] is the sub-list for extension extendee
-	0,   // [0:123] is the sub-list for field type_name
+	168, // 46: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
+	168, // 47: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
+	65,  // 48: tollgate.admin.v1.GetSpendRequest.filters:type_name -> tollgate.admin.v1.SpendFilter
+	168, // 49: tollgate.admin.v1.SpendRow.bucket_start:type_name -> google.protobuf.Timestamp
+	66,  // 50: tollgate.admin.v1.SpendRow.group:type_name -> tollgate.admin.v1.SpendGroupValue
+	67,  // 51: tollgate.admin.v1.SpendRow.tokens:type_name -> tollgate.admin.v1.SpendTokens
+	68,  // 52: tollgate.admin.v1.GetSpendResponse.rows:type_name -> tollgate.admin.v1.SpendRow
+	68,  // 53: tollgate.admin.v1.GetSpendResponse.total:type_name -> tollgate.admin.v1.SpendRow
+	167, // 54: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
+	173, // 55: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	167, // 56: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
+	173, // 57: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	169, // 58: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
+	168, // 59: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
+	74,  // 60: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
+	74,  // 61: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
+	168, // 62: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
+	168, // 63: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
+	168, // 64: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
+	82,  // 65: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
+	179, // 66: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	82,  // 67: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
+	168, // 68: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
+	168, // 69: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
+	87,  // 70: tollgate.admin.v1.ListQuotaPeriodsResponse.items:type_name -> tollgate.admin.v1.QuotaPeriod
+	168, // 71: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
+	90,  // 72: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
+	91,  // 73: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
+	165, // 74: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	166, // 75: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	168, // 76: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
+	95,  // 77: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
+	168, // 78: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
+	96,  // 79: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
+	97,  // 80: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
+	99,  // 81: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
+	100, // 82: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
+	167, // 83: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
+	98,  // 84: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
+	167, // 85: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
+	168, // 86: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
+	168, // 87: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
+	105, // 88: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
+	168, // 89: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
+	108, // 90: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
+	168, // 91: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
+	168, // 92: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
+	167, // 93: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
+	168, // 94: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
+	168, // 95: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
+	168, // 96: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
+	167, // 97: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
+	168, // 98: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
+	168, // 99: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
+	111, // 100: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
+	178, // 101: tollgate.admin.v1.ListApiKeysResponse.items:type_name -> tollgate.config.v1.ApiKey
+	178, // 102: tollgate.admin.v1.GetApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	168, // 103: tollgate.admin.v1.UpdateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	178, // 104: tollgate.admin.v1.UpdateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	178, // 105: tollgate.admin.v1.RotateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	175, // 106: tollgate.admin.v1.ListOrgsResponse.items:type_name -> tollgate.config.v1.Org
+	175, // 107: tollgate.admin.v1.UpdateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	175, // 108: tollgate.admin.v1.UpdateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	176, // 109: tollgate.admin.v1.ListTeamsResponse.items:type_name -> tollgate.config.v1.Team
+	176, // 110: tollgate.admin.v1.UpdateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	176, // 111: tollgate.admin.v1.UpdateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	177, // 112: tollgate.admin.v1.ListUsersResponse.items:type_name -> tollgate.config.v1.User
+	177, // 113: tollgate.admin.v1.UpdateUserRequest.user:type_name -> tollgate.config.v1.User
+	177, // 114: tollgate.admin.v1.UpdateUserResponse.user:type_name -> tollgate.config.v1.User
+	181, // 115: tollgate.admin.v1.GetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
+	142, // 116: tollgate.admin.v1.GetModelPolicyResponse.providers:type_name -> tollgate.admin.v1.ProviderUnpricedPolicy
+	181, // 117: tollgate.admin.v1.SetModelPolicyRequest.policy:type_name -> tollgate.config.v1.ModelPolicy
+	181, // 118: tollgate.admin.v1.SetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
+	168, // 119: tollgate.admin.v1.ListUnpricedModelsRequest.since:type_name -> google.protobuf.Timestamp
+	149, // 120: tollgate.admin.v1.ListUnpricedModelsResponse.items:type_name -> tollgate.admin.v1.UnpricedModel
+	168, // 121: tollgate.admin.v1.UnpricedModel.first_seen:type_name -> google.protobuf.Timestamp
+	168, // 122: tollgate.admin.v1.UnpricedModel.last_seen:type_name -> google.protobuf.Timestamp
+	168, // 123: tollgate.admin.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
+	154, // 124: tollgate.admin.v1.CreateWebhookEndpointResponse.endpoint:type_name -> tollgate.admin.v1.WebhookEndpoint
+	154, // 125: tollgate.admin.v1.ListWebhookEndpointsResponse.items:type_name -> tollgate.admin.v1.WebhookEndpoint
+	163, // 126: tollgate.admin.v1.ListAlertEventsResponse.items:type_name -> tollgate.admin.v1.AlertEvent
+	168, // 127: tollgate.admin.v1.AlertEvent.period_start:type_name -> google.protobuf.Timestamp
+	168, // 128: tollgate.admin.v1.AlertEvent.created_at:type_name -> google.protobuf.Timestamp
+	164, // 129: tollgate.admin.v1.AlertEvent.deliveries:type_name -> tollgate.admin.v1.WebhookDelivery
+	168, // 130: tollgate.admin.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
+	0,   // 131: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
+	2,   // 132: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
+	4,   // 133: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
+	6,   // 134: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
+	12,  // 135: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
+	14,  // 136: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
+	17,  // 137: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	19,  // 138: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	21,  // 139: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	23,  // 140: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	25,  // 141: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	27,  // 142: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
+	29,  // 143: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
+	31,  // 144: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
+	33,  // 145: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
+	35,  // 146: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
+	37,  // 147: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
+	39,  // 148: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
+	41,  // 149: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
+	43,  // 150: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
+	45,  // 151: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
+	47,  // 152: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
+	49,  // 153: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
+	51,  // 154: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
+	53,  // 155: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
+	55,  // 156: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
+	57,  // 157: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
+	59,  // 158: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
+	81,  // 159: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
+	84,  // 160: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	86,  // 161: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
+	61,  // 162: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
+	64,  // 163: tollgate.admin.v1.AdminService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
+	70,  // 164: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
+	72,  // 165: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
+	75,  // 166: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
+	77,  // 167: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
+	79,  // 168: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
+	89,  // 169: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
+	93,  // 170: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
+	101, // 171: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
+	103, // 172: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	106, // 173: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
+	109, // 174: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
+	8,   // 175: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
+	10,  // 176: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
+	112, // 177: tollgate.admin.v1.AdminService.ListApiKeys:input_type -> tollgate.admin.v1.ListApiKeysRequest
+	114, // 178: tollgate.admin.v1.AdminService.GetApiKey:input_type -> tollgate.admin.v1.GetApiKeyRequest
+	116, // 179: tollgate.admin.v1.AdminService.UpdateApiKey:input_type -> tollgate.admin.v1.UpdateApiKeyRequest
+	118, // 180: tollgate.admin.v1.AdminService.DeleteApiKey:input_type -> tollgate.admin.v1.DeleteApiKeyRequest
+	120, // 181: tollgate.admin.v1.AdminService.RotateApiKey:input_type -> tollgate.admin.v1.RotateApiKeyRequest
+	122, // 182: tollgate.admin.v1.AdminService.ListOrgs:input_type -> tollgate.admin.v1.ListOrgsRequest
+	124, // 183: tollgate.admin.v1.AdminService.UpdateOrg:input_type -> tollgate.admin.v1.UpdateOrgRequest
+	126, // 184: tollgate.admin.v1.AdminService.DeleteOrg:input_type -> tollgate.admin.v1.DeleteOrgRequest
+	128, // 185: tollgate.admin.v1.AdminService.ListTeams:input_type -> tollgate.admin.v1.ListTeamsRequest
+	130, // 186: tollgate.admin.v1.AdminService.UpdateTeam:input_type -> tollgate.admin.v1.UpdateTeamRequest
+	132, // 187: tollgate.admin.v1.AdminService.DeleteTeam:input_type -> tollgate.admin.v1.DeleteTeamRequest
+	134, // 188: tollgate.admin.v1.AdminService.ListUsers:input_type -> tollgate.admin.v1.ListUsersRequest
+	136, // 189: tollgate.admin.v1.AdminService.UpdateUser:input_type -> tollgate.admin.v1.UpdateUserRequest
+	138, // 190: tollgate.admin.v1.AdminService.DeleteUser:input_type -> tollgate.admin.v1.DeleteUserRequest
+	140, // 191: tollgate.admin.v1.AdminService.GetModelPolicy:input_type -> tollgate.admin.v1.GetModelPolicyRequest
+	143, // 192: tollgate.admin.v1.AdminService.SetModelPolicy:input_type -> tollgate.admin.v1.SetModelPolicyRequest
+	145, // 193: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:input_type -> tollgate.admin.v1.SetProviderUnpricedPolicyRequest
+	147, // 194: tollgate.admin.v1.AdminService.ListUnpricedModels:input_type -> tollgate.admin.v1.ListUnpricedModelsRequest
+	150, // 195: tollgate.admin.v1.AdminService.GetQuotaAlerts:input_type -> tollgate.admin.v1.GetQuotaAlertsRequest
+	152, // 196: tollgate.admin.v1.AdminService.SetQuotaAlerts:input_type -> tollgate.admin.v1.SetQuotaAlertsRequest
+	155, // 197: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:input_type -> tollgate.admin.v1.CreateWebhookEndpointRequest
+	157, // 198: tollgate.admin.v1.AdminService.ListWebhookEndpoints:input_type -> tollgate.admin.v1.ListWebhookEndpointsRequest
+	159, // 199: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:input_type -> tollgate.admin.v1.DeleteWebhookEndpointRequest
+	161, // 200: tollgate.admin.v1.AdminService.ListAlertEvents:input_type -> tollgate.admin.v1.ListAlertEventsRequest
+	1,   // 201: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
+	3,   // 202: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
+	5,   // 203: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
+	7,   // 204: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
+	13,  // 205: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
+	15,  // 206: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
+	18,  // 207: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	20,  // 208: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	22,  // 209: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	24,  // 210: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	26,  // 211: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	28,  // 212: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
+	30,  // 213: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
+	32,  // 214: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
+	34,  // 215: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
+	36,  // 216: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
+	38,  // 217: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
+	40,  // 218: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
+	42,  // 219: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
+	44,  // 220: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
+	46,  // 221: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
+	48,  // 222: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
+	50,  // 223: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
+	52,  // 224: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
+	54,  // 225: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
+	56,  // 226: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
+	58,  // 227: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
+	60,  // 228: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
+	83,  // 229: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
+	85,  // 230: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	88,  // 231: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
+	63,  // 232: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
+	69,  // 233: tollgate.admin.v1.AdminService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
+	71,  // 234: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
+	73,  // 235: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
+	76,  // 236: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
+	78,  // 237: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
+	80,  // 238: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
+	92,  // 239: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
+	94,  // 240: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
+	102, // 241: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
+	104, // 242: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	107, // 243: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
+	110, // 244: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
+	9,   // 245: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
+	11,  // 246: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
+	113, // 247: tollgate.admin.v1.AdminService.ListApiKeys:output_type -> tollgate.admin.v1.ListApiKeysResponse
+	115, // 248: tollgate.admin.v1.AdminService.GetApiKey:output_type -> tollgate.admin.v1.GetApiKeyResponse
+	117, // 249: tollgate.admin.v1.AdminService.UpdateApiKey:output_type -> tollgate.admin.v1.UpdateApiKeyResponse
+	119, // 250: tollgate.admin.v1.AdminService.DeleteApiKey:output_type -> tollgate.admin.v1.DeleteApiKeyResponse
+	121, // 251: tollgate.admin.v1.AdminService.RotateApiKey:output_type -> tollgate.admin.v1.RotateApiKeyResponse
+	123, // 252: tollgate.admin.v1.AdminService.ListOrgs:output_type -> tollgate.admin.v1.ListOrgsResponse
+	125, // 253: tollgate.admin.v1.AdminService.UpdateOrg:output_type -> tollgate.admin.v1.UpdateOrgResponse
+	127, // 254: tollgate.admin.v1.AdminService.DeleteOrg:output_type -> tollgate.admin.v1.DeleteOrgResponse
+	129, // 255: tollgate.admin.v1.AdminService.ListTeams:output_type -> tollgate.admin.v1.ListTeamsResponse
+	131, // 256: tollgate.admin.v1.AdminService.UpdateTeam:output_type -> tollgate.admin.v1.UpdateTeamResponse
+	133, // 257: tollgate.admin.v1.AdminService.DeleteTeam:output_type -> tollgate.admin.v1.DeleteTeamResponse
+	135, // 258: tollgate.admin.v1.AdminService.ListUsers:output_type -> tollgate.admin.v1.ListUsersResponse
+	137, // 259: tollgate.admin.v1.AdminService.UpdateUser:output_type -> tollgate.admin.v1.UpdateUserResponse
+	139, // 260: tollgate.admin.v1.AdminService.DeleteUser:output_type -> tollgate.admin.v1.DeleteUserResponse
+	141, // 261: tollgate.admin.v1.AdminService.GetModelPolicy:output_type -> tollgate.admin.v1.GetModelPolicyResponse
+	144, // 262: tollgate.admin.v1.AdminService.SetModelPolicy:output_type -> tollgate.admin.v1.SetModelPolicyResponse
+	146, // 263: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:output_type -> tollgate.admin.v1.SetProviderUnpricedPolicyResponse
+	148, // 264: tollgate.admin.v1.AdminService.ListUnpricedModels:output_type -> tollgate.admin.v1.ListUnpricedModelsResponse
+	151, // 265: tollgate.admin.v1.AdminService.GetQuotaAlerts:output_type -> tollgate.admin.v1.GetQuotaAlertsResponse
+	153, // 266: tollgate.admin.v1.AdminService.SetQuotaAlerts:output_type -> tollgate.admin.v1.SetQuotaAlertsResponse
+	156, // 267: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:output_type -> tollgate.admin.v1.CreateWebhookEndpointResponse
+	158, // 268: tollgate.admin.v1.AdminService.ListWebhookEndpoints:output_type -> tollgate.admin.v1.ListWebhookEndpointsResponse
+	160, // 269: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:output_type -> tollgate.admin.v1.DeleteWebhookEndpointResponse
+	162, // 270: tollgate.admin.v1.AdminService.ListAlertEvents:output_type -> tollgate.admin.v1.ListAlertEventsResponse
+	201, // [201:271] is the sub-list for method output_type
+	131, // [131:201] is the sub-list for method input_type
+	131, // [131:131] is the sub-list for extension type_name
+	131, // [131:131] is the sub-list for extension extendee
+	0,   // [0:131] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_admin_proto_init() }
@@ -10029,20 +10597,21 @@ func file_tollgate_admin_v1_admin_proto_init() {
 	file_tollgate_admin_v1_admin_proto_msgTypes[14].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[59].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[61].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[81].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[106].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[110].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[122].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[66].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[87].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[112].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[116].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[128].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[139].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[155].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[134].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[145].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[161].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_admin_proto_rawDesc), len(file_tollgate_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   161,
+			NumMessages:   167,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

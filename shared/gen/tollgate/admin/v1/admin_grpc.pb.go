@@ -54,6 +54,7 @@ const (
 	AdminService_ListQuotaAdjustments_FullMethodName      = "/tollgate.admin.v1.AdminService/ListQuotaAdjustments"
 	AdminService_ListQuotaPeriods_FullMethodName          = "/tollgate.admin.v1.AdminService/ListQuotaPeriods"
 	AdminService_ListUsages_FullMethodName                = "/tollgate.admin.v1.AdminService/ListUsages"
+	AdminService_GetSpend_FullMethodName                  = "/tollgate.admin.v1.AdminService/GetSpend"
 	AdminService_Export_FullMethodName                    = "/tollgate.admin.v1.AdminService/Export"
 	AdminService_Import_FullMethodName                    = "/tollgate.admin.v1.AdminService/Import"
 	AdminService_CreateAdminToken_FullMethodName          = "/tollgate.admin.v1.AdminService/CreateAdminToken"
@@ -151,6 +152,9 @@ type AdminServiceClient interface {
 	ListQuotaPeriods(ctx context.Context, in *ListQuotaPeriodsRequest, opts ...grpc.CallOption) (*ListQuotaPeriodsResponse, error)
 	// Usage rows.
 	ListUsages(ctx context.Context, in *ListUsagesRequest, opts ...grpc.CallOption) (*ListUsagesResponse, error)
+	// GetSpend answers cost, tokens and request counts per time bucket and group from the spend rollups
+	// (REST GET /admin/spend; docs/admin-api.md). Viewers may call it.
+	GetSpend(ctx context.Context, in *GetSpendRequest, opts ...grpc.CallOption) (*GetSpendResponse, error)
 	// Import and export of price and routing rules.
 	Export(ctx context.Context, in *ExportRequest, opts ...grpc.CallOption) (*ExportResponse, error)
 	// Import is all-or-nothing; it keeps given ids (upsert) and never seeds routing rows.
@@ -537,6 +541,16 @@ func (c *adminServiceClient) ListUsages(ctx context.Context, in *ListUsagesReque
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListUsagesResponse)
 	err := c.cc.Invoke(ctx, AdminService_ListUsages_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) GetSpend(ctx context.Context, in *GetSpendRequest, opts ...grpc.CallOption) (*GetSpendResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSpendResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetSpend_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -971,6 +985,9 @@ type AdminServiceServer interface {
 	ListQuotaPeriods(context.Context, *ListQuotaPeriodsRequest) (*ListQuotaPeriodsResponse, error)
 	// Usage rows.
 	ListUsages(context.Context, *ListUsagesRequest) (*ListUsagesResponse, error)
+	// GetSpend answers cost, tokens and request counts per time bucket and group from the spend rollups
+	// (REST GET /admin/spend; docs/admin-api.md). Viewers may call it.
+	GetSpend(context.Context, *GetSpendRequest) (*GetSpendResponse, error)
 	// Import and export of price and routing rules.
 	Export(context.Context, *ExportRequest) (*ExportResponse, error)
 	// Import is all-or-nothing; it keeps given ids (upsert) and never seeds routing rows.
@@ -1138,6 +1155,9 @@ func (UnimplementedAdminServiceServer) ListQuotaPeriods(context.Context, *ListQu
 }
 func (UnimplementedAdminServiceServer) ListUsages(context.Context, *ListUsagesRequest) (*ListUsagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListUsages not implemented")
+}
+func (UnimplementedAdminServiceServer) GetSpend(context.Context, *GetSpendRequest) (*GetSpendResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSpend not implemented")
 }
 func (UnimplementedAdminServiceServer) Export(context.Context, *ExportRequest) (*ExportResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Export not implemented")
@@ -1843,6 +1863,24 @@ func _AdminService_ListUsages_Handler(srv interface{}, ctx context.Context, dec 
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AdminServiceServer).ListUsages(ctx, req.(*ListUsagesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_GetSpend_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSpendRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetSpend(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetSpend_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetSpend(ctx, req.(*GetSpendRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -2647,6 +2685,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListUsages",
 			Handler:    _AdminService_ListUsages_Handler,
+		},
+		{
+			MethodName: "GetSpend",
+			Handler:    _AdminService_GetSpend_Handler,
 		},
 		{
 			MethodName: "Export",

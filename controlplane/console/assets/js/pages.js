@@ -1,0 +1,15 @@
+// The console's pages, in navigation order: adding a page is one module under pages/ and one line here.
+// A module page exports mount(section, ctx) (build its DOM once) and show(ctx) (each visit); "view" pages
+// are sections of index.html driven by their own modules (Pricing, Catalogs).
+export const PAGES = [
+  { hash: "overview", title: "Overview", module: "./pages/overview.js" },
+  { hash: "spend", title: "Spend", module: "./pages/spend.js" },
+  { hash: "usage", title: "Usage", module: "./pages/usage.js" },
+  { hash: "pricing", title: "Pricing", view: "pricing-view" },
+  { hash: "catalogs", title: "Catalogs", view: "catalogs-view" },
+  { hash: "providers", title: "Providers", module: "./pages/providers.js" },
+  { hash: "routes", title: "Routes", module: "./pages/routes.js" },
+  { hash: "tokens", title: "Admin tokens", module: "./pages/tokens.js" },
+];
+
+export const DEFAULT_PAGE = "overview";

@@ -1,0 +1,62 @@
+// Overview: spend today and over the last 30 days, top models and teams, and the configuration's state.
+import { call } from "../api.js";
+import { el, dollars, count, notice, errorText, table } from "../ui.js";
+import { getSpend, utcDay, groupLabel } from "../spendapi.js";
+
+let root;
+
+export function mount(section) {
+  root = section;
+  section.append(
+    el("div", { class: "page-head" }, el("h1", { id: "overview-title" }, "Overview"),
+      el("div", { class: "page-actions" }, el("button", { type: "button", class: "btn btn-quiet", id: "ov-reload", onclick: () => show() }, "Reload"))),
+    el("p", { id: "ov-error", class: "notice notice-error", role: "alert", hidden: true }),
+    el("div", { class: "cards", id: "ov-cards" }),
+    el("div", { class: "two-col" },
+      el("section", { class: "panel", "aria-labelledby": "ov-models-title" },
+        el("h2", { id: "ov-models-title" }, "Top models, last 30 days"), el("div", { id: "ov-models" })),
+      el("section", { class: "panel", "aria-labelledby": "ov-teams-title" },
+        el("h2", { id: "ov-teams-title" }, "Top spenders (teams), last 30 days"), el("div", { id: "ov-teams" }))),
+    el("p", { class: "muted small" }, "Days are UTC. Amounts are rounded to cents here; the Spend page and its CSV show them exactly."));
+}
+
+function card(id, label, value, sub) {
+  return el("div", { class: "card", id },
+    el("p", { class: "card-label" }, label), el("p", { class: "card-value" }, value), sub ? el("p", { class: "card-sub muted" }, sub) : null);
+}
+
+function topTable(caption, ans, dim) {
+  if (!ans.rows.length) return el("p", { class: "muted" }, "No spend in this period.");
+  return table(caption, ["Name", { label: "Requests", num: true }, { label: "Cost", num: true }],
+    ans.rows.map((r) => el("tr", {},
+      el("td", { "data-label": "Name" }, groupLabel(r, [dim])), el("td", { class: "num", "data-label": "Requests" }, count(r.requests)),
+      el("td", { class: "num mono", title: `$${r.cost}`, "data-label": "Cost" }, dollars(r.cost)))), { cls: "data cards-narrow" });
+}
+
+export async function show() {
+  const err = root.querySelector("#ov-error");
+  notice(err, "");
+  const now = new Date();
+  const today = { since: utcDay(now), until: utcDay(now, 1) };
+  const month = { since: utcDay(now, -29), until: utcDay(now, 1) };
+  try {
+    const [t, m, models, teams, snap] = await Promise.all([
+      getSpend(today), getSpend(month),
+      getSpend({ ...month, groupBy: ["logical_model"], top: 5 }),
+      getSpend({ ...month, groupBy: ["team"], top: 5 }),
+      call("GET", "/admin/snapshot-status").then((r) => r.data),
+    ]);
+    const snapOK = !snap.failing;
+    root.querySelector("#ov-cards").replaceChildren(
+      card("ov-today", "Spend today (UTC)", dollars(t.total.cost), `${count(t.total.requests)} requests`),
+      card("ov-month", "Spend, last 30 days", dollars(m.total.cost), `${count(m.total.requests)} requests`),
+      card("ov-tokens", "Tokens, last 30 days", count(m.total.tokens.input), `input · ${count(m.total.tokens.output)} output`),
+      card("ov-snapshot", "Configuration", snapOK ? "Published" : "Not compiling",
+        snapOK ? `Data planes serve version ${snap.published_version}` : `Data planes keep version ${snap.published_version}; see the banner`));
+    root.querySelector("#ov-snapshot").classList.toggle("card-bad", !snapOK);
+    root.querySelector("#ov-models").replaceChildren(topTable("Top models by cost", models, "logical_model"));
+    root.querySelector("#ov-teams").replaceChildren(topTable("Top teams by cost", teams, "team"));
+  } catch (e) {
+    notice(err, errorText(e));
+  }
+}

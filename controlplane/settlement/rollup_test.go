@@ -1,0 +1,108 @@
+package settlement_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
+)
+
+// TestSettleMaintainsSpendRollupsExactlyOnce: records settled through the service reach the spend rollups
+// (migration 0011's trigger) in the same transaction, and a redelivered batch adds nothing to them.
+func TestSettleMaintainsSpendRollupsExactlyOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var recs []*settlementv1.SettlementRecord
+	for i := range 30 {
+		r := record("roll-"+strconv.Itoa(i), 1, 2, 3, "0.000123")
+		r.LogicalModel = "m" + strconv.Itoa(i%3)
+		recs = append(recs, r)
+	}
+	for range 2 {
+		if _, err := b.svc.Settle(ctx, &settlementv1.SettleRequest{Records: recs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.svc.Settle(ctx, &settlementv1.SettleRequest{Records: recs[10:20]}); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"spend_hour", "spend_day", "spend_team_hour", "spend_team_day"} {
+		var n int64
+		var cost string
+		if err := b.db.Pool.QueryRow(ctx, `SELECT sum(requests)::bigint, trim_scale(sum(cost))::text FROM `+table).Scan(&n, &cost); err != nil {
+			t.Fatal(err)
+		}
+		if n != 30 || cost != "0.00369" {
+			t.Errorf("%s: %d requests costing %s, want 30 costing 0.00369", table, n, cost)
+		}
+	}
+}
+
+// BenchmarkSettleIngestRollups measures ingest without the spend rollups (the trigger disabled: the figure
+// before issue 18) and with them, in one run: two databases, and every iteration settles one batch into each,
+// in alternating order, so both see the same machine load. It reports the median milliseconds per batch of
+// each and the throughput with rollups as a percentage of the throughput without. Records are
+// BenchmarkSettleIngest's (one org, team, key and model: every batch updates the same rollup rows) or varied
+// ones (12 models and 600 keys: a batch writes many rollup rows).
+func BenchmarkSettleIngestRollups(b *testing.B) {
+	for _, size := range []int{1, 100, 1000} {
+		for _, varied := range []bool{false, true} {
+			b.Run("batch="+strconv.Itoa(size)+"/varied="+strconv.FormatBool(varied), func(b *testing.B) {
+				ctx := context.Background()
+				off, on := setup(b), setup(b)
+				if _, err := off.db.Pool.Exec(ctx, `ALTER TABLE usages DISABLE TRIGGER usages_spend_rollup`); err != nil {
+					b.Fatal(err)
+				}
+				n := 0
+				batch := func() []*settlementv1.SettlementRecord {
+					recs := make([]*settlementv1.SettlementRecord, size)
+					for i := range recs {
+						n++
+						recs[i] = record("b"+strconv.Itoa(n), 1, 2, 3, "0.000123")
+						if varied {
+							recs[i].LogicalModel = "model-" + strconv.Itoa(n%12)
+							recs[i].UpstreamModel = "up-" + strconv.Itoa(n%12)
+							recs[i].ApiKeyId = int64(1 + n%600)
+						}
+					}
+					return recs
+				}
+				settle := func(bb *bundle) time.Duration {
+					recs := batch()
+					t := time.Now()
+					if _, err := bb.svc.Settle(ctx, &settlementv1.SettleRequest{Records: recs}); err != nil {
+						b.Fatal(err)
+					}
+					return time.Since(t)
+				}
+				var offT, onT []time.Duration
+				it := 0
+				b.ResetTimer()
+				for b.Loop() {
+					if it%2 == 0 {
+						offT = append(offT, settle(off))
+						onT = append(onT, settle(on))
+					} else {
+						onT = append(onT, settle(on))
+						offT = append(offT, settle(off))
+					}
+					it++
+				}
+				mOff, mOn := median(offT), median(onT)
+				b.ReportMetric(float64(mOff.Microseconds())/1000, "off-ms/batch")
+				b.ReportMetric(float64(mOn.Microseconds())/1000, "on-ms/batch")
+				b.ReportMetric(100*float64(mOff)/float64(mOn), "on-throughput-%")
+			})
+		}
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
