@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -37,8 +38,8 @@ import (
 	"github.com/tollgate/tollgate/controlplane/watch"
 	adminv1 "github.com/tollgate/tollgate/shared/gen/tollgate/admin/v1"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
-	"github.com/tollgate/tollgate/shared/metrics"
 	"github.com/tollgate/tollgate/shared/process"
+	"github.com/tollgate/tollgate/shared/telemetry"
 )
 
 const usage = `usage: controlplane <command> [flags]
@@ -115,7 +116,9 @@ type Server struct {
 	Config  config.Config
 	Log     *slog.Logger
 	Pool    *pgxpool.Pool
-	Metrics *metrics.Registry
+	Metrics *prometheus.Registry
+	// MetricsServer serves /metrics on TOLLGATE_METRICS_ADDR; nil when /metrics is on the HTTP port.
+	MetricsServer *telemetry.MetricsServer
 	// Mux serves admin REST, the console and health on the HTTP listener.
 	Mux *http.ServeMux
 	// GRPC serves the admin, snapshot and settlement services with reflection.
@@ -187,7 +190,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		}
 		log.Info("migrations applied", "count", len(applied))
 	}
-	s := &Server{Config: cfg, Log: log, Pool: pool, Metrics: metrics.NewRegistry(), Mux: http.NewServeMux(),
+	s := &Server{Config: cfg, Log: log, Pool: pool, Metrics: telemetry.NewRegistry(), Mux: http.NewServeMux(),
 		authorizers: map[string]Authorizer{}}
 	grpcOpts := []grpc.ServerOption{
 		// Credentials are checked from the call's headers, before the transport reads its message: an
@@ -245,18 +248,32 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		}
 		return nil, nil
 	}))
-	s.Mux.Handle("GET /metrics", s.Metrics.Handler())
+	s.Metrics.MustRegister(newQuotaCollector(pool, log))
+	if cfg.MetricsAddr == "" {
+		s.Mux.Handle("GET /metrics", telemetry.Handler(s.Metrics))
+	} else if s.MetricsServer, err = telemetry.NewMetricsServer(cfg.MetricsAddr, s.Metrics); err != nil {
+		pool.Close()
+		return nil, err
+	}
 
 	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		s.closeMetrics()
 		pool.Close()
 		return nil, fmt.Errorf("listen %s (TOLLGATE_CP_HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
 	if s.grpcLn, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
 		s.httpLn.Close()
+		s.closeMetrics()
 		pool.Close()
 		return nil, fmt.Errorf("listen %s (TOLLGATE_CP_GRPC_ADDR): %w", cfg.GRPCAddr, err)
 	}
 	return s, nil
+}
+
+func (s *Server) closeMetrics() {
+	if s.MetricsServer != nil {
+		s.MetricsServer.Listener.Close()
+	}
 }
 
 // registerSnapshots registers SnapshotService with its token check and creates the snapshot builder.
@@ -308,9 +325,13 @@ func (s *Server) Run(ctx context.Context) error {
 		Serve: func() error { return s.Snapshots.Run(buildCtx) },
 		Stop:  func(context.Context) error { stopBuild(); return nil },
 	}
-	s.Log.Info("control plane listening", "http", s.HTTPAddr(), "grpc", s.GRPCAddr())
 	// grpc first: its Drain (health NOT_SERVING) runs before the drain's wait, its Stop ends Watch streams.
-	return process.Run(ctx, s.Log, s.Config.ShutdownTimeout,
-		[]process.Server{grpcSrv, s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.httpLn), snapshots},
+	servers := []process.Server{grpcSrv, s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.httpLn), snapshots}
+	if m := s.MetricsServer; m != nil {
+		servers = append(servers, process.HTTPServer("metrics", m.Server, m.Listener))
+		s.Log.Info("metrics listening", "addr", m.Addr())
+	}
+	s.Log.Info("control plane listening", "http", s.HTTPAddr(), "grpc", s.GRPCAddr())
+	return process.Run(ctx, s.Log, s.Config.ShutdownTimeout, servers,
 		func(context.Context) error { s.Pool.Close(); return nil })
 }

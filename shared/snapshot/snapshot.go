@@ -36,6 +36,7 @@ type Compiled struct {
 	// routeList holds the enabled routes ordered by name.
 	routeList []*Route
 	keys      map[[sha256.Size]byte]*APIKey
+	keysByID  map[int64]*APIKey
 	quotas    map[QuotaKey]Quota
 	// Bounds are the settlement bounds of the snapshot (pricing.DefaultBounds when it carries none); every
 	// price rule carries them too (pricing.Rule.Bounds), so a record built from a rule uses them.
@@ -168,6 +169,9 @@ func (c *Compiled) Routes() []*Route { return c.routeList }
 // Key returns the API key whose sha256 is hash, or nil.
 func (c *Compiled) Key(hash [sha256.Size]byte) *APIKey { return c.keys[hash] }
 
+// KeyByID returns the key with id, or nil (request logs name a settled request's key by its prefix).
+func (c *Compiled) KeyByID(id int64) *APIKey { return c.keysByID[id] }
+
 // LookupKey hashes secret and returns its API key, or nil.
 func (c *Compiled) LookupKey(secret string) *APIKey { return c.keys[sha256.Sum256([]byte(secret))] }
 
@@ -199,6 +203,7 @@ func Compile(s *snapshotv1.Snapshot) (*Compiled, error) {
 		providersByName: make(map[string]*Provider, len(s.GetProviders())),
 		routes:          make(map[string]*Route, len(s.GetRoutes())),
 		keys:            make(map[[sha256.Size]byte]*APIKey, len(s.GetApiKeys())),
+		keysByID:        make(map[int64]*APIKey, len(s.GetApiKeys())),
 		quotas:          make(map[QuotaKey]Quota, len(s.GetQuotas())),
 	}
 	var errs []error
@@ -431,6 +436,7 @@ func (c *Compiled) compileKeys(in []*configv1.ApiKey, errs []error) []error {
 			}
 		}
 		c.keys[h] = k
+		c.keysByID[k.ID] = k
 	}
 	return errs
 }
