@@ -192,10 +192,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 	s := &Server{Config: cfg, Log: log, Pool: pool, Metrics: telemetry.NewRegistry(), Mux: http.NewServeMux(),
 		authorizers: map[string]Authorizer{}}
+	// The admin service, created below, names each call's caller for the audit log (ActorInterceptor).
+	var adminActor grpc.UnaryServerInterceptor
 	grpcOpts := []grpc.ServerOption{
 		// Credentials are checked from the call's headers, before the transport reads its message: an
 		// unauthenticated caller cannot make the server buffer and decode up to MaxRecvMsgSize.
 		grpc.InTapHandle(s.tapAuthorize),
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			return adminActor(ctx, req, info, h)
+		}),
 		// Data planes hold Watch streams open for hours: ping idle connections so dead peers are noticed
 		// and load balancers keep the connection, and allow clients to ping every 10 s.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
@@ -222,6 +227,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		return nil, fmt.Errorf("TOLLGATE_SECRET_KEY: %w", err)
 	}
 	adminSvc := admin.NewService(pool, adminBox, cfg.AdminToken, log)
+	adminActor = adminSvc.ActorInterceptor
 	admin.RegisterHTTP(s.Mux, adminSvc)
 	console.Register(s.Mux)
 	adminv1.RegisterAdminServiceServer(s.GRPC, admin.NewGRPC(adminSvc))

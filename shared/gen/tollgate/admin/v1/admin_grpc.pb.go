@@ -64,6 +64,7 @@ const (
 	AdminService_GetPriceRuleProvenance_FullMethodName = "/tollgate.admin.v1.AdminService/GetPriceRuleProvenance"
 	AdminService_GetPriceRuleHistory_FullMethodName    = "/tollgate.admin.v1.AdminService/GetPriceRuleHistory"
 	AdminService_RepricePriceRules_FullMethodName      = "/tollgate.admin.v1.AdminService/RepricePriceRules"
+	AdminService_ListAuditEvents_FullMethodName        = "/tollgate.admin.v1.AdminService/ListAuditEvents"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -144,6 +145,9 @@ type AdminServiceClient interface {
 	// The re-pricing report: a period's charged spend beside its spend under other rules (the rules
 	// given, or those in force at a time). Read-only (changes nothing), so viewers may call it.
 	RepricePriceRules(ctx context.Context, in *RepricePriceRulesRequest, opts ...grpc.CallOption) (*RepricePriceRulesResponse, error)
+	// The admin audit log, newest first: every configuration change with its writer, before and after
+	// (secrets redacted). Admins only.
+	ListAuditEvents(ctx context.Context, in *ListAuditEventsRequest, opts ...grpc.CallOption) (*ListAuditEventsResponse, error)
 }
 
 type adminServiceClient struct {
@@ -574,6 +578,16 @@ func (c *adminServiceClient) RepricePriceRules(ctx context.Context, in *RepriceP
 	return out, nil
 }
 
+func (c *adminServiceClient) ListAuditEvents(ctx context.Context, in *ListAuditEventsRequest, opts ...grpc.CallOption) (*ListAuditEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListAuditEventsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListAuditEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -652,6 +666,9 @@ type AdminServiceServer interface {
 	// The re-pricing report: a period's charged spend beside its spend under other rules (the rules
 	// given, or those in force at a time). Read-only (changes nothing), so viewers may call it.
 	RepricePriceRules(context.Context, *RepricePriceRulesRequest) (*RepricePriceRulesResponse, error)
+	// The admin audit log, newest first: every configuration change with its writer, before and after
+	// (secrets redacted). Admins only.
+	ListAuditEvents(context.Context, *ListAuditEventsRequest) (*ListAuditEventsResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -787,6 +804,9 @@ func (UnimplementedAdminServiceServer) GetPriceRuleHistory(context.Context, *Get
 }
 func (UnimplementedAdminServiceServer) RepricePriceRules(context.Context, *RepricePriceRulesRequest) (*RepricePriceRulesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RepricePriceRules not implemented")
+}
+func (UnimplementedAdminServiceServer) ListAuditEvents(context.Context, *ListAuditEventsRequest) (*ListAuditEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListAuditEvents not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -1565,6 +1585,24 @@ func _AdminService_RepricePriceRules_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListAuditEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListAuditEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListAuditEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListAuditEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListAuditEvents(ctx, req.(*ListAuditEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1739,6 +1777,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RepricePriceRules",
 			Handler:    _AdminService_RepricePriceRules_Handler,
+		},
+		{
+			MethodName: "ListAuditEvents",
+			Handler:    _AdminService_ListAuditEvents_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
