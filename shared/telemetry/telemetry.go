@@ -106,8 +106,9 @@ func TracingFromEnv(ctx context.Context, getenv func(string) string, service str
 // NewTracing builds a tracer provider over an exporter option (sdktrace.WithBatcher, or
 // sdktrace.WithSyncer of an in-memory exporter in tests) with the resource of service.
 func NewTracing(ctx context.Context, exporter sdktrace.TracerProviderOption, service string) (Tracing, error) {
-	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(),
-		resource.WithAttributes(semconv.ServiceName(service)))
+	// Later detectors win: OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override the default name.
+	res, err := resource.New(ctx, resource.WithAttributes(semconv.ServiceName(service)), resource.WithTelemetrySDK(),
+		resource.WithFromEnv())
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return Tracing{}, fmt.Errorf("trace resource: %w", err)
 	}
