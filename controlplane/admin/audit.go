@@ -99,8 +99,8 @@ func (g *grpcServer) ListAuditEvents(ctx context.Context, req *adminv1.ListAudit
 // or UnaryInterceptor) in its context, as the REST endpoint does, so the changes it makes — also its
 // single statements outside a transaction — are recorded as the caller's in the audit log.
 func (s *Service) ActorInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if !strings.HasPrefix(info.FullMethod, MethodPrefix) {
-		return handler(ctx, req)
+	if !strings.HasPrefix(info.FullMethod, MethodPrefix) || grpcReadMethods[strings.TrimPrefix(info.FullMethod, MethodPrefix)] {
+		return handler(ctx, req) // reads change nothing: no second token lookup
 	}
 	p, ok, err := s.caller(ctx)
 	if err != nil {
