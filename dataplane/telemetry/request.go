@@ -243,7 +243,11 @@ func (t *Telemetry) finish(st *state, sw *statusWriter) {
 		}
 		model := respModel
 		if a.provider != provider {
-			model = unknown // another candidate's model: the record names only the last one's
+			// Another candidate: its model is the route member's (the record names the last one's).
+			model = unknown
+			if m, ok := n.memberModel[[2]string{route, a.provider}]; ok {
+				model = m
+			}
 		}
 		end := a.end
 		if end.IsZero() {

@@ -149,6 +149,11 @@ type names struct {
 	bases []base
 	// models holds every (provider name, upstream model) pair the routes configure.
 	models map[[2]string]struct{}
+	// bySecret maps a credential's secret to the providers holding it: the credential the proxy put on
+	// an upstream request names its provider even when providers share a base URL.
+	bySecret map[string][]base
+	// memberModel maps (route name, provider name) to the route member's upstream model.
+	memberModel map[[2]string]string
 }
 
 type base struct{ url, name string }
@@ -159,7 +164,8 @@ func (t *Telemetry) lookup() *names {
 	if n != nil && n.snap == snap {
 		return n
 	}
-	n = &names{snap: snap, routes: map[int64]string{}, models: map[[2]string]struct{}{}}
+	n = &names{snap: snap, routes: map[int64]string{}, models: map[[2]string]struct{}{}, bySecret: map[string][]base{},
+		memberModel: map[[2]string]string{}}
 	if snap != nil {
 		seen := map[int64]bool{}
 		for _, r := range snap.Routes() {
@@ -168,16 +174,23 @@ func (t *Telemetry) lookup() *names {
 				for _, m := range g {
 					if m.Provider != nil {
 						n.models[[2]string{m.Provider.Name, m.UpstreamModel}] = struct{}{}
+						if k := [2]string{r.Name, m.Provider.Name}; n.memberModel[k] == "" {
+							n.memberModel[k] = m.UpstreamModel
+						}
 					}
 					if p := m.Provider; p != nil && !seen[p.ID] {
 						seen[p.ID] = true
 						n.bases = append(n.bases, base{p.BaseURL, p.Name})
+						for _, c := range p.Credentials {
+							if c.Secret != "" {
+								n.bySecret[c.Secret] = append(n.bySecret[c.Secret], base{p.BaseURL, p.Name})
+							}
+						}
 					}
 				}
 			}
 		}
-		// Longest base first, so a provider at https://h/v1/x wins over one at https://h/v1; providers
-		// sharing one base URL are told apart only by their name order (docs/observability.md).
+		// Longest base first, so a provider at https://h/v1/x wins over one at https://h/v1.
 		slices.SortStableFunc(n.bases, func(a, b base) int { return len(b.url) - len(a.url) })
 	}
 	t.names.Store(n)
@@ -206,14 +219,31 @@ func (n *names) provider(id int64) string {
 	return unknown
 }
 
-// providerOf names the provider whose base URL prefixes url.
-func (n *names) providerOf(url string) string {
+// providerOf names the provider of an upstream request: among the providers holding the credential
+// the request carries (secret), the one whose base URL prefixes url; without a known credential (a
+// provider configured without one), the provider whose base URL prefixes url.
+func (n *names) providerOf(url, secret string) string {
+	if cands := n.bySecret[secret]; secret != "" && len(cands) > 0 {
+		for _, b := range cands {
+			if under(url, b.url) {
+				return b.name
+			}
+		}
+	}
 	for _, b := range n.bases {
-		if len(url) >= len(b.url) && url[:len(b.url)] == b.url && (len(url) == len(b.url) || url[len(b.url)] == '/' || url[len(b.url)] == '?' || url[len(b.url)] == ':') {
+		if under(url, b.url) {
 			return b.name
 		}
 	}
 	return unknown
+}
+
+// under reports whether url is base or below it.
+func under(url, base string) bool {
+	if len(url) < len(base) || url[:len(base)] != base {
+		return false
+	}
+	return len(url) == len(base) || url[len(base)] == '/' || url[len(base)] == '?' || url[len(base)] == ':'
 }
 
 // model returns name when the snapshot configures it as an upstream model of provider on some route,

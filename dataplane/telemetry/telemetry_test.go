@@ -107,7 +107,11 @@ type gateway struct {
 	upstream chan http.Header // headers of every call that reached "good"
 }
 
-func newGateway(t *testing.T, tracing bool) *gateway {
+func newGateway(t *testing.T, tracing bool) *gateway { return newGatewayOpts(t, tracing, false) }
+
+// newGatewayOpts with sharedBase puts both providers at one base URL (one server answering 503 to the
+// "bad" credential), as two accounts of one vendor are.
+func newGatewayOpts(t *testing.T, tracing, sharedBase bool) *gateway {
 	t.Helper()
 	g := &gateway{reg: sharedtelemetry.NewRegistry(), adm: &admitter{}, rec: &recorder{}, log: &syncBuffer{},
 		upstream: make(chan http.Header, 16)}
@@ -124,6 +128,18 @@ func newGateway(t *testing.T, tracing bool) *gateway {
 			answer+`"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1100,"completion_tokens":700,"total_tokens":1800}}`)
 	}))
 	t.Cleanup(good.Close)
+	badURL, goodURL := bad.URL, good.URL
+	if sharedBase {
+		shared := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") == "Bearer "+badSecret {
+				bad.Config.Handler.ServeHTTP(w, r)
+				return
+			}
+			good.Config.Handler.ServeHTTP(w, r)
+		}))
+		t.Cleanup(shared.Close)
+		badURL, goodURL = shared.URL, shared.URL
+	}
 	kh := sha256.Sum256([]byte(clientKey))
 	cred := func(id int64, secret string) []*configv1.Credential {
 		return []*configv1.Credential{{Id: id, Secret: secret, Weight: 1, Enabled: true}}
@@ -143,8 +159,8 @@ func newGateway(t *testing.T, tracing bool) *gateway {
 		BuiltAt:    nil,
 		PriceRules: []*configv1.PriceRule{price(1, "m-bad"), price(2, "m-good")},
 		Providers: []*configv1.Provider{
-			{Id: 1, Name: "bad", ChannelType: "alpha", BaseUrl: bad.URL, Enabled: true, Credentials: cred(1, badSecret)},
-			{Id: 2, Name: "good", ChannelType: "alpha", BaseUrl: good.URL, Enabled: true, Credentials: cred(2, goodSecret)},
+			{Id: 1, Name: "bad", ChannelType: "alpha", BaseUrl: badURL, Enabled: true, Credentials: cred(1, badSecret)},
+			{Id: 2, Name: "good", ChannelType: "alpha", BaseUrl: goodURL, Enabled: true, Credentials: cred(2, goodSecret)},
 		},
 		RoutingRules: append(rules(1), rules(2)...),
 		Routes: []*configv1.Route{{Id: 7, Name: "chat", Enabled: true, Members: []*configv1.RouteMember{
@@ -265,7 +281,7 @@ func TestMetricsAfterFailover(t *testing.T) {
 		`gen_ai_client_token_usage_sum{gen_ai_operation_name="chat",gen_ai_provider_name="good",gen_ai_request_model="chat",gen_ai_response_model="m-good",gen_ai_token_type="input"} 1100`,
 		`gen_ai_client_token_usage_sum{gen_ai_operation_name="chat",gen_ai_provider_name="good",gen_ai_request_model="chat",gen_ai_response_model="m-good",gen_ai_token_type="output"} 700`,
 		`gen_ai_server_time_to_first_token_seconds_count{gen_ai_operation_name="chat",gen_ai_provider_name="good",gen_ai_request_model="chat",gen_ai_response_model="m-good"} 1`,
-		`gen_ai_client_operation_duration_seconds_count{error_type="status_5xx",gen_ai_operation_name="chat",gen_ai_provider_name="bad",gen_ai_request_model="_unknown"} 1`,
+		`gen_ai_client_operation_duration_seconds_count{error_type="status_5xx",gen_ai_operation_name="chat",gen_ai_provider_name="bad",gen_ai_request_model="m-bad"} 1`,
 		`gen_ai_client_operation_duration_seconds_count{error_type="",gen_ai_operation_name="chat",gen_ai_provider_name="good",gen_ai_request_model="m-good"} 1`,
 		`tollgate_tokens_total{category="input",provider="good",route="chat"} 1100`,
 		`tollgate_tokens_total{category="output",provider="good",route="chat"} 700`,
@@ -299,6 +315,20 @@ func TestMetricsAfterFailover(t *testing.T) {
 			t.Errorf("log lacks %s: %v", k, l)
 		}
 	}
+}
+
+// Two providers at one base URL (two accounts of one vendor) are told apart by the credential each
+// attempt carries.
+func TestProvidersSharingABaseURL(t *testing.T) {
+	t.Parallel()
+	g := newGatewayOpts(t, false, true)
+	if resp := g.chat(t, "chat", nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	wantSeries(t, g.scrape(t),
+		`tollgate_upstream_failovers_total{provider="bad",reason="status_5xx"} 1`,
+		`tollgate_upstream_attempts_total{outcome="ok",provider="good"} 1`,
+		`tollgate_upstream_attempts_total{outcome="status_5xx",provider="bad"} 1`)
 }
 
 // The request log and the metrics never carry a secret, the prompt, the answer, or what the client

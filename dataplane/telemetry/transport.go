@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -17,7 +18,8 @@ import (
 // Transport wraps the upstream transport (upstream.Client.Wrap): each round trip is one attempt of the
 // request in its context — counted by provider and outcome, timed to the end of its body, and with
 // tracing on run in a client span whose context is sent upstream as traceparent. The provider is the
-// one whose configured base URL prefixes the request URL (the proxy does not pass it down).
+// one holding the credential on the request, under whose base URL it goes (the proxy does not pass
+// the provider down).
 func (t *Telemetry) Transport(next http.RoundTripper) http.RoundTripper { return transport{t, next} }
 
 type transport struct {
@@ -27,7 +29,7 @@ type transport struct {
 
 func (tr transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t := tr.t
-	a := &attempt{provider: t.lookup().providerOf(req.URL.String()), start: t.o.Now()}
+	a := &attempt{provider: t.lookup().providerOf(req.URL.String(), credential(req.Header)), start: t.o.Now()}
 	if t.tracer != nil {
 		ctx, span := t.tracer.Start(req.Context(), "upstream "+a.provider, trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithTimestamp(a.start), trace.WithAttributes(
@@ -77,6 +79,21 @@ func (tr transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	st.attempts = append(st.attempts, a)
 	st.mu.Unlock()
 	return resp, err
+}
+
+// credential is the provider secret the proxy set on an upstream request (upstream.SetAuth): Bearer,
+// x-api-key or x-goog-api-key. It is only compared with the snapshot's credentials, never kept.
+func credential(h http.Header) string {
+	if v := h.Get("X-Api-Key"); v != "" {
+		return v
+	}
+	if v := h.Get("X-Goog-Api-Key"); v != "" {
+		return v
+	}
+	if v, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer "); ok {
+		return v
+	}
+	return ""
 }
 
 // body marks its attempt's end at Close, and a read failure as a cut answer.
