@@ -107,6 +107,16 @@ func TestAuditLogRecordsEveryAdminMutation(t *testing.T) {
 		t.Errorf("price change before %v after %v, want 1 → 2.5", before, after)
 	}
 
+	// An import (what the console's import uses too).
+	raw, err := json.Marshal(map[string]any{"price_rules": []any{rule("id", 777, "model_match", "imported", "input_price", "4")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	as(http.StatusOK, "POST", "/admin/import", json.RawMessage(raw), nil)
+	if ev := b.audit(t, "resource=price_rules&resource_id=777"); len(ev) != 1 || ev[0].ActorName != "alice" || ev[0].Action != "insert" {
+		t.Errorf("import audit: %+v", ev)
+	}
+
 	// Single statements outside a transaction (tenancy, quotas) are attributed too.
 	var org struct {
 		ID int64 `json:"id"`

@@ -70,7 +70,8 @@ BEGIN
     END IF;
     IF actor ~ '^(admin|viewer):' THEN
         role := split_part(actor, ':', 1);
-        name := substr(actor, length(role) + 2);
+        -- "admin:alice (catalog plan p1)" is alice's: the note stays in actor.
+        name := regexp_replace(substr(actor, length(role) + 2), ' \(catalog plan [^)]*\)$', '');
     ELSE
         role := '';
         name := actor;
