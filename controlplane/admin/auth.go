@@ -118,9 +118,10 @@ func (p Principal) Actor() string { return p.Role.String() + ":" + p.Name }
 type principalKey struct{}
 
 // WithPrincipal returns ctx carrying the authenticated caller; writes made under it are recorded
-// as that caller's (the REST endpoint does this after authorizing).
+// as that caller's, in the price history and the audit log (the REST endpoint does this after
+// authorizing, ActorInterceptor for gRPC).
 func WithPrincipal(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
+	return context.WithValue(store.WithActor(ctx, p.Actor()), principalKey{}, p)
 }
 
 // caller returns the authenticated caller of ctx: the principal the REST endpoint put there, else the

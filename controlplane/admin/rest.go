@@ -126,6 +126,8 @@ func RegisterHTTP(mux *http.ServeMux, s *Service) {
 
 	// Price catalogs (plan, apply, provenance).
 	registerCatalogHTTP(mux, s)
+	// The audit log.
+	registerAuditHTTP(mux, s)
 
 	// Providers and credentials.
 	h("GET /admin/providers", read, func(r *http.Request) (int, any, error) {

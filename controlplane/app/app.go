@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -39,8 +40,8 @@ import (
 	"github.com/tollgate/tollgate/controlplane/watch"
 	adminv1 "github.com/tollgate/tollgate/shared/gen/tollgate/admin/v1"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
-	"github.com/tollgate/tollgate/shared/metrics"
 	"github.com/tollgate/tollgate/shared/process"
+	"github.com/tollgate/tollgate/shared/telemetry"
 )
 
 const usage = `usage: controlplane <command> [flags]
@@ -117,7 +118,9 @@ type Server struct {
 	Config  config.Config
 	Log     *slog.Logger
 	Pool    *pgxpool.Pool
-	Metrics *metrics.Registry
+	Metrics *prometheus.Registry
+	// MetricsServer serves /metrics on TOLLGATE_METRICS_ADDR; nil when /metrics is on the HTTP port.
+	MetricsServer *telemetry.MetricsServer
 	// Mux serves admin REST, the console and health on the HTTP listener.
 	Mux *http.ServeMux
 	// GRPC serves the admin, snapshot and settlement services with reflection.
@@ -193,12 +196,17 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		}
 		log.Info("migrations applied", "count", len(applied))
 	}
-	s := &Server{Config: cfg, Log: log, Pool: pool, Metrics: metrics.NewRegistry(), Mux: http.NewServeMux(),
+	s := &Server{Config: cfg, Log: log, Pool: pool, Metrics: telemetry.NewRegistry(), Mux: http.NewServeMux(),
 		authorizers: map[string]Authorizer{}}
+	// The admin service, created below, names each call's caller for the audit log (ActorInterceptor).
+	var adminActor grpc.UnaryServerInterceptor
 	grpcOpts := []grpc.ServerOption{
 		// Credentials are checked from the call's headers, before the transport reads its message: an
 		// unauthenticated caller cannot make the server buffer and decode up to MaxRecvMsgSize.
 		grpc.InTapHandle(s.tapAuthorize),
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			return adminActor(ctx, req, info, h)
+		}),
 		// Data planes hold Watch streams open for hours: ping idle connections so dead peers are noticed
 		// and load balancers keep the connection, and allow clients to ping every 10 s.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
@@ -225,6 +233,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		return nil, fmt.Errorf("TOLLGATE_SECRET_KEY: %w", err)
 	}
 	adminSvc := admin.NewService(pool, adminBox, cfg.AdminToken, log)
+	adminActor = adminSvc.ActorInterceptor
 	admin.RegisterHTTP(s.Mux, adminSvc)
 	console.Register(s.Mux)
 	adminv1.RegisterAdminServiceServer(s.GRPC, admin.NewGRPC(adminSvc))
@@ -253,18 +262,32 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		}
 		return nil, nil
 	}))
-	s.Mux.Handle("GET /metrics", s.Metrics.Handler())
+	s.Metrics.MustRegister(newQuotaCollector(pool, log))
+	if cfg.MetricsAddr == "" {
+		s.Mux.Handle("GET /metrics", telemetry.Handler(s.Metrics))
+	} else if s.MetricsServer, err = telemetry.NewMetricsServer(cfg.MetricsAddr, s.Metrics); err != nil {
+		pool.Close()
+		return nil, err
+	}
 
 	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		s.closeMetrics()
 		pool.Close()
 		return nil, fmt.Errorf("listen %s (TOLLGATE_CP_HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
 	if s.grpcLn, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
 		s.httpLn.Close()
+		s.closeMetrics()
 		pool.Close()
 		return nil, fmt.Errorf("listen %s (TOLLGATE_CP_GRPC_ADDR): %w", cfg.GRPCAddr, err)
 	}
 	return s, nil
+}
+
+func (s *Server) closeMetrics() {
+	if s.MetricsServer != nil {
+		s.MetricsServer.Listener.Close()
+	}
 }
 
 // registerSnapshots registers SnapshotService with its token check and creates the snapshot builder.
@@ -330,9 +353,13 @@ func (s *Server) Run(ctx context.Context) error {
 		Serve: func() error { return s.Alerts.Run(alertCtx) },
 		Stop:  func(context.Context) error { stopAlerts(); return nil },
 	}
-	s.Log.Info("control plane listening", "http", s.HTTPAddr(), "grpc", s.GRPCAddr())
 	// grpc first: its Drain (health NOT_SERVING) runs before the drain's wait, its Stop ends Watch streams.
-	return process.Run(ctx, s.Log, s.Config.ShutdownTimeout,
-		[]process.Server{grpcSrv, s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.httpLn), snapshots, priceSchedule, alerts},
+	servers := []process.Server{grpcSrv, s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.httpLn), snapshots, priceSchedule, alerts}
+	if m := s.MetricsServer; m != nil {
+		servers = append(servers, process.HTTPServer("metrics", m.Server, m.Listener))
+		s.Log.Info("metrics listening", "addr", m.Addr())
+	}
+	s.Log.Info("control plane listening", "http", s.HTTPAddr(), "grpc", s.GRPCAddr())
+	return process.Run(ctx, s.Log, s.Config.ShutdownTimeout, servers,
 		func(context.Context) error { s.Pool.Close(); return nil })
 }

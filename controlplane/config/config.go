@@ -42,6 +42,9 @@ type Config struct {
 	// SettleBounds are the per-request settlement bounds: enforced by Settle and shipped to the data
 	// planes in every snapshot (docs/settlement.md, "Bounds").
 	SettleBounds pricing.Bounds
+	// MetricsAddr, when set, serves /metrics on its own listener instead of the admin HTTP port
+	// (docs/observability.md).
+	MetricsAddr string
 }
 
 // Load parses args (without the program and subcommand names) with getenv as the fallback for every
@@ -57,6 +60,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		}
 		return def
 	}
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("TOLLGATE_METRICS_ADDR", ""), "serve /metrics on this address instead of the admin HTTP port (TOLLGATE_METRICS_ADDR)")
 	fs.StringVar(&c.DatabaseURL, "database-url", env("TOLLGATE_DATABASE_URL", "postgres://localhost:5432/tollgate"), "Postgres URL (TOLLGATE_DATABASE_URL)")
 	fs.StringVar(&c.AdminToken, "admin-token", env("TOLLGATE_ADMIN_TOKEN", ""), "bootstrap admin bearer token (TOLLGATE_ADMIN_TOKEN)")
 	fs.StringVar(&secret, "secret-key", env("TOLLGATE_SECRET_KEY", ""), "32-byte key, hex or base64, encrypting credentials at rest (TOLLGATE_SECRET_KEY)")
@@ -136,6 +140,11 @@ func (c Config) Validate() error {
 	for name, addr := range map[string]string{"TOLLGATE_CP_HTTP_ADDR (-http-addr)": c.HTTPAddr, "TOLLGATE_CP_GRPC_ADDR (-grpc-addr)": c.GRPCAddr} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			errs = append(errs, fmt.Errorf("TOLLGATE_METRICS_ADDR (-metrics-addr): %w", err))
 		}
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {

@@ -1,19 +1,19 @@
 package settlement_test
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/tollgate/tollgate/controlplane/settlement"
 	"github.com/tollgate/tollgate/controlplane/store"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
-	"github.com/tollgate/tollgate/shared/metrics"
 	"github.com/tollgate/tollgate/shared/pricing"
+	"github.com/tollgate/tollgate/shared/telemetry"
 )
 
 // The control plane never trusts a data plane's figures: a record whose tokens or cost are beyond the
@@ -24,7 +24,7 @@ import (
 func TestSettleFlagsRecordsBeyondBounds(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	reg := metrics.NewRegistry()
+	reg := prometheus.NewRegistry()
 	svc := settlement.New(b.db.Pool, nil, reg).WithBounds(pricing.Bounds{MaxRequestTokens: 1_000_000, MaxRequestCostMicros: 100_000_000}) // $100
 	huge := record("huge-cost", 1, 0, 3, "99999999999999999999999999999999999999")
 	absurd := record("absurd-tokens", 1, 0, 3, "0.5")
@@ -80,12 +80,14 @@ func TestSettleFlagsRecordsBeyondBounds(t *testing.T) {
 			t.Errorf("usage listing: %s billing_flag %q detail %q, want %q", u.RequestID, u.BillingFlag, u.FlagDetail, w)
 		}
 	}
-	var m bytes.Buffer
-	reg.Write(&m)
+	m, err := telemetry.Text(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{`tollgate_settlement_records_out_of_bounds_total{flagged_by="control_plane"} 3`,
 		`tollgate_settlement_records_out_of_bounds_total{flagged_by="data_plane"} 1`} {
-		if !strings.Contains(m.String(), want) {
-			t.Errorf("metrics lack %s:\n%s", want, m.String())
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s:\n%s", want, m)
 		}
 	}
 

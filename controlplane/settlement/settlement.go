@@ -16,6 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -25,7 +27,6 @@ import (
 	"github.com/tollgate/tollgate/controlplane/store"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
-	"github.com/tollgate/tollgate/shared/metrics"
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -43,30 +44,28 @@ type Service struct {
 	log    *slog.Logger
 	bounds pricing.Bounds
 
-	batches, inserted, duplicates, failures *metrics.Counter
-	flaggedByCP, flaggedByDP                *metrics.Counter
-	latency                                 *metrics.Histogram
+	batches, inserted, duplicates, failures prometheus.Counter
+	flaggedByCP, flaggedByDP                prometheus.Counter
+	latency                                 prometheus.Histogram
 }
 
 // New returns the service over db (a pool). reg may be nil (no metrics).
-func New(db store.TxBeginner, log *slog.Logger, reg *metrics.Registry) *Service {
+func New(db store.TxBeginner, log *slog.Logger, reg prometheus.Registerer) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{db: db, log: log, bounds: pricing.DefaultBounds}
-	if reg == nil {
-		reg = metrics.NewRegistry()
-	}
-	s.batches = reg.NewCounter("tollgate_settlement_batches_total", "Settle batches stored.")
-	s.inserted = reg.NewCounter("tollgate_settlement_records_inserted_total", "Settlement records stored as new usages rows.")
-	s.duplicates = reg.NewCounter("tollgate_settlement_records_duplicate_total", "Settlement records already stored (redelivery).")
-	s.failures = reg.NewCounter("tollgate_settlement_batch_failures_total", "Settle batches refused or failed.")
-	flagged := reg.NewCounterVec("tollgate_settlement_records_out_of_bounds_total",
-		"Settlement records stored flagged and uncharged because their usage or cost was beyond the per-request bounds, by the plane that flagged them. Alert on any increase.",
-		"flagged_by")
-	s.flaggedByCP, s.flaggedByDP = flagged.With("control_plane"), flagged.With("data_plane")
-	s.latency = reg.NewHistogramVec("tollgate_settlement_batch_seconds", "Time to store one Settle batch.",
-		[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}).With()
+	f := promauto.With(reg) // a nil reg registers nowhere
+	s.batches = f.NewCounter(prometheus.CounterOpts{Name: "tollgate_settlement_batches_total", Help: "Settle batches stored."})
+	s.inserted = f.NewCounter(prometheus.CounterOpts{Name: "tollgate_settlement_records_inserted_total", Help: "Settlement records stored as new usages rows."})
+	s.duplicates = f.NewCounter(prometheus.CounterOpts{Name: "tollgate_settlement_records_duplicate_total", Help: "Settlement records already stored (redelivery)."})
+	s.failures = f.NewCounter(prometheus.CounterOpts{Name: "tollgate_settlement_batch_failures_total", Help: "Settle batches refused or failed."})
+	flagged := f.NewCounterVec(prometheus.CounterOpts{Name: "tollgate_settlement_records_out_of_bounds_total",
+		Help: "Settlement records stored flagged and uncharged because their usage or cost was beyond the per-request bounds, by the plane that flagged them. Alert on any increase."},
+		[]string{"flagged_by"})
+	s.flaggedByCP, s.flaggedByDP = flagged.WithLabelValues("control_plane"), flagged.WithLabelValues("data_plane")
+	s.latency = f.NewHistogram(prometheus.HistogramOpts{Name: "tollgate_settlement_batch_seconds", Help: "Time to store one Settle batch.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}})
 	return s
 }
 
@@ -123,8 +122,8 @@ func (s *Service) Settle(ctx context.Context, req *settlementv1.SettleRequest) (
 	s.batches.Inc()
 	// Counted once stored (a refused or failed batch is retried and would count twice); a redelivered
 	// flagged record counts again, which only errs towards alerting.
-	s.flaggedByCP.Add(flaggedCP)
-	s.flaggedByDP.Add(flaggedDP)
+	s.flaggedByCP.Add(float64(flaggedCP))
+	s.flaggedByDP.Add(float64(flaggedDP))
 	if flaggedCP+flaggedDP > 0 {
 		s.log.Warn("settlement records beyond the per-request bounds stored uncharged", "node", req.GetNodeId(),
 			"flagged_by_control_plane", flaggedCP, "flagged_by_data_plane", flaggedDP)
@@ -140,8 +139,8 @@ func (s *Service) Settle(ctx context.Context, req *settlementv1.SettleRequest) (
 		}
 		out.Results[i] = &settlementv1.RecordResult{RequestId: r.GetRequestId(), Inserted: inserted}
 	}
-	s.inserted.Add(ins)
-	s.duplicates.Add(uint64(len(recs)) - ins)
+	s.inserted.Add(float64(ins))
+	s.duplicates.Add(float64(uint64(len(recs)) - ins))
 	for _, q := range res.Quotas {
 		pq := &configv1.Quota{Scope: q.Scope, ScopeId: q.ScopeID, CostLimit: q.CostLimit, CostUsed: q.CostUsed,
 			AdjustEpoch: q.AdjustEpoch}

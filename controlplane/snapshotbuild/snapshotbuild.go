@@ -20,11 +20,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/tollgate/tollgate/controlplane/store"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
-	"github.com/tollgate/tollgate/shared/metrics"
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/snapshot"
 )
@@ -75,12 +76,12 @@ type Builder struct {
 	statusMu  sync.Mutex
 	rejection *Rejection // the latest rejection while the configuration is failing; nil once a newer version publishes
 
-	builds      *metrics.CounterVec
-	buildTime   *metrics.Histogram
-	listenUp    *metrics.Gauge
-	reconnects  *metrics.Counter
-	rejectedVer *metrics.Gauge
-	failing     *metrics.Gauge
+	builds      *prometheus.CounterVec
+	buildTime   prometheus.Histogram
+	listenUp    prometheus.Gauge
+	reconnects  prometheus.Counter
+	rejectedVer prometheus.Gauge
+	failing     prometheus.Gauge
 }
 
 // Rejection describes a configuration revision that was not published.
@@ -119,7 +120,7 @@ func (b *Builder) Status() Status {
 
 // New returns a Builder reading from pool, decrypting credentials with secrets and publishing to pub. It
 // registers its metrics on reg.
-func New(pool *pgxpool.Pool, secrets store.SecretOpener, pub Publisher, log *slog.Logger, reg *metrics.Registry, opts Options) *Builder {
+func New(pool *pgxpool.Pool, secrets store.SecretOpener, pub Publisher, log *slog.Logger, reg prometheus.Registerer, opts Options) *Builder {
 	if opts.Interval <= 0 {
 		opts.Interval = 5 * time.Second
 	}
@@ -132,22 +133,23 @@ func New(pool *pgxpool.Pool, secrets store.SecretOpener, pub Publisher, log *slo
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	f := promauto.With(reg)
 	return &Builder{
 		pool: pool, secrets: secrets, pub: pub, log: log, opts: opts,
 		trigger: make(chan struct{}, 1),
-		builds: reg.NewCounterVec("tollgate_snapshot_builds_total",
-			"Snapshot rebuilds by result: published, unchanged, rejected (data or compile failure; not published), error (database).",
-			"result"),
-		buildTime: reg.NewHistogramVec("tollgate_snapshot_build_seconds",
-			"Time to read and compile a snapshot.", metrics.DefBuckets).With(),
-		listenUp: reg.NewGauge("tollgate_snapshot_listener_up",
-			"1 while the LISTEN connection for configuration changes is established."),
-		reconnects: reg.NewCounter("tollgate_snapshot_listener_reconnects_total",
-			"LISTEN connection losses and failed connection attempts (each followed by a reconnect)."),
-		rejectedVer: reg.NewGauge("tollgate_snapshot_rejected_version",
-			"Latest configuration revision that was not published because it failed to build or compile (0: none)."),
-		failing: reg.NewGauge("tollgate_snapshot_compile_failing",
-			"1 while the latest configuration revision fails to build or compile, so admin changes do not reach data planes; alert on it."),
+		builds: f.NewCounterVec(prometheus.CounterOpts{Name: "tollgate_snapshot_builds_total",
+			Help: "Snapshot rebuilds by result: published, unchanged, rejected (data or compile failure; not published), error (database)."},
+			[]string{"result"}),
+		buildTime: f.NewHistogram(prometheus.HistogramOpts{Name: "tollgate_snapshot_build_seconds",
+			Help: "Time to read and compile a snapshot.", Buckets: prometheus.DefBuckets}),
+		listenUp: f.NewGauge(prometheus.GaugeOpts{Name: "tollgate_snapshot_listener_up",
+			Help: "1 while the LISTEN connection for configuration changes is established."}),
+		reconnects: f.NewCounter(prometheus.CounterOpts{Name: "tollgate_snapshot_listener_reconnects_total",
+			Help: "LISTEN connection losses and failed connection attempts (each followed by a reconnect)."}),
+		rejectedVer: f.NewGauge(prometheus.GaugeOpts{Name: "tollgate_snapshot_rejected_version",
+			Help: "Latest configuration revision that was not published because it failed to build or compile (0: none)."}),
+		failing: f.NewGauge(prometheus.GaugeOpts{Name: "tollgate_snapshot_compile_failing",
+			Help: "1 while the latest configuration revision fails to build or compile, so admin changes do not reach data planes; alert on it."}),
 	}
 }
 
@@ -216,7 +218,7 @@ func (b *Builder) rebuild(ctx context.Context) {
 	rev, err := store.Revision(ctx, b.pool)
 	if err != nil {
 		if ctx.Err() == nil {
-			b.builds.With("error").Inc()
+			b.builds.WithLabelValues("error").Inc()
 			b.log.Warn("snapshot revision check failed", "err", err)
 		}
 		return
@@ -235,12 +237,12 @@ func (b *Builder) rebuild(ctx context.Context) {
 			b.reject(dataErr.Version, "build", err)
 			return
 		}
-		b.builds.With("error").Inc()
+		b.builds.WithLabelValues("error").Inc()
 		b.log.Warn("snapshot build failed; retrying at the next change or check", "revision", rev, "err", err)
 		return
 	}
 	if snap.GetVersion() <= b.published.Load() {
-		b.builds.With("unchanged").Inc()
+		b.builds.WithLabelValues("unchanged").Inc()
 		return
 	}
 	snap.BuiltAt = timestamppb.New(b.opts.Now())
@@ -253,7 +255,7 @@ func (b *Builder) rebuild(ctx context.Context) {
 	}
 	b.buildTime.Observe(time.Since(start).Seconds())
 	if !b.pub.Publish(snap) {
-		b.builds.With("unchanged").Inc()
+		b.builds.WithLabelValues("unchanged").Inc()
 		return
 	}
 	b.published.Store(snap.GetVersion())
@@ -263,7 +265,7 @@ func (b *Builder) rebuild(ctx context.Context) {
 		b.failing.Set(0)
 	}
 	b.statusMu.Unlock()
-	b.builds.With("published").Inc()
+	b.builds.WithLabelValues("published").Inc()
 	b.log.Info("snapshot published", "version", snap.GetVersion(), "price_rules", len(snap.GetPriceRules()),
 		"providers", len(snap.GetProviders()), "routes", len(snap.GetRoutes()), "api_keys", len(snap.GetApiKeys()),
 		"build_ms", time.Since(start).Milliseconds())
@@ -271,7 +273,7 @@ func (b *Builder) rebuild(ctx context.Context) {
 
 func (b *Builder) reject(version int64, stage string, err error) {
 	b.rejected = version
-	b.builds.With("rejected").Inc()
+	b.builds.WithLabelValues("rejected").Inc()
 	b.rejectedVer.Set(float64(version))
 	problems := snapshot.Problems(err)
 	if problems == nil {

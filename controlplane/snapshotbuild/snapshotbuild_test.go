@@ -1,7 +1,6 @@
 package snapshotbuild_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tollgate/tollgate/controlplane/secret"
@@ -18,7 +18,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
 	"github.com/tollgate/tollgate/controlplane/watch"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
-	"github.com/tollgate/tollgate/shared/metrics"
+	"github.com/tollgate/tollgate/shared/telemetry"
 )
 
 type testBundle struct {
@@ -40,13 +40,13 @@ func setup(t *testing.T) *testBundle {
 type replica struct {
 	b   *snapshotbuild.Builder
 	ws  *watch.Server
-	reg *metrics.Registry
+	reg *prometheus.Registry
 }
 
 // start runs a builder publishing into a real watch.Server until the test ends.
 func (tb *testBundle) start(t *testing.T, opts snapshotbuild.Options) *replica {
 	t.Helper()
-	reg := metrics.NewRegistry()
+	reg := prometheus.NewRegistry()
 	log := slog.New(slog.DiscardHandler)
 	ws := watch.New(log, reg)
 	b := snapshotbuild.New(tb.db.Pool, tb.box, ws, log, reg, opts)
@@ -100,10 +100,12 @@ func waitPublished(t *testing.T, r *replica, v int64) {
 	}
 }
 
-func scrape(reg *metrics.Registry) string {
-	var b bytes.Buffer
-	reg.Write(&b)
-	return b.String()
+func scrape(reg *prometheus.Registry) string {
+	s, err := telemetry.Text(reg)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
 
 // noSafetyNet leaves notifications as the only trigger after the initial build.

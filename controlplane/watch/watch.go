@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -21,7 +23,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
-	"github.com/tollgate/tollgate/shared/metrics"
 )
 
 // Server implements snapshotv1.SnapshotServiceServer. The zero value is not usable; call New.
@@ -37,9 +38,9 @@ type Server struct {
 	closeOnce sync.Once
 	closed    chan struct{}
 
-	watching *metrics.Gauge
-	sends    *metrics.Counter
-	version  *metrics.Gauge
+	watching prometheus.Gauge
+	sends    prometheus.Counter
+	version  prometheus.Gauge
 }
 
 // watcher is one open Watch stream. slot holds at most the newest snapshot not yet sent.
@@ -48,15 +49,16 @@ type watcher struct {
 }
 
 // New returns a Server with no snapshot, registering its metrics on reg.
-func New(log *slog.Logger, reg *metrics.Registry) *Server {
+func New(log *slog.Logger, reg prometheus.Registerer) *Server {
+	f := promauto.With(reg)
 	return &Server{
 		log:      log,
 		watchers: map[*watcher]struct{}{},
 		closed:   make(chan struct{}),
-		watching: reg.NewGauge("tollgate_snapshot_watchers", "Open SnapshotService.Watch streams."),
-		sends:    reg.NewCounter("tollgate_snapshot_sends_total", "Snapshots sent on Watch streams."),
-		version: reg.NewGauge("tollgate_snapshot_published_version",
-			"Version of the latest snapshot this control plane publishes (0 before the first)."),
+		watching: f.NewGauge(prometheus.GaugeOpts{Name: "tollgate_snapshot_watchers", Help: "Open SnapshotService.Watch streams."}),
+		sends:    f.NewCounter(prometheus.CounterOpts{Name: "tollgate_snapshot_sends_total", Help: "Snapshots sent on Watch streams."}),
+		version: f.NewGauge(prometheus.GaugeOpts{Name: "tollgate_snapshot_published_version",
+			Help: "Version of the latest snapshot this control plane publishes (0 before the first)."}),
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -20,7 +21,6 @@ import (
 	"github.com/tollgate/tollgate/controlplane/watch"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
-	"github.com/tollgate/tollgate/shared/metrics"
 )
 
 const token = "dp-token-0123456789abcdef"
@@ -35,7 +35,7 @@ type bundle struct {
 // on a loopback TCP listener.
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	ws := watch.New(slog.New(slog.DiscardHandler), metrics.NewRegistry())
+	ws := watch.New(slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	g := grpc.NewServer(watch.AuthOptions(token)...)
 	watch.Register(g, ws)
 	healthpb.RegisterHealthServer(g, health.NewServer())

@@ -12,7 +12,10 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/config"
@@ -20,9 +23,10 @@ import (
 	"github.com/tollgate/tollgate/dataplane/redisbatch"
 	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/dataplane/syncer"
+	dptelemetry "github.com/tollgate/tollgate/dataplane/telemetry"
 	"github.com/tollgate/tollgate/dataplane/upstream"
-	"github.com/tollgate/tollgate/shared/metrics"
 	"github.com/tollgate/tollgate/shared/process"
+	"github.com/tollgate/tollgate/shared/telemetry"
 )
 
 const usage = `usage: dataplane serve [flags]
@@ -46,7 +50,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		if err != nil {
 			return err
 		}
-		srv, err := New(ctx, cfg, log)
+		tracing, err := telemetry.TracingFromEnv(ctx, getenv, "tollgate-dataplane")
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tracing.Shutdown(context.WithoutCancel(ctx)) }() // flush the batched spans
+		srv, err := New(ctx, cfg, log, WithTracerProvider(tracing.Provider))
 		if err != nil {
 			return err
 		}
@@ -65,8 +74,12 @@ type Server struct {
 	Config  config.Config
 	Log     *slog.Logger
 	Redis   *redis.Client
-	Metrics *metrics.Registry
+	Metrics *prometheus.Registry
 	Mux     *http.ServeMux
+	// Telemetry instruments the request path (metrics, spans, request log) around the proxy.
+	Telemetry *dptelemetry.Telemetry
+	// MetricsServer serves /metrics on TOLLGATE_METRICS_ADDR; nil when /metrics is on the client port.
+	MetricsServer *telemetry.MetricsServer
 
 	// Proxy serves every client path; Upstream is its pooled provider transport.
 	Proxy    *proxy.Handler
@@ -89,8 +102,20 @@ type Server struct {
 	snapshotVersion func() (version int64, ok bool)
 }
 
+// Option adjusts New.
+type Option func(*options)
+
+type options struct{ tracer trace.TracerProvider }
+
+// WithTracerProvider turns tracing on with tp (nil: off, the default).
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options) { o.tracer = tp } }
+
 // New connects Redis, binds the listener and registers every handler. Nothing is served until Run.
-func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Option) (*Server, error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
 	rdb, err := newRedis(cfg)
 	if err != nil {
 		return nil, err
@@ -99,7 +124,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if linger == 0 {
 		linger = -1 // configured off (ForwarderOptions: 0 is the default, negative none)
 	}
-	s := &Server{Config: cfg, Log: log, Redis: rdb, Metrics: metrics.NewRegistry(), Mux: http.NewServeMux(),
+	s := &Server{Config: cfg, Log: log, Redis: rdb, Metrics: telemetry.NewRegistry(), Mux: http.NewServeMux(),
 		snapshotVersion: func() (int64, bool) { return 0, false }}
 	if s.Syncer, err = syncer.New(syncer.Options{Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, NodeID: cfg.NodeID,
 		CAFile: cfg.CPCAFile}, log, s.Metrics); err != nil {
@@ -110,7 +135,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	settle.RegisterRecordMetrics(s.Metrics) // tollgate_settle_usage_out_of_bounds_total (docs/settlement.md, "Bounds")
 	s.Admitter = admission.New(rdb, admission.Options{Prefix: cfg.RedisKeyPrefix, Timeout: cfg.RedisTimeout,
 		OnRedisFailure: admission.FailurePolicy(cfg.AdmissionOnRedisFailure), Snapshot: s.Syncer.Current})
-	s.Metrics.NewGaugeFunc("tollgate_admission_abandoned_reservations", "Admission calls whose reply never came (Redis failed or hung), waiting to be released once Redis answers.",
+	promauto.With(s.Metrics).NewGaugeFunc(prometheus.GaugeOpts{Name: "tollgate_admission_abandoned_reservations",
+		Help: "Admission calls whose reply never came (Redis failed or hung), waiting to be released once Redis answers."},
 		func() float64 { return float64(s.Admitter.Abandoned()) })
 	// Records Redis refuses are held in memory and delivered straight to the control plane (docs/settlement.md).
 	spill := settle.NewSpill(0)
@@ -124,11 +150,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 	s.Upstream = upstream.New(upstream.Options{ConnectTimeout: cfg.UpstreamConnectTimeout, IdleTimeout: cfg.UpstreamIdleTimeout,
 		ResponseHeaderTimeout: cfg.UpstreamResponseTimeout, CredentialCooldown: cfg.CredentialCooldown})
+	// Request-path telemetry wraps the proxy's seams: its admitter, its recorder, its upstream transport
+	// and its handler (docs/observability.md).
+	s.Telemetry = dptelemetry.New(dptelemetry.Options{Registerer: s.Metrics, Tracer: o.tracer, Snapshot: s.Syncer.Current,
+		RequestLog: log.Handler(), LogSample: cfg.RequestLogSample})
+	s.Upstream.Wrap(s.Telemetry.Transport)
 	s.Proxy = proxy.New(proxy.Options{
 		Snapshot:     s.Syncer.Current,
 		Upstream:     s.Upstream,
-		Admitter:     s.Admitter,
-		Recorder:     s.Recorder,
+		Admitter:     s.Telemetry.Admitter(s.Admitter),
+		Recorder:     s.Telemetry.Recorder(s.Recorder),
 		Transformer:  &proxy.Translator{KeepaliveInterval: cfg.KeepaliveInterval},
 		LocalUsage:   proxy.CountLocally,
 		MaxBodyBytes: cfg.MaxBodyBytes,
@@ -137,13 +168,22 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		// Every request's body must arrive within this (docs/dataplane.md "Memory bounded by what was received").
 		BodyReadTimeout: cfg.BodyReadTimeout,
 	})
-	s.Mux.Handle("/", s.Proxy) // every client path; health and metrics patterns are more specific
+	s.Mux.Handle("/", s.Telemetry.Handler(s.Proxy)) // every client path; health and metrics patterns are more specific
 	s.drain = process.NewDrain(cfg.DrainDelay)
 	process.HealthHandlers(s.Mux, s.drain.Ready(s.ready))
-	s.Mux.Handle("GET /metrics", s.Metrics.Handler())
+	if cfg.MetricsAddr == "" {
+		s.Mux.Handle("GET /metrics", telemetry.Handler(s.Metrics))
+	} else if s.MetricsServer, err = telemetry.NewMetricsServer(cfg.MetricsAddr, s.Metrics); err != nil {
+		rdb.Close()
+		s.Syncer.Close()
+		return nil, err
+	}
 	if s.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		rdb.Close()
 		s.Syncer.Close()
+		if s.MetricsServer != nil {
+			s.MetricsServer.Listener.Close()
+		}
 		return nil, fmt.Errorf("listen %s (TOLLGATE_DP_HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
 	return s, nil
@@ -219,9 +259,14 @@ func (s *Server) Run(ctx context.Context) error {
 	defer stopForward()
 	forwarded := make(chan struct{})
 	go func() { defer close(forwarded); _ = s.Forwarder.Run(fwdCtx) }()
+	servers := []process.Server{s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.ln), snapshots}
+	if m := s.MetricsServer; m != nil {
+		servers = append(servers, process.HTTPServer("metrics", m.Server, m.Listener))
+		s.Log.Info("metrics listening", "addr", m.Addr())
+	}
 	s.Log.Info("data plane listening", "http", s.Addr(), "node", s.Config.NodeID)
 	return process.Run(ctx, s.Log, s.Config.ShutdownTimeout,
-		[]process.Server{s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.ln), snapshots},
+		servers,
 		func(context.Context) error { s.Syncer.Close(); return nil },
 		func(ctx context.Context) error { // every in-flight request has recorded; deliver what we can
 			stopForward()

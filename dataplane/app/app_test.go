@@ -157,3 +157,70 @@ func TestReadyWithoutRedis(t *testing.T) {
 		t.Fatal("ready without a snapshot = nil, want an error")
 	}
 }
+
+// TOLLGATE_METRICS_ADDR moves /metrics off the client port onto its own listener, which serves the
+// data plane's families and the Go and process collectors and stops with the process.
+func TestMetricsOnTheirOwnListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadCP := ln.Addr().String()
+	ln.Close()
+	env := map[string]string{
+		"TOLLGATE_DP_TOKEN":         "dp-token-for-tests-0123",
+		"TOLLGATE_DP_HTTP_ADDR":     "127.0.0.1:0",
+		"TOLLGATE_METRICS_ADDR":     "127.0.0.1:0",
+		"TOLLGATE_CP_ENDPOINTS":     deadCP,
+		"TOLLGATE_REDIS_URL":        "redis://127.0.0.1:6379/0",
+		"TOLLGATE_REDIS_KEY_PREFIX": "t-app-" + t.Name() + ":",
+		"TOLLGATE_NODE_ID":          "dp-test",
+	}
+	cfg, err := config.Load(nil, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, _ := process.NewLogger(io.Discard, "error")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := New(ctx, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Run(ctx) }()
+	get := func(addr, path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get(srv.MetricsServer.Addr(), "/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics on the metrics listener = %d", code)
+	}
+	for _, want := range []string{"tollgate_snapshot_disconnected_seconds ", "tollgate_settle_outbox_length ", "go_goroutines ", "process_cpu_seconds_total "} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	// On the client port /metrics is no longer an operational endpoint: it is a client path (the proxy's 404).
+	if code, body := get(srv.Addr(), "/metrics"); code == http.StatusOK || strings.Contains(body, "go_goroutines") {
+		t.Errorf("client port still serves metrics: %d", code)
+	}
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("Run after cancel = %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not stop after cancel")
+	}
+	if _, err := http.Get("http://" + srv.MetricsServer.Addr() + "/metrics"); err == nil {
+		t.Error("the metrics listener outlived Run")
+	}
+}

@@ -62,12 +62,18 @@ type Config struct {
 	// AdmissionOnRedisFailure is what admission does when Redis fails or does not answer within
 	// RedisTimeout: "open" admits without a reservation (the default), "closed" refuses with 503.
 	AdmissionOnRedisFailure string
+	// MetricsAddr, when set, serves /metrics on its own listener instead of the client port
+	// (docs/observability.md).
+	MetricsAddr string
+	// RequestLogSample is the fraction of successful requests given a request log line (0 to 1; a request
+	// that failed or was refused is always logged).
+	RequestLogSample float64
 }
 
 // Load parses args with getenv as the fallback for every setting, then validates.
 func Load(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	var c Config
-	var endpoints, maxBody string
+	var endpoints, maxBody, sample string
 	fs := flag.NewFlagSet("dataplane", flag.ContinueOnError)
 	fs.SetOutput(out)
 	env := func(name, def string) string {
@@ -101,6 +107,8 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	process.DurationFlag(fs, &c.RedisTimeout, "redis-timeout", env("TOLLGATE_REDIS_TIMEOUT", "1s"), "deadline of every Redis call (TOLLGATE_REDIS_TIMEOUT)")
 	fs.StringVar(&c.AdmissionOnRedisFailure, "admission-on-redis-failure", env("TOLLGATE_ADMISSION_ON_REDIS_FAILURE", "open"),
 		"open admits without a reservation, closed refuses with 503, when Redis fails (TOLLGATE_ADMISSION_ON_REDIS_FAILURE)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("TOLLGATE_METRICS_ADDR", ""), "serve /metrics on this address instead of the client port (TOLLGATE_METRICS_ADDR)")
+	fs.StringVar(&sample, "request-log-sample", env("TOLLGATE_REQUEST_LOG_SAMPLE", "1"), "fraction of successful requests logged, 0 to 1; failures always are (TOLLGATE_REQUEST_LOG_SAMPLE)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -117,6 +125,9 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		return Config{}, fmt.Errorf("TOLLGATE_MAX_BODY_BYTES (-max-body-bytes): %w", err)
 	}
 	c.MaxBodyBytes = n
+	if c.RequestLogSample, err = strconv.ParseFloat(sample, 64); err != nil {
+		return Config{}, fmt.Errorf("TOLLGATE_REQUEST_LOG_SAMPLE (-request-log-sample): %w", err)
+	}
 	return c, c.Validate()
 }
 
@@ -157,6 +168,14 @@ func (c Config) Validate() error {
 	}
 	if _, err := admission.ParseFailurePolicy(c.AdmissionOnRedisFailure); err != nil {
 		errs = append(errs, fmt.Errorf("TOLLGATE_ADMISSION_ON_REDIS_FAILURE (-admission-on-redis-failure): %w", err))
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			errs = append(errs, fmt.Errorf("TOLLGATE_METRICS_ADDR (-metrics-addr): %w", err))
+		}
+	}
+	if !(c.RequestLogSample >= 0 && c.RequestLogSample <= 1) {
+		errs = append(errs, errors.New("TOLLGATE_REQUEST_LOG_SAMPLE (-request-log-sample): must be between 0 and 1"))
 	}
 	if c.RedisTimeout <= 0 {
 		errs = append(errs, errors.New("TOLLGATE_REDIS_TIMEOUT (-redis-timeout): must be a positive duration"))

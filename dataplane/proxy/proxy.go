@@ -25,12 +25,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/httperr"
 	"github.com/tollgate/tollgate/dataplane/routing"
 	"github.com/tollgate/tollgate/dataplane/upstream"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
-	"github.com/tollgate/tollgate/shared/metrics"
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/snapshot"
 	"github.com/tollgate/tollgate/shared/usage"
@@ -72,7 +74,7 @@ type Options struct {
 	// bound of the handler's own; the server's timeouts still apply).
 	BodyReadTimeout time.Duration
 	Log             *slog.Logger
-	Metrics         *metrics.Registry
+	Metrics         prometheus.Registerer
 	Selector        *routing.Selector
 	Now             func() time.Time
 }
@@ -81,8 +83,8 @@ type Options struct {
 type Handler struct {
 	o        Options
 	pool     sync.Pool
-	requests *metrics.CounterVec
-	counters sync.Map // countKey → *metrics.Counter
+	requests *prometheus.CounterVec
+	counters sync.Map // countKey → prometheus.Counter
 }
 
 // New builds a Handler.
@@ -102,8 +104,8 @@ func New(o Options) *Handler {
 	h := &Handler{o: o}
 	h.pool.New = func() any { return &call{} }
 	if o.Metrics != nil {
-		h.requests = o.Metrics.NewCounterVec("tollgate_dp_requests_total",
-			"Client requests by operation, implementation and status class.", "operation", "implementation", "status")
+		h.requests = promauto.With(o.Metrics).NewCounterVec(prometheus.CounterOpts{Name: "tollgate_dp_requests_total",
+			Help: "Client requests by operation, implementation and status class."}, []string{"operation", "implementation", "status"})
 	}
 	return h
 }
@@ -241,10 +243,10 @@ func (h *Handler) count(c *call, status int) {
 	}
 	k := countKey{c.class.Op, c.cand.cell.Impl, class}
 	if v, ok := h.counters.Load(k); ok {
-		v.(*metrics.Counter).Inc()
+		v.(prometheus.Counter).Inc()
 		return
 	}
-	ctr := h.requests.With(string(k.op), string(k.impl), class)
+	ctr := h.requests.WithLabelValues(string(k.op), string(k.impl), class)
 	h.counters.Store(k, ctr)
 	ctr.Inc()
 }

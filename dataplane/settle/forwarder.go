@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -26,7 +28,6 @@ import (
 
 	"github.com/tollgate/tollgate/dataplane/admission"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
-	"github.com/tollgate/tollgate/shared/metrics"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -70,7 +71,7 @@ type ForwarderOptions struct {
 	MirrorTTL time.Duration
 	Log       *slog.Logger
 	// Metrics registers the forwarder's families when set.
-	Metrics *metrics.Registry
+	Metrics prometheus.Registerer
 	// OnRefunded, when set, is called after a batch's holds were refunded with the request ids the
 	// batch acknowledged (tests use it to observe settlement order).
 	OnRefunded func(requestIDs []string)
@@ -97,7 +98,7 @@ type Forwarder struct {
 	conns []*grpc.ClientConn
 	next  int
 
-	settled, duplicates, deadLettered, failures *metrics.Counter
+	settled, duplicates, deadLettered, failures prometheus.Counter
 }
 
 //go:embed settle.lua
@@ -157,28 +158,57 @@ func NewForwarder(rdb redis.UniversalClient, opts ForwarderOptions) (*Forwarder,
 	}
 	f := &Forwarder{rdb: rdb, opts: opts, creds: creds, streams: Streams{Prefix: opts.Prefix}, keys: admission.Keys{Prefix: opts.Prefix},
 		log: opts.Log, conns: make([]*grpc.ClientConn, len(opts.Endpoints))}
-	reg := opts.Metrics
-	if reg == nil {
-		reg = metrics.NewRegistry()
-	}
-	f.settled = reg.NewCounter("tollgate_settle_records_forwarded_total", "Settlement records the control plane stored.")
-	f.duplicates = reg.NewCounter("tollgate_settle_records_duplicate_total", "Settlement records the control plane already had (redelivery).")
-	f.deadLettered = reg.NewCounter("tollgate_settle_records_dead_total", "Outbox entries moved to the dead-letter stream.")
-	f.failures = reg.NewCounter("tollgate_settle_call_failures_total", "Failed Settle calls (retried).")
+	reg := promauto.With(opts.Metrics) // nil registers nowhere
+	f.settled = reg.NewCounter(prometheus.CounterOpts{Name: "tollgate_settle_records_forwarded_total", Help: "Settlement records the control plane stored."})
+	f.duplicates = reg.NewCounter(prometheus.CounterOpts{Name: "tollgate_settle_records_duplicate_total", Help: "Settlement records the control plane already had (redelivery)."})
+	f.deadLettered = reg.NewCounter(prometheus.CounterOpts{Name: "tollgate_settle_records_dead_total", Help: "Outbox entries moved to the dead-letter stream."})
+	f.failures = reg.NewCounter(prometheus.CounterOpts{Name: "tollgate_settle_call_failures_total", Help: "Failed Settle calls (retried)."})
 	if opts.Spill != nil {
-		reg.NewGaugeFunc("tollgate_settle_spill_length", "Settlement records held in memory because Redis refused them, waiting for the control plane.",
+		reg.NewGaugeFunc(prometheus.GaugeOpts{Name: "tollgate_settle_spill_length", Help: "Settlement records held in memory because Redis refused them, waiting for the control plane."},
 			func() float64 { return float64(opts.Spill.Len()) })
 	}
-	reg.NewGaugeFunc("tollgate_settle_outbox_length", "Entries in the settlement outbox stream.", func() float64 {
-		ctx, cancel := context.WithTimeout(context.Background(), opts.RedisTimeout)
-		defer cancel()
-		n, err := rdb.XLen(ctx, f.streams.Outbox()).Result()
-		if err != nil {
-			return -1
-		}
-		return float64(n)
-	})
+	if opts.Metrics != nil {
+		opts.Metrics.MustRegister(outboxCollector{f})
+	}
 	return f, nil
+}
+
+// outboxCollector reports the outbox at scrape time, in one Redis round trip: its length and the age of
+// its oldest entry (settled entries are deleted, so the oldest one left is the delivery lag; an entry id
+// is its append time in milliseconds). A Redis that does not answer within RedisTimeout reports -1.
+type outboxCollector struct{ f *Forwarder }
+
+var (
+	outboxLenDesc = prometheus.NewDesc("tollgate_settle_outbox_length", "Entries in the settlement outbox stream (-1: Redis did not answer).", nil, nil)
+	outboxLagDesc = prometheus.NewDesc("tollgate_settle_outbox_lag_seconds",
+		"Age of the oldest settlement record not yet delivered to the control plane (0: the outbox is empty; -1: Redis did not answer).", nil, nil)
+)
+
+func (c outboxCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- outboxLenDesc
+	ch <- outboxLagDesc
+}
+
+func (c outboxCollector) Collect(ch chan<- prometheus.Metric) {
+	f := c.f
+	ctx, cancel := context.WithTimeout(context.Background(), f.opts.RedisTimeout)
+	defer cancel()
+	pipe := f.rdb.Pipeline()
+	n := pipe.XLen(ctx, f.streams.Outbox())
+	first := pipe.XRangeN(ctx, f.streams.Outbox(), "-", "+", 1)
+	length, lag := -1.0, -1.0
+	if _, err := pipe.Exec(ctx); err == nil {
+		length, lag = float64(n.Val()), 0
+		if msgs := first.Val(); len(msgs) > 0 {
+			if ms, _, ok := strings.Cut(msgs[0].ID, "-"); ok {
+				if v, err := strconv.ParseInt(ms, 10, 64); err == nil {
+					lag = max(0, time.Since(time.UnixMilli(v)).Seconds())
+				}
+			}
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(outboxLenDesc, prometheus.GaugeValue, length)
+	ch <- prometheus.MustNewConstMetric(outboxLagDesc, prometheus.GaugeValue, lag)
 }
 
 // redisCtx bounds one Redis call: RedisTimeout, plus extra (a blocking read's block time).
@@ -695,8 +725,8 @@ func (f *Forwarder) finish(ctx context.Context, entries []entry, resp *settlemen
 				n++
 			}
 		}
-		f.settled.Add(n)
-		f.duplicates.Add(uint64(len(ids)) - n)
+		f.settled.Add(float64(n))
+		f.duplicates.Add(float64(uint64(len(ids)) - n))
 	}
 	if f.opts.OnRefunded != nil && len(ids) > 0 {
 		f.opts.OnRefunded(ids)

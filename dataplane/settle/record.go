@@ -4,10 +4,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
-	"github.com/tollgate/tollgate/shared/metrics"
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -58,15 +59,16 @@ const maxFlagDetail = 512
 
 // outOfBounds counts records BuildRecord flagged (tollgate_settle_usage_out_of_bounds_total), once
 // RegisterRecordMetrics has registered it.
-var outOfBounds atomic.Pointer[metrics.Counter]
+var outOfBounds atomic.Pointer[prometheus.Counter]
 
 // RegisterRecordMetrics registers BuildRecord's metric on reg (the data plane's registry; the last
 // registration wins): tollgate_settle_usage_out_of_bounds_total, records flagged as beyond the settlement
 // bounds and not charged. Alert on any increase: an upstream reported absurd usage, or the bounds are too
 // tight for real traffic.
-func RegisterRecordMetrics(reg *metrics.Registry) {
-	outOfBounds.Store(reg.NewCounter("tollgate_settle_usage_out_of_bounds_total",
-		"Settlement records flagged because the reported usage or cost was beyond the per-request bounds (not charged)."))
+func RegisterRecordMetrics(reg prometheus.Registerer) {
+	c := promauto.With(reg).NewCounter(prometheus.CounterOpts{Name: "tollgate_settle_usage_out_of_bounds_total",
+		Help: "Settlement records flagged because the reported usage or cost was beyond the per-request bounds (not charged)."})
+	outOfBounds.Store(&c)
 }
 
 // notBilled lists operations that are recorded but never charged (spec "Image and token-usage
@@ -141,7 +143,7 @@ func BuildRecord(o Outcome) *settlementv1.SettlementRecord {
 	if flag != "" {
 		cost = "0"
 		if c := outOfBounds.Load(); c != nil {
-			c.Inc()
+			(*c).Inc()
 		}
 		if len(detail) > maxFlagDetail {
 			detail = detail[:maxFlagDetail]

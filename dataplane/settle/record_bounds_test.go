@@ -1,15 +1,16 @@
 package settle_test
 
 import (
-	"bytes"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tollgate/tollgate/dataplane/settle"
-	"github.com/tollgate/tollgate/shared/metrics"
 	"github.com/tollgate/tollgate/shared/pricing"
+	"github.com/tollgate/tollgate/shared/telemetry"
 	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -18,7 +19,7 @@ import (
 // from the snapshot; the defaults without one) is recorded with cost 0 and flagged, never charged, and
 // counted on the alert metric. Reports within the bounds are priced as before.
 func TestBuildRecordFlagsUsageBeyondBounds(t *testing.T) {
-	reg := metrics.NewRegistry()
+	reg := prometheus.NewRegistry()
 	settle.RegisterRecordMetrics(reg)
 	rule := testRule(t) // input $2 / output $8 per million
 	tight := *rule
@@ -59,9 +60,11 @@ func TestBuildRecordFlagsUsageBeyondBounds(t *testing.T) {
 			flaggedCount++
 		}
 	}
-	var b bytes.Buffer
-	reg.Write(&b)
-	if want := "tollgate_settle_usage_out_of_bounds_total " + strconv.Itoa(flaggedCount) + "\n"; !strings.Contains(b.String(), want) {
-		t.Errorf("metrics lack %q:\n%s", want, b.String())
+	b, err := telemetry.Text(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "tollgate_settle_usage_out_of_bounds_total " + strconv.Itoa(flaggedCount) + "\n"; !strings.Contains(b, want) {
+		t.Errorf("metrics lack %q:\n%s", want, b)
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -25,7 +27,6 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
-	"github.com/tollgate/tollgate/shared/metrics"
 	"github.com/tollgate/tollgate/shared/snapshot"
 )
 
@@ -64,16 +65,21 @@ type Syncer struct {
 	changed chan struct{}
 
 	endpoint  atomic.Value // string: the endpoint of the open stream, "" when none
-	connected *metrics.Gauge
-	rejects   *metrics.Counter
-	swaps     *metrics.Counter
-	streams   *metrics.CounterVec
+	connected prometheus.Gauge
+	rejects   prometheus.Counter
+	swaps     prometheus.Counter
+	streams   *prometheus.CounterVec
+	// received is the unix-nano time the last snapshot arrived (0: none yet); lost the unix-nano time the
+	// last Watch stream closed (or the Syncer was built), 0 while a stream is established.
+	received, lost atomic.Int64
 }
 
 // New builds a Syncer and its client connections (which dial lazily), registering its metrics on reg:
-// tollgate_snapshot_version, tollgate_snapshot_age_seconds, tollgate_snapshot_rejects_total,
-// tollgate_snapshot_swaps_total, tollgate_snapshot_connected and tollgate_snapshot_streams_total.
-func New(opts Options, log *slog.Logger, reg *metrics.Registry) (*Syncer, error) {
+// tollgate_snapshot_version, tollgate_snapshot_received_timestamp_seconds,
+// tollgate_snapshot_config_changed_timestamp_seconds, tollgate_snapshot_disconnected_seconds,
+// tollgate_snapshot_rejects_total, tollgate_snapshot_swaps_total, tollgate_snapshot_connected and
+// tollgate_snapshot_streams_total (docs/observability.md).
+func New(opts Options, log *slog.Logger, reg prometheus.Registerer) (*Syncer, error) {
 	if len(opts.Endpoints) == 0 {
 		return nil, errors.New("syncer: no control-plane endpoints")
 	}
@@ -118,22 +124,38 @@ func New(opts Options, log *slog.Logger, reg *metrics.Registry) (*Syncer, error)
 		}
 		s.conns = append(s.conns, cc)
 	}
-	reg.NewGaugeFunc("tollgate_snapshot_version", "Version of the snapshot being served (0: none yet).", func() float64 {
+	s.lost.Store(time.Now().UnixNano())
+	f := promauto.With(reg)
+	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "tollgate_snapshot_version", Help: "Version of the snapshot being served (0: none yet)."}, func() float64 {
 		if c := s.current.Load(); c != nil {
 			return float64(c.Version)
 		}
 		return 0
 	})
-	reg.NewGaugeFunc("tollgate_snapshot_age_seconds", "Seconds since the control plane built the snapshot being served (0: none yet).", func() float64 {
+	// The configuration's age is a timestamp, not a rising "age" gauge: a configuration nobody changed
+	// for a week is not a fault. Staleness is tollgate_snapshot_disconnected_seconds.
+	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "tollgate_snapshot_config_changed_timestamp_seconds",
+		Help: "Unix time the control plane built the snapshot being served, i.e. when the configuration last changed (0: none yet)."}, func() float64 {
 		if c := s.current.Load(); c != nil && !c.BuiltAt.IsZero() {
-			return time.Since(c.BuiltAt).Seconds()
+			return float64(c.BuiltAt.UnixNano()) / 1e9
 		}
 		return 0
 	})
-	s.rejects = reg.NewCounter("tollgate_snapshot_rejects_total", "Received snapshots dropped because they failed to compile; the previous one stays.")
-	s.swaps = reg.NewCounter("tollgate_snapshot_swaps_total", "Snapshots compiled and swapped in.")
-	s.connected = reg.NewGauge("tollgate_snapshot_connected", "1 while a Watch stream to a control plane is open.")
-	s.streams = reg.NewCounterVec("tollgate_snapshot_streams_total", "Watch streams ended, by endpoint.", "endpoint")
+	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "tollgate_snapshot_received_timestamp_seconds",
+		Help: "Unix time the last snapshot arrived from a control plane (0: none yet)."}, func() float64 {
+		return float64(s.received.Load()) / 1e9
+	})
+	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "tollgate_snapshot_disconnected_seconds",
+		Help: "Seconds since the data plane last had a Watch stream open, during which configuration changes cannot reach it (0 while connected: the control plane pushes every change). Alert when it grows."}, func() float64 {
+		if at := s.lost.Load(); at != 0 {
+			return max(0, time.Since(time.Unix(0, at)).Seconds())
+		}
+		return 0
+	})
+	s.rejects = f.NewCounter(prometheus.CounterOpts{Name: "tollgate_snapshot_rejects_total", Help: "Received snapshots dropped because they failed to compile; the previous one stays."})
+	s.swaps = f.NewCounter(prometheus.CounterOpts{Name: "tollgate_snapshot_swaps_total", Help: "Snapshots compiled and swapped in."})
+	s.connected = f.NewGauge(prometheus.GaugeOpts{Name: "tollgate_snapshot_connected", Help: "1 while a Watch stream to a control plane is open."})
+	s.streams = f.NewCounterVec(prometheus.CounterOpts{Name: "tollgate_snapshot_streams_total", Help: "Watch streams ended, by endpoint."}, []string{"endpoint"})
 	return s, nil
 }
 
@@ -220,7 +242,7 @@ func (s *Syncer) watch(ctx context.Context, i int) (established bool, err error)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ep := s.opts.Endpoints[i]
-	defer s.streams.With(ep).Inc()
+	defer s.streams.WithLabelValues(ep).Inc()
 	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+s.opts.Token)
 	stream, err := snapshotv1.NewSnapshotServiceClient(s.conns[i]).Watch(ctx,
 		&snapshotv1.WatchRequest{NodeId: s.opts.NodeID, KnownVersion: s.held()})
@@ -241,6 +263,7 @@ func (s *Syncer) watch(ctx context.Context, i int) (established bool, err error)
 	defer func() {
 		s.endpoint.Store("")
 		s.connected.Set(0)
+		s.lost.Store(time.Now().UnixNano())
 	}()
 	for {
 		resp, err := stream.Recv()
@@ -258,10 +281,12 @@ func (s *Syncer) watch(ctx context.Context, i int) (established bool, err error)
 func (s *Syncer) established(ep string) {
 	s.endpoint.Store(ep)
 	s.connected.Set(1)
+	s.lost.Store(0)
 }
 
 // apply compiles snap and swaps it in, unless it fails to compile or is older than the one held.
 func (s *Syncer) apply(snap *snapshotv1.Snapshot, ep string) {
+	s.received.Store(time.Now().UnixNano())
 	held := s.current.Load()
 	if held != nil && snap.GetVersion() < held.Version {
 		// A lagging replica answered a reconnect with what it has; the newer one arrives from it shortly.

@@ -1,16 +1,18 @@
 package syncer_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -18,8 +20,8 @@ import (
 	"github.com/tollgate/tollgate/controlplane/watch"
 	"github.com/tollgate/tollgate/dataplane/syncer"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
-	"github.com/tollgate/tollgate/shared/metrics"
 	"github.com/tollgate/tollgate/shared/snapshot"
+	"github.com/tollgate/tollgate/shared/telemetry"
 	"github.com/tollgate/tollgate/shared/tlstest"
 )
 
@@ -38,7 +40,7 @@ func startCP(t *testing.T, addr string, opts ...grpc.ServerOption) *controlPlane
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := watch.New(slog.New(slog.DiscardHandler), metrics.NewRegistry())
+	ws := watch.New(slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	g := grpc.NewServer(append(opts, watch.AuthOptions(token)...)...)
 	watch.Register(g, ws)
 	go func() { _ = g.Serve(ln) }()
@@ -55,7 +57,7 @@ func snap(v int64) *snapshotv1.Snapshot {
 
 type running struct {
 	s   *syncer.Syncer
-	reg *metrics.Registry
+	reg *prometheus.Registry
 }
 
 func startSyncer(t *testing.T, opts syncer.Options) *running {
@@ -67,7 +69,7 @@ func startSyncer(t *testing.T, opts syncer.Options) *running {
 	if opts.BackoffBase == 0 {
 		opts.BackoffBase, opts.BackoffMax = 20*time.Millisecond, 200*time.Millisecond
 	}
-	reg := metrics.NewRegistry()
+	reg := prometheus.NewRegistry()
 	s, err := syncer.New(opts, slog.New(slog.DiscardHandler), reg)
 	if err != nil {
 		t.Fatal(err)
@@ -110,10 +112,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func scrape(reg *metrics.Registry) string {
-	var b bytes.Buffer
-	reg.Write(&b)
-	return b.String()
+func scrape(reg *prometheus.Registry) string {
+	s, err := telemetry.Text(reg)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
 
 func TestSyncerFollowsPublishes(t *testing.T) {
@@ -137,11 +141,39 @@ func TestSyncerFollowsPublishes(t *testing.T) {
 	}
 	out := scrape(r.reg)
 	for _, want := range []string{"tollgate_snapshot_version 10\n", "tollgate_snapshot_connected 1\n",
-		"tollgate_snapshot_rejects_total 0\n", "tollgate_snapshot_age_seconds "} {
+		"tollgate_snapshot_rejects_total 0\n", "tollgate_snapshot_disconnected_seconds 0\n",
+		"tollgate_snapshot_config_changed_timestamp_seconds ", "tollgate_snapshot_received_timestamp_seconds "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("metrics lack %q:\n%s", want, out)
 		}
 	}
+}
+
+// A configuration nobody changed for a day is not stale: while the Watch stream is open the staleness
+// gauge stays 0 and the configuration's age is a timestamp (the old tollgate_snapshot_age_seconds rose
+// without bound here). Once the stream is lost, the staleness gauge counts.
+func TestSyncerStalenessIsDisconnectionNotConfigAge(t *testing.T) {
+	t.Parallel()
+	cp := startCP(t, "127.0.0.1:0")
+	r := startSyncer(t, syncer.Options{Endpoints: []string{cp.addr}})
+	day := time.Now().Add(-24 * time.Hour).Truncate(time.Second)
+	cp.ws.Publish(&snapshotv1.Snapshot{Version: 7, BuiltAt: timestamppb.New(day)})
+	waitVersion(t, r.s, 7)
+	out := scrape(r.reg)
+	for _, want := range []string{"tollgate_snapshot_disconnected_seconds 0\n",
+		fmt.Sprintf("tollgate_snapshot_config_changed_timestamp_seconds %s\n", strconv.FormatFloat(float64(day.Unix()), 'e', -1, 64))} {
+		if !strings.Contains(out, want) {
+			t.Errorf("metrics lack %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "tollgate_snapshot_age_seconds") {
+		t.Errorf("the rising age gauge is still exported:\n%s", out)
+	}
+	cp.stop()
+	waitFor(t, "disconnected gauge counting", func() bool {
+		return !strings.Contains(scrape(r.reg), "tollgate_snapshot_disconnected_seconds 0\n") &&
+			strings.Contains(scrape(r.reg), "tollgate_snapshot_connected 0\n")
+	})
 }
 
 func TestSyncerKeepsLastGoodOnCompileFailure(t *testing.T) {
@@ -272,11 +304,11 @@ func TestSyncerTLS(t *testing.T) {
 
 func TestNewErrors(t *testing.T) {
 	t.Parallel()
-	if _, err := syncer.New(syncer.Options{}, slog.New(slog.DiscardHandler), metrics.NewRegistry()); err == nil {
+	if _, err := syncer.New(syncer.Options{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry()); err == nil {
 		t.Error("New without endpoints succeeded")
 	}
 	if _, err := syncer.New(syncer.Options{Endpoints: []string{"127.0.0.1:1"}, CAFile: filepath.Join(t.TempDir(), "missing.pem")},
-		slog.New(slog.DiscardHandler), metrics.NewRegistry()); err == nil {
+		slog.New(slog.DiscardHandler), prometheus.NewRegistry()); err == nil {
 		t.Error("New with a missing CA file succeeded")
 	}
 }

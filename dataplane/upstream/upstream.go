@@ -40,6 +40,7 @@ type Options struct {
 // Client sends requests to providers. It is safe for concurrent use.
 type Client struct {
 	transport *http.Transport
+	rt        http.RoundTripper // transport, or the instrumentation wrapping it (Wrap)
 	cooldown  time.Duration
 	now       func() time.Time
 	intN      func(n int) int
@@ -72,11 +73,11 @@ func New(o Options) *Client {
 		// Bodies are relayed and inspected for usage as they come: ask for identity encoding.
 		DisableCompression: true,
 	}
-	return &Client{transport: t, cooldown: o.CredentialCooldown, now: o.Now, intN: o.IntN}
+	return &Client{transport: t, rt: t, cooldown: o.CredentialCooldown, now: o.Now, intN: o.IntN}
 }
 
 // Do sends req on the pooled transport (no redirects are followed).
-func (c *Client) Do(req *http.Request) (*http.Response, error) { return c.transport.RoundTrip(req) }
+func (c *Client) Do(req *http.Request) (*http.Response, error) { return c.rt.RoundTrip(req) }
 
 // Close closes idle pooled connections.
 func (c *Client) Close() { c.transport.CloseIdleConnections() }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/shared/telemetry"
 
 	"google.golang.org/protobuf/proto"
 
@@ -160,9 +161,8 @@ func (c *cluster) adminPut(p *cp, path, body string) int64 {
 func waitMetric(t *testing.T, p *cp, line string) {
 	t.Helper()
 	waitFor(t, p.name+" metric "+line, func() bool {
-		var b bytes.Buffer
-		p.srv.Metrics.Write(&b)
-		return strings.Contains(b.String(), line+"\n")
+		b, err := telemetry.Text(p.srv.Metrics)
+		return err == nil && strings.Contains(b, line+"\n")
 	})
 }
 

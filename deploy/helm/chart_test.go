@@ -340,3 +340,60 @@ func TestStrictDecodingCatchesMistakes(t *testing.T) {
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
+
+// dataPlane.metricsPort moves /metrics off the client port: the data plane is told so
+// (TOLLGATE_METRICS_ADDR), the port is exposed and scraped, and only networkPolicy.metricsFrom reaches it.
+func TestDataPlaneMetricsPort(t *testing.T) {
+	def := render(t)
+	for _, c := range get[*appsv1.Deployment](t, def, "Deployment/tg-tollgate-dataplane").Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == "TOLLGATE_METRICS_ADDR" {
+				t.Errorf("defaults set TOLLGATE_METRICS_ADDR=%s", e.Value)
+			}
+		}
+	}
+	objs := render(t, chartDir+"/values-production.yaml")
+	dp := get[*appsv1.Deployment](t, objs, "Deployment/tg-tollgate-dataplane")
+	c := dp.Spec.Template.Spec.Containers[0]
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if env["TOLLGATE_METRICS_ADDR"] != ":9102" {
+		t.Errorf("TOLLGATE_METRICS_ADDR = %q, want :9102", env["TOLLGATE_METRICS_ADDR"])
+	}
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	if ports["metrics"] != 9102 {
+		t.Errorf("container ports %v, want metrics 9102", ports)
+	}
+	svcPorts := map[string]string{}
+	for _, p := range get[*corev1.Service](t, objs, "Service/tg-tollgate-dataplane").Spec.Ports {
+		svcPorts[p.Name] = p.TargetPort.String()
+	}
+	if svcPorts["metrics"] != "metrics" {
+		t.Errorf("service ports %v, want metrics", svcPorts)
+	}
+	for comp, want := range map[string]string{"dataplane": "metrics", "controlplane": "http"} {
+		sm := get[*serviceMonitor](t, objs, "ServiceMonitor/tg-tollgate-"+comp)
+		if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != want || sm.Spec.Endpoints[0].Path != "/metrics" {
+			t.Errorf("%s ServiceMonitor endpoints %+v, want port %s", comp, sm.Spec.Endpoints, want)
+		}
+	}
+	np := get[*networkingv1.NetworkPolicy](t, objs, "NetworkPolicy/tg-tollgate-dataplane")
+	found := false
+	for _, r := range np.Spec.Ingress {
+		if len(r.Ports) == 1 && r.Ports[0].Port != nil && r.Ports[0].Port.String() == "metrics" {
+			found = true
+			if len(r.From) != 1 || r.From[0].NamespaceSelector == nil ||
+				r.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" {
+				t.Errorf("metrics port open to %+v, want the monitoring namespace only", r.From)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no NetworkPolicy rule for the metrics port: %+v", np.Spec.Ingress)
+	}
+}

@@ -217,11 +217,11 @@ func (c *Compiled) Routes() []*Route { return c.routeList }
 // Key returns the API key whose sha256 is hash, or nil.
 func (c *Compiled) Key(hash [sha256.Size]byte) *APIKey { return c.keys[hash] }
 
+// KeyByID returns the key with id, or nil (request logs name a settled request's key by its prefix).
+func (c *Compiled) KeyByID(id int64) *APIKey { return c.keysByID[id] }
+
 // LookupKey hashes secret and returns its API key, or nil.
 func (c *Compiled) LookupKey(secret string) *APIKey { return c.keys[sha256.Sum256([]byte(secret))] }
-
-// KeyByID returns the API key with id, or nil.
-func (c *Compiled) KeyByID(id int64) *APIKey { return c.keysByID[id] }
 
 // Quota returns the quota of a scope; ok is false when the scope has no quota row.
 func (c *Compiled) Quota(scope vocab.Scope, id int64) (q Quota, ok bool) {

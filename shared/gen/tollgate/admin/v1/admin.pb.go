@@ -9325,6 +9325,274 @@ func (x *WebhookDelivery) GetDeliveredAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// ListAuditEventsRequest filters the audit log; empty fields select everything.
+type ListAuditEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The table name, e.g. "price_rules", "providers", "credentials", "quotas".
+	Resource string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The row key: its id, or "scope/scope_id" for a quota, the alias for a route alias.
+	ResourceId string `protobuf:"bytes,2,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	// The admin token name (or the database role for a change made outside the admin API).
+	ActorName     string                 `protobuf:"bytes,3,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
+	Since         *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=since,proto3" json:"since,omitempty"`
+	Until         *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=until,proto3" json:"until,omitempty"`
+	Limit         int32                  `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
+	Cursor        string                 `protobuf:"bytes,7,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditEventsRequest) Reset() {
+	*x = ListAuditEventsRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[165]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditEventsRequest) ProtoMessage() {}
+
+func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[165]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
+func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{165}
+}
+
+func (x *ListAuditEventsRequest) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *ListAuditEventsRequest) GetResourceId() string {
+	if x != nil {
+		return x.ResourceId
+	}
+	return ""
+}
+
+func (x *ListAuditEventsRequest) GetActorName() string {
+	if x != nil {
+		return x.ActorName
+	}
+	return ""
+}
+
+func (x *ListAuditEventsRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *ListAuditEventsRequest) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *ListAuditEventsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListAuditEventsRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+// AuditEvent is one recorded change.
+type AuditEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	At    *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=at,proto3" json:"at,omitempty"`
+	// "<role>:<token name>" for the admin API, "db:<role>" for SQL by hand.
+	Actor     string `protobuf:"bytes,3,opt,name=actor,proto3" json:"actor,omitempty"`
+	ActorRole string `protobuf:"bytes,4,opt,name=actor_role,json=actorRole,proto3" json:"actor_role,omitempty"`
+	ActorName string `protobuf:"bytes,5,opt,name=actor_name,json=actorName,proto3" json:"actor_name,omitempty"`
+	// "insert", "update" or "delete".
+	Action     string `protobuf:"bytes,6,opt,name=action,proto3" json:"action,omitempty"`
+	Resource   string `protobuf:"bytes,7,opt,name=resource,proto3" json:"resource,omitempty"`
+	ResourceId string `protobuf:"bytes,8,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	// The row before and after as JSON objects ("null" when absent), secrets "redacted".
+	BeforeJson    string `protobuf:"bytes,9,opt,name=before_json,json=beforeJson,proto3" json:"before_json,omitempty"`
+	AfterJson     string `protobuf:"bytes,10,opt,name=after_json,json=afterJson,proto3" json:"after_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditEvent) Reset() {
+	*x = AuditEvent{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[166]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditEvent) ProtoMessage() {}
+
+func (x *AuditEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[166]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
+func (*AuditEvent) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{166}
+}
+
+func (x *AuditEvent) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *AuditEvent) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *AuditEvent) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetActorRole() string {
+	if x != nil {
+		return x.ActorRole
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetActorName() string {
+	if x != nil {
+		return x.ActorName
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetResourceId() string {
+	if x != nil {
+		return x.ResourceId
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetBeforeJson() string {
+	if x != nil {
+		return x.BeforeJson
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetAfterJson() string {
+	if x != nil {
+		return x.AfterJson
+	}
+	return ""
+}
+
+type ListAuditEventsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*AuditEvent          `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	NextCursor    string                 `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditEventsResponse) Reset() {
+	*x = ListAuditEventsResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[167]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditEventsResponse) ProtoMessage() {}
+
+func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[167]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
+func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{167}
+}
+
+func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ListAuditEventsResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
 var File_tollgate_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
@@ -10031,7 +10299,39 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"lastStatus\x12\x1d\n" +
 	"\n" +
 	"last_error\x18\x06 \x01(\tR\tlastError\x12=\n" +
-	"\fdelivered_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vdeliveredAt2\xe17\n" +
+	"\fdelivered_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vdeliveredAt\"\x86\x02\n" +
+	"\x16ListAuditEventsRequest\x12\x1a\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x12\x1f\n" +
+	"\vresource_id\x18\x02 \x01(\tR\n" +
+	"resourceId\x12\x1d\n" +
+	"\n" +
+	"actor_name\x18\x03 \x01(\tR\tactorName\x120\n" +
+	"\x05since\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
+	"\x05until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x14\n" +
+	"\x05limit\x18\x06 \x01(\x05R\x05limit\x12\x16\n" +
+	"\x06cursor\x18\a \x01(\tR\x06cursor\"\xb1\x02\n" +
+	"\n" +
+	"AuditEvent\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12*\n" +
+	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x14\n" +
+	"\x05actor\x18\x03 \x01(\tR\x05actor\x12\x1d\n" +
+	"\n" +
+	"actor_role\x18\x04 \x01(\tR\tactorRole\x12\x1d\n" +
+	"\n" +
+	"actor_name\x18\x05 \x01(\tR\tactorName\x12\x16\n" +
+	"\x06action\x18\x06 \x01(\tR\x06action\x12\x1a\n" +
+	"\bresource\x18\a \x01(\tR\bresource\x12\x1f\n" +
+	"\vresource_id\x18\b \x01(\tR\n" +
+	"resourceId\x12\x1f\n" +
+	"\vbefore_json\x18\t \x01(\tR\n" +
+	"beforeJson\x12\x1d\n" +
+	"\n" +
+	"after_json\x18\n" +
+	" \x01(\tR\tafterJson\"o\n" +
+	"\x17ListAuditEventsResponse\x123\n" +
+	"\x05items\x18\x01 \x03(\v2\x1d.tollgate.admin.v1.AuditEventR\x05items\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor2\xcb8\n" +
 	"\fAdminService\x12e\n" +
 	"\x0eListPriceRules\x12(.tollgate.admin.v1.ListPriceRulesRequest\x1a).tollgate.admin.v1.ListPriceRulesResponse\x12_\n" +
 	"\fGetPriceRule\x12&.tollgate.admin.v1.GetPriceRuleRequest\x1a'.tollgate.admin.v1.GetPriceRuleResponse\x12h\n" +
@@ -10111,7 +10411,8 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x15CreateWebhookEndpoint\x12/.tollgate.admin.v1.CreateWebhookEndpointRequest\x1a0.tollgate.admin.v1.CreateWebhookEndpointResponse\x12w\n" +
 	"\x14ListWebhookEndpoints\x12..tollgate.admin.v1.ListWebhookEndpointsRequest\x1a/.tollgate.admin.v1.ListWebhookEndpointsResponse\x12z\n" +
 	"\x15DeleteWebhookEndpoint\x12/.tollgate.admin.v1.DeleteWebhookEndpointRequest\x1a0.tollgate.admin.v1.DeleteWebhookEndpointResponse\x12h\n" +
-	"\x0fListAlertEvents\x12).tollgate.admin.v1.ListAlertEventsRequest\x1a*.tollgate.admin.v1.ListAlertEventsResponseBCZAgithub.com/tollgate/tollgate/shared/gen/tollgate/admin/v1;adminv1b\x06proto3"
+	"\x0fListAlertEvents\x12).tollgate.admin.v1.ListAlertEventsRequest\x1a*.tollgate.admin.v1.ListAlertEventsResponse\x12h\n" +
+	"\x0fListAuditEvents\x12).tollgate.admin.v1.ListAuditEventsRequest\x1a*.tollgate.admin.v1.ListAuditEventsResponseBCZAgithub.com/tollgate/tollgate/shared/gen/tollgate/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_tollgate_admin_v1_admin_proto_rawDescOnce sync.Once
@@ -10125,7 +10426,7 @@ func file_tollgate_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_tollgate_admin_v1_admin_proto_rawDescData
 }
 
-var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 167)
+var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 170)
 var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*ListPriceRulesRequest)(nil),             // 0: tollgate.admin.v1.ListPriceRulesRequest
 	(*ListPriceRulesResponse)(nil),            // 1: tollgate.admin.v1.ListPriceRulesResponse
@@ -10292,301 +10593,310 @@ var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*ListAlertEventsResponse)(nil),           // 162: tollgate.admin.v1.ListAlertEventsResponse
 	(*AlertEvent)(nil),                        // 163: tollgate.admin.v1.AlertEvent
 	(*WebhookDelivery)(nil),                   // 164: tollgate.admin.v1.WebhookDelivery
-	nil,                                       // 165: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	nil,                                       // 166: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	(*v1.PriceRule)(nil),                      // 167: tollgate.config.v1.PriceRule
-	(*timestamppb.Timestamp)(nil),             // 168: google.protobuf.Timestamp
-	(*v1.ScheduledPriceRule)(nil),             // 169: tollgate.config.v1.ScheduledPriceRule
-	(*v11.TokenCounts)(nil),                   // 170: tollgate.settlement.v1.TokenCounts
-	(*v1.Provider)(nil),                       // 171: tollgate.config.v1.Provider
-	(*v1.Credential)(nil),                     // 172: tollgate.config.v1.Credential
-	(*v1.RoutingRule)(nil),                    // 173: tollgate.config.v1.RoutingRule
-	(*v1.Route)(nil),                          // 174: tollgate.config.v1.Route
-	(*v1.Org)(nil),                            // 175: tollgate.config.v1.Org
-	(*v1.Team)(nil),                           // 176: tollgate.config.v1.Team
-	(*v1.User)(nil),                           // 177: tollgate.config.v1.User
-	(*v1.ApiKey)(nil),                         // 178: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),                          // 179: tollgate.config.v1.Quota
-	(*v11.SettlementRecord)(nil),              // 180: tollgate.settlement.v1.SettlementRecord
-	(*v1.ModelPolicy)(nil),                    // 181: tollgate.config.v1.ModelPolicy
+	(*ListAuditEventsRequest)(nil),            // 165: tollgate.admin.v1.ListAuditEventsRequest
+	(*AuditEvent)(nil),                        // 166: tollgate.admin.v1.AuditEvent
+	(*ListAuditEventsResponse)(nil),           // 167: tollgate.admin.v1.ListAuditEventsResponse
+	nil,                                       // 168: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	nil,                                       // 169: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	(*v1.PriceRule)(nil),                      // 170: tollgate.config.v1.PriceRule
+	(*timestamppb.Timestamp)(nil),             // 171: google.protobuf.Timestamp
+	(*v1.ScheduledPriceRule)(nil),             // 172: tollgate.config.v1.ScheduledPriceRule
+	(*v11.TokenCounts)(nil),                   // 173: tollgate.settlement.v1.TokenCounts
+	(*v1.Provider)(nil),                       // 174: tollgate.config.v1.Provider
+	(*v1.Credential)(nil),                     // 175: tollgate.config.v1.Credential
+	(*v1.RoutingRule)(nil),                    // 176: tollgate.config.v1.RoutingRule
+	(*v1.Route)(nil),                          // 177: tollgate.config.v1.Route
+	(*v1.Org)(nil),                            // 178: tollgate.config.v1.Org
+	(*v1.Team)(nil),                           // 179: tollgate.config.v1.Team
+	(*v1.User)(nil),                           // 180: tollgate.config.v1.User
+	(*v1.ApiKey)(nil),                         // 181: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),                          // 182: tollgate.config.v1.Quota
+	(*v11.SettlementRecord)(nil),              // 183: tollgate.settlement.v1.SettlementRecord
+	(*v1.ModelPolicy)(nil),                    // 184: tollgate.config.v1.ModelPolicy
 }
 var file_tollgate_admin_v1_admin_proto_depIdxs = []int32{
-	167, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
-	167, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	167, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	168, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	167, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	169, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	167, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	168, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	167, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	169, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	169, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
-	170, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
-	168, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
+	170, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
+	170, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	170, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	171, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	170, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	172, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	170, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	171, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	170, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	172, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	172, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
+	173, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
+	171, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
 	16,  // 13: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
-	171, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
-	171, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	171, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	171, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	171, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	171, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	172, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
-	172, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
-	173, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	173, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
-	173, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	173, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	174, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
-	174, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
-	174, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	174, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	174, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	174, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	175, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	175, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	176, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	176, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	177, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
-	177, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
-	168, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	178, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	179, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	179, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	168, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
-	168, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
-	180, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
+	174, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
+	174, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	174, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	174, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	174, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	174, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	175, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
+	175, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
+	176, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	176, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
+	176, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	176, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	177, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
+	177, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
+	177, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	177, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	177, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	177, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	178, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	178, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	179, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	179, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	180, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
+	180, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
+	171, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	181, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	182, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	182, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	171, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
+	171, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
+	183, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
 	62,  // 45: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
-	168, // 46: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
-	168, // 47: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
+	171, // 46: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
+	171, // 47: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
 	65,  // 48: tollgate.admin.v1.GetSpendRequest.filters:type_name -> tollgate.admin.v1.SpendFilter
-	168, // 49: tollgate.admin.v1.SpendRow.bucket_start:type_name -> google.protobuf.Timestamp
+	171, // 49: tollgate.admin.v1.SpendRow.bucket_start:type_name -> google.protobuf.Timestamp
 	66,  // 50: tollgate.admin.v1.SpendRow.group:type_name -> tollgate.admin.v1.SpendGroupValue
 	67,  // 51: tollgate.admin.v1.SpendRow.tokens:type_name -> tollgate.admin.v1.SpendTokens
 	68,  // 52: tollgate.admin.v1.GetSpendResponse.rows:type_name -> tollgate.admin.v1.SpendRow
 	68,  // 53: tollgate.admin.v1.GetSpendResponse.total:type_name -> tollgate.admin.v1.SpendRow
-	167, // 54: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
-	173, // 55: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	167, // 56: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
-	173, // 57: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	169, // 58: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
-	168, // 59: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
+	170, // 54: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
+	176, // 55: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	170, // 56: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
+	176, // 57: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	172, // 58: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
+	171, // 59: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
 	74,  // 60: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
 	74,  // 61: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
-	168, // 62: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
-	168, // 63: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
-	168, // 64: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
+	171, // 62: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
+	171, // 63: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
+	171, // 64: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
 	82,  // 65: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
-	179, // 66: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	182, // 66: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
 	82,  // 67: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
-	168, // 68: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
-	168, // 69: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
+	171, // 68: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
+	171, // 69: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
 	87,  // 70: tollgate.admin.v1.ListQuotaPeriodsResponse.items:type_name -> tollgate.admin.v1.QuotaPeriod
-	168, // 71: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
+	171, // 71: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
 	90,  // 72: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
 	91,  // 73: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
-	165, // 74: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	166, // 75: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	168, // 76: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
+	168, // 74: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	169, // 75: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	171, // 76: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
 	95,  // 77: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
-	168, // 78: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
+	171, // 78: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
 	96,  // 79: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
 	97,  // 80: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
 	99,  // 81: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
 	100, // 82: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
-	167, // 83: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
+	170, // 83: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
 	98,  // 84: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
-	167, // 85: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
-	168, // 86: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
-	168, // 87: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
+	170, // 85: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
+	171, // 86: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
+	171, // 87: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
 	105, // 88: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
-	168, // 89: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
+	171, // 89: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
 	108, // 90: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
-	168, // 91: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
-	168, // 92: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
-	167, // 93: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
-	168, // 94: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
-	168, // 95: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
-	168, // 96: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
-	167, // 97: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
-	168, // 98: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
-	168, // 99: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
+	171, // 91: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
+	171, // 92: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
+	170, // 93: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
+	171, // 94: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
+	171, // 95: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
+	171, // 96: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
+	170, // 97: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
+	171, // 98: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
+	171, // 99: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
 	111, // 100: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
-	178, // 101: tollgate.admin.v1.ListApiKeysResponse.items:type_name -> tollgate.config.v1.ApiKey
-	178, // 102: tollgate.admin.v1.GetApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	168, // 103: tollgate.admin.v1.UpdateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	178, // 104: tollgate.admin.v1.UpdateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	178, // 105: tollgate.admin.v1.RotateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	175, // 106: tollgate.admin.v1.ListOrgsResponse.items:type_name -> tollgate.config.v1.Org
-	175, // 107: tollgate.admin.v1.UpdateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	175, // 108: tollgate.admin.v1.UpdateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	176, // 109: tollgate.admin.v1.ListTeamsResponse.items:type_name -> tollgate.config.v1.Team
-	176, // 110: tollgate.admin.v1.UpdateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	176, // 111: tollgate.admin.v1.UpdateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	177, // 112: tollgate.admin.v1.ListUsersResponse.items:type_name -> tollgate.config.v1.User
-	177, // 113: tollgate.admin.v1.UpdateUserRequest.user:type_name -> tollgate.config.v1.User
-	177, // 114: tollgate.admin.v1.UpdateUserResponse.user:type_name -> tollgate.config.v1.User
-	181, // 115: tollgate.admin.v1.GetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
+	181, // 101: tollgate.admin.v1.ListApiKeysResponse.items:type_name -> tollgate.config.v1.ApiKey
+	181, // 102: tollgate.admin.v1.GetApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	171, // 103: tollgate.admin.v1.UpdateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	181, // 104: tollgate.admin.v1.UpdateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	181, // 105: tollgate.admin.v1.RotateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	178, // 106: tollgate.admin.v1.ListOrgsResponse.items:type_name -> tollgate.config.v1.Org
+	178, // 107: tollgate.admin.v1.UpdateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	178, // 108: tollgate.admin.v1.UpdateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	179, // 109: tollgate.admin.v1.ListTeamsResponse.items:type_name -> tollgate.config.v1.Team
+	179, // 110: tollgate.admin.v1.UpdateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	179, // 111: tollgate.admin.v1.UpdateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	180, // 112: tollgate.admin.v1.ListUsersResponse.items:type_name -> tollgate.config.v1.User
+	180, // 113: tollgate.admin.v1.UpdateUserRequest.user:type_name -> tollgate.config.v1.User
+	180, // 114: tollgate.admin.v1.UpdateUserResponse.user:type_name -> tollgate.config.v1.User
+	184, // 115: tollgate.admin.v1.GetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
 	142, // 116: tollgate.admin.v1.GetModelPolicyResponse.providers:type_name -> tollgate.admin.v1.ProviderUnpricedPolicy
-	181, // 117: tollgate.admin.v1.SetModelPolicyRequest.policy:type_name -> tollgate.config.v1.ModelPolicy
-	181, // 118: tollgate.admin.v1.SetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
-	168, // 119: tollgate.admin.v1.ListUnpricedModelsRequest.since:type_name -> google.protobuf.Timestamp
+	184, // 117: tollgate.admin.v1.SetModelPolicyRequest.policy:type_name -> tollgate.config.v1.ModelPolicy
+	184, // 118: tollgate.admin.v1.SetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
+	171, // 119: tollgate.admin.v1.ListUnpricedModelsRequest.since:type_name -> google.protobuf.Timestamp
 	149, // 120: tollgate.admin.v1.ListUnpricedModelsResponse.items:type_name -> tollgate.admin.v1.UnpricedModel
-	168, // 121: tollgate.admin.v1.UnpricedModel.first_seen:type_name -> google.protobuf.Timestamp
-	168, // 122: tollgate.admin.v1.UnpricedModel.last_seen:type_name -> google.protobuf.Timestamp
-	168, // 123: tollgate.admin.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
+	171, // 121: tollgate.admin.v1.UnpricedModel.first_seen:type_name -> google.protobuf.Timestamp
+	171, // 122: tollgate.admin.v1.UnpricedModel.last_seen:type_name -> google.protobuf.Timestamp
+	171, // 123: tollgate.admin.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
 	154, // 124: tollgate.admin.v1.CreateWebhookEndpointResponse.endpoint:type_name -> tollgate.admin.v1.WebhookEndpoint
 	154, // 125: tollgate.admin.v1.ListWebhookEndpointsResponse.items:type_name -> tollgate.admin.v1.WebhookEndpoint
 	163, // 126: tollgate.admin.v1.ListAlertEventsResponse.items:type_name -> tollgate.admin.v1.AlertEvent
-	168, // 127: tollgate.admin.v1.AlertEvent.period_start:type_name -> google.protobuf.Timestamp
-	168, // 128: tollgate.admin.v1.AlertEvent.created_at:type_name -> google.protobuf.Timestamp
+	171, // 127: tollgate.admin.v1.AlertEvent.period_start:type_name -> google.protobuf.Timestamp
+	171, // 128: tollgate.admin.v1.AlertEvent.created_at:type_name -> google.protobuf.Timestamp
 	164, // 129: tollgate.admin.v1.AlertEvent.deliveries:type_name -> tollgate.admin.v1.WebhookDelivery
-	168, // 130: tollgate.admin.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
-	0,   // 131: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
-	2,   // 132: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
-	4,   // 133: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
-	6,   // 134: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
-	12,  // 135: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
-	14,  // 136: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
-	17,  // 137: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	19,  // 138: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	21,  // 139: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	23,  // 140: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	25,  // 141: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	27,  // 142: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
-	29,  // 143: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
-	31,  // 144: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
-	33,  // 145: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
-	35,  // 146: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
-	37,  // 147: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
-	39,  // 148: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
-	41,  // 149: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
-	43,  // 150: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
-	45,  // 151: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
-	47,  // 152: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
-	49,  // 153: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
-	51,  // 154: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
-	53,  // 155: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
-	55,  // 156: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
-	57,  // 157: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
-	59,  // 158: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
-	81,  // 159: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
-	84,  // 160: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	86,  // 161: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
-	61,  // 162: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
-	64,  // 163: tollgate.admin.v1.AdminService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
-	70,  // 164: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
-	72,  // 165: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
-	75,  // 166: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
-	77,  // 167: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
-	79,  // 168: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
-	89,  // 169: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
-	93,  // 170: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
-	101, // 171: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
-	103, // 172: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	106, // 173: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
-	109, // 174: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
-	8,   // 175: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
-	10,  // 176: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
-	112, // 177: tollgate.admin.v1.AdminService.ListApiKeys:input_type -> tollgate.admin.v1.ListApiKeysRequest
-	114, // 178: tollgate.admin.v1.AdminService.GetApiKey:input_type -> tollgate.admin.v1.GetApiKeyRequest
-	116, // 179: tollgate.admin.v1.AdminService.UpdateApiKey:input_type -> tollgate.admin.v1.UpdateApiKeyRequest
-	118, // 180: tollgate.admin.v1.AdminService.DeleteApiKey:input_type -> tollgate.admin.v1.DeleteApiKeyRequest
-	120, // 181: tollgate.admin.v1.AdminService.RotateApiKey:input_type -> tollgate.admin.v1.RotateApiKeyRequest
-	122, // 182: tollgate.admin.v1.AdminService.ListOrgs:input_type -> tollgate.admin.v1.ListOrgsRequest
-	124, // 183: tollgate.admin.v1.AdminService.UpdateOrg:input_type -> tollgate.admin.v1.UpdateOrgRequest
-	126, // 184: tollgate.admin.v1.AdminService.DeleteOrg:input_type -> tollgate.admin.v1.DeleteOrgRequest
-	128, // 185: tollgate.admin.v1.AdminService.ListTeams:input_type -> tollgate.admin.v1.ListTeamsRequest
-	130, // 186: tollgate.admin.v1.AdminService.UpdateTeam:input_type -> tollgate.admin.v1.UpdateTeamRequest
-	132, // 187: tollgate.admin.v1.AdminService.DeleteTeam:input_type -> tollgate.admin.v1.DeleteTeamRequest
-	134, // 188: tollgate.admin.v1.AdminService.ListUsers:input_type -> tollgate.admin.v1.ListUsersRequest
-	136, // 189: tollgate.admin.v1.AdminService.UpdateUser:input_type -> tollgate.admin.v1.UpdateUserRequest
-	138, // 190: tollgate.admin.v1.AdminService.DeleteUser:input_type -> tollgate.admin.v1.DeleteUserRequest
-	140, // 191: tollgate.admin.v1.AdminService.GetModelPolicy:input_type -> tollgate.admin.v1.GetModelPolicyRequest
-	143, // 192: tollgate.admin.v1.AdminService.SetModelPolicy:input_type -> tollgate.admin.v1.SetModelPolicyRequest
-	145, // 193: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:input_type -> tollgate.admin.v1.SetProviderUnpricedPolicyRequest
-	147, // 194: tollgate.admin.v1.AdminService.ListUnpricedModels:input_type -> tollgate.admin.v1.ListUnpricedModelsRequest
-	150, // 195: tollgate.admin.v1.AdminService.GetQuotaAlerts:input_type -> tollgate.admin.v1.GetQuotaAlertsRequest
-	152, // 196: tollgate.admin.v1.AdminService.SetQuotaAlerts:input_type -> tollgate.admin.v1.SetQuotaAlertsRequest
-	155, // 197: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:input_type -> tollgate.admin.v1.CreateWebhookEndpointRequest
-	157, // 198: tollgate.admin.v1.AdminService.ListWebhookEndpoints:input_type -> tollgate.admin.v1.ListWebhookEndpointsRequest
-	159, // 199: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:input_type -> tollgate.admin.v1.DeleteWebhookEndpointRequest
-	161, // 200: tollgate.admin.v1.AdminService.ListAlertEvents:input_type -> tollgate.admin.v1.ListAlertEventsRequest
-	1,   // 201: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
-	3,   // 202: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
-	5,   // 203: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
-	7,   // 204: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
-	13,  // 205: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
-	15,  // 206: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
-	18,  // 207: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	20,  // 208: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	22,  // 209: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	24,  // 210: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	26,  // 211: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	28,  // 212: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
-	30,  // 213: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
-	32,  // 214: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
-	34,  // 215: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
-	36,  // 216: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
-	38,  // 217: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
-	40,  // 218: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
-	42,  // 219: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
-	44,  // 220: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
-	46,  // 221: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
-	48,  // 222: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
-	50,  // 223: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
-	52,  // 224: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
-	54,  // 225: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
-	56,  // 226: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
-	58,  // 227: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
-	60,  // 228: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
-	83,  // 229: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
-	85,  // 230: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	88,  // 231: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
-	63,  // 232: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
-	69,  // 233: tollgate.admin.v1.AdminService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
-	71,  // 234: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
-	73,  // 235: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
-	76,  // 236: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
-	78,  // 237: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
-	80,  // 238: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
-	92,  // 239: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
-	94,  // 240: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
-	102, // 241: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
-	104, // 242: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	107, // 243: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
-	110, // 244: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
-	9,   // 245: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
-	11,  // 246: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
-	113, // 247: tollgate.admin.v1.AdminService.ListApiKeys:output_type -> tollgate.admin.v1.ListApiKeysResponse
-	115, // 248: tollgate.admin.v1.AdminService.GetApiKey:output_type -> tollgate.admin.v1.GetApiKeyResponse
-	117, // 249: tollgate.admin.v1.AdminService.UpdateApiKey:output_type -> tollgate.admin.v1.UpdateApiKeyResponse
-	119, // 250: tollgate.admin.v1.AdminService.DeleteApiKey:output_type -> tollgate.admin.v1.DeleteApiKeyResponse
-	121, // 251: tollgate.admin.v1.AdminService.RotateApiKey:output_type -> tollgate.admin.v1.RotateApiKeyResponse
-	123, // 252: tollgate.admin.v1.AdminService.ListOrgs:output_type -> tollgate.admin.v1.ListOrgsResponse
-	125, // 253: tollgate.admin.v1.AdminService.UpdateOrg:output_type -> tollgate.admin.v1.UpdateOrgResponse
-	127, // 254: tollgate.admin.v1.AdminService.DeleteOrg:output_type -> tollgate.admin.v1.DeleteOrgResponse
-	129, // 255: tollgate.admin.v1.AdminService.ListTeams:output_type -> tollgate.admin.v1.ListTeamsResponse
-	131, // 256: tollgate.admin.v1.AdminService.UpdateTeam:output_type -> tollgate.admin.v1.UpdateTeamResponse
-	133, // 257: tollgate.admin.v1.AdminService.DeleteTeam:output_type -> tollgate.admin.v1.DeleteTeamResponse
-	135, // 258: tollgate.admin.v1.AdminService.ListUsers:output_type -> tollgate.admin.v1.ListUsersResponse
-	137, // 259: tollgate.admin.v1.AdminService.UpdateUser:output_type -> tollgate.admin.v1.UpdateUserResponse
-	139, // 260: tollgate.admin.v1.AdminService.DeleteUser:output_type -> tollgate.admin.v1.DeleteUserResponse
-	141, // 261: tollgate.admin.v1.AdminService.GetModelPolicy:output_type -> tollgate.admin.v1.GetModelPolicyResponse
-	144, // 262: tollgate.admin.v1.AdminService.SetModelPolicy:output_type -> tollgate.admin.v1.SetModelPolicyResponse
-	146, // 263: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:output_type -> tollgate.admin.v1.SetProviderUnpricedPolicyResponse
-	148, // 264: tollgate.admin.v1.AdminService.ListUnpricedModels:output_type -> tollgate.admin.v1.ListUnpricedModelsResponse
-	151, // 265: tollgate.admin.v1.AdminService.GetQuotaAlerts:output_type -> tollgate.admin.v1.GetQuotaAlertsResponse
-	153, // 266: tollgate.admin.v1.AdminService.SetQuotaAlerts:output_type -> tollgate.admin.v1.SetQuotaAlertsResponse
-	156, // 267: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:output_type -> tollgate.admin.v1.CreateWebhookEndpointResponse
-	158, // 268: tollgate.admin.v1.AdminService.ListWebhookEndpoints:output_type -> tollgate.admin.v1.ListWebhookEndpointsResponse
-	160, // 269: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:output_type -> tollgate.admin.v1.DeleteWebhookEndpointResponse
-	162, // 270: tollgate.admin.v1.AdminService.ListAlertEvents:output_type -> tollgate.admin.v1.ListAlertEventsResponse
-	201, // [201:271] is the sub-list for method output_type
-	131, // [131:201] is the sub-list for method input_type
-	131, // [131:131] is the sub-list for extension type_name
-	131, // [131:131] is the sub-list for extension extendee
-	0,   // [0:131] is the sub-list for field type_name
+	171, // 130: tollgate.admin.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
+	171, // 131: tollgate.admin.v1.ListAuditEventsRequest.since:type_name -> google.protobuf.Timestamp
+	171, // 132: tollgate.admin.v1.ListAuditEventsRequest.until:type_name -> google.protobuf.Timestamp
+	171, // 133: tollgate.admin.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	166, // 134: tollgate.admin.v1.ListAuditEventsResponse.items:type_name -> tollgate.admin.v1.AuditEvent
+	0,   // 135: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
+	2,   // 136: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
+	4,   // 137: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
+	6,   // 138: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
+	12,  // 139: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
+	14,  // 140: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
+	17,  // 141: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	19,  // 142: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	21,  // 143: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	23,  // 144: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	25,  // 145: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	27,  // 146: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
+	29,  // 147: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
+	31,  // 148: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
+	33,  // 149: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
+	35,  // 150: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
+	37,  // 151: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
+	39,  // 152: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
+	41,  // 153: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
+	43,  // 154: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
+	45,  // 155: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
+	47,  // 156: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
+	49,  // 157: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
+	51,  // 158: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
+	53,  // 159: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
+	55,  // 160: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
+	57,  // 161: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
+	59,  // 162: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
+	81,  // 163: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
+	84,  // 164: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	86,  // 165: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
+	61,  // 166: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
+	64,  // 167: tollgate.admin.v1.AdminService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
+	70,  // 168: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
+	72,  // 169: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
+	75,  // 170: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
+	77,  // 171: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
+	79,  // 172: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
+	89,  // 173: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
+	93,  // 174: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
+	101, // 175: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
+	103, // 176: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	106, // 177: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
+	109, // 178: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
+	8,   // 179: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
+	10,  // 180: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
+	112, // 181: tollgate.admin.v1.AdminService.ListApiKeys:input_type -> tollgate.admin.v1.ListApiKeysRequest
+	114, // 182: tollgate.admin.v1.AdminService.GetApiKey:input_type -> tollgate.admin.v1.GetApiKeyRequest
+	116, // 183: tollgate.admin.v1.AdminService.UpdateApiKey:input_type -> tollgate.admin.v1.UpdateApiKeyRequest
+	118, // 184: tollgate.admin.v1.AdminService.DeleteApiKey:input_type -> tollgate.admin.v1.DeleteApiKeyRequest
+	120, // 185: tollgate.admin.v1.AdminService.RotateApiKey:input_type -> tollgate.admin.v1.RotateApiKeyRequest
+	122, // 186: tollgate.admin.v1.AdminService.ListOrgs:input_type -> tollgate.admin.v1.ListOrgsRequest
+	124, // 187: tollgate.admin.v1.AdminService.UpdateOrg:input_type -> tollgate.admin.v1.UpdateOrgRequest
+	126, // 188: tollgate.admin.v1.AdminService.DeleteOrg:input_type -> tollgate.admin.v1.DeleteOrgRequest
+	128, // 189: tollgate.admin.v1.AdminService.ListTeams:input_type -> tollgate.admin.v1.ListTeamsRequest
+	130, // 190: tollgate.admin.v1.AdminService.UpdateTeam:input_type -> tollgate.admin.v1.UpdateTeamRequest
+	132, // 191: tollgate.admin.v1.AdminService.DeleteTeam:input_type -> tollgate.admin.v1.DeleteTeamRequest
+	134, // 192: tollgate.admin.v1.AdminService.ListUsers:input_type -> tollgate.admin.v1.ListUsersRequest
+	136, // 193: tollgate.admin.v1.AdminService.UpdateUser:input_type -> tollgate.admin.v1.UpdateUserRequest
+	138, // 194: tollgate.admin.v1.AdminService.DeleteUser:input_type -> tollgate.admin.v1.DeleteUserRequest
+	140, // 195: tollgate.admin.v1.AdminService.GetModelPolicy:input_type -> tollgate.admin.v1.GetModelPolicyRequest
+	143, // 196: tollgate.admin.v1.AdminService.SetModelPolicy:input_type -> tollgate.admin.v1.SetModelPolicyRequest
+	145, // 197: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:input_type -> tollgate.admin.v1.SetProviderUnpricedPolicyRequest
+	147, // 198: tollgate.admin.v1.AdminService.ListUnpricedModels:input_type -> tollgate.admin.v1.ListUnpricedModelsRequest
+	150, // 199: tollgate.admin.v1.AdminService.GetQuotaAlerts:input_type -> tollgate.admin.v1.GetQuotaAlertsRequest
+	152, // 200: tollgate.admin.v1.AdminService.SetQuotaAlerts:input_type -> tollgate.admin.v1.SetQuotaAlertsRequest
+	155, // 201: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:input_type -> tollgate.admin.v1.CreateWebhookEndpointRequest
+	157, // 202: tollgate.admin.v1.AdminService.ListWebhookEndpoints:input_type -> tollgate.admin.v1.ListWebhookEndpointsRequest
+	159, // 203: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:input_type -> tollgate.admin.v1.DeleteWebhookEndpointRequest
+	161, // 204: tollgate.admin.v1.AdminService.ListAlertEvents:input_type -> tollgate.admin.v1.ListAlertEventsRequest
+	165, // 205: tollgate.admin.v1.AdminService.ListAuditEvents:input_type -> tollgate.admin.v1.ListAuditEventsRequest
+	1,   // 206: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
+	3,   // 207: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
+	5,   // 208: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
+	7,   // 209: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
+	13,  // 210: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
+	15,  // 211: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
+	18,  // 212: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	20,  // 213: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	22,  // 214: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	24,  // 215: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	26,  // 216: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	28,  // 217: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
+	30,  // 218: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
+	32,  // 219: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
+	34,  // 220: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
+	36,  // 221: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
+	38,  // 222: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
+	40,  // 223: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
+	42,  // 224: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
+	44,  // 225: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
+	46,  // 226: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
+	48,  // 227: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
+	50,  // 228: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
+	52,  // 229: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
+	54,  // 230: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
+	56,  // 231: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
+	58,  // 232: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
+	60,  // 233: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
+	83,  // 234: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
+	85,  // 235: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	88,  // 236: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
+	63,  // 237: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
+	69,  // 238: tollgate.admin.v1.AdminService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
+	71,  // 239: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
+	73,  // 240: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
+	76,  // 241: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
+	78,  // 242: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
+	80,  // 243: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
+	92,  // 244: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
+	94,  // 245: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
+	102, // 246: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
+	104, // 247: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	107, // 248: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
+	110, // 249: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
+	9,   // 250: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
+	11,  // 251: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
+	113, // 252: tollgate.admin.v1.AdminService.ListApiKeys:output_type -> tollgate.admin.v1.ListApiKeysResponse
+	115, // 253: tollgate.admin.v1.AdminService.GetApiKey:output_type -> tollgate.admin.v1.GetApiKeyResponse
+	117, // 254: tollgate.admin.v1.AdminService.UpdateApiKey:output_type -> tollgate.admin.v1.UpdateApiKeyResponse
+	119, // 255: tollgate.admin.v1.AdminService.DeleteApiKey:output_type -> tollgate.admin.v1.DeleteApiKeyResponse
+	121, // 256: tollgate.admin.v1.AdminService.RotateApiKey:output_type -> tollgate.admin.v1.RotateApiKeyResponse
+	123, // 257: tollgate.admin.v1.AdminService.ListOrgs:output_type -> tollgate.admin.v1.ListOrgsResponse
+	125, // 258: tollgate.admin.v1.AdminService.UpdateOrg:output_type -> tollgate.admin.v1.UpdateOrgResponse
+	127, // 259: tollgate.admin.v1.AdminService.DeleteOrg:output_type -> tollgate.admin.v1.DeleteOrgResponse
+	129, // 260: tollgate.admin.v1.AdminService.ListTeams:output_type -> tollgate.admin.v1.ListTeamsResponse
+	131, // 261: tollgate.admin.v1.AdminService.UpdateTeam:output_type -> tollgate.admin.v1.UpdateTeamResponse
+	133, // 262: tollgate.admin.v1.AdminService.DeleteTeam:output_type -> tollgate.admin.v1.DeleteTeamResponse
+	135, // 263: tollgate.admin.v1.AdminService.ListUsers:output_type -> tollgate.admin.v1.ListUsersResponse
+	137, // 264: tollgate.admin.v1.AdminService.UpdateUser:output_type -> tollgate.admin.v1.UpdateUserResponse
+	139, // 265: tollgate.admin.v1.AdminService.DeleteUser:output_type -> tollgate.admin.v1.DeleteUserResponse
+	141, // 266: tollgate.admin.v1.AdminService.GetModelPolicy:output_type -> tollgate.admin.v1.GetModelPolicyResponse
+	144, // 267: tollgate.admin.v1.AdminService.SetModelPolicy:output_type -> tollgate.admin.v1.SetModelPolicyResponse
+	146, // 268: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:output_type -> tollgate.admin.v1.SetProviderUnpricedPolicyResponse
+	148, // 269: tollgate.admin.v1.AdminService.ListUnpricedModels:output_type -> tollgate.admin.v1.ListUnpricedModelsResponse
+	151, // 270: tollgate.admin.v1.AdminService.GetQuotaAlerts:output_type -> tollgate.admin.v1.GetQuotaAlertsResponse
+	153, // 271: tollgate.admin.v1.AdminService.SetQuotaAlerts:output_type -> tollgate.admin.v1.SetQuotaAlertsResponse
+	156, // 272: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:output_type -> tollgate.admin.v1.CreateWebhookEndpointResponse
+	158, // 273: tollgate.admin.v1.AdminService.ListWebhookEndpoints:output_type -> tollgate.admin.v1.ListWebhookEndpointsResponse
+	160, // 274: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:output_type -> tollgate.admin.v1.DeleteWebhookEndpointResponse
+	162, // 275: tollgate.admin.v1.AdminService.ListAlertEvents:output_type -> tollgate.admin.v1.ListAlertEventsResponse
+	167, // 276: tollgate.admin.v1.AdminService.ListAuditEvents:output_type -> tollgate.admin.v1.ListAuditEventsResponse
+	206, // [206:277] is the sub-list for method output_type
+	135, // [135:206] is the sub-list for method input_type
+	135, // [135:135] is the sub-list for extension type_name
+	135, // [135:135] is the sub-list for extension extendee
+	0,   // [0:135] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_admin_proto_init() }
@@ -10611,7 +10921,7 @@ func file_tollgate_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_admin_proto_rawDesc), len(file_tollgate_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   167,
+			NumMessages:   170,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -92,6 +92,7 @@ const (
 	AdminService_ListWebhookEndpoints_FullMethodName      = "/tollgate.admin.v1.AdminService/ListWebhookEndpoints"
 	AdminService_DeleteWebhookEndpoint_FullMethodName     = "/tollgate.admin.v1.AdminService/DeleteWebhookEndpoint"
 	AdminService_ListAlertEvents_FullMethodName           = "/tollgate.admin.v1.AdminService/ListAlertEvents"
+	AdminService_ListAuditEvents_FullMethodName           = "/tollgate.admin.v1.AdminService/ListAuditEvents"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -217,6 +218,9 @@ type AdminServiceClient interface {
 	DeleteWebhookEndpoint(ctx context.Context, in *DeleteWebhookEndpointRequest, opts ...grpc.CallOption) (*DeleteWebhookEndpointResponse, error)
 	// ListAlertEvents lists alert events, newest first, with their deliveries.
 	ListAlertEvents(ctx context.Context, in *ListAlertEventsRequest, opts ...grpc.CallOption) (*ListAlertEventsResponse, error)
+	// The admin audit log, newest first: every configuration change with its writer, before and after
+	// (secrets redacted). Admins only.
+	ListAuditEvents(ctx context.Context, in *ListAuditEventsRequest, opts ...grpc.CallOption) (*ListAuditEventsResponse, error)
 }
 
 type adminServiceClient struct {
@@ -927,6 +931,16 @@ func (c *adminServiceClient) ListAlertEvents(ctx context.Context, in *ListAlertE
 	return out, nil
 }
 
+func (c *adminServiceClient) ListAuditEvents(ctx context.Context, in *ListAuditEventsRequest, opts ...grpc.CallOption) (*ListAuditEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListAuditEventsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListAuditEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -1050,6 +1064,9 @@ type AdminServiceServer interface {
 	DeleteWebhookEndpoint(context.Context, *DeleteWebhookEndpointRequest) (*DeleteWebhookEndpointResponse, error)
 	// ListAlertEvents lists alert events, newest first, with their deliveries.
 	ListAlertEvents(context.Context, *ListAlertEventsRequest) (*ListAlertEventsResponse, error)
+	// The admin audit log, newest first: every configuration change with its writer, before and after
+	// (secrets redacted). Admins only.
+	ListAuditEvents(context.Context, *ListAuditEventsRequest) (*ListAuditEventsResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -1269,6 +1286,9 @@ func (UnimplementedAdminServiceServer) DeleteWebhookEndpoint(context.Context, *D
 }
 func (UnimplementedAdminServiceServer) ListAlertEvents(context.Context, *ListAlertEventsRequest) (*ListAlertEventsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListAlertEvents not implemented")
+}
+func (UnimplementedAdminServiceServer) ListAuditEvents(context.Context, *ListAuditEventsRequest) (*ListAuditEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListAuditEvents not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -2551,6 +2571,24 @@ func _AdminService_ListAlertEvents_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListAuditEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListAuditEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListAuditEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListAuditEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListAuditEvents(ctx, req.(*ListAuditEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -2837,6 +2875,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListAlertEvents",
 			Handler:    _AdminService_ListAlertEvents_Handler,
+		},
+		{
+			MethodName: "ListAuditEvents",
+			Handler:    _AdminService_ListAuditEvents_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
