@@ -52,6 +52,17 @@ func NewDecoder(r io.Reader) *Decoder {
 	return &Decoder{r: bufio.NewReaderSize(r, 32<<10), max: DefaultMaxEventSize}
 }
 
+// Reset makes the decoder read a new stream from r, keeping its buffers (and KeepRaw), so decoders can be
+// pooled. The maximum event size is kept too.
+func (d *Decoder) Reset(r io.Reader) {
+	d.r.Reset(r)
+	d.line, d.data, d.name, d.raw = d.line[:0], d.data[:0], d.name[:0], d.raw[:0]
+	d.id, d.skipLF, d.err, d.hasData = "", false, nil, false
+}
+
+// Footprint is the memory its buffers hold beyond the read buffer (a pool drops a decoder that grew large).
+func (d *Decoder) Footprint() int { return cap(d.line) + cap(d.data) + cap(d.raw) }
+
 // SetMaxEventSize changes the maximum size of one event; n <= 0 restores the default.
 func (d *Decoder) SetMaxEventSize(n int) {
 	if n <= 0 {
