@@ -151,9 +151,9 @@ func TestPassthroughStreamSplits(t *testing.T) {
 		"{\"candidates\":[{\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"promptTokenCount\":4,\"candidatesTokenCount\":5,\"totalTokenCount\":9}}]"
 	tests := []struct {
 		name, ct, body, want string
-		kind             vocab.Kind
-		drop             bool
-		in, out          int64
+		kind                 vocab.Kind
+		drop                 bool
+		in, out              int64
 	}{
 		{"sse", "text/event-stream", stream, stream, vocab.KindAlphaChatCompletions, false, 7, 3},
 		{"sse drop usage", "text/event-stream", stream, strings.Replace(stream, "\n: comment\n"+chunk, "", 1), vocab.KindAlphaChatCompletions, true, 7, 3},
