@@ -203,6 +203,8 @@ func (h *Handler) prepare(r *http.Request, c *call, cc candidateCell) (outbound,
 	out := outbound{method: r.Method, header: upstream.OutboundHeader(r.Header), body: c.body, resp: &c.pt}
 	path := r.URL.EscapedPath()
 	switch {
+	case c.stored:
+		path = c.storedPath // the upstream id restored
 	case c.class.PathModel != "" && cc.UpstreamModel != c.class.PathModel:
 		path = renamePathModel(path, c.class, cc.UpstreamModel)
 	case c.class.Kind.Family() == vocab.KindGamma && strings.HasPrefix(path, "/v1/"):
@@ -219,6 +221,10 @@ func (h *Handler) prepare(r *http.Request, c *call, cc candidateCell) (outbound,
 	}
 	c.pt.class, c.pt.billable, c.pt.collect = c.class, c.billable(), h.o.LocalUsage != nil
 	c.pt.dropUsage = c.askUsage() // the relay drops the usage chunk the client did not ask for
+	c.pt.ids = 0
+	if storesIDs(c.class) {
+		c.pt.ids = p.ID // the ids of stored responses and conversations name their provider
+	}
 	var sb strings.Builder
 	sb.Grow(len(p.BaseURL) + len(path) + len(r.URL.RawQuery) + 1)
 	sb.WriteString(p.BaseURL)
@@ -359,6 +365,10 @@ func (h *Handler) settle(ctx context.Context, c *call) {
 		providerID = p.ID
 		rule = c.snap.ResolvePrice(p.ID, c.cand.UpstreamModel)
 	}
+	estimate := pricing.BytesPerTokenEstimator(len(c.body))
+	if c.stored {
+		rule, estimate = nil, 0 // a stored-resource request is recorded at cost 0
+	}
 	if c.billable() && c.reqTier == "" {
 		c.reqTier = usage.TierOf(c.req)
 	}
@@ -373,7 +383,7 @@ func (h *Handler) settle(ctx context.Context, c *call) {
 		Rule:            rule,
 		RequestedTier:   c.reqTier,
 		Upstream:        c.usage, UpstreamFound: c.usageFound && c.source == vocab.SourceUpstream,
-		EstimateTokens: pricing.BytesPerTokenEstimator(len(c.body)),
+		EstimateTokens: estimate,
 		EndState:       c.end, HTTPStatus: c.status,
 		Latency: h.o.Now().Sub(c.start),
 	}

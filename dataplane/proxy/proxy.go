@@ -132,6 +132,10 @@ type call struct {
 	// abortClient is set when a relayed response was cut by the upstream: the client connection is
 	// aborted (after settlement) instead of ending the response cleanly.
 	abortClient bool
+	// stored is set for a stored-resource request (resolveStored): its one candidate is the provider
+	// holding the resource, storedPath the upstream path; it is not billed.
+	stored     bool
+	storedPath string
 
 	body    []byte
 	patch   []byte
@@ -311,26 +315,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 		h.finish(r.Context(), w, c) // recorded at cost 0, like every answered request
 		return nil
 	}
-	if err := h.resolveModel(r, c); err != nil {
+	if err := h.candidates(r, c); err != nil {
 		return err
-	}
-	sel, err := h.o.Selector.Select(snap, c.model, c.cands[:0])
-	if err != nil {
-		return httperr.UnknownModel(c.model)
-	}
-	c.route = sel.Route
-	if !routing.Permitted(key, c.model, sel.Route) {
-		return httperr.Forbidden(c.model)
-	}
-	c.usable = c.usableA[:0]
-	for _, cand := range sel.Candidates {
-		cell := cand.Provider.Cell(class.Op, class.Kind)
-		if h.servable(cell, class) {
-			c.usable = append(c.usable, candidateCell{cand, cell})
-		}
-	}
-	if len(c.usable) == 0 {
-		return httperr.Unsupported(class.Op, class.Kind, "")
 	}
 	if c.usable[0].cell.Impl == vocab.ImplLocal {
 		c.cand = c.usable[0]
@@ -352,6 +338,59 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 	h.finish(r.Context(), w, c)
 	if c.abortClient {
 		panic(http.ErrAbortHandler) // settled already; net/http aborts the response without logging
+	}
+	return nil
+}
+
+// candidates resolves the request's usable candidates into c.usable: the model's route (or scoped
+// provider) after the key's permission, each candidate whose cell can serve the request; for a stored
+// resource the provider holding it (resolveStored). A request referring to stored resources of one
+// provider (previous_response_id, conversation) is served there only.
+func (h *Handler) candidates(r *http.Request, c *call) error {
+	if err := h.resolveModel(r, c); err != nil {
+		if errors.Is(err, errStoredResource) {
+			return h.resolveStored(r, c)
+		}
+		return err
+	}
+	var pin int64
+	if c.class.Kind == vocab.KindAlphaResponses && c.class.ModelInBody {
+		body, p, err := decodeBodyIDs(c.body)
+		if err != nil {
+			return httperr.Malformed(err.Error(), err)
+		}
+		if p != 0 {
+			c.body, pin = append(c.body[:0], body...), p
+			if err := h.readRequest(r, c); err != nil { // the members' offsets moved
+				return err
+			}
+		}
+	}
+	sel, err := h.o.Selector.Select(c.snap, c.model, c.cands[:0])
+	if err != nil {
+		return httperr.UnknownModel(c.model)
+	}
+	c.route = sel.Route
+	if !routing.Permitted(c.key, c.model, sel.Route) {
+		return httperr.Forbidden(c.model)
+	}
+	c.usable = c.usableA[:0]
+	for _, cand := range sel.Candidates {
+		if pin != 0 && cand.Provider.ID != pin {
+			continue
+		}
+		cell := cand.Provider.Cell(c.class.Op, c.class.Kind)
+		if h.servable(cell, c.class) {
+			c.usable = append(c.usable, candidateCell{cand, cell})
+		}
+	}
+	if len(c.usable) == 0 {
+		if pin != 0 {
+			e := httperr.Malformed(fmt.Sprintf("the stored response or conversation referred to is not held by a provider serving model %q", c.model), nil)
+			e.Param = "previous_response_id"
+			return e
+		}
+		return httperr.Unsupported(c.class.Op, c.class.Kind, "")
 	}
 	return nil
 }
@@ -466,7 +505,7 @@ func (h *Handler) resolveModel(r *http.Request, c *call) error {
 		m, err := bodyModel(c.body, c.req)
 		if err != nil {
 			if errors.Is(err, errNoModel) && class.Op == vocab.OpCreateConversation {
-				return httperr.Unsupported(class.Op, class.Kind, "conversation requests must name a model to be routed")
+				return errStoredResource // created at the default provider (resolveStored)
 			}
 			e := httperr.Malformed(err.Error(), err)
 			e.Param = "model"
@@ -474,10 +513,13 @@ func (h *Handler) resolveModel(r *http.Request, c *call) error {
 		}
 		c.model, c.modelAt = m, c.req.Model
 	default:
-		return httperr.Unsupported(class.Op, class.Kind, "stored-resource endpoints name no model and cannot be routed")
+		return errStoredResource // routed by the id it names (resolveStored)
 	}
 	return nil
 }
+
+// errStoredResource says a request names no model: a stored-resource request, routed by resolveStored.
+var errStoredResource = errors.New("stored-resource request")
 
 // billable reports whether an operation goes through quota admission and settlement pricing.
 func billable(op vocab.Operation) bool {
@@ -490,7 +532,8 @@ func billable(op vocab.Operation) bool {
 }
 
 // billable reports whether the request goes through quota admission and settlement pricing.
-func (c *call) billable() bool { return billable(c.class.Op) }
+// A stored-resource request (retrieving, deleting, cancelling a response; conversations) is not.
+func (c *call) billable() bool { return !c.stored && billable(c.class.Op) }
 
 // admit runs the key's rate limits and, for billable operations, quota reservation (DESIGN §7). A Redis
 // failure (or no answer within the Redis timeout) follows the operator's admission policy: open admits

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,6 +71,9 @@ type passthroughResponder struct {
 	billable  bool
 	collect   bool // keep the output text for local counting (a local counter is configured)
 	dropUsage bool // the gateway asked for the usage chunk: leave it out of the client's stream
+	// ids, when set, is the provider whose stored-resource ids (responses, conversations) the answer's
+	// ids are rewritten to name (stored.go).
+	ids int64
 
 	copyB []byte // the 32 KiB copy buffer
 	out   []byte // the first bytes of a buffered answer, for local counting without usage
@@ -89,7 +93,11 @@ func (p *passthroughResponder) reset(keep int) {
 	if p.arrD != nil && p.arrD.Footprint() > keep {
 		p.arrD = nil
 	}
-	*p = passthroughResponder{now: p.now, copyB: p.copyB, out: p.out[:0], scan: p.scan, sseD: p.sseD, arrD: p.arrD,
+	out := p.out[:0]
+	if cap(out) > keep {
+		out = nil // a whole answer read for its ids
+	}
+	*p = passthroughResponder{now: p.now, copyB: p.copyB, out: out, scan: p.scan, sseD: p.sseD, arrD: p.arrD,
 		up: upReader{pending: p.up.pending[:0]}}
 	if cap(p.up.pending) > keep {
 		p.up.pending = nil
@@ -122,6 +130,10 @@ func (p *passthroughResponder) Respond(ctx context.Context, w http.ResponseWrite
 		dst["X-Upstream-Request-Id"] = v
 	}
 	ok := resp.StatusCode < 300
+	if p.ids != 0 && ok && !p.class.Stream {
+		p.whole(w, resp, n, err, &res)
+		return res
+	}
 	if p.class.Stream && ok {
 		dst.Del("Content-Length")
 		w.WriteHeader(resp.StatusCode)
@@ -195,6 +207,45 @@ func (p *passthroughResponder) copy(ctx context.Context, w http.ResponseWriter, 
 	}
 }
 
+// whole relays a buffered answer whose stored-resource ids are rewritten: it is read whole (at most
+// maxUpstreamBody), its ids encoded, and sent with its new length.
+func (p *passthroughResponder) whole(w http.ResponseWriter, resp *http.Response, n int, err error, res *Result) {
+	body := append(p.out[:0], p.copyB[:n]...)
+	if err == nil {
+		var rest []byte
+		rest, err = io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
+		body = append(body, rest...)
+		if err == nil {
+			err = io.EOF
+		}
+	}
+	p.out = body
+	if !errors.Is(err, io.EOF) {
+		// Cut mid-body: nothing was written yet, so this is a failed attempt (failover, then a 502).
+		res.Failed = fmt.Errorf("read upstream answer: %w", err)
+		return
+	}
+	out, changed := encodeBodyIDs(nil, body, p.ids)
+	if !changed {
+		out = body
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(resp.StatusCode)
+	res.End = vocab.EndCompleted
+	if _, werr := w.Write(out); werr != nil {
+		res.End = vocab.EndClientDropped
+	}
+	if !p.billable {
+		return
+	}
+	if u, found, err := usage.FromBody(p.class.Kind, p.class.Op, body, resp.Header); err == nil {
+		res.Usage, res.UsageFound = u, found
+	}
+	if !res.UsageFound && p.collect && p.class.Op.IsGeneration() {
+		res.Output, res.OutputBytes = responseText(body)
+	}
+}
+
 // stream relays a stream read by the sse decoders; first is the first read (n bytes) and err its error.
 func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter, resp *http.Response, first []byte, ferr error, acc usage.Accumulator, res *Result) {
 	acc.ObserveHeader(resp.Header)
@@ -226,7 +277,8 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 			p.sseD.Reset(u)
 		}
 		d := p.sseD
-		if p.dropUsage {
+		events := p.dropUsage || p.ids != 0
+		if events {
 			d.KeepRaw() // event by event: each event's raw bytes are written before the next upstream read
 		} else {
 			u.tee = true // every read reaches the client as it arrives
@@ -234,8 +286,19 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 		}
 		for {
 			ev, err := d.Next()
-			if p.dropUsage {
-				if err != nil || !isUsageChunk(ev.Data) {
+			if events {
+				switch {
+				case err != nil:
+					u.pending = append(u.pending, d.Raw()...)
+				case p.dropUsage && isUsageChunk(ev.Data):
+					// left out
+				case p.ids != 0:
+					if data, ok := encodeEventIDs(ev.Data, p.ids); ok {
+						u.pending = sse.AppendEvent(u.pending, ev.Name, data)
+						break
+					}
+					u.pending = append(u.pending, d.Raw()...)
+				default:
 					u.pending = append(u.pending, d.Raw()...)
 				}
 			}
