@@ -46,7 +46,7 @@ func decodeID(gid string) (provider int64, upstream string, ok bool) {
 		return 0, "", false
 	}
 	digits, tail, found := strings.Cut(rest, ".")
-	if !found || digits == "" || len(digits) > 18 || (len(digits) > 1 && digits[0] == '0') {
+	if !found || digits == "" || len(digits) > 18 || digits[0] == '0' || strings.Trim(digits, "0123456789") != "" {
 		return 0, "", false
 	}
 	p, err := strconv.ParseInt(digits, 10, 64)
