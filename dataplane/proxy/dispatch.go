@@ -108,13 +108,12 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) erro
 			}
 			if err == nil {
 				err = h.respond(ctx, w, c, out.resp, resp)
-				var refused *httperr.Error
-				if errors.As(err, &refused) {
-					c.end = vocab.EndUpstreamError
-					return refused
-				}
 				if err == nil {
 					return nil
+				}
+				if refused := asRefused(err); refused != nil {
+					c.end = vocab.EndUpstreamError
+					return refused
 				}
 				// Cut before the first body byte: nothing reached the client, so this is a failed attempt.
 			}
@@ -143,6 +142,15 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) erro
 	}
 	c.end = vocab.EndUpstreamError
 	return e
+}
+
+// asRefused returns err as the gateway error a responder refused with, nil for a failed attempt.
+func asRefused(err error) *httperr.Error {
+	var refused *httperr.Error
+	if errors.As(err, &refused) {
+		return refused
+	}
+	return nil
 }
 
 // waiter is implemented by transforms that keep the client alive while a buffered upstream is awaited.
