@@ -296,3 +296,30 @@ func TestDecodeIDRefusesNonCanonical(t *testing.T) {
 		}
 	}
 }
+
+// FuzzBodyIDs: rewriting the ids of a JSON body keeps it valid JSON, and decoding a request body restores
+// what encoding changed (previous_response_id, conversation) and pins the provider they name.
+func FuzzBodyIDs(f *testing.F) {
+	f.Add(`{"model":"m","previous_response_id":"resp_1","conversation":{"id":"conv_2"}}`, int64(4))
+	f.Add(`{"conversation":"conv_tg2.x","input":"hi"}`, int64(1))
+	f.Add(`{"object":"response","id":"resp_a","previous_response_id":null}`, int64(7))
+	f.Fuzz(func(t *testing.T, body string, provider int64) {
+		if provider <= 0 || !json.Valid([]byte(body)) {
+			return
+		}
+		enc, changed := encodeBodyIDs(nil, []byte(body), provider)
+		if !changed {
+			return
+		}
+		if !json.Valid(enc) {
+			t.Fatalf("encoded %s into invalid JSON %s", body, enc)
+		}
+		if storedObject([]byte(body)) {
+			return // its top-level id is an answer's, not restored from requests
+		}
+		dec, pin, err := decodeBodyIDs(enc)
+		if err != nil || pin != provider || string(dec) != body {
+			t.Fatalf("decodeBodyIDs(%s) = %s %d %v, want %s %d", enc, dec, pin, err, body, provider)
+		}
+	})
+}
