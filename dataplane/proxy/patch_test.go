@@ -309,3 +309,34 @@ func TestMultipartFieldsRefuseAmbiguity(t *testing.T) {
 		t.Errorf("file content read as a field: %+v, %v", f, err)
 	}
 }
+
+// TestPassthroughOversizedEvent: an event beyond the decoders' bound stops the observation, not the relay:
+// the client still gets the upstream's bytes exactly (byte for byte, event by event, JSON array), and the
+// stream ends completed.
+func TestPassthroughOversizedEvent(t *testing.T) {
+	big := strings.Repeat("x", sse.DefaultMaxEventSize+10)
+	sseBody := "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"" + big + "\"}}]}\n\n" +
+		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n"
+	arrBody := "[{\"candidates\":[]},\r\n{\"text\":\"" + big + "\"},\r\n{\"candidates\":[{\"finishReason\":\"STOP\"}]}]"
+	for _, tt := range []struct {
+		name, ct, body string
+		kind           vocab.Kind
+		drop           bool
+	}{
+		{"sse", "text/event-stream", sseBody, vocab.KindAlphaChatCompletions, false},
+		{"sse event by event", "text/event-stream", sseBody, vocab.KindAlphaChatCompletions, true},
+		{"json array", "application/json", arrBody, vocab.KindGammaGenerateContent, false},
+	} {
+		p := &passthroughResponder{now: time.Now, class: vocab.Class{Op: vocab.OpStreamGenerateContent, Kind: tt.kind, Stream: true},
+			billable: true, dropUsage: tt.drop}
+		rec := httptest.NewRecorder()
+		res := p.Respond(context.Background(), rec, &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {tt.ct}},
+			Body: chunked(tt.body, 64<<10)})
+		if rec.Body.String() != tt.body {
+			t.Errorf("%s: client got %d bytes, want the upstream's %d exactly", tt.name, rec.Body.Len(), len(tt.body))
+		}
+		if res.End != vocab.EndCompleted {
+			t.Errorf("%s: end %s, want completed", tt.name, res.End)
+		}
+	}
+}
