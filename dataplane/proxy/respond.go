@@ -130,11 +130,13 @@ func (p *passthroughResponder) Respond(ctx context.Context, w http.ResponseWrite
 		dst["X-Upstream-Request-Id"] = v
 	}
 	ok := resp.StatusCode < 300
-	if p.ids != 0 && ok && !p.class.Stream {
+	// A stored response retrieved as a stream (GET /v1/responses/{id}?stream=true) is relayed as one.
+	streaming := ok && (p.class.Stream || (p.ids != 0 && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")))
+	if p.ids != 0 && ok && !streaming {
 		p.whole(w, resp, n, err, &res)
 		return res
 	}
-	if p.class.Stream && ok {
+	if streaming {
 		dst.Del("Content-Length")
 		w.WriteHeader(resp.StatusCode)
 		if acc := usage.NewStreamAccumulator(p.class.Kind, p.class.Op); acc != nil {
@@ -355,7 +357,9 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 		// The relay is byte for byte, so the client cannot be told in its dialect; the connection is aborted.
 		res.End, res.Abort = vocab.EndUpstreamInterrupted, true
 	}
-	res.Usage, res.UsageFound = acc.Result()
+	if p.billable { // a stored response replayed is not billed again
+		res.Usage, res.UsageFound = acc.Result()
+	}
 	if p.text.next != nil {
 		res.Output, res.OutputBytes = p.text.b.String(), p.text.total
 	}

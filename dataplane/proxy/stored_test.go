@@ -323,3 +323,29 @@ func FuzzBodyIDs(f *testing.F) {
 		}
 	})
 }
+
+// A stored response retrieved as a stream (?stream=true) is relayed as a stream whose events carry the
+// gateway's ids, and recorded at cost 0 (its tokens were billed when it was created).
+func TestStoredResponseReplayedAsStream(t *testing.T) {
+	b, front, _, mockB := storedSetup(t)
+	status, body := do(t, front, "POST", "/v1/responses", "client-key", `{"model":"resp-b","input":"hello"}`)
+	if status != 200 {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	gid := jsonID(t, body, "id")
+	_, up, _ := decodeID(gid)
+	status, body = do(t, front, "GET", "/v1/responses/"+gid+"?stream=true", "client-key", "")
+	if status != 200 || !strings.Contains(body, "event: response.completed") {
+		t.Fatalf("replay: %d %s", status, body)
+	}
+	if strings.Count(body, `"id":"`+gid+`"`) != 2 || strings.Contains(body, `"id":"`+up+`"`) {
+		t.Fatalf("replayed events do not carry the gateway id %s:\n%s", gid, body)
+	}
+	if last := mockB.Requests()[len(mockB.Requests())-1]; last.Path != "/v1/responses/"+up || last.Query != "stream=true" {
+		t.Fatalf("upstream received %s?%s", last.Path, last.Query)
+	}
+	recs := records(t, b, 2)
+	if r := recs[1]; r.GetCost() != "0" || r.GetTokens().GetOutput() != 0 || r.GetEndState() != "completed" {
+		t.Fatalf("replay recorded cost %s tokens %v end %s, want cost 0, no tokens, completed", r.GetCost(), r.GetTokens(), r.GetEndState())
+	}
+}

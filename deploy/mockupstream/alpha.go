@@ -513,6 +513,16 @@ func (x *exchange) alphaStoredResponse(rest string) {
 	}
 	x.model = r.Model
 	switch m := x.r.Method; {
+	case sub == "" && m == http.MethodGet && x.r.URL.Query().Get("stream") == "true":
+		// The stored response replayed as a stream (its created and terminal events).
+		st := x.startStream(framingNamed, func(seq int) (string, any) {
+			return "error", fields{"type", "error", "code", "server_error", "message", "mock mid-stream error", "sequence_number", seq}
+		})
+		if st.event("response.created", fields{"type", "response.created", "sequence_number", st.seq, "response", r}) != nil ||
+			st.event("response.completed", fields{"type", "response.completed", "sequence_number", st.seq, "response", r}) != nil {
+			return
+		}
+		st.end()
 	case sub == "" && m == http.MethodGet:
 		x.writeJSON(r)
 	case sub == "" && m == http.MethodDelete:
