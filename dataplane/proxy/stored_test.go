@@ -152,15 +152,19 @@ func TestStoredResponseReachesItsProvider(t *testing.T) {
 	if status != 404 {
 		t.Fatalf("GET after DELETE: %d, want the provider's 404", status)
 	}
-	recs := records(t, b, 6)
-	if recs[0].GetCost() == "0" || recs[0].GetProviderId() != 2 {
-		t.Fatalf("create recorded cost %s provider %d, want billed at provider 2", recs[0].GetCost(), recs[0].GetProviderId())
-	}
-	for _, r := range recs[1:] {
-		if r.GetProviderId() != 2 || r.GetCost() != "0" || r.GetOperation() != "generate_content" || r.GetApiKeyId() != 4 {
-			t.Fatalf("stored-resource record provider %d cost %s op %s key %d, want provider 2 cost 0 generate_content key 4",
-				r.GetProviderId(), r.GetCost(), r.GetOperation(), r.GetApiKeyId())
+	// A response of declared length reaches the client before its record is appended: the records of
+	// consecutive requests may come in any order, so they are counted, not indexed.
+	billed := 0
+	for _, r := range records(t, b, 6) {
+		if r.GetProviderId() != 2 || r.GetOperation() != "generate_content" || r.GetApiKeyId() != 4 {
+			t.Fatalf("record provider %d op %s key %d, want provider 2 generate_content key 4", r.GetProviderId(), r.GetOperation(), r.GetApiKeyId())
 		}
+		if r.GetCost() != "0" {
+			billed++
+		}
+	}
+	if billed != 1 {
+		t.Fatalf("%d billed records, want 1 (the creation; stored-resource requests cost 0)", billed)
 	}
 }
 
@@ -344,8 +348,19 @@ func TestStoredResponseReplayedAsStream(t *testing.T) {
 	if last := mockB.Requests()[len(mockB.Requests())-1]; last.Path != "/v1/responses/"+up || last.Query != "stream=true" {
 		t.Fatalf("upstream received %s?%s", last.Path, last.Query)
 	}
-	recs := records(t, b, 2)
-	if r := recs[1]; r.GetCost() != "0" || r.GetTokens().GetOutput() != 0 || r.GetEndState() != "completed" {
-		t.Fatalf("replay recorded cost %s tokens %v end %s, want cost 0, no tokens, completed", r.GetCost(), r.GetTokens(), r.GetEndState())
+	replays := 0
+	for _, r := range records(t, b, 2) {
+		if r.GetEndState() != "completed" {
+			t.Fatalf("record end %s, want completed", r.GetEndState())
+		}
+		if r.GetTokens().GetOutput() == 0 {
+			replays++
+			if r.GetCost() != "0" {
+				t.Fatalf("replay recorded cost %s, want 0", r.GetCost())
+			}
+		}
+	}
+	if replays != 1 {
+		t.Fatalf("%d records without tokens, want 1 (the replay)", replays)
 	}
 }
