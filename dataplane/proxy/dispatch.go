@@ -32,30 +32,12 @@ type Transformer interface {
 	Begin(class vocab.Class, cell snapshot.Cell, body []byte, upstreamModel string) (Transform, error)
 }
 
-// Transform is one candidate attempt through a translator.
+// Transform is one candidate attempt through a translator: the upstream request, and the Responder that
+// turns the upstream's answer into the client's.
 type Transform interface {
 	// Request returns the upstream method, path with query, extra headers and body.
 	Request() (method, pathQuery string, header http.Header, body []byte)
-	// Respond writes the client's answer from the upstream response (any status that is not failed over)
-	// and reports how it ended.
-	Respond(ctx context.Context, w http.ResponseWriter, resp *http.Response) TransformResult
-}
-
-// TransformResult is how a transformed response ended.
-type TransformResult struct {
-	Status     int
-	End        vocab.EndState
-	FirstByte  time.Time
-	Usage      usage.Usage
-	UsageFound bool
-	// Output is the upstream's output text (bounded to maxCollectedText bytes, cut at a character) and
-	// OutputBytes its whole length, for local counting when the upstream reported no usage: collected from
-	// an alpha chat upstream stream, read from a buffered upstream answer without usage; else empty.
-	Output      string
-	OutputBytes int64
-	// Failed, when set, says nothing was written to the client: the upstream broke before its first body
-	// byte, and dispatch fails over like after a connection error.
-	Failed error
+	Responder
 }
 
 // outbound is one upstream request to send.
@@ -64,13 +46,15 @@ type outbound struct {
 	url    string
 	header http.Header
 	body   []byte
-	tr     Transform
+	// resp answers the client from the upstream response: the call's passthrough responder or the transform.
+	resp Responder
 }
 
 // dispatch tries the usable candidates in order, each with its credentials in order, failing over on a
-// connection error, 429 or 5xx (nothing has reached the client then), and relays the first answer that
-// is not failed over. It always leaves the outcome in c for settle.
-func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) {
+// connection error, 429 or 5xx (nothing has reached the client then), and hands the first answer that is
+// not failed over to the candidate's Responder. It returns nil when the responder answered (the outcome is
+// in c), else the error to answer — nothing was written then — with c.end and c.cand set for the record.
+func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) error {
 	ctx := r.Context()
 	var lastErr error
 	timedOut := false
@@ -99,7 +83,7 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) {
 			attempted = true
 			c.cand, c.credID = cc, cr.ID
 			var stop func() bool
-			if wt, ok := out.tr.(waiter); ok {
+			if wt, ok := out.resp.(waiter); ok {
 				stop = wt.Wait(ctx, w)
 			}
 			resp, err := h.send(ctx, cc.Provider, cr, out)
@@ -108,19 +92,10 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) {
 				if err != nil {
 					resp = &http.Response{StatusCode: http.StatusBadGateway, Header: http.Header{}, Body: http.NoBody}
 				}
-				_ = h.finishTransform(ctx, w, c, out.tr, resp) // a synthesised stream has written: never Failed
-				return
+				_ = h.respond(ctx, w, c, out.resp, resp) // a synthesised stream has written: never Failed
+				return nil
 			}
-			if err != nil {
-				if ctx.Err() != nil {
-					c.status, c.end = statusClientClosed, vocab.EndClientDropped
-					return
-				}
-				h.o.Upstream.Fail(cr.ID)
-				lastErr, timedOut, limited = fmt.Errorf("provider %s: %w", cc.Provider.Name, err), upstream.IsTimeout(err), false
-				continue
-			}
-			if upstream.Retryable(resp.StatusCode) {
+			if err == nil && upstream.Retryable(resp.StatusCode) {
 				if resp.StatusCode != http.StatusTooManyRequests {
 					limited = false
 				} else if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), h.o.Now()); ok && (retryAfter == 0 || d < retryAfter) {
@@ -131,36 +106,27 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) {
 				lastErr, timedOut = fmt.Errorf("provider %s answered %d", cc.Provider.Name, resp.StatusCode), false
 				continue
 			}
-			if out.tr != nil {
-				if err := h.finishTransform(ctx, w, c, out.tr, resp); err != nil {
-					if ctx.Err() != nil {
-						c.status, c.end = statusClientClosed, vocab.EndClientDropped
-						return
-					}
-					h.o.Upstream.Fail(cr.ID)
-					lastErr, timedOut, limited = fmt.Errorf("provider %s: %w", cc.Provider.Name, err), false, false
-					continue
+			if err == nil {
+				err = h.respond(ctx, w, c, out.resp, resp)
+				if err == nil {
+					return nil
 				}
-				return
-			}
-			if err := h.relay(w, r, c, resp); err != nil {
+				if refused := asRefused(err); refused != nil {
+					c.end = vocab.EndUpstreamError
+					return refused
+				}
 				// Cut before the first body byte: nothing reached the client, so this is a failed attempt.
-				if ctx.Err() != nil {
-					c.status, c.end = statusClientClosed, vocab.EndClientDropped
-					return
-				}
-				h.o.Upstream.Fail(cr.ID)
-				lastErr, timedOut, limited = fmt.Errorf("provider %s: %w", cc.Provider.Name, err), false, false
-				continue
 			}
-			return
+			if ctx.Err() != nil {
+				return fmt.Errorf("provider %s: %w", cc.Provider.Name, err) // the client went away: no failover
+			}
+			h.o.Upstream.Fail(cr.ID)
+			lastErr, timedOut, limited = fmt.Errorf("provider %s: %w", cc.Provider.Name, err), upstream.IsTimeout(err), false
 		}
 	}
 	if !attempted && rejected != nil {
-		c.cand = rejectedCand
-		httperr.Write(w, c.class.Kind, rejected)
-		c.status, c.end = rejected.Status, vocab.EndRejected
-		return
+		c.cand, c.end = rejectedCand, vocab.EndRejected
+		return rejected
 	}
 	if !attempted {
 		c.cand = c.usable[0]
@@ -174,9 +140,17 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) {
 	case timedOut:
 		e = httperr.Timeout(lastErr)
 	}
-	h.o.Log.Warn("every upstream candidate failed", "request_id", c.reqID, "err", lastErr)
-	httperr.Write(w, c.class.Kind, e)
-	c.status, c.end = e.Status, vocab.EndUpstreamError
+	c.end = vocab.EndUpstreamError
+	return e
+}
+
+// asRefused returns err as the gateway error a responder refused with, nil for a failed attempt.
+func asRefused(err error) *httperr.Error {
+	var refused *httperr.Error
+	if errors.As(err, &refused) {
+		return refused
+	}
+	return nil
 }
 
 // waiter is implemented by transforms that keep the client alive while a buffered upstream is awaited.
@@ -184,23 +158,27 @@ type waiter interface {
 	Wait(ctx context.Context, w http.ResponseWriter) (stop func() (wrote bool))
 }
 
-// finishTransform has the transform answer the client and keeps the outcome in c; an error means nothing
-// was written (TransformResult.Failed) and the attempt failed.
-func (h *Handler) finishTransform(ctx context.Context, w http.ResponseWriter, c *call, tr Transform, resp *http.Response) error {
-	res := tr.Respond(ctx, w, resp)
+// respond has the responder answer the client and keeps the outcome in c: the upstream's usage, else the
+// local count of the client's request and the output the responder collected. An error means nothing was
+// written: an *httperr.Error to answer, or a failed attempt (Result.Failed).
+func (h *Handler) respond(ctx context.Context, w http.ResponseWriter, c *call, rs Responder, resp *http.Response) error {
+	res := rs.Respond(ctx, w, resp)
 	resp.Body.Close()
-	if res.Failed != nil {
+	switch {
+	case res.Failed != nil:
 		return res.Failed
+	case res.Refused != nil:
+		return res.Refused
 	}
-	c.status, c.end, c.firstByte = res.Status, res.End, res.FirstByte
+	c.status, c.end, c.firstByte, c.abortClient = res.Status, res.End, res.FirstByte, res.Abort
 	c.usage, c.usageFound = res.Usage, res.UsageFound
 	switch {
 	case res.UsageFound:
 		c.source = vocab.SourceUpstream
-	case h.o.LocalUsage != nil && res.Status < 300 && billable(c.class.Op):
+	case h.o.LocalUsage != nil && res.Status < 300 && c.billable():
 		// The client's request and the upstream's output text: counted in the client's dialect.
 		if u, found := h.o.LocalUsage(c.class.Kind, c.class.Op, c.cand.UpstreamModel, c.body, res.Output, res.OutputBytes); found {
-			u.ReportedTier = res.Usage.ReportedTier
+			u.ReportedTier = res.Usage.ReportedTier // the upstream's reported tier still wins when counting locally
 			c.usage, c.usageFound, c.source = u, true, vocab.SourceLocal
 		}
 	}
@@ -220,7 +198,7 @@ func (h *Handler) prepare(r *http.Request, c *call, cc candidateCell) (outbound,
 			return outbound{}, httperr.Malformed(err.Error(), err)
 		}
 		method, pq, hdr, body := tr.Request()
-		out := outbound{method: method, url: p.BaseURL + pq, header: upstream.OutboundHeader(r.Header), body: body, tr: tr}
+		out := outbound{method: method, url: p.BaseURL + pq, header: upstream.OutboundHeader(r.Header), body: body, resp: tr}
 		delete(out.header, "Content-Type")
 		for k, v := range hdr {
 			out.header[k] = v
@@ -230,9 +208,11 @@ func (h *Handler) prepare(r *http.Request, c *call, cc candidateCell) (outbound,
 		}
 		return out, nil
 	}
-	out := outbound{method: r.Method, header: upstream.OutboundHeader(r.Header), body: c.body}
+	out := outbound{method: r.Method, header: upstream.OutboundHeader(r.Header), body: c.body, resp: &c.pt}
 	path := r.URL.EscapedPath()
 	switch {
+	case c.stored:
+		path = c.storedPath // the upstream id restored
 	case c.class.PathModel != "" && cc.UpstreamModel != c.class.PathModel:
 		path = renamePathModel(path, c.class, cc.UpstreamModel)
 	case c.class.Kind.Family() == vocab.KindGamma && strings.HasPrefix(path, "/v1/"):
@@ -247,7 +227,12 @@ func (h *Handler) prepare(r *http.Request, c *call, cc candidateCell) (outbound,
 		c.patch = patchBody(c.patch, c.body, c.req, cc.UpstreamModel, cc.UpstreamModel != c.model, c.askUsage())
 		out.body = c.patch
 	}
-	c.dropUsage = c.askUsage() // the relay drops the usage chunk the client did not ask for
+	c.pt.class, c.pt.billable, c.pt.collect = c.class, c.billable(), h.o.LocalUsage != nil
+	c.pt.dropUsage = c.askUsage() // the relay drops the usage chunk the client did not ask for
+	c.pt.ids = 0
+	if storesIDs(c.class) {
+		c.pt.ids = p.ID // the ids of stored responses and conversations name their provider
+	}
 	var sb strings.Builder
 	sb.Grow(len(p.BaseURL) + len(path) + len(r.URL.RawQuery) + 1)
 	sb.WriteString(p.BaseURL)
@@ -339,10 +324,6 @@ func drain(resp *http.Response) {
 	resp.Body.Close()
 }
 
-// hopResponseHeaders are not copied from the upstream response.
-var hopResponseHeaders = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
-	"Transfer-Encoding": true, "Upgrade": true, "Trailer": true, "Te": true, "X-Request-Id": true}
-
 // parseRetryAfter reads a Retry-After value: delay seconds or an HTTP date.
 func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
@@ -369,180 +350,6 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 // maxRetryAfter bounds an upstream Retry-After passed on to the client (seconds; a larger value is ignored).
 const maxRetryAfter = 24 * 60 * 60
 
-// errCutBeforeFirstByte is the attempt failure of an upstream that broke its response before a body byte.
-var errCutBeforeFirstByte = errors.New("the upstream response broke before its first body byte")
-
-// relay copies the upstream response to the client unchanged, flushing after every read for streams, and
-// observes usage on the way. Nothing is written to the client until the first body byte (or the end of an
-// empty body) arrived: an upstream that breaks before is a failed attempt (the returned error), answered
-// by dispatch's failover or its error in the client's dialect, never an empty 200.
-func (h *Handler) relay(w http.ResponseWriter, r *http.Request, c *call, resp *http.Response) error {
-	defer resp.Body.Close()
-	if c.copyB == nil {
-		c.copyB = make([]byte, 32<<10)
-	}
-	buf := c.copyB
-	var n int
-	var err error
-	for n == 0 && err == nil {
-		n, err = resp.Body.Read(buf)
-	}
-	if n == 0 && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: %w", errCutBeforeFirstByte, err)
-	}
-	dst := w.Header()
-	for k, v := range resp.Header {
-		if !hopResponseHeaders[k] {
-			dst[k] = v
-		}
-	}
-	if v := resp.Header["X-Request-Id"]; len(v) > 0 {
-		dst["X-Upstream-Request-Id"] = v
-	}
-	c.status = resp.StatusCode
-	ok := resp.StatusCode < 300
-	ct := resp.Header.Get("Content-Type")
-	streaming := c.class.Stream && ok
-	if streaming {
-		dst.Del("Content-Length")
-	}
-	w.WriteHeader(resp.StatusCode)
-	var flusher http.Flusher
-	var tap func([]byte)
-	capture := false
-	if streaming {
-		flusher, _ = w.(http.Flusher)
-		if acc := usage.NewStreamAccumulator(c.class.Kind, c.class.Op); acc != nil {
-			acc.ObserveHeader(resp.Header)
-			if h.o.LocalUsage != nil && c.class.Kind == vocab.KindAlphaChatCompletions {
-				// Keep the relayed text for local counting: the upstream reports no usage without
-				// include_usage, nor when the stream ends in an error before its usage chunk.
-				c.text.next = acc
-				acc = &c.text
-			}
-			if strings.HasPrefix(ct, "text/event-stream") {
-				c.sse.acc = acc
-				tap = c.sse.write
-				if c.dropUsage {
-					// Event by event, leaving out the usage chunk only the gateway asked for.
-					c.sse.drop, c.sse.out = isUsageChunk, func(p []byte) error {
-						_, err := w.Write(p)
-						if err == nil && flusher != nil {
-							flusher.Flush()
-						}
-						return err
-					}
-				}
-			} else {
-				c.arr.acc = acc
-				tap = c.arr.write
-			}
-		}
-	} else {
-		capture = ok && billable(c.class.Op)
-	}
-	ctx := r.Context()
-copyLoop:
-	for first := true; ; first = false {
-		if !first {
-			n, err = resp.Body.Read(buf)
-		}
-		if n > 0 {
-			if c.firstByte.IsZero() {
-				c.firstByte = h.o.Now()
-			}
-			switch {
-			case c.sse.out != nil: // the tap writes the client's bytes event by event
-				if tap(buf[:n]); c.sse.werr != nil {
-					c.end = vocab.EndClientDropped
-					break copyLoop
-				}
-			default:
-				if _, werr := w.Write(buf[:n]); werr != nil {
-					c.end = vocab.EndClientDropped
-					break copyLoop
-				}
-				if flusher != nil {
-					flusher.Flush()
-				}
-				if tap != nil {
-					tap(buf[:n])
-				} else if capture {
-					_, _ = c.scan.Write(buf[:n])
-					if len(c.out) <= maxCollectedText { // the answer's first bytes, for local counting without usage
-						c.out = append(c.out, buf[:min(n, maxCollectedText+1-len(c.out))]...)
-					}
-				}
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			c.end = vocab.EndCompleted
-			if !ok {
-				c.end = vocab.EndUpstreamError
-			}
-			break
-		}
-		if err != nil {
-			switch {
-			case c.sse.done || c.arr.done:
-				// The terminal event was relayed: the client has the whole answer, whoever closed first.
-				c.end = vocab.EndCompleted
-			case ctx.Err() != nil:
-				c.end = vocab.EndClientDropped
-			default:
-				// The relay is byte for byte, so the client cannot be told in its dialect; the connection
-				// is aborted after settlement so the client sees a truncated response, not a clean end.
-				c.end, c.abortClient = vocab.EndUpstreamInterrupted, true
-			}
-			break
-		}
-	}
-	if c.firstByte.IsZero() {
-		c.firstByte = h.o.Now()
-	}
-	failed := false
-	switch {
-	case c.sse.acc != nil:
-		c.sse.finish()
-		c.usage, c.usageFound = c.sse.acc.Result()
-		failed = c.sse.failed
-	case c.arr.acc != nil:
-		c.usage, c.usageFound = c.arr.acc.Result()
-		failed = c.arr.failed
-	}
-	if failed && c.end == vocab.EndCompleted {
-		// An in-stream error: after delivered output the upstream interrupted a generation the client
-		// partly got (billed: reported usage, else local counting of what was relayed); before any, it failed.
-		c.end = vocab.EndUpstreamError
-		if c.text.total > 0 || (c.usageFound && c.usage.Output > 0) {
-			c.end = vocab.EndUpstreamInterrupted
-		}
-	}
-	if capture {
-		// Only the usage members were kept, wherever they were in a body of any length. Keep the reported
-		// tier even when the body carries no token counts.
-		if red := c.scan.Reduced(); red != nil {
-			if u, found, err := usage.FromBody(c.class.Kind, c.class.Op, red, resp.Header); err == nil {
-				c.usage, c.usageFound = u, found
-			}
-		}
-	}
-	if c.usageFound {
-		c.source = vocab.SourceUpstream
-	} else if h.o.LocalUsage != nil && ok && billable(c.class.Op) {
-		output, outputBytes := c.text.b.String(), c.text.total
-		if capture && len(c.out) <= maxCollectedText && c.class.Op.IsGeneration() {
-			// A whole buffered answer was kept: its text is the output (a longer one counts the prompt only).
-			output, outputBytes = responseText(c.out)
-		}
-		if u, found := h.o.LocalUsage(c.class.Kind, c.class.Op, c.cand.UpstreamModel, c.body, output, outputBytes); found {
-			u.ReportedTier = c.usage.ReportedTier // the upstream's reported tier still wins when counting locally
-			c.usage, c.usageFound, c.source = u, true, vocab.SourceLocal
-		}
-	}
-	return nil
-}
-
 // settle builds the request's one settlement record (settle.BuildRecord) and hands it to the recorder. It
 // runs for every request that reached dispatch, however it ended.
 func (h *Handler) settle(ctx context.Context, c *call) {
@@ -566,7 +373,11 @@ func (h *Handler) settle(ctx context.Context, c *call) {
 		providerID = p.ID
 		rule = c.snap.ResolvePrice(p.ID, c.cand.UpstreamModel)
 	}
-	if billable(c.class.Op) && c.reqTier == "" {
+	estimate := pricing.BytesPerTokenEstimator(len(c.body))
+	if c.stored {
+		rule, estimate = nil, 0 // a stored-resource request is recorded at cost 0
+	}
+	if c.billable() && c.reqTier == "" {
 		c.reqTier = usage.TierOf(c.req)
 	}
 	o := settle.Outcome{
@@ -580,7 +391,7 @@ func (h *Handler) settle(ctx context.Context, c *call) {
 		Rule:            rule,
 		RequestedTier:   c.reqTier,
 		Upstream:        c.usage, UpstreamFound: c.usageFound && c.source == vocab.SourceUpstream,
-		EstimateTokens: pricing.BytesPerTokenEstimator(len(c.body)),
+		EstimateTokens: estimate,
 		EndState:       c.end, HTTPStatus: c.status,
 		Latency: h.o.Now().Sub(c.start),
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/dataplane/sse"
 	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -236,10 +237,26 @@ func TestExtrapolate(t *testing.T) {
 func TestReleaseDropsHugeBuffers(t *testing.T) {
 	h := New(Options{})
 	c := &call{body: make([]byte, 0, 8<<20), patch: make([]byte, 0, 8<<20)}
-	c.sse.data, c.sse.line, c.arr.elem = make([]byte, 0, 8<<20), make([]byte, 0, 8<<20), make([]byte, 0, 8<<20)
+	c.pt.up.pending = make([]byte, 0, 8<<20)
+	big := "data: " + strings.Repeat("x", 4<<20) + "\n\n"
+	c.pt.sseD = sse.NewDecoder(strings.NewReader(big))
+	c.pt.arrD = sse.NewJSONArrayDecoder(strings.NewReader("[" + strings.Repeat(" ", 8) + `"` + strings.Repeat("y", 4<<20) + `"]`))
+	if _, err := c.pt.sseD.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.pt.arrD.Next(); err != nil {
+		t.Fatal(err)
+	}
 	h.release(c)
-	for name, n := range map[string]int{"body": cap(c.body), "patch": cap(c.patch), "sse data": cap(c.sse.data),
-		"sse line": cap(c.sse.line), "array element": cap(c.arr.elem)} {
+	sseKept, arrKept := 0, 0
+	if c.pt.sseD != nil {
+		sseKept = c.pt.sseD.Footprint()
+	}
+	if c.pt.arrD != nil {
+		arrKept = c.pt.arrD.Footprint()
+	}
+	for name, n := range map[string]int{"body": cap(c.body), "patch": cap(c.patch), "pending events": cap(c.pt.up.pending),
+		"sse decoder": sseKept, "array decoder": arrKept} {
 		if n > 1<<20 {
 			t.Errorf("%s buffer of %d bytes kept in the pool", name, n)
 		}

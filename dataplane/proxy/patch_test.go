@@ -2,13 +2,20 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
+	"time"
 
-	"github.com/tollgate/tollgate/shared/usage"
+	"github.com/tollgate/tollgate/dataplane/sse"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -114,35 +121,111 @@ func TestMultipartModel(t *testing.T) {
 	}
 }
 
-func TestTaps(t *testing.T) {
-	stream := "data: {\"choices\":[]}\r\n\r\n: comment\n" +
-		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3,\"total_tokens\":10}}\n\n" +
-		"data: [DONE]\n\n"
-	for _, split := range []int{1, 3, 7, len(stream)} {
-		acc := usage.NewStreamAccumulator(vocab.KindAlphaChatCompletions, vocab.OpStreamGenerateContent)
-		tap := &sseTap{acc: acc}
-		for i := 0; i < len(stream); i += split {
-			tap.write([]byte(stream[i:min(i+split, len(stream))]))
-		}
-		tap.finish()
-		u, found := acc.Result()
-		if !found || u.Input != 7 || u.Output != 3 {
-			t.Errorf("split %d: usage %+v, %v", split, u, found)
-		}
+// chunked returns a body that yields s in reads of at most n bytes.
+func chunked(s string, n int) io.ReadCloser {
+	return io.NopCloser(iotest.HalfReader(&splitReader{s: s, n: n}))
+}
+
+type splitReader struct {
+	s string
+	n int
+}
+
+func (r *splitReader) Read(p []byte) (int, error) {
+	if r.s == "" {
+		return 0, io.EOF
 	}
+	k := copy(p[:min(len(p), r.n)], r.s)
+	r.s = r.s[k:]
+	return k, nil
+}
+
+// TestPassthroughStreamSplits: the passthrough responder relays SSE and JSON-array streams byte for byte
+// however the upstream's reads split them, and reads their usage from the same decoding; with the usage
+// chunk only the gateway asked for, that chunk is left out with what preceded it since the previous event (a
+// comment; the LF of the previous event's CRLF blank line, read with the next line).
+func TestPassthroughStreamSplits(t *testing.T) {
+	chunk := "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3,\"total_tokens\":10}}\n\n"
+	stream := "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\r\n\r\n: comment\n" + chunk + "data: [DONE]\n\n"
 	arr := "[{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a]}\"}]}}],\"usageMetadata\":{\"promptTokenCount\":4,\"candidatesTokenCount\":1}}\r\n," +
-		"{\"usageMetadata\":{\"promptTokenCount\":4,\"candidatesTokenCount\":5,\"totalTokenCount\":9}}]"
-	for _, split := range []int{1, 5, len(arr)} {
-		acc := usage.NewStreamAccumulator(vocab.KindGammaGenerateContent, vocab.OpStreamGenerateContent)
-		tap := &arrayTap{acc: acc}
-		for i := 0; i < len(arr); i += split {
-			tap.write([]byte(arr[i:min(i+split, len(arr))]))
-		}
-		u, found := acc.Result()
-		if !found || u.Input != 4 || u.Output != 5 {
-			t.Errorf("array split %d: usage %+v, %v", split, u, found)
+		"{\"candidates\":[{\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"promptTokenCount\":4,\"candidatesTokenCount\":5,\"totalTokenCount\":9}}]"
+	tests := []struct {
+		name, ct, body, want string
+		kind                 vocab.Kind
+		drop                 bool
+		in, out              int64
+	}{
+		{"sse", "text/event-stream", stream, stream, vocab.KindAlphaChatCompletions, false, 7, 3},
+		{"sse drop usage", "text/event-stream", stream, strings.Replace(stream, "\n: comment\n"+chunk, "", 1), vocab.KindAlphaChatCompletions, true, 7, 3},
+		{"json array", "application/json", arr, arr, vocab.KindGammaGenerateContent, false, 4, 5},
+	}
+	for _, tt := range tests {
+		for _, split := range []int{1, 3, 7, 1 << 20} {
+			p := &passthroughResponder{now: time.Now, class: vocab.Class{Op: vocab.OpStreamGenerateContent, Kind: tt.kind, Stream: true},
+				billable: true, collect: true, dropUsage: tt.drop}
+			rec := httptest.NewRecorder()
+			resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {tt.ct}}, Body: chunked(tt.body, split)}
+			res := p.Respond(context.Background(), rec, resp)
+			if rec.Body.String() != tt.want {
+				t.Errorf("%s split %d: client got %q, want %q", tt.name, split, rec.Body.String(), tt.want)
+			}
+			if !res.UsageFound || res.Usage.Input != tt.in || res.Usage.Output != tt.out || res.End != vocab.EndCompleted {
+				t.Errorf("%s split %d: usage %+v found %v end %s", tt.name, split, res.Usage, res.UsageFound, res.End)
+			}
 		}
 	}
+}
+
+// FuzzPassthroughStream: whatever an upstream streams, the client gets it byte for byte (SSE and JSON array,
+// any split), and the usage chunk filter only ever leaves out whole usage chunks.
+func FuzzPassthroughStream(f *testing.F) {
+	f.Add("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1}}\n\ndata: [DONE]\n\n", 3, false)
+	f.Add("[{\"a\":1},\r\n{\"b\":\"]\"}]", 2, true)
+	f.Add(": c\r\rdata: x\r", 1, false)
+	f.Fuzz(func(t *testing.T, body string, split int, array bool) {
+		if split <= 0 {
+			split = 1
+		}
+		ct, kind := "text/event-stream", vocab.KindAlphaChatCompletions
+		if array {
+			ct, kind = "application/json", vocab.KindGammaGenerateContent
+		}
+		p := &passthroughResponder{now: time.Now, class: vocab.Class{Op: vocab.OpStreamGenerateContent, Kind: kind, Stream: true}, billable: true}
+		rec := httptest.NewRecorder()
+		p.Respond(context.Background(), rec, &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {ct}}, Body: chunked(body, split)})
+		if rec.Body.String() != body {
+			t.Fatalf("client got %q, want %q", rec.Body.String(), body)
+		}
+		if array {
+			return
+		}
+		p = &passthroughResponder{now: time.Now, class: vocab.Class{Op: vocab.OpStreamGenerateContent, Kind: kind, Stream: true}, billable: true, dropUsage: true}
+		rec = httptest.NewRecorder()
+		p.Respond(context.Background(), rec, &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {ct}}, Body: chunked(body, split)})
+		d := sse.NewDecoder(strings.NewReader(body))
+		var kept []string
+		for {
+			ev, err := d.Next()
+			if err != nil {
+				break
+			}
+			if !isUsageChunk(ev.Data) {
+				kept = append(kept, string(ev.Data))
+			}
+		}
+		d = sse.NewDecoder(strings.NewReader(rec.Body.String()))
+		var got []string
+		for {
+			ev, err := d.Next()
+			if err != nil {
+				break
+			}
+			got = append(got, string(ev.Data))
+		}
+		if !slices.Equal(got, kept) {
+			t.Fatalf("events relayed %q, want %q", got, kept)
+		}
+	})
 }
 
 func TestStripKeyParam(t *testing.T) {
@@ -224,5 +307,36 @@ func TestMultipartFieldsRefuseAmbiguity(t *testing.T) {
 	})
 	if f, err := multipartFields(ct, body); err != nil || f.stream || f.model != "img" {
 		t.Errorf("file content read as a field: %+v, %v", f, err)
+	}
+}
+
+// TestPassthroughOversizedEvent: an event beyond the decoders' bound stops the observation, not the relay:
+// the client still gets the upstream's bytes exactly (byte for byte, event by event, JSON array), and the
+// stream ends completed.
+func TestPassthroughOversizedEvent(t *testing.T) {
+	big := strings.Repeat("x", sse.DefaultMaxEventSize+10)
+	sseBody := "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"" + big + "\"}}]}\n\n" +
+		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n"
+	arrBody := "[{\"candidates\":[]},\r\n{\"text\":\"" + big + "\"},\r\n{\"candidates\":[{\"finishReason\":\"STOP\"}]}]"
+	for _, tt := range []struct {
+		name, ct, body string
+		kind           vocab.Kind
+		drop           bool
+	}{
+		{"sse", "text/event-stream", sseBody, vocab.KindAlphaChatCompletions, false},
+		{"sse event by event", "text/event-stream", sseBody, vocab.KindAlphaChatCompletions, true},
+		{"json array", "application/json", arrBody, vocab.KindGammaGenerateContent, false},
+	} {
+		p := &passthroughResponder{now: time.Now, class: vocab.Class{Op: vocab.OpStreamGenerateContent, Kind: tt.kind, Stream: true},
+			billable: true, dropUsage: tt.drop}
+		rec := httptest.NewRecorder()
+		res := p.Respond(context.Background(), rec, &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {tt.ct}},
+			Body: chunked(tt.body, 64<<10)})
+		if rec.Body.String() != tt.body {
+			t.Errorf("%s: client got %d bytes, want the upstream's %d exactly", tt.name, rec.Body.Len(), len(tt.body))
+		}
+		if res.End != vocab.EndCompleted {
+			t.Errorf("%s: end %s, want completed", tt.name, res.End)
+		}
 	}
 }

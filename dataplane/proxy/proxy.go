@@ -102,7 +102,7 @@ func New(o Options) *Handler {
 		o.MaxBodyBytes = 32 << 20
 	}
 	h := &Handler{o: o}
-	h.pool.New = func() any { return &call{} }
+	h.pool.New = func() any { return &call{pt: passthroughResponder{now: o.Now}} }
 	if o.Metrics != nil {
 		h.requests = promauto.With(o.Metrics).NewCounterVec(prometheus.CounterOpts{Name: "tollgate_dp_requests_total",
 			Help: "Client requests by operation, implementation and status class."}, []string{"operation", "implementation", "status"})
@@ -134,13 +134,13 @@ type call struct {
 	// abortClient is set when a relayed response was cut by the upstream: the client connection is
 	// aborted (after settlement) instead of ending the response cleanly.
 	abortClient bool
-	// dropUsage is set when the gateway asked the upstream for a usage chunk the client did not ask for.
-	dropUsage bool
+	// stored is set for a stored-resource request (resolveStored): its one candidate is the provider
+	// holding the resource, storedPath the upstream path; it is not billed.
+	stored     bool
+	storedPath string
 
 	body    []byte
-	out     []byte // the first bytes of a buffered answer, for local counting without usage
 	patch   []byte
-	copyB   []byte
 	cands   [8]routing.Candidate
 	usableA [8]candidateCell
 	creds   [4]snapshot.Credential
@@ -155,10 +155,7 @@ type call struct {
 	usage      usage.Usage
 	usageFound bool
 	source     vocab.UsageSource
-	scan       usage.BodyScanner // the usage members of a buffered (non-stream) response
-	sse        sseTap
-	arr        arrayTap
-	text       textCollector
+	pt         passthroughResponder // the responder of passthrough cells
 }
 
 type candidateCell struct {
@@ -168,21 +165,15 @@ type candidateCell struct {
 
 func (h *Handler) release(c *call) {
 	const keep = 1 << 20
-	body, patch, copyB, out := c.body[:0], c.patch[:0], c.copyB, c.out[:0]
-	c.scan.Reset()
-	scan := c.scan
-	sseData, sseLine, sseRaw, arrElem := c.sse.data[:0], c.sse.line[:0], c.sse.raw[:0], c.arr.elem[:0]
+	body, patch := c.body[:0], c.patch[:0]
 	if cap(body) > keep {
 		body = nil
 	}
 	if cap(patch) > keep {
 		patch = nil
 	}
-	if cap(sseData) > keep || cap(sseLine) > keep || cap(sseRaw) > keep || cap(arrElem) > keep {
-		sseData, sseLine, sseRaw, arrElem = nil, nil, nil, nil
-	}
-	*c = call{body: body, patch: patch, copyB: copyB, scan: scan, out: out}
-	c.sse.data, c.sse.line, c.sse.raw, c.arr.elem = sseData, sseLine, sseRaw, arrElem
+	c.pt.reset(keep)
+	*c = call{body: body, patch: patch, pt: c.pt}
 	h.pool.Put(c)
 }
 
@@ -204,20 +195,41 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.reqID = newRequestID()
 	w.Header()["X-Request-Id"] = []string{c.reqID}
 	if err := h.serve(w, r, c); err != nil {
-		e := httperr.As(err)
-		if e.Status >= 500 {
-			h.o.Log.Warn("request failed", "request_id", c.reqID, "path", r.URL.Path, "status", e.Status, "err", err)
-		}
-		kind := c.class.Kind
-		if kind == "" {
-			kind = pathFamily(r.URL.Path)
-		}
-		if !c.bodyRead && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
-			w.Header()["Connection"] = []string{"close"} // refused before the body's end: it is not drained
-		}
-		httperr.Write(w, kind, e)
-		h.count(c, e.Status)
+		h.answer(w, r, c, err)
 	}
+}
+
+// answer is the one place a gateway error reaches the client: in the inbound dialect's shape, with the
+// client-visible message only (the cause is logged), and the connection closed when the body was not read
+// to its end. A client that went away during dispatch is not answered: the request is recorded as 499,
+// client_dropped — the one place a cancellation is mapped. A request that reached dispatch settles here.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, c *call, err error) {
+	e := httperr.As(err)
+	if c.dispatched && r.Context().Err() != nil {
+		c.status, c.end = statusClientClosed, vocab.EndClientDropped
+		h.finish(r.Context(), w, c)
+		return
+	}
+	if e.Status >= 500 {
+		h.o.Log.Warn("request failed", "request_id", c.reqID, "path", r.URL.Path, "status", e.Status, "err", err)
+	}
+	kind := c.class.Kind
+	if kind == "" {
+		kind = pathFamily(r.URL.Path)
+	}
+	if !c.bodyRead && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+		w.Header()["Connection"] = []string{"close"} // refused before the body's end: it is not drained
+	}
+	httperr.Write(w, kind, e)
+	c.status = e.Status
+	if !c.dispatched {
+		h.count(c, e.Status)
+		return
+	}
+	if c.end == "" {
+		c.end = vocab.EndUpstreamError
+	}
+	h.finish(r.Context(), w, c)
 }
 
 type countKey struct {
@@ -305,26 +317,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 		h.finish(r.Context(), w, c) // recorded at cost 0, like every answered request
 		return nil
 	}
-	if err := h.resolveModel(r, c); err != nil {
+	if err := h.candidates(r, c); err != nil {
 		return err
-	}
-	sel, err := h.o.Selector.Select(snap, c.model, c.cands[:0])
-	if err != nil {
-		return httperr.UnknownModel(c.model)
-	}
-	c.route = sel.Route
-	if !routing.Permitted(key, c.model, sel.Route) {
-		return httperr.Forbidden(c.model)
-	}
-	c.usable = c.usableA[:0]
-	for _, cand := range sel.Candidates {
-		cell := cand.Provider.Cell(class.Op, class.Kind)
-		if h.servable(cell, class) {
-			c.usable = append(c.usable, candidateCell{cand, cell})
-		}
-	}
-	if len(c.usable) == 0 {
-		return httperr.Unsupported(class.Op, class.Kind, "")
 	}
 	if c.usable[0].cell.Impl == vocab.ImplLocal {
 		c.cand = c.usable[0]
@@ -337,17 +331,68 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := h.admit(r.Context(), c); err != nil {
 		// Refused by admission (rate limit or quota): nothing was reserved; the refusal is recorded as a
 		// rejected row at cost 0 so operators see refused traffic.
-		e := httperr.As(err)
-		c.cand = c.usable[0]
-		c.status, c.end = e.Status, vocab.EndRejected
-		httperr.Write(w, c.class.Kind, e)
-		h.finish(r.Context(), w, c)
-		return nil
+		c.cand, c.end = c.usable[0], vocab.EndRejected
+		return err
 	}
-	h.dispatch(w, r, c)
+	if err := h.dispatch(w, r, c); err != nil {
+		return err
+	}
 	h.finish(r.Context(), w, c)
 	if c.abortClient {
 		panic(http.ErrAbortHandler) // settled already; net/http aborts the response without logging
+	}
+	return nil
+}
+
+// candidates resolves the request's usable candidates into c.usable: the model's route (or scoped
+// provider) after the key's permission, each candidate whose cell can serve the request; for a stored
+// resource the provider holding it (resolveStored). A request referring to stored resources of one
+// provider (previous_response_id, conversation) is served there only.
+func (h *Handler) candidates(r *http.Request, c *call) error {
+	if err := h.resolveModel(r, c); err != nil {
+		if errors.Is(err, errStoredResource) {
+			return h.resolveStored(r, c)
+		}
+		return err
+	}
+	var pin int64
+	if c.class.Kind == vocab.KindAlphaResponses && c.class.ModelInBody {
+		body, p, err := decodeBodyIDs(c.body)
+		if err != nil {
+			return httperr.Malformed(err.Error(), err)
+		}
+		if p != 0 {
+			c.body, pin = append(c.body[:0], body...), p
+			if err := h.readRequest(r, c); err != nil { // the members' offsets moved
+				return err
+			}
+		}
+	}
+	sel, err := h.o.Selector.Select(c.snap, c.model, c.cands[:0])
+	if err != nil {
+		return httperr.UnknownModel(c.model)
+	}
+	c.route = sel.Route
+	if !routing.Permitted(c.key, c.model, sel.Route) {
+		return httperr.Forbidden(c.model)
+	}
+	c.usable = c.usableA[:0]
+	for _, cand := range sel.Candidates {
+		if pin != 0 && cand.Provider.ID != pin {
+			continue
+		}
+		cell := cand.Provider.Cell(c.class.Op, c.class.Kind)
+		if h.servable(cell, c.class) {
+			c.usable = append(c.usable, candidateCell{cand, cell})
+		}
+	}
+	if len(c.usable) == 0 {
+		if pin != 0 {
+			e := httperr.Malformed(fmt.Sprintf("the stored response or conversation referred to is not held by a provider serving model %q", c.model), nil)
+			e.Param = "previous_response_id"
+			return e
+		}
+		return httperr.Unsupported(c.class.Op, c.class.Kind, "")
 	}
 	return nil
 }
@@ -462,7 +507,7 @@ func (h *Handler) resolveModel(r *http.Request, c *call) error {
 		m, err := bodyModel(c.body, c.req)
 		if err != nil {
 			if errors.Is(err, errNoModel) && class.Op == vocab.OpCreateConversation {
-				return httperr.Unsupported(class.Op, class.Kind, "conversation requests must name a model to be routed")
+				return errStoredResource // created at the default provider (resolveStored)
 			}
 			e := httperr.Malformed(err.Error(), err)
 			e.Param = "model"
@@ -470,10 +515,13 @@ func (h *Handler) resolveModel(r *http.Request, c *call) error {
 		}
 		c.model, c.modelAt = m, c.req.Model
 	default:
-		return httperr.Unsupported(class.Op, class.Kind, "stored-resource endpoints name no model and cannot be routed")
+		return errStoredResource // routed by the id it names (resolveStored)
 	}
 	return nil
 }
+
+// errStoredResource says a request names no model: a stored-resource request, routed by resolveStored.
+var errStoredResource = errors.New("stored-resource request")
 
 // billable reports whether an operation goes through quota admission and settlement pricing.
 func billable(op vocab.Operation) bool {
@@ -484,6 +532,10 @@ func billable(op vocab.Operation) bool {
 	}
 	return false
 }
+
+// billable reports whether the request goes through quota admission and settlement pricing.
+// A stored-resource request (retrieving, deleting, cancelling a response; conversations) is not.
+func (c *call) billable() bool { return !c.stored && billable(c.class.Op) }
 
 // admit runs the key's rate limits and, for billable operations, quota reservation (DESIGN §7). A Redis
 // failure (or no answer within the Redis timeout) follows the operator's admission policy: open admits
@@ -496,7 +548,7 @@ func (h *Handler) admit(ctx context.Context, c *call) error {
 	key := c.key
 	req := admission.Request{ID: c.reqID, KeyID: key.ID, RPMLimit: int64(key.RPMLimit), TPMLimit: key.TPMLimit,
 		EstimateTokens: pricing.BytesPerTokenEstimator(len(c.body))}
-	if billable(c.class.Op) {
+	if c.billable() {
 		// Every limited scope is checked, whatever the estimate: an exhausted scope refuses even a request
 		// whose estimate is 0 (an output-only price). A key with no limited scope and no rate limit keeps
 		// the fast path below (no Redis round trip).
@@ -542,7 +594,7 @@ func (h *Handler) admit(ctx context.Context, c *call) error {
 		return &httperr.Error{Status: http.StatusServiceUnavailable, Code: "admission_unavailable",
 			Message: "quota admission is temporarily unavailable; retry shortly", RetryAfter: time.Second, Cause: err}
 	case ctx.Err() != nil:
-		return httperr.Malformed("request cancelled", ctx.Err())
+		return fmt.Errorf("admission: %w", err) // the client went away (answer records it)
 	}
 	if !errors.Is(err, admission.ErrUnavailable) { // the failure that started the pause was logged
 		h.o.Log.Error("admission unavailable; admitting without reservation", "request_id", c.reqID, "err", err)

@@ -30,15 +30,23 @@ type Translator struct {
 	KeepaliveInterval time.Duration
 	// Now is the clock of first-byte times (default time.Now).
 	Now func() time.Time
+
+	supported sync.Map // translate.Pair → bool: Supports answers without building a translator
 }
 
 func pairOf(class vocab.Class, cell snapshot.Cell) translate.Pair {
 	return translate.Pair{Op: class.Op, Kind: class.Kind, DestOp: cell.DestOp, DestKind: cell.DestKind}
 }
 
-// Supports implements Transformer: the translator has the pair.
+// Supports implements Transformer: the translator has the pair. The answer depends only on the pair, so
+// it is remembered: a translator is built once per candidate attempt (Begin), not also to ask.
 func (t *Translator) Supports(class vocab.Class, cell snapshot.Cell) bool {
-	_, err := translate.New(pairOf(class, cell), t.Options)
+	p := pairOf(class, cell)
+	if v, ok := t.supported.Load(p); ok {
+		return v.(bool)
+	}
+	_, err := translate.New(p, t.Options)
+	t.supported.Store(p, err == nil)
 	return err == nil
 }
 
@@ -116,8 +124,10 @@ func (a *transformAttempt) Wait(ctx context.Context, w http.ResponseWriter) (sto
 	}
 }
 
-// Respond implements Transform.
-func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, resp *http.Response) TransformResult {
+// Respond implements Responder: the translator writes the client's bytes; usage is read with the
+// destination dialect's accumulator from the same decoded upstream events (translate.Stream.Observe) or the
+// same buffered body.
+func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, resp *http.Response) Result {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	flusher, _ := w.(http.Flusher)
@@ -126,7 +136,7 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 			flusher.Flush()
 		}
 	}
-	res := TransformResult{}
+	res := Result{}
 	mode := a.tr.Mode()
 	if mode == translate.ModeStream && resp.StatusCode < 300 {
 		// Nothing is written before the upstream's first body byte: a break before it is a failed attempt
@@ -140,26 +150,18 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		w.WriteHeader(http.StatusOK)
 		res.Status, res.FirstByte = http.StatusOK, a.now()
 		acc := usage.NewStreamAccumulator(a.cell.DestKind, a.cell.DestOp)
-		var body io.Reader = br
-		jsonArray := !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-		var sse *sseTap
 		var text *textCollector
+		s := a.tr.NewStream(w)
 		if acc != nil {
 			acc.ObserveHeader(resp.Header)
 			if a.cell.DestKind == vocab.KindAlphaChatCompletions {
 				text = &textCollector{next: acc} // the relayed text, for local counting without usage
 				acc = text
 			}
-			if jsonArray {
-				tap := &arrayTap{acc: acc}
-				body = io.TeeReader(br, writerFunc(tap.write))
-			} else {
-				sse = &sseTap{acc: acc}
-				body = io.TeeReader(br, writerFunc(sse.write))
-			}
+			s.Observe(func(_ string, data []byte) { _ = acc.Observe(data) })
 		}
-		s := a.tr.NewStream(w)
-		err := s.Pump(body, jsonArray, flush)
+		jsonArray := !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+		err := s.Pump(br, jsonArray, flush)
 		switch {
 		case err == nil && s.UpstreamError() == nil:
 			res.End = vocab.EndCompleted
@@ -169,9 +171,6 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 			res.End = vocab.EndUpstreamError
 		default:
 			res.End = vocab.EndUpstreamInterrupted
-		}
-		if sse != nil {
-			sse.finish()
 		}
 		if acc != nil {
 			res.Usage, res.UsageFound = acc.Result()
@@ -186,13 +185,14 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
 	if err != nil {
-		res.End = vocab.EndUpstreamInterrupted
+		if !a.wrote {
+			// Nothing reached the client: a failed attempt, like a connection error.
+			res.Failed = fmt.Errorf("read upstream answer: %w", err)
+			return res
+		}
+		res.Status, res.End = http.StatusOK, vocab.EndUpstreamInterrupted
 		if ctx.Err() != nil {
 			res.End = vocab.EndClientDropped
-		}
-		res.Status = http.StatusBadGateway
-		if !a.wrote {
-			httperr.Write(w, a.class.Kind, httperr.AllFailed(err))
 		}
 		return res
 	}
@@ -234,8 +234,7 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 	if err != nil {
 		e := httperr.AllFailed(err)
 		e.Message = "the upstream answer could not be translated"
-		httperr.Write(w, a.class.Kind, e)
-		res.Status, res.FirstByte, res.End = e.Status, a.now(), vocab.EndUpstreamError
+		res.Refused = e
 		return res
 	}
 	writeClient(w, translate.ClientResponse{Status: http.StatusOK, Body: out}, a.tr.ContentType())
@@ -255,7 +254,3 @@ func writeClient(w http.ResponseWriter, cr translate.ClientResponse, contentType
 	w.WriteHeader(cr.Status)
 	_, _ = w.Write(cr.Body)
 }
-
-type writerFunc func([]byte)
-
-func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }

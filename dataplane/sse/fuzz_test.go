@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 func FuzzDecoder(f *testing.F) {
@@ -70,5 +71,39 @@ func FuzzJSONArrayDecoder(f *testing.F) {
 			}
 		}
 		t.Fatal("more elements than input bytes")
+	})
+}
+
+// FuzzDecoderRaw: with KeepRaw, the raw bytes of every call to Next, in order, are the input byte for byte
+// (read whole or a byte at a time), and the events are those decoded without KeepRaw.
+func FuzzDecoderRaw(f *testing.F) {
+	for _, s := range []string{"data: x\n\n", "event: a\r\ndata: 1\r\n\r\n", ": c\rdata:\r\r", "data", ": k\n\ndata: y\n\n: tail\n", "data: [DONE]\r\n\r\n"} {
+		f.Add([]byte(s), false)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, oneByte bool) {
+		var r io.Reader = bytes.NewReader(in)
+		if oneByte {
+			r = iotest.OneByteReader(r)
+		}
+		raw, plain := NewDecoder(r), NewDecoder(bytes.NewReader(in))
+		raw.KeepRaw()
+		var got []byte
+		for {
+			ev, err := raw.Next()
+			got = append(got, raw.Raw()...)
+			want, werr := plain.Next()
+			if (err == nil) != (werr == nil) || (err == nil && (ev.Name != want.Name || !bytes.Equal(ev.Data, want.Data))) {
+				t.Fatalf("raw decoder: %q %v, plain: %q %v", ev.Data, err, want.Data, werr)
+			}
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					t.Fatalf("Next: %v", err)
+				}
+				break
+			}
+		}
+		if !bytes.Equal(got, in) {
+			t.Fatalf("raw bytes %q, want the input %q", got, in)
+		}
 	})
 }

@@ -29,6 +29,15 @@ func NewJSONArrayDecoder(r io.Reader) *JSONArrayDecoder {
 	return &JSONArrayDecoder{r: bufio.NewReaderSize(r, 32<<10), max: DefaultMaxEventSize}
 }
 
+// Reset makes the decoder read a new stream from r, keeping its buffers, so decoders can be pooled.
+func (d *JSONArrayDecoder) Reset(r io.Reader) {
+	d.r.Reset(r)
+	d.buf, d.state, d.err, d.bare = d.buf[:0], 0, nil, false
+}
+
+// Footprint is the memory its element buffer holds (a pool drops a decoder that grew large).
+func (d *JSONArrayDecoder) Footprint() int { return cap(d.buf) }
+
 // SetMaxElementSize changes the maximum size of one element; n <= 0 restores the default.
 func (d *JSONArrayDecoder) SetMaxElementSize(n int) {
 	if n <= 0 {

@@ -42,12 +42,26 @@ type Decoder struct {
 	skipLF  bool
 	err     error
 	hasData bool
+	// keepRaw makes the decoder keep the raw bytes it consumed since the previous Next (Raw).
+	keepRaw bool
+	raw     []byte
 }
 
 // NewDecoder returns a decoder reading from r with DefaultMaxEventSize.
 func NewDecoder(r io.Reader) *Decoder {
 	return &Decoder{r: bufio.NewReaderSize(r, 32<<10), max: DefaultMaxEventSize}
 }
+
+// Reset makes the decoder read a new stream from r, keeping its buffers (and KeepRaw), so decoders can be
+// pooled. The maximum event size is kept too.
+func (d *Decoder) Reset(r io.Reader) {
+	d.r.Reset(r)
+	d.line, d.data, d.name, d.raw = d.line[:0], d.data[:0], d.name[:0], d.raw[:0]
+	d.id, d.skipLF, d.err, d.hasData = "", false, nil, false
+}
+
+// Footprint is the memory its buffers hold beyond the read buffer (a pool drops a decoder that grew large).
+func (d *Decoder) Footprint() int { return cap(d.line) + cap(d.data) + cap(d.raw) }
 
 // SetMaxEventSize changes the maximum size of one event; n <= 0 restores the default.
 func (d *Decoder) SetMaxEventSize(n int) {
@@ -57,10 +71,39 @@ func (d *Decoder) SetMaxEventSize(n int) {
 	d.max = n
 }
 
+// KeepRaw makes the decoder keep the raw bytes of each event (see Raw), so a relay can pass an event on
+// byte for byte, or leave it out. The raw bytes between two events count towards the maximum event size.
+func (d *Decoder) KeepRaw() { d.keepRaw = true }
+
+// Raw returns the bytes consumed by the last call to Next (with KeepRaw): the event's lines and anything
+// before them since the previous event (comments, blank lines); after the last event, what followed it. A
+// CR line ending's LF may be counted with the next call. It aliases an internal buffer valid until the next
+// call to Next.
+func (d *Decoder) Raw() []byte { return d.raw }
+
+// Rest returns a reader of the bytes the decoder has not consumed yet (its buffer, then the underlying
+// reader), for a caller that stops decoding and copies the remainder as is.
+func (d *Decoder) Rest() io.Reader { return d.r }
+
+// discard consumes n buffered bytes, keeping them in raw when asked.
+func (d *Decoder) discard(n int) error {
+	if d.keepRaw {
+		if len(d.raw)+n > d.max {
+			d.err = fmt.Errorf("decode event of more than %d bytes: %w", d.max, ErrEventTooLarge)
+			return d.err
+		}
+		b, _ := d.r.Peek(n)
+		d.raw = append(d.raw, b...)
+	}
+	_, _ = d.r.Discard(n)
+	return nil
+}
+
 // Next returns the next event. Event.Data aliases an internal buffer and is valid only until the next call
 // to Next; copy it to keep it. At the end of the stream Next returns io.EOF; after any error it keeps
 // returning that error.
 func (d *Decoder) Next() (Event, error) {
+	d.raw = d.raw[:0]
 	if d.err != nil {
 		return Event{}, d.err
 	}
@@ -137,7 +180,9 @@ func (d *Decoder) readLine() ([]byte, error) {
 				return nil, err
 			}
 			if b[0] == '\n' {
-				_, _ = d.r.Discard(1)
+				if err := d.discard(1); err != nil {
+					return nil, err
+				}
 			}
 			d.skipLF = false
 		}
@@ -157,7 +202,9 @@ func (d *Decoder) readLine() ([]byte, error) {
 				return nil, d.err
 			}
 			d.line = append(d.line, buf...)
-			_, _ = d.r.Discard(len(buf))
+			if err := d.discard(len(buf)); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if len(d.line)+i > d.max {
@@ -168,7 +215,9 @@ func (d *Decoder) readLine() ([]byte, error) {
 		if buf[i] == '\r' {
 			d.skipLF = true
 		}
-		_, _ = d.r.Discard(i + 1)
+		if err := d.discard(i + 1); err != nil {
+			return nil, err
+		}
 		return d.line, nil
 	}
 }

@@ -93,7 +93,13 @@ type Stream struct {
 	done     bool
 	finished bool // the upstream signalled its end (a finish reason)
 	upstream error
+	observe  func(name string, data []byte)
 }
+
+// Observe sets a function Pump calls with every upstream event (SSE event name and data, or a gamma array
+// element with an empty name) as it was decoded, before converting it: the data plane reads usage from the
+// same decoding that produces the client's stream. data is valid only during the call.
+func (s *Stream) Observe(f func(name string, data []byte)) { s.observe = f }
 
 // Feed converts one upstream SSE event (alpha, beta, gamma `alt=sse`).
 func (s *Stream) Feed(ev sse.Event) error { return s.feed(ev.Name, ev.Data) }
@@ -221,6 +227,9 @@ func (s *Stream) Pump(upstream io.Reader, jsonArray bool, flush func()) error {
 			_ = s.Fail(err)
 			flush()
 			return fmt.Errorf("read upstream stream: %w", err)
+		}
+		if s.observe != nil {
+			s.observe(name, data)
 		}
 		if err := s.feed(name, data); err != nil {
 			return err

@@ -263,11 +263,12 @@ type alphaResponsesRequest struct {
 		Name       string          `json:"name"`
 		Parameters json.RawMessage `json:"parameters"`
 	} `json:"tools"`
-	ToolChoice      json.RawMessage `json:"tool_choice"`
-	Stream          bool            `json:"stream"`
-	MaxOutputTokens int             `json:"max_output_tokens"`
-	ServiceTier     string          `json:"service_tier"`
-	Reasoning       *struct {
+	ToolChoice         json.RawMessage `json:"tool_choice"`
+	Stream             bool            `json:"stream"`
+	PreviousResponseID string          `json:"previous_response_id"`
+	MaxOutputTokens    int             `json:"max_output_tokens"`
+	ServiceTier        string          `json:"service_tier"`
+	Reasoning          *struct {
 		Effort string `json:"effort"`
 	} `json:"reasoning"`
 }
@@ -320,16 +321,18 @@ type respItem struct {
 }
 
 type respObject struct {
-	ID                string     `json:"id"`
-	Object            string     `json:"object"`
-	CreatedAt         int64      `json:"created_at"`
-	Status            string     `json:"status"`
-	Model             string     `json:"model"`
-	ServiceTier       string     `json:"service_tier"`
-	Error             any        `json:"error"`
-	IncompleteDetails any        `json:"incomplete_details"`
-	Output            []respItem `json:"output"`
-	Usage             *respUsage `json:"usage"`
+	ID                string `json:"id"`
+	Object            string `json:"object"`
+	CreatedAt         int64  `json:"created_at"`
+	Status            string `json:"status"`
+	Model             string `json:"model"`
+	ServiceTier       string `json:"service_tier"`
+	Error             any    `json:"error"`
+	IncompleteDetails any    `json:"incomplete_details"`
+	// PreviousResponseID echoes the request's (a stored response of this server).
+	PreviousResponseID *string    `json:"previous_response_id"`
+	Output             []respItem `json:"output"`
+	Usage              *respUsage `json:"usage"`
 }
 
 type respTextDelta struct {
@@ -366,10 +369,19 @@ func (x *exchange) alphaResponses() {
 			tools = append(tools, toolDef{name: t.Name, params: t.Parameters})
 		}
 	}
+	if req.PreviousResponseID != "" {
+		if _, ok := x.s.storedResponse(req.PreviousResponseID); !ok {
+			x.fail(http.StatusNotFound, fmt.Sprintf("Previous response with id '%s' not found.", req.PreviousResponseID))
+			return
+		}
+	}
 	p := x.planFor(req.MaxOutputTokens, tools, forcedAlpha(req.ToolChoice),
 		req.Reasoning != nil && reasoningOn(req.Reasoning.Effort))
 	resp := respObject{ID: x.id("resp_"), Object: "response", CreatedAt: x.s.created, Status: "completed",
 		Model: req.Model, ServiceTier: x.alphaTier(req.ServiceTier), Output: []respItem{}}
+	if req.PreviousResponseID != "" {
+		resp.PreviousResponseID = &req.PreviousResponseID
+	}
 	var items []respItem
 	if p.reasoning != nil {
 		items = append(items, respItem{Type: "reasoning", ID: x.id("rs_"), Summary: []any{}})
@@ -386,6 +398,7 @@ func (x *exchange) alphaResponses() {
 	final := resp
 	final.Output = items
 	final.Usage = x.respUsage(p)
+	defer x.s.storeResponse(final)
 	terminal := "response.completed"
 	if p.truncated {
 		final.Status = "incomplete"
@@ -466,6 +479,65 @@ func (x *exchange) alphaResponses() {
 		return
 	}
 	st.end()
+}
+
+// --- stored responses ---
+
+func (s *Server) storeResponse(r respObject) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.responses) >= maxStoredResponses {
+		clear(s.responses) // a load test's responses are not kept forever
+	}
+	s.responses[r.ID] = r
+}
+
+// maxStoredResponses bounds the responses a mock server keeps.
+const maxStoredResponses = 10000
+
+func (s *Server) storedResponse(id string) (respObject, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.responses[id]
+	return r, ok
+}
+
+// alphaStoredResponse serves GET/DELETE /v1/responses/{id}, POST …/cancel and GET …/input_items for the
+// responses this server created.
+func (x *exchange) alphaStoredResponse(rest string) {
+	id, sub, _ := strings.Cut(rest, "/")
+	r, ok := x.s.storedResponse(id)
+	if !ok {
+		x.fail(http.StatusNotFound, fmt.Sprintf("Response with id '%s' not found.", id))
+		return
+	}
+	x.model = r.Model
+	switch m := x.r.Method; {
+	case sub == "" && m == http.MethodGet && x.r.URL.Query().Get("stream") == "true":
+		// The stored response replayed as a stream (its created and terminal events).
+		st := x.startStream(framingNamed, func(seq int) (string, any) {
+			return "error", fields{"type", "error", "code", "server_error", "message", "mock mid-stream error", "sequence_number", seq}
+		})
+		if st.event("response.created", fields{"type", "response.created", "sequence_number", st.seq, "response", r}) != nil ||
+			st.event("response.completed", fields{"type", "response.completed", "sequence_number", st.seq, "response", r}) != nil {
+			return
+		}
+		st.end()
+	case sub == "" && m == http.MethodGet:
+		x.writeJSON(r)
+	case sub == "" && m == http.MethodDelete:
+		x.s.mu.Lock()
+		delete(x.s.responses, id)
+		x.s.mu.Unlock()
+		x.writeJSON(map[string]any{"id": id, "object": "response.deleted", "deleted": true})
+	case sub == "cancel" && m == http.MethodPost:
+		r.Status = "cancelled"
+		x.writeJSON(r)
+	case sub == "input_items" && m == http.MethodGet:
+		x.writeJSON(map[string]any{"object": "list", "data": []any{}, "first_id": nil, "last_id": nil, "has_more": false})
+	default:
+		x.fail(http.StatusNotFound, "unknown responses route")
+	}
 }
 
 // --- compact, input tokens ---

@@ -93,6 +93,7 @@ type Server struct {
 	failCount map[string]int
 	cancelled int64
 	changed   chan struct{}
+	responses map[string]respObject // created responses by id (GET/DELETE /v1/responses/{id})
 }
 
 // New returns a Server configured by opts.
@@ -112,6 +113,7 @@ func New(opts Options) *Server {
 	}
 	s.failCount = make(map[string]int)
 	s.changed = make(chan struct{})
+	s.responses = make(map[string]respObject)
 	return s
 }
 
@@ -454,6 +456,8 @@ func (s *Server) route(x *exchange, path string) {
 		x.alphaCompact()
 	case path == "/v1/responses/input_tokens" && m == http.MethodPost:
 		x.alphaInputTokens()
+	case strings.HasPrefix(path, "/v1/responses/"):
+		x.alphaStoredResponse(strings.TrimPrefix(path, "/v1/responses/"))
 	case path == "/v1/conversations" || strings.HasPrefix(path, "/v1/conversations/"):
 		x.alphaConversations(strings.TrimPrefix(strings.TrimPrefix(path, "/v1/conversations"), "/"))
 	case path == "/v1/models" && m == http.MethodGet:

@@ -1,0 +1,495 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tollgate/tollgate/dataplane/httperr"
+	"github.com/tollgate/tollgate/dataplane/sse"
+	"github.com/tollgate/tollgate/shared/usage"
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+// Responder turns one upstream response into the client's bytes and, from the same reading, reports how
+// the request ended: status, end state, time to first byte and usage. Every routing cell is served by one:
+// passthrough (passthroughResponder: the upstream's bytes as they are), transform_to (a Transform from the
+// Transformer: the translator's bytes). Dispatch only chooses the candidate and hands the response over.
+type Responder interface {
+	// Respond writes the client's answer from resp (any status that dispatch does not fail over) and
+	// reports how it ended. It does not close resp.Body.
+	Respond(ctx context.Context, w http.ResponseWriter, resp *http.Response) Result
+}
+
+// Result is how a response ended.
+type Result struct {
+	Status     int
+	End        vocab.EndState
+	FirstByte  time.Time
+	Usage      usage.Usage
+	UsageFound bool
+	// Output is the upstream's output text (bounded to maxCollectedText bytes, cut at a character) and
+	// OutputBytes its whole length, for local counting when the upstream reported no usage: collected from
+	// an alpha chat stream, read from a buffered generation answer without usage; else empty.
+	Output      string
+	OutputBytes int64
+	// Failed, when set, says nothing was written to the client: the upstream broke before its first body
+	// byte, and dispatch fails over like after a connection error.
+	Failed error
+	// Refused, when set, says nothing was written and the gateway answers this error instead (an upstream
+	// answer the translator cannot carry).
+	Refused *httperr.Error
+	// Abort says the upstream cut a response relayed byte for byte: the client connection is aborted
+	// (after settlement), so the client sees a truncated response, not a clean end.
+	Abort bool
+}
+
+// errCutBeforeFirstByte is the attempt failure of an upstream that broke its response before a body byte.
+var errCutBeforeFirstByte = errors.New("the upstream response broke before its first body byte")
+
+// hopResponseHeaders are not copied from the upstream response.
+var hopResponseHeaders = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Trailer": true, "Te": true, "X-Request-Id": true}
+
+// passthroughResponder relays an upstream answer unchanged. Streams (SSE and gamma's JSON array) are read
+// by the dataplane/sse decoders — the one framing code — and every upstream read reaches the client as it
+// arrives, flushed; each decoded event goes to the usage accumulator and decides the end state (the
+// dialect's terminal event, an in-stream error). An alpha chat stream whose usage only the gateway asked
+// for is relayed event by event instead (the raw bytes of each event, the usage chunk left out). Buffered
+// answers are copied through one pooled buffer while usage.BodyScanner keeps their usage members. It lives
+// in the pooled per-request state and is reused.
+type passthroughResponder struct {
+	now func() time.Time
+	// set per request by prepare
+	class     vocab.Class
+	billable  bool
+	collect   bool // keep the output text for local counting (a local counter is configured)
+	dropUsage bool // the gateway asked for the usage chunk: leave it out of the client's stream
+	// ids, when set, is the provider whose stored-resource ids (responses, conversations) the answer's
+	// ids are rewritten to name (stored.go).
+	ids int64
+
+	copyB []byte // the 32 KiB copy buffer
+	out   []byte // the first bytes of a buffered answer, for local counting without usage
+	scan  usage.BodyScanner
+	text  textCollector
+	sseD  *sse.Decoder
+	arrD  *sse.JSONArrayDecoder
+	up    upReader
+}
+
+// reset forgets a request; buffers grown beyond keep are dropped.
+func (p *passthroughResponder) reset(keep int) {
+	p.scan.Reset()
+	if p.sseD != nil && p.sseD.Footprint() > keep {
+		p.sseD = nil
+	}
+	if p.arrD != nil && p.arrD.Footprint() > keep {
+		p.arrD = nil
+	}
+	out := p.out[:0]
+	if cap(out) > keep {
+		out = nil // a whole answer read for its ids
+	}
+	*p = passthroughResponder{now: p.now, copyB: p.copyB, out: out, scan: p.scan, sseD: p.sseD, arrD: p.arrD,
+		up: upReader{pending: p.up.pending[:0]}}
+	if cap(p.up.pending) > keep {
+		p.up.pending = nil
+	}
+}
+
+// Respond implements Responder. Nothing is written to the client until the first body byte (or the end of
+// an empty body) arrived: an upstream that breaks before is a failed attempt (Result.Failed).
+func (p *passthroughResponder) Respond(ctx context.Context, w http.ResponseWriter, resp *http.Response) Result {
+	if p.copyB == nil {
+		p.copyB = make([]byte, 32<<10)
+	}
+	buf := p.copyB
+	var n int
+	var err error
+	for n == 0 && err == nil {
+		n, err = resp.Body.Read(buf)
+	}
+	if n == 0 && !errors.Is(err, io.EOF) {
+		return Result{Failed: fmt.Errorf("%w: %w", errCutBeforeFirstByte, err)}
+	}
+	res := Result{Status: resp.StatusCode, FirstByte: p.now()}
+	dst := w.Header()
+	for k, v := range resp.Header {
+		if !hopResponseHeaders[k] {
+			dst[k] = v
+		}
+	}
+	if v := resp.Header["X-Request-Id"]; len(v) > 0 {
+		dst["X-Upstream-Request-Id"] = v
+	}
+	ok := resp.StatusCode < 300
+	// A stored response retrieved as a stream (GET /v1/responses/{id}?stream=true) is relayed as one.
+	streaming := ok && (p.class.Stream || (p.ids != 0 && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")))
+	if p.ids != 0 && ok && !streaming {
+		p.whole(w, resp, n, err, &res)
+		return res
+	}
+	if streaming {
+		dst.Del("Content-Length")
+		w.WriteHeader(resp.StatusCode)
+		if acc := usage.NewStreamAccumulator(p.class.Kind, p.class.Op); acc != nil {
+			p.stream(ctx, w, resp, buf[:n], err, acc, &res)
+			return res
+		}
+	} else {
+		w.WriteHeader(resp.StatusCode)
+	}
+	p.copy(ctx, w, resp, n, err, ok, &res)
+	return res
+}
+
+// copy relays a body as it comes (a buffered answer, or a stream no accumulator reads), scanning a billable
+// buffered answer for its usage members and keeping its first bytes for local counting.
+func (p *passthroughResponder) copy(ctx context.Context, w http.ResponseWriter, resp *http.Response, n int, err error, ok bool, res *Result) {
+	buf := p.copyB
+	flusher, _ := w.(http.Flusher)
+	if !p.class.Stream {
+		flusher = nil
+	}
+	capture := ok && !p.class.Stream && p.billable
+	for first := true; ; first = false {
+		if !first {
+			n, err = resp.Body.Read(buf)
+		}
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				res.End = vocab.EndClientDropped
+				return
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+			if capture {
+				_, _ = p.scan.Write(buf[:n])
+				if len(p.out) <= maxCollectedText { // the answer's first bytes, for local counting without usage
+					p.out = append(p.out, buf[:min(n, maxCollectedText+1-len(p.out))]...)
+				}
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	switch {
+	case errors.Is(err, io.EOF):
+		res.End = vocab.EndCompleted
+		if !ok {
+			res.End = vocab.EndUpstreamError
+		}
+	case ctx.Err() != nil:
+		res.End = vocab.EndClientDropped
+	default:
+		res.End, res.Abort = vocab.EndUpstreamInterrupted, true
+	}
+	if !capture {
+		return
+	}
+	// Only the usage members were kept, wherever they were in a body of any length; the reported tier is
+	// kept even when the body carries no token counts.
+	if red := p.scan.Reduced(); red != nil {
+		if u, found, err := usage.FromBody(p.class.Kind, p.class.Op, red, resp.Header); err == nil {
+			res.Usage, res.UsageFound = u, found
+		}
+	}
+	if !res.UsageFound && p.collect && len(p.out) <= maxCollectedText && p.class.Op.IsGeneration() {
+		// A whole buffered answer was kept: its text is the output (a longer one counts the prompt only).
+		res.Output, res.OutputBytes = responseText(p.out)
+	}
+}
+
+// whole relays a buffered answer whose stored-resource ids are rewritten: it is read whole (at most
+// maxUpstreamBody), its ids encoded, and sent with its new length.
+func (p *passthroughResponder) whole(w http.ResponseWriter, resp *http.Response, n int, err error, res *Result) {
+	body := append(p.out[:0], p.copyB[:n]...)
+	if err == nil {
+		var rest []byte
+		rest, err = io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
+		body = append(body, rest...)
+		if err == nil {
+			err = io.EOF
+		}
+	}
+	p.out = body
+	if !errors.Is(err, io.EOF) {
+		// Cut mid-body: nothing was written yet, so this is a failed attempt (failover, then a 502).
+		res.Failed = fmt.Errorf("read upstream answer: %w", err)
+		return
+	}
+	out, changed := encodeBodyIDs(nil, body, p.ids)
+	if !changed {
+		out = body
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(resp.StatusCode)
+	res.End = vocab.EndCompleted
+	if _, werr := w.Write(out); werr != nil {
+		res.End = vocab.EndClientDropped
+	}
+	if !p.billable {
+		return
+	}
+	if u, found, err := usage.FromBody(p.class.Kind, p.class.Op, body, resp.Header); err == nil {
+		res.Usage, res.UsageFound = u, found
+	}
+	if !res.UsageFound && p.collect && p.class.Op.IsGeneration() {
+		res.Output, res.OutputBytes = responseText(body)
+	}
+}
+
+// stream relays a stream read by the sse decoders; first is the first read (n bytes) and err its error.
+func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter, resp *http.Response, first []byte, ferr error, acc usage.Accumulator, res *Result) {
+	acc.ObserveHeader(resp.Header)
+	if p.collect && p.class.Kind == vocab.KindAlphaChatCompletions {
+		// Keep the relayed text for local counting: the upstream reports no usage when a stream ends in an
+		// error before its usage chunk.
+		p.text.next = acc
+		acc = &p.text
+	}
+	flusher, _ := w.(http.Flusher)
+	u := &p.up
+	u.w, u.f, u.body, u.pre = w, flusher, resp.Body, first
+	if errors.Is(ferr, io.EOF) {
+		u.eof, u.body = true, http.NoBody
+	} else if ferr != nil {
+		u.err, u.body = ferr, errReader{ferr}
+	}
+	var failed, done bool
+	observe := func(name string, data []byte) {
+		_ = acc.Observe(data) // a payload that is not JSON leaves usage unchanged
+		failed = failed || name == "error" || isStreamError(data)
+		done = done || isStreamEnd(data)
+	}
+	var rest io.Reader // what is left when decoding stopped on the framing (an oversized event)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		if p.sseD == nil {
+			p.sseD = sse.NewDecoder(u)
+		} else {
+			p.sseD.Reset(u)
+		}
+		d := p.sseD
+		events := p.dropUsage || p.ids != 0
+		if events {
+			d.KeepRaw() // event by event: each event's raw bytes are written before the next upstream read
+		} else {
+			u.tee = true // every read reaches the client as it arrives
+			u.write(first)
+		}
+		for {
+			ev, err := d.Next()
+			if events {
+				switch {
+				case err != nil:
+					u.pending = append(u.pending, d.Raw()...)
+				case p.dropUsage && isUsageChunk(ev.Data):
+					// left out
+				case p.ids != 0:
+					if data, ok := encodeEventIDs(ev.Data, p.ids); ok {
+						u.pending = sse.AppendEvent(u.pending, ev.Name, data)
+						break
+					}
+					u.pending = append(u.pending, d.Raw()...)
+				default:
+					u.pending = append(u.pending, d.Raw()...)
+				}
+			}
+			if err != nil {
+				if !errors.Is(err, io.EOF) && u.werr == nil && u.err == nil {
+					rest = d.Rest()
+				}
+				break
+			}
+			observe(ev.Name, ev.Data)
+		}
+	} else {
+		if p.arrD == nil {
+			p.arrD = sse.NewJSONArrayDecoder(u)
+		} else {
+			p.arrD.Reset(u)
+		}
+		u.tee = true
+		u.write(first)
+		for {
+			el, err := p.arrD.Next()
+			if err != nil {
+				done = done || (errors.Is(err, io.EOF) && u.eof) // the array was closed
+				if !errors.Is(err, io.EOF) && u.werr == nil && u.err == nil && !u.eof {
+					rest = u // already relayed as read: read on to the end
+				}
+				break
+			}
+			observe("", el)
+		}
+	}
+	if rest != nil {
+		// The framing could not be followed (an event beyond sse.DefaultMaxEventSize, a malformed array):
+		// the rest is relayed as it is, not observed.
+		if u.tee {
+			_, _ = io.Copy(io.Discard, rest)
+		} else {
+			u.flushPending() // the partial event's raw bytes, then the decoder's buffer and the body as they come
+			_, _ = io.Copy(writerTo{u}, rest)
+		}
+	}
+	u.flushPending()
+	switch {
+	case u.werr != nil:
+		res.End = vocab.EndClientDropped
+	case u.err == nil:
+		res.End = vocab.EndCompleted
+	case done:
+		// The terminal event was relayed: the client has the whole answer, whoever closed first.
+		res.End = vocab.EndCompleted
+	case ctx.Err() != nil:
+		res.End = vocab.EndClientDropped
+	default:
+		// The relay is byte for byte, so the client cannot be told in its dialect; the connection is aborted.
+		res.End, res.Abort = vocab.EndUpstreamInterrupted, true
+	}
+	if p.billable { // a stored response replayed is not billed again
+		res.Usage, res.UsageFound = acc.Result()
+	}
+	if p.text.next != nil {
+		res.Output, res.OutputBytes = p.text.b.String(), p.text.total
+	}
+	if failed && res.End == vocab.EndCompleted {
+		// An in-stream error: after delivered output the upstream interrupted a generation the client
+		// partly got (billed: reported usage, else local counting of what was relayed); before any, it failed.
+		res.End = vocab.EndUpstreamError
+		if p.text.total > 0 || (res.UsageFound && res.Usage.Output > 0) {
+			res.End = vocab.EndUpstreamInterrupted
+		}
+	}
+}
+
+// upReader is the upstream body as the stream decoders read it. In tee mode every read is written to the
+// client as it arrives and flushed; otherwise (event mode) the events decoded so far (pending) are written
+// and flushed before each upstream read. It records how the body ended and whether the client went away.
+type upReader struct {
+	pre     []byte // the first read, taken before the headers were written (already written in tee mode)
+	body    io.Reader
+	tee     bool
+	pending []byte
+	w       io.Writer
+	f       http.Flusher
+	werr    error // the client went away
+	err     error // the upstream body broke (not EOF)
+	eof     bool
+}
+
+func (u *upReader) Read(b []byte) (int, error) {
+	if u.werr != nil {
+		return 0, u.werr
+	}
+	if len(u.pre) > 0 {
+		n := copy(b, u.pre)
+		u.pre = u.pre[n:]
+		return n, nil
+	}
+	u.flushPending()
+	if u.werr != nil {
+		return 0, u.werr
+	}
+	n, err := u.body.Read(b)
+	if n > 0 && u.tee {
+		u.write(b[:n])
+	}
+	switch {
+	case errors.Is(err, io.EOF):
+		u.eof = true
+	case err != nil && u.err == nil:
+		u.err = err
+	}
+	if u.werr != nil {
+		return n, u.werr
+	}
+	return n, err
+}
+
+// write passes p to the client and flushes.
+func (u *upReader) write(p []byte) {
+	if len(p) == 0 || u.werr != nil {
+		return
+	}
+	if _, u.werr = u.w.Write(p); u.werr == nil && u.f != nil {
+		u.f.Flush()
+	}
+}
+
+func (u *upReader) flushPending() {
+	if len(u.pending) > 0 {
+		u.write(u.pending)
+		u.pending = u.pending[:0]
+	}
+}
+
+// writerTo writes to the client through an upReader.
+type writerTo struct{ u *upReader }
+
+func (w writerTo) Write(p []byte) (int, error) {
+	w.u.write(p)
+	if w.u.werr != nil {
+		return 0, w.u.werr
+	}
+	return len(p), nil
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// isStreamError reports whether an event payload is its dialect's in-stream failure: a top-level "error"
+// member (alpha chat chunks, gamma chunks, beta and alpha responses error events) or an alpha responses
+// "response.failed" event. It scans without decoding.
+func isStreamError(data []byte) bool {
+	if start, end, found, err := vocab.TopLevelField(data, "error"); err == nil && found {
+		return string(data[start:end]) != "null"
+	}
+	if start, end, found, err := vocab.TopLevelField(data, "type"); err == nil && found {
+		if v, ok := vocab.StringValue(data[start:end]); ok {
+			return string(v) == "error" || string(v) == "response.failed"
+		}
+	}
+	return false
+}
+
+// isUsageChunk reports whether an alpha chat chunk is the usage chunk include_usage adds: an empty
+// choices array and a non-null usage member.
+func isUsageChunk(data []byte) bool {
+	start, end, found, err := vocab.TopLevelField(data, "usage")
+	if err != nil || !found || string(data[start:end]) == "null" {
+		return false
+	}
+	start, end, found, err = vocab.TopLevelField(data, "choices")
+	return err == nil && found && len(bytes.TrimSpace(data[start+1:end-1])) == 0 && data[start] == '['
+}
+
+// isStreamEnd reports whether an event payload is its dialect's terminal event: alpha chat's "[DONE]", beta's
+// message_stop, alpha responses' response.completed / response.incomplete, or a gamma chunk with a
+// finishReason (gamma's last chunk; a JSON-array stream ends with its closing bracket instead).
+func isStreamEnd(data []byte) bool {
+	if string(data) == "[DONE]" {
+		return true
+	}
+	if start, end, found, err := vocab.TopLevelField(data, "type"); err == nil && found {
+		if v, ok := vocab.StringValue(data[start:end]); ok {
+			switch string(v) {
+			case "message_stop", "response.completed", "response.incomplete":
+				return true
+			}
+		}
+		return false
+	}
+	return bytes.Contains(data, []byte(`"finishReason"`))
+}
