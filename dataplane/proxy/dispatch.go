@@ -371,7 +371,7 @@ func (h *Handler) settle(ctx context.Context, c *call) {
 	var rule *pricing.Rule
 	if p != nil { // list_models has no candidate provider
 		providerID = p.ID
-		rule = c.snap.ResolvePrice(p.ID, c.cand.UpstreamModel)
+		rule = c.snap.ResolvePriceAt(p.ID, c.cand.UpstreamModel, c.start)
 	}
 	estimate := pricing.BytesPerTokenEstimator(len(c.body))
 	if c.stored {

@@ -144,7 +144,7 @@ type call struct {
 	cands   [8]routing.Candidate
 	usableA [8]candidateCell
 	creds   [4]snapshot.Credential
-	scopes  [3]admission.ScopeQuota
+	scopes  [4]admission.ScopeQuota
 
 	// outcome
 	cand       candidateCell
@@ -376,6 +376,12 @@ func (h *Handler) candidates(r *http.Request, c *call) error {
 	if !routing.Permitted(c.key, c.model, sel.Route) {
 		return httperr.Forbidden(c.model)
 	}
+	if c.billable() {
+		// An unpriced model on a provider whose policy is deny is refused here, before any upstream call.
+		if sel.Candidates, err = routing.Priced(c.snap, c.model, sel.Candidates, c.start); err != nil {
+			return err
+		}
+	}
 	c.usable = c.usableA[:0]
 	for _, cand := range sel.Candidates {
 		if pin != 0 && cand.Provider.ID != pin {
@@ -554,21 +560,11 @@ func (h *Handler) admit(ctx context.Context, c *call) error {
 		// the fast path below (no Redis round trip).
 		c.reqTier = usage.TierOf(c.req) // the body was read once, by readRequest
 		c.estimate = h.estimate(c)
-		scopes := c.scopes[:0]
-		add := func(s vocab.Scope, id int64) {
-			if q, ok := c.snap.Quota(s, id); ok && !q.Unlimited {
-				scopes = append(scopes, admission.ScopeQuota{Scope: s, ID: id, LimitMicros: q.LimitMicros, SnapshotUsedMicros: q.UsedMicros})
-			}
-		}
-		add(vocab.ScopeOrg, key.OrgID)
-		if key.TeamID != 0 {
-			add(vocab.ScopeTeam, key.TeamID)
-		}
-		add(vocab.ScopeUser, key.UserID)
-		req.Scopes = scopes
+		// The org, team, user and key quotas (docs/budgets.md, "Model").
+		req.Scopes = admission.QuotaScopes(c.snap, key, c.scopes[:0])
 		req.EstimateMicros = c.estimate
 	}
-	if req.RPMLimit == 0 && req.TPMLimit == 0 && len(req.Scopes) == 0 {
+	if req.RPMLimit == 0 && req.TPMLimit == 0 && len(req.Scopes) == 0 && !admission.ScopeRateLimited(c.snap, key) {
 		return nil // nothing to check: no Redis round trip
 	}
 	hold, err := h.o.Admitter.Admit(ctx, req)
@@ -579,7 +575,7 @@ func (h *Handler) admit(ctx context.Context, c *call) error {
 	var rl *admission.RateLimitError
 	switch {
 	case errors.As(err, &rl):
-		return httperr.RateLimited(fmt.Sprintf("rate limit exceeded (%s)", rl.Limit), rl.RetryAfter)
+		return httperr.RateLimited(rateLimitMessage(rl), rl.RetryAfter)
 	case errors.Is(err, admission.ErrQuotaExceeded):
 		var qe *admission.QuotaError
 		msg := "quota exhausted"
@@ -608,7 +604,7 @@ func (h *Handler) admit(ctx context.Context, c *call) error {
 func (h *Handler) estimate(c *call) int64 {
 	var est int64
 	for _, u := range c.usable {
-		rule := c.snap.ResolvePrice(u.Provider.ID, u.UpstreamModel)
+		rule := c.snap.ResolvePriceAt(u.Provider.ID, u.UpstreamModel, c.start)
 		est = max(est, pricing.EstimateMicros(rule, len(c.body), c.reqTier))
 	}
 	return est
@@ -642,4 +638,13 @@ func newRequestID() string {
 	copy(out[:], "req_")
 	hex.Encode(out[4:], b[:])
 	return string(out[:])
+}
+
+// rateLimitMessage is the client text of a rate-limit refusal: which limit, and whose when it is not the
+// key's own (a team's or org's limit is shared by all of its keys).
+func rateLimitMessage(rl *admission.RateLimitError) string {
+	if rl.Scope == "" || rl.Scope == vocab.ScopeKey {
+		return fmt.Sprintf("rate limit exceeded (%s)", rl.Limit)
+	}
+	return fmt.Sprintf("rate limit exceeded (%s of the %s)", rl.Limit, rl.Scope)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/tollgate/tollgate/dataplane/httperr"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
@@ -83,7 +84,7 @@ func TestPricedDropsDeniedUnpricedCandidates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := Priced(snap, tt.model, s.Candidates)
+			got, err := Priced(snap, tt.model, s.Candidates, time.Now())
 			if tt.deny {
 				var he *httperr.Error
 				if !errors.As(err, &he) || he.Status != http.StatusForbidden || he.Code != CodeModelUnpriced || he.Param != "model" {
@@ -109,7 +110,7 @@ func TestPricedAllowByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := Priced(snap, "p/anything", s.Candidates); err != nil || len(got) != 1 {
+	if got, err := Priced(snap, "p/anything", s.Candidates, time.Now()); err != nil || len(got) != 1 {
 		t.Fatalf("Priced = %v, %v; want the candidate kept", got, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/tollgate/tollgate/dataplane/httperr"
 	"github.com/tollgate/tollgate/shared/snapshot"
@@ -144,12 +145,15 @@ const CodeModelUnpriced = "model_unpriced"
 //
 // Call site (dataplane/proxy, after routing.Permitted): for a billable operation,
 //
-//	if sel.Candidates, err = routing.Priced(snap, c.model, sel.Candidates); err != nil { return err }
-func Priced(snap *snapshot.Compiled, model string, cands []Candidate) ([]Candidate, error) {
+//	if sel.Candidates, err = routing.Priced(snap, c.model, sel.Candidates, c.start); err != nil { return err }
+//
+// at is the request's admission instant: the price rules in force then decide (a scheduled price change
+// takes effect at its instant, docs/pricing.md).
+func Priced(snap *snapshot.Compiled, model string, cands []Candidate, at time.Time) ([]Candidate, error) {
 	kept := cands[:0]
 	var denied *snapshot.Provider
 	for _, c := range cands {
-		if c.Provider.UnpricedDeny && snap.ResolvePrice(c.Provider.ID, c.UpstreamModel) == nil {
+		if c.Provider.UnpricedDeny && snap.ResolvePriceAt(c.Provider.ID, c.UpstreamModel, at) == nil {
 			denied = c.Provider
 			continue
 		}

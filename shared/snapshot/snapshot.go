@@ -236,12 +236,6 @@ func (c *Compiled) ResolvePriceAt(providerID int64, model string, at time.Time) 
 	return c.PriceTimeline.ResolveAt(providerID, model, at)
 }
 
-// ResolvePrice is ResolvePriceAt at the wall clock's now. Callers that know the request's admission time
-// use ResolvePriceAt with it (docs/pricing.md, "Scheduled price changes").
-func (c *Compiled) ResolvePrice(providerID int64, model string) *pricing.Rule {
-	return c.ResolvePriceAt(providerID, model, time.Now())
-}
-
 // Compile validates and indexes s. An invalid reference or value fails the whole snapshot with a
 // *CompileError listing every problem found, each naming its element. The per-element checks are the
 // exported Check* functions, which the admin API runs on every write.

@@ -65,7 +65,7 @@ func TestCompile(t *testing.T) {
 	if c.Version != 7 {
 		t.Errorf("Version = %d, want 7", c.Version)
 	}
-	if r := c.ResolvePrice(1, "m-1"); r == nil || r.ID != 1 || len(r.Tiers) != 1 {
+	if r := c.ResolvePriceAt(1, "m-1", time.Now()); r == nil || r.ID != 1 || len(r.Tiers) != 1 {
 		t.Errorf("ResolvePrice(1, m-1) = %+v, want rule 1 with one tier", r)
 	}
 	p := c.Provider(1)
@@ -229,7 +229,7 @@ func TestSettlementBoundsTravelWithRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Bounds != pricing.DefaultBounds || c.ResolvePrice(1, "m-1").Bounds != pricing.DefaultBounds {
+	if c.Bounds != pricing.DefaultBounds || c.ResolvePriceAt(1, "m-1", time.Now()).Bounds != pricing.DefaultBounds {
 		t.Errorf("without settlement_bounds: %+v, want the defaults", c.Bounds)
 	}
 	s.SettlementBounds = &snapshotv1.SettlementBounds{MaxRequestTokens: 5000, MaxRequestCost: "2.5"}
@@ -237,8 +237,8 @@ func TestSettlementBoundsTravelWithRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := pricing.Bounds{MaxRequestTokens: 5000, MaxRequestCostMicros: 2_500_000}
-	if c.Bounds != want || c.ResolvePrice(1, "m-1").Bounds != want {
-		t.Errorf("bounds %+v, rule bounds %+v, want %+v", c.Bounds, c.ResolvePrice(1, "m-1").Bounds, want)
+	if c.Bounds != want || c.ResolvePriceAt(1, "m-1", time.Now()).Bounds != want {
+		t.Errorf("bounds %+v, rule bounds %+v, want %+v", c.Bounds, c.ResolvePriceAt(1, "m-1", time.Now()).Bounds, want)
 	}
 	for _, bad := range []*snapshotv1.SettlementBounds{{MaxRequestTokens: 0, MaxRequestCost: "1"}, {MaxRequestTokens: 1, MaxRequestCost: "-1"},
 		{MaxRequestTokens: 1, MaxRequestCost: "1e3"}, {MaxRequestTokens: 1, MaxRequestCost: "9007199255"}} {
