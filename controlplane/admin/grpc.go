@@ -36,7 +36,7 @@ var grpcReadMethods = map[string]bool{
 	"ListPriceRules": true, "GetPriceRule": true, "QuotePrice": true, "ListProviders": true, "GetProvider": true,
 	"ListRoutingRules": true, "ListRoutes": true, "GetRoute": true, "GetQuota": true, "ListUsages": true, "Export": true,
 	"ListAdminTokens": true, "ListQuotaAdjustments": true, "GetSnapshotStatus": true,
-	"GetPriceRuleProvenance": true, "GetPriceRuleHistory": true, "RepricePriceRules": true,
+	"GetPriceRuleProvenance": true, "GetPriceRuleHistory": true, "RepricePriceRules": true, "ListDataPlaneTokens": true,
 }
 
 // grpcCodes maps error codes to gRPC codes; used only here, at the gRPC boundary.

@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
 
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/config"
@@ -23,6 +25,7 @@ import (
 	"github.com/tollgate/tollgate/dataplane/upstream"
 	"github.com/tollgate/tollgate/shared/metrics"
 	"github.com/tollgate/tollgate/shared/process"
+	"github.com/tollgate/tollgate/shared/servertls"
 )
 
 const usage = `usage: dataplane serve [flags]
@@ -101,8 +104,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 	s := &Server{Config: cfg, Log: log, Redis: rdb, Metrics: metrics.NewRegistry(), Mux: http.NewServeMux(),
 		snapshotVersion: func() (int64, bool) { return 0, false }}
+	// One set of credentials for both calls to the control plane (Watch and Settle): TLS, and mTLS with a
+	// client certificate; the token in the calls' metadata carries the data plane's scopes.
+	cpCreds, err := syncer.TransportCredentials(cfg.CPCAFile, cfg.CPClientCert, cfg.CPClientKey, "")
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
 	if s.Syncer, err = syncer.New(syncer.Options{Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, NodeID: cfg.NodeID,
-		CAFile: cfg.CPCAFile}, log, s.Metrics); err != nil {
+		CAFile: cfg.CPCAFile, ClientCert: cfg.CPClientCert, ClientKey: cfg.CPClientKey}, log, s.Metrics); err != nil {
 		rdb.Close()
 		return nil, err
 	}
@@ -116,7 +126,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	spill := settle.NewSpill(0)
 	s.Recorder = settle.NewRecorder(rdb, cfg.RedisKeyPrefix).SpillTo(spill)
 	if s.Forwarder, err = settle.NewForwarder(rdb, settle.ForwarderOptions{Prefix: cfg.RedisKeyPrefix, NodeID: cfg.NodeID, Spill: spill,
-		Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, CAFile: cfg.CPCAFile, Linger: linger, Log: log, Metrics: s.Metrics,
+		Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(cpCreds)},
+		Linger: linger, Log: log, Metrics: s.Metrics,
 		RedisTimeout: cfg.RedisTimeout}); err != nil {
 		rdb.Close()
 		s.Syncer.Close()
@@ -141,10 +152,21 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.drain = process.NewDrain(cfg.DrainDelay)
 	process.HealthHandlers(s.Mux, s.drain.Ready(s.ready))
 	s.Mux.Handle("GET /metrics", s.Metrics.Handler())
+	var listenTLS *tls.Config
+	if cfg.TLS.Enabled() {
+		if listenTLS, err = servertls.Config(cfg.TLS, "h2", "http/1.1"); err != nil {
+			rdb.Close()
+			s.Syncer.Close()
+			return nil, fmt.Errorf("TOLLGATE_DP_TLS_CERT/KEY/CLIENT_CA: %w", err)
+		}
+	}
 	if s.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		rdb.Close()
 		s.Syncer.Close()
 		return nil, fmt.Errorf("listen %s (TOLLGATE_DP_HTTP_ADDR): %w", cfg.HTTPAddr, err)
+	}
+	if listenTLS != nil {
+		s.ln = tls.NewListener(s.ln, listenTLS)
 	}
 	return s, nil
 }

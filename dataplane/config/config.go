@@ -16,6 +16,7 @@ import (
 
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/shared/process"
+	"github.com/tollgate/tollgate/shared/servertls"
 )
 
 // Config is the data plane's configuration.
@@ -29,7 +30,13 @@ type Config struct {
 	DPToken        string
 	NodeID         string
 	// CPCAFile enables TLS to the control plane, trusting this CA bundle.
-	CPCAFile        string
+	CPCAFile string
+	// CPClientCert and CPClientKey are the client certificate presented to a control plane that requires
+	// one (TOLLGATE_CP_TLS_CLIENT_CA there); they need CPCAFile.
+	CPClientCert, CPClientKey string
+	// TLS is the client listener's TLS (TOLLGATE_DP_TLS_CERT/KEY, reloaded when the files change), with
+	// TOLLGATE_DP_TLS_CLIENT_CA requiring client certificates.
+	TLS             servertls.Files
 	LogLevel        string
 	ShutdownTimeout time.Duration
 	// DrainDelay is how long /readyz answers 503 before the listeners close at shutdown, so a load
@@ -84,6 +91,11 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&c.DPToken, "dp-token", env("TOLLGATE_DP_TOKEN", ""), "token presented to the control plane (TOLLGATE_DP_TOKEN)")
 	fs.StringVar(&c.NodeID, "node-id", env("TOLLGATE_NODE_ID", host), "this data plane's name in logs and metrics (TOLLGATE_NODE_ID)")
 	fs.StringVar(&c.CPCAFile, "cp-ca-file", env("TOLLGATE_CP_CA_FILE", ""), "CA bundle enabling TLS to the control plane (TOLLGATE_CP_CA_FILE)")
+	fs.StringVar(&c.CPClientCert, "cp-client-cert", env("TOLLGATE_CP_CLIENT_CERT", ""), "client certificate file presented to the control plane, for mTLS (TOLLGATE_CP_CLIENT_CERT)")
+	fs.StringVar(&c.CPClientKey, "cp-client-key", env("TOLLGATE_CP_CLIENT_KEY", ""), "client key file presented to the control plane (TOLLGATE_CP_CLIENT_KEY)")
+	fs.StringVar(&c.TLS.Cert, "tls-cert", env("TOLLGATE_DP_TLS_CERT", ""), "client API TLS certificate file, reloaded on change (TOLLGATE_DP_TLS_CERT)")
+	fs.StringVar(&c.TLS.Key, "tls-key", env("TOLLGATE_DP_TLS_KEY", ""), "client API TLS key file (TOLLGATE_DP_TLS_KEY)")
+	fs.StringVar(&c.TLS.ClientCA, "tls-client-ca", env("TOLLGATE_DP_TLS_CLIENT_CA", ""), "CA bundle; when set, API clients must present a client certificate it signed (TOLLGATE_DP_TLS_CLIENT_CA)")
 	fs.StringVar(&c.LogLevel, "log-level", env("TOLLGATE_LOG_LEVEL", "info"), "debug, info, warn or error (TOLLGATE_LOG_LEVEL)")
 	fs.StringVar(&maxBody, "max-body-bytes", env("TOLLGATE_MAX_BODY_BYTES", "33554432"), "largest accepted request body (TOLLGATE_MAX_BODY_BYTES)")
 	process.DurationFlag(fs, &c.ShutdownTimeout, "shutdown-timeout", env("TOLLGATE_SHUTDOWN_TIMEOUT", "30s"), "graceful shutdown limit (TOLLGATE_SHUTDOWN_TIMEOUT)")
@@ -138,7 +150,15 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.DPToken == "" {
-		errs = append(errs, errors.New("TOLLGATE_DP_TOKEN (-dp-token): required"))
+		errs = append(errs, errors.New("TOLLGATE_DP_TOKEN (-dp-token): required (a data-plane token from the admin API, docs/security.md)"))
+	}
+	if err := c.TLS.Check("TOLLGATE_DP_TLS_CERT", "TOLLGATE_DP_TLS_KEY", "TOLLGATE_DP_TLS_CLIENT_CA"); err != nil {
+		errs = append(errs, err)
+	}
+	if (c.CPClientCert == "") != (c.CPClientKey == "") {
+		errs = append(errs, errors.New("TOLLGATE_CP_CLIENT_CERT and TOLLGATE_CP_CLIENT_KEY: set both or neither"))
+	} else if c.CPClientCert != "" && c.CPCAFile == "" {
+		errs = append(errs, errors.New("TOLLGATE_CP_CLIENT_CERT needs TOLLGATE_CP_CA_FILE (client certificates need TLS)"))
 	}
 	if c.NodeID == "" {
 		errs = append(errs, errors.New("TOLLGATE_NODE_ID (-node-id): required"))

@@ -35,6 +35,10 @@ func TestLoadRejectsBadSettingsByName(t *testing.T) {
 		{"bad endpoint", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_CP_ENDPOINTS": "nohost"}, "TOLLGATE_CP_ENDPOINTS"},
 		{"bad body limit", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_MAX_BODY_BYTES": "lots"}, "TOLLGATE_MAX_BODY_BYTES"},
 		{"bad keepalive", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_KEEPALIVE_INTERVAL": "0s"}, "TOLLGATE_KEEPALIVE_INTERVAL"},
+		{"tls cert without key", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_DP_TLS_CERT": "c.pem"}, "TOLLGATE_DP_TLS_KEY"},
+		{"tls client CA without cert", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_DP_TLS_CLIENT_CA": "ca.pem"}, "TOLLGATE_DP_TLS_CLIENT_CA"},
+		{"client cert without key", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_CP_CA_FILE": "ca.pem", "TOLLGATE_CP_CLIENT_CERT": "c.pem"}, "TOLLGATE_CP_CLIENT_KEY"},
+		{"client cert without TLS", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_CP_CLIENT_CERT": "c.pem", "TOLLGATE_CP_CLIENT_KEY": "k.pem"}, "TOLLGATE_CP_CA_FILE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
