@@ -3,8 +3,9 @@
 // (versions are compared for equality, as in envoyproxy/go-control-plane's simple cache), then receives
 // every newer snapshot. Each watcher has a capacity-1 slot that a publish overwrites, so latest wins: a
 // slow data plane skips intermediate versions, and a publish never waits for any stream. The service
-// requires the data-plane token (AuthOptions) and runs on the control plane's gRPC server, with TLS when
-// that server has it.
+// requires a data-plane token with the scope snapshot:read (controlplane/dptoken, installed by the control
+// plane's app; AuthOptions for a single static token) and runs on the control plane's gRPC server, with TLS
+// when that server has it. Each stream remembers its token, so revoking it closes the stream (CloseToken).
 package watch
 
 import (
