@@ -65,9 +65,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 
 // Server is a data plane with its listener bound, ready to Run.
 type Server struct {
-	Config  config.Config
-	Log     *slog.Logger
-	Redis   *redis.Client
+	Config config.Config
+	Log    *slog.Logger
+	// Redis is a single-node or, with TOLLGATE_REDIS_CLUSTER, a cluster client.
+	Redis   redis.UniversalClient
 	Metrics *metrics.Registry
 	Mux     *http.ServeMux
 
@@ -94,6 +95,11 @@ type Server struct {
 
 // New connects Redis, binds the listener and registers every handler. Nothing is served until Run.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
+	if cfg.RedisCluster {
+		if err := checkClusterSlots(cfg.RedisKeyPrefix); err != nil {
+			return nil, err
+		}
+	}
 	rdb, err := newRedis(cfg)
 	if err != nil {
 		return nil, err
@@ -173,15 +179,29 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 
 // newRedis is the data plane's Redis client: every call bounded by its context's deadline and, failing
 // that, by RedisTimeout (dial, read, write, pool wait), so a Redis that hangs holds no caller longer;
-// concurrent requests' admission scripts and outbox appends share pipelines (docs/dataplane.md).
-func newRedis(cfg config.Config) (*redis.Client, error) {
-	opts, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("TOLLGATE_REDIS_URL: %w", err)
+// concurrent requests' admission scripts and outbox appends share pipelines (docs/dataplane.md). With
+// RedisCluster it is a cluster client (TOLLGATE_REDIS_URL in go-redis's cluster form), whose pipelines send
+// each command to its slot's node.
+func newRedis(cfg config.Config) (redis.UniversalClient, error) {
+	t := cfg.RedisTimeout
+	var rdb redis.UniversalClient
+	if cfg.RedisCluster {
+		opts, err := redis.ParseClusterURL(cfg.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("TOLLGATE_REDIS_URL (cluster): %w", err)
+		}
+		opts.ContextTimeoutEnabled = true
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = t, t, t, t
+		rdb = redis.NewClusterClient(opts)
+	} else {
+		opts, err := redis.ParseURL(cfg.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("TOLLGATE_REDIS_URL: %w", err)
+		}
+		opts.ContextTimeoutEnabled = true
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = t, t, t, t
+		rdb = redis.NewClient(opts)
 	}
-	opts.ContextTimeoutEnabled = true
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = cfg.RedisTimeout, cfg.RedisTimeout, cfg.RedisTimeout, cfg.RedisTimeout
-	rdb := redis.NewClient(opts)
 	redisbatch.Install(rdb, "evalsha", "eval", "xadd")
 	return rdb, nil
 }

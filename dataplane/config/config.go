@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/shared/process"
 	"github.com/tollgate/tollgate/shared/servertls"
@@ -22,6 +24,9 @@ import (
 // Config is the data plane's configuration.
 type Config struct {
 	RedisURL string
+	// RedisCluster selects Redis Cluster mode: RedisURL is then go-redis's cluster form,
+	// redis://host1:port1?addr=host2:port2&addr=host3:port3 (any nodes; the rest are discovered).
+	RedisCluster bool
 	// RedisKeyPrefix namespaces every Redis key this process writes (empty in production; tests set a
 	// unique prefix so parallel tests share one server safely).
 	RedisKeyPrefix string
@@ -85,6 +90,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	}
 	host, _ := os.Hostname()
 	fs.StringVar(&c.RedisURL, "redis-url", env("TOLLGATE_REDIS_URL", "redis://localhost:6379/0"), "Redis URL (TOLLGATE_REDIS_URL)")
+	fs.BoolVar(&c.RedisCluster, "redis-cluster", env("TOLLGATE_REDIS_CLUSTER", "") == "true", "TOLLGATE_REDIS_URL names Redis Cluster nodes: redis://host1:port1?addr=host2:port2 (TOLLGATE_REDIS_CLUSTER=true)")
 	fs.StringVar(&c.RedisKeyPrefix, "redis-key-prefix", env("TOLLGATE_REDIS_KEY_PREFIX", ""), "prefix of every Redis key (TOLLGATE_REDIS_KEY_PREFIX)")
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("TOLLGATE_DP_HTTP_ADDR", ":8080"), "client API listen address (TOLLGATE_DP_HTTP_ADDR)")
 	fs.StringVar(&endpoints, "cp-endpoints", env("TOLLGATE_CP_ENDPOINTS", "localhost:9090"), "comma-separated control-plane gRPC addresses (TOLLGATE_CP_ENDPOINTS)")
@@ -137,6 +143,16 @@ func (c Config) Validate() error {
 	var errs []error
 	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
 		errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_URL (-redis-url): want a redis:// URL, got %q", c.RedisURL))
+	} else if c.RedisCluster {
+		if _, err := redis.ParseClusterURL(c.RedisURL); err != nil {
+			errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_URL (-redis-url) with TOLLGATE_REDIS_CLUSTER: want redis://host1:port1?addr=host2:port2: %w", err))
+		}
+	} else if _, err := redis.ParseURL(c.RedisURL); err != nil {
+		hint := ""
+		if u.Query().Has("addr") {
+			hint = " (several addr= name Redis Cluster nodes: set TOLLGATE_REDIS_CLUSTER=true)"
+		}
+		errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_URL (-redis-url): %w%s", err, hint))
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		errs = append(errs, fmt.Errorf("TOLLGATE_DP_HTTP_ADDR (-http-addr): %w", err))

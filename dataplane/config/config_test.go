@@ -35,6 +35,8 @@ func TestLoadRejectsBadSettingsByName(t *testing.T) {
 		{"bad endpoint", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_CP_ENDPOINTS": "nohost"}, "TOLLGATE_CP_ENDPOINTS"},
 		{"bad body limit", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_MAX_BODY_BYTES": "lots"}, "TOLLGATE_MAX_BODY_BYTES"},
 		{"bad keepalive", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_KEEPALIVE_INTERVAL": "0s"}, "TOLLGATE_KEEPALIVE_INTERVAL"},
+		{"cluster URL without cluster mode", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_REDIS_URL": "redis://127.0.0.1:7000?addr=127.0.0.1:7001"}, "TOLLGATE_REDIS_CLUSTER=true"},
+		{"bad cluster URL", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_REDIS_CLUSTER": "true", "TOLLGATE_REDIS_URL": "redis://127.0.0.1:7000?bogus=1"}, "TOLLGATE_REDIS_CLUSTER"},
 		{"tls cert without key", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_DP_TLS_CERT": "c.pem"}, "TOLLGATE_DP_TLS_KEY"},
 		{"tls client CA without cert", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_DP_TLS_CLIENT_CA": "ca.pem"}, "TOLLGATE_DP_TLS_CLIENT_CA"},
 		{"client cert without key", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_CP_CA_FILE": "ca.pem", "TOLLGATE_CP_CLIENT_CERT": "c.pem"}, "TOLLGATE_CP_CLIENT_KEY"},
