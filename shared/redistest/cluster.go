@@ -85,6 +85,15 @@ func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 	if len(c.Masters) != masters {
 		t.Fatalf("cluster has masters %v, want %d", c.Masters, masters)
 	}
+	// Replicas attach (and sync) after the cluster forms: wait until every master lists its replicas online.
+	for _, m := range c.Masters {
+		for len(c.onlineReplicas(m)) < replicas {
+			if time.Now().After(deadline) {
+				t.Fatalf("master %s has replicas %v, want %d", m, c.onlineReplicas(m), replicas)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	return c
 }
 
@@ -197,25 +206,45 @@ func (c *Cluster) Failover(t testing.TB, master string) string {
 	return replica
 }
 
-// replicaOf returns the address of a replica the master at addr lists in its ROLE reply.
+// replicaOf returns the address of a replica the master lists as online (INFO replication).
 func (c *Cluster) replicaOf(t testing.TB, master string) string {
 	t.Helper()
+	reps := c.onlineReplicas(master)
+	if len(reps) == 0 {
+		t.Fatalf("master %s has no online replica", master)
+	}
+	return reps[0]
+}
+
+// onlineReplicas lists the replicas the master at addr reports online (INFO replication slaveN lines).
+func (c *Cluster) onlineReplicas(master string) []string {
 	rdb := redis.NewClient(&redis.Options{Addr: master})
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	v, err := rdb.Do(ctx, "ROLE").Slice()
-	if err != nil || len(v) < 3 {
-		t.Fatalf("ROLE on %s: %v %v", master, v, err)
+	info, err := rdb.Info(ctx, "replication").Result()
+	if err != nil {
+		return nil
 	}
-	reps, _ := v[2].([]any)
-	for _, r := range reps {
-		if f, ok := r.([]any); ok && len(f) >= 2 {
-			return net.JoinHostPort(fmt.Sprint(f[0]), fmt.Sprint(f[1]))
+	var out []string
+	for _, line := range strings.Split(info, "\n") {
+		// slave0:ip=127.0.0.1,port=7004,state=online,offset=42,lag=0
+		if !strings.HasPrefix(line, "slave") || !strings.Contains(line, "state=online") {
+			continue
 		}
+		var ip, port string
+		for _, kv := range strings.Split(strings.TrimSpace(line[strings.IndexByte(line, ':')+1:]), ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "ip":
+				ip = v
+			case "port":
+				port = v
+			}
+		}
+		out = append(out, net.JoinHostPort(ip, port))
 	}
-	t.Fatalf("master %s has no replica (ROLE %v)", master, v)
-	return ""
+	return out
 }
 
 // nodeCommand runs one command on one node (not cluster-routed) and returns its reply as text.
