@@ -3,9 +3,9 @@ package servertls_test
 import (
 	"crypto/tls"
 	"io"
-	"net/http"
 	"log"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
