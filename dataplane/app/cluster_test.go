@@ -48,3 +48,22 @@ func TestClusterModeNeedsCoLocatedKeys(t *testing.T) {
 		t.Fatalf("hash-tagged prefix: %v", err)
 	}
 }
+
+// FuzzKeySlot: keySlot agrees with a real cluster node's CLUSTER KEYSLOT for any key.
+func FuzzKeySlot(f *testing.F) {
+	c := redistest.StartCluster(f, 3, 0)
+	rdb := redis.NewClient(&redis.Options{Addr: c.Masters[0]})
+	f.Cleanup(func() { rdb.Close() })
+	for _, k := range []string{"", "{tollgate}:qp:org:1", "a{}b{c}", "{{x}}", "\x00{\xff}"} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, k string) {
+		want, err := rdb.ClusterKeySlot(context.Background(), k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := keySlot(k); int64(got) != want {
+			t.Fatalf("keySlot(%q) = %d, CLUSTER KEYSLOT %d", k, got, want)
+		}
+	})
+}
