@@ -366,6 +366,8 @@ func TestChartRefusesUnsafeValues(t *testing.T) {
 		{"dataPlane: {terminationGracePeriodSeconds: 30}", "dataPlane.terminationGracePeriodSeconds"},
 		{"controlPlane: {tls: {grpcSecret: cp-tls}}", "dataPlane.tls.controlPlaneSecret"},
 		{"controlPlane: {tls: {requireClientCert: true}}", "controlPlane.tls.grpcSecret"},
+		{"dataPlane: {redis: {cluster: true}}", "dataPlane.redis.keyPrefix"},
+		{"dataPlane: {redis: {cluster: true, keyPrefix: 'tollgate:'}}", "dataPlane.redis.keyPrefix"},
 	} {
 		f := t.TempDir() + "/values.yaml"
 		if err := writeFile(f, tc.values); err != nil {
@@ -393,3 +395,20 @@ func TestStrictDecodingCatchesMistakes(t *testing.T) {
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
+
+// TestRedisClusterValues: dataPlane.redis.cluster with a hash-tagged prefix sets TOLLGATE_REDIS_CLUSTER and
+// TOLLGATE_REDIS_KEY_PREFIX on the data planes.
+func TestRedisClusterValues(t *testing.T) {
+	f := t.TempDir() + "/values.yaml"
+	if err := writeFile(f, "dataPlane: {redis: {cluster: true, keyPrefix: '{tollgate}:'}}"); err != nil {
+		t.Fatal(err)
+	}
+	dp := get[*appsv1.Deployment](t, render(t, f), "Deployment/tg-tollgate-dataplane")
+	env := map[string]string{}
+	for _, e := range dp.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if env["TOLLGATE_REDIS_CLUSTER"] != "true" || env["TOLLGATE_REDIS_KEY_PREFIX"] != "{tollgate}:" {
+		t.Errorf("data-plane env %v", env)
+	}
+}
