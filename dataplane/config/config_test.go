@@ -89,3 +89,18 @@ func TestDrainDelaySetting(t *testing.T) {
 		t.Fatalf("negative drain delay: %v, want an error naming TOLLGATE_DRAIN_DELAY", err)
 	}
 }
+
+// TestRedisClusterSetting: TOLLGATE_REDIS_CLUSTER=true accepts go-redis's cluster URL; the TLS settings of
+// the client listener and the client certificate for the control plane load.
+func TestRedisClusterSetting(t *testing.T) {
+	c, err := Load(nil, envOf(map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_REDIS_CLUSTER": "true",
+		"TOLLGATE_REDIS_URL": "redis://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002", "TOLLGATE_DP_TLS_CERT": "c.pem",
+		"TOLLGATE_DP_TLS_KEY": "k.pem", "TOLLGATE_DP_TLS_CLIENT_CA": "ca.pem", "TOLLGATE_CP_CA_FILE": "cp-ca.pem",
+		"TOLLGATE_CP_CLIENT_CERT": "cc.pem", "TOLLGATE_CP_CLIENT_KEY": "ck.pem"}), io.Discard)
+	if err != nil {
+		t.Fatalf("Load = %v", err)
+	}
+	if !c.RedisCluster || c.TLS.Cert != "c.pem" || c.TLS.Key != "k.pem" || c.TLS.ClientCA != "ca.pem" || c.CPClientCert != "cc.pem" || c.CPClientKey != "ck.pem" {
+		t.Fatalf("Load = %+v", c)
+	}
+}
