@@ -26,6 +26,7 @@ import (
 
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 	"github.com/tollgate/tollgate/shared/metrics"
+	"github.com/tollgate/tollgate/shared/servertls"
 	"github.com/tollgate/tollgate/shared/snapshot"
 )
 
@@ -134,7 +135,8 @@ func New(opts Options, log *slog.Logger, reg *metrics.Registry) (*Syncer, error)
 
 // TransportCredentials are the gRPC credentials of a data plane's calls to the control plane (Watch and
 // Settle): plaintext without caFile; TLS trusting caFile's certificates; and, with certFile and keyFile,
-// presenting that client certificate (TOLLGATE_CP_CA_FILE, TOLLGATE_CP_CLIENT_CERT/KEY). serverName
+// presenting that client certificate, reloaded when its files change (TOLLGATE_CP_CA_FILE,
+// TOLLGATE_CP_CLIENT_CERT/KEY). serverName
 // overrides the name checked against the server's certificate (default: the host dialed).
 func TransportCredentials(caFile, certFile, keyFile, serverName string) (credentials.TransportCredentials, error) {
 	if caFile == "" {
@@ -153,11 +155,12 @@ func TransportCredentials(caFile, certFile, keyFile, serverName string) (credent
 	}
 	cfg := &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}
 	if certFile != "" {
-		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		// Re-read when the files change, so a renewed client certificate is used without a restart.
+		get, err := servertls.ClientCertificate(certFile, keyFile)
 		if err != nil {
 			return nil, fmt.Errorf("client certificate (TOLLGATE_CP_CLIENT_CERT/KEY): %w", err)
 		}
-		cfg.Certificates = []tls.Certificate{cert}
+		cfg.GetClientCertificate = get
 	}
 	return credentials.NewTLS(cfg), nil
 }

@@ -1,7 +1,8 @@
 // Package servertls builds the TLS configuration of a listener from PEM files: the certificate and key,
 // re-read when either file changes (so a renewed certificate — cert-manager, a mounted Secret — is served
 // to new connections without a restart), and optionally a client CA bundle that makes the listener
-// require and verify a client certificate (mutual TLS).
+// require and verify a client certificate (mutual TLS). ClientCertificate gives a TLS client the same
+// reloading for the certificate it presents.
 package servertls
 
 import (
@@ -50,7 +51,8 @@ func Config(f Files, nextProtos ...string) (*tls.Config, error) {
 	if err := r.load(); err != nil {
 		return nil, err
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: r.get, NextProtos: nextProtos}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: nextProtos,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return r.get(), nil }}
 	if f.ClientCA != "" {
 		pem, err := os.ReadFile(f.ClientCA)
 		if err != nil {
@@ -102,7 +104,18 @@ func (r *reloader) modTimes() (cert, key time.Time, err error) {
 	return ci.ModTime(), ki.ModTime(), nil
 }
 
-func (r *reloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+// ClientCertificate returns a tls.Config.GetClientCertificate presenting the certificate in certFile and
+// keyFile, re-read when either changes (a failed read keeps the previous one). The files are read once
+// here, so a missing or bad file fails at start.
+func ClientCertificate(certFile, keyFile string) (func(*tls.CertificateRequestInfo) (*tls.Certificate, error), error) {
+	r := &reloader{cert: certFile, key: keyFile}
+	if err := r.load(); err != nil {
+		return nil, err
+	}
+	return func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return r.get(), nil }, nil
+}
+
+func (r *reloader) get() *tls.Certificate {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if now := time.Now(); now.Sub(r.lastCheck) >= reloadCheck {
@@ -111,5 +124,5 @@ func (r *reloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 			_ = r.load() // on failure the previous certificate stays, and the next check retries
 		}
 	}
-	return r.current, nil
+	return r.current
 }

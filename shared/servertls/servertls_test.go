@@ -136,3 +136,61 @@ func TestConfigRefusesBadFiles(t *testing.T) {
 		t.Errorf("client CA without cert: %v", err)
 	}
 }
+
+// TestClientCertificateReloaded: a client certificate rewritten in place is presented on new connections.
+func TestClientCertificateReloaded(t *testing.T) {
+	ca := tlstest.NewCA(t, "test CA")
+	cert, key := ca.Server(t, "server")
+	cfg, err := servertls.Config(servertls.Files{Cert: cert, Key: key, ClientCA: ca.File})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	cns := make(chan string, 100)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			tc := c.(*tls.Conn)
+			if tc.Handshake() == nil {
+				cns <- tc.ConnectionState().PeerCertificates[0].Subject.CommonName
+			}
+			c.Close()
+		}
+	}()
+	ccert, ckey := ca.Client(t, "first")
+	get, err := servertls.ClientCertificate(ccert, ckey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientCfg := ca.ClientConfig(t, "", "")
+	clientCfg.GetClientCertificate = get
+	presented := func() string {
+		c, err := tls.Dial("tcp", ln.Addr().String(), clientCfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return <-cns
+	}
+	if cn := presented(); cn != "first" {
+		t.Fatalf("presented %q, want first", cn)
+	}
+	ca.ClientTo(t, "second", ccert, ckey)
+	deadline := time.Now().Add(10 * time.Second)
+	for presented() != "second" {
+		if time.Now().After(deadline) {
+			t.Fatal("the rewritten client certificate was never presented")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := servertls.ClientCertificate(ccert+".missing", ckey); err == nil {
+		t.Error("a missing client certificate file was accepted")
+	}
+}

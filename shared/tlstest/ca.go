@@ -75,6 +75,12 @@ func (ca *CA) ServerTo(t testing.TB, cn, certFile, keyFile string) {
 	ca.write(t, cn, x509.ExtKeyUsageServerAuth, certFile, keyFile)
 }
 
+// ClientTo issues a client certificate named cn into certFile and keyFile, replacing what they hold.
+func (ca *CA) ClientTo(t testing.TB, cn, certFile, keyFile string) {
+	t.Helper()
+	ca.write(t, cn, x509.ExtKeyUsageClientAuth, certFile, keyFile)
+}
+
 func (ca *CA) issue(t testing.TB, cn string, usage x509.ExtKeyUsage, base string) (certFile, keyFile string) {
 	t.Helper()
 	certFile, keyFile = base+"-cert.pem", base+"-key.pem"
