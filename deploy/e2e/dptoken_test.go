@@ -178,6 +178,18 @@ func TestDataPlaneTokenScopes(t *testing.T) {
 	if err := c.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM usages`).Scan(&rows); err != nil || rows != 0 {
 		t.Fatalf("usages = %d, %v; want none written with a snapshot-only token", rows, err)
 	}
+	// Revoked through the admin gRPC API: refused at once, listed with its revocation time.
+	ctx2, cancel2 := bearerCtx(c.adminTok)
+	defer cancel2()
+	if _, err := adm.RevokeDataPlaneToken(ctx2, &adminv1.RevokeDataPlaneTokenRequest{Id: list.GetItems()[1].GetId()}); err != nil {
+		t.Fatalf("RevokeDataPlaneToken: %v", err)
+	}
+	if got := settleCode(t, cc, settleOnly); got != codes.Unauthenticated {
+		t.Errorf("revoked settlement-only token: Settle = %v, want Unauthenticated", got)
+	}
+	if l, err := adm.ListDataPlaneTokens(ctx2, &adminv1.ListDataPlaneTokensRequest{}); err != nil || l.GetItems()[1].GetRevokedAt() == nil || l.GetItems()[0].GetRevokedAt() != nil {
+		t.Errorf("after revoking: %v, %v", l, err)
+	}
 	// Nothing lost: the record waits in the outbox for a token that may settle.
 	outbox := settle.Streams{Prefix: d.srv.Config.RedisKeyPrefix}.Outbox()
 	if n, err := d.srv.Redis.XLen(context.Background(), outbox).Result(); err != nil || n != 1 {
