@@ -41,6 +41,7 @@ var grpcReadMethods = map[string]bool{
 	"ListApiKeys": true, "GetApiKey": true, "ListOrgs": true, "ListTeams": true, "ListUsers": true, "GetModelPolicy": true,
 	"ListUnpricedModels": true, "GetQuotaAlerts": true, "ListWebhookEndpoints": true, "ListAlertEvents": true,
 	"GetSpend": true,
+	"ListDataPlaneTokens": true,
 }
 
 // grpcCodes maps error codes to gRPC codes; used only here, at the gRPC boundary.

@@ -405,6 +405,37 @@ func RegisterHTTP(mux *http.ServeMux, s *Service) {
 		}{t, tok}, err
 	})
 	h("DELETE /admin/admin-tokens/{id}", write, deleteBy("id", s.DeleteAdminToken))
+
+	// Data-plane tokens (docs/security.md): revoking keeps the row, so DELETE answers the revoked token.
+	h("GET /admin/dataplane-tokens", read, func(r *http.Request) (int, any, error) {
+		out, err := s.ListDataPlaneTokens(r.Context())
+		return http.StatusOK, Page[store.DataPlaneToken]{Items: nonNil(out)}, err
+	})
+	h("POST /admin/dataplane-tokens", write, func(r *http.Request) (int, any, error) {
+		var in struct {
+			Name   string   `json:"name"`
+			Scopes []string `json:"scopes"`
+		}
+		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
+			return 0, nil, err
+		}
+		t, tok, err := s.CreateDataPlaneToken(r.Context(), in.Name, in.Scopes)
+		return http.StatusCreated, struct {
+			store.DataPlaneToken
+			Token string `json:"token"`
+		}{t, tok}, err
+	})
+	h("DELETE /admin/dataplane-tokens/{id}", write, func(r *http.Request) (int, any, error) {
+		id, err := pathID(r, "id")
+		if err != nil {
+			return 0, nil, err
+		}
+		if err := emptyBody(r); err != nil {
+			return 0, nil, err
+		}
+		t, err := s.RevokeDataPlaneToken(r.Context(), id)
+		return http.StatusOK, t, err
+	})
 	h("GET /admin/whoami", read, func(r *http.Request) (int, any, error) {
 		p, err := s.Authenticate(r.Context(), r.Header.Get("Authorization"))
 		return http.StatusOK, map[string]string{"role": p.Role.String(), "name": p.Name}, err

@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,6 +34,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/config"
 	"github.com/tollgate/tollgate/controlplane/console"
 	"github.com/tollgate/tollgate/controlplane/pricesched"
+	"github.com/tollgate/tollgate/controlplane/dptoken"
 	"github.com/tollgate/tollgate/controlplane/secret"
 	"github.com/tollgate/tollgate/controlplane/settlement"
 	"github.com/tollgate/tollgate/controlplane/snapshotbuild"
@@ -42,6 +44,7 @@ import (
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 	"github.com/tollgate/tollgate/shared/process"
 	"github.com/tollgate/tollgate/shared/telemetry"
+	"github.com/tollgate/tollgate/shared/servertls"
 )
 
 const usage = `usage: controlplane <command> [flags]
@@ -133,6 +136,9 @@ type Server struct {
 	PriceSchedule *pricesched.Applier
 	// Alerts evaluates budget thresholds and delivers their webhooks (run by Run).
 	Alerts *alert.Runner
+	// DataPlanes checks data-plane tokens on Watch and Settle; its revocation listener (run by Run)
+	// closes the Watch streams of revoked tokens.
+	DataPlanes *dptoken.Checker
 
 	httpLn, grpcLn net.Listener
 	health         *health.Server
@@ -214,13 +220,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		grpc.MaxRecvMsgSize(64 << 20),
 		grpc.MaxSendMsgSize(256 << 20),
 	}
-	if cfg.TLSCertFile != "" {
-		creds, err := credentials.NewServerTLSFromFile(cfg.TLSCertFile, cfg.TLSKeyFile)
+	if cfg.GRPCTLS.Enabled() {
+		tc, err := servertls.Config(cfg.GRPCTLS, "h2")
 		if err != nil {
 			pool.Close()
-			return nil, fmt.Errorf("TOLLGATE_CP_TLS_CERT/KEY: %w", err)
+			return nil, fmt.Errorf("TOLLGATE_CP_TLS_CERT/KEY/CLIENT_CA: %w", err)
 		}
-		grpcOpts = append(grpcOpts, grpc.Creds(creds))
+		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(tc)))
 	}
 	s.GRPC = grpc.NewServer(grpcOpts...)
 	s.health = health.NewServer()
@@ -238,8 +244,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	console.Register(s.Mux)
 	adminv1.RegisterAdminServiceServer(s.GRPC, admin.NewGRPC(adminSvc))
 	s.AuthorizeService(admin.ServiceName, adminSvc.AuthorizeGRPC)
+	// Data planes' credentials: Settle needs settlement:write, Watch snapshot:read (docs/security.md).
+	s.DataPlanes = dptoken.New(pool, cfg.DPToken)
 	settlementv1.RegisterSettlementServiceServer(s.GRPC, settlement.New(pool, log, s.Metrics).WithBounds(cfg.SettleBounds))
-	s.AuthorizeService(settlement.ServiceName, settlement.Authorize(cfg.DPToken))
+	s.AuthorizeService(settlement.ServiceName, s.DataPlanes.Authorize(dptoken.ScopeSettlementWrite))
 	if err := s.registerSnapshots(pool, cfg, log); err != nil {
 		pool.Close()
 		return nil, err
@@ -270,10 +278,20 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		return nil, err
 	}
 
+	var httpTLS *tls.Config
+	if cfg.HTTPTLS.Enabled() {
+		if httpTLS, err = servertls.Config(cfg.HTTPTLS, "h2", "http/1.1"); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("TOLLGATE_CP_HTTP_TLS_CERT/KEY/CLIENT_CA: %w", err)
+		}
+	}
 	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		s.closeMetrics()
 		pool.Close()
 		return nil, fmt.Errorf("listen %s (TOLLGATE_CP_HTTP_ADDR): %w", cfg.HTTPAddr, err)
+	}
+	if httpTLS != nil {
+		s.httpLn = tls.NewListener(s.httpLn, httpTLS)
 	}
 	if s.grpcLn, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
 		s.httpLn.Close()
@@ -297,12 +315,20 @@ func (s *Server) registerSnapshots(pool *pgxpool.Pool, cfg config.Config, log *s
 		return fmt.Errorf("TOLLGATE_SECRET_KEY: %w", err)
 	}
 	s.Watch = watch.New(log, s.Metrics)
+	s.Watch.SetIdentify(func(ctx context.Context) (int64, error) {
+		cred, err := s.DataPlanes.Identify(ctx)
+		return cred.ID, err
+	})
 	watch.Register(s.GRPC, s.Watch)
-	s.AuthorizeService(watch.ServiceName, watch.Authorize(cfg.DPToken))
+	s.AuthorizeService(watch.ServiceName, s.DataPlanes.Authorize(dptoken.ScopeSnapshotRead))
 	s.Snapshots = snapshotbuild.New(pool, box, s.Watch, log, s.Metrics,
 		snapshotbuild.Options{Debounce: cfg.RebuildDebounce, Interval: cfg.RebuildInterval, Bounds: cfg.SettleBounds})
 	return nil
 }
+
+// revocationCheckInterval is how often open Watch streams' tokens are re-checked against the database,
+// in case a revocation's notification was missed (the LISTEN connection was down).
+const revocationCheckInterval = 5 * time.Second
 
 // HTTPAddr is the bound admin/console address.
 func (s *Server) HTTPAddr() string { return s.httpLn.Addr().String() }
@@ -353,8 +379,16 @@ func (s *Server) Run(ctx context.Context) error {
 		Serve: func() error { return s.Alerts.Run(alertCtx) },
 		Stop:  func(context.Context) error { stopAlerts(); return nil },
 	}
+	revokeCtx, stopRevoke := context.WithCancel(ctx)
+	defer stopRevoke()
+	revocations := process.Server{
+		Name:  "dataplane-token-revocations",
+		Serve: func() error { return s.DataPlanes.Revocations(revokeCtx, s.Watch, revocationCheckInterval, s.Log) },
+		Stop:  func(context.Context) error { stopRevoke(); return nil },
+	}
 	// grpc first: its Drain (health NOT_SERVING) runs before the drain's wait, its Stop ends Watch streams.
-	servers := []process.Server{grpcSrv, s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.httpLn), snapshots, priceSchedule, alerts}
+	servers := []process.Server{grpcSrv, s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.httpLn),
+		snapshots, priceSchedule, alerts, revocations}
 	if m := s.MetricsServer; m != nil {
 		servers = append(servers, process.HTTPServer("metrics", m.Server, m.Listener))
 		s.Log.Info("metrics listening", "addr", m.Addr())

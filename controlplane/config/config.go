@@ -16,18 +16,24 @@ import (
 
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/process"
+	"github.com/tollgate/tollgate/shared/servertls"
 )
 
 // Config is the control plane's configuration.
 type Config struct {
-	DatabaseURL     string
-	AdminToken      string
-	SecretKey       []byte // 32 bytes (AES-256-GCM)
-	HTTPAddr        string
-	GRPCAddr        string
-	DPToken         string
-	TLSCertFile     string
-	TLSKeyFile      string
+	DatabaseURL string
+	AdminToken  string
+	SecretKey   []byte // 32 bytes (AES-256-GCM)
+	HTTPAddr    string
+	GRPCAddr    string
+	// DPToken is the optional bootstrap data-plane token (both scopes, not revocable); production data
+	// planes use per-data-plane tokens from the admin API (controlplane/dptoken).
+	DPToken string
+	// GRPCTLS is the gRPC listener's TLS (TOLLGATE_CP_TLS_CERT/KEY, with TOLLGATE_CP_TLS_CLIENT_CA requiring
+	// data planes' client certificates); HTTPTLS the admin REST and console listener's
+	// (TOLLGATE_CP_HTTP_TLS_CERT/KEY/CLIENT_CA). Certificates are reloaded when their files change.
+	GRPCTLS         servertls.Files
+	HTTPTLS         servertls.Files
 	LogLevel        string
 	ShutdownTimeout time.Duration
 	// DrainDelay is how long /readyz answers 503 before the listeners close at shutdown, so a load
@@ -66,9 +72,13 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&secret, "secret-key", env("TOLLGATE_SECRET_KEY", ""), "32-byte key, hex or base64, encrypting credentials at rest (TOLLGATE_SECRET_KEY)")
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("TOLLGATE_CP_HTTP_ADDR", ":8081"), "admin REST, console and health listen address (TOLLGATE_CP_HTTP_ADDR)")
 	fs.StringVar(&c.GRPCAddr, "grpc-addr", env("TOLLGATE_CP_GRPC_ADDR", ":9090"), "gRPC listen address (TOLLGATE_CP_GRPC_ADDR)")
-	fs.StringVar(&c.DPToken, "dp-token", env("TOLLGATE_DP_TOKEN", ""), "token data planes present on Watch and Settle (TOLLGATE_DP_TOKEN)")
-	fs.StringVar(&c.TLSCertFile, "tls-cert", env("TOLLGATE_CP_TLS_CERT", ""), "gRPC TLS certificate file (TOLLGATE_CP_TLS_CERT)")
-	fs.StringVar(&c.TLSKeyFile, "tls-key", env("TOLLGATE_CP_TLS_KEY", ""), "gRPC TLS key file (TOLLGATE_CP_TLS_KEY)")
+	fs.StringVar(&c.DPToken, "dp-token", env("TOLLGATE_DP_TOKEN", ""), "optional bootstrap data-plane token with both scopes, not revocable; prefer per-data-plane tokens from the admin API (TOLLGATE_DP_TOKEN)")
+	fs.StringVar(&c.GRPCTLS.Cert, "tls-cert", env("TOLLGATE_CP_TLS_CERT", ""), "gRPC TLS certificate file, reloaded on change (TOLLGATE_CP_TLS_CERT)")
+	fs.StringVar(&c.GRPCTLS.Key, "tls-key", env("TOLLGATE_CP_TLS_KEY", ""), "gRPC TLS key file (TOLLGATE_CP_TLS_KEY)")
+	fs.StringVar(&c.GRPCTLS.ClientCA, "tls-client-ca", env("TOLLGATE_CP_TLS_CLIENT_CA", ""), "CA bundle; when set, gRPC callers must present a client certificate it signed (TOLLGATE_CP_TLS_CLIENT_CA)")
+	fs.StringVar(&c.HTTPTLS.Cert, "http-tls-cert", env("TOLLGATE_CP_HTTP_TLS_CERT", ""), "admin REST and console TLS certificate file, reloaded on change (TOLLGATE_CP_HTTP_TLS_CERT)")
+	fs.StringVar(&c.HTTPTLS.Key, "http-tls-key", env("TOLLGATE_CP_HTTP_TLS_KEY", ""), "admin REST and console TLS key file (TOLLGATE_CP_HTTP_TLS_KEY)")
+	fs.StringVar(&c.HTTPTLS.ClientCA, "http-tls-client-ca", env("TOLLGATE_CP_HTTP_TLS_CLIENT_CA", ""), "CA bundle; when set, admin REST and console clients must present a client certificate it signed (TOLLGATE_CP_HTTP_TLS_CLIENT_CA)")
 	fs.StringVar(&c.LogLevel, "log-level", env("TOLLGATE_LOG_LEVEL", "info"), "debug, info, warn or error (TOLLGATE_LOG_LEVEL)")
 	process.DurationFlag(fs, &c.ShutdownTimeout, "shutdown-timeout", env("TOLLGATE_SHUTDOWN_TIMEOUT", "20s"), "graceful shutdown limit (TOLLGATE_SHUTDOWN_TIMEOUT)")
 	process.DurationFlag(fs, &c.DrainDelay, "drain-delay", env("TOLLGATE_DRAIN_DELAY", "5s"), "at shutdown, answer /readyz 503 this long before closing the listeners, 0 for none (TOLLGATE_DRAIN_DELAY)")
@@ -132,9 +142,7 @@ func (c Config) Validate() error {
 	if len(c.SecretKey) != 32 {
 		errs = append(errs, errors.New("TOLLGATE_SECRET_KEY (-secret-key): required, 32 bytes as 64 hex characters or base64"))
 	}
-	if c.DPToken == "" {
-		errs = append(errs, errors.New("TOLLGATE_DP_TOKEN (-dp-token): required"))
-	} else if len(c.DPToken) < 16 {
+	if c.DPToken != "" && len(c.DPToken) < 16 {
 		errs = append(errs, errors.New("TOLLGATE_DP_TOKEN (-dp-token): must be at least 16 characters"))
 	}
 	for name, addr := range map[string]string{"TOLLGATE_CP_HTTP_ADDR (-http-addr)": c.HTTPAddr, "TOLLGATE_CP_GRPC_ADDR (-grpc-addr)": c.GRPCAddr} {
@@ -147,8 +155,11 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("TOLLGATE_METRICS_ADDR (-metrics-addr): %w", err))
 		}
 	}
-	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
-		errs = append(errs, errors.New("TOLLGATE_CP_TLS_CERT and TOLLGATE_CP_TLS_KEY: set both or neither"))
+	if err := c.GRPCTLS.Check("TOLLGATE_CP_TLS_CERT", "TOLLGATE_CP_TLS_KEY", "TOLLGATE_CP_TLS_CLIENT_CA"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.HTTPTLS.Check("TOLLGATE_CP_HTTP_TLS_CERT", "TOLLGATE_CP_HTTP_TLS_KEY", "TOLLGATE_CP_HTTP_TLS_CLIENT_CA"); err != nil {
+		errs = append(errs, err)
 	}
 	if err := process.ParseLevel(c.LogLevel); err != nil {
 		errs = append(errs, fmt.Errorf("TOLLGATE_LOG_LEVEL (-log-level): %w", err))

@@ -48,7 +48,11 @@ func TestLoadRejectsBadSettingsByName(t *testing.T) {
 		{"short secret", map[string]string{"TOLLGATE_SECRET_KEY": "abcd"}, "TOLLGATE_SECRET_KEY"},
 		{"bad db url", map[string]string{"TOLLGATE_DATABASE_URL": "mysql://x"}, "TOLLGATE_DATABASE_URL"},
 		{"bad addr", map[string]string{"TOLLGATE_CP_HTTP_ADDR": "nope"}, "TOLLGATE_CP_HTTP_ADDR"},
-		{"missing dp token", map[string]string{"TOLLGATE_DP_TOKEN": ""}, "TOLLGATE_DP_TOKEN"},
+		{"short bootstrap dp token", map[string]string{"TOLLGATE_DP_TOKEN": "short"}, "TOLLGATE_DP_TOKEN"},
+		{"grpc cert without key", map[string]string{"TOLLGATE_CP_TLS_CERT": "c.pem"}, "TOLLGATE_CP_TLS_KEY"},
+		{"grpc client CA without cert", map[string]string{"TOLLGATE_CP_TLS_CLIENT_CA": "ca.pem"}, "TOLLGATE_CP_TLS_CLIENT_CA"},
+		{"http key without cert", map[string]string{"TOLLGATE_CP_HTTP_TLS_KEY": "k.pem"}, "TOLLGATE_CP_HTTP_TLS_CERT"},
+		{"http client CA without cert", map[string]string{"TOLLGATE_CP_HTTP_TLS_CLIENT_CA": "ca.pem"}, "TOLLGATE_CP_HTTP_TLS_CLIENT_CA"},
 		{"bad level", map[string]string{"TOLLGATE_LOG_LEVEL": "loud"}, "TOLLGATE_LOG_LEVEL"},
 		{"bad max tokens", map[string]string{"TOLLGATE_SETTLE_MAX_REQUEST_TOKENS": "lots"}, "TOLLGATE_SETTLE_MAX_REQUEST_TOKENS"},
 		{"zero max tokens", map[string]string{"TOLLGATE_SETTLE_MAX_REQUEST_TOKENS": "0"}, "TOLLGATE_SETTLE_MAX_REQUEST_TOKENS"},
@@ -70,6 +74,26 @@ func TestLoadRejectsBadSettingsByName(t *testing.T) {
 				t.Fatalf("Load = %v, want an error naming %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestBootstrapDataPlaneTokenOptional: without TOLLGATE_DP_TOKEN the control plane starts and accepts
+// only per-data-plane tokens from the admin API; the TLS settings of both listeners load.
+func TestBootstrapDataPlaneTokenOptional(t *testing.T) {
+	env := map[string]string{"TOLLGATE_DP_TOKEN": "", "TOLLGATE_CP_HTTP_TLS_CERT": "h.pem", "TOLLGATE_CP_HTTP_TLS_KEY": "hk.pem",
+		"TOLLGATE_CP_HTTP_TLS_CLIENT_CA": "hca.pem", "TOLLGATE_CP_TLS_CERT": "g.pem", "TOLLGATE_CP_TLS_KEY": "gk.pem", "TOLLGATE_CP_TLS_CLIENT_CA": "gca.pem"}
+	for k, v := range goodEnv {
+		if _, ok := env[k]; !ok {
+			env[k] = v
+		}
+	}
+	c, err := Load(nil, envOf(env), io.Discard)
+	if err != nil {
+		t.Fatalf("Load = %v", err)
+	}
+	if c.DPToken != "" || c.HTTPTLS.Cert != "h.pem" || c.HTTPTLS.Key != "hk.pem" || c.HTTPTLS.ClientCA != "hca.pem" ||
+		c.GRPCTLS.Cert != "g.pem" || c.GRPCTLS.Key != "gk.pem" || c.GRPCTLS.ClientCA != "gca.pem" {
+		t.Fatalf("Load = %+v", c)
 	}
 }
 

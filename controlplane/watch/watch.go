@@ -3,8 +3,9 @@
 // (versions are compared for equality, as in envoyproxy/go-control-plane's simple cache), then receives
 // every newer snapshot. Each watcher has a capacity-1 slot that a publish overwrites, so latest wins: a
 // slow data plane skips intermediate versions, and a publish never waits for any stream. The service
-// requires the data-plane token (AuthOptions) and runs on the control plane's gRPC server, with TLS when
-// that server has it.
+// requires a data-plane token with the scope snapshot:read (controlplane/dptoken, installed by the control
+// plane's app; AuthOptions for a single static token) and runs on the control plane's gRPC server, with TLS
+// when that server has it. Each stream remembers its token, so revoking it closes the stream (CloseToken).
 package watch
 
 import (
@@ -29,8 +30,9 @@ import (
 type Server struct {
 	snapshotv1.UnimplementedSnapshotServiceServer
 
-	log    *slog.Logger
-	latest atomic.Pointer[snapshotv1.Snapshot]
+	log      *slog.Logger
+	identify Identify
+	latest   atomic.Pointer[snapshotv1.Snapshot]
 
 	mu       sync.Mutex // serialises Publish and watcher registration
 	watchers map[*watcher]struct{}
@@ -43,10 +45,17 @@ type Server struct {
 	version  prometheus.Gauge
 }
 
-// watcher is one open Watch stream. slot holds at most the newest snapshot not yet sent.
+// watcher is one open Watch stream. slot holds at most the newest snapshot not yet sent; tokenID is the
+// credential it was opened with, and revoked is closed (once, under Server.mu) when that is revoked.
 type watcher struct {
-	slot chan *snapshotv1.Snapshot
+	slot    chan *snapshotv1.Snapshot
+	tokenID int64
+	revoked chan struct{}
 }
+
+// Identify resolves the credential of a Watch call to its token id (dptoken.Checker.Identify), so the
+// stream can be closed when the token is revoked (CloseToken). It returns a gRPC status error to refuse.
+type Identify func(ctx context.Context) (tokenID int64, err error)
 
 // New returns a Server with no snapshot, registering its metrics on reg.
 func New(log *slog.Logger, reg prometheus.Registerer) *Server {
@@ -65,6 +74,43 @@ func New(log *slog.Logger, reg prometheus.Registerer) *Server {
 // HeaderVersion is the response header sent when a Watch stream opens, before any snapshot: the version
 // this control plane holds (0 when none). dataplane/syncer relies on it to tell an established stream.
 const HeaderVersion = "tollgate-snapshot-version"
+
+// SetIdentify makes every Watch stream resolve its credential with id, for CloseToken. Call before
+// serving. Without it streams carry token id 0.
+func (s *Server) SetIdentify(id Identify) { s.identify = id }
+
+// TokenIDs returns the token ids of the open Watch streams, each once.
+func (s *Server) TokenIDs() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := map[int64]bool{}
+	var out []int64
+	for w := range s.watchers {
+		if !seen[w.tokenID] {
+			seen[w.tokenID] = true
+			out = append(out, w.tokenID)
+		}
+	}
+	return out
+}
+
+// CloseToken ends every open Watch stream opened with token id with UNAUTHENTICATED: the token was
+// revoked. The data plane keeps serving its last snapshot and reconnects, refused until it has a valid
+// token.
+func (s *Server) CloseToken(id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w := range s.watchers {
+		if w.tokenID != id {
+			continue
+		}
+		select {
+		case <-w.revoked:
+		default:
+			close(w.revoked)
+		}
+	}
+}
 
 // Register registers s on g.
 func Register(g grpc.ServiceRegistrar, s *Server) { snapshotv1.RegisterSnapshotServiceServer(g, s) }
@@ -109,7 +155,14 @@ func (s *Server) Shutdown() { s.closeOnce.Do(func() { close(s.closed) }) }
 // Watch implements SnapshotService.Watch.
 func (s *Server) Watch(req *snapshotv1.WatchRequest, stream grpc.ServerStreamingServer[snapshotv1.WatchResponse]) error {
 	ctx := stream.Context()
-	w := &watcher{slot: make(chan *snapshotv1.Snapshot, 1)}
+	w := &watcher{slot: make(chan *snapshotv1.Snapshot, 1), revoked: make(chan struct{})}
+	if s.identify != nil {
+		id, err := s.identify(ctx)
+		if err != nil {
+			return err
+		}
+		w.tokenID = id
+	}
 	s.mu.Lock()
 	select {
 	case <-s.closed:
@@ -129,7 +182,7 @@ func (s *Server) Watch(req *snapshotv1.WatchRequest, stream grpc.ServerStreaming
 		s.mu.Unlock()
 	}()
 
-	log := s.log.With("node_id", req.GetNodeId(), "peer", peerAddr(ctx))
+	log := s.log.With("node_id", req.GetNodeId(), "peer", peerAddr(ctx), "token_id", w.tokenID)
 	log.Info("watch opened", "known_version", req.GetKnownVersion())
 	// Answer with headers at once, so the data plane knows the stream is established even when no
 	// snapshot follows (it already holds the latest).
@@ -152,6 +205,9 @@ func (s *Server) Watch(req *snapshotv1.WatchRequest, stream grpc.ServerStreaming
 		case <-s.closed:
 			log.Info("watch closed by shutdown", "sent_version", sent)
 			return status.Error(codes.Unavailable, "control plane shutting down")
+		case <-w.revoked:
+			log.Warn("watch closed: data-plane token revoked", "sent_version", sent)
+			return status.Error(codes.Unauthenticated, "data-plane token revoked")
 		case snap := <-w.slot:
 			if snap.GetVersion() == sent {
 				continue

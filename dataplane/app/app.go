@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
 
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/config"
@@ -26,6 +28,7 @@ import (
 	dptelemetry "github.com/tollgate/tollgate/dataplane/telemetry"
 	"github.com/tollgate/tollgate/dataplane/upstream"
 	"github.com/tollgate/tollgate/shared/process"
+	"github.com/tollgate/tollgate/shared/servertls"
 	"github.com/tollgate/tollgate/shared/telemetry"
 )
 
@@ -71,9 +74,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 
 // Server is a data plane with its listener bound, ready to Run.
 type Server struct {
-	Config  config.Config
-	Log     *slog.Logger
-	Redis   *redis.Client
+	Config config.Config
+	Log    *slog.Logger
+	// Redis is a single-node or, with TOLLGATE_REDIS_CLUSTER, a cluster client.
+	Redis   redis.UniversalClient
 	Metrics *prometheus.Registry
 	Mux     *http.ServeMux
 	// Telemetry instruments the request path (metrics, spans, request log) around the proxy.
@@ -112,6 +116,11 @@ func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options
 
 // New connects Redis, binds the listener and registers every handler. Nothing is served until Run.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Option) (*Server, error) {
+	if cfg.RedisCluster {
+		if err := checkClusterSlots(cfg.RedisKeyPrefix); err != nil {
+			return nil, err
+		}
+	}
 	var o options
 	for _, f := range opts {
 		f(&o)
@@ -126,8 +135,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	}
 	s := &Server{Config: cfg, Log: log, Redis: rdb, Metrics: telemetry.NewRegistry(), Mux: http.NewServeMux(),
 		snapshotVersion: func() (int64, bool) { return 0, false }}
+	// One set of credentials for both calls to the control plane (Watch and Settle): TLS, and mTLS with a
+	// client certificate; the token in the calls' metadata carries the data plane's scopes.
+	cpCreds, err := syncer.TransportCredentials(cfg.CPCAFile, cfg.CPClientCert, cfg.CPClientKey, "")
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
 	if s.Syncer, err = syncer.New(syncer.Options{Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, NodeID: cfg.NodeID,
-		CAFile: cfg.CPCAFile}, log, s.Metrics); err != nil {
+		CAFile: cfg.CPCAFile, ClientCert: cfg.CPClientCert, ClientKey: cfg.CPClientKey}, log, s.Metrics); err != nil {
 		rdb.Close()
 		return nil, err
 	}
@@ -142,7 +158,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	spill := settle.NewSpill(0)
 	s.Recorder = settle.NewRecorder(rdb, cfg.RedisKeyPrefix).SpillTo(spill)
 	if s.Forwarder, err = settle.NewForwarder(rdb, settle.ForwarderOptions{Prefix: cfg.RedisKeyPrefix, NodeID: cfg.NodeID, Spill: spill,
-		Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, CAFile: cfg.CPCAFile, Linger: linger, Log: log, Metrics: s.Metrics,
+		Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(cpCreds)},
+		Linger: linger, Log: log, Metrics: s.Metrics,
 		RedisTimeout: cfg.RedisTimeout}); err != nil {
 		rdb.Close()
 		s.Syncer.Close()
@@ -178,6 +195,17 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		s.Syncer.Close()
 		return nil, err
 	}
+	var listenTLS *tls.Config
+	if cfg.TLS.Enabled() {
+		if listenTLS, err = servertls.Config(cfg.TLS, "h2", "http/1.1"); err != nil {
+			rdb.Close()
+			s.Syncer.Close()
+			if s.MetricsServer != nil {
+				s.MetricsServer.Listener.Close()
+			}
+			return nil, fmt.Errorf("TOLLGATE_DP_TLS_CERT/KEY/CLIENT_CA: %w", err)
+		}
+	}
 	if s.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		rdb.Close()
 		s.Syncer.Close()
@@ -186,20 +214,37 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		}
 		return nil, fmt.Errorf("listen %s (TOLLGATE_DP_HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
+	if listenTLS != nil {
+		s.ln = tls.NewListener(s.ln, listenTLS)
+	}
 	return s, nil
 }
 
 // newRedis is the data plane's Redis client: every call bounded by its context's deadline and, failing
 // that, by RedisTimeout (dial, read, write, pool wait), so a Redis that hangs holds no caller longer;
-// concurrent requests' admission scripts and outbox appends share pipelines (docs/dataplane.md).
-func newRedis(cfg config.Config) (*redis.Client, error) {
-	opts, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("TOLLGATE_REDIS_URL: %w", err)
+// concurrent requests' admission scripts and outbox appends share pipelines (docs/dataplane.md). With
+// RedisCluster it is a cluster client (TOLLGATE_REDIS_URL in go-redis's cluster form), whose pipelines send
+// each command to its slot's node.
+func newRedis(cfg config.Config) (redis.UniversalClient, error) {
+	t := cfg.RedisTimeout
+	var rdb redis.UniversalClient
+	if cfg.RedisCluster {
+		opts, err := redis.ParseClusterURL(cfg.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("TOLLGATE_REDIS_URL (cluster): %w", err)
+		}
+		opts.ContextTimeoutEnabled = true
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = t, t, t, t
+		rdb = redis.NewClusterClient(opts)
+	} else {
+		opts, err := redis.ParseURL(cfg.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("TOLLGATE_REDIS_URL: %w", err)
+		}
+		opts.ContextTimeoutEnabled = true
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = t, t, t, t
+		rdb = redis.NewClient(opts)
 	}
-	opts.ContextTimeoutEnabled = true
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = cfg.RedisTimeout, cfg.RedisTimeout, cfg.RedisTimeout, cfg.RedisTimeout
-	rdb := redis.NewClient(opts)
 	redisbatch.Install(rdb, "evalsha", "eval", "xadd")
 	return rdb, nil
 }

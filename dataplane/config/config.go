@@ -14,13 +14,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/shared/process"
+	"github.com/tollgate/tollgate/shared/servertls"
 )
 
 // Config is the data plane's configuration.
 type Config struct {
 	RedisURL string
+	// RedisCluster selects Redis Cluster mode: RedisURL is then go-redis's cluster form,
+	// redis://host1:port1?addr=host2:port2&addr=host3:port3 (any nodes; the rest are discovered).
+	RedisCluster bool
 	// RedisKeyPrefix namespaces every Redis key this process writes (empty in production; tests set a
 	// unique prefix so parallel tests share one server safely).
 	RedisKeyPrefix string
@@ -29,7 +35,13 @@ type Config struct {
 	DPToken        string
 	NodeID         string
 	// CPCAFile enables TLS to the control plane, trusting this CA bundle.
-	CPCAFile        string
+	CPCAFile string
+	// CPClientCert and CPClientKey are the client certificate presented to a control plane that requires
+	// one (TOLLGATE_CP_TLS_CLIENT_CA there); they need CPCAFile.
+	CPClientCert, CPClientKey string
+	// TLS is the client listener's TLS (TOLLGATE_DP_TLS_CERT/KEY, reloaded when the files change), with
+	// TOLLGATE_DP_TLS_CLIENT_CA requiring client certificates.
+	TLS             servertls.Files
 	LogLevel        string
 	ShutdownTimeout time.Duration
 	// DrainDelay is how long /readyz answers 503 before the listeners close at shutdown, so a load
@@ -84,12 +96,18 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	}
 	host, _ := os.Hostname()
 	fs.StringVar(&c.RedisURL, "redis-url", env("TOLLGATE_REDIS_URL", "redis://localhost:6379/0"), "Redis URL (TOLLGATE_REDIS_URL)")
+	fs.BoolVar(&c.RedisCluster, "redis-cluster", env("TOLLGATE_REDIS_CLUSTER", "") == "true", "TOLLGATE_REDIS_URL names Redis Cluster nodes: redis://host1:port1?addr=host2:port2 (TOLLGATE_REDIS_CLUSTER=true)")
 	fs.StringVar(&c.RedisKeyPrefix, "redis-key-prefix", env("TOLLGATE_REDIS_KEY_PREFIX", ""), "prefix of every Redis key (TOLLGATE_REDIS_KEY_PREFIX)")
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("TOLLGATE_DP_HTTP_ADDR", ":8080"), "client API listen address (TOLLGATE_DP_HTTP_ADDR)")
 	fs.StringVar(&endpoints, "cp-endpoints", env("TOLLGATE_CP_ENDPOINTS", "localhost:9090"), "comma-separated control-plane gRPC addresses (TOLLGATE_CP_ENDPOINTS)")
 	fs.StringVar(&c.DPToken, "dp-token", env("TOLLGATE_DP_TOKEN", ""), "token presented to the control plane (TOLLGATE_DP_TOKEN)")
 	fs.StringVar(&c.NodeID, "node-id", env("TOLLGATE_NODE_ID", host), "this data plane's name in logs and metrics (TOLLGATE_NODE_ID)")
 	fs.StringVar(&c.CPCAFile, "cp-ca-file", env("TOLLGATE_CP_CA_FILE", ""), "CA bundle enabling TLS to the control plane (TOLLGATE_CP_CA_FILE)")
+	fs.StringVar(&c.CPClientCert, "cp-client-cert", env("TOLLGATE_CP_CLIENT_CERT", ""), "client certificate file presented to the control plane, for mTLS (TOLLGATE_CP_CLIENT_CERT)")
+	fs.StringVar(&c.CPClientKey, "cp-client-key", env("TOLLGATE_CP_CLIENT_KEY", ""), "client key file presented to the control plane (TOLLGATE_CP_CLIENT_KEY)")
+	fs.StringVar(&c.TLS.Cert, "tls-cert", env("TOLLGATE_DP_TLS_CERT", ""), "client API TLS certificate file, reloaded on change (TOLLGATE_DP_TLS_CERT)")
+	fs.StringVar(&c.TLS.Key, "tls-key", env("TOLLGATE_DP_TLS_KEY", ""), "client API TLS key file (TOLLGATE_DP_TLS_KEY)")
+	fs.StringVar(&c.TLS.ClientCA, "tls-client-ca", env("TOLLGATE_DP_TLS_CLIENT_CA", ""), "CA bundle; when set, API clients must present a client certificate it signed (TOLLGATE_DP_TLS_CLIENT_CA)")
 	fs.StringVar(&c.LogLevel, "log-level", env("TOLLGATE_LOG_LEVEL", "info"), "debug, info, warn or error (TOLLGATE_LOG_LEVEL)")
 	fs.StringVar(&maxBody, "max-body-bytes", env("TOLLGATE_MAX_BODY_BYTES", "33554432"), "largest accepted request body (TOLLGATE_MAX_BODY_BYTES)")
 	process.DurationFlag(fs, &c.ShutdownTimeout, "shutdown-timeout", env("TOLLGATE_SHUTDOWN_TIMEOUT", "30s"), "graceful shutdown limit (TOLLGATE_SHUTDOWN_TIMEOUT)")
@@ -136,6 +154,16 @@ func (c Config) Validate() error {
 	var errs []error
 	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
 		errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_URL (-redis-url): want a redis:// URL, got %q", c.RedisURL))
+	} else if c.RedisCluster {
+		if _, err := redis.ParseClusterURL(c.RedisURL); err != nil {
+			errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_URL (-redis-url) with TOLLGATE_REDIS_CLUSTER: want redis://host1:port1?addr=host2:port2: %w", err))
+		}
+	} else if _, err := redis.ParseURL(c.RedisURL); err != nil {
+		hint := ""
+		if u.Query().Has("addr") {
+			hint = " (several addr= name Redis Cluster nodes: set TOLLGATE_REDIS_CLUSTER=true)"
+		}
+		errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_URL (-redis-url): %w%s", err, hint))
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		errs = append(errs, fmt.Errorf("TOLLGATE_DP_HTTP_ADDR (-http-addr): %w", err))
@@ -149,7 +177,15 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.DPToken == "" {
-		errs = append(errs, errors.New("TOLLGATE_DP_TOKEN (-dp-token): required"))
+		errs = append(errs, errors.New("TOLLGATE_DP_TOKEN (-dp-token): required (a data-plane token from the admin API, docs/security.md)"))
+	}
+	if err := c.TLS.Check("TOLLGATE_DP_TLS_CERT", "TOLLGATE_DP_TLS_KEY", "TOLLGATE_DP_TLS_CLIENT_CA"); err != nil {
+		errs = append(errs, err)
+	}
+	if (c.CPClientCert == "") != (c.CPClientKey == "") {
+		errs = append(errs, errors.New("TOLLGATE_CP_CLIENT_CERT and TOLLGATE_CP_CLIENT_KEY: set both or neither"))
+	} else if c.CPClientCert != "" && c.CPCAFile == "" {
+		errs = append(errs, errors.New("TOLLGATE_CP_CLIENT_CERT needs TOLLGATE_CP_CA_FILE (client certificates need TLS)"))
 	}
 	if c.NodeID == "" {
 		errs = append(errs, errors.New("TOLLGATE_NODE_ID (-node-id): required"))

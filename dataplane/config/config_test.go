@@ -35,6 +35,12 @@ func TestLoadRejectsBadSettingsByName(t *testing.T) {
 		{"bad endpoint", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_CP_ENDPOINTS": "nohost"}, "TOLLGATE_CP_ENDPOINTS"},
 		{"bad body limit", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_MAX_BODY_BYTES": "lots"}, "TOLLGATE_MAX_BODY_BYTES"},
 		{"bad keepalive", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_KEEPALIVE_INTERVAL": "0s"}, "TOLLGATE_KEEPALIVE_INTERVAL"},
+		{"cluster URL without cluster mode", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_REDIS_URL": "redis://127.0.0.1:7000?addr=127.0.0.1:7001"}, "TOLLGATE_REDIS_CLUSTER=true"},
+		{"bad cluster URL", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_REDIS_CLUSTER": "true", "TOLLGATE_REDIS_URL": "redis://127.0.0.1:7000?bogus=1"}, "TOLLGATE_REDIS_CLUSTER"},
+		{"tls cert without key", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_DP_TLS_CERT": "c.pem"}, "TOLLGATE_DP_TLS_KEY"},
+		{"tls client CA without cert", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_DP_TLS_CLIENT_CA": "ca.pem"}, "TOLLGATE_DP_TLS_CLIENT_CA"},
+		{"client cert without key", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_CP_CA_FILE": "ca.pem", "TOLLGATE_CP_CLIENT_CERT": "c.pem"}, "TOLLGATE_CP_CLIENT_KEY"},
+		{"client cert without TLS", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_CP_CLIENT_CERT": "c.pem", "TOLLGATE_CP_CLIENT_KEY": "k.pem"}, "TOLLGATE_CP_CA_FILE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,5 +87,20 @@ func TestDrainDelaySetting(t *testing.T) {
 	base["TOLLGATE_DRAIN_DELAY"] = "-1s"
 	if _, err := Load(nil, envOf(base), io.Discard); err == nil || !strings.Contains(err.Error(), "TOLLGATE_DRAIN_DELAY") {
 		t.Fatalf("negative drain delay: %v, want an error naming TOLLGATE_DRAIN_DELAY", err)
+	}
+}
+
+// TestRedisClusterSetting: TOLLGATE_REDIS_CLUSTER=true accepts go-redis's cluster URL; the TLS settings of
+// the client listener and the client certificate for the control plane load.
+func TestRedisClusterSetting(t *testing.T) {
+	c, err := Load(nil, envOf(map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_REDIS_CLUSTER": "true",
+		"TOLLGATE_REDIS_URL": "redis://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002", "TOLLGATE_DP_TLS_CERT": "c.pem",
+		"TOLLGATE_DP_TLS_KEY": "k.pem", "TOLLGATE_DP_TLS_CLIENT_CA": "ca.pem", "TOLLGATE_CP_CA_FILE": "cp-ca.pem",
+		"TOLLGATE_CP_CLIENT_CERT": "cc.pem", "TOLLGATE_CP_CLIENT_KEY": "ck.pem"}), io.Discard)
+	if err != nil {
+		t.Fatalf("Load = %v", err)
+	}
+	if !c.RedisCluster || c.TLS.Cert != "c.pem" || c.TLS.Key != "k.pem" || c.TLS.ClientCA != "ca.pem" || c.CPClientCert != "cc.pem" || c.CPClientKey != "ck.pem" {
+		t.Fatalf("Load = %+v", c)
 	}
 }

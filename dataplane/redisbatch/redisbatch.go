@@ -42,7 +42,7 @@ var ErrNotSent = errors.New("redisbatch: command not sent")
 
 // Hook is the redis.Hook Install adds to a client. It is safe for concurrent use.
 type Hook struct {
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	names map[string]bool
 
 	mu      sync.Mutex
@@ -69,8 +69,10 @@ type op struct {
 }
 
 // Install makes rdb coalesce the named commands (e.g. "evalsha", "xadd"; any case) and returns the hook.
-// Batches are sent with rdb's own pipeline (so hooks added after this one see them as pipelines).
-func Install(rdb *redis.Client, commands ...string) *Hook {
+// Batches are sent with rdb's own pipeline (so hooks added after this one see them as pipelines). rdb may
+// be a cluster client: its pipeline sends each command to the node owning the command's slot (one
+// pipeline per node, in parallel), so a batch may mix commands of different slots.
+func Install(rdb redis.UniversalClient, commands ...string) *Hook {
 	h := &Hook{rdb: rdb, names: map[string]bool{}}
 	for _, c := range commands {
 		h.names[strings.ToLower(c)] = true

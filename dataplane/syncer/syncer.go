@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
+	"github.com/tollgate/tollgate/shared/servertls"
 	"github.com/tollgate/tollgate/shared/snapshot"
 )
 
@@ -40,6 +41,9 @@ type Options struct {
 	NodeID string
 	// CAFile enables TLS, trusting the CA certificates in this PEM file. Empty means plaintext.
 	CAFile string
+	// ClientCert and ClientKey are the client certificate presented to a control plane that requires one
+	// (mutual TLS); they need CAFile.
+	ClientCert, ClientKey string
 	// ServerName overrides the TLS server name checked against the certificate (default: the host of
 	// the endpoint dialed).
 	ServerName string
@@ -95,17 +99,9 @@ func New(opts Options, log *slog.Logger, reg prometheus.Registerer) (*Syncer, er
 	if opts.Compile == nil {
 		opts.Compile = snapshot.Compile
 	}
-	creds := insecure.NewCredentials()
-	if opts.CAFile != "" {
-		pem, err := os.ReadFile(opts.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("syncer: read CA file (TOLLGATE_CP_CA_FILE): %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("syncer: CA file %s holds no PEM certificate", opts.CAFile)
-		}
-		creds = credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: opts.ServerName, MinVersion: tls.VersionTLS12})
+	creds, err := TransportCredentials(opts.CAFile, opts.ClientCert, opts.ClientKey, opts.ServerName)
+	if err != nil {
+		return nil, fmt.Errorf("syncer: %w", err)
 	}
 	s := &Syncer{opts: opts, log: log, changed: make(chan struct{})}
 	s.endpoint.Store("")
@@ -157,6 +153,38 @@ func New(opts Options, log *slog.Logger, reg prometheus.Registerer) (*Syncer, er
 	s.connected = f.NewGauge(prometheus.GaugeOpts{Name: "tollgate_snapshot_connected", Help: "1 while a Watch stream to a control plane is open."})
 	s.streams = f.NewCounterVec(prometheus.CounterOpts{Name: "tollgate_snapshot_streams_total", Help: "Watch streams ended, by endpoint."}, []string{"endpoint"})
 	return s, nil
+}
+
+// TransportCredentials are the gRPC credentials of a data plane's calls to the control plane (Watch and
+// Settle): plaintext without caFile; TLS trusting caFile's certificates; and, with certFile and keyFile,
+// presenting that client certificate, reloaded when its files change (TOLLGATE_CP_CA_FILE,
+// TOLLGATE_CP_CLIENT_CERT/KEY). serverName
+// overrides the name checked against the server's certificate (default: the host dialed).
+func TransportCredentials(caFile, certFile, keyFile, serverName string) (credentials.TransportCredentials, error) {
+	if caFile == "" {
+		if certFile != "" {
+			return nil, errors.New("a client certificate (TOLLGATE_CP_CLIENT_CERT) needs TLS (TOLLGATE_CP_CA_FILE)")
+		}
+		return insecure.NewCredentials(), nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("read CA file (TOLLGATE_CP_CA_FILE): %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("CA file %s (TOLLGATE_CP_CA_FILE) holds no PEM certificate", caFile)
+	}
+	cfg := &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}
+	if certFile != "" {
+		// Re-read when the files change, so a renewed client certificate is used without a restart.
+		get, err := servertls.ClientCertificate(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("client certificate (TOLLGATE_CP_CLIENT_CERT/KEY): %w", err)
+		}
+		cfg.GetClientCertificate = get
+	}
+	return credentials.NewTLS(cfg), nil
 }
 
 // Current returns the snapshot being served, or nil until the first arrives. It never blocks; the result

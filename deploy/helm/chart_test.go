@@ -38,6 +38,9 @@ type serviceMonitor struct {
 			Port     string `json:"port"`
 			Path     string `json:"path"`
 			Interval string `json:"interval"`
+			Scheme   string `json:"scheme"`
+			// TLSConfig is the operator's SafeTLSConfig, passed through from values.
+			TLSConfig map[string]any `json:"tlsConfig"`
 		} `json:"endpoints"`
 	} `json:"spec"`
 }
@@ -235,10 +238,58 @@ func TestChartRendersStrictlyWithDefaultsAndProductionValues(t *testing.T) {
 					t.Errorf("%s selector %v matches no pods", key, sel)
 				}
 			}
+			checkTLS(t, cp, dp, tc.name == "production")
+			if sm, ok := objs["ServiceMonitor/tg-tollgate-dataplane"].(*serviceMonitor); ok && sm.Spec.Endpoints[0].Scheme != "https" {
+				t.Errorf("the data planes serve TLS but their ServiceMonitor scrapes %q", sm.Spec.Endpoints[0].Scheme)
+			}
 			if dp.Spec.Template.Spec.TopologySpreadConstraints == nil {
 				t.Error("data plane without topology spread constraints")
 			}
 		})
+	}
+}
+
+// checkTLS: with the production values every listener serves TLS from a mounted Secret, the control
+// plane requires the data planes' client certificates, the data planes trust the control plane's CA and
+// present theirs, and the probes speak HTTPS; with the defaults nothing is TLS.
+func checkTLS(t *testing.T, cp, dp *appsv1.Deployment, want bool) {
+	t.Helper()
+	for _, tc := range []struct {
+		d   *appsv1.Deployment
+		env []string
+	}{
+		{cp, []string{"TOLLGATE_CP_TLS_CERT", "TOLLGATE_CP_TLS_KEY", "TOLLGATE_CP_TLS_CLIENT_CA", "TOLLGATE_CP_HTTP_TLS_CERT", "TOLLGATE_CP_HTTP_TLS_KEY"}},
+		{dp, []string{"TOLLGATE_CP_CA_FILE", "TOLLGATE_CP_CLIENT_CERT", "TOLLGATE_CP_CLIENT_KEY", "TOLLGATE_DP_TLS_CERT", "TOLLGATE_DP_TLS_KEY"}},
+	} {
+		c := tc.d.Spec.Template.Spec.Containers[0]
+		mounted := map[string]bool{}
+		for _, m := range c.VolumeMounts {
+			mounted[m.MountPath] = m.ReadOnly
+		}
+		for _, name := range tc.env {
+			var path string
+			for _, e := range c.Env {
+				if e.Name == name {
+					path = e.Value
+				}
+			}
+			switch {
+			case want && (path == "" || !mounted[path[:strings.LastIndex(path, "/")]]):
+				t.Errorf("%s: %s = %q, not a file in a read-only mounted Secret (%v)", tc.d.Name, name, path, mounted)
+			case !want && path != "":
+				t.Errorf("%s: %s set by default", tc.d.Name, name)
+			}
+		}
+		for _, v := range tc.d.Spec.Template.Spec.Volumes {
+			if v.Secret == nil || v.Secret.SecretName == "" {
+				t.Errorf("%s: volume %s is not a Secret", tc.d.Name, v.Name)
+			}
+		}
+		for _, p := range []*corev1.Probe{c.StartupProbe, c.ReadinessProbe, c.LivenessProbe} {
+			if https := p.HTTPGet.Scheme == corev1.URISchemeHTTPS; https != want {
+				t.Errorf("%s: probe %s scheme %q, want HTTPS %v", tc.d.Name, p.HTTPGet.Path, p.HTTPGet.Scheme, want)
+			}
+		}
 	}
 }
 
@@ -313,6 +364,10 @@ func TestChartRefusesUnsafeValues(t *testing.T) {
 	for _, tc := range []struct{ values, want string }{
 		{"controlPlane: {replicas: 1}", "controlPlane.replicas"},
 		{"dataPlane: {terminationGracePeriodSeconds: 30}", "dataPlane.terminationGracePeriodSeconds"},
+		{"controlPlane: {tls: {grpcSecret: cp-tls}}", "dataPlane.tls.controlPlaneSecret"},
+		{"controlPlane: {tls: {requireClientCert: true}}", "controlPlane.tls.grpcSecret"},
+		{"dataPlane: {redis: {cluster: true}}", "dataPlane.redis.keyPrefix"},
+		{"dataPlane: {redis: {cluster: true, keyPrefix: 'tollgate:'}}", "dataPlane.redis.keyPrefix"},
 	} {
 		f := t.TempDir() + "/values.yaml"
 		if err := writeFile(f, tc.values); err != nil {
@@ -395,5 +450,22 @@ func TestDataPlaneMetricsPort(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no NetworkPolicy rule for the metrics port: %+v", np.Spec.Ingress)
+	}
+}
+
+// TestRedisClusterValues: dataPlane.redis.cluster with a hash-tagged prefix sets TOLLGATE_REDIS_CLUSTER and
+// TOLLGATE_REDIS_KEY_PREFIX on the data planes.
+func TestRedisClusterValues(t *testing.T) {
+	f := t.TempDir() + "/values.yaml"
+	if err := writeFile(f, "dataPlane: {redis: {cluster: true, keyPrefix: '{tollgate}:'}}"); err != nil {
+		t.Fatal(err)
+	}
+	dp := get[*appsv1.Deployment](t, render(t, f), "Deployment/tg-tollgate-dataplane")
+	env := map[string]string{}
+	for _, e := range dp.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if env["TOLLGATE_REDIS_CLUSTER"] != "true" || env["TOLLGATE_REDIS_KEY_PREFIX"] != "{tollgate}:" {
+		t.Errorf("data-plane env %v", env)
 	}
 }

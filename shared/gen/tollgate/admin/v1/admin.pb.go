@@ -9593,6 +9593,357 @@ func (x *ListAuditEventsResponse) GetNextCursor() string {
 	return ""
 }
 
+// DataPlaneToken is a data plane's credential. The token itself is shown once at creation.
+type DataPlaneToken struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// "snapshot:read" and/or "settlement:write".
+	Scopes    []string               `protobuf:"bytes,3,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// Unset while the token is valid.
+	RevokedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataPlaneToken) Reset() {
+	*x = DataPlaneToken{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[168]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataPlaneToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataPlaneToken) ProtoMessage() {}
+
+func (x *DataPlaneToken) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[168]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataPlaneToken.ProtoReflect.Descriptor instead.
+func (*DataPlaneToken) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{168}
+}
+
+func (x *DataPlaneToken) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *DataPlaneToken) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DataPlaneToken) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *DataPlaneToken) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *DataPlaneToken) GetRevokedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevokedAt
+	}
+	return nil
+}
+
+type CreateDataPlaneTokenRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Scopes        []string               `protobuf:"bytes,2,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateDataPlaneTokenRequest) Reset() {
+	*x = CreateDataPlaneTokenRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[169]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateDataPlaneTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateDataPlaneTokenRequest) ProtoMessage() {}
+
+func (x *CreateDataPlaneTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[169]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateDataPlaneTokenRequest.ProtoReflect.Descriptor instead.
+func (*CreateDataPlaneTokenRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{169}
+}
+
+func (x *CreateDataPlaneTokenRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateDataPlaneTokenRequest) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+type CreateDataPlaneTokenResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	DataplaneToken *DataPlaneToken        `protobuf:"bytes,1,opt,name=dataplane_token,json=dataplaneToken,proto3" json:"dataplane_token,omitempty"`
+	Token          string                 `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CreateDataPlaneTokenResponse) Reset() {
+	*x = CreateDataPlaneTokenResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[170]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateDataPlaneTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateDataPlaneTokenResponse) ProtoMessage() {}
+
+func (x *CreateDataPlaneTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[170]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateDataPlaneTokenResponse.ProtoReflect.Descriptor instead.
+func (*CreateDataPlaneTokenResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{170}
+}
+
+func (x *CreateDataPlaneTokenResponse) GetDataplaneToken() *DataPlaneToken {
+	if x != nil {
+		return x.DataplaneToken
+	}
+	return nil
+}
+
+func (x *CreateDataPlaneTokenResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+type ListDataPlaneTokensRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDataPlaneTokensRequest) Reset() {
+	*x = ListDataPlaneTokensRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[171]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDataPlaneTokensRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDataPlaneTokensRequest) ProtoMessage() {}
+
+func (x *ListDataPlaneTokensRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[171]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDataPlaneTokensRequest.ProtoReflect.Descriptor instead.
+func (*ListDataPlaneTokensRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{171}
+}
+
+type ListDataPlaneTokensResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*DataPlaneToken      `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDataPlaneTokensResponse) Reset() {
+	*x = ListDataPlaneTokensResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[172]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDataPlaneTokensResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDataPlaneTokensResponse) ProtoMessage() {}
+
+func (x *ListDataPlaneTokensResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[172]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDataPlaneTokensResponse.ProtoReflect.Descriptor instead.
+func (*ListDataPlaneTokensResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{172}
+}
+
+func (x *ListDataPlaneTokensResponse) GetItems() []*DataPlaneToken {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+type RevokeDataPlaneTokenRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeDataPlaneTokenRequest) Reset() {
+	*x = RevokeDataPlaneTokenRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[173]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeDataPlaneTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeDataPlaneTokenRequest) ProtoMessage() {}
+
+func (x *RevokeDataPlaneTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[173]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeDataPlaneTokenRequest.ProtoReflect.Descriptor instead.
+func (*RevokeDataPlaneTokenRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{173}
+}
+
+func (x *RevokeDataPlaneTokenRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type RevokeDataPlaneTokenResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	DataplaneToken *DataPlaneToken        `protobuf:"bytes,1,opt,name=dataplane_token,json=dataplaneToken,proto3" json:"dataplane_token,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *RevokeDataPlaneTokenResponse) Reset() {
+	*x = RevokeDataPlaneTokenResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[174]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeDataPlaneTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeDataPlaneTokenResponse) ProtoMessage() {}
+
+func (x *RevokeDataPlaneTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[174]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeDataPlaneTokenResponse.ProtoReflect.Descriptor instead.
+func (*RevokeDataPlaneTokenResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{174}
+}
+
+func (x *RevokeDataPlaneTokenResponse) GetDataplaneToken() *DataPlaneToken {
+	if x != nil {
+		return x.DataplaneToken
+	}
+	return nil
+}
+
 var File_tollgate_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
@@ -10331,7 +10682,28 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x17ListAuditEventsResponse\x123\n" +
 	"\x05items\x18\x01 \x03(\v2\x1d.tollgate.admin.v1.AuditEventR\x05items\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
-	"nextCursor2\xcb8\n" +
+	"nextCursor\"\xc2\x01\n" +
+	"\x0eDataPlaneToken\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
+	"\x06scopes\x18\x03 \x03(\tR\x06scopes\x129\n" +
+	"\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"revoked_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\"I\n" +
+	"\x1bCreateDataPlaneTokenRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06scopes\x18\x02 \x03(\tR\x06scopes\"\x80\x01\n" +
+	"\x1cCreateDataPlaneTokenResponse\x12J\n" +
+	"\x0fdataplane_token\x18\x01 \x01(\v2!.tollgate.admin.v1.DataPlaneTokenR\x0edataplaneToken\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\"\x1c\n" +
+	"\x1aListDataPlaneTokensRequest\"V\n" +
+	"\x1bListDataPlaneTokensResponse\x127\n" +
+	"\x05items\x18\x01 \x03(\v2!.tollgate.admin.v1.DataPlaneTokenR\x05items\"-\n" +
+	"\x1bRevokeDataPlaneTokenRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"j\n" +
+	"\x1cRevokeDataPlaneTokenResponse\x12J\n" +
+	"\x0fdataplane_token\x18\x01 \x01(\v2!.tollgate.admin.v1.DataPlaneTokenR\x0edataplaneToken2\xb3;\n" +
 	"\fAdminService\x12e\n" +
 	"\x0eListPriceRules\x12(.tollgate.admin.v1.ListPriceRulesRequest\x1a).tollgate.admin.v1.ListPriceRulesResponse\x12_\n" +
 	"\fGetPriceRule\x12&.tollgate.admin.v1.GetPriceRuleRequest\x1a'.tollgate.admin.v1.GetPriceRuleResponse\x12h\n" +
@@ -10412,7 +10784,10 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x14ListWebhookEndpoints\x12..tollgate.admin.v1.ListWebhookEndpointsRequest\x1a/.tollgate.admin.v1.ListWebhookEndpointsResponse\x12z\n" +
 	"\x15DeleteWebhookEndpoint\x12/.tollgate.admin.v1.DeleteWebhookEndpointRequest\x1a0.tollgate.admin.v1.DeleteWebhookEndpointResponse\x12h\n" +
 	"\x0fListAlertEvents\x12).tollgate.admin.v1.ListAlertEventsRequest\x1a*.tollgate.admin.v1.ListAlertEventsResponse\x12h\n" +
-	"\x0fListAuditEvents\x12).tollgate.admin.v1.ListAuditEventsRequest\x1a*.tollgate.admin.v1.ListAuditEventsResponseBCZAgithub.com/tollgate/tollgate/shared/gen/tollgate/admin/v1;adminv1b\x06proto3"
+	"\x0fListAuditEvents\x12).tollgate.admin.v1.ListAuditEventsRequest\x1a*.tollgate.admin.v1.ListAuditEventsResponse\x12w\n" +
+	"\x14CreateDataPlaneToken\x12..tollgate.admin.v1.CreateDataPlaneTokenRequest\x1a/.tollgate.admin.v1.CreateDataPlaneTokenResponse\x12t\n" +
+	"\x13ListDataPlaneTokens\x12-.tollgate.admin.v1.ListDataPlaneTokensRequest\x1a..tollgate.admin.v1.ListDataPlaneTokensResponse\x12w\n" +
+	"\x14RevokeDataPlaneToken\x12..tollgate.admin.v1.RevokeDataPlaneTokenRequest\x1a/.tollgate.admin.v1.RevokeDataPlaneTokenResponseBCZAgithub.com/tollgate/tollgate/shared/gen/tollgate/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_tollgate_admin_v1_admin_proto_rawDescOnce sync.Once
@@ -10426,7 +10801,7 @@ func file_tollgate_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_tollgate_admin_v1_admin_proto_rawDescData
 }
 
-var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 170)
+var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 177)
 var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*ListPriceRulesRequest)(nil),             // 0: tollgate.admin.v1.ListPriceRulesRequest
 	(*ListPriceRulesResponse)(nil),            // 1: tollgate.admin.v1.ListPriceRulesResponse
@@ -10596,307 +10971,325 @@ var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*ListAuditEventsRequest)(nil),            // 165: tollgate.admin.v1.ListAuditEventsRequest
 	(*AuditEvent)(nil),                        // 166: tollgate.admin.v1.AuditEvent
 	(*ListAuditEventsResponse)(nil),           // 167: tollgate.admin.v1.ListAuditEventsResponse
-	nil,                                       // 168: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	nil,                                       // 169: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	(*v1.PriceRule)(nil),                      // 170: tollgate.config.v1.PriceRule
-	(*timestamppb.Timestamp)(nil),             // 171: google.protobuf.Timestamp
-	(*v1.ScheduledPriceRule)(nil),             // 172: tollgate.config.v1.ScheduledPriceRule
-	(*v11.TokenCounts)(nil),                   // 173: tollgate.settlement.v1.TokenCounts
-	(*v1.Provider)(nil),                       // 174: tollgate.config.v1.Provider
-	(*v1.Credential)(nil),                     // 175: tollgate.config.v1.Credential
-	(*v1.RoutingRule)(nil),                    // 176: tollgate.config.v1.RoutingRule
-	(*v1.Route)(nil),                          // 177: tollgate.config.v1.Route
-	(*v1.Org)(nil),                            // 178: tollgate.config.v1.Org
-	(*v1.Team)(nil),                           // 179: tollgate.config.v1.Team
-	(*v1.User)(nil),                           // 180: tollgate.config.v1.User
-	(*v1.ApiKey)(nil),                         // 181: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),                          // 182: tollgate.config.v1.Quota
-	(*v11.SettlementRecord)(nil),              // 183: tollgate.settlement.v1.SettlementRecord
-	(*v1.ModelPolicy)(nil),                    // 184: tollgate.config.v1.ModelPolicy
+	(*DataPlaneToken)(nil),                    // 168: tollgate.admin.v1.DataPlaneToken
+	(*CreateDataPlaneTokenRequest)(nil),       // 169: tollgate.admin.v1.CreateDataPlaneTokenRequest
+	(*CreateDataPlaneTokenResponse)(nil),      // 170: tollgate.admin.v1.CreateDataPlaneTokenResponse
+	(*ListDataPlaneTokensRequest)(nil),        // 171: tollgate.admin.v1.ListDataPlaneTokensRequest
+	(*ListDataPlaneTokensResponse)(nil),       // 172: tollgate.admin.v1.ListDataPlaneTokensResponse
+	(*RevokeDataPlaneTokenRequest)(nil),       // 173: tollgate.admin.v1.RevokeDataPlaneTokenRequest
+	(*RevokeDataPlaneTokenResponse)(nil),      // 174: tollgate.admin.v1.RevokeDataPlaneTokenResponse
+	nil,                                       // 175: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	nil,                                       // 176: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	(*v1.PriceRule)(nil),                      // 177: tollgate.config.v1.PriceRule
+	(*timestamppb.Timestamp)(nil),             // 178: google.protobuf.Timestamp
+	(*v1.ScheduledPriceRule)(nil),             // 179: tollgate.config.v1.ScheduledPriceRule
+	(*v11.TokenCounts)(nil),                   // 180: tollgate.settlement.v1.TokenCounts
+	(*v1.Provider)(nil),                       // 181: tollgate.config.v1.Provider
+	(*v1.Credential)(nil),                     // 182: tollgate.config.v1.Credential
+	(*v1.RoutingRule)(nil),                    // 183: tollgate.config.v1.RoutingRule
+	(*v1.Route)(nil),                          // 184: tollgate.config.v1.Route
+	(*v1.Org)(nil),                            // 185: tollgate.config.v1.Org
+	(*v1.Team)(nil),                           // 186: tollgate.config.v1.Team
+	(*v1.User)(nil),                           // 187: tollgate.config.v1.User
+	(*v1.ApiKey)(nil),                         // 188: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),                          // 189: tollgate.config.v1.Quota
+	(*v11.SettlementRecord)(nil),              // 190: tollgate.settlement.v1.SettlementRecord
+	(*v1.ModelPolicy)(nil),                    // 191: tollgate.config.v1.ModelPolicy
 }
 var file_tollgate_admin_v1_admin_proto_depIdxs = []int32{
-	170, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
-	170, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	170, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	171, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	170, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	172, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	170, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	171, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	170, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	172, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	172, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
-	173, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
-	171, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
+	177, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
+	177, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	177, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	178, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	177, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	179, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	177, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	178, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	177, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	179, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	179, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
+	180, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
+	178, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
 	16,  // 13: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
-	174, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
-	174, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	174, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	174, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	174, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	174, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	175, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
-	175, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
-	176, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	176, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
-	176, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	176, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	177, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
-	177, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
-	177, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	177, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	177, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	177, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	178, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	178, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	179, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	179, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	180, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
-	180, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
-	171, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	181, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	182, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	182, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	171, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
-	171, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
-	183, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
+	181, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
+	181, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	181, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	181, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	181, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	181, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	182, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
+	182, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
+	183, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	183, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
+	183, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	183, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	184, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
+	184, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
+	184, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	184, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	184, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	184, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	185, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	185, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	186, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	186, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	187, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
+	187, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
+	178, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	188, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	189, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	189, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	178, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
+	178, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
+	190, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
 	62,  // 45: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
-	171, // 46: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
-	171, // 47: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
+	178, // 46: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
+	178, // 47: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
 	65,  // 48: tollgate.admin.v1.GetSpendRequest.filters:type_name -> tollgate.admin.v1.SpendFilter
-	171, // 49: tollgate.admin.v1.SpendRow.bucket_start:type_name -> google.protobuf.Timestamp
+	178, // 49: tollgate.admin.v1.SpendRow.bucket_start:type_name -> google.protobuf.Timestamp
 	66,  // 50: tollgate.admin.v1.SpendRow.group:type_name -> tollgate.admin.v1.SpendGroupValue
 	67,  // 51: tollgate.admin.v1.SpendRow.tokens:type_name -> tollgate.admin.v1.SpendTokens
 	68,  // 52: tollgate.admin.v1.GetSpendResponse.rows:type_name -> tollgate.admin.v1.SpendRow
 	68,  // 53: tollgate.admin.v1.GetSpendResponse.total:type_name -> tollgate.admin.v1.SpendRow
-	170, // 54: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
-	176, // 55: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	170, // 56: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
-	176, // 57: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	172, // 58: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
-	171, // 59: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
+	177, // 54: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
+	183, // 55: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	177, // 56: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
+	183, // 57: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	179, // 58: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
+	178, // 59: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
 	74,  // 60: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
 	74,  // 61: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
-	171, // 62: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
-	171, // 63: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
-	171, // 64: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
+	178, // 62: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
+	178, // 63: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
+	178, // 64: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
 	82,  // 65: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
-	182, // 66: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	189, // 66: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
 	82,  // 67: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
-	171, // 68: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
-	171, // 69: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
+	178, // 68: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
+	178, // 69: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
 	87,  // 70: tollgate.admin.v1.ListQuotaPeriodsResponse.items:type_name -> tollgate.admin.v1.QuotaPeriod
-	171, // 71: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
+	178, // 71: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
 	90,  // 72: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
 	91,  // 73: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
-	168, // 74: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	169, // 75: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	171, // 76: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
+	175, // 74: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	176, // 75: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	178, // 76: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
 	95,  // 77: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
-	171, // 78: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
+	178, // 78: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
 	96,  // 79: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
 	97,  // 80: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
 	99,  // 81: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
 	100, // 82: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
-	170, // 83: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
+	177, // 83: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
 	98,  // 84: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
-	170, // 85: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
-	171, // 86: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
-	171, // 87: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
+	177, // 85: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
+	178, // 86: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
+	178, // 87: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
 	105, // 88: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
-	171, // 89: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
+	178, // 89: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
 	108, // 90: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
-	171, // 91: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
-	171, // 92: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
-	170, // 93: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
-	171, // 94: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
-	171, // 95: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
-	171, // 96: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
-	170, // 97: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
-	171, // 98: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
-	171, // 99: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
+	178, // 91: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
+	178, // 92: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
+	177, // 93: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
+	178, // 94: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
+	178, // 95: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
+	178, // 96: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
+	177, // 97: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
+	178, // 98: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
+	178, // 99: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
 	111, // 100: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
-	181, // 101: tollgate.admin.v1.ListApiKeysResponse.items:type_name -> tollgate.config.v1.ApiKey
-	181, // 102: tollgate.admin.v1.GetApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	171, // 103: tollgate.admin.v1.UpdateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	181, // 104: tollgate.admin.v1.UpdateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	181, // 105: tollgate.admin.v1.RotateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	178, // 106: tollgate.admin.v1.ListOrgsResponse.items:type_name -> tollgate.config.v1.Org
-	178, // 107: tollgate.admin.v1.UpdateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	178, // 108: tollgate.admin.v1.UpdateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	179, // 109: tollgate.admin.v1.ListTeamsResponse.items:type_name -> tollgate.config.v1.Team
-	179, // 110: tollgate.admin.v1.UpdateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	179, // 111: tollgate.admin.v1.UpdateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	180, // 112: tollgate.admin.v1.ListUsersResponse.items:type_name -> tollgate.config.v1.User
-	180, // 113: tollgate.admin.v1.UpdateUserRequest.user:type_name -> tollgate.config.v1.User
-	180, // 114: tollgate.admin.v1.UpdateUserResponse.user:type_name -> tollgate.config.v1.User
-	184, // 115: tollgate.admin.v1.GetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
+	188, // 101: tollgate.admin.v1.ListApiKeysResponse.items:type_name -> tollgate.config.v1.ApiKey
+	188, // 102: tollgate.admin.v1.GetApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	178, // 103: tollgate.admin.v1.UpdateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	188, // 104: tollgate.admin.v1.UpdateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	188, // 105: tollgate.admin.v1.RotateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	185, // 106: tollgate.admin.v1.ListOrgsResponse.items:type_name -> tollgate.config.v1.Org
+	185, // 107: tollgate.admin.v1.UpdateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	185, // 108: tollgate.admin.v1.UpdateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	186, // 109: tollgate.admin.v1.ListTeamsResponse.items:type_name -> tollgate.config.v1.Team
+	186, // 110: tollgate.admin.v1.UpdateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	186, // 111: tollgate.admin.v1.UpdateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	187, // 112: tollgate.admin.v1.ListUsersResponse.items:type_name -> tollgate.config.v1.User
+	187, // 113: tollgate.admin.v1.UpdateUserRequest.user:type_name -> tollgate.config.v1.User
+	187, // 114: tollgate.admin.v1.UpdateUserResponse.user:type_name -> tollgate.config.v1.User
+	191, // 115: tollgate.admin.v1.GetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
 	142, // 116: tollgate.admin.v1.GetModelPolicyResponse.providers:type_name -> tollgate.admin.v1.ProviderUnpricedPolicy
-	184, // 117: tollgate.admin.v1.SetModelPolicyRequest.policy:type_name -> tollgate.config.v1.ModelPolicy
-	184, // 118: tollgate.admin.v1.SetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
-	171, // 119: tollgate.admin.v1.ListUnpricedModelsRequest.since:type_name -> google.protobuf.Timestamp
+	191, // 117: tollgate.admin.v1.SetModelPolicyRequest.policy:type_name -> tollgate.config.v1.ModelPolicy
+	191, // 118: tollgate.admin.v1.SetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
+	178, // 119: tollgate.admin.v1.ListUnpricedModelsRequest.since:type_name -> google.protobuf.Timestamp
 	149, // 120: tollgate.admin.v1.ListUnpricedModelsResponse.items:type_name -> tollgate.admin.v1.UnpricedModel
-	171, // 121: tollgate.admin.v1.UnpricedModel.first_seen:type_name -> google.protobuf.Timestamp
-	171, // 122: tollgate.admin.v1.UnpricedModel.last_seen:type_name -> google.protobuf.Timestamp
-	171, // 123: tollgate.admin.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
+	178, // 121: tollgate.admin.v1.UnpricedModel.first_seen:type_name -> google.protobuf.Timestamp
+	178, // 122: tollgate.admin.v1.UnpricedModel.last_seen:type_name -> google.protobuf.Timestamp
+	178, // 123: tollgate.admin.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
 	154, // 124: tollgate.admin.v1.CreateWebhookEndpointResponse.endpoint:type_name -> tollgate.admin.v1.WebhookEndpoint
 	154, // 125: tollgate.admin.v1.ListWebhookEndpointsResponse.items:type_name -> tollgate.admin.v1.WebhookEndpoint
 	163, // 126: tollgate.admin.v1.ListAlertEventsResponse.items:type_name -> tollgate.admin.v1.AlertEvent
-	171, // 127: tollgate.admin.v1.AlertEvent.period_start:type_name -> google.protobuf.Timestamp
-	171, // 128: tollgate.admin.v1.AlertEvent.created_at:type_name -> google.protobuf.Timestamp
+	178, // 127: tollgate.admin.v1.AlertEvent.period_start:type_name -> google.protobuf.Timestamp
+	178, // 128: tollgate.admin.v1.AlertEvent.created_at:type_name -> google.protobuf.Timestamp
 	164, // 129: tollgate.admin.v1.AlertEvent.deliveries:type_name -> tollgate.admin.v1.WebhookDelivery
-	171, // 130: tollgate.admin.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
-	171, // 131: tollgate.admin.v1.ListAuditEventsRequest.since:type_name -> google.protobuf.Timestamp
-	171, // 132: tollgate.admin.v1.ListAuditEventsRequest.until:type_name -> google.protobuf.Timestamp
-	171, // 133: tollgate.admin.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	178, // 130: tollgate.admin.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
+	178, // 131: tollgate.admin.v1.ListAuditEventsRequest.since:type_name -> google.protobuf.Timestamp
+	178, // 132: tollgate.admin.v1.ListAuditEventsRequest.until:type_name -> google.protobuf.Timestamp
+	178, // 133: tollgate.admin.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
 	166, // 134: tollgate.admin.v1.ListAuditEventsResponse.items:type_name -> tollgate.admin.v1.AuditEvent
-	0,   // 135: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
-	2,   // 136: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
-	4,   // 137: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
-	6,   // 138: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
-	12,  // 139: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
-	14,  // 140: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
-	17,  // 141: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	19,  // 142: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	21,  // 143: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	23,  // 144: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	25,  // 145: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	27,  // 146: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
-	29,  // 147: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
-	31,  // 148: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
-	33,  // 149: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
-	35,  // 150: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
-	37,  // 151: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
-	39,  // 152: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
-	41,  // 153: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
-	43,  // 154: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
-	45,  // 155: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
-	47,  // 156: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
-	49,  // 157: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
-	51,  // 158: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
-	53,  // 159: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
-	55,  // 160: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
-	57,  // 161: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
-	59,  // 162: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
-	81,  // 163: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
-	84,  // 164: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	86,  // 165: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
-	61,  // 166: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
-	64,  // 167: tollgate.admin.v1.AdminService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
-	70,  // 168: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
-	72,  // 169: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
-	75,  // 170: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
-	77,  // 171: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
-	79,  // 172: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
-	89,  // 173: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
-	93,  // 174: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
-	101, // 175: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
-	103, // 176: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	106, // 177: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
-	109, // 178: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
-	8,   // 179: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
-	10,  // 180: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
-	112, // 181: tollgate.admin.v1.AdminService.ListApiKeys:input_type -> tollgate.admin.v1.ListApiKeysRequest
-	114, // 182: tollgate.admin.v1.AdminService.GetApiKey:input_type -> tollgate.admin.v1.GetApiKeyRequest
-	116, // 183: tollgate.admin.v1.AdminService.UpdateApiKey:input_type -> tollgate.admin.v1.UpdateApiKeyRequest
-	118, // 184: tollgate.admin.v1.AdminService.DeleteApiKey:input_type -> tollgate.admin.v1.DeleteApiKeyRequest
-	120, // 185: tollgate.admin.v1.AdminService.RotateApiKey:input_type -> tollgate.admin.v1.RotateApiKeyRequest
-	122, // 186: tollgate.admin.v1.AdminService.ListOrgs:input_type -> tollgate.admin.v1.ListOrgsRequest
-	124, // 187: tollgate.admin.v1.AdminService.UpdateOrg:input_type -> tollgate.admin.v1.UpdateOrgRequest
-	126, // 188: tollgate.admin.v1.AdminService.DeleteOrg:input_type -> tollgate.admin.v1.DeleteOrgRequest
-	128, // 189: tollgate.admin.v1.AdminService.ListTeams:input_type -> tollgate.admin.v1.ListTeamsRequest
-	130, // 190: tollgate.admin.v1.AdminService.UpdateTeam:input_type -> tollgate.admin.v1.UpdateTeamRequest
-	132, // 191: tollgate.admin.v1.AdminService.DeleteTeam:input_type -> tollgate.admin.v1.DeleteTeamRequest
-	134, // 192: tollgate.admin.v1.AdminService.ListUsers:input_type -> tollgate.admin.v1.ListUsersRequest
-	136, // 193: tollgate.admin.v1.AdminService.UpdateUser:input_type -> tollgate.admin.v1.UpdateUserRequest
-	138, // 194: tollgate.admin.v1.AdminService.DeleteUser:input_type -> tollgate.admin.v1.DeleteUserRequest
-	140, // 195: tollgate.admin.v1.AdminService.GetModelPolicy:input_type -> tollgate.admin.v1.GetModelPolicyRequest
-	143, // 196: tollgate.admin.v1.AdminService.SetModelPolicy:input_type -> tollgate.admin.v1.SetModelPolicyRequest
-	145, // 197: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:input_type -> tollgate.admin.v1.SetProviderUnpricedPolicyRequest
-	147, // 198: tollgate.admin.v1.AdminService.ListUnpricedModels:input_type -> tollgate.admin.v1.ListUnpricedModelsRequest
-	150, // 199: tollgate.admin.v1.AdminService.GetQuotaAlerts:input_type -> tollgate.admin.v1.GetQuotaAlertsRequest
-	152, // 200: tollgate.admin.v1.AdminService.SetQuotaAlerts:input_type -> tollgate.admin.v1.SetQuotaAlertsRequest
-	155, // 201: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:input_type -> tollgate.admin.v1.CreateWebhookEndpointRequest
-	157, // 202: tollgate.admin.v1.AdminService.ListWebhookEndpoints:input_type -> tollgate.admin.v1.ListWebhookEndpointsRequest
-	159, // 203: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:input_type -> tollgate.admin.v1.DeleteWebhookEndpointRequest
-	161, // 204: tollgate.admin.v1.AdminService.ListAlertEvents:input_type -> tollgate.admin.v1.ListAlertEventsRequest
-	165, // 205: tollgate.admin.v1.AdminService.ListAuditEvents:input_type -> tollgate.admin.v1.ListAuditEventsRequest
-	1,   // 206: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
-	3,   // 207: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
-	5,   // 208: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
-	7,   // 209: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
-	13,  // 210: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
-	15,  // 211: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
-	18,  // 212: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	20,  // 213: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	22,  // 214: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	24,  // 215: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	26,  // 216: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	28,  // 217: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
-	30,  // 218: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
-	32,  // 219: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
-	34,  // 220: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
-	36,  // 221: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
-	38,  // 222: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
-	40,  // 223: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
-	42,  // 224: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
-	44,  // 225: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
-	46,  // 226: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
-	48,  // 227: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
-	50,  // 228: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
-	52,  // 229: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
-	54,  // 230: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
-	56,  // 231: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
-	58,  // 232: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
-	60,  // 233: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
-	83,  // 234: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
-	85,  // 235: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	88,  // 236: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
-	63,  // 237: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
-	69,  // 238: tollgate.admin.v1.AdminService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
-	71,  // 239: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
-	73,  // 240: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
-	76,  // 241: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
-	78,  // 242: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
-	80,  // 243: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
-	92,  // 244: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
-	94,  // 245: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
-	102, // 246: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
-	104, // 247: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	107, // 248: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
-	110, // 249: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
-	9,   // 250: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
-	11,  // 251: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
-	113, // 252: tollgate.admin.v1.AdminService.ListApiKeys:output_type -> tollgate.admin.v1.ListApiKeysResponse
-	115, // 253: tollgate.admin.v1.AdminService.GetApiKey:output_type -> tollgate.admin.v1.GetApiKeyResponse
-	117, // 254: tollgate.admin.v1.AdminService.UpdateApiKey:output_type -> tollgate.admin.v1.UpdateApiKeyResponse
-	119, // 255: tollgate.admin.v1.AdminService.DeleteApiKey:output_type -> tollgate.admin.v1.DeleteApiKeyResponse
-	121, // 256: tollgate.admin.v1.AdminService.RotateApiKey:output_type -> tollgate.admin.v1.RotateApiKeyResponse
-	123, // 257: tollgate.admin.v1.AdminService.ListOrgs:output_type -> tollgate.admin.v1.ListOrgsResponse
-	125, // 258: tollgate.admin.v1.AdminService.UpdateOrg:output_type -> tollgate.admin.v1.UpdateOrgResponse
-	127, // 259: tollgate.admin.v1.AdminService.DeleteOrg:output_type -> tollgate.admin.v1.DeleteOrgResponse
-	129, // 260: tollgate.admin.v1.AdminService.ListTeams:output_type -> tollgate.admin.v1.ListTeamsResponse
-	131, // 261: tollgate.admin.v1.AdminService.UpdateTeam:output_type -> tollgate.admin.v1.UpdateTeamResponse
-	133, // 262: tollgate.admin.v1.AdminService.DeleteTeam:output_type -> tollgate.admin.v1.DeleteTeamResponse
-	135, // 263: tollgate.admin.v1.AdminService.ListUsers:output_type -> tollgate.admin.v1.ListUsersResponse
-	137, // 264: tollgate.admin.v1.AdminService.UpdateUser:output_type -> tollgate.admin.v1.UpdateUserResponse
-	139, // 265: tollgate.admin.v1.AdminService.DeleteUser:output_type -> tollgate.admin.v1.DeleteUserResponse
-	141, // 266: tollgate.admin.v1.AdminService.GetModelPolicy:output_type -> tollgate.admin.v1.GetModelPolicyResponse
-	144, // 267: tollgate.admin.v1.AdminService.SetModelPolicy:output_type -> tollgate.admin.v1.SetModelPolicyResponse
-	146, // 268: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:output_type -> tollgate.admin.v1.SetProviderUnpricedPolicyResponse
-	148, // 269: tollgate.admin.v1.AdminService.ListUnpricedModels:output_type -> tollgate.admin.v1.ListUnpricedModelsResponse
-	151, // 270: tollgate.admin.v1.AdminService.GetQuotaAlerts:output_type -> tollgate.admin.v1.GetQuotaAlertsResponse
-	153, // 271: tollgate.admin.v1.AdminService.SetQuotaAlerts:output_type -> tollgate.admin.v1.SetQuotaAlertsResponse
-	156, // 272: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:output_type -> tollgate.admin.v1.CreateWebhookEndpointResponse
-	158, // 273: tollgate.admin.v1.AdminService.ListWebhookEndpoints:output_type -> tollgate.admin.v1.ListWebhookEndpointsResponse
-	160, // 274: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:output_type -> tollgate.admin.v1.DeleteWebhookEndpointResponse
-	162, // 275: tollgate.admin.v1.AdminService.ListAlertEvents:output_type -> tollgate.admin.v1.ListAlertEventsResponse
-	167, // 276: tollgate.admin.v1.AdminService.ListAuditEvents:output_type -> tollgate.admin.v1.ListAuditEventsResponse
-	206, // [206:277] is the sub-list for method output_type
-	135, // [135:206] is the sub-list for method input_type
-	135, // [135:135] is the sub-list for extension type_name
-	135, // [135:135] is the sub-list for extension extendee
-	0,   // [0:135] is the sub-list for field type_name
+	178, // 135: tollgate.admin.v1.DataPlaneToken.created_at:type_name -> google.protobuf.Timestamp
+	178, // 136: tollgate.admin.v1.DataPlaneToken.revoked_at:type_name -> google.protobuf.Timestamp
+	168, // 137: tollgate.admin.v1.CreateDataPlaneTokenResponse.dataplane_token:type_name -> tollgate.admin.v1.DataPlaneToken
+	168, // 138: tollgate.admin.v1.ListDataPlaneTokensResponse.items:type_name -> tollgate.admin.v1.DataPlaneToken
+	168, // 139: tollgate.admin.v1.RevokeDataPlaneTokenResponse.dataplane_token:type_name -> tollgate.admin.v1.DataPlaneToken
+	0,   // 140: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
+	2,   // 141: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
+	4,   // 142: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
+	6,   // 143: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
+	12,  // 144: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
+	14,  // 145: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
+	17,  // 146: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	19,  // 147: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	21,  // 148: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	23,  // 149: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	25,  // 150: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	27,  // 151: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
+	29,  // 152: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
+	31,  // 153: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
+	33,  // 154: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
+	35,  // 155: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
+	37,  // 156: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
+	39,  // 157: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
+	41,  // 158: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
+	43,  // 159: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
+	45,  // 160: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
+	47,  // 161: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
+	49,  // 162: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
+	51,  // 163: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
+	53,  // 164: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
+	55,  // 165: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
+	57,  // 166: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
+	59,  // 167: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
+	81,  // 168: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
+	84,  // 169: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	86,  // 170: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
+	61,  // 171: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
+	64,  // 172: tollgate.admin.v1.AdminService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
+	70,  // 173: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
+	72,  // 174: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
+	75,  // 175: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
+	77,  // 176: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
+	79,  // 177: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
+	89,  // 178: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
+	93,  // 179: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
+	101, // 180: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
+	103, // 181: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	106, // 182: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
+	109, // 183: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
+	8,   // 184: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
+	10,  // 185: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
+	112, // 186: tollgate.admin.v1.AdminService.ListApiKeys:input_type -> tollgate.admin.v1.ListApiKeysRequest
+	114, // 187: tollgate.admin.v1.AdminService.GetApiKey:input_type -> tollgate.admin.v1.GetApiKeyRequest
+	116, // 188: tollgate.admin.v1.AdminService.UpdateApiKey:input_type -> tollgate.admin.v1.UpdateApiKeyRequest
+	118, // 189: tollgate.admin.v1.AdminService.DeleteApiKey:input_type -> tollgate.admin.v1.DeleteApiKeyRequest
+	120, // 190: tollgate.admin.v1.AdminService.RotateApiKey:input_type -> tollgate.admin.v1.RotateApiKeyRequest
+	122, // 191: tollgate.admin.v1.AdminService.ListOrgs:input_type -> tollgate.admin.v1.ListOrgsRequest
+	124, // 192: tollgate.admin.v1.AdminService.UpdateOrg:input_type -> tollgate.admin.v1.UpdateOrgRequest
+	126, // 193: tollgate.admin.v1.AdminService.DeleteOrg:input_type -> tollgate.admin.v1.DeleteOrgRequest
+	128, // 194: tollgate.admin.v1.AdminService.ListTeams:input_type -> tollgate.admin.v1.ListTeamsRequest
+	130, // 195: tollgate.admin.v1.AdminService.UpdateTeam:input_type -> tollgate.admin.v1.UpdateTeamRequest
+	132, // 196: tollgate.admin.v1.AdminService.DeleteTeam:input_type -> tollgate.admin.v1.DeleteTeamRequest
+	134, // 197: tollgate.admin.v1.AdminService.ListUsers:input_type -> tollgate.admin.v1.ListUsersRequest
+	136, // 198: tollgate.admin.v1.AdminService.UpdateUser:input_type -> tollgate.admin.v1.UpdateUserRequest
+	138, // 199: tollgate.admin.v1.AdminService.DeleteUser:input_type -> tollgate.admin.v1.DeleteUserRequest
+	140, // 200: tollgate.admin.v1.AdminService.GetModelPolicy:input_type -> tollgate.admin.v1.GetModelPolicyRequest
+	143, // 201: tollgate.admin.v1.AdminService.SetModelPolicy:input_type -> tollgate.admin.v1.SetModelPolicyRequest
+	145, // 202: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:input_type -> tollgate.admin.v1.SetProviderUnpricedPolicyRequest
+	147, // 203: tollgate.admin.v1.AdminService.ListUnpricedModels:input_type -> tollgate.admin.v1.ListUnpricedModelsRequest
+	150, // 204: tollgate.admin.v1.AdminService.GetQuotaAlerts:input_type -> tollgate.admin.v1.GetQuotaAlertsRequest
+	152, // 205: tollgate.admin.v1.AdminService.SetQuotaAlerts:input_type -> tollgate.admin.v1.SetQuotaAlertsRequest
+	155, // 206: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:input_type -> tollgate.admin.v1.CreateWebhookEndpointRequest
+	157, // 207: tollgate.admin.v1.AdminService.ListWebhookEndpoints:input_type -> tollgate.admin.v1.ListWebhookEndpointsRequest
+	159, // 208: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:input_type -> tollgate.admin.v1.DeleteWebhookEndpointRequest
+	161, // 209: tollgate.admin.v1.AdminService.ListAlertEvents:input_type -> tollgate.admin.v1.ListAlertEventsRequest
+	165, // 210: tollgate.admin.v1.AdminService.ListAuditEvents:input_type -> tollgate.admin.v1.ListAuditEventsRequest
+	169, // 211: tollgate.admin.v1.AdminService.CreateDataPlaneToken:input_type -> tollgate.admin.v1.CreateDataPlaneTokenRequest
+	171, // 212: tollgate.admin.v1.AdminService.ListDataPlaneTokens:input_type -> tollgate.admin.v1.ListDataPlaneTokensRequest
+	173, // 213: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:input_type -> tollgate.admin.v1.RevokeDataPlaneTokenRequest
+	1,   // 214: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
+	3,   // 215: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
+	5,   // 216: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
+	7,   // 217: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
+	13,  // 218: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
+	15,  // 219: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
+	18,  // 220: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	20,  // 221: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	22,  // 222: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	24,  // 223: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	26,  // 224: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	28,  // 225: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
+	30,  // 226: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
+	32,  // 227: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
+	34,  // 228: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
+	36,  // 229: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
+	38,  // 230: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
+	40,  // 231: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
+	42,  // 232: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
+	44,  // 233: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
+	46,  // 234: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
+	48,  // 235: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
+	50,  // 236: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
+	52,  // 237: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
+	54,  // 238: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
+	56,  // 239: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
+	58,  // 240: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
+	60,  // 241: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
+	83,  // 242: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
+	85,  // 243: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	88,  // 244: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
+	63,  // 245: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
+	69,  // 246: tollgate.admin.v1.AdminService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
+	71,  // 247: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
+	73,  // 248: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
+	76,  // 249: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
+	78,  // 250: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
+	80,  // 251: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
+	92,  // 252: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
+	94,  // 253: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
+	102, // 254: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
+	104, // 255: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	107, // 256: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
+	110, // 257: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
+	9,   // 258: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
+	11,  // 259: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
+	113, // 260: tollgate.admin.v1.AdminService.ListApiKeys:output_type -> tollgate.admin.v1.ListApiKeysResponse
+	115, // 261: tollgate.admin.v1.AdminService.GetApiKey:output_type -> tollgate.admin.v1.GetApiKeyResponse
+	117, // 262: tollgate.admin.v1.AdminService.UpdateApiKey:output_type -> tollgate.admin.v1.UpdateApiKeyResponse
+	119, // 263: tollgate.admin.v1.AdminService.DeleteApiKey:output_type -> tollgate.admin.v1.DeleteApiKeyResponse
+	121, // 264: tollgate.admin.v1.AdminService.RotateApiKey:output_type -> tollgate.admin.v1.RotateApiKeyResponse
+	123, // 265: tollgate.admin.v1.AdminService.ListOrgs:output_type -> tollgate.admin.v1.ListOrgsResponse
+	125, // 266: tollgate.admin.v1.AdminService.UpdateOrg:output_type -> tollgate.admin.v1.UpdateOrgResponse
+	127, // 267: tollgate.admin.v1.AdminService.DeleteOrg:output_type -> tollgate.admin.v1.DeleteOrgResponse
+	129, // 268: tollgate.admin.v1.AdminService.ListTeams:output_type -> tollgate.admin.v1.ListTeamsResponse
+	131, // 269: tollgate.admin.v1.AdminService.UpdateTeam:output_type -> tollgate.admin.v1.UpdateTeamResponse
+	133, // 270: tollgate.admin.v1.AdminService.DeleteTeam:output_type -> tollgate.admin.v1.DeleteTeamResponse
+	135, // 271: tollgate.admin.v1.AdminService.ListUsers:output_type -> tollgate.admin.v1.ListUsersResponse
+	137, // 272: tollgate.admin.v1.AdminService.UpdateUser:output_type -> tollgate.admin.v1.UpdateUserResponse
+	139, // 273: tollgate.admin.v1.AdminService.DeleteUser:output_type -> tollgate.admin.v1.DeleteUserResponse
+	141, // 274: tollgate.admin.v1.AdminService.GetModelPolicy:output_type -> tollgate.admin.v1.GetModelPolicyResponse
+	144, // 275: tollgate.admin.v1.AdminService.SetModelPolicy:output_type -> tollgate.admin.v1.SetModelPolicyResponse
+	146, // 276: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:output_type -> tollgate.admin.v1.SetProviderUnpricedPolicyResponse
+	148, // 277: tollgate.admin.v1.AdminService.ListUnpricedModels:output_type -> tollgate.admin.v1.ListUnpricedModelsResponse
+	151, // 278: tollgate.admin.v1.AdminService.GetQuotaAlerts:output_type -> tollgate.admin.v1.GetQuotaAlertsResponse
+	153, // 279: tollgate.admin.v1.AdminService.SetQuotaAlerts:output_type -> tollgate.admin.v1.SetQuotaAlertsResponse
+	156, // 280: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:output_type -> tollgate.admin.v1.CreateWebhookEndpointResponse
+	158, // 281: tollgate.admin.v1.AdminService.ListWebhookEndpoints:output_type -> tollgate.admin.v1.ListWebhookEndpointsResponse
+	160, // 282: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:output_type -> tollgate.admin.v1.DeleteWebhookEndpointResponse
+	162, // 283: tollgate.admin.v1.AdminService.ListAlertEvents:output_type -> tollgate.admin.v1.ListAlertEventsResponse
+	167, // 284: tollgate.admin.v1.AdminService.ListAuditEvents:output_type -> tollgate.admin.v1.ListAuditEventsResponse
+	170, // 285: tollgate.admin.v1.AdminService.CreateDataPlaneToken:output_type -> tollgate.admin.v1.CreateDataPlaneTokenResponse
+	172, // 286: tollgate.admin.v1.AdminService.ListDataPlaneTokens:output_type -> tollgate.admin.v1.ListDataPlaneTokensResponse
+	174, // 287: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:output_type -> tollgate.admin.v1.RevokeDataPlaneTokenResponse
+	214, // [214:288] is the sub-list for method output_type
+	140, // [140:214] is the sub-list for method input_type
+	140, // [140:140] is the sub-list for extension type_name
+	140, // [140:140] is the sub-list for extension extendee
+	0,   // [0:140] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_admin_proto_init() }
@@ -10921,7 +11314,7 @@ func file_tollgate_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_admin_proto_rawDesc), len(file_tollgate_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   170,
+			NumMessages:   177,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -93,6 +93,9 @@ const (
 	AdminService_DeleteWebhookEndpoint_FullMethodName     = "/tollgate.admin.v1.AdminService/DeleteWebhookEndpoint"
 	AdminService_ListAlertEvents_FullMethodName           = "/tollgate.admin.v1.AdminService/ListAlertEvents"
 	AdminService_ListAuditEvents_FullMethodName           = "/tollgate.admin.v1.AdminService/ListAuditEvents"
+	AdminService_CreateDataPlaneToken_FullMethodName      = "/tollgate.admin.v1.AdminService/CreateDataPlaneToken"
+	AdminService_ListDataPlaneTokens_FullMethodName       = "/tollgate.admin.v1.AdminService/ListDataPlaneTokens"
+	AdminService_RevokeDataPlaneToken_FullMethodName      = "/tollgate.admin.v1.AdminService/RevokeDataPlaneToken"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -221,6 +224,13 @@ type AdminServiceClient interface {
 	// The admin audit log, newest first: every configuration change with its writer, before and after
 	// (secrets redacted). Admins only.
 	ListAuditEvents(ctx context.Context, in *ListAuditEventsRequest, opts ...grpc.CallOption) (*ListAuditEventsResponse, error)
+	// Data-plane tokens: one per data plane (or fleet), each with scopes "snapshot:read" (Watch) and/or
+	// "settlement:write" (Settle); the token is answered once and stored hashed. Revoking refuses the
+	// token's next call at once on every control-plane replica and closes its open Watch streams; the
+	// revoked token stays listed. Create and revoke need the admin role; viewers may list.
+	CreateDataPlaneToken(ctx context.Context, in *CreateDataPlaneTokenRequest, opts ...grpc.CallOption) (*CreateDataPlaneTokenResponse, error)
+	ListDataPlaneTokens(ctx context.Context, in *ListDataPlaneTokensRequest, opts ...grpc.CallOption) (*ListDataPlaneTokensResponse, error)
+	RevokeDataPlaneToken(ctx context.Context, in *RevokeDataPlaneTokenRequest, opts ...grpc.CallOption) (*RevokeDataPlaneTokenResponse, error)
 }
 
 type adminServiceClient struct {
@@ -941,6 +951,36 @@ func (c *adminServiceClient) ListAuditEvents(ctx context.Context, in *ListAuditE
 	return out, nil
 }
 
+func (c *adminServiceClient) CreateDataPlaneToken(ctx context.Context, in *CreateDataPlaneTokenRequest, opts ...grpc.CallOption) (*CreateDataPlaneTokenResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateDataPlaneTokenResponse)
+	err := c.cc.Invoke(ctx, AdminService_CreateDataPlaneToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListDataPlaneTokens(ctx context.Context, in *ListDataPlaneTokensRequest, opts ...grpc.CallOption) (*ListDataPlaneTokensResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListDataPlaneTokensResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListDataPlaneTokens_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) RevokeDataPlaneToken(ctx context.Context, in *RevokeDataPlaneTokenRequest, opts ...grpc.CallOption) (*RevokeDataPlaneTokenResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeDataPlaneTokenResponse)
+	err := c.cc.Invoke(ctx, AdminService_RevokeDataPlaneToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -1067,6 +1107,13 @@ type AdminServiceServer interface {
 	// The admin audit log, newest first: every configuration change with its writer, before and after
 	// (secrets redacted). Admins only.
 	ListAuditEvents(context.Context, *ListAuditEventsRequest) (*ListAuditEventsResponse, error)
+	// Data-plane tokens: one per data plane (or fleet), each with scopes "snapshot:read" (Watch) and/or
+	// "settlement:write" (Settle); the token is answered once and stored hashed. Revoking refuses the
+	// token's next call at once on every control-plane replica and closes its open Watch streams; the
+	// revoked token stays listed. Create and revoke need the admin role; viewers may list.
+	CreateDataPlaneToken(context.Context, *CreateDataPlaneTokenRequest) (*CreateDataPlaneTokenResponse, error)
+	ListDataPlaneTokens(context.Context, *ListDataPlaneTokensRequest) (*ListDataPlaneTokensResponse, error)
+	RevokeDataPlaneToken(context.Context, *RevokeDataPlaneTokenRequest) (*RevokeDataPlaneTokenResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -1289,6 +1336,15 @@ func (UnimplementedAdminServiceServer) ListAlertEvents(context.Context, *ListAle
 }
 func (UnimplementedAdminServiceServer) ListAuditEvents(context.Context, *ListAuditEventsRequest) (*ListAuditEventsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListAuditEvents not implemented")
+}
+func (UnimplementedAdminServiceServer) CreateDataPlaneToken(context.Context, *CreateDataPlaneTokenRequest) (*CreateDataPlaneTokenResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateDataPlaneToken not implemented")
+}
+func (UnimplementedAdminServiceServer) ListDataPlaneTokens(context.Context, *ListDataPlaneTokensRequest) (*ListDataPlaneTokensResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListDataPlaneTokens not implemented")
+}
+func (UnimplementedAdminServiceServer) RevokeDataPlaneToken(context.Context, *RevokeDataPlaneTokenRequest) (*RevokeDataPlaneTokenResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeDataPlaneToken not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -2589,6 +2645,60 @@ func _AdminService_ListAuditEvents_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_CreateDataPlaneToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateDataPlaneTokenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).CreateDataPlaneToken(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_CreateDataPlaneToken_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).CreateDataPlaneToken(ctx, req.(*CreateDataPlaneTokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListDataPlaneTokens_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListDataPlaneTokensRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListDataPlaneTokens(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListDataPlaneTokens_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListDataPlaneTokens(ctx, req.(*ListDataPlaneTokensRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_RevokeDataPlaneToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeDataPlaneTokenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RevokeDataPlaneToken(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RevokeDataPlaneToken_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RevokeDataPlaneToken(ctx, req.(*RevokeDataPlaneTokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -2879,6 +2989,18 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListAuditEvents",
 			Handler:    _AdminService_ListAuditEvents_Handler,
+		},
+		{
+			MethodName: "CreateDataPlaneToken",
+			Handler:    _AdminService_CreateDataPlaneToken_Handler,
+		},
+		{
+			MethodName: "ListDataPlaneTokens",
+			Handler:    _AdminService_ListDataPlaneTokens_Handler,
+		},
+		{
+			MethodName: "RevokeDataPlaneToken",
+			Handler:    _AdminService_RevokeDataPlaneToken_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
