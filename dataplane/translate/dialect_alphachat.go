@@ -64,8 +64,9 @@ type chatRequestIn struct {
 }
 
 func (alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) {
+	body = ownedCopy(body)
 	var in chatRequestIn
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := unmarshal(body, &in); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid chat completions request: %w", err))
 	}
 	switch {
@@ -119,7 +120,7 @@ func (alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) {
 			Type     string `json:"type"`
 			Function tool   `json:"function"`
 		}
-		if err := json.Unmarshal(raw, &t); err != nil || t.Type != "function" {
+		if err := unmarshal(raw, &t); err != nil || t.Type != "function" {
 			return nil, refuse(fmt.Sprintf("tools[%d]", i), "only function tools can be translated")
 		}
 		r.Tools = append(r.Tools, t.Function)
@@ -147,7 +148,7 @@ func chatFormat(raw json.RawMessage) (*responseFormat, error) {
 			Strict *bool           `json:"strict"`
 		} `json:"json_schema"`
 	}
-	if err := json.Unmarshal(raw, &f); err != nil {
+	if err := unmarshal(raw, &f); err != nil {
 		return nil, badRequest("response_format", err)
 	}
 	switch f.Type {
@@ -166,7 +167,7 @@ func chatToolChoice(raw json.RawMessage) (*toolChoice, error) {
 		return nil, nil
 	}
 	var s string
-	if isJSONString(raw) && json.Unmarshal(raw, &s) == nil {
+	if isJSONString(raw) && unmarshal(raw, &s) == nil {
 		switch s {
 		case "auto", "none", "required":
 			return &toolChoice{Mode: s}, nil
@@ -180,7 +181,7 @@ func chatToolChoice(raw json.RawMessage) (*toolChoice, error) {
 			Name string `json:"name"`
 		} `json:"function"`
 	}
-	if err := json.Unmarshal(raw, &o); err != nil || o.Type != "function" {
+	if err := unmarshal(raw, &o); err != nil || o.Type != "function" {
 		return nil, refuse("tool_choice", "only function tool choices can be translated")
 	}
 	name := o.Function.Name
@@ -196,7 +197,7 @@ func chatContentParts(raw json.RawMessage, field string) ([]part, error) {
 		return nil, nil
 	}
 	var s string
-	if isJSONString(raw) && json.Unmarshal(raw, &s) == nil {
+	if isJSONString(raw) && unmarshal(raw, &s) == nil {
 		if s == "" {
 			return nil, nil
 		}
@@ -216,7 +217,7 @@ func chatContentParts(raw json.RawMessage, field string) ([]part, error) {
 			Filename string `json:"filename"`
 		} `json:"file"`
 	}
-	if err := json.Unmarshal(raw, &arr); err != nil {
+	if err := unmarshal(raw, &arr); err != nil {
 		return nil, badRequest(field, err)
 	}
 	var out []part
@@ -563,8 +564,9 @@ func chatFinishOut(f finish) string {
 }
 
 func (alphaChat) decodeResponse(body []byte, st *reqState) (*response, error) {
+	body = ownedCopy(body)
 	var in chatResponse
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("decode chat completion: %w", err)
 	}
 	r := &response{ID: in.ID, Model: in.Model, Created: in.Created, Usage: in.Usage.canonical(), ServiceTier: in.ServiceTier}

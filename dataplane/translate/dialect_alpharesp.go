@@ -75,8 +75,9 @@ type respRequestIn struct {
 }
 
 func (alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
+	body = ownedCopy(body)
 	var in respRequestIn
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := unmarshal(body, &in); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid responses request: %w", err))
 	}
 	switch {
@@ -123,7 +124,7 @@ func (alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
 			Type string `json:"type"`
 			tool
 		}
-		if err := json.Unmarshal(raw, &t); err != nil || t.Type != "function" {
+		if err := unmarshal(raw, &t); err != nil || t.Type != "function" {
 			return nil, refuse(fmt.Sprintf("tools[%d]", i), "only function tools can be translated (got %q)", t.Type)
 		}
 		r.Tools = append(r.Tools, t.tool)
@@ -151,12 +152,12 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 		return nil
 	}
 	var s string
-	if isJSONString(raw) && json.Unmarshal(raw, &s) == nil {
+	if isJSONString(raw) && unmarshal(raw, &s) == nil {
 		r.Messages = append(r.Messages, message{Role: "user", Parts: []part{{Type: partText, Text: s}}})
 		return nil
 	}
 	var items []respItem
-	if err := json.Unmarshal(raw, &items); err != nil {
+	if err := unmarshal(raw, &items); err != nil {
 		return badRequest("input", err)
 	}
 	for i, it := range items {
@@ -194,7 +195,7 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 		case "function_call_output":
 			p := part{Type: partToolResult, CallID: it.CallID}
 			var out string
-			if isJSONString(it.Output) && json.Unmarshal(it.Output, &out) == nil {
+			if isJSONString(it.Output) && unmarshal(it.Output, &out) == nil {
 				p.ResultParts = []part{{Type: partText, Text: out}}
 			} else {
 				rp, err := respContentParts(it.Output, f+".output")
@@ -213,7 +214,7 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 			var sum []struct {
 				Text string `json:"text"`
 			}
-			_ = json.Unmarshal(it.Summary, &sum)
+			_ = unmarshal(it.Summary, &sum)
 			var b strings.Builder
 			for j, s := range sum {
 				if j > 0 {
@@ -235,11 +236,11 @@ func respText(raw json.RawMessage) (string, bool) {
 
 func respContentParts(raw json.RawMessage, field string) ([]part, error) {
 	var s string
-	if isJSONString(raw) && json.Unmarshal(raw, &s) == nil {
+	if isJSONString(raw) && unmarshal(raw, &s) == nil {
 		return []part{{Type: partText, Text: s}}, nil
 	}
 	var arr []respContentPart
-	if err := json.Unmarshal(raw, &arr); err != nil {
+	if err := unmarshal(raw, &arr); err != nil {
 		return nil, badRequest(field, err)
 	}
 	out := make([]part, 0, len(arr))
@@ -508,9 +509,9 @@ func respOutputToParts(items []respItem) []part {
 			var sum []struct {
 				Text string `json:"text"`
 			}
-			_ = json.Unmarshal(it.Summary, &sum)
+			_ = unmarshal(it.Summary, &sum)
 			if len(sum) == 0 {
-				_ = json.Unmarshal(it.Content, &sum)
+				_ = unmarshal(it.Content, &sum)
 			}
 			var b strings.Builder
 			for j, s := range sum {
@@ -540,8 +541,9 @@ func respOutputToParts(items []respItem) []part {
 }
 
 func (alphaResp) decodeResponse(body []byte, st *reqState) (*response, error) {
+	body = ownedCopy(body)
 	var in respResponse
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("decode response: %w", err)
 	}
 	return respToIR(&in), nil

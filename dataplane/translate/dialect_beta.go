@@ -70,8 +70,9 @@ type betaRequestIn struct {
 }
 
 func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
+	body = ownedCopy(body)
 	var in betaRequestIn
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := unmarshal(body, &in); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid messages request: %w", err))
 	}
 	if len(in.MCPServers) > 0 && string(in.MCPServers) != "null" {
@@ -87,11 +88,11 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 	}
 	if len(in.System) > 0 && string(in.System) != "null" {
 		var s string
-		if isJSONString(in.System) && json.Unmarshal(in.System, &s) == nil {
+		if isJSONString(in.System) && unmarshal(in.System, &s) == nil {
 			r.System = []string{s}
 		} else {
 			var blocks []betaBlock
-			if err := json.Unmarshal(in.System, &blocks); err != nil {
+			if err := unmarshal(in.System, &blocks); err != nil {
 				return nil, badRequest("system", err)
 			}
 			for _, b := range blocks {
@@ -127,7 +128,7 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 			Description string          `json:"description"`
 			InputSchema json.RawMessage `json:"input_schema"`
 		}
-		if err := json.Unmarshal(raw, &t); err != nil || (t.Type != "" && t.Type != "custom") {
+		if err := unmarshal(raw, &t); err != nil || (t.Type != "" && t.Type != "custom") {
 			return nil, refuse(fmt.Sprintf("tools[%d]", i), "server tools (type %q) cannot be translated", t.Type)
 		}
 		r.Tools = append(r.Tools, tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
@@ -138,7 +139,7 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 			Name                   string `json:"name"`
 			DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
 		}
-		if err := json.Unmarshal(in.ToolChoice, &tc); err != nil {
+		if err := unmarshal(in.ToolChoice, &tc); err != nil {
 			return nil, badRequest("tool_choice", err)
 		}
 		switch tc.Type {
@@ -173,11 +174,11 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 
 func betaContentParts(raw json.RawMessage, field string) ([]part, error) {
 	var s string
-	if isJSONString(raw) && json.Unmarshal(raw, &s) == nil {
+	if isJSONString(raw) && unmarshal(raw, &s) == nil {
 		return []part{{Type: partText, Text: s}}, nil
 	}
 	var blocks []betaBlock
-	if err := json.Unmarshal(raw, &blocks); err != nil {
+	if err := unmarshal(raw, &blocks); err != nil {
 		return nil, badRequest(field, err)
 	}
 	out := make([]part, 0, len(blocks))
@@ -481,8 +482,9 @@ func betaFinishOut(f finish) string {
 }
 
 func (betaMsgs) decodeResponse(body []byte, st *reqState) (*response, error) {
+	body = ownedCopy(body)
 	var in betaResponse
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("decode message: %w", err)
 	}
 	r := &response{ID: in.ID, Model: in.Model, Usage: in.Usage.canonical()}

@@ -100,8 +100,9 @@ type gammaRequestIn struct {
 }
 
 func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
+	body = ownedCopy(body)
 	var in gammaRequestIn
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := unmarshal(body, &in); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid generateContent request: %w", err))
 	}
 	if in.CachedContent != "" {
@@ -172,7 +173,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 	}
 	for i, raw := range in.Tools {
 		var probe map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &probe); err != nil {
+		if err := unmarshal(raw, &probe); err != nil {
 			return nil, badRequest(fmt.Sprintf("tools[%d]", i), err)
 		}
 		for k := range probe {
@@ -181,7 +182,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 			}
 		}
 		var t gammaTool
-		_ = json.Unmarshal(raw, &t)
+		_ = unmarshal(raw, &t)
 		for _, fd := range t.FunctionDeclarations {
 			params := fd.ParametersJSONSchema
 			if len(params) == 0 && len(fd.Parameters) > 0 {
@@ -298,7 +299,7 @@ func gammaResultPart(id string, resp json.RawMessage) part {
 	p := part{Type: partToolResult, CallID: id}
 	var m map[string]json.RawMessage
 	text := string(compactJSON(resp))
-	if json.Unmarshal(resp, &m) == nil {
+	if unmarshal(resp, &m) == nil {
 		if e, ok := m["error"]; ok && len(m) == 1 {
 			p.IsError = true
 			text = jsonValueText(e)
@@ -313,7 +314,7 @@ func gammaResultPart(id string, resp json.RawMessage) part {
 // jsonValueText returns a JSON string's value, or any other JSON value compacted.
 func jsonValueText(r json.RawMessage) string {
 	var s string
-	if isJSONString(r) && json.Unmarshal(r, &s) == nil {
+	if isJSONString(r) && unmarshal(r, &s) == nil {
 		return s
 	}
 	return string(compactJSON(r))
@@ -322,7 +323,7 @@ func jsonValueText(r json.RawMessage) string {
 // lowerSchemaTypes converts gamma's OpenAPI-subset schema (UPPERCASE type enums) to JSON Schema spelling.
 func lowerSchemaTypes(raw json.RawMessage) json.RawMessage {
 	var v any
-	if json.Unmarshal(raw, &v) != nil {
+	if unmarshal(raw, &v) != nil {
 		return raw
 	}
 	var walk func(any) any
@@ -636,8 +637,9 @@ func gammaPartsIn(parts []gammaPart, dst []part) []part {
 }
 
 func (gammaGen) decodeResponse(body []byte, st *reqState) (*response, error) {
+	body = ownedCopy(body)
 	var in gammaResponse
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("decode generateContent response: %w", err)
 	}
 	r := &response{ID: in.ResponseID, Model: in.ModelVersion, Usage: in.UsageMetadata.canonical()}

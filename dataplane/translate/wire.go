@@ -3,15 +3,86 @@ package translate
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // JSON and content helpers shared by the dialect codecs.
+
+// decodeOpts configure unmarshal: encoding/json's name matching (case-insensitive, the last of duplicate
+// names wins) on the go-json-experiment decoder, with strings and raw values that point into the input
+// instead of copies (viewString, viewRaw).
+var decodeOpts = jsonv2.JoinOptions(
+	jsonv2.MatchCaseInsensitiveNames(true),
+	jsontext.AllowDuplicateNames(true),
+	jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
+		jsonv2.UnmarshalFromFunc(viewString),
+		jsonv2.UnmarshalFromFunc(viewRaw),
+	)),
+)
+
+// unmarshal decodes a request or a buffered response body (or a value inside one) in one pass, without
+// the second validation pass and the per-value reflection of encoding/json. Decoded strings and raw values
+// share data's memory: data must not be modified afterwards (the codecs decode from ownedCopy of the
+// caller's body, and stream decoders, whose event buffers are reused, keep only what they copy).
+func unmarshal(data []byte, v any) error {
+	return jsonv2.Unmarshal(data, v, decodeOpts)
+}
+
+// ownedCopy is the one copy of a caller's body the decoded canonical form points into.
+func ownedCopy(b []byte) []byte { return bytes.Clone(b) }
+
+var errNotString = errors.New("not a JSON string")
+
+// viewString decodes a JSON string into a string sharing the input's memory when it has no escapes (the
+// usual case: no allocation); null leaves the string unchanged, as encoding/json does.
+func viewString(dec *jsontext.Decoder, s *string) error {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	switch v.Kind() {
+	case 'n':
+		return nil
+	case '"':
+	default:
+		return fmt.Errorf("cannot unmarshal %s into a string: %w", v.Kind(), errNotString)
+	}
+	in := v[1 : len(v)-1]
+	if len(in) == 0 {
+		*s = ""
+		return nil
+	}
+	if bytes.IndexByte(in, '\\') < 0 {
+		*s = unsafe.String(&in[0], len(in)) // v points into the immutable input (see unmarshal)
+		return nil
+	}
+	b, err := jsontext.AppendUnquote(make([]byte, 0, len(in)), v)
+	if err != nil {
+		return err
+	}
+	*s = unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
+	return nil
+}
+
+// viewRaw keeps a raw value as the input's bytes (capacity clipped, so an append copies).
+func viewRaw(dec *jsontext.Decoder, r *json.RawMessage) error {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	*r = json.RawMessage(v[:len(v):len(v)])
+	return nil
+}
 
 // encBuf is a pooled encoder: json.NewEncoder per value was the largest allocation source per event.
 type encBuf struct {
@@ -280,14 +351,14 @@ func rawText(r json.RawMessage) (string, bool) {
 		return "", true
 	}
 	var s string
-	if isJSONString(r) && json.Unmarshal(r, &s) == nil {
+	if isJSONString(r) && unmarshal(r, &s) == nil {
 		return s, true
 	}
 	var arr []struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}
-	if json.Unmarshal(r, &arr) != nil {
+	if unmarshal(r, &arr) != nil {
 		return "", false
 	}
 	var b strings.Builder
@@ -303,11 +374,11 @@ func stopList(r json.RawMessage) ([]string, error) {
 		return nil, nil
 	}
 	var s string
-	if isJSONString(r) && json.Unmarshal(r, &s) == nil {
+	if isJSONString(r) && unmarshal(r, &s) == nil {
 		return []string{s}, nil
 	}
 	var arr []string
-	if err := json.Unmarshal(r, &arr); err != nil {
+	if err := unmarshal(r, &arr); err != nil {
 		return nil, fmt.Errorf("stop: %w", err)
 	}
 	return arr, nil
@@ -317,7 +388,7 @@ func stopList(r json.RawMessage) ([]string, error) {
 // buffered synthesis, where the request must keep unknown fields).
 func patchJSON(body []byte, set map[string]any, del ...string) ([]byte, error) {
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &m); err != nil {
+	if err := unmarshal(body, &m); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid JSON: %w", err))
 	}
 	for _, k := range del {
