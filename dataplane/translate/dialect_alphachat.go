@@ -192,7 +192,7 @@ func chatToolChoice(raw json.RawMessage) (*toolChoice, error) {
 }
 
 // chatContentParts parses alpha chat message content (string or parts) into canonical parts.
-func chatContentParts(raw json.RawMessage, field string) ([]part, error) {
+func chatContentParts(raw json.RawMessage, field func() string) ([]part, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
@@ -218,11 +218,11 @@ func chatContentParts(raw json.RawMessage, field string) ([]part, error) {
 		} `json:"file"`
 	}
 	if err := unmarshal(raw, &arr); err != nil {
-		return nil, badRequest(field, err)
+		return nil, badRequest(field(), err)
 	}
 	var out []part
 	for j, p := range arr {
-		f := fmt.Sprintf("%s[%d]", field, j)
+		f := func() string { return fmt.Sprintf("%s[%d]", field(), j) }
 		switch p.Type {
 		case "text":
 			out = append(out, part{Type: partText, Text: p.Text})
@@ -232,7 +232,7 @@ func chatContentParts(raw json.RawMessage, field string) ([]part, error) {
 			out = append(out, imagePart(p.ImageURL.URL, p.ImageURL.Detail))
 		case "file":
 			if p.File.FileData == "" {
-				return nil, refuse(f, "file references by id cannot be translated; send file_data")
+				return nil, refuse(f(), "file references by id cannot be translated; send file_data")
 			}
 			mime, data, ok := dataURL(p.File.FileData)
 			if !ok {
@@ -240,7 +240,7 @@ func chatContentParts(raw json.RawMessage, field string) ([]part, error) {
 			}
 			out = append(out, part{Type: partFile, MediaType: mime, Data: data, FileName: p.File.Filename})
 		default:
-			return nil, refuse(f, "content part type %q cannot be translated", p.Type)
+			return nil, refuse(f(), "content part type %q cannot be translated", p.Type)
 		}
 	}
 	return out, nil
@@ -254,12 +254,12 @@ func imagePart(u, detail string) part {
 }
 
 func chatMessageToIR(r *request, i int, m chatMessageIn) error {
-	field := fmt.Sprintf("messages[%d].content", i)
+	field := func() string { return fmt.Sprintf("messages[%d].content", i) }
 	switch m.Role {
 	case "system", "developer":
 		t, ok := rawText(m.Content)
 		if !ok {
-			return refuse(field, "system content must be text")
+			return refuse(field(), "system content must be text")
 		}
 		r.System = append(r.System, t)
 	case "user":
@@ -288,7 +288,7 @@ func chatMessageToIR(r *request, i int, m chatMessageIn) error {
 	case "tool":
 		t, ok := rawText(m.Content)
 		if !ok {
-			return refuse(field, "tool content must be text")
+			return refuse(field(), "tool content must be text")
 		}
 		p := part{Type: partToolResult, CallID: m.ToolCallID, ResultParts: []part{{Type: partText, Text: t}}}
 		// consecutive tool messages become one user turn

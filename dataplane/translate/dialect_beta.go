@@ -158,7 +158,7 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 		}
 	}
 	for i, m := range in.Messages {
-		field := fmt.Sprintf("messages[%d].content", i)
+		field := func() string { return fmt.Sprintf("messages[%d].content", i) }
 		role := m.Role
 		if role != "user" && role != "assistant" {
 			return nil, refuse(fmt.Sprintf("messages[%d].role", i), "role %q cannot be translated", role)
@@ -172,23 +172,23 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 	return r, nil
 }
 
-func betaContentParts(raw json.RawMessage, field string) ([]part, error) {
+func betaContentParts(raw json.RawMessage, field func() string) ([]part, error) {
 	var s string
 	if isJSONString(raw) && unmarshal(raw, &s) == nil {
 		return []part{{Type: partText, Text: s}}, nil
 	}
 	var blocks []betaBlock
 	if err := unmarshal(raw, &blocks); err != nil {
-		return nil, badRequest(field, err)
+		return nil, badRequest(field(), err)
 	}
 	out := make([]part, 0, len(blocks))
 	for j, b := range blocks {
-		f := fmt.Sprintf("%s[%d]", field, j)
+		f := func() string { return fmt.Sprintf("%s[%d]", field(), j) }
 		switch b.Type {
 		case "text":
 			out = append(out, part{Type: partText, Text: b.Text})
 		case "image", "document":
-			p, err := betaSourcePart(b, f)
+			p, err := betaSourcePart(b, f())
 			if err != nil {
 				return nil, err
 			}
@@ -202,7 +202,7 @@ func betaContentParts(raw json.RawMessage, field string) ([]part, error) {
 		case "tool_result":
 			p := part{Type: partToolResult, CallID: b.ToolUseID, IsError: b.IsError}
 			if len(b.Content) > 0 && string(b.Content) != "null" {
-				rp, err := betaContentParts(b.Content, f+".content")
+				rp, err := betaContentParts(b.Content, func() string { return f() + ".content" })
 				if err != nil {
 					return nil, err
 				}
@@ -221,7 +221,7 @@ func betaContentParts(raw json.RawMessage, field string) ([]part, error) {
 		case "redacted_thinking":
 			out = append(out, part{Type: partRedactedThinking, Data: b.Data})
 		default:
-			return nil, refuse(f, "content block type %q cannot be translated", b.Type)
+			return nil, refuse(f(), "content block type %q cannot be translated", b.Type)
 		}
 	}
 	return out, nil

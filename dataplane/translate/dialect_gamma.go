@@ -220,7 +220,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 		msg := message{Role: role}
 		k := 0
 		for j, p := range c.Parts {
-			f := fmt.Sprintf("contents[%d].parts[%d]", i, j)
+			f := func() string { return fmt.Sprintf("contents[%d].parts[%d]", i, j) }
 			if p.ThoughtSignature != "" && !(p.Thought && p.Text != nil) {
 				// the signature covers the thought text before it: one signed thinking part
 				sig := st.sigFromClient(p.ThoughtSignature)
@@ -258,7 +258,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 					}
 				}
 				if id == "" {
-					return nil, refuse(f+".functionResponse.id", "function response %q matches no earlier function call", fr.Name)
+					return nil, refuse(f()+".functionResponse.id", "function response %q matches no earlier function call", fr.Name)
 				}
 				msg.Parts = append(msg.Parts, gammaResultPart(id, fr.Response))
 			case p.InlineData != nil:
@@ -274,7 +274,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 				}
 				msg.Parts = append(msg.Parts, part{Type: t, MediaType: p.FileData.MimeType, URL: p.FileData.FileURI})
 			case len(p.ExecutableCode) > 0 || len(p.CodeExecutionResult) > 0:
-				return nil, refuse(f, "code execution parts cannot be translated")
+				return nil, refuse(f(), "code execution parts cannot be translated")
 			case p.Text != nil:
 				if p.Thought {
 					sig := st.sigFromClient(p.ThoughtSignature)

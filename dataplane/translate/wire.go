@@ -336,6 +336,9 @@ func clientID(prefix, upstreamID string, st *reqState) string {
 
 // textOf joins the text parts.
 func textOf(parts []part) string {
+	if len(parts) == 1 && parts[0].Type == partText {
+		return parts[0].Text // the usual case: no copy
+	}
 	var b strings.Builder
 	for _, p := range parts {
 		if p.Type == partText {
