@@ -361,14 +361,6 @@ func lowerSchemaTypes(raw json.RawMessage) json.RawMessage {
 
 // ---- encode request ----
 
-type gammaRequestOut struct {
-	Contents          []gammaContent   `json:"contents"`
-	SystemInstruction *gammaContent    `json:"systemInstruction,omitempty"`
-	Tools             []map[string]any `json:"tools,omitempty"`
-	ToolConfig        map[string]any   `json:"toolConfig,omitempty"`
-	GenerationConfig  *gammaGenConfig  `json:"generationConfig,omitempty"`
-	ServiceTier       string           `json:"service_tier,omitempty"`
-}
 
 func gammaTier(t string) string {
 	switch strings.ToLower(t) {
@@ -388,14 +380,6 @@ func gammaModelPath(model, method string) string {
 }
 
 func (gammaGen) encodeRequest(r *request, model string, stream bool, st *reqState) (*UpstreamRequest, error) {
-	out := gammaRequestOut{ServiceTier: gammaTier(r.ServiceTier)}
-	if len(r.System) > 0 {
-		si := &gammaContent{}
-		for _, s := range r.System {
-			si.Parts = append(si.Parts, gammaPart{Text: strp(s)})
-		}
-		out.SystemInstruction = si
-	}
 	names := toolNames(r.Messages)
 	for _, m := range r.Messages {
 		for _, p := range m.Parts {
@@ -404,51 +388,150 @@ func (gammaGen) encodeRequest(r *request, model string, stream bool, st *reqStat
 			}
 		}
 	}
-	for _, m := range mergeTurns(r.Messages) {
-		c := gammaContent{Role: "user"}
-		if m.Role == "assistant" {
-			c.Role = "model"
+	w := &jw{b: make([]byte, 0, requestSizeHint(r))}
+	w.open('{')
+	w.key("contents")
+	at := len(w.b)
+	w.open('[')
+	// consecutive messages of one role are one turn (mergeTurns), written without building merged copies
+	for i := 0; i < len(r.Messages); {
+		role := r.Messages[i].Role
+		j := i
+		for j < len(r.Messages) && (r.Messages[j].Role == role || len(r.Messages[j].Parts) == 0) {
+			j++
 		}
-		c.Parts = gammaPartsOut(m.Parts, names, false)
-		if len(c.Parts) > 0 {
-			out.Contents = append(out.Contents, c)
+		gammaTurnOut(w, role, r.Messages[i:j], names)
+		i = j
+	}
+	if w.b[len(w.b)-1] == '[' { // no content: encoding/json wrote the nil slice as null
+		w.b = append(w.b[:at], "null"...)
+	} else {
+		w.close(']')
+	}
+	if len(r.System) > 0 {
+		w.key("systemInstruction")
+		w.open('{')
+		w.key("parts")
+		w.open('[')
+		for _, s := range r.System {
+			w.open('{')
+			w.key("text")
+			w.str(s)
+			w.close('}')
 		}
+		w.close(']')
+		w.close('}')
 	}
 	if len(r.Tools) > 0 {
-		decls := make([]map[string]any, 0, len(r.Tools))
+		w.key("tools")
+		w.open('[')
+		w.open('{')
+		w.key("functionDeclarations")
+		w.open('[')
 		for _, t := range r.Tools {
-			d := map[string]any{"name": t.Name}
+			w.open('{')
 			if t.Description != "" {
-				d["description"] = t.Description
+				w.key("description")
+				w.str(t.Description)
 			}
+			w.key("name")
+			w.str(t.Name)
 			if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
-				d["parametersJsonSchema"] = t.Parameters
+				w.key("parametersJsonSchema")
+				w.raw(t.Parameters)
 			}
-			decls = append(decls, d)
+			w.close('}')
 		}
-		out.Tools = []map[string]any{{"functionDeclarations": decls}}
+		w.close(']')
+		w.close('}')
+		w.close(']')
 	}
 	if tc := r.ToolChoice; tc != nil {
-		fc := map[string]any{}
+		w.key("toolConfig")
+		w.open('{')
+		w.key("functionCallingConfig")
+		w.open('{')
 		switch tc.Mode {
 		case "auto":
-			fc["mode"] = "AUTO"
+			w.key("mode")
+			w.str("AUTO")
 		case "none":
-			fc["mode"] = "NONE"
+			w.key("mode")
+			w.str("NONE")
 		case "required":
-			fc["mode"] = "ANY"
+			w.key("mode")
+			w.str("ANY")
 		case "tool":
-			fc["mode"] = "ANY"
-			fc["allowedFunctionNames"] = []string{tc.Name}
+			w.key("allowedFunctionNames")
+			w.open('[')
+			w.str(tc.Name)
+			w.close(']')
+			w.key("mode")
+			w.str("ANY")
 		}
-		out.ToolConfig = map[string]any{"functionCallingConfig": fc}
+		w.close('}')
+		w.close('}')
 	}
-	gc := &gammaGenConfig{MaxOutputTokens: r.MaxTokens, Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK,
-		StopSequences: r.Stop, Seed: r.Seed, PresencePenalty: r.PresencePenalty, FrequencyPenalty: r.FrequencyPenalty}
+	gammaGenConfigOut(w, r, st)
+	if t := gammaTier(r.ServiceTier); t != "" {
+		w.key("service_tier")
+		w.str(t)
+	}
+	w.close('}')
+	path := gammaModelPath(model, "generateContent")
+	if stream {
+		path = gammaModelPath(model, "streamGenerateContent") + "?alt=sse"
+	}
+	return &UpstreamRequest{Method: http.MethodPost, Path: path, Header: jsonHeader(), Body: w.b}, nil
+}
+
+// gammaGenConfigOut writes generationConfig when any of its members is set.
+func gammaGenConfigOut(w *jw, r *request, st *reqState) {
+	at := len(w.b)
+	w.key("generationConfig")
+	w.open('{')
+	if r.MaxTokens != nil {
+		w.key("maxOutputTokens")
+		w.int(int64(*r.MaxTokens))
+	}
+	if r.Temperature != nil {
+		w.key("temperature")
+		w.float(*r.Temperature)
+	}
+	if r.TopP != nil {
+		w.key("topP")
+		w.float(*r.TopP)
+	}
+	if r.TopK != nil {
+		w.key("topK")
+		w.int(int64(*r.TopK))
+	}
+	if len(r.Stop) > 0 {
+		w.key("stopSequences")
+		w.open('[')
+		for _, s := range r.Stop {
+			w.str(s)
+		}
+		w.close(']')
+	}
+	if r.Seed != nil {
+		w.key("seed")
+		w.int(*r.Seed)
+	}
+	if r.PresencePenalty != nil {
+		w.key("presencePenalty")
+		w.float(*r.PresencePenalty)
+	}
+	if r.FrequencyPenalty != nil {
+		w.key("frequencyPenalty")
+		w.float(*r.FrequencyPenalty)
+	}
 	if f := r.Format; f != nil {
-		gc.ResponseMimeType = "application/json"
-		if f.Type == "json_schema" {
-			gc.ResponseJSONSchema = f.Schema
+		w.key("responseMimeType")
+		w.str("application/json")
+		if f.Type == "json_schema" && len(f.Schema) > 0 {
+			w.key("responseJsonSchema")
+			w.raw(f.Schema)
 		}
 	}
 	if rs := r.Reasoning; rs != nil && !rs.Disabled {
@@ -460,25 +543,171 @@ func (gammaGen) encodeRequest(r *request, model string, stream bool, st *reqStat
 			budget = -1
 		}
 		if budget != 0 {
-			gc.ThinkingConfig = &struct {
-				ThinkingBudget  *int   `json:"thinkingBudget,omitempty"`
-				ThinkingLevel   string `json:"thinkingLevel,omitempty"`
-				IncludeThoughts bool   `json:"includeThoughts,omitempty"`
-			}{ThinkingBudget: &budget, IncludeThoughts: rs.IncludeThoughts || st.client == "beta_messages" || st.client == "alpha_responses"}
+			w.key("thinkingConfig")
+			w.open('{')
+			w.key("thinkingBudget")
+			w.int(int64(budget))
+			if rs.IncludeThoughts || st.client == "beta_messages" || st.client == "alpha_responses" {
+				w.key("includeThoughts")
+				w.bool(true)
+			}
+			w.close('}')
 		}
 	}
-	if string(mustMarshal(gc)) != "{}" {
-		out.GenerationConfig = gc
+	if w.b[len(w.b)-1] == '{' { // nothing set: no generationConfig
+		w.b = w.b[:at]
+		return
 	}
-	b, err := marshal(out)
-	if err != nil {
-		return nil, err
+	w.close('}')
+}
+
+// gammaBlobOut writes inlineData / fileData.
+func gammaBlobOut(w *jw, mime, data, uri string) {
+	w.open('{')
+	if mime != "" {
+		w.key("mimeType")
+		w.str(mime)
 	}
-	path := gammaModelPath(model, "generateContent")
-	if stream {
-		path = gammaModelPath(model, "streamGenerateContent") + "?alt=sse"
+	if data != "" {
+		w.key("data")
+		w.str(data)
 	}
-	return &UpstreamRequest{Method: http.MethodPost, Path: path, Header: jsonHeader(), Body: b}, nil
+	if uri != "" {
+		w.key("fileUri")
+		w.str(uri)
+	}
+	w.close('}')
+}
+
+// gammaTurnOut writes one turn (the parts of consecutive messages of one role, as mergeTurns joins them);
+// a turn without parts is left out.
+func gammaTurnOut(w *jw, role string, msgs []message, names map[string]string) {
+	at := len(w.b)
+	w.open('{')
+	w.key("role")
+	if role == "assistant" {
+		w.str("model")
+	} else {
+		w.str("user")
+	}
+	w.key("parts")
+	w.open('[')
+	pendingSig, lastSigned := "", false
+	// sig ends every part: a pending signature goes on it (thoughtSignature follows its content).
+	sig := func() {
+		lastSigned = pendingSig != ""
+		if pendingSig != "" {
+			w.key("thoughtSignature")
+			w.str(pendingSig)
+			pendingSig = ""
+		}
+	}
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			switch p.Type {
+			case partText:
+				w.open('{')
+				w.key("text")
+				w.str(p.Text)
+				sig()
+				w.close('}')
+			case partImage, partFile:
+				w.open('{')
+				if p.URL != "" {
+					mt := p.MediaType
+					if mt == "" {
+						mt = mimeFromURL(p.URL)
+					}
+					w.key("fileData")
+					gammaBlobOut(w, mt, "", p.URL)
+				} else {
+					w.key("inlineData")
+					gammaBlobOut(w, p.MediaType, p.Data, "")
+				}
+				sig()
+				w.close('}')
+			case partToolCall:
+				w.open('{')
+				w.key("functionCall")
+				w.open('{')
+				if p.CallID != "" {
+					w.key("id")
+					w.str(p.CallID)
+				}
+				w.key("name")
+				w.str(p.Name)
+				w.key("args")
+				if len(p.Args) == 0 {
+					w.raw(json.RawMessage("{}"))
+				} else {
+					w.raw(p.Args)
+				}
+				w.close('}')
+				sig()
+				w.close('}')
+			case partToolResult:
+				key := "output"
+				if p.IsError {
+					key = "error"
+				}
+				text := textOf(p.ResultParts)
+				w.open('{')
+				w.key("functionResponse")
+				w.open('{')
+				if p.CallID != "" {
+					w.key("id")
+					w.str(p.CallID)
+				}
+				w.key("name")
+				w.str(names[p.CallID])
+				w.key("response")
+				w.open('{')
+				w.key(key)
+				if t := strings.TrimSpace(text); t != "" && json.Valid(stringBytes(t)) {
+					w.raw(stringBytes(t))
+				} else {
+					w.str(text)
+				}
+				w.close('}')
+				w.close('}')
+				sig()
+				w.close('}')
+				for _, rp := range p.ResultParts {
+					if rp.Type == partImage || rp.Type == partFile {
+						w.open('{')
+						w.key("inlineData")
+						gammaBlobOut(w, rp.MediaType, rp.Data, "")
+						sig()
+						w.close('}')
+					}
+				}
+			case partThinking:
+				if s, ok := sigForUpstream(vocab.KindGamma, p.Signature); ok {
+					pendingSig = s
+				}
+			}
+		}
+	}
+	if pendingSig != "" {
+		// on the last part when it has none (thoughtSignature is its last member), else on an empty text part
+		if n := len(w.b); w.b[n-1] == '}' && !lastSigned {
+			w.b = w.b[:n-1]
+			sig()
+			w.close('}')
+		} else {
+			w.open('{')
+			w.key("text")
+			w.str("")
+			sig()
+			w.close('}')
+		}
+	}
+	if w.b[len(w.b)-1] == '[' { // no parts: the turn is left out
+		w.b = w.b[:at]
+		return
+	}
+	w.close(']')
+	w.close('}')
 }
 
 // gammaPartsOut renders canonical parts as gamma parts. A thinking part's signature goes onto the next

@@ -146,3 +146,6 @@ func requestSizeHint(r *request) int {
 	}
 	return n + n/8
 }
+
+// stringBytes views s as bytes for reading (nothing writes to them).
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
