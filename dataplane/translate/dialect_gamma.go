@@ -361,7 +361,6 @@ func lowerSchemaTypes(raw json.RawMessage) json.RawMessage {
 
 // ---- encode request ----
 
-
 func gammaTier(t string) string {
 	switch strings.ToLower(t) {
 	case "default", "standard", "standard_only":
