@@ -246,39 +246,6 @@ func betaSourcePart(b betaBlock, f string) (part, error) {
 
 // ---- encode request ----
 
-type betaRequestOut struct {
-	Model         string         `json:"model"`
-	System        any            `json:"system,omitempty"`
-	Messages      []betaMsgOut   `json:"messages"`
-	Tools         []betaToolOut  `json:"tools,omitempty"`
-	ToolChoice    map[string]any `json:"tool_choice,omitempty"`
-	MaxTokens     int            `json:"max_tokens"`
-	Temperature   *float64       `json:"temperature,omitempty"`
-	TopP          *float64       `json:"top_p,omitempty"`
-	TopK          *int           `json:"top_k,omitempty"`
-	StopSequences []string       `json:"stop_sequences,omitempty"`
-	Thinking      map[string]any `json:"thinking,omitempty"`
-	OutputConfig  map[string]any `json:"output_config,omitempty"`
-	Metadata      *betaMetadata  `json:"metadata,omitempty"`
-	ServiceTier   string         `json:"service_tier,omitempty"`
-	Stream        bool           `json:"stream,omitempty"`
-}
-
-type betaMetadata struct {
-	UserID string `json:"user_id"`
-}
-
-type betaMsgOut struct {
-	Role    string      `json:"role"`
-	Content []betaBlock `json:"content"`
-}
-
-type betaToolOut struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
-}
-
 func betaTier(t string) string {
 	switch strings.ToLower(t) {
 	case "auto", "priority":
@@ -290,94 +257,334 @@ func betaTier(t string) string {
 }
 
 func (betaMsgs) encodeRequest(r *request, model string, stream bool, st *reqState) (*UpstreamRequest, error) {
-	out := betaRequestOut{Model: model, TopP: r.TopP, TopK: r.TopK, StopSequences: r.Stop, ServiceTier: betaTier(r.ServiceTier), Stream: stream}
-	out.MaxTokens = st.opts.BetaMaxTokens
+	maxTokens := st.opts.BetaMaxTokens
 	if r.MaxTokens != nil && *r.MaxTokens > 0 {
-		out.MaxTokens = *r.MaxTokens
+		maxTokens = *r.MaxTokens
 	}
-	if r.Temperature != nil {
-		t := min(max(*r.Temperature, 0), 1) // beta accepts 0..1
-		out.Temperature = &t
+	temperature, topK := r.Temperature, r.TopK
+	if temperature != nil {
+		t := min(max(*temperature, 0), 1) // beta accepts 0..1
+		temperature = &t
 	}
-	if len(r.System) == 1 {
-		out.System = r.System[0]
-	} else if len(r.System) > 1 {
-		blocks := make([]betaBlock, 0, len(r.System))
-		for _, s := range r.System {
-			blocks = append(blocks, betaBlock{Type: "text", Text: s})
-		}
-		out.System = blocks
-	}
-	for _, m := range mergeTurns(r.Messages) {
-		bm := betaMsgOut{Role: m.Role}
-		for _, p := range m.Parts {
-			if b, ok := betaBlockOut(p); ok {
-				bm.Content = append(bm.Content, b)
-			}
-		}
-		if len(bm.Content) > 0 {
-			out.Messages = append(out.Messages, bm)
-		}
-	}
-	for _, t := range r.Tools {
-		schema := t.Parameters
-		if len(schema) == 0 || string(schema) == "null" {
-			schema = json.RawMessage(`{"type":"object","properties":{}}`)
-		}
-		out.Tools = append(out.Tools, betaToolOut{Name: t.Name, Description: t.Description, InputSchema: schema})
-	}
-	if tc := r.ToolChoice; tc != nil {
-		switch tc.Mode {
-		case "auto", "none":
-			out.ToolChoice = map[string]any{"type": tc.Mode}
-		case "required":
-			out.ToolChoice = map[string]any{"type": "any"}
-		case "tool":
-			out.ToolChoice = map[string]any{"type": "tool", "name": tc.Name}
-		}
-	}
-	if r.ParallelToolCalls != nil && !*r.ParallelToolCalls && len(r.Tools) > 0 {
-		if out.ToolChoice == nil {
-			out.ToolChoice = map[string]any{"type": "auto"}
-		}
-		if out.ToolChoice["type"] != "none" {
-			out.ToolChoice["disable_parallel_tool_use"] = true
-		}
-	}
+	// thinking: "adaptive", or an enabled budget (at least 1024, below max_tokens)
+	thinking, budget := "", 0
 	if rs := r.Reasoning; rs != nil && !rs.Disabled {
-		budget := rs.Budget
+		budget = rs.Budget
 		if budget == 0 {
 			budget = effortBudget(rs.Effort)
 		}
 		if rs.Adaptive && budget == 0 {
-			out.Thinking = map[string]any{"type": "adaptive"}
+			thinking = "adaptive"
 		} else if budget > 0 {
 			budget = max(budget, 1024)
-			if budget >= out.MaxTokens {
-				budget = out.MaxTokens - 1
+			if budget >= maxTokens {
+				budget = maxTokens - 1
 			}
 			if budget >= 1024 {
-				out.Thinking = map[string]any{"type": "enabled", "budget_tokens": budget}
+				thinking = "enabled"
 			}
 		}
-		if out.Thinking != nil {
+		if thinking != "" {
 			// beta rejects sampling changes while thinking
-			out.Temperature, out.TopK = nil, nil
+			temperature, topK = nil, nil
 		}
 	}
+
+	w := &jw{b: make([]byte, 0, requestSizeHint(r))}
+	w.open('{')
+	w.key("model")
+	w.str(model)
+	if len(r.System) == 1 {
+		w.key("system")
+		w.str(r.System[0])
+	} else if len(r.System) > 1 {
+		w.key("system")
+		w.open('[')
+		for _, s := range r.System {
+			w.open('{')
+			w.key("type")
+			w.str("text")
+			if s != "" {
+				w.key("text")
+				w.str(s)
+			}
+			w.close('}')
+		}
+		w.close(']')
+	}
+	w.key("messages")
+	at := len(w.b)
+	w.open('[')
+	// consecutive messages of one role are one turn (mergeTurns), written without building merged copies
+	for i := 0; i < len(r.Messages); {
+		role := r.Messages[i].Role
+		j := i
+		for j < len(r.Messages) && (r.Messages[j].Role == role || len(r.Messages[j].Parts) == 0) {
+			j++
+		}
+		turn := len(w.b)
+		w.open('{')
+		w.key("role")
+		w.str(role)
+		w.key("content")
+		w.open('[')
+		for _, m := range r.Messages[i:j] {
+			for _, p := range m.Parts {
+				betaBlockWrite(w, p)
+			}
+		}
+		if w.b[len(w.b)-1] == '[' { // no block: the turn is left out
+			w.b = w.b[:turn]
+		} else {
+			w.close(']')
+			w.close('}')
+		}
+		i = j
+	}
+	if w.b[len(w.b)-1] == '[' { // no message: encoding/json wrote the nil slice as null
+		w.b = append(w.b[:at], "null"...)
+	} else {
+		w.close(']')
+	}
+	if len(r.Tools) > 0 {
+		w.key("tools")
+		w.open('[')
+		for _, t := range r.Tools {
+			w.open('{')
+			w.key("name")
+			w.str(t.Name)
+			if t.Description != "" {
+				w.key("description")
+				w.str(t.Description)
+			}
+			w.key("input_schema")
+			if schema := t.Parameters; len(schema) == 0 || string(schema) == "null" {
+				w.raw(json.RawMessage(`{"type":"object","properties":{}}`))
+			} else {
+				w.raw(schema)
+			}
+			w.close('}')
+		}
+		w.close(']')
+	}
+	choice := ""
+	if tc := r.ToolChoice; tc != nil {
+		switch tc.Mode {
+		case "auto", "none":
+			choice = tc.Mode
+		case "required":
+			choice = "any"
+		case "tool":
+			choice = "tool"
+		}
+	}
+	noParallel := r.ParallelToolCalls != nil && !*r.ParallelToolCalls && len(r.Tools) > 0
+	if noParallel && choice == "" {
+		choice = "auto"
+	}
+	if choice != "" {
+		w.key("tool_choice")
+		w.open('{')
+		if noParallel && choice != "none" {
+			w.key("disable_parallel_tool_use")
+			w.bool(true)
+		}
+		if choice == "tool" {
+			w.key("name")
+			w.str(r.ToolChoice.Name)
+		}
+		w.key("type")
+		w.str(choice)
+		w.close('}')
+	}
+	w.key("max_tokens")
+	w.int(int64(maxTokens))
+	if temperature != nil {
+		w.key("temperature")
+		w.float(*temperature)
+	}
+	if r.TopP != nil {
+		w.key("top_p")
+		w.float(*r.TopP)
+	}
+	if topK != nil {
+		w.key("top_k")
+		w.int(int64(*topK))
+	}
+	if len(r.Stop) > 0 {
+		w.key("stop_sequences")
+		w.open('[')
+		for _, s := range r.Stop {
+			w.str(s)
+		}
+		w.close(']')
+	}
+	if thinking != "" {
+		w.key("thinking")
+		w.open('{')
+		if thinking == "enabled" {
+			w.key("budget_tokens")
+			w.int(int64(budget))
+		}
+		w.key("type")
+		w.str(thinking)
+		w.close('}')
+	}
 	if f := r.Format; f != nil && f.Type == "json_schema" {
-		out.OutputConfig = map[string]any{"format": map[string]any{"type": "json_schema", "schema": f.Schema}}
+		w.key("output_config")
+		w.open('{')
+		w.key("format")
+		w.open('{')
+		w.key("schema")
+		w.raw(f.Schema)
+		w.key("type")
+		w.str("json_schema")
+		w.close('}')
+		w.close('}')
 	}
 	if r.User != "" {
-		out.Metadata = &betaMetadata{UserID: r.User}
+		w.key("metadata")
+		w.open('{')
+		w.key("user_id")
+		w.str(r.User)
+		w.close('}')
 	}
-	b, err := marshal(out)
-	if err != nil {
-		return nil, err
+	if t := betaTier(r.ServiceTier); t != "" {
+		w.key("service_tier")
+		w.str(t)
 	}
+	if stream {
+		w.key("stream")
+		w.bool(true)
+	}
+	w.close('}')
 	h := jsonHeader()
 	h.Set("anthropic-version", "2023-06-01")
-	return &UpstreamRequest{Method: http.MethodPost, Path: "/v1/messages", Header: h, Body: b}, nil
+	return &UpstreamRequest{Method: http.MethodPost, Path: "/v1/messages", Header: h, Body: w.b}, nil
+}
+
+// betaBlockWrite writes the request content block of a part as betaBlockOut builds it (field order of
+// betaBlock); it reports false, writing nothing, for a part beta does not take.
+func betaBlockWrite(w *jw, p part) bool {
+	switch p.Type {
+	case partText:
+		if p.Text == "" {
+			return false // beta rejects empty text blocks
+		}
+		w.open('{')
+		w.key("type")
+		w.str("text")
+		w.key("text")
+		w.str(p.Text)
+		w.close('}')
+	case partImage, partFile:
+		w.open('{')
+		w.key("type")
+		if p.Type == partFile {
+			w.str("document")
+		} else {
+			w.str("image")
+		}
+		w.key("source")
+		w.open('{')
+		if p.URL != "" {
+			w.key("type")
+			w.str("url")
+			w.key("url")
+			w.str(p.URL)
+		} else {
+			w.key("type")
+			w.str("base64")
+			if p.MediaType != "" {
+				w.key("media_type")
+				w.str(p.MediaType)
+			}
+			if p.Data != "" {
+				w.key("data")
+				w.str(p.Data)
+			}
+		}
+		w.close('}')
+		w.close('}')
+	case partToolCall:
+		w.open('{')
+		w.key("type")
+		w.str("tool_use")
+		if id := sanitizeID(p.CallID); id != "" {
+			w.key("id")
+			w.str(id)
+		}
+		if p.Name != "" {
+			w.key("name")
+			w.str(p.Name)
+		}
+		w.key("input")
+		if len(p.Args) == 0 {
+			w.raw(json.RawMessage("{}"))
+		} else {
+			w.raw(p.Args)
+		}
+		w.close('}')
+	case partToolResult:
+		w.open('{')
+		w.key("type")
+		w.str("tool_result")
+		if id := sanitizeID(p.CallID); id != "" {
+			w.key("tool_use_id")
+			w.str(id)
+		}
+		w.key("content")
+		allText := true
+		for _, rp := range p.ResultParts {
+			if rp.Type != partText {
+				allText = false
+			}
+		}
+		if allText {
+			w.str(textOf(p.ResultParts))
+		} else {
+			at := len(w.b)
+			w.open('[')
+			for _, rp := range p.ResultParts {
+				betaBlockWrite(w, rp)
+			}
+			if w.b[len(w.b)-1] == '[' { // no block: encoding/json wrote the nil slice as null
+				w.b = append(w.b[:at], "null"...)
+			} else {
+				w.close(']')
+			}
+		}
+		if p.IsError {
+			w.key("is_error")
+			w.bool(true)
+		}
+		w.close('}')
+	case partThinking:
+		sig, ok := sigForUpstream(vocab.KindBeta, p.Signature)
+		if !ok {
+			return false // beta verifies signatures: reasoning from another family is dropped
+		}
+		w.open('{')
+		w.key("type")
+		w.str("thinking")
+		w.key("thinking")
+		w.str(p.Text)
+		w.key("signature")
+		w.str(sig)
+		w.close('}')
+	case partRedactedThinking:
+		w.open('{')
+		w.key("type")
+		w.str("redacted_thinking")
+		if p.Data != "" {
+			w.key("data")
+			w.str(p.Data)
+		}
+		w.close('}')
+	default:
+		return false
+	}
+	return true
 }
 
 func strp(s string) *string { return &s }
