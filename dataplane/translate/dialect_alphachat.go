@@ -167,7 +167,7 @@ func chatToolChoice(raw json.RawMessage) (*toolChoice, error) {
 		return nil, nil
 	}
 	var s string
-	if isJSONString(raw) && unmarshal(raw, &s) == nil {
+	if stringOf(raw, &s) {
 		switch s {
 		case "auto", "none", "required":
 			return &toolChoice{Mode: s}, nil
@@ -197,7 +197,7 @@ func chatContentParts(raw json.RawMessage, field func() string) ([]part, error) 
 		return nil, nil
 	}
 	var s string
-	if isJSONString(raw) && unmarshal(raw, &s) == nil {
+	if stringOf(raw, &s) {
 		if s == "" {
 			return nil, nil
 		}

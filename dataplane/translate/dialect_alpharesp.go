@@ -152,7 +152,7 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 		return nil
 	}
 	var s string
-	if isJSONString(raw) && unmarshal(raw, &s) == nil {
+	if stringOf(raw, &s) {
 		r.Messages = append(r.Messages, message{Role: "user", Parts: []part{{Type: partText, Text: s}}})
 		return nil
 	}
@@ -195,7 +195,7 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 		case "function_call_output":
 			p := part{Type: partToolResult, CallID: it.CallID}
 			var out string
-			if isJSONString(it.Output) && unmarshal(it.Output, &out) == nil {
+			if stringOf(it.Output, &out) {
 				p.ResultParts = []part{{Type: partText, Text: out}}
 			} else {
 				rp, err := respContentParts(it.Output, func() string { return f() + ".output" })
@@ -236,7 +236,7 @@ func respText(raw json.RawMessage) (string, bool) {
 
 func respContentParts(raw json.RawMessage, field func() string) ([]part, error) {
 	var s string
-	if isJSONString(raw) && unmarshal(raw, &s) == nil {
+	if stringOf(raw, &s) {
 		return []part{{Type: partText, Text: s}}, nil
 	}
 	var arr []respContentPart

@@ -88,7 +88,7 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 	}
 	if len(in.System) > 0 && string(in.System) != "null" {
 		var s string
-		if isJSONString(in.System) && unmarshal(in.System, &s) == nil {
+		if stringOf(in.System, &s) {
 			r.System = []string{s}
 		} else {
 			var blocks []betaBlock
@@ -174,7 +174,7 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 
 func betaContentParts(raw json.RawMessage, field func() string) ([]part, error) {
 	var s string
-	if isJSONString(raw) && unmarshal(raw, &s) == nil {
+	if stringOf(raw, &s) {
 		return []part{{Type: partText, Text: s}}, nil
 	}
 	var blocks []betaBlock

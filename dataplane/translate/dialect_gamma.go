@@ -314,7 +314,7 @@ func gammaResultPart(id string, resp json.RawMessage) part {
 // jsonValueText returns a JSON string's value, or any other JSON value compacted.
 func jsonValueText(r json.RawMessage) string {
 	var s string
-	if isJSONString(r) && unmarshal(r, &s) == nil {
+	if stringOf(r, &s) {
 		return s
 	}
 	return string(compactJSON(r))

@@ -66,12 +66,39 @@ func viewString(dec *jsontext.Decoder, s *string) error {
 		*s = unsafe.String(&in[0], len(in)) // v points into the immutable input (see unmarshal)
 		return nil
 	}
-	b, err := jsontext.AppendUnquote(make([]byte, 0, len(in)), v)
+	b, err := jsontext.AppendUnquote(make([]byte, 0, len(v)), v)
 	if err != nil {
 		return err
 	}
 	*s = unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
 	return nil
+}
+
+// stringOf decodes raw when it is one JSON string, as unmarshal into a string does but without a decoder
+// (and sharing raw's memory when there is no escape); false when raw is anything else.
+func stringOf(raw []byte, s *string) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return false
+	}
+	in := raw[1 : len(raw)-1]
+	plain := true
+	for _, c := range in {
+		if c < 0x20 || c == '"' || c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if plain && utf8.Valid(in) {
+		*s = unsafe.String(unsafe.SliceData(in), len(in)) // raw is never modified (see unmarshal)
+		return true
+	}
+	b, err := jsontext.AppendUnquote(make([]byte, 0, len(raw)), raw)
+	if err != nil {
+		return false
+	}
+	*s = unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
+	return true
 }
 
 // viewRaw keeps a raw value as the input's bytes (capacity clipped, so an append copies).
@@ -226,6 +253,9 @@ func mustMarshal(v any) []byte {
 
 // compactJSON returns s compacted when it is valid JSON, else s unchanged.
 func compactJSON(s []byte) []byte {
+	if isCompact(s) && json.Valid(s) {
+		return s
+	}
 	var b bytes.Buffer
 	if json.Compact(&b, s) != nil {
 		return s
@@ -241,8 +271,9 @@ func argsObject(s string) json.RawMessage {
 	if t == "" {
 		return json.RawMessage("{}")
 	}
-	if t[0] == '{' && json.Valid([]byte(t)) {
-		return compactJSON([]byte(t))
+	// strings are immutable: a compact object is returned as a view of s, no copy
+	if v := stringBytes(t); t[0] == '{' && json.Valid(v) {
+		return compactJSON(v)
 	}
 	return mustMarshal(map[string]string{"_raw": s})
 }
@@ -354,7 +385,7 @@ func rawText(r json.RawMessage) (string, bool) {
 		return "", true
 	}
 	var s string
-	if isJSONString(r) && unmarshal(r, &s) == nil {
+	if stringOf(r, &s) {
 		return s, true
 	}
 	var arr []struct {
@@ -377,7 +408,7 @@ func stopList(r json.RawMessage) ([]string, error) {
 		return nil, nil
 	}
 	var s string
-	if isJSONString(r) && unmarshal(r, &s) == nil {
+	if stringOf(r, &s) {
 		return []string{s}, nil
 	}
 	var arr []string
