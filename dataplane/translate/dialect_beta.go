@@ -157,13 +157,15 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 			r.ParallelToolCalls = &f
 		}
 	}
+	r.Messages = make([]message, 0, len(in.Messages))
+	a := &betaArena{parts: make([]part, 0, 2*len(in.Messages)+4)}
 	for i, m := range in.Messages {
 		field := func() string { return fmt.Sprintf("messages[%d].content", i) }
 		role := m.Role
 		if role != "user" && role != "assistant" {
 			return nil, refuse(fmt.Sprintf("messages[%d].role", i), "role %q cannot be translated", role)
 		}
-		parts, err := betaContentParts(m.Content, field)
+		parts, err := betaContentParts(m.Content, field, a, &a.parts)
 		if err != nil {
 			return nil, err
 		}
@@ -172,17 +174,36 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 	return r, nil
 }
 
-func betaContentParts(raw json.RawMessage, field func() string) ([]part, error) {
+// betaArena is the backing storage of a request's parts: message parts, tool result parts and the scratch
+// the content blocks of one message are decoded into.
+type betaArena struct {
+	parts, results []part
+	blocks         []betaBlock
+}
+
+// betaContentParts converts message content (string or blocks) into parts appended to *dst and returns
+// them (capacity clipped, so a later append copies). Tool result contents go to a.results; a result inside
+// a result (invalid, but parsed) gets storage of its own.
+func betaContentParts(raw json.RawMessage, field func() string, a *betaArena, dst *[]part) ([]part, error) {
+	if dst == nil {
+		dst = new([]part)
+	}
+	start := len(*dst)
 	var s string
 	if stringOf(raw, &s) {
-		return []part{{Type: partText, Text: s}}, nil
+		*dst = append(*dst, part{Type: partText, Text: s})
+		return (*dst)[start:len(*dst):len(*dst)], nil
 	}
-	var blocks []betaBlock
-	if err := unmarshal(raw, &blocks); err != nil {
+	blocks := &a.blocks
+	if dst != &a.parts {
+		blocks = new([]betaBlock) // a.blocks is being read by the caller
+	}
+	*blocks = (*blocks)[:0]
+	if err := unmarshal(raw, blocks); err != nil {
 		return nil, badRequest(field(), err)
 	}
-	out := make([]part, 0, len(blocks))
-	for j, b := range blocks {
+	out := *dst
+	for j, b := range *blocks {
 		f := func() string { return fmt.Sprintf("%s[%d]", field(), j) }
 		switch b.Type {
 		case "text":
@@ -202,7 +223,11 @@ func betaContentParts(raw json.RawMessage, field func() string) ([]part, error) 
 		case "tool_result":
 			p := part{Type: partToolResult, CallID: b.ToolUseID, IsError: b.IsError}
 			if len(b.Content) > 0 && string(b.Content) != "null" {
-				rp, err := betaContentParts(b.Content, func() string { return f() + ".content" })
+				results := &a.results
+				if dst != &a.parts {
+					results = nil
+				}
+				rp, err := betaContentParts(b.Content, func() string { return f() + ".content" }, a, results)
 				if err != nil {
 					return nil, err
 				}
@@ -224,7 +249,8 @@ func betaContentParts(raw json.RawMessage, field func() string) ([]part, error) 
 			return nil, refuse(f(), "content block type %q cannot be translated", b.Type)
 		}
 	}
-	return out, nil
+	*dst = out
+	return out[start:len(out):len(out)], nil
 }
 
 func betaSourcePart(b betaBlock, f string) (part, error) {

@@ -212,22 +212,29 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 	// ids: keep gamma's when present, else synthesise call_<turn>_<k>; responses without id take the
 	// oldest unanswered call with the same name.
 	pending := map[string][]string{}
+	n := 0
+	for _, c := range in.Contents {
+		n += len(c.Parts)
+	}
+	r.Messages = make([]message, 0, len(in.Contents))
+	arena := make([]part, 0, n+n/4) // every message's parts, from one backing array
 	for i, c := range in.Contents {
 		role := "user"
 		if c.Role == "model" {
 			role = "assistant"
 		}
 		msg := message{Role: role}
+		start := len(arena)
 		k := 0
 		for j, p := range c.Parts {
 			f := func() string { return fmt.Sprintf("contents[%d].parts[%d]", i, j) }
 			if p.ThoughtSignature != "" && !(p.Thought && p.Text != nil) {
 				// the signature covers the thought text before it: one signed thinking part
 				sig := st.sigFromClient(p.ThoughtSignature)
-				if n := len(msg.Parts); n > 0 && msg.Parts[n-1].Type == partThinking && msg.Parts[n-1].Signature == "" {
-					msg.Parts[n-1].Signature = sig
+				if n := len(arena); n > start && arena[n-1].Type == partThinking && arena[n-1].Signature == "" {
+					arena[n-1].Signature = sig
 				} else {
-					msg.Parts = append(msg.Parts, part{Type: partThinking, Signature: sig})
+					arena = append(arena, part{Type: partThinking, Signature: sig})
 				}
 			}
 			switch {
@@ -242,7 +249,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 				if len(args) == 0 || string(args) == "null" {
 					args = json.RawMessage("{}")
 				}
-				msg.Parts = append(msg.Parts, part{Type: partToolCall, CallID: id, Name: p.FunctionCall.Name, Args: compactJSON(args)})
+				arena = append(arena, part{Type: partToolCall, CallID: id, Name: p.FunctionCall.Name, Args: compactJSON(args)})
 			case p.FunctionResponse != nil:
 				fr := p.FunctionResponse
 				id := fr.ID
@@ -260,35 +267,36 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 				if id == "" {
 					return nil, refuse(f()+".functionResponse.id", "function response %q matches no earlier function call", fr.Name)
 				}
-				msg.Parts = append(msg.Parts, gammaResultPart(id, fr.Response))
+				arena = append(arena, gammaResultPart(id, fr.Response))
 			case p.InlineData != nil:
 				t := partImage
 				if !strings.HasPrefix(p.InlineData.MimeType, "image/") {
 					t = partFile
 				}
-				msg.Parts = append(msg.Parts, part{Type: t, MediaType: p.InlineData.MimeType, Data: p.InlineData.Data})
+				arena = append(arena, part{Type: t, MediaType: p.InlineData.MimeType, Data: p.InlineData.Data})
 			case p.FileData != nil:
 				t := partImage
 				if !strings.HasPrefix(p.FileData.MimeType, "image/") {
 					t = partFile
 				}
-				msg.Parts = append(msg.Parts, part{Type: t, MediaType: p.FileData.MimeType, URL: p.FileData.FileURI})
+				arena = append(arena, part{Type: t, MediaType: p.FileData.MimeType, URL: p.FileData.FileURI})
 			case len(p.ExecutableCode) > 0 || len(p.CodeExecutionResult) > 0:
 				return nil, refuse(f(), "code execution parts cannot be translated")
 			case p.Text != nil:
 				if p.Thought {
 					sig := st.sigFromClient(p.ThoughtSignature)
-					if n := len(msg.Parts); n > 0 && msg.Parts[n-1].Type == partThinking && msg.Parts[n-1].Signature == "" {
-						msg.Parts[n-1].Text += *p.Text
-						msg.Parts[n-1].Signature = sig
+					if n := len(arena); n > start && arena[n-1].Type == partThinking && arena[n-1].Signature == "" {
+						arena[n-1].Text += *p.Text
+						arena[n-1].Signature = sig
 					} else {
-						msg.Parts = append(msg.Parts, part{Type: partThinking, Text: *p.Text, Signature: sig})
+						arena = append(arena, part{Type: partThinking, Text: *p.Text, Signature: sig})
 					}
 				} else {
-					msg.Parts = append(msg.Parts, part{Type: partText, Text: *p.Text})
+					arena = append(arena, part{Type: partText, Text: *p.Text})
 				}
 			}
 		}
+		msg.Parts = arena[start:len(arena):len(arena)]
 		r.Messages = append(r.Messages, msg)
 	}
 	return r, nil
