@@ -3,6 +3,7 @@ package translate
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/jsontext"
 	"net/http"
 	"net/url"
 	"strings"
@@ -305,27 +306,31 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 // gammaResultPart converts a functionResponse.response object into a tool result.
 func gammaResultPart(id string, resp json.RawMessage) part {
 	p := part{Type: partToolResult, CallID: id}
-	var m map[string]json.RawMessage
-	text := string(compactJSON(resp))
-	if unmarshal(resp, &m) == nil {
-		if e, ok := m["error"]; ok && len(m) == 1 {
+	// {"output": v} or {"error": v} alone carries v; any other object is the result as it is
+	var m struct {
+		Error  json.RawMessage `json:"error,case:strict"`
+		Output json.RawMessage `json:"output,case:strict"`
+		Other  jsontext.Value  `json:",unknown"`
+	}
+	text := compactText(resp)
+	if unmarshal(resp, &m) == nil && len(m.Other) == 0 {
+		if m.Error != nil && m.Output == nil {
 			p.IsError = true
-			text = jsonValueText(e)
-		} else if o, ok := m["output"]; ok && len(m) == 1 {
-			text = jsonValueText(o)
+			text = jsonValueText(m.Error)
+		} else if m.Output != nil && m.Error == nil {
+			text = jsonValueText(m.Output)
 		}
 	}
 	p.ResultParts = []part{{Type: partText, Text: text}}
 	return p
 }
 
-// jsonValueText returns a JSON string's value, or any other JSON value compacted.
 func jsonValueText(r json.RawMessage) string {
 	var s string
 	if stringOf(r, &s) {
 		return s
 	}
-	return string(compactJSON(r))
+	return compactText(r)
 }
 
 // lowerSchemaTypes converts gamma's OpenAPI-subset schema (UPPERCASE type enums) to JSON Schema spelling.

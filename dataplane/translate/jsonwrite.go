@@ -149,3 +149,12 @@ func requestSizeHint(r *request) int {
 
 // stringBytes views s as bytes for reading (nothing writes to them).
 func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// compactText is a JSON value's compact text, sharing r's memory when r is already compact (r is never
+// modified: see unmarshal).
+func compactText(r []byte) string {
+	if isCompact(r) && json.Valid(r) {
+		return unsafe.String(unsafe.SliceData(r), len(r))
+	}
+	return string(compactJSON(r))
+}
