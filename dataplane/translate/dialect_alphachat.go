@@ -128,8 +128,10 @@ func (alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) {
 	if r.ToolChoice, err = chatToolChoice(in.ToolChoice); err != nil {
 		return nil, err
 	}
+	r.Messages = make([]message, 0, len(in.Messages))
+	a := &chatArena{parts: make([]part, 0, len(in.Messages)+len(in.Messages)/2+4)}
 	for i, m := range in.Messages {
-		if err := chatMessageToIR(r, i, m); err != nil {
+		if err := chatMessageToIR(r, i, m, a); err != nil {
 			return nil, err
 		}
 	}
@@ -192,16 +194,17 @@ func chatToolChoice(raw json.RawMessage) (*toolChoice, error) {
 }
 
 // chatContentParts parses alpha chat message content (string or parts) into canonical parts.
-func chatContentParts(raw json.RawMessage, field func() string) ([]part, error) {
+// chatContentParts appends the parts of alpha chat message content (string or parts) to dst.
+func chatContentParts(raw json.RawMessage, field func() string, dst []part) ([]part, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
+		return dst, nil
 	}
 	var s string
 	if stringOf(raw, &s) {
 		if s == "" {
-			return nil, nil
+			return dst, nil
 		}
-		return []part{{Type: partText, Text: s}}, nil
+		return append(dst, part{Type: partText, Text: s}), nil
 	}
 	var arr []struct {
 		Type     string `json:"type"`
@@ -220,7 +223,7 @@ func chatContentParts(raw json.RawMessage, field func() string) ([]part, error) 
 	if err := unmarshal(raw, &arr); err != nil {
 		return nil, badRequest(field(), err)
 	}
-	var out []part
+	out := dst
 	for j, p := range arr {
 		f := func() string { return fmt.Sprintf("%s[%d]", field(), j) }
 		switch p.Type {
@@ -253,7 +256,14 @@ func imagePart(u, detail string) part {
 	return part{Type: partImage, URL: u, Detail: detail}
 }
 
-func chatMessageToIR(r *request, i int, m chatMessageIn) error {
+// chatArena is the backing storage of a request's parts: message parts and tool result parts.
+type chatArena struct{ parts, results []part }
+
+// clipped is s[start:] with its capacity clipped, so an append to it copies instead of overwriting what
+// follows in the shared backing array.
+func clipped(s []part, start int) []part { return s[start:len(s):len(s)] }
+
+func chatMessageToIR(r *request, i int, m chatMessageIn, a *chatArena) error {
 	field := func() string { return fmt.Sprintf("messages[%d].content", i) }
 	switch m.Role {
 	case "system", "developer":
@@ -263,40 +273,50 @@ func chatMessageToIR(r *request, i int, m chatMessageIn) error {
 		}
 		r.System = append(r.System, t)
 	case "user":
-		parts, err := chatContentParts(m.Content, field)
+		start := len(a.parts)
+		parts, err := chatContentParts(m.Content, field, a.parts)
 		if err != nil {
 			return err
 		}
-		r.Messages = append(r.Messages, message{Role: "user", Parts: parts})
+		a.parts = parts
+		r.Messages = append(r.Messages, message{Role: "user", Parts: clipped(a.parts, start)})
 	case "assistant":
-		var parts []part
+		start := len(a.parts)
 		if m.ReasoningContent != "" {
-			parts = append(parts, part{Type: partThinking, Text: m.ReasoningContent})
+			a.parts = append(a.parts, part{Type: partThinking, Text: m.ReasoningContent})
 		}
-		cp, err := chatContentParts(m.Content, field)
+		parts, err := chatContentParts(m.Content, field, a.parts)
 		if err != nil {
 			return err
 		}
-		parts = append(parts, cp...)
+		a.parts = parts
 		if len(m.FunctionCall) > 0 && string(m.FunctionCall) != "null" {
 			return refuse(fmt.Sprintf("messages[%d].function_call", i), "legacy function_call is not supported")
 		}
 		for _, tc := range m.ToolCalls {
-			parts = append(parts, part{Type: partToolCall, CallID: tc.ID, Name: tc.Function.Name, Args: argsObject(tc.Function.Arguments)})
+			a.parts = append(a.parts, part{Type: partToolCall, CallID: tc.ID, Name: tc.Function.Name, Args: argsObject(tc.Function.Arguments)})
 		}
-		r.Messages = append(r.Messages, message{Role: "assistant", Parts: parts})
+		r.Messages = append(r.Messages, message{Role: "assistant", Parts: clipped(a.parts, start)})
 	case "tool":
 		t, ok := rawText(m.Content)
 		if !ok {
 			return refuse(field(), "tool content must be text")
 		}
-		p := part{Type: partToolResult, CallID: m.ToolCallID, ResultParts: []part{{Type: partText, Text: t}}}
+		a.results = append(a.results, part{Type: partText, Text: t})
+		p := part{Type: partToolResult, CallID: m.ToolCallID, ResultParts: clipped(a.results, len(a.results)-1)}
 		// consecutive tool messages become one user turn
 		if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == "user" && len(r.Messages[n-1].Parts) > 0 &&
 			r.Messages[n-1].Parts[len(r.Messages[n-1].Parts)-1].Type == partToolResult {
-			r.Messages[n-1].Parts = append(r.Messages[n-1].Parts, p)
+			prev := r.Messages[n-1].Parts
+			if k := len(a.parts); k > 0 && &a.parts[k-1] == &prev[len(prev)-1] { // the turn ends the arena: grow it there
+				a.parts = append(a.parts, p)
+				r.Messages[n-1].Parts = clipped(a.parts, len(a.parts)-len(prev)-1)
+			} else {
+				r.Messages[n-1].Parts = append(prev, p)
+			}
 		} else {
-			r.Messages = append(r.Messages, message{Role: "user", Parts: []part{p}})
+			a.parts = append(a.parts, p)
+			r.Messages = append(r.Messages, message{Role: "user", Parts: clipped(a.parts, len(a.parts)-1)})
 		}
 	default:
 		return refuse(fmt.Sprintf("messages[%d].role", i), "role %q cannot be translated", m.Role)
