@@ -139,12 +139,24 @@ func (alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
 	return r, nil
 }
 
-func (r *request) appendPart(role string, p part) {
+// respArena is the backing storage of a request's parts: message parts, tool result parts and the scratch
+// an assistant message's content is read into.
+type respArena struct{ parts, results, tmp []part }
+
+// appendPart adds p to the last message when it has the role, else starts a message.
+func (a *respArena) appendPart(r *request, role string, p part) {
 	if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == role {
-		r.Messages[n-1].Parts = append(r.Messages[n-1].Parts, p)
+		prev := r.Messages[n-1].Parts
+		if k := len(a.parts); k > 0 && len(prev) > 0 && &a.parts[k-1] == &prev[len(prev)-1] { // it ends the arena: grow it there
+			a.parts = append(a.parts, p)
+			r.Messages[n-1].Parts = clipped(a.parts, len(a.parts)-len(prev)-1)
+			return
+		}
+		r.Messages[n-1].Parts = append(prev, p)
 		return
 	}
-	r.Messages = append(r.Messages, message{Role: role, Parts: []part{p}})
+	a.parts = append(a.parts, p)
+	r.Messages = append(r.Messages, message{Role: role, Parts: clipped(a.parts, len(a.parts)-1)})
 }
 
 func respInputToIR(r *request, raw json.RawMessage) error {
@@ -160,6 +172,8 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 	if err := unmarshal(raw, &items); err != nil {
 		return badRequest("input", err)
 	}
+	r.Messages = make([]message, 0, len(items))
+	a := &respArena{parts: make([]part, 0, len(items)+4)}
 	for i, it := range items {
 		f := func() string { return fmt.Sprintf("input[%d]", i) }
 		switch it.Type {
@@ -172,16 +186,23 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 				}
 				r.System = append(r.System, t)
 			case "user", "assistant":
-				parts, err := respContentParts(it.Content, func() string { return f() + ".content" })
-				if err != nil {
-					return err
-				}
 				if it.Role == "assistant" {
+					parts, err := respContentParts(it.Content, func() string { return f() + ".content" }, a.tmp[:0])
+					if err != nil {
+						return err
+					}
+					a.tmp = parts
 					for _, p := range parts {
-						r.appendPart("assistant", p)
+						a.appendPart(r, "assistant", p)
 					}
 				} else {
-					r.Messages = append(r.Messages, message{Role: "user", Parts: parts})
+					start := len(a.parts)
+					parts, err := respContentParts(it.Content, func() string { return f() + ".content" }, a.parts)
+					if err != nil {
+						return err
+					}
+					a.parts = parts
+					r.Messages = append(r.Messages, message{Role: "user", Parts: clipped(a.parts, start)})
 				}
 			default:
 				return refuse(f()+".role", "role %q cannot be translated", it.Role)
@@ -191,24 +212,27 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 			if it.Arguments != nil {
 				args = *it.Arguments
 			}
-			r.appendPart("assistant", part{Type: partToolCall, CallID: it.CallID, Name: it.Name, Args: argsObject(args), ItemID: it.ID})
+			a.appendPart(r, "assistant", part{Type: partToolCall, CallID: it.CallID, Name: it.Name, Args: argsObject(args), ItemID: it.ID})
 		case "function_call_output":
 			p := part{Type: partToolResult, CallID: it.CallID}
+			start := len(a.results)
 			var out string
 			if stringOf(it.Output, &out) {
-				p.ResultParts = []part{{Type: partText, Text: out}}
+				a.results = append(a.results, part{Type: partText, Text: out})
 			} else {
-				rp, err := respContentParts(it.Output, func() string { return f() + ".output" })
+				rp, err := respContentParts(it.Output, func() string { return f() + ".output" }, a.results)
 				if err != nil {
 					return err
 				}
-				p.ResultParts = rp
+				a.results = rp
 			}
+			p.ResultParts = clipped(a.results, start)
 			if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == "user" && len(r.Messages[n-1].Parts) > 0 &&
 				r.Messages[n-1].Parts[len(r.Messages[n-1].Parts)-1].Type == partToolResult {
-				r.Messages[n-1].Parts = append(r.Messages[n-1].Parts, p)
+				a.appendPart(r, "user", p)
 			} else {
-				r.Messages = append(r.Messages, message{Role: "user", Parts: []part{p}})
+				a.parts = append(a.parts, p)
+				r.Messages = append(r.Messages, message{Role: "user", Parts: clipped(a.parts, len(a.parts)-1)})
 			}
 		case "reasoning":
 			var sum []struct {
@@ -222,7 +246,7 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 				}
 				b.WriteString(s.Text)
 			}
-			r.appendPart("assistant", part{Type: partThinking, Text: b.String(), Signature: it.EncryptedContent, ItemID: it.ID})
+			a.appendPart(r, "assistant", part{Type: partThinking, Text: b.String(), Signature: it.EncryptedContent, ItemID: it.ID})
 		default:
 			return refuse(f()+".type", "input item type %q cannot be translated", it.Type)
 		}
@@ -234,16 +258,17 @@ func respText(raw json.RawMessage) (string, bool) {
 	return rawText(raw)
 }
 
-func respContentParts(raw json.RawMessage, field func() string) ([]part, error) {
+// respContentParts appends the parts of message content (string or parts) to dst.
+func respContentParts(raw json.RawMessage, field func() string, dst []part) ([]part, error) {
 	var s string
 	if stringOf(raw, &s) {
-		return []part{{Type: partText, Text: s}}, nil
+		return append(dst, part{Type: partText, Text: s}), nil
 	}
 	var arr []respContentPart
 	if err := unmarshal(raw, &arr); err != nil {
 		return nil, badRequest(field(), err)
 	}
-	out := make([]part, 0, len(arr))
+	out := dst
 	for j, p := range arr {
 		f := func() string { return fmt.Sprintf("%s[%d]", field(), j) }
 		switch p.Type {
@@ -644,7 +669,7 @@ func respOutputToParts(items []respItem) []part {
 			}
 			parts = append(parts, part{Type: partThinking, Text: b.String(), Signature: respSignature(it.ID, it.EncryptedContent), ItemID: it.ID})
 		case "message":
-			cp, _ := respContentParts(it.Content, func() string { return "output" })
+			cp, _ := respContentParts(it.Content, func() string { return "output" }, nil)
 			for _, p := range cp {
 				if p.Type == partText {
 					p.ItemID = it.ID
