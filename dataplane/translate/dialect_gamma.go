@@ -6,6 +6,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -219,6 +220,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 	}
 	r.Messages = make([]message, 0, len(in.Contents))
 	arena := make([]part, 0, n+n/4) // every message's parts, from one backing array
+	var results []part              // and every tool result's
 	for i, c := range in.Contents {
 		role := "user"
 		if c.Role == "model" {
@@ -242,7 +244,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 			case p.FunctionCall != nil:
 				id := p.FunctionCall.ID
 				if id == "" {
-					id = fmt.Sprintf("call_%d_%d", i, k)
+					id = "call_" + strconv.Itoa(i) + "_" + strconv.Itoa(k)
 				}
 				k++
 				pending[p.FunctionCall.Name] = append(pending[p.FunctionCall.Name], id)
@@ -268,7 +270,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 				if id == "" {
 					return nil, refuse(f()+".functionResponse.id", "function response %q matches no earlier function call", fr.Name)
 				}
-				arena = append(arena, gammaResultPart(id, fr.Response))
+				arena = append(arena, gammaResultPart(id, fr.Response, &results))
 			case p.InlineData != nil:
 				t := partImage
 				if !strings.HasPrefix(p.InlineData.MimeType, "image/") {
@@ -303,8 +305,9 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 	return r, nil
 }
 
-// gammaResultPart converts a functionResponse.response object into a tool result.
-func gammaResultPart(id string, resp json.RawMessage) part {
+// gammaResultPart converts a functionResponse.response object into a tool result whose text part is
+// appended to *results.
+func gammaResultPart(id string, resp json.RawMessage, results *[]part) part {
 	p := part{Type: partToolResult, CallID: id}
 	// {"output": v} or {"error": v} alone carries v; any other object is the result as it is
 	var m struct {
@@ -321,7 +324,8 @@ func gammaResultPart(id string, resp json.RawMessage) part {
 			text = jsonValueText(m.Output)
 		}
 	}
-	p.ResultParts = []part{{Type: partText, Text: text}}
+	*results = append(*results, part{Type: partText, Text: text})
+	p.ResultParts = clipped(*results, len(*results)-1)
 	return p
 }
 
