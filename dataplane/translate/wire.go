@@ -14,15 +14,19 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // JSON and content helpers shared by the dialect codecs.
 
-// decodeOpts configure unmarshal: encoding/json's name matching (case-insensitive, the last of duplicate
-// names wins) on the go-json-experiment decoder, with strings and raw values that point into the input
-// instead of copies (viewString, viewRaw).
+// decodeOpts configure unmarshal: encoding/json's name matching (strings.EqualFold, so "Stream" is stream
+// but "s_tream" is not — the go-json-experiment default would also ignore '_' and '-', which the gateway's
+// own reading of a body, vocab.ParseRequest, does not; the last of duplicate names wins) on the
+// go-json-experiment decoder, with strings and raw values that point into the input instead of copies
+// (viewString, viewRaw).
 var decodeOpts = jsonv2.JoinOptions(
 	jsonv2.MatchCaseInsensitiveNames(true),
+	jsonv1.MatchCaseSensitiveDelimiter(true),
 	jsontext.AllowDuplicateNames(true),
 	jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
 		jsonv2.UnmarshalFromFunc(viewString),
