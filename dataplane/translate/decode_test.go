@@ -2,6 +2,7 @@ package translate
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -73,5 +74,44 @@ func TestDecodedStringsOwnTheirMemory(t *testing.T) {
 	}
 	if got := r.Tools[0].Name; got != "get_weather" {
 		t.Errorf("tool name %q after the caller reused its buffer", got)
+	}
+}
+
+// TestRefusedFieldPaths: a refused or malformed member is named by its full path although the decoders
+// only format it when they fail (fieldPath).
+func TestRefusedFieldPaths(t *testing.T) {
+	for _, c := range []struct {
+		kind vocab.Kind
+		body string
+		want string
+	}{
+		{vocab.KindBetaMessages, `{"model":"b","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"server_tool_use","id":"x"}]}]}`,
+			"messages[1].content[1]"},
+		{vocab.KindBetaMessages, `{"model":"b","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"bogus"}]}]}]}`,
+			"messages[0].content[0].content[0]"},
+		{vocab.KindAlphaChatCompletions, `{"model":"m","messages":[{"role":"user","content":"a"},{"role":"user","content":[{"type":"input_audio"}]}]}`,
+			"messages[1].content[0]"},
+		{vocab.KindAlphaResponses, `{"model":"m","input":[{"role":"user","content":"a"},{"role":"user","content":[{"type":"input_text","text":"b"},{"type":"input_audio"}]}]}`,
+			"input[1].content[1]"},
+		{vocab.KindAlphaResponses, `{"model":"m","input":[{"type":"web_search_call"}]}`, "input[0].type"},
+		{vocab.KindGammaGenerateContent, `{"contents":[{"role":"user","parts":[{"text":"a"}]},{"role":"model","parts":[{"text":"b"},{"executableCode":{"code":"1"}}]}]}`,
+			"contents[1].parts[1]"},
+	} {
+		dest := vocab.KindAlphaChatCompletions
+		if c.kind == dest {
+			dest = vocab.KindBetaMessages
+		}
+		tr, err := New(Pair{Op: vocab.OpGenerateContent, Kind: c.kind, DestOp: vocab.OpGenerateContent, DestKind: dest}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tr.Request(ClientRequest{Body: []byte(c.body), Model: "up"})
+		var re *RequestError
+		if !errors.As(err, &re) {
+			t.Fatalf("%s: %v, want a RequestError", c.want, err)
+		}
+		if re.Field != c.want {
+			t.Errorf("field %q (%s), want %q", re.Field, re.Message, c.want)
+		}
 	}
 }

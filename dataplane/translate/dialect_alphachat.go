@@ -195,7 +195,7 @@ func chatToolChoice(raw json.RawMessage) (*toolChoice, error) {
 
 // chatContentParts parses alpha chat message content (string or parts) into canonical parts.
 // chatContentParts appends the parts of alpha chat message content (string or parts) to dst.
-func chatContentParts(raw json.RawMessage, field func() string, dst []part) ([]part, error) {
+func chatContentParts(raw json.RawMessage, field fieldPath, dst []part) ([]part, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return dst, nil
 	}
@@ -221,11 +221,11 @@ func chatContentParts(raw json.RawMessage, field func() string, dst []part) ([]p
 		} `json:"file"`
 	}
 	if err := unmarshal(raw, &arr); err != nil {
-		return nil, badRequest(field(), err)
+		return nil, badRequest(field.String(), err)
 	}
 	out := dst
 	for j, p := range arr {
-		f := func() string { return fmt.Sprintf("%s[%d]", field(), j) }
+		f := field.with("", j)
 		switch p.Type {
 		case "text":
 			out = append(out, part{Type: partText, Text: p.Text})
@@ -235,7 +235,7 @@ func chatContentParts(raw json.RawMessage, field func() string, dst []part) ([]p
 			out = append(out, imagePart(p.ImageURL.URL, p.ImageURL.Detail))
 		case "file":
 			if p.File.FileData == "" {
-				return nil, refuse(f(), "file references by id cannot be translated; send file_data")
+				return nil, refuse(f.String(), "file references by id cannot be translated; send file_data")
 			}
 			mime, data, ok := dataURL(p.File.FileData)
 			if !ok {
@@ -243,7 +243,7 @@ func chatContentParts(raw json.RawMessage, field func() string, dst []part) ([]p
 			}
 			out = append(out, part{Type: partFile, MediaType: mime, Data: data, FileName: p.File.Filename})
 		default:
-			return nil, refuse(f(), "content part type %q cannot be translated", p.Type)
+			return nil, refuse(f.String(), "content part type %q cannot be translated", p.Type)
 		}
 	}
 	return out, nil
@@ -264,12 +264,12 @@ type chatArena struct{ parts, results []part }
 func clipped(s []part, start int) []part { return s[start:len(s):len(s)] }
 
 func chatMessageToIR(r *request, i int, m chatMessageIn, a *chatArena) error {
-	field := func() string { return fmt.Sprintf("messages[%d].content", i) }
+	field := pathOf("messages", i).with(".content", -1)
 	switch m.Role {
 	case "system", "developer":
 		t, ok := rawText(m.Content)
 		if !ok {
-			return refuse(field(), "system content must be text")
+			return refuse(field.String(), "system content must be text")
 		}
 		r.System = append(r.System, t)
 	case "user":
@@ -300,7 +300,7 @@ func chatMessageToIR(r *request, i int, m chatMessageIn, a *chatArena) error {
 	case "tool":
 		t, ok := rawText(m.Content)
 		if !ok {
-			return refuse(field(), "tool content must be text")
+			return refuse(field.String(), "tool content must be text")
 		}
 		a.results = append(a.results, part{Type: partText, Text: t})
 		p := part{Type: partToolResult, CallID: m.ToolCallID, ResultParts: clipped(a.results, len(a.results)-1)}

@@ -175,19 +175,19 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 	r.Messages = make([]message, 0, len(items))
 	a := &respArena{parts: make([]part, 0, len(items)+4)}
 	for i, it := range items {
-		f := func() string { return fmt.Sprintf("input[%d]", i) }
+		f := pathOf("input", i)
 		switch it.Type {
 		case "message", "":
 			switch it.Role {
 			case "system", "developer":
 				t, ok := respText(it.Content)
 				if !ok {
-					return refuse(f()+".content", "system content must be text")
+					return refuse(f.String()+".content", "system content must be text")
 				}
 				r.System = append(r.System, t)
 			case "user", "assistant":
 				if it.Role == "assistant" {
-					parts, err := respContentParts(it.Content, func() string { return f() + ".content" }, a.tmp[:0])
+					parts, err := respContentParts(it.Content, f.with(".content", -1), a.tmp[:0])
 					if err != nil {
 						return err
 					}
@@ -197,7 +197,7 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 					}
 				} else {
 					start := len(a.parts)
-					parts, err := respContentParts(it.Content, func() string { return f() + ".content" }, a.parts)
+					parts, err := respContentParts(it.Content, f.with(".content", -1), a.parts)
 					if err != nil {
 						return err
 					}
@@ -205,7 +205,7 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 					r.Messages = append(r.Messages, message{Role: "user", Parts: clipped(a.parts, start)})
 				}
 			default:
-				return refuse(f()+".role", "role %q cannot be translated", it.Role)
+				return refuse(f.String()+".role", "role %q cannot be translated", it.Role)
 			}
 		case "function_call":
 			args := ""
@@ -220,7 +220,7 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 			if stringOf(it.Output, &out) {
 				a.results = append(a.results, part{Type: partText, Text: out})
 			} else {
-				rp, err := respContentParts(it.Output, func() string { return f() + ".output" }, a.results)
+				rp, err := respContentParts(it.Output, f.with(".output", -1), a.results)
 				if err != nil {
 					return err
 				}
@@ -248,7 +248,7 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 			}
 			a.appendPart(r, "assistant", part{Type: partThinking, Text: b.String(), Signature: it.EncryptedContent, ItemID: it.ID})
 		default:
-			return refuse(f()+".type", "input item type %q cannot be translated", it.Type)
+			return refuse(f.String()+".type", "input item type %q cannot be translated", it.Type)
 		}
 	}
 	return nil
@@ -259,18 +259,18 @@ func respText(raw json.RawMessage) (string, bool) {
 }
 
 // respContentParts appends the parts of message content (string or parts) to dst.
-func respContentParts(raw json.RawMessage, field func() string, dst []part) ([]part, error) {
+func respContentParts(raw json.RawMessage, field fieldPath, dst []part) ([]part, error) {
 	var s string
 	if stringOf(raw, &s) {
 		return append(dst, part{Type: partText, Text: s}), nil
 	}
 	var arr []respContentPart
 	if err := unmarshal(raw, &arr); err != nil {
-		return nil, badRequest(field(), err)
+		return nil, badRequest(field.String(), err)
 	}
 	out := dst
 	for j, p := range arr {
-		f := func() string { return fmt.Sprintf("%s[%d]", field(), j) }
+		f := field.with("", j)
 		switch p.Type {
 		case "input_text", "output_text", "text":
 			out = append(out, part{Type: partText, Text: p.Text})
@@ -278,7 +278,7 @@ func respContentParts(raw json.RawMessage, field func() string, dst []part) ([]p
 			out = append(out, part{Type: partText, Text: p.Refusal})
 		case "input_image":
 			if p.ImageURL == "" {
-				return nil, refuse(f(), "images by file_id cannot be translated; send image_url")
+				return nil, refuse(f.String(), "images by file_id cannot be translated; send image_url")
 			}
 			out = append(out, imagePart(p.ImageURL, p.Detail))
 		case "input_file":
@@ -292,10 +292,10 @@ func respContentParts(raw json.RawMessage, field func() string, dst []part) ([]p
 			case p.FileURL != "":
 				out = append(out, part{Type: partFile, URL: p.FileURL, MediaType: mimeFromURL(p.FileURL), FileName: p.Filename})
 			default:
-				return nil, refuse(f(), "files by file_id cannot be translated; send file_data")
+				return nil, refuse(f.String(), "files by file_id cannot be translated; send file_data")
 			}
 		default:
-			return nil, refuse(f(), "content part type %q cannot be translated", p.Type)
+			return nil, refuse(f.String(), "content part type %q cannot be translated", p.Type)
 		}
 	}
 	return out, nil
@@ -669,7 +669,7 @@ func respOutputToParts(items []respItem) []part {
 			}
 			parts = append(parts, part{Type: partThinking, Text: b.String(), Signature: respSignature(it.ID, it.EncryptedContent), ItemID: it.ID})
 		case "message":
-			cp, _ := respContentParts(it.Content, func() string { return "output" }, nil)
+			cp, _ := respContentParts(it.Content, pathOf("output", -1), nil)
 			for _, p := range cp {
 				if p.Type == partText {
 					p.ItemID = it.ID

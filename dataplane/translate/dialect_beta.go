@@ -160,7 +160,7 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 	r.Messages = make([]message, 0, len(in.Messages))
 	a := &betaArena{parts: make([]part, 0, 2*len(in.Messages)+4)}
 	for i, m := range in.Messages {
-		field := func() string { return fmt.Sprintf("messages[%d].content", i) }
+		field := pathOf("messages", i).with(".content", -1)
 		role := m.Role
 		if role != "user" && role != "assistant" {
 			return nil, refuse(fmt.Sprintf("messages[%d].role", i), "role %q cannot be translated", role)
@@ -184,7 +184,7 @@ type betaArena struct {
 // betaContentParts converts message content (string or blocks) into parts appended to *dst and returns
 // them (capacity clipped, so a later append copies). Tool result contents go to a.results; a result inside
 // a result (invalid, but parsed) gets storage of its own.
-func betaContentParts(raw json.RawMessage, field func() string, a *betaArena, dst *[]part) ([]part, error) {
+func betaContentParts(raw json.RawMessage, field fieldPath, a *betaArena, dst *[]part) ([]part, error) {
 	if dst == nil {
 		dst = new([]part)
 	}
@@ -200,16 +200,16 @@ func betaContentParts(raw json.RawMessage, field func() string, a *betaArena, ds
 	}
 	*blocks = (*blocks)[:0]
 	if err := unmarshal(raw, blocks); err != nil {
-		return nil, badRequest(field(), err)
+		return nil, badRequest(field.String(), err)
 	}
 	out := *dst
 	for j, b := range *blocks {
-		f := func() string { return fmt.Sprintf("%s[%d]", field(), j) }
+		f := field.with("", j)
 		switch b.Type {
 		case "text":
 			out = append(out, part{Type: partText, Text: b.Text})
 		case "image", "document":
-			p, err := betaSourcePart(b, f())
+			p, err := betaSourcePart(b, f.String())
 			if err != nil {
 				return nil, err
 			}
@@ -227,7 +227,7 @@ func betaContentParts(raw json.RawMessage, field func() string, a *betaArena, ds
 				if dst != &a.parts {
 					results = nil
 				}
-				rp, err := betaContentParts(b.Content, func() string { return f() + ".content" }, a, results)
+				rp, err := betaContentParts(b.Content, f.with(".content", -1), a, results)
 				if err != nil {
 					return nil, err
 				}
@@ -246,7 +246,7 @@ func betaContentParts(raw json.RawMessage, field func() string, a *betaArena, ds
 		case "redacted_thinking":
 			out = append(out, part{Type: partRedactedThinking, Data: b.Data})
 		default:
-			return nil, refuse(f(), "content block type %q cannot be translated", b.Type)
+			return nil, refuse(f.String(), "content block type %q cannot be translated", b.Type)
 		}
 	}
 	*dst = out

@@ -230,7 +230,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 		start := len(arena)
 		k := 0
 		for j, p := range c.Parts {
-			f := func() string { return fmt.Sprintf("contents[%d].parts[%d]", i, j) }
+			f := pathOf("contents", i).with(".parts", j)
 			if p.ThoughtSignature != "" && !(p.Thought && p.Text != nil) {
 				// the signature covers the thought text before it: one signed thinking part
 				sig := st.sigFromClient(p.ThoughtSignature)
@@ -268,7 +268,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 					}
 				}
 				if id == "" {
-					return nil, refuse(f()+".functionResponse.id", "function response %q matches no earlier function call", fr.Name)
+					return nil, refuse(f.String()+".functionResponse.id", "function response %q matches no earlier function call", fr.Name)
 				}
 				arena = append(arena, gammaResultPart(id, fr.Response, &results))
 			case p.InlineData != nil:
@@ -284,7 +284,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 				}
 				arena = append(arena, part{Type: t, MediaType: p.FileData.MimeType, URL: p.FileData.FileURI})
 			case len(p.ExecutableCode) > 0 || len(p.CodeExecutionResult) > 0:
-				return nil, refuse(f(), "code execution parts cannot be translated")
+				return nil, refuse(f.String(), "code execution parts cannot be translated")
 			case p.Text != nil:
 				if p.Thought {
 					sig := st.sigFromClient(p.ThoughtSignature)

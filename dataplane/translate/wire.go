@@ -539,3 +539,37 @@ func isJSONString(raw []byte) bool {
 	}
 	return false
 }
+
+// fieldPath names a request field in an error message (`messages[3].content[1]`). It is a value, built as
+// the decoders descend and formatted only when an error is returned: a formatted name or a closure per
+// message and part was most of a request's allocations.
+type fieldPath struct {
+	seg [6]string // names (".content"), each followed by its index when idx >= 0
+	idx [6]int
+	n   int
+}
+
+// pathOf starts a path: name, then [i] when i >= 0.
+func pathOf(name string, i int) fieldPath { return fieldPath{}.with(name, i) }
+
+// with extends the path with a name ("" for a bare index) and an index (-1 for none).
+func (p fieldPath) with(name string, i int) fieldPath {
+	if p.n < len(p.seg) {
+		p.seg[p.n], p.idx[p.n] = name, i
+		p.n++
+	}
+	return p
+}
+
+func (p fieldPath) String() string {
+	var b strings.Builder
+	for k := 0; k < p.n; k++ {
+		b.WriteString(p.seg[k])
+		if p.idx[k] >= 0 {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(p.idx[k]))
+			b.WriteByte(']')
+		}
+	}
+	return b.String()
+}
