@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -83,8 +84,38 @@ type gammaTool struct {
 	} `json:"functionDeclarations"`
 }
 
+// gammaContentIn and gammaPartIn are the request's contents as decoded: parts are read one content at a
+// time into reused storage (gammaDecodeScratch), members that are objects or strings only when present.
+type gammaContentIn struct {
+	Role  string          `json:"role"`
+	Parts json.RawMessage `json:"parts"`
+}
+
+type gammaPartIn struct {
+	Text                json.RawMessage `json:"text"`
+	Thought             bool            `json:"thought"`
+	InlineData          *gammaBlob      `json:"inlineData"`
+	FileData            *gammaBlob      `json:"fileData"`
+	FunctionCall        json.RawMessage `json:"functionCall"`
+	FunctionResponse    json.RawMessage `json:"functionResponse"`
+	ThoughtSignature    string          `json:"thoughtSignature"`
+	ExecutableCode      json.RawMessage `json:"executableCode"`
+	CodeExecutionResult json.RawMessage `json:"codeExecutionResult"`
+}
+
+// gammaDecodeScratch is the reused storage of gammaGen.decodeRequest.
+type gammaDecodeScratch struct {
+	parts []gammaPartIn
+	call  gammaCall
+	resp  gammaFuncResp
+	ids   []byte // synthesised call ids, viewed as strings (only appended to)
+}
+
+// present reports whether an optional member was given a value other than null.
+func present(r json.RawMessage) bool { return len(r) > 0 && string(r) != "null" }
+
 type gammaRequestIn struct {
-	Contents               []gammaContent    `json:"contents"`
+	Contents               []gammaContentIn  `json:"contents"`
 	SystemInstruction      *gammaContent     `json:"systemInstruction"`
 	SystemInstructionSnake *gammaContent     `json:"system_instruction"`
 	Tools                  []json.RawMessage `json:"tools"`
@@ -214,13 +245,10 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 	// ids: keep gamma's when present, else synthesise call_<turn>_<k>; responses without id take the
 	// oldest unanswered call with the same name.
 	pending := map[string][]string{}
-	n := 0
-	for _, c := range in.Contents {
-		n += len(c.Parts)
-	}
+	sc := &gammaDecodeScratch{}
 	r.Messages = make([]message, 0, len(in.Contents))
-	arena := make([]part, 0, n+n/4) // every message's parts, from one backing array
-	var results []part              // and every tool result's
+	arena := make([]part, 0, 2*len(in.Contents)+4) // every message's parts, from one backing array
+	var results []part                             // and every tool result's
 	for i, c := range in.Contents {
 		role := "user"
 		if c.Role == "model" {
@@ -229,9 +257,34 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 		msg := message{Role: role}
 		start := len(arena)
 		k := 0
-		for j, p := range c.Parts {
+		sc.parts = sc.parts[:0]
+		if err := unmarshal(c.Parts, &sc.parts); err != nil {
+			return nil, badRequest(pathOf("contents", i).with(".parts", -1).String(), err)
+		}
+		for j, p := range sc.parts {
 			f := pathOf("contents", i).with(".parts", j)
-			if p.ThoughtSignature != "" && !(p.Thought && p.Text != nil) {
+			var text string
+			hasText := present(p.Text)
+			if hasText && !stringOf(p.Text, &text) {
+				return nil, badRequest(f.with(".text", -1).String(), errNotString)
+			}
+			var fc *gammaCall
+			if present(p.FunctionCall) {
+				sc.call = gammaCall{}
+				if err := unmarshal(p.FunctionCall, &sc.call); err != nil {
+					return nil, badRequest(f.with(".functionCall", -1).String(), err)
+				}
+				fc = &sc.call
+			}
+			var fr *gammaFuncResp
+			if present(p.FunctionResponse) {
+				sc.resp = gammaFuncResp{}
+				if err := unmarshal(p.FunctionResponse, &sc.resp); err != nil {
+					return nil, badRequest(f.with(".functionResponse", -1).String(), err)
+				}
+				fr = &sc.resp
+			}
+			if p.ThoughtSignature != "" && !(p.Thought && hasText) {
 				// the signature covers the thought text before it: one signed thinking part
 				sig := st.sigFromClient(p.ThoughtSignature)
 				if n := len(arena); n > start && arena[n-1].Type == partThinking && arena[n-1].Signature == "" {
@@ -241,20 +294,24 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 				}
 			}
 			switch {
-			case p.FunctionCall != nil:
-				id := p.FunctionCall.ID
+			case fc != nil:
+				id := fc.ID
 				if id == "" {
-					id = "call_" + strconv.Itoa(i) + "_" + strconv.Itoa(k)
+					at := len(sc.ids)
+					sc.ids = append(sc.ids, "call_"...)
+					sc.ids = strconv.AppendInt(sc.ids, int64(i), 10)
+					sc.ids = append(sc.ids, '_')
+					sc.ids = strconv.AppendInt(sc.ids, int64(k), 10)
+					id = unsafe.String(&sc.ids[at], len(sc.ids)-at) // sc.ids is only appended to
 				}
 				k++
-				pending[p.FunctionCall.Name] = append(pending[p.FunctionCall.Name], id)
-				args := p.FunctionCall.Args
+				pending[fc.Name] = append(pending[fc.Name], id)
+				args := fc.Args
 				if len(args) == 0 || string(args) == "null" {
 					args = json.RawMessage("{}")
 				}
-				arena = append(arena, part{Type: partToolCall, CallID: id, Name: p.FunctionCall.Name, Args: compactJSON(args)})
-			case p.FunctionResponse != nil:
-				fr := p.FunctionResponse
+				arena = append(arena, part{Type: partToolCall, CallID: id, Name: fc.Name, Args: compactJSON(args)})
+			case fr != nil:
 				id := fr.ID
 				if q := pending[fr.Name]; len(q) > 0 {
 					if id == "" {
@@ -285,17 +342,17 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 				arena = append(arena, part{Type: t, MediaType: p.FileData.MimeType, URL: p.FileData.FileURI})
 			case len(p.ExecutableCode) > 0 || len(p.CodeExecutionResult) > 0:
 				return nil, refuse(f.String(), "code execution parts cannot be translated")
-			case p.Text != nil:
+			case hasText:
 				if p.Thought {
 					sig := st.sigFromClient(p.ThoughtSignature)
 					if n := len(arena); n > start && arena[n-1].Type == partThinking && arena[n-1].Signature == "" {
-						arena[n-1].Text += *p.Text
+						arena[n-1].Text += text
 						arena[n-1].Signature = sig
 					} else {
-						arena = append(arena, part{Type: partThinking, Text: *p.Text, Signature: sig})
+						arena = append(arena, part{Type: partThinking, Text: text, Signature: sig})
 					}
 				} else {
-					arena = append(arena, part{Type: partText, Text: *p.Text})
+					arena = append(arena, part{Type: partText, Text: text})
 				}
 			}
 		}
