@@ -141,7 +141,10 @@ func (alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
 
 // respArena is the backing storage of a request's parts: message parts, tool result parts and the scratch
 // an assistant message's content is read into.
-type respArena struct{ parts, results, tmp []part }
+type respArena struct {
+	parts, results, tmp []part
+	content             []respContentPart // scratch for one message's content parts
+}
 
 // appendPart adds p to the last message when it has the role, else starts a message.
 func (a *respArena) appendPart(r *request, role string, p part) {
@@ -187,7 +190,7 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 				r.System = append(r.System, t)
 			case "user", "assistant":
 				if it.Role == "assistant" {
-					parts, err := respContentParts(it.Content, f.with(".content", -1), a.tmp[:0])
+					parts, err := respContentParts(it.Content, f.with(".content", -1), a.tmp[:0], &a.content)
 					if err != nil {
 						return err
 					}
@@ -197,7 +200,7 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 					}
 				} else {
 					start := len(a.parts)
-					parts, err := respContentParts(it.Content, f.with(".content", -1), a.parts)
+					parts, err := respContentParts(it.Content, f.with(".content", -1), a.parts, &a.content)
 					if err != nil {
 						return err
 					}
@@ -220,7 +223,7 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 			if stringOf(it.Output, &out) {
 				a.results = append(a.results, part{Type: partText, Text: out})
 			} else {
-				rp, err := respContentParts(it.Output, f.with(".output", -1), a.results)
+				rp, err := respContentParts(it.Output, f.with(".output", -1), a.results, &a.content)
 				if err != nil {
 					return err
 				}
@@ -259,15 +262,20 @@ func respText(raw json.RawMessage) (string, bool) {
 }
 
 // respContentParts appends the parts of message content (string or parts) to dst.
-func respContentParts(raw json.RawMessage, field fieldPath, dst []part) ([]part, error) {
+// scratch, when not nil, is reused storage for the decoded content parts.
+func respContentParts(raw json.RawMessage, field fieldPath, dst []part, scratch *[]respContentPart) ([]part, error) {
 	var s string
 	if stringOf(raw, &s) {
 		return append(dst, part{Type: partText, Text: s}), nil
 	}
-	var arr []respContentPart
-	if err := unmarshal(raw, &arr); err != nil {
+	if scratch == nil {
+		scratch = new([]respContentPart)
+	}
+	*scratch = (*scratch)[:0]
+	if err := unmarshal(raw, scratch); err != nil {
 		return nil, badRequest(field.String(), err)
 	}
+	arr := *scratch
 	out := dst
 	for j, p := range arr {
 		f := field.with("", j)
@@ -669,7 +677,7 @@ func respOutputToParts(items []respItem) []part {
 			}
 			parts = append(parts, part{Type: partThinking, Text: b.String(), Signature: respSignature(it.ID, it.EncryptedContent), ItemID: it.ID})
 		case "message":
-			cp, _ := respContentParts(it.Content, pathOf("output", -1), nil)
+			cp, _ := respContentParts(it.Content, pathOf("output", -1), nil, nil)
 			for _, p := range cp {
 				if p.Type == partText {
 					p.ItemID = it.ID
