@@ -341,7 +341,8 @@ func (betaMsgs) encodeRequest(r *request, model string, stream bool, st *reqStat
 	w.key("messages")
 	at := len(w.b)
 	w.open('[')
-	// consecutive messages of one role are one turn (mergeTurns), written without building merged copies
+	// consecutive messages of one role are one turn (beta and gamma want alternating turns), written
+	// without building merged copies; messages without parts are skipped
 	for i := 0; i < len(r.Messages); {
 		role := r.Messages[i].Role
 		j := i

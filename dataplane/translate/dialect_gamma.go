@@ -466,7 +466,8 @@ func (gammaGen) encodeRequest(r *request, model string, stream bool, st *reqStat
 	w.key("contents")
 	at := len(w.b)
 	w.open('[')
-	// consecutive messages of one role are one turn (mergeTurns), written without building merged copies
+	// consecutive messages of one role are one turn (beta and gamma want alternating turns), written
+	// without building merged copies; messages without parts are skipped
 	for i := 0; i < len(r.Messages); {
 		role := r.Messages[i].Role
 		j := i
@@ -652,7 +653,7 @@ func gammaBlobOut(w *jw, mime, data, uri string) {
 	w.close('}')
 }
 
-// gammaTurnOut writes one turn (the parts of consecutive messages of one role, as mergeTurns joins them);
+// gammaTurnOut writes one turn (the parts of consecutive messages of one role);
 // a turn without parts is left out.
 func gammaTurnOut(w *jw, role string, msgs []message, names map[string]string) {
 	at := len(w.b)

@@ -501,22 +501,6 @@ func toolNames(msgs []message) map[string]string {
 	return m
 }
 
-// mergeTurns merges consecutive messages of the same role (beta and gamma want alternating turns).
-func mergeTurns(msgs []message) []message {
-	out := make([]message, 0, len(msgs))
-	for _, m := range msgs {
-		if len(m.Parts) == 0 {
-			continue
-		}
-		if n := len(out); n > 0 && out[n-1].Role == m.Role {
-			out[n-1].Parts = append(out[n-1].Parts, m.Parts...)
-			continue
-		}
-		out = append(out, message{Role: m.Role, Parts: append([]part(nil), m.Parts...)})
-	}
-	return out
-}
-
 // obj is a JSON object with a fixed key order, written as alternating keys and values. The stream encoders
 // use it so events read like the vendors' (`{"type":...}` first).
 type obj []any
