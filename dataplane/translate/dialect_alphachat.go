@@ -64,8 +64,9 @@ type chatRequestIn struct {
 }
 
 func (alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) {
+	body = ownedCopy(body)
 	var in chatRequestIn
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := unmarshal(body, &in); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid chat completions request: %w", err))
 	}
 	switch {
@@ -119,7 +120,7 @@ func (alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) {
 			Type     string `json:"type"`
 			Function tool   `json:"function"`
 		}
-		if err := json.Unmarshal(raw, &t); err != nil || t.Type != "function" {
+		if err := unmarshal(raw, &t); err != nil || t.Type != "function" {
 			return nil, refuse(fmt.Sprintf("tools[%d]", i), "only function tools can be translated")
 		}
 		r.Tools = append(r.Tools, t.Function)
@@ -127,8 +128,10 @@ func (alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) {
 	if r.ToolChoice, err = chatToolChoice(in.ToolChoice); err != nil {
 		return nil, err
 	}
+	r.Messages = make([]message, 0, len(in.Messages))
+	a := &chatArena{parts: make([]part, 0, len(in.Messages)+len(in.Messages)/2+4)}
 	for i, m := range in.Messages {
-		if err := chatMessageToIR(r, i, m); err != nil {
+		if err := chatMessageToIR(r, i, m, a); err != nil {
 			return nil, err
 		}
 	}
@@ -147,7 +150,7 @@ func chatFormat(raw json.RawMessage) (*responseFormat, error) {
 			Strict *bool           `json:"strict"`
 		} `json:"json_schema"`
 	}
-	if err := json.Unmarshal(raw, &f); err != nil {
+	if err := unmarshal(raw, &f); err != nil {
 		return nil, badRequest("response_format", err)
 	}
 	switch f.Type {
@@ -166,7 +169,7 @@ func chatToolChoice(raw json.RawMessage) (*toolChoice, error) {
 		return nil, nil
 	}
 	var s string
-	if isJSONString(raw) && json.Unmarshal(raw, &s) == nil {
+	if stringOf(raw, &s) {
 		switch s {
 		case "auto", "none", "required":
 			return &toolChoice{Mode: s}, nil
@@ -180,7 +183,7 @@ func chatToolChoice(raw json.RawMessage) (*toolChoice, error) {
 			Name string `json:"name"`
 		} `json:"function"`
 	}
-	if err := json.Unmarshal(raw, &o); err != nil || o.Type != "function" {
+	if err := unmarshal(raw, &o); err != nil || o.Type != "function" {
 		return nil, refuse("tool_choice", "only function tool choices can be translated")
 	}
 	name := o.Function.Name
@@ -191,16 +194,17 @@ func chatToolChoice(raw json.RawMessage) (*toolChoice, error) {
 }
 
 // chatContentParts parses alpha chat message content (string or parts) into canonical parts.
-func chatContentParts(raw json.RawMessage, field string) ([]part, error) {
+// chatContentParts appends the parts of alpha chat message content (string or parts) to dst.
+func chatContentParts(raw json.RawMessage, field fieldPath, dst []part) ([]part, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
+		return dst, nil
 	}
 	var s string
-	if isJSONString(raw) && json.Unmarshal(raw, &s) == nil {
+	if stringOf(raw, &s) {
 		if s == "" {
-			return nil, nil
+			return dst, nil
 		}
-		return []part{{Type: partText, Text: s}}, nil
+		return append(dst, part{Type: partText, Text: s}), nil
 	}
 	var arr []struct {
 		Type     string `json:"type"`
@@ -216,12 +220,12 @@ func chatContentParts(raw json.RawMessage, field string) ([]part, error) {
 			Filename string `json:"filename"`
 		} `json:"file"`
 	}
-	if err := json.Unmarshal(raw, &arr); err != nil {
-		return nil, badRequest(field, err)
+	if err := unmarshal(raw, &arr); err != nil {
+		return nil, badRequest(field.String(), err)
 	}
-	var out []part
+	out := dst
 	for j, p := range arr {
-		f := fmt.Sprintf("%s[%d]", field, j)
+		f := field.with("", j)
 		switch p.Type {
 		case "text":
 			out = append(out, part{Type: partText, Text: p.Text})
@@ -231,7 +235,7 @@ func chatContentParts(raw json.RawMessage, field string) ([]part, error) {
 			out = append(out, imagePart(p.ImageURL.URL, p.ImageURL.Detail))
 		case "file":
 			if p.File.FileData == "" {
-				return nil, refuse(f, "file references by id cannot be translated; send file_data")
+				return nil, refuse(f.String(), "file references by id cannot be translated; send file_data")
 			}
 			mime, data, ok := dataURL(p.File.FileData)
 			if !ok {
@@ -239,7 +243,7 @@ func chatContentParts(raw json.RawMessage, field string) ([]part, error) {
 			}
 			out = append(out, part{Type: partFile, MediaType: mime, Data: data, FileName: p.File.Filename})
 		default:
-			return nil, refuse(f, "content part type %q cannot be translated", p.Type)
+			return nil, refuse(f.String(), "content part type %q cannot be translated", p.Type)
 		}
 	}
 	return out, nil
@@ -252,50 +256,67 @@ func imagePart(u, detail string) part {
 	return part{Type: partImage, URL: u, Detail: detail}
 }
 
-func chatMessageToIR(r *request, i int, m chatMessageIn) error {
-	field := fmt.Sprintf("messages[%d].content", i)
+// chatArena is the backing storage of a request's parts: message parts and tool result parts.
+type chatArena struct{ parts, results []part }
+
+// clipped is s[start:] with its capacity clipped, so an append to it copies instead of overwriting what
+// follows in the shared backing array.
+func clipped(s []part, start int) []part { return s[start:len(s):len(s)] }
+
+func chatMessageToIR(r *request, i int, m chatMessageIn, a *chatArena) error {
+	field := pathOf("messages", i).with(".content", -1)
 	switch m.Role {
 	case "system", "developer":
 		t, ok := rawText(m.Content)
 		if !ok {
-			return refuse(field, "system content must be text")
+			return refuse(field.String(), "system content must be text")
 		}
 		r.System = append(r.System, t)
 	case "user":
-		parts, err := chatContentParts(m.Content, field)
+		start := len(a.parts)
+		parts, err := chatContentParts(m.Content, field, a.parts)
 		if err != nil {
 			return err
 		}
-		r.Messages = append(r.Messages, message{Role: "user", Parts: parts})
+		a.parts = parts
+		r.Messages = append(r.Messages, message{Role: "user", Parts: clipped(a.parts, start)})
 	case "assistant":
-		var parts []part
+		start := len(a.parts)
 		if m.ReasoningContent != "" {
-			parts = append(parts, part{Type: partThinking, Text: m.ReasoningContent})
+			a.parts = append(a.parts, part{Type: partThinking, Text: m.ReasoningContent})
 		}
-		cp, err := chatContentParts(m.Content, field)
+		parts, err := chatContentParts(m.Content, field, a.parts)
 		if err != nil {
 			return err
 		}
-		parts = append(parts, cp...)
+		a.parts = parts
 		if len(m.FunctionCall) > 0 && string(m.FunctionCall) != "null" {
 			return refuse(fmt.Sprintf("messages[%d].function_call", i), "legacy function_call is not supported")
 		}
 		for _, tc := range m.ToolCalls {
-			parts = append(parts, part{Type: partToolCall, CallID: tc.ID, Name: tc.Function.Name, Args: argsObject(tc.Function.Arguments)})
+			a.parts = append(a.parts, part{Type: partToolCall, CallID: tc.ID, Name: tc.Function.Name, Args: argsObject(tc.Function.Arguments)})
 		}
-		r.Messages = append(r.Messages, message{Role: "assistant", Parts: parts})
+		r.Messages = append(r.Messages, message{Role: "assistant", Parts: clipped(a.parts, start)})
 	case "tool":
 		t, ok := rawText(m.Content)
 		if !ok {
-			return refuse(field, "tool content must be text")
+			return refuse(field.String(), "tool content must be text")
 		}
-		p := part{Type: partToolResult, CallID: m.ToolCallID, ResultParts: []part{{Type: partText, Text: t}}}
+		a.results = append(a.results, part{Type: partText, Text: t})
+		p := part{Type: partToolResult, CallID: m.ToolCallID, ResultParts: clipped(a.results, len(a.results)-1)}
 		// consecutive tool messages become one user turn
 		if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == "user" && len(r.Messages[n-1].Parts) > 0 &&
 			r.Messages[n-1].Parts[len(r.Messages[n-1].Parts)-1].Type == partToolResult {
-			r.Messages[n-1].Parts = append(r.Messages[n-1].Parts, p)
+			prev := r.Messages[n-1].Parts
+			if k := len(a.parts); k > 0 && &a.parts[k-1] == &prev[len(prev)-1] { // the turn ends the arena: grow it there
+				a.parts = append(a.parts, p)
+				r.Messages[n-1].Parts = clipped(a.parts, len(a.parts)-len(prev)-1)
+			} else {
+				r.Messages[n-1].Parts = append(prev, p)
+			}
 		} else {
-			r.Messages = append(r.Messages, message{Role: "user", Parts: []part{p}})
+			a.parts = append(a.parts, p)
+			r.Messages = append(r.Messages, message{Role: "user", Parts: clipped(a.parts, len(a.parts)-1)})
 		}
 	default:
 		return refuse(fmt.Sprintf("messages[%d].role", i), "role %q cannot be translated", m.Role)
@@ -305,55 +326,8 @@ func chatMessageToIR(r *request, i int, m chatMessageIn) error {
 
 // ---- encode request ----
 
-type chatContentOut struct {
-	Type     string `json:"type"`
-	Text     string `json:"text,omitempty"`
-	ImageURL *struct {
-		URL    string `json:"url"`
-		Detail string `json:"detail,omitempty"`
-	} `json:"image_url,omitempty"`
-	File *struct {
-		FileData string `json:"file_data"`
-		Filename string `json:"filename,omitempty"`
-	} `json:"file,omitempty"`
-}
-
-type chatMessageOut struct {
-	Role       string         `json:"role"`
-	Content    any            `json:"content"`
-	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string         `json:"tool_call_id,omitempty"`
-}
-
-type chatToolOut struct {
-	Type     string `json:"type"`
-	Function tool   `json:"function"`
-}
-
-type chatRequestOut struct {
-	Model               string           `json:"model"`
-	Messages            []chatMessageOut `json:"messages"`
-	Tools               []chatToolOut    `json:"tools,omitempty"`
-	ToolChoice          any              `json:"tool_choice,omitempty"`
-	ParallelToolCalls   *bool            `json:"parallel_tool_calls,omitempty"`
-	MaxCompletionTokens *int             `json:"max_completion_tokens,omitempty"`
-	Temperature         *float64         `json:"temperature,omitempty"`
-	TopP                *float64         `json:"top_p,omitempty"`
-	Stop                []string         `json:"stop,omitempty"`
-	Seed                *int64           `json:"seed,omitempty"`
-	PresencePenalty     *float64         `json:"presence_penalty,omitempty"`
-	FrequencyPenalty    *float64         `json:"frequency_penalty,omitempty"`
-	ReasoningEffort     string           `json:"reasoning_effort,omitempty"`
-	ResponseFormat      any              `json:"response_format,omitempty"`
-	ServiceTier         string           `json:"service_tier,omitempty"`
-	User                string           `json:"user,omitempty"`
-	Stream              bool             `json:"stream,omitempty"`
-	StreamOptions       *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options,omitempty"`
-}
-
-func chatParts(parts []part) any {
+// chatParts writes message content: one text part as the plain string form, else the parts array.
+func chatParts(w *jw, parts []part) {
 	allText := true
 	for _, p := range parts {
 		if p.Type != partText {
@@ -361,34 +335,56 @@ func chatParts(parts []part) any {
 		}
 	}
 	if allText && len(parts) <= 1 {
-		return textOf(parts) // one text part: the plain string form
+		w.str(textOf(parts))
+		return
 	}
-	out := make([]chatContentOut, 0, len(parts))
+	w.open('[')
 	for _, p := range parts {
 		switch p.Type {
 		case partText:
-			out = append(out, chatContentOut{Type: "text", Text: p.Text})
+			w.open('{')
+			w.key("type")
+			w.str("text")
+			if p.Text != "" {
+				w.key("text")
+				w.str(p.Text)
+			}
+			w.close('}')
 		case partImage:
 			u := p.URL
 			if u == "" {
 				u = makeDataURL(p.MediaType, p.Data)
 			}
-			c := chatContentOut{Type: "image_url"}
-			c.ImageURL = &struct {
-				URL    string `json:"url"`
-				Detail string `json:"detail,omitempty"`
-			}{u, p.Detail}
-			out = append(out, c)
+			w.open('{')
+			w.key("type")
+			w.str("image_url")
+			w.key("image_url")
+			w.open('{')
+			w.key("url")
+			w.str(u)
+			if p.Detail != "" {
+				w.key("detail")
+				w.str(p.Detail)
+			}
+			w.close('}')
+			w.close('}')
 		case partFile:
-			c := chatContentOut{Type: "file"}
-			c.File = &struct {
-				FileData string `json:"file_data"`
-				Filename string `json:"filename,omitempty"`
-			}{makeDataURL(p.MediaType, p.Data), p.FileName}
-			out = append(out, c)
+			w.open('{')
+			w.key("type")
+			w.str("file")
+			w.key("file")
+			w.open('{')
+			w.key("file_data")
+			w.str(makeDataURL(p.MediaType, p.Data))
+			if p.FileName != "" {
+				w.key("filename")
+				w.str(p.FileName)
+			}
+			w.close('}')
+			w.close('}')
 		}
 	}
-	return out
+	w.close(']')
 }
 
 // alphaTier maps a service tier of any dialect to alpha's (dialects.md §4.5).
@@ -403,59 +399,167 @@ func alphaTier(t string) string {
 }
 
 func (alphaChat) encodeRequest(r *request, model string, stream bool, st *reqState) (*UpstreamRequest, error) {
-	out := chatRequestOut{Model: model, ParallelToolCalls: r.ParallelToolCalls, MaxCompletionTokens: r.MaxTokens,
-		Temperature: r.Temperature, TopP: r.TopP, Stop: r.Stop, Seed: r.Seed, PresencePenalty: r.PresencePenalty,
-		FrequencyPenalty: r.FrequencyPenalty, ServiceTier: alphaTier(r.ServiceTier), User: r.User}
+	w := &jw{b: make([]byte, 0, requestSizeHint(r))}
+	w.open('{')
+	w.key("model")
+	w.str(model)
+	w.key("messages")
+	at := len(w.b)
+	w.open('[')
 	if len(r.System) > 0 {
-		out.Messages = append(out.Messages, chatMessageOut{Role: "system", Content: strings.Join(r.System, "\n\n")})
+		w.open('{')
+		w.key("role")
+		w.str("system")
+		w.key("content")
+		w.str(strings.Join(r.System, "\n\n"))
+		w.close('}')
 	}
+	var user []part // reused across messages
 	for _, m := range r.Messages {
-		out.Messages = append(out.Messages, chatMessagesOut(m)...)
+		user = chatMessagesOut(w, m, user[:0])
 	}
-	for _, t := range r.Tools {
-		if len(t.Parameters) == 0 {
-			t.Parameters = json.RawMessage(`{"type":"object","properties":{}}`)
+	if w.b[len(w.b)-1] == '[' { // no message: encoding/json wrote the nil slice as null
+		w.b = append(w.b[:at], "null"...)
+	} else {
+		w.close(']')
+	}
+	if len(r.Tools) > 0 {
+		w.key("tools")
+		w.open('[')
+		for _, t := range r.Tools {
+			w.open('{')
+			w.key("type")
+			w.str("function")
+			w.key("function")
+			w.open('{')
+			w.key("name")
+			w.str(t.Name)
+			if t.Description != "" {
+				w.key("description")
+				w.str(t.Description)
+			}
+			w.key("parameters")
+			if len(t.Parameters) == 0 {
+				w.raw(json.RawMessage(`{"type":"object","properties":{}}`))
+			} else {
+				w.raw(t.Parameters)
+			}
+			if t.Strict != nil {
+				w.key("strict")
+				w.bool(*t.Strict)
+			}
+			w.close('}')
+			w.close('}')
 		}
-		out.Tools = append(out.Tools, chatToolOut{Type: "function", Function: t})
+		w.close(']')
 	}
 	if tc := r.ToolChoice; tc != nil {
+		w.key("tool_choice")
 		if tc.Mode == "tool" {
-			out.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": tc.Name}}
+			w.open('{')
+			w.key("function")
+			w.open('{')
+			w.key("name")
+			w.str(tc.Name)
+			w.close('}')
+			w.key("type")
+			w.str("function")
+			w.close('}')
 		} else {
-			out.ToolChoice = tc.Mode
+			w.str(tc.Mode)
 		}
 	}
-	if rs := r.Reasoning; rs != nil && !rs.Disabled {
-		out.ReasoningEffort = rs.Effort
-		if out.ReasoningEffort == "" {
-			out.ReasoningEffort = budgetEffort(rs.Budget)
+	if r.ParallelToolCalls != nil {
+		w.key("parallel_tool_calls")
+		w.bool(*r.ParallelToolCalls)
+	}
+	if r.MaxTokens != nil {
+		w.key("max_completion_tokens")
+		w.int(int64(*r.MaxTokens))
+	}
+	if r.Temperature != nil {
+		w.key("temperature")
+		w.float(*r.Temperature)
+	}
+	if r.TopP != nil {
+		w.key("top_p")
+		w.float(*r.TopP)
+	}
+	if len(r.Stop) > 0 {
+		w.key("stop")
+		w.open('[')
+		for _, s := range r.Stop {
+			w.str(s)
 		}
-		if rs.Adaptive && out.ReasoningEffort == "" {
-			out.ReasoningEffort = "medium"
+		w.close(']')
+	}
+	if r.Seed != nil {
+		w.key("seed")
+		w.int(*r.Seed)
+	}
+	if r.PresencePenalty != nil {
+		w.key("presence_penalty")
+		w.float(*r.PresencePenalty)
+	}
+	if r.FrequencyPenalty != nil {
+		w.key("frequency_penalty")
+		w.float(*r.FrequencyPenalty)
+	}
+	if rs := r.Reasoning; rs != nil && !rs.Disabled {
+		effort := rs.Effort
+		if effort == "" {
+			effort = budgetEffort(rs.Budget)
+		}
+		if rs.Adaptive && effort == "" {
+			effort = "medium"
+		}
+		if effort != "" {
+			w.key("reasoning_effort")
+			w.str(effort)
 		}
 	}
 	if f := r.Format; f != nil {
+		w.key("response_format")
+		w.open('{')
 		if f.Type == "json_object" {
-			out.ResponseFormat = map[string]string{"type": "json_object"}
+			w.key("type")
+			w.str("json_object")
 		} else {
-			js := map[string]any{"name": nonEmpty(f.Name, "response"), "schema": f.Schema}
+			w.key("json_schema")
+			w.open('{')
+			w.key("name")
+			w.str(nonEmpty(f.Name, "response"))
+			w.key("schema")
+			w.raw(f.Schema)
 			if f.Strict != nil {
-				js["strict"] = *f.Strict
+				w.key("strict")
+				w.bool(*f.Strict)
 			}
-			out.ResponseFormat = map[string]any{"type": "json_schema", "json_schema": js}
+			w.close('}')
+			w.key("type")
+			w.str("json_schema")
 		}
+		w.close('}')
+	}
+	if t := alphaTier(r.ServiceTier); t != "" {
+		w.key("service_tier")
+		w.str(t)
+	}
+	if r.User != "" {
+		w.key("user")
+		w.str(r.User)
 	}
 	if stream {
-		out.Stream = true
-		out.StreamOptions = &struct {
-			IncludeUsage bool `json:"include_usage"`
-		}{true}
+		w.key("stream")
+		w.bool(true)
+		w.key("stream_options")
+		w.open('{')
+		w.key("include_usage")
+		w.bool(true)
+		w.close('}')
 	}
-	b, err := marshal(out)
-	if err != nil {
-		return nil, err
-	}
-	return &UpstreamRequest{Method: http.MethodPost, Path: "/v1/chat/completions", Header: jsonHeader(), Body: b}, nil
+	w.close('}')
+	return &UpstreamRequest{Method: http.MethodPost, Path: "/v1/chat/completions", Header: jsonHeader(), Body: w.b}, nil
 }
 
 func nonEmpty(s, def string) string {
@@ -465,30 +569,73 @@ func nonEmpty(s, def string) string {
 	return s
 }
 
-// chatMessagesOut renders one canonical message as alpha chat messages (tool results become `tool`
+// chatMessagesOut writes one canonical message as alpha chat messages (tool results become `tool`
 // messages; images inside tool results follow in a user message, since tool messages carry text only).
-func chatMessagesOut(m message) []chatMessageOut {
+// user is scratch space, returned for reuse.
+func chatMessagesOut(w *jw, m message, user []part) []part {
 	if m.Role == "assistant" {
-		var content []part
-		var calls []chatToolCall
-		for _, p := range m.Parts {
-			switch p.Type {
-			case partText:
-				content = append(content, p)
-			case partToolCall:
-				tc := chatToolCall{ID: p.CallID, Type: "function"}
-				tc.Function.Name, tc.Function.Arguments = p.Name, argsString(p.Args)
-				calls = append(calls, tc)
+		w.open('{')
+		w.key("role")
+		w.str("assistant")
+		w.key("content")
+		first, n := -1, 0
+		for i, p := range m.Parts {
+			if p.Type == partText {
+				if first < 0 {
+					first = i
+				}
+				n++
 			}
 		}
-		var c any
-		if len(content) > 0 {
-			c = textOf(content)
+		switch {
+		case n == 0:
+			w.b = append(w.b, "null"...)
+		case n == 1:
+			w.str(m.Parts[first].Text)
+		default:
+			var b strings.Builder
+			for _, p := range m.Parts {
+				if p.Type == partText {
+					b.WriteString(p.Text)
+				}
+			}
+			w.str(b.String())
 		}
-		return []chatMessageOut{{Role: "assistant", Content: c, ToolCalls: calls}}
+		calls := false
+		for _, p := range m.Parts {
+			if p.Type != partToolCall {
+				continue
+			}
+			if !calls {
+				w.key("tool_calls")
+				w.open('[')
+				calls = true
+			}
+			w.open('{')
+			if p.CallID != "" {
+				w.key("id")
+				w.str(p.CallID)
+			}
+			w.key("type")
+			w.str("function")
+			w.key("function")
+			w.open('{')
+			if p.Name != "" {
+				w.key("name")
+				w.str(p.Name)
+			}
+			w.key("arguments")
+			w.str(argsView(p.Args))
+			w.close('}')
+			w.close('}')
+		}
+		if calls {
+			w.close(']')
+		}
+		w.close('}')
+		return user
 	}
-	var out []chatMessageOut
-	var user, late []part
+	var late []part
 	for _, p := range m.Parts {
 		if p.Type != partToolResult {
 			user = append(user, p)
@@ -498,18 +645,34 @@ func chatMessagesOut(m message) []chatMessageOut {
 		if p.IsError && !strings.HasPrefix(text, "Error") {
 			text = "Error: " + text
 		}
-		out = append(out, chatMessageOut{Role: "tool", ToolCallID: p.CallID, Content: text})
+		w.open('{')
+		w.key("role")
+		w.str("tool")
+		w.key("content")
+		w.str(text)
+		if p.CallID != "" {
+			w.key("tool_call_id")
+			w.str(p.CallID)
+		}
+		w.close('}')
 		for _, rp := range p.ResultParts {
 			if rp.Type == partImage {
 				late = append(late, rp)
 			}
 		}
 	}
-	user = append(late, user...)
-	if len(user) > 0 {
-		out = append(out, chatMessageOut{Role: "user", Content: chatParts(user)})
+	if len(late) > 0 {
+		user = append(late, user...)
 	}
-	return out
+	if len(user) > 0 {
+		w.open('{')
+		w.key("role")
+		w.str("user")
+		w.key("content")
+		chatParts(w, user)
+		w.close('}')
+	}
+	return user
 }
 
 // ---- response ----
@@ -563,8 +726,9 @@ func chatFinishOut(f finish) string {
 }
 
 func (alphaChat) decodeResponse(body []byte, st *reqState) (*response, error) {
+	body = ownedCopy(body)
 	var in chatResponse
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("decode chat completion: %w", err)
 	}
 	r := &response{ID: in.ID, Model: in.Model, Created: in.Created, Usage: in.Usage.canonical(), ServiceTier: in.ServiceTier}

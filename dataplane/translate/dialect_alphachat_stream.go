@@ -45,7 +45,7 @@ func (d *chatDecoder) decode(_ string, data []byte, out []event) ([]event, error
 		return out, nil
 	}
 	var c chatChunk
-	if err := json.Unmarshal(data, &c); err != nil {
+	if err := unmarshalEvent(data, &c); err != nil {
 		return out, err
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {

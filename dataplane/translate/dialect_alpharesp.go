@@ -75,8 +75,9 @@ type respRequestIn struct {
 }
 
 func (alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
+	body = ownedCopy(body)
 	var in respRequestIn
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := unmarshal(body, &in); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid responses request: %w", err))
 	}
 	switch {
@@ -123,7 +124,7 @@ func (alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
 			Type string `json:"type"`
 			tool
 		}
-		if err := json.Unmarshal(raw, &t); err != nil || t.Type != "function" {
+		if err := unmarshal(raw, &t); err != nil || t.Type != "function" {
 			return nil, refuse(fmt.Sprintf("tools[%d]", i), "only function tools can be translated (got %q)", t.Type)
 		}
 		r.Tools = append(r.Tools, t.tool)
@@ -138,12 +139,27 @@ func (alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
 	return r, nil
 }
 
-func (r *request) appendPart(role string, p part) {
+// respArena is the backing storage of a request's parts: message parts, tool result parts and the scratch
+// an assistant message's content is read into.
+type respArena struct {
+	parts, results, tmp []part
+	content             []respContentPart // scratch for one message's content parts
+}
+
+// appendPart adds p to the last message when it has the role, else starts a message.
+func (a *respArena) appendPart(r *request, role string, p part) {
 	if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == role {
-		r.Messages[n-1].Parts = append(r.Messages[n-1].Parts, p)
+		prev := r.Messages[n-1].Parts
+		if k := len(a.parts); k > 0 && len(prev) > 0 && &a.parts[k-1] == &prev[len(prev)-1] { // it ends the arena: grow it there
+			a.parts = append(a.parts, p)
+			r.Messages[n-1].Parts = clipped(a.parts, len(a.parts)-len(prev)-1)
+			return
+		}
+		r.Messages[n-1].Parts = append(prev, p)
 		return
 	}
-	r.Messages = append(r.Messages, message{Role: role, Parts: []part{p}})
+	a.parts = append(a.parts, p)
+	r.Messages = append(r.Messages, message{Role: role, Parts: clipped(a.parts, len(a.parts)-1)})
 }
 
 func respInputToIR(r *request, raw json.RawMessage) error {
@@ -151,69 +167,81 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 		return nil
 	}
 	var s string
-	if isJSONString(raw) && json.Unmarshal(raw, &s) == nil {
+	if stringOf(raw, &s) {
 		r.Messages = append(r.Messages, message{Role: "user", Parts: []part{{Type: partText, Text: s}}})
 		return nil
 	}
 	var items []respItem
-	if err := json.Unmarshal(raw, &items); err != nil {
+	if err := unmarshal(raw, &items); err != nil {
 		return badRequest("input", err)
 	}
+	r.Messages = make([]message, 0, len(items))
+	a := &respArena{parts: make([]part, 0, len(items)+4)}
 	for i, it := range items {
-		f := fmt.Sprintf("input[%d]", i)
+		f := pathOf("input", i)
 		switch it.Type {
 		case "message", "":
 			switch it.Role {
 			case "system", "developer":
 				t, ok := respText(it.Content)
 				if !ok {
-					return refuse(f+".content", "system content must be text")
+					return refuse(f.String()+".content", "system content must be text")
 				}
 				r.System = append(r.System, t)
 			case "user", "assistant":
-				parts, err := respContentParts(it.Content, f+".content")
-				if err != nil {
-					return err
-				}
 				if it.Role == "assistant" {
+					parts, err := respContentParts(it.Content, f.with(".content", -1), a.tmp[:0], &a.content)
+					if err != nil {
+						return err
+					}
+					a.tmp = parts
 					for _, p := range parts {
-						r.appendPart("assistant", p)
+						a.appendPart(r, "assistant", p)
 					}
 				} else {
-					r.Messages = append(r.Messages, message{Role: "user", Parts: parts})
+					start := len(a.parts)
+					parts, err := respContentParts(it.Content, f.with(".content", -1), a.parts, &a.content)
+					if err != nil {
+						return err
+					}
+					a.parts = parts
+					r.Messages = append(r.Messages, message{Role: "user", Parts: clipped(a.parts, start)})
 				}
 			default:
-				return refuse(f+".role", "role %q cannot be translated", it.Role)
+				return refuse(f.String()+".role", "role %q cannot be translated", it.Role)
 			}
 		case "function_call":
 			args := ""
 			if it.Arguments != nil {
 				args = *it.Arguments
 			}
-			r.appendPart("assistant", part{Type: partToolCall, CallID: it.CallID, Name: it.Name, Args: argsObject(args), ItemID: it.ID})
+			a.appendPart(r, "assistant", part{Type: partToolCall, CallID: it.CallID, Name: it.Name, Args: argsObject(args), ItemID: it.ID})
 		case "function_call_output":
 			p := part{Type: partToolResult, CallID: it.CallID}
+			start := len(a.results)
 			var out string
-			if isJSONString(it.Output) && json.Unmarshal(it.Output, &out) == nil {
-				p.ResultParts = []part{{Type: partText, Text: out}}
+			if stringOf(it.Output, &out) {
+				a.results = append(a.results, part{Type: partText, Text: out})
 			} else {
-				rp, err := respContentParts(it.Output, f+".output")
+				rp, err := respContentParts(it.Output, f.with(".output", -1), a.results, &a.content)
 				if err != nil {
 					return err
 				}
-				p.ResultParts = rp
+				a.results = rp
 			}
+			p.ResultParts = clipped(a.results, start)
 			if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == "user" && len(r.Messages[n-1].Parts) > 0 &&
 				r.Messages[n-1].Parts[len(r.Messages[n-1].Parts)-1].Type == partToolResult {
-				r.Messages[n-1].Parts = append(r.Messages[n-1].Parts, p)
+				a.appendPart(r, "user", p)
 			} else {
-				r.Messages = append(r.Messages, message{Role: "user", Parts: []part{p}})
+				a.parts = append(a.parts, p)
+				r.Messages = append(r.Messages, message{Role: "user", Parts: clipped(a.parts, len(a.parts)-1)})
 			}
 		case "reasoning":
 			var sum []struct {
 				Text string `json:"text"`
 			}
-			_ = json.Unmarshal(it.Summary, &sum)
+			_ = unmarshal(it.Summary, &sum)
 			var b strings.Builder
 			for j, s := range sum {
 				if j > 0 {
@@ -221,9 +249,9 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 				}
 				b.WriteString(s.Text)
 			}
-			r.appendPart("assistant", part{Type: partThinking, Text: b.String(), Signature: it.EncryptedContent, ItemID: it.ID})
+			a.appendPart(r, "assistant", part{Type: partThinking, Text: b.String(), Signature: it.EncryptedContent, ItemID: it.ID})
 		default:
-			return refuse(f+".type", "input item type %q cannot be translated", it.Type)
+			return refuse(f.String()+".type", "input item type %q cannot be translated", it.Type)
 		}
 	}
 	return nil
@@ -233,18 +261,24 @@ func respText(raw json.RawMessage) (string, bool) {
 	return rawText(raw)
 }
 
-func respContentParts(raw json.RawMessage, field string) ([]part, error) {
+// respContentParts appends the parts of message content (string or parts) to dst.
+// scratch, when not nil, is reused storage for the decoded content parts.
+func respContentParts(raw json.RawMessage, field fieldPath, dst []part, scratch *[]respContentPart) ([]part, error) {
 	var s string
-	if isJSONString(raw) && json.Unmarshal(raw, &s) == nil {
-		return []part{{Type: partText, Text: s}}, nil
+	if stringOf(raw, &s) {
+		return append(dst, part{Type: partText, Text: s}), nil
 	}
-	var arr []respContentPart
-	if err := json.Unmarshal(raw, &arr); err != nil {
-		return nil, badRequest(field, err)
+	if scratch == nil {
+		scratch = new([]respContentPart)
 	}
-	out := make([]part, 0, len(arr))
+	*scratch = (*scratch)[:0]
+	if err := unmarshal(raw, scratch); err != nil {
+		return nil, badRequest(field.String(), err)
+	}
+	arr := *scratch
+	out := dst
 	for j, p := range arr {
-		f := fmt.Sprintf("%s[%d]", field, j)
+		f := field.with("", j)
 		switch p.Type {
 		case "input_text", "output_text", "text":
 			out = append(out, part{Type: partText, Text: p.Text})
@@ -252,7 +286,7 @@ func respContentParts(raw json.RawMessage, field string) ([]part, error) {
 			out = append(out, part{Type: partText, Text: p.Refusal})
 		case "input_image":
 			if p.ImageURL == "" {
-				return nil, refuse(f, "images by file_id cannot be translated; send image_url")
+				return nil, refuse(f.String(), "images by file_id cannot be translated; send image_url")
 			}
 			out = append(out, imagePart(p.ImageURL, p.Detail))
 		case "input_file":
@@ -266,10 +300,10 @@ func respContentParts(raw json.RawMessage, field string) ([]part, error) {
 			case p.FileURL != "":
 				out = append(out, part{Type: partFile, URL: p.FileURL, MediaType: mimeFromURL(p.FileURL), FileName: p.Filename})
 			default:
-				return nil, refuse(f, "files by file_id cannot be translated; send file_data")
+				return nil, refuse(f.String(), "files by file_id cannot be translated; send file_data")
 			}
 		default:
-			return nil, refuse(f, "content part type %q cannot be translated", p.Type)
+			return nil, refuse(f.String(), "content part type %q cannot be translated", p.Type)
 		}
 	}
 	return out, nil
@@ -277,85 +311,94 @@ func respContentParts(raw json.RawMessage, field string) ([]part, error) {
 
 // ---- encode request ----
 
-type respRequestOut struct {
-	Model             string           `json:"model"`
-	Instructions      string           `json:"instructions,omitempty"`
-	Input             []map[string]any `json:"input"`
-	Tools             []map[string]any `json:"tools,omitempty"`
-	ToolChoice        any              `json:"tool_choice,omitempty"`
-	ParallelToolCalls *bool            `json:"parallel_tool_calls,omitempty"`
-	MaxOutputTokens   *int             `json:"max_output_tokens,omitempty"`
-	Temperature       *float64         `json:"temperature,omitempty"`
-	TopP              *float64         `json:"top_p,omitempty"`
-	Reasoning         map[string]any   `json:"reasoning,omitempty"`
-	Include           []string         `json:"include,omitempty"`
-	Text              map[string]any   `json:"text,omitempty"`
-	ServiceTier       string           `json:"service_tier,omitempty"`
-	User              string           `json:"user,omitempty"`
-	Store             bool             `json:"store"`
-	Stream            bool             `json:"stream,omitempty"`
-}
-
-func respPartsOut(parts []part, assistant bool) []map[string]any {
-	out := make([]map[string]any, 0, len(parts))
+// respPartsOut writes a message's content parts (maps' key order: sorted, as encoding/json wrote them).
+func respPartsOut(w *jw, parts []part, assistant bool) {
+	w.open('[')
 	for _, p := range parts {
 		switch p.Type {
 		case partText:
+			w.open('{')
+			w.key("text")
+			w.str(p.Text)
+			w.key("type")
 			if assistant {
-				out = append(out, map[string]any{"type": "output_text", "text": p.Text})
+				w.str("output_text")
 			} else {
-				out = append(out, map[string]any{"type": "input_text", "text": p.Text})
+				w.str("input_text")
 			}
+			w.close('}')
 		case partImage:
 			u := p.URL
 			if u == "" {
 				u = makeDataURL(p.MediaType, p.Data)
 			}
-			m := map[string]any{"type": "input_image", "image_url": u}
-			m["detail"] = nonEmpty(p.Detail, "auto")
-			out = append(out, m)
+			w.open('{')
+			w.key("detail")
+			w.str(nonEmpty(p.Detail, "auto"))
+			w.key("image_url")
+			w.str(u)
+			w.key("type")
+			w.str("input_image")
+			w.close('}')
 		case partFile:
-			m := map[string]any{"type": "input_file"}
+			w.open('{')
 			if p.URL != "" {
-				m["file_url"] = p.URL
+				w.key("file_url")
+				w.str(p.URL)
 			} else {
-				m["file_data"] = makeDataURL(p.MediaType, p.Data)
-				m["filename"] = nonEmpty(p.FileName, "file")
+				w.key("file_data")
+				w.str(makeDataURL(p.MediaType, p.Data))
+				w.key("filename")
+				w.str(nonEmpty(p.FileName, "file"))
 			}
-			out = append(out, m)
+			w.key("type")
+			w.str("input_file")
+			w.close('}')
 		}
 	}
-	return out
+	w.close(']')
 }
 
 func (alphaResp) encodeRequest(r *request, model string, stream bool, st *reqState) (*UpstreamRequest, error) {
-	out := respRequestOut{Model: model, Instructions: strings.Join(r.System, "\n\n"), ParallelToolCalls: r.ParallelToolCalls,
-		MaxOutputTokens: r.MaxTokens, Temperature: r.Temperature, TopP: r.TopP, ServiceTier: alphaTier(r.ServiceTier),
-		User: r.User, Store: false, Stream: stream, Input: []map[string]any{}}
+	w := &jw{b: make([]byte, 0, requestSizeHint(r))}
+	w.open('{')
+	w.key("model")
+	w.str(model)
+	if len(r.System) > 0 {
+		if ins := strings.Join(r.System, "\n\n"); ins != "" {
+			w.key("instructions")
+			w.str(ins)
+		}
+	}
+	w.key("input")
+	w.open('[')
+	var text []part // an assistant turn's text parts, sent as one message item before its next other item
 	for _, m := range r.Messages {
 		if m.Role == "assistant" {
-			var text []part
-			flushText := func() {
-				if len(text) > 0 {
-					out.Input = append(out.Input, map[string]any{"type": "message", "role": "assistant", "content": respPartsOut(text, true)})
-					text = nil
-				}
-			}
 			for _, p := range m.Parts {
 				switch p.Type {
 				case partText:
 					text = append(text, p)
 				case partToolCall:
-					flushText()
-					out.Input = append(out.Input, map[string]any{"type": "function_call", "call_id": p.CallID, "name": p.Name, "arguments": argsString(p.Args)})
+					flushParts(w, &text)
+					w.open('{')
+					w.key("arguments")
+					w.str(argsView(p.Args))
+					w.key("call_id")
+					w.str(p.CallID)
+					w.key("name")
+					w.str(p.Name)
+					w.key("type")
+					w.str("function_call")
+					w.close('}')
 				case partThinking:
-					if item, ok := respReasoningReplay(p); ok {
-						flushText()
-						out.Input = append(out.Input, item)
+					if respReasoningReplay(nil, p) {
+						flushParts(w, &text)
+						respReasoningReplay(w, p)
 					}
 				}
 			}
-			flushText()
+			flushParts(w, &text)
 			continue
 		}
 		var user, late []part
@@ -368,41 +411,86 @@ func (alphaResp) encodeRequest(r *request, model string, stream bool, st *reqSta
 			if p.IsError && !strings.HasPrefix(text, "Error") {
 				text = "Error: " + text
 			}
-			out.Input = append(out.Input, map[string]any{"type": "function_call_output", "call_id": p.CallID, "output": text})
+			w.open('{')
+			w.key("call_id")
+			w.str(p.CallID)
+			w.key("output")
+			w.str(text)
+			w.key("type")
+			w.str("function_call_output")
+			w.close('}')
 			for _, rp := range p.ResultParts {
 				if rp.Type == partImage {
 					late = append(late, rp)
 				}
 			}
 		}
-		user = append(late, user...)
+		if len(late) > 0 {
+			user = append(late, user...)
+		}
 		if len(user) > 0 {
-			out.Input = append(out.Input, map[string]any{"role": "user", "content": respPartsOut(user, false)})
+			w.open('{')
+			w.key("content")
+			respPartsOut(w, user, false)
+			w.key("role")
+			w.str("user")
+			w.close('}')
 		}
 	}
-	for _, t := range r.Tools {
-		m := map[string]any{"type": "function", "name": t.Name}
-		if t.Description != "" {
-			m["description"] = t.Description
+	w.close(']')
+	if len(r.Tools) > 0 {
+		w.key("tools")
+		w.open('[')
+		for _, t := range r.Tools {
+			w.open('{')
+			if t.Description != "" {
+				w.key("description")
+				w.str(t.Description)
+			}
+			w.key("name")
+			w.str(t.Name)
+			w.key("parameters")
+			if params := t.Parameters; len(params) == 0 || string(params) == "null" {
+				w.raw(json.RawMessage(`{"type":"object","properties":{}}`))
+			} else {
+				w.raw(params)
+			}
+			w.key("strict")
+			w.bool(t.Strict != nil && *t.Strict)
+			w.key("type")
+			w.str("function")
+			w.close('}')
 		}
-		params := t.Parameters
-		if len(params) == 0 || string(params) == "null" {
-			params = json.RawMessage(`{"type":"object","properties":{}}`)
-		}
-		m["parameters"] = params
-		if t.Strict != nil {
-			m["strict"] = *t.Strict
-		} else {
-			m["strict"] = false
-		}
-		out.Tools = append(out.Tools, m)
+		w.close(']')
 	}
 	if tc := r.ToolChoice; tc != nil {
+		w.key("tool_choice")
 		if tc.Mode == "tool" {
-			out.ToolChoice = map[string]any{"type": "function", "name": tc.Name}
+			w.open('{')
+			w.key("name")
+			w.str(tc.Name)
+			w.key("type")
+			w.str("function")
+			w.close('}')
 		} else {
-			out.ToolChoice = tc.Mode
+			w.str(tc.Mode)
 		}
+	}
+	if r.ParallelToolCalls != nil {
+		w.key("parallel_tool_calls")
+		w.bool(*r.ParallelToolCalls)
+	}
+	if r.MaxTokens != nil {
+		w.key("max_output_tokens")
+		w.int(int64(*r.MaxTokens))
+	}
+	if r.Temperature != nil {
+		w.key("temperature")
+		w.float(*r.Temperature)
+	}
+	if r.TopP != nil {
+		w.key("top_p")
+		w.float(*r.TopP)
 	}
 	if rs := r.Reasoning; rs != nil && !rs.Disabled {
 		effort := rs.Effort
@@ -412,49 +500,117 @@ func (alphaResp) encodeRequest(r *request, model string, stream bool, st *reqSta
 		if effort == "" {
 			effort = "medium"
 		}
-		out.Reasoning = map[string]any{"effort": effort}
-		if st.client != "alpha_chat_completions" {
-			out.Reasoning["summary"] = "auto"
-			out.Include = []string{"reasoning.encrypted_content"}
+		w.key("reasoning")
+		w.open('{')
+		w.key("effort")
+		w.str(effort)
+		summary := st.client != "alpha_chat_completions"
+		if summary {
+			w.key("summary")
+			w.str("auto")
+		}
+		w.close('}')
+		if summary {
+			w.key("include")
+			w.open('[')
+			w.str("reasoning.encrypted_content")
+			w.close(']')
 		}
 	}
 	if f := r.Format; f != nil {
+		w.key("text")
+		w.open('{')
+		w.key("format")
+		w.open('{')
 		if f.Type == "json_object" {
-			out.Text = map[string]any{"format": map[string]any{"type": "json_object"}}
+			w.key("type")
+			w.str("json_object")
 		} else {
-			fm := map[string]any{"type": "json_schema", "name": nonEmpty(f.Name, "response"), "schema": f.Schema}
+			w.key("name")
+			w.str(nonEmpty(f.Name, "response"))
+			w.key("schema")
+			w.raw(f.Schema)
 			if f.Strict != nil {
-				fm["strict"] = *f.Strict
+				w.key("strict")
+				w.bool(*f.Strict)
 			}
-			out.Text = map[string]any{"format": fm}
+			w.key("type")
+			w.str("json_schema")
 		}
+		w.close('}')
+		w.close('}')
 	}
-	b, err := marshal(out)
-	if err != nil {
-		return nil, err
+	if t := alphaTier(r.ServiceTier); t != "" {
+		w.key("service_tier")
+		w.str(t)
 	}
-	return &UpstreamRequest{Method: http.MethodPost, Path: "/v1/responses", Header: jsonHeader(), Body: b}, nil
+	if r.User != "" {
+		w.key("user")
+		w.str(r.User)
+	}
+	w.key("store")
+	w.bool(false)
+	if stream {
+		w.key("stream")
+		w.bool(true)
+	}
+	w.close('}')
+	return &UpstreamRequest{Method: http.MethodPost, Path: "/v1/responses", Header: jsonHeader(), Body: w.b}, nil
 }
 
-// respReasoningReplay rebuilds a reasoning input item from a signature minted by respSignature.
-func respReasoningReplay(p part) (map[string]any, bool) {
+// flushParts writes the pending assistant text parts as one message item and empties them.
+func flushParts(w *jw, text *[]part) {
+	if len(*text) == 0 {
+		return
+	}
+	w.open('{')
+	w.key("content")
+	respPartsOut(w, *text, true)
+	w.key("role")
+	w.str("assistant")
+	w.key("type")
+	w.str("message")
+	w.close('}')
+	*text = (*text)[:0]
+}
+
+// respReasoningReplay writes the reasoning input item rebuilt from a signature minted by respSignature (w
+// nil: only reports whether there is one; foreign reasoning cannot be verified by alpha responses and is
+// dropped).
+func respReasoningReplay(w *jw, p part) bool {
 	rest, ok := strings.CutPrefix(p.Signature, respSigPrefix)
 	if !ok {
-		return nil, false // foreign reasoning cannot be verified by alpha responses; dropped
+		return false
 	}
 	id, enc, ok := strings.Cut(rest, ".")
 	if !ok || id == "" {
-		return nil, false
+		return false
 	}
-	summary := []map[string]any{}
-	if p.Text != "" {
-		summary = append(summary, map[string]any{"type": "summary_text", "text": p.Text})
+	if w == nil {
+		return true
 	}
-	item := map[string]any{"type": "reasoning", "id": id, "summary": summary}
+	w.open('{')
 	if enc != "" {
-		item["encrypted_content"] = enc
+		w.key("encrypted_content")
+		w.str(enc)
 	}
-	return item, true
+	w.key("id")
+	w.str(id)
+	w.key("summary")
+	w.open('[')
+	if p.Text != "" {
+		w.open('{')
+		w.key("text")
+		w.str(p.Text)
+		w.key("type")
+		w.str("summary_text")
+		w.close('}')
+	}
+	w.close(']')
+	w.key("type")
+	w.str("reasoning")
+	w.close('}')
+	return true
 }
 
 // respSignature packs a reasoning item id and encrypted content as one opaque signature.
@@ -508,9 +664,9 @@ func respOutputToParts(items []respItem) []part {
 			var sum []struct {
 				Text string `json:"text"`
 			}
-			_ = json.Unmarshal(it.Summary, &sum)
+			_ = unmarshal(it.Summary, &sum)
 			if len(sum) == 0 {
-				_ = json.Unmarshal(it.Content, &sum)
+				_ = unmarshal(it.Content, &sum)
 			}
 			var b strings.Builder
 			for j, s := range sum {
@@ -521,7 +677,7 @@ func respOutputToParts(items []respItem) []part {
 			}
 			parts = append(parts, part{Type: partThinking, Text: b.String(), Signature: respSignature(it.ID, it.EncryptedContent), ItemID: it.ID})
 		case "message":
-			cp, _ := respContentParts(it.Content, "output")
+			cp, _ := respContentParts(it.Content, pathOf("output", -1), nil, nil)
 			for _, p := range cp {
 				if p.Type == partText {
 					p.ItemID = it.ID
@@ -540,8 +696,9 @@ func respOutputToParts(items []respItem) []part {
 }
 
 func (alphaResp) decodeResponse(body []byte, st *reqState) (*response, error) {
+	body = ownedCopy(body)
 	var in respResponse
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("decode response: %w", err)
 	}
 	return respToIR(&in), nil

@@ -35,7 +35,7 @@ func (d *respDecoder) decode(name string, data []byte, out []event) ([]event, er
 		return out, nil
 	}
 	var e respStreamEvent
-	if err := json.Unmarshal(data, &e); err != nil {
+	if err := unmarshalEvent(data, &e); err != nil {
 		return out, err
 	}
 	typ := e.Type

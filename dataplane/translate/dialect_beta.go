@@ -70,8 +70,9 @@ type betaRequestIn struct {
 }
 
 func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
+	body = ownedCopy(body)
 	var in betaRequestIn
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := unmarshal(body, &in); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid messages request: %w", err))
 	}
 	if len(in.MCPServers) > 0 && string(in.MCPServers) != "null" {
@@ -87,11 +88,11 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 	}
 	if len(in.System) > 0 && string(in.System) != "null" {
 		var s string
-		if isJSONString(in.System) && json.Unmarshal(in.System, &s) == nil {
+		if stringOf(in.System, &s) {
 			r.System = []string{s}
 		} else {
 			var blocks []betaBlock
-			if err := json.Unmarshal(in.System, &blocks); err != nil {
+			if err := unmarshal(in.System, &blocks); err != nil {
 				return nil, badRequest("system", err)
 			}
 			for _, b := range blocks {
@@ -127,7 +128,7 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 			Description string          `json:"description"`
 			InputSchema json.RawMessage `json:"input_schema"`
 		}
-		if err := json.Unmarshal(raw, &t); err != nil || (t.Type != "" && t.Type != "custom") {
+		if err := unmarshal(raw, &t); err != nil || (t.Type != "" && t.Type != "custom") {
 			return nil, refuse(fmt.Sprintf("tools[%d]", i), "server tools (type %q) cannot be translated", t.Type)
 		}
 		r.Tools = append(r.Tools, tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
@@ -138,7 +139,7 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 			Name                   string `json:"name"`
 			DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
 		}
-		if err := json.Unmarshal(in.ToolChoice, &tc); err != nil {
+		if err := unmarshal(in.ToolChoice, &tc); err != nil {
 			return nil, badRequest("tool_choice", err)
 		}
 		switch tc.Type {
@@ -156,13 +157,15 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 			r.ParallelToolCalls = &f
 		}
 	}
+	r.Messages = make([]message, 0, len(in.Messages))
+	a := &betaArena{parts: make([]part, 0, 2*len(in.Messages)+4)}
 	for i, m := range in.Messages {
-		field := fmt.Sprintf("messages[%d].content", i)
+		field := pathOf("messages", i).with(".content", -1)
 		role := m.Role
 		if role != "user" && role != "assistant" {
 			return nil, refuse(fmt.Sprintf("messages[%d].role", i), "role %q cannot be translated", role)
 		}
-		parts, err := betaContentParts(m.Content, field)
+		parts, err := betaContentParts(m.Content, field, a, &a.parts)
 		if err != nil {
 			return nil, err
 		}
@@ -171,23 +174,42 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 	return r, nil
 }
 
-func betaContentParts(raw json.RawMessage, field string) ([]part, error) {
+// betaArena is the backing storage of a request's parts: message parts, tool result parts and the scratch
+// the content blocks of one message are decoded into.
+type betaArena struct {
+	parts, results []part
+	blocks         []betaBlock
+}
+
+// betaContentParts converts message content (string or blocks) into parts appended to *dst and returns
+// them (capacity clipped, so a later append copies). Tool result contents go to a.results; a result inside
+// a result (invalid, but parsed) gets storage of its own.
+func betaContentParts(raw json.RawMessage, field fieldPath, a *betaArena, dst *[]part) ([]part, error) {
+	if dst == nil {
+		dst = new([]part)
+	}
+	start := len(*dst)
 	var s string
-	if isJSONString(raw) && json.Unmarshal(raw, &s) == nil {
-		return []part{{Type: partText, Text: s}}, nil
+	if stringOf(raw, &s) {
+		*dst = append(*dst, part{Type: partText, Text: s})
+		return (*dst)[start:len(*dst):len(*dst)], nil
 	}
-	var blocks []betaBlock
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return nil, badRequest(field, err)
+	blocks := &a.blocks
+	if dst != &a.parts {
+		blocks = new([]betaBlock) // a.blocks is being read by the caller
 	}
-	out := make([]part, 0, len(blocks))
-	for j, b := range blocks {
-		f := fmt.Sprintf("%s[%d]", field, j)
+	*blocks = (*blocks)[:0]
+	if err := unmarshal(raw, blocks); err != nil {
+		return nil, badRequest(field.String(), err)
+	}
+	out := *dst
+	for j, b := range *blocks {
+		f := field.with("", j)
 		switch b.Type {
 		case "text":
 			out = append(out, part{Type: partText, Text: b.Text})
 		case "image", "document":
-			p, err := betaSourcePart(b, f)
+			p, err := betaSourcePart(b, f.String())
 			if err != nil {
 				return nil, err
 			}
@@ -201,7 +223,11 @@ func betaContentParts(raw json.RawMessage, field string) ([]part, error) {
 		case "tool_result":
 			p := part{Type: partToolResult, CallID: b.ToolUseID, IsError: b.IsError}
 			if len(b.Content) > 0 && string(b.Content) != "null" {
-				rp, err := betaContentParts(b.Content, f+".content")
+				results := &a.results
+				if dst != &a.parts {
+					results = nil
+				}
+				rp, err := betaContentParts(b.Content, f.with(".content", -1), a, results)
 				if err != nil {
 					return nil, err
 				}
@@ -220,10 +246,11 @@ func betaContentParts(raw json.RawMessage, field string) ([]part, error) {
 		case "redacted_thinking":
 			out = append(out, part{Type: partRedactedThinking, Data: b.Data})
 		default:
-			return nil, refuse(f, "content block type %q cannot be translated", b.Type)
+			return nil, refuse(f.String(), "content block type %q cannot be translated", b.Type)
 		}
 	}
-	return out, nil
+	*dst = out
+	return out[start:len(out):len(out)], nil
 }
 
 func betaSourcePart(b betaBlock, f string) (part, error) {
@@ -245,39 +272,6 @@ func betaSourcePart(b betaBlock, f string) (part, error) {
 
 // ---- encode request ----
 
-type betaRequestOut struct {
-	Model         string         `json:"model"`
-	System        any            `json:"system,omitempty"`
-	Messages      []betaMsgOut   `json:"messages"`
-	Tools         []betaToolOut  `json:"tools,omitempty"`
-	ToolChoice    map[string]any `json:"tool_choice,omitempty"`
-	MaxTokens     int            `json:"max_tokens"`
-	Temperature   *float64       `json:"temperature,omitempty"`
-	TopP          *float64       `json:"top_p,omitempty"`
-	TopK          *int           `json:"top_k,omitempty"`
-	StopSequences []string       `json:"stop_sequences,omitempty"`
-	Thinking      map[string]any `json:"thinking,omitempty"`
-	OutputConfig  map[string]any `json:"output_config,omitempty"`
-	Metadata      *betaMetadata  `json:"metadata,omitempty"`
-	ServiceTier   string         `json:"service_tier,omitempty"`
-	Stream        bool           `json:"stream,omitempty"`
-}
-
-type betaMetadata struct {
-	UserID string `json:"user_id"`
-}
-
-type betaMsgOut struct {
-	Role    string      `json:"role"`
-	Content []betaBlock `json:"content"`
-}
-
-type betaToolOut struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
-}
-
 func betaTier(t string) string {
 	switch strings.ToLower(t) {
 	case "auto", "priority":
@@ -289,94 +283,335 @@ func betaTier(t string) string {
 }
 
 func (betaMsgs) encodeRequest(r *request, model string, stream bool, st *reqState) (*UpstreamRequest, error) {
-	out := betaRequestOut{Model: model, TopP: r.TopP, TopK: r.TopK, StopSequences: r.Stop, ServiceTier: betaTier(r.ServiceTier), Stream: stream}
-	out.MaxTokens = st.opts.BetaMaxTokens
+	maxTokens := st.opts.BetaMaxTokens
 	if r.MaxTokens != nil && *r.MaxTokens > 0 {
-		out.MaxTokens = *r.MaxTokens
+		maxTokens = *r.MaxTokens
 	}
-	if r.Temperature != nil {
-		t := min(max(*r.Temperature, 0), 1) // beta accepts 0..1
-		out.Temperature = &t
+	temperature, topK := r.Temperature, r.TopK
+	if temperature != nil {
+		t := min(max(*temperature, 0), 1) // beta accepts 0..1
+		temperature = &t
 	}
-	if len(r.System) == 1 {
-		out.System = r.System[0]
-	} else if len(r.System) > 1 {
-		blocks := make([]betaBlock, 0, len(r.System))
-		for _, s := range r.System {
-			blocks = append(blocks, betaBlock{Type: "text", Text: s})
-		}
-		out.System = blocks
-	}
-	for _, m := range mergeTurns(r.Messages) {
-		bm := betaMsgOut{Role: m.Role}
-		for _, p := range m.Parts {
-			if b, ok := betaBlockOut(p); ok {
-				bm.Content = append(bm.Content, b)
-			}
-		}
-		if len(bm.Content) > 0 {
-			out.Messages = append(out.Messages, bm)
-		}
-	}
-	for _, t := range r.Tools {
-		schema := t.Parameters
-		if len(schema) == 0 || string(schema) == "null" {
-			schema = json.RawMessage(`{"type":"object","properties":{}}`)
-		}
-		out.Tools = append(out.Tools, betaToolOut{Name: t.Name, Description: t.Description, InputSchema: schema})
-	}
-	if tc := r.ToolChoice; tc != nil {
-		switch tc.Mode {
-		case "auto", "none":
-			out.ToolChoice = map[string]any{"type": tc.Mode}
-		case "required":
-			out.ToolChoice = map[string]any{"type": "any"}
-		case "tool":
-			out.ToolChoice = map[string]any{"type": "tool", "name": tc.Name}
-		}
-	}
-	if r.ParallelToolCalls != nil && !*r.ParallelToolCalls && len(r.Tools) > 0 {
-		if out.ToolChoice == nil {
-			out.ToolChoice = map[string]any{"type": "auto"}
-		}
-		if out.ToolChoice["type"] != "none" {
-			out.ToolChoice["disable_parallel_tool_use"] = true
-		}
-	}
+	// thinking: "adaptive", or an enabled budget (at least 1024, below max_tokens)
+	thinking, budget := "", 0
 	if rs := r.Reasoning; rs != nil && !rs.Disabled {
-		budget := rs.Budget
+		budget = rs.Budget
 		if budget == 0 {
 			budget = effortBudget(rs.Effort)
 		}
 		if rs.Adaptive && budget == 0 {
-			out.Thinking = map[string]any{"type": "adaptive"}
+			thinking = "adaptive"
 		} else if budget > 0 {
 			budget = max(budget, 1024)
-			if budget >= out.MaxTokens {
-				budget = out.MaxTokens - 1
+			if budget >= maxTokens {
+				budget = maxTokens - 1
 			}
 			if budget >= 1024 {
-				out.Thinking = map[string]any{"type": "enabled", "budget_tokens": budget}
+				thinking = "enabled"
 			}
 		}
-		if out.Thinking != nil {
+		if thinking != "" {
 			// beta rejects sampling changes while thinking
-			out.Temperature, out.TopK = nil, nil
+			temperature, topK = nil, nil
 		}
 	}
+
+	w := &jw{b: make([]byte, 0, requestSizeHint(r))}
+	w.open('{')
+	w.key("model")
+	w.str(model)
+	if len(r.System) == 1 {
+		w.key("system")
+		w.str(r.System[0])
+	} else if len(r.System) > 1 {
+		w.key("system")
+		w.open('[')
+		for _, s := range r.System {
+			w.open('{')
+			w.key("type")
+			w.str("text")
+			if s != "" {
+				w.key("text")
+				w.str(s)
+			}
+			w.close('}')
+		}
+		w.close(']')
+	}
+	w.key("messages")
+	at := len(w.b)
+	w.open('[')
+	// consecutive messages of one role are one turn (beta and gamma want alternating turns), written
+	// without building merged copies; messages without parts are skipped
+	for i := 0; i < len(r.Messages); {
+		role := r.Messages[i].Role
+		j := i
+		for j < len(r.Messages) && (r.Messages[j].Role == role || len(r.Messages[j].Parts) == 0) {
+			j++
+		}
+		turn := len(w.b)
+		w.open('{')
+		w.key("role")
+		w.str(role)
+		w.key("content")
+		w.open('[')
+		for _, m := range r.Messages[i:j] {
+			for _, p := range m.Parts {
+				betaBlockWrite(w, p)
+			}
+		}
+		if w.b[len(w.b)-1] == '[' { // no block: the turn is left out
+			w.b = w.b[:turn]
+		} else {
+			w.close(']')
+			w.close('}')
+		}
+		i = j
+	}
+	if w.b[len(w.b)-1] == '[' { // no message: encoding/json wrote the nil slice as null
+		w.b = append(w.b[:at], "null"...)
+	} else {
+		w.close(']')
+	}
+	if len(r.Tools) > 0 {
+		w.key("tools")
+		w.open('[')
+		for _, t := range r.Tools {
+			w.open('{')
+			w.key("name")
+			w.str(t.Name)
+			if t.Description != "" {
+				w.key("description")
+				w.str(t.Description)
+			}
+			w.key("input_schema")
+			if schema := t.Parameters; len(schema) == 0 || string(schema) == "null" {
+				w.raw(json.RawMessage(`{"type":"object","properties":{}}`))
+			} else {
+				w.raw(schema)
+			}
+			w.close('}')
+		}
+		w.close(']')
+	}
+	choice := ""
+	if tc := r.ToolChoice; tc != nil {
+		switch tc.Mode {
+		case "auto", "none":
+			choice = tc.Mode
+		case "required":
+			choice = "any"
+		case "tool":
+			choice = "tool"
+		}
+	}
+	noParallel := r.ParallelToolCalls != nil && !*r.ParallelToolCalls && len(r.Tools) > 0
+	if noParallel && choice == "" {
+		choice = "auto"
+	}
+	if choice != "" {
+		w.key("tool_choice")
+		w.open('{')
+		if noParallel && choice != "none" {
+			w.key("disable_parallel_tool_use")
+			w.bool(true)
+		}
+		if choice == "tool" {
+			w.key("name")
+			w.str(r.ToolChoice.Name)
+		}
+		w.key("type")
+		w.str(choice)
+		w.close('}')
+	}
+	w.key("max_tokens")
+	w.int(int64(maxTokens))
+	if temperature != nil {
+		w.key("temperature")
+		w.float(*temperature)
+	}
+	if r.TopP != nil {
+		w.key("top_p")
+		w.float(*r.TopP)
+	}
+	if topK != nil {
+		w.key("top_k")
+		w.int(int64(*topK))
+	}
+	if len(r.Stop) > 0 {
+		w.key("stop_sequences")
+		w.open('[')
+		for _, s := range r.Stop {
+			w.str(s)
+		}
+		w.close(']')
+	}
+	if thinking != "" {
+		w.key("thinking")
+		w.open('{')
+		if thinking == "enabled" {
+			w.key("budget_tokens")
+			w.int(int64(budget))
+		}
+		w.key("type")
+		w.str(thinking)
+		w.close('}')
+	}
 	if f := r.Format; f != nil && f.Type == "json_schema" {
-		out.OutputConfig = map[string]any{"format": map[string]any{"type": "json_schema", "schema": f.Schema}}
+		w.key("output_config")
+		w.open('{')
+		w.key("format")
+		w.open('{')
+		w.key("schema")
+		w.raw(f.Schema)
+		w.key("type")
+		w.str("json_schema")
+		w.close('}')
+		w.close('}')
 	}
 	if r.User != "" {
-		out.Metadata = &betaMetadata{UserID: r.User}
+		w.key("metadata")
+		w.open('{')
+		w.key("user_id")
+		w.str(r.User)
+		w.close('}')
 	}
-	b, err := marshal(out)
-	if err != nil {
-		return nil, err
+	if t := betaTier(r.ServiceTier); t != "" {
+		w.key("service_tier")
+		w.str(t)
 	}
+	if stream {
+		w.key("stream")
+		w.bool(true)
+	}
+	w.close('}')
 	h := jsonHeader()
 	h.Set("anthropic-version", "2023-06-01")
-	return &UpstreamRequest{Method: http.MethodPost, Path: "/v1/messages", Header: h, Body: b}, nil
+	return &UpstreamRequest{Method: http.MethodPost, Path: "/v1/messages", Header: h, Body: w.b}, nil
+}
+
+// betaBlockWrite writes the request content block of a part as betaBlockOut builds it (field order of
+// betaBlock); it reports false, writing nothing, for a part beta does not take.
+func betaBlockWrite(w *jw, p part) bool {
+	switch p.Type {
+	case partText:
+		if p.Text == "" {
+			return false // beta rejects empty text blocks
+		}
+		w.open('{')
+		w.key("type")
+		w.str("text")
+		w.key("text")
+		w.str(p.Text)
+		w.close('}')
+	case partImage, partFile:
+		w.open('{')
+		w.key("type")
+		if p.Type == partFile {
+			w.str("document")
+		} else {
+			w.str("image")
+		}
+		w.key("source")
+		w.open('{')
+		if p.URL != "" {
+			w.key("type")
+			w.str("url")
+			w.key("url")
+			w.str(p.URL)
+		} else {
+			w.key("type")
+			w.str("base64")
+			if p.MediaType != "" {
+				w.key("media_type")
+				w.str(p.MediaType)
+			}
+			if p.Data != "" {
+				w.key("data")
+				w.str(p.Data)
+			}
+		}
+		w.close('}')
+		w.close('}')
+	case partToolCall:
+		w.open('{')
+		w.key("type")
+		w.str("tool_use")
+		if id := sanitizeID(p.CallID); id != "" {
+			w.key("id")
+			w.str(id)
+		}
+		if p.Name != "" {
+			w.key("name")
+			w.str(p.Name)
+		}
+		w.key("input")
+		if len(p.Args) == 0 {
+			w.raw(json.RawMessage("{}"))
+		} else {
+			w.raw(p.Args)
+		}
+		w.close('}')
+	case partToolResult:
+		w.open('{')
+		w.key("type")
+		w.str("tool_result")
+		if id := sanitizeID(p.CallID); id != "" {
+			w.key("tool_use_id")
+			w.str(id)
+		}
+		w.key("content")
+		allText := true
+		for _, rp := range p.ResultParts {
+			if rp.Type != partText {
+				allText = false
+			}
+		}
+		if allText {
+			w.str(textOf(p.ResultParts))
+		} else {
+			at := len(w.b)
+			w.open('[')
+			for _, rp := range p.ResultParts {
+				betaBlockWrite(w, rp)
+			}
+			if w.b[len(w.b)-1] == '[' { // no block: encoding/json wrote the nil slice as null
+				w.b = append(w.b[:at], "null"...)
+			} else {
+				w.close(']')
+			}
+		}
+		if p.IsError {
+			w.key("is_error")
+			w.bool(true)
+		}
+		w.close('}')
+	case partThinking:
+		sig, ok := sigForUpstream(vocab.KindBeta, p.Signature)
+		if !ok {
+			return false // beta verifies signatures: reasoning from another family is dropped
+		}
+		w.open('{')
+		w.key("type")
+		w.str("thinking")
+		w.key("thinking")
+		w.str(p.Text)
+		w.key("signature")
+		w.str(sig)
+		w.close('}')
+	case partRedactedThinking:
+		w.open('{')
+		w.key("type")
+		w.str("redacted_thinking")
+		if p.Data != "" {
+			w.key("data")
+			w.str(p.Data)
+		}
+		w.close('}')
+	default:
+		return false
+	}
+	return true
 }
 
 func strp(s string) *string { return &s }
@@ -481,8 +716,9 @@ func betaFinishOut(f finish) string {
 }
 
 func (betaMsgs) decodeResponse(body []byte, st *reqState) (*response, error) {
+	body = ownedCopy(body)
 	var in betaResponse
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("decode message: %w", err)
 	}
 	r := &response{ID: in.ID, Model: in.Model, Usage: in.Usage.canonical()}

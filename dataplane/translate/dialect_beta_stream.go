@@ -39,7 +39,7 @@ func (d *betaDecoder) decode(name string, data []byte, out []event) ([]event, er
 		return out, nil
 	}
 	var e betaStreamEvent
-	if err := json.Unmarshal(data, &e); err != nil {
+	if err := unmarshalEvent(data, &e); err != nil {
 		return out, err
 	}
 	switch e.Type {

@@ -3,9 +3,12 @@ package translate
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/jsontext"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -81,8 +84,38 @@ type gammaTool struct {
 	} `json:"functionDeclarations"`
 }
 
+// gammaContentIn and gammaPartIn are the request's contents as decoded: parts are read one content at a
+// time into reused storage (gammaDecodeScratch), members that are objects or strings only when present.
+type gammaContentIn struct {
+	Role  string          `json:"role"`
+	Parts json.RawMessage `json:"parts"`
+}
+
+type gammaPartIn struct {
+	Text                json.RawMessage `json:"text"`
+	Thought             bool            `json:"thought"`
+	InlineData          *gammaBlob      `json:"inlineData"`
+	FileData            *gammaBlob      `json:"fileData"`
+	FunctionCall        json.RawMessage `json:"functionCall"`
+	FunctionResponse    json.RawMessage `json:"functionResponse"`
+	ThoughtSignature    string          `json:"thoughtSignature"`
+	ExecutableCode      json.RawMessage `json:"executableCode"`
+	CodeExecutionResult json.RawMessage `json:"codeExecutionResult"`
+}
+
+// gammaDecodeScratch is the reused storage of gammaGen.decodeRequest.
+type gammaDecodeScratch struct {
+	parts []gammaPartIn
+	call  gammaCall
+	resp  gammaFuncResp
+	ids   []byte // synthesised call ids, viewed as strings (only appended to)
+}
+
+// present reports whether an optional member was given a value other than null.
+func present(r json.RawMessage) bool { return len(r) > 0 && string(r) != "null" }
+
 type gammaRequestIn struct {
-	Contents               []gammaContent    `json:"contents"`
+	Contents               []gammaContentIn  `json:"contents"`
 	SystemInstruction      *gammaContent     `json:"systemInstruction"`
 	SystemInstructionSnake *gammaContent     `json:"system_instruction"`
 	Tools                  []json.RawMessage `json:"tools"`
@@ -100,8 +133,9 @@ type gammaRequestIn struct {
 }
 
 func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
+	body = ownedCopy(body)
 	var in gammaRequestIn
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := unmarshal(body, &in); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid generateContent request: %w", err))
 	}
 	if in.CachedContent != "" {
@@ -172,7 +206,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 	}
 	for i, raw := range in.Tools {
 		var probe map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &probe); err != nil {
+		if err := unmarshal(raw, &probe); err != nil {
 			return nil, badRequest(fmt.Sprintf("tools[%d]", i), err)
 		}
 		for k := range probe {
@@ -181,7 +215,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 			}
 		}
 		var t gammaTool
-		_ = json.Unmarshal(raw, &t)
+		_ = unmarshal(raw, &t)
 		for _, fd := range t.FunctionDeclarations {
 			params := fd.ParametersJSONSchema
 			if len(params) == 0 && len(fd.Parameters) > 0 {
@@ -211,39 +245,73 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 	// ids: keep gamma's when present, else synthesise call_<turn>_<k>; responses without id take the
 	// oldest unanswered call with the same name.
 	pending := map[string][]string{}
+	sc := &gammaDecodeScratch{}
+	r.Messages = make([]message, 0, len(in.Contents))
+	arena := make([]part, 0, 2*len(in.Contents)+4) // every message's parts, from one backing array
+	var results []part                             // and every tool result's
 	for i, c := range in.Contents {
 		role := "user"
 		if c.Role == "model" {
 			role = "assistant"
 		}
 		msg := message{Role: role}
+		start := len(arena)
 		k := 0
-		for j, p := range c.Parts {
-			f := fmt.Sprintf("contents[%d].parts[%d]", i, j)
-			if p.ThoughtSignature != "" && !(p.Thought && p.Text != nil) {
+		sc.parts = sc.parts[:0]
+		if err := unmarshal(c.Parts, &sc.parts); err != nil {
+			return nil, badRequest(pathOf("contents", i).with(".parts", -1).String(), err)
+		}
+		for j, p := range sc.parts {
+			f := pathOf("contents", i).with(".parts", j)
+			var text string
+			hasText := present(p.Text)
+			if hasText && !stringOf(p.Text, &text) {
+				return nil, badRequest(f.with(".text", -1).String(), errNotString)
+			}
+			var fc *gammaCall
+			if present(p.FunctionCall) {
+				sc.call = gammaCall{}
+				if err := unmarshal(p.FunctionCall, &sc.call); err != nil {
+					return nil, badRequest(f.with(".functionCall", -1).String(), err)
+				}
+				fc = &sc.call
+			}
+			var fr *gammaFuncResp
+			if present(p.FunctionResponse) {
+				sc.resp = gammaFuncResp{}
+				if err := unmarshal(p.FunctionResponse, &sc.resp); err != nil {
+					return nil, badRequest(f.with(".functionResponse", -1).String(), err)
+				}
+				fr = &sc.resp
+			}
+			if p.ThoughtSignature != "" && !(p.Thought && hasText) {
 				// the signature covers the thought text before it: one signed thinking part
 				sig := st.sigFromClient(p.ThoughtSignature)
-				if n := len(msg.Parts); n > 0 && msg.Parts[n-1].Type == partThinking && msg.Parts[n-1].Signature == "" {
-					msg.Parts[n-1].Signature = sig
+				if n := len(arena); n > start && arena[n-1].Type == partThinking && arena[n-1].Signature == "" {
+					arena[n-1].Signature = sig
 				} else {
-					msg.Parts = append(msg.Parts, part{Type: partThinking, Signature: sig})
+					arena = append(arena, part{Type: partThinking, Signature: sig})
 				}
 			}
 			switch {
-			case p.FunctionCall != nil:
-				id := p.FunctionCall.ID
+			case fc != nil:
+				id := fc.ID
 				if id == "" {
-					id = fmt.Sprintf("call_%d_%d", i, k)
+					at := len(sc.ids)
+					sc.ids = append(sc.ids, "call_"...)
+					sc.ids = strconv.AppendInt(sc.ids, int64(i), 10)
+					sc.ids = append(sc.ids, '_')
+					sc.ids = strconv.AppendInt(sc.ids, int64(k), 10)
+					id = unsafe.String(&sc.ids[at], len(sc.ids)-at) // sc.ids is only appended to
 				}
 				k++
-				pending[p.FunctionCall.Name] = append(pending[p.FunctionCall.Name], id)
-				args := p.FunctionCall.Args
+				pending[fc.Name] = append(pending[fc.Name], id)
+				args := fc.Args
 				if len(args) == 0 || string(args) == "null" {
 					args = json.RawMessage("{}")
 				}
-				msg.Parts = append(msg.Parts, part{Type: partToolCall, CallID: id, Name: p.FunctionCall.Name, Args: compactJSON(args)})
-			case p.FunctionResponse != nil:
-				fr := p.FunctionResponse
+				arena = append(arena, part{Type: partToolCall, CallID: id, Name: fc.Name, Args: compactJSON(args)})
+			case fr != nil:
 				id := fr.ID
 				if q := pending[fr.Name]; len(q) > 0 {
 					if id == "" {
@@ -257,72 +325,79 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 					}
 				}
 				if id == "" {
-					return nil, refuse(f+".functionResponse.id", "function response %q matches no earlier function call", fr.Name)
+					return nil, refuse(f.String()+".functionResponse.id", "function response %q matches no earlier function call", fr.Name)
 				}
-				msg.Parts = append(msg.Parts, gammaResultPart(id, fr.Response))
+				arena = append(arena, gammaResultPart(id, fr.Response, &results))
 			case p.InlineData != nil:
 				t := partImage
 				if !strings.HasPrefix(p.InlineData.MimeType, "image/") {
 					t = partFile
 				}
-				msg.Parts = append(msg.Parts, part{Type: t, MediaType: p.InlineData.MimeType, Data: p.InlineData.Data})
+				arena = append(arena, part{Type: t, MediaType: p.InlineData.MimeType, Data: p.InlineData.Data})
 			case p.FileData != nil:
 				t := partImage
 				if !strings.HasPrefix(p.FileData.MimeType, "image/") {
 					t = partFile
 				}
-				msg.Parts = append(msg.Parts, part{Type: t, MediaType: p.FileData.MimeType, URL: p.FileData.FileURI})
+				arena = append(arena, part{Type: t, MediaType: p.FileData.MimeType, URL: p.FileData.FileURI})
 			case len(p.ExecutableCode) > 0 || len(p.CodeExecutionResult) > 0:
-				return nil, refuse(f, "code execution parts cannot be translated")
-			case p.Text != nil:
+				return nil, refuse(f.String(), "code execution parts cannot be translated")
+			case hasText:
 				if p.Thought {
 					sig := st.sigFromClient(p.ThoughtSignature)
-					if n := len(msg.Parts); n > 0 && msg.Parts[n-1].Type == partThinking && msg.Parts[n-1].Signature == "" {
-						msg.Parts[n-1].Text += *p.Text
-						msg.Parts[n-1].Signature = sig
+					if n := len(arena); n > start && arena[n-1].Type == partThinking && arena[n-1].Signature == "" {
+						arena[n-1].Text += text
+						arena[n-1].Signature = sig
 					} else {
-						msg.Parts = append(msg.Parts, part{Type: partThinking, Text: *p.Text, Signature: sig})
+						arena = append(arena, part{Type: partThinking, Text: text, Signature: sig})
 					}
 				} else {
-					msg.Parts = append(msg.Parts, part{Type: partText, Text: *p.Text})
+					arena = append(arena, part{Type: partText, Text: text})
 				}
 			}
 		}
+		msg.Parts = arena[start:len(arena):len(arena)]
 		r.Messages = append(r.Messages, msg)
 	}
 	return r, nil
 }
 
-// gammaResultPart converts a functionResponse.response object into a tool result.
-func gammaResultPart(id string, resp json.RawMessage) part {
+// gammaResultPart converts a functionResponse.response object into a tool result whose text part is
+// appended to *results.
+func gammaResultPart(id string, resp json.RawMessage, results *[]part) part {
 	p := part{Type: partToolResult, CallID: id}
-	var m map[string]json.RawMessage
-	text := string(compactJSON(resp))
-	if json.Unmarshal(resp, &m) == nil {
-		if e, ok := m["error"]; ok && len(m) == 1 {
+	// {"output": v} or {"error": v} alone carries v; any other object is the result as it is
+	var m struct {
+		Error  json.RawMessage `json:"error,case:strict"`
+		Output json.RawMessage `json:"output,case:strict"`
+		Other  jsontext.Value  `json:",unknown"`
+	}
+	text := compactText(resp)
+	if unmarshal(resp, &m) == nil && len(m.Other) == 0 {
+		if m.Error != nil && m.Output == nil {
 			p.IsError = true
-			text = jsonValueText(e)
-		} else if o, ok := m["output"]; ok && len(m) == 1 {
-			text = jsonValueText(o)
+			text = jsonValueText(m.Error)
+		} else if m.Output != nil && m.Error == nil {
+			text = jsonValueText(m.Output)
 		}
 	}
-	p.ResultParts = []part{{Type: partText, Text: text}}
+	*results = append(*results, part{Type: partText, Text: text})
+	p.ResultParts = clipped(*results, len(*results)-1)
 	return p
 }
 
-// jsonValueText returns a JSON string's value, or any other JSON value compacted.
 func jsonValueText(r json.RawMessage) string {
 	var s string
-	if isJSONString(r) && json.Unmarshal(r, &s) == nil {
+	if stringOf(r, &s) {
 		return s
 	}
-	return string(compactJSON(r))
+	return compactText(r)
 }
 
 // lowerSchemaTypes converts gamma's OpenAPI-subset schema (UPPERCASE type enums) to JSON Schema spelling.
 func lowerSchemaTypes(raw json.RawMessage) json.RawMessage {
 	var v any
-	if json.Unmarshal(raw, &v) != nil {
+	if unmarshal(raw, &v) != nil {
 		return raw
 	}
 	var walk func(any) any
@@ -360,15 +435,6 @@ func lowerSchemaTypes(raw json.RawMessage) json.RawMessage {
 
 // ---- encode request ----
 
-type gammaRequestOut struct {
-	Contents          []gammaContent   `json:"contents"`
-	SystemInstruction *gammaContent    `json:"systemInstruction,omitempty"`
-	Tools             []map[string]any `json:"tools,omitempty"`
-	ToolConfig        map[string]any   `json:"toolConfig,omitempty"`
-	GenerationConfig  *gammaGenConfig  `json:"generationConfig,omitempty"`
-	ServiceTier       string           `json:"service_tier,omitempty"`
-}
-
 func gammaTier(t string) string {
 	switch strings.ToLower(t) {
 	case "default", "standard", "standard_only":
@@ -387,14 +453,6 @@ func gammaModelPath(model, method string) string {
 }
 
 func (gammaGen) encodeRequest(r *request, model string, stream bool, st *reqState) (*UpstreamRequest, error) {
-	out := gammaRequestOut{ServiceTier: gammaTier(r.ServiceTier)}
-	if len(r.System) > 0 {
-		si := &gammaContent{}
-		for _, s := range r.System {
-			si.Parts = append(si.Parts, gammaPart{Text: strp(s)})
-		}
-		out.SystemInstruction = si
-	}
 	names := toolNames(r.Messages)
 	for _, m := range r.Messages {
 		for _, p := range m.Parts {
@@ -403,51 +461,151 @@ func (gammaGen) encodeRequest(r *request, model string, stream bool, st *reqStat
 			}
 		}
 	}
-	for _, m := range mergeTurns(r.Messages) {
-		c := gammaContent{Role: "user"}
-		if m.Role == "assistant" {
-			c.Role = "model"
+	w := &jw{b: make([]byte, 0, requestSizeHint(r))}
+	w.open('{')
+	w.key("contents")
+	at := len(w.b)
+	w.open('[')
+	// consecutive messages of one role are one turn (beta and gamma want alternating turns), written
+	// without building merged copies; messages without parts are skipped
+	for i := 0; i < len(r.Messages); {
+		role := r.Messages[i].Role
+		j := i
+		for j < len(r.Messages) && (r.Messages[j].Role == role || len(r.Messages[j].Parts) == 0) {
+			j++
 		}
-		c.Parts = gammaPartsOut(m.Parts, names, false)
-		if len(c.Parts) > 0 {
-			out.Contents = append(out.Contents, c)
+		gammaTurnOut(w, role, r.Messages[i:j], names)
+		i = j
+	}
+	if w.b[len(w.b)-1] == '[' { // no content: encoding/json wrote the nil slice as null
+		w.b = append(w.b[:at], "null"...)
+	} else {
+		w.close(']')
+	}
+	if len(r.System) > 0 {
+		w.key("systemInstruction")
+		w.open('{')
+		w.key("parts")
+		w.open('[')
+		for _, s := range r.System {
+			w.open('{')
+			w.key("text")
+			w.str(s)
+			w.close('}')
 		}
+		w.close(']')
+		w.close('}')
 	}
 	if len(r.Tools) > 0 {
-		decls := make([]map[string]any, 0, len(r.Tools))
+		w.key("tools")
+		w.open('[')
+		w.open('{')
+		w.key("functionDeclarations")
+		w.open('[')
 		for _, t := range r.Tools {
-			d := map[string]any{"name": t.Name}
+			w.open('{')
 			if t.Description != "" {
-				d["description"] = t.Description
+				w.key("description")
+				w.str(t.Description)
 			}
+			w.key("name")
+			w.str(t.Name)
 			if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
-				d["parametersJsonSchema"] = t.Parameters
+				w.key("parametersJsonSchema")
+				w.raw(t.Parameters)
 			}
-			decls = append(decls, d)
+			w.close('}')
 		}
-		out.Tools = []map[string]any{{"functionDeclarations": decls}}
+		w.close(']')
+		w.close('}')
+		w.close(']')
 	}
 	if tc := r.ToolChoice; tc != nil {
-		fc := map[string]any{}
+		w.key("toolConfig")
+		w.open('{')
+		w.key("functionCallingConfig")
+		w.open('{')
 		switch tc.Mode {
 		case "auto":
-			fc["mode"] = "AUTO"
+			w.key("mode")
+			w.str("AUTO")
 		case "none":
-			fc["mode"] = "NONE"
+			w.key("mode")
+			w.str("NONE")
 		case "required":
-			fc["mode"] = "ANY"
+			w.key("mode")
+			w.str("ANY")
 		case "tool":
-			fc["mode"] = "ANY"
-			fc["allowedFunctionNames"] = []string{tc.Name}
+			w.key("allowedFunctionNames")
+			w.open('[')
+			w.str(tc.Name)
+			w.close(']')
+			w.key("mode")
+			w.str("ANY")
 		}
-		out.ToolConfig = map[string]any{"functionCallingConfig": fc}
+		w.close('}')
+		w.close('}')
 	}
-	gc := &gammaGenConfig{MaxOutputTokens: r.MaxTokens, Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK,
-		StopSequences: r.Stop, Seed: r.Seed, PresencePenalty: r.PresencePenalty, FrequencyPenalty: r.FrequencyPenalty}
+	gammaGenConfigOut(w, r, st)
+	if t := gammaTier(r.ServiceTier); t != "" {
+		w.key("service_tier")
+		w.str(t)
+	}
+	w.close('}')
+	path := gammaModelPath(model, "generateContent")
+	if stream {
+		path = gammaModelPath(model, "streamGenerateContent") + "?alt=sse"
+	}
+	return &UpstreamRequest{Method: http.MethodPost, Path: path, Header: jsonHeader(), Body: w.b}, nil
+}
+
+// gammaGenConfigOut writes generationConfig when any of its members is set.
+func gammaGenConfigOut(w *jw, r *request, st *reqState) {
+	at := len(w.b)
+	w.key("generationConfig")
+	w.open('{')
+	if r.MaxTokens != nil {
+		w.key("maxOutputTokens")
+		w.int(int64(*r.MaxTokens))
+	}
+	if r.Temperature != nil {
+		w.key("temperature")
+		w.float(*r.Temperature)
+	}
+	if r.TopP != nil {
+		w.key("topP")
+		w.float(*r.TopP)
+	}
+	if r.TopK != nil {
+		w.key("topK")
+		w.int(int64(*r.TopK))
+	}
+	if len(r.Stop) > 0 {
+		w.key("stopSequences")
+		w.open('[')
+		for _, s := range r.Stop {
+			w.str(s)
+		}
+		w.close(']')
+	}
+	if r.Seed != nil {
+		w.key("seed")
+		w.int(*r.Seed)
+	}
+	if r.PresencePenalty != nil {
+		w.key("presencePenalty")
+		w.float(*r.PresencePenalty)
+	}
+	if r.FrequencyPenalty != nil {
+		w.key("frequencyPenalty")
+		w.float(*r.FrequencyPenalty)
+	}
 	if f := r.Format; f != nil {
-		gc.ResponseMimeType = "application/json"
-		if f.Type == "json_schema" {
-			gc.ResponseJSONSchema = f.Schema
+		w.key("responseMimeType")
+		w.str("application/json")
+		if f.Type == "json_schema" && len(f.Schema) > 0 {
+			w.key("responseJsonSchema")
+			w.raw(f.Schema)
 		}
 	}
 	if rs := r.Reasoning; rs != nil && !rs.Disabled {
@@ -459,25 +617,171 @@ func (gammaGen) encodeRequest(r *request, model string, stream bool, st *reqStat
 			budget = -1
 		}
 		if budget != 0 {
-			gc.ThinkingConfig = &struct {
-				ThinkingBudget  *int   `json:"thinkingBudget,omitempty"`
-				ThinkingLevel   string `json:"thinkingLevel,omitempty"`
-				IncludeThoughts bool   `json:"includeThoughts,omitempty"`
-			}{ThinkingBudget: &budget, IncludeThoughts: rs.IncludeThoughts || st.client == "beta_messages" || st.client == "alpha_responses"}
+			w.key("thinkingConfig")
+			w.open('{')
+			w.key("thinkingBudget")
+			w.int(int64(budget))
+			if rs.IncludeThoughts || st.client == "beta_messages" || st.client == "alpha_responses" {
+				w.key("includeThoughts")
+				w.bool(true)
+			}
+			w.close('}')
 		}
 	}
-	if string(mustMarshal(gc)) != "{}" {
-		out.GenerationConfig = gc
+	if w.b[len(w.b)-1] == '{' { // nothing set: no generationConfig
+		w.b = w.b[:at]
+		return
 	}
-	b, err := marshal(out)
-	if err != nil {
-		return nil, err
+	w.close('}')
+}
+
+// gammaBlobOut writes inlineData / fileData.
+func gammaBlobOut(w *jw, mime, data, uri string) {
+	w.open('{')
+	if mime != "" {
+		w.key("mimeType")
+		w.str(mime)
 	}
-	path := gammaModelPath(model, "generateContent")
-	if stream {
-		path = gammaModelPath(model, "streamGenerateContent") + "?alt=sse"
+	if data != "" {
+		w.key("data")
+		w.str(data)
 	}
-	return &UpstreamRequest{Method: http.MethodPost, Path: path, Header: jsonHeader(), Body: b}, nil
+	if uri != "" {
+		w.key("fileUri")
+		w.str(uri)
+	}
+	w.close('}')
+}
+
+// gammaTurnOut writes one turn (the parts of consecutive messages of one role);
+// a turn without parts is left out.
+func gammaTurnOut(w *jw, role string, msgs []message, names map[string]string) {
+	at := len(w.b)
+	w.open('{')
+	w.key("role")
+	if role == "assistant" {
+		w.str("model")
+	} else {
+		w.str("user")
+	}
+	w.key("parts")
+	w.open('[')
+	pendingSig, lastSigned := "", false
+	// sig ends every part: a pending signature goes on it (thoughtSignature follows its content).
+	sig := func() {
+		lastSigned = pendingSig != ""
+		if pendingSig != "" {
+			w.key("thoughtSignature")
+			w.str(pendingSig)
+			pendingSig = ""
+		}
+	}
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			switch p.Type {
+			case partText:
+				w.open('{')
+				w.key("text")
+				w.str(p.Text)
+				sig()
+				w.close('}')
+			case partImage, partFile:
+				w.open('{')
+				if p.URL != "" {
+					mt := p.MediaType
+					if mt == "" {
+						mt = mimeFromURL(p.URL)
+					}
+					w.key("fileData")
+					gammaBlobOut(w, mt, "", p.URL)
+				} else {
+					w.key("inlineData")
+					gammaBlobOut(w, p.MediaType, p.Data, "")
+				}
+				sig()
+				w.close('}')
+			case partToolCall:
+				w.open('{')
+				w.key("functionCall")
+				w.open('{')
+				if p.CallID != "" {
+					w.key("id")
+					w.str(p.CallID)
+				}
+				w.key("name")
+				w.str(p.Name)
+				w.key("args")
+				if len(p.Args) == 0 {
+					w.raw(json.RawMessage("{}"))
+				} else {
+					w.raw(p.Args)
+				}
+				w.close('}')
+				sig()
+				w.close('}')
+			case partToolResult:
+				key := "output"
+				if p.IsError {
+					key = "error"
+				}
+				text := textOf(p.ResultParts)
+				w.open('{')
+				w.key("functionResponse")
+				w.open('{')
+				if p.CallID != "" {
+					w.key("id")
+					w.str(p.CallID)
+				}
+				w.key("name")
+				w.str(names[p.CallID])
+				w.key("response")
+				w.open('{')
+				w.key(key)
+				if t := strings.TrimSpace(text); t != "" && json.Valid(stringBytes(t)) {
+					w.raw(stringBytes(t))
+				} else {
+					w.str(text)
+				}
+				w.close('}')
+				w.close('}')
+				sig()
+				w.close('}')
+				for _, rp := range p.ResultParts {
+					if rp.Type == partImage || rp.Type == partFile {
+						w.open('{')
+						w.key("inlineData")
+						gammaBlobOut(w, rp.MediaType, rp.Data, "")
+						sig()
+						w.close('}')
+					}
+				}
+			case partThinking:
+				if s, ok := sigForUpstream(vocab.KindGamma, p.Signature); ok {
+					pendingSig = s
+				}
+			}
+		}
+	}
+	if pendingSig != "" {
+		// on the last part when it has none (thoughtSignature is its last member), else on an empty text part
+		if n := len(w.b); w.b[n-1] == '}' && !lastSigned {
+			w.b = w.b[:n-1]
+			sig()
+			w.close('}')
+		} else {
+			w.open('{')
+			w.key("text")
+			w.str("")
+			sig()
+			w.close('}')
+		}
+	}
+	if w.b[len(w.b)-1] == '[' { // no parts: the turn is left out
+		w.b = w.b[:at]
+		return
+	}
+	w.close(']')
+	w.close('}')
 }
 
 // gammaPartsOut renders canonical parts as gamma parts. A thinking part's signature goes onto the next
@@ -636,8 +940,9 @@ func gammaPartsIn(parts []gammaPart, dst []part) []part {
 }
 
 func (gammaGen) decodeResponse(body []byte, st *reqState) (*response, error) {
+	body = ownedCopy(body)
 	var in gammaResponse
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("decode generateContent response: %w", err)
 	}
 	r := &response{ID: in.ResponseID, Model: in.ModelVersion, Usage: in.UsageMetadata.canonical()}

@@ -36,7 +36,7 @@ func (d *gammaDecoder) decode(_ string, data []byte, out []event) ([]event, erro
 		return out, nil
 	}
 	var c gammaResponse
-	if err := json.Unmarshal(data, &c); err != nil {
+	if err := unmarshalEvent(data, &c); err != nil {
 		return out, err
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {

@@ -201,3 +201,20 @@ func nextTurn(t *testing.T, client vocab.Kind, resp []byte) []byte {
 	}
 	return b
 }
+
+// mergeTurns merges consecutive messages of the same role, as the beta and gamma encoders write them
+// (alternating turns), so round trips through those dialects compare equal.
+func mergeTurns(msgs []message) []message {
+	out := make([]message, 0, len(msgs))
+	for _, m := range msgs {
+		if len(m.Parts) == 0 {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].Role == m.Role {
+			out[n-1].Parts = append(out[n-1].Parts, m.Parts...)
+			continue
+		}
+		out = append(out, message{Role: m.Role, Parts: append([]part(nil), m.Parts...)})
+	}
+	return out
+}

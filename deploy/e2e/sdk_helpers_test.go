@@ -45,6 +45,7 @@ type sdkStack struct {
 	key  string // the gateway API key
 	mock *mockupstream.Server
 	rec  *sdkRecorder
+	c    *cluster // its database holds the usage rows
 }
 
 // sdkRule is a routing rule as the admin API reads and writes it.
@@ -201,7 +202,7 @@ func sdkStart(t *testing.T) *sdkStack {
 	if _, err := srv.Syncer.Wait(wctx, rev); err != nil {
 		t.Fatalf("data plane never served revision %d: %v", rev, err)
 	}
-	return &sdkStack{url: "http://" + srv.Addr(), key: key.Key, mock: mock, rec: &sdkRecorder{bodies: map[string]*bytes.Buffer{}}}
+	return &sdkStack{url: "http://" + srv.Addr(), key: key.Key, mock: mock, rec: &sdkRecorder{bodies: map[string]*bytes.Buffer{}}, c: c}
 }
 
 // sdkCaseHeader tags every SDK request so that the mock's record and the raw client stream of one case

@@ -9,16 +9,21 @@
 #             the outbox: the request path alone.
 # Prints one JSON line per measurement (loadgen run).
 #
-#   deploy/loadgen/bench.sh [duration [rounds]]   # default 10s per measurement, 1 round
+#   deploy/loadgen/bench.sh [duration [rounds [mode]]]   # default 10s per measurement, 1 round, mode all
 #
 # rounds repeats the one-connection floor / dp / dp-nofw trio, interleaved, so their CPU ratios can be
-# taken from adjacent measurements on a machine whose load drifts.
+# taken from adjacent measurements on a machine whose load drifts. mode "transform" measures only translated
+# requests at one connection (issue 14 item 4): a ~10 KB beta messages request (system prompt, one tool, 16
+# turns with a tool call and its result) sent to dp, which translates it to alpha chat for the alpha mock and
+# the answer back (transform_to), against the floor proxying the same body to the mock's beta endpoint,
+# and dp passing the same conversation through as alpha chat (for scale), interleaved per round.
 #
 # Needs Redis on 127.0.0.1:6379 (keys under unique prefixes, deleted at the end). Only the processes this
 # script starts are stopped, by pid.
 set -euo pipefail
 DUR=${1:-10s}
 ROUNDS=${2:-1}
+MODE=${3:-all}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$(mktemp -d)
 PREFIX="bench:$RANDOM$RANDOM:"
@@ -66,6 +71,27 @@ MUSBODY='{"model":"m-1","stream":true,"stream_options":{"include_usage":true},"m
 AUTH='Authorization: Bearer tg-bench'
 URL=/v1/chat/completions
 LG="$BIN/loadgen"
+
+if [ "$MODE" = transform ]; then
+  # ~10 KB conversations: beta messages (translated by dp) and the same turns as alpha chat (passthrough)
+  P="The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog. "
+  SCHEMA='{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"}},"required":["city"]}'
+  BM="" AM='{"role":"system","content":"You are terse."}'
+  for i in $(seq 0 15); do
+    BM="$BM${BM:+,}{\"role\":\"user\",\"content\":\"$i $P\"},{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"$P\"},{\"type\":\"tool_use\",\"id\":\"toolu_$i\",\"name\":\"get_weather\",\"input\":{\"city\":\"Oslo\",\"days\":3}}]},{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_$i\",\"content\":\"{\\\"temp_c\\\":4}\"}]}"
+    AM="$AM,{\"role\":\"user\",\"content\":\"$i $P\"},{\"role\":\"assistant\",\"content\":\"$P\",\"tool_calls\":[{\"id\":\"call_$i\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Oslo\\\",\\\"days\\\":3}\"}}]},{\"role\":\"tool\",\"tool_call_id\":\"call_$i\",\"content\":\"{\\\"temp_c\\\":4}\"}"
+  done
+  TBODY="{\"model\":\"chat\",\"max_tokens\":512,\"system\":\"You are terse.\",\"messages\":[$BM],\"tools\":[{\"name\":\"get_weather\",\"input_schema\":$SCHEMA}]}"
+  FTBODY="${TBODY/\"model\":\"chat\"/\"model\":\"b-1\"}"
+  PBODY="{\"model\":\"chat\",\"max_completion_tokens\":512,\"messages\":[$AM],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":$SCHEMA}}]}"
+  echo "{\"label\":\"bodies\",\"beta_bytes\":${#TBODY},\"alpha_bytes\":${#PBODY}}"
+  for _ in $(seq "$ROUNDS"); do
+    "$LG" run -label floor-beta -duration "$DUR" -url "http://127.0.0.1:18090/v1/messages" -body "$FTBODY" -H "$AUTH" -H "anthropic-version: 2023-06-01" -pid "$FLOOR"
+    "$LG" run -label dp-transform -duration "$DUR" -url "http://127.0.0.1:18080/v1/messages" -body "$TBODY" -H "$AUTH" -H "anthropic-version: 2023-06-01" -pid "$DP"
+    "$LG" run -label dp-passthrough-10k -duration "$DUR" -url "http://127.0.0.1:18080$URL" -body "$PBODY" -H "$AUTH" -pid "$DP"
+  done
+  exit 0
+fi
 
 "$LG" run -label direct -duration "$DUR" -url "http://127.0.0.1:19999$URL" -body "$MBODY" -H "$AUTH"
 for _ in $(seq "$ROUNDS"); do # interleaved, so a load change on a shared machine hits all three alike

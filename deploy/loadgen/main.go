@@ -7,8 +7,9 @@
 //	loadgen floor -listen ADDR -target URL
 //	    a bare httputil.ReverseProxy to target: the floor a gateway is compared with.
 //	loadgen snapshot -listen ADDR -upstream URL -key KEY [-admission]
-//	    a minimal control plane for benchmarks without Postgres: a SnapshotService serving one provider at
-//	    upstream, one route "chat" → m-1 and the API key KEY, and a SettlementService that acknowledges
+//	    a minimal control plane for benchmarks without Postgres: a SnapshotService serving one alpha provider
+//	    at upstream (alpha chat clients passthrough, beta messages clients transform_to alpha chat), one
+//	    route "chat" → m-1 and the API key KEY, and a SettlementService that acknowledges
 //	    every record (so the data plane's forwarder runs its whole path: read the outbox, Settle, refund,
 //	    acknowledge). With -admission the key has RPM/TPM limits and its org a quota, so every request
 //	    runs the Redis admission script.
@@ -404,6 +405,9 @@ func runSnapshot(ctx context.Context, args []string) error {
 	for i, op := range []string{"generate_content", "stream_generate_content"} {
 		rules = append(rules, &configv1.RoutingRule{Id: int64(i + 1), ProviderId: 1, Operation: op, Kind: "alpha_chat_completions",
 			Implementation: "passthrough", Enabled: true})
+		// beta messages clients reach the alpha provider translated (bench.sh transform mode)
+		rules = append(rules, &configv1.RoutingRule{Id: int64(i + 3), ProviderId: 1, Operation: op, Kind: "beta_messages",
+			Implementation: "transform_to", DestOperation: proto.String(op), DestKind: proto.String("alpha_chat_completions"), Enabled: true})
 	}
 	apiKey := &configv1.ApiKey{Id: 1, UserId: 1, OrgId: 1, Name: "bench", KeyHash: kh[:], Enabled: true}
 	var quotas []*configv1.Quota

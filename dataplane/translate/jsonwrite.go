@@ -1,0 +1,160 @@
+package translate
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"unsafe"
+)
+
+// jw writes JSON straight into one buffer: the request encoders use it instead of building trees of maps and
+// structs for encoding/json. It writes exactly what encoding/json writes for the same values with HTML
+// escaping off (strings through appendString, numbers as encoding/json formats them, raw values compacted);
+// separators come from the last byte written, so callers only say key, value, open and close.
+type jw struct{ b []byte }
+
+// sep writes the comma a key or an array element needs after a previous member or element.
+func (w *jw) sep() {
+	if n := len(w.b); n > 0 {
+		switch w.b[n-1] {
+		case '{', '[', ':':
+		default:
+			w.b = append(w.b, ',')
+		}
+	}
+}
+
+// key writes a member name; names are package literals and need no escaping.
+func (w *jw) key(k string) {
+	w.sep()
+	w.b = append(w.b, '"')
+	w.b = append(w.b, k...)
+	w.b = append(w.b, '"', ':')
+}
+
+func (w *jw) open(c byte) {
+	w.sep()
+	w.b = append(w.b, c)
+}
+
+func (w *jw) close(c byte) { w.b = append(w.b, c) }
+
+func (w *jw) str(s string) {
+	w.sep()
+	if b, ok := appendString(w.b, s); ok {
+		w.b = b
+		return
+	}
+	w.b = append(w.b, mustMarshal(s)...) // invalid UTF-8: encoding/json's replacement characters
+}
+
+func (w *jw) int(n int64) {
+	w.sep()
+	w.b = strconv.AppendInt(w.b, n, 10)
+}
+
+func (w *jw) bool(v bool) {
+	w.sep()
+	w.b = strconv.AppendBool(w.b, v)
+}
+
+// float writes f as encoding/json does (shortest repr., exponent form outside [1e-6, 1e21)).
+func (w *jw) float(f float64) {
+	w.sep()
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	w.b = strconv.AppendFloat(w.b, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		if n := len(w.b); n >= 4 && w.b[n-4] == 'e' && w.b[n-3] == '-' && w.b[n-2] == '0' {
+			w.b[n-2] = w.b[n-1]
+			w.b = w.b[:n-1]
+		}
+	}
+}
+
+// raw writes a JSON value compacted, as encoding/json writes a json.RawMessage; empty is null.
+func (w *jw) raw(r json.RawMessage) {
+	w.sep()
+	if len(r) == 0 {
+		w.b = append(w.b, "null"...)
+		return
+	}
+	if isCompact(r) {
+		w.b = append(w.b, r...)
+		return
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, r) != nil {
+		w.b = append(w.b, "null"...)
+		return
+	}
+	w.b = append(w.b, buf.Bytes()...)
+}
+
+// isCompact reports whether a valid JSON value has no whitespace outside its strings.
+func isCompact(r []byte) bool {
+	in := false
+	for i := 0; i < len(r); i++ {
+		c := r[i]
+		switch {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return true
+}
+
+// argsView is alpha's compact argument string of an object, sharing r's memory when r is already compact
+// (the canonical form's arguments are never modified).
+func argsView(r json.RawMessage) string {
+	if len(r) == 0 || string(r) == "null" {
+		return "{}"
+	}
+	if isCompact(r) {
+		return unsafe.String(unsafe.SliceData(r), len(r))
+	}
+	return string(compactJSON(r))
+}
+
+// requestSizeHint estimates an upstream request body's size from the canonical request, so the encoders
+// write it into one buffer.
+func requestSizeHint(r *request) int {
+	n := 512
+	for _, s := range r.System {
+		n += len(s)
+	}
+	for _, m := range r.Messages {
+		n += 32
+		for _, p := range m.Parts {
+			n += 64 + len(p.Text) + len(p.Data) + len(p.URL) + len(p.Args) + len(p.CallID) + len(p.Name) + len(p.Signature)
+			for _, rp := range p.ResultParts {
+				n += 32 + len(rp.Text) + len(rp.Data)
+			}
+		}
+	}
+	for _, t := range r.Tools {
+		n += 64 + len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	return n + n/8
+}
+
+// stringBytes views s as bytes for reading (nothing writes to them).
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// compactText is a JSON value's compact text, sharing r's memory when r is already compact (r is never
+// modified: see unmarshal).
+func compactText(r []byte) string {
+	if isCompact(r) && json.Valid(r) {
+		return unsafe.String(unsafe.SliceData(r), len(r))
+	}
+	return string(compactJSON(r))
+}
