@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/controlplane/admin"
 )
 
 // Issue 15 through the real data plane: the key scope's budget, scope rate limits, the unpriced-model
@@ -343,5 +345,47 @@ func TestModelAccessThroughTheGateway(t *testing.T) {
 	}
 	if saw := s.upstreamSaw(id); len(saw) != 0 {
 		t.Errorf("refused requests reached the upstream: %v", saw)
+	}
+}
+
+// TestStraddlingRequestPricedAtItsStart: a request admitted just before a scheduled price change and
+// settled after it is priced at the version in force at its start (docs/pricing.md, "Which instant is
+// admission time"): the old price and version 1, not the price in force when it finished.
+func TestStraddlingRequestPricedAtItsStart(t *testing.T) {
+	t.Parallel()
+	s := stNewStack(t)
+	pa := s.provider(t, "strad-alpha", "alpha")
+	s.route(t, "m-strad", stMember{pa, "m-strad", 0})
+	oldPrices := stPrices{"2", "8", "0", "0", "0", "0", "0"}
+	newPrices := stPrices{"5.5", "20", "0", "0", "0", "0", "0"}
+	ruleID := s.priceRule(t, "m-strad", oldPrices, nil)
+	ten := s.tenant(t, "strad", "1000")
+
+	at := time.Now().Add(admin.MinScheduleLead + 2*time.Second).UTC().Truncate(time.Microsecond)
+	s.admin(t, "PUT", fmt.Sprintf("/admin/price-rules/%d", ruleID), map[string]any{"provider_id": nil, "match_type": "exact",
+		"model_match": "m-strad", "input_price": newPrices[0], "output_price": newPrices[1], "cache_read_price": "0",
+		"cache_creation_5m_price": "0", "cache_creation_30m_price": "0", "cache_creation_1h_price": "0",
+		"image_output_price": "0", "enabled": true, "pricing_tiers_json": []any{}, "effective_at": at}, nil)
+	s.sync(t)
+
+	// Start 1 s before the instant; the upstream answers 2.5 s later, after it.
+	time.Sleep(time.Until(at.Add(-time.Second)))
+	if !time.Now().Before(at.Add(-500 * time.Millisecond)) {
+		t.Fatalf("setup took until %v, too close to the instant %v to start a request before it", time.Now(), at)
+	}
+	body := `{"model":"m-strad","messages":[{"role":"user","content":"hello there, how are you today?"}]}`
+	r := s.do(t, http.StatusOK, "POST", "/v1/chat/completions", body, stAlpha(ten, "x-mock-latency-ms", "2500")...)
+	if time.Now().Before(at) {
+		t.Fatalf("the request finished at %v, before the instant %v: it does not straddle it", time.Now(), at)
+	}
+	row := stRow(t, s.waitUsages(t, ten.keyID, 1), r.reqID)
+	if !row.CreatedAt.Before(at) {
+		t.Fatalf("created_at %v is not before the instant %v", row.CreatedAt, at)
+	}
+	if row.PriceRuleID == nil || *row.PriceRuleID != ruleID || row.PriceRuleVersion == nil || *row.PriceRuleVersion != 1 {
+		t.Errorf("price rule %v version %v, want %d version 1 (in force at the request's start)", deref(row.PriceRuleID), deref(row.PriceRuleVersion), ruleID)
+	}
+	if want := stCost(t, oldPrices, stRowTokens(row)); stRat(t, row.Cost).Cmp(want) != 0 {
+		t.Errorf("cost %s, want %s at the old prices", row.Cost, want.FloatString(12))
 	}
 }
