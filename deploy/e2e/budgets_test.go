@@ -173,8 +173,10 @@ func TestTeamRateLimitThroughTheGateway(t *testing.T) {
 			t.Fatalf("request %d under the team's limit: status %d %v; body %s", i+1, r.status, r.err, r.body)
 		}
 	}
+	var refused []stResp
 	for _, k := range []stTenant{k2, k1} {
 		r := s.do(t, http.StatusTooManyRequests, "POST", "/v1/chat/completions", stChat, stAlpha(k)...)
+		refused = append(refused, r)
 		if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 1 || ra > 60 {
 			t.Errorf("Retry-After %q, want 1..60 seconds", r.header.Get("Retry-After"))
 		}
@@ -184,6 +186,14 @@ func TestTeamRateLimitThroughTheGateway(t *testing.T) {
 	}
 	// The other team's key is unaffected (the org has no limit).
 	s.do(t, http.StatusOK, "POST", "/v1/chat/completions", stChat, stAlpha(k3)...)
+	// Each refusal is a rejected row of its key.
+	for i, k := range []stTenant{k2, k1} {
+		row := stRow(t, s.waitUsages(t, k.keyID, i+2), refused[i].reqID)
+		if row.EndState != "rejected" || row.HTTPStatus != http.StatusTooManyRequests || stRat(t, row.Cost).Sign() != 0 {
+			t.Errorf("row of refused request %s: end_state %q, http_status %d, cost %s; want rejected, 429, 0",
+				row.RequestID, row.EndState, row.HTTPStatus, row.Cost)
+		}
+	}
 }
 
 // TestUnpricedPolicyThroughTheGateway: a provider whose unpriced policy is deny never receives a model
