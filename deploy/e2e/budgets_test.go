@@ -110,8 +110,17 @@ func TestKeyBudgetThroughTheGateway(t *testing.T) {
 	s.admin(t, "PUT", keyQuota, map[string]any{"cost_limit": "10"}, nil)
 	s.sync(t)
 
-	s.do(t, http.StatusOK, "POST", "/v1/chat/completions", stChat, stAlpha(ten)...)
-	s.waitUsages(t, ten.keyID, 1)
+	first := s.do(t, http.StatusOK, "POST", "/v1/chat/completions", stChat, stAlpha(ten)...)
+	firstRow := stRow(t, s.waitUsages(t, ten.keyID, 1), first.reqID)
+	// Settlement charges the key's own quota, and its reservation is refunded.
+	var q struct {
+		CostUsed string `json:"cost_used"`
+	}
+	s.admin(t, "GET", keyQuota, nil, &q)
+	if stRat(t, firstRow.Cost).Sign() <= 0 || stRat(t, q.CostUsed).Cmp(stRat(t, firstRow.Cost)) != 0 {
+		t.Fatalf("key quota cost_used = %s after one request costing %s, want equal and positive", q.CostUsed, firstRow.Cost)
+	}
+	s.waitPendingZero(t, s.prefix+"qp:key:"+strconv.FormatInt(ten.keyID, 10))
 	// Exhaust the key's budget only.
 	s.admin(t, "POST", keyQuota+"/adjustments", map[string]any{"amount": "10", "reason": "key budget test"}, nil)
 	s.sync(t)
