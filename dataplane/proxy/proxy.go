@@ -376,6 +376,16 @@ func (h *Handler) candidates(r *http.Request, c *call) error {
 	if !routing.Permitted(c.key, c.model, sel.Route) {
 		return httperr.Forbidden(c.model)
 	}
+	if pin != 0 {
+		// Pinned before the unpriced policy, so a pinned provider that refuses the model says so.
+		kept := sel.Candidates[:0]
+		for _, cand := range sel.Candidates {
+			if cand.Provider.ID == pin {
+				kept = append(kept, cand)
+			}
+		}
+		sel.Candidates = kept
+	}
 	if c.billable() {
 		// An unpriced model on a provider whose policy is deny is refused here, before any upstream call.
 		if sel.Candidates, err = routing.Priced(c.snap, c.model, sel.Candidates, c.start); err != nil {
@@ -384,9 +394,6 @@ func (h *Handler) candidates(r *http.Request, c *call) error {
 	}
 	c.usable = c.usableA[:0]
 	for _, cand := range sel.Candidates {
-		if pin != 0 && cand.Provider.ID != pin {
-			continue
-		}
 		cell := cand.Provider.Cell(c.class.Op, c.class.Kind)
 		if h.servable(cell, c.class) {
 			c.usable = append(c.usable, candidateCell{cand, cell})

@@ -364,3 +364,46 @@ func TestStoredResponseReplayedAsStream(t *testing.T) {
 		t.Fatalf("%d records without tokens, want 1 (the replay)", replays)
 	}
 }
+
+// A request pinned by previous_response_id to a provider that refuses unpriced models is refused as
+// unpriced (403 model_unpriced) when the route's model has no price there — not as if the provider did
+// not serve the route — and no upstream is called, although another member of the route would serve it.
+func TestPinnedRequestToUnpricedDenyProvider(t *testing.T) {
+	mockB := mockupstream.New(mockupstream.Options{})
+	upB := httptest.NewServer(mockB)
+	t.Cleanup(upB.Close)
+	_, front, mockA := setupMock(t, func(s *snapshotv1.Snapshot) {
+		s.Providers = append(s.Providers, &configv1.Provider{Id: 2, Name: "q", ChannelType: "alpha", BaseUrl: upB.URL, Enabled: true,
+			UnpricedPolicy: "deny", Credentials: []*configv1.Credential{{Id: 3, Secret: "s3", Weight: 1, Enabled: true}}})
+		id := int64(100)
+		for _, p := range []int64{1, 2} {
+			for _, c := range [][2]string{{"generate_content", "alpha_responses"}, {"stream_generate_content", "alpha_responses"}} {
+				id++
+				s.RoutingRules = append(s.RoutingRules, &configv1.RoutingRule{Id: id, ProviderId: p, Operation: c[0], Kind: c[1],
+					Implementation: "passthrough", Enabled: true})
+			}
+		}
+		s.Routes = append(s.Routes,
+			&configv1.Route{Id: 3, Name: "resp-b", Enabled: true, Members: []*configv1.RouteMember{{ProviderId: 2, UpstreamModelId: "m-1", Priority: 1, Weight: 1, Enabled: true}}},
+			&configv1.Route{Id: 4, Name: "resp-free", Enabled: true, Members: []*configv1.RouteMember{
+				{ProviderId: 1, UpstreamModelId: "free-1", Priority: 1, Weight: 1, Enabled: true},
+				{ProviderId: 2, UpstreamModelId: "free-1", Priority: 2, Weight: 1, Enabled: true}}})
+	})
+	status, body := do(t, front, "POST", "/v1/responses", "client-key", `{"model":"resp-b","input":"hello"}`)
+	if status != 200 {
+		t.Fatalf("create at q: %d %s", status, body)
+	}
+	gid := jsonID(t, body, "id")
+	seenA, seenB := len(mockA.Requests()), len(mockB.Requests())
+	status, body = do(t, front, "POST", "/v1/responses", "client-key", `{"model":"resp-free","input":"more","previous_response_id":"`+gid+`"}`)
+	if status != http.StatusForbidden || !strings.Contains(body, `"code":"model_unpriced"`) {
+		t.Fatalf("pinned to q, unpriced there: %d %s, want 403 model_unpriced", status, body)
+	}
+	if a, b := len(mockA.Requests()), len(mockB.Requests()); a != seenA || b != seenB {
+		t.Fatalf("upstreams called: p %d, q %d new requests, want none", a-seenA, b-seenB)
+	}
+	// Unpinned, the route falls through to p (policy allow), which serves it.
+	if status, body = do(t, front, "POST", "/v1/responses", "client-key", `{"model":"resp-free","input":"more"}`); status != 200 {
+		t.Fatalf("unpinned: %d %s, want 200 from p", status, body)
+	}
+}
