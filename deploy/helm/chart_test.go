@@ -239,8 +239,17 @@ func TestChartRendersStrictlyWithDefaultsAndProductionValues(t *testing.T) {
 				}
 			}
 			checkTLS(t, cp, dp, tc.name == "production")
-			if sm, ok := objs["ServiceMonitor/tg-tollgate-dataplane"].(*serviceMonitor); ok && sm.Spec.Endpoints[0].Scheme != "https" {
-				t.Errorf("the data planes serve TLS but their ServiceMonitor scrapes %q", sm.Spec.Endpoints[0].Scheme)
+			// The client port serves TLS; the separate metrics port (dataPlane.metricsPort, on in production)
+			// is plain HTTP, reachable only from the monitoring namespace.
+			if sm, ok := objs["ServiceMonitor/tg-tollgate-dataplane"].(*serviceMonitor); ok {
+				want := "https"
+				if sm.Spec.Endpoints[0].Port == "metrics" {
+					want = ""
+				}
+				if sm.Spec.Endpoints[0].Scheme != want {
+					t.Errorf("the data plane's ServiceMonitor scrapes port %s with scheme %q, want %q",
+						sm.Spec.Endpoints[0].Port, sm.Spec.Endpoints[0].Scheme, want)
+				}
 			}
 			if dp.Spec.Template.Spec.TopologySpreadConstraints == nil {
 				t.Error("data plane without topology spread constraints")
