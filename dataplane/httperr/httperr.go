@@ -21,14 +21,16 @@ const (
 	CodeUnsupportedOperation = "unsupported_operation"
 	CodeInvalidAPIKey        = "invalid_api_key"
 	CodeModelNotAllowed      = "model_not_allowed"
-	CodeModelNotFound        = "model_not_found"
-	CodeNotFound             = "not_found"
-	CodeRequestTooLarge      = "request_too_large"
-	CodeInsufficientQuota    = "insufficient_quota"
-	CodeRateLimitExceeded    = "rate_limit_exceeded"
-	CodeUpstreamFailed       = "upstream_failed"
-	CodeUpstreamTimeout      = "upstream_timeout"
-	CodeInternal             = "internal_error"
+	// CodeModelUnpriced: refused by the unpriced-model policy deny (docs/pricing.md, "Unpriced models").
+	CodeModelUnpriced     = "model_unpriced"
+	CodeModelNotFound     = "model_not_found"
+	CodeNotFound          = "not_found"
+	CodeRequestTooLarge   = "request_too_large"
+	CodeInsufficientQuota = "insufficient_quota"
+	CodeRateLimitExceeded = "rate_limit_exceeded"
+	CodeUpstreamFailed    = "upstream_failed"
+	CodeUpstreamTimeout   = "upstream_timeout"
+	CodeInternal          = "internal_error"
 )
 
 // Error is an error answered to a client. Message is what the client sees; Cause is only logged.
@@ -192,8 +194,10 @@ func Body(kind vocab.Kind, e *Error) []byte {
 	switch kind.Family() {
 	case vocab.KindBeta:
 		msg := e.Message
-		if e.Code == CodeUnsupportedOperation {
-			// beta bodies have no code member: the gateway's code leads the message, machine-readable.
+		if e.Code == CodeUnsupportedOperation || e.Code == CodeModelUnpriced {
+			// beta bodies have no code member: the gateway's code leads the message, machine-readable, where
+			// the beta error type alone cannot tell it apart (a policy refusal is a permission_error like a
+			// model the key may not use).
 			msg = e.Code + ": " + msg
 		}
 		v = betaBody{Type: "error", Error: betaError{Type: betaType(e.Status), Message: msg}}

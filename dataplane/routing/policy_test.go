@@ -87,8 +87,8 @@ func TestPricedDropsDeniedUnpricedCandidates(t *testing.T) {
 			got, err := Priced(snap, tt.model, s.Candidates, time.Now())
 			if tt.deny {
 				var he *httperr.Error
-				if !errors.As(err, &he) || he.Status != http.StatusForbidden || he.Code != CodeModelUnpriced || he.Param != "model" {
-					t.Fatalf("Priced = %v, %v; want a 403 %s", got, err, CodeModelUnpriced)
+				if !errors.As(err, &he) || he.Status != http.StatusForbidden || he.Code != httperr.CodeModelUnpriced || he.Param != "model" {
+					t.Fatalf("Priced = %v, %v; want a 403 %s", got, err, httperr.CodeModelUnpriced)
 				}
 				return
 			}

@@ -132,14 +132,11 @@ func Permitted(key *snapshot.APIKey, model string, r *snapshot.Route) bool {
 	return false
 }
 
-// CodeModelUnpriced is the error code of a request refused by the unpriced-model policy.
-const CodeModelUnpriced = "model_unpriced"
-
 // Priced applies the unpriced-model policy to the candidates of a billable request (docs/pricing.md,
 // "Unpriced models"): a candidate without a price rule whose provider's policy is "deny"
 // (snapshot.Provider.UnpricedDeny) is dropped, the others keep their order. It filters cands in place and
 // returns the remaining ones; when every candidate is dropped it returns a 403 *httperr.Error
-// (code model_unpriced) that the proxy writes in the caller's dialect, before any upstream call. Under
+// (httperr.CodeModelUnpriced) that the proxy writes in the caller's dialect, before any upstream call. Under
 // "allow" (the default) a candidate without a rule stays and is served at cost 0; its usage row has no
 // price rule and is listed by the admin API's unpriced-model review.
 //
@@ -160,7 +157,7 @@ func Priced(snap *snapshot.Compiled, model string, cands []Candidate, at time.Ti
 		kept = append(kept, c)
 	}
 	if len(kept) == 0 && denied != nil {
-		return kept, &httperr.Error{Status: http.StatusForbidden, Code: CodeModelUnpriced, Param: "model",
+		return kept, &httperr.Error{Status: http.StatusForbidden, Code: httperr.CodeModelUnpriced, Param: "model",
 			Message: fmt.Sprintf("the model %q has no price on provider %q, which refuses unpriced models", model, denied.Name)}
 	}
 	return kept, nil
