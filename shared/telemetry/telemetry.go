@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -69,7 +70,8 @@ type Tracing struct {
 // Tracing is off unless OTEL_TRACES_EXPORTER is "otlp" or an OTLP endpoint
 // (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT) is set, and always off with
 // OTEL_SDK_DISABLED=true. The exporter speaks OTLP over HTTP/protobuf (OTEL_EXPORTER_OTLP_PROTOCOL
-// "http/protobuf", the default; "grpc" is refused rather than silently ignored) and reads its endpoint,
+// "http/protobuf", the default) or gRPC ("grpc"; any other value is refused rather than silently ignored)
+// and reads its endpoint,
 // headers, timeout and TLS settings from the OTEL_EXPORTER_OTLP_* variables; the sampler comes from
 // OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG (default parentbased_always_on) and the resource from
 // OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES, with service the default service name.
@@ -93,10 +95,16 @@ func TracingFromEnv(ctx context.Context, getenv func(string) string, service str
 	if proto == "" {
 		proto = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
 	}
-	if proto != "" && proto != "http/protobuf" {
-		return off, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL: %q is not supported (http/protobuf)", proto)
+	var exp sdktrace.SpanExporter
+	var err error
+	switch proto {
+	case "", "http/protobuf":
+		exp, err = otlptracehttp.New(ctx) // endpoint, headers, TLS and timeout from OTEL_EXPORTER_OTLP_*
+	case "grpc":
+		exp, err = otlptracegrpc.New(ctx) // likewise, and OTEL_EXPORTER_OTLP_INSECURE
+	default:
+		return off, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL: %q is not supported (http/protobuf or grpc)", proto)
 	}
-	exp, err := otlptracehttp.New(ctx) // endpoint, headers, TLS and timeout from OTEL_EXPORTER_OTLP_*
 	if err != nil {
 		return off, fmt.Errorf("otlp trace exporter: %w", err)
 	}
