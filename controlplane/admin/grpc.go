@@ -38,9 +38,9 @@ var grpcReadMethods = map[string]bool{
 	"ListAdminTokens": true, "ListQuotaAdjustments": true, "GetSnapshotStatus": true, "ListQuotaPeriods": true,
 	"GetPriceRuleProvenance": true, "GetPriceRuleHistory": true, "RepricePriceRules": true,
 	"ListScheduledPriceRules": true,
-	"ListApiKeys": true, "GetApiKey": true, "ListOrgs": true, "ListTeams": true, "ListUsers": true, "GetModelPolicy": true,
+	"ListApiKeys":             true, "GetApiKey": true, "ListOrgs": true, "ListTeams": true, "ListUsers": true, "GetModelPolicy": true,
 	"ListUnpricedModels": true, "GetQuotaAlerts": true, "ListWebhookEndpoints": true, "ListAlertEvents": true,
-	"GetSpend": true,
+	"GetSpend":            true,
 	"ListDataPlaneTokens": true,
 }
 

@@ -10,6 +10,7 @@ export const PAGES = [
   { hash: "providers", title: "Providers", module: "./pages/providers.js" },
   { hash: "routes", title: "Routes", module: "./pages/routes.js" },
   { hash: "tokens", title: "Admin tokens", module: "./pages/tokens.js" },
+  { hash: "audit", title: "Audit log", module: "./pages/audit.js" },
 ];
 
 export const DEFAULT_PAGE = "overview";
