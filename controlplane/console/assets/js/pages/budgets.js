@@ -11,6 +11,15 @@ let root, ctx, targets = { org: [], team: [], user: [], key: [] }, webhooks = []
 
 const SCOPES = [["org", "Org"], ["team", "Team"], ["user", "User"], ["key", "API key"]];
 
+/** "2026-11-01 00:00" in the quota's own zone (period boundaries are local midnights there). */
+function inZone(iso, zone) {
+  try {
+    return new Intl.DateTimeFormat("sv-SE", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit" }).format(new Date(iso));
+  } catch {
+    return when(iso, { utc: true }) + " UTC";
+  }
+}
+
 /** "$12.50" from an exact decimal string: the digits unchanged, thousands grouped. */
 const money = (s) => (s === null || s === undefined ? "unlimited" : "$" + groupDigits(s));
 
@@ -52,7 +61,7 @@ export function mount(section, c) {
       el("div", { id: "bg-periods" })),
     panel("bg-hooks", "Webhook endpoints",
       el("p", { class: "muted small" }, "Every alert event is delivered to every endpoint, signed (Standard Webhooks, HMAC-SHA256) with the endpoint's secret."),
-      el("form", { id: "bg-hook-form", class: "inline-form mutating", "aria-label": "New webhook endpoint", novalidate: true },
+      el("form", { id: "bg-hook-form", class: "inline-form tn-form mutating", "aria-label": "New webhook endpoint", novalidate: true },
         field("bg-hook-url", "URL", el("input", { type: "url", autocomplete: "off", spellcheck: "false", placeholder: "https://…" })),
         field("bg-hook-desc", "Description (optional)", el("input", { type: "text", autocomplete: "off" })),
         el("div", { class: "form-actions" }, el("button", { type: "submit", class: "btn btn-primary" }, "Add endpoint"))),
@@ -122,7 +131,7 @@ async function loadBurn() {
     items.map((b) => el("tr", { "data-quota": `${b.scope}/${b.scope_id}` },
       el("td", { "data-label": "Scope" }, b.scope), el("td", { class: "wrap", "data-label": "Name" }, b.name || `${b.scope} ${b.scope_id}`),
       el("td", { "data-label": "Period" }, b.period === "none" ? "lifetime" : `${b.period} (${b.time_zone})`,
-        b.period_end ? el("div", { class: "muted small" }, `resets ${when(b.period_end)}`) : null),
+        b.period_end ? el("div", { class: "muted small" }, `resets ${inZone(b.period_end, b.time_zone)}`) : null),
       el("td", { class: "num mono", "data-label": "Spent" }, money(b.cost_used)),
       el("td", { class: "num mono", "data-label": "Limit" }, money(b.cost_limit)),
       el("td", { "data-label": "Used" }, burnBar(b.percent, b.percent === undefined)),
@@ -172,7 +181,7 @@ async function loadScope() {
     const closed = (data.items || []).filter((p) => p.closed);
     periods.replaceChildren(closed.length ? table("Closed periods", ["Period", { label: "Spent", num: true }, { label: "Limit", num: true }, { label: "Requests", num: true }, { label: "Adjustments", num: true }],
       closed.map((p) => el("tr", {},
-        el("td", { "data-label": "Period" }, `${when(p.start)} – ${when(p.end)}`, el("div", { class: "muted small" }, `${p.period}, ${p.time_zone}`)),
+        el("td", { "data-label": "Period" }, `${inZone(p.start, p.time_zone)} – ${inZone(p.end, p.time_zone)}`, el("div", { class: "muted small" }, `${p.period}, ${p.time_zone}`)),
         el("td", { class: "num mono", "data-label": "Spent" }, money(p.cost_used)),
         el("td", { class: "num mono", "data-label": "Limit" }, money(p.cost_limit)),
         el("td", { class: "num", "data-label": "Requests" }, count(p.requests)),
@@ -187,7 +196,7 @@ function renderCurrent(q) {
   const cur = root.querySelector("#bg-current");
   const row = targets[q.scope].find((t) => String(t.id) === String(q.scope_id));
   const who = row ? targetLabel(q.scope, row) : `${q.scope} ${q.scope_id}`;
-  const periodText = q.period === "none" ? "since the budget was created" : `${when(q.period_start)} – ${when(q.period_end)} (${q.time_zone})`;
+  const periodText = q.period === "none" ? "since the budget was created" : `${inZone(q.period_start, q.time_zone)} – ${inZone(q.period_end, q.time_zone)} (${q.time_zone})`;
   let bar = null;
   if (q.cost_limit !== null && q.cost_limit !== undefined) {
     // The share is shown from the burn list's exact percent when the scope is in it; otherwise only the amounts.

@@ -75,13 +75,15 @@ export function mount(section, c) {
     el("p", { id: "tn-readonly", class: "notice", role: "status", hidden: true }, "Read-only: this token has the viewer role."),
     el("p", { id: "tn-error", class: "notice notice-error", role: "alert", hidden: true }),
     panel("tn-keys", "API keys",
-      el("form", { id: "tn-kf", class: "inline-form", "aria-label": "Filter API keys", novalidate: true },
+      el("h3", { class: "sub-title" }, "Find keys"),
+      el("form", { id: "tn-kf", class: "inline-form tn-form", "aria-label": "Filter API keys", novalidate: true },
         select("tn-kf-org", "Org", { any: "Any org" }), select("tn-kf-team", "Team", { any: "Any team" }),
         select("tn-kf-user", "User", { any: "Any user" }),
         field("tn-kf-prefix", "Prefix starts with", el("input", { type: "text", autocomplete: "off", spellcheck: "false", placeholder: "tg-…" })),
         el("div", { class: "form-actions" }, el("button", { type: "submit", class: "btn" }, "Filter"),
           el("button", { type: "button", class: "btn btn-quiet", id: "tn-kf-clear" }, "Clear"))),
-      el("form", { id: "tn-key-form", class: "inline-form mutating", "aria-label": "New API key", novalidate: true },
+      el("h3", { class: "sub-title mutating-title" }, "New key"),
+      el("form", { id: "tn-key-form", class: "inline-form tn-form mutating", "aria-label": "New API key", novalidate: true },
         select("tn-key-user", "Owner (user)"),
         field("tn-key-name", "Key name", el("input", { type: "text", autocomplete: "off", maxlength: "200" })),
         field("tn-key-models", "Allowed models", el("input", { type: "text", autocomplete: "off", spellcheck: "false", placeholder: "empty = every model" }), { hint: "Comma-separated names or patterns (gpt-4o*)." }),
@@ -93,18 +95,18 @@ export function mount(section, c) {
       el("div", { id: "tn-key-table" })),
     el("div", { class: "two-col tn-tenants" },
       panel("tn-orgs", "Organisations",
-        el("form", { id: "tn-org-form", class: "inline-form mutating", "aria-label": "New organisation", novalidate: true },
+        el("form", { id: "tn-org-form", class: "inline-form tn-form mutating", "aria-label": "New organisation", novalidate: true },
           field("tn-org-name", "Name", el("input", { type: "text", autocomplete: "off", maxlength: "200" })),
           el("div", { class: "form-actions" }, el("button", { type: "submit", class: "btn btn-primary" }, "Create org"))),
         el("div", { id: "tn-org-table" })),
       panel("tn-teams", "Teams",
-        el("form", { id: "tn-team-form", class: "inline-form mutating", "aria-label": "New team", novalidate: true },
+        el("form", { id: "tn-team-form", class: "inline-form tn-form mutating", "aria-label": "New team", novalidate: true },
           select("tn-team-org", "Org"),
           field("tn-team-name", "Name", el("input", { type: "text", autocomplete: "off", maxlength: "200" })),
           el("div", { class: "form-actions" }, el("button", { type: "submit", class: "btn btn-primary" }, "Create team"))),
         el("div", { id: "tn-team-table" }))),
     panel("tn-users", "Users",
-      el("form", { id: "tn-user-form", class: "inline-form mutating", "aria-label": "New user", novalidate: true },
+      el("form", { id: "tn-user-form", class: "inline-form tn-form mutating", "aria-label": "New user", novalidate: true },
         select("tn-user-org", "Org"), select("tn-user-team", "Team", { none: "No team" }),
         field("tn-user-name", "Name", el("input", { type: "text", autocomplete: "off", maxlength: "200" })),
         field("tn-user-email", "Email (optional)", el("input", { type: "email", autocomplete: "off" })),
@@ -138,7 +140,7 @@ export function mount(section, c) {
 export async function show(c) {
   ctx = c;
   root.querySelector("#tn-readonly").hidden = !ctx.readOnly;
-  for (const f of root.querySelectorAll("form.mutating")) f.hidden = ctx.readOnly;
+  for (const f of root.querySelectorAll("form.mutating, .mutating-title")) f.hidden = ctx.readOnly;
   await load();
 }
 
