@@ -162,9 +162,11 @@ func TestTenantsAndBudgetsPagesInChromium(t *testing.T) {
 
 	// Budgets: acme monthly, through a client-side and an API error.
 	p.do("budgets page", chromedp.Click(chromedp.CSS(`#sections a[href="#budgets"]`)))
-	p.waitFor("budget form", visible("#bg-limit")+` && document.querySelector("#bg-target").options.length === 1`)
+	p.waitFor("budget form", visible("#bg-limit")+` && document.querySelector("#bg-target").options.length === 1 && !!document.getElementById("bg-current-box") && document.getElementById("budgets-view").getAttribute("aria-busy") === "false"`)
 	p.do("bad limit", fill("#bg-limit", "1,000"), submit("#bg-form"))
 	p.waitFor("limit error", visible("#bg-limit-error"))
+	p.do("duplicate threshold", fill("#bg-limit", "100.50"), fill("#bg-thresholds", "50, 80, 50"), submit("#bg-form"))
+	p.waitFor("threshold error", visible("#bg-thresholds-error")+` && document.activeElement.id === "bg-thresholds"`)
 	p.do("bad zone", fill("#bg-limit", "100.50"), choose("#bg-period", "monthly"), fill("#bg-zone", "Mars/Olympus"),
 		fill("#bg-thresholds", "50, 80, 100"), fill("#bg-rpm", "600"), submit("#bg-form"))
 	p.waitFor("zone error from the API", visible("#bg-zone-error"))
@@ -227,7 +229,7 @@ func TestTenantsAndBudgetsPagesInChromium(t *testing.T) {
 	// Every control on these pages has a label.
 	for _, page := range []string{"tenants", "budgets"} {
 		p.do(page, chromedp.Click(chromedp.CSS(fmt.Sprintf(`#sections a[href="#%s"]`, page))))
-		p.waitFor(page, visible("#"+page+"-title"))
+		p.waitFor(page, visible("#"+page+"-title")+` && document.getElementById("`+page+`-view").getAttribute("aria-busy") === "false"`)
 		if unlabeled := eval[[]string](p, `[...document.querySelectorAll("#`+page+`-view input, #`+page+`-view select, #`+page+`-view button")]
 			.filter(e => e.type !== "hidden" && !(e.labels && e.labels.length) && !e.getAttribute("aria-label") &&
 				!e.getAttribute("aria-labelledby") && !(e.tagName === "BUTTON" && e.textContent.trim()))
@@ -235,8 +237,29 @@ func TestTenantsAndBudgetsPagesInChromium(t *testing.T) {
 			t.Errorf("%s: controls without a label: %q", page, unlabeled)
 		}
 	}
+	// A viewer sees both pages read-only (a fresh tab: its own session storage).
+	viewer := api.must("POST", "/admin/admin-tokens", map[string]any{"name": "console-test-viewer", "role": "viewer"})
+	v := newTab(t, browserCtx)
+	defer v.checkConsole()
+	v.do("viewer opens console", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+"/console/#tenants"))
+	v.waitFor("viewer sign-in", visible("#signin-token"))
+	v.do("viewer signs in", fill("#signin-token", viewer["token"].(string)+"\n"))
+	v.waitFor("viewer keys", rowsWith("#tn-key-table", newPrefix)+` && !document.getElementById("tn-readonly").hidden`)
+	for _, sel := range []string{"#tn-key-form", "#tn-org-form", "#tn-team-form", "#tn-user-form", "#tn-key-table button[aria-label^=Revoke]", "#tn-org-table button"} {
+		if eval[bool](v, visible(sel)) {
+			t.Errorf("viewer: %s is visible", sel)
+		}
+	}
+	v.do("viewer budgets", chromedp.Click(chromedp.CSS(`#sections a[href="#budgets"]`)))
+	v.waitFor("viewer burn", rowsWith("#bg-burn-table", "acme")+` && !document.getElementById("bg-readonly").hidden`)
+	if !eval[bool](v, `document.getElementById("bg-save").disabled && document.getElementById("bg-limit").disabled`) || eval[bool](v, visible("#bg-hook-form")) ||
+		eval[bool](v, visible("#bg-hook-table button")) {
+		t.Error("viewer: the budget form or webhook actions are usable")
+	}
+
 	// Finally revoke the key for real.
 	p.do("tenants", chromedp.Click(chromedp.CSS(`#sections a[href="#tenants"]`)))
+	p.waitFor("tenants loaded", visible("#tenants-view")+` && document.getElementById("tenants-view").getAttribute("aria-busy") === "false"`)
 	p.do("revoke", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#tn-key-table button[aria-label="Revoke key %s"]`, newPrefix))))
 	p.waitFor("confirm", `document.getElementById("tn-confirm").open`)
 	p.do("confirm", chromedp.Click(chromedp.ID("tn-confirm-ok")))

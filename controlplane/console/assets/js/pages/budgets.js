@@ -50,8 +50,8 @@ export function mount(section, c) {
         field("bg-limit", "Limit per period (USD)", el("input", { type: "text", inputmode: "decimal", autocomplete: "off", spellcheck: "false", placeholder: "empty = unlimited" })),
         field("bg-period", "Period", periodSel),
         field("bg-zone", "Time zone", el("input", { type: "text", autocomplete: "off", spellcheck: "false", list: "bg-zones", value: "UTC" }), { hint: "Where days, weeks (Monday) and months start." }),
-        field("bg-rpm", "Requests / minute (whole scope)", el("input", { type: "text", inputmode: "numeric", autocomplete: "off", value: "0" }), { hint: "0 = unlimited" }),
-        field("bg-tpm", "Tokens / minute (whole scope)", el("input", { type: "text", inputmode: "numeric", autocomplete: "off", value: "0" }), { hint: "0 = unlimited" }),
+        field("bg-rpm", "Scope requests / min", el("input", { type: "text", inputmode: "numeric", autocomplete: "off", value: "0" }), { hint: "All its keys together; 0 = unlimited" }),
+        field("bg-tpm", "Scope tokens / min", el("input", { type: "text", inputmode: "numeric", autocomplete: "off", value: "0" }), { hint: "0 = unlimited" }),
         field("bg-thresholds", "Alert thresholds (%)", el("input", { type: "text", autocomplete: "off", spellcheck: "false", placeholder: "50, 80, 100" }), { hint: "Comma-separated percents of the limit, 1 to 1000; one alert per threshold per period." }),
         el("div", { class: "form-actions" }, el("button", { type: "submit", class: "btn btn-primary", id: "bg-save" }, "Save budget"))),
       zones,
@@ -106,11 +106,21 @@ function fillTargets(want) {
   const isKey = scope === "key";
   for (const id of ["bg-rpm", "bg-tpm"]) {
     root.querySelector(`#${id}`).disabled = isKey || ctx.readOnly;
-    root.querySelector(`#${id}-hint`).textContent = isKey ? "A key's own limits apply (Tenants and keys)." : "0 = unlimited";
+    root.querySelector(`#${id}-hint`).textContent = isKey ? "A key's own limits apply (Tenants and keys)." : "All its keys together; 0 = unlimited";
   }
 }
 
+// aria-busy is true while the page reloads (tests wait for it to settle).
 async function load() {
+  root.setAttribute("aria-busy", "true");
+  try {
+    await reload();
+  } finally {
+    root.setAttribute("aria-busy", "false");
+  }
+}
+
+async function reload() {
   notice(root.querySelector("#bg-error"), "");
   try {
     const [orgs, teams, users, keys] = await Promise.all(["orgs", "teams", "users", "api-keys"].map((p) => listAll(`/admin/${p}?limit=500`)));
@@ -228,7 +238,9 @@ async function save() {
   const isKey = root.querySelector("#bg-scope").value === "key";
   for (const id of ["bg-rpm", "bg-tpm"]) if (!isKey && !/^\d{1,12}$/.test(v(id) || "0")) fail(id, "A whole number, 0 for unlimited.");
   const th = v("bg-thresholds") ? v("bg-thresholds").split(",").map((s) => s.trim()) : [];
-  if (th.some((t) => !/^\d{1,4}$/.test(t))) fail("bg-thresholds", "Whole percents separated by commas, such as 50, 80, 100.");
+  if (th.some((t) => !/^\d{1,4}$/.test(t) || Number(t) < 1 || Number(t) > 1000)) fail("bg-thresholds", "Whole percents from 1 to 1000, separated by commas, such as 50, 80, 100.");
+  else if (new Set(th.map(Number)).size !== th.length) fail("bg-thresholds", "Each threshold once.");
+  else if (th.length > 16) fail("bg-thresholds", "At most 16 thresholds.");
   if (bad) { root.querySelector(`#${bad}`).focus(); return; }
   const body = { cost_limit: v("bg-limit") || null, period: v("bg-period"), time_zone: v("bg-zone") };
   if (!isKey) { body.rpm_limit = int(v("bg-rpm") || "0"); body.tpm_limit = int(v("bg-tpm") || "0"); }

@@ -148,7 +148,17 @@ function fillTeamsFor(sel, orgID, none) {
   fillSelect(root.querySelector(sel), teams.filter((t) => !orgID || String(t.org_id) === String(orgID)), (t) => `${t.name} (${orgName(t.org_id)})`, { none });
 }
 
+// aria-busy is true while the page reloads its lists (tests wait for it to settle).
 async function load() {
+  root.setAttribute("aria-busy", "true");
+  try {
+    await reload();
+  } finally {
+    root.setAttribute("aria-busy", "false");
+  }
+}
+
+async function reload() {
   notice(root.querySelector("#tn-error"), "");
   try {
     [orgs, teams, users] = await Promise.all([listAll("/admin/orgs?limit=500"), listAll("/admin/teams?limit=500"), listAll("/admin/users?limit=500")]);
