@@ -62,7 +62,7 @@ export function mount(section, c) {
     panel("bg-hooks", "Webhook endpoints",
       el("p", { class: "muted small" }, "Every alert event is delivered to every endpoint, signed (Standard Webhooks, HMAC-SHA256) with the endpoint's secret."),
       el("form", { id: "bg-hook-form", class: "inline-form tn-form mutating", "aria-label": "New webhook endpoint", novalidate: true },
-        field("bg-hook-url", "URL", el("input", { type: "url", autocomplete: "off", spellcheck: "false", placeholder: "https://…" })),
+        field("bg-hook-url", "URL", el("input", { type: "url", autocomplete: "off", spellcheck: "false", placeholder: "receiver URL" })),
         field("bg-hook-desc", "Description (optional)", el("input", { type: "text", autocomplete: "off" })),
         el("div", { class: "form-actions" }, el("button", { type: "submit", class: "btn btn-primary" }, "Add endpoint"))),
       el("div", { id: "bg-hook-secret", class: "notice notice-ok", role: "status", hidden: true }),
@@ -274,7 +274,7 @@ async function createHook() {
   clearErrors(form);
   notice(root.querySelector("#bg-error"), "");
   const url = root.querySelector("#bg-hook-url").value.trim();
-  if (!/^https?:\/\/\S+$/i.test(url)) { fieldError("bg-hook-url", "An http:// or https:// URL."); root.querySelector("#bg-hook-url").focus(); return; }
+  if (!/^https?:\/\/\S+$/i.test(url)) { fieldError("bg-hook-url", "An absolute http or https URL (scheme, host, path)."); root.querySelector("#bg-hook-url").focus(); return; }
   const body = { url };
   const desc = root.querySelector("#bg-hook-desc").value.trim();
   if (desc) body.description = desc;
