@@ -277,4 +277,3 @@ func mustRaw(t *testing.T, api adminAPI, path string) []byte {
 	}
 	return b
 }
-
