@@ -148,6 +148,17 @@ func TestTenantsAndBudgetsPagesInChromium(t *testing.T) {
 	p.screenshot("console-tenants-confirm-1280", 1280)
 	p.do("escape", chromedp.KeyEvent("\x1b"))
 	p.waitFor("closed", `!document.getElementById("tn-confirm").open`)
+	// An org with members: the API refuses the delete and the page says why.
+	p.do("delete acme", chromedp.Click(chromedp.CSS(`#tn-org-table button[aria-label="Delete org acme"]`)))
+	p.waitFor("confirm", `document.getElementById("tn-confirm").open`)
+	if txt := p.text("#tn-confirm-text"); !strings.Contains(txt, "refuses while the org still has teams or users") {
+		t.Errorf("org delete effects %q", txt)
+	}
+	p.do("confirm", chromedp.Click(chromedp.ID("tn-confirm-ok")))
+	p.waitFor("refusal shown", visible("#tn-error")+` && document.getElementById("tn-error").textContent.includes("delete them first")`)
+	if n := sqlText(t, db, `SELECT count(*)::text FROM orgs`); n != "1" {
+		t.Fatal("the org is gone")
+	}
 	// Revoke the key: Escape cancels first, then confirmed.
 	p.do("revoke", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#tn-key-table button[aria-label="Revoke key %s"]`, newPrefix))))
 	p.waitFor("confirm", `document.getElementById("tn-confirm").open`)
@@ -216,6 +227,15 @@ func TestTenantsAndBudgetsPagesInChromium(t *testing.T) {
 	p.screenshot("console-budgets-1280", 1280)
 	p.screenshot("console-budgets-390", 390)
 	p.do("viewport back", chromedp.EmulateViewport(1280, 900))
+
+	// The endpoint is deleted after a confirmation.
+	p.do("delete endpoint", chromedp.Click(chromedp.CSS(`#bg-hook-table button[aria-label^="Delete webhook endpoint"]`)))
+	p.waitFor("confirm", `document.getElementById("bg-confirm").open && document.activeElement.id === "bg-confirm-cancel"`)
+	p.do("confirm", chromedp.Click(chromedp.ID("bg-confirm-ok")))
+	p.waitFor("endpoint gone", `document.querySelector("#bg-hook-table").textContent.includes("No webhook endpoints")`)
+	if b := string(mustRaw(t, api, "/admin/webhooks")); strings.Contains(b, "finance") {
+		t.Errorf("endpoint still listed by the API: %s", b)
+	}
 
 	// Overview: the budget burn panel.
 	p.do("overview", chromedp.Click(chromedp.CSS(`#sections a[href="#overview"]`)))
