@@ -15,7 +15,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
 )
 
-// TestTenantsAndBudgetsPagesInChromium drives Tenants and keys (org, team and user created; a key created
+// TestTenantsAndBudgetsPagesInChromium drives Tenants and keys (org — a duplicate name refused by the API under the field —, team and user created; a key created
 // through a client-side and an API error and shown once; prefix filter; disable/enable; rotate with a grace
 // period, the new key shown once; revoke after Escape cancels; a team renamed and deleted with its stated
 // effects), Budgets (a monthly budget with thresholds through a client-side and an API error, listed with
@@ -65,6 +65,8 @@ func TestTenantsAndBudgetsPagesInChromium(t *testing.T) {
 	}
 	p.do("org", fill("#tn-org-name", "acme"), submit("#tn-org-form"))
 	p.waitFor("org listed", rowsWith("#tn-org-table", "acme")+` && document.querySelector("#tn-team-org").options.length === 1`)
+	p.do("duplicate org", fill("#tn-org-name", "acme"), submit("#tn-org-form"))
+	p.waitFor("duplicate refused by the API, under the field", visible("#tn-org-name-error")+` && document.activeElement.id === "tn-org-name"`)
 	p.do("team", fill("#tn-team-name", "research"), submit("#tn-team-form"))
 	p.waitFor("team listed", rowsWith("#tn-team-table", "research")+` && document.querySelector("#tn-user-team").options.length === 2`)
 	p.do("spare team", fill("#tn-team-name", "ops"), submit("#tn-team-form"))
