@@ -49,7 +49,7 @@ func TestTenantsAndBudgetsPagesInChromium(t *testing.T) {
 	p.do("open console", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+"/console/#tenants"))
 	p.waitFor("sign-in form", visible("#signin-token"))
 	p.do("sign in", fill("#signin-token", adminToken+"\n"))
-	p.waitFor("tenants page", visible("#tn-org-name"))
+	p.waitFor("tenants page", visible("#tn-org-name")+tenantsSettled)
 	submit := func(form string) chromedp.Action[chromedp.Void] {
 		return chromedp.Click(chromedp.CSS(form + ` button[type=submit]`))
 	}
@@ -64,16 +64,16 @@ func TestTenantsAndBudgetsPagesInChromium(t *testing.T) {
 		t.Errorf("focus after the error on %q", got)
 	}
 	p.do("org", fill("#tn-org-name", "acme"), submit("#tn-org-form"))
-	p.waitFor("org listed", rowsWith("#tn-org-table", "acme")+` && document.querySelector("#tn-team-org").options.length === 1`)
+	p.waitFor("org listed", rowsWith("#tn-org-table", "acme")+` && document.querySelector("#tn-team-org").options.length === 1`+tenantsSettled)
 	p.do("duplicate org", fill("#tn-org-name", "acme"), submit("#tn-org-form"))
 	p.waitFor("duplicate refused by the API, under the field", visible("#tn-org-name-error")+` && document.activeElement.id === "tn-org-name"`)
 	p.do("team", fill("#tn-team-name", "research"), submit("#tn-team-form"))
-	p.waitFor("team listed", rowsWith("#tn-team-table", "research")+` && document.querySelector("#tn-user-team").options.length === 2`)
+	p.waitFor("team listed", rowsWith("#tn-team-table", "research")+` && document.querySelector("#tn-user-team").options.length === 2`+tenantsSettled)
 	p.do("spare team", fill("#tn-team-name", "ops"), submit("#tn-team-form"))
-	p.waitFor("team listed", rowsWith("#tn-team-table", "ops"))
+	p.waitFor("team listed", rowsWith("#tn-team-table", "ops")+tenantsSettled)
 	team := sqlText(t, db, `SELECT id::text FROM teams WHERE name = 'research'`)
 	p.do("user", fill("#tn-user-name", "ada"), choose("#tn-user-team", team), fill("#tn-user-email", "ada@example.com"), submit("#tn-user-form"))
-	p.waitFor("user listed", rowsWith("#tn-user-table", "ada@example.com")+` && document.querySelector("#tn-key-user").options.length === 1`)
+	p.waitFor("user listed", rowsWith("#tn-user-table", "ada@example.com")+` && document.querySelector("#tn-key-user").options.length === 1`+tenantsSettled)
 	if got := sqlText(t, db, `SELECT coalesce(team_id::text, 'null') FROM users WHERE name = 'ada'`); got != team {
 		t.Errorf("ada's team %s, want %s", got, team)
 	}
@@ -114,6 +114,19 @@ func TestTenantsAndBudgetsPagesInChromium(t *testing.T) {
 	}
 	p.do("enable", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#tn-key-table button[aria-label="Enable key %s"]`, prefix))))
 	p.waitFor("enabled", visible(fmt.Sprintf(`#tn-key-table button[aria-label="Disable key %s"]`, prefix)))
+	// Edit: name, allowed models, TPM (a client-side error first) and an expiry.
+	p.do("edit key", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#tn-key-table button[aria-label="Edit key %s"]`, prefix))))
+	p.waitFor("key dialog", `document.getElementById("tn-key-edit").open && document.activeElement.id === "tn-ke-name"`)
+	p.do("bad tpm", fill("#tn-ke-name", "ci-bot"), fill("#tn-ke-models", "gpt-4o*, claude-*"), fill("#tn-ke-tpm", "lots"), submit("#tn-ke-form"))
+	p.waitFor("tpm error", visible("#tn-ke-tpm-error")+` && document.activeElement.id === "tn-ke-tpm"`)
+	p.do("good tpm", fill("#tn-ke-tpm", "100000"), setText("#tn-ke-expires", "2030-01-01T12:00"), submit("#tn-ke-form"))
+	p.waitFor("saved", `!document.getElementById("tn-key-edit").open && `+rowsWith("#tn-key-table", "ci-bot"))
+	if got := sqlText(t, db, `SELECT name || ' ' || tpm_limit || ' ' || array_to_string(allowed_models, '|') || ' ' || (expires_at > now() + interval '3 years')::text FROM api_keys`); got != "ci-bot 100000 gpt-4o*|claude-* true" {
+		t.Errorf("edited key %q", got)
+	}
+	if got := eval[string](p, `document.activeElement.getAttribute("aria-label") || ""`); !strings.HasPrefix(got, "Edit key") {
+		t.Errorf("focus after saving on %q, want the Edit button", got)
+	}
 	// Rotate with a grace period: a bad value first, then 60 minutes; the new key is shown once.
 	p.do("rotate", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#tn-key-table button[aria-label="Rotate key %s"]`, prefix))))
 	p.waitFor("rotate dialog", `document.getElementById("tn-rotate").open && document.activeElement.id === "tn-rotate-grace"`)
@@ -290,6 +303,10 @@ func TestTenantsAndBudgetsPagesInChromium(t *testing.T) {
 		t.Errorf("revoked key answers %d", status)
 	}
 }
+
+// tenantsSettled: the Tenants page reloading its lists may move focus when done, so steps wait for
+// aria-busy="false" before typing on.
+const tenantsSettled = ` && document.getElementById("tenants-view").getAttribute("aria-busy") === "false"`
 
 func mustRaw(t *testing.T, api adminAPI, path string) []byte {
 	t.Helper()

@@ -6,7 +6,7 @@ import { int } from "../wire.js";
 import { el, field, fieldError, clearErrors, showApiErrors, notice, when, table, errorText, count } from "../ui.js";
 
 let root, ctx, orgs = [], teams = [], users = [], keys = [];
-let editDialog, rotateDialog, confirmDialog, editing = null, rotating = null, pending = null;
+let keyDialog, editingKey = null, editDialog, rotateDialog, confirmDialog, editing = null, rotating = null, pending = null;
 
 const MAX_GRACE = 2592000; // 30 days, the API's bound (docs/admin-api.md, "Key lifecycle")
 
@@ -67,6 +67,20 @@ export function mount(section, c) {
         el("button", { type: "button", class: "btn", id: "tn-rotate-cancel" }, "Cancel"),
         el("button", { type: "submit", class: "btn btn-primary", id: "tn-rotate-go" }, "Rotate"))));
   confirmDialog = confirmBox("tn-confirm", "Delete?");
+  keyDialog = el("dialog", { id: "tn-key-edit", "aria-labelledby": "tn-ke-title" },
+    el("form", { id: "tn-ke-form", novalidate: true },
+      el("div", { class: "dialog-head" }, el("h2", { id: "tn-ke-title" }, "Edit key")),
+      el("div", { class: "dialog-body" },
+        el("p", { id: "tn-ke-errors", class: "notice notice-error", role: "alert", hidden: true }),
+        field("tn-ke-name", "Name", el("input", { type: "text", autocomplete: "off", maxlength: "200" })),
+        field("tn-ke-models", "Allowed models", el("input", { type: "text", autocomplete: "off", spellcheck: "false", placeholder: "empty = every model" }), { hint: "Comma-separated names or patterns (gpt-4o*)." }),
+        el("div", { class: "grid" },
+          field("tn-ke-rpm", "Requests / minute", el("input", { type: "text", inputmode: "numeric", autocomplete: "off" }), { hint: "0 = unlimited" }),
+          field("tn-ke-tpm", "Tokens / minute", el("input", { type: "text", inputmode: "numeric", autocomplete: "off" }), { hint: "0 = unlimited" })),
+        field("tn-ke-expires", "Expires", el("input", { type: "datetime-local" }), { hint: `In your time zone (${Intl.DateTimeFormat().resolvedOptions().timeZone}); empty = never.` })),
+      el("div", { class: "dialog-actions" },
+        el("button", { type: "button", class: "btn", id: "tn-ke-cancel" }, "Cancel"),
+        el("button", { type: "submit", class: "btn btn-primary", id: "tn-ke-save" }, "Save key"))));
 
   const panel = (id, title, ...kids) => el("section", { class: "panel", "aria-labelledby": `${id}-title` }, el("h2", { id: `${id}-title` }, title), ...kids);
   section.append(
@@ -112,7 +126,7 @@ export function mount(section, c) {
         field("tn-user-email", "Email (optional)", el("input", { type: "email", autocomplete: "off" })),
         el("div", { class: "form-actions" }, el("button", { type: "submit", class: "btn btn-primary" }, "Create user"))),
       el("div", { id: "tn-user-table" })),
-    editDialog, rotateDialog, confirmDialog);
+    editDialog, rotateDialog, keyDialog, confirmDialog);
 
   const on = (sel, ev, fn) => section.querySelector(sel).addEventListener(ev, fn);
   on("#tn-kf", "submit", (ev) => { ev.preventDefault(); loadKeys(); });
@@ -126,6 +140,9 @@ export function mount(section, c) {
   on("#tn-edit-cancel", "click", () => editDialog.close());
   on("#tn-rotate-form", "submit", (ev) => { ev.preventDefault(); rotate(); });
   on("#tn-rotate-cancel", "click", () => rotateDialog.close());
+  on("#tn-ke-form", "submit", (ev) => { ev.preventDefault(); saveKey(); });
+  on("#tn-ke-cancel", "click", () => keyDialog.close());
+  keyDialog.addEventListener("close", () => editingKey?.from?.focus());
   editDialog.addEventListener("close", () => editing?.from?.focus());
   rotateDialog.addEventListener("close", () => rotating?.from?.focus());
   confirmDialog.addEventListener("close", () => {
@@ -246,6 +263,7 @@ async function loadKeys() {
         el("td", { "data-label": "Created" }, when(k.created_at, { utc: true })),
         el("td", { class: "actions" }, ctx.readOnly ? "" : [
           el("button", { type: "button", class: "btn btn-small", "aria-label": `${k.enabled ? "Disable" : "Enable"} key ${k.prefix}`, onclick: () => toggle(k) }, k.enabled ? "Disable" : "Enable"),
+          el("button", { type: "button", class: "btn btn-small", "aria-label": `Edit key ${k.prefix}`, onclick: (ev) => openKey(k, ev.currentTarget) }, "Edit"),
           el("button", { type: "button", class: "btn btn-small", "aria-label": `Rotate key ${k.prefix}`, onclick: (ev) => openRotate(k, ev.currentTarget) }, "Rotate"),
           el("button", { type: "button", class: "btn btn-small btn-danger-quiet", "aria-label": `Revoke key ${k.prefix}`,
             onclick: (ev) => ask(ev.currentTarget, `Revoke key ${k.prefix}…?`,
@@ -358,8 +376,57 @@ async function saveEdit() {
     await call("PUT", `/admin/${kind}s/${item.id}`, body);
     editDialog.close();
     await load();
+    root.querySelector(`tr[data-${kind}="${item.id}"] button`)?.focus(); // the row was redrawn
   } catch (e) {
     notice(root.querySelector("#tn-edit-errors"), showApiErrors(e, { name: "tn-edit-name", email: "tn-edit-email", team_id: "tn-edit-team" }).join(" "));
+  }
+}
+
+// A datetime-local value ("2026-12-31T18:00") in the browser's zone for an instant, and back.
+function localInput(iso) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  const pad = (x) => String(x).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+function openKey(k, from) {
+  editingKey = { key: k, from };
+  clearErrors(keyDialog);
+  notice(root.querySelector("#tn-ke-errors"), "");
+  root.querySelector("#tn-ke-title").textContent = `Edit key ${k.prefix}…`;
+  root.querySelector("#tn-ke-name").value = k.name || "";
+  root.querySelector("#tn-ke-models").value = (k.allowed_models || []).join(", ");
+  root.querySelector("#tn-ke-rpm").value = k.rpm_limit;
+  root.querySelector("#tn-ke-tpm").value = k.tpm_limit;
+  root.querySelector("#tn-ke-expires").value = localInput(k.expires_at);
+  keyDialog.showModal();
+  root.querySelector("#tn-ke-name").focus();
+}
+
+async function saveKey() {
+  clearErrors(keyDialog);
+  notice(root.querySelector("#tn-ke-errors"), "");
+  let bad = null;
+  const rpm = digits("tn-ke-rpm", "A whole number, 0 for unlimited.");
+  if (rpm === null) bad = bad || "tn-ke-rpm";
+  const tpm = digits("tn-ke-tpm", "A whole number, 0 for unlimited.");
+  if (tpm === null) bad = bad || "tn-ke-tpm";
+  const exp = root.querySelector("#tn-ke-expires").value;
+  if (exp && Number.isNaN(new Date(exp).getTime())) { fieldError("tn-ke-expires", "A date and time, or empty for never."); bad = bad || "tn-ke-expires"; }
+  if (bad) { root.querySelector(`#${bad}`).focus(); return; }
+  const models = root.querySelector("#tn-ke-models").value.split(",").map((m) => m.trim()).filter(Boolean);
+  const map = { name: "tn-ke-name", allowed_models: "tn-ke-models", rpm_limit: "tn-ke-rpm", tpm_limit: "tn-ke-tpm", expires_at: "tn-ke-expires" };
+  models.forEach((_, i) => { map[`allowed_models[${i}]`] = "tn-ke-models"; });
+  const k = editingKey.key;
+  try {
+    await call("PATCH", `/admin/api-keys/${k.id}`, { name: root.querySelector("#tn-ke-name").value.trim(), allowed_models: models,
+      rpm_limit: int(rpm), tpm_limit: int(tpm), expires_at: exp ? new Date(exp).toISOString() : null });
+    keyDialog.close();
+    await loadKeys();
+    root.querySelector(`tr[data-key="${k.id}"] button[aria-label^="Edit key"]`)?.focus(); // the row was redrawn
+  } catch (e) {
+    notice(root.querySelector("#tn-ke-errors"), showApiErrors(e, map).join(" "));
   }
 }
 
@@ -416,6 +483,8 @@ async function remove(path) {
   try {
     await call("DELETE", path);
     await load();
+    root.querySelector("#tenants-title").setAttribute("tabindex", "-1");
+    root.querySelector("#tenants-title").focus(); // the row and its button are gone
   } catch (e) {
     notice(root.querySelector("#tn-error"), errorText(e));
   }
