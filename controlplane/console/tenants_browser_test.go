@@ -67,6 +67,8 @@ func TestTenantsAndBudgetsPagesInChromium(t *testing.T) {
 	p.waitFor("org listed", rowsWith("#tn-org-table", "acme")+` && document.querySelector("#tn-team-org").options.length === 1`+tenantsSettled)
 	p.do("duplicate org", fill("#tn-org-name", "acme"), submit("#tn-org-form"))
 	p.waitFor("duplicate refused by the API, under the field", visible("#tn-org-name-error")+` && document.activeElement.id === "tn-org-name"`)
+	p.do("erase", chromedp.SendKeys(chromedp.CSS("#tn-org-name"), "\b\b\b\b"))
+	p.waitFor("error cleared by editing", `document.getElementById("tn-org-name-error").hidden && document.getElementById("tn-org-name").value === ""`)
 	p.do("team", fill("#tn-team-name", "research"), submit("#tn-team-form"))
 	p.waitFor("team listed", rowsWith("#tn-team-table", "research")+` && document.querySelector("#tn-user-team").options.length === 2`+tenantsSettled)
 	p.do("spare team", fill("#tn-team-name", "ops"), submit("#tn-team-form"))

@@ -71,6 +71,8 @@ export function mount(section, c) {
       el("div", { id: "bg-event-table" })),
     confirmDialog);
   const on = (sel, ev, fn) => section.querySelector(sel).addEventListener(ev, fn);
+  // Editing a field clears its error (the message stays until the operator acts on it).
+  section.addEventListener("input", (ev) => { if (ev.target.id && ev.target.getAttribute("aria-invalid") === "true") fieldError(ev.target.id, ""); });
   on("#bg-scope", "change", () => { fillTargets(); loadScope(); });
   on("#bg-target", "change", () => loadScope());
   on("#bg-form", "submit", (ev) => { ev.preventDefault(); save(); });

@@ -129,6 +129,8 @@ export function mount(section, c) {
     editDialog, rotateDialog, keyDialog, confirmDialog);
 
   const on = (sel, ev, fn) => section.querySelector(sel).addEventListener(ev, fn);
+  // Editing a field clears its error (the message stays until the operator acts on it).
+  section.addEventListener("input", (ev) => { if (ev.target.id && ev.target.getAttribute("aria-invalid") === "true") fieldError(ev.target.id, ""); });
   on("#tn-kf", "submit", (ev) => { ev.preventDefault(); loadKeys(); });
   on("#tn-kf-clear", "click", () => { root.querySelector("#tn-kf").reset(); loadKeys(); });
   on("#tn-key-form", "submit", (ev) => { ev.preventDefault(); createKey(); });
