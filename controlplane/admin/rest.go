@@ -306,6 +306,7 @@ func RegisterHTTP(mux *http.ServeMux, s *Service) {
 	// Key lifecycle, tenants, model policy (tenancy_rest.go); budget alerts (alerts_rest.go).
 	registerTenancyHTTP(mux, s)
 	registerAlertsHTTP(mux, s)
+	registerBurnHTTP(mux, s) // budget burn (burn.go)
 
 	// Quotas and usage.
 	h("GET /admin/quotas/{scope}/{id}", read, func(r *http.Request) (int, any, error) {

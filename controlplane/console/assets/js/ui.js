@@ -146,3 +146,16 @@ export function errorText(e) {
   const d = e.details.map((x) => [x.field, x.message].filter(Boolean).join(": "));
   return d.length ? `${e.message} — ${d.slice(0, 5).join("; ")}` : e.message;
 }
+
+/**
+ * A bar for a percent string computed by the API (exact): the one place a figure becomes a Number, to
+ * size the bar (capped at 100 %); the text beside it is the API's string.
+ */
+export function burnBar(percent, zeroLimit) {
+  const bar = el("span", { class: "burn-fill", "aria-hidden": "true" });
+  const n = zeroLimit ? 100 : Math.min(100, Math.max(0, Number(percent)));
+  bar.style.width = `${Number.isFinite(n) ? n : 0}%`;
+  const over = zeroLimit || Number(percent) >= 100;
+  return el("span", { class: `burn${over ? " burn-over" : Number(percent) >= 80 ? " burn-warn" : ""}` },
+    el("span", { class: "burn-track" }, bar), el("span", { class: "burn-text mono" }, zeroLimit ? "limit 0" : `${percent} %`));
+}

@@ -1,6 +1,6 @@
 // Overview: spend today and over the last 30 days, top models and teams, and the configuration's state.
 import { call } from "../api.js";
-import { el, dollars, count, notice, errorText, table } from "../ui.js";
+import { el, dollars, count, notice, errorText, table, burnBar, groupDigits } from "../ui.js";
 import { getSpend, utcDay, groupLabel } from "../spendapi.js";
 
 let root;
@@ -17,6 +17,9 @@ export function mount(section) {
         el("h2", { id: "ov-models-title" }, "Top models, last 30 days"), el("div", { id: "ov-models" })),
       el("section", { class: "panel", "aria-labelledby": "ov-teams-title" },
         el("h2", { id: "ov-teams-title" }, "Top spenders (teams), last 30 days"), el("div", { id: "ov-teams" }))),
+    el("section", { class: "panel", "aria-labelledby": "ov-burn-title" },
+      el("h2", { id: "ov-burn-title" }, "Budget burn: current period"), el("div", { id: "ov-burn" }),
+      el("p", { class: "small" }, el("a", { href: "#budgets" }, "All budgets"))),
     el("p", { class: "muted small" }, "Days are UTC. Amounts are rounded to cents here; the Spend page and its CSV show them exactly."));
 }
 
@@ -33,6 +36,17 @@ function topTable(caption, ans, dim) {
       el("td", { class: "num mono", title: `$${r.cost}`, "data-label": "Cost" }, dollars(r.cost)))), { cls: "data cards-narrow" });
 }
 
+// The five budgets with the highest share of their limit spent in the current period (GET /admin/budget-burn).
+function burnTable(items) {
+  if (!items.length) return el("p", { class: "muted" }, "No budget has a limit.");
+  return table("Budgets by share of the limit spent", ["Budget", "Period", { label: "Spent / limit", num: true }, "Used"],
+    items.map((b) => el("tr", {},
+      el("td", { class: "wrap", "data-label": "Budget" }, `${b.scope}: ${b.name || b.scope_id}`),
+      el("td", { "data-label": "Period" }, b.period === "none" ? "lifetime" : b.period),
+      el("td", { class: "num mono", "data-label": "Spent / limit" }, `$${groupDigits(b.cost_used)} / $${groupDigits(b.cost_limit)}`),
+      el("td", { "data-label": "Used" }, burnBar(b.percent, b.percent === undefined)))), { cls: "data cards-narrow" });
+}
+
 export async function show() {
   const err = root.querySelector("#ov-error");
   notice(err, "");
@@ -40,11 +54,12 @@ export async function show() {
   const today = { since: utcDay(now), until: utcDay(now, 1) };
   const month = { since: utcDay(now, -29), until: utcDay(now, 1) };
   try {
-    const [t, m, models, teams, snap] = await Promise.all([
+    const [t, m, models, teams, snap, burn] = await Promise.all([
       getSpend(today), getSpend(month),
       getSpend({ ...month, groupBy: ["logical_model"], top: 5 }),
       getSpend({ ...month, groupBy: ["team"], top: 5 }),
       call("GET", "/admin/snapshot-status").then((r) => r.data),
+      call("GET", "/admin/budget-burn?limit=5").then((r) => r.data.items || []),
     ]);
     const snapOK = !snap.failing;
     root.querySelector("#ov-cards").replaceChildren(
@@ -56,6 +71,7 @@ export async function show() {
     root.querySelector("#ov-snapshot").classList.toggle("card-bad", !snapOK);
     root.querySelector("#ov-models").replaceChildren(topTable("Top models by cost", models, "logical_model"));
     root.querySelector("#ov-teams").replaceChildren(topTable("Top teams by cost", teams, "team"));
+    root.querySelector("#ov-burn").replaceChildren(burnTable(burn));
   } catch (e) {
     notice(err, errorText(e));
   }
