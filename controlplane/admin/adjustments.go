@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tollgate/tollgate/controlplane/snapshotbuild"
+	"github.com/tollgate/tollgate/controlplane/watch"
 	"github.com/tollgate/tollgate/controlplane/store"
 	"github.com/tollgate/tollgate/shared/pricing"
 )
@@ -100,11 +101,25 @@ func (s *Service) ListQuotaAdjustments(ctx context.Context, scope string, id int
 // endpoint answers that no builder runs here.
 func (s *Service) SetSnapshotStatus(fn func() snapshotbuild.Status) { s.snapshotStatus = fn }
 
-// SnapshotStatus reports whether the current configuration compiles and names the offending rows when it
-// does not.
-func (s *Service) SnapshotStatus(context.Context) (snapshotbuild.Status, error) {
+// SetDataPlanes gives the service the data planes watching this replica (app wiring: watch.Server.DataPlanes).
+func (s *Service) SetDataPlanes(fn func() []watch.DataPlane) { s.dataPlanes = fn }
+
+// SnapshotStatus is the snapshot builder's status plus the data planes watching this replica, with the
+// version each holds: data-plane freshness. Each replica answers for its own Watch streams.
+type SnapshotStatus struct {
+	snapshotbuild.Status
+	DataPlanes []watch.DataPlane `json:"data_planes"`
+}
+
+// SnapshotStatus reports whether the current configuration compiles (naming the offending rows when it
+// does not) and which version each data plane watching this replica holds.
+func (s *Service) SnapshotStatus(context.Context) (SnapshotStatus, error) {
 	if s.snapshotStatus == nil {
-		return snapshotbuild.Status{}, errorf(CodeInternal, "no snapshot builder runs in this process")
+		return SnapshotStatus{}, errorf(CodeInternal, "no snapshot builder runs in this process")
 	}
-	return s.snapshotStatus(), nil
+	out := SnapshotStatus{Status: s.snapshotStatus(), DataPlanes: []watch.DataPlane{}}
+	if s.dataPlanes != nil {
+		out.DataPlanes = s.dataPlanes()
+	}
+	return out, nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tollgate/tollgate/controlplane/secret"
 	"github.com/tollgate/tollgate/controlplane/snapshotbuild"
+	"github.com/tollgate/tollgate/controlplane/watch"
 	"github.com/tollgate/tollgate/controlplane/store"
 	"github.com/tollgate/tollgate/shared/pricing"
 )
@@ -166,6 +167,7 @@ type Service struct {
 	bootstrapHash [sha256.Size]byte
 
 	snapshotStatus func() snapshotbuild.Status
+	dataPlanes     func() []watch.DataPlane
 
 	quoteMu    sync.Mutex
 	quoteRev   int64

@@ -254,6 +254,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 
 	adminSvc.SetSnapshotStatus(s.Snapshots.Status)
+	adminSvc.SetDataPlanes(s.Watch.DataPlanes) // data-plane freshness in GET /admin/snapshot-status
 	s.PriceSchedule = &pricesched.Applier{DB: pool, Q: pool, Log: log}
 	s.Alerts = alert.New(pool, adminBox, log, alert.Options{})
 	s.drain = process.NewDrain(cfg.DrainDelay)

@@ -9,11 +9,15 @@
 package watch
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -51,6 +55,44 @@ type watcher struct {
 	slot    chan *snapshotv1.Snapshot
 	tokenID int64
 	revoked chan struct{}
+
+	nodeID, peer string
+	since        time.Time
+	sentVersion  atomic.Int64 // the version the data plane holds: known on open, then each sent
+	sentAt       atomic.Int64 // unix nanoseconds of the last send (0: none on this stream)
+}
+
+// DataPlane is one data plane watching this control-plane replica: who it is, since when, and which
+// snapshot version it holds (data-plane freshness, GET /admin/snapshot-status).
+type DataPlane struct {
+	NodeID         string    `json:"node_id"`
+	Peer           string    `json:"peer"`
+	TokenID        int64     `json:"token_id"`
+	ConnectedSince time.Time `json:"connected_since"`
+	// Version is the snapshot version the data plane holds: the one it reported on opening the stream,
+	// then each one sent. LastSentAt is when this replica last sent it one (nil: none on this stream).
+	Version    int64      `json:"version"`
+	LastSentAt *time.Time `json:"last_sent_at"`
+}
+
+// DataPlanes lists the data planes watching this replica, by node id. Each replica knows only its own
+// streams; a data plane watches one replica at a time.
+func (s *Server) DataPlanes() []DataPlane {
+	s.mu.Lock()
+	out := make([]DataPlane, 0, len(s.watchers))
+	for w := range s.watchers {
+		d := DataPlane{NodeID: w.nodeID, Peer: w.peer, TokenID: w.tokenID, ConnectedSince: w.since, Version: w.sentVersion.Load()}
+		if at := w.sentAt.Load(); at != 0 {
+			t := time.Unix(0, at).UTC()
+			d.LastSentAt = &t
+		}
+		out = append(out, d)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b DataPlane) int {
+		return cmp.Or(strings.Compare(a.NodeID, b.NodeID), a.ConnectedSince.Compare(b.ConnectedSince))
+	})
+	return out
 }
 
 // Identify resolves the credential of a Watch call to its token id (dptoken.Checker.Identify), so the
@@ -155,7 +197,9 @@ func (s *Server) Shutdown() { s.closeOnce.Do(func() { close(s.closed) }) }
 // Watch implements SnapshotService.Watch.
 func (s *Server) Watch(req *snapshotv1.WatchRequest, stream grpc.ServerStreamingServer[snapshotv1.WatchResponse]) error {
 	ctx := stream.Context()
-	w := &watcher{slot: make(chan *snapshotv1.Snapshot, 1), revoked: make(chan struct{})}
+	w := &watcher{slot: make(chan *snapshotv1.Snapshot, 1), revoked: make(chan struct{}), nodeID: req.GetNodeId(),
+		peer: peerAddr(ctx), since: time.Now().UTC()}
+	w.sentVersion.Store(req.GetKnownVersion())
 	if s.identify != nil {
 		id, err := s.identify(ctx)
 		if err != nil {
@@ -191,7 +235,7 @@ func (s *Server) Watch(req *snapshotv1.WatchRequest, stream grpc.ServerStreaming
 	}
 	sent := req.GetKnownVersion()
 	if cur != nil && cur.GetVersion() != sent {
-		if err := s.send(stream, cur); err != nil {
+		if err := s.send(stream, w, cur); err != nil {
 			log.Info("watch closed", "err", err)
 			return err
 		}
@@ -212,7 +256,7 @@ func (s *Server) Watch(req *snapshotv1.WatchRequest, stream grpc.ServerStreaming
 			if snap.GetVersion() == sent {
 				continue
 			}
-			if err := s.send(stream, snap); err != nil {
+			if err := s.send(stream, w, snap); err != nil {
 				log.Info("watch closed", "err", err, "sent_version", sent)
 				return err
 			}
@@ -221,10 +265,12 @@ func (s *Server) Watch(req *snapshotv1.WatchRequest, stream grpc.ServerStreaming
 	}
 }
 
-func (s *Server) send(stream grpc.ServerStreamingServer[snapshotv1.WatchResponse], snap *snapshotv1.Snapshot) error {
+func (s *Server) send(stream grpc.ServerStreamingServer[snapshotv1.WatchResponse], w *watcher, snap *snapshotv1.Snapshot) error {
 	if err := stream.Send(&snapshotv1.WatchResponse{Snapshot: snap}); err != nil {
 		return err // already a gRPC status from the transport
 	}
+	w.sentVersion.Store(snap.GetVersion())
+	w.sentAt.Store(time.Now().UnixNano())
 	s.sends.Inc()
 	return nil
 }

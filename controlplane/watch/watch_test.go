@@ -321,3 +321,57 @@ func TestServiceName(t *testing.T) {
 		t.Errorf("ServiceName = %q, want %q", watch.ServiceName, snapshotv1.SnapshotService_ServiceDesc.ServiceName)
 	}
 }
+
+// DataPlanes names each watching data plane with the version it holds: the one it reported on opening,
+// then each one sent, with when it was sent; a closed stream leaves the list.
+func TestDataPlanesReportFreshness(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.srv.Publish(snap(7))
+	ctx, cancel := context.WithCancel(authed(context.Background()))
+	defer cancel()
+	// dp-b already holds 7: nothing is sent to it; dp-a holds 3 and gets 7.
+	stB, err := b.client.Watch(ctx, &snapshotv1.WatchRequest{NodeId: "dp-b", KnownVersion: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stB.Header(); err != nil {
+		t.Fatal(err)
+	}
+	ctxA, cancelA := context.WithCancel(authed(context.Background()))
+	defer cancelA()
+	stA, err := b.client.Watch(ctxA, &snapshotv1.WatchRequest{NodeId: "dp-a", KnownVersion: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantVersion(t, recv(t, stA), 7)
+	waitDataPlanes := func(what string, ok func([]watch.DataPlane) bool) []watch.DataPlane {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got := b.srv.DataPlanes()
+			if ok(got) {
+				return got
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: DataPlanes() = %+v", what, got)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	got := waitDataPlanes("both watching at 7", func(d []watch.DataPlane) bool {
+		return len(d) == 2 && d[0].NodeID == "dp-a" && d[0].Version == 7 && d[1].NodeID == "dp-b" && d[1].Version == 7
+	})
+	if got[0].LastSentAt == nil || got[1].LastSentAt != nil {
+		t.Errorf("last sent: dp-a %v (want a time), dp-b %v (want none: it already held 7)", got[0].LastSentAt, got[1].LastSentAt)
+	}
+	if got[0].ConnectedSince.IsZero() || got[0].Peer == "" {
+		t.Errorf("dp-a connection %+v lacks its start or peer", got[0])
+	}
+	b.srv.Publish(snap(8))
+	waitDataPlanes("both at 8", func(d []watch.DataPlane) bool {
+		return len(d) == 2 && d[0].Version == 8 && d[1].Version == 8 && d[1].LastSentAt != nil
+	})
+	cancelA()
+	waitDataPlanes("dp-a gone", func(d []watch.DataPlane) bool { return len(d) == 1 && d[0].NodeID == "dp-b" })
+}

@@ -62,6 +62,29 @@ func TestSnapshotsAcrossReplicas(t *testing.T) {
 		d.wantReady(t, v1)
 	}
 
+	t.Log("each replica's snapshot status names the data planes watching it and the version each holds")
+	var status struct {
+		PublishedVersion int64 `json:"published_version"`
+		DataPlanes       []struct {
+			NodeID  string `json:"node_id"`
+			Version int64  `json:"version"`
+		} `json:"data_planes"`
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if code := c.adminREST(t, cp2, http.MethodGet, "/admin/snapshot-status", nil, &status); code != http.StatusOK {
+			t.Fatalf("GET /admin/snapshot-status = %d", code)
+		}
+		got := fmt.Sprint(status.DataPlanes)
+		if got == fmt.Sprintf("[{dp2 %d} {dp3 %d}]", v1, v1) && status.PublishedVersion == v1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cp2 snapshot status: published %d, data planes %s; want dp2 and dp3 at %d", status.PublishedVersion, got, v1)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
 	t.Log("replicas publish the same version for the same state")
 	sameSnapshot(t, cp1.srv.Watch.Latest(), cp2.srv.Watch.Latest())
 

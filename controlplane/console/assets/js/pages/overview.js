@@ -36,6 +36,18 @@ function topTable(caption, ans, dim) {
       el("td", { class: "num mono", title: `$${r.cost}`, "data-label": "Cost" }, dollars(r.cost)))), { cls: "data cards-narrow" });
 }
 
+// freshnessCard: the data planes watching the answering control-plane replica and whether each holds the
+// published version (GET /admin/snapshot-status, data_planes). Each replica knows only its own streams.
+function freshnessCard(snap) {
+  const dps = snap.data_planes || [];
+  const stale = dps.filter((d) => d.version !== snap.published_version);
+  const c = card("ov-dataplanes", "Data planes (this replica)", dps.length ? `${dps.length - stale.length} of ${dps.length} current` : "None watching",
+    stale.length ? `Behind: ${stale.map((d) => `${d.node_id || d.peer} (v${d.version})`).join(", ")}`
+      : dps.length ? `All on version ${snap.published_version}` : "No data plane watches this control-plane replica");
+  c.classList.toggle("card-bad", stale.length > 0);
+  return c;
+}
+
 // The five budgets with the highest share of their limit spent in the current period (GET /admin/budget-burn).
 function burnTable(items) {
   if (!items.length) return el("p", { class: "muted" }, "No budget has a limit.");
@@ -67,7 +79,8 @@ export async function show() {
       card("ov-month", "Spend, last 30 days", dollars(m.total.cost), `${count(m.total.requests)} requests`),
       card("ov-tokens", "Tokens, last 30 days", count(m.total.tokens.input), `input · ${count(m.total.tokens.output)} output`),
       card("ov-snapshot", "Configuration", snapOK ? "Published" : "Not compiling",
-        snapOK ? `Data planes serve version ${snap.published_version}` : `Data planes keep version ${snap.published_version}; see the banner`));
+        snapOK ? `Data planes serve version ${snap.published_version}` : `Data planes keep version ${snap.published_version}; see the banner`),
+      freshnessCard(snap));
     root.querySelector("#ov-snapshot").classList.toggle("card-bad", !snapOK);
     root.querySelector("#ov-models").replaceChildren(topTable("Top models by cost", models, "logical_model"));
     root.querySelector("#ov-teams").replaceChildren(topTable("Top teams by cost", teams, "team"));

@@ -5153,8 +5153,10 @@ type GetSnapshotStatusResponse struct {
 	PublishedVersion int64 `protobuf:"varint,1,opt,name=published_version,json=publishedVersion,proto3" json:"published_version,omitempty"`
 	// True while the latest configuration revision fails to build or compile: admin changes since then do
 	// not reach the data planes.
-	Failing       bool               `protobuf:"varint,2,opt,name=failing,proto3" json:"failing,omitempty"`
-	Rejected      *SnapshotRejection `protobuf:"bytes,3,opt,name=rejected,proto3" json:"rejected,omitempty"`
+	Failing  bool               `protobuf:"varint,2,opt,name=failing,proto3" json:"failing,omitempty"`
+	Rejected *SnapshotRejection `protobuf:"bytes,3,opt,name=rejected,proto3" json:"rejected,omitempty"`
+	// The data planes watching the answering replica, by node id, with the version each holds.
+	DataPlanes    []*WatchingDataPlane `protobuf:"bytes,4,rep,name=data_planes,json=dataPlanes,proto3" json:"data_planes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5210,6 +5212,100 @@ func (x *GetSnapshotStatusResponse) GetRejected() *SnapshotRejection {
 	return nil
 }
 
+func (x *GetSnapshotStatusResponse) GetDataPlanes() []*WatchingDataPlane {
+	if x != nil {
+		return x.DataPlanes
+	}
+	return nil
+}
+
+// WatchingDataPlane is one data plane's Watch stream on the answering control-plane replica.
+type WatchingDataPlane struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	NodeId         string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Peer           string                 `protobuf:"bytes,2,opt,name=peer,proto3" json:"peer,omitempty"`
+	TokenId        int64                  `protobuf:"varint,3,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	ConnectedSince *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=connected_since,json=connectedSince,proto3" json:"connected_since,omitempty"`
+	// The snapshot version the data plane holds (reported on opening, then each one sent).
+	Version int64 `protobuf:"varint,5,opt,name=version,proto3" json:"version,omitempty"`
+	// When this replica last sent it a snapshot; unset when none was sent on this stream.
+	LastSentAt    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=last_sent_at,json=lastSentAt,proto3" json:"last_sent_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchingDataPlane) Reset() {
+	*x = WatchingDataPlane{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchingDataPlane) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchingDataPlane) ProtoMessage() {}
+
+func (x *WatchingDataPlane) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchingDataPlane.ProtoReflect.Descriptor instead.
+func (*WatchingDataPlane) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *WatchingDataPlane) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *WatchingDataPlane) GetPeer() string {
+	if x != nil {
+		return x.Peer
+	}
+	return ""
+}
+
+func (x *WatchingDataPlane) GetTokenId() int64 {
+	if x != nil {
+		return x.TokenId
+	}
+	return 0
+}
+
+func (x *WatchingDataPlane) GetConnectedSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ConnectedSince
+	}
+	return nil
+}
+
+func (x *WatchingDataPlane) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *WatchingDataPlane) GetLastSentAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastSentAt
+	}
+	return nil
+}
+
 type PlanPriceCatalogRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// "genai-prices" (document) or "models.dev" (files).
@@ -5228,7 +5324,7 @@ type PlanPriceCatalogRequest struct {
 
 func (x *PlanPriceCatalogRequest) Reset() {
 	*x = PlanPriceCatalogRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5240,7 +5336,7 @@ func (x *PlanPriceCatalogRequest) String() string {
 func (*PlanPriceCatalogRequest) ProtoMessage() {}
 
 func (x *PlanPriceCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[93]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5253,7 +5349,7 @@ func (x *PlanPriceCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanPriceCatalogRequest.ProtoReflect.Descriptor instead.
 func (*PlanPriceCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{93}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *PlanPriceCatalogRequest) GetFormat() string {
@@ -5314,7 +5410,7 @@ type PlanPriceCatalogResponse struct {
 
 func (x *PlanPriceCatalogResponse) Reset() {
 	*x = PlanPriceCatalogResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5326,7 +5422,7 @@ func (x *PlanPriceCatalogResponse) String() string {
 func (*PlanPriceCatalogResponse) ProtoMessage() {}
 
 func (x *PlanPriceCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[94]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5339,7 +5435,7 @@ func (x *PlanPriceCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanPriceCatalogResponse.ProtoReflect.Descriptor instead.
 func (*PlanPriceCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{94}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *PlanPriceCatalogResponse) GetPlan() *CatalogPlan {
@@ -5368,7 +5464,7 @@ type CatalogPlan struct {
 
 func (x *CatalogPlan) Reset() {
 	*x = CatalogPlan{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5380,7 +5476,7 @@ func (x *CatalogPlan) String() string {
 func (*CatalogPlan) ProtoMessage() {}
 
 func (x *CatalogPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[95]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5393,7 +5489,7 @@ func (x *CatalogPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlan.ProtoReflect.Descriptor instead.
 func (*CatalogPlan) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{95}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *CatalogPlan) GetId() string {
@@ -5477,7 +5573,7 @@ type CatalogPlanRule struct {
 
 func (x *CatalogPlanRule) Reset() {
 	*x = CatalogPlanRule{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5489,7 +5585,7 @@ func (x *CatalogPlanRule) String() string {
 func (*CatalogPlanRule) ProtoMessage() {}
 
 func (x *CatalogPlanRule) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[96]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5502,7 +5598,7 @@ func (x *CatalogPlanRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlanRule.ProtoReflect.Descriptor instead.
 func (*CatalogPlanRule) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{96}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *CatalogPlanRule) GetEntryId() string {
@@ -5540,7 +5636,7 @@ type CatalogPlanChange struct {
 
 func (x *CatalogPlanChange) Reset() {
 	*x = CatalogPlanChange{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5552,7 +5648,7 @@ func (x *CatalogPlanChange) String() string {
 func (*CatalogPlanChange) ProtoMessage() {}
 
 func (x *CatalogPlanChange) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5565,7 +5661,7 @@ func (x *CatalogPlanChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlanChange.ProtoReflect.Descriptor instead.
 func (*CatalogPlanChange) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{97}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *CatalogPlanChange) GetEntryId() string {
@@ -5621,7 +5717,7 @@ type CatalogFieldChange struct {
 
 func (x *CatalogFieldChange) Reset() {
 	*x = CatalogFieldChange{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5633,7 +5729,7 @@ func (x *CatalogFieldChange) String() string {
 func (*CatalogFieldChange) ProtoMessage() {}
 
 func (x *CatalogFieldChange) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5646,7 +5742,7 @@ func (x *CatalogFieldChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogFieldChange.ProtoReflect.Descriptor instead.
 func (*CatalogFieldChange) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{98}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *CatalogFieldChange) GetField() string {
@@ -5681,7 +5777,7 @@ type CatalogPlanUnchanged struct {
 
 func (x *CatalogPlanUnchanged) Reset() {
 	*x = CatalogPlanUnchanged{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5693,7 +5789,7 @@ func (x *CatalogPlanUnchanged) String() string {
 func (*CatalogPlanUnchanged) ProtoMessage() {}
 
 func (x *CatalogPlanUnchanged) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5706,7 +5802,7 @@ func (x *CatalogPlanUnchanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlanUnchanged.ProtoReflect.Descriptor instead.
 func (*CatalogPlanUnchanged) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{99}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *CatalogPlanUnchanged) GetEntryId() string {
@@ -5740,7 +5836,7 @@ type CatalogSkipped struct {
 
 func (x *CatalogSkipped) Reset() {
 	*x = CatalogSkipped{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5752,7 +5848,7 @@ func (x *CatalogSkipped) String() string {
 func (*CatalogSkipped) ProtoMessage() {}
 
 func (x *CatalogSkipped) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5765,7 +5861,7 @@ func (x *CatalogSkipped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogSkipped.ProtoReflect.Descriptor instead.
 func (*CatalogSkipped) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{100}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *CatalogSkipped) GetEntryId() string {
@@ -5797,7 +5893,7 @@ type ApplyPriceCatalogRequest struct {
 
 func (x *ApplyPriceCatalogRequest) Reset() {
 	*x = ApplyPriceCatalogRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5809,7 +5905,7 @@ func (x *ApplyPriceCatalogRequest) String() string {
 func (*ApplyPriceCatalogRequest) ProtoMessage() {}
 
 func (x *ApplyPriceCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5822,7 +5918,7 @@ func (x *ApplyPriceCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyPriceCatalogRequest.ProtoReflect.Descriptor instead.
 func (*ApplyPriceCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{101}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *ApplyPriceCatalogRequest) GetPlanId() string {
@@ -5868,7 +5964,7 @@ type ApplyPriceCatalogResponse struct {
 
 func (x *ApplyPriceCatalogResponse) Reset() {
 	*x = ApplyPriceCatalogResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5880,7 +5976,7 @@ func (x *ApplyPriceCatalogResponse) String() string {
 func (*ApplyPriceCatalogResponse) ProtoMessage() {}
 
 func (x *ApplyPriceCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5893,7 +5989,7 @@ func (x *ApplyPriceCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyPriceCatalogResponse.ProtoReflect.Descriptor instead.
 func (*ApplyPriceCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{102}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *ApplyPriceCatalogResponse) GetPlanId() string {
@@ -5947,7 +6043,7 @@ type GetPriceRuleProvenanceRequest struct {
 
 func (x *GetPriceRuleProvenanceRequest) Reset() {
 	*x = GetPriceRuleProvenanceRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[103]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5959,7 +6055,7 @@ func (x *GetPriceRuleProvenanceRequest) String() string {
 func (*GetPriceRuleProvenanceRequest) ProtoMessage() {}
 
 func (x *GetPriceRuleProvenanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[103]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5972,7 +6068,7 @@ func (x *GetPriceRuleProvenanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleProvenanceRequest.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleProvenanceRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{103}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *GetPriceRuleProvenanceRequest) GetPriceRuleId() int64 {
@@ -5991,7 +6087,7 @@ type GetPriceRuleProvenanceResponse struct {
 
 func (x *GetPriceRuleProvenanceResponse) Reset() {
 	*x = GetPriceRuleProvenanceResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[104]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6003,7 +6099,7 @@ func (x *GetPriceRuleProvenanceResponse) String() string {
 func (*GetPriceRuleProvenanceResponse) ProtoMessage() {}
 
 func (x *GetPriceRuleProvenanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[104]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6016,7 +6112,7 @@ func (x *GetPriceRuleProvenanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleProvenanceResponse.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleProvenanceResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{104}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *GetPriceRuleProvenanceResponse) GetProvenance() *PriceRuleProvenance {
@@ -6042,7 +6138,7 @@ type PriceRuleProvenance struct {
 
 func (x *PriceRuleProvenance) Reset() {
 	*x = PriceRuleProvenance{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[105]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6054,7 +6150,7 @@ func (x *PriceRuleProvenance) String() string {
 func (*PriceRuleProvenance) ProtoMessage() {}
 
 func (x *PriceRuleProvenance) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[105]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6067,7 +6163,7 @@ func (x *PriceRuleProvenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriceRuleProvenance.ProtoReflect.Descriptor instead.
 func (*PriceRuleProvenance) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{105}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *PriceRuleProvenance) GetPriceRuleId() int64 {
@@ -6128,7 +6224,7 @@ type GetPriceRuleHistoryRequest struct {
 
 func (x *GetPriceRuleHistoryRequest) Reset() {
 	*x = GetPriceRuleHistoryRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[106]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6140,7 +6236,7 @@ func (x *GetPriceRuleHistoryRequest) String() string {
 func (*GetPriceRuleHistoryRequest) ProtoMessage() {}
 
 func (x *GetPriceRuleHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[106]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6153,7 +6249,7 @@ func (x *GetPriceRuleHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleHistoryRequest.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{106}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *GetPriceRuleHistoryRequest) GetPriceRuleId() int64 {
@@ -6172,7 +6268,7 @@ type GetPriceRuleHistoryResponse struct {
 
 func (x *GetPriceRuleHistoryResponse) Reset() {
 	*x = GetPriceRuleHistoryResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[107]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6184,7 +6280,7 @@ func (x *GetPriceRuleHistoryResponse) String() string {
 func (*GetPriceRuleHistoryResponse) ProtoMessage() {}
 
 func (x *GetPriceRuleHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[107]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6197,7 +6293,7 @@ func (x *GetPriceRuleHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleHistoryResponse.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{107}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *GetPriceRuleHistoryResponse) GetItems() []*PriceRuleVersion {
@@ -6224,7 +6320,7 @@ type PriceRuleVersion struct {
 
 func (x *PriceRuleVersion) Reset() {
 	*x = PriceRuleVersion{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[108]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6236,7 +6332,7 @@ func (x *PriceRuleVersion) String() string {
 func (*PriceRuleVersion) ProtoMessage() {}
 
 func (x *PriceRuleVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[108]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6249,7 +6345,7 @@ func (x *PriceRuleVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriceRuleVersion.ProtoReflect.Descriptor instead.
 func (*PriceRuleVersion) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{108}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *PriceRuleVersion) GetVersion() int32 {
@@ -6300,7 +6396,7 @@ type RepricePriceRulesRequest struct {
 
 func (x *RepricePriceRulesRequest) Reset() {
 	*x = RepricePriceRulesRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[109]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6312,7 +6408,7 @@ func (x *RepricePriceRulesRequest) String() string {
 func (*RepricePriceRulesRequest) ProtoMessage() {}
 
 func (x *RepricePriceRulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[109]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6325,7 +6421,7 @@ func (x *RepricePriceRulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepricePriceRulesRequest.ProtoReflect.Descriptor instead.
 func (*RepricePriceRulesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{109}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *RepricePriceRulesRequest) GetFrom() *timestamppb.Timestamp {
@@ -6373,7 +6469,7 @@ type RepricePriceRulesResponse struct {
 
 func (x *RepricePriceRulesResponse) Reset() {
 	*x = RepricePriceRulesResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[110]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6385,7 +6481,7 @@ func (x *RepricePriceRulesResponse) String() string {
 func (*RepricePriceRulesResponse) ProtoMessage() {}
 
 func (x *RepricePriceRulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[110]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6398,7 +6494,7 @@ func (x *RepricePriceRulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepricePriceRulesResponse.ProtoReflect.Descriptor instead.
 func (*RepricePriceRulesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{110}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *RepricePriceRulesResponse) GetFrom() *timestamppb.Timestamp {
@@ -6472,7 +6568,7 @@ type RepriceLine struct {
 
 func (x *RepriceLine) Reset() {
 	*x = RepriceLine{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[111]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6484,7 +6580,7 @@ func (x *RepriceLine) String() string {
 func (*RepriceLine) ProtoMessage() {}
 
 func (x *RepriceLine) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[111]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6497,7 +6593,7 @@ func (x *RepriceLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepriceLine.ProtoReflect.Descriptor instead.
 func (*RepriceLine) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{111}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *RepriceLine) GetProviderId() int64 {
@@ -6557,7 +6653,7 @@ type ListApiKeysRequest struct {
 
 func (x *ListApiKeysRequest) Reset() {
 	*x = ListApiKeysRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[112]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6569,7 +6665,7 @@ func (x *ListApiKeysRequest) String() string {
 func (*ListApiKeysRequest) ProtoMessage() {}
 
 func (x *ListApiKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[112]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6582,7 +6678,7 @@ func (x *ListApiKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApiKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListApiKeysRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{112}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *ListApiKeysRequest) GetLimit() int32 {
@@ -6637,7 +6733,7 @@ type ListApiKeysResponse struct {
 
 func (x *ListApiKeysResponse) Reset() {
 	*x = ListApiKeysResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[113]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6649,7 +6745,7 @@ func (x *ListApiKeysResponse) String() string {
 func (*ListApiKeysResponse) ProtoMessage() {}
 
 func (x *ListApiKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[113]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6662,7 +6758,7 @@ func (x *ListApiKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApiKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListApiKeysResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{113}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *ListApiKeysResponse) GetItems() []*v1.ApiKey {
@@ -6688,7 +6784,7 @@ type GetApiKeyRequest struct {
 
 func (x *GetApiKeyRequest) Reset() {
 	*x = GetApiKeyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[114]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6700,7 +6796,7 @@ func (x *GetApiKeyRequest) String() string {
 func (*GetApiKeyRequest) ProtoMessage() {}
 
 func (x *GetApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[114]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6713,7 +6809,7 @@ func (x *GetApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*GetApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{114}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *GetApiKeyRequest) GetId() int64 {
@@ -6732,7 +6828,7 @@ type GetApiKeyResponse struct {
 
 func (x *GetApiKeyResponse) Reset() {
 	*x = GetApiKeyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[115]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6744,7 +6840,7 @@ func (x *GetApiKeyResponse) String() string {
 func (*GetApiKeyResponse) ProtoMessage() {}
 
 func (x *GetApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[115]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6757,7 +6853,7 @@ func (x *GetApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*GetApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{115}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *GetApiKeyResponse) GetApiKey() *v1.ApiKey {
@@ -6788,7 +6884,7 @@ type UpdateApiKeyRequest struct {
 
 func (x *UpdateApiKeyRequest) Reset() {
 	*x = UpdateApiKeyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[116]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6800,7 +6896,7 @@ func (x *UpdateApiKeyRequest) String() string {
 func (*UpdateApiKeyRequest) ProtoMessage() {}
 
 func (x *UpdateApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[116]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6813,7 +6909,7 @@ func (x *UpdateApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*UpdateApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{116}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *UpdateApiKeyRequest) GetId() int64 {
@@ -6895,7 +6991,7 @@ type UpdateApiKeyResponse struct {
 
 func (x *UpdateApiKeyResponse) Reset() {
 	*x = UpdateApiKeyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[117]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6907,7 +7003,7 @@ func (x *UpdateApiKeyResponse) String() string {
 func (*UpdateApiKeyResponse) ProtoMessage() {}
 
 func (x *UpdateApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[117]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6920,7 +7016,7 @@ func (x *UpdateApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*UpdateApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{117}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *UpdateApiKeyResponse) GetApiKey() *v1.ApiKey {
@@ -6939,7 +7035,7 @@ type DeleteApiKeyRequest struct {
 
 func (x *DeleteApiKeyRequest) Reset() {
 	*x = DeleteApiKeyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[118]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6951,7 +7047,7 @@ func (x *DeleteApiKeyRequest) String() string {
 func (*DeleteApiKeyRequest) ProtoMessage() {}
 
 func (x *DeleteApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[118]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6964,7 +7060,7 @@ func (x *DeleteApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*DeleteApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{118}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *DeleteApiKeyRequest) GetId() int64 {
@@ -6982,7 +7078,7 @@ type DeleteApiKeyResponse struct {
 
 func (x *DeleteApiKeyResponse) Reset() {
 	*x = DeleteApiKeyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[119]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6994,7 +7090,7 @@ func (x *DeleteApiKeyResponse) String() string {
 func (*DeleteApiKeyResponse) ProtoMessage() {}
 
 func (x *DeleteApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[119]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7007,7 +7103,7 @@ func (x *DeleteApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*DeleteApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{119}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{120}
 }
 
 type RotateApiKeyRequest struct {
@@ -7021,7 +7117,7 @@ type RotateApiKeyRequest struct {
 
 func (x *RotateApiKeyRequest) Reset() {
 	*x = RotateApiKeyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[120]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7033,7 +7129,7 @@ func (x *RotateApiKeyRequest) String() string {
 func (*RotateApiKeyRequest) ProtoMessage() {}
 
 func (x *RotateApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[120]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7046,7 +7142,7 @@ func (x *RotateApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*RotateApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{120}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *RotateApiKeyRequest) GetId() int64 {
@@ -7074,7 +7170,7 @@ type RotateApiKeyResponse struct {
 
 func (x *RotateApiKeyResponse) Reset() {
 	*x = RotateApiKeyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[121]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7086,7 +7182,7 @@ func (x *RotateApiKeyResponse) String() string {
 func (*RotateApiKeyResponse) ProtoMessage() {}
 
 func (x *RotateApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[121]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7099,7 +7195,7 @@ func (x *RotateApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*RotateApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{121}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *RotateApiKeyResponse) GetApiKey() *v1.ApiKey {
@@ -7126,7 +7222,7 @@ type ListOrgsRequest struct {
 
 func (x *ListOrgsRequest) Reset() {
 	*x = ListOrgsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[122]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7138,7 +7234,7 @@ func (x *ListOrgsRequest) String() string {
 func (*ListOrgsRequest) ProtoMessage() {}
 
 func (x *ListOrgsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[122]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7151,7 +7247,7 @@ func (x *ListOrgsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrgsRequest.ProtoReflect.Descriptor instead.
 func (*ListOrgsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{122}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *ListOrgsRequest) GetLimit() int32 {
@@ -7178,7 +7274,7 @@ type ListOrgsResponse struct {
 
 func (x *ListOrgsResponse) Reset() {
 	*x = ListOrgsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[123]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7190,7 +7286,7 @@ func (x *ListOrgsResponse) String() string {
 func (*ListOrgsResponse) ProtoMessage() {}
 
 func (x *ListOrgsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[123]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7203,7 +7299,7 @@ func (x *ListOrgsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrgsResponse.ProtoReflect.Descriptor instead.
 func (*ListOrgsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{123}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *ListOrgsResponse) GetItems() []*v1.Org {
@@ -7229,7 +7325,7 @@ type UpdateOrgRequest struct {
 
 func (x *UpdateOrgRequest) Reset() {
 	*x = UpdateOrgRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[124]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7241,7 +7337,7 @@ func (x *UpdateOrgRequest) String() string {
 func (*UpdateOrgRequest) ProtoMessage() {}
 
 func (x *UpdateOrgRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[124]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7254,7 +7350,7 @@ func (x *UpdateOrgRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOrgRequest.ProtoReflect.Descriptor instead.
 func (*UpdateOrgRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{124}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *UpdateOrgRequest) GetOrg() *v1.Org {
@@ -7273,7 +7369,7 @@ type UpdateOrgResponse struct {
 
 func (x *UpdateOrgResponse) Reset() {
 	*x = UpdateOrgResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[125]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7285,7 +7381,7 @@ func (x *UpdateOrgResponse) String() string {
 func (*UpdateOrgResponse) ProtoMessage() {}
 
 func (x *UpdateOrgResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[125]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7298,7 +7394,7 @@ func (x *UpdateOrgResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOrgResponse.ProtoReflect.Descriptor instead.
 func (*UpdateOrgResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{125}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *UpdateOrgResponse) GetOrg() *v1.Org {
@@ -7317,7 +7413,7 @@ type DeleteOrgRequest struct {
 
 func (x *DeleteOrgRequest) Reset() {
 	*x = DeleteOrgRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[126]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7329,7 +7425,7 @@ func (x *DeleteOrgRequest) String() string {
 func (*DeleteOrgRequest) ProtoMessage() {}
 
 func (x *DeleteOrgRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[126]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7342,7 +7438,7 @@ func (x *DeleteOrgRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOrgRequest.ProtoReflect.Descriptor instead.
 func (*DeleteOrgRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{126}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *DeleteOrgRequest) GetId() int64 {
@@ -7360,7 +7456,7 @@ type DeleteOrgResponse struct {
 
 func (x *DeleteOrgResponse) Reset() {
 	*x = DeleteOrgResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[127]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7372,7 +7468,7 @@ func (x *DeleteOrgResponse) String() string {
 func (*DeleteOrgResponse) ProtoMessage() {}
 
 func (x *DeleteOrgResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[127]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7385,7 +7481,7 @@ func (x *DeleteOrgResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOrgResponse.ProtoReflect.Descriptor instead.
 func (*DeleteOrgResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{127}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{128}
 }
 
 type ListTeamsRequest struct {
@@ -7399,7 +7495,7 @@ type ListTeamsRequest struct {
 
 func (x *ListTeamsRequest) Reset() {
 	*x = ListTeamsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[128]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7411,7 +7507,7 @@ func (x *ListTeamsRequest) String() string {
 func (*ListTeamsRequest) ProtoMessage() {}
 
 func (x *ListTeamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[128]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7424,7 +7520,7 @@ func (x *ListTeamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTeamsRequest.ProtoReflect.Descriptor instead.
 func (*ListTeamsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{128}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *ListTeamsRequest) GetLimit() int32 {
@@ -7458,7 +7554,7 @@ type ListTeamsResponse struct {
 
 func (x *ListTeamsResponse) Reset() {
 	*x = ListTeamsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[129]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7470,7 +7566,7 @@ func (x *ListTeamsResponse) String() string {
 func (*ListTeamsResponse) ProtoMessage() {}
 
 func (x *ListTeamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[129]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7483,7 +7579,7 @@ func (x *ListTeamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTeamsResponse.ProtoReflect.Descriptor instead.
 func (*ListTeamsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{129}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *ListTeamsResponse) GetItems() []*v1.Team {
@@ -7510,7 +7606,7 @@ type UpdateTeamRequest struct {
 
 func (x *UpdateTeamRequest) Reset() {
 	*x = UpdateTeamRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[130]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7522,7 +7618,7 @@ func (x *UpdateTeamRequest) String() string {
 func (*UpdateTeamRequest) ProtoMessage() {}
 
 func (x *UpdateTeamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[130]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7535,7 +7631,7 @@ func (x *UpdateTeamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTeamRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTeamRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{130}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *UpdateTeamRequest) GetTeam() *v1.Team {
@@ -7554,7 +7650,7 @@ type UpdateTeamResponse struct {
 
 func (x *UpdateTeamResponse) Reset() {
 	*x = UpdateTeamResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[131]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7566,7 +7662,7 @@ func (x *UpdateTeamResponse) String() string {
 func (*UpdateTeamResponse) ProtoMessage() {}
 
 func (x *UpdateTeamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[131]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7579,7 +7675,7 @@ func (x *UpdateTeamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTeamResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTeamResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{131}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *UpdateTeamResponse) GetTeam() *v1.Team {
@@ -7598,7 +7694,7 @@ type DeleteTeamRequest struct {
 
 func (x *DeleteTeamRequest) Reset() {
 	*x = DeleteTeamRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[132]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7610,7 +7706,7 @@ func (x *DeleteTeamRequest) String() string {
 func (*DeleteTeamRequest) ProtoMessage() {}
 
 func (x *DeleteTeamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[132]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7623,7 +7719,7 @@ func (x *DeleteTeamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTeamRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTeamRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{132}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *DeleteTeamRequest) GetId() int64 {
@@ -7641,7 +7737,7 @@ type DeleteTeamResponse struct {
 
 func (x *DeleteTeamResponse) Reset() {
 	*x = DeleteTeamResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[133]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7653,7 +7749,7 @@ func (x *DeleteTeamResponse) String() string {
 func (*DeleteTeamResponse) ProtoMessage() {}
 
 func (x *DeleteTeamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[133]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7666,7 +7762,7 @@ func (x *DeleteTeamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTeamResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTeamResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{133}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{134}
 }
 
 type ListUsersRequest struct {
@@ -7681,7 +7777,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[134]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7693,7 +7789,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[134]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7706,7 +7802,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{134}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *ListUsersRequest) GetLimit() int32 {
@@ -7747,7 +7843,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[135]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7759,7 +7855,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[135]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7772,7 +7868,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{135}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *ListUsersResponse) GetItems() []*v1.User {
@@ -7799,7 +7895,7 @@ type UpdateUserRequest struct {
 
 func (x *UpdateUserRequest) Reset() {
 	*x = UpdateUserRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[136]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7811,7 +7907,7 @@ func (x *UpdateUserRequest) String() string {
 func (*UpdateUserRequest) ProtoMessage() {}
 
 func (x *UpdateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[136]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7824,7 +7920,7 @@ func (x *UpdateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateUserRequest.ProtoReflect.Descriptor instead.
 func (*UpdateUserRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{136}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *UpdateUserRequest) GetUser() *v1.User {
@@ -7843,7 +7939,7 @@ type UpdateUserResponse struct {
 
 func (x *UpdateUserResponse) Reset() {
 	*x = UpdateUserResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[137]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7855,7 +7951,7 @@ func (x *UpdateUserResponse) String() string {
 func (*UpdateUserResponse) ProtoMessage() {}
 
 func (x *UpdateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[137]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7868,7 +7964,7 @@ func (x *UpdateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateUserResponse.ProtoReflect.Descriptor instead.
 func (*UpdateUserResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{137}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *UpdateUserResponse) GetUser() *v1.User {
@@ -7887,7 +7983,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[138]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7899,7 +7995,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[138]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7912,7 +8008,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{138}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *DeleteUserRequest) GetId() int64 {
@@ -7930,7 +8026,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[139]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7942,7 +8038,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[139]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7955,7 +8051,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{139}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{140}
 }
 
 type GetModelPolicyRequest struct {
@@ -7966,7 +8062,7 @@ type GetModelPolicyRequest struct {
 
 func (x *GetModelPolicyRequest) Reset() {
 	*x = GetModelPolicyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[140]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7978,7 +8074,7 @@ func (x *GetModelPolicyRequest) String() string {
 func (*GetModelPolicyRequest) ProtoMessage() {}
 
 func (x *GetModelPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[140]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7991,7 +8087,7 @@ func (x *GetModelPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetModelPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{140}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{141}
 }
 
 type GetModelPolicyResponse struct {
@@ -8005,7 +8101,7 @@ type GetModelPolicyResponse struct {
 
 func (x *GetModelPolicyResponse) Reset() {
 	*x = GetModelPolicyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[141]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8017,7 +8113,7 @@ func (x *GetModelPolicyResponse) String() string {
 func (*GetModelPolicyResponse) ProtoMessage() {}
 
 func (x *GetModelPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[141]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8030,7 +8126,7 @@ func (x *GetModelPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetModelPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{141}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{142}
 }
 
 func (x *GetModelPolicyResponse) GetPolicy() *v1.ModelPolicy {
@@ -8059,7 +8155,7 @@ type ProviderUnpricedPolicy struct {
 
 func (x *ProviderUnpricedPolicy) Reset() {
 	*x = ProviderUnpricedPolicy{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[142]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8071,7 +8167,7 @@ func (x *ProviderUnpricedPolicy) String() string {
 func (*ProviderUnpricedPolicy) ProtoMessage() {}
 
 func (x *ProviderUnpricedPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[142]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8084,7 +8180,7 @@ func (x *ProviderUnpricedPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderUnpricedPolicy.ProtoReflect.Descriptor instead.
 func (*ProviderUnpricedPolicy) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{142}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{143}
 }
 
 func (x *ProviderUnpricedPolicy) GetProviderId() int64 {
@@ -8117,7 +8213,7 @@ type SetModelPolicyRequest struct {
 
 func (x *SetModelPolicyRequest) Reset() {
 	*x = SetModelPolicyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[143]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[144]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8129,7 +8225,7 @@ func (x *SetModelPolicyRequest) String() string {
 func (*SetModelPolicyRequest) ProtoMessage() {}
 
 func (x *SetModelPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[143]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[144]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8142,7 +8238,7 @@ func (x *SetModelPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetModelPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetModelPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{143}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{144}
 }
 
 func (x *SetModelPolicyRequest) GetPolicy() *v1.ModelPolicy {
@@ -8161,7 +8257,7 @@ type SetModelPolicyResponse struct {
 
 func (x *SetModelPolicyResponse) Reset() {
 	*x = SetModelPolicyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[144]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[145]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8173,7 +8269,7 @@ func (x *SetModelPolicyResponse) String() string {
 func (*SetModelPolicyResponse) ProtoMessage() {}
 
 func (x *SetModelPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[144]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[145]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8186,7 +8282,7 @@ func (x *SetModelPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetModelPolicyResponse.ProtoReflect.Descriptor instead.
 func (*SetModelPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{144}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{145}
 }
 
 func (x *SetModelPolicyResponse) GetPolicy() *v1.ModelPolicy {
@@ -8207,7 +8303,7 @@ type SetProviderUnpricedPolicyRequest struct {
 
 func (x *SetProviderUnpricedPolicyRequest) Reset() {
 	*x = SetProviderUnpricedPolicyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[145]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[146]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8219,7 +8315,7 @@ func (x *SetProviderUnpricedPolicyRequest) String() string {
 func (*SetProviderUnpricedPolicyRequest) ProtoMessage() {}
 
 func (x *SetProviderUnpricedPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[145]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[146]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8232,7 +8328,7 @@ func (x *SetProviderUnpricedPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetProviderUnpricedPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetProviderUnpricedPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{145}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{146}
 }
 
 func (x *SetProviderUnpricedPolicyRequest) GetProviderId() int64 {
@@ -8257,7 +8353,7 @@ type SetProviderUnpricedPolicyResponse struct {
 
 func (x *SetProviderUnpricedPolicyResponse) Reset() {
 	*x = SetProviderUnpricedPolicyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[146]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[147]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8269,7 +8365,7 @@ func (x *SetProviderUnpricedPolicyResponse) String() string {
 func (*SetProviderUnpricedPolicyResponse) ProtoMessage() {}
 
 func (x *SetProviderUnpricedPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[146]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[147]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8282,7 +8378,7 @@ func (x *SetProviderUnpricedPolicyResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use SetProviderUnpricedPolicyResponse.ProtoReflect.Descriptor instead.
 func (*SetProviderUnpricedPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{146}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{147}
 }
 
 type ListUnpricedModelsRequest struct {
@@ -8294,7 +8390,7 @@ type ListUnpricedModelsRequest struct {
 
 func (x *ListUnpricedModelsRequest) Reset() {
 	*x = ListUnpricedModelsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[147]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[148]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8306,7 +8402,7 @@ func (x *ListUnpricedModelsRequest) String() string {
 func (*ListUnpricedModelsRequest) ProtoMessage() {}
 
 func (x *ListUnpricedModelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[147]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[148]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8319,7 +8415,7 @@ func (x *ListUnpricedModelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUnpricedModelsRequest.ProtoReflect.Descriptor instead.
 func (*ListUnpricedModelsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{147}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{148}
 }
 
 func (x *ListUnpricedModelsRequest) GetSince() *timestamppb.Timestamp {
@@ -8338,7 +8434,7 @@ type ListUnpricedModelsResponse struct {
 
 func (x *ListUnpricedModelsResponse) Reset() {
 	*x = ListUnpricedModelsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[148]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[149]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8350,7 +8446,7 @@ func (x *ListUnpricedModelsResponse) String() string {
 func (*ListUnpricedModelsResponse) ProtoMessage() {}
 
 func (x *ListUnpricedModelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[148]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[149]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8363,7 +8459,7 @@ func (x *ListUnpricedModelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUnpricedModelsResponse.ProtoReflect.Descriptor instead.
 func (*ListUnpricedModelsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{148}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{149}
 }
 
 func (x *ListUnpricedModelsResponse) GetItems() []*UnpricedModel {
@@ -8387,7 +8483,7 @@ type UnpricedModel struct {
 
 func (x *UnpricedModel) Reset() {
 	*x = UnpricedModel{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[149]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[150]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8399,7 +8495,7 @@ func (x *UnpricedModel) String() string {
 func (*UnpricedModel) ProtoMessage() {}
 
 func (x *UnpricedModel) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[149]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[150]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8412,7 +8508,7 @@ func (x *UnpricedModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnpricedModel.ProtoReflect.Descriptor instead.
 func (*UnpricedModel) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{149}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{150}
 }
 
 func (x *UnpricedModel) GetProviderId() int64 {
@@ -8460,7 +8556,7 @@ type GetQuotaAlertsRequest struct {
 
 func (x *GetQuotaAlertsRequest) Reset() {
 	*x = GetQuotaAlertsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[150]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[151]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8472,7 +8568,7 @@ func (x *GetQuotaAlertsRequest) String() string {
 func (*GetQuotaAlertsRequest) ProtoMessage() {}
 
 func (x *GetQuotaAlertsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[150]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[151]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8485,7 +8581,7 @@ func (x *GetQuotaAlertsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaAlertsRequest.ProtoReflect.Descriptor instead.
 func (*GetQuotaAlertsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{150}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{151}
 }
 
 func (x *GetQuotaAlertsRequest) GetScope() string {
@@ -8512,7 +8608,7 @@ type GetQuotaAlertsResponse struct {
 
 func (x *GetQuotaAlertsResponse) Reset() {
 	*x = GetQuotaAlertsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[151]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[152]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8524,7 +8620,7 @@ func (x *GetQuotaAlertsResponse) String() string {
 func (*GetQuotaAlertsResponse) ProtoMessage() {}
 
 func (x *GetQuotaAlertsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[151]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[152]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8537,7 +8633,7 @@ func (x *GetQuotaAlertsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaAlertsResponse.ProtoReflect.Descriptor instead.
 func (*GetQuotaAlertsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{151}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{152}
 }
 
 func (x *GetQuotaAlertsResponse) GetThresholds() []int32 {
@@ -8559,7 +8655,7 @@ type SetQuotaAlertsRequest struct {
 
 func (x *SetQuotaAlertsRequest) Reset() {
 	*x = SetQuotaAlertsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[152]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[153]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8571,7 +8667,7 @@ func (x *SetQuotaAlertsRequest) String() string {
 func (*SetQuotaAlertsRequest) ProtoMessage() {}
 
 func (x *SetQuotaAlertsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[152]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[153]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8584,7 +8680,7 @@ func (x *SetQuotaAlertsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuotaAlertsRequest.ProtoReflect.Descriptor instead.
 func (*SetQuotaAlertsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{152}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{153}
 }
 
 func (x *SetQuotaAlertsRequest) GetScope() string {
@@ -8617,7 +8713,7 @@ type SetQuotaAlertsResponse struct {
 
 func (x *SetQuotaAlertsResponse) Reset() {
 	*x = SetQuotaAlertsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[153]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[154]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8629,7 +8725,7 @@ func (x *SetQuotaAlertsResponse) String() string {
 func (*SetQuotaAlertsResponse) ProtoMessage() {}
 
 func (x *SetQuotaAlertsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[153]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[154]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8642,7 +8738,7 @@ func (x *SetQuotaAlertsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuotaAlertsResponse.ProtoReflect.Descriptor instead.
 func (*SetQuotaAlertsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{153}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{154}
 }
 
 func (x *SetQuotaAlertsResponse) GetThresholds() []int32 {
@@ -8666,7 +8762,7 @@ type WebhookEndpoint struct {
 
 func (x *WebhookEndpoint) Reset() {
 	*x = WebhookEndpoint{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[154]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[155]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8678,7 +8774,7 @@ func (x *WebhookEndpoint) String() string {
 func (*WebhookEndpoint) ProtoMessage() {}
 
 func (x *WebhookEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[154]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[155]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8691,7 +8787,7 @@ func (x *WebhookEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookEndpoint.ProtoReflect.Descriptor instead.
 func (*WebhookEndpoint) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{154}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{155}
 }
 
 func (x *WebhookEndpoint) GetId() int64 {
@@ -8739,7 +8835,7 @@ type CreateWebhookEndpointRequest struct {
 
 func (x *CreateWebhookEndpointRequest) Reset() {
 	*x = CreateWebhookEndpointRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[155]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[156]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8751,7 +8847,7 @@ func (x *CreateWebhookEndpointRequest) String() string {
 func (*CreateWebhookEndpointRequest) ProtoMessage() {}
 
 func (x *CreateWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[155]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[156]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8764,7 +8860,7 @@ func (x *CreateWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookEndpointRequest.ProtoReflect.Descriptor instead.
 func (*CreateWebhookEndpointRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{155}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{156}
 }
 
 func (x *CreateWebhookEndpointRequest) GetUrl() string {
@@ -8792,7 +8888,7 @@ type CreateWebhookEndpointResponse struct {
 
 func (x *CreateWebhookEndpointResponse) Reset() {
 	*x = CreateWebhookEndpointResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[156]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[157]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8804,7 +8900,7 @@ func (x *CreateWebhookEndpointResponse) String() string {
 func (*CreateWebhookEndpointResponse) ProtoMessage() {}
 
 func (x *CreateWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[156]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[157]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8817,7 +8913,7 @@ func (x *CreateWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookEndpointResponse.ProtoReflect.Descriptor instead.
 func (*CreateWebhookEndpointResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{156}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{157}
 }
 
 func (x *CreateWebhookEndpointResponse) GetEndpoint() *WebhookEndpoint {
@@ -8842,7 +8938,7 @@ type ListWebhookEndpointsRequest struct {
 
 func (x *ListWebhookEndpointsRequest) Reset() {
 	*x = ListWebhookEndpointsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[157]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[158]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8854,7 +8950,7 @@ func (x *ListWebhookEndpointsRequest) String() string {
 func (*ListWebhookEndpointsRequest) ProtoMessage() {}
 
 func (x *ListWebhookEndpointsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[157]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[158]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8867,7 +8963,7 @@ func (x *ListWebhookEndpointsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhookEndpointsRequest.ProtoReflect.Descriptor instead.
 func (*ListWebhookEndpointsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{157}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{158}
 }
 
 type ListWebhookEndpointsResponse struct {
@@ -8879,7 +8975,7 @@ type ListWebhookEndpointsResponse struct {
 
 func (x *ListWebhookEndpointsResponse) Reset() {
 	*x = ListWebhookEndpointsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[158]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[159]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8891,7 +8987,7 @@ func (x *ListWebhookEndpointsResponse) String() string {
 func (*ListWebhookEndpointsResponse) ProtoMessage() {}
 
 func (x *ListWebhookEndpointsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[158]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[159]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8904,7 +9000,7 @@ func (x *ListWebhookEndpointsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhookEndpointsResponse.ProtoReflect.Descriptor instead.
 func (*ListWebhookEndpointsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{158}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{159}
 }
 
 func (x *ListWebhookEndpointsResponse) GetItems() []*WebhookEndpoint {
@@ -8923,7 +9019,7 @@ type DeleteWebhookEndpointRequest struct {
 
 func (x *DeleteWebhookEndpointRequest) Reset() {
 	*x = DeleteWebhookEndpointRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[159]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[160]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8935,7 +9031,7 @@ func (x *DeleteWebhookEndpointRequest) String() string {
 func (*DeleteWebhookEndpointRequest) ProtoMessage() {}
 
 func (x *DeleteWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[159]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[160]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8948,7 +9044,7 @@ func (x *DeleteWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookEndpointRequest.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookEndpointRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{159}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{160}
 }
 
 func (x *DeleteWebhookEndpointRequest) GetId() int64 {
@@ -8966,7 +9062,7 @@ type DeleteWebhookEndpointResponse struct {
 
 func (x *DeleteWebhookEndpointResponse) Reset() {
 	*x = DeleteWebhookEndpointResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[160]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[161]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8978,7 +9074,7 @@ func (x *DeleteWebhookEndpointResponse) String() string {
 func (*DeleteWebhookEndpointResponse) ProtoMessage() {}
 
 func (x *DeleteWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[160]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[161]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8991,7 +9087,7 @@ func (x *DeleteWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookEndpointResponse.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookEndpointResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{160}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{161}
 }
 
 type ListAlertEventsRequest struct {
@@ -9006,7 +9102,7 @@ type ListAlertEventsRequest struct {
 
 func (x *ListAlertEventsRequest) Reset() {
 	*x = ListAlertEventsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[161]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[162]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9018,7 +9114,7 @@ func (x *ListAlertEventsRequest) String() string {
 func (*ListAlertEventsRequest) ProtoMessage() {}
 
 func (x *ListAlertEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[161]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[162]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9031,7 +9127,7 @@ func (x *ListAlertEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAlertEventsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{161}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{162}
 }
 
 func (x *ListAlertEventsRequest) GetLimit() int32 {
@@ -9072,7 +9168,7 @@ type ListAlertEventsResponse struct {
 
 func (x *ListAlertEventsResponse) Reset() {
 	*x = ListAlertEventsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[162]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[163]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9084,7 +9180,7 @@ func (x *ListAlertEventsResponse) String() string {
 func (*ListAlertEventsResponse) ProtoMessage() {}
 
 func (x *ListAlertEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[162]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[163]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9097,7 +9193,7 @@ func (x *ListAlertEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAlertEventsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{162}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{163}
 }
 
 func (x *ListAlertEventsResponse) GetItems() []*AlertEvent {
@@ -9133,7 +9229,7 @@ type AlertEvent struct {
 
 func (x *AlertEvent) Reset() {
 	*x = AlertEvent{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[163]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[164]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9145,7 +9241,7 @@ func (x *AlertEvent) String() string {
 func (*AlertEvent) ProtoMessage() {}
 
 func (x *AlertEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[163]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[164]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9158,7 +9254,7 @@ func (x *AlertEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertEvent.ProtoReflect.Descriptor instead.
 func (*AlertEvent) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{163}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{164}
 }
 
 func (x *AlertEvent) GetId() int64 {
@@ -9248,7 +9344,7 @@ type WebhookDelivery struct {
 
 func (x *WebhookDelivery) Reset() {
 	*x = WebhookDelivery{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[164]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[165]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9260,7 +9356,7 @@ func (x *WebhookDelivery) String() string {
 func (*WebhookDelivery) ProtoMessage() {}
 
 func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[164]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[165]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9273,7 +9369,7 @@ func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
 func (*WebhookDelivery) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{164}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{165}
 }
 
 func (x *WebhookDelivery) GetEndpointId() int64 {
@@ -9344,7 +9440,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[165]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[166]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9356,7 +9452,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[165]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[166]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9369,7 +9465,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{165}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{166}
 }
 
 func (x *ListAuditEventsRequest) GetResource() string {
@@ -9443,7 +9539,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[166]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[167]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9455,7 +9551,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[166]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[167]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9468,7 +9564,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{166}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{167}
 }
 
 func (x *AuditEvent) GetId() int64 {
@@ -9551,7 +9647,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[167]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[168]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9563,7 +9659,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[167]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[168]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9576,7 +9672,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{167}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{168}
 }
 
 func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
@@ -9609,7 +9705,7 @@ type DataPlaneToken struct {
 
 func (x *DataPlaneToken) Reset() {
 	*x = DataPlaneToken{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[168]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[169]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9621,7 +9717,7 @@ func (x *DataPlaneToken) String() string {
 func (*DataPlaneToken) ProtoMessage() {}
 
 func (x *DataPlaneToken) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[168]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[169]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9634,7 +9730,7 @@ func (x *DataPlaneToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataPlaneToken.ProtoReflect.Descriptor instead.
 func (*DataPlaneToken) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{168}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{169}
 }
 
 func (x *DataPlaneToken) GetId() int64 {
@@ -9682,7 +9778,7 @@ type CreateDataPlaneTokenRequest struct {
 
 func (x *CreateDataPlaneTokenRequest) Reset() {
 	*x = CreateDataPlaneTokenRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[169]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[170]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9694,7 +9790,7 @@ func (x *CreateDataPlaneTokenRequest) String() string {
 func (*CreateDataPlaneTokenRequest) ProtoMessage() {}
 
 func (x *CreateDataPlaneTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[169]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[170]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9707,7 +9803,7 @@ func (x *CreateDataPlaneTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDataPlaneTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateDataPlaneTokenRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{169}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{170}
 }
 
 func (x *CreateDataPlaneTokenRequest) GetName() string {
@@ -9734,7 +9830,7 @@ type CreateDataPlaneTokenResponse struct {
 
 func (x *CreateDataPlaneTokenResponse) Reset() {
 	*x = CreateDataPlaneTokenResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[170]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[171]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9746,7 +9842,7 @@ func (x *CreateDataPlaneTokenResponse) String() string {
 func (*CreateDataPlaneTokenResponse) ProtoMessage() {}
 
 func (x *CreateDataPlaneTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[170]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[171]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9759,7 +9855,7 @@ func (x *CreateDataPlaneTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDataPlaneTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateDataPlaneTokenResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{170}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{171}
 }
 
 func (x *CreateDataPlaneTokenResponse) GetDataplaneToken() *DataPlaneToken {
@@ -9784,7 +9880,7 @@ type ListDataPlaneTokensRequest struct {
 
 func (x *ListDataPlaneTokensRequest) Reset() {
 	*x = ListDataPlaneTokensRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[171]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[172]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9796,7 +9892,7 @@ func (x *ListDataPlaneTokensRequest) String() string {
 func (*ListDataPlaneTokensRequest) ProtoMessage() {}
 
 func (x *ListDataPlaneTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[171]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[172]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9809,7 +9905,7 @@ func (x *ListDataPlaneTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDataPlaneTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListDataPlaneTokensRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{171}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{172}
 }
 
 type ListDataPlaneTokensResponse struct {
@@ -9821,7 +9917,7 @@ type ListDataPlaneTokensResponse struct {
 
 func (x *ListDataPlaneTokensResponse) Reset() {
 	*x = ListDataPlaneTokensResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[172]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[173]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9833,7 +9929,7 @@ func (x *ListDataPlaneTokensResponse) String() string {
 func (*ListDataPlaneTokensResponse) ProtoMessage() {}
 
 func (x *ListDataPlaneTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[172]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[173]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9846,7 +9942,7 @@ func (x *ListDataPlaneTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDataPlaneTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListDataPlaneTokensResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{172}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{173}
 }
 
 func (x *ListDataPlaneTokensResponse) GetItems() []*DataPlaneToken {
@@ -9865,7 +9961,7 @@ type RevokeDataPlaneTokenRequest struct {
 
 func (x *RevokeDataPlaneTokenRequest) Reset() {
 	*x = RevokeDataPlaneTokenRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[173]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[174]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9877,7 +9973,7 @@ func (x *RevokeDataPlaneTokenRequest) String() string {
 func (*RevokeDataPlaneTokenRequest) ProtoMessage() {}
 
 func (x *RevokeDataPlaneTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[173]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[174]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9890,7 +9986,7 @@ func (x *RevokeDataPlaneTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeDataPlaneTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeDataPlaneTokenRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{173}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{174}
 }
 
 func (x *RevokeDataPlaneTokenRequest) GetId() int64 {
@@ -9909,7 +10005,7 @@ type RevokeDataPlaneTokenResponse struct {
 
 func (x *RevokeDataPlaneTokenResponse) Reset() {
 	*x = RevokeDataPlaneTokenResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[174]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[175]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9921,7 +10017,7 @@ func (x *RevokeDataPlaneTokenResponse) String() string {
 func (*RevokeDataPlaneTokenResponse) ProtoMessage() {}
 
 func (x *RevokeDataPlaneTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[174]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[175]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9934,7 +10030,7 @@ func (x *RevokeDataPlaneTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeDataPlaneTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeDataPlaneTokenResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{174}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{175}
 }
 
 func (x *RevokeDataPlaneTokenResponse) GetDataplaneToken() *DataPlaneToken {
@@ -10317,11 +10413,21 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x05stage\x18\x02 \x01(\tR\x05stage\x12*\n" +
 	"\x02at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x14\n" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12>\n" +
-	"\bproblems\x18\x05 \x03(\v2\".tollgate.admin.v1.SnapshotProblemR\bproblems\"\xa4\x01\n" +
+	"\bproblems\x18\x05 \x03(\v2\".tollgate.admin.v1.SnapshotProblemR\bproblems\"\xeb\x01\n" +
 	"\x19GetSnapshotStatusResponse\x12+\n" +
 	"\x11published_version\x18\x01 \x01(\x03R\x10publishedVersion\x12\x18\n" +
 	"\afailing\x18\x02 \x01(\bR\afailing\x12@\n" +
-	"\brejected\x18\x03 \x01(\v2$.tollgate.admin.v1.SnapshotRejectionR\brejected\"\xf8\x03\n" +
+	"\brejected\x18\x03 \x01(\v2$.tollgate.admin.v1.SnapshotRejectionR\brejected\x12E\n" +
+	"\vdata_planes\x18\x04 \x03(\v2$.tollgate.admin.v1.WatchingDataPlaneR\n" +
+	"dataPlanes\"\xf8\x01\n" +
+	"\x11WatchingDataPlane\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x12\n" +
+	"\x04peer\x18\x02 \x01(\tR\x04peer\x12\x19\n" +
+	"\btoken_id\x18\x03 \x01(\x03R\atokenId\x12C\n" +
+	"\x0fconnected_since\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x0econnectedSince\x12\x18\n" +
+	"\aversion\x18\x05 \x01(\x03R\aversion\x12<\n" +
+	"\flast_sent_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"lastSentAt\"\xf8\x03\n" +
 	"\x17PlanPriceCatalogRequest\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\tR\x06format\x12\x1a\n" +
 	"\bdocument\x18\x02 \x01(\tR\bdocument\x12K\n" +
@@ -10801,7 +10907,7 @@ func file_tollgate_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_tollgate_admin_v1_admin_proto_rawDescData
 }
 
-var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 177)
+var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 178)
 var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*ListPriceRulesRequest)(nil),             // 0: tollgate.admin.v1.ListPriceRulesRequest
 	(*ListPriceRulesResponse)(nil),            // 1: tollgate.admin.v1.ListPriceRulesResponse
@@ -10896,400 +11002,404 @@ var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*SnapshotProblem)(nil),                   // 90: tollgate.admin.v1.SnapshotProblem
 	(*SnapshotRejection)(nil),                 // 91: tollgate.admin.v1.SnapshotRejection
 	(*GetSnapshotStatusResponse)(nil),         // 92: tollgate.admin.v1.GetSnapshotStatusResponse
-	(*PlanPriceCatalogRequest)(nil),           // 93: tollgate.admin.v1.PlanPriceCatalogRequest
-	(*PlanPriceCatalogResponse)(nil),          // 94: tollgate.admin.v1.PlanPriceCatalogResponse
-	(*CatalogPlan)(nil),                       // 95: tollgate.admin.v1.CatalogPlan
-	(*CatalogPlanRule)(nil),                   // 96: tollgate.admin.v1.CatalogPlanRule
-	(*CatalogPlanChange)(nil),                 // 97: tollgate.admin.v1.CatalogPlanChange
-	(*CatalogFieldChange)(nil),                // 98: tollgate.admin.v1.CatalogFieldChange
-	(*CatalogPlanUnchanged)(nil),              // 99: tollgate.admin.v1.CatalogPlanUnchanged
-	(*CatalogSkipped)(nil),                    // 100: tollgate.admin.v1.CatalogSkipped
-	(*ApplyPriceCatalogRequest)(nil),          // 101: tollgate.admin.v1.ApplyPriceCatalogRequest
-	(*ApplyPriceCatalogResponse)(nil),         // 102: tollgate.admin.v1.ApplyPriceCatalogResponse
-	(*GetPriceRuleProvenanceRequest)(nil),     // 103: tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	(*GetPriceRuleProvenanceResponse)(nil),    // 104: tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	(*PriceRuleProvenance)(nil),               // 105: tollgate.admin.v1.PriceRuleProvenance
-	(*GetPriceRuleHistoryRequest)(nil),        // 106: tollgate.admin.v1.GetPriceRuleHistoryRequest
-	(*GetPriceRuleHistoryResponse)(nil),       // 107: tollgate.admin.v1.GetPriceRuleHistoryResponse
-	(*PriceRuleVersion)(nil),                  // 108: tollgate.admin.v1.PriceRuleVersion
-	(*RepricePriceRulesRequest)(nil),          // 109: tollgate.admin.v1.RepricePriceRulesRequest
-	(*RepricePriceRulesResponse)(nil),         // 110: tollgate.admin.v1.RepricePriceRulesResponse
-	(*RepriceLine)(nil),                       // 111: tollgate.admin.v1.RepriceLine
-	(*ListApiKeysRequest)(nil),                // 112: tollgate.admin.v1.ListApiKeysRequest
-	(*ListApiKeysResponse)(nil),               // 113: tollgate.admin.v1.ListApiKeysResponse
-	(*GetApiKeyRequest)(nil),                  // 114: tollgate.admin.v1.GetApiKeyRequest
-	(*GetApiKeyResponse)(nil),                 // 115: tollgate.admin.v1.GetApiKeyResponse
-	(*UpdateApiKeyRequest)(nil),               // 116: tollgate.admin.v1.UpdateApiKeyRequest
-	(*UpdateApiKeyResponse)(nil),              // 117: tollgate.admin.v1.UpdateApiKeyResponse
-	(*DeleteApiKeyRequest)(nil),               // 118: tollgate.admin.v1.DeleteApiKeyRequest
-	(*DeleteApiKeyResponse)(nil),              // 119: tollgate.admin.v1.DeleteApiKeyResponse
-	(*RotateApiKeyRequest)(nil),               // 120: tollgate.admin.v1.RotateApiKeyRequest
-	(*RotateApiKeyResponse)(nil),              // 121: tollgate.admin.v1.RotateApiKeyResponse
-	(*ListOrgsRequest)(nil),                   // 122: tollgate.admin.v1.ListOrgsRequest
-	(*ListOrgsResponse)(nil),                  // 123: tollgate.admin.v1.ListOrgsResponse
-	(*UpdateOrgRequest)(nil),                  // 124: tollgate.admin.v1.UpdateOrgRequest
-	(*UpdateOrgResponse)(nil),                 // 125: tollgate.admin.v1.UpdateOrgResponse
-	(*DeleteOrgRequest)(nil),                  // 126: tollgate.admin.v1.DeleteOrgRequest
-	(*DeleteOrgResponse)(nil),                 // 127: tollgate.admin.v1.DeleteOrgResponse
-	(*ListTeamsRequest)(nil),                  // 128: tollgate.admin.v1.ListTeamsRequest
-	(*ListTeamsResponse)(nil),                 // 129: tollgate.admin.v1.ListTeamsResponse
-	(*UpdateTeamRequest)(nil),                 // 130: tollgate.admin.v1.UpdateTeamRequest
-	(*UpdateTeamResponse)(nil),                // 131: tollgate.admin.v1.UpdateTeamResponse
-	(*DeleteTeamRequest)(nil),                 // 132: tollgate.admin.v1.DeleteTeamRequest
-	(*DeleteTeamResponse)(nil),                // 133: tollgate.admin.v1.DeleteTeamResponse
-	(*ListUsersRequest)(nil),                  // 134: tollgate.admin.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),                 // 135: tollgate.admin.v1.ListUsersResponse
-	(*UpdateUserRequest)(nil),                 // 136: tollgate.admin.v1.UpdateUserRequest
-	(*UpdateUserResponse)(nil),                // 137: tollgate.admin.v1.UpdateUserResponse
-	(*DeleteUserRequest)(nil),                 // 138: tollgate.admin.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),                // 139: tollgate.admin.v1.DeleteUserResponse
-	(*GetModelPolicyRequest)(nil),             // 140: tollgate.admin.v1.GetModelPolicyRequest
-	(*GetModelPolicyResponse)(nil),            // 141: tollgate.admin.v1.GetModelPolicyResponse
-	(*ProviderUnpricedPolicy)(nil),            // 142: tollgate.admin.v1.ProviderUnpricedPolicy
-	(*SetModelPolicyRequest)(nil),             // 143: tollgate.admin.v1.SetModelPolicyRequest
-	(*SetModelPolicyResponse)(nil),            // 144: tollgate.admin.v1.SetModelPolicyResponse
-	(*SetProviderUnpricedPolicyRequest)(nil),  // 145: tollgate.admin.v1.SetProviderUnpricedPolicyRequest
-	(*SetProviderUnpricedPolicyResponse)(nil), // 146: tollgate.admin.v1.SetProviderUnpricedPolicyResponse
-	(*ListUnpricedModelsRequest)(nil),         // 147: tollgate.admin.v1.ListUnpricedModelsRequest
-	(*ListUnpricedModelsResponse)(nil),        // 148: tollgate.admin.v1.ListUnpricedModelsResponse
-	(*UnpricedModel)(nil),                     // 149: tollgate.admin.v1.UnpricedModel
-	(*GetQuotaAlertsRequest)(nil),             // 150: tollgate.admin.v1.GetQuotaAlertsRequest
-	(*GetQuotaAlertsResponse)(nil),            // 151: tollgate.admin.v1.GetQuotaAlertsResponse
-	(*SetQuotaAlertsRequest)(nil),             // 152: tollgate.admin.v1.SetQuotaAlertsRequest
-	(*SetQuotaAlertsResponse)(nil),            // 153: tollgate.admin.v1.SetQuotaAlertsResponse
-	(*WebhookEndpoint)(nil),                   // 154: tollgate.admin.v1.WebhookEndpoint
-	(*CreateWebhookEndpointRequest)(nil),      // 155: tollgate.admin.v1.CreateWebhookEndpointRequest
-	(*CreateWebhookEndpointResponse)(nil),     // 156: tollgate.admin.v1.CreateWebhookEndpointResponse
-	(*ListWebhookEndpointsRequest)(nil),       // 157: tollgate.admin.v1.ListWebhookEndpointsRequest
-	(*ListWebhookEndpointsResponse)(nil),      // 158: tollgate.admin.v1.ListWebhookEndpointsResponse
-	(*DeleteWebhookEndpointRequest)(nil),      // 159: tollgate.admin.v1.DeleteWebhookEndpointRequest
-	(*DeleteWebhookEndpointResponse)(nil),     // 160: tollgate.admin.v1.DeleteWebhookEndpointResponse
-	(*ListAlertEventsRequest)(nil),            // 161: tollgate.admin.v1.ListAlertEventsRequest
-	(*ListAlertEventsResponse)(nil),           // 162: tollgate.admin.v1.ListAlertEventsResponse
-	(*AlertEvent)(nil),                        // 163: tollgate.admin.v1.AlertEvent
-	(*WebhookDelivery)(nil),                   // 164: tollgate.admin.v1.WebhookDelivery
-	(*ListAuditEventsRequest)(nil),            // 165: tollgate.admin.v1.ListAuditEventsRequest
-	(*AuditEvent)(nil),                        // 166: tollgate.admin.v1.AuditEvent
-	(*ListAuditEventsResponse)(nil),           // 167: tollgate.admin.v1.ListAuditEventsResponse
-	(*DataPlaneToken)(nil),                    // 168: tollgate.admin.v1.DataPlaneToken
-	(*CreateDataPlaneTokenRequest)(nil),       // 169: tollgate.admin.v1.CreateDataPlaneTokenRequest
-	(*CreateDataPlaneTokenResponse)(nil),      // 170: tollgate.admin.v1.CreateDataPlaneTokenResponse
-	(*ListDataPlaneTokensRequest)(nil),        // 171: tollgate.admin.v1.ListDataPlaneTokensRequest
-	(*ListDataPlaneTokensResponse)(nil),       // 172: tollgate.admin.v1.ListDataPlaneTokensResponse
-	(*RevokeDataPlaneTokenRequest)(nil),       // 173: tollgate.admin.v1.RevokeDataPlaneTokenRequest
-	(*RevokeDataPlaneTokenResponse)(nil),      // 174: tollgate.admin.v1.RevokeDataPlaneTokenResponse
-	nil,                                       // 175: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	nil,                                       // 176: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	(*v1.PriceRule)(nil),                      // 177: tollgate.config.v1.PriceRule
-	(*timestamppb.Timestamp)(nil),             // 178: google.protobuf.Timestamp
-	(*v1.ScheduledPriceRule)(nil),             // 179: tollgate.config.v1.ScheduledPriceRule
-	(*v11.TokenCounts)(nil),                   // 180: tollgate.settlement.v1.TokenCounts
-	(*v1.Provider)(nil),                       // 181: tollgate.config.v1.Provider
-	(*v1.Credential)(nil),                     // 182: tollgate.config.v1.Credential
-	(*v1.RoutingRule)(nil),                    // 183: tollgate.config.v1.RoutingRule
-	(*v1.Route)(nil),                          // 184: tollgate.config.v1.Route
-	(*v1.Org)(nil),                            // 185: tollgate.config.v1.Org
-	(*v1.Team)(nil),                           // 186: tollgate.config.v1.Team
-	(*v1.User)(nil),                           // 187: tollgate.config.v1.User
-	(*v1.ApiKey)(nil),                         // 188: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),                          // 189: tollgate.config.v1.Quota
-	(*v11.SettlementRecord)(nil),              // 190: tollgate.settlement.v1.SettlementRecord
-	(*v1.ModelPolicy)(nil),                    // 191: tollgate.config.v1.ModelPolicy
+	(*WatchingDataPlane)(nil),                 // 93: tollgate.admin.v1.WatchingDataPlane
+	(*PlanPriceCatalogRequest)(nil),           // 94: tollgate.admin.v1.PlanPriceCatalogRequest
+	(*PlanPriceCatalogResponse)(nil),          // 95: tollgate.admin.v1.PlanPriceCatalogResponse
+	(*CatalogPlan)(nil),                       // 96: tollgate.admin.v1.CatalogPlan
+	(*CatalogPlanRule)(nil),                   // 97: tollgate.admin.v1.CatalogPlanRule
+	(*CatalogPlanChange)(nil),                 // 98: tollgate.admin.v1.CatalogPlanChange
+	(*CatalogFieldChange)(nil),                // 99: tollgate.admin.v1.CatalogFieldChange
+	(*CatalogPlanUnchanged)(nil),              // 100: tollgate.admin.v1.CatalogPlanUnchanged
+	(*CatalogSkipped)(nil),                    // 101: tollgate.admin.v1.CatalogSkipped
+	(*ApplyPriceCatalogRequest)(nil),          // 102: tollgate.admin.v1.ApplyPriceCatalogRequest
+	(*ApplyPriceCatalogResponse)(nil),         // 103: tollgate.admin.v1.ApplyPriceCatalogResponse
+	(*GetPriceRuleProvenanceRequest)(nil),     // 104: tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	(*GetPriceRuleProvenanceResponse)(nil),    // 105: tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	(*PriceRuleProvenance)(nil),               // 106: tollgate.admin.v1.PriceRuleProvenance
+	(*GetPriceRuleHistoryRequest)(nil),        // 107: tollgate.admin.v1.GetPriceRuleHistoryRequest
+	(*GetPriceRuleHistoryResponse)(nil),       // 108: tollgate.admin.v1.GetPriceRuleHistoryResponse
+	(*PriceRuleVersion)(nil),                  // 109: tollgate.admin.v1.PriceRuleVersion
+	(*RepricePriceRulesRequest)(nil),          // 110: tollgate.admin.v1.RepricePriceRulesRequest
+	(*RepricePriceRulesResponse)(nil),         // 111: tollgate.admin.v1.RepricePriceRulesResponse
+	(*RepriceLine)(nil),                       // 112: tollgate.admin.v1.RepriceLine
+	(*ListApiKeysRequest)(nil),                // 113: tollgate.admin.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),               // 114: tollgate.admin.v1.ListApiKeysResponse
+	(*GetApiKeyRequest)(nil),                  // 115: tollgate.admin.v1.GetApiKeyRequest
+	(*GetApiKeyResponse)(nil),                 // 116: tollgate.admin.v1.GetApiKeyResponse
+	(*UpdateApiKeyRequest)(nil),               // 117: tollgate.admin.v1.UpdateApiKeyRequest
+	(*UpdateApiKeyResponse)(nil),              // 118: tollgate.admin.v1.UpdateApiKeyResponse
+	(*DeleteApiKeyRequest)(nil),               // 119: tollgate.admin.v1.DeleteApiKeyRequest
+	(*DeleteApiKeyResponse)(nil),              // 120: tollgate.admin.v1.DeleteApiKeyResponse
+	(*RotateApiKeyRequest)(nil),               // 121: tollgate.admin.v1.RotateApiKeyRequest
+	(*RotateApiKeyResponse)(nil),              // 122: tollgate.admin.v1.RotateApiKeyResponse
+	(*ListOrgsRequest)(nil),                   // 123: tollgate.admin.v1.ListOrgsRequest
+	(*ListOrgsResponse)(nil),                  // 124: tollgate.admin.v1.ListOrgsResponse
+	(*UpdateOrgRequest)(nil),                  // 125: tollgate.admin.v1.UpdateOrgRequest
+	(*UpdateOrgResponse)(nil),                 // 126: tollgate.admin.v1.UpdateOrgResponse
+	(*DeleteOrgRequest)(nil),                  // 127: tollgate.admin.v1.DeleteOrgRequest
+	(*DeleteOrgResponse)(nil),                 // 128: tollgate.admin.v1.DeleteOrgResponse
+	(*ListTeamsRequest)(nil),                  // 129: tollgate.admin.v1.ListTeamsRequest
+	(*ListTeamsResponse)(nil),                 // 130: tollgate.admin.v1.ListTeamsResponse
+	(*UpdateTeamRequest)(nil),                 // 131: tollgate.admin.v1.UpdateTeamRequest
+	(*UpdateTeamResponse)(nil),                // 132: tollgate.admin.v1.UpdateTeamResponse
+	(*DeleteTeamRequest)(nil),                 // 133: tollgate.admin.v1.DeleteTeamRequest
+	(*DeleteTeamResponse)(nil),                // 134: tollgate.admin.v1.DeleteTeamResponse
+	(*ListUsersRequest)(nil),                  // 135: tollgate.admin.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),                 // 136: tollgate.admin.v1.ListUsersResponse
+	(*UpdateUserRequest)(nil),                 // 137: tollgate.admin.v1.UpdateUserRequest
+	(*UpdateUserResponse)(nil),                // 138: tollgate.admin.v1.UpdateUserResponse
+	(*DeleteUserRequest)(nil),                 // 139: tollgate.admin.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),                // 140: tollgate.admin.v1.DeleteUserResponse
+	(*GetModelPolicyRequest)(nil),             // 141: tollgate.admin.v1.GetModelPolicyRequest
+	(*GetModelPolicyResponse)(nil),            // 142: tollgate.admin.v1.GetModelPolicyResponse
+	(*ProviderUnpricedPolicy)(nil),            // 143: tollgate.admin.v1.ProviderUnpricedPolicy
+	(*SetModelPolicyRequest)(nil),             // 144: tollgate.admin.v1.SetModelPolicyRequest
+	(*SetModelPolicyResponse)(nil),            // 145: tollgate.admin.v1.SetModelPolicyResponse
+	(*SetProviderUnpricedPolicyRequest)(nil),  // 146: tollgate.admin.v1.SetProviderUnpricedPolicyRequest
+	(*SetProviderUnpricedPolicyResponse)(nil), // 147: tollgate.admin.v1.SetProviderUnpricedPolicyResponse
+	(*ListUnpricedModelsRequest)(nil),         // 148: tollgate.admin.v1.ListUnpricedModelsRequest
+	(*ListUnpricedModelsResponse)(nil),        // 149: tollgate.admin.v1.ListUnpricedModelsResponse
+	(*UnpricedModel)(nil),                     // 150: tollgate.admin.v1.UnpricedModel
+	(*GetQuotaAlertsRequest)(nil),             // 151: tollgate.admin.v1.GetQuotaAlertsRequest
+	(*GetQuotaAlertsResponse)(nil),            // 152: tollgate.admin.v1.GetQuotaAlertsResponse
+	(*SetQuotaAlertsRequest)(nil),             // 153: tollgate.admin.v1.SetQuotaAlertsRequest
+	(*SetQuotaAlertsResponse)(nil),            // 154: tollgate.admin.v1.SetQuotaAlertsResponse
+	(*WebhookEndpoint)(nil),                   // 155: tollgate.admin.v1.WebhookEndpoint
+	(*CreateWebhookEndpointRequest)(nil),      // 156: tollgate.admin.v1.CreateWebhookEndpointRequest
+	(*CreateWebhookEndpointResponse)(nil),     // 157: tollgate.admin.v1.CreateWebhookEndpointResponse
+	(*ListWebhookEndpointsRequest)(nil),       // 158: tollgate.admin.v1.ListWebhookEndpointsRequest
+	(*ListWebhookEndpointsResponse)(nil),      // 159: tollgate.admin.v1.ListWebhookEndpointsResponse
+	(*DeleteWebhookEndpointRequest)(nil),      // 160: tollgate.admin.v1.DeleteWebhookEndpointRequest
+	(*DeleteWebhookEndpointResponse)(nil),     // 161: tollgate.admin.v1.DeleteWebhookEndpointResponse
+	(*ListAlertEventsRequest)(nil),            // 162: tollgate.admin.v1.ListAlertEventsRequest
+	(*ListAlertEventsResponse)(nil),           // 163: tollgate.admin.v1.ListAlertEventsResponse
+	(*AlertEvent)(nil),                        // 164: tollgate.admin.v1.AlertEvent
+	(*WebhookDelivery)(nil),                   // 165: tollgate.admin.v1.WebhookDelivery
+	(*ListAuditEventsRequest)(nil),            // 166: tollgate.admin.v1.ListAuditEventsRequest
+	(*AuditEvent)(nil),                        // 167: tollgate.admin.v1.AuditEvent
+	(*ListAuditEventsResponse)(nil),           // 168: tollgate.admin.v1.ListAuditEventsResponse
+	(*DataPlaneToken)(nil),                    // 169: tollgate.admin.v1.DataPlaneToken
+	(*CreateDataPlaneTokenRequest)(nil),       // 170: tollgate.admin.v1.CreateDataPlaneTokenRequest
+	(*CreateDataPlaneTokenResponse)(nil),      // 171: tollgate.admin.v1.CreateDataPlaneTokenResponse
+	(*ListDataPlaneTokensRequest)(nil),        // 172: tollgate.admin.v1.ListDataPlaneTokensRequest
+	(*ListDataPlaneTokensResponse)(nil),       // 173: tollgate.admin.v1.ListDataPlaneTokensResponse
+	(*RevokeDataPlaneTokenRequest)(nil),       // 174: tollgate.admin.v1.RevokeDataPlaneTokenRequest
+	(*RevokeDataPlaneTokenResponse)(nil),      // 175: tollgate.admin.v1.RevokeDataPlaneTokenResponse
+	nil,                                       // 176: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	nil,                                       // 177: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	(*v1.PriceRule)(nil),                      // 178: tollgate.config.v1.PriceRule
+	(*timestamppb.Timestamp)(nil),             // 179: google.protobuf.Timestamp
+	(*v1.ScheduledPriceRule)(nil),             // 180: tollgate.config.v1.ScheduledPriceRule
+	(*v11.TokenCounts)(nil),                   // 181: tollgate.settlement.v1.TokenCounts
+	(*v1.Provider)(nil),                       // 182: tollgate.config.v1.Provider
+	(*v1.Credential)(nil),                     // 183: tollgate.config.v1.Credential
+	(*v1.RoutingRule)(nil),                    // 184: tollgate.config.v1.RoutingRule
+	(*v1.Route)(nil),                          // 185: tollgate.config.v1.Route
+	(*v1.Org)(nil),                            // 186: tollgate.config.v1.Org
+	(*v1.Team)(nil),                           // 187: tollgate.config.v1.Team
+	(*v1.User)(nil),                           // 188: tollgate.config.v1.User
+	(*v1.ApiKey)(nil),                         // 189: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),                          // 190: tollgate.config.v1.Quota
+	(*v11.SettlementRecord)(nil),              // 191: tollgate.settlement.v1.SettlementRecord
+	(*v1.ModelPolicy)(nil),                    // 192: tollgate.config.v1.ModelPolicy
 }
 var file_tollgate_admin_v1_admin_proto_depIdxs = []int32{
-	177, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
-	177, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	177, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	178, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	177, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	179, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	177, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	178, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	177, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	179, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	179, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
-	180, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
-	178, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
+	178, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
+	178, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	178, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	179, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	178, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	180, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	178, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	179, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	178, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	180, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	180, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
+	181, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
+	179, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
 	16,  // 13: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
-	181, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
-	181, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	181, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	181, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	181, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	181, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	182, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
-	182, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
-	183, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	183, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
-	183, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	183, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	184, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
-	184, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
-	184, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	184, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	184, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	184, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	185, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	185, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	186, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	186, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	187, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
-	187, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
-	178, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	188, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	189, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	189, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	178, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
-	178, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
-	190, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
+	182, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
+	182, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	182, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	182, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	182, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	182, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	183, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
+	183, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
+	184, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	184, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
+	184, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	184, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	185, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
+	185, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
+	185, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	185, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	185, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	185, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	186, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	186, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	187, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	187, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	188, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
+	188, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
+	179, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	189, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	190, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	190, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	179, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
+	179, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
+	191, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
 	62,  // 45: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
-	178, // 46: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
-	178, // 47: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
+	179, // 46: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
+	179, // 47: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
 	65,  // 48: tollgate.admin.v1.GetSpendRequest.filters:type_name -> tollgate.admin.v1.SpendFilter
-	178, // 49: tollgate.admin.v1.SpendRow.bucket_start:type_name -> google.protobuf.Timestamp
+	179, // 49: tollgate.admin.v1.SpendRow.bucket_start:type_name -> google.protobuf.Timestamp
 	66,  // 50: tollgate.admin.v1.SpendRow.group:type_name -> tollgate.admin.v1.SpendGroupValue
 	67,  // 51: tollgate.admin.v1.SpendRow.tokens:type_name -> tollgate.admin.v1.SpendTokens
 	68,  // 52: tollgate.admin.v1.GetSpendResponse.rows:type_name -> tollgate.admin.v1.SpendRow
 	68,  // 53: tollgate.admin.v1.GetSpendResponse.total:type_name -> tollgate.admin.v1.SpendRow
-	177, // 54: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
-	183, // 55: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	177, // 56: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
-	183, // 57: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	179, // 58: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
-	178, // 59: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
+	178, // 54: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
+	184, // 55: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	178, // 56: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
+	184, // 57: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	180, // 58: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
+	179, // 59: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
 	74,  // 60: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
 	74,  // 61: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
-	178, // 62: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
-	178, // 63: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
-	178, // 64: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
+	179, // 62: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
+	179, // 63: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
+	179, // 64: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
 	82,  // 65: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
-	189, // 66: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	190, // 66: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
 	82,  // 67: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
-	178, // 68: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
-	178, // 69: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
+	179, // 68: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
+	179, // 69: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
 	87,  // 70: tollgate.admin.v1.ListQuotaPeriodsResponse.items:type_name -> tollgate.admin.v1.QuotaPeriod
-	178, // 71: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
+	179, // 71: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
 	90,  // 72: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
 	91,  // 73: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
-	175, // 74: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	176, // 75: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	178, // 76: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
-	95,  // 77: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
-	178, // 78: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
-	96,  // 79: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
-	97,  // 80: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
-	99,  // 81: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
-	100, // 82: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
-	177, // 83: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
-	98,  // 84: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
-	177, // 85: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
-	178, // 86: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
-	178, // 87: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
-	105, // 88: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
-	178, // 89: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
-	108, // 90: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
-	178, // 91: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
-	178, // 92: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
-	177, // 93: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
-	178, // 94: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
-	178, // 95: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
-	178, // 96: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
-	177, // 97: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
-	178, // 98: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
-	178, // 99: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
-	111, // 100: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
-	188, // 101: tollgate.admin.v1.ListApiKeysResponse.items:type_name -> tollgate.config.v1.ApiKey
-	188, // 102: tollgate.admin.v1.GetApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	178, // 103: tollgate.admin.v1.UpdateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	188, // 104: tollgate.admin.v1.UpdateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	188, // 105: tollgate.admin.v1.RotateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	185, // 106: tollgate.admin.v1.ListOrgsResponse.items:type_name -> tollgate.config.v1.Org
-	185, // 107: tollgate.admin.v1.UpdateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	185, // 108: tollgate.admin.v1.UpdateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	186, // 109: tollgate.admin.v1.ListTeamsResponse.items:type_name -> tollgate.config.v1.Team
-	186, // 110: tollgate.admin.v1.UpdateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	186, // 111: tollgate.admin.v1.UpdateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	187, // 112: tollgate.admin.v1.ListUsersResponse.items:type_name -> tollgate.config.v1.User
-	187, // 113: tollgate.admin.v1.UpdateUserRequest.user:type_name -> tollgate.config.v1.User
-	187, // 114: tollgate.admin.v1.UpdateUserResponse.user:type_name -> tollgate.config.v1.User
-	191, // 115: tollgate.admin.v1.GetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
-	142, // 116: tollgate.admin.v1.GetModelPolicyResponse.providers:type_name -> tollgate.admin.v1.ProviderUnpricedPolicy
-	191, // 117: tollgate.admin.v1.SetModelPolicyRequest.policy:type_name -> tollgate.config.v1.ModelPolicy
-	191, // 118: tollgate.admin.v1.SetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
-	178, // 119: tollgate.admin.v1.ListUnpricedModelsRequest.since:type_name -> google.protobuf.Timestamp
-	149, // 120: tollgate.admin.v1.ListUnpricedModelsResponse.items:type_name -> tollgate.admin.v1.UnpricedModel
-	178, // 121: tollgate.admin.v1.UnpricedModel.first_seen:type_name -> google.protobuf.Timestamp
-	178, // 122: tollgate.admin.v1.UnpricedModel.last_seen:type_name -> google.protobuf.Timestamp
-	178, // 123: tollgate.admin.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
-	154, // 124: tollgate.admin.v1.CreateWebhookEndpointResponse.endpoint:type_name -> tollgate.admin.v1.WebhookEndpoint
-	154, // 125: tollgate.admin.v1.ListWebhookEndpointsResponse.items:type_name -> tollgate.admin.v1.WebhookEndpoint
-	163, // 126: tollgate.admin.v1.ListAlertEventsResponse.items:type_name -> tollgate.admin.v1.AlertEvent
-	178, // 127: tollgate.admin.v1.AlertEvent.period_start:type_name -> google.protobuf.Timestamp
-	178, // 128: tollgate.admin.v1.AlertEvent.created_at:type_name -> google.protobuf.Timestamp
-	164, // 129: tollgate.admin.v1.AlertEvent.deliveries:type_name -> tollgate.admin.v1.WebhookDelivery
-	178, // 130: tollgate.admin.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
-	178, // 131: tollgate.admin.v1.ListAuditEventsRequest.since:type_name -> google.protobuf.Timestamp
-	178, // 132: tollgate.admin.v1.ListAuditEventsRequest.until:type_name -> google.protobuf.Timestamp
-	178, // 133: tollgate.admin.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	166, // 134: tollgate.admin.v1.ListAuditEventsResponse.items:type_name -> tollgate.admin.v1.AuditEvent
-	178, // 135: tollgate.admin.v1.DataPlaneToken.created_at:type_name -> google.protobuf.Timestamp
-	178, // 136: tollgate.admin.v1.DataPlaneToken.revoked_at:type_name -> google.protobuf.Timestamp
-	168, // 137: tollgate.admin.v1.CreateDataPlaneTokenResponse.dataplane_token:type_name -> tollgate.admin.v1.DataPlaneToken
-	168, // 138: tollgate.admin.v1.ListDataPlaneTokensResponse.items:type_name -> tollgate.admin.v1.DataPlaneToken
-	168, // 139: tollgate.admin.v1.RevokeDataPlaneTokenResponse.dataplane_token:type_name -> tollgate.admin.v1.DataPlaneToken
-	0,   // 140: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
-	2,   // 141: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
-	4,   // 142: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
-	6,   // 143: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
-	12,  // 144: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
-	14,  // 145: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
-	17,  // 146: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	19,  // 147: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	21,  // 148: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	23,  // 149: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	25,  // 150: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	27,  // 151: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
-	29,  // 152: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
-	31,  // 153: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
-	33,  // 154: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
-	35,  // 155: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
-	37,  // 156: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
-	39,  // 157: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
-	41,  // 158: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
-	43,  // 159: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
-	45,  // 160: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
-	47,  // 161: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
-	49,  // 162: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
-	51,  // 163: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
-	53,  // 164: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
-	55,  // 165: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
-	57,  // 166: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
-	59,  // 167: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
-	81,  // 168: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
-	84,  // 169: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	86,  // 170: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
-	61,  // 171: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
-	64,  // 172: tollgate.admin.v1.AdminService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
-	70,  // 173: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
-	72,  // 174: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
-	75,  // 175: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
-	77,  // 176: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
-	79,  // 177: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
-	89,  // 178: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
-	93,  // 179: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
-	101, // 180: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
-	103, // 181: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	106, // 182: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
-	109, // 183: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
-	8,   // 184: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
-	10,  // 185: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
-	112, // 186: tollgate.admin.v1.AdminService.ListApiKeys:input_type -> tollgate.admin.v1.ListApiKeysRequest
-	114, // 187: tollgate.admin.v1.AdminService.GetApiKey:input_type -> tollgate.admin.v1.GetApiKeyRequest
-	116, // 188: tollgate.admin.v1.AdminService.UpdateApiKey:input_type -> tollgate.admin.v1.UpdateApiKeyRequest
-	118, // 189: tollgate.admin.v1.AdminService.DeleteApiKey:input_type -> tollgate.admin.v1.DeleteApiKeyRequest
-	120, // 190: tollgate.admin.v1.AdminService.RotateApiKey:input_type -> tollgate.admin.v1.RotateApiKeyRequest
-	122, // 191: tollgate.admin.v1.AdminService.ListOrgs:input_type -> tollgate.admin.v1.ListOrgsRequest
-	124, // 192: tollgate.admin.v1.AdminService.UpdateOrg:input_type -> tollgate.admin.v1.UpdateOrgRequest
-	126, // 193: tollgate.admin.v1.AdminService.DeleteOrg:input_type -> tollgate.admin.v1.DeleteOrgRequest
-	128, // 194: tollgate.admin.v1.AdminService.ListTeams:input_type -> tollgate.admin.v1.ListTeamsRequest
-	130, // 195: tollgate.admin.v1.AdminService.UpdateTeam:input_type -> tollgate.admin.v1.UpdateTeamRequest
-	132, // 196: tollgate.admin.v1.AdminService.DeleteTeam:input_type -> tollgate.admin.v1.DeleteTeamRequest
-	134, // 197: tollgate.admin.v1.AdminService.ListUsers:input_type -> tollgate.admin.v1.ListUsersRequest
-	136, // 198: tollgate.admin.v1.AdminService.UpdateUser:input_type -> tollgate.admin.v1.UpdateUserRequest
-	138, // 199: tollgate.admin.v1.AdminService.DeleteUser:input_type -> tollgate.admin.v1.DeleteUserRequest
-	140, // 200: tollgate.admin.v1.AdminService.GetModelPolicy:input_type -> tollgate.admin.v1.GetModelPolicyRequest
-	143, // 201: tollgate.admin.v1.AdminService.SetModelPolicy:input_type -> tollgate.admin.v1.SetModelPolicyRequest
-	145, // 202: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:input_type -> tollgate.admin.v1.SetProviderUnpricedPolicyRequest
-	147, // 203: tollgate.admin.v1.AdminService.ListUnpricedModels:input_type -> tollgate.admin.v1.ListUnpricedModelsRequest
-	150, // 204: tollgate.admin.v1.AdminService.GetQuotaAlerts:input_type -> tollgate.admin.v1.GetQuotaAlertsRequest
-	152, // 205: tollgate.admin.v1.AdminService.SetQuotaAlerts:input_type -> tollgate.admin.v1.SetQuotaAlertsRequest
-	155, // 206: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:input_type -> tollgate.admin.v1.CreateWebhookEndpointRequest
-	157, // 207: tollgate.admin.v1.AdminService.ListWebhookEndpoints:input_type -> tollgate.admin.v1.ListWebhookEndpointsRequest
-	159, // 208: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:input_type -> tollgate.admin.v1.DeleteWebhookEndpointRequest
-	161, // 209: tollgate.admin.v1.AdminService.ListAlertEvents:input_type -> tollgate.admin.v1.ListAlertEventsRequest
-	165, // 210: tollgate.admin.v1.AdminService.ListAuditEvents:input_type -> tollgate.admin.v1.ListAuditEventsRequest
-	169, // 211: tollgate.admin.v1.AdminService.CreateDataPlaneToken:input_type -> tollgate.admin.v1.CreateDataPlaneTokenRequest
-	171, // 212: tollgate.admin.v1.AdminService.ListDataPlaneTokens:input_type -> tollgate.admin.v1.ListDataPlaneTokensRequest
-	173, // 213: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:input_type -> tollgate.admin.v1.RevokeDataPlaneTokenRequest
-	1,   // 214: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
-	3,   // 215: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
-	5,   // 216: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
-	7,   // 217: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
-	13,  // 218: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
-	15,  // 219: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
-	18,  // 220: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	20,  // 221: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	22,  // 222: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	24,  // 223: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	26,  // 224: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	28,  // 225: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
-	30,  // 226: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
-	32,  // 227: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
-	34,  // 228: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
-	36,  // 229: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
-	38,  // 230: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
-	40,  // 231: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
-	42,  // 232: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
-	44,  // 233: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
-	46,  // 234: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
-	48,  // 235: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
-	50,  // 236: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
-	52,  // 237: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
-	54,  // 238: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
-	56,  // 239: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
-	58,  // 240: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
-	60,  // 241: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
-	83,  // 242: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
-	85,  // 243: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	88,  // 244: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
-	63,  // 245: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
-	69,  // 246: tollgate.admin.v1.AdminService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
-	71,  // 247: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
-	73,  // 248: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
-	76,  // 249: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
-	78,  // 250: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
-	80,  // 251: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
-	92,  // 252: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
-	94,  // 253: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
-	102, // 254: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
-	104, // 255: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	107, // 256: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
-	110, // 257: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
-	9,   // 258: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
-	11,  // 259: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
-	113, // 260: tollgate.admin.v1.AdminService.ListApiKeys:output_type -> tollgate.admin.v1.ListApiKeysResponse
-	115, // 261: tollgate.admin.v1.AdminService.GetApiKey:output_type -> tollgate.admin.v1.GetApiKeyResponse
-	117, // 262: tollgate.admin.v1.AdminService.UpdateApiKey:output_type -> tollgate.admin.v1.UpdateApiKeyResponse
-	119, // 263: tollgate.admin.v1.AdminService.DeleteApiKey:output_type -> tollgate.admin.v1.DeleteApiKeyResponse
-	121, // 264: tollgate.admin.v1.AdminService.RotateApiKey:output_type -> tollgate.admin.v1.RotateApiKeyResponse
-	123, // 265: tollgate.admin.v1.AdminService.ListOrgs:output_type -> tollgate.admin.v1.ListOrgsResponse
-	125, // 266: tollgate.admin.v1.AdminService.UpdateOrg:output_type -> tollgate.admin.v1.UpdateOrgResponse
-	127, // 267: tollgate.admin.v1.AdminService.DeleteOrg:output_type -> tollgate.admin.v1.DeleteOrgResponse
-	129, // 268: tollgate.admin.v1.AdminService.ListTeams:output_type -> tollgate.admin.v1.ListTeamsResponse
-	131, // 269: tollgate.admin.v1.AdminService.UpdateTeam:output_type -> tollgate.admin.v1.UpdateTeamResponse
-	133, // 270: tollgate.admin.v1.AdminService.DeleteTeam:output_type -> tollgate.admin.v1.DeleteTeamResponse
-	135, // 271: tollgate.admin.v1.AdminService.ListUsers:output_type -> tollgate.admin.v1.ListUsersResponse
-	137, // 272: tollgate.admin.v1.AdminService.UpdateUser:output_type -> tollgate.admin.v1.UpdateUserResponse
-	139, // 273: tollgate.admin.v1.AdminService.DeleteUser:output_type -> tollgate.admin.v1.DeleteUserResponse
-	141, // 274: tollgate.admin.v1.AdminService.GetModelPolicy:output_type -> tollgate.admin.v1.GetModelPolicyResponse
-	144, // 275: tollgate.admin.v1.AdminService.SetModelPolicy:output_type -> tollgate.admin.v1.SetModelPolicyResponse
-	146, // 276: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:output_type -> tollgate.admin.v1.SetProviderUnpricedPolicyResponse
-	148, // 277: tollgate.admin.v1.AdminService.ListUnpricedModels:output_type -> tollgate.admin.v1.ListUnpricedModelsResponse
-	151, // 278: tollgate.admin.v1.AdminService.GetQuotaAlerts:output_type -> tollgate.admin.v1.GetQuotaAlertsResponse
-	153, // 279: tollgate.admin.v1.AdminService.SetQuotaAlerts:output_type -> tollgate.admin.v1.SetQuotaAlertsResponse
-	156, // 280: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:output_type -> tollgate.admin.v1.CreateWebhookEndpointResponse
-	158, // 281: tollgate.admin.v1.AdminService.ListWebhookEndpoints:output_type -> tollgate.admin.v1.ListWebhookEndpointsResponse
-	160, // 282: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:output_type -> tollgate.admin.v1.DeleteWebhookEndpointResponse
-	162, // 283: tollgate.admin.v1.AdminService.ListAlertEvents:output_type -> tollgate.admin.v1.ListAlertEventsResponse
-	167, // 284: tollgate.admin.v1.AdminService.ListAuditEvents:output_type -> tollgate.admin.v1.ListAuditEventsResponse
-	170, // 285: tollgate.admin.v1.AdminService.CreateDataPlaneToken:output_type -> tollgate.admin.v1.CreateDataPlaneTokenResponse
-	172, // 286: tollgate.admin.v1.AdminService.ListDataPlaneTokens:output_type -> tollgate.admin.v1.ListDataPlaneTokensResponse
-	174, // 287: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:output_type -> tollgate.admin.v1.RevokeDataPlaneTokenResponse
-	214, // [214:288] is the sub-list for method output_type
-	140, // [140:214] is the sub-list for method input_type
-	140, // [140:140] is the sub-list for extension type_name
-	140, // [140:140] is the sub-list for extension extendee
-	0,   // [0:140] is the sub-list for field type_name
+	93,  // 74: tollgate.admin.v1.GetSnapshotStatusResponse.data_planes:type_name -> tollgate.admin.v1.WatchingDataPlane
+	179, // 75: tollgate.admin.v1.WatchingDataPlane.connected_since:type_name -> google.protobuf.Timestamp
+	179, // 76: tollgate.admin.v1.WatchingDataPlane.last_sent_at:type_name -> google.protobuf.Timestamp
+	176, // 77: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	177, // 78: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	179, // 79: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
+	96,  // 80: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
+	179, // 81: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
+	97,  // 82: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
+	98,  // 83: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
+	100, // 84: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
+	101, // 85: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
+	178, // 86: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
+	99,  // 87: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
+	178, // 88: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
+	179, // 89: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
+	179, // 90: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
+	106, // 91: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
+	179, // 92: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
+	109, // 93: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
+	179, // 94: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
+	179, // 95: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
+	178, // 96: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
+	179, // 97: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
+	179, // 98: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
+	179, // 99: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
+	178, // 100: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
+	179, // 101: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
+	179, // 102: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
+	112, // 103: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
+	189, // 104: tollgate.admin.v1.ListApiKeysResponse.items:type_name -> tollgate.config.v1.ApiKey
+	189, // 105: tollgate.admin.v1.GetApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	179, // 106: tollgate.admin.v1.UpdateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	189, // 107: tollgate.admin.v1.UpdateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	189, // 108: tollgate.admin.v1.RotateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	186, // 109: tollgate.admin.v1.ListOrgsResponse.items:type_name -> tollgate.config.v1.Org
+	186, // 110: tollgate.admin.v1.UpdateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	186, // 111: tollgate.admin.v1.UpdateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	187, // 112: tollgate.admin.v1.ListTeamsResponse.items:type_name -> tollgate.config.v1.Team
+	187, // 113: tollgate.admin.v1.UpdateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	187, // 114: tollgate.admin.v1.UpdateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	188, // 115: tollgate.admin.v1.ListUsersResponse.items:type_name -> tollgate.config.v1.User
+	188, // 116: tollgate.admin.v1.UpdateUserRequest.user:type_name -> tollgate.config.v1.User
+	188, // 117: tollgate.admin.v1.UpdateUserResponse.user:type_name -> tollgate.config.v1.User
+	192, // 118: tollgate.admin.v1.GetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
+	143, // 119: tollgate.admin.v1.GetModelPolicyResponse.providers:type_name -> tollgate.admin.v1.ProviderUnpricedPolicy
+	192, // 120: tollgate.admin.v1.SetModelPolicyRequest.policy:type_name -> tollgate.config.v1.ModelPolicy
+	192, // 121: tollgate.admin.v1.SetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
+	179, // 122: tollgate.admin.v1.ListUnpricedModelsRequest.since:type_name -> google.protobuf.Timestamp
+	150, // 123: tollgate.admin.v1.ListUnpricedModelsResponse.items:type_name -> tollgate.admin.v1.UnpricedModel
+	179, // 124: tollgate.admin.v1.UnpricedModel.first_seen:type_name -> google.protobuf.Timestamp
+	179, // 125: tollgate.admin.v1.UnpricedModel.last_seen:type_name -> google.protobuf.Timestamp
+	179, // 126: tollgate.admin.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
+	155, // 127: tollgate.admin.v1.CreateWebhookEndpointResponse.endpoint:type_name -> tollgate.admin.v1.WebhookEndpoint
+	155, // 128: tollgate.admin.v1.ListWebhookEndpointsResponse.items:type_name -> tollgate.admin.v1.WebhookEndpoint
+	164, // 129: tollgate.admin.v1.ListAlertEventsResponse.items:type_name -> tollgate.admin.v1.AlertEvent
+	179, // 130: tollgate.admin.v1.AlertEvent.period_start:type_name -> google.protobuf.Timestamp
+	179, // 131: tollgate.admin.v1.AlertEvent.created_at:type_name -> google.protobuf.Timestamp
+	165, // 132: tollgate.admin.v1.AlertEvent.deliveries:type_name -> tollgate.admin.v1.WebhookDelivery
+	179, // 133: tollgate.admin.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
+	179, // 134: tollgate.admin.v1.ListAuditEventsRequest.since:type_name -> google.protobuf.Timestamp
+	179, // 135: tollgate.admin.v1.ListAuditEventsRequest.until:type_name -> google.protobuf.Timestamp
+	179, // 136: tollgate.admin.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	167, // 137: tollgate.admin.v1.ListAuditEventsResponse.items:type_name -> tollgate.admin.v1.AuditEvent
+	179, // 138: tollgate.admin.v1.DataPlaneToken.created_at:type_name -> google.protobuf.Timestamp
+	179, // 139: tollgate.admin.v1.DataPlaneToken.revoked_at:type_name -> google.protobuf.Timestamp
+	169, // 140: tollgate.admin.v1.CreateDataPlaneTokenResponse.dataplane_token:type_name -> tollgate.admin.v1.DataPlaneToken
+	169, // 141: tollgate.admin.v1.ListDataPlaneTokensResponse.items:type_name -> tollgate.admin.v1.DataPlaneToken
+	169, // 142: tollgate.admin.v1.RevokeDataPlaneTokenResponse.dataplane_token:type_name -> tollgate.admin.v1.DataPlaneToken
+	0,   // 143: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
+	2,   // 144: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
+	4,   // 145: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
+	6,   // 146: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
+	12,  // 147: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
+	14,  // 148: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
+	17,  // 149: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	19,  // 150: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	21,  // 151: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	23,  // 152: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	25,  // 153: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	27,  // 154: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
+	29,  // 155: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
+	31,  // 156: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
+	33,  // 157: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
+	35,  // 158: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
+	37,  // 159: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
+	39,  // 160: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
+	41,  // 161: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
+	43,  // 162: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
+	45,  // 163: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
+	47,  // 164: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
+	49,  // 165: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
+	51,  // 166: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
+	53,  // 167: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
+	55,  // 168: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
+	57,  // 169: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
+	59,  // 170: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
+	81,  // 171: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
+	84,  // 172: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	86,  // 173: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
+	61,  // 174: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
+	64,  // 175: tollgate.admin.v1.AdminService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
+	70,  // 176: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
+	72,  // 177: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
+	75,  // 178: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
+	77,  // 179: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
+	79,  // 180: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
+	89,  // 181: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
+	94,  // 182: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
+	102, // 183: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
+	104, // 184: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	107, // 185: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
+	110, // 186: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
+	8,   // 187: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
+	10,  // 188: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
+	113, // 189: tollgate.admin.v1.AdminService.ListApiKeys:input_type -> tollgate.admin.v1.ListApiKeysRequest
+	115, // 190: tollgate.admin.v1.AdminService.GetApiKey:input_type -> tollgate.admin.v1.GetApiKeyRequest
+	117, // 191: tollgate.admin.v1.AdminService.UpdateApiKey:input_type -> tollgate.admin.v1.UpdateApiKeyRequest
+	119, // 192: tollgate.admin.v1.AdminService.DeleteApiKey:input_type -> tollgate.admin.v1.DeleteApiKeyRequest
+	121, // 193: tollgate.admin.v1.AdminService.RotateApiKey:input_type -> tollgate.admin.v1.RotateApiKeyRequest
+	123, // 194: tollgate.admin.v1.AdminService.ListOrgs:input_type -> tollgate.admin.v1.ListOrgsRequest
+	125, // 195: tollgate.admin.v1.AdminService.UpdateOrg:input_type -> tollgate.admin.v1.UpdateOrgRequest
+	127, // 196: tollgate.admin.v1.AdminService.DeleteOrg:input_type -> tollgate.admin.v1.DeleteOrgRequest
+	129, // 197: tollgate.admin.v1.AdminService.ListTeams:input_type -> tollgate.admin.v1.ListTeamsRequest
+	131, // 198: tollgate.admin.v1.AdminService.UpdateTeam:input_type -> tollgate.admin.v1.UpdateTeamRequest
+	133, // 199: tollgate.admin.v1.AdminService.DeleteTeam:input_type -> tollgate.admin.v1.DeleteTeamRequest
+	135, // 200: tollgate.admin.v1.AdminService.ListUsers:input_type -> tollgate.admin.v1.ListUsersRequest
+	137, // 201: tollgate.admin.v1.AdminService.UpdateUser:input_type -> tollgate.admin.v1.UpdateUserRequest
+	139, // 202: tollgate.admin.v1.AdminService.DeleteUser:input_type -> tollgate.admin.v1.DeleteUserRequest
+	141, // 203: tollgate.admin.v1.AdminService.GetModelPolicy:input_type -> tollgate.admin.v1.GetModelPolicyRequest
+	144, // 204: tollgate.admin.v1.AdminService.SetModelPolicy:input_type -> tollgate.admin.v1.SetModelPolicyRequest
+	146, // 205: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:input_type -> tollgate.admin.v1.SetProviderUnpricedPolicyRequest
+	148, // 206: tollgate.admin.v1.AdminService.ListUnpricedModels:input_type -> tollgate.admin.v1.ListUnpricedModelsRequest
+	151, // 207: tollgate.admin.v1.AdminService.GetQuotaAlerts:input_type -> tollgate.admin.v1.GetQuotaAlertsRequest
+	153, // 208: tollgate.admin.v1.AdminService.SetQuotaAlerts:input_type -> tollgate.admin.v1.SetQuotaAlertsRequest
+	156, // 209: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:input_type -> tollgate.admin.v1.CreateWebhookEndpointRequest
+	158, // 210: tollgate.admin.v1.AdminService.ListWebhookEndpoints:input_type -> tollgate.admin.v1.ListWebhookEndpointsRequest
+	160, // 211: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:input_type -> tollgate.admin.v1.DeleteWebhookEndpointRequest
+	162, // 212: tollgate.admin.v1.AdminService.ListAlertEvents:input_type -> tollgate.admin.v1.ListAlertEventsRequest
+	166, // 213: tollgate.admin.v1.AdminService.ListAuditEvents:input_type -> tollgate.admin.v1.ListAuditEventsRequest
+	170, // 214: tollgate.admin.v1.AdminService.CreateDataPlaneToken:input_type -> tollgate.admin.v1.CreateDataPlaneTokenRequest
+	172, // 215: tollgate.admin.v1.AdminService.ListDataPlaneTokens:input_type -> tollgate.admin.v1.ListDataPlaneTokensRequest
+	174, // 216: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:input_type -> tollgate.admin.v1.RevokeDataPlaneTokenRequest
+	1,   // 217: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
+	3,   // 218: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
+	5,   // 219: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
+	7,   // 220: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
+	13,  // 221: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
+	15,  // 222: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
+	18,  // 223: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	20,  // 224: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	22,  // 225: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	24,  // 226: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	26,  // 227: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	28,  // 228: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
+	30,  // 229: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
+	32,  // 230: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
+	34,  // 231: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
+	36,  // 232: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
+	38,  // 233: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
+	40,  // 234: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
+	42,  // 235: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
+	44,  // 236: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
+	46,  // 237: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
+	48,  // 238: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
+	50,  // 239: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
+	52,  // 240: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
+	54,  // 241: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
+	56,  // 242: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
+	58,  // 243: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
+	60,  // 244: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
+	83,  // 245: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
+	85,  // 246: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	88,  // 247: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
+	63,  // 248: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
+	69,  // 249: tollgate.admin.v1.AdminService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
+	71,  // 250: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
+	73,  // 251: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
+	76,  // 252: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
+	78,  // 253: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
+	80,  // 254: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
+	92,  // 255: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
+	95,  // 256: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
+	103, // 257: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
+	105, // 258: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	108, // 259: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
+	111, // 260: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
+	9,   // 261: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
+	11,  // 262: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
+	114, // 263: tollgate.admin.v1.AdminService.ListApiKeys:output_type -> tollgate.admin.v1.ListApiKeysResponse
+	116, // 264: tollgate.admin.v1.AdminService.GetApiKey:output_type -> tollgate.admin.v1.GetApiKeyResponse
+	118, // 265: tollgate.admin.v1.AdminService.UpdateApiKey:output_type -> tollgate.admin.v1.UpdateApiKeyResponse
+	120, // 266: tollgate.admin.v1.AdminService.DeleteApiKey:output_type -> tollgate.admin.v1.DeleteApiKeyResponse
+	122, // 267: tollgate.admin.v1.AdminService.RotateApiKey:output_type -> tollgate.admin.v1.RotateApiKeyResponse
+	124, // 268: tollgate.admin.v1.AdminService.ListOrgs:output_type -> tollgate.admin.v1.ListOrgsResponse
+	126, // 269: tollgate.admin.v1.AdminService.UpdateOrg:output_type -> tollgate.admin.v1.UpdateOrgResponse
+	128, // 270: tollgate.admin.v1.AdminService.DeleteOrg:output_type -> tollgate.admin.v1.DeleteOrgResponse
+	130, // 271: tollgate.admin.v1.AdminService.ListTeams:output_type -> tollgate.admin.v1.ListTeamsResponse
+	132, // 272: tollgate.admin.v1.AdminService.UpdateTeam:output_type -> tollgate.admin.v1.UpdateTeamResponse
+	134, // 273: tollgate.admin.v1.AdminService.DeleteTeam:output_type -> tollgate.admin.v1.DeleteTeamResponse
+	136, // 274: tollgate.admin.v1.AdminService.ListUsers:output_type -> tollgate.admin.v1.ListUsersResponse
+	138, // 275: tollgate.admin.v1.AdminService.UpdateUser:output_type -> tollgate.admin.v1.UpdateUserResponse
+	140, // 276: tollgate.admin.v1.AdminService.DeleteUser:output_type -> tollgate.admin.v1.DeleteUserResponse
+	142, // 277: tollgate.admin.v1.AdminService.GetModelPolicy:output_type -> tollgate.admin.v1.GetModelPolicyResponse
+	145, // 278: tollgate.admin.v1.AdminService.SetModelPolicy:output_type -> tollgate.admin.v1.SetModelPolicyResponse
+	147, // 279: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:output_type -> tollgate.admin.v1.SetProviderUnpricedPolicyResponse
+	149, // 280: tollgate.admin.v1.AdminService.ListUnpricedModels:output_type -> tollgate.admin.v1.ListUnpricedModelsResponse
+	152, // 281: tollgate.admin.v1.AdminService.GetQuotaAlerts:output_type -> tollgate.admin.v1.GetQuotaAlertsResponse
+	154, // 282: tollgate.admin.v1.AdminService.SetQuotaAlerts:output_type -> tollgate.admin.v1.SetQuotaAlertsResponse
+	157, // 283: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:output_type -> tollgate.admin.v1.CreateWebhookEndpointResponse
+	159, // 284: tollgate.admin.v1.AdminService.ListWebhookEndpoints:output_type -> tollgate.admin.v1.ListWebhookEndpointsResponse
+	161, // 285: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:output_type -> tollgate.admin.v1.DeleteWebhookEndpointResponse
+	163, // 286: tollgate.admin.v1.AdminService.ListAlertEvents:output_type -> tollgate.admin.v1.ListAlertEventsResponse
+	168, // 287: tollgate.admin.v1.AdminService.ListAuditEvents:output_type -> tollgate.admin.v1.ListAuditEventsResponse
+	171, // 288: tollgate.admin.v1.AdminService.CreateDataPlaneToken:output_type -> tollgate.admin.v1.CreateDataPlaneTokenResponse
+	173, // 289: tollgate.admin.v1.AdminService.ListDataPlaneTokens:output_type -> tollgate.admin.v1.ListDataPlaneTokensResponse
+	175, // 290: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:output_type -> tollgate.admin.v1.RevokeDataPlaneTokenResponse
+	217, // [217:291] is the sub-list for method output_type
+	143, // [143:217] is the sub-list for method input_type
+	143, // [143:143] is the sub-list for extension type_name
+	143, // [143:143] is the sub-list for extension extendee
+	0,   // [0:143] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_admin_proto_init() }
@@ -11302,19 +11412,19 @@ func file_tollgate_admin_v1_admin_proto_init() {
 	file_tollgate_admin_v1_admin_proto_msgTypes[61].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[66].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[87].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[112].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[116].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[128].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[134].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[145].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[161].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[113].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[117].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[129].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[135].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[146].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[162].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_admin_proto_rawDesc), len(file_tollgate_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   177,
+			NumMessages:   178,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
