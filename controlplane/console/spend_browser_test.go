@@ -84,8 +84,8 @@ func TestSpendPagesInChromium(t *testing.T) {
 	if got := p.text("#ov-month .card-value"); got != "$25.15" {
 		t.Errorf("30-day card %q, want $25.15", got)
 	}
-	if got := p.text("#ov-dataplanes .card-value"); got != "None watching" {
-		t.Errorf("data-plane card %q, want None watching (no data plane runs in this test)", got)
+	if got := p.text("#ov-dataplanes .card-value"); got != "None" {
+		t.Errorf("data-plane card %q, want None (no data plane runs in this test)", got)
 	}
 	if got := p.text("#ov-snapshot .card-value"); got != "Published" {
 		t.Errorf("snapshot card %q", got)

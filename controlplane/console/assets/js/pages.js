@@ -9,7 +9,7 @@ export const PAGES = [
   { hash: "catalogs", title: "Catalogs", view: "catalogs-view" },
   { hash: "providers", title: "Providers", module: "./pages/providers.js" },
   { hash: "routes", title: "Routes", module: "./pages/routes.js" },
-  { hash: "tenants", title: "Tenants and keys", module: "./pages/tenants.js" },
+  { hash: "tenants", title: "Tenants & keys", module: "./pages/tenants.js" },
   { hash: "budgets", title: "Budgets", module: "./pages/budgets.js" },
   { hash: "tokens", title: "Admin tokens", module: "./pages/tokens.js" },
   { hash: "audit", title: "Audit log", module: "./pages/audit.js" },

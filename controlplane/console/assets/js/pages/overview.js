@@ -41,7 +41,7 @@ function topTable(caption, ans, dim) {
 function freshnessCard(snap) {
   const dps = snap.data_planes || [];
   const stale = dps.filter((d) => d.version !== snap.published_version);
-  const c = card("ov-dataplanes", "Data planes (this replica)", dps.length ? `${dps.length - stale.length} of ${dps.length} current` : "None watching",
+  const c = card("ov-dataplanes", "Data planes (this replica)", dps.length ? `${dps.length - stale.length} of ${dps.length} current` : "None",
     stale.length ? `Behind: ${stale.map((d) => `${d.node_id || d.peer} (v${d.version})`).join(", ")}`
       : dps.length ? `All on version ${snap.published_version}` : "No data plane watches this control-plane replica");
   c.classList.toggle("card-bad", stale.length > 0);
