@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tollgate/tollgate/controlplane/snapshotbuild"
-	"github.com/tollgate/tollgate/controlplane/watch"
 	"github.com/tollgate/tollgate/controlplane/store"
+	"github.com/tollgate/tollgate/controlplane/watch"
 	"github.com/tollgate/tollgate/shared/pricing"
 )
 

@@ -20,8 +20,8 @@ import (
 
 	"github.com/tollgate/tollgate/controlplane/secret"
 	"github.com/tollgate/tollgate/controlplane/snapshotbuild"
-	"github.com/tollgate/tollgate/controlplane/watch"
 	"github.com/tollgate/tollgate/controlplane/store"
+	"github.com/tollgate/tollgate/controlplane/watch"
 	"github.com/tollgate/tollgate/shared/pricing"
 )
 

@@ -33,8 +33,8 @@ import (
 	"github.com/tollgate/tollgate/controlplane/alert"
 	"github.com/tollgate/tollgate/controlplane/config"
 	"github.com/tollgate/tollgate/controlplane/console"
-	"github.com/tollgate/tollgate/controlplane/pricesched"
 	"github.com/tollgate/tollgate/controlplane/dptoken"
+	"github.com/tollgate/tollgate/controlplane/pricesched"
 	"github.com/tollgate/tollgate/controlplane/secret"
 	"github.com/tollgate/tollgate/controlplane/settlement"
 	"github.com/tollgate/tollgate/controlplane/snapshotbuild"
@@ -43,8 +43,8 @@ import (
 	adminv1 "github.com/tollgate/tollgate/shared/gen/tollgate/admin/v1"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 	"github.com/tollgate/tollgate/shared/process"
-	"github.com/tollgate/tollgate/shared/telemetry"
 	"github.com/tollgate/tollgate/shared/servertls"
+	"github.com/tollgate/tollgate/shared/telemetry"
 )
 
 const usage = `usage: controlplane <command> [flags]
