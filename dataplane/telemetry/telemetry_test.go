@@ -105,6 +105,9 @@ type gateway struct {
 	log      *syncBuffer
 	spans    *tracetest.InMemoryExporter
 	upstream chan http.Header // headers of every call that reached "good"
+	// handlers counts client requests still being handled: a response of declared length reaches the
+	// client before its handler returns (the record and the request's metrics come after), so chat waits.
+	handlers sync.WaitGroup
 }
 
 func newGateway(t *testing.T, tracing bool) *gateway { return newGatewayOpts(t, tracing, false) }
@@ -191,7 +194,12 @@ func newGatewayOpts(t *testing.T, tracing, sharedBase bool) *gateway {
 	up.Wrap(tel.Transport)
 	h := proxy.New(proxy.Options{Snapshot: current, Upstream: up, Admitter: tel.Admitter(g.adm), Recorder: tel.Recorder(g.rec)})
 	mux := http.NewServeMux()
-	mux.Handle("/", tel.Handler(h))
+	served := tel.Handler(h)
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.handlers.Add(1)
+		defer g.handlers.Done()
+		served.ServeHTTP(w, r)
+	}))
 	mux.Handle("GET /metrics", sharedtelemetry.Handler(g.reg))
 	g.srv = httptest.NewServer(mux)
 	t.Cleanup(g.srv.Close)
@@ -216,6 +224,7 @@ func (g *gateway) chat(t *testing.T, model string, header map[string]string) *ht
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	g.handlers.Wait() // the request's record, metrics and log line are written when its handler returns
 	return resp
 }
 
