@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -14,21 +13,12 @@ import (
 // before and after images (secrets redacted), and a viewer is told the log is for admins only.
 func TestAuditPageInChromium(t *testing.T) {
 	db := storetest.New(t)
-	chromium := findChromium(t)
 	base := controlPlane(t, db)
 	api := adminAPI{t: t, base: base, token: adminToken}
 	api.must("POST", "/admin/providers", map[string]any{"name": "audited-alpha", "channel_type": "alpha",
 		"base_url": "http://127.0.0.1:9/v1", "enabled": true, "settings": map[string]any{}})
 	api.must("POST", "/admin/orgs", map[string]any{"name": "audited-org"})
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelBrowser)
-	if err := chromedp.Do(browserCtx); err != nil {
-		t.Fatalf("start %s: %v", chromium, err)
-	}
+	browserCtx := startBrowser(t, "")
 	p := newTab(t, browserCtx)
 	defer p.checkConsole()
 

@@ -16,18 +16,13 @@ import (
 // row; when the row is fixed the banner goes away.
 func TestSnapshotFailureBannerInChromium(t *testing.T) {
 	db := storetest.New(t)
-	chromium := findChromium(t)
 	base := controlPlane(t, db)
 	var pid int64
 	if err := db.Pool.QueryRow(context.Background(), `INSERT INTO providers (name, channel_type, base_url)
 		VALUES ('broken/provider', 'alpha', 'https://u.example') RETURNING id`).Scan(&pid); err != nil {
 		t.Fatal(err)
 	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()))...)
-	t.Cleanup(cancelAlloc)
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelBrowser)
+	browserCtx := startBrowser(t, "")
 	p := newTab(t, browserCtx)
 	defer p.checkConsole()
 	p.do("open console", chromedp.Navigate(base+"/console/#pricing"))

@@ -431,7 +431,6 @@ func jsonEqual(t *testing.T, a, b any) bool {
 
 func TestPricingPageInChromium(t *testing.T) {
 	db := storetest.New(t) // skips under -short; fails loudly without Postgres otherwise
-	chromium := findChromium(t)
 	base := controlPlane(t, db)
 	api := adminAPI{t: t, base: base, token: adminToken}
 	providerID, seeded := seed(t, api)
@@ -439,28 +438,7 @@ func TestPricingPageInChromium(t *testing.T) {
 	viewerToken := viewer["token"].(string)
 
 	downloads := t.TempDir()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.NoSandbox, // CI runs as root
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelBrowser)
-	if err := chromedp.Do(browserCtx); err != nil {
-		t.Fatalf("start %s: %v", chromium, err)
-	}
-	if _, err := chromedp.CallBrowser(browserCtx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
-		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
-		t.Fatalf("set download directory: %v", err)
-	}
+	browserCtx := startBrowser(t, downloads)
 
 	p := newTab(t, browserCtx)
 	defer p.checkConsole()
@@ -934,4 +912,37 @@ func TestPricingPageInChromium(t *testing.T) {
 	if got := eval[string](p, `sessionStorage.getItem("tollgate.console.token") ?? ""`); got != "" {
 		t.Errorf("token still in session storage after sign-out: %q", got)
 	}
+}
+
+// startBrowser starts Debian's Chromium headless for one test, with the flags this machine needs (no
+// sandbox as root, no background networking, component updates, sync or QUIC: the network is closed) and
+// a fresh profile; with downloads set, files the page downloads are saved there. It stops with the test.
+func startBrowser(t *testing.T, downloads string) context.Context {
+	t.Helper()
+	chromium := findChromium(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelBrowser)
+	if err := chromedp.Do(browserCtx); err != nil {
+		t.Fatalf("start %s: %v", chromium, err)
+	}
+	if downloads != "" {
+		if _, err := chromedp.CallBrowser(browserCtx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+			Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
+			t.Fatalf("set download directory: %v", err)
+		}
+	}
+	return browserCtx
 }

@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,22 +20,13 @@ const catalogDoc = `[{"id":"acme","models":[
 // import, applies it minus an unticked entry, and lists the provenance of what it imported.
 func TestCatalogsPageInChromium(t *testing.T) {
 	db := storetest.New(t)
-	chromium := findChromium(t)
 	base := controlPlane(t, db)
 	api := adminAPI{t: t, base: base, token: adminToken}
 	file := filepath.Join(t.TempDir(), "data.json")
 	if err := os.WriteFile(file, []byte(catalogDoc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelBrowser)
-	if err := chromedp.Do(browserCtx); err != nil {
-		t.Fatalf("start %s: %v", chromium, err)
-	}
+	browserCtx := startBrowser(t, "")
 	p := newTab(t, browserCtx)
 	defer p.checkConsole()
 	p.do("open console", chromedp.Navigate(base+"/console/#catalogs"))

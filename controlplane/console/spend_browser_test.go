@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
 	"github.com/tollgate/tollgate/controlplane/store"
@@ -50,24 +49,11 @@ func sqlText(t *testing.T, db *storetest.DB, sql string, args ...any) string {
 // TestSpendPagesInChromium drives the Overview, Spend, Usage, Providers, Routes and Admin tokens pages and screenshots them.
 func TestSpendPagesInChromium(t *testing.T) {
 	db := storetest.New(t)
-	chromium := findChromium(t)
 	base := controlPlane(t, db)
 	api := adminAPI{t: t, base: base, token: adminToken}
 	seedUsage(t, db)
 	downloads := t.TempDir()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelBrowser)
-	if err := chromedp.Do(browserCtx); err != nil {
-		t.Fatalf("start %s: %v", chromium, err)
-	}
-	if _, err := chromedp.CallBrowser(browserCtx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
-		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
-		t.Fatalf("set download directory: %v", err)
-	}
+	browserCtx := startBrowser(t, downloads)
 	p := newTab(t, browserCtx)
 	defer p.checkConsole()
 

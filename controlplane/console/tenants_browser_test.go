@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -23,7 +22,6 @@ import (
 // delivered to a real receiver) and the Overview's budget burn, and screenshots them at 1280 and 390 px.
 func TestTenantsAndBudgetsPagesInChromium(t *testing.T) {
 	db := storetest.New(t)
-	chromium := findChromium(t)
 	base := controlPlane(t, db)
 	api := adminAPI{t: t, base: base, token: adminToken}
 	var hooks atomic.Int64
@@ -35,15 +33,7 @@ func TestTenantsAndBudgetsPagesInChromium(t *testing.T) {
 	}))
 	t.Cleanup(receiver.Close)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelBrowser)
-	if err := chromedp.Do(browserCtx); err != nil {
-		t.Fatalf("start %s: %v", chromium, err)
-	}
+	browserCtx := startBrowser(t, "")
 	p := newTab(t, browserCtx)
 	defer p.checkConsole()
 	p.do("open console", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+"/console/#tenants"))
