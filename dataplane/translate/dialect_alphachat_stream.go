@@ -13,6 +13,7 @@ type chatDecoder struct {
 	started  bool
 	tools    map[int]bool
 	sawTools bool
+	ev       chatChunk // the event being decoded
 }
 
 type chatChunk struct {
@@ -44,8 +45,9 @@ func (d *chatDecoder) decode(_ string, data []byte, out []event) ([]event, error
 	if len(data) == 0 || bytes.Equal(data, []byte("[DONE]")) {
 		return out, nil
 	}
-	var c chatChunk
-	if err := unmarshalEvent(data, &c); err != nil {
+	d.ev = chatChunk{} // reused: one allocation less per event
+	c := &d.ev
+	if err := unmarshalEvent(data, c); err != nil {
 		return out, err
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
@@ -126,10 +128,12 @@ func (alphaChat) newEncoder(w io.Writer, st *reqState) streamEncoder {
 
 // chatDelta is a chunk's delta; only the non-empty members are written.
 type chatDelta struct {
-	role      string
-	content   *string
-	reasoning string
-	tool      *chatToolDelta
+	role       string
+	content    string
+	hasContent bool // content is written, even when ""
+	reasoning  string
+	tool       chatToolDelta
+	hasTool    bool // tool_calls is written
 }
 
 // chatToolDelta is the one tool call of a chunk: its start (id, name, empty arguments) or an argument
@@ -186,15 +190,15 @@ func (e *chatEncoder) chunk(d chatDelta, fin string) error {
 		w.key("role")
 		w.str(d.role)
 	}
-	if d.content != nil {
+	if d.hasContent {
 		w.key("content")
-		w.str(*d.content)
+		w.str(d.content)
 	}
 	if d.reasoning != "" {
 		w.key("reasoning_content")
 		w.str(d.reasoning)
 	}
-	if t := d.tool; t != nil {
+	if t := &d.tool; d.hasTool {
 		w.key("tool_calls")
 		w.open('[')
 		w.open('{')
@@ -245,8 +249,7 @@ func (e *chatEncoder) start(ev *event) error {
 	if e.id == "" {
 		e.id = clientID("chatcmpl-", "", e.st)
 	}
-	empty := ""
-	return e.chunk(chatDelta{role: "assistant", content: &empty}, "")
+	return e.chunk(chatDelta{role: "assistant", hasContent: true}, "")
 }
 
 func (e *chatEncoder) emit(ev *event) error {
@@ -271,8 +274,7 @@ func (e *chatEncoder) emit(ev *event) error {
 		if ev.Text == "" {
 			return nil
 		}
-		t := ev.Text
-		return e.chunk(chatDelta{content: &t}, "")
+		return e.chunk(chatDelta{content: ev.Text, hasContent: true}, "")
 	case evThinking:
 		if ev.Text == "" {
 			return nil
@@ -289,13 +291,13 @@ func (e *chatEncoder) emit(ev *event) error {
 		if id == "" {
 			id = fmt.Sprintf("call_%s_%d", e.st.respSuffix(), k)
 		}
-		return e.chunk(chatDelta{tool: &chatToolDelta{index: k, start: true, id: id, name: ev.Name}}, "")
+		return e.chunk(chatDelta{hasTool: true, tool: chatToolDelta{index: k, start: true, id: id, name: ev.Name}}, "")
 	case evToolArgs:
 		k, ok := e.toolIdx[ev.Index]
 		if !ok || ev.Text == "" {
 			return nil
 		}
-		return e.chunk(chatDelta{tool: &chatToolDelta{index: k, args: ev.Text}}, "")
+		return e.chunk(chatDelta{hasTool: true, tool: chatToolDelta{index: k, args: ev.Text}}, "")
 	}
 	return nil
 }

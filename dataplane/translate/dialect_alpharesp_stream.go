@@ -12,6 +12,7 @@ type respDecoder struct {
 	argsSeen map[int]bool
 	calls    bool
 	summary  map[int]int
+	ev       respStreamEvent // the event being decoded
 }
 
 func (alphaResp) newDecoder(*reqState) streamDecoder {
@@ -34,8 +35,9 @@ func (d *respDecoder) decode(name string, data []byte, out []event) ([]event, er
 	if len(data) == 0 {
 		return out, nil
 	}
-	var e respStreamEvent
-	if err := unmarshalEvent(data, &e); err != nil {
+	d.ev = respStreamEvent{} // reused: one allocation less per event
+	e := &d.ev
+	if err := unmarshalEvent(data, e); err != nil {
 		return out, err
 	}
 	typ := e.Type

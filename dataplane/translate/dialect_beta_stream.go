@@ -12,7 +12,8 @@ import (
 // ---- upstream beta stream -> canonical events ----
 
 type betaDecoder struct {
-	signed map[int]bool // thinking blocks whose signature tag was emitted
+	signed map[int]bool    // thinking blocks whose signature tag was emitted
+	ev     betaStreamEvent // the event being decoded
 }
 
 type betaStreamEvent struct {
@@ -39,8 +40,9 @@ func (d *betaDecoder) decode(name string, data []byte, out []event) ([]event, er
 	if len(data) == 0 {
 		return out, nil
 	}
-	var e betaStreamEvent
-	if err := unmarshalEvent(data, &e); err != nil {
+	d.ev = betaStreamEvent{} // reused: one allocation less per event
+	e := &d.ev
+	if err := unmarshalEvent(data, e); err != nil {
 		return out, err
 	}
 	switch e.Type {

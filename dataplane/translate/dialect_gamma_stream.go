@@ -15,6 +15,7 @@ type gammaDecoder struct {
 	idx     int
 	next    int
 	calls   bool
+	ev      gammaResponse // the event being decoded
 }
 
 func (gammaGen) newDecoder(*reqState) streamDecoder { return &gammaDecoder{cur: -1} }
@@ -35,8 +36,9 @@ func (d *gammaDecoder) decode(_ string, data []byte, out []event) ([]event, erro
 	if len(data) == 0 {
 		return out, nil
 	}
-	var c gammaResponse
-	if err := unmarshalEvent(data, &c); err != nil {
+	d.ev = gammaResponse{} // reused: one allocation less per event
+	c := &d.ev
+	if err := unmarshalEvent(data, c); err != nil {
 		return out, err
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
@@ -186,8 +188,9 @@ func (e *gammaEncoder) chunk(p *gammaPart, fin string, u *gammaUsage) error {
 		}
 		w.close('}')
 	} else {
+		q := *p // only this copy escapes (encoding/json), not every text part
 		var err error
-		if w.b, err = appendJSON(w.b, p); err != nil {
+		if w.b, err = appendJSON(w.b, &q); err != nil {
 			return err
 		}
 	}
