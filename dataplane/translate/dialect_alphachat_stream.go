@@ -24,12 +24,12 @@ type chatChunk struct {
 	Choices     []struct {
 		Index int `json:"index"`
 		Delta struct {
-			Content          *string        `json:"content"`
-			Refusal          *string        `json:"refusal"`
-			ReasoningContent *string        `json:"reasoning_content"`
+			Content          string         `json:"content"`
+			Refusal          string         `json:"refusal"`
+			ReasoningContent string         `json:"reasoning_content"`
 			ToolCalls        []chatToolCall `json:"tool_calls"`
 		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
+		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *chatUsage `json:"usage"`
 }
@@ -45,7 +45,9 @@ func (d *chatDecoder) decode(_ string, data []byte, out []event) ([]event, error
 	if len(data) == 0 || bytes.Equal(data, []byte("[DONE]")) {
 		return out, nil
 	}
-	d.ev = chatChunk{} // reused: one allocation less per event
+	// Reused: the choices keep their array (the decoder zeroes each element it decodes into;
+	// TestStreamDecoderReuseKeepsNothing).
+	d.ev = chatChunk{Choices: d.ev.Choices[:0]}
 	c := &d.ev
 	if err := unmarshalEvent(data, c); err != nil {
 		return out, err
@@ -62,14 +64,14 @@ func (d *chatDecoder) decode(_ string, data []byte, out []event) ([]event, error
 			continue
 		}
 		dl := ch.Delta
-		if dl.ReasoningContent != nil && *dl.ReasoningContent != "" {
-			out = append(out, event{Type: evThinking, Index: chatThinkingBlock, Text: *dl.ReasoningContent})
+		if dl.ReasoningContent != "" {
+			out = append(out, event{Type: evThinking, Index: chatThinkingBlock, Text: dl.ReasoningContent})
 		}
-		if dl.Content != nil && *dl.Content != "" {
-			out = append(out, event{Type: evText, Index: chatTextBlock, Text: *dl.Content})
+		if dl.Content != "" {
+			out = append(out, event{Type: evText, Index: chatTextBlock, Text: dl.Content})
 		}
-		if dl.Refusal != nil && *dl.Refusal != "" {
-			out = append(out, event{Type: evText, Index: chatTextBlock, Text: *dl.Refusal})
+		if dl.Refusal != "" {
+			out = append(out, event{Type: evText, Index: chatTextBlock, Text: dl.Refusal})
 		}
 		for _, tc := range dl.ToolCalls {
 			k := 0
@@ -88,8 +90,8 @@ func (d *chatDecoder) decode(_ string, data []byte, out []event) ([]event, error
 				out = append(out, event{Type: evToolArgs, Index: chatToolBase + k, Text: tc.Function.Arguments})
 			}
 		}
-		if ch.FinishReason != nil && *ch.FinishReason != "" {
-			f := chatFinishIn(*ch.FinishReason)
+		if ch.FinishReason != "" {
+			f := chatFinishIn(ch.FinishReason)
 			if f == finishStop && d.sawTools {
 				f = finishToolCalls
 			}
