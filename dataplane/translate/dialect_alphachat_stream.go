@@ -47,6 +47,14 @@ func (d *chatDecoder) decode(_ string, data []byte, out []event) ([]event, error
 	}
 	// Reused: the choices keep their array (the decoder zeroes each element it decodes into;
 	// TestStreamDecoderReuseKeepsNothing).
+	if o, ok := d.fastChunk(data, out); ok {
+		return o, nil
+	}
+	return d.general(data, out)
+}
+
+// general decodes any event with the general decoder.
+func (d *chatDecoder) general(data []byte, out []event) ([]event, error) {
 	d.ev = chatChunk{Choices: d.ev.Choices[:0]}
 	c := &d.ev
 	if err := unmarshalEvent(data, c); err != nil {

@@ -35,6 +35,14 @@ func (d *respDecoder) decode(name string, data []byte, out []event) ([]event, er
 	if len(data) == 0 {
 		return out, nil
 	}
+	if o, ok := d.fastDelta(data, out); ok {
+		return o, nil
+	}
+	return d.general(name, data, out)
+}
+
+// general decodes any event with the general decoder.
+func (d *respDecoder) general(name string, data []byte, out []event) ([]event, error) {
 	d.ev = respStreamEvent{} // reused: one allocation less per event
 	e := &d.ev
 	if err := unmarshalEvent(data, e); err != nil {
