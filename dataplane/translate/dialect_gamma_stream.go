@@ -36,6 +36,14 @@ func (d *gammaDecoder) decode(_ string, data []byte, out []event) ([]event, erro
 	if len(data) == 0 {
 		return out, nil
 	}
+	if o, ok := d.fastChunk(data, out); ok {
+		return o, nil
+	}
+	return d.general(data, out)
+}
+
+// general decodes any event with the general decoder.
+func (d *gammaDecoder) general(data []byte, out []event) ([]event, error) {
 	// Reused: the candidates keep their array (the decoder zeroes each element it decodes into;
 	// TestStreamDecoderReuseKeepsNothing).
 	d.ev = gammaResponse{Candidates: d.ev.Candidates[:0]}

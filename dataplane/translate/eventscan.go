@@ -411,3 +411,155 @@ func (d *chatDecoder) fastChunk(data []byte, out []event) ([]event, bool) {
 	}
 	return out, true
 }
+
+// object reads a JSON object's bytes without checking them (the caller decodes them, which checks).
+func (s *scan) object() []byte {
+	s.ws()
+	if !s.ok || s.i >= len(s.b) || s.b[s.i] != '{' {
+		s.ok = false
+		return nil
+	}
+	start, depth, in := s.i, 0, false
+	for ; s.i < len(s.b); s.i++ {
+		c := s.b[s.i]
+		switch {
+		case in && c == '\\':
+			s.i++
+		case c == '"':
+			in = !in
+		case in:
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+			if depth == 0 {
+				s.i++
+				return s.b[start:s.i]
+			}
+		}
+	}
+	s.ok = false
+	return nil
+}
+
+// bool reads true or false.
+func (s *scan) bool() bool {
+	s.ws()
+	switch {
+	case !s.ok:
+	case len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "true":
+		s.i += 4
+		return true
+	case len(s.b)-s.i >= 5 && string(s.b[s.i:s.i+5]) == "false":
+		s.i += 5
+		return false
+	}
+	s.ok = false
+	return false
+}
+
+// fastChunk reads a gamma chunk whose one candidate holds one text or thought-text part (usage allowed, no
+// finish reason, function call or signature).
+func (d *gammaDecoder) fastChunk(data []byte, out []event) ([]event, bool) {
+	s := newScan(data)
+	var seen, cseen, tseen, pseen uint32
+	var id, model, usageRaw []byte
+	var text string
+	thought, parts := false, 0
+	s.byte('{')
+	for first := true; s.more(first); first = false {
+		switch string(s.name()) {
+		case "responseId":
+			s.seen(&seen, 0)
+			id = s.view()
+		case "modelVersion":
+			s.seen(&seen, 1)
+			model = s.view()
+		case "createTime":
+			s.seen(&seen, 2)
+			s.view()
+		case "usageMetadata":
+			s.seen(&seen, 3)
+			if !s.nullable() {
+				usageRaw = s.object()
+			}
+		case "candidates":
+			s.seen(&seen, 4)
+			s.byte('[')
+			s.byte('{')
+			for first := true; s.more(first); first = false {
+				switch string(s.name()) {
+				case "index":
+					s.seen(&cseen, 0)
+					if s.int() != 0 {
+						s.ok = false
+					}
+				case "content":
+					s.seen(&cseen, 1)
+					s.byte('{')
+					for first := true; s.more(first); first = false {
+						switch string(s.name()) {
+						case "role":
+							s.seen(&tseen, 0)
+							s.view()
+						case "parts":
+							s.seen(&tseen, 1)
+							s.byte('[')
+							s.byte('{')
+							parts++
+							for first := true; s.more(first); first = false {
+								switch string(s.name()) {
+								case "text":
+									s.seen(&pseen, 0)
+									text = s.str()
+								case "thought":
+									s.seen(&pseen, 1)
+									thought = s.bool()
+								default:
+									s.ok = false
+								}
+							}
+							s.byte(']')
+						default:
+							s.ok = false
+						}
+					}
+				default:
+					s.ok = false
+				}
+			}
+			s.byte(']')
+		default:
+			s.ok = false
+		}
+	}
+	if !s.end() || parts != 1 || pseen&1 == 0 {
+		return out, false
+	}
+	var u *gammaUsage
+	if usageRaw != nil {
+		u = new(gammaUsage)
+		if unmarshalEvent(usageRaw, u) != nil {
+			return out, false
+		}
+	}
+	if !d.started {
+		d.started = true
+		out = append(out, event{Type: evStart, ID: string(id), Model: string(model)})
+	}
+	if u != nil {
+		out = append(out, event{Type: evUsage, Usage: u.canonical()})
+	}
+	var idx int
+	switch {
+	case thought:
+		out, idx = d.block(evThinking, out)
+		if text != "" {
+			out = append(out, event{Type: evThinking, Index: idx, Text: text})
+		}
+	case text != "":
+		out, idx = d.block(evText, out)
+		out = append(out, event{Type: evText, Index: idx, Text: text})
+	}
+	return out, true
+}

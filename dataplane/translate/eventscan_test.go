@@ -37,6 +37,15 @@ var eventScanSeeds = []string{
 	`{"id":"chatcmpl-1","model":"m","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`,
 	`{"id":"chat\u0063mpl","model":"m","choices":[{"index":0,"delta":{"content":"x"}}]}`,
 	`{"error":{"message":"boom"}}`,
+	`{"candidates":[{"content":{"role":"model","parts":[{"text":"tok1 "}]},"index":0}],"usageMetadata":{"promptTokenCount":10,"totalTokenCount":10},"modelVersion":"g","responseId":"r"}`,
+	`{"candidates": [{"content": {"parts": [{"text": "think \"x\"", "thought": true}], "role": "model"}, "index": 0}], "usageMetadata": {"promptTokenCount": 3, "thoughtsTokenCount": 7, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 3}]}, "modelVersion": "g", "responseId": "r", "createTime": "2026-11-28T00:00:00Z"}`,
+	`{"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"index":0}],"usageMetadata":null}`,
+	`{"candidates":[{"content":{"role":"model","parts":[{"text":"x"}]},"finishReason":"STOP","index":0}]}`,
+	`{"candidates":[{"content":{"role":"model","parts":[{"text":"x"},{"text":"y"}]},"index":0}]}`,
+	`{"candidates":[{"content":{"role":"model","parts":[{"text":"x","thoughtSignature":"s"}]},"index":0}]}`,
+	`{"candidates":[{"content":{"role":"model","parts":[{"text":"x"}]},"index":0}],"usageMetadata":{"promptTokenCount":"x"}}`,
+	`{"candidates":[{"content":{"role":"model","parts":[{"text":"x"}]},"index":0}],"usageMetadata":{"promptTokenCount":1}}}`,
+	`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},"index":0}]}`,
 }
 
 type scanDecoder interface {
@@ -45,12 +54,14 @@ type scanDecoder interface {
 	slow(data []byte, out []event) ([]event, error)
 }
 
-func (d *betaDecoder) fast(b []byte, o []event) ([]event, bool)  { return d.fastDelta(b, o) }
-func (d *betaDecoder) slow(b []byte, o []event) ([]event, error) { return d.general(b, o) }
-func (d *respDecoder) fast(b []byte, o []event) ([]event, bool)  { return d.fastDelta(b, o) }
-func (d *respDecoder) slow(b []byte, o []event) ([]event, error) { return d.general("", b, o) }
-func (d *chatDecoder) fast(b []byte, o []event) ([]event, bool)  { return d.fastChunk(b, o) }
-func (d *chatDecoder) slow(b []byte, o []event) ([]event, error) { return d.general(b, o) }
+func (d *betaDecoder) fast(b []byte, o []event) ([]event, bool)   { return d.fastDelta(b, o) }
+func (d *betaDecoder) slow(b []byte, o []event) ([]event, error)  { return d.general(b, o) }
+func (d *respDecoder) fast(b []byte, o []event) ([]event, bool)   { return d.fastDelta(b, o) }
+func (d *respDecoder) slow(b []byte, o []event) ([]event, error)  { return d.general("", b, o) }
+func (d *chatDecoder) fast(b []byte, o []event) ([]event, bool)   { return d.fastChunk(b, o) }
+func (d *chatDecoder) slow(b []byte, o []event) ([]event, error)  { return d.general(b, o) }
+func (d *gammaDecoder) fast(b []byte, o []event) ([]event, bool)  { return d.fastChunk(b, o) }
+func (d *gammaDecoder) slow(b []byte, o []event) ([]event, error) { return d.general(b, o) }
 
 // checkEventScan: whenever a fast path reads an event, the general decoder reads the same events from it and
 // leaves the decoder in the same state. It reports whether the fast path read it.
@@ -59,6 +70,7 @@ func checkEventScan(t *testing.T, data []byte) (fastRead bool) {
 		func() scanDecoder { return &betaDecoder{signed: map[int]bool{}} },
 		func() scanDecoder { return &respDecoder{argsSeen: map[int]bool{}, summary: map[int]int{}} },
 		func() scanDecoder { return &chatDecoder{} },
+		func() scanDecoder { return &gammaDecoder{cur: -1} },
 	} {
 		fd, sd := mk(), mk()
 		got, ok := fd.fast(append([]byte(nil), data...), nil)
@@ -91,13 +103,15 @@ func clearEv(d scanDecoder) {
 		d.ev = respStreamEvent{}
 	case *chatDecoder:
 		d.ev = chatChunk{}
+	case *gammaDecoder:
+		d.ev = gammaResponse{}
 	}
 }
 
 // TestEventScanMatchesDecoder: the fast paths read exactly the common delta shapes, with the general
 // decoder's results, and leave every variant to it.
 func TestEventScanMatchesDecoder(t *testing.T) {
-	fastOnes := map[int]bool{0: true, 1: true, 2: true, 14: true, 15: true, 16: true, 20: true, 21: true}
+	fastOnes := map[int]bool{0: true, 1: true, 2: true, 14: true, 15: true, 16: true, 20: true, 21: true, 29: true, 30: true, 31: true}
 	for i, s := range eventScanSeeds {
 		if got := checkEventScan(t, []byte(s)); got != fastOnes[i] {
 			t.Errorf("seed %d %s: read by a fast path = %v, want %v", i, s, got, fastOnes[i])
