@@ -115,3 +115,45 @@ func TestRefusedFieldPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamDecoderReuseKeepsNothing: the stream decoders decode every event into one reused struct, and
+// the alpha chat and gamma decoders keep the array of choices/candidates; nothing of an event may show
+// through in the next (a stale delta would repeat text, a stale finish reason end the turn twice).
+func TestStreamDecoderReuseKeepsNothing(t *testing.T) {
+	for _, c := range []struct {
+		kind  vocab.Kind
+		first string
+		next  string
+	}{
+		{vocab.KindAlphaChatCompletions,
+			`{"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"hi","reasoning_content":"r","refusal":"no"},"finish_reason":"stop"},{"index":1,"delta":{"content":"x"}}]}`,
+			`{"id":"c1","model":"m","choices":[{"index":0,"delta":{}}]}`},
+		{vocab.KindGammaGenerateContent,
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"hi"},{"text":"t","thought":true,"thoughtSignature":"s"}]},"finishReason":"STOP","index":0}],"responseId":"r"}`,
+			`{"candidates":[{"index":0}],"responseId":"r"}`},
+		{vocab.KindBetaMessages,
+			`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`,
+			`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta"}}`},
+		{vocab.KindAlphaResponses,
+			`{"type":"response.output_text.delta","item_id":"m","output_index":0,"content_index":0,"delta":"hi"}`,
+			`{"type":"response.output_text.delta","item_id":"m","output_index":0,"content_index":0}`},
+	} {
+		d := codecFor(c.kind).newDecoder(&reqState{})
+		first, err := d.decode("", []byte(c.first), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.kind, err)
+		}
+		if len(first) == 0 {
+			t.Fatalf("%s: the first event decoded to nothing", c.kind)
+		}
+		next, err := d.decode("", []byte(c.next), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.kind, err)
+		}
+		for _, ev := range next {
+			if ev.Text != "" || ev.Type == evFinish || ev.Type == evSignature {
+				t.Errorf("%s: the next event decoded to %+v, left over from the first", c.kind, ev)
+			}
+		}
+	}
+}

@@ -13,6 +13,7 @@ type chatDecoder struct {
 	started  bool
 	tools    map[int]bool
 	sawTools bool
+	ev       chatChunk // the event being decoded
 }
 
 type chatChunk struct {
@@ -23,12 +24,12 @@ type chatChunk struct {
 	Choices     []struct {
 		Index int `json:"index"`
 		Delta struct {
-			Content          *string        `json:"content"`
-			Refusal          *string        `json:"refusal"`
-			ReasoningContent *string        `json:"reasoning_content"`
+			Content          string         `json:"content"`
+			Refusal          string         `json:"refusal"`
+			ReasoningContent string         `json:"reasoning_content"`
 			ToolCalls        []chatToolCall `json:"tool_calls"`
 		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
+		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *chatUsage `json:"usage"`
 }
@@ -44,8 +45,19 @@ func (d *chatDecoder) decode(_ string, data []byte, out []event) ([]event, error
 	if len(data) == 0 || bytes.Equal(data, []byte("[DONE]")) {
 		return out, nil
 	}
-	var c chatChunk
-	if err := unmarshalEvent(data, &c); err != nil {
+	// Reused: the choices keep their array (the decoder zeroes each element it decodes into;
+	// TestStreamDecoderReuseKeepsNothing).
+	if o, ok := d.fastChunk(data, out); ok {
+		return o, nil
+	}
+	return d.general(data, out)
+}
+
+// general decodes any event with the general decoder.
+func (d *chatDecoder) general(data []byte, out []event) ([]event, error) {
+	d.ev = chatChunk{Choices: d.ev.Choices[:0]}
+	c := &d.ev
+	if err := unmarshalEvent(data, c); err != nil {
 		return out, err
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
@@ -60,14 +72,14 @@ func (d *chatDecoder) decode(_ string, data []byte, out []event) ([]event, error
 			continue
 		}
 		dl := ch.Delta
-		if dl.ReasoningContent != nil && *dl.ReasoningContent != "" {
-			out = append(out, event{Type: evThinking, Index: chatThinkingBlock, Text: *dl.ReasoningContent})
+		if dl.ReasoningContent != "" {
+			out = append(out, event{Type: evThinking, Index: chatThinkingBlock, Text: dl.ReasoningContent})
 		}
-		if dl.Content != nil && *dl.Content != "" {
-			out = append(out, event{Type: evText, Index: chatTextBlock, Text: *dl.Content})
+		if dl.Content != "" {
+			out = append(out, event{Type: evText, Index: chatTextBlock, Text: dl.Content})
 		}
-		if dl.Refusal != nil && *dl.Refusal != "" {
-			out = append(out, event{Type: evText, Index: chatTextBlock, Text: *dl.Refusal})
+		if dl.Refusal != "" {
+			out = append(out, event{Type: evText, Index: chatTextBlock, Text: dl.Refusal})
 		}
 		for _, tc := range dl.ToolCalls {
 			k := 0
@@ -86,8 +98,8 @@ func (d *chatDecoder) decode(_ string, data []byte, out []event) ([]event, error
 				out = append(out, event{Type: evToolArgs, Index: chatToolBase + k, Text: tc.Function.Arguments})
 			}
 		}
-		if ch.FinishReason != nil && *ch.FinishReason != "" {
-			f := chatFinishIn(*ch.FinishReason)
+		if ch.FinishReason != "" {
+			f := chatFinishIn(ch.FinishReason)
 			if f == finishStop && d.sawTools {
 				f = finishToolCalls
 			}
@@ -117,65 +129,126 @@ type chatEncoder struct {
 	toolIdx  map[int]int // upstream block index -> client tool index
 	nTools   int
 	usage    usage
-	buf      []byte
+	out      jw // the event being written, reused
 }
 
 func (alphaChat) newEncoder(w io.Writer, st *reqState) streamEncoder {
 	return &chatEncoder{w: w, st: st, created: st.now()}
 }
 
-// chatDelta builds a chunk delta; only the non-empty members are written.
+// chatDelta is a chunk's delta; only the non-empty members are written.
 type chatDelta struct {
-	role      string
-	content   *string
-	reasoning string
-	toolCalls []any
+	role       string
+	content    string
+	hasContent bool // content is written, even when ""
+	reasoning  string
+	tool       chatToolDelta
+	hasTool    bool // tool_calls is written
 }
 
-func (d chatDelta) obj() obj {
-	o := make(obj, 0, 8)
-	if d.role != "" {
-		o = append(o, "role", d.role)
-	}
-	if d.content != nil {
-		o = append(o, "content", *d.content)
-	}
-	if d.reasoning != "" {
-		o = append(o, "reasoning_content", d.reasoning)
-	}
-	if d.toolCalls != nil {
-		o = append(o, "tool_calls", d.toolCalls)
-	}
-	return o
+// chatToolDelta is the one tool call of a chunk: its start (id, name, empty arguments) or an argument
+// fragment.
+type chatToolDelta struct {
+	index int
+	start bool
+	id    string
+	name  string
+	args  string
 }
 
-func (e *chatEncoder) write(c obj) error {
-	var err error
-	e.buf = append(e.buf[:0], "data: "...)
-	if e.buf, err = c.appendTo(e.buf); err != nil {
-		return err
-	}
-	e.buf = append(e.buf, '\n', '\n')
-	_, err = e.w.Write(e.buf)
+// frame starts a client event in the reused buffer: "data: {".
+func (e *chatEncoder) frame() *jw {
+	e.out.b = append(e.out.b[:0], "data: {"...)
+	return &e.out
+}
+
+// send ends the event begun by frame and writes it.
+func (e *chatEncoder) send() error {
+	e.out.b = append(e.out.b, '}', '\n', '\n')
+	_, err := e.w.Write(e.out.b)
 	return err
 }
 
-func (e *chatEncoder) head() obj {
-	o := make(obj, 0, 16)
-	o = append(o, "id", e.id, "object", "chat.completion.chunk", "created", e.created, "model", e.model)
+// head writes the members every chunk starts with.
+func (e *chatEncoder) head(w *jw) {
+	w.key("id")
+	w.str(e.id)
+	w.key("object")
+	w.str("chat.completion.chunk")
+	w.key("created")
+	w.int(e.created)
+	w.key("model")
+	w.str(e.model)
 	if e.tier != "" {
-		o = append(o, "service_tier", e.tier)
+		w.key("service_tier")
+		w.str(e.tier)
 	}
-	return o
 }
 
-func (e *chatEncoder) chunk(d chatDelta, fin any) obj {
-	o := append(e.head(), "choices", []any{obj{"index", 0, "delta", d.obj(), "logprobs", nil, "finish_reason", fin}})
+// chunk writes one chunk with one choice; fin "" is a null finish_reason.
+func (e *chatEncoder) chunk(d chatDelta, fin string) error {
+	w := e.frame()
+	e.head(w)
+	w.key("choices")
+	w.open('[')
+	w.open('{')
+	w.key("index")
+	w.int(0)
+	w.key("delta")
+	w.open('{')
+	if d.role != "" {
+		w.key("role")
+		w.str(d.role)
+	}
+	if d.hasContent {
+		w.key("content")
+		w.str(d.content)
+	}
+	if d.reasoning != "" {
+		w.key("reasoning_content")
+		w.str(d.reasoning)
+	}
+	if t := &d.tool; d.hasTool {
+		w.key("tool_calls")
+		w.open('[')
+		w.open('{')
+		w.key("index")
+		w.int(int64(t.index))
+		if t.start {
+			w.key("id")
+			w.str(t.id)
+			w.key("type")
+			w.str("function")
+		}
+		w.key("function")
+		w.open('{')
+		if t.start {
+			w.key("name")
+			w.str(t.name)
+		}
+		w.key("arguments")
+		w.str(t.args)
+		w.close('}')
+		w.close('}')
+		w.close(']')
+	}
+	w.close('}')
+	w.key("logprobs")
+	w.null()
+	w.key("finish_reason")
+	if fin != "" {
+		w.str(fin)
+	} else {
+		w.null()
+	}
+	w.close('}')
+	w.close(']')
 	if e.st.includeUsage() {
 		// include_usage clients see "usage":null on every chunk, as alpha sends it
-		o = append(o, "usage", nil)
+		w.key("usage")
+		w.null()
 	}
-	return o
+	return e.send()
 }
 
 func (e *chatEncoder) start(ev *event) error {
@@ -186,8 +259,7 @@ func (e *chatEncoder) start(ev *event) error {
 	if e.id == "" {
 		e.id = clientID("chatcmpl-", "", e.st)
 	}
-	empty := ""
-	return e.write(e.chunk(chatDelta{role: "assistant", content: &empty}, nil))
+	return e.chunk(chatDelta{role: "assistant", hasContent: true}, "")
 }
 
 func (e *chatEncoder) emit(ev *event) error {
@@ -212,13 +284,12 @@ func (e *chatEncoder) emit(ev *event) error {
 		if ev.Text == "" {
 			return nil
 		}
-		t := ev.Text
-		return e.write(e.chunk(chatDelta{content: &t}, nil))
+		return e.chunk(chatDelta{content: ev.Text, hasContent: true}, "")
 	case evThinking:
 		if ev.Text == "" {
 			return nil
 		}
-		return e.write(e.chunk(chatDelta{reasoning: ev.Text}, nil))
+		return e.chunk(chatDelta{reasoning: ev.Text}, "")
 	case evToolStart:
 		if e.toolIdx == nil {
 			e.toolIdx = map[int]int{}
@@ -230,15 +301,13 @@ func (e *chatEncoder) emit(ev *event) error {
 		if id == "" {
 			id = fmt.Sprintf("call_%s_%d", e.st.respSuffix(), k)
 		}
-		tc := obj{"index", k, "id", id, "type", "function", "function", obj{"name", ev.Name, "arguments", ""}}
-		return e.write(e.chunk(chatDelta{toolCalls: []any{tc}}, nil))
+		return e.chunk(chatDelta{hasTool: true, tool: chatToolDelta{index: k, start: true, id: id, name: ev.Name}}, "")
 	case evToolArgs:
 		k, ok := e.toolIdx[ev.Index]
 		if !ok || ev.Text == "" {
 			return nil
 		}
-		tc := obj{"index", k, "function", obj{"arguments", ev.Text}}
-		return e.write(e.chunk(chatDelta{toolCalls: []any{tc}}, nil))
+		return e.chunk(chatDelta{hasTool: true, tool: chatToolDelta{index: k, args: ev.Text}}, "")
 	}
 	return nil
 }
@@ -252,7 +321,7 @@ func (e *chatEncoder) finishChunk() error {
 	if f == finishStop && e.nTools > 0 {
 		f = finishToolCalls
 	}
-	return e.write(e.chunk(chatDelta{}, chatFinishOut(f)))
+	return e.chunk(chatDelta{}, chatFinishOut(f))
 }
 
 func (e *chatEncoder) finish() error {
@@ -263,8 +332,18 @@ func (e *chatEncoder) finish() error {
 		return err
 	}
 	if e.st.includeUsage() {
-		c := append(e.head(), "choices", []any{}, "usage", toChatUsage(e.usage))
-		if err := e.write(c); err != nil {
+		w := e.frame()
+		e.head(w)
+		w.key("choices")
+		w.open('[')
+		w.close(']')
+		w.key("usage")
+		b, err := marshal(toChatUsage(e.usage))
+		if err != nil {
+			return err
+		}
+		w.raw(b)
+		if err := e.send(); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ type respDecoder struct {
 	argsSeen map[int]bool
 	calls    bool
 	summary  map[int]int
+	ev       respStreamEvent // the event being decoded
 }
 
 func (alphaResp) newDecoder(*reqState) streamDecoder {
@@ -34,8 +35,17 @@ func (d *respDecoder) decode(name string, data []byte, out []event) ([]event, er
 	if len(data) == 0 {
 		return out, nil
 	}
-	var e respStreamEvent
-	if err := unmarshalEvent(data, &e); err != nil {
+	if o, ok := d.fastDelta(data, out); ok {
+		return o, nil
+	}
+	return d.general(name, data, out)
+}
+
+// general decodes any event with the general decoder.
+func (d *respDecoder) general(name string, data []byte, out []event) ([]event, error) {
+	d.ev = respStreamEvent{} // reused: one allocation less per event
+	e := &d.ev
+	if err := unmarshalEvent(data, e); err != nil {
 		return out, err
 	}
 	typ := e.Type
@@ -142,29 +152,68 @@ type respEncoder struct {
 	tools   map[int]*respOpenItem
 	fin     finish
 	usage   usage
-	buf     []byte
+	out     jw // the event being written, reused
 }
 
 func (alphaResp) newEncoder(w io.Writer, st *reqState) streamEncoder {
 	return &respEncoder{w: w, st: st, created: st.now(), tools: map[int]*respOpenItem{}}
 }
 
-func (e *respEncoder) send(typ string, fields obj) error {
-	full := make(obj, 0, len(fields)+4)
-	full = append(full, "type", typ, "sequence_number", e.seq)
-	full = append(full, fields...)
+// frame starts a client event of type typ in the reused buffer, with its type and sequence number written.
+func (e *respEncoder) frame(typ string) *jw {
+	w := &e.out
+	w.b = append(w.b[:0], "event: "...)
+	w.b = append(w.b, typ...)
+	w.b = append(w.b, "\ndata: {"...)
+	w.key("type")
+	w.str(typ)
+	w.key("sequence_number")
+	w.int(int64(e.seq))
 	e.seq++
-	b, err := marshal(full)
-	if err != nil {
-		return err
-	}
-	e.buf = append(e.buf[:0], "event: "...)
-	e.buf = append(e.buf, typ...)
-	e.buf = append(e.buf, "\ndata: "...)
-	e.buf = append(e.buf, b...)
-	e.buf = append(e.buf, '\n', '\n')
-	_, err = e.w.Write(e.buf)
+	return w
+}
+
+// end closes the event begun by frame and writes it.
+func (e *respEncoder) end() error {
+	e.out.b = append(e.out.b, '}', '\n', '\n')
+	_, err := e.w.Write(e.out.b)
 	return err
+}
+
+// send writes an event of type typ with fields after its type and sequence number.
+func (e *respEncoder) send(typ string, fields obj) error {
+	w := e.frame(typ)
+	for i := 0; i+1 < len(fields); i += 2 {
+		k, _ := fields[i].(string)
+		w.key(k)
+		var err error
+		if w.b, err = appendJSON(w.b, fields[i+1]); err != nil {
+			return err
+		}
+	}
+	return e.end()
+}
+
+// delta writes a text, summary or argument delta event: item_id, output_index, then the index member idxKey
+// (none when "") with 0, then delta; text deltas end with an empty logprobs.
+func (e *respEncoder) delta(typ string, it *respOpenItem, idxKey, text string, logprobs bool) error {
+	w := e.frame(typ)
+	w.key("item_id")
+	w.str(it.id)
+	w.key("output_index")
+	w.int(int64(it.out))
+	if idxKey != "" {
+		w.key(idxKey)
+		w.int(0)
+	}
+	w.key("delta")
+	w.str(text)
+	if logprobs {
+		w.key("logprobs")
+		w.open('[')
+		w.close(']')
+	}
+	return e.end()
 }
 
 func (e *respEncoder) shell(status string, errv any) obj {
@@ -302,7 +351,7 @@ func (e *respEncoder) emit(ev *event) error {
 			}
 		}
 		it.text = append(it.text, ev.Text...)
-		return e.send("response.output_text.delta", obj{"item_id", it.id, "output_index", it.out, "content_index", 0, "delta", ev.Text, "logprobs", []any{}})
+		return e.delta("response.output_text.delta", it, "content_index", ev.Text, true)
 	case evThinking, evSignature:
 		it := e.open
 		if it == nil || it.kind != evThinking || it.key != ev.Index {
@@ -326,7 +375,7 @@ func (e *respEncoder) emit(ev *event) error {
 			}
 		}
 		it.text = append(it.text, ev.Text...)
-		return e.send("response.reasoning_summary_text.delta", obj{"item_id", it.id, "output_index", it.out, "summary_index", 0, "delta", ev.Text})
+		return e.delta("response.reasoning_summary_text.delta", it, "summary_index", ev.Text, false)
 	case evToolStart:
 		_, err := e.openItem(evToolStart, ev.Index, part{Type: partToolCall, CallID: ev.CallID, Name: ev.Name, ItemID: ev.ItemID})
 		return err
@@ -336,7 +385,7 @@ func (e *respEncoder) emit(ev *event) error {
 			return nil
 		}
 		it.text = append(it.text, ev.Text...)
-		return e.send("response.function_call_arguments.delta", obj{"item_id", it.id, "output_index", it.out, "delta", ev.Text})
+		return e.delta("response.function_call_arguments.delta", it, "", ev.Text, false)
 	case evBlockStop:
 		if e.open != nil && e.open.key == ev.Index {
 			return e.closeOpen()

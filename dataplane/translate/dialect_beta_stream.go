@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -11,7 +12,8 @@ import (
 // ---- upstream beta stream -> canonical events ----
 
 type betaDecoder struct {
-	signed map[int]bool // thinking blocks whose signature tag was emitted
+	signed map[int]bool    // thinking blocks whose signature tag was emitted
+	ev     betaStreamEvent // the event being decoded
 }
 
 type betaStreamEvent struct {
@@ -38,8 +40,17 @@ func (d *betaDecoder) decode(name string, data []byte, out []event) ([]event, er
 	if len(data) == 0 {
 		return out, nil
 	}
-	var e betaStreamEvent
-	if err := unmarshalEvent(data, &e); err != nil {
+	if o, ok := d.fastDelta(data, out); ok {
+		return o, nil
+	}
+	return d.general(data, out)
+}
+
+// general decodes any event with the general decoder.
+func (d *betaDecoder) general(data []byte, out []event) ([]event, error) {
+	d.ev = betaStreamEvent{} // reused: one allocation less per event
+	e := &d.ev
+	if err := unmarshalEvent(data, e); err != nil {
 		return out, err
 	}
 	switch e.Type {
@@ -125,25 +136,36 @@ type betaEncoder struct {
 	stopSeq  string
 	usage    usage
 	nTools   int
-	buf      []byte
+	out      jw // the event being written, reused
 }
 
 func (betaMsgs) newEncoder(w io.Writer, st *reqState) streamEncoder {
 	return &betaEncoder{w: w, st: st, open: -1}
 }
 
+// frame starts a client event named name in the reused buffer: "event: <name>\ndata: ".
+func (e *betaEncoder) frame(name string) *jw {
+	w := &e.out
+	w.b = append(w.b[:0], "event: "...)
+	w.b = append(w.b, name...)
+	w.b = append(w.b, "\ndata: "...)
+	return w
+}
+
+// end finishes the event begun by frame and writes it.
+func (e *betaEncoder) end() error {
+	e.out.b = append(e.out.b, '\n', '\n')
+	_, err := e.w.Write(e.out.b)
+	return err
+}
+
 func (e *betaEncoder) send(name string, v any) error {
-	b, err := marshal(v)
-	if err != nil {
+	w := e.frame(name)
+	var err error
+	if w.b, err = appendJSON(w.b, v); err != nil {
 		return err
 	}
-	e.buf = append(e.buf[:0], "event: "...)
-	e.buf = append(e.buf, name...)
-	e.buf = append(e.buf, "\ndata: "...)
-	e.buf = append(e.buf, b...)
-	e.buf = append(e.buf, '\n', '\n')
-	_, err = e.w.Write(e.buf)
-	return err
+	return e.end()
 }
 
 func (e *betaEncoder) start() error {
@@ -182,8 +204,17 @@ func (e *betaEncoder) openBlock(kind evType, key int, block any) (int, error) {
 	return i, e.send("content_block_start", obj{"type", "content_block_start", "index", i, "content_block", block})
 }
 
-func (e *betaEncoder) delta(i int, d obj) error {
-	return e.send("content_block_delta", obj{"type", "content_block_delta", "index", i, "delta", d})
+// delta writes a content_block_delta event for block i: {"type":typ,key:text}.
+func (e *betaEncoder) delta(i int, typ, key, text string) error {
+	w := e.frame("content_block_delta")
+	w.b = append(w.b, `{"type":"content_block_delta","index":`...)
+	w.b = strconv.AppendInt(w.b, int64(i), 10)
+	w.b = append(w.b, `,"delta":{"type":`...)
+	w.str(typ)
+	w.key(key)
+	w.str(text)
+	w.b = append(w.b, '}', '}')
+	return e.end()
 }
 
 func (e *betaEncoder) emit(ev *event) error {
@@ -214,7 +245,7 @@ func (e *betaEncoder) emit(ev *event) error {
 				return err
 			}
 		}
-		return e.delta(i, obj{"type", "text_delta", "text", ev.Text})
+		return e.delta(i, "text_delta", "text", ev.Text)
 	case evThinking, evSignature:
 		i := e.open
 		if i < 0 || e.openKind != evThinking || e.openKey != ev.Index {
@@ -224,12 +255,12 @@ func (e *betaEncoder) emit(ev *event) error {
 			}
 		}
 		if ev.Type == evSignature {
-			return e.delta(i, obj{"type", "signature_delta", "signature", e.st.sigToClient(ev.Text)})
+			return e.delta(i, "signature_delta", "signature", e.st.sigToClient(ev.Text))
 		}
 		if ev.Text == "" {
 			return nil
 		}
-		return e.delta(i, obj{"type", "thinking_delta", "thinking", ev.Text})
+		return e.delta(i, "thinking_delta", "thinking", ev.Text)
 	case evRedacted:
 		if _, err := e.openBlock(evRedacted, ev.Index, betaBlock{Type: "redacted_thinking", Data: ev.Text}); err != nil {
 			return err
@@ -256,7 +287,7 @@ func (e *betaEncoder) emit(ev *event) error {
 			return nil
 		}
 		// Fragments are addressed by index, so even an interleaved upstream never loses arguments.
-		return e.delta(i, obj{"type", "input_json_delta", "partial_json", ev.Text})
+		return e.delta(i, "input_json_delta", "partial_json", ev.Text)
 	case evBlockStop:
 		if e.open >= 0 && e.openKey == ev.Index {
 			return e.closeOpen()

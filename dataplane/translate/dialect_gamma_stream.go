@@ -15,6 +15,7 @@ type gammaDecoder struct {
 	idx     int
 	next    int
 	calls   bool
+	ev      gammaResponse // the event being decoded
 }
 
 func (gammaGen) newDecoder(*reqState) streamDecoder { return &gammaDecoder{cur: -1} }
@@ -35,8 +36,19 @@ func (d *gammaDecoder) decode(_ string, data []byte, out []event) ([]event, erro
 	if len(data) == 0 {
 		return out, nil
 	}
-	var c gammaResponse
-	if err := unmarshalEvent(data, &c); err != nil {
+	if o, ok := d.fastChunk(data, out); ok {
+		return o, nil
+	}
+	return d.general(data, out)
+}
+
+// general decodes any event with the general decoder.
+func (d *gammaDecoder) general(data []byte, out []event) ([]event, error) {
+	// Reused: the candidates keep their array (the decoder zeroes each element it decodes into;
+	// TestStreamDecoderReuseKeepsNothing).
+	d.ev = gammaResponse{Candidates: d.ev.Candidates[:0]}
+	c := &d.ev
+	if err := unmarshalEvent(data, c); err != nil {
 		return out, err
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
@@ -119,7 +131,7 @@ type gammaEncoder struct {
 	byIdx   map[int]*gammaPendingCall
 	fin     finish
 	usage   usage
-	buf     []byte
+	out     jw // the event being written, reused
 	started bool
 }
 
@@ -133,48 +145,99 @@ func (gammaGen) newEncoder(w io.Writer, st *reqState) streamEncoder {
 	return &gammaEncoder{w: w, st: st, sse: st.gammaSSE}
 }
 
-func (e *gammaEncoder) frame(b []byte) error {
-	e.buf = e.buf[:0]
+// begin starts a client event in the reused buffer: the SSE prefix, or the array's bracket or separator.
+func (e *gammaEncoder) begin() *jw {
+	w := &e.out
+	w.b = w.b[:0]
 	if e.sse {
-		e.buf = append(e.buf, "data: "...)
-		e.buf = append(e.buf, b...)
-		e.buf = append(e.buf, "\r\n\r\n"...)
+		w.b = append(w.b, "data: "...)
 	} else {
 		if !e.opened {
 			e.opened = true
-			e.buf = append(e.buf, '[')
+			w.b = append(w.b, '[')
 		}
 		if e.first {
-			e.buf = append(e.buf, ",\r\n"...)
+			w.b = append(w.b, ",\r\n"...)
 		}
 		e.first = true
-		e.buf = append(e.buf, b...)
 	}
-	_, err := e.w.Write(e.buf)
+	return w
+}
+
+// end finishes the event begun by begin and writes it.
+func (e *gammaEncoder) end() error {
+	if e.sse {
+		e.out.b = append(e.out.b, "\r\n\r\n"...)
+	}
+	_, err := e.w.Write(e.out.b)
 	return err
 }
 
-func (e *gammaEncoder) chunk(parts []gammaPart, fin string, u *gammaUsage) error {
+// chunk writes one response chunk holding the part p, as encoding/json wrote gammaResponseOut.
+func (e *gammaEncoder) chunk(p *gammaPart, fin string, u *gammaUsage) error {
 	if !e.started {
 		e.started = true
 		if e.id == "" {
 			e.id = clientID("", "", e.st)
 		}
 	}
-	c := gammaResponseOut{Candidates: []gammaCandidate{{Content: &gammaContent{Role: "model", Parts: parts}, FinishReason: fin, Index: 0}},
-		UsageMetadata: u, ModelVersion: e.model, ResponseID: e.id}
-	b, err := marshal(c)
-	if err != nil {
-		return err
+	w := e.begin()
+	w.b = append(w.b, `{"candidates":[{"content":{"role":"model","parts":[`...)
+	if p.Text != nil && p.InlineData == nil && p.FileData == nil && p.FunctionCall == nil && p.FunctionResponse == nil &&
+		len(p.ExecutableCode) == 0 && len(p.CodeExecutionResult) == 0 {
+		w.b = append(w.b, '{')
+		w.key("text")
+		w.str(*p.Text)
+		if p.Thought {
+			w.key("thought")
+			w.bool(true)
+		}
+		if p.ThoughtSignature != "" {
+			w.key("thoughtSignature")
+			w.str(p.ThoughtSignature)
+		}
+		w.close('}')
+	} else {
+		q := *p // only this copy escapes (encoding/json), not every text part
+		var err error
+		if w.b, err = appendJSON(w.b, &q); err != nil {
+			return err
+		}
 	}
-	return e.frame(b)
+	w.close(']')
+	w.close('}')
+	if fin != "" {
+		w.key("finishReason")
+		w.str(fin)
+	}
+	w.key("index")
+	w.int(0)
+	w.close('}')
+	w.close(']')
+	if u != nil {
+		w.key("usageMetadata")
+		var err error
+		if w.b, err = appendJSON(w.b, u); err != nil {
+			return err
+		}
+	}
+	if e.model != "" {
+		w.key("modelVersion")
+		w.str(e.model)
+	}
+	if e.id != "" {
+		w.key("responseId")
+		w.str(e.id)
+	}
+	w.close('}')
+	return e.end()
 }
 
 func (e *gammaEncoder) part(p gammaPart) error {
 	if e.sig != "" {
 		p.ThoughtSignature, e.sig = e.st.sigToClient(e.sig), ""
 	}
-	return e.chunk([]gammaPart{p}, "", nil)
+	return e.chunk(&p, "", nil)
 }
 
 func (e *gammaEncoder) flushCall(c *gammaPendingCall) error {
@@ -197,11 +260,11 @@ func (e *gammaEncoder) emit(ev *event) error {
 		e.fin = ev.Finish
 	case evText:
 		if ev.Text != "" {
-			return e.part(gammaPart{Text: strp(ev.Text)})
+			return e.part(gammaPart{Text: &ev.Text})
 		}
 	case evThinking:
 		if ev.Text != "" {
-			return e.chunk([]gammaPart{{Text: strp(ev.Text), Thought: true}}, "", nil)
+			return e.chunk(&gammaPart{Text: &ev.Text, Thought: true}, "", nil)
 		}
 	case evSignature:
 		e.sig += ev.Text
@@ -238,7 +301,7 @@ func (e *gammaEncoder) finish() error {
 	if e.usage.Known {
 		u = toGammaUsage(e.usage)
 	}
-	if err := e.chunk([]gammaPart{p}, gammaFinishOut(e.fin), u); err != nil {
+	if err := e.chunk(&p, gammaFinishOut(e.fin), u); err != nil {
 		return err
 	}
 	if !e.sse {
@@ -253,7 +316,9 @@ func (e *gammaEncoder) fail(ae *apiError) error {
 	if err != nil {
 		return err
 	}
-	if err := e.frame(b); err != nil {
+	w := e.begin()
+	w.b = append(w.b, b...)
+	if err := e.end(); err != nil {
 		return err
 	}
 	if !e.sse {

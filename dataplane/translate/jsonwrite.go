@@ -54,6 +54,11 @@ func (w *jw) int(n int64) {
 	w.b = strconv.AppendInt(w.b, n, 10)
 }
 
+func (w *jw) null() {
+	w.sep()
+	w.b = append(w.b, "null"...)
+}
+
 func (w *jw) bool(v bool) {
 	w.sep()
 	w.b = strconv.AppendBool(w.b, v)

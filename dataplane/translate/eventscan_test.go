@@ -1,0 +1,128 @@
+package translate
+
+import (
+	"reflect"
+	"testing"
+)
+
+// eventScanSeeds are upstream events the fast paths read, and near variants that must go to the general
+// decoder (escapes, other case, duplicates, unknown members, nulls, invalid UTF-8, numbers out of shape).
+var eventScanSeeds = []string{
+	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"tok1 "}}`,
+	`{ "type" : "content_block_delta" , "index" : 3 , "delta" : { "type" : "thinking_delta" , "thinking" : "a\nb\"c\u00e9\ud83d\ude00" } }`,
+	`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"k\":"}}`,
+	`{"type":"content_block_delta","index":1,"delta":{"type":"signature_delta","signature":"s"}}`,
+	`{"type":"content_block_delta","Index":1,"delta":{"type":"text_delta","text":"x"}}`,
+	`{"type":"content_block_delta","index":1,"index":2,"delta":{"type":"text_delta","text":"x"}}`,
+	`{"type":"content_block_delta","index":01,"delta":{"type":"text_delta","text":"x"}}`,
+	`{"type":"content_block_delta","index":1.5,"delta":{"type":"text_delta","text":"x"}}`,
+	`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"\xff"}}`,
+	`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"\ud800"}}`,
+	`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":null}}`,
+	`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"x"}} x`,
+	`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"x"}`,
+	`{"type":"message_stop"}`,
+	`{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"tok ","logprobs":[],"obfuscation":"ab"}`,
+	`{"type":"response.function_call_arguments.delta","output_index":2,"delta":"{\"a\""}`,
+	`{"type":"response.reasoning_summary_text.delta","output_index":0,"summary_index":0,"delta":"r"}`,
+	`{"type":"response.output_text.delta","output_index":0,"delta":"x","logprobs":[{"token":"x"}]}`,
+	`{"type":"response.output_text.delta","output_index":0,"Delta":"x"}`,
+	`{"delta":"x","output_index":0}`,
+	`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1732752000,"model":"m","system_fingerprint":null,"service_tier":"default","choices":[{"index":0,"delta":{"role":"assistant","content":"tok "},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"x"}`,
+	`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"reasoning_content":"think","content":null,"refusal":"no"},"finish_reason":null}]}`,
+	`{"id":"chatcmpl-1","model":"m","choices":[{"index":1,"delta":{"content":"x"}}]}`,
+	`{"id":"chatcmpl-1","model":"m","choices":[{"index":0,"delta":{"content":"x"}},{"index":0,"delta":{"content":"y"}}]}`,
+	`{"id":"chatcmpl-1","model":"m","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}`,
+	`{"id":"chatcmpl-1","model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]}`,
+	`{"id":"chatcmpl-1","model":"m","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`,
+	`{"id":"chat\u0063mpl","model":"m","choices":[{"index":0,"delta":{"content":"x"}}]}`,
+	`{"error":{"message":"boom"}}`,
+	`{"candidates":[{"content":{"role":"model","parts":[{"text":"tok1 "}]},"index":0}],"usageMetadata":{"promptTokenCount":10,"totalTokenCount":10},"modelVersion":"g","responseId":"r"}`,
+	`{"candidates": [{"content": {"parts": [{"text": "think \"x\"", "thought": true}], "role": "model"}, "index": 0}], "usageMetadata": {"promptTokenCount": 3, "thoughtsTokenCount": 7, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 3}]}, "modelVersion": "g", "responseId": "r", "createTime": "2026-11-28T00:00:00Z"}`,
+	`{"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"index":0}],"usageMetadata":null}`,
+	`{"candidates":[{"content":{"role":"model","parts":[{"text":"x"}]},"finishReason":"STOP","index":0}]}`,
+	`{"candidates":[{"content":{"role":"model","parts":[{"text":"x"},{"text":"y"}]},"index":0}]}`,
+	`{"candidates":[{"content":{"role":"model","parts":[{"text":"x","thoughtSignature":"s"}]},"index":0}]}`,
+	`{"candidates":[{"content":{"role":"model","parts":[{"text":"x"}]},"index":0}],"usageMetadata":{"promptTokenCount":"x"}}`,
+	`{"candidates":[{"content":{"role":"model","parts":[{"text":"x"}]},"index":0}],"usageMetadata":{"promptTokenCount":1}}}`,
+	`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},"index":0}]}`,
+}
+
+type scanDecoder interface {
+	streamDecoder
+	fast(data []byte, out []event) ([]event, bool)
+	slow(data []byte, out []event) ([]event, error)
+}
+
+func (d *betaDecoder) fast(b []byte, o []event) ([]event, bool)   { return d.fastDelta(b, o) }
+func (d *betaDecoder) slow(b []byte, o []event) ([]event, error)  { return d.general(b, o) }
+func (d *respDecoder) fast(b []byte, o []event) ([]event, bool)   { return d.fastDelta(b, o) }
+func (d *respDecoder) slow(b []byte, o []event) ([]event, error)  { return d.general("", b, o) }
+func (d *chatDecoder) fast(b []byte, o []event) ([]event, bool)   { return d.fastChunk(b, o) }
+func (d *chatDecoder) slow(b []byte, o []event) ([]event, error)  { return d.general(b, o) }
+func (d *gammaDecoder) fast(b []byte, o []event) ([]event, bool)  { return d.fastChunk(b, o) }
+func (d *gammaDecoder) slow(b []byte, o []event) ([]event, error) { return d.general(b, o) }
+
+// checkEventScan: whenever a fast path reads an event, the general decoder reads the same events from it and
+// leaves the decoder in the same state. It reports whether the fast path read it.
+func checkEventScan(t *testing.T, data []byte) (fastRead bool) {
+	for _, mk := range []func() scanDecoder{
+		func() scanDecoder { return &betaDecoder{signed: map[int]bool{}} },
+		func() scanDecoder { return &respDecoder{argsSeen: map[int]bool{}, summary: map[int]int{}} },
+		func() scanDecoder { return &chatDecoder{} },
+		func() scanDecoder { return &gammaDecoder{cur: -1} },
+	} {
+		fd, sd := mk(), mk()
+		got, ok := fd.fast(append([]byte(nil), data...), nil)
+		if !ok {
+			continue
+		}
+		fastRead = true
+		want, err := sd.slow(append([]byte(nil), data...), nil)
+		if err != nil {
+			t.Fatalf("%T read %q fast, the general decoder fails: %v", fd, data, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%T %q:\nfast    %+v\ngeneral %+v", fd, data, got, want)
+		}
+		clearEv(fd)
+		clearEv(sd)
+		if !reflect.DeepEqual(fd, sd) {
+			t.Fatalf("%T %q: state after the fast path %+v, after the general decoder %+v", fd, data, fd, sd)
+		}
+	}
+	return fastRead
+}
+
+// clearEv forgets the reused event struct, which only the general decoder fills.
+func clearEv(d scanDecoder) {
+	switch d := d.(type) {
+	case *betaDecoder:
+		d.ev = betaStreamEvent{}
+	case *respDecoder:
+		d.ev = respStreamEvent{}
+	case *chatDecoder:
+		d.ev = chatChunk{}
+	case *gammaDecoder:
+		d.ev = gammaResponse{}
+	}
+}
+
+// TestEventScanMatchesDecoder: the fast paths read exactly the common delta shapes, with the general
+// decoder's results, and leave every variant to it.
+func TestEventScanMatchesDecoder(t *testing.T) {
+	fastOnes := map[int]bool{0: true, 1: true, 2: true, 14: true, 15: true, 16: true, 20: true, 21: true, 29: true, 30: true, 31: true}
+	for i, s := range eventScanSeeds {
+		if got := checkEventScan(t, []byte(s)); got != fastOnes[i] {
+			t.Errorf("seed %d %s: read by a fast path = %v, want %v", i, s, got, fastOnes[i])
+		}
+	}
+}
+
+// FuzzEventScan: for any event, a fast path either declines or agrees with the general decoder.
+func FuzzEventScan(f *testing.F) {
+	for _, s := range eventScanSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { checkEventScan(t, data) })
+}
