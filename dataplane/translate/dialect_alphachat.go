@@ -477,34 +477,12 @@ func (alphaChat) encodeRequest(r *request, model string, stream bool, st *reqSta
 		w.key("max_completion_tokens")
 		w.int(int64(*r.MaxTokens))
 	}
-	if r.Temperature != nil {
-		w.key("temperature")
-		w.float(*r.Temperature)
-	}
-	if r.TopP != nil {
-		w.key("top_p")
-		w.float(*r.TopP)
-	}
-	if len(r.Stop) > 0 {
-		w.key("stop")
-		w.open('[')
-		for _, s := range r.Stop {
-			w.str(s)
-		}
-		w.close(']')
-	}
-	if r.Seed != nil {
-		w.key("seed")
-		w.int(*r.Seed)
-	}
-	if r.PresencePenalty != nil {
-		w.key("presence_penalty")
-		w.float(*r.PresencePenalty)
-	}
-	if r.FrequencyPenalty != nil {
-		w.key("frequency_penalty")
-		w.float(*r.FrequencyPenalty)
-	}
+	w.optFloat("temperature", r.Temperature)
+	w.optFloat("top_p", r.TopP)
+	w.strList("stop", r.Stop)
+	w.optInt("seed", r.Seed)
+	w.optFloat("presence_penalty", r.PresencePenalty)
+	w.optFloat("frequency_penalty", r.FrequencyPenalty)
 	if rs := r.Reasoning; rs != nil && !rs.Disabled {
 		effort := rs.Effort
 		if effort == "" {

@@ -484,14 +484,8 @@ func (alphaResp) encodeRequest(r *request, model string, stream bool, st *reqSta
 		w.key("max_output_tokens")
 		w.int(int64(*r.MaxTokens))
 	}
-	if r.Temperature != nil {
-		w.key("temperature")
-		w.float(*r.Temperature)
-	}
-	if r.TopP != nil {
-		w.key("top_p")
-		w.float(*r.TopP)
-	}
+	w.optFloat("temperature", r.Temperature)
+	w.optFloat("top_p", r.TopP)
 	if rs := r.Reasoning; rs != nil && !rs.Disabled {
 		effort := rs.Effort
 		if effort == "" {

@@ -430,22 +430,12 @@ func (betaMsgs) encodeRequest(r *request, model string, stream bool, st *reqStat
 		w.key("temperature")
 		w.float(*temperature)
 	}
-	if r.TopP != nil {
-		w.key("top_p")
-		w.float(*r.TopP)
-	}
+	w.optFloat("top_p", r.TopP)
 	if topK != nil {
 		w.key("top_k")
 		w.int(int64(*topK))
 	}
-	if len(r.Stop) > 0 {
-		w.key("stop_sequences")
-		w.open('[')
-		for _, s := range r.Stop {
-			w.str(s)
-		}
-		w.close(']')
-	}
+	w.strList("stop_sequences", r.Stop)
 	if thinking != "" {
 		w.key("thinking")
 		w.open('{')

@@ -568,38 +568,16 @@ func gammaGenConfigOut(w *jw, r *request, st *reqState) {
 		w.key("maxOutputTokens")
 		w.int(int64(*r.MaxTokens))
 	}
-	if r.Temperature != nil {
-		w.key("temperature")
-		w.float(*r.Temperature)
-	}
-	if r.TopP != nil {
-		w.key("topP")
-		w.float(*r.TopP)
-	}
+	w.optFloat("temperature", r.Temperature)
+	w.optFloat("topP", r.TopP)
 	if r.TopK != nil {
 		w.key("topK")
 		w.int(int64(*r.TopK))
 	}
-	if len(r.Stop) > 0 {
-		w.key("stopSequences")
-		w.open('[')
-		for _, s := range r.Stop {
-			w.str(s)
-		}
-		w.close(']')
-	}
-	if r.Seed != nil {
-		w.key("seed")
-		w.int(*r.Seed)
-	}
-	if r.PresencePenalty != nil {
-		w.key("presencePenalty")
-		w.float(*r.PresencePenalty)
-	}
-	if r.FrequencyPenalty != nil {
-		w.key("frequencyPenalty")
-		w.float(*r.FrequencyPenalty)
-	}
+	w.strList("stopSequences", r.Stop)
+	w.optInt("seed", r.Seed)
+	w.optFloat("presencePenalty", r.PresencePenalty)
+	w.optFloat("frequencyPenalty", r.FrequencyPenalty)
 	if f := r.Format; f != nil {
 		w.key("responseMimeType")
 		w.str("application/json")

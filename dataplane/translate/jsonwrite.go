@@ -163,3 +163,32 @@ func compactText(r []byte) string {
 	}
 	return string(compactJSON(r))
 }
+
+// optFloat writes "k": *f when f is set (an optional request parameter).
+func (w *jw) optFloat(k string, f *float64) {
+	if f != nil {
+		w.key(k)
+		w.float(*f)
+	}
+}
+
+// optInt writes "k": *n when n is set.
+func (w *jw) optInt(k string, n *int64) {
+	if n != nil {
+		w.key(k)
+		w.int(*n)
+	}
+}
+
+// strList writes "k": [s…] when ss is not empty.
+func (w *jw) strList(k string, ss []string) {
+	if len(ss) == 0 {
+		return
+	}
+	w.key(k)
+	w.open('[')
+	for _, s := range ss {
+		w.str(s)
+	}
+	w.close(']')
+}
