@@ -290,19 +290,29 @@ func (s *Service) ListUsers(ctx context.Context, q TenantQuery) (Page[store.User
 	return page(us, f.Limit, func(u store.User) int64 { return u.ID }), nil
 }
 
+// tenantUpdateChecks are the checks every tenant update shares: the body's id (if any) is the path's,
+// the org (if given) is the current one — tenants never move between orgs, their spend history stays —
+// and the name is set. curOrg 0 skips the org check (an org itself).
+func tenantUpdateChecks(what string, id, bodyID, bodyOrg, curOrg int64, name string) []Detail {
+	var details []Detail
+	if bodyID != 0 && bodyID != id {
+		details = append(details, field("id", "body id %d does not match path id %d", bodyID, id))
+	}
+	if curOrg != 0 && bodyOrg != 0 && bodyOrg != curOrg {
+		details = append(details, field("org_id", "a %s cannot move to another org (%s %d is in org %d)", what, what, id, curOrg))
+	}
+	if name == "" {
+		details = append(details, field("name", "required"))
+	}
+	return details
+}
+
 // UpdateOrg renames org id.
 func (s *Service) UpdateOrg(ctx context.Context, id int64, in store.Org) (store.Org, error) {
 	if err := checkID(id, "id"); err != nil {
 		return store.Org{}, err
 	}
-	var details []Detail
-	if in.ID != 0 && in.ID != id {
-		details = append(details, field("id", "body id %d does not match path id %d", in.ID, id))
-	}
-	if in.Name == "" {
-		details = append(details, field("name", "required"))
-	}
-	if details != nil {
+	if details := tenantUpdateChecks("org", id, in.ID, 0, 0, in.Name); details != nil {
 		return store.Org{}, invalidFields("invalid org", details...)
 	}
 	in.ID = id
@@ -321,17 +331,7 @@ func (s *Service) UpdateTeam(ctx context.Context, id int64, in store.Team) (stor
 		if err != nil {
 			return err
 		}
-		var details []Detail
-		if in.ID != 0 && in.ID != id {
-			details = append(details, field("id", "body id %d does not match path id %d", in.ID, id))
-		}
-		if in.OrgID != 0 && in.OrgID != cur.OrgID {
-			details = append(details, field("org_id", "a team cannot move to another org (team %d is in org %d)", id, cur.OrgID))
-		}
-		if in.Name == "" {
-			details = append(details, field("name", "required"))
-		}
-		if details != nil {
+		if details := tenantUpdateChecks("team", id, in.ID, in.OrgID, cur.OrgID, in.Name); details != nil {
 			return invalidFields("invalid team", details...)
 		}
 		in.ID = id
@@ -353,18 +353,9 @@ func (s *Service) UpdateUser(ctx context.Context, id int64, in store.User) (stor
 		if err != nil {
 			return err
 		}
-		var details []Detail
-		if in.ID != 0 && in.ID != id {
-			details = append(details, field("id", "body id %d does not match path id %d", in.ID, id))
-		}
-		if in.OrgID != 0 && in.OrgID != cur.OrgID {
-			details = append(details, field("org_id", "a user cannot move to another org (user %d is in org %d)", id, cur.OrgID))
-		}
+		details := tenantUpdateChecks("user", id, in.ID, in.OrgID, cur.OrgID, in.Name)
 		if in.TeamID != nil && *in.TeamID <= 0 {
 			details = append(details, field("team_id", "must be a positive team id or null, got %d", *in.TeamID))
-		}
-		if in.Name == "" {
-			details = append(details, field("name", "required"))
 		}
 		if details != nil {
 			return invalidFields("invalid user", details...)
