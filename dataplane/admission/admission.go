@@ -467,7 +467,8 @@ func (a *Admitter) resolve(snap *snapshot.Compiled, req Request, now time.Time) 
 		scopes = append(scopes, s)
 	}
 	if k := snap.KeyByID(req.KeyID); k != nil {
-		for _, sc := range ownerScopes(k) {
+		refs, n := keyScopes(k)
+		for _, sc := range refs[:n-1] {
 			if q, ok := snap.Quota(sc.Scope, sc.ID); ok && (q.RPMLimit > 0 || q.TPMLimit > 0) {
 				limiters = append(limiters, limiter{Scope: sc.Scope, ID: sc.ID, rpm: q.RPMLimit, tpm: q.TPMLimit})
 			}
@@ -476,14 +477,19 @@ func (a *Admitter) resolve(snap *snapshot.Compiled, req Request, now time.Time) 
 	return scopes, limiters
 }
 
-// ownerScopes are the org, team (when the key's user has one) and user of a key.
-func ownerScopes(k *snapshot.APIKey) []ScopeRef {
-	out := make([]ScopeRef, 0, 3)
-	out = append(out, ScopeRef{Scope: vocab.ScopeOrg, ID: k.OrgID})
+// keyScopes are the scopes a key's spend counts in: its org, team (when the key's user has one), user —
+// the owners, refs[:n-1] — and the key itself, refs[n-1]. An array, not a slice: this runs on every
+// request and allocates nothing.
+func keyScopes(k *snapshot.APIKey) (refs [4]ScopeRef, n int) {
+	refs[n] = ScopeRef{Scope: vocab.ScopeOrg, ID: k.OrgID}
+	n++
 	if k.TeamID > 0 {
-		out = append(out, ScopeRef{Scope: vocab.ScopeTeam, ID: k.TeamID})
+		refs[n] = ScopeRef{Scope: vocab.ScopeTeam, ID: k.TeamID}
+		n++
 	}
-	return append(out, ScopeRef{Scope: vocab.ScopeUser, ID: k.UserID})
+	refs[n] = ScopeRef{Scope: vocab.ScopeUser, ID: k.UserID}
+	refs[n+1] = ScopeRef{Scope: vocab.ScopeKey, ID: k.ID}
+	return refs, n + 2
 }
 
 // QuotaScopes appends to dst the quota-bearing scopes of a billable request by key: its org, team, user
@@ -494,7 +500,8 @@ func QuotaScopes(snap *snapshot.Compiled, k *snapshot.APIKey, dst []ScopeQuota) 
 	if snap == nil || k == nil {
 		return dst
 	}
-	for _, sc := range append(ownerScopes(k), ScopeRef{Scope: vocab.ScopeKey, ID: k.ID}) {
+	refs, n := keyScopes(k)
+	for _, sc := range refs[:n] {
 		if q, ok := snap.Quota(sc.Scope, sc.ID); ok && !q.Unlimited && sc.ID > 0 {
 			dst = append(dst, ScopeQuota{Scope: sc.Scope, ID: sc.ID, LimitMicros: q.LimitMicros, SnapshotUsedMicros: q.UsedMicros,
 				SnapshotEpoch: q.Epoch})
@@ -509,7 +516,8 @@ func ScopeRateLimited(snap *snapshot.Compiled, k *snapshot.APIKey) bool {
 	if snap == nil || k == nil {
 		return false
 	}
-	for _, sc := range ownerScopes(k) {
+	refs, n := keyScopes(k)
+	for _, sc := range refs[:n-1] {
 		if q, ok := snap.Quota(sc.Scope, sc.ID); ok && (q.RPMLimit > 0 || q.TPMLimit > 0) {
 			return true
 		}
