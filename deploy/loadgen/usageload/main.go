@@ -280,6 +280,9 @@ func ingest(ctx context.Context, pool *pgxpool.Pool, batches int, now time.Time)
 	if _, err := pool.Exec(ctx, `DELETE FROM usages WHERE created_at >= $1 AND request_id LIKE $2`, from, "ing-"+run+"-%"); err != nil {
 		return fmt.Errorf("delete the ingested rows: %w", err)
 	}
+	if _, err := pool.Exec(ctx, `VACUUM ANALYZE `+pgx.Identifier{"usages_" + from.Format("2006_01")}.Sanitize()); err != nil {
+		return fmt.Errorf("vacuum the current partition: %w", err)
+	}
 	return nil
 }
 
