@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"sync"
@@ -486,4 +487,54 @@ func databaseBefore(t *testing.T, version int) *pgxpool.Pool {
 		}
 	}
 	return pool
+}
+
+// A batch whose row is routed to the default partition while maintenance creates that row's month (and so
+// changes the default partition's bounds under it) is not refused as bad data — a refused batch would be
+// dead-lettered by the data plane —: SettleUsages runs it again and the row lands in the new partition.
+func TestSettleRacingPartitionCreationIsRetryable(t *testing.T) {
+	t.Parallel()
+	db := storetest.New(t)
+	ctx := context.Background()
+	month := time.Date(2033, 3, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := store.SettleUsages(ctx, db.Pool, []store.UsageRow{partRow("early", 1, 1, "1", month.Add(time.Hour))}); err != nil {
+		t.Fatal(err)
+	}
+	// Maintenance, held open mid-transaction: it has moved "early" and holds the default partition.
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT usages_ensure_partition($1)`, month); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := store.SettleUsages(ctx, db.Pool, []store.UsageRow{partRow("racing", 1, 1, "1", month.Add(2*time.Hour))})
+		done <- err
+	}()
+	// Let the settlement reach the default partition's lock, then commit the maintenance.
+	for {
+		var waiting bool
+		if err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+			WHERE c.relname = 'usages_default' AND NOT l.granted)`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("racing settlement failed (refused as bad data: %v): %v", errors.Is(err, store.ErrConstraint), err)
+	}
+	for _, id := range []string{"early", "racing"} {
+		if p := partitionOf(t, db.Pool, id); fmt.Sprint(p) != "[usages_2033_03]" {
+			t.Errorf("%s in %v, want usages_2033_03", id, p)
+		}
+	}
 }

@@ -2,11 +2,14 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tollgate/tollgate/shared/period"
 )
@@ -129,8 +132,26 @@ func compareScope(a, b scopeKey) int {
 // Only scopes with a quotas row accumulate spend; a scope without one is not quota-bearing and the
 // row is not created. Updating cost_used alone does not bump the config revision (migration 0001).
 // Rows repeating a request_id within the batch are stored once (the first wins).
+//
+// A batch can meet partition maintenance: a row routed to the default partition while the month it belongs
+// to gets its own partition (usages_ensure_partition) fails the partition check once the maintenance
+// commits. That is not bad data, so the batch is run again (it then routes to the new partition) and, should
+// it meet another such change, fails as a transient error rather than as ErrConstraint.
 func SettleUsages(ctx context.Context, db TxBeginner, rows []UsageRow) (SettleResult, error) {
-	return settleUsages(ctx, db, rows)
+	res, err := settleUsages(ctx, db, rows)
+	for try := 0; try < 2 && partitionMoved(err); try++ {
+		res, err = settleUsages(ctx, db, rows)
+	}
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && partitionMoved(err) {
+		return res, fmt.Errorf("settle: the partitions of usages changed during the batch, retry: %w", pgErr)
+	}
+	return res, err
+}
+
+// partitionMoved reports a row that failed its partition's bounds: the partitions changed under the insert.
+func partitionMoved(err error) bool {
+	pgErr, ok := errors.AsType[*pgconn.PgError](err)
+	return ok && pgErr.Code == "23514" && pgErr.ConstraintName == "" && strings.Contains(pgErr.Message, "partition constraint")
 }
 
 func settleUsages(ctx context.Context, b TxBeginner, rows []UsageRow) (SettleResult, error) {
