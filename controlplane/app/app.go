@@ -34,6 +34,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/config"
 	"github.com/tollgate/tollgate/controlplane/console"
 	"github.com/tollgate/tollgate/controlplane/dptoken"
+	"github.com/tollgate/tollgate/controlplane/partition"
 	"github.com/tollgate/tollgate/controlplane/pricesched"
 	"github.com/tollgate/tollgate/controlplane/secret"
 	"github.com/tollgate/tollgate/controlplane/settlement"
@@ -136,6 +137,8 @@ type Server struct {
 	PriceSchedule *pricesched.Applier
 	// Alerts evaluates budget thresholds and delivers their webhooks (run by Run).
 	Alerts *alert.Runner
+	// Partitions creates the usages month partitions ahead and applies the usage retention (run by Run).
+	Partitions *partition.Maintainer
 	// DataPlanes checks data-plane tokens on Watch and Settle; its revocation listener (run by Run)
 	// closes the Watch streams of revoked tokens.
 	DataPlanes *dptoken.Checker
@@ -257,6 +260,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	adminSvc.SetDataPlanes(s.Watch.DataPlanes) // data-plane freshness in GET /admin/snapshot-status
 	s.PriceSchedule = &pricesched.Applier{DB: pool, Q: pool, Log: log}
 	s.Alerts = alert.New(pool, adminBox, log, alert.Options{})
+	s.Partitions = &partition.Maintainer{DB: pool, Log: log, RetentionMonths: cfg.UsageRetentionMonths}
 	s.drain = process.NewDrain(cfg.DrainDelay)
 	process.HealthHandlers(s.Mux, s.drain.Ready(func(ctx context.Context) (map[string]any, error) {
 		if err := pool.Ping(ctx); err != nil {
@@ -380,6 +384,13 @@ func (s *Server) Run(ctx context.Context) error {
 		Serve: func() error { return s.Alerts.Run(alertCtx) },
 		Stop:  func(context.Context) error { stopAlerts(); return nil },
 	}
+	partCtx, stopPart := context.WithCancel(ctx)
+	defer stopPart()
+	partitions := process.Server{
+		Name:  "usages-partitions",
+		Serve: func() error { return s.Partitions.Run(partCtx) },
+		Stop:  func(context.Context) error { stopPart(); return nil },
+	}
 	revokeCtx, stopRevoke := context.WithCancel(ctx)
 	defer stopRevoke()
 	revocations := process.Server{
@@ -389,7 +400,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	// grpc first: its Drain (health NOT_SERVING) runs before the drain's wait, its Stop ends Watch streams.
 	servers := []process.Server{grpcSrv, s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.httpLn),
-		snapshots, priceSchedule, alerts, revocations}
+		snapshots, priceSchedule, alerts, partitions, revocations}
 	if m := s.MetricsServer; m != nil {
 		servers = append(servers, process.HTTPServer("metrics", m.Server, m.Listener))
 		s.Log.Info("metrics listening", "addr", m.Addr())

@@ -51,6 +51,10 @@ type Config struct {
 	// MetricsAddr, when set, serves /metrics on its own listener instead of the admin HTTP port
 	// (docs/observability.md).
 	MetricsAddr string
+	// UsageRetentionMonths keeps usage rows for this many whole months before the current one and drops
+	// older month partitions of usages; 0 keeps them forever (docs/operations.md, "Usages partitions and
+	// retention").
+	UsageRetentionMonths int
 }
 
 // Load parses args (without the program and subcommand names) with getenv as the fallback for every
@@ -89,6 +93,9 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		"largest plausible total of tokens of one request; a report beyond it is stored flagged and uncharged (TOLLGATE_SETTLE_MAX_REQUEST_TOKENS)")
 	fs.StringVar(&maxCost, "settle-max-request-cost", env("TOLLGATE_SETTLE_MAX_REQUEST_COST", pricing.FormatMicros(pricing.DefaultBounds.MaxRequestCostMicros)),
 		"largest plausible cost of one request, decimal dollars; a cost beyond it is stored flagged and uncharged (TOLLGATE_SETTLE_MAX_REQUEST_COST)")
+	var retention string
+	fs.StringVar(&retention, "usage-retention-months", env("TOLLGATE_USAGE_RETENTION_MONTHS", "0"),
+		"keep usage rows this many whole months before the current one, dropping older month partitions; 0 keeps them forever (TOLLGATE_USAGE_RETENTION_MONTHS)")
 	fs.BoolVar(&c.NoMigrate, "no-migrate", env("TOLLGATE_NO_MIGRATE", "") == "true", "do not apply migrations at start (TOLLGATE_NO_MIGRATE=true)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
@@ -105,6 +112,9 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		return Config{}, fmt.Errorf("TOLLGATE_SETTLE_MAX_REQUEST_TOKENS / TOLLGATE_SETTLE_MAX_REQUEST_COST: %w", err)
 	}
 	c.SettleBounds = b
+	if c.UsageRetentionMonths, err = strconv.Atoi(retention); err != nil {
+		return Config{}, fmt.Errorf("TOLLGATE_USAGE_RETENTION_MONTHS (-usage-retention-months): want an integer, got %q", retention)
+	}
 	if secret != "" {
 		key, err := ParseSecretKey(secret)
 		if err != nil {
@@ -133,6 +143,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		errs = append(errs, fmt.Errorf("TOLLGATE_DATABASE_URL (-database-url): want a postgres:// URL, got %q", c.DatabaseURL))
+	}
+	if c.UsageRetentionMonths < 0 {
+		errs = append(errs, fmt.Errorf("TOLLGATE_USAGE_RETENTION_MONTHS (-usage-retention-months): want 0 (keep forever) or more months, got %d", c.UsageRetentionMonths))
 	}
 	if c.AdminToken == "" {
 		errs = append(errs, errors.New("TOLLGATE_ADMIN_TOKEN (-admin-token): required"))

@@ -111,3 +111,28 @@ func TestDrainDelaySetting(t *testing.T) {
 		t.Fatalf("negative drain delay: %v, want an error naming TOLLGATE_DRAIN_DELAY", err)
 	}
 }
+
+// TOLLGATE_USAGE_RETENTION_MONTHS: 0 (keep forever) by default, a count of months from the environment or
+// the flag, refused by name when negative or not an integer.
+func TestUsageRetentionSetting(t *testing.T) {
+	c, err := Load(nil, envOf(goodEnv), io.Discard)
+	if err != nil || c.UsageRetentionMonths != 0 {
+		t.Fatalf("default retention = %d, %v; want 0 (forever)", c.UsageRetentionMonths, err)
+	}
+	env := map[string]string{"TOLLGATE_USAGE_RETENTION_MONTHS": "13"}
+	for k, v := range goodEnv {
+		env[k] = v
+	}
+	if c, err = Load(nil, envOf(env), io.Discard); err != nil || c.UsageRetentionMonths != 13 {
+		t.Errorf("retention from env = %d, %v; want 13", c.UsageRetentionMonths, err)
+	}
+	if c, err = Load([]string{"-usage-retention-months", "2"}, envOf(env), io.Discard); err != nil || c.UsageRetentionMonths != 2 {
+		t.Errorf("retention from the flag = %d, %v; want 2", c.UsageRetentionMonths, err)
+	}
+	for _, bad := range []string{"-1", "six", "1.5"} {
+		env["TOLLGATE_USAGE_RETENTION_MONTHS"] = bad
+		if _, err := Load(nil, envOf(env), io.Discard); err == nil || !strings.Contains(err.Error(), "TOLLGATE_USAGE_RETENTION_MONTHS") {
+			t.Errorf("retention %q: err = %v, want one naming TOLLGATE_USAGE_RETENTION_MONTHS", bad, err)
+		}
+	}
+}

@@ -25,12 +25,16 @@ import (
 
 const token = "test-dp-token-0123456789"
 
+// recordTime is every test record's created_at: a data plane sends a record, and redelivers it, with the
+// created_at of the request's arrival, so a test building the "same" record twice must give it the same one.
+var recordTime = time.Now()
+
 func record(id string, org, team, user int64, cost string) *settlementv1.SettlementRecord {
 	r := &settlementv1.SettlementRecord{
 		RequestId: id, ApiKeyId: 1, UserId: user, OrgId: org, ProviderId: 1, LogicalModel: "m", UpstreamModel: "m-1",
 		Operation: "generate_content", InboundKind: "alpha_chat_completions", Implementation: "passthrough",
 		Tokens: &settlementv1.TokenCounts{Input: 10, Output: 5}, Cost: cost, Source: "upstream", EndState: "completed",
-		HttpStatus: 200, CreatedAt: timestamppb.Now(),
+		HttpStatus: 200, CreatedAt: timestamppb.New(recordTime),
 	}
 	if team != 0 {
 		r.TeamId = &team

@@ -2,11 +2,14 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tollgate/tollgate/shared/period"
 )
@@ -61,9 +64,6 @@ type UsageRow struct {
 func (r *UsageRow) periodTime() time.Time {
 	if r.AdmittedAt != nil && !r.AdmittedAt.IsZero() {
 		return *r.AdmittedAt
-	}
-	if r.CreatedAt.IsZero() {
-		return time.Now()
 	}
 	return r.CreatedAt
 }
@@ -121,7 +121,9 @@ func compareScope(a, b scopeKey) int {
 //  1. it locks the quota rows of every scope (org, team, user, key) the batch names, in (scope, scope_id)
 //     order, so concurrent batches never deadlock on quotas;
 //  2. inserts the usages rows (ordered by request_id, one statement over unnest arrays) with
-//     ON CONFLICT (request_id) DO NOTHING, returning the rows actually inserted;
+//     ON CONFLICT (request_id, created_at) DO NOTHING, returning the rows actually inserted — usages is
+//     partitioned by created_at (migration 0013), a record carries the created_at it was first sent with, and
+//     a row without one takes its stored row's (resolveCreatedAt);
 //  3. increments quotas.cost_used (exact numeric) of each scope by the summed cost of the rows it
 //     inserted — a row already stored adds nothing — and, for a periodic quota, the spend and request
 //     count of the period each row was admitted in (quota_periods, created on first use);
@@ -130,8 +132,26 @@ func compareScope(a, b scopeKey) int {
 // Only scopes with a quotas row accumulate spend; a scope without one is not quota-bearing and the
 // row is not created. Updating cost_used alone does not bump the config revision (migration 0001).
 // Rows repeating a request_id within the batch are stored once (the first wins).
+//
+// A batch can meet partition maintenance: a row routed to the default partition while the month it belongs
+// to gets its own partition (usages_ensure_partition) fails the partition check once the maintenance
+// commits. That is not bad data, so the batch is run again (it then routes to the new partition) and, should
+// it meet another such change, fails as a transient error rather than as ErrConstraint.
 func SettleUsages(ctx context.Context, db TxBeginner, rows []UsageRow) (SettleResult, error) {
-	return settleUsages(ctx, db, rows)
+	res, err := settleUsages(ctx, db, rows)
+	for try := 0; try < 2 && partitionMoved(err); try++ {
+		res, err = settleUsages(ctx, db, rows)
+	}
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && partitionMoved(err) {
+		return res, fmt.Errorf("settle: the partitions of usages changed during the batch, retry: %w", pgErr)
+	}
+	return res, err
+}
+
+// partitionMoved reports a row that failed its partition's bounds: the partitions changed under the insert.
+func partitionMoved(err error) bool {
+	pgErr, ok := errors.AsType[*pgconn.PgError](err)
+	return ok && pgErr.Code == "23514" && pgErr.ConstraintName == "" && strings.Contains(pgErr.Message, "partition constraint")
 }
 
 func settleUsages(ctx context.Context, b TxBeginner, rows []UsageRow) (SettleResult, error) {
@@ -179,6 +199,9 @@ func settleUsages(ctx context.Context, b TxBeginner, rows []UsageRow) (SettleRes
 
 	quotas, err := lockQuotas(ctx, tx, scopes)
 	if err != nil {
+		return res, err
+	}
+	if err := resolveCreatedAt(ctx, tx, uniq, time.Now().Truncate(time.Microsecond)); err != nil {
 		return res, err
 	}
 	inserted, err := insertUsages(ctx, tx, uniq)
@@ -322,6 +345,65 @@ type insertedRow struct {
 	at        time.Time // decides the budget period
 }
 
+// createdAtLockClass is the first key of the advisory locks resolveCreatedAt takes on request ids ("usag").
+const createdAtLockClass = 0x75736167
+
+// resolveCreatedAt gives the rows without created_at one, in place (rows are copies owned by the batch):
+// usages is unique by (request_id, created_at) — the partition key must be part of every unique index
+// (migration 0013) — so a record redelivered without created_at must take the created_at its first
+// delivery was stored with, or it would be stored twice. Under a transaction-level advisory lock per
+// request id (taken in hash order, after the quota locks, so concurrent batches queue instead of
+// deadlocking), it reads the stored row of each such request id and reuses its created_at; a request id not
+// stored yet gets now. The lock is held to commit, so a concurrent batch with the same record waits and then
+// finds this one's row. Records always carry created_at (the data plane sets it when the request arrives):
+// this path costs nothing for them.
+func resolveCreatedAt(ctx context.Context, tx pgx.Tx, rows []*UsageRow, now time.Time) error {
+	var ids []string
+	for _, r := range rows {
+		if r.CreatedAt.IsZero() {
+			ids = append(ids, r.RequestID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($2, h)
+		  FROM (SELECT DISTINCT hashtext(id) AS h FROM unnest($1::text[]) AS id ORDER BY h) s`, ids, int32(createdAtLockClass)); err != nil {
+		return fmt.Errorf("settle: lock request ids without created_at: %w", interpretError(err))
+	}
+	stored := make(map[string]time.Time, len(ids))
+	rs, err := tx.Query(ctx, `SELECT DISTINCT ON (request_id) request_id, created_at FROM usages
+		WHERE request_id = ANY($1) ORDER BY request_id, created_at`, ids)
+	if err != nil {
+		return fmt.Errorf("settle: read stored created_at: %w", interpretError(err))
+	}
+	for rs.Next() {
+		var id string
+		var at time.Time
+		if err := rs.Scan(&id, &at); err != nil {
+			rs.Close()
+			return fmt.Errorf("settle: read stored created_at: %w", interpretError(err))
+		}
+		stored[id] = at
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return fmt.Errorf("settle: read stored created_at: %w", interpretError(err))
+	}
+	for i, r := range rows {
+		if !r.CreatedAt.IsZero() {
+			continue
+		}
+		c := *r
+		c.CreatedAt = now
+		if at, ok := stored[r.RequestID]; ok {
+			c.CreatedAt = at
+		}
+		rows[i] = &c
+	}
+	return nil
+}
+
 // insertUsages inserts rows with one statement over unnest arrays and returns those actually inserted.
 func insertUsages(ctx context.Context, tx pgx.Tx, rows []*UsageRow) ([]insertedRow, error) {
 	n := len(rows)
@@ -352,9 +434,6 @@ func insertUsages(ctx context.Context, tx pgx.Tx, rows []*UsageRow) ([]insertedR
 		flag[i], flagDetail[i] = r.BillingFlag, r.FlagDetail
 		ruleVersion[i] = r.PriceRuleVersion
 		admitted[i] = r.AdmittedAt
-		if created[i].IsZero() {
-			created[i] = time.Now()
-		}
 	}
 	res, err := tx.Query(ctx, `
 		INSERT INTO usages (request_id, api_key_id, user_id, team_id, org_id, route_id, provider_id, credential_id,
@@ -369,7 +448,7 @@ func insertUsages(ctx context.Context, tx pgx.Tx, rows []*UsageRow) ([]insertedR
 		    $22::text[], $23::text[], $24::bigint[], $25::bigint[], $26::numeric[], $27::text[], $28::text[],
 		    $29::integer[], $30::bigint[], $31::bigint[], $32::timestamptz[], $33::text[], $34::text[], $35::integer[], $36::timestamptz[])
 		 ORDER BY 1
-		ON CONFLICT (request_id) DO NOTHING
+		ON CONFLICT (request_id, created_at) DO NOTHING
 		RETURNING request_id, cost::text`,
 		requestID, apiKey, user, team, org, route, provider, credential,
 		logical, upstream, op, inKind, impl, destKind,

@@ -85,7 +85,8 @@ func TestSchemaEnforcesSpec(t *testing.T) {
 		}
 	})
 	t.Run("usage request id unique", func(t *testing.T) {
-		ins := `INSERT INTO usages (request_id, operation, inbound_kind, cost, source, end_state, created_at) VALUES ('req-1', 'rerank', 'alpha', 0.5, 'upstream', 'completed', now())`
+		// Unique with created_at, the partition key (migration 0013): a redelivered record carries its created_at.
+		ins := `INSERT INTO usages (request_id, operation, inbound_kind, cost, source, end_state, created_at) VALUES ('req-1', 'rerank', 'alpha', 0.5, 'upstream', 'completed', '2026-01-02 03:04:05+00')`
 		if err := exec(ins); err != nil {
 			t.Fatal(err)
 		}
