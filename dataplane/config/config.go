@@ -30,6 +30,10 @@ type Config struct {
 	// RedisKeyPrefix namespaces every Redis key this process writes (empty in production; tests set a
 	// unique prefix so parallel tests share one server safely).
 	RedisKeyPrefix string
+	// RedisShards is the number of shards the organisations' Redis keys and outbox streams are spread
+	// over, each under its own hash tag (admission.Shards; docs/operations.md, "Redis Cluster"): default
+	// 16 with RedisCluster, 1 (untagged key names) otherwise. Every data plane must use the same number.
+	RedisShards int
 	HTTPAddr       string
 	CPEndpoints    []string
 	DPToken        string
@@ -85,7 +89,7 @@ type Config struct {
 // Load parses args with getenv as the fallback for every setting, then validates.
 func Load(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	var c Config
-	var endpoints, maxBody, sample string
+	var endpoints, maxBody, sample, shards string
 	fs := flag.NewFlagSet("dataplane", flag.ContinueOnError)
 	fs.SetOutput(out)
 	env := func(name, def string) string {
@@ -98,6 +102,8 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&c.RedisURL, "redis-url", env("TOLLGATE_REDIS_URL", "redis://localhost:6379/0"), "Redis URL (TOLLGATE_REDIS_URL)")
 	fs.BoolVar(&c.RedisCluster, "redis-cluster", env("TOLLGATE_REDIS_CLUSTER", "") == "true", "TOLLGATE_REDIS_URL names Redis Cluster nodes: redis://host1:port1?addr=host2:port2 (TOLLGATE_REDIS_CLUSTER=true)")
 	fs.StringVar(&c.RedisKeyPrefix, "redis-key-prefix", env("TOLLGATE_REDIS_KEY_PREFIX", ""), "prefix of every Redis key (TOLLGATE_REDIS_KEY_PREFIX)")
+	fs.StringVar(&shards, "redis-shards", env("TOLLGATE_REDIS_SHARDS", ""),
+		"shards of the Redis keys, each under its own hash tag; default 16 in cluster mode, else 1 (TOLLGATE_REDIS_SHARDS)")
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("TOLLGATE_DP_HTTP_ADDR", ":8080"), "client API listen address (TOLLGATE_DP_HTTP_ADDR)")
 	fs.StringVar(&endpoints, "cp-endpoints", env("TOLLGATE_CP_ENDPOINTS", "localhost:9090"), "comma-separated control-plane gRPC addresses (TOLLGATE_CP_ENDPOINTS)")
 	fs.StringVar(&c.DPToken, "dp-token", env("TOLLGATE_DP_TOKEN", ""), "token presented to the control plane (TOLLGATE_DP_TOKEN)")
@@ -143,15 +149,32 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		return Config{}, fmt.Errorf("TOLLGATE_MAX_BODY_BYTES (-max-body-bytes): %w", err)
 	}
 	c.MaxBodyBytes = n
+	switch {
+	case shards != "":
+		if c.RedisShards, err = strconv.Atoi(shards); err != nil {
+			return Config{}, fmt.Errorf("TOLLGATE_REDIS_SHARDS (-redis-shards): %w", err)
+		}
+	case c.RedisCluster:
+		c.RedisShards = DefaultClusterShards
+	default:
+		c.RedisShards = 1
+	}
 	if c.RequestLogSample, err = strconv.ParseFloat(sample, 64); err != nil {
 		return Config{}, fmt.Errorf("TOLLGATE_REQUEST_LOG_SAMPLE (-request-log-sample): %w", err)
 	}
 	return c, c.Validate()
 }
 
+// DefaultClusterShards is RedisShards' default in cluster mode: enough to spread the load of many
+// organisations over up to 16 masters.
+const DefaultClusterShards = 16
+
 // Validate checks every setting and names the one at fault.
 func (c Config) Validate() error {
 	var errs []error
+	if c.RedisShards < 1 || c.RedisShards > admission.MaxShards {
+		errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_SHARDS (-redis-shards): want 1 to %d, got %d", admission.MaxShards, c.RedisShards))
+	}
 	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
 		errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_URL (-redis-url): want a redis:// URL, got %q", c.RedisURL))
 	} else if c.RedisCluster {

@@ -160,7 +160,7 @@ func outcomeRecord(id string, org, team, user int64, costMicros int64, end vocab
 func waitDrained(t testing.TB, rdb *redis.Client, prefix string, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	stream := settle.Streams{Prefix: prefix}.Outbox()
+	stream := settle.Streams{Prefix: prefix}.Outbox("")
 	for {
 		n, err := rdb.XLen(context.Background(), stream).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
