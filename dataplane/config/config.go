@@ -34,10 +34,10 @@ type Config struct {
 	// over, each under its own hash tag (admission.Shards; docs/operations.md, "Redis Cluster"): default
 	// 16 with RedisCluster, 1 (untagged key names) otherwise. Every data plane must use the same number.
 	RedisShards int
-	HTTPAddr       string
-	CPEndpoints    []string
-	DPToken        string
-	NodeID         string
+	HTTPAddr    string
+	CPEndpoints []string
+	DPToken     string
+	NodeID      string
 	// CPCAFile enables TLS to the control plane, trusting this CA bundle.
 	CPCAFile string
 	// CPClientCert and CPClientKey are the client certificate presented to a control plane that requires
