@@ -2,7 +2,8 @@
 // and token rate limits, and quota admission — reserving the request's estimated cost as pending
 // micro-dollars on every quota-bearing scope (org, team, user), all or nothing, in a single Lua round
 // trip. It also owns the Redis key layout of pending holds (qp:), the cost_used mirror (qu:) and the rate
-// windows, which the settlement forwarder uses to refund holds and refresh the mirror.
+// windows, which the settlement forwarder uses to refund holds and refresh the mirror, and its sharding by
+// organisation under hash tags (Shards; Redis Cluster).
 //
 // Admission math (docs/settlement.md): a request with estimate e is admitted on scope s only when
 //

@@ -859,7 +859,7 @@ func (f *Forwarder) mirrors(entries []entry, resp *settlementv1.SettleResponse) 
 // deadLetter copies an entry to the dead-letter stream with the reason, then acknowledges it (refunding
 // its hold if it could be decoded).
 func (f *Forwarder) deadLetter(ctx context.Context, e entry, values map[string]any, reason error) error {
-	dv := []any{"reason", reason.Error(), "id", e.id, "node", f.opts.NodeID}
+	dv := []any{"reason", reason.Error(), "id", e.id, "tag", e.hold.Tag, "node", f.opts.NodeID}
 	for k, v := range values {
 		dv = append(dv, "f_"+k, v)
 	}
@@ -877,7 +877,7 @@ func (f *Forwarder) deadLetterEntry(ctx context.Context, e entry, reason error) 
 	if err != nil {
 		return err
 	}
-	dv := []any{"reason", reason.Error(), "id", e.id, "node", f.opts.NodeID, "f_" + fieldRecord, b, "f_" + fieldHold, admission.EncodeHold(e.hold)}
+	dv := []any{"reason", reason.Error(), "id", e.id, "tag", e.hold.Tag, "node", f.opts.NodeID, "f_" + fieldRecord, b, "f_" + fieldHold, admission.EncodeHold(e.hold)}
 	if err := f.deadXAdd(ctx, dv); err != nil {
 		return fmt.Errorf("dead-letter outbox entry %s: %w", e.id, err)
 	}
