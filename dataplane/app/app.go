@@ -225,13 +225,24 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 // that, by RedisTimeout (dial, read, write, pool wait), so a Redis that hangs holds no caller longer;
 // concurrent requests' admission scripts and outbox appends share pipelines (docs/dataplane.md). With
 // RedisCluster it is a cluster client (TOLLGATE_REDIS_URL in go-redis's cluster form), whose pipelines send
-// each command to its slot's node. Its pool (per node) has room, beyond go-redis's default, for the
+// each command to its slot's node; with RedisSentinelMaster a failover client that follows the master the
+// sentinels name. Its pool (per node) has room, beyond go-redis's default, for the
 // settlement forwarder's blocking read of every outbox stream.
 func newRedis(cfg config.Config) (redis.UniversalClient, error) {
 	t := cfg.RedisTimeout
 	pool := 10*runtime.GOMAXPROCS(0) + admission.NewShards(cfg.RedisShards).N() + 1
 	var rdb redis.UniversalClient
-	if cfg.RedisCluster {
+	if cfg.RedisSentinelMaster != "" {
+		// The sentinels, in the cluster URL's multi-address form; the URL's credentials and TLS are the
+		// master's (and its replicas').
+		u, err := redis.ParseClusterURL(cfg.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("TOLLGATE_REDIS_URL (sentinels): %w", err)
+		}
+		rdb = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: cfg.RedisSentinelMaster, SentinelAddrs: u.Addrs,
+			Username: u.Username, Password: u.Password, TLSConfig: u.TLSConfig, ContextTimeoutEnabled: true,
+			DialTimeout: t, ReadTimeout: t, WriteTimeout: t, PoolTimeout: t, PoolSize: pool})
+	} else if cfg.RedisCluster {
 		opts, err := redis.ParseClusterURL(cfg.RedisURL)
 		if err != nil {
 			return nil, fmt.Errorf("TOLLGATE_REDIS_URL (cluster): %w", err)

@@ -27,6 +27,10 @@ type Config struct {
 	// RedisCluster selects Redis Cluster mode: RedisURL is then go-redis's cluster form,
 	// redis://host1:port1?addr=host2:port2&addr=host3:port3 (any nodes; the rest are discovered).
 	RedisCluster bool
+	// RedisSentinelMaster selects Redis Sentinel: RedisURL then names the sentinels in the same
+	// multi-address form (redis://sentinel1:26379?addr=sentinel2:26379; its password is the master's), and
+	// the client follows the master of this name through failovers.
+	RedisSentinelMaster string
 	// RedisKeyPrefix namespaces every Redis key this process writes (empty in production; tests set a
 	// unique prefix so parallel tests share one server safely).
 	RedisKeyPrefix string
@@ -101,6 +105,8 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	host, _ := os.Hostname()
 	fs.StringVar(&c.RedisURL, "redis-url", env("TOLLGATE_REDIS_URL", "redis://localhost:6379/0"), "Redis URL (TOLLGATE_REDIS_URL)")
 	fs.BoolVar(&c.RedisCluster, "redis-cluster", env("TOLLGATE_REDIS_CLUSTER", "") == "true", "TOLLGATE_REDIS_URL names Redis Cluster nodes: redis://host1:port1?addr=host2:port2 (TOLLGATE_REDIS_CLUSTER=true)")
+	fs.StringVar(&c.RedisSentinelMaster, "redis-sentinel-master", env("TOLLGATE_REDIS_SENTINEL_MASTER", ""),
+		"master name: TOLLGATE_REDIS_URL names Redis Sentinels, redis://host1:port1?addr=host2:port2 (TOLLGATE_REDIS_SENTINEL_MASTER)")
 	fs.StringVar(&c.RedisKeyPrefix, "redis-key-prefix", env("TOLLGATE_REDIS_KEY_PREFIX", ""), "prefix of every Redis key (TOLLGATE_REDIS_KEY_PREFIX)")
 	fs.StringVar(&shards, "redis-shards", env("TOLLGATE_REDIS_SHARDS", ""),
 		"shards of the Redis keys, each under its own hash tag; default 16 in cluster mode, else 1 (TOLLGATE_REDIS_SHARDS)")
@@ -177,6 +183,12 @@ func (c Config) Validate() error {
 	}
 	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
 		errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_URL (-redis-url): want a redis:// URL, got %q", c.RedisURL))
+	} else if c.RedisCluster && c.RedisSentinelMaster != "" {
+		errs = append(errs, errors.New("TOLLGATE_REDIS_CLUSTER and TOLLGATE_REDIS_SENTINEL_MASTER: set one or neither"))
+	} else if c.RedisSentinelMaster != "" {
+		if _, err := redis.ParseClusterURL(c.RedisURL); err != nil {
+			errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_URL (-redis-url) with TOLLGATE_REDIS_SENTINEL_MASTER: want redis://sentinel1:port1?addr=sentinel2:port2: %w", err))
+		}
 	} else if c.RedisCluster {
 		if _, err := redis.ParseClusterURL(c.RedisURL); err != nil {
 			errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_URL (-redis-url) with TOLLGATE_REDIS_CLUSTER: want redis://host1:port1?addr=host2:port2: %w", err))

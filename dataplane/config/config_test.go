@@ -126,3 +126,18 @@ func TestRedisShardsSetting(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisSentinelSetting: TOLLGATE_REDIS_SENTINEL_MASTER takes the sentinels' multi-address URL, keeps
+// one shard, and is refused together with TOLLGATE_REDIS_CLUSTER.
+func TestRedisSentinelSetting(t *testing.T) {
+	env := map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_REDIS_SENTINEL_MASTER": "tollgate",
+		"TOLLGATE_REDIS_URL": "redis://127.0.0.1:26379?addr=127.0.0.1:26380"}
+	c, err := Load(nil, envOf(env), io.Discard)
+	if err != nil || c.RedisSentinelMaster != "tollgate" || c.RedisShards != 1 {
+		t.Fatalf("Load = %+v, %v", c, err)
+	}
+	env["TOLLGATE_REDIS_CLUSTER"] = "true"
+	if _, err := Load(nil, envOf(env), io.Discard); err == nil || !strings.Contains(err.Error(), "TOLLGATE_REDIS_SENTINEL_MASTER") {
+		t.Fatalf("cluster and sentinel: %v, want a refusal naming both", err)
+	}
+}
