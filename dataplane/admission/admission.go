@@ -2,7 +2,8 @@
 // and token rate limits, and quota admission — reserving the request's estimated cost as pending
 // micro-dollars on every quota-bearing scope (org, team, user), all or nothing, in a single Lua round
 // trip. It also owns the Redis key layout of pending holds (qp:), the cost_used mirror (qu:) and the rate
-// windows, which the settlement forwarder uses to refund holds and refresh the mirror.
+// windows, which the settlement forwarder uses to refund holds and refresh the mirror, and its sharding by
+// organisation under hash tags (Shards; Redis Cluster).
 //
 // Admission math (docs/settlement.md): a request with estimate e is admitted on scope s only when
 //
@@ -147,6 +148,9 @@ type ScopeQuota struct {
 
 // Request is what Admit checks.
 type Request struct {
+	// OrgID is the key's organisation: it decides the shard of every key the request touches (Shards).
+	// With Options.Snapshot the snapshot's key's organisation is used when it knows the key.
+	OrgID int64
 	// ID is the request's id (the settlement record's request_id). With an id, the hold carries a marker
 	// that makes it exist and be refunded once (see Hold.RequestID); without one (tests), it does not.
 	ID    string
@@ -194,6 +198,9 @@ type Hold struct {
 	// RateScopes are the scopes whose per-minute token windows (Keys.ScopeTPM) counted Tokens besides the
 	// key's own, corrected at settlement like the key's.
 	RateScopes []ScopeRef
+	// Tag is the shard tag (Keys.Tag) of every key the hold names: its organisation's when admission
+	// made it. It is not part of EncodeHold: an outbox entry's tag is its stream's (settle.Streams).
+	Tag string
 }
 
 // Member is the hold's member in its scopes' qe: sets: "<micros>:<request id>".
@@ -208,6 +215,9 @@ func (h Hold) Member() string {
 type Options struct {
 	// Prefix namespaces every key (config.RedisKeyPrefix).
 	Prefix string
+	// Shards is the number of shards the organisations' keys are spread over (config.RedisShards; 0 or
+	// 1: one, untagged). Every data plane sharing a Redis must use the same number.
+	Shards int
 	// PendingTTL is the lifetime of a hold (default 15 min): a hold not refunded by then stops counting
 	// at the scope's next admission; the counters' keys live that long after the last reservation.
 	PendingTTL time.Duration
@@ -228,7 +238,8 @@ type Options struct {
 // Admitter runs admission against Redis. It is safe for concurrent use.
 type Admitter struct {
 	rdb     redis.Scripter
-	keys    Keys
+	prefix  string
+	shards  Shards
 	ttl     time.Duration
 	now     func() time.Time
 	script  *redis.Script
@@ -262,19 +273,33 @@ func New(rdb redis.Scripter, opts Options) *Admitter {
 	if opts.OnRedisFailure == "" {
 		opts.OnRedisFailure = FailOpen
 	}
-	return &Admitter{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, ttl: opts.PendingTTL, now: opts.Now, script: admitScript,
+	return &Admitter{rdb: rdb, prefix: opts.Prefix, shards: NewShards(opts.Shards), ttl: opts.PendingTTL, now: opts.Now, script: admitScript,
 		timeout: opts.Timeout, policy: opts.OnRedisFailure, snap: opts.Snapshot}
 }
 
 // Policy is the Admitter's FailurePolicy.
 func (a *Admitter) Policy() FailurePolicy { return a.policy }
 
-// Keys is the Redis key layout shared by admission and the settlement forwarder.
-type Keys struct{ Prefix string }
+// Keys is the Redis key layout shared by admission and the settlement forwarder: the keys of one shard.
+// With a Tag every name is "<prefix><kind>:{<tag>}:<rest>" — the hash tag of the organisation's shard,
+// which puts all keys of one request in one Redis Cluster slot (Shards); without one (a single shard)
+// "<prefix><kind>:<rest>", the names of the releases before sharding.
+type Keys struct {
+	Prefix string
+	Tag    string
+}
+
+// kind is "<prefix><kind>:", followed by "{<tag>}:" with a tag.
+func (k Keys) kind(kind string) string {
+	if k.Tag == "" {
+		return k.Prefix + kind + ":"
+	}
+	return k.Prefix + kind + ":{" + k.Tag + "}:"
+}
 
 // scopeKey is "<kind>:<scope>:<id>", followed by ":<period id>" for a periodic quota.
 func (k Keys) scopeKey(kind string, s vocab.Scope, id int64, periodID string) string {
-	key := k.Prefix + kind + ":" + string(s) + ":" + strconv.FormatInt(id, 10)
+	key := k.kind(kind) + string(s) + ":" + strconv.FormatInt(id, 10)
 	if periodID != "" {
 		key += ":" + periodID
 	}
@@ -307,25 +332,25 @@ func (k Keys) UsedIn(s vocab.Scope, id int64, periodID string) string {
 // ScopeRPM and ScopeTPM are the request and token counts of a scope (team, org, user) in one minute
 // window: rs:{scope}:{id}:{unix minute}:r / :t.
 func (k Keys) ScopeRPM(s vocab.Scope, id, window int64) string {
-	return k.Prefix + "rs:" + string(s) + ":" + strconv.FormatInt(id, 10) + ":" + strconv.FormatInt(window, 10) + ":r"
+	return k.kind("rs") + string(s) + ":" + strconv.FormatInt(id, 10) + ":" + strconv.FormatInt(window, 10) + ":r"
 }
 
 // ScopeTPM: see ScopeRPM.
 func (k Keys) ScopeTPM(s vocab.Scope, id, window int64) string {
-	return k.Prefix + "rs:" + string(s) + ":" + strconv.FormatInt(id, 10) + ":" + strconv.FormatInt(window, 10) + ":t"
+	return k.kind("rs") + string(s) + ":" + strconv.FormatInt(id, 10) + ":" + strconv.FormatInt(window, 10) + ":t"
 }
 
 // RPM is the request count of a key in one minute window.
 func (k Keys) RPM(keyID, window int64) string {
-	return k.Prefix + "rl:" + strconv.FormatInt(keyID, 10) + ":" + strconv.FormatInt(window, 10) + ":r"
+	return k.kind("rl") + strconv.FormatInt(keyID, 10) + ":" + strconv.FormatInt(window, 10) + ":r"
 }
 
 // Hold is the marker of a request's hold: qh:{request id}, 'h' while held, 'x' once refunded or released.
-func (k Keys) Hold(requestID string) string { return k.Prefix + "qh:" + requestID }
+func (k Keys) Hold(requestID string) string { return k.kind("qh") + requestID }
 
 // TPM is the token count of a key in one minute window.
 func (k Keys) TPM(keyID, window int64) string {
-	return k.Prefix + "rl:" + strconv.FormatInt(keyID, 10) + ":" + strconv.FormatInt(window, 10) + ":t"
+	return k.kind("rl") + strconv.FormatInt(keyID, 10) + ":" + strconv.FormatInt(window, 10) + ":t"
 }
 
 // Admit checks the key's rate limits and every scope's quota in one Redis round trip and, only when
@@ -344,35 +369,36 @@ func (a *Admitter) Admit(ctx context.Context, req Request) (Hold, error) {
 	if a.snap != nil {
 		snap = a.snap()
 	}
-	scopes, limiters := a.resolve(snap, req, now)
+	scopes, limiters, org := a.resolve(snap, req, now)
+	keys := Keys{Prefix: a.prefix, Tag: a.shards.Tag(org)}
 	marked := ValidRequestID(req.ID) && est > 0 && len(scopes) > 0
-	h := Hold{KeyID: req.KeyID, Window: window, At: now}
+	h := Hold{KeyID: req.KeyID, Window: window, At: now, Tag: keys.Tag}
 	if marked {
 		h.Micros, h.RequestID, h.Expiring = est, req.ID, true
 	}
-	keys := make([]string, 0, 1+2*len(limiters)+3*len(scopes))
-	keys = append(keys, a.keys.Hold(req.ID))
+	names := make([]string, 0, 1+2*len(limiters)+3*len(scopes))
+	names = append(names, keys.Hold(req.ID))
 	args := make([]any, 0, 8+2*len(limiters)+3*len(scopes))
 	args = append(args, len(limiters), tokens, est, int64(a.ttl/time.Second), int64(rateWindowTTL/time.Second),
 		markerArg(marked), now.UnixMilli(), h.Member())
 	for _, l := range limiters {
 		if l.Scope == vocab.ScopeKey {
-			keys = append(keys, a.keys.RPM(req.KeyID, window), a.keys.TPM(req.KeyID, window))
+			names = append(names, keys.RPM(req.KeyID, window), keys.TPM(req.KeyID, window))
 		} else {
-			keys = append(keys, a.keys.ScopeRPM(l.Scope, l.ID, window), a.keys.ScopeTPM(l.Scope, l.ID, window))
+			names = append(names, keys.ScopeRPM(l.Scope, l.ID, window), keys.ScopeTPM(l.Scope, l.ID, window))
 		}
 		args = append(args, l.rpm, l.tpm)
 	}
 	for _, s := range scopes {
-		keys = append(keys, a.keys.PendingIn(s.Scope, s.ID, s.Period), a.keys.UsedIn(s.Scope, s.ID, s.Period),
-			a.keys.Holds(s.Scope, s.ID, s.Period))
+		names = append(names, keys.PendingIn(s.Scope, s.ID, s.Period), keys.UsedIn(s.Scope, s.ID, s.Period),
+			keys.Holds(s.Scope, s.ID, s.Period))
 		args = append(args, s.LimitMicros, max(s.SnapshotUsedMicros, 0), max(s.SnapshotEpoch, 0))
 	}
 	if time.Now().UnixNano() < a.downUntil.Load() {
 		return Hold{}, a.failed(ErrUnavailable)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, a.timeout)
-	res, err := a.script.Run(callCtx, a.rdb, keys, args...).Int64Slice()
+	res, err := a.script.Run(callCtx, a.rdb, names, args...).Int64Slice()
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil { // a request that went away says nothing about Redis
@@ -380,7 +406,7 @@ func (a *Admitter) Admit(ctx context.Context, req Request) (Hold, error) {
 		}
 		if marked && !errors.Is(err, redisbatch.ErrNotSent) {
 			// Sent, but no reply: it may still reserve when Redis answers. Release it then.
-			a.abandon(Hold{Micros: est, Scopes: scopeRefs(scopes), RequestID: req.ID, Expiring: true})
+			a.abandon(Hold{Micros: est, Scopes: scopeRefs(scopes), RequestID: req.ID, Expiring: true, Tag: keys.Tag})
 		}
 		if ctx.Err() != nil {
 			return Hold{}, fmt.Errorf("admission: redis: %w", err)
@@ -447,15 +473,16 @@ type limiter struct {
 }
 
 // resolve completes a request from the snapshot in force: each scope's spend and epoch in the period
-// containing now, the key's own quota as a fourth scope, and the rate limits of the key and of its
-// team's, org's and user's quotas. Without a snapshot the request is used as it is.
-func (a *Admitter) resolve(snap *snapshot.Compiled, req Request, now time.Time) ([]ScopeQuota, []limiter) {
+// containing now, the rate limits of the key and of its team's, org's and user's quotas, and the key's
+// organisation (which decides the shard). Without a snapshot the request is used as it is.
+func (a *Admitter) resolve(snap *snapshot.Compiled, req Request, now time.Time) ([]ScopeQuota, []limiter, int64) {
 	var limiters []limiter
 	if req.RPMLimit > 0 || req.TPMLimit > 0 {
 		limiters = append(limiters, limiter{Scope: vocab.ScopeKey, ID: req.KeyID, rpm: max(req.RPMLimit, 0), tpm: max(req.TPMLimit, 0)})
 	}
+	org := req.OrgID
 	if snap == nil {
-		return req.Scopes, limiters
+		return req.Scopes, limiters, org
 	}
 	scopes := make([]ScopeQuota, 0, len(req.Scopes))
 	for _, s := range req.Scopes {
@@ -467,6 +494,7 @@ func (a *Admitter) resolve(snap *snapshot.Compiled, req Request, now time.Time) 
 		scopes = append(scopes, s)
 	}
 	if k := snap.KeyByID(req.KeyID); k != nil {
+		org = k.OrgID
 		refs, n := keyScopes(k)
 		for _, sc := range refs[:n-1] {
 			if q, ok := snap.Quota(sc.Scope, sc.ID); ok && (q.RPMLimit > 0 || q.TPMLimit > 0) {
@@ -474,7 +502,7 @@ func (a *Admitter) resolve(snap *snapshot.Compiled, req Request, now time.Time) 
 			}
 		}
 	}
-	return scopes, limiters
+	return scopes, limiters, org
 }
 
 // keyScopes are the scopes a key's spend counts in: its org, team (when the key's user has one), user —
@@ -622,14 +650,15 @@ func (a *Admitter) Refund(ctx context.Context, h Hold) error {
 	if h.Micros <= 0 || len(h.Scopes) == 0 {
 		return nil
 	}
+	k := Keys{Prefix: a.prefix, Tag: h.Tag}
 	keys := make([]string, 0, 1+2*len(h.Scopes))
-	keys = append(keys, a.keys.Hold(h.RequestID))
+	keys = append(keys, k.Hold(h.RequestID))
 	for _, s := range h.Scopes {
-		keys = append(keys, a.keys.PendingIn(s.Scope, s.ID, s.Period))
+		keys = append(keys, k.PendingIn(s.Scope, s.ID, s.Period))
 	}
 	if h.Member() != "" {
 		for _, s := range h.Scopes {
-			keys = append(keys, a.keys.Holds(s.Scope, s.ID, s.Period))
+			keys = append(keys, k.Holds(s.Scope, s.ID, s.Period))
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -117,7 +118,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options
 // New connects Redis, binds the listener and registers every handler. Nothing is served until Run.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	if cfg.RedisCluster {
-		if err := checkClusterSlots(cfg.RedisKeyPrefix); err != nil {
+		if err := checkClusterSlots(cfg.RedisKeyPrefix, cfg.RedisShards); err != nil {
 			return nil, err
 		}
 	}
@@ -149,15 +150,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	}
 	s.snapshotVersion = s.Syncer.Version
 	settle.RegisterRecordMetrics(s.Metrics) // tollgate_settle_usage_out_of_bounds_total (docs/settlement.md, "Bounds")
-	s.Admitter = admission.New(rdb, admission.Options{Prefix: cfg.RedisKeyPrefix, Timeout: cfg.RedisTimeout,
+	s.Admitter = admission.New(rdb, admission.Options{Prefix: cfg.RedisKeyPrefix, Shards: cfg.RedisShards, Timeout: cfg.RedisTimeout,
 		OnRedisFailure: admission.FailurePolicy(cfg.AdmissionOnRedisFailure), Snapshot: s.Syncer.Current})
 	promauto.With(s.Metrics).NewGaugeFunc(prometheus.GaugeOpts{Name: "tollgate_admission_abandoned_reservations",
 		Help: "Admission calls whose reply never came (Redis failed or hung), waiting to be released once Redis answers."},
 		func() float64 { return float64(s.Admitter.Abandoned()) })
 	// Records Redis refuses are held in memory and delivered straight to the control plane (docs/settlement.md).
 	spill := settle.NewSpill(0)
-	s.Recorder = settle.NewRecorder(rdb, cfg.RedisKeyPrefix).SpillTo(spill)
-	if s.Forwarder, err = settle.NewForwarder(rdb, settle.ForwarderOptions{Prefix: cfg.RedisKeyPrefix, NodeID: cfg.NodeID, Spill: spill,
+	s.Recorder = settle.NewRecorder(rdb, cfg.RedisKeyPrefix).Sharded(cfg.RedisShards).SpillTo(spill)
+	if s.Forwarder, err = settle.NewForwarder(rdb, settle.ForwarderOptions{Prefix: cfg.RedisKeyPrefix, Shards: cfg.RedisShards, NodeID: cfg.NodeID, Spill: spill,
 		Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(cpCreds)},
 		Linger: linger, Log: log, Metrics: s.Metrics,
 		RedisTimeout: cfg.RedisTimeout}); err != nil {
@@ -224,17 +225,31 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 // that, by RedisTimeout (dial, read, write, pool wait), so a Redis that hangs holds no caller longer;
 // concurrent requests' admission scripts and outbox appends share pipelines (docs/dataplane.md). With
 // RedisCluster it is a cluster client (TOLLGATE_REDIS_URL in go-redis's cluster form), whose pipelines send
-// each command to its slot's node.
+// each command to its slot's node; with RedisSentinelMaster a failover client that follows the master the
+// sentinels name. Its pool (per node) has room, beyond go-redis's default, for the
+// settlement forwarder's blocking read of every outbox stream.
 func newRedis(cfg config.Config) (redis.UniversalClient, error) {
 	t := cfg.RedisTimeout
+	pool := 10*runtime.GOMAXPROCS(0) + admission.NewShards(cfg.RedisShards).N() + 1
 	var rdb redis.UniversalClient
-	if cfg.RedisCluster {
+	if cfg.RedisSentinelMaster != "" {
+		// The sentinels, in the cluster URL's multi-address form; the URL's credentials and TLS are the
+		// master's (and its replicas').
+		u, err := redis.ParseClusterURL(cfg.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("TOLLGATE_REDIS_URL (sentinels): %w", err)
+		}
+		rdb = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: cfg.RedisSentinelMaster, SentinelAddrs: u.Addrs,
+			Username: u.Username, Password: u.Password, TLSConfig: u.TLSConfig, ContextTimeoutEnabled: true,
+			DialTimeout: t, ReadTimeout: t, WriteTimeout: t, PoolTimeout: t, PoolSize: pool})
+	} else if cfg.RedisCluster {
 		opts, err := redis.ParseClusterURL(cfg.RedisURL)
 		if err != nil {
 			return nil, fmt.Errorf("TOLLGATE_REDIS_URL (cluster): %w", err)
 		}
 		opts.ContextTimeoutEnabled = true
 		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = t, t, t, t
+		opts.PoolSize = max(opts.PoolSize, pool)
 		rdb = redis.NewClusterClient(opts)
 	} else {
 		opts, err := redis.ParseURL(cfg.RedisURL)
@@ -243,6 +258,7 @@ func newRedis(cfg config.Config) (redis.UniversalClient, error) {
 		}
 		opts.ContextTimeoutEnabled = true
 		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = t, t, t, t
+		opts.PoolSize = max(opts.PoolSize, pool)
 		rdb = redis.NewClient(opts)
 	}
 	redisbatch.Install(rdb, "evalsha", "eval", "xadd")

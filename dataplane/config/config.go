@@ -27,13 +27,21 @@ type Config struct {
 	// RedisCluster selects Redis Cluster mode: RedisURL is then go-redis's cluster form,
 	// redis://host1:port1?addr=host2:port2&addr=host3:port3 (any nodes; the rest are discovered).
 	RedisCluster bool
+	// RedisSentinelMaster selects Redis Sentinel: RedisURL then names the sentinels in the same
+	// multi-address form (redis://sentinel1:26379?addr=sentinel2:26379; its password is the master's), and
+	// the client follows the master of this name through failovers.
+	RedisSentinelMaster string
 	// RedisKeyPrefix namespaces every Redis key this process writes (empty in production; tests set a
 	// unique prefix so parallel tests share one server safely).
 	RedisKeyPrefix string
-	HTTPAddr       string
-	CPEndpoints    []string
-	DPToken        string
-	NodeID         string
+	// RedisShards is the number of shards the organisations' Redis keys and outbox streams are spread
+	// over, each under its own hash tag (admission.Shards; docs/operations.md, "Redis Cluster"): default
+	// 16 with RedisCluster, 1 (untagged key names) otherwise. Every data plane must use the same number.
+	RedisShards int
+	HTTPAddr    string
+	CPEndpoints []string
+	DPToken     string
+	NodeID      string
 	// CPCAFile enables TLS to the control plane, trusting this CA bundle.
 	CPCAFile string
 	// CPClientCert and CPClientKey are the client certificate presented to a control plane that requires
@@ -85,7 +93,7 @@ type Config struct {
 // Load parses args with getenv as the fallback for every setting, then validates.
 func Load(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	var c Config
-	var endpoints, maxBody, sample string
+	var endpoints, maxBody, sample, shards string
 	fs := flag.NewFlagSet("dataplane", flag.ContinueOnError)
 	fs.SetOutput(out)
 	env := func(name, def string) string {
@@ -97,7 +105,11 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	host, _ := os.Hostname()
 	fs.StringVar(&c.RedisURL, "redis-url", env("TOLLGATE_REDIS_URL", "redis://localhost:6379/0"), "Redis URL (TOLLGATE_REDIS_URL)")
 	fs.BoolVar(&c.RedisCluster, "redis-cluster", env("TOLLGATE_REDIS_CLUSTER", "") == "true", "TOLLGATE_REDIS_URL names Redis Cluster nodes: redis://host1:port1?addr=host2:port2 (TOLLGATE_REDIS_CLUSTER=true)")
+	fs.StringVar(&c.RedisSentinelMaster, "redis-sentinel-master", env("TOLLGATE_REDIS_SENTINEL_MASTER", ""),
+		"master name: TOLLGATE_REDIS_URL names Redis Sentinels, redis://host1:port1?addr=host2:port2 (TOLLGATE_REDIS_SENTINEL_MASTER)")
 	fs.StringVar(&c.RedisKeyPrefix, "redis-key-prefix", env("TOLLGATE_REDIS_KEY_PREFIX", ""), "prefix of every Redis key (TOLLGATE_REDIS_KEY_PREFIX)")
+	fs.StringVar(&shards, "redis-shards", env("TOLLGATE_REDIS_SHARDS", ""),
+		"shards of the Redis keys, each under its own hash tag; default 16 in cluster mode, else 1 (TOLLGATE_REDIS_SHARDS)")
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("TOLLGATE_DP_HTTP_ADDR", ":8080"), "client API listen address (TOLLGATE_DP_HTTP_ADDR)")
 	fs.StringVar(&endpoints, "cp-endpoints", env("TOLLGATE_CP_ENDPOINTS", "localhost:9090"), "comma-separated control-plane gRPC addresses (TOLLGATE_CP_ENDPOINTS)")
 	fs.StringVar(&c.DPToken, "dp-token", env("TOLLGATE_DP_TOKEN", ""), "token presented to the control plane (TOLLGATE_DP_TOKEN)")
@@ -143,17 +155,40 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		return Config{}, fmt.Errorf("TOLLGATE_MAX_BODY_BYTES (-max-body-bytes): %w", err)
 	}
 	c.MaxBodyBytes = n
+	switch {
+	case shards != "":
+		if c.RedisShards, err = strconv.Atoi(shards); err != nil {
+			return Config{}, fmt.Errorf("TOLLGATE_REDIS_SHARDS (-redis-shards): %w", err)
+		}
+	case c.RedisCluster:
+		c.RedisShards = DefaultClusterShards
+	default:
+		c.RedisShards = 1
+	}
 	if c.RequestLogSample, err = strconv.ParseFloat(sample, 64); err != nil {
 		return Config{}, fmt.Errorf("TOLLGATE_REQUEST_LOG_SAMPLE (-request-log-sample): %w", err)
 	}
 	return c, c.Validate()
 }
 
+// DefaultClusterShards is RedisShards' default in cluster mode: enough to spread the load of many
+// organisations over up to 16 masters.
+const DefaultClusterShards = 16
+
 // Validate checks every setting and names the one at fault.
 func (c Config) Validate() error {
 	var errs []error
+	if c.RedisShards < 1 || c.RedisShards > admission.MaxShards {
+		errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_SHARDS (-redis-shards): want 1 to %d, got %d", admission.MaxShards, c.RedisShards))
+	}
 	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
 		errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_URL (-redis-url): want a redis:// URL, got %q", c.RedisURL))
+	} else if c.RedisCluster && c.RedisSentinelMaster != "" {
+		errs = append(errs, errors.New("TOLLGATE_REDIS_CLUSTER and TOLLGATE_REDIS_SENTINEL_MASTER: set one or neither"))
+	} else if c.RedisSentinelMaster != "" {
+		if _, err := redis.ParseClusterURL(c.RedisURL); err != nil {
+			errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_URL (-redis-url) with TOLLGATE_REDIS_SENTINEL_MASTER: want redis://sentinel1:port1?addr=sentinel2:port2: %w", err))
+		}
 	} else if c.RedisCluster {
 		if _, err := redis.ParseClusterURL(c.RedisURL); err != nil {
 			errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_URL (-redis-url) with TOLLGATE_REDIS_CLUSTER: want redis://host1:port1?addr=host2:port2: %w", err))

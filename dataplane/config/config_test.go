@@ -104,3 +104,40 @@ func TestRedisClusterSetting(t *testing.T) {
 		t.Fatalf("Load = %+v", c)
 	}
 }
+
+// TestRedisShardsSetting: TOLLGATE_REDIS_SHARDS defaults to 16 in cluster mode and 1 (untagged key names)
+// otherwise, takes an explicit number, and refuses one outside 1..admission.MaxShards by name.
+func TestRedisShardsSetting(t *testing.T) {
+	cluster := map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_REDIS_CLUSTER": "true",
+		"TOLLGATE_REDIS_URL": "redis://127.0.0.1:7000?addr=127.0.0.1:7001"}
+	if c, err := Load(nil, envOf(cluster), io.Discard); err != nil || c.RedisShards != DefaultClusterShards {
+		t.Fatalf("cluster mode: shards %d, %v; want %d", c.RedisShards, err, DefaultClusterShards)
+	}
+	if c, err := Load(nil, envOf(map[string]string{"TOLLGATE_DP_TOKEN": "t"}), io.Discard); err != nil || c.RedisShards != 1 {
+		t.Fatalf("single Redis: shards %d, %v; want 1", c.RedisShards, err)
+	}
+	if c, err := Load(nil, envOf(map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_REDIS_SHARDS": "4"}), io.Discard); err != nil || c.RedisShards != 4 {
+		t.Fatalf("explicit: shards %d, %v; want 4", c.RedisShards, err)
+	}
+	for _, bad := range []string{"0", "-3", "1025", "many"} {
+		_, err := Load(nil, envOf(map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_REDIS_SHARDS": bad}), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "TOLLGATE_REDIS_SHARDS") {
+			t.Errorf("TOLLGATE_REDIS_SHARDS=%s: %v, want a refusal naming the setting", bad, err)
+		}
+	}
+}
+
+// TestRedisSentinelSetting: TOLLGATE_REDIS_SENTINEL_MASTER takes the sentinels' multi-address URL, keeps
+// one shard, and is refused together with TOLLGATE_REDIS_CLUSTER.
+func TestRedisSentinelSetting(t *testing.T) {
+	env := map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_REDIS_SENTINEL_MASTER": "tollgate",
+		"TOLLGATE_REDIS_URL": "redis://127.0.0.1:26379?addr=127.0.0.1:26380"}
+	c, err := Load(nil, envOf(env), io.Discard)
+	if err != nil || c.RedisSentinelMaster != "tollgate" || c.RedisShards != 1 {
+		t.Fatalf("Load = %+v, %v", c, err)
+	}
+	env["TOLLGATE_REDIS_CLUSTER"] = "true"
+	if _, err := Load(nil, envOf(env), io.Discard); err == nil || !strings.Contains(err.Error(), "TOLLGATE_REDIS_SENTINEL_MASTER") {
+		t.Fatalf("cluster and sentinel: %v, want a refusal naming both", err)
+	}
+}

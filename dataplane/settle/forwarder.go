@@ -35,6 +35,9 @@ import (
 type ForwarderOptions struct {
 	// Prefix namespaces every key (config.RedisKeyPrefix).
 	Prefix string
+	// Shards is the number of shards (config.RedisShards; 0 or 1: one, untagged): the forwarder reads
+	// every shard's outbox stream, and the untagged stream of the releases before sharding.
+	Shards int
 	// NodeID names this data plane's consumer in the group; it must be unique among data planes and
 	// stable across restarts (a restarted node resumes its own unacknowledged entries).
 	NodeID string
@@ -91,8 +94,10 @@ type Forwarder struct {
 	opts    ForwarderOptions
 	creds   credentials.TransportCredentials
 	streams Streams
-	keys    admission.Keys
-	log     *slog.Logger
+	shards  admission.Shards
+	// outboxes are the streams read: every shard's, then the untagged one when there are several shards.
+	outboxes []outbox
+	log      *slog.Logger
 
 	mu    sync.Mutex
 	conns []*grpc.ClientConn
@@ -156,8 +161,16 @@ func NewForwarder(rdb redis.UniversalClient, opts ForwarderOptions) (*Forwarder,
 		}
 		creds = credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
 	}
-	f := &Forwarder{rdb: rdb, opts: opts, creds: creds, streams: Streams{Prefix: opts.Prefix}, keys: admission.Keys{Prefix: opts.Prefix},
+	f := &Forwarder{rdb: rdb, opts: opts, creds: creds, streams: Streams{Prefix: opts.Prefix}, shards: admission.NewShards(opts.Shards),
 		log: opts.Log, conns: make([]*grpc.ClientConn, len(opts.Endpoints))}
+	for _, tag := range f.shards.Tags() {
+		f.outboxes = append(f.outboxes, outbox{tag: tag, name: f.streams.Outbox(tag)})
+	}
+	if f.shards.N() > 1 {
+		// Records appended before sharding, or by data planes of an older release during a rolling
+		// upgrade: delivered as before (docs/operations.md, "Redis Cluster").
+		f.outboxes = append(f.outboxes, outbox{name: f.streams.Outbox("")})
+	}
 	reg := promauto.With(opts.Metrics) // nil registers nowhere
 	f.settled = reg.NewCounter(prometheus.CounterOpts{Name: "tollgate_settle_records_forwarded_total", Help: "Settlement records the control plane stored."})
 	f.duplicates = reg.NewCounter(prometheus.CounterOpts{Name: "tollgate_settle_records_duplicate_total", Help: "Settlement records the control plane already had (redelivery)."})
@@ -193,16 +206,24 @@ func (c outboxCollector) Collect(ch chan<- prometheus.Metric) {
 	f := c.f
 	ctx, cancel := context.WithTimeout(context.Background(), f.opts.RedisTimeout)
 	defer cancel()
+	// Every shard's stream: the total length, and the age of the oldest entry of any.
 	pipe := f.rdb.Pipeline()
-	n := pipe.XLen(ctx, f.streams.Outbox())
-	first := pipe.XRangeN(ctx, f.streams.Outbox(), "-", "+", 1)
+	lens := make([]*redis.IntCmd, len(f.outboxes))
+	firsts := make([]*redis.XMessageSliceCmd, len(f.outboxes))
+	for i, o := range f.outboxes {
+		lens[i] = pipe.XLen(ctx, o.name)
+		firsts[i] = pipe.XRangeN(ctx, o.name, "-", "+", 1)
+	}
 	length, lag := -1.0, -1.0
 	if _, err := pipe.Exec(ctx); err == nil {
-		length, lag = float64(n.Val()), 0
-		if msgs := first.Val(); len(msgs) > 0 {
-			if ms, _, ok := strings.Cut(msgs[0].ID, "-"); ok {
-				if v, err := strconv.ParseInt(ms, 10, 64); err == nil {
-					lag = max(0, time.Since(time.UnixMilli(v)).Seconds())
+		length, lag = 0, 0
+		for i := range f.outboxes {
+			length += float64(lens[i].Val())
+			if msgs := firsts[i].Val(); len(msgs) > 0 {
+				if ms, _, ok := strings.Cut(msgs[0].ID, "-"); ok {
+					if v, err := strconv.ParseInt(ms, 10, 64); err == nil {
+						lag = max(lag, time.Since(time.UnixMilli(v)).Seconds())
+					}
 				}
 			}
 		}
@@ -230,15 +251,50 @@ func (f *Forwarder) Close() error {
 	return errors.Join(errs...)
 }
 
-// Run forwards until ctx ends: first the entries this node had read but not acknowledged before a
-// restart, then, in a loop, stale entries of other (dead) consumers and new entries. A short batch of new
-// entries lingers (ForwarderOptions.Linger) for more before it is settled. A batch the control plane
-// cannot take is retried with capped, jittered backoff, so records survive a control-plane outage in the
-// stream. Run returns nil when ctx ends; entries it had read but not settled stay pending for this node
-// (Flush, or Run after a restart, delivers them first).
+// outbox is one outbox stream: a shard's (tag) or the untagged one (tag "").
+type outbox struct{ tag, name string }
+
+// Run forwards until ctx ends, every outbox stream on its own (a cluster cannot read streams of several
+// slots in one call; one slow stream holds no other): first the entries this node had read but not
+// acknowledged before a restart, then, in a loop, stale entries of other (dead) consumers and new entries.
+// A short batch of new entries lingers (ForwarderOptions.Linger) for more before it is settled. A batch
+// the control plane cannot take is retried with capped, jittered backoff, so records survive a
+// control-plane outage in the stream. Spilled records are delivered as soon as they are spilled. Run
+// returns nil when ctx ends; entries it had read but not settled stay pending for this node (Flush, or
+// Run after a restart, delivers them first).
 func (f *Forwarder) Run(ctx context.Context) error {
-	if err := f.ensureGroup(ctx); err != nil && ctx.Err() == nil {
-		f.log.Warn("settlement outbox group", "err", err)
+	var wg sync.WaitGroup
+	if f.opts.Spill != nil {
+		wg.Go(func() { f.runSpill(ctx) })
+	}
+	for _, o := range f.outboxes {
+		wg.Go(func() { f.runOutbox(ctx, o) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// runSpill delivers spilled records whenever one is spilled, and at least every Block (holds owed
+// refunds are refunded once Redis answers).
+func (f *Forwarder) runSpill(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := f.drainSpill(ctx); err != nil && ctx.Err() == nil {
+			f.log.Warn("deliver spilled settlement records", "err", err)
+		}
+		t := time.NewTimer(f.opts.Block)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		case <-f.opts.Spill.pushed:
+		}
+		t.Stop()
+	}
+}
+
+// runOutbox forwards one outbox stream until ctx ends.
+func (f *Forwarder) runOutbox(ctx context.Context, o outbox) {
+	if err := f.ensureGroup(ctx, o); err != nil && ctx.Err() == nil {
+		f.log.Warn("settlement outbox group", "stream", o.name, "err", err)
 	}
 	lastClaim := time.Time{}
 	// ownPending says this node's pending list may hold entries it read but did not settle: at start (a
@@ -246,20 +302,17 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	// After a batch of new entries settled completely it is empty, so the loop skips that read.
 	ownPending := true
 	for ctx.Err() == nil {
-		if err := f.drainSpill(ctx); err != nil && ctx.Err() == nil {
-			f.log.Warn("deliver spilled settlement records", "err", err)
-		}
 		if time.Since(lastClaim) >= f.opts.ClaimMinIdle/4 {
 			ownPending = true
 		}
-		msgs, fresh, err := f.read(ctx, &lastClaim, f.opts.Block, ownPending)
+		msgs, fresh, err := f.read(ctx, o, &lastClaim, f.opts.Block, ownPending)
 		if err != nil {
 			ownPending = true
 			if ctx.Err() != nil {
 				break
 			}
-			f.log.Warn("read settlement outbox", "err", err)
-			f.backOff(ctx)
+			f.log.Warn("read settlement outbox", "stream", o.name, "err", err)
+			sleep(ctx, f.opts.MaxBackoff)
 			continue
 		}
 		if len(msgs) == 0 {
@@ -267,40 +320,23 @@ func (f *Forwarder) Run(ctx context.Context) error {
 			continue
 		}
 		if fresh && len(msgs) < f.opts.BatchSize && f.opts.Linger > 0 {
-			if msgs, err = f.linger(ctx, msgs); err != nil {
+			if msgs, err = f.linger(ctx, o, msgs); err != nil {
 				ownPending = true
 				if ctx.Err() != nil {
 					break // what was read stays pending for this node
 				}
-				f.log.Warn("read settlement outbox", "err", err)
+				f.log.Warn("read settlement outbox", "stream", o.name, "err", err)
 			}
 		}
-		if err := f.forward(ctx, msgs); err != nil {
+		if err := f.forward(ctx, o, msgs); err != nil {
 			ownPending = true
 			if ctx.Err() == nil {
-				f.log.Warn("forward settlement batch", "err", err)
+				f.log.Warn("forward settlement batch", "stream", o.name, "err", err)
 			}
 			continue
 		}
 		// Own or claimed entries come BatchSize at a time: look again until none are left.
 		ownPending = !fresh
-	}
-	return nil
-}
-
-// backOff waits MaxBackoff after a failed outbox read, or less if a record is spilled meanwhile (Redis is
-// failing, and the spill goes straight to the control plane at the top of the loop).
-func (f *Forwarder) backOff(ctx context.Context) {
-	var pushed <-chan struct{}
-	if f.opts.Spill != nil {
-		pushed = f.opts.Spill.pushed
-	}
-	t := time.NewTimer(f.opts.MaxBackoff)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	case <-pushed:
 	}
 }
 
@@ -310,7 +346,7 @@ const lingerPoll = 25 * time.Millisecond
 // linger tops up a short batch of new entries: it polls the outbox for more every Linger/4 (at most
 // every lingerPoll) until the batch is full or Linger has passed. An error (or the end of ctx) returns what was read so far with it;
 // entries read by a failed poll are at worst left pending for this node.
-func (f *Forwarder) linger(ctx context.Context, msgs []redis.XMessage) ([]redis.XMessage, error) {
+func (f *Forwarder) linger(ctx context.Context, o outbox, msgs []redis.XMessage) ([]redis.XMessage, error) {
 	deadline := time.Now().Add(f.opts.Linger)
 	step := min(max(f.opts.Linger/4, time.Millisecond), lingerPoll)
 	for len(msgs) < f.opts.BatchSize {
@@ -321,7 +357,7 @@ func (f *Forwarder) linger(ctx context.Context, msgs []redis.XMessage) ([]redis.
 		if !sleep(ctx, min(step, left)) {
 			return msgs, ctx.Err()
 		}
-		more, err := f.readGroup(ctx, ">", int64(f.opts.BatchSize-len(msgs)), -1)
+		more, err := f.readGroup(ctx, o, ">", int64(f.opts.BatchSize-len(msgs)), -1)
 		if err != nil {
 			return msgs, err
 		}
@@ -330,37 +366,48 @@ func (f *Forwarder) linger(ctx context.Context, msgs []redis.XMessage) ([]redis.
 	return msgs, nil
 }
 
-// Flush drains what it can within ctx: this node's unacknowledged entries, stale ones of dead consumers,
-// then the entries appended up to the moment Flush started (so busy peers cannot keep it going forever).
-// It returns an error when ctx ended first; the rest stays in the stream for another data plane. Call it
-// after Run has returned.
+// Flush drains what it can within ctx: the spilled records, then of every outbox stream this node's
+// unacknowledged entries, stale ones of dead consumers, then the entries appended up to the moment its
+// flush started (so busy peers cannot keep it going forever). It returns an error when ctx ended first;
+// the rest stays in the streams for another data plane. Call it after Run has returned.
 func (f *Forwarder) Flush(ctx context.Context) error {
 	if err := f.drainSpill(ctx); err != nil {
 		n := f.opts.Spill.Len()
 		f.log.Error("settlement records held in memory could not be delivered; lost", "records", n, "err", err)
 		return fmt.Errorf("settle: flush: %d spilled records undelivered: %w", n, err)
 	}
-	if err := f.ensureGroup(ctx); err != nil {
-		return fmt.Errorf("settle: flush: %w", err)
+	var errs []error
+	for _, o := range f.outboxes {
+		if err := f.flush(ctx, o); err != nil {
+			errs = append(errs, fmt.Errorf("settle: flush %s: %w", o.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// flush drains one outbox stream (Flush).
+func (f *Forwarder) flush(ctx context.Context, o outbox) error {
+	if err := f.ensureGroup(ctx, o); err != nil {
+		return err
 	}
 	ictx, cancel := f.redisCtx(ctx, 0)
-	info, err := f.rdb.XInfoStream(ictx, f.streams.Outbox()).Result()
+	info, err := f.rdb.XInfoStream(ictx, o.name).Result()
 	cancel()
 	if err != nil {
-		return fmt.Errorf("settle: flush: %w", err)
+		return err
 	}
 	mark := info.LastGeneratedID
 	lastClaim := time.Time{}
 	for {
-		msgs, fresh, err := f.read(ctx, &lastClaim, -1, true)
+		msgs, fresh, err := f.read(ctx, o, &lastClaim, -1, true)
 		if err != nil {
-			return fmt.Errorf("settle: flush: %w", err)
+			return err
 		}
 		if len(msgs) == 0 {
 			return nil
 		}
-		if err := f.forward(ctx, msgs); err != nil {
-			return fmt.Errorf("settle: flush: %w", err)
+		if err := f.forward(ctx, o, msgs); err != nil {
+			return err
 		}
 		if fresh && compareIDs(msgs[len(msgs)-1].ID, mark) >= 0 {
 			return nil
@@ -385,10 +432,10 @@ func compareIDs(a, b string) int {
 	return 0
 }
 
-func (f *Forwarder) ensureGroup(ctx context.Context) error {
+func (f *Forwarder) ensureGroup(ctx context.Context, o outbox) error {
 	ctx, cancel := f.redisCtx(ctx, 0)
 	defer cancel()
-	err := f.rdb.XGroupCreateMkStream(ctx, f.streams.Outbox(), group, "0").Err()
+	err := f.rdb.XGroupCreateMkStream(ctx, o.name, group, "0").Err()
 	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
 		return fmt.Errorf("create consumer group: %w", err)
 	}
@@ -398,10 +445,10 @@ func (f *Forwarder) ensureGroup(ctx context.Context) error {
 // read returns the next batch: own pending entries first (when ownPending says there may be some), then
 // (at most every ClaimMinIdle/4) stale entries claimed from other consumers, then new entries (blocking
 // up to block; -1: not at all). fresh reports that the batch holds new entries.
-func (f *Forwarder) read(ctx context.Context, lastClaim *time.Time, block time.Duration, ownPending bool) (msgs []redis.XMessage, fresh bool, err error) {
+func (f *Forwarder) read(ctx context.Context, o outbox, lastClaim *time.Time, block time.Duration, ownPending bool) (msgs []redis.XMessage, fresh bool, err error) {
 	count := int64(f.opts.BatchSize)
 	if ownPending {
-		own, err := f.readGroup(ctx, "0", count, -1)
+		own, err := f.readGroup(ctx, o, "0", count, -1)
 		if err != nil {
 			return nil, false, err
 		}
@@ -412,32 +459,32 @@ func (f *Forwarder) read(ctx context.Context, lastClaim *time.Time, block time.D
 	if time.Since(*lastClaim) >= f.opts.ClaimMinIdle/4 {
 		*lastClaim = time.Now()
 		cctx, cancel := f.redisCtx(ctx, 0)
-		claimed, _, err := f.rdb.XAutoClaim(cctx, &redis.XAutoClaimArgs{Stream: f.streams.Outbox(), Group: group,
+		claimed, _, err := f.rdb.XAutoClaim(cctx, &redis.XAutoClaimArgs{Stream: o.name, Group: group,
 			MinIdle: f.opts.ClaimMinIdle, Start: "0-0", Count: count, Consumer: f.opts.NodeID}).Result()
 		cancel()
 		if err != nil {
 			return nil, false, fmt.Errorf("claim stale outbox entries: %w", err)
 		}
 		if len(claimed) > 0 {
-			f.log.Info("claimed stale settlement entries", "count", len(claimed))
+			f.log.Info("claimed stale settlement entries", "stream", o.name, "count", len(claimed))
 			return claimed, false, nil
 		}
 	}
-	msgs, err = f.readGroup(ctx, ">", count, block)
+	msgs, err = f.readGroup(ctx, o, ">", count, block)
 	return msgs, true, err
 }
 
-func (f *Forwarder) readGroup(ctx context.Context, id string, count int64, block time.Duration) ([]redis.XMessage, error) {
+func (f *Forwarder) readGroup(ctx context.Context, o outbox, id string, count int64, block time.Duration) ([]redis.XMessage, error) {
 	rctx, cancel := f.redisCtx(ctx, block)
 	res, err := f.rdb.XReadGroup(rctx, &redis.XReadGroupArgs{Group: group, Consumer: f.opts.NodeID,
-		Streams: []string{f.streams.Outbox(), id}, Count: count, Block: block}).Result()
+		Streams: []string{o.name, id}, Count: count, Block: block}).Result()
 	cancel()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "NOGROUP") {
-			if gerr := f.ensureGroup(ctx); gerr != nil {
+			if gerr := f.ensureGroup(ctx, o); gerr != nil {
 				return nil, gerr
 			}
 			return nil, nil
@@ -502,7 +549,7 @@ func (f *Forwarder) drainSpill(ctx context.Context) error {
 }
 
 // refundOwed runs the settle script for delivered spilled records (no stream entry: refund only), one
-// call per control-plane answer, so the answer still refreshes the cost_used mirror.
+// call per control-plane answer and shard, so the answer still refreshes the cost_used mirror.
 func (f *Forwarder) refundOwed(ctx context.Context) error {
 	sp := f.opts.Spill
 	for {
@@ -512,7 +559,7 @@ func (f *Forwarder) refundOwed(ctx context.Context) error {
 		}
 		for i := 0; i < len(o); {
 			j := i + 1
-			for j < len(o) && o[j].resp == o[i].resp {
+			for j < len(o) && o[j].resp == o[i].resp && o[j].e.hold.Tag == o[i].e.hold.Tag {
 				j++
 			}
 			es := make([]entry, j-i)
@@ -528,24 +575,26 @@ func (f *Forwarder) refundOwed(ctx context.Context) error {
 	}
 }
 
-// forward settles one batch of entries, retrying until the control plane answers or ctx ends.
-func (f *Forwarder) forward(ctx context.Context, msgs []redis.XMessage) error {
+// forward settles one batch of entries of outbox o, retrying until the control plane answers or ctx ends.
+// Every entry's hold names keys of the stream's shard (the Recorder appended it there).
+func (f *Forwarder) forward(ctx context.Context, o outbox, msgs []redis.XMessage) error {
 	entries := make([]entry, 0, len(msgs))
 	for _, m := range msgs {
 		if m.Values == nil { // deleted from the stream while pending: nothing left to settle
-			if err := f.finish(ctx, []entry{{id: m.ID}}, nil); err != nil {
+			if err := f.finish(ctx, []entry{{id: m.ID, hold: admission.Hold{Tag: o.tag}}}, nil); err != nil {
 				return err
 			}
 			continue
 		}
 		rec, hold, err := DecodeEntry(m.Values)
 		if err != nil {
-			f.log.Error("undecodable settlement outbox entry; dead-lettered", "id", m.ID, "err", err)
-			if err := f.deadLetter(ctx, entry{id: m.ID}, m.Values, err); err != nil {
+			f.log.Error("undecodable settlement outbox entry; dead-lettered", "stream", o.name, "id", m.ID, "err", err)
+			if err := f.deadLetter(ctx, entry{id: m.ID, hold: admission.Hold{Tag: o.tag}}, m.Values, err); err != nil {
 				return err
 			}
 			continue
 		}
+		hold.Tag = o.tag
 		entries = append(entries, entry{id: m.ID, rec: rec, hold: hold})
 	}
 	if len(entries) == 0 {
@@ -646,29 +695,27 @@ func (f *Forwarder) rotate() {
 	f.mu.Unlock()
 }
 
-// finish runs the settle script for answered entries: mirror refresh, then ack + refund + delete.
-// resp may be nil (entries that need only acknowledging, or that were dead-lettered: their holds are
-// refunded all the same, since they will never settle).
+// finish runs the settle script for answered entries, all of one shard (their holds' tag): mirror
+// refresh, then ack + refund + delete. resp may be nil (entries that need only acknowledging, or that were
+// dead-lettered: their holds are refunded all the same, since they will never settle).
+//
+// A quota's mirror lives in its organisation's current shard: the mirrors of the entries' shard are
+// refreshed in the same script, the others (the answer names scopes of records of another shard only for
+// records appended before a change of shards) each by a script of their own, whose failure is only
+// logged (a mirror is a cache; the snapshot's cost_used is its floor).
 func (f *Forwarder) finish(ctx context.Context, entries []entry, resp *settlementv1.SettleResponse) error {
-	keys := []string{f.streams.Outbox()}
-	args := []any{group, int64(f.opts.MirrorTTL / time.Second)}
-	var mirrorKeys []string
-	var mirrorVals []any
-	for _, q := range resp.GetQuotas() {
-		micros, err := DecimalToMicros(q.GetCostUsed())
-		if err != nil {
-			f.log.Warn("unreadable cost_used in Settle answer", "scope", q.GetScope(), "id", q.GetScopeId(), "err", err)
-			continue
-		}
-		// A periodic quota's answer names its period: the mirror is per period (docs/budgets.md).
-		mirrorKeys = append(mirrorKeys, f.keys.UsedIn(scopeOf(q.GetScope()), q.GetScopeId(), q.GetPeriodId()))
-		// With its adjustment epoch: settle.lua lets a newer epoch replace the mirror (a credit) and
-		// ignores an older one (docs/settlement.md, "Adjustment epochs").
-		mirrorVals = append(mirrorVals, max(micros, 0), max(q.GetAdjustEpoch(), 0))
+	var tag string
+	if len(entries) > 0 {
+		tag = entries[0].hold.Tag
 	}
-	keys = append(keys, mirrorKeys...)
-	args = append(args, len(mirrorKeys))
-	args = append(args, mirrorVals...)
+	mirrors := f.mirrors(entries, resp)
+	keys := []string{f.streams.Outbox(tag)}
+	args := []any{group, int64(f.opts.MirrorTTL / time.Second)}
+	own := mirrors[tag]
+	delete(mirrors, tag)
+	keys = append(keys, own.keys...)
+	args = append(args, len(own.keys))
+	args = append(args, own.vals...)
 	args = append(args, len(entries))
 	var ids []string
 	inserted := map[string]bool{}
@@ -677,6 +724,7 @@ func (f *Forwarder) finish(ctx context.Context, entries []entry, resp *settlemen
 			inserted[r.GetRequestId()] = true
 		}
 	}
+	k := admission.Keys{Prefix: f.opts.Prefix, Tag: tag}
 	for _, e := range entries {
 		var tpmDelta int64
 		if e.rec != nil {
@@ -686,37 +734,32 @@ func (f *Forwarder) finish(ctx context.Context, entries []entry, resp *settlemen
 			}
 		}
 		for _, s := range e.hold.Scopes {
-			keys = append(keys, f.keys.PendingIn(s.Scope, s.ID, s.Period))
+			keys = append(keys, k.PendingIn(s.Scope, s.ID, s.Period))
 		}
 		mode := admission.HoldMode(e.hold)
 		if mode == 2 {
 			for _, s := range e.hold.Scopes {
-				keys = append(keys, f.keys.Holds(s.Scope, s.ID, s.Period))
+				keys = append(keys, k.Holds(s.Scope, s.ID, s.Period))
 			}
 		}
 		// The key's token window, then the scopes' (team, org, user TPM limits).
-		keys = append(keys, f.keys.TPM(e.hold.KeyID, e.hold.Window))
+		keys = append(keys, k.TPM(e.hold.KeyID, e.hold.Window))
 		for _, s := range e.hold.RateScopes {
-			keys = append(keys, f.keys.ScopeTPM(s.Scope, s.ID, e.hold.Window))
+			keys = append(keys, k.ScopeTPM(s.Scope, s.ID, e.hold.Window))
 		}
-		keys = append(keys, f.keys.Hold(e.hold.RequestID))
+		keys = append(keys, k.Hold(e.hold.RequestID))
 		args = append(args, e.id, e.hold.Micros, len(e.hold.Scopes), 1+len(e.hold.RateScopes), tpmDelta, mode, e.hold.Member())
 	}
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		sctx, cancel := f.redisCtx(ctx, 0)
-		err = settleScript.Run(sctx, f.rdb, keys, args...).Err()
-		cancel()
-		if err == nil {
-			break
-		}
-		if !sleep(ctx, time.Duration(attempt+1)*100*time.Millisecond) {
-			break
-		}
-	}
-	if err != nil {
+	if err := f.runSettle(ctx, keys, args); err != nil {
 		// The entries stay pending and are settled again (as duplicates) later; the refund happens then.
 		return fmt.Errorf("acknowledge and refund %d entries: %w", len(entries), err)
+	}
+	for t, m := range mirrors {
+		keys := append([]string{f.streams.Outbox(t)}, m.keys...)
+		args := append([]any{group, int64(f.opts.MirrorTTL / time.Second), len(m.keys)}, m.vals...)
+		if err := f.runSettle(ctx, keys, append(args, 0)); err != nil {
+			f.log.Warn("refresh cost_used mirrors of another shard", "tag", t, "mirrors", len(m.keys), "err", err)
+		}
 	}
 	if resp != nil {
 		var n uint64
@@ -734,10 +777,89 @@ func (f *Forwarder) finish(ctx context.Context, entries []entry, resp *settlemen
 	return nil
 }
 
+// runSettle runs settle.lua, trying up to five times.
+func (f *Forwarder) runSettle(ctx context.Context, keys []string, args []any) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		sctx, cancel := f.redisCtx(ctx, 0)
+		err = settleScript.Run(sctx, f.rdb, keys, args...).Err()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if !sleep(ctx, time.Duration(attempt+1)*100*time.Millisecond) {
+			break
+		}
+	}
+	return err
+}
+
+// shardMirrors are the cost_used mirror keys of one shard with their values (settle.lua's ARGV pairs).
+type shardMirrors struct {
+	keys []string
+	vals []any
+}
+
+// mirrors sorts the answer's cost_used values by the shard of their quota's organisation. The answer
+// names the scopes of the batch's records; a scope's organisation is its record's (a scope no record
+// names — not in a well-formed answer — is skipped when there are several shards).
+func (f *Forwarder) mirrors(entries []entry, resp *settlementv1.SettleResponse) map[string]shardMirrors {
+	out := map[string]shardMirrors{}
+	quotas := resp.GetQuotas()
+	if len(quotas) == 0 {
+		return out
+	}
+	type scopeID struct {
+		scope vocab.Scope
+		id    int64
+	}
+	var orgOf map[scopeID]int64
+	if f.shards.N() > 1 {
+		orgOf = map[scopeID]int64{}
+		for _, e := range entries {
+			r := e.rec
+			if r == nil {
+				continue
+			}
+			orgOf[scopeID{vocab.ScopeOrg, r.GetOrgId()}] = r.GetOrgId()
+			orgOf[scopeID{vocab.ScopeUser, r.GetUserId()}] = r.GetOrgId()
+			orgOf[scopeID{vocab.ScopeKey, r.GetApiKeyId()}] = r.GetOrgId()
+			if r.TeamId != nil {
+				orgOf[scopeID{vocab.ScopeTeam, r.GetTeamId()}] = r.GetOrgId()
+			}
+		}
+	}
+	for _, q := range quotas {
+		micros, err := DecimalToMicros(q.GetCostUsed())
+		if err != nil {
+			f.log.Warn("unreadable cost_used in Settle answer", "scope", q.GetScope(), "id", q.GetScopeId(), "err", err)
+			continue
+		}
+		sc := scopeOf(q.GetScope())
+		tag := ""
+		if orgOf != nil {
+			org, ok := orgOf[scopeID{sc, q.GetScopeId()}]
+			if !ok {
+				f.log.Warn("Settle answer names a quota of no record in the batch; mirror not refreshed", "scope", sc, "id", q.GetScopeId())
+				continue
+			}
+			tag = f.shards.Tag(org)
+		}
+		m := out[tag]
+		// A periodic quota's answer names its period: the mirror is per period (docs/budgets.md).
+		m.keys = append(m.keys, admission.Keys{Prefix: f.opts.Prefix, Tag: tag}.UsedIn(sc, q.GetScopeId(), q.GetPeriodId()))
+		// With its adjustment epoch: settle.lua lets a newer epoch replace the mirror (a credit) and
+		// ignores an older one (docs/settlement.md, "Adjustment epochs").
+		m.vals = append(m.vals, max(micros, 0), max(q.GetAdjustEpoch(), 0))
+		out[tag] = m
+	}
+	return out
+}
+
 // deadLetter copies an entry to the dead-letter stream with the reason, then acknowledges it (refunding
 // its hold if it could be decoded).
 func (f *Forwarder) deadLetter(ctx context.Context, e entry, values map[string]any, reason error) error {
-	dv := []any{"reason", reason.Error(), "id", e.id, "node", f.opts.NodeID}
+	dv := []any{"reason", reason.Error(), "id", e.id, "tag", e.hold.Tag, "node", f.opts.NodeID}
 	for k, v := range values {
 		dv = append(dv, "f_"+k, v)
 	}
@@ -755,7 +877,7 @@ func (f *Forwarder) deadLetterEntry(ctx context.Context, e entry, reason error) 
 	if err != nil {
 		return err
 	}
-	dv := []any{"reason", reason.Error(), "id", e.id, "node", f.opts.NodeID, "f_" + fieldRecord, b, "f_" + fieldHold, admission.EncodeHold(e.hold)}
+	dv := []any{"reason", reason.Error(), "id", e.id, "tag", e.hold.Tag, "node", f.opts.NodeID, "f_" + fieldRecord, b, "f_" + fieldHold, admission.EncodeHold(e.hold)}
 	if err := f.deadXAdd(ctx, dv); err != nil {
 		return fmt.Errorf("dead-letter outbox entry %s: %w", e.id, err)
 	}

@@ -45,10 +45,10 @@ func TestRetriedBatchRefundsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.ensureGroup(ctx); err != nil {
+	if err := f.ensureGroup(ctx, f.outboxes[0]); err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := f.readGroup(ctx, ">", 10, -1)
+	msgs, err := f.readGroup(ctx, f.outboxes[0], ">", 10, -1)
 	if err != nil || len(msgs) != 2 {
 		t.Fatalf("read = %d entries, %v", len(msgs), err)
 	}
@@ -84,7 +84,7 @@ func TestRetriedBatchRefundsOnce(t *testing.T) {
 	if got := rdb.Get(ctx, keys.Used(vocab.ScopeOrg, 1)).Val(); got != "1235" {
 		t.Errorf("mirror after an older answer = %s, want 1235", got)
 	}
-	if n := rdb.XLen(ctx, Streams{Prefix: prefix}.Outbox()).Val(); n != 0 {
+	if n := rdb.XLen(ctx, Streams{Prefix: prefix}.Outbox("")).Val(); n != 0 {
 		t.Errorf("outbox holds %d entries, want 0", n)
 	}
 }

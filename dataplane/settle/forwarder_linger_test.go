@@ -136,7 +136,7 @@ func TestForwarderStopWhileLingeringThenFlush(t *testing.T) {
 	if got := as.sizes(); !slices.Equal(got, []int{3}) {
 		t.Errorf("Settle batch sizes %v, want [3]", got)
 	}
-	if n := rdb.XLen(ctx, settle.Streams{Prefix: prefix}.Outbox()).Val(); n != 0 {
+	if n := rdb.XLen(ctx, settle.Streams{Prefix: prefix}.Outbox("")).Val(); n != 0 {
 		t.Errorf("outbox holds %d entries after flush", n)
 	}
 }
@@ -146,7 +146,7 @@ func waitPending(t *testing.T, rdb *redis.Client, prefix string, n int64) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		p, err := rdb.XPending(context.Background(), settle.Streams{Prefix: prefix}.Outbox(), "tollgate-forwarders").Result()
+		p, err := rdb.XPending(context.Background(), settle.Streams{Prefix: prefix}.Outbox(""), "tollgate-forwarders").Result()
 		if err == nil && p.Count == n {
 			return
 		}

@@ -93,10 +93,10 @@ type dataPlane struct {
 	done   chan struct{}
 }
 
-func newDataPlane(t testing.TB, rdb *redis.Client, prefix, node string, cp *controlPlane, admOpts admission.Options, fo settle.ForwarderOptions) *dataPlane {
+func newDataPlane(t testing.TB, rdb redis.UniversalClient, prefix, node string, cp *controlPlane, admOpts admission.Options, fo settle.ForwarderOptions) *dataPlane {
 	t.Helper()
 	admOpts.Prefix = prefix
-	fo.Prefix, fo.NodeID, fo.Endpoints, fo.Token = prefix, node, []string{cp.addr}, dpToken
+	fo.Prefix, fo.NodeID, fo.Endpoints, fo.Token, fo.Shards = prefix, node, []string{cp.addr}, dpToken, admOpts.Shards
 	// These tests are about settlement, not Redis deadlines: on a loaded machine (-race, hundreds of
 	// concurrent calls through one pool) a call can take longer than the production default, which must
 	// not turn them into timeout tests. Tests of deadlines set their own.
@@ -120,7 +120,7 @@ func newDataPlane(t testing.TB, rdb *redis.Client, prefix, node string, cp *cont
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	return &dataPlane{adm: admission.New(rdb, admOpts), rec: settle.NewRecorder(rdb, prefix), fwd: f}
+	return &dataPlane{adm: admission.New(rdb, admOpts), rec: settle.NewRecorder(rdb, prefix).Sharded(admOpts.Shards), fwd: f}
 }
 
 func (dp *dataPlane) start() {
@@ -160,7 +160,7 @@ func outcomeRecord(id string, org, team, user int64, costMicros int64, end vocab
 func waitDrained(t testing.TB, rdb *redis.Client, prefix string, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	stream := settle.Streams{Prefix: prefix}.Outbox()
+	stream := settle.Streams{Prefix: prefix}.Outbox("")
 	for {
 		n, err := rdb.XLen(context.Background(), stream).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
@@ -193,10 +193,10 @@ func assertLedgerConsistent(t testing.TB, db *storetest.DB) {
 	rows, err := db.Pool.Query(context.Background(), `
 		SELECT q.scope, q.scope_id, q.cost_used::text, coalesce((SELECT sum(u.cost) FROM usages u WHERE
 		    (q.scope = 'org' AND u.org_id = q.scope_id) OR (q.scope = 'team' AND u.team_id = q.scope_id) OR
-		    (q.scope = 'user' AND u.user_id = q.scope_id)), 0)::text,
+		    (q.scope = 'user' AND u.user_id = q.scope_id) OR (q.scope = 'key' AND u.api_key_id = q.scope_id)), 0)::text,
 		    q.cost_used = coalesce((SELECT sum(u.cost) FROM usages u WHERE
 		    (q.scope = 'org' AND u.org_id = q.scope_id) OR (q.scope = 'team' AND u.team_id = q.scope_id) OR
-		    (q.scope = 'user' AND u.user_id = q.scope_id)), 0)
+		    (q.scope = 'user' AND u.user_id = q.scope_id) OR (q.scope = 'key' AND u.api_key_id = q.scope_id)), 0)
 		  FROM quotas q`)
 	if err != nil {
 		t.Fatal(err)

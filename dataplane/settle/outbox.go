@@ -37,8 +37,15 @@ const maxRecordBytes = 64 << 10
 // Streams names the outbox and dead-letter streams under a key prefix.
 type Streams struct{ Prefix string }
 
-// Outbox is the stream of records waiting for the control plane.
-func (s Streams) Outbox() string { return s.Prefix + "settle:outbox" }
+// Outbox is the stream of records of one shard waiting for the control plane: settle:outbox:{<tag>},
+// in the hash slot of every key its records' holds name (admission.Keys with that tag). With tag ""
+// (one shard) it is settle:outbox, the stream of the releases before sharding.
+func (s Streams) Outbox(tag string) string {
+	if tag == "" {
+		return s.Prefix + "settle:outbox"
+	}
+	return s.Prefix + "settle:outbox:{" + tag + "}"
+}
 
 // Dead is the stream of records the control plane refused as invalid (kept for an operator).
 func (s Streams) Dead() string { return s.Prefix + "settle:dead" }
@@ -47,6 +54,7 @@ func (s Streams) Dead() string { return s.Prefix + "settle:dead" }
 type Recorder struct {
 	rdb     redis.Cmdable
 	streams Streams
+	shards  admission.Shards
 	timeout time.Duration
 	spill   *Spill
 }
@@ -61,6 +69,13 @@ const (
 // NewRecorder returns a Recorder writing under prefix (config.RedisKeyPrefix).
 func NewRecorder(rdb redis.Cmdable, prefix string) *Recorder {
 	return &Recorder{rdb: rdb, streams: Streams{Prefix: prefix}, timeout: recordBudget}
+}
+
+// Sharded makes Record spread records without a hold over n shards (config.RedisShards, the admitter's
+// number) by their organisation, as admission does the holds. It returns r.
+func (r *Recorder) Sharded(n int) *Recorder {
+	r.shards = admission.NewShards(n)
+	return r
 }
 
 // SpillTo makes Record keep a record it cannot append within a second in s (for the forwarder to
@@ -86,6 +101,11 @@ func (r *Recorder) Record(ctx context.Context, rec *settlementv1.SettlementRecor
 		rec.AdmittedAt = timestamppb.New(hold.At)
 	}
 	sanitize(rec)
+	// The entry goes to the stream of its hold's shard, in the slot of every key the hold names; a
+	// hold that names none (nothing was admitted) takes its organisation's shard.
+	if hold.Tag == "" && hold.Micros == 0 && hold.Tokens == 0 && hold.RequestID == "" && len(hold.RateScopes) == 0 {
+		hold.Tag = r.shards.Tag(rec.GetOrgId())
+	}
 	if r.spill != nil && r.spill.paused() {
 		return r.spillRecord(rec, hold, false, errors.New("an append failed less than a second ago"))
 	}
@@ -95,7 +115,7 @@ func (r *Recorder) Record(ctx context.Context, rec *settlementv1.SettlementRecor
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
 	defer cancel()
-	args := &redis.XAddArgs{Stream: r.streams.Outbox(), Values: []any{fieldRecord, b, fieldHold, admission.EncodeHold(hold)}}
+	args := &redis.XAddArgs{Stream: r.streams.Outbox(hold.Tag), Values: []any{fieldRecord, b, fieldHold, admission.EncodeHold(hold)}}
 	backoff := 20 * time.Millisecond
 	for {
 		err = r.rdb.XAdd(ctx, args).Err()

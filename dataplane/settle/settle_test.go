@@ -247,7 +247,7 @@ func TestDeadDataPlane(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stream := settle.Streams{Prefix: prefix}.Outbox()
+	stream := settle.Streams{Prefix: prefix}.Outbox("")
 	if err := rdb.XGroupCreateMkStream(ctx, stream, "tollgate-forwarders", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestFlushDrainsAndSurvivesOutage(t *testing.T) {
 	if err == nil {
 		t.Fatal("Flush with the control plane down = nil, want a deadline error")
 	}
-	if n := rdb.XLen(ctx, settle.Streams{Prefix: prefix}.Outbox()).Val(); n != 30 {
+	if n := rdb.XLen(ctx, settle.Streams{Prefix: prefix}.Outbox("")).Val(); n != 30 {
 		t.Fatalf("outbox holds %d entries after a failed flush, want all 30", n)
 	}
 	cp.restart()
@@ -333,7 +333,7 @@ func TestFlushDrainsAndSurvivesOutage(t *testing.T) {
 	if rows != 40 {
 		t.Errorf("usages has %d rows after flush, want 40", rows)
 	}
-	if n := rdb.XLen(ctx, settle.Streams{Prefix: prefix}.Outbox()).Val(); n != 0 {
+	if n := rdb.XLen(ctx, settle.Streams{Prefix: prefix}.Outbox("")).Val(); n != 0 {
 		t.Errorf("outbox holds %d entries after flush", n)
 	}
 }
@@ -396,7 +396,7 @@ func TestRecordSanitizesText(t *testing.T) {
 	if err := settle.NewRecorder(rdb, prefix).Record(ctx, rec, admission.Hold{}); err != nil {
 		t.Fatalf("Record = %v", err)
 	}
-	msgs, err := rdb.XRange(ctx, settle.Streams{Prefix: prefix}.Outbox(), "-", "+").Result()
+	msgs, err := rdb.XRange(ctx, settle.Streams{Prefix: prefix}.Outbox(""), "-", "+").Result()
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("outbox = %v, %v", msgs, err)
 	}

@@ -292,7 +292,7 @@ func (e *dpEnv) do(method, path, body string, hdr ...string) dpResp {
 // outbox returns the settlement records appended so far.
 func (e *dpEnv) outbox() []map[string]any {
 	e.t.Helper()
-	msgs, err := e.rdb.XRange(context.Background(), settle.Streams{Prefix: e.prefix}.Outbox(), "-", "+").Result()
+	msgs, err := e.rdb.XRange(context.Background(), settle.Streams{Prefix: e.prefix}.Outbox(""), "-", "+").Result()
 	if err != nil {
 		e.t.Fatalf("read outbox: %v", err)
 	}

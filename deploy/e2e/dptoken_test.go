@@ -191,7 +191,7 @@ func TestDataPlaneTokenScopes(t *testing.T) {
 		t.Errorf("after revoking: %v, %v", l, err)
 	}
 	// Nothing lost: the record waits in the outbox for a token that may settle.
-	outbox := settle.Streams{Prefix: d.srv.Config.RedisKeyPrefix}.Outbox()
+	outbox := settle.Streams{Prefix: d.srv.Config.RedisKeyPrefix}.Outbox("")
 	if n, err := d.srv.Redis.XLen(context.Background(), outbox).Result(); err != nil || n != 1 {
 		t.Errorf("outbox holds %d records (%v), want the 1 refused", n, err)
 	}

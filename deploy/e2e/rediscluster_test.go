@@ -8,16 +8,19 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tollgate/tollgate/dataplane/admission"
+	dpconfig "github.com/tollgate/tollgate/dataplane/config"
+	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/deploy/mockupstream"
 	"github.com/tollgate/tollgate/shared/redistest"
 )
 
 // TestRedisClusterFailoverUnderLoad runs a data plane on a real Redis Cluster (three masters, each with a
-// replica, started here) in cluster mode (TOLLGATE_REDIS_CLUSTER, go-redis's cluster URL) with a
-// hash-tagged key prefix, so every admission and settlement script's keys share a slot. Under continuous
-// plain and streaming load, the master holding that slot is failed over to its replica (CLUSTER
-// FAILOVER): the client sees no error, and every answer it saw succeed has exactly one usage row (and
-// there are no others).
+// replica, started here) in cluster mode (TOLLGATE_REDIS_CLUSTER, go-redis's cluster URL) with the
+// default shards and a plain key prefix: every key of the organisation's requests, and its shard's outbox
+// stream, carry the shard's hash tag. Under continuous plain and streaming load, the master holding that
+// shard's slot is failed over to its replica (CLUSTER FAILOVER): the client sees no error, every answer
+// it saw succeed has exactly one usage row (and there are no others), and every hold is refunded.
 func TestRedisClusterFailoverUnderLoad(t *testing.T) {
 	rc := redistest.StartCluster(t, 3, 1)
 	c := newCluster(t)
@@ -26,13 +29,16 @@ func TestRedisClusterFailoverUnderLoad(t *testing.T) {
 	cp := c.startCP("cp", "")
 	c.seed()
 	rev := exec(t, c.db.Pool, `UPDATE providers SET base_url = $1 WHERE id = 1`, mock.URL)
-	prefix := "{e2e-" + randomHex(4) + "}:"
+	prefix := "e2e-" + randomHex(4) + ":"
 	d := c.startDP("dp-cluster", []string{cp.srv.GRPCAddr()}, "TOLLGATE_REDIS_URL", rc.URL(), "TOLLGATE_REDIS_CLUSTER", "true",
 		"TOLLGATE_REDIS_KEY_PREFIX", prefix)
 	d.wait(t, rev)
 	d.wantReady(t, rev)
+	if d.srv.Config.RedisShards != dpconfig.DefaultClusterShards {
+		t.Fatalf("cluster mode runs %d shards, want the default %d", d.srv.Config.RedisShards, dpconfig.DefaultClusterShards)
+	}
 
-	// The master owning the prefix's slot.
+	// The master owning the slot of the seeded key's organisation (1): its shard's outbox stream.
 	opts, err := redis.ParseClusterURL(rc.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +46,8 @@ func TestRedisClusterFailoverUnderLoad(t *testing.T) {
 	crdb := redis.NewClusterClient(opts)
 	t.Cleanup(func() { crdb.Close() })
 	ctx := context.Background()
-	slot, err := crdb.ClusterKeySlot(ctx, prefix+"x").Result()
+	stream := settle.Streams{Prefix: prefix}.Outbox(admission.NewShards(dpconfig.DefaultClusterShards).Tag(1))
+	slot, err := crdb.ClusterKeySlot(ctx, stream).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +106,13 @@ func TestRedisClusterFailoverUnderLoad(t *testing.T) {
 			t.Errorf("usage row(s) for %s (%d) that the client never saw succeed", id, n)
 		}
 	}
-	// Settlement went through the cluster's outbox, not only the in-memory spill.
+	// Settlement went through the cluster's outbox, not only the in-memory spill, and every hold the
+	// organisation's requests reserved on its quota is refunded.
 	if n := metricValue(t, d, "tollgate_settle_records_forwarded_total"); n == 0 {
 		t.Errorf("no record was forwarded from the outbox on the cluster")
 	}
+	if n, err := crdb.Exists(ctx, admission.Keys{Prefix: prefix, Tag: admission.NewShards(dpconfig.DefaultClusterShards).Tag(1)}.Used("org", 1)).Result(); err != nil || n != 1 {
+		t.Errorf("org 1's cost mirror is not in its shard (%d, %v)", n, err)
+	}
+	waitClusterPendingZero(t, crdb, prefix)
 }

@@ -629,7 +629,7 @@ func (s *stStack) waitAllPendingZero(t *testing.T) {
 // outboxLen is the number of records waiting in the settlement outbox.
 func (s *stStack) outboxLen(t *testing.T) int64 {
 	t.Helper()
-	n, err := s.rdb.XLen(context.Background(), settle.Streams{Prefix: s.prefix}.Outbox()).Result()
+	n, err := s.rdb.XLen(context.Background(), settle.Streams{Prefix: s.prefix}.Outbox("")).Result()
 	if err != nil && err != redis.Nil {
 		t.Fatal(err)
 	}
