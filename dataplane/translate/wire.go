@@ -408,11 +408,8 @@ func rawText(r json.RawMessage) (string, bool) {
 	if stringOf(r, &s) {
 		return s, true
 	}
-	var arr []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if unmarshal(r, &arr) != nil {
+	var arr []textPartIn
+	if d := (jr{b: r}); d.done(readTextParts(&d, &arr)) != nil {
 		return "", false
 	}
 	var b strings.Builder
@@ -432,7 +429,8 @@ func stopList(r json.RawMessage) ([]string, error) {
 		return []string{s}, nil
 	}
 	var arr []string
-	if err := unmarshal(r, &arr); err != nil {
+	d := jr{b: r}
+	if err := d.done(d.strs(&arr)); err != nil {
 		return nil, fmt.Errorf("stop: %w", err)
 	}
 	return arr, nil
