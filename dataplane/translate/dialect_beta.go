@@ -237,7 +237,7 @@ func betaContentParts(raw json.RawMessage, field fieldPath, a *betaArena, dst *[
 			if len(in) == 0 {
 				in = json.RawMessage("{}")
 			}
-			out = append(out, part{Type: partToolCall, CallID: b.ID, Name: b.Name, Args: compactJSON(in)})
+			out = append(out, part{Type: partToolCall, CallID: b.ID, Name: b.Name, Args: compactValid(in)})
 		case "tool_result":
 			p := part{Type: partToolResult, CallID: b.ToolUseID, IsError: b.IsError}
 			if len(b.Content) > 0 && string(b.Content) != "null" {

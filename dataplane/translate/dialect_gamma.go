@@ -329,7 +329,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 				if len(args) == 0 || string(args) == "null" {
 					args = json.RawMessage("{}")
 				}
-				arena = append(arena, part{Type: partToolCall, CallID: id, Name: fc.Name, Args: compactJSON(args)})
+				arena = append(arena, part{Type: partToolCall, CallID: id, Name: fc.Name, Args: compactValid(args)})
 			case fr != nil:
 				id := fr.ID
 				if q := pending[fr.Name]; len(q) > 0 {
@@ -387,7 +387,7 @@ func gammaResultPart(id string, resp json.RawMessage, results *[]part) part {
 	p := part{Type: partToolResult, CallID: id}
 	// {"output": v} or {"error": v} alone carries v; any other object is the result as it is
 	var m gammaResultIn
-	text := compactText(resp)
+	text := compactValidText(resp)
 	if d := (jr{b: resp}); d.done(m.read(&d)) == nil && !m.Other {
 		if m.Error != nil && m.Output == nil {
 			p.IsError = true
@@ -401,12 +401,13 @@ func gammaResultPart(id string, resp json.RawMessage, results *[]part) part {
 	return p
 }
 
+// jsonValueText is a (valid) JSON value's text: a string's contents, else the compact JSON.
 func jsonValueText(r json.RawMessage) string {
 	var s string
 	if stringOf(r, &s) {
 		return s
 	}
-	return compactText(r)
+	return compactValidText(r)
 }
 
 // lowerSchemaTypes converts gamma's OpenAPI-subset schema (UPPERCASE type enums) to JSON Schema spelling.

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -258,4 +259,19 @@ func FuzzHandDecoders(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
 		handCases[int(which)%len(handCases)].run(t, data)
 	})
+}
+
+// TestStrSpecial8: the 8-byte test of the string scanner finds every byte that ends a plain run, wherever
+// it is among the eight.
+func TestStrSpecial8(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		special := c < 0x20 || c == '"' || c == '\\' || c >= 0x80
+		for at := range 8 {
+			b := []byte("abcdefgh")
+			b[at] = byte(c)
+			if got := strSpecial8(binary.LittleEndian.Uint64(b)); got != special {
+				t.Fatalf("byte %#x at %d: special %v, want %v", c, at, got, special)
+			}
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -211,34 +212,46 @@ func (d *jr) elem(first bool) (bool, error) {
 
 // strTok reads a string token (at '"'): a view of the input without escapes, else a new unquoted string.
 func (d *jr) strTok() (string, error) {
-	b := d.b
 	start := d.i + 1
-	i := start
-	escaped := false
+	escaped, err := d.scanStr()
+	if err != nil {
+		return "", err
+	}
+	end := d.i - 1
+	if escaped {
+		return unquote(d.b[start:end]), nil
+	}
+	if end == start {
+		return "", nil
+	}
+	return unsafe.String(&d.b[start], end-start), nil // the input is never modified (see jr)
+}
+
+// scanStr consumes and validates a string token (at '"') and reports whether it has escapes.
+func (d *jr) scanStr() (escaped bool, err error) {
+	b := d.b
+	i := d.i + 1
 	for {
+		for i+8 <= len(b) && !strSpecial8(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
 		for i < len(b) && b[i] >= 0x20 && b[i] < utf8.RuneSelf && b[i] != '"' && b[i] != '\\' {
 			i++
 		}
 		if i >= len(b) {
 			d.i = i
-			return "", d.fail("unexpected end of JSON input in string")
+			return false, d.fail("unexpected end of JSON input in string")
 		}
 		c := b[i]
 		switch {
 		case c == '"':
 			d.i = i + 1
-			if !escaped {
-				if i == start {
-					return "", nil
-				}
-				return unsafe.String(&b[start], i-start), nil // the input is never modified (see jr)
-			}
-			return unquote(b[start:i]), nil
+			return escaped, nil
 		case c == '\\':
 			escaped = true
 			if i+1 >= len(b) {
 				d.i = i
-				return "", d.fail("unexpected end of JSON input in string")
+				return false, d.fail("unexpected end of JSON input in string")
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
@@ -247,33 +260,41 @@ func (d *jr) strTok() (string, error) {
 				v1, ok := hex4(b, i+2)
 				if !ok {
 					d.i = i
-					return "", d.fail("invalid escape sequence in string")
+					return false, d.fail("invalid escape sequence in string")
 				}
 				i += 6
 				if utf16.IsSurrogate(rune(v1)) {
 					v2, ok := hex4(b, i+2)
 					if !ok || b[i] != '\\' || b[i+1] != 'u' || utf16.DecodeRune(rune(v1), rune(v2)) == utf8.RuneError {
 						d.i = i - 6
-						return "", d.fail("invalid surrogate escape sequence in string")
+						return false, d.fail("invalid surrogate escape sequence in string")
 					}
 					i += 6
 				}
 			default:
 				d.i = i
-				return "", d.fail("invalid escape sequence in string")
+				return false, d.fail("invalid escape sequence in string")
 			}
 		case c < 0x20:
 			d.i = i
-			return "", d.fail("invalid control character in string")
+			return false, d.fail("invalid control character in string")
 		default:
 			r, n := utf8.DecodeRune(b[i:])
 			if r == utf8.RuneError && n <= 1 {
 				d.i = i
-				return "", d.fail("invalid UTF-8 in string")
+				return false, d.fail("invalid UTF-8 in string")
 			}
 			i += n
 		}
 	}
+}
+
+// strSpecial8 reports whether any of the 8 bytes in v ends a plain run of a string: '"', '\\', a control
+// character or a byte of a multi-byte UTF-8 sequence (which the byte loop validates).
+func strSpecial8(v uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(x uint64) uint64 { return (x - ones) & ^x & highs }
+	return (v&highs)|((v-0x20*ones) & ^v & highs)|zero(v^('"'*ones))|zero(v^('\\'*ones)) != 0
 }
 
 // hex4 parses the four hex digits at b[i:].
@@ -429,33 +450,8 @@ func (d *jr) skip() error {
 
 // skipStr validates a string token without unquoting it.
 func (d *jr) skipStr() error {
-	_, err := d.strTokRaw()
+	_, err := d.scanStr()
 	return err
-}
-
-// strTokRaw validates a string token and returns its quoted bytes.
-func (d *jr) strTokRaw() ([]byte, error) {
-	start := d.i
-	b := d.b
-	i := start + 1
-	for {
-		for i < len(b) && b[i] >= 0x20 && b[i] < utf8.RuneSelf && b[i] != '"' && b[i] != '\\' {
-			i++
-		}
-		if i < len(b) && b[i] == '"' {
-			d.i = i + 1
-			return b[start:d.i], nil
-		}
-		if i >= len(b) || b[i] == '\\' || b[i] < 0x20 || b[i] >= utf8.RuneSelf {
-			break
-		}
-	}
-	// escapes, control characters, non-ASCII or the end: the full reader decides
-	d.i = start
-	if _, err := d.strTok(); err != nil {
-		return nil, err
-	}
-	return b[start:d.i], nil
 }
 
 // raw reads any value as its bytes (capacity clipped, so an append copies).

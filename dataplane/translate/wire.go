@@ -283,6 +283,19 @@ func compactJSON(s []byte) []byte {
 	return b.Bytes()
 }
 
+// compactValid is compactJSON for a value known to be valid JSON (read by jr, which accepts less than
+// json.Valid): no second validation.
+func compactValid(s []byte) []byte {
+	if isCompact(s) {
+		return s
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, s) != nil {
+		return s
+	}
+	return b.Bytes()
+}
+
 // argsObject converts alpha's argument string to a JSON object for beta/gamma. Empty means {}. Text that is
 // not a JSON object is kept, never dropped: it is wrapped as {"_raw": "<text>"} (policy; the upstream then
 // sees what the model produced).
@@ -293,7 +306,7 @@ func argsObject(s string) json.RawMessage {
 	}
 	// strings are immutable: a compact object is returned as a view of s, no copy
 	if v := stringBytes(t); t[0] == '{' && json.Valid(v) {
-		return compactJSON(v)
+		return compactValid(v)
 	}
 	return mustMarshal(map[string]string{"_raw": s})
 }
