@@ -222,11 +222,11 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 	}
 	for i, raw := range in.Tools {
 		d := jr{b: raw}
-		builtin, err := readGammaToolKeys(&d)
+		builtin, found, err := readGammaToolKeys(&d)
 		if err := d.done(err); err != nil {
 			return nil, badRequest(fmt.Sprintf("tools[%d]", i), err)
 		}
-		if builtin != "" {
+		if found {
 			return nil, refuse(fmt.Sprintf("tools[%d].%s", i, builtin), "built-in tool %q cannot be translated", builtin)
 		}
 		var t gammaTool

@@ -381,16 +381,16 @@ func (t *gammaToolConfig) read(d *jr) error {
 }
 
 // readGammaToolKeys reads one tools[] entry as an object (null is one without members) and returns the
-// first member name other than functionDeclarations / function_declarations, matched exactly.
-func readGammaToolKeys(d *jr) (builtin string, err error) {
-	found := false
+// first member name other than functionDeclarations / function_declarations, matched exactly (found
+// reports one).
+func readGammaToolKeys(d *jr) (builtin string, found bool, err error) {
 	_, err = d.object(func(name string) error {
 		if !found && name != "functionDeclarations" && name != "function_declarations" {
 			builtin, found = name, true
 		}
 		return d.skip()
 	})
-	return builtin, err
+	return builtin, found, err
 }
 
 var gammaToolNames = []string{"functionDeclarations"}
