@@ -104,7 +104,8 @@ type chatPartIn struct {
 
 func (alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) {
 	body = ownedCopy(body)
-	var in chatRequestIn
+	in := chatRequestIn{Messages: chatMessagesScratch.get()}
+	defer func() { chatMessagesScratch.put(in.Messages) }()
 	d := jr{b: body}
 	if err := d.done(in.read(&d)); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid chat completions request: %w", err))

@@ -3,6 +3,8 @@ package translate
 // Hand-written decoders of the alpha chat completions request (see jr): each fills the struct the
 // go-json-experiment decoder filled before, with the same results (FuzzHandDecoders).
 
+var chatMessagesScratch scratch[chatMessageIn]
+
 var chatRequestNames = []string{"model", "messages", "Tools", "tool_choice", "parallel_tool_calls",
 	"max_completion_tokens", "max_tokens", "temperature", "top_p", "stop", "stream", "stream_options", "n", "seed",
 	"presence_penalty", "frequency_penalty", "logprobs", "top_logprobs", "logit_bias", "response_format",

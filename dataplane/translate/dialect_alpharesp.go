@@ -187,7 +187,8 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 		r.Messages = append(r.Messages, message{Role: "user", Parts: []part{{Type: partText, Text: s}}})
 		return nil
 	}
-	var items []respItem
+	items := respItemsScratch.get()
+	defer func() { respItemsScratch.put(items) }()
 	d := jr{b: raw}
 	if err := d.done(readRespItems(&d, &items)); err != nil {
 		return badRequest("input", err)

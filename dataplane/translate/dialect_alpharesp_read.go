@@ -3,6 +3,8 @@ package translate
 // Hand-written decoders of the alpha responses request (see jr): each fills the struct the go-json-experiment
 // decoder filled before, with the same results (FuzzHandDecoders).
 
+var respItemsScratch scratch[respItem]
+
 var respRequestNames = []string{"model", "instructions", "input", "tools", "tool_choice", "parallel_tool_calls",
 	"max_output_tokens", "temperature", "top_p", "reasoning", "text", "stream", "service_tier", "user",
 	"safety_identifier", "previous_response_id", "conversation", "background", "prompt", "top_logprobs"}

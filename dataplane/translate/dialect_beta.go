@@ -94,7 +94,8 @@ type betaToolChoiceIn struct {
 
 func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 	body = ownedCopy(body)
-	var in betaRequestIn
+	in := betaRequestIn{Messages: betaMessagesScratch.get()}
+	defer func() { betaMessagesScratch.put(in.Messages) }()
 	d := jr{b: body}
 	if err := d.done(in.read(&d)); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid messages request: %w", err))

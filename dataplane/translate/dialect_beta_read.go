@@ -3,6 +3,8 @@ package translate
 // Hand-written decoders of the beta messages request (see jr): each fills the struct the go-json-experiment
 // decoder filled before, with the same results (FuzzHandDecoders).
 
+var betaMessagesScratch scratch[betaMessageIn]
+
 var betaRequestNames = []string{"model", "system", "messages", "tools", "tool_choice", "max_tokens", "temperature",
 	"top_p", "top_k", "stop_sequences", "stream", "thinking", "output_config", "metadata", "service_tier",
 	"mcp_servers", "container"}

@@ -149,7 +149,8 @@ type gammaResultIn struct {
 
 func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 	body = ownedCopy(body)
-	var in gammaRequestIn
+	in := gammaRequestIn{Contents: gammaContentsScratch.get()}
+	defer func() { gammaContentsScratch.put(in.Contents) }()
 	d := jr{b: body}
 	if err := d.done(in.read(&d)); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid generateContent request: %w", err))

@@ -3,6 +3,8 @@ package translate
 // Hand-written decoders of the gamma generateContent request (see jr): each fills the struct the
 // go-json-experiment decoder filled before, with the same results (FuzzHandDecoders).
 
+var gammaContentsScratch scratch[gammaContentIn]
+
 var gammaRequestNames = []string{"contents", "systemInstruction", "system_instruction", "tools", "toolConfig",
 	"generationConfig", "generation_config", "cachedContent", "service_tier", "serviceTier"}
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -31,6 +32,29 @@ type jr struct {
 	b     []byte
 	i     int
 	depth int
+}
+
+// scratch is reused storage for the decoded members that do not outlive a decodeRequest call (the
+// messages, contents or input items before they become the canonical form): growing them afresh for every
+// request was a good part of the bytes a request allocated.
+type scratch[T any] struct{ pool sync.Pool }
+
+// get returns an empty slice to read into.
+func (s *scratch[T]) get() []T {
+	if v, ok := s.pool.Get().(*[]T); ok {
+		return (*v)[:0]
+	}
+	return nil
+}
+
+// put keeps v's storage for the next request, cleared (so it holds nothing of this request's body).
+func (s *scratch[T]) put(v []T) {
+	if cap(v) == 0 || cap(v) > 1024 {
+		return
+	}
+	v = v[:cap(v)]
+	clear(v)
+	s.pool.Put(&v)
 }
 
 // maxJSONDepth is the go-json-experiment decoder's nesting limit.
@@ -293,8 +317,9 @@ func (d *jr) scanStr() (escaped bool, err error) {
 // character or a byte of a multi-byte UTF-8 sequence (which the byte loop validates).
 func strSpecial8(v uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	zero := func(x uint64) uint64 { return (x - ones) & ^x & highs }
-	return (v&highs)|((v-0x20*ones) & ^v & highs)|zero(v^('"'*ones))|zero(v^('\\'*ones)) != 0
+	q := v ^ ('"' * ones)
+	bs := v ^ ('\\' * ones)
+	return (v|(v-0x20*ones)&^v|(q-ones)&^q|(bs-ones)&^bs)&highs != 0
 }
 
 // hex4 parses the four hex digits at b[i:].
