@@ -3,6 +3,7 @@ package translate
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // The reference for the hand-written request decoders (jsonread.go, dialect_*_read.go): the
@@ -271,4 +274,74 @@ func TestStrSpecial8(t *testing.T) {
 			}
 		}
 	}
+}
+
+// requestDecoders are the four request decoders with their references (refdecode_test.go).
+var requestDecoders = []struct {
+	kind vocab.Kind
+	ref  func([]byte, *reqState) (*request, error)
+}{
+	{vocab.KindAlphaChatCompletions, refChatDecodeRequest},
+	{vocab.KindAlphaResponses, refRespDecodeRequest},
+	{vocab.KindBetaMessages, refBetaDecodeRequest},
+	{vocab.KindGammaGenerateContent, refGammaDecodeRequest},
+}
+
+// diffRequest decodes body as a request of decoder i with the hand-written decoder and the reference and
+// fails unless both succeed with equal canonical forms or both refuse the same field.
+func diffRequest(t *testing.T, body []byte, i int) {
+	t.Helper()
+	c := requestDecoders[i]
+	state := func() *reqState {
+		st := newReqState(testOptions())
+		st.client, st.upstream = c.kind, vocab.KindBetaMessages
+		return st
+	}
+	want, errWant := c.ref(body, state())
+	got, errGot := codecFor(c.kind).decodeRequest(body, state())
+	if (errWant == nil) != (errGot == nil) {
+		t.Fatalf("%s %q: reference error %v, hand-written error %v", c.kind, body, errWant, errGot)
+	}
+	if errWant != nil {
+		var rw, rg *RequestError
+		if !errors.As(errWant, &rw) || !errors.As(errGot, &rg) {
+			t.Fatalf("%s %q: errors %v / %v, want RequestErrors", c.kind, body, errWant, errGot)
+		}
+		sameTool := strings.HasPrefix(rw.Field, "tools[") && strings.HasPrefix(rg.Field, "tools[") &&
+			rw.Field[:strings.IndexByte(rw.Field, ']')] == rg.Field[:strings.IndexByte(rg.Field, ']')] // several built-in tools: the reference named one at random
+		if (rw.Field != rg.Field && !sameTool) || rw.Status != rg.Status {
+			t.Fatalf("%s %q: reference refuses %q (%s), hand-written %q (%s)", c.kind, body, rw.Field, rw.Message, rg.Field, rg.Message)
+		}
+		return
+	}
+	if !reflect.DeepEqual(want, got) {
+		t.Fatalf("%s %q: canonical forms differ:\nreference    %+v\nhand-written %+v", c.kind, body, want, got)
+	}
+}
+
+// TestRequestDecodersAgree: the four request decoders give the reference's canonical form or refusal on the
+// golden requests, the benchmark's and the edge cases.
+func TestRequestDecodersAgree(t *testing.T) {
+	inputs := handSeeds(t)
+	for _, s := range handEdgeCases {
+		inputs = append(inputs, []byte(s))
+	}
+	for i := range requestDecoders {
+		for _, b := range inputs {
+			diffRequest(t, b, i)
+		}
+	}
+}
+
+// FuzzRequestDecodersAgree: on arbitrary bodies, the request decoders agree with their references (the
+// go-json-experiment decoding path they replaced) on success or the refused field, and on the canonical form.
+func FuzzRequestDecodersAgree(f *testing.F) {
+	for _, b := range handSeeds(f) {
+		for i := range requestDecoders {
+			f.Add(b, uint8(i))
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte, which uint8) {
+		diffRequest(t, body, int(which)%len(requestDecoders))
+	})
 }
