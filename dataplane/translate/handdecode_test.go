@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -343,5 +345,46 @@ func FuzzRequestDecodersAgree(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte, which uint8) {
 		diffRequest(t, body, int(which)%len(requestDecoders))
+	})
+}
+
+// refStringOf is stringOf before it skipped plain bytes eight at a time.
+func refStringOf(raw []byte, s *string) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return false
+	}
+	in := raw[1 : len(raw)-1]
+	plain := true
+	for _, c := range in {
+		if c < 0x20 || c == '"' || c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if plain && utf8.Valid(in) {
+		*s = string(in)
+		return true
+	}
+	b, err := jsontext.AppendUnquote(make([]byte, 0, len(raw)), raw)
+	if err != nil {
+		return false
+	}
+	*s = string(b)
+	return true
+}
+
+// FuzzStringOf: stringOf decodes what it did before the eight-byte skip.
+func FuzzStringOf(f *testing.F) {
+	for _, s := range []string{`"abc"`, `"abcdefghijklmnop"`, `"abcdefgh\"ij"`, "\"abcdefgh\xffij\"", `"abcdefghé"`, ` "x" `, `"\u00e9abcdefgh"`, `5`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var want, got string
+		okWant := refStringOf(raw, &want)
+		okGot := stringOf(raw, &got)
+		if okWant != okGot || want != got {
+			t.Fatalf("%q: stringOf %v %q, want %v %q", raw, okGot, got, okWant, want)
+		}
 	})
 }

@@ -176,11 +176,6 @@ func (d *jr) key(first bool) (string, bool, error) {
 		return "", false, d.syntax()
 	}
 	if d.b[d.i] == '}' {
-		if !first {
-			d.i++
-			d.depth--
-			return "", false, nil
-		}
 		d.i++
 		d.depth--
 		return "", false, nil

@@ -103,14 +103,18 @@ func stringOf(raw []byte, s *string) bool {
 		return false
 	}
 	in := raw[1 : len(raw)-1]
+	i := 0
+	for i+8 <= len(in) && !strSpecial8(binary.LittleEndian.Uint64(in[i:])) {
+		i += 8 // eight plain ASCII bytes
+	}
 	plain := true
-	for _, c := range in {
+	for _, c := range in[i:] {
 		if c < 0x20 || c == '"' || c == '\\' {
 			plain = false
 			break
 		}
 	}
-	if plain && utf8.Valid(in) {
+	if plain && utf8.Valid(in[i:]) {
 		*s = unsafe.String(unsafe.SliceData(in), len(in)) // raw is never modified (see unmarshal)
 		return true
 	}
