@@ -34,39 +34,80 @@ type chatRequestIn struct {
 	Model               string          `json:"model"`
 	Messages            []chatMessageIn `json:"messages"`
 	Tools               []json.RawMessage
-	ToolChoice          json.RawMessage `json:"tool_choice"`
-	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	MaxTokens           *int            `json:"max_tokens"`
-	Temperature         *float64        `json:"temperature"`
-	TopP                *float64        `json:"top_p"`
-	Stop                json.RawMessage `json:"stop"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
-	N                *int            `json:"n"`
-	Seed             *int64          `json:"seed"`
-	PresencePenalty  *float64        `json:"presence_penalty"`
-	FrequencyPenalty *float64        `json:"frequency_penalty"`
-	Logprobs         *bool           `json:"logprobs"`
-	TopLogprobs      *int            `json:"top_logprobs"`
-	LogitBias        json.RawMessage `json:"logit_bias"`
-	ResponseFormat   json.RawMessage `json:"response_format"`
-	ReasoningEffort  string          `json:"reasoning_effort"`
-	Modalities       []string        `json:"modalities"`
-	Audio            json.RawMessage `json:"audio"`
-	ServiceTier      string          `json:"service_tier"`
-	User             string          `json:"user"`
-	SafetyIdentifier string          `json:"safety_identifier"`
-	WebSearchOptions json.RawMessage `json:"web_search_options"`
-	Functions        json.RawMessage `json:"functions"`
+	ToolChoice          json.RawMessage    `json:"tool_choice"`
+	ParallelToolCalls   *bool              `json:"parallel_tool_calls"`
+	MaxCompletionTokens *int               `json:"max_completion_tokens"`
+	MaxTokens           *int               `json:"max_tokens"`
+	Temperature         *float64           `json:"temperature"`
+	TopP                *float64           `json:"top_p"`
+	Stop                json.RawMessage    `json:"stop"`
+	Stream              bool               `json:"stream"`
+	StreamOptions       *chatStreamOptions `json:"stream_options"`
+	N                   *int               `json:"n"`
+	Seed                *int64             `json:"seed"`
+	PresencePenalty     *float64           `json:"presence_penalty"`
+	FrequencyPenalty    *float64           `json:"frequency_penalty"`
+	Logprobs            *bool              `json:"logprobs"`
+	TopLogprobs         *int               `json:"top_logprobs"`
+	LogitBias           json.RawMessage    `json:"logit_bias"`
+	ResponseFormat      json.RawMessage    `json:"response_format"`
+	ReasoningEffort     string             `json:"reasoning_effort"`
+	Modalities          []string           `json:"modalities"`
+	Audio               json.RawMessage    `json:"audio"`
+	ServiceTier         string             `json:"service_tier"`
+	User                string             `json:"user"`
+	SafetyIdentifier    string             `json:"safety_identifier"`
+	WebSearchOptions    json.RawMessage    `json:"web_search_options"`
+	Functions           json.RawMessage    `json:"functions"`
+}
+
+type chatStreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type chatToolIn struct {
+	Type     string `json:"type"`
+	Function tool   `json:"function"`
+}
+
+type chatFormatIn struct {
+	Type       string `json:"type"`
+	JSONSchema struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	} `json:"json_schema"`
+}
+
+type chatToolChoiceIn struct {
+	Type     string `json:"type"`
+	Name     string `json:"name"`
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+}
+
+type chatPartIn struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	Refusal  string `json:"refusal"`
+	ImageURL struct {
+		URL    string `json:"url"`
+		Detail string `json:"detail"`
+	} `json:"image_url"`
+	File struct {
+		FileData string `json:"file_data"`
+		FileID   string `json:"file_id"`
+		Filename string `json:"filename"`
+	} `json:"file"`
 }
 
 func (alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) {
 	body = ownedCopy(body)
-	var in chatRequestIn
-	if err := unmarshal(body, &in); err != nil {
+	in := chatRequestIn{Messages: chatMessagesScratch.get()}
+	defer func() { chatMessagesScratch.put(in.Messages) }()
+	d := jr{b: body}
+	if err := d.done(in.read(&d)); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid chat completions request: %w", err))
 	}
 	switch {
@@ -116,11 +157,9 @@ func (alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) {
 		return nil, err
 	}
 	for i, raw := range in.Tools {
-		var t struct {
-			Type     string `json:"type"`
-			Function tool   `json:"function"`
-		}
-		if err := unmarshal(raw, &t); err != nil || t.Type != "function" {
+		var t chatToolIn
+		d := jr{b: raw}
+		if err := d.done(t.read(&d)); err != nil || t.Type != "function" {
 			return nil, refuse(fmt.Sprintf("tools[%d]", i), "only function tools can be translated")
 		}
 		r.Tools = append(r.Tools, t.Function)
@@ -142,15 +181,9 @@ func chatFormat(raw json.RawMessage) (*responseFormat, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	var f struct {
-		Type       string `json:"type"`
-		JSONSchema struct {
-			Name   string          `json:"name"`
-			Schema json.RawMessage `json:"schema"`
-			Strict *bool           `json:"strict"`
-		} `json:"json_schema"`
-	}
-	if err := unmarshal(raw, &f); err != nil {
+	var f chatFormatIn
+	d := jr{b: raw}
+	if err := d.done(f.read(&d)); err != nil {
 		return nil, badRequest("response_format", err)
 	}
 	switch f.Type {
@@ -176,14 +209,9 @@ func chatToolChoice(raw json.RawMessage) (*toolChoice, error) {
 		}
 		return nil, refuse("tool_choice", "unknown tool_choice %q", s)
 	}
-	var o struct {
-		Type     string `json:"type"`
-		Name     string `json:"name"`
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-	}
-	if err := unmarshal(raw, &o); err != nil || o.Type != "function" {
+	var o chatToolChoiceIn
+	d := jr{b: raw}
+	if err := d.done(o.read(&d)); err != nil || o.Type != "function" {
 		return nil, refuse("tool_choice", "only function tool choices can be translated")
 	}
 	name := o.Function.Name
@@ -206,21 +234,9 @@ func chatContentParts(raw json.RawMessage, field fieldPath, dst []part) ([]part,
 		}
 		return append(dst, part{Type: partText, Text: s}), nil
 	}
-	var arr []struct {
-		Type     string `json:"type"`
-		Text     string `json:"text"`
-		Refusal  string `json:"refusal"`
-		ImageURL struct {
-			URL    string `json:"url"`
-			Detail string `json:"detail"`
-		} `json:"image_url"`
-		File struct {
-			FileData string `json:"file_data"`
-			FileID   string `json:"file_id"`
-			Filename string `json:"filename"`
-		} `json:"file"`
-	}
-	if err := unmarshal(raw, &arr); err != nil {
+	var arr []chatPartIn
+	d := jr{b: raw}
+	if err := d.done(readChatParts(&d, &arr)); err != nil {
 		return nil, badRequest(field.String(), err)
 	}
 	out := dst

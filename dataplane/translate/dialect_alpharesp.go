@@ -42,42 +42,60 @@ type respItem struct {
 }
 
 type respRequestIn struct {
-	Model             string            `json:"model"`
-	Instructions      json.RawMessage   `json:"instructions"`
-	Input             json.RawMessage   `json:"input"`
-	Tools             []json.RawMessage `json:"tools"`
-	ToolChoice        json.RawMessage   `json:"tool_choice"`
-	ParallelToolCalls *bool             `json:"parallel_tool_calls"`
-	MaxOutputTokens   *int              `json:"max_output_tokens"`
-	Temperature       *float64          `json:"temperature"`
-	TopP              *float64          `json:"top_p"`
-	Reasoning         *struct {
-		Effort  string `json:"effort"`
-		Summary string `json:"summary"`
-	} `json:"reasoning"`
-	Text *struct {
-		Format *struct {
-			Type   string          `json:"type"`
-			Name   string          `json:"name"`
-			Schema json.RawMessage `json:"schema"`
-			Strict *bool           `json:"strict"`
-		} `json:"format"`
-	} `json:"text"`
-	Stream             bool            `json:"stream"`
-	ServiceTier        string          `json:"service_tier"`
-	User               string          `json:"user"`
-	SafetyIdentifier   string          `json:"safety_identifier"`
-	PreviousResponseID string          `json:"previous_response_id"`
-	Conversation       json.RawMessage `json:"conversation"`
-	Background         *bool           `json:"background"`
-	Prompt             json.RawMessage `json:"prompt"`
-	TopLogprobs        *int            `json:"top_logprobs"`
+	Model              string            `json:"model"`
+	Instructions       json.RawMessage   `json:"instructions"`
+	Input              json.RawMessage   `json:"input"`
+	Tools              []json.RawMessage `json:"tools"`
+	ToolChoice         json.RawMessage   `json:"tool_choice"`
+	ParallelToolCalls  *bool             `json:"parallel_tool_calls"`
+	MaxOutputTokens    *int              `json:"max_output_tokens"`
+	Temperature        *float64          `json:"temperature"`
+	TopP               *float64          `json:"top_p"`
+	Reasoning          *respReasoningIn  `json:"reasoning"`
+	Text               *respTextIn       `json:"text"`
+	Stream             bool              `json:"stream"`
+	ServiceTier        string            `json:"service_tier"`
+	User               string            `json:"user"`
+	SafetyIdentifier   string            `json:"safety_identifier"`
+	PreviousResponseID string            `json:"previous_response_id"`
+	Conversation       json.RawMessage   `json:"conversation"`
+	Background         *bool             `json:"background"`
+	Prompt             json.RawMessage   `json:"prompt"`
+	TopLogprobs        *int              `json:"top_logprobs"`
+}
+
+type respReasoningIn struct {
+	Effort  string `json:"effort"`
+	Summary string `json:"summary"`
+}
+
+type respTextIn struct {
+	Format *respFormatIn `json:"format"`
+}
+
+type respFormatIn struct {
+	Type   string          `json:"type"`
+	Name   string          `json:"name"`
+	Schema json.RawMessage `json:"schema"`
+	Strict *bool           `json:"strict"`
+}
+
+// respToolIn is a tools[] entry: a function tool's members are the tool's.
+type respToolIn struct {
+	Type string `json:"type"`
+	tool
+}
+
+// respSummaryIn is a reasoning item's summary part.
+type respSummaryIn struct {
+	Text string `json:"text"`
 }
 
 func (alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
 	body = ownedCopy(body)
 	var in respRequestIn
-	if err := unmarshal(body, &in); err != nil {
+	d := jr{b: body}
+	if err := d.done(in.read(&d)); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid responses request: %w", err))
 	}
 	switch {
@@ -120,11 +138,9 @@ func (alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
 		}
 	}
 	for i, raw := range in.Tools {
-		var t struct {
-			Type string `json:"type"`
-			tool
-		}
-		if err := unmarshal(raw, &t); err != nil || t.Type != "function" {
+		var t respToolIn
+		d := jr{b: raw}
+		if err := d.done(t.read(&d)); err != nil || t.Type != "function" {
 			return nil, refuse(fmt.Sprintf("tools[%d]", i), "only function tools can be translated (got %q)", t.Type)
 		}
 		r.Tools = append(r.Tools, t.tool)
@@ -171,8 +187,10 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 		r.Messages = append(r.Messages, message{Role: "user", Parts: []part{{Type: partText, Text: s}}})
 		return nil
 	}
-	var items []respItem
-	if err := unmarshal(raw, &items); err != nil {
+	items := respItemsScratch.get()
+	defer func() { respItemsScratch.put(items) }()
+	d := jr{b: raw}
+	if err := d.done(readRespItems(&d, &items)); err != nil {
 		return badRequest("input", err)
 	}
 	r.Messages = make([]message, 0, len(items))
@@ -238,10 +256,9 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 				r.Messages = append(r.Messages, message{Role: "user", Parts: clipped(a.parts, len(a.parts)-1)})
 			}
 		case "reasoning":
-			var sum []struct {
-				Text string `json:"text"`
-			}
-			_ = unmarshal(it.Summary, &sum)
+			var sum []respSummaryIn
+			d := jr{b: it.Summary}
+			_ = readRespSummary(&d, &sum) // a part of the wrong kind ends the summary read so far
 			var b strings.Builder
 			for j, s := range sum {
 				if j > 0 {
@@ -271,8 +288,8 @@ func respContentParts(raw json.RawMessage, field fieldPath, dst []part, scratch 
 	if scratch == nil {
 		scratch = new([]respContentPart)
 	}
-	*scratch = (*scratch)[:0]
-	if err := unmarshal(raw, scratch); err != nil {
+	d := jr{b: raw}
+	if err := d.done(readRespContent(&d, scratch)); err != nil {
 		return nil, badRequest(field.String(), err)
 	}
 	arr := *scratch

@@ -36,12 +36,9 @@ type betaSource struct {
 }
 
 type betaRequestIn struct {
-	Model    string          `json:"model"`
-	System   json.RawMessage `json:"system"`
-	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	} `json:"messages"`
+	Model         string            `json:"model"`
+	System        json.RawMessage   `json:"system"`
+	Messages      []betaMessageIn   `json:"messages"`
 	Tools         []json.RawMessage `json:"tools"`
 	ToolChoice    json.RawMessage   `json:"tool_choice"`
 	MaxTokens     *int              `json:"max_tokens"`
@@ -50,29 +47,57 @@ type betaRequestIn struct {
 	TopK          *int              `json:"top_k"`
 	StopSequences []string          `json:"stop_sequences"`
 	Stream        bool              `json:"stream"`
-	Thinking      *struct {
-		Type         string `json:"type"`
-		BudgetTokens int    `json:"budget_tokens"`
-	} `json:"thinking"`
-	OutputConfig *struct {
-		Effort string `json:"effort"`
-		Format *struct {
-			Type   string          `json:"type"`
-			Schema json.RawMessage `json:"schema"`
-		} `json:"format"`
-	} `json:"output_config"`
-	Metadata *struct {
-		UserID string `json:"user_id"`
-	} `json:"metadata"`
-	ServiceTier string          `json:"service_tier"`
-	MCPServers  json.RawMessage `json:"mcp_servers"`
-	Container   json.RawMessage `json:"container"`
+	Thinking      *betaThinkingIn   `json:"thinking"`
+	OutputConfig  *betaOutputConfig `json:"output_config"`
+	Metadata      *betaMetadata     `json:"metadata"`
+	ServiceTier   string            `json:"service_tier"`
+	MCPServers    json.RawMessage   `json:"mcp_servers"`
+	Container     json.RawMessage   `json:"container"`
+}
+
+type betaMessageIn struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type betaThinkingIn struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens"`
+}
+
+type betaOutputConfig struct {
+	Effort string        `json:"effort"`
+	Format *betaFormatIn `json:"format"`
+}
+
+type betaFormatIn struct {
+	Type   string          `json:"type"`
+	Schema json.RawMessage `json:"schema"`
+}
+
+type betaMetadata struct {
+	UserID string `json:"user_id"`
+}
+
+type betaToolIn struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+type betaToolChoiceIn struct {
+	Type                   string `json:"type"`
+	Name                   string `json:"name"`
+	DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
 }
 
 func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 	body = ownedCopy(body)
-	var in betaRequestIn
-	if err := unmarshal(body, &in); err != nil {
+	in := betaRequestIn{Messages: betaMessagesScratch.get()}
+	defer func() { betaMessagesScratch.put(in.Messages) }()
+	d := jr{b: body}
+	if err := d.done(in.read(&d)); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid messages request: %w", err))
 	}
 	if len(in.MCPServers) > 0 && string(in.MCPServers) != "null" {
@@ -92,7 +117,8 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 			r.System = []string{s}
 		} else {
 			var blocks []betaBlock
-			if err := unmarshal(in.System, &blocks); err != nil {
+			d := jr{b: in.System}
+			if err := d.done(readBetaBlocks(&d, &blocks)); err != nil {
 				return nil, badRequest("system", err)
 			}
 			for _, b := range blocks {
@@ -122,24 +148,17 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 		}
 	}
 	for i, raw := range in.Tools {
-		var t struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			InputSchema json.RawMessage `json:"input_schema"`
-		}
-		if err := unmarshal(raw, &t); err != nil || (t.Type != "" && t.Type != "custom") {
+		var t betaToolIn
+		d := jr{b: raw}
+		if err := d.done(t.read(&d)); err != nil || (t.Type != "" && t.Type != "custom") {
 			return nil, refuse(fmt.Sprintf("tools[%d]", i), "server tools (type %q) cannot be translated", t.Type)
 		}
 		r.Tools = append(r.Tools, tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
 	}
 	if len(in.ToolChoice) > 0 && string(in.ToolChoice) != "null" {
-		var tc struct {
-			Type                   string `json:"type"`
-			Name                   string `json:"name"`
-			DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
-		}
-		if err := unmarshal(in.ToolChoice, &tc); err != nil {
+		var tc betaToolChoiceIn
+		d := jr{b: in.ToolChoice}
+		if err := d.done(tc.read(&d)); err != nil {
 			return nil, badRequest("tool_choice", err)
 		}
 		switch tc.Type {
@@ -198,8 +217,8 @@ func betaContentParts(raw json.RawMessage, field fieldPath, a *betaArena, dst *[
 	if dst != &a.parts {
 		blocks = new([]betaBlock) // a.blocks is being read by the caller
 	}
-	*blocks = (*blocks)[:0]
-	if err := unmarshal(raw, blocks); err != nil {
+	d := jr{b: raw}
+	if err := d.done(readBetaBlocks(&d, blocks)); err != nil {
 		return nil, badRequest(field.String(), err)
 	}
 	out := *dst
@@ -219,7 +238,7 @@ func betaContentParts(raw json.RawMessage, field fieldPath, a *betaArena, dst *[
 			if len(in) == 0 {
 				in = json.RawMessage("{}")
 			}
-			out = append(out, part{Type: partToolCall, CallID: b.ID, Name: b.Name, Args: compactJSON(in)})
+			out = append(out, part{Type: partToolCall, CallID: b.ID, Name: b.Name, Args: compactValid(in)})
 		case "tool_result":
 			p := part{Type: partToolResult, CallID: b.ToolUseID, IsError: b.IsError}
 			if len(b.Content) > 0 && string(b.Content) != "null" {

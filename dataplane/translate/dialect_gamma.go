@@ -3,7 +3,6 @@ package translate
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/go-json-experiment/json/jsontext"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -52,36 +51,40 @@ type gammaContent struct {
 }
 
 type gammaGenConfig struct {
-	MaxOutputTokens    *int            `json:"maxOutputTokens,omitempty"`
-	Temperature        *float64        `json:"temperature,omitempty"`
-	TopP               *float64        `json:"topP,omitempty"`
-	TopK               *int            `json:"topK,omitempty"`
-	StopSequences      []string        `json:"stopSequences,omitempty"`
-	CandidateCount     *int            `json:"candidateCount,omitempty"`
-	Seed               *int64          `json:"seed,omitempty"`
-	PresencePenalty    *float64        `json:"presencePenalty,omitempty"`
-	FrequencyPenalty   *float64        `json:"frequencyPenalty,omitempty"`
-	ResponseMimeType   string          `json:"responseMimeType,omitempty"`
-	ResponseSchema     json.RawMessage `json:"responseSchema,omitempty"`
-	ResponseJSONSchema json.RawMessage `json:"responseJsonSchema,omitempty"`
-	ResponseModalities []string        `json:"responseModalities,omitempty"`
-	ThinkingConfig     *struct {
-		ThinkingBudget  *int   `json:"thinkingBudget,omitempty"`
-		ThinkingLevel   string `json:"thinkingLevel,omitempty"`
-		IncludeThoughts bool   `json:"includeThoughts,omitempty"`
-	} `json:"thinkingConfig,omitempty"`
-	ResponseLogprobs *bool           `json:"responseLogprobs,omitempty"`
-	Logprobs         *int            `json:"logprobs,omitempty"`
-	SpeechConfig     json.RawMessage `json:"speechConfig,omitempty"`
+	MaxOutputTokens    *int                 `json:"maxOutputTokens,omitempty"`
+	Temperature        *float64             `json:"temperature,omitempty"`
+	TopP               *float64             `json:"topP,omitempty"`
+	TopK               *int                 `json:"topK,omitempty"`
+	StopSequences      []string             `json:"stopSequences,omitempty"`
+	CandidateCount     *int                 `json:"candidateCount,omitempty"`
+	Seed               *int64               `json:"seed,omitempty"`
+	PresencePenalty    *float64             `json:"presencePenalty,omitempty"`
+	FrequencyPenalty   *float64             `json:"frequencyPenalty,omitempty"`
+	ResponseMimeType   string               `json:"responseMimeType,omitempty"`
+	ResponseSchema     json.RawMessage      `json:"responseSchema,omitempty"`
+	ResponseJSONSchema json.RawMessage      `json:"responseJsonSchema,omitempty"`
+	ResponseModalities []string             `json:"responseModalities,omitempty"`
+	ThinkingConfig     *gammaThinkingConfig `json:"thinkingConfig,omitempty"`
+	ResponseLogprobs   *bool                `json:"responseLogprobs,omitempty"`
+	Logprobs           *int                 `json:"logprobs,omitempty"`
+	SpeechConfig       json.RawMessage      `json:"speechConfig,omitempty"`
+}
+
+type gammaThinkingConfig struct {
+	ThinkingBudget  *int   `json:"thinkingBudget,omitempty"`
+	ThinkingLevel   string `json:"thinkingLevel,omitempty"`
+	IncludeThoughts bool   `json:"includeThoughts,omitempty"`
 }
 
 type gammaTool struct {
-	FunctionDeclarations []struct {
-		Name                 string          `json:"name"`
-		Description          string          `json:"description"`
-		Parameters           json.RawMessage `json:"parameters"`
-		ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
-	} `json:"functionDeclarations"`
+	FunctionDeclarations []gammaFuncDecl `json:"functionDeclarations"`
+}
+
+type gammaFuncDecl struct {
+	Name                 string          `json:"name"`
+	Description          string          `json:"description"`
+	Parameters           json.RawMessage `json:"parameters"`
+	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
 }
 
 // gammaContentIn and gammaPartIn are the request's contents as decoded: parts are read one content at a
@@ -119,23 +122,37 @@ type gammaRequestIn struct {
 	SystemInstruction      *gammaContent     `json:"systemInstruction"`
 	SystemInstructionSnake *gammaContent     `json:"system_instruction"`
 	Tools                  []json.RawMessage `json:"tools"`
-	ToolConfig             *struct {
-		FunctionCallingConfig struct {
-			Mode                 string   `json:"mode"`
-			AllowedFunctionNames []string `json:"allowedFunctionNames"`
-		} `json:"functionCallingConfig"`
-	} `json:"toolConfig"`
-	GenerationConfig      *gammaGenConfig `json:"generationConfig"`
-	GenerationConfigSnake *gammaGenConfig `json:"generation_config"`
-	CachedContent         string          `json:"cachedContent"`
-	ServiceTier           string          `json:"service_tier"`
-	ServiceTierCamel      string          `json:"serviceTier"`
+	ToolConfig             *gammaToolConfig  `json:"toolConfig"`
+	GenerationConfig       *gammaGenConfig   `json:"generationConfig"`
+	GenerationConfigSnake  *gammaGenConfig   `json:"generation_config"`
+	CachedContent          string            `json:"cachedContent"`
+	ServiceTier            string            `json:"service_tier"`
+	ServiceTierCamel       string            `json:"serviceTier"`
+}
+
+type gammaToolConfig struct {
+	FunctionCallingConfig gammaFuncCallingConfig `json:"functionCallingConfig"`
+}
+
+type gammaFuncCallingConfig struct {
+	Mode                 string   `json:"mode"`
+	AllowedFunctionNames []string `json:"allowedFunctionNames"`
+}
+
+// gammaResultIn is a functionResponse.response as gammaResultPart reads it: {"output": v} or {"error": v}
+// alone (names matched exactly); Other reports members besides.
+type gammaResultIn struct {
+	Error  json.RawMessage
+	Output json.RawMessage
+	Other  bool
 }
 
 func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 	body = ownedCopy(body)
-	var in gammaRequestIn
-	if err := unmarshal(body, &in); err != nil {
+	in := gammaRequestIn{Contents: gammaContentsScratch.get()}
+	defer func() { gammaContentsScratch.put(in.Contents) }()
+	d := jr{b: body}
+	if err := d.done(in.read(&d)); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid generateContent request: %w", err))
 	}
 	if in.CachedContent != "" {
@@ -205,17 +222,17 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 		}
 	}
 	for i, raw := range in.Tools {
-		var probe map[string]json.RawMessage
-		if err := unmarshal(raw, &probe); err != nil {
+		d := jr{b: raw}
+		builtin, found, err := readGammaToolKeys(&d)
+		if err := d.done(err); err != nil {
 			return nil, badRequest(fmt.Sprintf("tools[%d]", i), err)
 		}
-		for k := range probe {
-			if k != "functionDeclarations" && k != "function_declarations" {
-				return nil, refuse(fmt.Sprintf("tools[%d].%s", i, k), "built-in tool %q cannot be translated", k)
-			}
+		if found {
+			return nil, refuse(fmt.Sprintf("tools[%d].%s", i, builtin), "built-in tool %q cannot be translated", builtin)
 		}
 		var t gammaTool
-		_ = unmarshal(raw, &t)
+		d = jr{b: raw}
+		_ = t.read(&d) // a member of the wrong kind ends the declarations read so far
 		for _, fd := range t.FunctionDeclarations {
 			params := fd.ParametersJSONSchema
 			if len(params) == 0 && len(fd.Parameters) > 0 {
@@ -258,7 +275,8 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 		start := len(arena)
 		k := 0
 		sc.parts = sc.parts[:0]
-		if err := unmarshal(c.Parts, &sc.parts); err != nil {
+		d := jr{b: c.Parts}
+		if err := d.done(readGammaPartsIn(&d, &sc.parts)); err != nil {
 			return nil, badRequest(pathOf("contents", i).with(".parts", -1).String(), err)
 		}
 		for j, p := range sc.parts {
@@ -271,7 +289,8 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 			var fc *gammaCall
 			if present(p.FunctionCall) {
 				sc.call = gammaCall{}
-				if err := unmarshal(p.FunctionCall, &sc.call); err != nil {
+				d := jr{b: p.FunctionCall}
+				if err := d.done(sc.call.read(&d)); err != nil {
 					return nil, badRequest(f.with(".functionCall", -1).String(), err)
 				}
 				fc = &sc.call
@@ -279,7 +298,8 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 			var fr *gammaFuncResp
 			if present(p.FunctionResponse) {
 				sc.resp = gammaFuncResp{}
-				if err := unmarshal(p.FunctionResponse, &sc.resp); err != nil {
+				d := jr{b: p.FunctionResponse}
+				if err := d.done(sc.resp.read(&d)); err != nil {
 					return nil, badRequest(f.with(".functionResponse", -1).String(), err)
 				}
 				fr = &sc.resp
@@ -310,7 +330,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 				if len(args) == 0 || string(args) == "null" {
 					args = json.RawMessage("{}")
 				}
-				arena = append(arena, part{Type: partToolCall, CallID: id, Name: fc.Name, Args: compactJSON(args)})
+				arena = append(arena, part{Type: partToolCall, CallID: id, Name: fc.Name, Args: compactValid(args)})
 			case fr != nil:
 				id := fr.ID
 				if q := pending[fr.Name]; len(q) > 0 {
@@ -367,13 +387,9 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 func gammaResultPart(id string, resp json.RawMessage, results *[]part) part {
 	p := part{Type: partToolResult, CallID: id}
 	// {"output": v} or {"error": v} alone carries v; any other object is the result as it is
-	var m struct {
-		Error  json.RawMessage `json:"error,case:strict"`
-		Output json.RawMessage `json:"output,case:strict"`
-		Other  jsontext.Value  `json:",unknown"`
-	}
-	text := compactText(resp)
-	if unmarshal(resp, &m) == nil && len(m.Other) == 0 {
+	var m gammaResultIn
+	text := compactValidText(resp)
+	if d := (jr{b: resp}); d.done(m.read(&d)) == nil && !m.Other {
 		if m.Error != nil && m.Output == nil {
 			p.IsError = true
 			text = jsonValueText(m.Error)
@@ -386,12 +402,13 @@ func gammaResultPart(id string, resp json.RawMessage, results *[]part) part {
 	return p
 }
 
+// jsonValueText is a (valid) JSON value's text: a string's contents, else the compact JSON.
 func jsonValueText(r json.RawMessage) string {
 	var s string
 	if stringOf(r, &s) {
 		return s
 	}
-	return compactText(r)
+	return compactValidText(r)
 }
 
 // lowerSchemaTypes converts gamma's OpenAPI-subset schema (UPPERCASE type enums) to JSON Schema spelling.

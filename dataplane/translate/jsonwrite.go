@@ -164,6 +164,12 @@ func compactText(r []byte) string {
 	return string(compactJSON(r))
 }
 
+// compactValidText is compactText for a value known to be valid JSON (see compactValid).
+func compactValidText(r []byte) string {
+	c := compactValid(r)
+	return unsafe.String(unsafe.SliceData(c), len(c)) // c is r or a new buffer, neither written again
+}
+
 // optFloat writes "k": *f when f is set (an optional request parameter).
 func (w *jw) optFloat(k string, f *float64) {
 	if f != nil {

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,14 +103,18 @@ func stringOf(raw []byte, s *string) bool {
 		return false
 	}
 	in := raw[1 : len(raw)-1]
+	i := 0
+	for i+8 <= len(in) && !strSpecial8(binary.LittleEndian.Uint64(in[i:])) {
+		i += 8 // eight plain ASCII bytes
+	}
 	plain := true
-	for _, c := range in {
+	for _, c := range in[i:] {
 		if c < 0x20 || c == '"' || c == '\\' {
 			plain = false
 			break
 		}
 	}
-	if plain && utf8.Valid(in) {
+	if plain && utf8.Valid(in[i:]) {
 		*s = unsafe.String(unsafe.SliceData(in), len(in)) // raw is never modified (see unmarshal)
 		return true
 	}
@@ -219,6 +224,10 @@ func appendString(dst []byte, s string) ([]byte, bool) {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && !strSpecial8(binary.LittleEndian.Uint64(stringBytes(s[i:i+8]))) {
+			i += 8 // eight plain ASCII bytes
+			continue
+		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
 			i++
@@ -283,6 +292,19 @@ func compactJSON(s []byte) []byte {
 	return b.Bytes()
 }
 
+// compactValid is compactJSON for a value known to be valid JSON (read by jr, which accepts less than
+// json.Valid): no second validation.
+func compactValid(s []byte) []byte {
+	if isCompact(s) {
+		return s
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, s) != nil {
+		return s
+	}
+	return b.Bytes()
+}
+
 // argsObject converts alpha's argument string to a JSON object for beta/gamma. Empty means {}. Text that is
 // not a JSON object is kept, never dropped: it is wrapped as {"_raw": "<text>"} (policy; the upstream then
 // sees what the model produced).
@@ -293,7 +315,7 @@ func argsObject(s string) json.RawMessage {
 	}
 	// strings are immutable: a compact object is returned as a view of s, no copy
 	if v := stringBytes(t); t[0] == '{' && json.Valid(v) {
-		return compactJSON(v)
+		return compactValid(v)
 	}
 	return mustMarshal(map[string]string{"_raw": s})
 }
@@ -408,11 +430,8 @@ func rawText(r json.RawMessage) (string, bool) {
 	if stringOf(r, &s) {
 		return s, true
 	}
-	var arr []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if unmarshal(r, &arr) != nil {
+	var arr []textPartIn
+	if d := (jr{b: r}); d.done(readTextParts(&d, &arr)) != nil {
 		return "", false
 	}
 	var b strings.Builder
@@ -432,7 +451,8 @@ func stopList(r json.RawMessage) ([]string, error) {
 		return []string{s}, nil
 	}
 	var arr []string
-	if err := unmarshal(r, &arr); err != nil {
+	d := jr{b: r}
+	if err := d.done(d.strs(&arr)); err != nil {
 		return nil, fmt.Errorf("stop: %w", err)
 	}
 	return arr, nil

@@ -1,0 +1,256 @@
+package translate
+
+// Hand-written decoders of the alpha responses request (see jr): each fills the struct the go-json-experiment
+// decoder filled before, with the same results (FuzzHandDecoders).
+
+var respItemsScratch scratch[respItem]
+
+var respRequestNames = []string{"model", "instructions", "input", "tools", "tool_choice", "parallel_tool_calls",
+	"max_output_tokens", "temperature", "top_p", "reasoning", "text", "stream", "service_tier", "user",
+	"safety_identifier", "previous_response_id", "conversation", "background", "prompt", "top_logprobs"}
+var respReasoningNames = []string{"effort", "summary"}
+var respTextNames = []string{"format"}
+var respFormatNames = []string{"type", "name", "schema", "strict"}
+
+func (in *respRequestIn) read(d *jr) error {
+	null, err := d.object(func(name string) error {
+		switch fieldOf(name, respRequestNames) {
+		case 0:
+			return d.str(&in.Model)
+		case 1:
+			return d.raw(&in.Instructions)
+		case 2:
+			return d.raw(&in.Input)
+		case 3:
+			return d.rawList(&in.Tools)
+		case 4:
+			return d.raw(&in.ToolChoice)
+		case 5:
+			return d.boolPtr(&in.ParallelToolCalls)
+		case 6:
+			return d.intPtr(&in.MaxOutputTokens)
+		case 7:
+			return d.floatPtr(&in.Temperature)
+		case 8:
+			return d.floatPtr(&in.TopP)
+		case 9:
+			if ok, err := want(d, &in.Reasoning); !ok || err != nil {
+				return err
+			}
+			rs := in.Reasoning
+			null, err := d.object(func(name string) error {
+				switch fieldOf(name, respReasoningNames) {
+				case 0:
+					return d.str(&rs.Effort)
+				case 1:
+					return d.str(&rs.Summary)
+				}
+				return d.skip()
+			})
+			if null {
+				*rs = respReasoningIn{}
+			}
+			return err
+		case 10:
+			if ok, err := want(d, &in.Text); !ok || err != nil {
+				return err
+			}
+			return in.Text.read(d)
+		case 11:
+			return d.boolean(&in.Stream)
+		case 12:
+			return d.str(&in.ServiceTier)
+		case 13:
+			return d.str(&in.User)
+		case 14:
+			return d.str(&in.SafetyIdentifier)
+		case 15:
+			return d.str(&in.PreviousResponseID)
+		case 16:
+			return d.raw(&in.Conversation)
+		case 17:
+			return d.boolPtr(&in.Background)
+		case 18:
+			return d.raw(&in.Prompt)
+		case 19:
+			return d.intPtr(&in.TopLogprobs)
+		}
+		return d.skip()
+	})
+	if null {
+		*in = respRequestIn{}
+	}
+	return err
+}
+
+func (t *respTextIn) read(d *jr) error {
+	null, err := d.object(func(name string) error {
+		if fieldOf(name, respTextNames) != 0 {
+			return d.skip()
+		}
+		if ok, err := want(d, &t.Format); !ok || err != nil {
+			return err
+		}
+		f := t.Format
+		null, err := d.object(func(name string) error {
+			switch fieldOf(name, respFormatNames) {
+			case 0:
+				return d.str(&f.Type)
+			case 1:
+				return d.str(&f.Name)
+			case 2:
+				return d.raw(&f.Schema)
+			case 3:
+				return d.boolPtr(&f.Strict)
+			}
+			return d.skip()
+		})
+		if null {
+			*f = respFormatIn{}
+		}
+		return err
+	})
+	if null {
+		*t = respTextIn{}
+	}
+	return err
+}
+
+var respToolNames = []string{"type", "name", "description", "parameters", "strict"}
+
+func (t *respToolIn) read(d *jr) error {
+	null, err := d.object(func(name string) error {
+		switch fieldOf(name, respToolNames) {
+		case 0:
+			return d.str(&t.Type)
+		case 1:
+			return d.str(&t.Name)
+		case 2:
+			return d.str(&t.Description)
+		case 3:
+			return d.raw(&t.Parameters)
+		case 4:
+			return d.boolPtr(&t.Strict)
+		}
+		return d.skip()
+	})
+	if null {
+		*t = respToolIn{}
+	}
+	return err
+}
+
+var respItemNames = []string{"type", "id", "role", "status", "content", "call_id", "name", "arguments", "output",
+	"summary", "encrypted_content"}
+
+// readRespItems reads the input items.
+func readRespItems(d *jr, dst *[]respItem) error {
+	out := (*dst)[:0]
+	null, err := d.array(func(int) error {
+		out = append(out, respItem{})
+		it := &out[len(out)-1]
+		null, err := d.object(func(name string) error {
+			switch fieldOf(name, respItemNames) {
+			case 0:
+				return d.str(&it.Type)
+			case 1:
+				return d.str(&it.ID)
+			case 2:
+				return d.str(&it.Role)
+			case 3:
+				return d.str(&it.Status)
+			case 4:
+				return d.raw(&it.Content)
+			case 5:
+				return d.str(&it.CallID)
+			case 6:
+				return d.str(&it.Name)
+			case 7:
+				return d.strPtr(&it.Arguments)
+			case 8:
+				return d.raw(&it.Output)
+			case 9:
+				return d.raw(&it.Summary)
+			case 10:
+				return d.str(&it.EncryptedContent)
+			}
+			return d.skip()
+		})
+		if null {
+			*it = respItem{}
+		}
+		return err
+	})
+	*dst = sliceResult(out, null)
+	return err
+}
+
+var respContentNames = []string{"type", "text", "refusal", "image_url", "file_id", "detail", "file_data", "file_url",
+	"filename", "annotations"}
+
+// readRespContent reads a message's content parts into *dst (reused storage).
+func readRespContent(d *jr, dst *[]respContentPart) error {
+	out := (*dst)[:0]
+	null, err := d.array(func(int) error {
+		out = append(out, respContentPart{})
+		p := &out[len(out)-1]
+		null, err := d.object(func(name string) error {
+			switch fieldOf(name, respContentNames) {
+			case 0:
+				return d.str(&p.Type)
+			case 1:
+				return d.str(&p.Text)
+			case 2:
+				return d.str(&p.Refusal)
+			case 3:
+				return d.str(&p.ImageURL)
+			case 4:
+				return d.str(&p.FileID)
+			case 5:
+				return d.str(&p.Detail)
+			case 6:
+				return d.str(&p.FileData)
+			case 7:
+				return d.str(&p.FileURL)
+			case 8:
+				return d.str(&p.Filename)
+			case 9:
+				return d.raw(&p.Annotations)
+			}
+			return d.skip()
+		})
+		if null {
+			*p = respContentPart{}
+		}
+		return err
+	})
+	*dst = sliceResult(out, null)
+	return err
+}
+
+var textNames = []string{"text"}
+
+// readRespSummary reads a reasoning item's summary; on a value of the wrong kind it stops, keeping the parts
+// read so far (the caller uses them, as it did with the go-json-experiment decoder).
+func readRespSummary(d *jr, dst *[]respSummaryIn) error {
+	if k := d.peek(); k != '[' && k != 'n' {
+		return d.mismatch(k, "array")
+	}
+	out := (*dst)[:0]
+	null, err := d.array(func(int) error {
+		out = append(out, respSummaryIn{})
+		p := &out[len(out)-1]
+		null, err := d.object(func(name string) error {
+			if fieldOf(name, textNames) == 0 {
+				return d.str(&p.Text)
+			}
+			return d.skip()
+		})
+		if null {
+			*p = respSummaryIn{}
+		}
+		return err
+	})
+	*dst = sliceResult(out, null)
+	return err
+}

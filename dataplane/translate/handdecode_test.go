@@ -1,0 +1,390 @@
+package translate
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+// The reference for the hand-written request decoders (jsonread.go, dialect_*_read.go): the
+// go-json-experiment decoder as the request path configured it (decodeOpts, via unmarshal), which filled
+// the same structs before.
+
+// readAll decodes b as exactly one value with read.
+func readAll(b []byte, read func(d *jr) error) error {
+	d := jr{b: b}
+	return d.done(read(&d))
+}
+
+// handCase compares one hand-written decoder with the reference on data.
+type handCase struct {
+	name string
+	run  func(t *testing.T, data []byte)
+}
+
+// diffDecode decodes data into a T with the reference and with hand and fails unless both fail or both
+// succeed with equal values. partial: the callers use the value also after an error (it must match then
+// too).
+func diffDecode[T any](t *testing.T, data []byte, hand func(*jr, *T) error, partial bool) {
+	t.Helper()
+	var want, got T
+	errWant := unmarshal(data, &want)
+	errGot := readAll(data, func(d *jr) error { return hand(d, &got) })
+	if (errWant == nil) != (errGot == nil) {
+		t.Fatalf("%T %q: reference error %v, hand-written error %v", want, data, errWant, errGot)
+	}
+	if (errWant == nil || partial) && !reflect.DeepEqual(want, got) {
+		t.Fatalf("%T %q:\nreference    %#v\nhand-written %#v", want, data, want, got)
+	}
+}
+
+// refGammaResultIn is gammaResultIn as the reference read it.
+type refGammaResultIn struct {
+	Error  json.RawMessage `json:"error,case:strict"`
+	Output json.RawMessage `json:"output,case:strict"`
+	Other  jsontext.Value  `json:",unknown"`
+}
+
+var handCases = []handCase{
+	{"respRequestIn", func(t *testing.T, b []byte) {
+		diffDecode(t, b, func(d *jr, v *respRequestIn) error { return v.read(d) }, false)
+	}},
+	{"respToolIn", func(t *testing.T, b []byte) {
+		diffDecode(t, b, func(d *jr, v *respToolIn) error { return v.read(d) }, false)
+	}},
+	{"respItems", func(t *testing.T, b []byte) { diffDecode(t, b, readRespItems, false) }},
+	{"respContent", func(t *testing.T, b []byte) { diffDecode(t, b, readRespContent, false) }},
+	{"respSummary", func(t *testing.T, b []byte) {
+		// the caller reads a summary of a valid request (or none: an absent member), and keeps a partly read one
+		if len(b) > 0 && !jsontext.Value(b).IsValid() {
+			return
+		}
+		diffDecode(t, b, readRespSummary, true)
+	}},
+	{"chatRequestIn", func(t *testing.T, b []byte) {
+		diffDecode(t, b, func(d *jr, v *chatRequestIn) error { return v.read(d) }, false)
+	}},
+	{"chatToolIn", func(t *testing.T, b []byte) {
+		diffDecode(t, b, func(d *jr, v *chatToolIn) error { return v.read(d) }, false)
+	}},
+	{"chatFormatIn", func(t *testing.T, b []byte) {
+		diffDecode(t, b, func(d *jr, v *chatFormatIn) error { return v.read(d) }, false)
+	}},
+	{"chatToolChoiceIn", func(t *testing.T, b []byte) {
+		diffDecode(t, b, func(d *jr, v *chatToolChoiceIn) error { return v.read(d) }, false)
+	}},
+	{"chatParts", func(t *testing.T, b []byte) { diffDecode(t, b, readChatParts, false) }},
+	{"textParts", func(t *testing.T, b []byte) { diffDecode(t, b, readTextParts, false) }},
+	{"strings", func(t *testing.T, b []byte) { diffDecode(t, b, (*jr).strs, false) }},
+	{"betaRequestIn", func(t *testing.T, b []byte) {
+		diffDecode(t, b, func(d *jr, v *betaRequestIn) error { return v.read(d) }, false)
+	}},
+	{"betaBlocks", func(t *testing.T, b []byte) { diffDecode(t, b, readBetaBlocks, false) }},
+	{"betaToolIn", func(t *testing.T, b []byte) {
+		diffDecode(t, b, func(d *jr, v *betaToolIn) error { return v.read(d) }, false)
+	}},
+	{"betaToolChoiceIn", func(t *testing.T, b []byte) {
+		diffDecode(t, b, func(d *jr, v *betaToolChoiceIn) error { return v.read(d) }, false)
+	}},
+	{"gammaRequestIn", func(t *testing.T, b []byte) {
+		diffDecode(t, b, func(d *jr, v *gammaRequestIn) error { return v.read(d) }, false)
+	}},
+	{"gammaPartsIn", func(t *testing.T, b []byte) { diffDecode(t, b, readGammaPartsIn, false) }},
+	{"gammaCall", func(t *testing.T, b []byte) {
+		diffDecode(t, b, func(d *jr, v *gammaCall) error { return v.read(d) }, false)
+	}},
+	{"gammaFuncResp", func(t *testing.T, b []byte) {
+		diffDecode(t, b, func(d *jr, v *gammaFuncResp) error { return v.read(d) }, false)
+	}},
+	{"gammaTool", func(t *testing.T, b []byte) {
+		// the caller reads a tool only after readGammaToolKeys accepted it, and keeps a partly read one
+		if readAll(b, func(d *jr) error { _, _, err := readGammaToolKeys(d); return err }) != nil {
+			return
+		}
+		diffDecode(t, b, func(d *jr, v *gammaTool) error { return v.read(d) }, true)
+	}},
+	{"gammaToolKeys", func(t *testing.T, b []byte) {
+		var probe map[string]json.RawMessage
+		errWant := unmarshal(b, &probe)
+		var builtin string
+		var found bool
+		errGot := readAll(b, func(d *jr) (err error) { builtin, found, err = readGammaToolKeys(d); return err })
+		if (errWant == nil) != (errGot == nil) {
+			t.Fatalf("%q: reference error %v, hand-written error %v", b, errWant, errGot)
+		}
+		if errWant != nil {
+			return
+		}
+		// the reference refused the first built-in member of its map's (random) order; any one is right
+		want := false
+		for k := range probe {
+			want = want || k != "functionDeclarations" && k != "function_declarations"
+		}
+		if _, ok := probe[builtin]; found != want || found && (!ok || builtin == "functionDeclarations" || builtin == "function_declarations") {
+			t.Fatalf("%q: built-in member %q (%v), reference members %v", b, builtin, found, probe)
+		}
+	}},
+	{"gammaResultIn", func(t *testing.T, b []byte) {
+		var want refGammaResultIn
+		var got gammaResultIn
+		errWant := unmarshal(b, &want)
+		errGot := readAll(b, got.read)
+		if (errWant == nil) != (errGot == nil) {
+			t.Fatalf("%q: reference error %v, hand-written error %v", b, errWant, errGot)
+		}
+		if errWant == nil && (!reflect.DeepEqual(want.Error, got.Error) || !reflect.DeepEqual(want.Output, got.Output) || (len(want.Other) > 0) != got.Other) {
+			t.Fatalf("%q:\nreference    %#v\nhand-written %#v", b, want, got)
+		}
+	}},
+}
+
+// handSeeds are the golden request bodies and every value inside them.
+func handSeeds(t testing.TB) [][]byte {
+	paths, _ := filepath.Glob(filepath.Join("testdata", "requests", "*.json"))
+	var out [][]byte
+	var walk func(v any)
+	walk = func(v any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+		switch x := v.(type) {
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		walk(v)
+	}
+	for _, k := range allKinds {
+		out = append(out, benchRequest(k))
+	}
+	return out
+}
+
+// handEdgeCases are inputs where the rules of the reference are easy to miss.
+var handEdgeCases = []string{
+	``, ` `, `null`, ` null `, `nul`, `{}`, `[]`, `{} x`, `{}}`, `{"a":1,}`, `[1,]`, `[,1]`, `{,}`, `{"a" 1}`,
+	`{"contents":null}`, `{"contents":[]}`, `{"contents":[null]}`, `{"contents":{}}`, `{"Contents":[{"ROLE":"model"}]}`,
+	`{"contents":[{"role":"model","role":null}]}`, `{"contents":[{"role":"model","role":1}]}`,
+	`{"service_tier":"a","SERVICE_TIER":"b","serviceTier":"c","ServiceTier":"d","servicetier":"e"}`,
+	`{"generationConfig":{"topK":1},"generationConfig":{"topP":0.5}}`, `{"generationConfig":{"topK":1},"generationConfig":null}`,
+	`{"generationConfig":{"topK":1.0}}`, `{"generationConfig":{"topK":1e2}}`, `{"generationConfig":{"topK":-0}}`,
+	`{"generationConfig":{"topK":9223372036854775807}}`, `{"generationConfig":{"topK":9223372036854775808}}`,
+	`{"generationConfig":{"topK":-9223372036854775808}}`, `{"generationConfig":{"topK":-9223372036854775809}}`,
+	`{"generationConfig":{"topK":99999999999999999999999}}`, `{"generationConfig":{"topK":01}}`,
+	`{"generationConfig":{"temperature":1e400}}`, `{"generationConfig":{"temperature":1e-400}}`, `{"generationConfig":{"temperature":-0.0}}`,
+	`{"generationConfig":{"temperature":"1"}}`, `{"generationConfig":{"temperature":1.}}`, `{"generationConfig":{"temperature":.5}}`,
+	`{"generationConfig":{"stopSequences":[]}}`, `{"generationConfig":{"stopSequences":["a",null]}}`, `{"generationConfig":{"stopSequences":"a"}}`,
+	`{"generationConfig":{"responseLogprobs":null}}`, `{"generationConfig":{"thinkingConfig":{"includeThoughts":null}}}`,
+	`{"cachedContent":"\u0061\ud83d\ude00"}`, `{"cachedContent":"\ud83d"}`, `{"cachedContent":"\ude00\ud83d"}`, `{"cachedContent":"\ud83d\u0041"}`,
+	`{"cachedContent":"\x"}`, `{"cachedContent":"\u12"}`, "{\"cachedContent\":\"\x01\"}", "{\"cachedContent\":\"\xff\"}",
+	"{\"cachedContent\":\"\xe2\x82\"}", "{\"cachedContent\":\"\xef\xbf\xbd\"}", `{"cachedContent":"\/"}`,
+	`{"\u0063achedContent":"x"}`, `{"tools":[{"functionDeclarations":[{"name":"a","description":5},{"name":"b"}]}]}`,
+	`{"functionDeclarations":[{"name":"a"}],"functionDeclarations":5}`, `{"functionDeclarations":[{"name":"a"}],"functionDeclarations":[5]}`,
+	`{"functionDeclarations":[{"name":"a"}],"functionDeclarations":null}`, `{"function_declarations":[{"name":"a"}],"googleSearch":{}}`, `{"":1}`, `{"functionDeclarations":[],"":{}}`,
+	`{"error":null}`, `{"output":1,"Output":2}`, `{"Error":1}`, `{"output":{"a":[1,{"b":null}]}}`, `5`, `"x"`,
+	`[{"text":"a","text":null}]`, `[{"text":"a","thought":"yes"}]`, `[{"inlineData":null}]`, `[{"inlineData":{"mimeType":"a"},"inlineData":{"data":"b"}}]`,
+	`[{"functionCall":{"name":"f","args":{"x":1}}}]`, `{"name":"f","args":null}`, `{"name":"f","Name":"g","NAME":null}`,
+	`{"max_tokens":1,"MAX_TOKENS":null}`, `{"thinking":{"type":"enabled","budget_tokens":1.5}}`, `{"thinking":{"budget_tokens":null}}`,
+	`{"output_config":{"format":{"type":"json_schema"},"format":{"schema":{}}}}`, `{"metadata":null}`, `{"stream":1}`,
+	`[{"type":"thinking","thinking":null,"signature":"s"}]`, `[{"type":"image","source":{"type":"url"},"source":{"url":"u"}}]`,
+	`[{"type":"tool_result","is_error":null,"content":[{"type":"text"}]}]`, `{"type":"tool","disable_parallel_tool_use":true}`,
+	`{"Tools":[1],"tools":null}`, `{"TOOLS":[]}`, `{"stream_options":{"include_usage":true},"stream_options":{}}`,
+	`{"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f"},"function":null}]}]}`,
+	`{"messages":[{"refusal":null},{"refusal":"r","refusal":"s"}]}`, `{"type":"function","function":{"strict":null}}`,
+	`{"type":"json_schema","json_schema":{"strict":true},"json_schema":null}`, `{"type":"function","function":{"name":"f"},"FUNCTION":{}}`,
+	`[{"type":"image_url","image_url":{"url":"u"},"image_url":{"detail":"d"}}]`, `[{"type":"file","file":null}]`, `[null,{"text":null}]`,
+	`{"reasoning":{"effort":"low"},"reasoning":{"summary":"auto"}}`, `{"text":{"format":null}}`, `{"text":{"format":{"type":"json_schema","strict":false}}}`,
+	`{"type":"function","name":"f","Strict":true,"TYPE":null}`, `[{"type":"function_call","arguments":null},{"arguments":"{}"}]`,
+	`[{"text":"a"},5,{"text":"b"}]`, `[{"text":"a"},{"text":5}]`, `[{"text":"a"}]`, `{"text":"a"}`, `[{"type":"input_image","image_url":{"url":"x"}}]`,
+	`{"temp\u00dfrature":1}`, `{"ſervice_tier":"x"}`, `{"K":1}`,
+	strings.Repeat(`[`, 10000) + strings.Repeat(`]`, 10000), strings.Repeat(`[`, 10001) + strings.Repeat(`]`, 10001),
+	`{"a":` + strings.Repeat(`{"a":`, 9999) + `1` + strings.Repeat(`}`, 10000),
+}
+
+// TestHandDecodersAgree runs every hand-written decoder on the seeds and the edge cases.
+func TestHandDecodersAgree(t *testing.T) {
+	inputs := handSeeds(t)
+	for _, s := range handEdgeCases {
+		inputs = append(inputs, []byte(s))
+	}
+	for _, c := range handCases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, b := range inputs {
+				c.run(t, b)
+			}
+		})
+	}
+}
+
+// FuzzHandDecoders: every hand-written request decoder agrees with the reference on arbitrary input (both
+// fail, or both succeed with equal values).
+func FuzzHandDecoders(f *testing.F) {
+	for _, b := range handSeeds(f) {
+		for i := range handCases {
+			f.Add(b, uint8(i))
+		}
+	}
+	for _, s := range handEdgeCases {
+		for i := range handCases {
+			f.Add([]byte(s), uint8(i))
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
+		handCases[int(which)%len(handCases)].run(t, data)
+	})
+}
+
+// TestStrSpecial8: the 8-byte test of the string scanner finds every byte that ends a plain run, wherever
+// it is among the eight.
+func TestStrSpecial8(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		special := c < 0x20 || c == '"' || c == '\\' || c >= 0x80
+		for at := range 8 {
+			b := []byte("abcdefgh")
+			b[at] = byte(c)
+			if got := strSpecial8(binary.LittleEndian.Uint64(b)); got != special {
+				t.Fatalf("byte %#x at %d: special %v, want %v", c, at, got, special)
+			}
+		}
+	}
+}
+
+// requestDecoders are the four request decoders with their references (refdecode_test.go).
+var requestDecoders = []struct {
+	kind vocab.Kind
+	ref  func([]byte, *reqState) (*request, error)
+}{
+	{vocab.KindAlphaChatCompletions, refChatDecodeRequest},
+	{vocab.KindAlphaResponses, refRespDecodeRequest},
+	{vocab.KindBetaMessages, refBetaDecodeRequest},
+	{vocab.KindGammaGenerateContent, refGammaDecodeRequest},
+}
+
+// diffRequest decodes body as a request of decoder i with the hand-written decoder and the reference and
+// fails unless both succeed with equal canonical forms or both refuse the same field.
+func diffRequest(t *testing.T, body []byte, i int) {
+	t.Helper()
+	c := requestDecoders[i]
+	state := func() *reqState {
+		st := newReqState(testOptions())
+		st.client, st.upstream = c.kind, vocab.KindBetaMessages
+		return st
+	}
+	want, errWant := c.ref(body, state())
+	got, errGot := codecFor(c.kind).decodeRequest(body, state())
+	if (errWant == nil) != (errGot == nil) {
+		t.Fatalf("%s %q: reference error %v, hand-written error %v", c.kind, body, errWant, errGot)
+	}
+	if errWant != nil {
+		var rw, rg *RequestError
+		if !errors.As(errWant, &rw) || !errors.As(errGot, &rg) {
+			t.Fatalf("%s %q: errors %v / %v, want RequestErrors", c.kind, body, errWant, errGot)
+		}
+		sameTool := strings.HasPrefix(rw.Field, "tools[") && strings.HasPrefix(rg.Field, "tools[") &&
+			rw.Field[:strings.IndexByte(rw.Field, ']')] == rg.Field[:strings.IndexByte(rg.Field, ']')] // several built-in tools: the reference named one at random
+		if (rw.Field != rg.Field && !sameTool) || rw.Status != rg.Status {
+			t.Fatalf("%s %q: reference refuses %q (%s), hand-written %q (%s)", c.kind, body, rw.Field, rw.Message, rg.Field, rg.Message)
+		}
+		return
+	}
+	if !reflect.DeepEqual(want, got) {
+		t.Fatalf("%s %q: canonical forms differ:\nreference    %+v\nhand-written %+v", c.kind, body, want, got)
+	}
+}
+
+// TestRequestDecodersAgree: the four request decoders give the reference's canonical form or refusal on the
+// golden requests, the benchmark's and the edge cases.
+func TestRequestDecodersAgree(t *testing.T) {
+	inputs := handSeeds(t)
+	for _, s := range handEdgeCases {
+		inputs = append(inputs, []byte(s))
+	}
+	for i := range requestDecoders {
+		for _, b := range inputs {
+			diffRequest(t, b, i)
+		}
+	}
+}
+
+// FuzzRequestDecodersAgree: on arbitrary bodies, the request decoders agree with their references (the
+// go-json-experiment decoding path they replaced) on success or the refused field, and on the canonical form.
+func FuzzRequestDecodersAgree(f *testing.F) {
+	for _, b := range handSeeds(f) {
+		for i := range requestDecoders {
+			f.Add(b, uint8(i))
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte, which uint8) {
+		diffRequest(t, body, int(which)%len(requestDecoders))
+	})
+}
+
+// refStringOf is stringOf before it skipped plain bytes eight at a time.
+func refStringOf(raw []byte, s *string) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return false
+	}
+	in := raw[1 : len(raw)-1]
+	plain := true
+	for _, c := range in {
+		if c < 0x20 || c == '"' || c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if plain && utf8.Valid(in) {
+		*s = string(in)
+		return true
+	}
+	b, err := jsontext.AppendUnquote(make([]byte, 0, len(raw)), raw)
+	if err != nil {
+		return false
+	}
+	*s = string(b)
+	return true
+}
+
+// FuzzStringOf: stringOf decodes what it did before the eight-byte skip.
+func FuzzStringOf(f *testing.F) {
+	for _, s := range []string{`"abc"`, `"abcdefghijklmnop"`, `"abcdefgh\"ij"`, "\"abcdefgh\xffij\"", `"abcdefghé"`, ` "x" `, `"\u00e9abcdefgh"`, `5`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var want, got string
+		okWant := refStringOf(raw, &want)
+		okGot := stringOf(raw, &got)
+		if okWant != okGot || want != got {
+			t.Fatalf("%q: stringOf %v %q, want %v %q", raw, okGot, got, okWant, want)
+		}
+	})
+}

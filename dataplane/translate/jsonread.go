@@ -1,0 +1,811 @@
+package translate
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// jr reads the JSON of a client request by hand: one pass over the translator's own copy of the body, with
+// the request shapes' decoders (decode*In in the dialect files) filling their structs member by member — no
+// reflection, and no set-up cost per value (the go-json-experiment decoder cost ~1 µs per Unmarshal call,
+// which gamma paid ~80 times per request).
+//
+// It accepts exactly what the go-json-experiment decoder configured as decodeOpts accepted and fills the
+// same values (FuzzHandDecoders compares them on arbitrary input):
+//   - strict RFC 8259 syntax, valid UTF-8 in strings (escaped surrogates must pair), nesting depth ≤ 10,000,
+//     nothing but whitespace after the value;
+//   - member names: an exact match first, else strings.EqualFold ('_' and '-' significant), the last of
+//     duplicate names wins (an object member is merged into the object a duplicate already set);
+//   - null: a string keeps its value, a bool, number, pointer, slice or struct becomes its zero value, a raw
+//     value is the four bytes "null";
+//   - numbers: an integer member takes only an integer literal in range; a float member fails on overflow;
+//   - strings without escapes and raw values are views of the input (never modified afterwards).
+type jr struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+// scratch is reused storage for the decoded members that do not outlive a decodeRequest call (the
+// messages, contents or input items before they become the canonical form): growing them afresh for every
+// request was a good part of the bytes a request allocated.
+type scratch[T any] struct{ pool sync.Pool }
+
+// get returns an empty slice to read into.
+func (s *scratch[T]) get() []T {
+	if v, ok := s.pool.Get().(*[]T); ok {
+		return (*v)[:0]
+	}
+	return nil
+}
+
+// put keeps v's storage for the next request, cleared (so it holds nothing of this request's body).
+func (s *scratch[T]) put(v []T) {
+	if cap(v) == 0 || cap(v) > 1024 {
+		return
+	}
+	v = v[:cap(v)]
+	clear(v)
+	s.pool.Put(&v)
+}
+
+// maxJSONDepth is the go-json-experiment decoder's nesting limit.
+const maxJSONDepth = 10000
+
+// readError is a syntax error or a value of the wrong kind, at a byte offset of the value being read.
+type readError struct {
+	off int
+	msg string
+}
+
+func (e *readError) Error() string { return fmt.Sprintf("%s at offset %d", e.msg, e.off) }
+
+func (d *jr) fail(msg string) error { return &readError{off: d.i, msg: msg} }
+
+// kindName names a JSON kind as peek returns it, for errors.
+func kindName(k byte) string {
+	switch k {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "boolean"
+	case '0':
+		return "number"
+	}
+	return "invalid value"
+}
+
+// mismatch is the error for a value of kind k where want was expected.
+func (d *jr) mismatch(k byte, want string) error {
+	if k == 0 {
+		return d.syntax()
+	}
+	return d.fail("cannot read JSON " + kindName(k) + " as " + want)
+}
+
+// syntax is the error at the current position, which does not start a value.
+func (d *jr) syntax() error {
+	if d.i >= len(d.b) {
+		return d.fail("unexpected end of JSON input")
+	}
+	return d.fail(fmt.Sprintf("invalid character %q", d.b[d.i]))
+}
+
+func (d *jr) ws() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\r', '\n':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek skips whitespace and returns the kind of the next value: '{', '[', '"', 'n', 't', 'f', '0' (a
+// number), or 0 when none starts here.
+func (d *jr) peek() byte {
+	d.ws()
+	if d.i >= len(d.b) {
+		return 0
+	}
+	switch c := d.b[d.i]; c {
+	case '{', '[', '"', 'n', 't', 'f':
+		return c
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return '0'
+	}
+	return 0
+}
+
+// done is err, else the error of end: d := jr{b: body}; err := d.done(v.read(&d)) reads body as one value.
+func (d *jr) done(err error) error {
+	if err != nil {
+		return err
+	}
+	return d.end()
+}
+
+// end reports an error unless only whitespace follows the value.
+func (d *jr) end() error {
+	d.ws()
+	if d.i < len(d.b) {
+		return d.fail(fmt.Sprintf("invalid character %q after top-level value", d.b[d.i]))
+	}
+	return nil
+}
+
+// literal consumes lit (null, true or false).
+func (d *jr) literal(lit string) error {
+	if len(d.b)-d.i < len(lit) || string(d.b[d.i:d.i+len(lit)]) != lit {
+		return d.fail("invalid literal, want " + lit)
+	}
+	d.i += len(lit)
+	return nil
+}
+
+// open consumes '{' or '[' (the caller peeked it).
+func (d *jr) open() error {
+	d.i++
+	d.depth++
+	if d.depth > maxJSONDepth {
+		return d.fail("exceeded max depth")
+	}
+	return nil
+}
+
+// key reads the next member name of an object opened with open, or reports false at its end. first is
+// true for the first call on an object.
+func (d *jr) key(first bool) (string, bool, error) {
+	d.ws()
+	if d.i >= len(d.b) {
+		return "", false, d.syntax()
+	}
+	if d.b[d.i] == '}' {
+		d.i++
+		d.depth--
+		return "", false, nil
+	}
+	if !first {
+		if d.b[d.i] != ',' {
+			return "", false, d.fail(fmt.Sprintf("invalid character %q after object member (expecting ',' or '}')", d.b[d.i]))
+		}
+		d.i++
+		d.ws()
+		if d.i >= len(d.b) {
+			return "", false, d.syntax()
+		}
+	}
+	if d.b[d.i] != '"' {
+		return "", false, d.fail(fmt.Sprintf("invalid character %q at start of object name", d.b[d.i]))
+	}
+	name, err := d.strTok()
+	if err != nil {
+		return "", false, err
+	}
+	d.ws()
+	if d.i >= len(d.b) || d.b[d.i] != ':' {
+		return "", false, d.fail("missing ':' after object name")
+	}
+	d.i++
+	return name, true, nil
+}
+
+// elem reports whether an array opened with open has another element (and positions before it).
+func (d *jr) elem(first bool) (bool, error) {
+	d.ws()
+	if d.i >= len(d.b) {
+		return false, d.syntax()
+	}
+	if d.b[d.i] == ']' {
+		d.i++
+		d.depth--
+		return false, nil
+	}
+	if !first {
+		if d.b[d.i] != ',' {
+			return false, d.fail(fmt.Sprintf("invalid character %q after array element (expecting ',' or ']')", d.b[d.i]))
+		}
+		d.i++
+		d.ws()
+		if d.i < len(d.b) && d.b[d.i] == ']' {
+			return false, d.fail("invalid character ']' after ','")
+		}
+	}
+	return true, nil
+}
+
+// strTok reads a string token (at '"'): a view of the input without escapes, else a new unquoted string.
+func (d *jr) strTok() (string, error) {
+	start := d.i + 1
+	escaped, err := d.scanStr()
+	if err != nil {
+		return "", err
+	}
+	end := d.i - 1
+	if escaped {
+		return unquote(d.b[start:end]), nil
+	}
+	if end == start {
+		return "", nil
+	}
+	return unsafe.String(&d.b[start], end-start), nil // the input is never modified (see jr)
+}
+
+// scanStr consumes and validates a string token (at '"') and reports whether it has escapes.
+func (d *jr) scanStr() (escaped bool, err error) {
+	b := d.b
+	i := d.i + 1
+	for {
+		for i+8 <= len(b) && !strSpecial8(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		for i < len(b) && b[i] >= 0x20 && b[i] < utf8.RuneSelf && b[i] != '"' && b[i] != '\\' {
+			i++
+		}
+		if i >= len(b) {
+			d.i = i
+			return false, d.fail("unexpected end of JSON input in string")
+		}
+		c := b[i]
+		switch {
+		case c == '"':
+			d.i = i + 1
+			return escaped, nil
+		case c == '\\':
+			escaped = true
+			if i+1 >= len(b) {
+				d.i = i
+				return false, d.fail("unexpected end of JSON input in string")
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				v1, ok := hex4(b, i+2)
+				if !ok {
+					d.i = i
+					return false, d.fail("invalid escape sequence in string")
+				}
+				i += 6
+				if utf16.IsSurrogate(rune(v1)) {
+					v2, ok := hex4(b, i+2)
+					if !ok || b[i] != '\\' || b[i+1] != 'u' || utf16.DecodeRune(rune(v1), rune(v2)) == utf8.RuneError {
+						d.i = i - 6
+						return false, d.fail("invalid surrogate escape sequence in string")
+					}
+					i += 6
+				}
+			default:
+				d.i = i
+				return false, d.fail("invalid escape sequence in string")
+			}
+		case c < 0x20:
+			d.i = i
+			return false, d.fail("invalid control character in string")
+		default:
+			r, n := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && n <= 1 {
+				d.i = i
+				return false, d.fail("invalid UTF-8 in string")
+			}
+			i += n
+		}
+	}
+}
+
+// strSpecial8 reports whether any of the 8 bytes in v ends a plain run of a string: '"', '\\', a control
+// character or a byte of a multi-byte UTF-8 sequence (which the byte loop validates).
+func strSpecial8(v uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q := v ^ ('"' * ones)
+	bs := v ^ ('\\' * ones)
+	return (v|(v-0x20*ones)&^v|(q-ones)&^q|(bs-ones)&^bs)&highs != 0
+}
+
+// hex4 parses the four hex digits at b[i:].
+func hex4(b []byte, i int) (uint16, bool) {
+	if i < 0 || i+4 > len(b) {
+		return 0, false
+	}
+	var v uint16
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uint16(c)
+	}
+	return v, true
+}
+
+// unquote decodes the (validated) inside of a string with escapes.
+func unquote(in []byte) string {
+	out := make([]byte, 0, len(in))
+	for i := 0; i < len(in); {
+		c := in[i]
+		if c != '\\' {
+			out = append(out, c)
+			i++
+			continue
+		}
+		switch in[i+1] {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			v1, _ := hex4(in, i+2)
+			r := rune(v1)
+			if utf16.IsSurrogate(r) {
+				v2, _ := hex4(in, i+8)
+				r = utf16.DecodeRune(r, rune(v2))
+				i += 6
+			}
+			out = utf8.AppendRune(out, r)
+			i += 6
+			continue
+		default: // '"', '\\', '/'
+			out = append(out, in[i+1])
+		}
+		i += 2
+	}
+	return unsafe.String(unsafe.SliceData(out), len(out)) // out is never written again
+}
+
+// number consumes a number token (the caller peeked '0') and returns its bytes.
+func (d *jr) number() ([]byte, error) {
+	b, start, i := d.b, d.i, d.i
+	if b[i] == '-' {
+		i++
+	}
+	digits := func() bool {
+		s := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i > s
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case !digits():
+		d.i = i
+		return nil, d.syntax()
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if !digits() {
+			d.i = i
+			return nil, d.syntax()
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if !digits() {
+			d.i = i
+			return nil, d.syntax()
+		}
+	}
+	d.i = i
+	return b[start:i:i], nil
+}
+
+// skip consumes one value of any kind, validating it.
+func (d *jr) skip() error {
+	switch k := d.peek(); k {
+	case '{':
+		if err := d.open(); err != nil {
+			return err
+		}
+		for first := true; ; first = false {
+			_, ok, err := d.key(first)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return nil
+			}
+			if err := d.skip(); err != nil {
+				return err
+			}
+		}
+	case '[':
+		if err := d.open(); err != nil {
+			return err
+		}
+		for first := true; ; first = false {
+			ok, err := d.elem(first)
+			if err != nil || !ok {
+				return err
+			}
+			if err := d.skip(); err != nil {
+				return err
+			}
+		}
+	case '"':
+		return d.skipStr()
+	case 'n':
+		return d.literal("null")
+	case 't':
+		return d.literal("true")
+	case 'f':
+		return d.literal("false")
+	case '0':
+		_, err := d.number()
+		return err
+	default:
+		return d.syntax()
+	}
+}
+
+// skipStr validates a string token without unquoting it.
+func (d *jr) skipStr() error {
+	_, err := d.scanStr()
+	return err
+}
+
+// raw reads any value as its bytes (capacity clipped, so an append copies).
+func (d *jr) raw(dst *json.RawMessage) error {
+	d.ws()
+	start := d.i
+	if err := d.skip(); err != nil {
+		return err
+	}
+	*dst = json.RawMessage(d.b[start:d.i:d.i])
+	return nil
+}
+
+// str reads a string member; null leaves *dst unchanged.
+func (d *jr) str(dst *string) error {
+	switch k := d.peek(); k {
+	case '"':
+		s, err := d.strTok()
+		if err != nil {
+			return err
+		}
+		*dst = s
+		return nil
+	case 'n':
+		return d.literal("null")
+	default:
+		return d.mismatch(k, "string")
+	}
+}
+
+// strPtr reads an optional string member; null sets nil.
+func (d *jr) strPtr(dst **string) error {
+	switch k := d.peek(); k {
+	case '"':
+		s, err := d.strTok()
+		if err != nil {
+			return err
+		}
+		if *dst == nil {
+			*dst = new(string)
+		}
+		**dst = s
+		return nil
+	case 'n':
+		*dst = nil
+		return d.literal("null")
+	default:
+		return d.mismatch(k, "string")
+	}
+}
+
+// boolean reads a bool member; null sets false.
+func (d *jr) boolean(dst *bool) error {
+	switch k := d.peek(); k {
+	case 't':
+		*dst = true
+		return d.literal("true")
+	case 'f':
+		*dst = false
+		return d.literal("false")
+	case 'n':
+		*dst = false
+		return d.literal("null")
+	default:
+		return d.mismatch(k, "bool")
+	}
+}
+
+// boolPtr reads an optional bool member; null sets nil.
+func (d *jr) boolPtr(dst **bool) error {
+	switch k := d.peek(); k {
+	case 't', 'f':
+		if *dst == nil {
+			*dst = new(bool)
+		}
+		return d.boolean(*dst)
+	case 'n':
+		*dst = nil
+		return d.literal("null")
+	default:
+		return d.mismatch(k, "bool")
+	}
+}
+
+// int64Of reads an integer literal (no fraction or exponent) in range.
+func (d *jr) int64Of() (int64, error) {
+	at := d.i
+	b, err := d.number()
+	if err != nil {
+		return 0, err
+	}
+	neg := b[0] == '-'
+	digits := b
+	if neg {
+		digits = b[1:]
+	}
+	var v uint64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, &readError{off: at, msg: "cannot read JSON number " + string(b) + " as an integer"}
+		}
+		if v > (math.MaxUint64-9)/10 {
+			return 0, &readError{off: at, msg: "JSON number " + string(b) + " out of range"}
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	if (neg && v > 1<<63) || (!neg && v > 1<<63-1) {
+		return 0, &readError{off: at, msg: "JSON number " + string(b) + " out of range"}
+	}
+	if neg {
+		return -int64(v), nil
+	}
+	return int64(v), nil
+}
+
+// integer reads an int member; null sets 0.
+func (d *jr) integer(dst *int) error {
+	switch k := d.peek(); k {
+	case '0':
+		v, err := d.int64Of()
+		if err != nil {
+			return err
+		}
+		*dst = int(v)
+		return nil
+	case 'n':
+		*dst = 0
+		return d.literal("null")
+	default:
+		return d.mismatch(k, "integer")
+	}
+}
+
+// intPtr reads an optional int member; null sets nil.
+func (d *jr) intPtr(dst **int) error {
+	switch k := d.peek(); k {
+	case '0':
+		v, err := d.int64Of()
+		if err != nil {
+			return err
+		}
+		if *dst == nil {
+			*dst = new(int)
+		}
+		**dst = int(v)
+		return nil
+	case 'n':
+		*dst = nil
+		return d.literal("null")
+	default:
+		return d.mismatch(k, "integer")
+	}
+}
+
+// int64Ptr reads an optional int64 member; null sets nil.
+func (d *jr) int64Ptr(dst **int64) error {
+	switch k := d.peek(); k {
+	case '0':
+		v, err := d.int64Of()
+		if err != nil {
+			return err
+		}
+		if *dst == nil {
+			*dst = new(int64)
+		}
+		**dst = v
+		return nil
+	case 'n':
+		*dst = nil
+		return d.literal("null")
+	default:
+		return d.mismatch(k, "integer")
+	}
+}
+
+// floatPtr reads an optional float64 member; null sets nil, a number beyond float64 fails.
+func (d *jr) floatPtr(dst **float64) error {
+	switch k := d.peek(); k {
+	case '0':
+		at := d.i
+		b, err := d.number()
+		if err != nil {
+			return err
+		}
+		v, err := strconv.ParseFloat(unsafe.String(&b[0], len(b)), 64)
+		if err != nil {
+			return &readError{off: at, msg: "JSON number " + string(b) + " out of range"}
+		}
+		if *dst == nil {
+			*dst = new(float64)
+		}
+		**dst = v
+		return nil
+	case 'n':
+		*dst = nil
+		return d.literal("null")
+	default:
+		return d.mismatch(k, "number")
+	}
+}
+
+// strs reads a string array member: null sets nil, an array replaces the slice (empty, not nil, when it
+// has no element), a null element is "".
+func (d *jr) strs(dst *[]string) error {
+	switch k := d.peek(); k {
+	case '[':
+		if err := d.open(); err != nil {
+			return err
+		}
+		out := (*dst)[:0]
+		if out == nil {
+			out = []string{}
+		}
+		for first := true; ; first = false {
+			ok, err := d.elem(first)
+			if err != nil {
+				*dst = out
+				return err
+			}
+			if !ok {
+				*dst = out
+				return nil
+			}
+			out = append(out, "")
+			if err := d.str(&out[len(out)-1]); err != nil {
+				*dst = out
+				return err
+			}
+		}
+	case 'n':
+		*dst = nil
+		return d.literal("null")
+	default:
+		return d.mismatch(k, "array")
+	}
+}
+
+// rawList reads an array member of raw values (null sets nil, as strs).
+func (d *jr) rawList(dst *[]json.RawMessage) error {
+	switch k := d.peek(); k {
+	case '[':
+		if err := d.open(); err != nil {
+			return err
+		}
+		out := (*dst)[:0]
+		if out == nil {
+			out = []json.RawMessage{}
+		}
+		for first := true; ; first = false {
+			ok, err := d.elem(first)
+			if err != nil {
+				*dst = out
+				return err
+			}
+			if !ok {
+				*dst = out
+				return nil
+			}
+			out = append(out, nil)
+			if err := d.raw(&out[len(out)-1]); err != nil {
+				*dst = out
+				return err
+			}
+		}
+	case 'n':
+		*dst = nil
+		return d.literal("null")
+	default:
+		return d.mismatch(k, "array")
+	}
+}
+
+// object reads an object member: null reports null (the caller zeroes its value), else member is called
+// for each name with the decoder positioned at the value, which it must consume.
+func (d *jr) object(member func(name string) error) (null bool, err error) {
+	switch k := d.peek(); k {
+	case '{':
+		if err := d.open(); err != nil {
+			return false, err
+		}
+		for first := true; ; first = false {
+			name, ok, err := d.key(first)
+			if err != nil {
+				return false, err
+			}
+			if !ok {
+				return false, nil
+			}
+			if err := member(name); err != nil {
+				return false, err
+			}
+		}
+	case 'n':
+		return true, d.literal("null")
+	default:
+		return false, d.mismatch(k, "object")
+	}
+}
+
+// array reads an array member: null reports null, else each is called per element (index from 0).
+func (d *jr) array(each func(i int) error) (null bool, err error) {
+	switch k := d.peek(); k {
+	case '[':
+		if err := d.open(); err != nil {
+			return false, err
+		}
+		for i := 0; ; i++ {
+			ok, err := d.elem(i == 0)
+			if err != nil || !ok {
+				return false, err
+			}
+			if err := each(i); err != nil {
+				return false, err
+			}
+		}
+	case 'n':
+		return true, d.literal("null")
+	default:
+		return false, d.mismatch(k, "array")
+	}
+}
+
+// fieldOf matches a member name against a struct's names as the go-json-experiment decoder configured by
+// decodeOpts did: an exact match first, else the first strings.EqualFold match; -1 for none.
+func fieldOf(name string, names []string) int {
+	for i, n := range names {
+		if n == name {
+			return i
+		}
+	}
+	for i, n := range names {
+		if strings.EqualFold(n, name) {
+			return i
+		}
+	}
+	return -1
+}
