@@ -2,6 +2,7 @@ package vocab
 
 import (
 	"bytes"
+	"encoding/binary"
 	"sync"
 	"unicode/utf8"
 
@@ -165,12 +166,25 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
+// special8 reports whether any of the 8 bytes in w is not plain: below 0x20, a quote, a backslash or
+// above 0x7F (the bit tricks of "Bit Twiddling Hacks": a zero byte of x shows in (x-0x01..)&^x&0x80..).
+func special8(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	ctl := (w - 0x20*ones) &^ w
+	quote := (w ^ '"'*ones - ones) &^ (w ^ '"'*ones)
+	bslash := (w ^ '\\'*ones - ones) &^ (w ^ '\\'*ones)
+	return (ctl|quote|bslash|w)&highs != 0
+}
+
 // str validates the string starting at b[i] == '"' and returns the index just past its closing quote and
 // whether it holds an escape.
 func (v *validator) str(i int) (end int, escaped, ok bool) {
 	b := v.b
 	j := i + 1
 	for {
+		for j+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[j:])) {
+			j += 8
+		}
 		for j < len(b) && plain[b[j]] {
 			j++
 		}

@@ -104,3 +104,20 @@ func BenchmarkValidate10KB(b *testing.B) {
 		}
 	})
 }
+
+// TestSpecial8: the 8-byte test flags a word exactly when one of its bytes is not plain.
+func TestSpecial8(t *testing.T) {
+	for c := range 256 {
+		for p := range 8 {
+			w := []byte("aZ09 ~!}")
+			w[p] = byte(c)
+			var x uint64
+			for i := 7; i >= 0; i-- {
+				x = x<<8 | uint64(w[i])
+			}
+			if special8(x) == plain[c] {
+				t.Fatalf("special8(%q) = %v, byte %#x plain %v", w, special8(x), c, plain[c])
+			}
+		}
+	}
+}
