@@ -316,6 +316,14 @@ func (s *Server) ready(ctx context.Context) (map[string]any, error) {
 // Addr is the bound client API address.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
+// PprofAddr is the bound profiling address (WithPprof), "" when profiling is off.
+func (s *Server) PprofAddr() string {
+	if s.pprofLn == nil {
+		return ""
+	}
+	return s.pprofLn.Addr().String()
+}
+
 // Run serves until ctx ends, then stops accepting, finishes in-flight requests and closes Redis.
 func (s *Server) Run(ctx context.Context) error {
 	// No ReadTimeout or WriteTimeout: net/http cancels a request's context when the connection's read
