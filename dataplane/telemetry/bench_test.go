@@ -2,8 +2,8 @@ package telemetry_test
 
 import (
 	"context"
-	"fmt"
 	"crypto/sha256"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,10 +12,10 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/protobuf/proto"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/proxy"
