@@ -43,8 +43,12 @@ type nameSpan struct {
 	escaped    bool
 }
 
-// linearNames is the largest object whose names are compared pairwise; a larger one uses a set.
-const linearNames = 32
+// linearNames and linearNameBytes bound the objects whose names are compared pairwise (as jsontext
+// bounds its linear search); a larger object's names go to a set.
+const (
+	linearNames     = 32
+	linearNameBytes = 1024
+)
 
 var validators = sync.Pool{New: func() any {
 	return &validator{names: make([]nameSpan, 0, 64), unescaped: make([]byte, 0, 256), top: make([]member, 0, 8)}
@@ -280,7 +284,8 @@ func (v *validator) object(i int) (int, bool) {
 // members validates the object at b[i] == '{' whose names are recorded from v.names[base].
 func (v *validator) members(i, base int) (int, bool) {
 	b := v.b
-	var set map[string]struct{} // the names once the object has more than linearNames
+	var set map[string]struct{} // the names once the object is beyond linearNames or linearNameBytes
+	nameBytes := 0
 	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, true
@@ -300,7 +305,8 @@ func (v *validator) members(i, base int) (int, bool) {
 			v.unescaped, _ = jsontext.AppendUnquote(v.unescaped, b[i:ke]) // valid: str accepted it
 			name = nameSpan{us, len(v.unescaped), true}
 		}
-		if set == nil && len(v.names)-base < linearNames {
+		nameBytes += name.end - name.start
+		if set == nil && len(v.names)-base < linearNames && nameBytes <= linearNameBytes {
 			if v.seen(v.names[base:], name) {
 				return 0, false
 			}

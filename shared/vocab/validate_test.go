@@ -34,6 +34,10 @@ func TestValidateMatchesJSONText(t *testing.T) {
 			cases = append(cases, b.String()+last)
 		}
 	}
+	// Long names past linearNameBytes, with a repeat among them.
+	long := strings.Repeat("n", 300)
+	cases = append(cases, `{"`+long+`1":1,"`+long+`2":2,"`+long+`3":3,"`+long+`4":4,"`+long+`2":5}`,
+		`{"`+long+`1":1,"`+long+`2":2,"`+long+`3":3,"`+long+`4":4,"`+long+`5":5}`)
 	// Nesting at jsontext's limit and one beyond.
 	for _, d := range []int{maxDepth, maxDepth + 1} {
 		cases = append(cases, strings.Repeat("[", d)+strings.Repeat("]", d),
