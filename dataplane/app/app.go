@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"net/http/pprof"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -59,7 +60,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 			return err
 		}
 		defer func() { _ = tracing.Shutdown(context.WithoutCancel(ctx)) }() // flush the batched spans
-		srv, err := New(ctx, cfg, log, WithTracerProvider(tracing.Provider))
+		srv, err := New(ctx, cfg, log, WithTracerProvider(tracing.Provider), WithPprof(getenv("TOLLGATE_PPROF_ADDR")))
 		if err != nil {
 			return err
 		}
@@ -101,6 +102,9 @@ type Server struct {
 	Forwarder *settle.Forwarder
 
 	ln net.Listener
+	// pprof serves net/http/pprof on TOLLGATE_PPROF_ADDR (WithPprof); nil when off.
+	pprof   *http.Server
+	pprofLn net.Listener
 	// drain drops readiness at shutdown before the listener closes (TOLLGATE_DRAIN_DELAY).
 	drain *process.Drain
 	// snapshotVersion reports the held snapshot's version; ok is false until the first one arrives.
@@ -110,10 +114,18 @@ type Server struct {
 // Option adjusts New.
 type Option func(*options)
 
-type options struct{ tracer trace.TracerProvider }
+type options struct {
+	tracer    trace.TracerProvider
+	pprofAddr string
+}
 
 // WithTracerProvider turns tracing on with tp (nil: off, the default).
 func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options) { o.tracer = tp } }
+
+// WithPprof serves the Go runtime profiles (net/http/pprof, /debug/pprof/) on addr, a listener of its own
+// that is never the client port (TOLLGATE_PPROF_ADDR; "": off, the default). For profiling a data plane
+// under a benchmark (docs/benchmarks.md, "Request path"); bind it to loopback.
+func WithPprof(addr string) Option { return func(o *options) { o.pprofAddr = addr } }
 
 // New connects Redis, binds the listener and registers every handler. Nothing is served until Run.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Option) (*Server, error) {
@@ -218,6 +230,25 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	if listenTLS != nil {
 		s.ln = tls.NewListener(s.ln, listenTLS)
 	}
+	if o.pprofAddr != "" {
+		if s.pprofLn, err = net.Listen("tcp", o.pprofAddr); err != nil {
+			rdb.Close()
+			s.Syncer.Close()
+			s.ln.Close()
+			if s.MetricsServer != nil {
+				s.MetricsServer.Listener.Close()
+			}
+			return nil, fmt.Errorf("listen %s (TOLLGATE_PPROF_ADDR): %w", o.pprofAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		s.pprof = &http.Server{Handler: mux, ReadHeaderTimeout: s.Config.ReadHeaderTimeout,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	}
 	return s, nil
 }
 
@@ -301,6 +332,14 @@ func (s *Server) ready(ctx context.Context) (map[string]any, error) {
 // Addr is the bound client API address.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
+// PprofAddr is the bound profiling address (WithPprof), "" when profiling is off.
+func (s *Server) PprofAddr() string {
+	if s.pprofLn == nil {
+		return ""
+	}
+	return s.pprofLn.Addr().String()
+}
+
 // Run serves until ctx ends, then stops accepting, finishes in-flight requests and closes Redis.
 func (s *Server) Run(ctx context.Context) error {
 	// No ReadTimeout or WriteTimeout: net/http cancels a request's context when the connection's read
@@ -324,6 +363,10 @@ func (s *Server) Run(ctx context.Context) error {
 	if m := s.MetricsServer; m != nil {
 		servers = append(servers, process.HTTPServer("metrics", m.Server, m.Listener))
 		s.Log.Info("metrics listening", "addr", m.Addr())
+	}
+	if s.pprof != nil {
+		servers = append(servers, process.HTTPServer("pprof", s.pprof, s.pprofLn))
+		s.Log.Info("pprof listening", "addr", s.pprofLn.Addr().String())
 	}
 	s.Log.Info("data plane listening", "http", s.Addr(), "node", s.Config.NodeID)
 	return process.Run(ctx, s.Log, s.Config.ShutdownTimeout,

@@ -224,3 +224,74 @@ func TestMetricsOnTheirOwnListener(t *testing.T) {
 		t.Error("the metrics listener outlived Run")
 	}
 }
+
+// TOLLGATE_PPROF_ADDR (WithPprof) serves the runtime profiles on a listener of their own, never on the
+// client port, and the listener stops with the process; without it nothing is listening.
+func TestPprofOnItsOwnListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadCP := ln.Addr().String()
+	ln.Close()
+	env := map[string]string{
+		"TOLLGATE_DP_TOKEN":         "dp-token-for-tests-0123",
+		"TOLLGATE_DP_HTTP_ADDR":     "127.0.0.1:0",
+		"TOLLGATE_CP_ENDPOINTS":     deadCP,
+		"TOLLGATE_REDIS_URL":        "redis://127.0.0.1:6379/0",
+		"TOLLGATE_REDIS_KEY_PREFIX": "t-app-" + t.Name() + ":",
+		"TOLLGATE_NODE_ID":          "dp-test",
+	}
+	cfg, err := config.Load(nil, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, _ := process.NewLogger(io.Discard, "error")
+	off, err := New(context.Background(), cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off.PprofAddr() != "" {
+		t.Errorf("profiling listens on %s without TOLLGATE_PPROF_ADDR", off.PprofAddr())
+	}
+	off.ln.Close()
+	off.Syncer.Close()
+	off.Forwarder.Close()
+	off.Redis.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := New(ctx, cfg, log, WithPprof("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Run(ctx) }()
+	get := func(addr, path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get(srv.PprofAddr(), "/debug/pprof/goroutine?debug=1"); code != http.StatusOK || !strings.Contains(body, "goroutine profile") {
+		t.Fatalf("/debug/pprof/goroutine on the pprof listener = %d %.80q", code, body)
+	}
+	if code, body := get(srv.Addr(), "/debug/pprof/goroutine?debug=1"); code == http.StatusOK || strings.Contains(body, "goroutine profile") {
+		t.Errorf("the client port serves profiles: %d", code)
+	}
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("Run after cancel = %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not stop after cancel")
+	}
+	if _, err := http.Get("http://" + srv.PprofAddr() + "/debug/pprof/"); err == nil {
+		t.Error("the pprof listener outlived Run")
+	}
+}

@@ -33,11 +33,14 @@ type Event struct {
 // followed by a blank line at EOF. It never blocks waiting for a byte it does not need: a CR line ending is
 // resolved against a following LF only when the next line is read.
 type Decoder struct {
-	r       *bufio.Reader
-	max     int
-	line    []byte
-	data    []byte
-	name    []byte
+	r    *bufio.Reader
+	max  int
+	line []byte
+	data []byte
+	name []byte
+	// nameS is the last event name as a string: a stream repeats a few names, so an event whose name is
+	// the previous one's shares its string instead of allocating one.
+	nameS   string
 	id      string
 	skipLF  bool
 	err     error
@@ -163,7 +166,10 @@ func (d *Decoder) event() Event {
 	if n := len(data); n > 0 && data[n-1] == '\n' {
 		data = data[:n-1]
 	}
-	return Event{Name: string(d.name), Data: data, ID: d.id}
+	if string(d.name) != d.nameS {
+		d.nameS = string(d.name)
+	}
+	return Event{Name: d.nameS, Data: data, ID: d.id}
 }
 
 // readLine returns the next line without its terminator. A line cut by EOF is returned as a line; a bare

@@ -179,3 +179,28 @@ func TestJSONArrayDecoder(t *testing.T) {
 		t.Fatalf("oversized element: %v, want ErrEventTooLarge", err)
 	}
 }
+
+// TestDecoderRepeatedNameAllocatesNothing: a stream that repeats its event names (every beta and alpha
+// responses stream) decodes with no allocation per event once its buffers have grown; names still change.
+func TestDecoderRepeatedNameAllocatesNothing(t *testing.T) {
+	in := append(benchStream(200), "event: message_stop\ndata: {}\n\ndata: [DONE]\n\n"...)
+	r := bytes.NewReader(in)
+	d := NewDecoder(r)
+	allocs := testing.AllocsPerRun(100, func() {
+		if ev, err := d.Next(); err != nil || ev.Name != "content_block_delta" {
+			t.Fatalf("event %q, %v", ev.Name, err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per event with a repeated name, want 0", allocs)
+	}
+	for range 200 - 101 { // AllocsPerRun decoded 101
+		_, _ = d.Next()
+	}
+	if ev, _ := d.Next(); ev.Name != "message_stop" {
+		t.Errorf("name %q after a change, want message_stop", ev.Name)
+	}
+	if ev, _ := d.Next(); ev.Name != "" {
+		t.Errorf("name %q of an unnamed event, want none", ev.Name)
+	}
+}

@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/proxy"
@@ -51,7 +53,10 @@ func benchHandler(b *testing.B, mode string) http.Handler {
 		Providers: []*configv1.Provider{{Id: 1, Name: "p", ChannelType: "alpha", BaseUrl: "http://upstream.invalid", Enabled: true,
 			Credentials: []*configv1.Credential{{Id: 1, Secret: "s", Weight: 1, Enabled: true}}}},
 		RoutingRules: []*configv1.RoutingRule{{Id: 1, ProviderId: 1, Operation: "generate_content", Kind: "alpha_chat_completions",
-			Implementation: "passthrough", Enabled: true}},
+			Implementation: "passthrough", Enabled: true},
+			// beta messages clients reach the alpha provider translated (BenchmarkRequestPath10KB)
+			{Id: 2, ProviderId: 1, Operation: "generate_content", Kind: "beta_messages", Implementation: "transform_to",
+				DestOperation: proto.String("generate_content"), DestKind: proto.String("alpha_chat_completions"), Enabled: true}},
 		Routes:  []*configv1.Route{{Id: 1, Name: "chat", Enabled: true, Members: []*configv1.RouteMember{{ProviderId: 1, UpstreamModelId: "m", Priority: 1, Weight: 1, Enabled: true}}}},
 		ApiKeys: []*configv1.ApiKey{{Id: 4, UserId: 5, OrgId: 6, Prefix: keyPrefix, KeyHash: kh[:], Enabled: true}},
 	}
@@ -62,7 +67,8 @@ func benchHandler(b *testing.B, mode string) http.Handler {
 	current := func() *snapshot.Compiled { return snap }
 	up := upstream.New(upstream.Options{})
 	up.Wrap(func(http.RoundTripper) http.RoundTripper { return canned{} })
-	o := proxy.Options{Snapshot: current, Upstream: up, Recorder: discardRecorder{}}
+	o := proxy.Options{Snapshot: current, Upstream: up, Recorder: discardRecorder{}, Transformer: &proxy.Translator{},
+		LocalUsage: proxy.CountLocally}
 	if mode == "none" {
 		return proxy.New(o)
 	}
@@ -111,4 +117,58 @@ func BenchmarkRequestPath(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkRequestPath10KB serves one non-streamed ~10 KB conversation per iteration, in process, with
+// telemetry on (tracing off) as the data plane runs: the bodies of deploy/loadgen/bench.sh's transform mode
+// (a system prompt, one tool, 16 turns each with a tool call and its result), as alpha chat passed through
+// and as beta messages translated to alpha chat and the answer back (docs/benchmarks.md, "Request path").
+func BenchmarkRequestPath10KB(b *testing.B) {
+	alpha, beta := conversation10KB()
+	for _, bc := range []struct{ name, path, body string }{
+		{"passthrough", "/v1/chat/completions", alpha},
+		{"transform", "/v1/messages", beta},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			h := benchHandler(b, "off")
+			b.ReportAllocs()
+			b.SetBytes(int64(len(bc.body)))
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodPost, bc.path, strings.NewReader(bc.body))
+				req.Header.Set("Authorization", "Bearer "+clientKey)
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Anthropic-Version", "2023-06-01")
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				if w.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", w.Code, w.Body)
+				}
+			}
+		})
+	}
+}
+
+// conversation10KB returns bench.sh's transform-mode conversation as alpha chat and as beta messages.
+func conversation10KB() (alpha, beta string) {
+	const p = "The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog. " +
+		"The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog. "
+	const schema = `{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"}},"required":["city"]}`
+	var bm, am strings.Builder
+	am.WriteString(`{"role":"system","content":"You are terse."}`)
+	for i := range 16 {
+		if i > 0 {
+			bm.WriteByte(',')
+		}
+		fmt.Fprintf(&bm, `{"role":"user","content":"%d %s"},{"role":"assistant","content":[{"type":"text","text":"%s"},`+
+			`{"type":"tool_use","id":"toolu_%d","name":"get_weather","input":{"city":"Oslo","days":3}}]},`+
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%d","content":"{\"temp_c\":4}"}]}`, i, p, p, i, i)
+		fmt.Fprintf(&am, `,{"role":"user","content":"%d %s"},{"role":"assistant","content":"%s","tool_calls":[{"id":"call_%d",`+
+			`"type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\",\"days\":3}"}}]},`+
+			`{"role":"tool","tool_call_id":"call_%d","content":"{\"temp_c\":4}"}`, i, p, p, i, i)
+	}
+	beta = `{"model":"chat","max_tokens":512,"system":"You are terse.","messages":[` + bm.String() +
+		`],"tools":[{"name":"get_weather","input_schema":` + schema + `}]}`
+	alpha = `{"model":"chat","max_completion_tokens":512,"messages":[` + am.String() +
+		`],"tools":[{"type":"function","function":{"name":"get_weather","parameters":` + schema + `}}]}`
+	return alpha, beta
 }

@@ -371,7 +371,7 @@ func (t *Telemetry) log(st *state, sw *statusWriter, rec *settlementv1.Settlemen
 		slog.Int("status", status), slog.String("end_state", endState),
 		slog.String("admission", adm),
 		slog.Int64("latency_ms", latency.Milliseconds()), slog.Int64("ttfb_ms", rec.GetFirstByteMs()),
-		slog.Group("tokens", slog.Int64("input", tk.GetInput()), slog.Int64("output", tk.GetOutput()),
+		slog.GroupAttrs("tokens", slog.Int64("input", tk.GetInput()), slog.Int64("output", tk.GetOutput()),
 			slog.Int64("cache_read", tk.GetCacheRead()), slog.Int64("cache_creation_5m", tk.GetCacheCreation_5M()),
 			slog.Int64("cache_creation_30m", tk.GetCacheCreation_30M()), slog.Int64("cache_creation_1h", tk.GetCacheCreation_1H()),
 			slog.Int64("image_output", tk.GetImageOutput())),

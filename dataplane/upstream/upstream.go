@@ -48,6 +48,9 @@ type Client struct {
 	until sync.Map
 }
 
+// WriteBufferSize is the write buffer of each pooled HTTP/1 connection to a provider.
+const WriteBufferSize = 32 << 10
+
 // New builds a Client with its own pooled transport.
 func New(o Options) *Client {
 	if o.MaxIdleConnsPerHost <= 0 {
@@ -72,6 +75,12 @@ func New(o Options) *Client {
 		ExpectContinueTimeout: time.Second,
 		// Bodies are relayed and inspected for usage as they come: ask for identity encoding.
 		DisableCompression: true,
+		// An HTTP/1 request body is written through the connection's write buffer: one that holds the
+		// headers and a request of up to ~32 KiB (a long conversation) goes out in one write. With the
+		// default 4 KiB, net/http writes the first 4 KiB, then allocates a copy buffer of up to 32 KiB
+		// per request for the rest and writes again (docs/benchmarks.md, "Request path"). HTTP/2
+		// connections have their own framing buffers.
+		WriteBufferSize: WriteBufferSize,
 	}
 	return &Client{transport: t, rt: t, cooldown: o.CredentialCooldown, now: o.Now, intN: o.IntN}
 }

@@ -18,6 +18,14 @@
 # the answer back (transform_to), against the floor proxying the same body to the mock's beta endpoint,
 # and dp passing the same conversation through as alpha chat (for scale), interleaved per round.
 #
+# With PPROF_DIR=<dir> (transform mode), dp serves net/http/pprof on 127.0.0.1:18070 (TOLLGATE_PPROF_ADDR)
+# and each dp measurement also writes a CPU and an allocation profile of its run into <dir>
+# (<label>-<round>.cpu.pprof, .allocs.pprof; read with `go tool pprof`). Profiling costs a little CPU.
+#
+# With OLD_DP=<path to another dataplane binary> (transform mode), that binary also runs, as dp-old (its
+# own control plane and Redis prefix, settlement on like dp), and each round measures it right after dp on
+# the same bodies (old-transform, old-passthrough-10k): an A/B of two builds in one session.
+#
 # Needs Redis on 127.0.0.1:6379 (keys under unique prefixes, deleted at the end). Only the processes this
 # script starts are stopped, by pid.
 set -euo pipefail
@@ -34,16 +42,16 @@ PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  for p in "${PREFIX}a:" "${PREFIX}b:"; do
+  for p in "${PREFIX}a:" "${PREFIX}b:" "${PREFIX}c:"; do
     redis-cli -h 127.0.0.1 --scan --pattern "${p}*" | xargs -r redis-cli -h 127.0.0.1 del >/dev/null
   done
   rm -rf "$BIN"
 }
 trap cleanup EXIT
 
-start_dp() { # name http-port cp-port prefix
-  TOLLGATE_DP_TOKEN=bench TOLLGATE_CP_ENDPOINTS=127.0.0.1:$3 TOLLGATE_DP_HTTP_ADDR=127.0.0.1:$2 \
-    TOLLGATE_NODE_ID=$1 TOLLGATE_REDIS_KEY_PREFIX="$4" TOLLGATE_LOG_LEVEL=error "$BIN/dataplane" serve 2>/dev/null &
+start_dp() { # name http-port cp-port prefix [pprof-addr [binary]]
+  TOLLGATE_PPROF_ADDR=${5:-} TOLLGATE_DP_TOKEN=bench TOLLGATE_CP_ENDPOINTS=127.0.0.1:$3 TOLLGATE_DP_HTTP_ADDR=127.0.0.1:$2 \
+    TOLLGATE_NODE_ID=$1 TOLLGATE_REDIS_KEY_PREFIX="$4" TOLLGATE_LOG_LEVEL=error "${6:-$BIN/dataplane}" serve 2>/dev/null &
   PIDS+=("$!")
   for _ in $(seq 50); do curl -sf "http://127.0.0.1:$2/readyz" >/dev/null && break; sleep 0.1; done
 }
@@ -55,8 +63,15 @@ PIDS+=("$!")
 "$BIN/loadgen" snapshot -listen 127.0.0.1:19091 -upstream http://127.0.0.1:19999 -key tg-bench -admission -settlement=false 2>/dev/null &
 PIDS+=("$!")
 sleep 0.5
-start_dp bench-dp 18080 19090 "${PREFIX}a:"; DP=${PIDS[-1]}
+PPROF=${PPROF_DIR:+127.0.0.1:18070}
+start_dp bench-dp 18080 19090 "${PREFIX}a:" "$PPROF"; DP=${PIDS[-1]}
 start_dp bench-dp-nofw 18081 19091 "${PREFIX}b:"; NOFW=${PIDS[-1]}
+if [ -n "${OLD_DP:-}" ]; then
+  "$BIN/loadgen" snapshot -listen 127.0.0.1:19092 -upstream http://127.0.0.1:19999 -key tg-bench -admission 2>/dev/null &
+  PIDS+=("$!")
+  sleep 0.5
+  start_dp bench-dp-old 18082 19092 "${PREFIX}c:" "" "$OLD_DP"; OLD=${PIDS[-1]}
+fi
 sleep 1
 rss() { awk "/$2/ {printf \"%.1f\", \$2/1024}" "/proc/$1/status"; }
 echo "{\"label\":\"idle\",\"dp_rss_mb\":$(rss "$DP" VmRSS),\"dp_nofw_rss_mb\":$(rss "$NOFW" VmRSS),\"floor_rss_mb\":$(rss "$FLOOR" VmRSS)}"
@@ -85,10 +100,27 @@ if [ "$MODE" = transform ]; then
   FTBODY="${TBODY/\"model\":\"chat\"/\"model\":\"b-1\"}"
   PBODY="{\"model\":\"chat\",\"max_completion_tokens\":512,\"messages\":[$AM],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":$SCHEMA}}]}"
   echo "{\"label\":\"bodies\",\"beta_bytes\":${#TBODY},\"alpha_bytes\":${#PBODY}}"
-  for _ in $(seq "$ROUNDS"); do
+  profile() { # label round: CPU and allocation profiles of dp over the next measurement (PPROF_DIR)
+    [ -n "$PPROF" ] || return 0
+    local s=${DUR%s}; s=$((${s%.*} > 2 ? ${s%.*} - 1 : 1))
+    mkdir -p "$PPROF_DIR"
+    curl -sf -o "$PPROF_DIR/$1-$2.cpu.pprof" "http://$PPROF/debug/pprof/profile?seconds=$s" & CURLS=("$!")
+    curl -sf -o "$PPROF_DIR/$1-$2.allocs.pprof" "http://$PPROF/debug/pprof/allocs?seconds=$s" & CURLS+=("$!")
+  }
+  CURLS=()
+  wait_profiles() { for p in "${CURLS[@]}"; do wait "$p" || true; done; CURLS=(); }
+  for r in $(seq "$ROUNDS"); do
     "$LG" run -label floor-beta -duration "$DUR" -url "http://127.0.0.1:18090/v1/messages" -body "$FTBODY" -H "$AUTH" -H "anthropic-version: 2023-06-01" -pid "$FLOOR"
+    profile dp-transform "$r"
     "$LG" run -label dp-transform -duration "$DUR" -url "http://127.0.0.1:18080/v1/messages" -body "$TBODY" -H "$AUTH" -H "anthropic-version: 2023-06-01" -pid "$DP"
+    wait_profiles
+    profile dp-passthrough-10k "$r"
     "$LG" run -label dp-passthrough-10k -duration "$DUR" -url "http://127.0.0.1:18080$URL" -body "$PBODY" -H "$AUTH" -pid "$DP"
+    wait_profiles
+    if [ -n "${OLD:-}" ]; then
+      "$LG" run -label old-transform -duration "$DUR" -url "http://127.0.0.1:18082/v1/messages" -body "$TBODY" -H "$AUTH" -H "anthropic-version: 2023-06-01" -pid "$OLD"
+      "$LG" run -label old-passthrough-10k -duration "$DUR" -url "http://127.0.0.1:18082$URL" -body "$PBODY" -H "$AUTH" -pid "$OLD"
+    fi
   done
   exit 0
 fi

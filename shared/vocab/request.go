@@ -66,26 +66,28 @@ func ParseRequest(body []byte) (Request, error) {
 	if i >= len(body) || body[i] != '{' {
 		return req, &BodyError{Message: "the request body must be a JSON object"}
 	}
-	if !jsontext.Value(body).IsValid() {
+	// One pass validates the body and keeps the top-level members that may be decision members.
+	v := getValidator()
+	defer putValidator(v)
+	if !v.run(body, true) {
 		return req, invalidJSON(body)
 	}
-	var err error
-	scanErr := Members(body, func(key, v []byte) bool {
-		var name []byte
-		if name, err = memberName(key); err != nil {
-			return false
+	for _, m := range v.top {
+		name, err := memberName(m.key)
+		if err != nil {
+			return req, err
 		}
-		var k string
-		if k, err = matchKey(name, decisionKeys[:]); err != nil || k == "" {
-			return err == nil
+		k, err := matchKey(name, decisionKeys[:])
+		if err != nil {
+			return req, err
 		}
-		err = req.set(k, body, v)
-		return err == nil
-	})
-	if err == nil && scanErr != nil { // unreachable after IsValid; kept so a scanner bug cannot pass a body
-		err = &BodyError{Message: "the request body is not valid JSON"}
+		if k != "" {
+			if err := req.set(k, body, m.value); err != nil {
+				return req, err
+			}
+		}
 	}
-	return req, err
+	return req, nil
 }
 
 // invalidJSON describes why a body is not valid JSON; only refused bodies pay for it.
