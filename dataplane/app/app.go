@@ -12,8 +12,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
 	"net/http/pprof"
+	"runtime"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
