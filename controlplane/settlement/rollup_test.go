@@ -11,7 +11,8 @@ import (
 )
 
 // TestSettleMaintainsSpendRollupsExactlyOnce: records settled through the service reach the spend rollups
-// (migration 0011's trigger) in the same transaction, and a redelivered batch adds nothing to them.
+// (migration 0012's trigger: spend_hour for the open hour, the coarse rollups when it is folded) in the same
+// transaction, and a batch redelivered before or after the fold adds nothing to them.
 func TestSettleMaintainsSpendRollupsExactlyOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -22,21 +23,32 @@ func TestSettleMaintainsSpendRollupsExactlyOnce(t *testing.T) {
 		r.LogicalModel = "m" + strconv.Itoa(i%3)
 		recs = append(recs, r)
 	}
-	for range 2 {
+	settle := func(recs []*settlementv1.SettlementRecord) {
 		if _, err := b.svc.Settle(ctx, &settlementv1.SettleRequest{Records: recs}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := b.svc.Settle(ctx, &settlementv1.SettleRequest{Records: recs[10:20]}); err != nil {
-		t.Fatal(err)
-	}
-	for _, table := range []string{"spend_hour", "spend_day", "spend_team_hour", "spend_team_day"} {
+	sums := func(table string) (int64, string) {
 		var n int64
 		var cost string
-		if err := b.db.Pool.QueryRow(ctx, `SELECT sum(requests)::bigint, trim_scale(sum(cost))::text FROM `+table).Scan(&n, &cost); err != nil {
+		if err := b.db.Pool.QueryRow(ctx, `SELECT coalesce(sum(requests), 0)::bigint, trim_scale(coalesce(sum(cost), 0))::text FROM `+table).Scan(&n, &cost); err != nil {
 			t.Fatal(err)
 		}
-		if n != 30 || cost != "0.00369" {
+		return n, cost
+	}
+	settle(recs)
+	settle(recs)
+	settle(recs[10:20])
+	if n, cost := sums("spend_hour"); n != 30 || cost != "0.00369" {
+		t.Errorf("spend_hour: %d requests costing %s, want 30 costing 0.00369", n, cost)
+	}
+	// Fold the current hour (as the first settlement of the next hour does), then redeliver again.
+	if _, err := b.db.Pool.Exec(ctx, `SELECT spend_rollup_fold(now() + interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+	settle(recs[5:25])
+	for _, table := range []string{"spend_hour", "spend_day", "spend_key_day", "spend_team_hour", "spend_team_day"} {
+		if n, cost := sums(table); n != 30 || cost != "0.00369" {
 			t.Errorf("%s: %d requests costing %s, want 30 costing 0.00369", table, n, cost)
 		}
 	}
