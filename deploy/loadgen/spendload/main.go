@@ -214,7 +214,7 @@ func insertRows(ctx context.Context, pool *pgxpool.Pool, prefix string, lo, hi, 
 			  FROM (SELECT i, k0 AS k, (k0 + abs(hashint8(i + 7)) % 3) % 12 AS m,
 			               100 + abs(hashint8(i + 13)) % 4000 AS tin, 10 + abs(hashint8(i + 17)) % 700 AS tout
 			          FROM generate_series($1::bigint, $2::bigint) AS i, LATERAL (SELECT 1 + abs(hashint8(i)) % 600 AS k0) kk) g`,
-			lo, hi, start, end.Sub(start).Seconds(), total, prefix); err != nil {
+		lo, hi, start, end.Sub(start).Seconds(), total, prefix); err != nil {
 		return fmt.Errorf("load rows %s%d–%d: %w", prefix, lo, hi, err)
 	}
 	return nil
