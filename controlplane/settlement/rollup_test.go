@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 )
 
@@ -55,15 +57,24 @@ func TestSettleMaintainsSpendRollupsExactlyOnce(t *testing.T) {
 }
 
 // BenchmarkSettleIngestRollups measures ingest without the spend rollups (the trigger disabled: the figure
-// before issue 18) and with them, in one run: two databases, and every iteration settles one batch into each,
-// in alternating order, so both see the same machine load. It reports the median milliseconds per batch of
-// each and the throughput with rollups as a percentage of the throughput without. Records are
-// BenchmarkSettleIngest's (one org, team, key and model: every batch updates the same rollup rows) or varied
-// ones (12 models and 600 keys: a batch writes many rollup rows).
+// before issue 18; migration 0012 leaves usages as it was) and with them, in one run: two databases, and every
+// iteration settles one batch into each, in alternating order, so both see the same machine load. It reports
+// the median milliseconds per batch of each and the throughput with rollups as a percentage of the throughput
+// without. Records are BenchmarkSettleIngest's (one org, team, key and model: every batch updates the same
+// rollup rows) or varied ones (12 models and 600 keys: a batch writes many rollup rows), created now (the
+// open hour: spend_hour only), or, for "late", varied and two hours old (hours already folded: spend_hour and
+// the four coarse rollups, the path of records settled after their hour was folded).
 func BenchmarkSettleIngestRollups(b *testing.B) {
-	for _, size := range []int{1, 100, 1000} {
-		for _, varied := range []bool{false, true} {
-			b.Run("batch="+strconv.Itoa(size)+"/varied="+strconv.FormatBool(varied), func(b *testing.B) {
+	type kind struct {
+		name         string
+		varied, late bool
+		sizes        []int
+	}
+	for _, k := range []kind{{"varied=false", false, false, []int{1, 100, 1000}}, {"varied=true", true, false, []int{1, 100, 1000}},
+		{"late", true, true, []int{100, 1000}}} {
+		for _, size := range k.sizes {
+			varied := k.varied
+			b.Run("batch="+strconv.Itoa(size)+"/"+k.name, func(b *testing.B) {
 				ctx := context.Background()
 				off, on := setup(b), setup(b)
 				if _, err := off.db.Pool.Exec(ctx, `ALTER TABLE usages DISABLE TRIGGER usages_spend_rollup`); err != nil {
@@ -79,6 +90,9 @@ func BenchmarkSettleIngestRollups(b *testing.B) {
 							recs[i].LogicalModel = "model-" + strconv.Itoa(n%12)
 							recs[i].UpstreamModel = "up-" + strconv.Itoa(n%12)
 							recs[i].ApiKeyId = int64(1 + n%600)
+						}
+						if k.late {
+							recs[i].CreatedAt = timestamppb.New(time.Now().Add(-2 * time.Hour))
 						}
 					}
 					return recs

@@ -181,7 +181,7 @@ func load(ctx context.Context, pool *pgxpool.Pool, rows, chunk int, start, end t
 	}
 	// The open hour: as many rows as an hour of the range holds, in the current UTC hour.
 	hour := time.Now().UTC().Truncate(time.Hour)
-	perHour := max(1, int(int64(rows)*int64(time.Hour)/int64(end.Sub(start))))
+	perHour := max(1, int(float64(rows)*time.Hour.Seconds()/end.Sub(start).Seconds()))
 	if err := insertRows(ctx, pool, "open-", 1, perHour, perHour, hour, hour.Add(time.Hour)); err != nil {
 		return err
 	}
