@@ -7,11 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 )
 
 // TestSettleMaintainsSpendRollupsExactlyOnce: records settled through the service reach the spend rollups
-// (migration 0011's trigger) in the same transaction, and a redelivered batch adds nothing to them.
+// (migration 0012's trigger: spend_hour for the open hour, the coarse rollups when it is folded) in the same
+// transaction, and a batch redelivered before or after the fold adds nothing to them.
 func TestSettleMaintainsSpendRollupsExactlyOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -22,36 +25,56 @@ func TestSettleMaintainsSpendRollupsExactlyOnce(t *testing.T) {
 		r.LogicalModel = "m" + strconv.Itoa(i%3)
 		recs = append(recs, r)
 	}
-	for range 2 {
+	settle := func(recs []*settlementv1.SettlementRecord) {
 		if _, err := b.svc.Settle(ctx, &settlementv1.SettleRequest{Records: recs}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := b.svc.Settle(ctx, &settlementv1.SettleRequest{Records: recs[10:20]}); err != nil {
-		t.Fatal(err)
-	}
-	for _, table := range []string{"spend_hour", "spend_day", "spend_team_hour", "spend_team_day"} {
+	sums := func(table string) (int64, string) {
 		var n int64
 		var cost string
-		if err := b.db.Pool.QueryRow(ctx, `SELECT sum(requests)::bigint, trim_scale(sum(cost))::text FROM `+table).Scan(&n, &cost); err != nil {
+		if err := b.db.Pool.QueryRow(ctx, `SELECT coalesce(sum(requests), 0)::bigint, trim_scale(coalesce(sum(cost), 0))::text FROM `+table).Scan(&n, &cost); err != nil {
 			t.Fatal(err)
 		}
-		if n != 30 || cost != "0.00369" {
+		return n, cost
+	}
+	settle(recs)
+	settle(recs)
+	settle(recs[10:20])
+	if n, cost := sums("spend_hour"); n != 30 || cost != "0.00369" {
+		t.Errorf("spend_hour: %d requests costing %s, want 30 costing 0.00369", n, cost)
+	}
+	// Fold the current hour (as the first settlement of the next hour does), then redeliver again.
+	if _, err := b.db.Pool.Exec(ctx, `SELECT spend_rollup_fold(now() + interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+	settle(recs[5:25])
+	for _, table := range []string{"spend_hour", "spend_day", "spend_key_day", "spend_team_hour", "spend_team_day"} {
+		if n, cost := sums(table); n != 30 || cost != "0.00369" {
 			t.Errorf("%s: %d requests costing %s, want 30 costing 0.00369", table, n, cost)
 		}
 	}
 }
 
 // BenchmarkSettleIngestRollups measures ingest without the spend rollups (the trigger disabled: the figure
-// before issue 18) and with them, in one run: two databases, and every iteration settles one batch into each,
-// in alternating order, so both see the same machine load. It reports the median milliseconds per batch of
-// each and the throughput with rollups as a percentage of the throughput without. Records are
-// BenchmarkSettleIngest's (one org, team, key and model: every batch updates the same rollup rows) or varied
-// ones (12 models and 600 keys: a batch writes many rollup rows).
+// before issue 18; migration 0012 leaves usages as it was) and with them, in one run: two databases, and every
+// iteration settles one batch into each, in alternating order, so both see the same machine load. It reports
+// the median milliseconds per batch of each and the throughput with rollups as a percentage of the throughput
+// without. Records are BenchmarkSettleIngest's (one org, team, key and model: every batch updates the same
+// rollup rows) or varied ones (12 models and 600 keys: a batch writes many rollup rows), created now (the
+// open hour: spend_hour only), or, for "late", varied and two hours old (hours already folded: spend_hour and
+// the four coarse rollups, the path of records settled after their hour was folded).
 func BenchmarkSettleIngestRollups(b *testing.B) {
-	for _, size := range []int{1, 100, 1000} {
-		for _, varied := range []bool{false, true} {
-			b.Run("batch="+strconv.Itoa(size)+"/varied="+strconv.FormatBool(varied), func(b *testing.B) {
+	type kind struct {
+		name         string
+		varied, late bool
+		sizes        []int
+	}
+	for _, k := range []kind{{"varied=false", false, false, []int{1, 100, 1000}}, {"varied=true", true, false, []int{1, 100, 1000}},
+		{"late", true, true, []int{100, 1000}}} {
+		for _, size := range k.sizes {
+			varied := k.varied
+			b.Run("batch="+strconv.Itoa(size)+"/"+k.name, func(b *testing.B) {
 				ctx := context.Background()
 				off, on := setup(b), setup(b)
 				if _, err := off.db.Pool.Exec(ctx, `ALTER TABLE usages DISABLE TRIGGER usages_spend_rollup`); err != nil {
@@ -67,6 +90,9 @@ func BenchmarkSettleIngestRollups(b *testing.B) {
 							recs[i].LogicalModel = "model-" + strconv.Itoa(n%12)
 							recs[i].UpstreamModel = "up-" + strconv.Itoa(n%12)
 							recs[i].ApiKeyId = int64(1 + n%600)
+						}
+						if k.late {
+							recs[i].CreatedAt = timestamppb.New(time.Now().Add(-2 * time.Hour))
 						}
 					}
 					return recs

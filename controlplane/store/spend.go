@@ -51,6 +51,9 @@ func (d SpendDim) Known() bool { _, ok := spendColumn[d]; return ok }
 // needsKeyGrain reports whether the dimension exists only in the full rollups (not in the team grain).
 func (d SpendDim) needsKeyGrain() bool { return d == DimUser || d == DimKey }
 
+// inKeyDay reports whether the dimension is a column of spend_key_day (org, team, user, key).
+func (d SpendDim) inKeyDay() bool { return d == DimOrg || d == DimTeam || d == DimUser || d == DimKey }
+
 // SpendBucket is the time bucket of a spend answer: hour, day, month, or none (one bucket for the range).
 type SpendBucket string
 
@@ -127,18 +130,23 @@ type SpendAnswer struct {
 }
 
 // spendTable picks the smallest rollup that answers q: the team grain unless user or key is grouped or
-// filtered, and daily rows when the buckets are UTC days or months (or none) and the range is whole UTC days.
+// filtered, and daily rows when the buckets are UTC days or months (or none) and the range is whole UTC days;
+// among the daily full-grain rollups, spend_key_day when every dimension used is org, team, user or key.
 func spendTable(q SpendQuery) string {
-	full := false
+	full, keyDay := false, true
 	for _, d := range q.GroupBy {
 		full = full || d.needsKeyGrain()
+		keyDay = keyDay && d.inKeyDay()
 	}
 	for _, f := range q.Filters {
 		full = full || f.Dim.needsKeyGrain()
+		keyDay = keyDay && f.Dim.inKeyDay()
 	}
 	daily := q.Bucket != BucketHour && (q.Location == nil || q.Location == time.UTC) &&
 		isUTCDay(q.Since) && isUTCDay(q.Until)
 	switch {
+	case full && daily && keyDay:
+		return "spend_key_day"
 	case full && daily:
 		return "spend_day"
 	case full:
@@ -147,6 +155,32 @@ func spendTable(q SpendQuery) string {
 		return "spend_team_day"
 	}
 	return "spend_team_hour"
+}
+
+// spendCoarseColumns are the dimension columns of each coarse rollup (migration 0012): they hold the hours
+// before the fold mark, and spend_hour the hours from it on.
+var spendCoarseColumns = map[string]string{
+	"spend_day":       "org_id, team_id, user_id, api_key_id, provider_id, logical_model, upstream_model, operation, end_state",
+	"spend_key_day":   "org_id, team_id, user_id, api_key_id",
+	"spend_team_hour": "org_id, team_id, provider_id, logical_model, upstream_model, operation, end_state",
+	"spend_team_day":  "org_id, team_id, provider_id, logical_model, upstream_model, operation, end_state",
+}
+
+// spendSource is the FROM item reading table over [$1, $2): a coarse rollup together with the spend_hour rows
+// not folded into it yet (at or after spend_fold.folded_before), read in the same snapshot, so the sum is
+// exact whenever it is read. Hour rows keep their hour bucket: a daily rollup is read only with day or month
+// buckets in UTC (or none), whose bucket expression truncates them to the same day.
+func spendSource(table string) string {
+	cols, ok := spendCoarseColumns[table]
+	if !ok {
+		return table
+	}
+	const measures = `requests, cost, input_tokens, output_tokens, cache_read_tokens, cache_creation_5m_tokens,
+		cache_creation_30m_tokens, cache_creation_1h_tokens, image_output_tokens`
+	return fmt.Sprintf(`(SELECT bucket, %[1]s, %[2]s FROM %[3]s WHERE bucket >= $1 AND bucket < $2
+		UNION ALL
+		SELECT bucket, %[1]s, %[2]s FROM spend_hour
+		 WHERE bucket >= $1 AND bucket < $2 AND bucket >= (SELECT folded_before FROM spend_fold)) src`, cols, measures, table)
 }
 
 func isUTCDay(t time.Time) bool { return t.Equal(t.UTC().Truncate(24 * time.Hour)) }
@@ -224,14 +258,14 @@ func QuerySpend(ctx context.Context, db DBTX, q SpendQuery) (SpendAnswer, error)
 				ORDER BY sum(cost) DESC, sum(requests) DESC, %[6]s LIMIT %[7]s),
 			rows AS (SELECT a.b, t.hit IS NULL AS other, %[8]s, a.requests, a.cost, a.i, a.o, a.cr, a.c5, a.c30,
 				a.c1h, a.img FROM agg a LEFT JOIN top t ON %[9]s)`,
-			sel, measures, table, where, strings.Join(groupCols, ", "), strings.Join(gcols, ", "), arg(q.Top),
+			sel, measures, spendSource(table), where, strings.Join(groupCols, ", "), strings.Join(gcols, ", "), arg(q.Top),
 			strings.Join(gout, ", "), strings.Join(gjoin, " AND "))
 		set := strings.Join(append(append([]string{}, groupCols...), "other"), ", ")
 		inner = fmt.Sprintf(`SELECT GROUPING(b) AS tot, %[1]s, %[2]s FROM rows GROUP BY GROUPING SETS ((%[1]s), ())`, set, remeasure)
 	} else {
 		// One pass: the (bucket, group) sums and the total.
 		inner = fmt.Sprintf(`SELECT GROUPING(%[1]s) AS tot, %[2]s, false AS other, %[3]s FROM %[4]s WHERE %[5]s
-			GROUP BY GROUPING SETS ((%[6]s), ())`, bucketExpr, sel, measures, table, where, strings.Join(groupCols, ", "))
+			GROUP BY GROUPING SETS ((%[6]s), ())`, bucketExpr, sel, measures, spendSource(table), where, strings.Join(groupCols, ", "))
 	}
 	fmt.Fprintf(&sql, ` SELECT tot = 1, b, other%[1]s, coalesce(requests, 0)::bigint, trim_scale(coalesce(cost, 0))::text,
 		coalesce(i, 0)::bigint, coalesce(o, 0)::bigint, coalesce(cr, 0)::bigint, coalesce(c5, 0)::bigint,

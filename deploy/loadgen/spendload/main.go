@@ -1,7 +1,9 @@
 // Command spendload measures the spend API at scale (docs/benchmarks.md, "Spend API"). It creates a
 // database, applies the migrations, loads -rows usage rows spread evenly over -days days with SQL
 // generate_series (one INSERT per -chunk rows, so the spend rollup trigger maintains the rollups exactly as
-// settlement does: per statement, in the inserting transaction), then serves the admin REST API on loopback
+// settlement does: per statement, in the inserting transaction), then one more hour's worth of rows in the
+// current UTC hour (still open: they stay in spend_hour only until the next hour's fold, as with live
+// traffic, so the queries read a coarse rollup and the open hour), then serves the admin REST API on loopback
 // and times GET /admin/spend for the queries an operator runs, -runs times each (fewer for a query slower than 4 s a run: at most 40 s and at least 10 runs each),
 // reporting p50/p95/p99.
 //
@@ -93,6 +95,7 @@ func run() error {
 		if err := load(ctx, pool, *rows, *chunk, start, end); err != nil {
 			return err
 		}
+		end = end.Add(24 * time.Hour) // the queries cover today (its open hour) too
 	} else if err := pool.QueryRow(ctx, `SELECT min(created_at), date_trunc('day', max(created_at), 'UTC') + interval '1 day'
 		FROM usages`).Scan(&start, &end); err != nil {
 		return fmt.Errorf("read the loaded range: %w", err)
@@ -136,7 +139,7 @@ func run() error {
 		{"30 days by month by org and provider", with(d30, "bucket", "month", "group_by", "org,provider")},
 		{"30 days top 10 keys (no bucket)", with(d30, "group_by", "key", "top", "10")},
 		{"30 days by day for one key", with(d30, "bucket", "day", "key", "17")},
-		{"last 24 hours by hour by logical_model", with(lastDay, "bucket", "hour", "group_by", "logical_model")},
+		{"today by hour by logical_model (open hour included)", with(lastDay, "bucket", "hour", "group_by", "logical_model")},
 	} {
 		if err := timeQuery(q.name, q.url, *runs); err != nil {
 			return err
@@ -168,15 +171,39 @@ func adminExec(ctx context.Context, dbURL, sql string) error {
 // teams, 3 orgs), 12 logical models on 4 providers (each key uses three of them), three operations, four end states, token counts and a
 // cost (exact numeric) that vary per row.
 func load(ctx context.Context, pool *pgxpool.Pool, rows, chunk int, start, end time.Time) error {
-	span := end.Sub(start).Seconds()
 	t0 := time.Now()
 	for lo := 1; lo <= rows; lo += chunk {
 		hi := min(lo+chunk-1, rows)
-		if _, err := pool.Exec(ctx, `
+		if err := insertRows(ctx, pool, "load-", lo, hi, rows, start, end); err != nil {
+			return err
+		}
+		fmt.Printf("loaded %d rows (%.0f s)\n", hi, time.Since(t0).Seconds())
+	}
+	// The open hour: as many rows as an hour of the range holds, in the current UTC hour.
+	hour := time.Now().UTC().Truncate(time.Hour)
+	perHour := max(1, int(float64(rows)*time.Hour.Seconds()/end.Sub(start).Seconds()))
+	if err := insertRows(ctx, pool, "open-", 1, perHour, perHour, hour, hour.Add(time.Hour)); err != nil {
+		return err
+	}
+	var pending int64
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM spend_hour WHERE bucket >= (SELECT folded_before FROM spend_fold)`).Scan(&pending); err != nil {
+		return fmt.Errorf("count the open hour's rows: %w", err)
+	}
+	fmt.Printf("loaded %d rows in the open hour %s: %d spend_hour rows not folded yet\n", perHour, hour.Format(time.RFC3339), pending)
+	if _, err := pool.Exec(ctx, `VACUUM ANALYZE`); err != nil {
+		return fmt.Errorf("vacuum: %w", err)
+	}
+	fmt.Printf("load and vacuum: %.0f s\n", time.Since(t0).Seconds())
+	return nil
+}
+
+// insertRows inserts rows lo..hi of total spread evenly over [start, end), request ids prefix||i.
+func insertRows(ctx context.Context, pool *pgxpool.Pool, prefix string, lo, hi, total int, start, end time.Time) error {
+	if _, err := pool.Exec(ctx, `
 			INSERT INTO usages (request_id, api_key_id, user_id, team_id, org_id, provider_id, logical_model,
 			    upstream_model, operation, inbound_kind, input_tokens, output_tokens, cache_read_tokens, cost, source,
 			    end_state, http_status, created_at)
-			SELECT 'load-' || i, k, 1 + k % 300, 1 + (k % 300) % 12, 1 + ((k % 300) % 12) % 3, 1 + m % 4,
+			SELECT $6 || i, k, 1 + k % 300, 1 + (k % 300) % 12, 1 + ((k % 300) % 12) % 3, 1 + m % 4,
 			       'model-' || m, 'upstream-' || m,
 			       CASE i % 10 WHEN 0 THEN 'embeddings' WHEN 1 THEN 'responses' ELSE 'chat' END, 'openai_chat',
 			       tin, tout, tin / 4,
@@ -187,21 +214,15 @@ func load(ctx context.Context, pool *pgxpool.Pool, rows, chunk int, start, end t
 			  FROM (SELECT i, k0 AS k, (k0 + abs(hashint8(i + 7)) % 3) % 12 AS m,
 			               100 + abs(hashint8(i + 13)) % 4000 AS tin, 10 + abs(hashint8(i + 17)) % 700 AS tout
 			          FROM generate_series($1::bigint, $2::bigint) AS i, LATERAL (SELECT 1 + abs(hashint8(i)) % 600 AS k0) kk) g`,
-			lo, hi, start, span, rows); err != nil {
-			return fmt.Errorf("load rows %d–%d: %w", lo, hi, err)
-		}
-		fmt.Printf("loaded %d rows (%.0f s)\n", hi, time.Since(t0).Seconds())
+		lo, hi, start, end.Sub(start).Seconds(), total, prefix); err != nil {
+		return fmt.Errorf("load rows %s%d–%d: %w", prefix, lo, hi, err)
 	}
-	if _, err := pool.Exec(ctx, `VACUUM ANALYZE`); err != nil {
-		return fmt.Errorf("vacuum: %w", err)
-	}
-	fmt.Printf("load and vacuum: %.0f s\n", time.Since(t0).Seconds())
 	return nil
 }
 
 func sizes(ctx context.Context, pool *pgxpool.Pool) error {
 	fmt.Printf("\n| table | rows | size (with indexes) |\n|---|---|---|\n")
-	for _, t := range []string{"usages", "spend_hour", "spend_day", "spend_team_hour", "spend_team_day"} {
+	for _, t := range []string{"usages", "spend_hour", "spend_day", "spend_key_day", "spend_team_hour", "spend_team_day"} {
 		var n int64
 		var size string
 		if err := pool.QueryRow(ctx, `SELECT count(*), pg_size_pretty(pg_total_relation_size('`+t+`')) FROM `+t).Scan(&n, &size); err != nil {
@@ -254,12 +275,15 @@ func timeQuery(name, u string, runs int) error {
 // replace), three runs each.
 func compare(ctx context.Context, pool *pgxpool.Pool, end time.Time) error {
 	since := end.Add(-30 * 24 * time.Hour)
-	fmt.Printf("\n| 30 days by day by logical_model, plain SQL | best of 3, ms |\n|---|---|\n")
+	fmt.Printf("\n| plain SQL over 30 days | best of 3, ms |\n|---|---|\n")
 	for _, c := range []struct{ name, sql string }{
-		{"from spend_team_day (what the API reads)", `SELECT bucket, logical_model, sum(cost) FROM spend_team_day WHERE bucket >= $1 AND bucket < $2 GROUP BY 1, 2`},
-		{"from spend_team_hour (day rows not kept)", `SELECT date_trunc('day', bucket, 'UTC'), logical_model, sum(cost) FROM spend_team_hour WHERE bucket >= $1 AND bucket < $2 GROUP BY 1, 2`},
-		{"from spend_hour (no team grain either)", `SELECT date_trunc('day', bucket, 'UTC'), logical_model, sum(cost) FROM spend_hour WHERE bucket >= $1 AND bucket < $2 GROUP BY 1, 2`},
-		{"from usages (no rollups)", `SELECT date_trunc('day', created_at, 'UTC'), logical_model, sum(cost) FROM usages WHERE created_at >= $1 AND created_at < $2 GROUP BY 1, 2`},
+		{"top 10 keys from spend_key_day (what the API reads, without the open hour)", `SELECT api_key_id, sum(cost) FROM spend_key_day WHERE bucket >= $1 AND bucket < $2 GROUP BY 1 ORDER BY 2 DESC LIMIT 10`},
+		{"top 10 keys from spend_day (0011's choice)", `SELECT api_key_id, sum(cost) FROM spend_day WHERE bucket >= $1 AND bucket < $2 GROUP BY 1 ORDER BY 2 DESC LIMIT 10`},
+		{"top 10 keys from spend_hour", `SELECT api_key_id, sum(cost) FROM spend_hour WHERE bucket >= $1 AND bucket < $2 GROUP BY 1 ORDER BY 2 DESC LIMIT 10`},
+		{"by day by logical_model from spend_team_day (what the API reads, without the open hour)", `SELECT bucket, logical_model, sum(cost) FROM spend_team_day WHERE bucket >= $1 AND bucket < $2 GROUP BY 1, 2`},
+		{"by day by logical_model from spend_team_hour (day rows not kept)", `SELECT date_trunc('day', bucket, 'UTC'), logical_model, sum(cost) FROM spend_team_hour WHERE bucket >= $1 AND bucket < $2 GROUP BY 1, 2`},
+		{"by day by logical_model from spend_hour (no team grain either)", `SELECT date_trunc('day', bucket, 'UTC'), logical_model, sum(cost) FROM spend_hour WHERE bucket >= $1 AND bucket < $2 GROUP BY 1, 2`},
+		{"by day by logical_model from usages (no rollups)", `SELECT date_trunc('day', created_at, 'UTC'), logical_model, sum(cost) FROM usages WHERE created_at >= $1 AND created_at < $2 GROUP BY 1, 2`},
 	} {
 		best := time.Duration(1 << 62)
 		for range 3 {
