@@ -3,7 +3,7 @@
 // usage rows spread evenly over the -days days before now, then
 //
 //   - stores -batches batches of 100 and of 1000 new records through settlement.Service.Settle (created_at
-//     spread over the current month up to now, at most 30 days back, as settlement sees them), timing each;
+//     over the five minutes before now, as settlement sees them), timing each;
 //
 //   - serves the admin REST API on loopback and times GET /admin/usages: the first page, a page filtered by
 //     key, team and model, a deep page through the cursor, and the lookup by request id.
@@ -231,10 +231,9 @@ func sizes(ctx context.Context, pool *pgxpool.Pool) error {
 // ingest times settlement.Service.Settle over new records, batches of 100 then of 1000.
 func ingest(ctx context.Context, pool *pgxpool.Pool, batches int, now time.Time) error {
 	svc := settlement.New(pool, nil, nil)
-	from := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	if d := now.Add(-30 * 24 * time.Hour); d.After(from) {
-		from = d
-	}
+	// Records reach settlement seconds after their request (the forwarder's linger, a backlog of minutes at
+	// worst): created_at over the last five minutes, the current partition and the open rollup hour.
+	from := now.Add(-5 * time.Minute)
 	span := now.Sub(from)
 	rng := mrand.New(mrand.NewPCG(uint64(now.UnixNano()), 1))
 	run := strconv.FormatInt(now.UnixNano(), 36)
