@@ -103,7 +103,7 @@ type chatPartIn struct {
 }
 
 func (alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) {
-	body = ownedCopy(body)
+	body = st.own(body)
 	in := chatRequestIn{Messages: chatMessagesScratch.get()}
 	defer func() { chatMessagesScratch.put(in.Messages) }()
 	d := jr{b: body}

@@ -92,7 +92,7 @@ type respSummaryIn struct {
 }
 
 func (alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
-	body = ownedCopy(body)
+	body = st.own(body)
 	var in respRequestIn
 	d := jr{b: body}
 	if err := d.done(in.read(&d)); err != nil {

@@ -93,7 +93,7 @@ type betaToolChoiceIn struct {
 }
 
 func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
-	body = ownedCopy(body)
+	body = st.own(body)
 	in := betaRequestIn{Messages: betaMessagesScratch.get()}
 	defer func() { betaMessagesScratch.put(in.Messages) }()
 	d := jr{b: body}

@@ -148,7 +148,7 @@ type gammaResultIn struct {
 }
 
 func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
-	body = ownedCopy(body)
+	body = st.own(body)
 	in := gammaRequestIn{Contents: gammaContentsScratch.get()}
 	defer func() { gammaContentsScratch.put(in.Contents) }()
 	d := jr{b: body}

@@ -44,6 +44,7 @@ type reqState struct {
 	upstream vocab.Kind
 	stream   bool
 	gammaSSE bool
+	lent     bool // ClientRequest.Lent: the request body is the caller's, unchanged while the translator is used
 	req      *request
 	idSuffix string
 }
