@@ -257,7 +257,7 @@ func chatContentParts(raw json.RawMessage, field fieldPath, dst []part) ([]part,
 			if !ok {
 				mime, data = "application/pdf", p.File.FileData
 			}
-			out = append(out, part{Type: partFile, MediaType: mime, Data: data, FileName: p.File.Filename})
+			out = append(out, part{Type: partFile, Data: data}.withExtra(partExtra{MediaType: mime, FileName: p.File.Filename}))
 		default:
 			return nil, refuse(f.String(), "content part type %q cannot be translated", p.Type)
 		}
@@ -267,9 +267,9 @@ func chatContentParts(raw json.RawMessage, field fieldPath, dst []part) ([]part,
 
 func imagePart(u, detail string) part {
 	if mime, data, ok := dataURL(u); ok {
-		return part{Type: partImage, MediaType: mime, Data: data, Detail: detail}
+		return part{Type: partImage, Data: data}.withExtra(partExtra{MediaType: mime, Detail: detail})
 	}
-	return part{Type: partImage, URL: u, Detail: detail}
+	return part{Type: partImage}.withExtra(partExtra{URL: u, Detail: detail})
 }
 
 // chatArena is the backing storage of a request's parts: message parts and tool result parts.
@@ -367,9 +367,9 @@ func chatParts(w *jw, parts []part) {
 			}
 			w.close('}')
 		case partImage:
-			u := p.URL
+			u := p.get().URL
 			if u == "" {
-				u = makeDataURL(p.MediaType, p.Data)
+				u = makeDataURL(p.get().MediaType, p.Data)
 			}
 			w.open('{')
 			w.key("type")
@@ -378,9 +378,9 @@ func chatParts(w *jw, parts []part) {
 			w.open('{')
 			w.key("url")
 			w.str(u)
-			if p.Detail != "" {
+			if p.get().Detail != "" {
 				w.key("detail")
-				w.str(p.Detail)
+				w.str(p.get().Detail)
 			}
 			w.close('}')
 			w.close('}')
@@ -391,10 +391,10 @@ func chatParts(w *jw, parts []part) {
 			w.key("file")
 			w.open('{')
 			w.key("file_data")
-			w.str(makeDataURL(p.MediaType, p.Data))
-			if p.FileName != "" {
+			w.str(makeDataURL(p.get().MediaType, p.Data))
+			if p.get().FileName != "" {
 				w.key("filename")
-				w.str(p.FileName)
+				w.str(p.get().FileName)
 			}
 			w.close('}')
 			w.close('}')

@@ -233,7 +233,7 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 			if it.Arguments != nil {
 				args = *it.Arguments
 			}
-			a.appendPart(r, "assistant", part{Type: partToolCall, CallID: it.CallID, Name: it.Name, Args: argsObject(args), ItemID: it.ID})
+			a.appendPart(r, "assistant", part{Type: partToolCall, CallID: it.CallID, Name: it.Name, Args: argsObject(args)}.withExtra(partExtra{ItemID: it.ID}))
 		case "function_call_output":
 			p := part{Type: partToolResult, CallID: it.CallID}
 			start := len(a.results)
@@ -266,7 +266,7 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 				}
 				b.WriteString(s.Text)
 			}
-			a.appendPart(r, "assistant", part{Type: partThinking, Text: b.String(), Signature: it.EncryptedContent, ItemID: it.ID})
+			a.appendPart(r, "assistant", part{Type: partThinking, Text: b.String(), Signature: it.EncryptedContent}.withExtra(partExtra{ItemID: it.ID}))
 		default:
 			return refuse(f.String()+".type", "input item type %q cannot be translated", it.Type)
 		}
@@ -313,9 +313,9 @@ func respContentParts(raw json.RawMessage, field fieldPath, dst []part, scratch 
 				if !ok {
 					mime, data = "application/pdf", p.FileData
 				}
-				out = append(out, part{Type: partFile, MediaType: mime, Data: data, FileName: p.Filename})
+				out = append(out, part{Type: partFile, Data: data}.withExtra(partExtra{MediaType: mime, FileName: p.Filename}))
 			case p.FileURL != "":
-				out = append(out, part{Type: partFile, URL: p.FileURL, MediaType: mimeFromURL(p.FileURL), FileName: p.Filename})
+				out = append(out, part{Type: partFile}.withExtra(partExtra{URL: p.FileURL, MediaType: mimeFromURL(p.FileURL), FileName: p.Filename}))
 			default:
 				return nil, refuse(f.String(), "files by file_id cannot be translated; send file_data")
 			}
@@ -345,13 +345,13 @@ func respPartsOut(w *jw, parts []part, assistant bool) {
 			}
 			w.close('}')
 		case partImage:
-			u := p.URL
+			u := p.get().URL
 			if u == "" {
-				u = makeDataURL(p.MediaType, p.Data)
+				u = makeDataURL(p.get().MediaType, p.Data)
 			}
 			w.open('{')
 			w.key("detail")
-			w.str(nonEmpty(p.Detail, "auto"))
+			w.str(nonEmpty(p.get().Detail, "auto"))
 			w.key("image_url")
 			w.str(u)
 			w.key("type")
@@ -359,14 +359,14 @@ func respPartsOut(w *jw, parts []part, assistant bool) {
 			w.close('}')
 		case partFile:
 			w.open('{')
-			if p.URL != "" {
+			if p.get().URL != "" {
 				w.key("file_url")
-				w.str(p.URL)
+				w.str(p.get().URL)
 			} else {
 				w.key("file_data")
-				w.str(makeDataURL(p.MediaType, p.Data))
+				w.str(makeDataURL(p.get().MediaType, p.Data))
 				w.key("filename")
-				w.str(nonEmpty(p.FileName, "file"))
+				w.str(nonEmpty(p.get().FileName, "file"))
 			}
 			w.key("type")
 			w.str("input_file")
@@ -686,12 +686,14 @@ func respOutputToParts(items []respItem) []part {
 				}
 				b.WriteString(s.Text)
 			}
-			parts = append(parts, part{Type: partThinking, Text: b.String(), Signature: respSignature(it.ID, it.EncryptedContent), ItemID: it.ID})
+			parts = append(parts, part{Type: partThinking, Text: b.String(), Signature: respSignature(it.ID, it.EncryptedContent)}.withExtra(partExtra{ItemID: it.ID}))
 		case "message":
 			cp, _ := respContentParts(it.Content, pathOf("output", -1), nil, nil)
 			for _, p := range cp {
 				if p.Type == partText {
-					p.ItemID = it.ID
+					x := p.get()
+					x.ItemID = it.ID
+					p = p.withExtra(x)
 					parts = append(parts, p)
 				}
 			}
@@ -700,7 +702,7 @@ func respOutputToParts(items []respItem) []part {
 			if it.Arguments != nil {
 				args = *it.Arguments
 			}
-			parts = append(parts, part{Type: partToolCall, CallID: it.CallID, Name: it.Name, Args: argsObject(args), ItemID: it.ID})
+			parts = append(parts, part{Type: partToolCall, CallID: it.CallID, Name: it.Name, Args: argsObject(args)}.withExtra(partExtra{ItemID: it.ID}))
 		}
 	}
 	return parts
@@ -751,14 +753,14 @@ func respItemID(prefix string, st *reqState, i int) string {
 func respOutputItem(p part, i int, st *reqState) obj {
 	switch p.Type {
 	case partText:
-		return obj{"id", nonEmpty(p.ItemID, respItemID("msg", st, i)), "type", "message", "status", "completed", "role", "assistant",
+		return obj{"id", nonEmpty(p.get().ItemID, respItemID("msg", st, i)), "type", "message", "status", "completed", "role", "assistant",
 			"content", []obj{{"type", "output_text", "text", p.Text, "annotations", []any{}}}}
 	case partThinking:
 		summary := []obj{}
 		if p.Text != "" {
 			summary = append(summary, obj{"type", "summary_text", "text", p.Text})
 		}
-		m := obj{"id", nonEmpty(p.ItemID, respItemID("rs", st, i)), "type", "reasoning", "summary", summary}
+		m := obj{"id", nonEmpty(p.get().ItemID, respItemID("rs", st, i)), "type", "reasoning", "summary", summary}
 		if sig := st.sigToClient(p.Signature); sig != "" {
 			m = append(m, "encrypted_content", sig)
 		}
@@ -768,8 +770,8 @@ func respOutputItem(p part, i int, st *reqState) obj {
 		if id == "" {
 			id = fmt.Sprintf("call_%s_%d", st.respSuffix(), i)
 		}
-		return obj{"id", nonEmpty(p.ItemID, respItemID("fc", st, i)), "type", "function_call", "status", "completed", "call_id", id,
-			"name", p.Name, "arguments", nonEmpty(p.RawArgs, argsString(p.Args))}
+		return obj{"id", nonEmpty(p.get().ItemID, respItemID("fc", st, i)), "type", "function_call", "status", "completed", "call_id", id,
+			"name", p.Name, "arguments", nonEmpty(p.get().RawArgs, argsString(p.Args))}
 	}
 	return nil
 }

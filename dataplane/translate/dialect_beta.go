@@ -177,7 +177,7 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 		}
 	}
 	r.Messages = make([]message, 0, len(in.Messages))
-	a := &betaArena{parts: make([]part, 0, 2*len(in.Messages)+4)}
+	a := &betaArena{parts: make([]part, 0, len(in.Messages)+len(in.Messages)/2+4)} // most messages have one part; appends grow it
 	for i, m := range in.Messages {
 		field := pathOf("messages", i).with(".content", -1)
 		role := m.Role
@@ -282,9 +282,9 @@ func betaSourcePart(b betaBlock, f string) (part, error) {
 	}
 	switch b.Source.Type {
 	case "base64":
-		return part{Type: t, MediaType: b.Source.MediaType, Data: b.Source.Data, FileName: b.Title}, nil
+		return part{Type: t, Data: b.Source.Data}.withExtra(partExtra{MediaType: b.Source.MediaType, FileName: b.Title}), nil
 	case "url":
-		return part{Type: t, URL: b.Source.URL, MediaType: b.Source.MediaType}, nil
+		return part{Type: t}.withExtra(partExtra{URL: b.Source.URL, MediaType: b.Source.MediaType}), nil
 	}
 	return part{}, refuse(f+".source", "source type %q cannot be translated", b.Source.Type)
 }
@@ -523,17 +523,17 @@ func betaBlockWrite(w *jw, p part) bool {
 		}
 		w.key("source")
 		w.open('{')
-		if p.URL != "" {
+		if p.get().URL != "" {
 			w.key("type")
 			w.str("url")
 			w.key("url")
-			w.str(p.URL)
+			w.str(p.get().URL)
 		} else {
 			w.key("type")
 			w.str("base64")
-			if p.MediaType != "" {
+			if p.get().MediaType != "" {
 				w.key("media_type")
-				w.str(p.MediaType)
+				w.str(p.get().MediaType)
 			}
 			if p.Data != "" {
 				w.key("data")
@@ -637,10 +637,10 @@ func betaBlockOut(p part) (betaBlock, bool) {
 		if p.Type == partFile {
 			typ = "document"
 		}
-		if p.URL != "" {
-			return betaBlock{Type: typ, Source: &betaSource{Type: "url", URL: p.URL}}, true
+		if p.get().URL != "" {
+			return betaBlock{Type: typ, Source: &betaSource{Type: "url", URL: p.get().URL}}, true
 		}
-		return betaBlock{Type: typ, Source: &betaSource{Type: "base64", MediaType: p.MediaType, Data: p.Data}}, true
+		return betaBlock{Type: typ, Source: &betaSource{Type: "base64", MediaType: p.get().MediaType, Data: p.Data}}, true
 	case partToolCall:
 		args := p.Args
 		if len(args) == 0 {

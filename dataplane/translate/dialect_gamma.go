@@ -264,8 +264,8 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 	pending := map[string][]string{}
 	sc := &gammaDecodeScratch{}
 	r.Messages = make([]message, 0, len(in.Contents))
-	arena := make([]part, 0, 2*len(in.Contents)+4) // every message's parts, from one backing array
-	var results []part                             // and every tool result's
+	arena := make([]part, 0, len(in.Contents)+len(in.Contents)/2+4) // every message's parts, from one backing array (grown by append)
+	var results []part                                              // and every tool result's
 	for i, c := range in.Contents {
 		role := "user"
 		if c.Role == "model" {
@@ -353,13 +353,13 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 				if !strings.HasPrefix(p.InlineData.MimeType, "image/") {
 					t = partFile
 				}
-				arena = append(arena, part{Type: t, MediaType: p.InlineData.MimeType, Data: p.InlineData.Data})
+				arena = append(arena, part{Type: t, Data: p.InlineData.Data}.withExtra(partExtra{MediaType: p.InlineData.MimeType}))
 			case p.FileData != nil:
 				t := partImage
 				if !strings.HasPrefix(p.FileData.MimeType, "image/") {
 					t = partFile
 				}
-				arena = append(arena, part{Type: t, MediaType: p.FileData.MimeType, URL: p.FileData.FileURI})
+				arena = append(arena, part{Type: t}.withExtra(partExtra{MediaType: p.FileData.MimeType, URL: p.FileData.FileURI}))
 			case len(p.ExecutableCode) > 0 || len(p.CodeExecutionResult) > 0:
 				return nil, refuse(f.String(), "code execution parts cannot be translated")
 			case hasText:
@@ -682,16 +682,16 @@ func gammaTurnOut(w *jw, role string, msgs []message, names map[string]string) {
 				w.close('}')
 			case partImage, partFile:
 				w.open('{')
-				if p.URL != "" {
-					mt := p.MediaType
+				if p.get().URL != "" {
+					mt := p.get().MediaType
 					if mt == "" {
-						mt = mimeFromURL(p.URL)
+						mt = mimeFromURL(p.get().URL)
 					}
 					w.key("fileData")
-					gammaBlobOut(w, mt, "", p.URL)
+					gammaBlobOut(w, mt, "", p.get().URL)
 				} else {
 					w.key("inlineData")
-					gammaBlobOut(w, p.MediaType, p.Data, "")
+					gammaBlobOut(w, p.get().MediaType, p.Data, "")
 				}
 				sig()
 				w.close('}')
@@ -745,7 +745,7 @@ func gammaTurnOut(w *jw, role string, msgs []message, names map[string]string) {
 					if rp.Type == partImage || rp.Type == partFile {
 						w.open('{')
 						w.key("inlineData")
-						gammaBlobOut(w, rp.MediaType, rp.Data, "")
+						gammaBlobOut(w, rp.get().MediaType, rp.Data, "")
 						sig()
 						w.close('}')
 					}
@@ -797,14 +797,14 @@ func gammaPartsOut(parts []part, names map[string]string, response bool) []gamma
 		case partText:
 			add(gammaPart{Text: strp(p.Text)})
 		case partImage, partFile:
-			if p.URL != "" {
-				mt := p.MediaType
+			if p.get().URL != "" {
+				mt := p.get().MediaType
 				if mt == "" {
-					mt = mimeFromURL(p.URL)
+					mt = mimeFromURL(p.get().URL)
 				}
-				add(gammaPart{FileData: &gammaBlob{MimeType: mt, FileURI: p.URL}})
+				add(gammaPart{FileData: &gammaBlob{MimeType: mt, FileURI: p.get().URL}})
 			} else {
-				add(gammaPart{InlineData: &gammaBlob{MimeType: p.MediaType, Data: p.Data}})
+				add(gammaPart{InlineData: &gammaBlob{MimeType: p.get().MediaType, Data: p.Data}})
 			}
 		case partToolCall:
 			args := p.Args
@@ -827,7 +827,7 @@ func gammaPartsOut(parts []part, names map[string]string, response bool) []gamma
 			add(gammaPart{FunctionResponse: &gammaFuncResp{ID: p.CallID, Name: names[p.CallID], Response: mustMarshal(map[string]json.RawMessage{key: val})}})
 			for _, rp := range p.ResultParts {
 				if rp.Type == partImage || rp.Type == partFile {
-					add(gammaPart{InlineData: &gammaBlob{MimeType: rp.MediaType, Data: rp.Data}})
+					add(gammaPart{InlineData: &gammaBlob{MimeType: rp.get().MediaType, Data: rp.Data}})
 				}
 			}
 		case partThinking:
@@ -928,7 +928,7 @@ func gammaPartsIn(parts []gammaPart, dst []part) []part {
 				dst = append(dst, part{Type: partText, Text: *p.Text})
 			}
 		case p.InlineData != nil:
-			dst = append(dst, part{Type: partImage, MediaType: p.InlineData.MimeType, Data: p.InlineData.Data})
+			dst = append(dst, part{Type: partImage, Data: p.InlineData.Data}.withExtra(partExtra{MediaType: p.InlineData.MimeType}))
 		}
 	}
 	return dst

@@ -70,3 +70,21 @@ func TestLentBodyIsNotCopied(t *testing.T) {
 		}
 	}
 }
+
+// TestPartSize: the canonical part every message has stays small (the rarely set fields are behind
+// part.x): the request decoders allocate one arena of parts per request, so its size is per-request garbage.
+func TestPartSize(t *testing.T) {
+	if n := unsafe.Sizeof(part{}); n > 144 {
+		t.Fatalf("part is %d bytes, want ≤ 144", n)
+	}
+	p := part{Type: partImage}.withExtra(partExtra{})
+	if p.x != nil {
+		t.Fatal("withExtra of no extra fields keeps a pointer")
+	}
+	q := p.withExtra(partExtra{URL: "u"})
+	x := q.get()
+	x.URL = "v"
+	if r := q.withExtra(x); q.get().URL != "u" || r.get().URL != "v" || p.get().URL != "" {
+		t.Fatal("copies of a part share what one of them sets")
+	}
+}
