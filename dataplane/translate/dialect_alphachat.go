@@ -28,6 +28,29 @@ type chatMessageIn struct {
 	ReasoningContent string          `json:"reasoning_content"`
 	Refusal          *string         `json:"refusal"`
 	FunctionCall     json.RawMessage `json:"function_call"`
+
+	// text is Content's value when it is a string (isText), read in the one pass over the body.
+	text   string
+	isText bool
+}
+
+// contentText is the message's text content: its string, or its text parts joined (rawText).
+func (m *chatMessageIn) contentText() (string, bool) {
+	if m.isText {
+		return m.text, true
+	}
+	return rawText(m.Content)
+}
+
+// contentParts appends the parts of the message's content to dst (chatContentParts).
+func (m *chatMessageIn) contentParts(field fieldPath, dst []part) ([]part, error) {
+	if !m.isText {
+		return chatContentParts(m.Content, field, dst)
+	}
+	if m.text == "" {
+		return dst, nil
+	}
+	return append(dst, part{Type: partText, Text: m.text}), nil
 }
 
 type chatRequestIn struct {
@@ -283,14 +306,14 @@ func chatMessageToIR(r *request, i int, m chatMessageIn, a *chatArena) error {
 	field := pathOf("messages", i).with(".content", -1)
 	switch m.Role {
 	case "system", "developer":
-		t, ok := rawText(m.Content)
+		t, ok := m.contentText()
 		if !ok {
 			return refuse(field.String(), "system content must be text")
 		}
 		r.System = append(r.System, t)
 	case "user":
 		start := len(a.parts)
-		parts, err := chatContentParts(m.Content, field, a.parts)
+		parts, err := m.contentParts(field, a.parts)
 		if err != nil {
 			return err
 		}
@@ -301,7 +324,7 @@ func chatMessageToIR(r *request, i int, m chatMessageIn, a *chatArena) error {
 		if m.ReasoningContent != "" {
 			a.parts = append(a.parts, part{Type: partThinking, Text: m.ReasoningContent})
 		}
-		parts, err := chatContentParts(m.Content, field, a.parts)
+		parts, err := m.contentParts(field, a.parts)
 		if err != nil {
 			return err
 		}
@@ -314,7 +337,7 @@ func chatMessageToIR(r *request, i int, m chatMessageIn, a *chatArena) error {
 		}
 		r.Messages = append(r.Messages, message{Role: "assistant", Parts: clipped(a.parts, start)})
 	case "tool":
-		t, ok := rawText(m.Content)
+		t, ok := m.contentText()
 		if !ok {
 			return refuse(field.String(), "tool content must be text")
 		}

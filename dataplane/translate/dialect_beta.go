@@ -53,11 +53,25 @@ type betaRequestIn struct {
 	ServiceTier   string            `json:"service_tier"`
 	MCPServers    json.RawMessage   `json:"mcp_servers"`
 	Container     json.RawMessage   `json:"container"`
+
+	blocks []betaBlock // storage of the messages' content blocks (betaContent.blocks), pooled
 }
 
 type betaMessageIn struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	pre     betaContent     // Content as the one pass over the body read it
+}
+
+// betaContent is a message's content as read in the one pass over the body: its text when it is a string,
+// else its blocks, and the first error reading them — reported when the message is converted, where the
+// content was decoded when a first pass kept it raw (so refusals come in the same order).
+type betaContent struct {
+	read   bool // else the content is decoded from Content (absent content)
+	isText bool
+	text   string
+	blocks []betaBlock
+	err    error
 }
 
 type betaThinkingIn struct {
@@ -94,8 +108,8 @@ type betaToolChoiceIn struct {
 
 func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 	body = st.own(body)
-	in := betaRequestIn{Messages: betaMessagesScratch.get()}
-	defer func() { betaMessagesScratch.put(in.Messages) }()
+	in := betaRequestIn{Messages: betaMessagesScratch.get(), blocks: betaBlocksScratch.get()}
+	defer func() { betaMessagesScratch.put(in.Messages); betaBlocksScratch.put(in.blocks) }()
 	d := jr{b: body}
 	if err := d.done(in.read(&d)); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid messages request: %w", err))
@@ -184,7 +198,19 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 		if role != "user" && role != "assistant" {
 			return nil, refuse(fmt.Sprintf("messages[%d].role", i), "role %q cannot be translated", role)
 		}
-		parts, err := betaContentParts(m.Content, field, a, &a.parts)
+		var parts []part
+		var err error
+		switch c := &m.pre; {
+		case !c.read:
+			parts, err = betaContentParts(m.Content, field, a, &a.parts)
+		case c.err != nil:
+			err = badRequest(field.String(), c.err)
+		case c.isText:
+			a.parts = append(a.parts, part{Type: partText, Text: c.text})
+			parts = a.parts[len(a.parts)-1 : len(a.parts) : len(a.parts)]
+		default:
+			parts, err = betaBlockParts(c.blocks, field, a, &a.parts)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -221,8 +247,15 @@ func betaContentParts(raw json.RawMessage, field fieldPath, a *betaArena, dst *[
 	if err := d.done(readBetaBlocks(&d, blocks)); err != nil {
 		return nil, badRequest(field.String(), err)
 	}
+	return betaBlockParts(*blocks, field, a, dst)
+}
+
+// betaBlockParts appends the parts of a message's or tool result's content blocks to *dst (see
+// betaContentParts) and returns them.
+func betaBlockParts(blocks []betaBlock, field fieldPath, a *betaArena, dst *[]part) ([]part, error) {
+	start := len(*dst)
 	out := *dst
-	for j, b := range *blocks {
+	for j, b := range blocks {
 		f := field.with("", j)
 		switch b.Type {
 		case "text":

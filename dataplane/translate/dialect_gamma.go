@@ -92,6 +92,16 @@ type gammaFuncDecl struct {
 type gammaContentIn struct {
 	Role  string          `json:"role"`
 	Parts json.RawMessage `json:"parts"`
+	pre   gammaPartsRead  // Parts as the one pass over the body read them
+}
+
+// gammaPartsRead is a content's parts as read in the one pass over the body, and the first error reading
+// them — reported when the content is converted, where its parts were decoded when a first pass kept them
+// raw (so refusals come in the same order).
+type gammaPartsRead struct {
+	read  bool // else the parts are decoded from Parts (absent parts)
+	parts []gammaPartIn
+	err   error
 }
 
 type gammaPartIn struct {
@@ -128,6 +138,8 @@ type gammaRequestIn struct {
 	CachedContent          string            `json:"cachedContent"`
 	ServiceTier            string            `json:"service_tier"`
 	ServiceTierCamel       string            `json:"serviceTier"`
+
+	parts []gammaPartIn // storage of the contents' parts (gammaPartsRead.parts), pooled
 }
 
 type gammaToolConfig struct {
@@ -149,8 +161,8 @@ type gammaResultIn struct {
 
 func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 	body = st.own(body)
-	in := gammaRequestIn{Contents: gammaContentsScratch.get()}
-	defer func() { gammaContentsScratch.put(in.Contents) }()
+	in := gammaRequestIn{Contents: gammaContentsScratch.get(), parts: gammaPartsScratch.get()}
+	defer func() { gammaContentsScratch.put(in.Contents); gammaPartsScratch.put(in.parts) }()
 	d := jr{b: body}
 	if err := d.done(in.read(&d)); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid generateContent request: %w", err))
@@ -274,12 +286,19 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 		msg := message{Role: role}
 		start := len(arena)
 		k := 0
-		sc.parts = sc.parts[:0]
-		d := jr{b: c.Parts}
-		if err := d.done(readGammaPartsIn(&d, &sc.parts)); err != nil {
-			return nil, badRequest(pathOf("contents", i).with(".parts", -1).String(), err)
+		parts := c.pre.parts
+		switch {
+		case !c.pre.read:
+			sc.parts = sc.parts[:0]
+			d := jr{b: c.Parts}
+			if err := d.done(readGammaPartsIn(&d, &sc.parts)); err != nil {
+				return nil, badRequest(pathOf("contents", i).with(".parts", -1).String(), err)
+			}
+			parts = sc.parts
+		case c.pre.err != nil:
+			return nil, badRequest(pathOf("contents", i).with(".parts", -1).String(), c.pre.err)
 		}
-		for j, p := range sc.parts {
+		for j, p := range parts {
 			f := pathOf("contents", i).with(".parts", j)
 			var text string
 			hasText := present(p.Text)
