@@ -62,6 +62,19 @@ type respRequestIn struct {
 	Background         *bool             `json:"background"`
 	Prompt             json.RawMessage   `json:"prompt"`
 	TopLogprobs        *int              `json:"top_logprobs"`
+
+	input respInputRead // Input as the one pass over the body read it
+}
+
+// respInputRead is the input as read in the one pass over the body: its text when it is a string, else its
+// items (storage from respItemsScratch), and the first error reading them — reported by respInputToIR,
+// where the input was decoded when a first pass kept it raw (so refusals come in the same order).
+type respInputRead struct {
+	read   bool // else the input is decoded from Input
+	isText bool
+	text   string
+	items  []respItem
+	err    error
 }
 
 type respReasoningIn struct {
@@ -93,7 +106,8 @@ type respSummaryIn struct {
 
 func (alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
 	body = st.own(body)
-	var in respRequestIn
+	in := respRequestIn{input: respInputRead{items: respItemsScratch.get()}}
+	defer func() { respItemsScratch.put(in.input.items) }()
 	d := jr{b: body}
 	if err := d.done(in.read(&d)); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid responses request: %w", err))
@@ -149,7 +163,7 @@ func (alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
 	if r.ToolChoice, err = chatToolChoice(in.ToolChoice); err != nil {
 		return nil, err
 	}
-	if err := respInputToIR(r, in.Input); err != nil {
+	if err := respInputToIR(r, in.Input, &in.input); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -178,20 +192,29 @@ func (a *respArena) appendPart(r *request, role string, p part) {
 	r.Messages = append(r.Messages, message{Role: role, Parts: clipped(a.parts, len(a.parts)-1)})
 }
 
-func respInputToIR(r *request, raw json.RawMessage) error {
+func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
 	var s string
-	if stringOf(raw, &s) {
+	if pre.isText || !pre.read && stringOf(raw, &s) {
+		if pre.isText {
+			s = pre.text
+		}
 		r.Messages = append(r.Messages, message{Role: "user", Parts: []part{{Type: partText, Text: s}}})
 		return nil
 	}
-	items := respItemsScratch.get()
-	defer func() { respItemsScratch.put(items) }()
-	d := jr{b: raw}
-	if err := d.done(readRespItems(&d, &items)); err != nil {
-		return badRequest("input", err)
+	if pre.err != nil {
+		return badRequest("input", pre.err)
+	}
+	items := pre.items
+	if !pre.read {
+		items = respItemsScratch.get()
+		defer func() { respItemsScratch.put(items) }()
+		d := jr{b: raw}
+		if err := d.done(readRespItems(&d, &items)); err != nil {
+			return badRequest("input", err)
+		}
 	}
 	r.Messages = make([]message, 0, len(items))
 	a := &respArena{parts: make([]part, 0, len(items)+4)}
