@@ -28,7 +28,9 @@ type Transformer interface {
 	// Supports reports whether the inbound class can be served through cell.
 	Supports(class vocab.Class, cell snapshot.Cell) bool
 	// Begin converts the client request for one candidate. An error is a client error (answered as is when
-	// it is an *httperr.Error, else as 400).
+	// it is an *httperr.Error, else as 400). body is lent, not given: the Handler neither writes to it nor
+	// reuses its memory until the request ends (ServeHTTP returns, after the last call of the returned
+	// Transform), so the Transform may keep pointing into it until then but not after.
 	Begin(class vocab.Class, cell snapshot.Cell, body []byte, upstreamModel string) (Transform, error)
 }
 

@@ -163,8 +163,17 @@ type candidateCell struct {
 	cell snapshot.Cell
 }
 
+// poisonReleased, set by tests only, overwrites a released call's body before it is pooled: a Transform
+// still reading the body it was lent (Transformer.Begin) would then see the poison, or race under -race.
+var poisonReleased bool
+
 func (h *Handler) release(c *call) {
 	const keep = 1 << 20
+	if poisonReleased {
+		for i := range c.body {
+			c.body[i] = 0xff
+		}
+	}
 	body, patch := c.body[:0], c.patch[:0]
 	if cap(body) > keep {
 		body = nil

@@ -26,12 +26,15 @@ import (
 
 type fakeAdmitter struct {
 	err  error
+	mu   sync.Mutex // concurrent requests (TestTransformerBodyIsLentUnchanged)
 	reqs []admission.Request
 }
 
 func (f *fakeAdmitter) Admit(_ context.Context, r admission.Request) (admission.Hold, error) {
 	r.Scopes = append([]admission.ScopeQuota(nil), r.Scopes...) // the proxy reuses its array
+	f.mu.Lock()
 	f.reqs = append(f.reqs, r)
+	f.mu.Unlock()
 	if f.err != nil {
 		return admission.Hold{}, f.err
 	}

@@ -56,7 +56,8 @@ func (t *Translator) Begin(class vocab.Class, cell snapshot.Cell, body []byte, u
 	if err != nil {
 		return nil, httperr.Unsupported(class.Op, class.Kind, "no translation to "+string(cell.DestKind))
 	}
-	up, err := tr.Request(translate.ClientRequest{Body: body, Model: upstreamModel, Stream: class.Stream, GammaSSE: class.GammaSSE})
+	// The body is lent (Transformer.Begin): the translator decodes it in place instead of copying it.
+	up, err := tr.Request(translate.ClientRequest{Body: body, Model: upstreamModel, Stream: class.Stream, GammaSSE: class.GammaSSE, Lent: true})
 	if err != nil {
 		e := httperr.Malformed(err.Error(), err)
 		var re *translate.RequestError

@@ -28,6 +28,29 @@ type chatMessageIn struct {
 	ReasoningContent string          `json:"reasoning_content"`
 	Refusal          *string         `json:"refusal"`
 	FunctionCall     json.RawMessage `json:"function_call"`
+
+	// text is Content's value when it is a string (isText), read in the one pass over the body.
+	text   string
+	isText bool
+}
+
+// contentText is the message's text content: its string, or its text parts joined (rawText).
+func (m *chatMessageIn) contentText() (string, bool) {
+	if m.isText {
+		return m.text, true
+	}
+	return rawText(m.Content)
+}
+
+// contentParts appends the parts of the message's content to dst (chatContentParts).
+func (m *chatMessageIn) contentParts(field fieldPath, dst []part) ([]part, error) {
+	if !m.isText {
+		return chatContentParts(m.Content, field, dst)
+	}
+	if m.text == "" {
+		return dst, nil
+	}
+	return append(dst, part{Type: partText, Text: m.text}), nil
 }
 
 type chatRequestIn struct {
@@ -103,7 +126,7 @@ type chatPartIn struct {
 }
 
 func (alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) {
-	body = ownedCopy(body)
+	body = st.own(body)
 	in := chatRequestIn{Messages: chatMessagesScratch.get()}
 	defer func() { chatMessagesScratch.put(in.Messages) }()
 	d := jr{b: body}
@@ -257,7 +280,7 @@ func chatContentParts(raw json.RawMessage, field fieldPath, dst []part) ([]part,
 			if !ok {
 				mime, data = "application/pdf", p.File.FileData
 			}
-			out = append(out, part{Type: partFile, MediaType: mime, Data: data, FileName: p.File.Filename})
+			out = append(out, part{Type: partFile, Data: data}.withExtra(partExtra{MediaType: mime, FileName: p.File.Filename}))
 		default:
 			return nil, refuse(f.String(), "content part type %q cannot be translated", p.Type)
 		}
@@ -267,9 +290,9 @@ func chatContentParts(raw json.RawMessage, field fieldPath, dst []part) ([]part,
 
 func imagePart(u, detail string) part {
 	if mime, data, ok := dataURL(u); ok {
-		return part{Type: partImage, MediaType: mime, Data: data, Detail: detail}
+		return part{Type: partImage, Data: data}.withExtra(partExtra{MediaType: mime, Detail: detail})
 	}
-	return part{Type: partImage, URL: u, Detail: detail}
+	return part{Type: partImage}.withExtra(partExtra{URL: u, Detail: detail})
 }
 
 // chatArena is the backing storage of a request's parts: message parts and tool result parts.
@@ -283,14 +306,14 @@ func chatMessageToIR(r *request, i int, m chatMessageIn, a *chatArena) error {
 	field := pathOf("messages", i).with(".content", -1)
 	switch m.Role {
 	case "system", "developer":
-		t, ok := rawText(m.Content)
+		t, ok := m.contentText()
 		if !ok {
 			return refuse(field.String(), "system content must be text")
 		}
 		r.System = append(r.System, t)
 	case "user":
 		start := len(a.parts)
-		parts, err := chatContentParts(m.Content, field, a.parts)
+		parts, err := m.contentParts(field, a.parts)
 		if err != nil {
 			return err
 		}
@@ -301,7 +324,7 @@ func chatMessageToIR(r *request, i int, m chatMessageIn, a *chatArena) error {
 		if m.ReasoningContent != "" {
 			a.parts = append(a.parts, part{Type: partThinking, Text: m.ReasoningContent})
 		}
-		parts, err := chatContentParts(m.Content, field, a.parts)
+		parts, err := m.contentParts(field, a.parts)
 		if err != nil {
 			return err
 		}
@@ -314,7 +337,7 @@ func chatMessageToIR(r *request, i int, m chatMessageIn, a *chatArena) error {
 		}
 		r.Messages = append(r.Messages, message{Role: "assistant", Parts: clipped(a.parts, start)})
 	case "tool":
-		t, ok := rawText(m.Content)
+		t, ok := m.contentText()
 		if !ok {
 			return refuse(field.String(), "tool content must be text")
 		}
@@ -367,9 +390,9 @@ func chatParts(w *jw, parts []part) {
 			}
 			w.close('}')
 		case partImage:
-			u := p.URL
+			u := p.get().URL
 			if u == "" {
-				u = makeDataURL(p.MediaType, p.Data)
+				u = makeDataURL(p.get().MediaType, p.Data)
 			}
 			w.open('{')
 			w.key("type")
@@ -378,9 +401,9 @@ func chatParts(w *jw, parts []part) {
 			w.open('{')
 			w.key("url")
 			w.str(u)
-			if p.Detail != "" {
+			if p.get().Detail != "" {
 				w.key("detail")
-				w.str(p.Detail)
+				w.str(p.get().Detail)
 			}
 			w.close('}')
 			w.close('}')
@@ -391,10 +414,10 @@ func chatParts(w *jw, parts []part) {
 			w.key("file")
 			w.open('{')
 			w.key("file_data")
-			w.str(makeDataURL(p.MediaType, p.Data))
-			if p.FileName != "" {
+			w.str(makeDataURL(p.get().MediaType, p.Data))
+			if p.get().FileName != "" {
 				w.key("filename")
-				w.str(p.FileName)
+				w.str(p.get().FileName)
 			}
 			w.close('}')
 			w.close('}')

@@ -1,5 +1,7 @@
 package translate
 
+import "encoding/json"
+
 // Hand-written decoders of the alpha chat completions request (see jr): each fills the struct the
 // go-json-experiment decoder filled before, with the same results (FuzzHandDecoders).
 
@@ -112,7 +114,18 @@ func (m *chatMessageIn) read(d *jr) error {
 		case 0:
 			return d.str(&m.Role)
 		case 1:
-			return d.raw(&m.Content)
+			m.text, m.isText = "", false
+			if d.peek() != '"' {
+				return d.raw(&m.Content)
+			}
+			start := d.i
+			s, err := d.strTok() // a string is read once, not skipped and then unquoted
+			if err != nil {
+				return err
+			}
+			m.text, m.isText = s, true
+			m.Content = json.RawMessage(d.b[start:d.i:d.i])
+			return nil
 		case 2:
 			out := m.ToolCalls[:0]
 			null, err := d.array(func(int) error {

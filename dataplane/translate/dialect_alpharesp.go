@@ -62,6 +62,19 @@ type respRequestIn struct {
 	Background         *bool             `json:"background"`
 	Prompt             json.RawMessage   `json:"prompt"`
 	TopLogprobs        *int              `json:"top_logprobs"`
+
+	input respInputRead // Input as the one pass over the body read it
+}
+
+// respInputRead is the input as read in the one pass over the body: its text when it is a string, else its
+// items (storage from respItemsScratch), and the first error reading them — reported by respInputToIR,
+// where the input was decoded when a first pass kept it raw (so refusals come in the same order).
+type respInputRead struct {
+	read   bool // else the input is decoded from Input
+	isText bool
+	text   string
+	items  []respItem
+	err    error
 }
 
 type respReasoningIn struct {
@@ -92,8 +105,9 @@ type respSummaryIn struct {
 }
 
 func (alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
-	body = ownedCopy(body)
-	var in respRequestIn
+	body = st.own(body)
+	in := respRequestIn{input: respInputRead{items: respItemsScratch.get()}}
+	defer func() { respItemsScratch.put(in.input.items) }()
 	d := jr{b: body}
 	if err := d.done(in.read(&d)); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid responses request: %w", err))
@@ -149,7 +163,7 @@ func (alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
 	if r.ToolChoice, err = chatToolChoice(in.ToolChoice); err != nil {
 		return nil, err
 	}
-	if err := respInputToIR(r, in.Input); err != nil {
+	if err := respInputToIR(r, in.Input, &in.input); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -178,20 +192,29 @@ func (a *respArena) appendPart(r *request, role string, p part) {
 	r.Messages = append(r.Messages, message{Role: role, Parts: clipped(a.parts, len(a.parts)-1)})
 }
 
-func respInputToIR(r *request, raw json.RawMessage) error {
+func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
 	var s string
-	if stringOf(raw, &s) {
+	if pre.isText || !pre.read && stringOf(raw, &s) {
+		if pre.isText {
+			s = pre.text
+		}
 		r.Messages = append(r.Messages, message{Role: "user", Parts: []part{{Type: partText, Text: s}}})
 		return nil
 	}
-	items := respItemsScratch.get()
-	defer func() { respItemsScratch.put(items) }()
-	d := jr{b: raw}
-	if err := d.done(readRespItems(&d, &items)); err != nil {
-		return badRequest("input", err)
+	if pre.err != nil {
+		return badRequest("input", pre.err)
+	}
+	items := pre.items
+	if !pre.read {
+		items = respItemsScratch.get()
+		defer func() { respItemsScratch.put(items) }()
+		d := jr{b: raw}
+		if err := d.done(readRespItems(&d, &items)); err != nil {
+			return badRequest("input", err)
+		}
 	}
 	r.Messages = make([]message, 0, len(items))
 	a := &respArena{parts: make([]part, 0, len(items)+4)}
@@ -233,7 +256,7 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 			if it.Arguments != nil {
 				args = *it.Arguments
 			}
-			a.appendPart(r, "assistant", part{Type: partToolCall, CallID: it.CallID, Name: it.Name, Args: argsObject(args), ItemID: it.ID})
+			a.appendPart(r, "assistant", part{Type: partToolCall, CallID: it.CallID, Name: it.Name, Args: argsObject(args)}.withExtra(partExtra{ItemID: it.ID}))
 		case "function_call_output":
 			p := part{Type: partToolResult, CallID: it.CallID}
 			start := len(a.results)
@@ -266,7 +289,7 @@ func respInputToIR(r *request, raw json.RawMessage) error {
 				}
 				b.WriteString(s.Text)
 			}
-			a.appendPart(r, "assistant", part{Type: partThinking, Text: b.String(), Signature: it.EncryptedContent, ItemID: it.ID})
+			a.appendPart(r, "assistant", part{Type: partThinking, Text: b.String(), Signature: it.EncryptedContent}.withExtra(partExtra{ItemID: it.ID}))
 		default:
 			return refuse(f.String()+".type", "input item type %q cannot be translated", it.Type)
 		}
@@ -313,9 +336,9 @@ func respContentParts(raw json.RawMessage, field fieldPath, dst []part, scratch 
 				if !ok {
 					mime, data = "application/pdf", p.FileData
 				}
-				out = append(out, part{Type: partFile, MediaType: mime, Data: data, FileName: p.Filename})
+				out = append(out, part{Type: partFile, Data: data}.withExtra(partExtra{MediaType: mime, FileName: p.Filename}))
 			case p.FileURL != "":
-				out = append(out, part{Type: partFile, URL: p.FileURL, MediaType: mimeFromURL(p.FileURL), FileName: p.Filename})
+				out = append(out, part{Type: partFile}.withExtra(partExtra{URL: p.FileURL, MediaType: mimeFromURL(p.FileURL), FileName: p.Filename}))
 			default:
 				return nil, refuse(f.String(), "files by file_id cannot be translated; send file_data")
 			}
@@ -345,13 +368,13 @@ func respPartsOut(w *jw, parts []part, assistant bool) {
 			}
 			w.close('}')
 		case partImage:
-			u := p.URL
+			u := p.get().URL
 			if u == "" {
-				u = makeDataURL(p.MediaType, p.Data)
+				u = makeDataURL(p.get().MediaType, p.Data)
 			}
 			w.open('{')
 			w.key("detail")
-			w.str(nonEmpty(p.Detail, "auto"))
+			w.str(nonEmpty(p.get().Detail, "auto"))
 			w.key("image_url")
 			w.str(u)
 			w.key("type")
@@ -359,14 +382,14 @@ func respPartsOut(w *jw, parts []part, assistant bool) {
 			w.close('}')
 		case partFile:
 			w.open('{')
-			if p.URL != "" {
+			if p.get().URL != "" {
 				w.key("file_url")
-				w.str(p.URL)
+				w.str(p.get().URL)
 			} else {
 				w.key("file_data")
-				w.str(makeDataURL(p.MediaType, p.Data))
+				w.str(makeDataURL(p.get().MediaType, p.Data))
 				w.key("filename")
-				w.str(nonEmpty(p.FileName, "file"))
+				w.str(nonEmpty(p.get().FileName, "file"))
 			}
 			w.key("type")
 			w.str("input_file")
@@ -686,12 +709,14 @@ func respOutputToParts(items []respItem) []part {
 				}
 				b.WriteString(s.Text)
 			}
-			parts = append(parts, part{Type: partThinking, Text: b.String(), Signature: respSignature(it.ID, it.EncryptedContent), ItemID: it.ID})
+			parts = append(parts, part{Type: partThinking, Text: b.String(), Signature: respSignature(it.ID, it.EncryptedContent)}.withExtra(partExtra{ItemID: it.ID}))
 		case "message":
 			cp, _ := respContentParts(it.Content, pathOf("output", -1), nil, nil)
 			for _, p := range cp {
 				if p.Type == partText {
-					p.ItemID = it.ID
+					x := p.get()
+					x.ItemID = it.ID
+					p = p.withExtra(x)
 					parts = append(parts, p)
 				}
 			}
@@ -700,7 +725,7 @@ func respOutputToParts(items []respItem) []part {
 			if it.Arguments != nil {
 				args = *it.Arguments
 			}
-			parts = append(parts, part{Type: partToolCall, CallID: it.CallID, Name: it.Name, Args: argsObject(args), ItemID: it.ID})
+			parts = append(parts, part{Type: partToolCall, CallID: it.CallID, Name: it.Name, Args: argsObject(args)}.withExtra(partExtra{ItemID: it.ID}))
 		}
 	}
 	return parts
@@ -751,14 +776,14 @@ func respItemID(prefix string, st *reqState, i int) string {
 func respOutputItem(p part, i int, st *reqState) obj {
 	switch p.Type {
 	case partText:
-		return obj{"id", nonEmpty(p.ItemID, respItemID("msg", st, i)), "type", "message", "status", "completed", "role", "assistant",
+		return obj{"id", nonEmpty(p.get().ItemID, respItemID("msg", st, i)), "type", "message", "status", "completed", "role", "assistant",
 			"content", []obj{{"type", "output_text", "text", p.Text, "annotations", []any{}}}}
 	case partThinking:
 		summary := []obj{}
 		if p.Text != "" {
 			summary = append(summary, obj{"type", "summary_text", "text", p.Text})
 		}
-		m := obj{"id", nonEmpty(p.ItemID, respItemID("rs", st, i)), "type", "reasoning", "summary", summary}
+		m := obj{"id", nonEmpty(p.get().ItemID, respItemID("rs", st, i)), "type", "reasoning", "summary", summary}
 		if sig := st.sigToClient(p.Signature); sig != "" {
 			m = append(m, "encrypted_content", sig)
 		}
@@ -768,8 +793,8 @@ func respOutputItem(p part, i int, st *reqState) obj {
 		if id == "" {
 			id = fmt.Sprintf("call_%s_%d", st.respSuffix(), i)
 		}
-		return obj{"id", nonEmpty(p.ItemID, respItemID("fc", st, i)), "type", "function_call", "status", "completed", "call_id", id,
-			"name", p.Name, "arguments", nonEmpty(p.RawArgs, argsString(p.Args))}
+		return obj{"id", nonEmpty(p.get().ItemID, respItemID("fc", st, i)), "type", "function_call", "status", "completed", "call_id", id,
+			"name", p.Name, "arguments", nonEmpty(p.get().RawArgs, argsString(p.Args))}
 	}
 	return nil
 }

@@ -1,5 +1,7 @@
 package translate
 
+import "encoding/json"
+
 // Hand-written decoders of the alpha responses request (see jr): each fills the struct the go-json-experiment
 // decoder filled before, with the same results (FuzzHandDecoders).
 
@@ -20,7 +22,7 @@ func (in *respRequestIn) read(d *jr) error {
 		case 1:
 			return d.raw(&in.Instructions)
 		case 2:
-			return d.raw(&in.Input)
+			return in.input.readFrom(d, &in.Input)
 		case 3:
 			return d.rawList(&in.Tools)
 		case 4:
@@ -253,4 +255,30 @@ func readRespSummary(d *jr, dst *[]respSummaryIn) error {
 	})
 	*dst = sliceResult(out, null)
 	return err
+}
+
+// readFrom reads the input (also as raw, into *raw) in the body's one pass: a string, or items into r.items
+// (reused). An error that is not in the body's syntax (a value of the wrong kind) is kept in r.err and the
+// input skipped: respInputToIR reports it where it decoded the input kept raw before; a syntax error is
+// the body's, returned at once as before.
+func (r *respInputRead) readFrom(d *jr, raw *json.RawMessage) error {
+	d.ws()
+	start, depth := d.i, d.depth
+	*r = respInputRead{read: true, items: r.items[:0]}
+	var err error
+	if d.peek() == '"' {
+		r.isText = true
+		r.text, err = d.strTok()
+	} else {
+		err = readRespItems(d, &r.items)
+	}
+	if err != nil {
+		d.i, d.depth = start, depth
+		if err := d.skip(); err != nil {
+			return err
+		}
+		*r = respInputRead{read: true, items: r.items[:0], err: err}
+	}
+	*raw = json.RawMessage(d.b[start:d.i:d.i])
+	return nil
 }

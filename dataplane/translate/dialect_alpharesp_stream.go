@@ -245,13 +245,13 @@ func (e *respEncoder) openItem(kind evType, key int, p part) (*respOpenItem, err
 	var item obj
 	switch kind {
 	case evText:
-		it.id = nonEmpty(p.ItemID, respItemID("msg", e.st, idx))
+		it.id = nonEmpty(p.get().ItemID, respItemID("msg", e.st, idx))
 		item = obj{"id", it.id, "type", "message", "status", "in_progress", "role", "assistant", "content", []any{}}
 	case evThinking:
-		it.id = nonEmpty(p.ItemID, respItemID("rs", e.st, idx))
+		it.id = nonEmpty(p.get().ItemID, respItemID("rs", e.st, idx))
 		item = obj{"id", it.id, "type", "reasoning", "summary", []any{}}
 	case evToolStart:
-		it.id = nonEmpty(p.ItemID, respItemID("fc", e.st, idx))
+		it.id = nonEmpty(p.get().ItemID, respItemID("fc", e.st, idx))
 		if p.CallID == "" {
 			p.CallID = "call_" + e.st.respSuffix() + "_" + itoa(idx)
 		}
@@ -313,7 +313,9 @@ func (e *respEncoder) closeItem(it *respOpenItem) error {
 		}
 	}
 	if it.kind == evToolStart {
-		p.RawArgs = string(it.text) // exactly the streamed fragments
+		x := p.get()
+		x.RawArgs = string(it.text) // exactly the streamed fragments
+		*p = p.withExtra(x)
 	}
 	item := respOutputItem(*p, it.out, e.st)
 	return e.send("response.output_item.done", obj{"output_index", it.out, "item", item})
@@ -346,7 +348,7 @@ func (e *respEncoder) emit(ev *event) error {
 		it := e.open
 		if it == nil || it.kind != evText || it.key != ev.Index {
 			var err error
-			if it, err = e.openItem(evText, ev.Index, part{Type: partText, ItemID: ev.ItemID}); err != nil {
+			if it, err = e.openItem(evText, ev.Index, part{Type: partText}.withExtra(partExtra{ItemID: ev.ItemID})); err != nil {
 				return err
 			}
 		}
@@ -356,7 +358,7 @@ func (e *respEncoder) emit(ev *event) error {
 		it := e.open
 		if it == nil || it.kind != evThinking || it.key != ev.Index {
 			var err error
-			if it, err = e.openItem(evThinking, ev.Index, part{Type: partThinking, ItemID: ev.ItemID}); err != nil {
+			if it, err = e.openItem(evThinking, ev.Index, part{Type: partThinking}.withExtra(partExtra{ItemID: ev.ItemID})); err != nil {
 				return err
 			}
 		}
@@ -377,7 +379,7 @@ func (e *respEncoder) emit(ev *event) error {
 		it.text = append(it.text, ev.Text...)
 		return e.delta("response.reasoning_summary_text.delta", it, "summary_index", ev.Text, false)
 	case evToolStart:
-		_, err := e.openItem(evToolStart, ev.Index, part{Type: partToolCall, CallID: ev.CallID, Name: ev.Name, ItemID: ev.ItemID})
+		_, err := e.openItem(evToolStart, ev.Index, part{Type: partToolCall, CallID: ev.CallID, Name: ev.Name}.withExtra(partExtra{ItemID: ev.ItemID}))
 		return err
 	case evToolArgs:
 		it := e.tools[ev.Index]

@@ -53,11 +53,25 @@ type betaRequestIn struct {
 	ServiceTier   string            `json:"service_tier"`
 	MCPServers    json.RawMessage   `json:"mcp_servers"`
 	Container     json.RawMessage   `json:"container"`
+
+	blocks []betaBlock // storage of the messages' content blocks (betaContent.blocks), pooled
 }
 
 type betaMessageIn struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	pre     betaContent     // Content as the one pass over the body read it
+}
+
+// betaContent is a message's content as read in the one pass over the body: its text when it is a string,
+// else its blocks, and the first error reading them — reported when the message is converted, where the
+// content was decoded when a first pass kept it raw (so refusals come in the same order).
+type betaContent struct {
+	read   bool // else the content is decoded from Content (absent content)
+	isText bool
+	text   string
+	blocks []betaBlock
+	err    error
 }
 
 type betaThinkingIn struct {
@@ -93,9 +107,9 @@ type betaToolChoiceIn struct {
 }
 
 func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
-	body = ownedCopy(body)
-	in := betaRequestIn{Messages: betaMessagesScratch.get()}
-	defer func() { betaMessagesScratch.put(in.Messages) }()
+	body = st.own(body)
+	in := betaRequestIn{Messages: betaMessagesScratch.get(), blocks: betaBlocksScratch.get()}
+	defer func() { betaMessagesScratch.put(in.Messages); betaBlocksScratch.put(in.blocks) }()
 	d := jr{b: body}
 	if err := d.done(in.read(&d)); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid messages request: %w", err))
@@ -177,14 +191,26 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 		}
 	}
 	r.Messages = make([]message, 0, len(in.Messages))
-	a := &betaArena{parts: make([]part, 0, 2*len(in.Messages)+4)}
+	a := &betaArena{parts: make([]part, 0, len(in.Messages)+len(in.Messages)/2+4)} // most messages have one part; appends grow it
 	for i, m := range in.Messages {
 		field := pathOf("messages", i).with(".content", -1)
 		role := m.Role
 		if role != "user" && role != "assistant" {
 			return nil, refuse(fmt.Sprintf("messages[%d].role", i), "role %q cannot be translated", role)
 		}
-		parts, err := betaContentParts(m.Content, field, a, &a.parts)
+		var parts []part
+		var err error
+		switch c := &m.pre; {
+		case !c.read:
+			parts, err = betaContentParts(m.Content, field, a, &a.parts)
+		case c.err != nil:
+			err = badRequest(field.String(), c.err)
+		case c.isText:
+			a.parts = append(a.parts, part{Type: partText, Text: c.text})
+			parts = a.parts[len(a.parts)-1 : len(a.parts) : len(a.parts)]
+		default:
+			parts, err = betaBlockParts(c.blocks, field, a, &a.parts)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -221,8 +247,15 @@ func betaContentParts(raw json.RawMessage, field fieldPath, a *betaArena, dst *[
 	if err := d.done(readBetaBlocks(&d, blocks)); err != nil {
 		return nil, badRequest(field.String(), err)
 	}
+	return betaBlockParts(*blocks, field, a, dst)
+}
+
+// betaBlockParts appends the parts of a message's or tool result's content blocks to *dst (see
+// betaContentParts) and returns them.
+func betaBlockParts(blocks []betaBlock, field fieldPath, a *betaArena, dst *[]part) ([]part, error) {
+	start := len(*dst)
 	out := *dst
-	for j, b := range *blocks {
+	for j, b := range blocks {
 		f := field.with("", j)
 		switch b.Type {
 		case "text":
@@ -282,9 +315,9 @@ func betaSourcePart(b betaBlock, f string) (part, error) {
 	}
 	switch b.Source.Type {
 	case "base64":
-		return part{Type: t, MediaType: b.Source.MediaType, Data: b.Source.Data, FileName: b.Title}, nil
+		return part{Type: t, Data: b.Source.Data}.withExtra(partExtra{MediaType: b.Source.MediaType, FileName: b.Title}), nil
 	case "url":
-		return part{Type: t, URL: b.Source.URL, MediaType: b.Source.MediaType}, nil
+		return part{Type: t}.withExtra(partExtra{URL: b.Source.URL, MediaType: b.Source.MediaType}), nil
 	}
 	return part{}, refuse(f+".source", "source type %q cannot be translated", b.Source.Type)
 }
@@ -523,17 +556,17 @@ func betaBlockWrite(w *jw, p part) bool {
 		}
 		w.key("source")
 		w.open('{')
-		if p.URL != "" {
+		if p.get().URL != "" {
 			w.key("type")
 			w.str("url")
 			w.key("url")
-			w.str(p.URL)
+			w.str(p.get().URL)
 		} else {
 			w.key("type")
 			w.str("base64")
-			if p.MediaType != "" {
+			if p.get().MediaType != "" {
 				w.key("media_type")
-				w.str(p.MediaType)
+				w.str(p.get().MediaType)
 			}
 			if p.Data != "" {
 				w.key("data")
@@ -637,10 +670,10 @@ func betaBlockOut(p part) (betaBlock, bool) {
 		if p.Type == partFile {
 			typ = "document"
 		}
-		if p.URL != "" {
-			return betaBlock{Type: typ, Source: &betaSource{Type: "url", URL: p.URL}}, true
+		if p.get().URL != "" {
+			return betaBlock{Type: typ, Source: &betaSource{Type: "url", URL: p.get().URL}}, true
 		}
-		return betaBlock{Type: typ, Source: &betaSource{Type: "base64", MediaType: p.MediaType, Data: p.Data}}, true
+		return betaBlock{Type: typ, Source: &betaSource{Type: "base64", MediaType: p.get().MediaType, Data: p.Data}}, true
 	case partToolCall:
 		args := p.Args
 		if len(args) == 0 {

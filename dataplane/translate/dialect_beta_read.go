@@ -1,9 +1,12 @@
 package translate
 
+import "encoding/json"
+
 // Hand-written decoders of the beta messages request (see jr): each fills the struct the go-json-experiment
 // decoder filled before, with the same results (FuzzHandDecoders).
 
 var betaMessagesScratch scratch[betaMessageIn]
+var betaBlocksScratch scratch[betaBlock]
 
 var betaRequestNames = []string{"model", "system", "messages", "tools", "tool_choice", "max_tokens", "temperature",
 	"top_p", "top_k", "stop_sequences", "stream", "thinking", "output_config", "metadata", "service_tier",
@@ -20,7 +23,7 @@ func (in *betaRequestIn) read(d *jr) error {
 			out := in.Messages[:0]
 			null, err := d.array(func(int) error {
 				out = append(out, betaMessageIn{})
-				return out[len(out)-1].read(d)
+				return out[len(out)-1].read(d, &in.blocks)
 			})
 			in.Messages = sliceResult(out, null)
 			return err
@@ -72,13 +75,14 @@ func (in *betaRequestIn) read(d *jr) error {
 
 var roleContentNames = []string{"role", "content"}
 
-func (m *betaMessageIn) read(d *jr) error {
+// read reads a message, its content included (m.pre), the content blocks into *blocks.
+func (m *betaMessageIn) read(d *jr, blocks *[]betaBlock) error {
 	null, err := d.object(func(name string) error {
 		switch fieldOf(name, roleContentNames) {
 		case 0:
 			return d.str(&m.Role)
 		case 1:
-			return d.raw(&m.Content)
+			return m.pre.readFrom(d, blocks, &m.Content)
 		}
 		return d.skip()
 	})
@@ -269,4 +273,39 @@ func (b *betaBlock) read(d *jr) error {
 		*b = betaBlock{}
 	}
 	return err
+}
+
+// readFrom reads a message's content (also as raw, into *raw) in the body's one pass: a string, or blocks
+// appended to *blocks. An error that is not in the body's syntax (a value of the wrong kind) is kept in
+// c.err and the content skipped: the caller reports it when it converts the message, where it decoded the
+// content kept raw before; a syntax error is the body's, returned at once as before.
+func (c *betaContent) readFrom(d *jr, blocks *[]betaBlock, raw *json.RawMessage) error {
+	d.ws()
+	start, depth, n := d.i, d.depth, len(*blocks)
+	*c = betaContent{read: true}
+	var err error
+	if d.peek() == '"' {
+		c.isText = true
+		err = d.str(&c.text)
+	} else {
+		out := *blocks
+		var null bool
+		null, err = d.array(func(int) error {
+			out = append(out, betaBlock{})
+			return out[len(out)-1].read(d)
+		})
+		*blocks = out
+		if !null {
+			c.blocks = out[n:len(out):len(out)]
+		}
+	}
+	if err != nil {
+		d.i, d.depth = start, depth
+		if err := d.skip(); err != nil {
+			return err
+		}
+		*c = betaContent{read: true, err: err}
+	}
+	*raw = json.RawMessage(d.b[start:d.i:d.i])
+	return nil
 }

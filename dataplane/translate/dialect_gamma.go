@@ -92,6 +92,16 @@ type gammaFuncDecl struct {
 type gammaContentIn struct {
 	Role  string          `json:"role"`
 	Parts json.RawMessage `json:"parts"`
+	pre   gammaPartsRead  // Parts as the one pass over the body read them
+}
+
+// gammaPartsRead is a content's parts as read in the one pass over the body, and the first error reading
+// them — reported when the content is converted, where its parts were decoded when a first pass kept them
+// raw (so refusals come in the same order).
+type gammaPartsRead struct {
+	read  bool // else the parts are decoded from Parts (absent parts)
+	parts []gammaPartIn
+	err   error
 }
 
 type gammaPartIn struct {
@@ -128,6 +138,8 @@ type gammaRequestIn struct {
 	CachedContent          string            `json:"cachedContent"`
 	ServiceTier            string            `json:"service_tier"`
 	ServiceTierCamel       string            `json:"serviceTier"`
+
+	parts []gammaPartIn // storage of the contents' parts (gammaPartsRead.parts), pooled
 }
 
 type gammaToolConfig struct {
@@ -148,9 +160,9 @@ type gammaResultIn struct {
 }
 
 func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
-	body = ownedCopy(body)
-	in := gammaRequestIn{Contents: gammaContentsScratch.get()}
-	defer func() { gammaContentsScratch.put(in.Contents) }()
+	body = st.own(body)
+	in := gammaRequestIn{Contents: gammaContentsScratch.get(), parts: gammaPartsScratch.get()}
+	defer func() { gammaContentsScratch.put(in.Contents); gammaPartsScratch.put(in.parts) }()
 	d := jr{b: body}
 	if err := d.done(in.read(&d)); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid generateContent request: %w", err))
@@ -264,8 +276,8 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 	pending := map[string][]string{}
 	sc := &gammaDecodeScratch{}
 	r.Messages = make([]message, 0, len(in.Contents))
-	arena := make([]part, 0, 2*len(in.Contents)+4) // every message's parts, from one backing array
-	var results []part                             // and every tool result's
+	arena := make([]part, 0, len(in.Contents)+len(in.Contents)/2+4) // every message's parts, from one backing array (grown by append)
+	var results []part                                              // and every tool result's
 	for i, c := range in.Contents {
 		role := "user"
 		if c.Role == "model" {
@@ -274,12 +286,19 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 		msg := message{Role: role}
 		start := len(arena)
 		k := 0
-		sc.parts = sc.parts[:0]
-		d := jr{b: c.Parts}
-		if err := d.done(readGammaPartsIn(&d, &sc.parts)); err != nil {
-			return nil, badRequest(pathOf("contents", i).with(".parts", -1).String(), err)
+		parts := c.pre.parts
+		switch {
+		case !c.pre.read:
+			sc.parts = sc.parts[:0]
+			d := jr{b: c.Parts}
+			if err := d.done(readGammaPartsIn(&d, &sc.parts)); err != nil {
+				return nil, badRequest(pathOf("contents", i).with(".parts", -1).String(), err)
+			}
+			parts = sc.parts
+		case c.pre.err != nil:
+			return nil, badRequest(pathOf("contents", i).with(".parts", -1).String(), c.pre.err)
 		}
-		for j, p := range sc.parts {
+		for j, p := range parts {
 			f := pathOf("contents", i).with(".parts", j)
 			var text string
 			hasText := present(p.Text)
@@ -353,13 +372,13 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 				if !strings.HasPrefix(p.InlineData.MimeType, "image/") {
 					t = partFile
 				}
-				arena = append(arena, part{Type: t, MediaType: p.InlineData.MimeType, Data: p.InlineData.Data})
+				arena = append(arena, part{Type: t, Data: p.InlineData.Data}.withExtra(partExtra{MediaType: p.InlineData.MimeType}))
 			case p.FileData != nil:
 				t := partImage
 				if !strings.HasPrefix(p.FileData.MimeType, "image/") {
 					t = partFile
 				}
-				arena = append(arena, part{Type: t, MediaType: p.FileData.MimeType, URL: p.FileData.FileURI})
+				arena = append(arena, part{Type: t}.withExtra(partExtra{MediaType: p.FileData.MimeType, URL: p.FileData.FileURI}))
 			case len(p.ExecutableCode) > 0 || len(p.CodeExecutionResult) > 0:
 				return nil, refuse(f.String(), "code execution parts cannot be translated")
 			case hasText:
@@ -682,16 +701,16 @@ func gammaTurnOut(w *jw, role string, msgs []message, names map[string]string) {
 				w.close('}')
 			case partImage, partFile:
 				w.open('{')
-				if p.URL != "" {
-					mt := p.MediaType
+				if p.get().URL != "" {
+					mt := p.get().MediaType
 					if mt == "" {
-						mt = mimeFromURL(p.URL)
+						mt = mimeFromURL(p.get().URL)
 					}
 					w.key("fileData")
-					gammaBlobOut(w, mt, "", p.URL)
+					gammaBlobOut(w, mt, "", p.get().URL)
 				} else {
 					w.key("inlineData")
-					gammaBlobOut(w, p.MediaType, p.Data, "")
+					gammaBlobOut(w, p.get().MediaType, p.Data, "")
 				}
 				sig()
 				w.close('}')
@@ -745,7 +764,7 @@ func gammaTurnOut(w *jw, role string, msgs []message, names map[string]string) {
 					if rp.Type == partImage || rp.Type == partFile {
 						w.open('{')
 						w.key("inlineData")
-						gammaBlobOut(w, rp.MediaType, rp.Data, "")
+						gammaBlobOut(w, rp.get().MediaType, rp.Data, "")
 						sig()
 						w.close('}')
 					}
@@ -797,14 +816,14 @@ func gammaPartsOut(parts []part, names map[string]string, response bool) []gamma
 		case partText:
 			add(gammaPart{Text: strp(p.Text)})
 		case partImage, partFile:
-			if p.URL != "" {
-				mt := p.MediaType
+			if p.get().URL != "" {
+				mt := p.get().MediaType
 				if mt == "" {
-					mt = mimeFromURL(p.URL)
+					mt = mimeFromURL(p.get().URL)
 				}
-				add(gammaPart{FileData: &gammaBlob{MimeType: mt, FileURI: p.URL}})
+				add(gammaPart{FileData: &gammaBlob{MimeType: mt, FileURI: p.get().URL}})
 			} else {
-				add(gammaPart{InlineData: &gammaBlob{MimeType: p.MediaType, Data: p.Data}})
+				add(gammaPart{InlineData: &gammaBlob{MimeType: p.get().MediaType, Data: p.Data}})
 			}
 		case partToolCall:
 			args := p.Args
@@ -827,7 +846,7 @@ func gammaPartsOut(parts []part, names map[string]string, response bool) []gamma
 			add(gammaPart{FunctionResponse: &gammaFuncResp{ID: p.CallID, Name: names[p.CallID], Response: mustMarshal(map[string]json.RawMessage{key: val})}})
 			for _, rp := range p.ResultParts {
 				if rp.Type == partImage || rp.Type == partFile {
-					add(gammaPart{InlineData: &gammaBlob{MimeType: rp.MediaType, Data: rp.Data}})
+					add(gammaPart{InlineData: &gammaBlob{MimeType: rp.get().MediaType, Data: rp.Data}})
 				}
 			}
 		case partThinking:
@@ -928,7 +947,7 @@ func gammaPartsIn(parts []gammaPart, dst []part) []part {
 				dst = append(dst, part{Type: partText, Text: *p.Text})
 			}
 		case p.InlineData != nil:
-			dst = append(dst, part{Type: partImage, MediaType: p.InlineData.MimeType, Data: p.InlineData.Data})
+			dst = append(dst, part{Type: partImage, Data: p.InlineData.Data}.withExtra(partExtra{MediaType: p.InlineData.MimeType}))
 		}
 	}
 	return dst

@@ -1,9 +1,12 @@
 package translate
 
+import "encoding/json"
+
 // Hand-written decoders of the gamma generateContent request (see jr): each fills the struct the
 // go-json-experiment decoder filled before, with the same results (FuzzHandDecoders).
 
 var gammaContentsScratch scratch[gammaContentIn]
+var gammaPartsScratch scratch[gammaPartIn]
 
 var gammaRequestNames = []string{"contents", "systemInstruction", "system_instruction", "tools", "toolConfig",
 	"generationConfig", "generation_config", "cachedContent", "service_tier", "serviceTier"}
@@ -12,7 +15,7 @@ func (in *gammaRequestIn) read(d *jr) error {
 	null, err := d.object(func(name string) error {
 		switch fieldOf(name, gammaRequestNames) {
 		case 0:
-			return readGammaContentsIn(d, &in.Contents)
+			return readGammaContentsIn(d, &in.Contents, &in.parts)
 		case 1:
 			if ok, err := want(d, &in.SystemInstruction); !ok || err != nil {
 				return err
@@ -70,7 +73,8 @@ func want[T any](d *jr, p **T) (bool, error) {
 
 var gammaContentInNames = []string{"role", "parts"}
 
-func readGammaContentsIn(d *jr, dst *[]gammaContentIn) error {
+// readGammaContentsIn reads the contents, their parts included (gammaContentIn.pre), into *parts.
+func readGammaContentsIn(d *jr, dst *[]gammaContentIn, parts *[]gammaPartIn) error {
 	out := (*dst)[:0]
 	null, err := d.array(func(int) error {
 		out = append(out, gammaContentIn{})
@@ -80,7 +84,7 @@ func readGammaContentsIn(d *jr, dst *[]gammaContentIn) error {
 			case 0:
 				return d.str(&c.Role)
 			case 1:
-				return d.raw(&c.Parts)
+				return c.pre.readFrom(d, parts, &c.Parts)
 			}
 			return d.skip()
 		})
@@ -456,4 +460,32 @@ func (m *gammaResultIn) read(d *jr) error {
 		*m = gammaResultIn{}
 	}
 	return err
+}
+
+// readFrom reads a content's parts (also as raw, into *raw) in the body's one pass, appended to *parts.
+// An error that is not in the body's syntax (a value of the wrong kind) is kept in r.err and the parts
+// skipped: the caller reports it when it converts the content, where it decoded the parts kept raw
+// before; a syntax error is the body's, returned at once as before.
+func (r *gammaPartsRead) readFrom(d *jr, parts *[]gammaPartIn, raw *json.RawMessage) error {
+	d.ws()
+	start, depth, n := d.i, d.depth, len(*parts)
+	*r = gammaPartsRead{read: true}
+	out := *parts
+	null, err := d.array(func(int) error {
+		out = append(out, gammaPartIn{})
+		return out[len(out)-1].read(d)
+	})
+	*parts = out
+	if !null {
+		r.parts = out[n:len(out):len(out)]
+	}
+	if err != nil {
+		d.i, d.depth = start, depth
+		if err := d.skip(); err != nil {
+			return err
+		}
+		*r = gammaPartsRead{read: true, err: err}
+	}
+	*raw = json.RawMessage(d.b[start:d.i:d.i])
+	return nil
 }

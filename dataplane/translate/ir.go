@@ -7,7 +7,7 @@ import "encoding/json"
 // a pair file (<client>_<upstream>.go) only adds what is specific to that pair.
 
 // partType classifies one content part.
-type partType int
+type partType uint8
 
 const (
 	partText partType = iota
@@ -21,31 +21,58 @@ const (
 
 // part is one content element of a message or a response.
 type part struct {
-	Type partType `json:"type"`
-	Text string   `json:"text,omitempty"`
-
-	// image / file
-	MediaType string `json:"media_type,omitempty"`
-	Data      string `json:"data,omitempty"` // base64
-	URL       string `json:"url,omitempty"`
-	Detail    string `json:"detail,omitempty"`
-	FileName  string `json:"file_name,omitempty"`
+	Type    partType `json:"type"`
+	IsError bool     `json:"is_error,omitempty"` // tool result: the call failed
+	Text    string   `json:"text,omitempty"`
+	// Data: an image's or file's base64 payload; redacted thinking's opaque payload.
+	Data string `json:"data,omitempty"`
 
 	// tool call / tool result
 	CallID string          `json:"call_id,omitempty"`
 	Name   string          `json:"name,omitempty"`
 	Args   json.RawMessage `json:"args,omitempty"` // JSON object text
+	// ResultParts holds a tool result's content (text and images).
+	ResultParts []part `json:"result_parts,omitempty"`
+
+	// thinking: Text is the (summary) text, Signature the opaque continuity token.
+	Signature string `json:"signature,omitempty"`
+
+	// x holds the rarely set fields (get reads them, withExtra sets them), so the part every message has is
+	// 144 bytes instead of 240 (TestPartSize): the request decoders allocate one arena of parts per request.
+	x *partExtra
+}
+
+// partExtra is the rarely set part of a part: media details, alpha's verbatim streamed arguments and
+// responses item ids. It is shared by copies of a part, so it is never written in place.
+type partExtra struct {
+	// image / file
+	MediaType string `json:"media_type,omitempty"`
+	URL       string `json:"url,omitempty"`
+	Detail    string `json:"detail,omitempty"`
+	FileName  string `json:"file_name,omitempty"`
 	// RawArgs, when set, is the exact argument text streamed to an alpha client (kept verbatim).
 	RawArgs string `json:"raw_args,omitempty"`
-	// ResultParts holds a tool result's content (text and images); IsError flags a failed call.
-	ResultParts []part `json:"result_parts,omitempty"`
-	IsError     bool   `json:"is_error,omitempty"`
-
-	// thinking: Text is the (summary) text, Signature the opaque continuity token; for redacted thinking
-	// Data holds the opaque payload.
-	Signature string `json:"signature,omitempty"`
 	// ItemID keeps a responses reasoning/function item id for round trips.
 	ItemID string `json:"item_id,omitempty"`
+}
+
+// get returns p's rarely set fields (zero when none is set).
+func (p part) get() partExtra {
+	if p.x == nil {
+		return partExtra{}
+	}
+	return *p.x
+}
+
+// withExtra returns p with its rarely set fields x (nil when x is zero, as if none was set).
+func (p part) withExtra(x partExtra) part {
+	if x == (partExtra{}) {
+		p.x = nil
+	} else {
+		p.x = new(partExtra) // allocated here only: &x would move every call's x to the heap
+		*p.x = x
+	}
+	return p
 }
 
 type message struct {

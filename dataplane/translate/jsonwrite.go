@@ -140,7 +140,7 @@ func requestSizeHint(r *request) int {
 	for _, m := range r.Messages {
 		n += 32
 		for _, p := range m.Parts {
-			n += 64 + len(p.Text) + len(p.Data) + len(p.URL) + len(p.Args) + len(p.CallID) + len(p.Name) + len(p.Signature)
+			n += 64 + len(p.Text) + len(p.Data) + len(p.get().URL) + len(p.Args) + len(p.CallID) + len(p.Name) + len(p.Signature)
 			for _, rp := range p.ResultParts {
 				n += 32 + len(rp.Text) + len(rp.Data)
 			}

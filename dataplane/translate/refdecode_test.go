@@ -190,7 +190,7 @@ func refChatContentParts(raw json.RawMessage, field fieldPath, dst []part) ([]pa
 			if !ok {
 				mime, data = "application/pdf", p.File.FileData
 			}
-			out = append(out, part{Type: partFile, MediaType: mime, Data: data, FileName: p.File.Filename})
+			out = append(out, part{Type: partFile, Data: data}.withExtra(partExtra{MediaType: mime, FileName: p.File.Filename}))
 		default:
 			return nil, refuse(f.String(), "content part type %q cannot be translated", p.Type)
 		}
@@ -377,7 +377,7 @@ func refRespInputToIR(r *request, raw json.RawMessage) error {
 			if it.Arguments != nil {
 				args = *it.Arguments
 			}
-			a.appendPart(r, "assistant", part{Type: partToolCall, CallID: it.CallID, Name: it.Name, Args: argsObject(args), ItemID: it.ID})
+			a.appendPart(r, "assistant", part{Type: partToolCall, CallID: it.CallID, Name: it.Name, Args: argsObject(args)}.withExtra(partExtra{ItemID: it.ID}))
 		case "function_call_output":
 			p := part{Type: partToolResult, CallID: it.CallID}
 			start := len(a.results)
@@ -411,7 +411,7 @@ func refRespInputToIR(r *request, raw json.RawMessage) error {
 				}
 				b.WriteString(s.Text)
 			}
-			a.appendPart(r, "assistant", part{Type: partThinking, Text: b.String(), Signature: it.EncryptedContent, ItemID: it.ID})
+			a.appendPart(r, "assistant", part{Type: partThinking, Text: b.String(), Signature: it.EncryptedContent}.withExtra(partExtra{ItemID: it.ID}))
 		default:
 			return refuse(f.String()+".type", "input item type %q cannot be translated", it.Type)
 		}
@@ -456,9 +456,9 @@ func refRespContentParts(raw json.RawMessage, field fieldPath, dst []part, scrat
 				if !ok {
 					mime, data = "application/pdf", p.FileData
 				}
-				out = append(out, part{Type: partFile, MediaType: mime, Data: data, FileName: p.Filename})
+				out = append(out, part{Type: partFile, Data: data}.withExtra(partExtra{MediaType: mime, FileName: p.Filename}))
 			case p.FileURL != "":
-				out = append(out, part{Type: partFile, URL: p.FileURL, MediaType: mimeFromURL(p.FileURL), FileName: p.Filename})
+				out = append(out, part{Type: partFile}.withExtra(partExtra{URL: p.FileURL, MediaType: mimeFromURL(p.FileURL), FileName: p.Filename}))
 			default:
 				return nil, refuse(f.String(), "files by file_id cannot be translated; send file_data")
 			}
@@ -844,13 +844,13 @@ func refGammaDecodeRequest(body []byte, st *reqState) (*request, error) {
 				if !strings.HasPrefix(p.InlineData.MimeType, "image/") {
 					t = partFile
 				}
-				arena = append(arena, part{Type: t, MediaType: p.InlineData.MimeType, Data: p.InlineData.Data})
+				arena = append(arena, part{Type: t, Data: p.InlineData.Data}.withExtra(partExtra{MediaType: p.InlineData.MimeType}))
 			case p.FileData != nil:
 				t := partImage
 				if !strings.HasPrefix(p.FileData.MimeType, "image/") {
 					t = partFile
 				}
-				arena = append(arena, part{Type: t, MediaType: p.FileData.MimeType, URL: p.FileData.FileURI})
+				arena = append(arena, part{Type: t}.withExtra(partExtra{MediaType: p.FileData.MimeType, URL: p.FileData.FileURI}))
 			case len(p.ExecutableCode) > 0 || len(p.CodeExecutionResult) > 0:
 				return nil, refuse(f.String(), "code execution parts cannot be translated")
 			case hasText:

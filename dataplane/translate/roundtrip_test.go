@@ -38,7 +38,9 @@ func view(r *request, dropThinking bool) rtView {
 			if p.Type == partThinking && dropThinking || p.Type == partThinking && p.Signature == "" {
 				continue
 			}
-			p.ItemID, p.Detail = "", ""
+			x := p.get()
+			x.ItemID, x.Detail = "", ""
+			p = p.withExtra(x)
 			if p.Type == partThinking {
 				p.Text = "" // gamma needs only the signature replayed; thought text is not sent back
 			}

@@ -44,6 +44,7 @@ type reqState struct {
 	upstream vocab.Kind
 	stream   bool
 	gammaSSE bool
+	lent     bool // ClientRequest.Lent: the request body is the caller's, unchanged while the translator is used
 	req      *request
 	idSuffix string
 }
@@ -368,19 +369,19 @@ func responseEvents(r *response) []event {
 	for i, p := range r.Parts {
 		switch p.Type {
 		case partText:
-			evs = append(evs, event{Type: evText, Index: i, Text: p.Text, ItemID: p.ItemID}, event{Type: evBlockStop, Index: i})
+			evs = append(evs, event{Type: evText, Index: i, Text: p.Text, ItemID: p.get().ItemID}, event{Type: evBlockStop, Index: i})
 		case partThinking:
 			if p.Text != "" {
-				evs = append(evs, event{Type: evThinking, Index: i, Text: p.Text, ItemID: p.ItemID})
+				evs = append(evs, event{Type: evThinking, Index: i, Text: p.Text, ItemID: p.get().ItemID})
 			}
 			if p.Signature != "" {
-				evs = append(evs, event{Type: evSignature, Index: i, Text: p.Signature, ItemID: p.ItemID})
+				evs = append(evs, event{Type: evSignature, Index: i, Text: p.Signature, ItemID: p.get().ItemID})
 			}
 			evs = append(evs, event{Type: evBlockStop, Index: i})
 		case partRedactedThinking:
 			evs = append(evs, event{Type: evRedacted, Index: i, Text: p.Data}, event{Type: evBlockStop, Index: i})
 		case partToolCall:
-			evs = append(evs, event{Type: evToolStart, Index: i, CallID: p.CallID, Name: p.Name, ItemID: p.ItemID},
+			evs = append(evs, event{Type: evToolStart, Index: i, CallID: p.CallID, Name: p.Name, ItemID: p.get().ItemID},
 				event{Type: evToolArgs, Index: i, Text: string(p.Args)}, event{Type: evBlockStop, Index: i})
 		}
 	}

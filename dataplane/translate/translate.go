@@ -91,6 +91,11 @@ type ClientRequest struct {
 	// GammaSSE reports, for gamma clients, whether the client asked for `alt=sse`; otherwise a gamma client
 	// stream is written in the JSON-array framing.
 	GammaSSE bool
+	// Lent says the caller lends Body instead of giving the translator a copy: it neither writes to Body nor
+	// reuses its memory until it has stopped using the Translator (its last Response, Stream, Synthesize,
+	// Error or Keepalive call has returned), so the decoded request may point into Body instead of into a
+	// copy of it. Without Lent the translator copies Body and the caller may reuse it once Request returns.
+	Lent bool
 }
 
 // UpstreamRequest is what to send upstream. Path includes the query (e.g. `?alt=sse`). Header holds only the
@@ -195,6 +200,7 @@ func (t *Translator) ContentType() string {
 func (t *Translator) Request(in ClientRequest) (*UpstreamRequest, error) {
 	t.reqDone = true
 	t.st.gammaSSE = in.GammaSSE
+	t.st.lent = in.Lent
 	if t.special != nil {
 		up, err := t.special.request(in)
 		if err != nil {

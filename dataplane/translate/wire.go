@@ -37,7 +37,8 @@ var decodeOpts = jsonv2.JoinOptions(
 
 // unmarshal decodes a request or a buffered response body (or a value inside one) in one pass, without
 // the second validation pass and the per-value reflection of encoding/json. Decoded strings and raw values
-// share data's memory: data must not be modified afterwards (the codecs decode from ownedCopy of the
+// share data's memory: data must not be modified afterwards (the request decoders decode from st.own: a copy
+// or a body the caller lent; response decoders from ownedCopy of the
 // caller's body, and stream decoders, whose event buffers are reused, keep only what they copy).
 func unmarshal(data []byte, v any) error {
 	return jsonv2.Unmarshal(data, v, decodeOpts)
@@ -61,6 +62,15 @@ func unmarshalEvent(data []byte, v any) error {
 
 // ownedCopy is the one copy of a caller's body the decoded canonical form points into.
 func ownedCopy(b []byte) []byte { return bytes.Clone(b) }
+
+// own returns the request body the decoded canonical form may point into: the caller's own when it lent
+// it (ClientRequest.Lent), else ownedCopy of it.
+func (st *reqState) own(b []byte) []byte {
+	if st.lent {
+		return b
+	}
+	return ownedCopy(b)
+}
 
 var errNotString = errors.New("not a JSON string")
 
