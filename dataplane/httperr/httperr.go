@@ -194,10 +194,10 @@ func Body(kind vocab.Kind, e *Error) []byte {
 	switch kind.Family() {
 	case vocab.KindBeta:
 		msg := e.Message
-		if e.Code == CodeUnsupportedOperation || e.Code == CodeModelUnpriced {
+		if e.Code == CodeUnsupportedOperation || e.Code == CodeModelUnpriced || e.Code == CodeModelNotAllowed {
 			// beta bodies have no code member: the gateway's code leads the message, machine-readable, where
-			// the beta error type alone cannot tell it apart (a policy refusal is a permission_error like a
-			// model the key may not use).
+			// the beta error type alone cannot tell it apart (an unpriced-model refusal and a model the key
+			// may not use are both a permission_error).
 			msg = e.Code + ": " + msg
 		}
 		v = betaBody{Type: "error", Error: betaError{Type: betaType(e.Status), Message: msg}}

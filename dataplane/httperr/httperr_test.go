@@ -28,6 +28,8 @@ func TestWrite(t *testing.T) {
 			`{"type":"error","error":{"type":"invalid_request_error","message":"unsupported_operation: operation rerank with kind beta is not supported"}}`, 400},
 		{"gamma unsupported", vocab.KindGamma, Unsupported(vocab.OpRerank, vocab.KindGamma, ""),
 			`{"error":{"code":400,"message":"operation rerank with kind gamma is not supported","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"unsupported_operation","domain":"tollgate"}]}}`, 400},
+		{"beta forbidden", vocab.KindBetaMessages, Forbidden("m"),
+			`{"type":"error","error":{"type":"permission_error","message":"model_not_allowed: this API key may not use model \"m\""}}`, 403},
 		{"beta 401", vocab.KindBetaMessages, Unauthorized("bad key"),
 			`{"type":"error","error":{"type":"authentication_error","message":"bad key"}}`, 401},
 		{"beta 413", vocab.KindBeta, TooLarge(10),
