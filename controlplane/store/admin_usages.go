@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,8 +77,19 @@ type UsageFilter struct {
 	Limit                                             int
 }
 
-// ListUsages returns usage rows matching f, newest first.
-func ListUsages(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage, error) {
+// usageColumns are the listing's columns, in StoredUsage's order; the FROM names the table "usages" (a
+// partition is aliased so), which the adjustment's reason subquery refers to.
+const usageColumns = `id, request_id, api_key_id, user_id, team_id, org_id, route_id, provider_id,
+		credential_id, logical_model, upstream_model, operation, inbound_kind, implementation, dest_kind,
+		input_tokens, output_tokens, cache_read_tokens, cache_creation_5m_tokens, cache_creation_30m_tokens,
+		cache_creation_1h_tokens, image_output_tokens, requested_tier, reported_tier, price_rule_id,
+		snapshot_version, cost::text, source, end_state, http_status, latency_ms, first_byte_ms, created_at, settled_at,
+		billing_flag, flag_detail, price_rule_version, kind, adjustment_id,
+		(SELECT reason FROM quota_adjustments a WHERE a.id = usages.adjustment_id), admitted_at`
+
+// usageQuery builds the WHERE clause of a listing query: f's filters, then the id bounds (0: none), with
+// numbered placeholders; the LIMIT is the last argument.
+func usageQuery(f UsageFilter, before, after int64) (string, []any) {
 	var conds []string
 	var args []any
 	add := func(cond string, v any) {
@@ -89,10 +102,13 @@ func ListUsages(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage, err
 	if !f.Until.IsZero() {
 		add("created_at < ?", f.Until)
 	}
-	for col, v := range map[string]*int64{"api_key_id": f.APIKeyID, "user_id": f.UserID, "team_id": f.TeamID,
-		"org_id": f.OrgID, "route_id": f.RouteID, "provider_id": f.ProviderID} {
-		if v != nil {
-			add(col+" = ?", *v)
+	for _, c := range []struct {
+		col string
+		v   *int64
+	}{{"api_key_id", f.APIKeyID}, {"user_id", f.UserID}, {"team_id", f.TeamID}, {"org_id", f.OrgID},
+		{"route_id", f.RouteID}, {"provider_id", f.ProviderID}} {
+		if c.v != nil {
+			add(c.col+" = ?", *c.v)
 		}
 	}
 	for _, c := range []struct{ col, v string }{{"end_state", f.EndState}, {"logical_model", f.LogicalModel},
@@ -104,22 +120,66 @@ func ListUsages(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage, err
 	if f.Kind != "" {
 		add("kind = ?", f.Kind)
 	}
-	if f.BeforeID > 0 {
-		add("id < ?", f.BeforeID)
+	if before > 0 {
+		add("id < ?", before)
+	}
+	if after > 0 {
+		add("id > ?", after)
 	}
 	where := ""
 	if len(conds) > 0 {
 		where = "WHERE " + strings.Join(conds, " AND ")
 	}
 	args = append(args, f.Limit)
-	rows, err := db.Query(ctx, `SELECT id, request_id, api_key_id, user_id, team_id, org_id, route_id, provider_id,
-		credential_id, logical_model, upstream_model, operation, inbound_kind, implementation, dest_kind,
-		input_tokens, output_tokens, cache_read_tokens, cache_creation_5m_tokens, cache_creation_30m_tokens,
-		cache_creation_1h_tokens, image_output_tokens, requested_tier, reported_tier, price_rule_id,
-		snapshot_version, cost::text, source, end_state, http_status, latency_ms, first_byte_ms, created_at, settled_at,
-		billing_flag, flag_detail, price_rule_version, kind, adjustment_id,
-		(SELECT reason FROM quota_adjustments a WHERE a.id = usages.adjustment_id), admitted_at
-		FROM usages `+where+` ORDER BY id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
+	return where + " ORDER BY id DESC LIMIT $" + strconv.Itoa(len(args)), args
+}
+
+// batchDB runs a batch of statements in one round trip (*pgxpool.Pool, *pgx.Conn and pgx.Tx).
+type batchDB interface {
+	DBTX
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// ListUsages returns usage rows matching f, newest id first, at most f.Limit of them: exactly the rows of
+// listUsagesPlain (one ORDER BY id DESC LIMIT over the partitioned table), found partition by partition.
+//
+// The plain query plans all the partitions (with ten indexes each) and starts an index scan in every one of
+// them; its cost grows with the number of months kept. ListUsages instead reads, in one REPEATABLE READ READ
+// ONLY transaction (one snapshot, as the single query had): the partitions (pg_inherits), the id range of each
+// (min(id), max(id) from its primary key: two index probes), then queries the partitions by descending upper id
+// bound — max(id), capped by the cursor — one, two, four … at a time (a batch per round trip), merging their
+// rows, and stops when the page is full and every partition left has an upper bound below the page's lowest
+// id. Ids come from one sequence at settlement, so a late record (settled after its month) carries a high id
+// in an old partition: its partition's max(id) is high and it is read early — the order is by id bounds, not
+// by month. Partitions outside [Since, Until), and those whose lowest id is at or above the cursor, are not
+// read; the default partition (any created_at) is read by the same rule as the others. A lookup by request id
+// keeps the plain query: it is one unique-index probe per partition and would gain nothing.
+// docs/admin-api.md, "The usage listing".
+func ListUsages(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage, error) {
+	if f.Limit <= 0 {
+		return nil, nil
+	}
+	bdb, ok := db.(batchDB)
+	if f.RequestID != "" || !ok {
+		return listUsagesPlain(ctx, db, f)
+	}
+	b, ok := db.(TxBeginner)
+	if !ok { // already in a transaction
+		return listUsagesByPartition(ctx, bdb, f)
+	}
+	var out []StoredUsage
+	err := pgx.BeginTxFunc(ctx, b, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		out, err = listUsagesByPartition(ctx, tx, f)
+		return err
+	})
+	return out, err
+}
+
+// listUsagesPlain is the listing as one query over the partitioned table.
+func listUsagesPlain(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage, error) {
+	where, args := usageQuery(f, f.BeforeID, 0)
+	rows, err := db.Query(ctx, `SELECT `+usageColumns+` FROM usages `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list usages: %w", interpretError(err))
 	}
@@ -128,6 +188,89 @@ func ListUsages(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage, err
 		return nil, fmt.Errorf("list usages: %w", interpretError(err))
 	}
 	return out, nil
+}
+
+// idRange is one partition's ids: every row's id is in [lo, hi].
+type idRange struct {
+	name   string
+	lo, hi int64
+}
+
+// listUsagesByPartition is ListUsages's walk (see there), on one snapshot.
+func listUsagesByPartition(ctx context.Context, db batchDB, f UsageFilter) ([]StoredUsage, error) {
+	parts, err := listUsageChildren(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("list usages: %w", err)
+	}
+	var batch pgx.Batch
+	var names []string
+	for _, p := range parts {
+		if !p.From.IsZero() && (!f.Since.IsZero() && !p.To.After(f.Since) || !f.Until.IsZero() && !p.From.Before(f.Until)) {
+			continue // a month partition outside [Since, Until)
+		}
+		names = append(names, p.Name)
+		batch.Queue(`SELECT min(id), max(id) FROM ` + pgx.Identifier{p.Name}.Sanitize())
+	}
+	var cands []idRange
+	if len(names) > 0 {
+		br := db.SendBatch(ctx, &batch)
+		for _, n := range names {
+			var lo, hi *int64
+			if err := br.QueryRow().Scan(&lo, &hi); err != nil {
+				_ = br.Close()
+				return nil, fmt.Errorf("list usages: id range of %s: %w", n, interpretError(err))
+			}
+			if lo == nil || f.BeforeID > 0 && *lo >= f.BeforeID {
+				continue // empty, or every row at or above the cursor
+			}
+			r := idRange{name: n, lo: *lo, hi: *hi}
+			if f.BeforeID > 0 && r.hi >= f.BeforeID {
+				r.hi = f.BeforeID - 1
+			}
+			cands = append(cands, r)
+		}
+		if err := br.Close(); err != nil {
+			return nil, fmt.Errorf("list usages: id ranges: %w", interpretError(err))
+		}
+	}
+	slices.SortFunc(cands, func(a, b idRange) int { return cmp.Compare(b.hi, a.hi) })
+	var page []StoredUsage
+	for i, group := 0, 1; i < len(cands); group *= 2 {
+		var after int64 // the page's lowest id once full: a row must be above it to enter
+		if len(page) >= f.Limit {
+			after = page[f.Limit-1].ID
+		}
+		var batch pgx.Batch
+		j := i
+		for ; j < len(cands) && j < i+group; j++ {
+			if after > 0 && cands[j].hi <= after {
+				break // this partition and every later one (lower bounds) hold only ids below the page
+			}
+			where, args := usageQuery(f, f.BeforeID, after)
+			batch.Queue(`SELECT `+usageColumns+` FROM `+pgx.Identifier{cands[j].name}.Sanitize()+` AS usages `+where, args...)
+		}
+		if j == i {
+			break
+		}
+		br := db.SendBatch(ctx, &batch)
+		for k := i; k < j; k++ {
+			rows, err := br.Query()
+			if err == nil {
+				page, err = pgx.AppendRows(page, rows, pgx.RowToStructByPos[StoredUsage])
+			}
+			if err != nil {
+				_ = br.Close()
+				return nil, fmt.Errorf("list usages: %s: %w", cands[k].name, interpretError(err))
+			}
+		}
+		if err := br.Close(); err != nil {
+			return nil, fmt.Errorf("list usages: %w", interpretError(err))
+		}
+		slices.SortFunc(page, func(a, b StoredUsage) int { return cmp.Compare(b.ID, a.ID) })
+		page = page[:min(len(page), f.Limit)]
+		i = j
+	}
+	return page, nil
 }
 
 // AdminToken is an operator credential's metadata (never the token or its hash).

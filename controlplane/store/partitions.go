@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,7 +29,7 @@ var partitionName = regexp.MustCompile(`^usages_([0-9]{4})_([0-9]{2})$`)
 // UsagePartition is one month partition of usages.
 type UsagePartition struct {
 	Name string
-	// From and To bound the month: created_at in [From, To).
+	// From and To bound the month: created_at in [From, To) (zero for the default partition).
 	From, To time.Time
 }
 
@@ -40,6 +41,16 @@ func MonthStart(t time.Time) time.Time {
 
 // ListUsagePartitions lists the month partitions of usages, oldest first (not the default partition).
 func ListUsagePartitions(ctx context.Context, db DBTX) ([]UsagePartition, error) {
+	parts, err := listUsageChildren(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(parts, func(p UsagePartition) bool { return p.From.IsZero() }), nil
+}
+
+// listUsageChildren lists every partition of usages: the month partitions oldest first, then the others (the
+// default partition) with zero From and To: they may hold any created_at.
+func listUsageChildren(ctx context.Context, db DBTX) ([]UsagePartition, error) {
 	rows, err := db.Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 		WHERE i.inhparent = 'usages'::regclass`)
 	if err != nil {
@@ -49,10 +60,11 @@ func ListUsagePartitions(ctx context.Context, db DBTX) ([]UsagePartition, error)
 	if err != nil {
 		return nil, fmt.Errorf("list usages partitions: %w", interpretError(err))
 	}
-	var out []UsagePartition
+	var out, other []UsagePartition
 	for _, n := range names {
 		m := partitionName.FindStringSubmatch(n)
 		if m == nil {
+			other = append(other, UsagePartition{Name: n})
 			continue
 		}
 		y, _ := strconv.Atoi(m[1])
@@ -61,7 +73,8 @@ func ListUsagePartitions(ctx context.Context, db DBTX) ([]UsagePartition, error)
 		out = append(out, UsagePartition{Name: n, From: from, To: from.AddDate(0, 1, 0)})
 	}
 	slices.SortFunc(out, func(a, b UsagePartition) int { return a.From.Compare(b.From) })
-	return out, nil
+	slices.SortFunc(other, func(a, b UsagePartition) int { return strings.Compare(a.Name, b.Name) })
+	return append(out, other...), nil
 }
 
 // EnsureUsagePartitions creates the partitions of now's UTC month and the next ahead months after it that
