@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // StoredUsage is one stored usage row as the admin API lists it.
@@ -147,7 +148,7 @@ type batchDB interface {
 // them; its cost grows with the number of months kept. ListUsages instead reads, in one REPEATABLE READ READ
 // ONLY transaction (one snapshot, as the single query had): the partitions (pg_inherits), the id range of each
 // (min(id), max(id) from its primary key: two index probes), then queries the partitions by descending upper id
-// bound — max(id), capped by the cursor — one, two, four … at a time (a batch per round trip), merging their
+// bound — max(id), capped by the cursor — one, four, sixteen … at a time (a batch per round trip), merging their
 // rows, and stops when the page is full and every partition left has an upper bound below the page's lowest
 // id. Ids come from one sequence at settlement, so a late record (settled after its month) carries a high id
 // in an old partition: its partition's max(id) is high and it is read early — the order is by id bounds, not
@@ -159,21 +160,21 @@ func ListUsages(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage, err
 	if f.Limit <= 0 {
 		return nil, nil
 	}
-	bdb, ok := db.(batchDB)
-	if f.RequestID != "" || !ok {
+	if f.RequestID != "" {
 		return listUsagesPlain(ctx, db, f)
 	}
-	b, ok := db.(TxBeginner)
-	if !ok { // already in a transaction
-		return listUsagesByPartition(ctx, bdb, f)
+	switch d := db.(type) {
+	case *pgxpool.Pool:
+		c, err := d.Acquire(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list usages: %w", interpretError(err))
+		}
+		defer c.Release() // the pool discards a connection left inside a transaction
+		return listUsagesByPartition(ctx, c, f, true)
+	case batchDB: // a caller's transaction (its snapshot) or connection
+		return listUsagesByPartition(ctx, d, f, false)
 	}
-	var out []StoredUsage
-	err := pgx.BeginTxFunc(ctx, b, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var err error
-		out, err = listUsagesByPartition(ctx, tx, f)
-		return err
-	})
-	return out, err
+	return listUsagesPlain(ctx, db, f)
 }
 
 // listUsagesPlain is the listing as one query over the partitioned table.
@@ -196,14 +197,46 @@ type idRange struct {
 	lo, hi int64
 }
 
-// listUsagesByPartition is ListUsages's walk (see there), on one snapshot.
-func listUsagesByPartition(ctx context.Context, db batchDB, f UsageFilter) ([]StoredUsage, error) {
-	parts, err := listUsageChildren(ctx, db)
-	if err != nil {
-		return nil, fmt.Errorf("list usages: %w", err)
+// listUsagesByPartition is ListUsages's walk (see there). With snapshot it runs in its own REPEATABLE READ
+// READ ONLY transaction on db (a connection of its own), whose BEGIN goes in the first round trip.
+func listUsagesByPartition(ctx context.Context, db batchDB, f UsageFilter, snapshot bool) (page []StoredUsage, err error) {
+	if snapshot {
+		defer func() {
+			end := "COMMIT"
+			if err != nil {
+				end = "ROLLBACK"
+			}
+			if _, cerr := db.Exec(context.WithoutCancel(ctx), end); cerr != nil && err == nil {
+				page, err = nil, fmt.Errorf("list usages: %s: %w", end, interpretError(cerr))
+			}
+		}()
 	}
-	var batch pgx.Batch
+	// The partitions, in the transaction's first round trip.
+	var first pgx.Batch
+	if snapshot {
+		first.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+	}
+	first.Queue(usageChildrenSQL)
+	br := db.SendBatch(ctx, &first)
 	var names []string
+	if snapshot {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			names, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list usages: partitions: %w", interpretError(err))
+	}
+	parts := usageChildren(names)
+	var batch pgx.Batch
+	names = names[:0]
 	for _, p := range parts {
 		if !p.From.IsZero() && (!f.Since.IsZero() && !p.To.After(f.Since) || !f.Until.IsZero() && !p.From.Before(f.Until)) {
 			continue // a month partition outside [Since, Until)
@@ -234,8 +267,7 @@ func listUsagesByPartition(ctx context.Context, db batchDB, f UsageFilter) ([]St
 		}
 	}
 	slices.SortFunc(cands, func(a, b idRange) int { return cmp.Compare(b.hi, a.hi) })
-	var page []StoredUsage
-	for i, group := 0, 1; i < len(cands); group *= 2 {
+	for i, group := 0, 1; i < len(cands); group *= 4 {
 		var after int64 // the page's lowest id once full: a row must be above it to enter
 		if len(page) >= f.Limit {
 			after = page[f.Limit-1].ID

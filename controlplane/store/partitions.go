@@ -41,18 +41,7 @@ func MonthStart(t time.Time) time.Time {
 
 // ListUsagePartitions lists the month partitions of usages, oldest first (not the default partition).
 func ListUsagePartitions(ctx context.Context, db DBTX) ([]UsagePartition, error) {
-	parts, err := listUsageChildren(ctx, db)
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(parts, func(p UsagePartition) bool { return p.From.IsZero() }), nil
-}
-
-// listUsageChildren lists every partition of usages: the month partitions oldest first, then the others (the
-// default partition) with zero From and To: they may hold any created_at.
-func listUsageChildren(ctx context.Context, db DBTX) ([]UsagePartition, error) {
-	rows, err := db.Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-		WHERE i.inhparent = 'usages'::regclass`)
+	rows, err := db.Query(ctx, usageChildrenSQL)
 	if err != nil {
 		return nil, fmt.Errorf("list usages partitions: %w", interpretError(err))
 	}
@@ -60,6 +49,16 @@ func listUsageChildren(ctx context.Context, db DBTX) ([]UsagePartition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list usages partitions: %w", interpretError(err))
 	}
+	return slices.DeleteFunc(usageChildren(names), func(p UsagePartition) bool { return p.From.IsZero() }), nil
+}
+
+// usageChildrenSQL names every partition of usages.
+const usageChildrenSQL = `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = 'usages'::regclass`
+
+// usageChildren reads the partitions of usages from their names: the month partitions oldest first, then the
+// others (the default partition) with zero From and To: they may hold any created_at.
+func usageChildren(names []string) []UsagePartition {
 	var out, other []UsagePartition
 	for _, n := range names {
 		m := partitionName.FindStringSubmatch(n)
@@ -74,7 +73,7 @@ func listUsageChildren(ctx context.Context, db DBTX) ([]UsagePartition, error) {
 	}
 	slices.SortFunc(out, func(a, b UsagePartition) int { return a.From.Compare(b.From) })
 	slices.SortFunc(other, func(a, b UsagePartition) int { return strings.Compare(a.Name, b.Name) })
-	return append(out, other...), nil
+	return append(out, other...)
 }
 
 // EnsureUsagePartitions creates the partitions of now's UTC month and the next ahead months after it that

@@ -8,7 +8,7 @@
 //   - serves the admin REST API on loopback and times GET /admin/usages: the first page, a page filtered by
 //     key, team and model, a deep page through the cursor, and the lookup by request id.
 //
-//     go run ./deploy/loadgen/usageload [-db URL] [-rows 10000000] [-days 365] [-runs 200] [-keep] [-reuse NAME]
+//     go run ./deploy/loadgen/usageload [-db URL] [-rows 10000000] [-days 365] [-runs 200] [-keep] [-reuse NAME] [-only ingest|listing]
 //
 // The load is fast on purpose: the month partitions are created first, the usages indexes and the spend
 // rollup trigger are dropped/disabled for the bulk INSERT ... SELECT generate_series (one statement per month
@@ -66,6 +66,7 @@ func run() error {
 	batches := flag.Int("batches", 40, "timed Settle batches per batch size")
 	keep := flag.Bool("keep", false, "keep the database")
 	reuse := flag.String("reuse", "", "reuse a database loaded by an earlier -keep run (skips the load)")
+	only := flag.String("only", "", `"ingest" or "listing": time only that (default both)`)
 	flag.Parse()
 	ctx := context.Background()
 
@@ -108,8 +109,13 @@ func run() error {
 	if err := sizes(ctx, pool); err != nil {
 		return err
 	}
-	if err := ingest(ctx, pool, *batches, now); err != nil {
-		return err
+	if *only != "listing" {
+		if err := ingest(ctx, pool, *batches, now); err != nil {
+			return err
+		}
+	}
+	if *only == "ingest" {
+		return nil
 	}
 	return listing(ctx, pool, *runs)
 }
