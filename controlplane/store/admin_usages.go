@@ -3,10 +3,12 @@ package store
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -170,8 +172,12 @@ func ListUsages(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage, err
 			return nil, fmt.Errorf("list usages: %w", interpretError(err))
 		}
 		defer c.Release() // the pool discards a connection left inside a transaction
-		return listUsagesByPartition(ctx, c, f, true)
-	case batchDB: // a caller's transaction (its snapshot) or connection
+		out, err := listUsagesByPartition(ctx, c, f, true)
+		if err != nil && ctx.Err() == nil { // the partitions changed (or a guessed one was dropped): once more
+			out, err = listUsagesByPartition(ctx, c, f, true)
+		}
+		return out, err
+	case batchDB: // a caller's transaction (its snapshot) or connection: no retry (an error aborts it)
 		return listUsagesByPartition(ctx, d, f, false)
 	}
 	return listUsagesPlain(ctx, db, f)
@@ -189,6 +195,32 @@ func listUsagesPlain(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage
 		return nil, fmt.Errorf("list usages: %w", interpretError(err))
 	}
 	return out, nil
+}
+
+// partitionGuess holds the partitions of usages the last listing saw, sorted by name: the next one reads
+// their id ranges in the statement that checks the list (idRangesSQL).
+var partitionGuess atomic.Pointer[[]string]
+
+func init() { partitionGuess.Store(&[]string{}) }
+
+// errRetryListing reports partitions that changed between two statements of one listing.
+var errRetryListing = errors.New("list usages: the partitions of usages changed, retry")
+
+// idRangesSQL answers the partitions of usages (sorted by name) and the min(id) and max(id) of each of
+// names, as three arrays. It has no parameters, so each connection plans it once (pgx prepares it).
+func idRangesSQL(names []string) string {
+	var lo, hi strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			lo.WriteString(", ")
+			hi.WriteString(", ")
+		}
+		t := pgx.Identifier{n}.Sanitize()
+		lo.WriteString("(SELECT min(id) FROM " + t + ")")
+		hi.WriteString("(SELECT max(id) FROM " + t + ")")
+	}
+	return `SELECT ARRAY(SELECT (SELECT c.relname::text FROM pg_class c WHERE c.oid = i.inhrelid) FROM pg_inherits i
+		WHERE i.inhparent = 'usages'::regclass ORDER BY 1), ARRAY[` + lo.String() + `]::bigint[], ARRAY[` + hi.String() + `]::bigint[]`
 }
 
 // idRange is one partition's ids: every row's id is in [lo, hi].
@@ -211,60 +243,62 @@ func listUsagesByPartition(ctx context.Context, db batchDB, f UsageFilter, snaps
 			}
 		}()
 	}
-	// The partitions, in the transaction's first round trip.
-	var first pgx.Batch
-	if snapshot {
-		first.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
-	}
-	first.Queue(usageChildrenSQL)
-	br := db.SendBatch(ctx, &first)
+	// The id ranges of the partitions last seen, and the partitions now, in one statement (the
+	// transaction's first round trip). Another list than the guess (a month partition created or dropped)
+	// costs a second statement; a dropped partition's name fails the first: the caller retries. In a
+	// caller's transaction, which an error would abort, nothing is guessed.
 	var names []string
 	if snapshot {
-		_, err = br.Exec()
+		names = *partitionGuess.Load()
 	}
-	if err == nil {
-		var rows pgx.Rows
-		if rows, err = br.Query(); err == nil {
-			names, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	var now []string
+	var lo, hi []*int64
+	for try := 0; ; try++ {
+		var first pgx.Batch
+		if snapshot && try == 0 {
+			first.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
 		}
+		first.Queue(idRangesSQL(names))
+		br := db.SendBatch(ctx, &first)
+		if snapshot && try == 0 {
+			_, err = br.Exec()
+		}
+		if err == nil {
+			err = br.QueryRow().Scan(&now, &lo, &hi)
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			partitionGuess.Store(&[]string{})
+			return nil, fmt.Errorf("list usages: partitions: %w", interpretError(err))
+		}
+		if slices.Equal(now, names) {
+			break
+		}
+		if try > 0 {
+			return nil, errRetryListing
+		}
+		names = now
+		partitionGuess.Store(&now)
 	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list usages: partitions: %w", interpretError(err))
-	}
-	parts := usageChildren(names)
-	var batch pgx.Batch
-	names = names[:0]
-	for _, p := range parts {
+	bounded := map[string]bool{}
+	for _, p := range usageChildren(names) {
 		if !p.From.IsZero() && (!f.Since.IsZero() && !p.To.After(f.Since) || !f.Until.IsZero() && !p.From.Before(f.Until)) {
 			continue // a month partition outside [Since, Until)
 		}
-		names = append(names, p.Name)
-		batch.Queue(`SELECT min(id), max(id) FROM ` + pgx.Identifier{p.Name}.Sanitize())
+		bounded[p.Name] = true
 	}
 	var cands []idRange
-	if len(names) > 0 {
-		br := db.SendBatch(ctx, &batch)
-		for _, n := range names {
-			var lo, hi *int64
-			if err := br.QueryRow().Scan(&lo, &hi); err != nil {
-				_ = br.Close()
-				return nil, fmt.Errorf("list usages: id range of %s: %w", n, interpretError(err))
-			}
-			if lo == nil || f.BeforeID > 0 && *lo >= f.BeforeID {
-				continue // empty, or every row at or above the cursor
-			}
-			r := idRange{name: n, lo: *lo, hi: *hi}
-			if f.BeforeID > 0 && r.hi >= f.BeforeID {
-				r.hi = f.BeforeID - 1
-			}
-			cands = append(cands, r)
+	for i, n := range names {
+		if !bounded[n] || lo[i] == nil || f.BeforeID > 0 && *lo[i] >= f.BeforeID {
+			continue // outside the time range, empty, or every row at or above the cursor
 		}
-		if err := br.Close(); err != nil {
-			return nil, fmt.Errorf("list usages: id ranges: %w", interpretError(err))
+		r := idRange{name: n, lo: *lo[i], hi: *hi[i]}
+		if f.BeforeID > 0 && r.hi >= f.BeforeID {
+			r.hi = f.BeforeID - 1
 		}
+		cands = append(cands, r)
 	}
 	slices.SortFunc(cands, func(a, b idRange) int { return cmp.Compare(b.hi, a.hi) })
 	for i, group := 0, 1; i < len(cands); group *= 4 {
