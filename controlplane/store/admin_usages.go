@@ -149,7 +149,7 @@ type batchDB interface {
 // The plain query plans all the partitions (with ten indexes each) and starts an index scan in every one of
 // them; its cost grows with the number of months kept. ListUsages instead reads, in one REPEATABLE READ READ
 // ONLY transaction (one snapshot, as the single query had): the partitions (pg_inherits), the id range of each
-// (min(id), max(id) from its primary key: two index probes), then queries the partitions by descending upper id
+// (max(id), and with a cursor min(id), from its primary key: one index probe each), then queries the partitions by descending upper id
 // bound — max(id), capped by the cursor — one, four, sixteen … at a time (a batch per round trip), merging their
 // rows, and stops when the page is full and every partition left has an upper bound below the page's lowest
 // id. Ids come from one sequence at settlement, so a late record (settled after its month) carries a high id
@@ -206,9 +206,10 @@ func init() { partitionGuess.Store(&[]string{}) }
 // errRetryListing reports partitions that changed between two statements of one listing.
 var errRetryListing = errors.New("list usages: the partitions of usages changed, retry")
 
-// idRangesSQL answers the partitions of usages (sorted by name) and the min(id) and max(id) of each of
-// names, as three arrays. It has no parameters, so each connection plans it once (pgx prepares it).
-func idRangesSQL(names []string) string {
+// idRangesSQL answers the partitions of usages (sorted by name) and the min(id) (with withMin, else NULL:
+// only a cursor needs it) and max(id) of each of names, as three arrays. It has no parameters, so each
+// connection plans it once (pgx prepares it).
+func idRangesSQL(names []string, withMin bool) string {
 	var lo, hi strings.Builder
 	for i, n := range names {
 		if i > 0 {
@@ -216,17 +217,21 @@ func idRangesSQL(names []string) string {
 			hi.WriteString(", ")
 		}
 		t := pgx.Identifier{n}.Sanitize()
-		lo.WriteString("(SELECT min(id) FROM " + t + ")")
+		if withMin {
+			lo.WriteString("(SELECT min(id) FROM " + t + ")")
+		} else {
+			lo.WriteString("NULL")
+		}
 		hi.WriteString("(SELECT max(id) FROM " + t + ")")
 	}
 	return `SELECT ARRAY(SELECT (SELECT c.relname::text FROM pg_class c WHERE c.oid = i.inhrelid) FROM pg_inherits i
 		WHERE i.inhparent = 'usages'::regclass ORDER BY 1), ARRAY[` + lo.String() + `]::bigint[], ARRAY[` + hi.String() + `]::bigint[]`
 }
 
-// idRange is one partition's ids: every row's id is in [lo, hi].
+// idRange is one partition's ids: every row's id is at most hi.
 type idRange struct {
-	name   string
-	lo, hi int64
+	name string
+	hi   int64
 }
 
 // listUsagesByPartition is ListUsages's walk (see there). With snapshot it runs in its own REPEATABLE READ
@@ -258,7 +263,7 @@ func listUsagesByPartition(ctx context.Context, db batchDB, f UsageFilter, snaps
 		if snapshot && try == 0 {
 			first.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
 		}
-		first.Queue(idRangesSQL(names))
+		first.Queue(idRangesSQL(names, f.BeforeID > 0))
 		br := db.SendBatch(ctx, &first)
 		if snapshot && try == 0 {
 			_, err = br.Exec()
@@ -291,10 +296,10 @@ func listUsagesByPartition(ctx context.Context, db batchDB, f UsageFilter, snaps
 	}
 	var cands []idRange
 	for i, n := range names {
-		if !bounded[n] || lo[i] == nil || f.BeforeID > 0 && *lo[i] >= f.BeforeID {
+		if !bounded[n] || hi[i] == nil || f.BeforeID > 0 && *lo[i] >= f.BeforeID {
 			continue // outside the time range, empty, or every row at or above the cursor
 		}
-		r := idRange{name: n, lo: *lo[i], hi: *hi[i]}
+		r := idRange{name: n, hi: *hi[i]}
 		if f.BeforeID > 0 && r.hi >= f.BeforeID {
 			r.hi = f.BeforeID - 1
 		}
