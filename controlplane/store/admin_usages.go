@@ -146,18 +146,18 @@ type batchDB interface {
 // ListUsages returns usage rows matching f, newest id first, at most f.Limit of them: exactly the rows of
 // listUsagesPlain (one ORDER BY id DESC LIMIT over the partitioned table), found partition by partition.
 //
-// The plain query plans all the partitions (with ten indexes each) and starts an index scan in every one of
-// them; its cost grows with the number of months kept. ListUsages instead reads, in one REPEATABLE READ READ
-// ONLY transaction (one snapshot, as the single query had): the partitions (pg_inherits), the id range of each
-// (max(id), and with a cursor min(id), from its primary key: one index probe each), then queries the partitions by descending upper id
-// bound — max(id), capped by the cursor — one, four, sixteen … at a time (a batch per round trip), merging their
-// rows, and stops when the page is full and every partition left has an upper bound below the page's lowest
-// id. Ids come from one sequence at settlement, so a late record (settled after its month) carries a high id
-// in an old partition: its partition's max(id) is high and it is read early — the order is by id bounds, not
-// by month. Partitions outside [Since, Until), and those whose lowest id is at or above the cursor, are not
-// read; the default partition (any created_at) is read by the same rule as the others. A lookup by request id
-// keeps the plain query: it is one unique-index probe per partition and would gain nothing.
-// docs/admin-api.md, "The usage listing".
+// The plain query plans every partition (ten indexes each) on every page, so its cost grew with the months
+// kept. ListUsages instead, in one REPEATABLE READ READ ONLY transaction (one snapshot, as the single query
+// had), reads the partitions and each one's max(id) — and, with a cursor, min(id) — in one statement, then
+// queries the partitions by descending upper bound (max(id), capped below the cursor) one, four, sixteen … at
+// a time (a batch per round trip), merging their rows, and stops when the page is full and every partition
+// left has an upper bound at or below the page's lowest id. Ids come from one sequence at settlement, so a
+// late record (settled after its month) carries a high id in an old partition: its partition's max(id) is
+// high and it is read early — the order is by id bounds, not by month. Month partitions outside
+// [Since, Until), and partitions whose lowest id is at or above the cursor, are not read; the default
+// partition (any created_at) follows the same rule as the others. A lookup by request id keeps the plain
+// query (one unique-index probe per partition: nothing to gain). Inside a caller's transaction (db a pgx.Tx)
+// the walk runs on the caller's snapshot. docs/admin-api.md, "How a page is read".
 func ListUsages(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage, error) {
 	if f.Limit <= 0 {
 		return nil, nil
