@@ -12,8 +12,8 @@ func TestDefaultGC(t *testing.T) {
 		want   gcSettings
 	}{
 		{"defaults, no cgroup limit", nil, limit(0, false), gcSettings{percent: DefaultGCPercent}},
-		{"defaults under a cgroup limit", nil, limit(1<<30, true), gcSettings{percent: DefaultGCPercent, limit: (1<<30)*8/10}},
-		{"operator's GOGC wins", map[string]string{"GOGC": "100"}, limit(1<<30, true), gcSettings{limit: (1<<30)*8/10}},
+		{"defaults under a cgroup limit", nil, limit(1<<30, true), gcSettings{percent: DefaultGCPercent, limit: (1 << 30) * 8 / 10}},
+		{"operator's GOGC wins", map[string]string{"GOGC": "100"}, limit(1<<30, true), gcSettings{limit: (1 << 30) * 8 / 10}},
 		{"operator's GOMEMLIMIT wins", map[string]string{"GOMEMLIMIT": "512MiB"}, limit(1<<30, true), gcSettings{percent: DefaultGCPercent}},
 		{"GOGC=off sets nothing", map[string]string{"GOGC": "off"}, limit(1<<30, true), gcSettings{}},
 	} {
