@@ -55,6 +55,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		if err != nil {
 			return err
 		}
+		applyGC(defaultGC(getenv, cgroupMemoryLimit), log)
 		tracing, err := telemetry.TracingFromEnv(ctx, getenv, "tollgate-dataplane")
 		if err != nil {
 			return err

@@ -26,6 +26,11 @@
 # own control plane and Redis prefix, settlement on like dp), and each round measures it right after dp on
 # the same bodies (old-transform, old-passthrough-10k): an A/B of two builds in one session.
 #
+# With NOADMIT=1 (transform mode), one more data plane runs, dp-noadmit: its key has no rate limits and its
+# org no quota, so it makes no admission round trip to Redis (settlement on, as dp); each round measures it
+# after dp on the same bodies (noadmit-transform, noadmit-passthrough-10k): what admission's round trip
+# costs at one connection.
+#
 # Needs Redis on 127.0.0.1:6379 (keys under unique prefixes, deleted at the end). Only the processes this
 # script starts are stopped, by pid.
 set -euo pipefail
@@ -42,7 +47,7 @@ PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  for p in "${PREFIX}a:" "${PREFIX}b:" "${PREFIX}c:"; do
+  for p in "${PREFIX}a:" "${PREFIX}b:" "${PREFIX}c:" "${PREFIX}d:"; do
     redis-cli -h 127.0.0.1 --scan --pattern "${p}*" | xargs -r redis-cli -h 127.0.0.1 del >/dev/null
   done
   rm -rf "$BIN"
@@ -71,6 +76,12 @@ if [ -n "${OLD_DP:-}" ]; then
   PIDS+=("$!")
   sleep 0.5
   start_dp bench-dp-old 18082 19092 "${PREFIX}c:" "" "$OLD_DP"; OLD=${PIDS[-1]}
+fi
+if [ -n "${NOADMIT:-}" ]; then
+  "$BIN/loadgen" snapshot -listen 127.0.0.1:19093 -upstream http://127.0.0.1:19999 -key tg-bench 2>/dev/null &
+  PIDS+=("$!")
+  sleep 0.5
+  start_dp bench-dp-noadmit 18083 19093 "${PREFIX}d:"; NOADM=${PIDS[-1]}
 fi
 sleep 1
 rss() { awk "/$2/ {printf \"%.1f\", \$2/1024}" "/proc/$1/status"; }
@@ -120,6 +131,10 @@ if [ "$MODE" = transform ]; then
     if [ -n "${OLD:-}" ]; then
       "$LG" run -label old-transform -duration "$DUR" -url "http://127.0.0.1:18082/v1/messages" -body "$TBODY" -H "$AUTH" -H "anthropic-version: 2023-06-01" -pid "$OLD"
       "$LG" run -label old-passthrough-10k -duration "$DUR" -url "http://127.0.0.1:18082$URL" -body "$PBODY" -H "$AUTH" -pid "$OLD"
+    fi
+    if [ -n "${NOADM:-}" ]; then
+      "$LG" run -label noadmit-transform -duration "$DUR" -url "http://127.0.0.1:18083/v1/messages" -body "$TBODY" -H "$AUTH" -H "anthropic-version: 2023-06-01" -pid "$NOADM"
+      "$LG" run -label noadmit-passthrough-10k -duration "$DUR" -url "http://127.0.0.1:18083$URL" -body "$PBODY" -H "$AUTH" -pid "$NOADM"
     fi
   done
   exit 0

@@ -37,6 +37,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -121,6 +122,9 @@ type ProcMeasure struct {
 	RSSEndMB     float64 `json:"rss_end_mb"`
 	RSSPeakMB    float64 `json:"rss_peak_mb"`
 	CoresAverage float64 `json:"cores_avg"`
+	// SwitchesPerReq is the process's voluntary context switches (all its threads) per request: at one
+	// connection, the wake-ups each request costs (a thread that blocks and is woken again).
+	SwitchesPerReq float64 `json:"vcsw_per_req,omitempty"`
 }
 
 func runLoad(ctx context.Context, args []string, out io.Writer) error {
@@ -237,6 +241,7 @@ func runLoad(ctx context.Context, args []string, out io.Writer) error {
 			RSSPeakMB: round(max(peaks[i], after.rssMB)), CoresAverage: round(cpu / 1000 / elapsed.Seconds())}
 		if len(lats) > 0 {
 			m.CPUPerReqUs = round(cpu * 1000 / float64(len(lats)))
+			m.SwitchesPerReq = round((after.switches - before[i].switches) / float64(len(lats)))
 		}
 		res.Procs = append(res.Procs, m)
 	}
@@ -263,8 +268,9 @@ func pct(d []time.Duration, p int) float64 {
 func round(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 
 type procSample struct {
-	cpuSec float64
-	rssMB  float64
+	cpuSec   float64
+	rssMB    float64
+	switches float64 // voluntary context switches of the process's live threads
 }
 
 // sampleProc reads utime+stime (/proc/PID/stat, clock ticks of 1/100 s) and VmRSS (/proc/PID/status).
@@ -318,7 +324,27 @@ func sampleProc(pid int) procSample {
 		}
 		f.Close()
 	}
+	s.switches = voluntarySwitches(pid)
 	return s
+}
+
+// voluntarySwitches sums voluntary_ctxt_switches over /proc/PID/task/*/status.
+func voluntarySwitches(pid int) float64 {
+	paths, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	var n float64
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(b)) {
+			if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+				x, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				n += x
+			}
+		}
+	}
+	return n
 }
 
 func runFloor(ctx context.Context, args []string) error {
