@@ -2,7 +2,6 @@ package translate
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"os"
@@ -289,16 +288,28 @@ func FuzzHandDecoders(f *testing.F) {
 	})
 }
 
-// TestStrSpecial8: the 8-byte test of the string scanner finds every byte that ends a plain run, wherever
-// it is among the eight.
-func TestStrSpecial8(t *testing.T) {
+// TestPlainRun: the 8-byte test of the string scanner stops at the first byte that ends a plain run,
+// wherever it is among the eight and whatever follows it.
+func TestPlainRun(t *testing.T) {
+	special := func(c byte) bool { return c < 0x20 || c == '"' || c == '\\' || c >= 0x80 }
 	for c := 0; c < 256; c++ {
-		special := c < 0x20 || c == '"' || c == '\\' || c >= 0x80
 		for at := range 8 {
-			b := []byte("abcdefgh")
-			b[at] = byte(c)
-			if got := strSpecial8(binary.LittleEndian.Uint64(b)); got != special {
-				t.Fatalf("byte %#x at %d: special %v, want %v", c, at, got, special)
+			for _, after := range []byte{'a', 0x00, 0x1f, 0x20, '"', '\\', 0x80, 0xff} {
+				b := []byte("abcdefghijk")
+				b[at] = byte(c)
+				for j := at + 1; j < 8; j++ {
+					b[j] = after
+				}
+				want := len(b)
+				for j := range b {
+					if special(b[j]) {
+						want = j
+						break
+					}
+				}
+				if got := plainRun(string(b), 0); got != want {
+					t.Fatalf("%q: plainRun %d, want %d", b, got, want)
+				}
 			}
 		}
 	}

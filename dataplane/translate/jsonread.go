@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 	"sync"
@@ -249,14 +250,7 @@ func (d *jr) strTok() (string, error) {
 // scanStr consumes and validates a string token (at '"') and reports whether it has escapes.
 func (d *jr) scanStr() (escaped bool, err error) {
 	b := d.b
-	i := d.i + 1
-	for {
-		for i+8 <= len(b) && !strSpecial8(binary.LittleEndian.Uint64(b[i:])) {
-			i += 8
-		}
-		for i < len(b) && b[i] >= 0x20 && b[i] < utf8.RuneSelf && b[i] != '"' && b[i] != '\\' {
-			i++
-		}
+	for i := plainRun(bytesView(b), d.i+1); ; i = plainRun(bytesView(b), i) {
 		if i >= len(b) {
 			d.i = i
 			return false, d.fail("unexpected end of JSON input in string")
@@ -308,14 +302,35 @@ func (d *jr) scanStr() (escaped bool, err error) {
 	}
 }
 
-// strSpecial8 reports whether any of the 8 bytes in v ends a plain run of a string: '"', '\\', a control
-// character or a byte of a multi-byte UTF-8 sequence (which the byte loop validates).
-func strSpecial8(v uint64) bool {
+// plainRun returns the index of the first byte at or after i that ends a plain run of a string ('"', '\\',
+// a control character or a byte of a multi-byte UTF-8 sequence), or len(s) when there is none. It tests
+// eight bytes at a time and goes straight to the first special byte of the eight.
+func plainRun(s string, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		if m := strSpecialMask(binary.LittleEndian.Uint64(stringBytes(s[i : i+8]))); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return i
+}
+
+// strSpecialMask has the high bit of a byte set for bytes of v that end a plain run of a string (see
+// plainRun). A byte above the first special one may be marked too (a borrow carries into it), never one
+// below: the lowest set bit marks the first special byte exactly.
+func strSpecialMask(v uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	q := v ^ ('"' * ones)
 	bs := v ^ ('\\' * ones)
-	return (v|(v-0x20*ones)&^v|(q-ones)&^q|(bs-ones)&^bs)&highs != 0
+	return (v | (v-0x20*ones)&^v | (q-ones)&^q | (bs-ones)&^bs) & highs
 }
+
+// bytesView views b as a string for reading (b is never written while the view is used).
+func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // hex4 parses the four hex digits at b[i:].
 func hex4(b []byte, i int) (uint16, bool) {

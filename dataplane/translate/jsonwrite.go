@@ -42,11 +42,7 @@ func (w *jw) close(c byte) { w.b = append(w.b, c) }
 
 func (w *jw) str(s string) {
 	w.sep()
-	if b, ok := appendString(w.b, s); ok {
-		w.b = b
-		return
-	}
-	w.b = append(w.b, mustMarshal(s)...) // invalid UTF-8: encoding/json's replacement characters
+	w.b = appendString(w.b, s)
 }
 
 func (w *jw) int(n int64) {
