@@ -261,7 +261,7 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead) error {
 			p := part{Type: partToolResult, CallID: it.CallID}
 			start := len(a.results)
 			var out string
-			if stringOf(it.Output, &out) {
+			if validStringOf(it.Output, &out) {
 				a.results = append(a.results, part{Type: partText, Text: out})
 			} else {
 				rp, err := respContentParts(it.Output, f.with(".output", -1), a.results, &a.content)

@@ -235,7 +235,7 @@ func betaContentParts(raw json.RawMessage, field fieldPath, a *betaArena, dst *[
 	}
 	start := len(*dst)
 	var s string
-	if stringOf(raw, &s) {
+	if validStringOf(raw, &s) {
 		*dst = append(*dst, part{Type: partText, Text: s})
 		return (*dst)[start:len(*dst):len(*dst)], nil
 	}

@@ -302,7 +302,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 			f := pathOf("contents", i).with(".parts", j)
 			var text string
 			hasText := present(p.Text)
-			if hasText && !stringOf(p.Text, &text) {
+			if hasText && !validStringOf(p.Text, &text) {
 				return nil, badRequest(f.with(".text", -1).String(), errNotString)
 			}
 			var fc *gammaCall
@@ -424,7 +424,7 @@ func gammaResultPart(id string, resp json.RawMessage, results *[]part) part {
 // jsonValueText is a (valid) JSON value's text: a string's contents, else the compact JSON.
 func jsonValueText(r json.RawMessage) string {
 	var s string
-	if stringOf(r, &s) {
+	if validStringOf(r, &s) {
 		return s
 	}
 	return compactValidText(r)

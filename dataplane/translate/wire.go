@@ -104,6 +104,25 @@ func viewString(dec *jsontext.Decoder, s *string) error {
 	return nil
 }
 
+// validStringOf is stringOf for a value the hand-written decoder read (jr.raw): valid JSON without
+// surrounding whitespace, strings valid UTF-8, so only a backslash can make it differ from its view and
+// the check is one IndexByte instead of a second validating scan.
+func validStringOf(raw []byte, s *string) bool {
+	if len(raw) < 2 || raw[0] != '"' {
+		return stringOf(raw, s)
+	}
+	in := raw[1 : len(raw)-1]
+	switch {
+	case len(in) == 0:
+		*s = ""
+	case bytes.IndexByte(in, '\\') < 0:
+		*s = unsafe.String(unsafe.SliceData(in), len(in)) // raw is never modified (see jr)
+	default:
+		*s = unquote(in)
+	}
+	return true
+}
+
 // stringOf decodes raw when it is one JSON string, as unmarshal into a string does but without a decoder
 // (and sharing raw's memory when there is no escape); false when raw is anything else.
 func stringOf(raw []byte, s *string) bool {
