@@ -313,6 +313,29 @@ func TestPlainRun(t *testing.T) {
 			}
 		}
 	}
+	// long runs (the IndexByte path), from every start, with one special byte anywhere or none
+	plain := strings.Repeat("The quick brown fox jumps. ", 3)
+	for _, c := range []byte{0x00, 0x1f, '"', '\\', 0x7f, 0x80, 0xe2, 0xff} {
+		for at := -1; at < len(plain); at++ {
+			b := []byte(plain)
+			want := len(b)
+			if at >= 0 {
+				b[at] = c
+				if special(c) {
+					want = at
+				}
+			}
+			for from := 0; from < len(b); from += 5 {
+				w := want
+				if w < from {
+					w = len(b)
+				}
+				if got := plainRun(string(b), from); got != w {
+					t.Fatalf("%q from %d: plainRun %d, want %d", b, from, got, w)
+				}
+			}
+		}
+	}
 }
 
 // requestDecoders are the four request decoders with their references (refdecode_test.go).
