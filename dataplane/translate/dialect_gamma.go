@@ -751,7 +751,7 @@ func gammaTurnOut(w *jw, role string, msgs []message, names map[string]string) {
 				w.key("response")
 				w.open('{')
 				w.key(key)
-				if t := strings.TrimSpace(text); t != "" && json.Valid(stringBytes(t)) {
+				if t := strings.TrimSpace(text); t != "" && validJSON(stringBytes(t)) {
 					w.raw(stringBytes(t))
 				} else {
 					w.str(text)

@@ -104,3 +104,16 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+// FuzzValidJSON: validJSON (the hand-written reader where it applies) agrees with json.Valid.
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range []string{`{"city":"Oslo","days":3}`, `{"a":[1,2.5e3,-0,true,null]}`, `{"a":1,}`, `[01]`, ` "x" `, `"\ud800"`,
+		"\"\xff\"", `{"a":"b"}x`, `[[[[]]]]`, `1.`, `-`, `"a\u0041"`, "\"\x7f\"", `{}`, `nul`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := validJSON(b), json.Valid(b); got != want {
+			t.Fatalf("validJSON(%q) = %v, json.Valid %v", b, got, want)
+		}
+	})
+}

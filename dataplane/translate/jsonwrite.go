@@ -154,7 +154,7 @@ func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), le
 // compactText is a JSON value's compact text, sharing r's memory when r is already compact (r is never
 // modified: see unmarshal).
 func compactText(r []byte) string {
-	if isCompact(r) && json.Valid(r) {
+	if isCompact(r) && validJSON(r) {
 		return unsafe.String(unsafe.SliceData(r), len(r))
 	}
 	return string(compactJSON(r))
