@@ -159,7 +159,9 @@ type gammaResultIn struct {
 	Other  bool
 }
 
-func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
+func (c gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) { return c.decodeInto(body, st, nil) }
+
+func (gammaGen) decodeInto(body []byte, st *reqState, store *reqStore) (*request, error) {
 	body = st.own(body)
 	in := gammaRequestIn{Contents: gammaContentsScratch.get(), parts: gammaPartsScratch.get()}
 	defer func() { gammaContentsScratch.put(in.Contents); gammaPartsScratch.put(in.parts) }()
@@ -275,9 +277,10 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 	// oldest unanswered call with the same name.
 	pending := map[string][]string{}
 	sc := &gammaDecodeScratch{}
-	r.Messages = make([]message, 0, len(in.Contents))
-	arena := make([]part, 0, len(in.Contents)+len(in.Contents)/2+4) // every message's parts, from one backing array (grown by append)
-	var results []part                                              // and every tool result's
+	s := store.take(len(in.Contents))
+	r.Messages = s.msgs
+	arena := s.parts     // every message's parts, from one backing array (grown by append)
+	results := s.results // and every tool result's
 	for i, c := range in.Contents {
 		role := "user"
 		if c.Role == "model" {
@@ -398,6 +401,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 		msg.Parts = arena[start:len(arena):len(arena)]
 		r.Messages = append(r.Messages, msg)
 	}
+	s.keep(r.Messages, arena, results)
 	return r, nil
 }
 

@@ -364,6 +364,11 @@ func diffRequest(t *testing.T, body []byte, i int) {
 	if (errWant == nil) != (errGot == nil) {
 		t.Fatalf("%s %q: reference error %v, hand-written error %v", c.kind, body, errWant, errGot)
 	}
+	// decoded as Translator.Request decodes it: into reused storage that held another request
+	pooled, errPooled := codecFor(c.kind).(pooledDecoder).decodeInto(body, state(), dirtyStore(c.kind))
+	if (errPooled == nil) != (errGot == nil) || errGot == nil && !reflect.DeepEqual(pooled, got) {
+		t.Fatalf("%s %q: decoded into reused storage: %v\n%+v\nwant %v\n%+v", c.kind, body, errPooled, pooled, errGot, got)
+	}
 	if errWant != nil {
 		var rw, rg *RequestError
 		if !errors.As(errWant, &rw) || !errors.As(errGot, &rg) {
