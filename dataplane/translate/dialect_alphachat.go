@@ -125,7 +125,9 @@ type chatPartIn struct {
 	} `json:"file"`
 }
 
-func (c alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) { return c.decodeInto(body, st, nil) }
+func (c alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) {
+	return c.decodeInto(body, st, nil)
+}
 
 func (alphaChat) decodeInto(body []byte, st *reqState, store *reqStore) (*request, error) {
 	body = st.own(body)

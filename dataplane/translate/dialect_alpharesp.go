@@ -104,7 +104,9 @@ type respSummaryIn struct {
 	Text string `json:"text"`
 }
 
-func (c alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) { return c.decodeInto(body, st, nil) }
+func (c alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
+	return c.decodeInto(body, st, nil)
+}
 
 func (alphaResp) decodeInto(body []byte, st *reqState, store *reqStore) (*request, error) {
 	body = st.own(body)

@@ -106,7 +106,9 @@ type betaToolChoiceIn struct {
 	DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
 }
 
-func (c betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) { return c.decodeInto(body, st, nil) }
+func (c betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
+	return c.decodeInto(body, st, nil)
+}
 
 func (betaMsgs) decodeInto(body []byte, st *reqState, store *reqStore) (*request, error) {
 	body = st.own(body)

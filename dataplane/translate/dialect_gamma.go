@@ -159,7 +159,9 @@ type gammaResultIn struct {
 	Other  bool
 }
 
-func (c gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) { return c.decodeInto(body, st, nil) }
+func (c gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
+	return c.decodeInto(body, st, nil)
+}
 
 func (gammaGen) decodeInto(body []byte, st *reqState, store *reqStore) (*request, error) {
 	body = st.own(body)
