@@ -202,14 +202,21 @@ func (s *reqStore) release(r *request) {
 		return
 	}
 	r.Messages = nil
+	if s.reset() {
+		reqStores.Put(s)
+	}
+}
+
+// reset clears what the last decode wrote and reports whether s is small enough to be kept.
+func (s *reqStore) reset() bool {
 	if cap(s.parts) > maxStoredParts || cap(s.results) > maxStoredParts || cap(s.msgs) > maxStoredParts {
-		return
+		return false
 	}
 	clear(s.msgs)
 	clear(s.parts)
 	clear(s.results)
 	s.msgs, s.parts, s.results = s.msgs[:0], s.parts[:0], s.results[:0]
-	reqStores.Put(s)
+	return true
 }
 
 // finish is the canonical finish reason.

@@ -107,17 +107,16 @@ var benchBodies = sync.OnceValue(func() map[vocab.Kind][]byte {
 	return m
 })
 
-// dirtyStore is request storage that held the benchmark request of kind k and was released, as the pool
+// dirtyStore is request storage that held the benchmark request of kind k and was reset, as the pool
 // hands it to the next request.
 func dirtyStore(k vocab.Kind) *reqStore {
 	st := newReqState(testOptions())
 	st.client, st.upstream = k, vocab.KindBetaMessages
 	store := new(reqStore)
-	r, err := codecFor(k).(pooledDecoder).decodeInto(benchBodies()[k], st, store)
-	if err != nil {
+	if _, err := codecFor(k).(pooledDecoder).decodeInto(benchBodies()[k], st, store); err != nil {
 		panic(err)
 	}
-	store.release(r)
+	store.reset() // as release does, without handing it to the pool: the caller keeps it
 	return store
 }
 
