@@ -194,9 +194,17 @@ func (d *jr) key(first bool) (string, bool, error) {
 	if d.b[d.i] != '"' {
 		return "", false, d.fail(fmt.Sprintf("invalid character %q at start of object name", d.b[d.i]))
 	}
-	name, err := d.strTok()
-	if err != nil {
-		return "", false, err
+	var name string
+	if end := plainRun(bytesView(d.b), d.i+1); end < len(d.b) && d.b[end] == '"' {
+		if end > d.i+1 {
+			name = unsafe.String(&d.b[d.i+1], end-d.i-1) // a plain name (the usual case): a view, as strTok gives
+		}
+		d.i = end + 1
+	} else {
+		var err error
+		if name, err = d.strTok(); err != nil {
+			return "", false, err
+		}
 	}
 	d.ws()
 	if d.i >= len(d.b) || d.b[d.i] != ':' {
