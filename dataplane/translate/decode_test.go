@@ -57,18 +57,15 @@ func TestDecodeNamesLikeEncodingJSON(t *testing.T) {
 // so a caller reusing its buffer after Request cannot change what is sent or answered later.
 func TestDecodedStringsOwnTheirMemory(t *testing.T) {
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hello there"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`)
-	tr, err := New(Pair{Op: vocab.OpGenerateContent, Kind: vocab.KindAlphaChatCompletions, DestOp: vocab.OpGenerateContent,
-		DestKind: vocab.KindBetaMessages}, Options{})
+	st := newReqState(Options{}) // not lent, as ClientRequest without Lent
+	st.client, st.upstream = vocab.KindAlphaChatCompletions, vocab.KindBetaMessages
+	r, err := codecFor(vocab.KindAlphaChatCompletions).decodeRequest(body, st)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tr.Request(ClientRequest{Body: body, Model: "b"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range body {
 		body[i] = 'x'
 	}
-	r := tr.st.req
 	if got := r.Messages[0].Parts[0].Text; got != "hello there" {
 		t.Errorf("message text %q after the caller reused its buffer", got)
 	}

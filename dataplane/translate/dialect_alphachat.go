@@ -125,7 +125,11 @@ type chatPartIn struct {
 	} `json:"file"`
 }
 
-func (alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) {
+func (c alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) {
+	return c.decodeInto(body, st, nil)
+}
+
+func (alphaChat) decodeInto(body []byte, st *reqState, store *reqStore) (*request, error) {
 	body = st.own(body)
 	in := chatRequestIn{Messages: chatMessagesScratch.get()}
 	defer func() { chatMessagesScratch.put(in.Messages) }()
@@ -190,13 +194,15 @@ func (alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) {
 	if r.ToolChoice, err = chatToolChoice(in.ToolChoice); err != nil {
 		return nil, err
 	}
-	r.Messages = make([]message, 0, len(in.Messages))
-	a := &chatArena{parts: make([]part, 0, len(in.Messages)+len(in.Messages)/2+4)}
+	s := store.take(len(in.Messages))
+	r.Messages = s.msgs
+	a := &chatArena{parts: s.parts, results: s.results}
 	for i, m := range in.Messages {
 		if err := chatMessageToIR(r, i, m, a); err != nil {
 			return nil, err
 		}
 	}
+	s.keep(r.Messages, a.parts, a.results)
 	return r, nil
 }
 

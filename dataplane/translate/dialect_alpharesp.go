@@ -104,7 +104,11 @@ type respSummaryIn struct {
 	Text string `json:"text"`
 }
 
-func (alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
+func (c alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
+	return c.decodeInto(body, st, nil)
+}
+
+func (alphaResp) decodeInto(body []byte, st *reqState, store *reqStore) (*request, error) {
 	body = st.own(body)
 	in := respRequestIn{input: respInputRead{items: respItemsScratch.get()}}
 	defer func() { respItemsScratch.put(in.input.items) }()
@@ -163,7 +167,7 @@ func (alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
 	if r.ToolChoice, err = chatToolChoice(in.ToolChoice); err != nil {
 		return nil, err
 	}
-	if err := respInputToIR(r, in.Input, &in.input); err != nil {
+	if err := respInputToIR(r, in.Input, &in.input, store); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -192,7 +196,7 @@ func (a *respArena) appendPart(r *request, role string, p part) {
 	r.Messages = append(r.Messages, message{Role: role, Parts: clipped(a.parts, len(a.parts)-1)})
 }
 
-func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead) error {
+func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead, store *reqStore) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
@@ -216,8 +220,9 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead) error {
 			return badRequest("input", err)
 		}
 	}
-	r.Messages = make([]message, 0, len(items))
-	a := &respArena{parts: make([]part, 0, len(items)+4)}
+	st := store.take(len(items))
+	r.Messages = st.msgs
+	a := &respArena{parts: st.parts, results: st.results}
 	for i, it := range items {
 		f := pathOf("input", i)
 		switch it.Type {
@@ -261,7 +266,7 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead) error {
 			p := part{Type: partToolResult, CallID: it.CallID}
 			start := len(a.results)
 			var out string
-			if stringOf(it.Output, &out) {
+			if validStringOf(it.Output, &out) {
 				a.results = append(a.results, part{Type: partText, Text: out})
 			} else {
 				rp, err := respContentParts(it.Output, f.with(".output", -1), a.results, &a.content)
@@ -294,6 +299,7 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead) error {
 			return refuse(f.String()+".type", "input item type %q cannot be translated", it.Type)
 		}
 	}
+	st.keep(r.Messages, a.parts, a.results)
 	return nil
 }
 

@@ -106,7 +106,11 @@ type betaToolChoiceIn struct {
 	DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
 }
 
-func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
+func (c betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
+	return c.decodeInto(body, st, nil)
+}
+
+func (betaMsgs) decodeInto(body []byte, st *reqState, store *reqStore) (*request, error) {
 	body = st.own(body)
 	in := betaRequestIn{Messages: betaMessagesScratch.get(), blocks: betaBlocksScratch.get()}
 	defer func() { betaMessagesScratch.put(in.Messages); betaBlocksScratch.put(in.blocks) }()
@@ -190,8 +194,9 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 			r.ParallelToolCalls = &f
 		}
 	}
-	r.Messages = make([]message, 0, len(in.Messages))
-	a := &betaArena{parts: make([]part, 0, len(in.Messages)+len(in.Messages)/2+4)} // most messages have one part; appends grow it
+	s := store.take(len(in.Messages))
+	r.Messages = s.msgs
+	a := &betaArena{parts: s.parts, results: s.results}
 	for i, m := range in.Messages {
 		field := pathOf("messages", i).with(".content", -1)
 		role := m.Role
@@ -216,6 +221,7 @@ func (betaMsgs) decodeRequest(body []byte, st *reqState) (*request, error) {
 		}
 		r.Messages = append(r.Messages, message{Role: role, Parts: parts})
 	}
+	s.keep(r.Messages, a.parts, a.results)
 	return r, nil
 }
 
@@ -235,7 +241,7 @@ func betaContentParts(raw json.RawMessage, field fieldPath, a *betaArena, dst *[
 	}
 	start := len(*dst)
 	var s string
-	if stringOf(raw, &s) {
+	if validStringOf(raw, &s) {
 		*dst = append(*dst, part{Type: partText, Text: s})
 		return (*dst)[start:len(*dst):len(*dst)], nil
 	}

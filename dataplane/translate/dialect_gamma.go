@@ -159,7 +159,11 @@ type gammaResultIn struct {
 	Other  bool
 }
 
-func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
+func (c gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
+	return c.decodeInto(body, st, nil)
+}
+
+func (gammaGen) decodeInto(body []byte, st *reqState, store *reqStore) (*request, error) {
 	body = st.own(body)
 	in := gammaRequestIn{Contents: gammaContentsScratch.get(), parts: gammaPartsScratch.get()}
 	defer func() { gammaContentsScratch.put(in.Contents); gammaPartsScratch.put(in.parts) }()
@@ -275,9 +279,10 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 	// oldest unanswered call with the same name.
 	pending := map[string][]string{}
 	sc := &gammaDecodeScratch{}
-	r.Messages = make([]message, 0, len(in.Contents))
-	arena := make([]part, 0, len(in.Contents)+len(in.Contents)/2+4) // every message's parts, from one backing array (grown by append)
-	var results []part                                              // and every tool result's
+	s := store.take(len(in.Contents))
+	r.Messages = s.msgs
+	arena := s.parts     // every message's parts, from one backing array (grown by append)
+	results := s.results // and every tool result's
 	for i, c := range in.Contents {
 		role := "user"
 		if c.Role == "model" {
@@ -302,7 +307,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 			f := pathOf("contents", i).with(".parts", j)
 			var text string
 			hasText := present(p.Text)
-			if hasText && !stringOf(p.Text, &text) {
+			if hasText && !validStringOf(p.Text, &text) {
 				return nil, badRequest(f.with(".text", -1).String(), errNotString)
 			}
 			var fc *gammaCall
@@ -398,6 +403,7 @@ func (gammaGen) decodeRequest(body []byte, st *reqState) (*request, error) {
 		msg.Parts = arena[start:len(arena):len(arena)]
 		r.Messages = append(r.Messages, msg)
 	}
+	s.keep(r.Messages, arena, results)
 	return r, nil
 }
 
@@ -424,7 +430,7 @@ func gammaResultPart(id string, resp json.RawMessage, results *[]part) part {
 // jsonValueText is a (valid) JSON value's text: a string's contents, else the compact JSON.
 func jsonValueText(r json.RawMessage) string {
 	var s string
-	if stringOf(r, &s) {
+	if validStringOf(r, &s) {
 		return s
 	}
 	return compactValidText(r)
@@ -751,7 +757,7 @@ func gammaTurnOut(w *jw, role string, msgs []message, names map[string]string) {
 				w.key("response")
 				w.open('{')
 				w.key(key)
-				if t := strings.TrimSpace(text); t != "" && json.Valid(stringBytes(t)) {
+				if t := strings.TrimSpace(text); t != "" && validJSON(stringBytes(t)) {
 					w.raw(stringBytes(t))
 				} else {
 					w.str(text)

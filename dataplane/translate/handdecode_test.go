@@ -2,7 +2,6 @@ package translate
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"os"
@@ -289,16 +288,51 @@ func FuzzHandDecoders(f *testing.F) {
 	})
 }
 
-// TestStrSpecial8: the 8-byte test of the string scanner finds every byte that ends a plain run, wherever
-// it is among the eight.
-func TestStrSpecial8(t *testing.T) {
+// TestPlainRun: the 8-byte test of the string scanner stops at the first byte that ends a plain run,
+// wherever it is among the eight and whatever follows it.
+func TestPlainRun(t *testing.T) {
+	special := func(c byte) bool { return c < 0x20 || c == '"' || c == '\\' || c >= 0x80 }
 	for c := 0; c < 256; c++ {
-		special := c < 0x20 || c == '"' || c == '\\' || c >= 0x80
 		for at := range 8 {
-			b := []byte("abcdefgh")
-			b[at] = byte(c)
-			if got := strSpecial8(binary.LittleEndian.Uint64(b)); got != special {
-				t.Fatalf("byte %#x at %d: special %v, want %v", c, at, got, special)
+			for _, after := range []byte{'a', 0x00, 0x1f, 0x20, '"', '\\', 0x80, 0xff} {
+				b := []byte("abcdefghijk")
+				b[at] = byte(c)
+				for j := at + 1; j < 8; j++ {
+					b[j] = after
+				}
+				want := len(b)
+				for j := range b {
+					if special(b[j]) {
+						want = j
+						break
+					}
+				}
+				if got := plainRun(string(b), 0); got != want {
+					t.Fatalf("%q: plainRun %d, want %d", b, got, want)
+				}
+			}
+		}
+	}
+	// long runs (the IndexByte path), from every start, with one special byte anywhere or none
+	plain := strings.Repeat("The quick brown fox jumps. ", 3)
+	for _, c := range []byte{0x00, 0x1f, '"', '\\', 0x7f, 0x80, 0xe2, 0xff} {
+		for at := -1; at < len(plain); at++ {
+			b := []byte(plain)
+			want := len(b)
+			if at >= 0 {
+				b[at] = c
+				if special(c) {
+					want = at
+				}
+			}
+			for from := 0; from < len(b); from += 5 {
+				w := want
+				if w < from {
+					w = len(b)
+				}
+				if got := plainRun(string(b), from); got != w {
+					t.Fatalf("%q from %d: plainRun %d, want %d", b, from, got, w)
+				}
 			}
 		}
 	}
@@ -329,6 +363,11 @@ func diffRequest(t *testing.T, body []byte, i int) {
 	got, errGot := codecFor(c.kind).decodeRequest(body, state())
 	if (errWant == nil) != (errGot == nil) {
 		t.Fatalf("%s %q: reference error %v, hand-written error %v", c.kind, body, errWant, errGot)
+	}
+	// decoded as Translator.Request decodes it: into reused storage that held another request
+	pooled, errPooled := codecFor(c.kind).(pooledDecoder).decodeInto(body, state(), dirtyStore(c.kind))
+	if (errPooled == nil) != (errGot == nil) || errGot == nil && !reflect.DeepEqual(pooled, got) {
+		t.Fatalf("%s %q: decoded into reused storage: %v\n%+v\nwant %v\n%+v", c.kind, body, errPooled, pooled, errGot, got)
 	}
 	if errWant != nil {
 		var rw, rg *RequestError

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 	"sync"
@@ -193,9 +194,17 @@ func (d *jr) key(first bool) (string, bool, error) {
 	if d.b[d.i] != '"' {
 		return "", false, d.fail(fmt.Sprintf("invalid character %q at start of object name", d.b[d.i]))
 	}
-	name, err := d.strTok()
-	if err != nil {
-		return "", false, err
+	var name string
+	if end := plainRun(bytesView(d.b), d.i+1); end < len(d.b) && d.b[end] == '"' {
+		if end > d.i+1 {
+			name = unsafe.String(&d.b[d.i+1], end-d.i-1) // a plain name (the usual case): a view, as strTok gives
+		}
+		d.i = end + 1
+	} else {
+		var err error
+		if name, err = d.strTok(); err != nil {
+			return "", false, err
+		}
 	}
 	d.ws()
 	if d.i >= len(d.b) || d.b[d.i] != ':' {
@@ -249,14 +258,7 @@ func (d *jr) strTok() (string, error) {
 // scanStr consumes and validates a string token (at '"') and reports whether it has escapes.
 func (d *jr) scanStr() (escaped bool, err error) {
 	b := d.b
-	i := d.i + 1
-	for {
-		for i+8 <= len(b) && !strSpecial8(binary.LittleEndian.Uint64(b[i:])) {
-			i += 8
-		}
-		for i < len(b) && b[i] >= 0x20 && b[i] < utf8.RuneSelf && b[i] != '"' && b[i] != '\\' {
-			i++
-		}
+	for i := plainRun(bytesView(b), d.i+1); ; i = plainRun(bytesView(b), i) {
 		if i >= len(b) {
 			d.i = i
 			return false, d.fail("unexpected end of JSON input in string")
@@ -308,14 +310,83 @@ func (d *jr) scanStr() (escaped bool, err error) {
 	}
 }
 
-// strSpecial8 reports whether any of the 8 bytes in v ends a plain run of a string: '"', '\\', a control
-// character or a byte of a multi-byte UTF-8 sequence (which the byte loop validates).
-func strSpecial8(v uint64) bool {
+// plainRun returns the index of the first byte at or after i that ends a plain run of a string ('"', '\\',
+// a control character or a byte of a multi-byte UTF-8 sequence), or len(s) when there is none. The first
+// sixteen bytes are tested eight at a time (most strings, member names and ids, end there); a longer run
+// is found with IndexByte (vectorised) for the quote and one cheap pass over the bytes before it
+// (printableASCII, IndexByte for a backslash), falling back to eight at a time when those find anything.
+func plainRun(s string, i int) int {
+	if i < len(s) {
+		b := stringBytes(s[i:])
+		for k := 0; k < 2 && len(b) >= 8; k++ {
+			if m := strSpecialMask(binary.LittleEndian.Uint64(b)); m != 0 {
+				return len(s) - len(b) + bits.TrailingZeros64(m)>>3
+			}
+			b = b[8:]
+		}
+		i = len(s) - len(b)
+	}
+	if len(s)-i >= 16 {
+		n := strings.IndexByte(s[i:], '"')
+		if n < 0 {
+			n = len(s) - i
+		}
+		if run := s[i : i+n]; printableASCII(run) && strings.IndexByte(run, '\\') < 0 {
+			return i + n
+		}
+	}
+	for ; i+8 <= len(s); i += 8 {
+		if m := strSpecialMask(binary.LittleEndian.Uint64(stringBytes(s[i:]))); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return i
+}
+
+// printableASCII reports whether every byte of s is in [0x20, 0x7f] (no control character, no byte of a
+// multi-byte UTF-8 sequence). Eight bytes v hold one outside exactly when (v | v-0x20…) has a high bit set:
+// with every byte at least 0x20 no borrow crosses bytes.
+func printableASCII(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	b := stringBytes(s)
+	for len(b) >= 16 {
+		v, w := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
+		if (v|(v-0x20*ones)|w|(w-0x20*ones))&highs != 0 {
+			return false
+		}
+		b = b[16:]
+	}
+	if len(b) >= 8 {
+		if v := binary.LittleEndian.Uint64(b); (v|(v-0x20*ones))&highs != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c < 0x20 || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// strSpecialMask has the high bit of a byte set for bytes of v that end a plain run of a string (see
+// plainRun). A byte above the first special one may be marked too (a borrow carries into it), never one
+// below: the lowest set bit marks the first special byte exactly.
+func strSpecialMask(v uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	q := v ^ ('"' * ones)
 	bs := v ^ ('\\' * ones)
-	return (v|(v-0x20*ones)&^v|(q-ones)&^q|(bs-ones)&^bs)&highs != 0
+	return (v | (v-0x20*ones)&^v | (q-ones)&^q | (bs-ones)&^bs) & highs
 }
+
+// bytesView views b as a string for reading (b is never written while the view is used).
+func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // hex4 parses the four hex digits at b[i:].
 func hex4(b []byte, i int) (uint16, bool) {

@@ -42,11 +42,7 @@ func (w *jw) close(c byte) { w.b = append(w.b, c) }
 
 func (w *jw) str(s string) {
 	w.sep()
-	if b, ok := appendString(w.b, s); ok {
-		w.b = b
-		return
-	}
-	w.b = append(w.b, mustMarshal(s)...) // invalid UTF-8: encoding/json's replacement characters
+	w.b = appendString(w.b, s)
 }
 
 func (w *jw) int(n int64) {
@@ -158,7 +154,7 @@ func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), le
 // compactText is a JSON value's compact text, sharing r's memory when r is already compact (r is never
 // modified: see unmarshal).
 func compactText(r []byte) string {
-	if isCompact(r) && json.Valid(r) {
+	if isCompact(r) && validJSON(r) {
 		return unsafe.String(unsafe.SliceData(r), len(r))
 	}
 	return string(compactJSON(r))

@@ -2,6 +2,8 @@ package translate
 
 import (
 	"bytes"
+	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -38,8 +40,15 @@ func TestLentBodyIsNotCopied(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%v: %v", p, err)
 				}
+				// the canonical form is released once the upstream body is written: decode it again as Request did
+				st := newReqState(Options{})
+				st.client, st.upstream, st.lent = c, d, lent
+				r, err := codecFor(c).decodeRequest(mine, st)
+				if err != nil {
+					t.Fatalf("%v: %v", p, err)
+				}
 				inBody := false
-				for _, m := range tr.st.req.Messages {
+				for _, m := range r.Messages {
 					for _, pt := range m.Parts {
 						inBody = inBody || within(pt.Text, mine)
 					}
@@ -59,7 +68,7 @@ func TestLentBodyIsNotCopied(t *testing.T) {
 				if err != nil || !bytes.Equal(up2.Body, want) {
 					t.Errorf("%v: translation not reproducible (%v)", p, err)
 				}
-				for _, m := range tr.st.req.Messages {
+				for _, m := range r.Messages {
 					for _, pt := range m.Parts {
 						if bytes.Contains([]byte(pt.Text), []byte("XXXX")) {
 							t.Fatalf("%v: the translator's request changed when the caller reused its body", p)
@@ -86,5 +95,77 @@ func TestPartSize(t *testing.T) {
 	x.URL = "v"
 	if r := q.withExtra(x); q.get().URL != "u" || r.get().URL != "v" || p.get().URL != "" {
 		t.Fatal("copies of a part share what one of them sets")
+	}
+}
+
+// benchBodies are the benchmark requests by kind, built once.
+var benchBodies = sync.OnceValue(func() map[vocab.Kind][]byte {
+	m := map[vocab.Kind][]byte{}
+	for _, k := range allKinds {
+		m[k] = benchRequest(k)
+	}
+	return m
+})
+
+// dirtyStore is request storage that held the benchmark request of kind k and was reset, as the pool
+// hands it to the next request.
+func dirtyStore(k vocab.Kind) *reqStore {
+	st := newReqState(testOptions())
+	st.client, st.upstream = k, vocab.KindBetaMessages
+	store := new(reqStore)
+	if _, err := codecFor(k).(pooledDecoder).decodeInto(benchBodies()[k], st, store); err != nil {
+		panic(err)
+	}
+	store.reset() // as release does, without handing it to the pool: the caller keeps it
+	return store
+}
+
+// TestReleasedStoreIsReused: Request builds the canonical request in pooled storage and releases it once
+// the upstream body is written; the storage is cleared, reused by the next request (of another size and
+// kind), and the bodies already returned never change (they are buffers of their own).
+func TestReleasedStoreIsReused(t *testing.T) {
+	var bodies [][]byte
+	var copies [][]byte
+	for round := range 2 {
+		for _, c := range allKinds {
+			for _, d := range allKinds {
+				if c == d {
+					continue
+				}
+				body := benchRequest(c)
+				if round == 1 {
+					body = []byte(strings.Replace(string(body), "lazy dog", "lazy cat", 3)) // other bodies, same shapes
+				}
+				tr, err := New(Pair{Op: vocab.OpGenerateContent, Kind: c, DestOp: vocab.OpGenerateContent, DestKind: d}, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				up, err := tr.Request(ClientRequest{Body: body, Model: "up", Lent: true})
+				if err != nil {
+					t.Fatalf("%s -> %s: %v", c, d, err)
+				}
+				if tr.st.req.Messages != nil {
+					t.Fatalf("%s -> %s: the canonical messages outlive Request", c, d)
+				}
+				bodies = append(bodies, up.Body)
+				copies = append(copies, bytes.Clone(up.Body))
+			}
+		}
+	}
+	for i := range bodies {
+		if !bytes.Equal(bodies[i], copies[i]) {
+			t.Fatalf("upstream body %d changed after later requests reused the storage", i)
+		}
+	}
+	s := dirtyStore(vocab.KindGammaGenerateContent)
+	for _, p := range s.parts[:cap(s.parts)] {
+		if p.Text != "" || p.ResultParts != nil || p.x != nil {
+			t.Fatal("released storage still holds a part")
+		}
+	}
+	for _, m := range s.msgs[:cap(s.msgs)] {
+		if m.Parts != nil {
+			t.Fatal("released storage still holds a message")
+		}
 	}
 }

@@ -225,15 +225,17 @@ func (t *Translator) Request(in ClientRequest) (*UpstreamRequest, error) {
 		}
 		return up, nil
 	}
-	r, err := t.client.decodeRequest(in.Body, t.st)
+	r, store, err := decodePooled(t.client, in.Body, t.st)
 	if err != nil {
 		return nil, fmt.Errorf("translate %s request: %w", t.pair, err)
 	}
 	t.st.req = r
 	if err := t.policy.check(r, t.st); err != nil {
+		store.release(r)
 		return nil, fmt.Errorf("translate %s request: %w", t.pair, err)
 	}
 	up, err := t.upstream.encodeRequest(r, in.Model, upStream, t.st)
+	store.release(r) // the upstream body is written: the messages are no longer needed (st.req keeps the flags)
 	if err != nil {
 		return nil, fmt.Errorf("translate %s request: %w", t.pair, err)
 	}

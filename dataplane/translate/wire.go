@@ -2,7 +2,6 @@ package translate
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -105,6 +104,25 @@ func viewString(dec *jsontext.Decoder, s *string) error {
 	return nil
 }
 
+// validStringOf is stringOf for a value the hand-written decoder read (jr.raw): valid JSON without
+// surrounding whitespace, strings valid UTF-8, so only a backslash can make it differ from its view and
+// the check is one IndexByte instead of a second validating scan.
+func validStringOf(raw []byte, s *string) bool {
+	if len(raw) < 2 || raw[0] != '"' {
+		return stringOf(raw, s)
+	}
+	in := raw[1 : len(raw)-1]
+	switch {
+	case len(in) == 0:
+		*s = ""
+	case bytes.IndexByte(in, '\\') < 0:
+		*s = unsafe.String(unsafe.SliceData(in), len(in)) // raw is never modified (see jr)
+	default:
+		*s = unquote(in)
+	}
+	return true
+}
+
 // stringOf decodes raw when it is one JSON string, as unmarshal into a string does but without a decoder
 // (and sharing raw's memory when there is no escape); false when raw is anything else.
 func stringOf(raw []byte, s *string) bool {
@@ -113,10 +131,7 @@ func stringOf(raw []byte, s *string) bool {
 		return false
 	}
 	in := raw[1 : len(raw)-1]
-	i := 0
-	for i+8 <= len(in) && !strSpecial8(binary.LittleEndian.Uint64(in[i:])) {
-		i += 8 // eight plain ASCII bytes
-	}
+	i := plainRun(bytesView(in), 0)
 	plain := true
 	for _, c := range in[i:] {
 		if c < 0x20 || c == '"' || c == '\\' {
@@ -191,9 +206,7 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 		}
 		return append(dst, ']'), nil
 	case string:
-		if s, ok := appendString(dst, t); ok {
-			return s, nil
-		}
+		return appendString(dst, t), nil
 	case int:
 		return strconv.AppendInt(dst, int64(t), 10), nil
 	case int64:
@@ -224,35 +237,30 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 	return dst, nil
 }
 
-// appendString appends s as a JSON string the way encoding/json does with HTML escaping off. It reports
-// false (appending nothing) for invalid UTF-8, which the caller leaves to encoding/json.
-func appendString(dst []byte, s string) ([]byte, bool) {
-	if !utf8.ValidString(s) {
-		return dst, false
-	}
+// appendString appends s as a JSON string the way encoding/json does with HTML escaping off: '"', '\\' and
+// control characters escaped, U+2028 and U+2029 as \u2028 and \u2029, each byte of invalid UTF-8 as \ufffd.
+// Runs that need no change are copied in one append.
+func appendString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	start := 0
-	for i := 0; i < len(s); {
-		if i+8 <= len(s) && !strSpecial8(binary.LittleEndian.Uint64(stringBytes(s[i:i+8]))) {
-			i += 8 // eight plain ASCII bytes
-			continue
-		}
+	for i := plainRun(s, 0); i < len(s); i = plainRun(s, i) {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
 		if c >= utf8.RuneSelf {
 			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == '\u2028' || r == '\u2029' {
+			switch {
+			case r == utf8.RuneError && size == 1:
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, `\ufffd`...)
+			case r == '\u2028' || r == '\u2029':
 				dst = append(dst, s[start:i]...)
 				dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			default:
 				i += size
-				start = i
 				continue
 			}
 			i += size
+			start = i
 			continue
 		}
 		dst = append(dst, s[start:i]...)
@@ -276,7 +284,7 @@ func appendString(dst []byte, s string) ([]byte, bool) {
 		start = i
 	}
 	dst = append(dst, s[start:]...)
-	return append(dst, '"'), true
+	return append(dst, '"')
 }
 
 // marshal encodes v without HTML escaping.
@@ -290,9 +298,20 @@ func mustMarshal(v any) []byte {
 	return b
 }
 
+// validJSON is json.Valid, read by the hand-written reader (jr, several times faster than encoding/json's
+// scanner) when the two cannot disagree: printable ASCII without a backslash (encoding/json accepts invalid
+// UTF-8 and lone surrogate escapes, jr refuses them) and too short to reach the nesting limit.
+func validJSON(v []byte) bool {
+	if len(v) < maxJSONDepth && printableASCII(bytesView(v)) && bytes.IndexByte(v, '\\') < 0 {
+		d := jr{b: v}
+		return d.done(d.skip()) == nil
+	}
+	return json.Valid(v)
+}
+
 // compactJSON returns s compacted when it is valid JSON, else s unchanged.
 func compactJSON(s []byte) []byte {
-	if isCompact(s) && json.Valid(s) {
+	if isCompact(s) && validJSON(s) {
 		return s
 	}
 	var b bytes.Buffer
@@ -324,7 +343,7 @@ func argsObject(s string) json.RawMessage {
 		return json.RawMessage("{}")
 	}
 	// strings are immutable: a compact object is returned as a view of s, no copy
-	if v := stringBytes(t); t[0] == '{' && json.Valid(v) {
+	if v := stringBytes(t); t[0] == '{' && validJSON(v) {
 		return compactValid(v)
 	}
 	return mustMarshal(map[string]string{"_raw": s})
