@@ -59,8 +59,15 @@ func once(seen *uint32, k uint) error {
 // other handles a member the fast reader does not read: skipped, unless it names one of fields
 // (case-insensitively), which declines.
 func (r *er) other(name string, fields []string) error {
+	ascii := true
+	for i := 0; i < len(name); i++ {
+		if name[i] >= 0x80 {
+			ascii = false // a non-ASCII letter may fold to an ASCII one ('K' Kelvin to 'k'): compare all
+			break
+		}
+	}
 	for _, f := range fields {
-		if strings.EqualFold(f, name) {
+		if (!ascii || len(f) == len(name)) && strings.EqualFold(f, name) {
 			return errDecline
 		}
 	}

@@ -69,6 +69,8 @@ var eventScanSeeds = []string{
 	`{"candidates":[],"promptFeedback":{"blockReason":"SAFETY"}}`,
 	`{"candidates":[{"content":{"parts":[{"inlineData":{"mimeType":"image/png","data":"AA=="}}]},"index":0}]}`,
 	`{"candidates":[{"content":null,"finishReason":"MAX_TOKENS","index":0,"safetyRatings":[{"category":"x"}]}],"usageMetadata":{"promptTokenCount":1,"PromptTokenCount":2}}`,
+	`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"a","thin\u212aing":"b"}}`,
+	"{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"a\",\"thin\u212aing\":\"b\"}}",
 }
 
 type scanDecoder interface {
@@ -141,7 +143,7 @@ func TestEventScanMatchesDecoder(t *testing.T) {
 		"bcg", "bcg", "bcg", "bcg", "bcg", "bc", "", "bcg", "brcg", "brcg",
 		"bcg", "cg", "bcg", "brcg", "brcg", "brcg", "cg", "bcg", "bcg", "bcg",
 		"bg", "cg", "g", "cg", "bg", "bcg", "bcg", "bcg", "bc", "bc",
-		"bc",
+		"bc", "cg", "cg",
 	}
 	if len(want) != len(eventScanSeeds) {
 		t.Fatalf("%d expectations for %d seeds", len(want), len(eventScanSeeds))
