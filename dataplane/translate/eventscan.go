@@ -41,7 +41,7 @@ func (v vstr) keep() string {
 	if v.owned || v.s == "" {
 		return v.s
 	}
-	return strings.Clone(v.s)
+	return string(stringBytes(v.s)) // a copy (one-byte strings come from the runtime's static table)
 }
 
 // owned wraps a string the general decoder already copied.
