@@ -270,7 +270,7 @@ func (r *er) members(member func(name string) error) error {
 // fields reads the members of an opened object.
 func (r *er) fields(member func(name string) error) error {
 	for first := true; ; first = false {
-		name, ok, err := r.key(first)
+		name, ok, err := r.name(first)
 		if err != nil || !ok {
 			return err
 		}
@@ -278,6 +278,56 @@ func (r *er) fields(member func(name string) error) error {
 			return err
 		}
 	}
+}
+
+// plainName[c] reports whether a member name may hold byte c as it is: printable ASCII but '"' and '\\'.
+var plainName = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// name is jr.key for the usual member — a short name of printable ASCII without escapes, in one loop over
+// its bytes; anything else (an escape, non-ASCII, an error) is read by jr.key from the same position.
+func (r *er) name(first bool) (string, bool, error) {
+	b, i := r.b, r.i
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+		i++
+	}
+	if i < len(b) && b[i] == '}' {
+		r.i = i + 1
+		r.depth--
+		return "", false, nil
+	}
+	if !first {
+		if i >= len(b) || b[i] != ',' {
+			return r.key(first)
+		}
+		i++
+		for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+			i++
+		}
+	}
+	if i >= len(b) || b[i] != '"' {
+		return r.key(first)
+	}
+	j := i + 1
+	for j < len(b) && plainName[b[j]] {
+		j++
+	}
+	if j >= len(b) || b[j] != '"' || j == i+1 {
+		return r.key(first)
+	}
+	k := j + 1
+	for k < len(b) && (b[k] == ' ' || b[k] == '\n' || b[k] == '\r' || b[k] == '\t') {
+		k++
+	}
+	if k >= len(b) || b[k] != ':' {
+		return r.key(first)
+	}
+	r.i = k + 1
+	return unsafe.String(&b[i+1], j-i-1), true, nil // a view: the event's bytes are not modified
 }
 
 // ---- alpha responses ----
