@@ -13,7 +13,8 @@ type chatDecoder struct {
 	started  bool
 	tools    map[int]bool
 	sawTools bool
-	ev       chatChunk // the event being decoded
+	ev       chatChunk       // the event being decoded
+	calls    []chatCallDelta // the tool call deltas of the event being decoded (reused, cleared)
 }
 
 type chatChunk struct {
@@ -47,7 +48,7 @@ func (d *chatDecoder) decode(_ string, data []byte, out []event) ([]event, error
 	}
 	// Reused: the choices keep their array (the decoder zeroes each element it decodes into;
 	// TestStreamDecoderReuseKeepsNothing).
-	if o, ok := d.fastChunk(data, out); ok {
+	if o, ok := d.fast(data, out); ok {
 		return o, nil
 	}
 	return d.general(data, out)
@@ -71,45 +72,66 @@ func (d *chatDecoder) general(data []byte, out []event) ([]event, error) {
 		if ch.Index != 0 {
 			continue
 		}
-		dl := ch.Delta
-		if dl.ReasoningContent != "" {
-			out = append(out, event{Type: evThinking, Index: chatThinkingBlock, Text: dl.ReasoningContent})
-		}
-		if dl.Content != "" {
-			out = append(out, event{Type: evText, Index: chatTextBlock, Text: dl.Content})
-		}
-		if dl.Refusal != "" {
-			out = append(out, event{Type: evText, Index: chatTextBlock, Text: dl.Refusal})
-		}
+		dl := &ch.Delta
+		calls := d.calls[:0]
 		for _, tc := range dl.ToolCalls {
 			k := 0
 			if tc.Index != nil {
 				k = *tc.Index
 			}
-			if d.tools == nil {
-				d.tools = map[int]bool{}
-			}
-			if !d.tools[k] {
-				d.tools[k] = true
-				d.sawTools = true
-				out = append(out, event{Type: evToolStart, Index: chatToolBase + k, CallID: tc.ID, Name: tc.Function.Name})
-			}
-			if tc.Function.Arguments != "" {
-				out = append(out, event{Type: evToolArgs, Index: chatToolBase + k, Text: tc.Function.Arguments})
-			}
+			calls = append(calls, chatCallDelta{index: k, id: owned(tc.ID), name: owned(tc.Function.Name), args: owned(tc.Function.Arguments)})
 		}
-		if ch.FinishReason != "" {
-			f := chatFinishIn(ch.FinishReason)
-			if f == finishStop && d.sawTools {
-				f = finishToolCalls
-			}
-			out = append(out, event{Type: evFinish, Finish: f})
-		}
+		out = d.choice(out, owned(dl.ReasoningContent), owned(dl.Content), owned(dl.Refusal), calls, ch.FinishReason)
+		clear(calls)
+		d.calls = calls[:0]
 	}
 	if c.Usage != nil {
 		out = append(out, event{Type: evUsage, Usage: c.Usage.canonical()})
 	}
 	return out, nil
+}
+
+// chatCallDelta is one tool call delta of a chunk.
+type chatCallDelta struct {
+	index          int
+	id, name, args vstr
+}
+
+// choice maps the index-0 choice of a chunk: its reasoning, text, refusal, tool call deltas and finish
+// reason.
+func (d *chatDecoder) choice(out []event, reasoning, content, refusal vstr, calls []chatCallDelta, fin string) []event {
+	if reasoning.s != "" {
+		out = append(out, event{Type: evThinking, Index: chatThinkingBlock, Text: reasoning.keep()})
+	}
+	if content.s != "" {
+		out = append(out, event{Type: evText, Index: chatTextBlock, Text: content.keep()})
+	}
+	if refusal.s != "" {
+		out = append(out, event{Type: evText, Index: chatTextBlock, Text: refusal.keep()})
+	}
+	for i := range calls {
+		tc := &calls[i]
+		k := tc.index
+		if d.tools == nil {
+			d.tools = map[int]bool{}
+		}
+		if !d.tools[k] {
+			d.tools[k] = true
+			d.sawTools = true
+			out = append(out, event{Type: evToolStart, Index: chatToolBase + k, CallID: tc.id.keep(), Name: tc.name.keep()})
+		}
+		if tc.args.s != "" {
+			out = append(out, event{Type: evToolArgs, Index: chatToolBase + k, Text: tc.args.keep()})
+		}
+	}
+	if fin != "" {
+		f := chatFinishIn(fin)
+		if f == finishStop && d.sawTools {
+			f = finishToolCalls
+		}
+		out = append(out, event{Type: evFinish, Finish: f})
+	}
+	return out
 }
 
 func (alphaChat) newDecoder(*reqState) streamDecoder { return &chatDecoder{} }

@@ -35,7 +35,7 @@ func (d *respDecoder) decode(name string, data []byte, out []event) ([]event, er
 	if len(data) == 0 {
 		return out, nil
 	}
-	if o, ok := d.fastDelta(data, out); ok {
+	if o, ok := d.fast(data, out); ok {
 		return o, nil
 	}
 	return d.general(name, data, out)

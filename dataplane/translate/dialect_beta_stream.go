@@ -40,10 +40,20 @@ func (d *betaDecoder) decode(name string, data []byte, out []event) ([]event, er
 	if len(data) == 0 {
 		return out, nil
 	}
-	if o, ok := d.fastDelta(data, out); ok {
+	if o, ok := d.fast(data, out); ok {
 		return o, nil
 	}
 	return d.general(data, out)
+}
+
+// signature is the event of a signature fragment of block i: a block's first fragment is tagged, later
+// fragments append to it.
+func (d *betaDecoder) signature(i int, sig string) event {
+	if !d.signed[i] {
+		d.signed[i] = true
+		sig = tagSig(vocab.KindBeta, sig)
+	}
+	return event{Type: evSignature, Index: i, Text: sig}
 }
 
 // general decodes any event with the general decoder.
@@ -93,12 +103,7 @@ func (d *betaDecoder) general(data []byte, out []event) ([]event, error) {
 		case "thinking_delta":
 			out = append(out, event{Type: evThinking, Index: e.Index, Text: e.Delta.Thinking})
 		case "signature_delta":
-			sig := e.Delta.Signature
-			if !d.signed[e.Index] {
-				d.signed[e.Index] = true
-				sig = tagSig(vocab.KindBeta, sig) // tag once; later fragments append
-			}
-			out = append(out, event{Type: evSignature, Index: e.Index, Text: sig})
+			out = append(out, d.signature(e.Index, e.Delta.Signature))
 		}
 	case "content_block_stop":
 		out = append(out, event{Type: evBlockStop, Index: e.Index})

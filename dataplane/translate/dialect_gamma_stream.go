@@ -16,6 +16,10 @@ type gammaDecoder struct {
 	next    int
 	calls   bool
 	ev      gammaResponse // the event being decoded
+	// the fast path's parts and finish reasons, and usage modalities, of the event being read (reused,
+	// cleared)
+	items      []gammaFastItem
+	modalities []modalityCount
 }
 
 func (gammaGen) newDecoder(*reqState) streamDecoder { return &gammaDecoder{cur: -1} }
@@ -36,7 +40,7 @@ func (d *gammaDecoder) decode(_ string, data []byte, out []event) ([]event, erro
 	if len(data) == 0 {
 		return out, nil
 	}
-	if o, ok := d.fastChunk(data, out); ok {
+	if o, ok := d.fast(data, out); ok {
 		return o, nil
 	}
 	return d.general(data, out)
@@ -61,59 +65,89 @@ func (d *gammaDecoder) general(data []byte, out []event) ([]event, error) {
 	if c.UsageMetadata != nil {
 		out = append(out, event{Type: evUsage, Usage: c.UsageMetadata.canonical()})
 	}
-	var idx int
 	for _, cand := range c.Candidates {
 		if cand.Index != 0 {
 			continue
 		}
 		if cand.Content != nil {
-			for _, p := range cand.Content.Parts {
-				thoughtText := p.Thought && p.Text != nil
-				if p.ThoughtSignature != "" && !thoughtText {
-					out, idx = d.block(evThinking, out)
-					out = append(out, event{Type: evSignature, Index: idx, Text: tagSig(vocab.KindGamma, p.ThoughtSignature)})
+			for i := range cand.Content.Parts {
+				p := &cand.Content.Parts[i]
+				ep := gammaEvPart{thought: p.Thought, sig: owned(p.ThoughtSignature)}
+				if p.Text != nil {
+					ep.text, ep.hasText = owned(*p.Text), true
 				}
-				switch {
-				case p.FunctionCall != nil:
-					if d.cur >= 0 {
-						out = append(out, event{Type: evBlockStop, Index: d.idx})
-					}
-					d.cur = -1
-					i := d.next
-					d.next++
-					d.calls = true
-					args := p.FunctionCall.Args
-					if len(args) == 0 || string(args) == "null" {
-						args = json.RawMessage("{}")
-					}
-					out = append(out, event{Type: evToolStart, Index: i, CallID: p.FunctionCall.ID, Name: p.FunctionCall.Name},
-						event{Type: evToolArgs, Index: i, Text: string(compactJSON(args))}, event{Type: evBlockStop, Index: i})
-				case thoughtText:
-					out, idx = d.block(evThinking, out)
-					if *p.Text != "" {
-						out = append(out, event{Type: evThinking, Index: idx, Text: *p.Text})
-					}
-					if p.ThoughtSignature != "" {
-						out = append(out, event{Type: evSignature, Index: idx, Text: tagSig(vocab.KindGamma, p.ThoughtSignature)})
-					}
-				case p.Text != nil && *p.Text != "":
-					out, idx = d.block(evText, out)
-					out = append(out, event{Type: evText, Index: idx, Text: *p.Text})
+				if c := p.FunctionCall; c != nil {
+					ep.call, ep.callID, ep.name, ep.args = true, owned(c.ID), owned(c.Name), c.Args
 				}
+				out = d.part(out, &ep)
 			}
 		}
 		if cand.FinishReason != "" {
-			f := gammaFinishIn(cand.FinishReason)
-			if f == finishStop && d.calls {
-				f = finishToolCalls
-			}
-			out = append(out, event{Type: evFinish, Finish: f})
+			out = d.finish(out, cand.FinishReason)
 		}
 	}
 	if len(c.Candidates) == 0 && c.PromptFeedback != nil && c.PromptFeedback.BlockReason != "" {
 		out = append(out, event{Type: evFinish, Finish: finishContentFilter})
 	}
 	return out, nil
+}
+
+// gammaEvPart is one part of the index-0 candidate, as the general decoder or the fast path read it.
+type gammaEvPart struct {
+	text         vstr
+	hasText      bool // text was set (not null)
+	thought      bool
+	sig          vstr
+	call         bool // a function call (not null)
+	callID, name vstr
+	args         []byte
+}
+
+// part maps one part.
+func (d *gammaDecoder) part(out []event, p *gammaEvPart) []event {
+	var idx int
+	thoughtText := p.thought && p.hasText
+	if p.sig.s != "" && !thoughtText {
+		out, idx = d.block(evThinking, out)
+		out = append(out, event{Type: evSignature, Index: idx, Text: tagSig(vocab.KindGamma, p.sig.s)})
+	}
+	switch {
+	case p.call:
+		if d.cur >= 0 {
+			out = append(out, event{Type: evBlockStop, Index: d.idx})
+		}
+		d.cur = -1
+		i := d.next
+		d.next++
+		d.calls = true
+		args := p.args
+		if len(args) == 0 || string(args) == "null" {
+			args = []byte("{}")
+		}
+		out = append(out, event{Type: evToolStart, Index: i, CallID: p.callID.keep(), Name: p.name.keep()},
+			event{Type: evToolArgs, Index: i, Text: string(compactJSON(args))}, event{Type: evBlockStop, Index: i})
+	case thoughtText:
+		out, idx = d.block(evThinking, out)
+		if p.text.s != "" {
+			out = append(out, event{Type: evThinking, Index: idx, Text: p.text.keep()})
+		}
+		if p.sig.s != "" {
+			out = append(out, event{Type: evSignature, Index: idx, Text: tagSig(vocab.KindGamma, p.sig.s)})
+		}
+	case p.hasText && p.text.s != "":
+		out, idx = d.block(evText, out)
+		out = append(out, event{Type: evText, Index: idx, Text: p.text.keep()})
+	}
+	return out
+}
+
+// finish maps a candidate's finish reason.
+func (d *gammaDecoder) finish(out []event, reason string) []event {
+	f := gammaFinishIn(reason)
+	if f == finishStop && d.calls {
+		f = finishToolCalls
+	}
+	return append(out, event{Type: evFinish, Finish: f})
 }
 
 // ---- canonical events -> client gamma stream (alt=sse or JSON array) ----
