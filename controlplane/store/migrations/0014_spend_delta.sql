@@ -6,7 +6,7 @@
 -- folded upserted all five rollups. Varied batches of 100 settled at 79–80 % of the throughput without
 -- rollups, late ones at 56–58 % (docs/benchmarks.md, "Spend API"). Now:
 --
---   spend_delta        (every dimension, per UTC hour, no key and no index) receives, per settlement
+--   spend_delta        (every dimension, per UTC hour, no key; one plain index on bucket) receives, per settlement
 --                      statement, the statement's request rows summed per hour and dimensions: a plain
 --                      INSERT, whatever the hour (late records too);
 --   spend_hour, spend_day, spend_key_day, spend_team_hour, spend_team_day ("the rollups")
@@ -55,6 +55,10 @@ CREATE TABLE spend_delta (
     cache_creation_1h_tokens      bigint      NOT NULL,
     image_output_tokens           bigint      NOT NULL
 );
+-- The queries' range, so a query reads the delta rows of its range however large the table's file has grown
+-- (a backlog appended and folded leaves dead space until vacuum reuses it): a plain btree insert per delta
+-- row, no uniqueness to check.
+CREATE INDEX spend_delta_bucket_idx ON spend_delta (bucket);
 
 -- 0012 left the hours from its mark on in spend_hour only: add them to the four coarse rollups, so every
 -- rollup holds everything settled and spend_delta starts empty.
