@@ -50,7 +50,7 @@ func TestSettleMaintainsSpendRollupsExactlyOnce(t *testing.T) {
 			t.Errorf("%s: %d requests before the fold, want 0", table, n)
 		}
 	}
-	// Fold (as the first settlement statement five minutes after the last fold does), then redeliver again.
+	// Fold (as the first settlement statement of the next UTC hour does), then redeliver again.
 	if _, err := b.db.Pool.Exec(ctx, `SELECT spend_rollup_fold()`); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestSettleMaintainsSpendRollupsExactlyOnce(t *testing.T) {
 		t.Errorf("spend_delta: %d requests after the fold and a redelivery, want 0", n)
 	}
 	// A fold due: the next settlement statement folds before appending its own rows.
-	if _, err := b.db.Pool.Exec(ctx, `UPDATE spend_fold SET folded_at = now() - interval '6 minutes'`); err != nil {
+	if _, err := b.db.Pool.Exec(ctx, `UPDATE spend_fold SET folded_at = now() - interval '1 hour'`); err != nil {
 		t.Fatal(err)
 	}
 	settle([]*settlementv1.SettlementRecord{record("roll-late", 1, 2, 3, "1")})
@@ -90,7 +90,7 @@ func TestSettleMaintainsSpendRollupsExactlyOnce(t *testing.T) {
 // is the same as any other). Every statement appends to spend_delta (migration 0014); no fold is due during
 // the run (the last fold is the migration's), so after it the benchmark times one fold of everything the run
 // appended and reports it per batch (fold-ms/batch): the fold's share of each batch's cost, paid once every
-// five minutes by one settlement statement.
+// hour by one settlement statement.
 func BenchmarkSettleIngestRollups(b *testing.B) {
 	type kind struct {
 		name         string

@@ -1,5 +1,5 @@
--- Issue 18, item 1, third take: a settlement statement appends its rollup rows; a fold every few minutes
--- moves them into the rollups.
+-- Issue 18, item 1, third take: a settlement statement appends its rollup rows; a fold once an hour moves
+-- them into the rollups.
 --
 -- With 0012 a settlement statement upserted spend_hour (INSERT ... ON CONFLICT DO UPDATE: a unique-index probe
 -- per row, and for a row already there a new row version and a dead one), and a record of an hour already
@@ -12,8 +12,11 @@
 --   spend_hour, spend_day, spend_key_day, spend_team_hour, spend_team_day ("the rollups")
 --                      hold everything folded: spend_rollup_fold() deletes every spend_delta row it can see
 --                      and adds their sums to the five rollups, in one statement (the rows it adds are
---                      exactly the rows it deleted). The first settlement statement at least five minutes
---                      after the last fold runs it, in its own transaction.
+--                      exactly the rows it deleted). The first settlement statement of each UTC hour runs it
+--                      (as 0012's fold), in its own transaction. Per hour a fold upserts each distinct
+--                      dimension tuple of the hour once per rollup, where 0012 upserted spend_hour once per
+--                      statement naming it, and a query reads at most about an hour of delta rows (through
+--                      the bucket index), as it read the unfolded hour of spend_hour.
 --
 -- Invariant: each rollup plus spend_delta, summed to the rollup's grain, equals the request rows of usages.
 -- A query reads a rollup together with the spend_delta rows of its range in one statement (one snapshot:
@@ -248,7 +251,7 @@ END $$;
 -- request rows summed per hour and dimensions.
 CREATE OR REPLACE FUNCTION spend_rollup_ingest() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF (SELECT folded_at FROM spend_fold) <= now() - interval '5 minutes' THEN
+    IF (SELECT folded_at FROM spend_fold) < date_trunc('hour', now(), 'UTC') THEN
         IF current_setting('transaction_isolation') = 'read committed' THEN
             IF pg_try_advisory_xact_lock(1953459308, 18) THEN
                 PERFORM spend_rollup_fold();

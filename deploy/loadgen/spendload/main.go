@@ -2,7 +2,7 @@
 // database, applies the migrations, loads -rows usage rows spread evenly over -days days with SQL
 // generate_series (one INSERT per -chunk rows, so the spend rollup trigger maintains the rollups exactly as
 // settlement does: per statement, in the inserting transaction), then one more hour's worth of rows in the
-// current UTC hour, after folding the rows loaded so far (as the folds every five minutes of live traffic
+// current UTC hour, after folding the rows loaded so far (as the hourly folds of live traffic
 // would have: the open hour's rows stay in spend_delta until the next fold, so the queries read a rollup and
 // the delta rows, as they do live), then serves the admin REST API on loopback
 // and times GET /admin/spend for the queries an operator runs, -runs times each (fewer for a query slower than 4 s a run: at most 40 s and at least 10 runs each),
@@ -180,7 +180,7 @@ func load(ctx context.Context, pool *pgxpool.Pool, rows, chunk int, start, end t
 		}
 		fmt.Printf("loaded %d rows (%.0f s)\n", hi, time.Since(t0).Seconds())
 	}
-	// The load's statements folded when a fold was due (every five minutes, as settlement does); fold the rest,
+	// The load's statements folded when a fold was due (once an hour, as settlement does); fold the rest,
 	// as the next statement after the load would.
 	tf := time.Now()
 	var folded int64
