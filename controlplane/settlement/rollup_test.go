@@ -13,8 +13,8 @@ import (
 )
 
 // TestSettleMaintainsSpendRollupsExactlyOnce: records settled through the service reach the spend rollups
-// (migration 0012's trigger: spend_hour for the open hour, the coarse rollups when it is folded) in the same
-// transaction, and a batch redelivered before or after the fold adds nothing to them.
+// (migration 0014's trigger: spend_delta, then the five rollups when folded) in the same transaction, and a
+// batch redelivered before or after the fold adds nothing to them.
 func TestSettleMaintainsSpendRollupsExactlyOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -38,32 +38,59 @@ func TestSettleMaintainsSpendRollupsExactlyOnce(t *testing.T) {
 		}
 		return n, cost
 	}
+	rollups := []string{"spend_hour", "spend_day", "spend_key_day", "spend_team_hour", "spend_team_day"}
 	settle(recs)
 	settle(recs)
 	settle(recs[10:20])
-	if n, cost := sums("spend_hour"); n != 30 || cost != "0.00369" {
-		t.Errorf("spend_hour: %d requests costing %s, want 30 costing 0.00369", n, cost)
+	if n, cost := sums("spend_delta"); n != 30 || cost != "0.00369" {
+		t.Errorf("spend_delta: %d requests costing %s, want 30 costing 0.00369", n, cost)
 	}
-	// Fold the current hour (as the first settlement of the next hour does), then redeliver again.
-	if _, err := b.db.Pool.Exec(ctx, `SELECT spend_rollup_fold(now() + interval '1 hour')`); err != nil {
+	for _, table := range rollups {
+		if n, _ := sums(table); n != 0 {
+			t.Errorf("%s: %d requests before the fold, want 0", table, n)
+		}
+	}
+	// Fold (as the first settlement statement of the next UTC hour does), then redeliver again.
+	if _, err := b.db.Pool.Exec(ctx, `SELECT spend_rollup_fold()`); err != nil {
 		t.Fatal(err)
 	}
 	settle(recs[5:25])
-	for _, table := range []string{"spend_hour", "spend_day", "spend_key_day", "spend_team_hour", "spend_team_day"} {
+	for _, table := range rollups {
 		if n, cost := sums(table); n != 30 || cost != "0.00369" {
 			t.Errorf("%s: %d requests costing %s, want 30 costing 0.00369", table, n, cost)
 		}
 	}
+	if n, _ := sums("spend_delta"); n != 0 {
+		t.Errorf("spend_delta: %d requests after the fold and a redelivery, want 0", n)
+	}
+	// A fold due: the next settlement statement folds before appending its own rows.
+	if _, err := b.db.Pool.Exec(ctx, `UPDATE spend_fold SET folded_at = now() - interval '1 hour'`); err != nil {
+		t.Fatal(err)
+	}
+	settle([]*settlementv1.SettlementRecord{record("roll-late", 1, 2, 3, "1")})
+	var foldedAt time.Time
+	if err := b.db.Pool.QueryRow(ctx, `SELECT folded_at FROM spend_fold`).Scan(&foldedAt); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(foldedAt) > time.Minute {
+		t.Errorf("the settlement statement did not fold: last fold at %s", foldedAt)
+	}
+	if n, cost := sums("spend_delta"); n != 1 || cost != "1" {
+		t.Errorf("spend_delta: %d requests costing %s after the statement that folded, want its own 1 costing 1", n, cost)
+	}
 }
 
 // BenchmarkSettleIngestRollups measures ingest without the spend rollups (the trigger disabled: the figure
-// before issue 18; migration 0012 leaves usages as it was) and with them, in one run: two databases, and every
-// iteration settles one batch into each, in alternating order, so both see the same machine load. It reports
-// the median milliseconds per batch of each and the throughput with rollups as a percentage of the throughput
-// without. Records are BenchmarkSettleIngest's (one org, team, key and model: every batch updates the same
-// rollup rows) or varied ones (12 models and 600 keys: a batch writes many rollup rows), created now (the
-// open hour: spend_hour only), or, for "late", varied and two hours old (hours already folded: spend_hour and
-// the four coarse rollups, the path of records settled after their hour was folded).
+// before issue 18; the rollup migrations leave usages as it was) and with them, in one run: two databases, and
+// every iteration settles one batch into each, in alternating order, so both see the same machine load. It
+// reports the median milliseconds per batch of each and the throughput with rollups as a percentage of the
+// throughput without. Records are BenchmarkSettleIngest's (one org, team, key and model) or varied ones (12
+// models and 600 keys: a batch of 100 sums to about 100 rollup rows), created now, or, for "late", varied and
+// two hours old (the path of records settled after their hour; with 0012 it wrote five rollups, with 0014 it
+// is the same as any other). Every statement appends to spend_delta (migration 0014); no fold is due during
+// the run (the last fold is the migration's), so after it the benchmark times one fold of everything the run
+// appended and reports it per batch (fold-ms/batch): the fold's share of each batch's cost, paid once every
+// hour by one settlement statement.
 func BenchmarkSettleIngestRollups(b *testing.B) {
 	type kind struct {
 		name         string
@@ -118,6 +145,12 @@ func BenchmarkSettleIngestRollups(b *testing.B) {
 					}
 					it++
 				}
+				b.StopTimer()
+				t0 := time.Now()
+				if _, err := on.db.Pool.Exec(ctx, `SELECT spend_rollup_fold()`); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(time.Since(t0).Microseconds())/1000/float64(len(onT)), "fold-ms/batch")
 				mOff, mOn := median(offT), median(onT)
 				b.ReportMetric(float64(mOff.Microseconds())/1000, "off-ms/batch")
 				b.ReportMetric(float64(mOn.Microseconds())/1000, "on-ms/batch")

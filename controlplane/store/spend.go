@@ -157,30 +157,26 @@ func spendTable(q SpendQuery) string {
 	return "spend_team_hour"
 }
 
-// spendCoarseColumns are the dimension columns of each coarse rollup (migration 0012): they hold the hours
-// before the fold mark, and spend_hour the hours from it on.
-var spendCoarseColumns = map[string]string{
+// spendColumns are the dimension columns of each rollup.
+var spendColumns = map[string]string{
+	"spend_hour":      "org_id, team_id, user_id, api_key_id, provider_id, logical_model, upstream_model, operation, end_state",
 	"spend_day":       "org_id, team_id, user_id, api_key_id, provider_id, logical_model, upstream_model, operation, end_state",
 	"spend_key_day":   "org_id, team_id, user_id, api_key_id",
 	"spend_team_hour": "org_id, team_id, provider_id, logical_model, upstream_model, operation, end_state",
 	"spend_team_day":  "org_id, team_id, provider_id, logical_model, upstream_model, operation, end_state",
 }
 
-// spendSource is the FROM item reading table over [$1, $2): a coarse rollup together with the spend_hour rows
-// not folded into it yet (at or after spend_fold.folded_before), read in the same snapshot, so the sum is
-// exact whenever it is read. Hour rows keep their hour bucket: a daily rollup is read only with day or month
-// buckets in UTC (or none), whose bucket expression truncates them to the same day.
+// spendSource is the FROM item reading table over [$1, $2): the rollup together with the spend_delta rows of
+// the range not folded into it yet (migration 0014), read in the same snapshot, so the sum is exact whenever
+// it is read. Delta rows keep their hour bucket: a daily rollup is read only with day or month buckets in UTC
+// (or none), whose bucket expression truncates them to the same day. spend_delta has every dimension, so it
+// can stand in for any rollup.
 func spendSource(table string) string {
-	cols, ok := spendCoarseColumns[table]
-	if !ok {
-		return table
-	}
 	const measures = `requests, cost, input_tokens, output_tokens, cache_read_tokens, cache_creation_5m_tokens,
 		cache_creation_30m_tokens, cache_creation_1h_tokens, image_output_tokens`
 	return fmt.Sprintf(`(SELECT bucket, %[1]s, %[2]s FROM %[3]s WHERE bucket >= $1 AND bucket < $2
 		UNION ALL
-		SELECT bucket, %[1]s, %[2]s FROM spend_hour
-		 WHERE bucket >= $1 AND bucket < $2 AND bucket >= (SELECT folded_before FROM spend_fold)) src`, cols, measures, table)
+		SELECT bucket, %[1]s, %[2]s FROM spend_delta WHERE bucket >= $1 AND bucket < $2) src`, spendColumns[table], measures, table)
 }
 
 func isUTCDay(t time.Time) bool { return t.Equal(t.UTC().Truncate(24 * time.Hour)) }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/tollgate/tollgate/controlplane/store"
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
 )
@@ -66,7 +68,7 @@ type spendRef struct {
 
 // referenceSpend aggregates usages directly (what the rollups must equal) with the same buckets, groups and
 // filters as q, keyed like keyOf.
-func referenceSpend(t *testing.T, db *storetest.DB, q store.SpendQuery) map[string]spendRef {
+func referenceSpend(t *testing.T, db store.DBTX, q store.SpendQuery) map[string]spendRef {
 	t.Helper()
 	cols := map[store.SpendDim]string{store.DimOrg: "coalesce(org_id, 0)", store.DimTeam: "coalesce(team_id, 0)",
 		store.DimUser: "coalesce(user_id, 0)", store.DimKey: "coalesce(api_key_id, 0)",
@@ -94,7 +96,7 @@ func referenceSpend(t *testing.T, db *storetest.DB, q store.SpendQuery) map[stri
 			where = append(where, fmt.Sprintf("%s = ANY($%d::text[])", cols[f.Dim], len(args)))
 		}
 	}
-	rows, err := db.Pool.Query(context.Background(), `SELECT concat_ws('|', `+strings.Join(sel, ", ")+`), count(*),
+	rows, err := db.Query(context.Background(), `SELECT concat_ws('|', `+strings.Join(sel, ", ")+`), count(*),
 		trim_scale(sum(cost))::text, sum(input_tokens)::bigint, sum(output_tokens)::bigint, sum(cache_read_tokens)::bigint,
 		sum(cache_creation_5m_tokens)::bigint, sum(cache_creation_30m_tokens)::bigint, sum(cache_creation_1h_tokens)::bigint,
 		sum(image_output_tokens)::bigint FROM usages WHERE `+strings.Join(where, " AND ")+` GROUP BY 1`, args...)
@@ -120,10 +122,10 @@ func referenceSpend(t *testing.T, db *storetest.DB, q store.SpendQuery) map[stri
 }
 
 // keyOf renders a row's key as referenceSpend does (Postgres's text of the bucket and the group values).
-func keyOf(t *testing.T, db *storetest.DB, r store.SpendRow) string {
+func keyOf(t *testing.T, db store.DBTX, r store.SpendRow) string {
 	t.Helper()
 	var b string
-	if err := db.Pool.QueryRow(context.Background(), `SELECT $1::timestamptz::text`, r.BucketStart).Scan(&b); err != nil {
+	if err := db.QueryRow(context.Background(), `SELECT $1::timestamptz::text`, r.BucketStart).Scan(&b); err != nil {
 		t.Fatal(err)
 	}
 	parts := []string{b}
@@ -148,19 +150,19 @@ func idText(id *int64) string {
 }
 
 // sumDecimals adds decimal strings exactly (in Postgres).
-func sumDecimals(t *testing.T, db *storetest.DB, ds []string) string {
+func sumDecimals(t *testing.T, db store.DBTX, ds []string) string {
 	t.Helper()
 	var s string
-	if err := db.Pool.QueryRow(context.Background(), `SELECT trim_scale(coalesce(sum(x::numeric), 0))::text FROM unnest($1::text[]) x`, ds).Scan(&s); err != nil {
+	if err := db.QueryRow(context.Background(), `SELECT trim_scale(coalesce(sum(x::numeric), 0))::text FROM unnest($1::text[]) x`, ds).Scan(&s); err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func usagesCost(t *testing.T, db *storetest.DB, since, until time.Time) string {
+func usagesCost(t *testing.T, db store.DBTX, since, until time.Time) string {
 	t.Helper()
 	var s string
-	if err := db.Pool.QueryRow(context.Background(), `SELECT trim_scale(coalesce(sum(cost), 0))::text FROM usages
+	if err := db.QueryRow(context.Background(), `SELECT trim_scale(coalesce(sum(cost), 0))::text FROM usages
 		WHERE created_at >= $1 AND created_at < $2`, since, until).Scan(&s); err != nil {
 		t.Fatal(err)
 	}
@@ -228,8 +230,14 @@ func TestSpendRollupsEqualUsages(t *testing.T) {
 // directly. It returns the rollup read.
 func checkSpend(t *testing.T, db *storetest.DB, q store.SpendQuery) string {
 	t.Helper()
+	return checkSpendIn(t, db.Pool, q)
+}
+
+// checkSpendIn is checkSpend on db (a pool, or a transaction whose snapshot both reads share).
+func checkSpendIn(t *testing.T, db store.DBTX, q store.SpendQuery) string {
+	t.Helper()
 	q.MaxRows = 100000
-	ans, err := store.QuerySpend(context.Background(), db.Pool, q)
+	ans, err := store.QuerySpend(context.Background(), db, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +309,7 @@ func TestSpendTopN(t *testing.T) {
 		perGroup[k] = append(perGroup[k], r.Cost)
 	}
 	for _, r := range all.Rows[:2] {
-		if got := sumDecimals(t, db, perGroup[idText(r.Group[0].ID)]); got != r.Cost {
+		if got := sumDecimals(t, db.Pool, perGroup[idText(r.Group[0].ID)]); got != r.Cost {
 			t.Errorf("top key %v: days add to %s, want %s", r.Group[0].ID, got, r.Cost)
 		}
 	}
@@ -309,10 +317,10 @@ func TestSpendTopN(t *testing.T) {
 	for _, r := range all.Rows[2:] {
 		rest = append(rest, r.Cost)
 	}
-	if got, want := sumDecimals(t, db, perGroup["other"]), sumDecimals(t, db, rest); got != want {
+	if got, want := sumDecimals(t, db.Pool, perGroup["other"]), sumDecimals(t, db.Pool, rest); got != want {
 		t.Errorf("other = %s, want %s", got, want)
 	}
-	if got, want := sumDecimals(t, db, costs), usagesCost(t, db, since, until); got != want || top.Total.Cost != want {
+	if got, want := sumDecimals(t, db.Pool, costs), usagesCost(t, db.Pool, since, until); got != want || top.Total.Cost != want {
 		t.Errorf("rows add to %s (total %s), usages %s", got, top.Total.Cost, want)
 	}
 	if _, err := store.QuerySpend(ctx, db.Pool, store.SpendQuery{Since: since, Until: until, Bucket: store.BucketHour,
@@ -321,16 +329,19 @@ func TestSpendTopN(t *testing.T) {
 	}
 }
 
-// TestSpendRollupsFollowTheTransaction: a usage insert rolled back leaves the rollups untouched, and so does
-// a fold rolled back (the mark included).
+// TestSpendRollupsFollowTheTransaction: a usage insert rolled back leaves the rollups and spend_delta
+// untouched, and so does a fold rolled back (its time included).
 func TestSpendRollupsFollowTheTransaction(t *testing.T) {
 	t.Parallel()
 	db := storetest.New(t)
 	ctx := context.Background()
-	var mark time.Time
-	if err := db.Pool.QueryRow(ctx, `SELECT folded_before FROM spend_fold`).Scan(&mark); err != nil {
+	var foldedAt time.Time
+	if err := db.Pool.QueryRow(ctx, `SELECT folded_at FROM spend_fold`).Scan(&foldedAt); err != nil {
 		t.Fatal(err)
 	}
+	const count = `SELECT (SELECT count(*) FROM spend_hour) + (SELECT count(*) FROM spend_day)
+		+ (SELECT count(*) FROM spend_key_day) + (SELECT count(*) FROM spend_team_hour) + (SELECT count(*) FROM spend_team_day),
+		(SELECT count(*) FROM spend_delta), (SELECT folded_at FROM spend_fold)`
 	tx, err := db.Pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -339,120 +350,49 @@ func TestSpendRollupsFollowTheTransaction(t *testing.T) {
 		VALUES ('r1', 'chat', 'openai_chat', 1.5, 'upstream', 'completed', $1)`, spendDay0); err != nil {
 		t.Fatal(err)
 	}
-	// A row of an hour not folded yet, and a fold of it in the same transaction.
 	if _, err := tx.Exec(ctx, `INSERT INTO usages (request_id, operation, inbound_kind, cost, source, end_state, created_at)
 		VALUES ('r2', 'chat', 'openai_chat', 2.5, 'upstream', 'completed', now() + interval '2 hours')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `SELECT spend_rollup_fold(now() + interval '4 hours')`); err != nil {
+	var rollups, delta int
+	var at time.Time
+	if err := tx.QueryRow(ctx, count).Scan(&rollups, &delta, &at); err != nil {
 		t.Fatal(err)
 	}
-	var inTx int
-	if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM spend_hour) + (SELECT count(*) FROM spend_day)
-		+ (SELECT count(*) FROM spend_key_day) + (SELECT count(*) FROM spend_team_hour) + (SELECT count(*) FROM spend_team_day)`).Scan(&inTx); err != nil {
+	if rollups != 0 || delta != 2 {
+		t.Errorf("before the fold: %d rollup rows and %d delta rows, want 0 and 2", rollups, delta)
+	}
+	var moved int
+	if err := tx.QueryRow(ctx, `SELECT spend_rollup_fold()`).Scan(&moved); err != nil {
 		t.Fatal(err)
 	}
-	if inTx != 10 {
-		t.Errorf("inside the transaction the rollups hold %d rows, want 10", inTx)
+	if err := tx.QueryRow(ctx, count).Scan(&rollups, &delta, &at); err != nil {
+		t.Fatal(err)
+	}
+	if moved != 2 || rollups != 10 || delta != 0 {
+		t.Errorf("after the fold: moved %d, %d rollup rows and %d delta rows, want 2, 10 and 0", moved, rollups, delta)
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var after int
-	var markAfter time.Time
-	if err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM spend_hour) + (SELECT count(*) FROM spend_day)
-		+ (SELECT count(*) FROM spend_key_day) + (SELECT count(*) FROM spend_team_hour) + (SELECT count(*) FROM spend_team_day),
-		(SELECT folded_before FROM spend_fold)`).Scan(&after, &markAfter); err != nil {
+	if err := db.Pool.QueryRow(ctx, count).Scan(&rollups, &delta, &at); err != nil {
 		t.Fatal(err)
 	}
-	if after != 0 || !markAfter.Equal(mark) {
-		t.Errorf("after rollback the rollups hold %d rows and the mark is %s (was %s)", after, markAfter, mark)
+	if rollups != 0 || delta != 0 || !at.Equal(foldedAt) {
+		t.Errorf("after rollback: %d rollup rows, %d delta rows, folded at %s (was %s)", rollups, delta, at, foldedAt)
 	}
 }
 
-// TestSpendMigrationBackfills runs the backfills of migrations 0011 (the rollups from usages) and 0012 (the
-// fold mark and spend_key_day from spend_day) over rows settled without the trigger.
-func TestSpendMigrationBackfills(t *testing.T) {
-	t.Parallel()
-	db := storetest.New(t)
-	ctx := context.Background()
-	if _, err := db.Pool.Exec(ctx, `ALTER TABLE usages DISABLE TRIGGER usages_spend_rollup`); err != nil {
-		t.Fatal(err)
-	}
-	settleAll(t, db, spendRows(300, 4))
-	if _, err := db.Pool.Exec(ctx, `ALTER TABLE usages ENABLE TRIGGER usages_spend_rollup`); err != nil {
-		t.Fatal(err)
-	}
-	migs, err := store.Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var backfill11, backfill12 string
-	for _, m := range migs {
-		switch m.Version {
-		case 11:
-			_, backfill11, _ = strings.Cut(m.SQL, "-- The rows settled before this migration.")
-		case 12:
-			_, backfill12, _ = strings.Cut(m.SQL, "-- 0011 kept all four rollups complete")
-		}
-	}
-	if strings.Count(backfill11, "INSERT INTO spend_") != 4 || strings.Count(backfill12, "INSERT INTO spend_") != 2 {
-		t.Fatalf("migration 0011 or 0012 backfill not found")
-	}
-	backfill12 = strings.TrimPrefix(backfill12[strings.Index(backfill12, "\n"):], "\n")
-	if _, err := db.Pool.Exec(ctx, `DELETE FROM spend_fold`); err != nil {
-		t.Fatal(err)
-	}
-	for _, sql := range []string{backfill11, backfill12} {
-		if _, err := db.Pool.Exec(ctx, sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var mark time.Time
-	if err := db.Pool.QueryRow(ctx, `SELECT folded_before FROM spend_fold`).Scan(&mark); err != nil {
-		t.Fatal(err)
-	}
-	if now := time.Now().UTC().Truncate(time.Hour); mark.Before(now) {
-		t.Errorf("mark %s before the current hour %s", mark, now)
-	}
-	since, until := spendDay0, spendDay0.Add(72*time.Hour)
-	for _, c := range []struct {
-		q     store.SpendQuery
-		table string
-	}{
-		{store.SpendQuery{Since: since, Until: until, Bucket: store.BucketHour, GroupBy: []store.SpendDim{store.DimKey, store.DimLogicalModel}}, "spend_hour"},
-		{store.SpendQuery{Since: since, Until: until, Bucket: store.BucketDay, GroupBy: []store.SpendDim{store.DimUser, store.DimKey}}, "spend_key_day"},
-		{store.SpendQuery{Since: since, Until: until, Bucket: store.BucketDay, GroupBy: []store.SpendDim{store.DimKey, store.DimEndState}}, "spend_day"},
-		{store.SpendQuery{Since: since, Until: until, Bucket: store.BucketDay, GroupBy: []store.SpendDim{store.DimLogicalModel}}, "spend_team_day"},
-	} {
-		if table := checkSpend(t, db, c.q); table != c.table {
-			t.Errorf("read %s, want %s", table, c.table)
-		}
-	}
-	checkFolded(t, db, "after the backfills")
-}
-
-// TestSpendFoldKeepsRollupsExact: rows of hours not folded yet are in spend_hour only; folds (explicit, and
-// concurrent with settlement), late rows (hours already folded), redelivered, concurrent and rolled-back
-// batches leave every rollup's answer equal to usages aggregated directly, and each coarse rollup equal to
-// the spend_hour rows before the mark summed to its grain.
-func TestSpendFoldKeepsRollupsExact(t *testing.T) {
-	t.Parallel()
-	db := storetest.New(t)
-	ctx := context.Background()
-	// Three days from two hours after the current one: after the mark the migration set (its hour), so
-	// settling them writes spend_hour only until a fold.
-	day0 := time.Now().UTC().Truncate(time.Hour).Add(2 * time.Hour)
+// spendChecks are queries reading each rollup over the three days from day0 (and two days after).
+func spendChecks(t *testing.T, day0 time.Time) []spendCheck {
+	t.Helper()
 	since := day0.Truncate(24 * time.Hour)
 	until := since.Add(5 * 24 * time.Hour)
 	ny, err := time.LoadLocation("America/New_York")
 	if err != nil {
 		t.Fatal(err)
 	}
-	queries := []struct {
-		q     store.SpendQuery
-		table string
-	}{
+	return []spendCheck{
 		{store.SpendQuery{Since: since, Until: until, Bucket: store.BucketDay, GroupBy: []store.SpendDim{store.DimLogicalModel}}, "spend_team_day"},
 		{store.SpendQuery{Since: since, Until: until, Bucket: store.BucketMonth, GroupBy: []store.SpendDim{store.DimOrg, store.DimTeam}}, "spend_team_day"},
 		{store.SpendQuery{Since: since, Until: until, Bucket: store.BucketDay, GroupBy: []store.SpendDim{store.DimKey}}, "spend_key_day"},
@@ -463,37 +403,136 @@ func TestSpendFoldKeepsRollupsExact(t *testing.T) {
 		{store.SpendQuery{Since: since, Until: until, Bucket: store.BucketDay, Location: ny, GroupBy: []store.SpendDim{store.DimProvider}}, "spend_team_hour"},
 		{store.SpendQuery{Since: since, Until: until, Bucket: store.BucketHour, GroupBy: []store.SpendDim{store.DimUser, store.DimLogicalModel}}, "spend_hour"},
 	}
-	check := func(stage string) {
-		t.Helper()
-		for _, c := range queries {
-			if table := checkSpend(t, db, c.q); table != c.table {
-				t.Errorf("%s: read %s, want %s", stage, table, c.table)
-			}
+}
+
+type spendCheck struct {
+	q     store.SpendQuery
+	table string
+}
+
+// checkAll runs the checks and the rollup invariant on db (a pool, or a transaction whose snapshot they share).
+func checkAll(t *testing.T, db store.DBTX, checks []spendCheck, stage string) {
+	t.Helper()
+	for _, c := range checks {
+		if table := checkSpendIn(t, db, c.q); table != c.table {
+			t.Errorf("%s: read %s, want %s", stage, table, c.table)
 		}
-		checkFolded(t, db, stage)
 	}
-	fold := func(upto time.Time) {
-		if _, err := db.Pool.Exec(ctx, `SELECT spend_rollup_fold($1)`, upto); err != nil {
-			t.Errorf("fold to %s: %v", upto, err)
+	checkRollups(t, db, stage)
+}
+
+// insertOldUsages inserts rows with columns usages has had since migration 0001 (for databases migrated to an
+// older version), one statement per row.
+func insertOldUsages(t *testing.T, db store.DBTX, rows []store.UsageRow) {
+	t.Helper()
+	for _, r := range rows {
+		if _, err := db.Exec(context.Background(), `INSERT INTO usages (request_id, api_key_id, user_id, team_id, org_id,
+			    provider_id, logical_model, upstream_model, operation, inbound_kind, input_tokens, output_tokens,
+			    cache_read_tokens, cache_creation_5m_tokens, cache_creation_30m_tokens, cache_creation_1h_tokens,
+			    image_output_tokens, cost, source, end_state, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18::numeric, $19, $20, $21)`,
+			r.RequestID, r.APIKeyID, r.UserID, r.TeamID, r.OrgID, r.ProviderID, r.LogicalModel, r.UpstreamModel,
+			r.Operation, r.InboundKind, r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheCreation5m,
+			r.CacheCreation30m, r.CacheCreation1h, r.ImageOutput, r.Cost, r.Source, r.EndState, r.CreatedAt); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSpendMigrationBackfills: rows stored before the rollups existed (a database at migration 0010) are in
+// every rollup after the migrations (0011's backfill, 0012's fold mark and key-grain table, 0013, 0014).
+func TestSpendMigrationBackfills(t *testing.T) {
+	t.Parallel()
+	pool := databaseBefore(t, 11)
+	insertOldUsages(t, pool, spendRows(300, 4))
+	if _, err := store.Migrate(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, pool, spendChecks(t, spendDay0), "after the migrations")
+	if n := scalar(t, pool, `SELECT count(*)::text FROM spend_delta`); n != "0" {
+		t.Errorf("%s spend_delta rows after the migrations, want 0", n)
+	}
+}
+
+// TestSpendDeltaMigrationUpgrades0013: a database at migration 0013 holding rows in every state 0012 knew
+// (hours folded, hours after the mark in spend_hour only, late rows of folded hours, redelivered batches) is
+// exact after 0014, with every rollup complete and spend_delta empty, and stays exact as settlement and folds
+// go on.
+func TestSpendDeltaMigrationUpgrades0013(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := databaseBefore(t, 14)
+	db := &storetest.DB{Pool: pool}
+	hour := time.Now().UTC().Truncate(time.Hour)
+	past := spendRows(200, 11)             // before 0012's mark: every rollup
+	future := spendRowsFrom(300, 12, hour) // from the current hour: spend_hour only until folded
+	settleAll(t, db, append(past[:100:100], future[:200]...))
+	if _, err := pool.Exec(ctx, `SELECT spend_rollup_fold($1)`, hour.Add(30*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	settleAll(t, db, append(append(past[50:], future[100:]...), future[:20]...)) // late rows and redeliveries
+	before := scalar(t, pool, `SELECT count(*) || ' ' || sum(cost) FROM usages`)
+	var pending int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM spend_hour WHERE bucket >= (SELECT folded_before FROM spend_fold)`).Scan(&pending); err != nil {
+		t.Fatal(err)
+	}
+	if pending == 0 {
+		t.Fatal("no spend_hour rows after 0012's mark: the test would not exercise the upgrade")
+	}
+	if _, err := store.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if got := scalar(t, pool, `SELECT count(*) || ' ' || sum(cost) FROM usages`); got != before {
+		t.Errorf("usages changed by the migration: %s, was %s", got, before)
+	}
+	if n := scalar(t, pool, `SELECT count(*)::text FROM spend_delta`); n != "0" {
+		t.Errorf("%s spend_delta rows after the migration, want 0", n)
+	}
+	checkAll(t, pool, spendChecks(t, spendDay0), "past days after the migration")
+	checks := spendChecks(t, hour)
+	checkAll(t, pool, checks, "after the migration")
+	settleAll(t, db, append(spendRowsFrom(100, 13, hour), future...))
+	checkAll(t, pool, checks, "settled after the migration")
+	if _, err := pool.Exec(ctx, `SELECT spend_rollup_fold()`); err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, pool, checks, "folded after the migration")
+}
+
+// TestSpendFoldKeepsRollupsExact: settled rows wait in spend_delta until a fold; folds (explicit, by the
+// trigger when due, concurrent with settlement and with each other), late rows, redelivered, concurrent and
+// rolled-back batches leave every answer equal to usages aggregated directly, in every snapshot, including
+// snapshots taken while folds and batches are in flight.
+func TestSpendFoldKeepsRollupsExact(t *testing.T) {
+	t.Parallel()
+	db := storetest.New(t)
+	ctx := context.Background()
+	day0 := time.Now().UTC().Truncate(time.Hour).Add(-30 * time.Hour)
+	checks := spendChecks(t, day0)
+	fold := func() {
+		if _, err := db.Pool.Exec(ctx, `SELECT spend_rollup_fold()`); err != nil {
+			t.Errorf("fold: %v", err)
 		}
 	}
 	rows := spendRowsFrom(900, 5, day0)
 	settleAll(t, db, rows[:300])
-	var coarse int
-	if err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM spend_day) + (SELECT count(*) FROM spend_key_day)
-		+ (SELECT count(*) FROM spend_team_hour) + (SELECT count(*) FROM spend_team_day)`).Scan(&coarse); err != nil {
+	var rollups int
+	if err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM spend_hour) + (SELECT count(*) FROM spend_day)
+		+ (SELECT count(*) FROM spend_key_day) + (SELECT count(*) FROM spend_team_hour) + (SELECT count(*) FROM spend_team_day)`).Scan(&rollups); err != nil {
 		t.Fatal(err)
 	}
-	if coarse != 0 {
-		t.Errorf("%d coarse rollup rows before any fold, want 0 (rows of open hours stay in spend_hour)", coarse)
+	if rollups != 0 {
+		t.Errorf("%d rollup rows before any fold, want 0 (settled rows wait in spend_delta)", rollups)
 	}
-	check("nothing folded")
-	fold(day0.Add(30 * time.Hour))
-	check("folded to day0+30h")
+	checkAll(t, db.Pool, checks, "nothing folded")
+	fold()
+	checkAll(t, db.Pool, checks, "folded")
 
-	// Four writers settle the rest in batches of 25, each batch with ten rows settled already, some before
-	// the mark (late) and some after it, while another fold runs.
+	// Four writers settle the rest in batches of 25, each batch with ten rows settled already (redelivered,
+	// some folded already), while folds run: explicit ones, and the trigger's (the fold time set back so that
+	// the next settlement statement folds), and snapshots are checked in flight.
 	var wg sync.WaitGroup
+	done := make(chan struct{})
 	for w := range 4 {
 		wg.Add(1)
 		go func() {
@@ -508,12 +547,49 @@ func TestSpendFoldKeepsRollupsExact(t *testing.T) {
 			}
 		}()
 	}
-	wg.Add(1)
+	var folders sync.WaitGroup
+	folders.Add(2)
 	go func() {
-		defer wg.Done()
-		fold(day0.Add(50 * time.Hour))
+		defer folders.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if i%2 == 0 {
+				fold()
+			} else if _, err := db.Pool.Exec(ctx, `UPDATE spend_fold SET folded_at = '-infinity'`); err != nil {
+				t.Errorf("set the fold due: %v", err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	go func() {
+		defer folders.Done()
+		for {
+			// One snapshot for the rollups and usages.
+			tx, err := db.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+			if err != nil {
+				t.Errorf("begin: %v", err)
+				return
+			}
+			checkAll(t, tx, checks, "in flight")
+			_ = tx.Rollback(ctx)
+			select {
+			case <-done:
+				return
+			default:
+			}
+		}
 	}()
 	wg.Wait()
+	close(done)
+	folders.Wait()
+	var folds int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM spend_hour`).Scan(&folds); err != nil || folds == 0 {
+		t.Errorf("spend_hour rows after the folds: %d, %v", folds, err)
+	}
 	// A batch, and a fold, rolled back with their transaction.
 	tx, err := db.Pool.Begin(ctx)
 	if err != nil {
@@ -526,44 +602,64 @@ func TestSpendFoldKeepsRollupsExact(t *testing.T) {
 		  FROM generate_series(0, 71) i`, day0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `SELECT spend_rollup_fold($1)`, day0.Add(70*time.Hour)); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT spend_rollup_fold()`); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	check("after concurrent, redelivered and rolled-back batches")
-	fold(until)
-	check("everything folded")
+	checkAll(t, db.Pool, checks, "after concurrent, redelivered and rolled-back batches")
+	fold()
+	checkAll(t, db.Pool, checks, "everything folded")
+	if n := scalar(t, db.Pool, `SELECT count(*)::text FROM spend_delta`); n != "0" {
+		t.Errorf("%s spend_delta rows after the last fold, want 0", n)
+	}
 }
 
-// checkFolded asserts the fold invariant: each coarse rollup equals the spend_hour rows before the mark,
-// summed to its grain.
-func checkFolded(t *testing.T, db *storetest.DB, stage string) {
+// checkRollups asserts the invariant of migration 0014 on every rollup: the rollup plus spend_delta, summed to
+// the rollup's grain, equals the request rows of usages summed to it.
+func checkRollups(t *testing.T, db store.DBTX, stage string) {
 	t.Helper()
-	sums := `sum(requests)::bigint, sum(cost), sum(input_tokens)::bigint, sum(output_tokens)::bigint,
+	sums := `count(*)::bigint, sum(cost), sum(input_tokens)::bigint, sum(output_tokens)::bigint,
 		sum(cache_read_tokens)::bigint, sum(cache_creation_5m_tokens)::bigint, sum(cache_creation_30m_tokens)::bigint,
 		sum(cache_creation_1h_tokens)::bigint, sum(image_output_tokens)::bigint`
-	measures := `requests, cost, input_tokens, output_tokens, cache_read_tokens, cache_creation_5m_tokens,
-		cache_creation_30m_tokens, cache_creation_1h_tokens, image_output_tokens`
-	for table, c := range map[string]struct{ bucket, cols string }{
-		"spend_day":       {"date_trunc('day', bucket, 'UTC')", "org_id, team_id, user_id, api_key_id, provider_id, logical_model, upstream_model, operation, end_state"},
-		"spend_key_day":   {"date_trunc('day', bucket, 'UTC')", "org_id, team_id, user_id, api_key_id"},
-		"spend_team_hour": {"bucket", "org_id, team_id, provider_id, logical_model, upstream_model, operation, end_state"},
-		"spend_team_day":  {"date_trunc('day', bucket, 'UTC')", "org_id, team_id, provider_id, logical_model, upstream_model, operation, end_state"},
+	resums := `sum(requests)::bigint, sum(cost), sum(input_tokens)::bigint, sum(output_tokens)::bigint,
+		sum(cache_read_tokens)::bigint, sum(cache_creation_5m_tokens)::bigint, sum(cache_creation_30m_tokens)::bigint,
+		sum(cache_creation_1h_tokens)::bigint, sum(image_output_tokens)::bigint`
+	full := "org_id, team_id, user_id, api_key_id, provider_id, logical_model, upstream_model, operation, end_state"
+	team := "org_id, team_id, provider_id, logical_model, upstream_model, operation, end_state"
+	for table, c := range map[string]struct{ trunc, cols string }{
+		"spend_hour":      {"hour", full},
+		"spend_day":       {"day", full},
+		"spend_key_day":   {"day", "org_id, team_id, user_id, api_key_id"},
+		"spend_team_hour": {"hour", team},
+		"spend_team_day":  {"day", team},
 	} {
+		var usageCols []string
+		for _, col := range strings.Split(c.cols, ", ") {
+			if strings.HasSuffix(col, "_id") {
+				col = "coalesce(" + col + ", 0)"
+			}
+			usageCols = append(usageCols, col)
+		}
 		var diff int
-		if err := db.Pool.QueryRow(context.Background(), fmt.Sprintf(`
-			WITH want AS (SELECT %[1]s AS bucket, %[2]s, %[3]s FROM spend_hour
-			               WHERE bucket < (SELECT folded_before FROM spend_fold) GROUP BY %[1]s, %[2]s),
-			     have AS (SELECT bucket, %[2]s, %[4]s FROM %[5]s)
+		if err := db.QueryRow(context.Background(), fmt.Sprintf(`
+			WITH want AS (SELECT date_trunc('%[1]s', created_at, 'UTC') AS bucket, %[2]s, %[3]s FROM usages
+			               WHERE kind = 'request' GROUP BY 1, %[2]s),
+			     have AS (SELECT date_trunc('%[1]s', bucket, 'UTC') AS bucket, %[4]s, %[5]s
+			                FROM (SELECT bucket, %[4]s, requests, cost, input_tokens, output_tokens, cache_read_tokens,
+						cache_creation_5m_tokens, cache_creation_30m_tokens, cache_creation_1h_tokens, image_output_tokens
+						FROM %[6]s UNION ALL SELECT bucket, %[4]s, requests, cost, input_tokens,
+			                        output_tokens, cache_read_tokens, cache_creation_5m_tokens, cache_creation_30m_tokens,
+			                        cache_creation_1h_tokens, image_output_tokens FROM spend_delta) r
+			               GROUP BY 1, %[4]s)
 			SELECT count(*) FROM ((SELECT * FROM want EXCEPT ALL SELECT * FROM have)
 			                UNION ALL (SELECT * FROM have EXCEPT ALL SELECT * FROM want)) d`,
-			c.bucket, c.cols, sums, measures, table)).Scan(&diff); err != nil {
+			c.trunc, strings.Join(usageCols, ", "), sums, c.cols, resums, table)).Scan(&diff); err != nil {
 			t.Fatal(err)
 		}
 		if diff != 0 {
-			t.Errorf("%s: %s differs from spend_hour before the mark in %d rows", stage, table, diff)
+			t.Errorf("%s: %s plus spend_delta differs from usages in %d rows", stage, table, diff)
 		}
 	}
 }
