@@ -1,7 +1,6 @@
 package sse
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +19,7 @@ func AppendEvent(dst []byte, name string, data []byte) []byte {
 		dst = append(dst, '\n')
 	}
 	for {
-		i := bytes.IndexAny(data, "\r\n")
+		i := lineEnd(data)
 		if i < 0 {
 			break
 		}

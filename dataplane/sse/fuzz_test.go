@@ -107,3 +107,15 @@ func FuzzDecoderRaw(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLineEnd: lineEnd finds exactly what bytes.IndexAny(b, "\r\n") finds.
+func FuzzLineEnd(f *testing.F) {
+	for _, s := range []string{"", "abc", "a\nb", "a\rb", "a\r\nb", "ab\n\r", "\r", "\n", strings.Repeat("x", 100) + "\r" + strings.Repeat("y", 40) + "\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := lineEnd(b), bytes.IndexAny(b, "\r\n"); got != want {
+			t.Fatalf("lineEnd(%q) = %d, want %d", b, got, want)
+		}
+	})
+}

@@ -201,7 +201,7 @@ func (d *Decoder) readLine() ([]byte, error) {
 			}
 		}
 		buf, _ := d.r.Peek(d.r.Buffered())
-		i := bytes.IndexAny(buf, "\r\n")
+		i := lineEnd(buf)
 		if i < 0 {
 			if len(d.line)+len(buf) > d.max {
 				d.err = fmt.Errorf("decode line of more than %d bytes: %w", d.max, ErrEventTooLarge)
@@ -226,4 +226,18 @@ func (d *Decoder) readLine() ([]byte, error) {
 		}
 		return d.line, nil
 	}
+}
+
+// lineEnd is the index of the first CR or LF in b, or -1: bytes.IndexAny(b, "\r\n") with two vectorised
+// byte searches instead of IndexAny's byte-at-a-time loop (a fifth of a translated stream event's
+// instructions; FuzzLineEnd).
+func lineEnd(b []byte) int {
+	n := bytes.IndexByte(b, '\n')
+	if n < 0 {
+		return bytes.IndexByte(b, '\r')
+	}
+	if r := bytes.IndexByte(b[:n], '\r'); r >= 0 {
+		return r
+	}
+	return n
 }
