@@ -36,6 +36,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/dptoken"
 	"github.com/tollgate/tollgate/controlplane/partition"
 	"github.com/tollgate/tollgate/controlplane/pricesched"
+	"github.com/tollgate/tollgate/controlplane/rollupfold"
 	"github.com/tollgate/tollgate/controlplane/secret"
 	"github.com/tollgate/tollgate/controlplane/settlement"
 	"github.com/tollgate/tollgate/controlplane/snapshotbuild"
@@ -139,6 +140,8 @@ type Server struct {
 	Alerts *alert.Runner
 	// Partitions creates the usages month partitions ahead and applies the usage retention (run by Run).
 	Partitions *partition.Maintainer
+	// SpendFold folds the spend deltas into the rollups every few minutes (run by Run).
+	SpendFold *rollupfold.Folder
 	// DataPlanes checks data-plane tokens on Watch and Settle; its revocation listener (run by Run)
 	// closes the Watch streams of revoked tokens.
 	DataPlanes *dptoken.Checker
@@ -261,6 +264,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.PriceSchedule = &pricesched.Applier{DB: pool, Q: pool, Log: log}
 	s.Alerts = alert.New(pool, adminBox, log, alert.Options{})
 	s.Partitions = &partition.Maintainer{DB: pool, Log: log, RetentionMonths: cfg.UsageRetentionMonths}
+	s.SpendFold = &rollupfold.Folder{DB: pool, Log: log}
 	s.drain = process.NewDrain(cfg.DrainDelay)
 	process.HealthHandlers(s.Mux, s.drain.Ready(func(ctx context.Context) (map[string]any, error) {
 		if err := pool.Ping(ctx); err != nil {
@@ -391,6 +395,13 @@ func (s *Server) Run(ctx context.Context) error {
 		Serve: func() error { return s.Partitions.Run(partCtx) },
 		Stop:  func(context.Context) error { stopPart(); return nil },
 	}
+	foldCtx, stopFold := context.WithCancel(ctx)
+	defer stopFold()
+	spendFold := process.Server{
+		Name:  "spend-fold",
+		Serve: func() error { return s.SpendFold.Run(foldCtx) },
+		Stop:  func(context.Context) error { stopFold(); return nil },
+	}
 	revokeCtx, stopRevoke := context.WithCancel(ctx)
 	defer stopRevoke()
 	revocations := process.Server{
@@ -400,7 +411,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	// grpc first: its Drain (health NOT_SERVING) runs before the drain's wait, its Stop ends Watch streams.
 	servers := []process.Server{grpcSrv, s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.httpLn),
-		snapshots, priceSchedule, alerts, partitions, revocations}
+		snapshots, priceSchedule, alerts, partitions, spendFold, revocations}
 	if m := s.MetricsServer; m != nil {
 		servers = append(servers, process.HTTPServer("metrics", m.Server, m.Listener))
 		s.Log.Info("metrics listening", "addr", m.Addr())

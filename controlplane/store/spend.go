@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // SpendDim is one dimension spend can be grouped and filtered by.
@@ -334,4 +336,31 @@ func prefixEach(prefix string, ss []string) string {
 		b.WriteString(prefix + s)
 	}
 	return b.String()
+}
+
+// spendFoldLockClass and spendFoldLockKey are the advisory lock every fold holds for its transaction (migration 0014).
+const spendFoldLockClass, spendFoldLockKey = 1953459308, 18
+
+// FoldSpend folds every spend_delta row it can see into the rollups (spend_rollup_fold, migration 0014) in a
+// transaction of its own, unless another transaction is folding (the advisory lock is only tried: ran is
+// false then). moved is how many delta rows it folded.
+func FoldSpend(ctx context.Context, db TxBeginner) (moved int64, ran bool, err error) {
+	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return 0, false, fmt.Errorf("fold spend: begin: %w", interpretError(err))
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, $2)`, int32(spendFoldLockClass), int32(spendFoldLockKey)).Scan(&ran); err != nil {
+		return 0, false, fmt.Errorf("fold spend: lock: %w", interpretError(err))
+	}
+	if !ran {
+		return 0, false, nil
+	}
+	if err := tx.QueryRow(ctx, `SELECT spend_rollup_fold()`).Scan(&moved); err != nil {
+		return 0, true, fmt.Errorf("fold spend: %w", interpretError(err))
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, true, fmt.Errorf("fold spend: commit: %w", interpretError(err))
+	}
+	return moved, true, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tollgate/tollgate/controlplane/rollupfold"
 	"github.com/tollgate/tollgate/controlplane/store"
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
 )
@@ -661,5 +662,90 @@ func checkRollups(t *testing.T, db store.DBTX, stage string) {
 		if diff != 0 {
 			t.Errorf("%s: %s plus spend_delta differs from usages in %d rows", stage, table, diff)
 		}
+	}
+}
+
+// TestFoldSpendInItsOwnTransaction: the control plane's periodic fold (rollupfold.Folder → store.FoldSpend)
+// empties spend_delta into the rollups outside any settlement, skips the round while another transaction
+// holds the fold lock, and leaves every rollup equal to usages aggregated directly.
+func TestFoldSpendInItsOwnTransaction(t *testing.T) {
+	t.Parallel()
+	db := storetest.New(t)
+	ctx := context.Background()
+	settleAll(t, db, spendRowsFrom(200, 11, time.Now().UTC().Truncate(time.Hour).Add(-5*time.Hour)))
+	deltaRows := func() int64 {
+		t.Helper()
+		var n int64
+		if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM spend_delta`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := deltaRows()
+	if before == 0 {
+		t.Fatal("no spend_delta rows after settlement: nothing to fold")
+	}
+
+	holder, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock(1953459308, 18)`); err != nil {
+		t.Fatal(err)
+	}
+	if moved, ran, err := store.FoldSpend(ctx, db.Pool); err != nil || ran || moved != 0 {
+		t.Fatalf("FoldSpend while another transaction folds = (%d, %v, %v), want (0, false, nil)", moved, ran, err)
+	}
+	if got := deltaRows(); got != before {
+		t.Fatalf("spend_delta has %d rows after a skipped fold, want %d", got, before)
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	moved, ran, err := store.FoldSpend(ctx, db.Pool)
+	if err != nil || !ran || moved != before {
+		t.Fatalf("FoldSpend = (%d, %v, %v), want (%d, true, nil)", moved, ran, err, before)
+	}
+	if got := deltaRows(); got != 0 {
+		t.Fatalf("spend_delta has %d rows after the fold, want 0", got)
+	}
+	checkRollups(t, db.Pool, "after the periodic fold")
+}
+
+// TestFolderFoldsPeriodically: a running Folder folds what settlement appends, round after round.
+func TestFolderFoldsPeriodically(t *testing.T) {
+	t.Parallel()
+	db := storetest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	hour := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	f := &rollupfold.Folder{DB: db.Pool, Interval: 20 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	waitEmpty := func(stage string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var n int64
+			if err := db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM spend_delta`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: spend_delta still has %d rows after 10 s of a Folder running every 20 ms", stage, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for round := range 3 {
+		settleAll(t, db, spendRowsFrom(100, uint64(20+round), hour)[:100])
+		waitEmpty(fmt.Sprintf("round %d", round))
+		checkRollups(t, db.Pool, fmt.Sprintf("round %d", round))
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Folder.Run: %v", err)
 	}
 }
