@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/controlplane/store"
+	"github.com/tollgate/tollgate/shared/process"
 )
 
 // DefaultInterval is how often maintenance runs.
@@ -74,17 +75,10 @@ func (m *Maintainer) Run(ctx context.Context) error {
 	if now == nil {
 		now = time.Now
 	}
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	process.Every(ctx, every, func() {
 		if err := m.Once(ctx, now()); err != nil && ctx.Err() == nil && m.Log != nil {
 			m.Log.Error("usages partition maintenance", "err", err)
 		}
-		t.Reset(every)
-	}
+	})
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/controlplane/store"
+	"github.com/tollgate/tollgate/shared/process"
 )
 
 // DefaultInterval is how often a Folder folds.
@@ -34,14 +35,7 @@ func (f *Folder) Run(ctx context.Context) error {
 	if every <= 0 {
 		every = DefaultInterval
 	}
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	process.Every(ctx, every, func() {
 		moved, ran, err := store.FoldSpend(ctx, f.DB)
 		switch {
 		case err != nil && ctx.Err() == nil && f.Log != nil:
@@ -49,6 +43,6 @@ func (f *Folder) Run(ctx context.Context) error {
 		case ran && moved > 0 && f.Log != nil:
 			f.Log.Debug("spend rollup fold", "delta_rows", moved)
 		}
-		t.Reset(every)
-	}
+	})
+	return nil
 }
