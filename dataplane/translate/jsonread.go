@@ -106,14 +106,14 @@ func (d *jr) syntax() error {
 	return d.fail(fmt.Sprintf("invalid character %q", d.b[d.i]))
 }
 
+// ws skips whitespace. Every token starts above ' ' (and compact JSON has no whitespace), so one
+// comparison settles the usual case.
 func (d *jr) ws() {
 	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\r', '\n':
-			d.i++
-		default:
+		if c := d.b[d.i]; c > ' ' || (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
 			return
 		}
+		d.i++
 	}
 }
 
