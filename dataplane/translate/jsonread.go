@@ -491,51 +491,113 @@ func (d *jr) number() ([]byte, error) {
 	return b[start:i:i], nil
 }
 
-// skip consumes one value of any kind, validating it.
+// skip consumes one value of any kind, validating it (with the errors key, elem and the typed readers give).
 func (d *jr) skip() error {
-	switch k := d.peek(); k {
-	case '{':
-		if err := d.open(); err != nil {
-			return err
-		}
-		for first := true; ; first = false {
-			_, ok, err := d.key(first)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return nil
-			}
-			if err := d.skip(); err != nil {
-				return err
-			}
-		}
-	case '[':
-		if err := d.open(); err != nil {
-			return err
-		}
-		for first := true; ; first = false {
-			ok, err := d.elem(first)
-			if err != nil || !ok {
-				return err
-			}
-			if err := d.skip(); err != nil {
-				return err
-			}
-		}
+	d.ws()
+	if d.i >= len(d.b) {
+		return d.syntax()
+	}
+	switch d.b[d.i] {
 	case '"':
-		return d.skipStr()
+		_, err := d.scanStr()
+		return err
+	case '{':
+		return d.skipObject()
+	case '[':
+		return d.skipArray()
 	case 'n':
 		return d.literal("null")
 	case 't':
 		return d.literal("true")
 	case 'f':
 		return d.literal("false")
-	case '0':
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		_, err := d.number()
 		return err
-	default:
-		return d.syntax()
+	}
+	return d.syntax()
+}
+
+// skipObject consumes an object (at '{'): key's checks without making the names.
+func (d *jr) skipObject() error {
+	if err := d.open(); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		d.ws()
+		if d.i >= len(d.b) {
+			return d.syntax()
+		}
+		c := d.b[d.i]
+		if c == '}' {
+			d.i++
+			d.depth--
+			return nil
+		}
+		if !first {
+			if c != ',' {
+				return d.fail(fmt.Sprintf("invalid character %q after object member (expecting ',' or '}')", c))
+			}
+			d.i++
+			d.ws()
+			if d.i >= len(d.b) {
+				return d.syntax()
+			}
+			c = d.b[d.i]
+		}
+		if c != '"' {
+			return d.fail(fmt.Sprintf("invalid character %q at start of object name", c))
+		}
+		if _, err := d.scanStr(); err != nil {
+			return err
+		}
+		d.ws()
+		if d.i >= len(d.b) || d.b[d.i] != ':' {
+			return d.fail("missing ':' after object name")
+		}
+		d.i++
+		d.ws()
+		if d.i < len(d.b) && d.b[d.i] == '"' { // the usual value, read here rather than through skip
+			if _, err := d.scanStr(); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+}
+
+// skipArray consumes an array (at '['): elem's checks.
+func (d *jr) skipArray() error {
+	if err := d.open(); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		d.ws()
+		if d.i >= len(d.b) {
+			return d.syntax()
+		}
+		c := d.b[d.i]
+		if c == ']' {
+			d.i++
+			d.depth--
+			return nil
+		}
+		if !first {
+			if c != ',' {
+				return d.fail(fmt.Sprintf("invalid character %q after array element (expecting ',' or ']')", c))
+			}
+			d.i++
+			d.ws()
+			if d.i < len(d.b) && d.b[d.i] == ']' {
+				return d.fail("invalid character ']' after ','")
+			}
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
 	}
 }
 
