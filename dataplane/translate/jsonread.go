@@ -195,7 +195,18 @@ func (d *jr) key(first bool) (string, bool, error) {
 		return "", false, d.fail(fmt.Sprintf("invalid character %q at start of object name", d.b[d.i]))
 	}
 	var name string
-	if end := plainRun(bytesView(d.b), d.i+1); end < len(d.b) && d.b[end] == '"' {
+	// plainRun, with the first eight bytes tested here: most names end there, and then cost no call.
+	end := d.i + 1
+	if end+8 <= len(d.b) {
+		if m := strSpecialMask(binary.LittleEndian.Uint64(d.b[end:])); m != 0 {
+			end += bits.TrailingZeros64(m) >> 3
+		} else {
+			end = plainRun(bytesView(d.b), end+8)
+		}
+	} else {
+		end = plainRun(bytesView(d.b), end)
+	}
+	if end < len(d.b) && d.b[end] == '"' {
 		if end > d.i+1 {
 			name = unsafe.String(&d.b[d.i+1], end-d.i-1) // a plain name (the usual case): a view, as strTok gives
 		}
@@ -258,7 +269,17 @@ func (d *jr) strTok() (string, error) {
 // scanStr consumes and validates a string token (at '"') and reports whether it has escapes.
 func (d *jr) scanStr() (escaped bool, err error) {
 	b := d.b
-	for i := plainRun(bytesView(b), d.i+1); ; i = plainRun(bytesView(b), i) {
+	i := d.i + 1 // plainRun, with the first eight bytes tested here (as in key)
+	if i+8 <= len(b) {
+		if m := strSpecialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			i += bits.TrailingZeros64(m) >> 3
+		} else {
+			i = plainRun(bytesView(b), i+8)
+		}
+	} else {
+		i = plainRun(bytesView(b), i)
+	}
+	for ; ; i = plainRun(bytesView(b), i) {
 		if i >= len(b) {
 			d.i = i
 			return false, d.fail("unexpected end of JSON input in string")
