@@ -121,17 +121,22 @@ func (d *jr) ws() {
 // number), or 0 when none starts here.
 func (d *jr) peek() byte {
 	d.ws()
-	if d.i >= len(d.b) {
-		return 0
-	}
-	switch c := d.b[d.i]; c {
-	case '{', '[', '"', 'n', 't', 'f':
-		return c
-	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		return '0'
+	if d.i < len(d.b) {
+		return valueKind[d.b[d.i]]
 	}
 	return 0
 }
+
+// valueKind is peek's kind of a value by its first byte (a table keeps peek small enough to inline).
+var valueKind = func() (t [256]byte) {
+	for _, c := range []byte(`{["ntf`) {
+		t[c] = c
+	}
+	for _, c := range []byte("-0123456789") {
+		t[c] = '0'
+	}
+	return t
+}()
 
 // done is err, else the error of end: d := jr{b: body}; err := d.done(v.read(&d)) reads body as one value.
 func (d *jr) done(err error) error {
