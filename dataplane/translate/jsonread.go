@@ -966,7 +966,7 @@ func (d *jr) array(each func(i int) error) (null bool, err error) {
 // decodeOpts did: an exact match first, else the first strings.EqualFold match; -1 for none.
 func fieldOf(name string, names []string) int {
 	for i, n := range names {
-		if n == name {
+		if len(n) == len(name) && n[0] == name[0] && n == name { // names are never empty
 			return i
 		}
 	}
