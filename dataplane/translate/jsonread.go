@@ -389,7 +389,16 @@ var plainByte = func() (t [256]bool) {
 func printableASCII(s string) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	b := stringBytes(s)
-	for len(b) >= 16 {
+	for len(b) >= 32 { // a fixed-length window: no bounds checks in the loop
+		c := b[:32:32]
+		v, w := binary.LittleEndian.Uint64(c), binary.LittleEndian.Uint64(c[8:])
+		x, y := binary.LittleEndian.Uint64(c[16:]), binary.LittleEndian.Uint64(c[24:])
+		if (v|(v-0x20*ones)|w|(w-0x20*ones)|x|(x-0x20*ones)|y|(y-0x20*ones))&highs != 0 {
+			return false
+		}
+		b = b[32:]
+	}
+	if len(b) >= 16 {
 		v, w := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
 		if (v|(v-0x20*ones)|w|(w-0x20*ones))&highs != 0 {
 			return false
