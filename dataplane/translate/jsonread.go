@@ -500,39 +500,44 @@ func (d *jr) number() ([]byte, error) {
 	if b[i] == '-' {
 		i++
 	}
-	digits := func() bool {
-		s := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		return i > s
-	}
 	switch {
 	case i < len(b) && b[i] == '0':
 		i++
-	case !digits():
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digitsEnd(b, i+1)
+	default:
 		d.i = i
 		return nil, d.syntax()
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
-		if !digits() {
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
 			d.i = i
 			return nil, d.syntax()
 		}
+		i = digitsEnd(b, i+1)
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
 		i++
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		if !digits() {
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
 			d.i = i
 			return nil, d.syntax()
 		}
+		i = digitsEnd(b, i+1)
 	}
 	d.i = i
 	return b[start:i:i], nil
+}
+
+// digitsEnd returns the index of the first byte at or after i that is not a decimal digit.
+func digitsEnd(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // skip consumes one value of any kind, validating it (with the errors key, elem and the typed readers give).
