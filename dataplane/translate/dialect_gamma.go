@@ -413,14 +413,17 @@ func gammaResultPart(id string, resp json.RawMessage, results *[]part) part {
 	p := part{Type: partToolResult, CallID: id}
 	// {"output": v} or {"error": v} alone carries v; any other object is the result as it is
 	var m gammaResultIn
-	text := compactValidText(resp)
-	if d := (jr{b: resp}); d.done(m.read(&d)) == nil && !m.Other {
-		if m.Error != nil && m.Output == nil {
-			p.IsError = true
-			text = jsonValueText(m.Error)
-		} else if m.Output != nil && m.Error == nil {
-			text = jsonValueText(m.Output)
-		}
+	var text string
+	switch d := (jr{b: resp}); {
+	case d.done(m.read(&d)) != nil || m.Other:
+		text = compactValidText(resp)
+	case m.Error != nil && m.Output == nil:
+		p.IsError = true
+		text = jsonValueText(m.Error)
+	case m.Output != nil && m.Error == nil:
+		text = jsonValueText(m.Output)
+	default:
+		text = compactValidText(resp)
 	}
 	*results = append(*results, part{Type: partText, Text: text})
 	p.ResultParts = clipped(*results, len(*results)-1)

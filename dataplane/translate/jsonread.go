@@ -106,14 +106,14 @@ func (d *jr) syntax() error {
 	return d.fail(fmt.Sprintf("invalid character %q", d.b[d.i]))
 }
 
+// ws skips whitespace. Every token starts above ' ' (and compact JSON has no whitespace), so one
+// comparison settles the usual case.
 func (d *jr) ws() {
 	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\r', '\n':
-			d.i++
-		default:
+		if c := d.b[d.i]; c > ' ' || (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
 			return
 		}
+		d.i++
 	}
 }
 
@@ -121,17 +121,22 @@ func (d *jr) ws() {
 // number), or 0 when none starts here.
 func (d *jr) peek() byte {
 	d.ws()
-	if d.i >= len(d.b) {
-		return 0
-	}
-	switch c := d.b[d.i]; c {
-	case '{', '[', '"', 'n', 't', 'f':
-		return c
-	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		return '0'
+	if d.i < len(d.b) {
+		return valueKind[d.b[d.i]]
 	}
 	return 0
 }
+
+// valueKind is peek's kind of a value by its first byte (a table keeps peek small enough to inline).
+var valueKind = func() (t [256]byte) {
+	for _, c := range []byte(`{["ntf`) {
+		t[c] = c
+	}
+	for _, c := range []byte("-0123456789") {
+		t[c] = '0'
+	}
+	return t
+}()
 
 // done is err, else the error of end: d := jr{b: body}; err := d.done(v.read(&d)) reads body as one value.
 func (d *jr) done(err error) error {
@@ -195,7 +200,18 @@ func (d *jr) key(first bool) (string, bool, error) {
 		return "", false, d.fail(fmt.Sprintf("invalid character %q at start of object name", d.b[d.i]))
 	}
 	var name string
-	if end := plainRun(bytesView(d.b), d.i+1); end < len(d.b) && d.b[end] == '"' {
+	// plainRun, with the first eight bytes tested here: most names end there, and then cost no call.
+	end := d.i + 1
+	if end+8 <= len(d.b) {
+		if m := strSpecialMask(binary.LittleEndian.Uint64(d.b[end:])); m != 0 {
+			end += bits.TrailingZeros64(m) >> 3
+		} else {
+			end = plainRun(bytesView(d.b), end+8)
+		}
+	} else {
+		end = plainRun(bytesView(d.b), end)
+	}
+	if end < len(d.b) && d.b[end] == '"' {
 		if end > d.i+1 {
 			name = unsafe.String(&d.b[d.i+1], end-d.i-1) // a plain name (the usual case): a view, as strTok gives
 		}
@@ -258,7 +274,17 @@ func (d *jr) strTok() (string, error) {
 // scanStr consumes and validates a string token (at '"') and reports whether it has escapes.
 func (d *jr) scanStr() (escaped bool, err error) {
 	b := d.b
-	for i := plainRun(bytesView(b), d.i+1); ; i = plainRun(bytesView(b), i) {
+	i := d.i + 1 // plainRun, with the first eight bytes tested here (as in key)
+	if i+8 <= len(b) {
+		if m := strSpecialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			i += bits.TrailingZeros64(m) >> 3
+		} else {
+			i = plainRun(bytesView(b), i+8)
+		}
+	} else {
+		i = plainRun(bytesView(b), i)
+	}
+	for ; ; i = plainRun(bytesView(b), i) {
 		if i >= len(b) {
 			d.i = i
 			return false, d.fail("unexpected end of JSON input in string")
@@ -341,12 +367,21 @@ func plainRun(s string, i int) int {
 		}
 	}
 	for ; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+		if !plainByte[s[i]] {
 			return i
 		}
 	}
 	return i
 }
+
+// plainByte marks the bytes that continue a plain run of a string (see plainRun): one load per byte of a
+// short tail instead of four comparisons.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // printableASCII reports whether every byte of s is in [0x20, 0x7f] (no control character, no byte of a
 // multi-byte UTF-8 sequence). Eight bytes v hold one outside exactly when (v | v-0x20…) has a high bit set:
@@ -354,7 +389,16 @@ func plainRun(s string, i int) int {
 func printableASCII(s string) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	b := stringBytes(s)
-	for len(b) >= 16 {
+	for len(b) >= 32 { // a fixed-length window: no bounds checks in the loop
+		c := b[:32:32]
+		v, w := binary.LittleEndian.Uint64(c), binary.LittleEndian.Uint64(c[8:])
+		x, y := binary.LittleEndian.Uint64(c[16:]), binary.LittleEndian.Uint64(c[24:])
+		if (v|(v-0x20*ones)|w|(w-0x20*ones)|x|(x-0x20*ones)|y|(y-0x20*ones))&highs != 0 {
+			return false
+		}
+		b = b[32:]
+	}
+	if len(b) >= 16 {
 		v, w := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
 		if (v|(v-0x20*ones)|w|(w-0x20*ones))&highs != 0 {
 			return false
@@ -456,86 +500,153 @@ func (d *jr) number() ([]byte, error) {
 	if b[i] == '-' {
 		i++
 	}
-	digits := func() bool {
-		s := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		return i > s
-	}
 	switch {
 	case i < len(b) && b[i] == '0':
 		i++
-	case !digits():
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digitsEnd(b, i+1)
+	default:
 		d.i = i
 		return nil, d.syntax()
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
-		if !digits() {
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
 			d.i = i
 			return nil, d.syntax()
 		}
+		i = digitsEnd(b, i+1)
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
 		i++
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		if !digits() {
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
 			d.i = i
 			return nil, d.syntax()
 		}
+		i = digitsEnd(b, i+1)
 	}
 	d.i = i
 	return b[start:i:i], nil
 }
 
-// skip consumes one value of any kind, validating it.
+// digitsEnd returns the index of the first byte at or after i that is not a decimal digit.
+func digitsEnd(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// skip consumes one value of any kind, validating it (with the errors key, elem and the typed readers give).
 func (d *jr) skip() error {
-	switch k := d.peek(); k {
-	case '{':
-		if err := d.open(); err != nil {
-			return err
-		}
-		for first := true; ; first = false {
-			_, ok, err := d.key(first)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return nil
-			}
-			if err := d.skip(); err != nil {
-				return err
-			}
-		}
-	case '[':
-		if err := d.open(); err != nil {
-			return err
-		}
-		for first := true; ; first = false {
-			ok, err := d.elem(first)
-			if err != nil || !ok {
-				return err
-			}
-			if err := d.skip(); err != nil {
-				return err
-			}
-		}
+	d.ws()
+	if d.i >= len(d.b) {
+		return d.syntax()
+	}
+	switch d.b[d.i] {
 	case '"':
-		return d.skipStr()
+		_, err := d.scanStr()
+		return err
+	case '{':
+		return d.skipObject()
+	case '[':
+		return d.skipArray()
 	case 'n':
 		return d.literal("null")
 	case 't':
 		return d.literal("true")
 	case 'f':
 		return d.literal("false")
-	case '0':
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		_, err := d.number()
 		return err
-	default:
-		return d.syntax()
+	}
+	return d.syntax()
+}
+
+// skipObject consumes an object (at '{'): key's checks without making the names.
+func (d *jr) skipObject() error {
+	if err := d.open(); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		d.ws()
+		if d.i >= len(d.b) {
+			return d.syntax()
+		}
+		c := d.b[d.i]
+		if c == '}' {
+			d.i++
+			d.depth--
+			return nil
+		}
+		if !first {
+			if c != ',' {
+				return d.fail(fmt.Sprintf("invalid character %q after object member (expecting ',' or '}')", c))
+			}
+			d.i++
+			d.ws()
+			if d.i >= len(d.b) {
+				return d.syntax()
+			}
+			c = d.b[d.i]
+		}
+		if c != '"' {
+			return d.fail(fmt.Sprintf("invalid character %q at start of object name", c))
+		}
+		if _, err := d.scanStr(); err != nil {
+			return err
+		}
+		d.ws()
+		if d.i >= len(d.b) || d.b[d.i] != ':' {
+			return d.fail("missing ':' after object name")
+		}
+		d.i++
+		d.ws()
+		if d.i < len(d.b) && d.b[d.i] == '"' { // the usual value, read here rather than through skip
+			if _, err := d.scanStr(); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+}
+
+// skipArray consumes an array (at '['): elem's checks.
+func (d *jr) skipArray() error {
+	if err := d.open(); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		d.ws()
+		if d.i >= len(d.b) {
+			return d.syntax()
+		}
+		c := d.b[d.i]
+		if c == ']' {
+			d.i++
+			d.depth--
+			return nil
+		}
+		if !first {
+			if c != ',' {
+				return d.fail(fmt.Sprintf("invalid character %q after array element (expecting ',' or ']')", c))
+			}
+			d.i++
+			d.ws()
+			if d.i < len(d.b) && d.b[d.i] == ']' {
+				return d.fail("invalid character ']' after ','")
+			}
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
 	}
 }
 
@@ -869,7 +980,7 @@ func (d *jr) array(each func(i int) error) (null bool, err error) {
 // decodeOpts did: an exact match first, else the first strings.EqualFold match; -1 for none.
 func fieldOf(name string, names []string) int {
 	for i, n := range names {
-		if n == name {
+		if len(n) == len(name) && n[0] == name[0] && n == name { // names are never empty
 			return i
 		}
 	}

@@ -2,9 +2,11 @@ package translate
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"net/http"
 	"strconv"
 	"strings"
@@ -243,8 +245,17 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 func appendString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
-	start := 0
-	for i := plainRun(s, 0); i < len(s); i = plainRun(s, i) {
+	start, i := 0, 0 // plainRun, with the first eight bytes tested here (as in jr.key)
+	if len(s) >= 8 {
+		if m := strSpecialMask(binary.LittleEndian.Uint64(stringBytes(s))); m != 0 {
+			i = bits.TrailingZeros64(m) >> 3
+		} else {
+			i = plainRun(s, 8)
+		}
+	} else {
+		i = plainRun(s, 0)
+	}
+	for ; i < len(s); i = plainRun(s, i) {
 		c := s[i]
 		if c >= utf8.RuneSelf {
 			r, size := utf8.DecodeRuneInString(s[i:])
