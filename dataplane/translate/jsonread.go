@@ -567,87 +567,46 @@ func (d *jr) skip() error {
 	return d.syntax()
 }
 
-// skipObject consumes an object (at '{'): key's checks without making the names.
+// skipObject consumes an object (at '{'), reading a string value in place rather than through skip.
 func (d *jr) skipObject() error {
 	if err := d.open(); err != nil {
 		return err
 	}
 	for first := true; ; first = false {
-		d.ws()
-		if d.i >= len(d.b) {
-			return d.syntax()
-		}
-		c := d.b[d.i]
-		if c == '}' {
-			d.i++
-			d.depth--
-			return nil
-		}
-		if !first {
-			if c != ',' {
-				return d.fail(fmt.Sprintf("invalid character %q after object member (expecting ',' or '}')", c))
-			}
-			d.i++
-			d.ws()
-			if d.i >= len(d.b) {
-				return d.syntax()
-			}
-			c = d.b[d.i]
-		}
-		if c != '"' {
-			return d.fail(fmt.Sprintf("invalid character %q at start of object name", c))
-		}
-		if _, err := d.scanStr(); err != nil {
+		_, more, err := d.key(first)
+		if !more || err != nil {
 			return err
 		}
-		d.ws()
-		if d.i >= len(d.b) || d.b[d.i] != ':' {
-			return d.fail("missing ':' after object name")
-		}
-		d.i++
-		d.ws()
-		if d.i < len(d.b) && d.b[d.i] == '"' { // the usual value, read here rather than through skip
-			if _, err := d.scanStr(); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := d.skip(); err != nil {
+		if err := d.skipValue(); err != nil {
 			return err
 		}
 	}
 }
 
-// skipArray consumes an array (at '['): elem's checks.
+// skipArray consumes an array (at '['), reading a string element in place rather than through skip.
 func (d *jr) skipArray() error {
 	if err := d.open(); err != nil {
 		return err
 	}
 	for first := true; ; first = false {
-		d.ws()
-		if d.i >= len(d.b) {
-			return d.syntax()
+		more, err := d.elem(first)
+		if !more || err != nil {
+			return err
 		}
-		c := d.b[d.i]
-		if c == ']' {
-			d.i++
-			d.depth--
-			return nil
-		}
-		if !first {
-			if c != ',' {
-				return d.fail(fmt.Sprintf("invalid character %q after array element (expecting ',' or ']')", c))
-			}
-			d.i++
-			d.ws()
-			if d.i < len(d.b) && d.b[d.i] == ']' {
-				return d.fail("invalid character ']' after ','")
-			}
-		}
-		if err := d.skip(); err != nil {
+		if err := d.skipValue(); err != nil {
 			return err
 		}
 	}
+}
+
+// skipValue consumes one member value or element: the usual string read here, anything else by skip.
+func (d *jr) skipValue() error {
+	d.ws()
+	if d.i < len(d.b) && d.b[d.i] == '"' {
+		_, err := d.scanStr()
+		return err
+	}
+	return d.skip()
 }
 
 // skipStr validates a string token without unquoting it.
