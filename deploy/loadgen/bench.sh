@@ -120,7 +120,17 @@ if [ "$MODE" = transform ]; then
   }
   CURLS=()
   wait_profiles() { for p in "${CURLS[@]}"; do wait "$p" || true; done; CURLS=(); }
+  # The request-path benchmark's own small request, as a beta client sends it (translated by dp like TBODY),
+  # and as alpha chat (passthrough): the issue 6 harness with a translated request.
+  SBETA='{"model":"chat","max_tokens":512,"messages":[{"role":"user","content":"hello"}]}'
+  FSBETA="${SBETA/\"model\":\"chat\"/\"model\":\"b-1\"}"
   for r in $(seq "$ROUNDS"); do
+    if [ -n "${SMALL:-}" ]; then
+      "$LG" run -label floor-beta-small -duration "$DUR" -url "http://127.0.0.1:18090/v1/messages" -body "$FSBETA" -H "$AUTH" -H "anthropic-version: 2023-06-01" -pid "$FLOOR"
+      "$LG" run -label dp-transform-small -duration "$DUR" -url "http://127.0.0.1:18080/v1/messages" -body "$SBETA" -H "$AUTH" -H "anthropic-version: 2023-06-01" -pid "$DP"
+      "$LG" run -label floor-small -duration "$DUR" -url "http://127.0.0.1:18090$URL" -body "$MBODY" -H "$AUTH" -pid "$FLOOR"
+      "$LG" run -label dp-passthrough-small -duration "$DUR" -url "http://127.0.0.1:18080$URL" -body "$BODY" -H "$AUTH" -pid "$DP"
+    fi
     "$LG" run -label floor-beta -duration "$DUR" -url "http://127.0.0.1:18090/v1/messages" -body "$FTBODY" -H "$AUTH" -H "anthropic-version: 2023-06-01" -pid "$FLOOR"
     profile dp-transform "$r"
     "$LG" run -label dp-transform -duration "$DUR" -url "http://127.0.0.1:18080/v1/messages" -body "$TBODY" -H "$AUTH" -H "anthropic-version: 2023-06-01" -pid "$DP"
