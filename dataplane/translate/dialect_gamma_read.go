@@ -195,9 +195,11 @@ func (p *gammaPartIn) read(d *jr) error {
 			}
 			return p.FileData.read(d)
 		case 4:
-			return d.raw(&p.FunctionCall)
+			p.fn.call, p.fn.callErr = gammaCall{}, nil // a duplicate name: the last value counts
+			return readKept(d, &p.FunctionCall, p.fn.call.read, &p.fn.callErr)
 		case 5:
-			return d.raw(&p.FunctionResponse)
+			p.fn.resp, p.fn.respErr = gammaFuncResp{}, nil
+			return readKept(d, &p.FunctionResponse, p.fn.resp.read, &p.fn.respErr)
 		case 6:
 			return d.str(&p.ThoughtSignature)
 		case 7:

@@ -626,6 +626,28 @@ func (d *jr) raw(dst *json.RawMessage) error {
 	return nil
 }
 
+// readKept reads a value with read in the body's one pass where it was kept raw and read again later, and
+// keeps its text in *raw. An error that is not the body's syntax (a value of the wrong kind: skipping the
+// value from its start succeeds) goes to *kept, as reading *raw alone reports it (offset from the value's
+// start), and reading goes on after the value, so a later syntax error still wins; the caller reports
+// *kept where it read the raw value before. A syntax error is returned.
+func readKept(d *jr, raw *json.RawMessage, read func(*jr) error, kept *error) error {
+	d.ws()
+	start, depth := d.i, d.depth
+	if err := read(d); err != nil {
+		d.i, d.depth = start, depth
+		if err := d.skip(); err != nil {
+			return err
+		}
+		if re, ok := err.(*readError); ok {
+			err = &readError{off: re.off - start, msg: re.msg}
+		}
+		*kept = err
+	}
+	*raw = json.RawMessage(d.b[start:d.i:d.i])
+	return nil
+}
+
 // str reads a string member; null leaves *dst unchanged.
 func (d *jr) str(dst *string) error {
 	switch k := d.peek(); k {
