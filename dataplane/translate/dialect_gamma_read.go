@@ -178,7 +178,7 @@ func (p *gammaPart) read(d *jr) error {
 }
 
 func (p *gammaPartIn) read(d *jr) error {
-	null, err := d.object(func(name string) error {
+	null, err := d.object(func(name string) (err error) {
 		switch fieldOf(name, gammaPartNames) {
 		case 0:
 			return d.raw(&p.Text)
@@ -195,11 +195,15 @@ func (p *gammaPartIn) read(d *jr) error {
 			}
 			return p.FileData.read(d)
 		case 4:
-			p.fn.call, p.fn.callErr = gammaCall{}, nil // a duplicate name: the last value counts
-			return readKept(d, &p.FunctionCall, p.fn.call.read, &p.fn.callErr)
+			p.fn.call = gammaCall{} // a duplicate name: the last value counts
+			start, depth := d.mark()
+			p.fn.callErr, err = d.kept(start, depth, p.fn.call.read(d), &p.FunctionCall)
+			return err
 		case 5:
-			p.fn.resp, p.fn.respErr = gammaFuncResp{}, nil
-			return readKept(d, &p.FunctionResponse, p.fn.resp.read, &p.fn.respErr)
+			p.fn.resp = gammaFuncResp{}
+			start, depth := d.mark()
+			p.fn.respErr, err = d.kept(start, depth, p.fn.resp.read(d), &p.FunctionResponse)
+			return err
 		case 6:
 			return d.str(&p.ThoughtSignature)
 		case 7:

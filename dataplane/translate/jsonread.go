@@ -626,26 +626,31 @@ func (d *jr) raw(dst *json.RawMessage) error {
 	return nil
 }
 
-// readKept reads a value with read in the body's one pass where it was kept raw and read again later, and
-// keeps its text in *raw. An error that is not the body's syntax (a value of the wrong kind: skipping the
-// value from its start succeeds) goes to *kept, as reading *raw alone reports it (offset from the value's
-// start), and reading goes on after the value, so a later syntax error still wins; the caller reports
-// *kept where it read the raw value before. A syntax error is returned.
-func readKept(d *jr, raw *json.RawMessage, read func(*jr) error, kept *error) error {
+// mark skips whitespace and returns the position and depth a value starts at, for kept.
+func (d *jr) mark() (start, depth int) {
 	d.ws()
-	start, depth := d.i, d.depth
-	if err := read(d); err != nil {
+	return d.i, d.depth
+}
+
+// kept finishes reading a value in the body's one pass that was kept raw and read again later: err is the
+// read of the value that started at start, depth (mark), and the value's text goes to *raw. An error that
+// is not the body's syntax (a value of the wrong kind: skipping the value from its start succeeds) is
+// returned as keep, as reading *raw alone reports it (offset from the value's start), and reading goes on
+// after the value, so a later syntax error still wins; the caller reports keep where it read the raw value
+// before. A syntax error is returned as err. (The read is the caller's: a read passed in as a func value
+// would move the reader to the heap.)
+func (d *jr) kept(start, depth int, err error, raw *json.RawMessage) (keep, syntax error) {
+	if err != nil {
 		d.i, d.depth = start, depth
 		if err := d.skip(); err != nil {
-			return err
+			return nil, err
 		}
 		if re, ok := err.(*readError); ok {
 			err = &readError{off: re.off - start, msg: re.msg}
 		}
-		*kept = err
 	}
 	*raw = json.RawMessage(d.b[start:d.i:d.i])
-	return nil
+	return err, nil
 }
 
 // str reads a string member; null leaves *dst unchanged.

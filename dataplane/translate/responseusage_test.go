@@ -63,19 +63,11 @@ func checkResponseUsage(t *testing.T, up, client vocab.Kind, answer []byte, must
 // TestResponseUsageIsFromBody: for the goldens' upstream answers (and variants of their usage members),
 // ResponseUsage gives what usage.FromBody gives on the whole answer.
 func TestResponseUsageIsFromBody(t *testing.T) {
-	for _, up := range allKinds {
-		fx := fixtures(t, "responses", string(up))
-		for _, name := range sortedKeys(fx) {
-			for _, client := range allKinds {
-				if client == up {
-					continue
-				}
-				for i, v := range usageVariants(fx[name]) {
-					checkResponseUsage(t, up, client, v, i == 0)
-				}
-			}
+	eachAnswer(t, func(up, client vocab.Kind, _ string, answer []byte) {
+		for i, v := range usageVariants(answer) {
+			checkResponseUsage(t, up, client, v, i == 0)
 		}
-	}
+	})
 	tr := newT(t, Pair{Op: vocab.OpGenerateContent, Kind: vocab.KindBetaMessages, DestOp: vocab.OpGenerateContent, DestKind: vocab.KindAlphaChatCompletions})
 	if _, _, ok := tr.ResponseUsage(nil); ok {
 		t.Fatal("usage before Response")
@@ -85,11 +77,10 @@ func TestResponseUsageIsFromBody(t *testing.T) {
 // FuzzResponseUsage: on any answer Response accepts, ResponseUsage agrees with usage.FromBody or
 // declines.
 func FuzzResponseUsage(f *testing.F) {
-	for _, up := range allKinds {
-		fx := fixtures(f, "responses", string(up))
-		for _, name := range sortedKeys(fx) {
-			for _, v := range usageVariants(fx[name]) {
-				f.Add(uint8(len(f.Name())+len(v))%4, v)
+	for k, up := range allKinds {
+		for _, answer := range fixtures(f, "responses", string(up)) {
+			for _, v := range usageVariants(answer) {
+				f.Add(uint8(k), v) // translated from up for the next kind
 			}
 		}
 	}
