@@ -114,13 +114,23 @@ type gammaPartIn struct {
 	ThoughtSignature    string          `json:"thoughtSignature"`
 	ExecutableCode      json.RawMessage `json:"executableCode"`
 	CodeExecutionResult json.RawMessage `json:"codeExecutionResult"`
+
+	fn gammaFnRead // FunctionCall and FunctionResponse as the body's one pass read them
+}
+
+// gammaFnRead is a part's functionCall and functionResponse as read in the body's one pass (they were
+// kept raw and read again when the part was converted), with the error reading each (see readKept):
+// reported when the part is converted, where the second read reported it.
+type gammaFnRead struct {
+	call    gammaCall
+	resp    gammaFuncResp
+	callErr error
+	respErr error
 }
 
 // gammaDecodeScratch is the reused storage of gammaGen.decodeRequest.
 type gammaDecodeScratch struct {
 	parts []gammaPartIn
-	call  gammaCall
-	resp  gammaFuncResp
 	ids   []byte // synthesised call ids, viewed as strings (only appended to)
 }
 
@@ -303,30 +313,26 @@ func (gammaGen) decodeInto(body []byte, st *reqState, store *reqStore) (*request
 		case c.pre.err != nil:
 			return nil, badRequest(pathOf("contents", i).with(".parts", -1).String(), c.pre.err)
 		}
-		for j, p := range parts {
-			f := pathOf("contents", i).with(".parts", j)
+		for j := range parts {
+			p := &parts[j]
 			var text string
 			hasText := present(p.Text)
 			if hasText && !validStringOf(p.Text, &text) {
-				return nil, badRequest(f.with(".text", -1).String(), errNotString)
+				return nil, badRequest(gammaPartPath(i, j).with(".text", -1).String(), errNotString)
 			}
 			var fc *gammaCall
 			if present(p.FunctionCall) {
-				sc.call = gammaCall{}
-				d := jr{b: p.FunctionCall}
-				if err := d.done(sc.call.read(&d)); err != nil {
-					return nil, badRequest(f.with(".functionCall", -1).String(), err)
+				if p.fn.callErr != nil {
+					return nil, badRequest(gammaPartPath(i, j).with(".functionCall", -1).String(), p.fn.callErr)
 				}
-				fc = &sc.call
+				fc = &p.fn.call
 			}
 			var fr *gammaFuncResp
 			if present(p.FunctionResponse) {
-				sc.resp = gammaFuncResp{}
-				d := jr{b: p.FunctionResponse}
-				if err := d.done(sc.resp.read(&d)); err != nil {
-					return nil, badRequest(f.with(".functionResponse", -1).String(), err)
+				if p.fn.respErr != nil {
+					return nil, badRequest(gammaPartPath(i, j).with(".functionResponse", -1).String(), p.fn.respErr)
 				}
-				fr = &sc.resp
+				fr = &p.fn.resp
 			}
 			if p.ThoughtSignature != "" && !(p.Thought && hasText) {
 				// the signature covers the thought text before it: one signed thinking part
@@ -369,7 +375,7 @@ func (gammaGen) decodeInto(body []byte, st *reqState, store *reqStore) (*request
 					}
 				}
 				if id == "" {
-					return nil, refuse(f.String()+".functionResponse.id", "function response %q matches no earlier function call", fr.Name)
+					return nil, refuse(gammaPartPath(i, j).String()+".functionResponse.id", "function response %q matches no earlier function call", fr.Name)
 				}
 				arena = append(arena, gammaResultPart(id, fr.Response, &results))
 			case p.InlineData != nil:
@@ -385,7 +391,7 @@ func (gammaGen) decodeInto(body []byte, st *reqState, store *reqStore) (*request
 				}
 				arena = append(arena, part{Type: t}.withExtra(partExtra{MediaType: p.FileData.MimeType, URL: p.FileData.FileURI}))
 			case len(p.ExecutableCode) > 0 || len(p.CodeExecutionResult) > 0:
-				return nil, refuse(f.String(), "code execution parts cannot be translated")
+				return nil, refuse(gammaPartPath(i, j).String(), "code execution parts cannot be translated")
 			case hasText:
 				if p.Thought {
 					sig := st.sigFromClient(p.ThoughtSignature)
@@ -406,6 +412,9 @@ func (gammaGen) decodeInto(body []byte, st *reqState, store *reqStore) (*request
 	s.keep(r.Messages, arena, results)
 	return r, nil
 }
+
+// gammaPartPath is the field path of contents[i].parts[j], made only for an error.
+func gammaPartPath(i, j int) fieldPath { return pathOf("contents", i).with(".parts", j) }
 
 // gammaResultPart converts a functionResponse.response object into a tool result whose text part is
 // appended to *results.

@@ -178,7 +178,7 @@ func (p *gammaPart) read(d *jr) error {
 }
 
 func (p *gammaPartIn) read(d *jr) error {
-	null, err := d.object(func(name string) error {
+	null, err := d.object(func(name string) (err error) {
 		switch fieldOf(name, gammaPartNames) {
 		case 0:
 			return d.raw(&p.Text)
@@ -195,9 +195,15 @@ func (p *gammaPartIn) read(d *jr) error {
 			}
 			return p.FileData.read(d)
 		case 4:
-			return d.raw(&p.FunctionCall)
+			p.fn.call = gammaCall{} // a duplicate name: the last value counts
+			start, depth := d.mark()
+			p.fn.callErr, err = d.kept(start, depth, p.fn.call.read(d), &p.FunctionCall)
+			return err
 		case 5:
-			return d.raw(&p.FunctionResponse)
+			p.fn.resp = gammaFuncResp{}
+			start, depth := d.mark()
+			p.fn.respErr, err = d.kept(start, depth, p.fn.resp.read(d), &p.FunctionResponse)
+			return err
 		case 6:
 			return d.str(&p.ThoughtSignature)
 		case 7:

@@ -178,28 +178,34 @@ func clientRequestFor(k vocab.Kind, stream bool) []byte {
 
 // TestGoldenResponse: upstream buffered body -> client body.
 func TestGoldenResponse(t *testing.T) {
+	eachAnswer(t, func(up, client vocab.Kind, name string, answer []byte) {
+		gname := fmt.Sprintf("response/%s__%s__%s", up, client, name)
+		t.Run(gname, func(t *testing.T) {
+			tr := newT(t, Pair{Op: vocab.OpGenerateContent, Kind: client, DestOp: vocab.OpGenerateContent, DestKind: up})
+			if _, err := tr.Request(ClientRequest{Body: clientRequestFor(client, false), Model: "up-model"}); err != nil {
+				t.Fatal(err)
+			}
+			out, err := tr.Response(answer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !json.Valid(out) {
+				t.Fatalf("invalid JSON: %s", out)
+			}
+			golden(t, gname, indentJSON(out))
+		})
+	})
+}
+
+// eachAnswer calls fn for every upstream answer of testdata/responses and every client it is translated for.
+func eachAnswer(t testing.TB, fn func(up, client vocab.Kind, name string, answer []byte)) {
 	for _, up := range allKinds {
 		fx := fixtures(t, "responses", string(up))
 		for _, name := range sortedKeys(fx) {
 			for _, client := range allKinds {
-				if client == up {
-					continue
+				if client != up {
+					fn(up, client, name, fx[name])
 				}
-				gname := fmt.Sprintf("response/%s__%s__%s", up, client, name)
-				t.Run(gname, func(t *testing.T) {
-					tr := newT(t, Pair{Op: vocab.OpGenerateContent, Kind: client, DestOp: vocab.OpGenerateContent, DestKind: up})
-					if _, err := tr.Request(ClientRequest{Body: clientRequestFor(client, false), Model: "up-model"}); err != nil {
-						t.Fatal(err)
-					}
-					out, err := tr.Response(fx[name])
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !json.Valid(out) {
-						t.Fatalf("invalid JSON: %s", out)
-					}
-					golden(t, gname, indentJSON(out))
-				})
 			}
 		}
 	}

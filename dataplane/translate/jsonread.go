@@ -626,6 +626,33 @@ func (d *jr) raw(dst *json.RawMessage) error {
 	return nil
 }
 
+// mark skips whitespace and returns the position and depth a value starts at, for kept.
+func (d *jr) mark() (start, depth int) {
+	d.ws()
+	return d.i, d.depth
+}
+
+// kept finishes reading a value in the body's one pass that was kept raw and read again later: err is the
+// read of the value that started at start, depth (mark), and the value's text goes to *raw. An error that
+// is not the body's syntax (a value of the wrong kind: skipping the value from its start succeeds) is
+// returned as keep, as reading *raw alone reports it (offset from the value's start), and reading goes on
+// after the value, so a later syntax error still wins; the caller reports keep where it read the raw value
+// before. A syntax error is returned as err. (The read is the caller's: a read passed in as a func value
+// would move the reader to the heap.)
+func (d *jr) kept(start, depth int, err error, raw *json.RawMessage) (keep, syntax error) {
+	if err != nil {
+		d.i, d.depth = start, depth
+		if err := d.skip(); err != nil {
+			return nil, err
+		}
+		if re, ok := err.(*readError); ok {
+			err = &readError{off: re.off - start, msg: re.msg}
+		}
+	}
+	*raw = json.RawMessage(d.b[start:d.i:d.i])
+	return err, nil
+}
+
 // str reads a string member; null leaves *dst unchanged.
 func (d *jr) str(dst *string) error {
 	switch k := d.peek(); k {

@@ -54,3 +54,42 @@ func TestOnePassKeepsErrorOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestGammaFunctionPartsKeepErrors: a part's functionCall and functionResponse are read in the body's one
+// pass, but their errors are the ones (and come where) the second read of the raw value gave: the offset
+// counts from the value's start, a later syntax error or an earlier refusal still wins, and the last of
+// duplicate members counts. The messages are those of the code that read them twice.
+func TestGammaFunctionPartsKeepErrors(t *testing.T) {
+	const pre = "translate generate_content/gamma_generate_content -> generate_content/beta_messages request: field "
+	cases := []struct{ body, err string }{
+		{`{"contents":[{"role":"model","parts":[{"functionCall":5}]}]}`,
+			"contents[0].parts[0].functionCall: cannot read JSON number as object at offset 0"},
+		{`{"contents":[{"role":"model","parts":[{"functionCall": {"name":"a","args":{"x":1}, "id": [1]}}]}]}`,
+			"contents[0].parts[0].functionCall: cannot read JSON array as string at offset 34"},
+		{`{"contents":[{"role":"model","parts":[{"functionCall":{"name":"a"},"functionCall":{"name":true}}]}]}`,
+			"contents[0].parts[0].functionCall: cannot read JSON boolean as string at offset 8"},
+		{`{"contents":[{"role":"model","parts":[{"functionCall":{"name":true}}]}],"cachedContent":5}`,
+			"body: invalid generateContent request: cannot read JSON number as string at offset 88"},
+		{`{"contents":[{"parts":[{"text":5}]},{"role":"model","parts":[{"functionCall":{"name":true}}]}]}`,
+			"contents[0].parts[0].text: not a JSON string"},
+		{`{"contents":[{"role":"model","parts":[{"functionCall":{"name":"a","args":{"x":1}}}]},{"role":"user","parts":[{"functionResponse":{"name":"a","response":7,"id":{}}}]}]}`,
+			"contents[1].parts[0].functionResponse: cannot read JSON object as string at offset 30"},
+		{`{"contents":[{"role":"user","parts":[{"functionResponse":{"name":"b","response":{"output":1}},"functionCall":{"name":1}}]}]}`,
+			"contents[0].parts[0].functionCall: cannot read JSON number as string at offset 8"},
+		{`{"contents":[{"role":"user","parts":[{"functionCall":{"name":true},"functionCall":{"name":"c"}}]}]}`, ""},
+		{`{"contents":[{"role":"model","parts":[{"functionCall":{"name":true},"functionCall":null}]}]}`, ""},
+	}
+	for _, c := range cases {
+		tr, err := New(Pair{Op: vocab.OpGenerateContent, Kind: vocab.KindGammaGenerateContent, DestOp: vocab.OpGenerateContent, DestKind: vocab.KindBetaMessages}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tr.Request(ClientRequest{Body: []byte(c.body), Model: "up"})
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s: %v, want it translated", c.body, err)
+		case c.err != "" && (err == nil || err.Error() != pre+c.err):
+			t.Errorf("%s:\n got %v\nwant %s", c.body, err, pre+c.err)
+		}
+	}
+}

@@ -781,19 +781,17 @@ func refGammaDecodeRequest(body []byte, st *reqState) (*request, error) {
 			}
 			var fc *gammaCall
 			if present(p.FunctionCall) {
-				sc.call = gammaCall{}
-				if err := unmarshal(p.FunctionCall, &sc.call); err != nil {
+				fc = &gammaCall{}
+				if err := unmarshal(p.FunctionCall, fc); err != nil {
 					return nil, badRequest(f.with(".functionCall", -1).String(), err)
 				}
-				fc = &sc.call
 			}
 			var fr *gammaFuncResp
 			if present(p.FunctionResponse) {
-				sc.resp = gammaFuncResp{}
-				if err := unmarshal(p.FunctionResponse, &sc.resp); err != nil {
+				fr = &gammaFuncResp{}
+				if err := unmarshal(p.FunctionResponse, fr); err != nil {
 					return nil, badRequest(f.with(".functionResponse", -1).String(), err)
 				}
-				fr = &sc.resp
 			}
 			if p.ThoughtSignature != "" && !(p.Thought && hasText) {
 				// the signature covers the thought text before it: one signed thinking part

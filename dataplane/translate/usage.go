@@ -1,6 +1,118 @@
 package translate
 
+import (
+	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	billed "github.com/tollgate/tollgate/shared/usage"
+)
+
 // Usage conversions (dialects.md §4.4). Each dialect's wire struct converts to and from the canonical usage.
+
+// ResponseUsage returns the billed usage of the upstream answer the last successful Response call
+// converted: exactly what usage.FromBody(DestKind, DestOp, answer, hdr) returns for it (hdr is the
+// upstream response header; gamma's x-gamma-service-tier is read from it), with found as FromBody's. It
+// reads only the answer's top-level usage members (usage, service_tier, usageMetadata, however spelt
+// that encoding/json matches) — Response's decode has validated the answer — and hands FromBody those
+// alone, instead of the whole answer. ok is false when it has no answer to give usage for (no successful
+// Response, a count_tokens or embedding translation) or could not tell FromBody's result (the answer is
+// not an object the reader accepts, or FromBody failed on the members): the caller then runs
+// usage.FromBody on the answer itself. The answer passed to Response must be unchanged until then.
+func (t *Translator) ResponseUsage(hdr http.Header) (u billed.Usage, found, ok bool) {
+	if t.answer == nil {
+		return billed.Usage{}, false, false
+	}
+	kept, ok := usageMembers(t.answer)
+	if !ok {
+		return billed.Usage{}, false, false
+	}
+	u, found, err := billed.FromBody(t.pair.DestKind, t.pair.DestOp, kept, hdr)
+	if err != nil {
+		return billed.Usage{}, false, false
+	}
+	return u, found, true
+}
+
+// billedUsageKeys are the top-level members usage.FromBody reads in any dialect.
+var billedUsageKeys = [...]string{"usage", "service_tier", "usageMetadata"}
+
+// usageMembers returns body's top-level members whose names encoding/json would match to one of
+// billedUsageKeys (or strings.EqualFold does: keeping more changes nothing), in order, as one object — on
+// which encoding/json decodes every struct of those keys as it does on body. ok is false when body is not
+// one object the reader accepts.
+func usageMembers(body []byte) (kept []byte, ok bool) {
+	d := jr{b: body}
+	if d.peek() != '{' || d.open() != nil {
+		return nil, false
+	}
+	kept = append(make([]byte, 0, 256), '{')
+	for first := true; ; first = false {
+		name, more, err := d.key(first)
+		if err != nil {
+			return nil, false
+		}
+		if !more {
+			break
+		}
+		d.ws()
+		start := d.i
+		if err := d.skip(); err != nil {
+			return nil, false
+		}
+		if !billedUsageKey(name) {
+			continue
+		}
+		if len(kept) > 1 {
+			kept = append(kept, ',')
+		}
+		kept = append(appendString(kept, name), ':')
+		kept = append(kept, d.b[start:d.i]...)
+	}
+	if d.end() != nil {
+		return nil, false
+	}
+	return append(kept, '}'), true
+}
+
+// billedUsageKey reports whether encoding/json matches the member name to one of billedUsageKeys: its
+// field lookup compares names folded by foldName (upper case of the lower case, rune by rune).
+func billedUsageKey(name string) bool {
+	for _, k := range billedUsageKeys {
+		if strings.EqualFold(name, k) {
+			return true
+		}
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] >= utf8.RuneSelf { // for ASCII names the two foldings agree
+			f := jsonFolded(name)
+			for _, k := range billedUsageKeys {
+				if f == strings.ToUpper(k) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return false
+}
+
+// jsonFolded is encoding/json's foldName of s.
+func jsonFolded(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			if 'a' <= r && r <= 'z' {
+				r -= 'a' - 'A'
+			}
+		} else {
+			r = unicode.ToUpper(unicode.ToLower(r))
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
 
 type chatUsage struct {
 	PromptTokens        int64 `json:"prompt_tokens"`
