@@ -126,8 +126,6 @@ type Translator struct {
 	special specialOp // count_tokens / create_embedding handlers, nil for generation
 	reqDone bool
 	arrOpen bool // gamma JSON-array synthesis: '[' already written
-
-	answer []byte // the upstream answer the last successful Response converted (ResponseUsage), or nil
 }
 
 // New returns the translator for p, or an error wrapping ErrUnsupported.
@@ -246,7 +244,6 @@ func (t *Translator) Request(in ClientRequest) (*UpstreamRequest, error) {
 
 // Response converts a 2xx buffered upstream body into the client's body (ModeBuffered).
 func (t *Translator) Response(body []byte) ([]byte, error) {
-	t.answer = nil
 	if t.special != nil {
 		out, err := t.special.response(body)
 		if err != nil {
@@ -262,7 +259,6 @@ func (t *Translator) Response(body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("translate %s response: %w", t.pair, err)
 	}
-	t.answer = body
 	return out, nil
 }
 
