@@ -48,7 +48,8 @@ const (
 	// DefaultTimeout bounds one admission call (config.RedisTimeout's default).
 	DefaultTimeout = time.Second
 	// rateWindowTTL keeps a per-minute window key a little past its minute, so a settle-time TPM
-	// correction can still find it.
+	// correction can still find it. It runs from the window's first count; admit.lua writes it as a
+	// literal (120 s; TestAdmitKeyTTLs).
 	rateWindowTTL = 2 * time.Minute
 )
 
@@ -378,16 +379,16 @@ func (a *Admitter) Admit(ctx context.Context, req Request) (Hold, error) {
 	}
 	names := make([]string, 0, 1+2*len(limiters)+3*len(scopes))
 	names = append(names, keys.Hold(req.ID))
-	args := make([]any, 0, 8+2*len(limiters)+3*len(scopes))
-	args = append(args, len(limiters), tokens, est, int64(a.ttl/time.Second), int64(rateWindowTTL/time.Second),
-		markerArg(marked), now.UnixMilli(), h.Member())
+	ttl := int64(a.ttl / time.Second)
+	args := make([]any, 0, 7+2*len(limiters)+3*len(scopes))
+	args = append(args, len(limiters), tokens, est, ttl, now.UnixMilli(), h.Member(), now.UnixMilli()+ttl*1000)
 	for _, l := range limiters {
 		if l.Scope == vocab.ScopeKey {
 			names = append(names, keys.RPM(req.KeyID, window), keys.TPM(req.KeyID, window))
 		} else {
 			names = append(names, keys.ScopeRPM(l.Scope, l.ID, window), keys.ScopeTPM(l.Scope, l.ID, window))
 		}
-		args = append(args, l.rpm, l.tpm)
+		args = append(args, max(l.rpm, 0), max(l.tpm, 0)) // admit.lua: '0' is no limit
 	}
 	for _, s := range scopes {
 		names = append(names, keys.PendingIn(s.Scope, s.ID, s.Period), keys.UsedIn(s.Scope, s.ID, s.Period),
@@ -398,7 +399,7 @@ func (a *Admitter) Admit(ctx context.Context, req Request) (Hold, error) {
 		return Hold{}, a.failed(ErrUnavailable)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, a.timeout)
-	res, err := a.script.Run(callCtx, a.rdb, names, args...).Int64Slice()
+	res, err := a.script.Run(callCtx, a.rdb, names, args...).Int64()
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil { // a request that went away says nothing about Redis
@@ -413,14 +414,14 @@ func (a *Admitter) Admit(ctx context.Context, req Request) (Hold, error) {
 		}
 		return Hold{}, a.failed(fmt.Errorf("admission: redis: %w", err))
 	}
-	if len(res) != 2 {
-		return Hold{}, fmt.Errorf("admission: unexpected script reply %v", res)
-	}
-	switch res[0] {
+	// admit.lua answers 100 × outcome + the index of the limiter or scope it names (a number: cheaper for
+	// Redis than a list).
+	code, index := res/100, res%100
+	switch code {
 	case 0:
 	case 1, 2:
 		limit := "rpm"
-		if res[0] == 2 {
+		if code == 2 {
 			limit = "tpm"
 		}
 		retry := time.Unix((window+1)*60, 0).Sub(now)
@@ -428,14 +429,14 @@ func (a *Admitter) Admit(ctx context.Context, req Request) (Hold, error) {
 			retry = time.Second
 		}
 		e := &RateLimitError{RetryAfter: retry, Limit: limit, Scope: vocab.ScopeKey, ID: req.KeyID}
-		if j := int(res[1]) - 1; j >= 0 && j < len(limiters) {
+		if j := int(index) - 1; j >= 0 && j < len(limiters) {
 			e.Scope, e.ID = limiters[j].Scope, limiters[j].ID
 		}
 		return Hold{}, e
 	case 4:
 		return Hold{}, a.failed(errReleased)
 	case 3:
-		i := int(res[1]) - 1
+		i := int(index) - 1
 		if i < 0 || i >= len(scopes) {
 			return Hold{}, ErrQuotaExceeded
 		}
@@ -563,15 +564,9 @@ func scopeRefs(scopes []ScopeQuota) []ScopeRef {
 
 // markerTTL is the lifetime of a held marker. The marker is deleted when its request settles, so it only
 // outlives that for a request lost with its data plane; it must outlast any settlement delay (a
-// control-plane outage), because a hold whose marker expired is no longer refunded.
+// control-plane outage), because a hold whose marker expired is no longer refunded. admit.lua writes it
+// as a literal (604800 s; TestAdmitKeyTTLs).
 const markerTTL = 7 * 24 * time.Hour
-
-func markerArg(marked bool) int64 {
-	if marked {
-		return int64(markerTTL / time.Second)
-	}
-	return 0
-}
 
 // HoldMode is how a refund treats a hold (refund.lua, the forwarder's settle.lua): 0 unmarked
 // (unconditional), 1 marked (only while its marker is held), 2 marked with expiring members (and, per
