@@ -84,6 +84,14 @@ end
 local reserve = est > 0 and n > 0
 local refused, at
 local si = 0 -- the scopes counted: 1..si
+-- undoReservations takes the estimate back from the pending counters of the scopes counted so far,
+-- deleting a counter this call created (it has no TTL yet).
+local function undoReservations()
+  for i = si, 1, -1 do
+    local qp = K[b + 3 * i - 2]
+    if call('DECRBY', qp, A[3]) == 0 and call('PTTL', qp) == -1 then call('DEL', qp) end
+  end
+end
 for i = 1, n do
   local limit = tonumber(A[sa + 3 * i - 2])
   local used = tonumber(A[sa + 3 * i - 1])
@@ -121,10 +129,7 @@ for i = 1, n do
   if used + pending + est > limit or used + pending >= limit then refused, at = 3, i; break end
 end
 if refused then
-  for i = si, 1, -1 do
-    local qp = K[b + 3 * i - 2]
-    if call('DECRBY', qp, A[3]) == 0 and call('PTTL', qp) == -1 then call('DEL', qp) end
-  end
+  undoReservations()
   -- The rate limits are checked before the quotas (a request over both is told about its rate limit):
   -- read them, limiter j's requests, then its tokens.
   for j = 1, nl do
@@ -167,10 +172,7 @@ for j = 1, nl do
   end
 end
 if refused then
-  for i = si, 1, -1 do
-    local qp = K[b + 3 * i - 2]
-    if call('DECRBY', qp, A[3]) == 0 and call('PTTL', qp) == -1 then call('DEL', qp) end
-  end
+  undoReservations()
   for j = lj, 1, -1 do
     if A[la + 2 * j] ~= '0' and tokens > 0 and (j < lj or lt) then
       local k = K[2 * j + 1]
