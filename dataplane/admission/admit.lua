@@ -84,13 +84,14 @@ end
 local reserve = est > 0 and n > 0
 local refused, at
 local si = 0 -- the scopes counted: 1..si
--- undoReservations takes the estimate back from the pending counters of the scopes counted so far,
--- deleting a counter this call created (it has no TTL yet).
+-- uncount takes amt back from counter k, deleting the counter when this call created it (back to 0 and
+-- no TTL yet: TTLs are set once everything passed).
+local function uncount(k, amt)
+  if call('DECRBY', k, amt) == 0 and call('PTTL', k) == -1 then call('DEL', k) end
+end
+-- undoReservations takes the estimate back from the pending counters of the scopes counted so far.
 local function undoReservations()
-  for i = si, 1, -1 do
-    local qp = K[b + 3 * i - 2]
-    if call('DECRBY', qp, A[3]) == 0 and call('PTTL', qp) == -1 then call('DEL', qp) end
-  end
+  for i = si, 1, -1 do uncount(K[b + 3 * i - 2], A[3]) end
 end
 for i = 1, n do
   local limit = tonumber(A[sa + 3 * i - 2])
@@ -174,14 +175,8 @@ end
 if refused then
   undoReservations()
   for j = lj, 1, -1 do
-    if A[la + 2 * j] ~= '0' and tokens > 0 and (j < lj or lt) then
-      local k = K[2 * j + 1]
-      if call('DECRBY', k, A[2]) == 0 and call('PTTL', k) == -1 then call('DEL', k) end
-    end
-    if A[la + 2 * j - 1] ~= '0' then
-      local k = K[2 * j]
-      if call('DECR', k) == 0 and call('PTTL', k) == -1 then call('DEL', k) end
-    end
+    if A[la + 2 * j] ~= '0' and tokens > 0 and (j < lj or lt) then uncount(K[2 * j + 1], A[2]) end
+    if A[la + 2 * j - 1] ~= '0' then uncount(K[2 * j], '1') end
   end
   return refused * 100 + at
 end
@@ -189,7 +184,7 @@ if reserve then
   local pendingTTL = A[4]
   for i = 1, n do
     call('EXPIRE', K[b + 3 * i - 2], pendingTTL)
-    if member ~= '' then
+    if marked then
       local qe = K[b + 3 * i]
       call('ZADD', qe, A[7], member)
       call('EXPIRE', qe, pendingTTL)

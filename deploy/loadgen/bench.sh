@@ -18,6 +18,10 @@
 # the answer back (transform_to), against the floor proxying the same body to the mock's beta endpoint,
 # and dp passing the same conversation through as alpha chat (for scale), interleaved per round.
 #
+# With SMALL=1 (transform mode), each round also measures the small request of the default mode as a beta
+# client sends it (translated by dp, like the 10 KB body) and as alpha chat (passthrough), each against the
+# floor: the request-path harness with a translated request.
+#
 # With PPROF_DIR=<dir> (transform mode), dp serves net/http/pprof on 127.0.0.1:18070 (TOLLGATE_PPROF_ADDR)
 # and each dp measurement also writes a CPU and an allocation profile of its run into <dir>
 # (<label>-<round>.cpu.pprof, .allocs.pprof; read with `go tool pprof`). Profiling costs a little CPU.
