@@ -3,6 +3,7 @@ package vocab
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"sync"
 	"unicode/utf8"
 
@@ -170,14 +171,17 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
-// special8 reports whether any of the 8 bytes in w is not plain: below 0x20, a quote, a backslash or
-// above 0x7F (the bit tricks of "Bit Twiddling Hacks": a zero byte of x shows in (x-0x01..)&^x&0x80..).
-func special8(w uint64) bool {
+// special8 flags the bytes of w (8 bytes read little-endian) that are not plain — below 0x20, a quote, a
+// backslash or above 0x7F — by the high bit of each: zero when all 8 are plain. The lowest flagged byte is
+// exactly the first byte that is not plain (the bit tricks of "Bit Twiddling Hacks": a zero byte of x
+// shows in (x-0x01..)&^x&0x80..; a borrow can flag bytes above the first such byte, never below it), so
+// bits.TrailingZeros64(special8(w))/8 is that byte's index.
+func special8(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	ctl := (w - 0x20*ones) &^ w
 	quote := (w ^ '"'*ones - ones) &^ (w ^ '"'*ones)
 	bslash := (w ^ '\\'*ones - ones) &^ (w ^ '\\'*ones)
-	return (ctl|quote|bslash|w)&highs != 0
+	return (ctl | quote | bslash | w) & highs
 }
 
 // str validates the string starting at b[i] == '"' and returns the index just past its closing quote and
@@ -186,7 +190,12 @@ func (v *validator) str(i int) (end int, escaped, ok bool) {
 	b := v.b
 	j := i + 1
 	for {
-		for j+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[j:])) {
+		// Eight bytes at a time to the first byte that is not plain; the last few bytes of b one by one.
+		for j+8 <= len(b) {
+			if m := special8(binary.LittleEndian.Uint64(b[j:])); m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
+				break
+			}
 			j += 8
 		}
 		for j < len(b) && plain[b[j]] {

@@ -1,7 +1,9 @@
 package vocab
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"strings"
 	"testing"
 
@@ -109,18 +111,29 @@ func BenchmarkValidate10KB(b *testing.B) {
 	})
 }
 
-// TestSpecial8: the 8-byte test flags a word exactly when one of its bytes is not plain.
+// TestSpecial8: the 8-byte test flags a word exactly when one of its bytes is not plain, and its lowest
+// flagged byte is the first byte that is not plain, whatever the bytes after it.
 func TestSpecial8(t *testing.T) {
+	after := []byte{0x00, 0x1F, 0x20, '"', '\\', 'a', 0x7F, 0x80, 0xC3, 0xFF}
 	for c := range 256 {
 		for p := range 8 {
-			w := []byte("aZ09 ~!}")
-			w[p] = byte(c)
-			var x uint64
-			for i := 7; i >= 0; i-- {
-				x = x<<8 | uint64(w[i])
-			}
-			if special8(x) == plain[c] {
-				t.Fatalf("special8(%q) = %v, byte %#x plain %v", w, special8(x), c, plain[c])
+			for _, a := range after {
+				w := []byte("aZ09 ~!}")
+				w[p] = byte(c)
+				for q := p + 1; q < 8; q++ {
+					w[q] = a
+				}
+				first := 8
+				for k, x := range w {
+					if !plain[x] {
+						first = k
+						break
+					}
+				}
+				m := special8(binary.LittleEndian.Uint64(w))
+				if got := bits.TrailingZeros64(m) >> 3; got != first || (m == 0) != (first == 8) {
+					t.Fatalf("special8(%q) = %#x: first flagged byte %d, want %d", w, m, got, first)
+				}
 			}
 		}
 	}
