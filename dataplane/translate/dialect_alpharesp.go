@@ -39,6 +39,19 @@ type respItem struct {
 	Output           json.RawMessage `json:"output,omitempty"`
 	Summary          json.RawMessage `json:"summary,omitempty"`
 	EncryptedContent string          `json:"encrypted_content,omitempty"`
+
+	content, output respValueRead // Content and Output as the body's one pass read them
+}
+
+// respValueRead is an input item's content or output as read in the one pass over the body (readRespItemsIn):
+// its text when it is a string, else its parts (parts[lo:hi] of respInputRead), and the error reading it —
+// reported by respInputToIR where it read the raw value before (so refusals come in the same order).
+type respValueRead struct {
+	read   bool // else the value is read from the raw Content or Output
+	isText bool
+	text   string
+	lo, hi int
+	err    error
 }
 
 type respRequestIn struct {
@@ -74,6 +87,7 @@ type respInputRead struct {
 	isText bool
 	text   string
 	items  []respItem
+	parts  []respContentPart // the items' content and output parts (storage from respPartsScratch)
 	err    error
 }
 
@@ -110,8 +124,8 @@ func (c alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
 
 func (alphaResp) decodeInto(body []byte, st *reqState, store *reqStore) (*request, error) {
 	body = st.own(body)
-	in := respRequestIn{input: respInputRead{items: respItemsScratch.get()}}
-	defer func() { respItemsScratch.put(in.input.items) }()
+	in := respRequestIn{input: respInputRead{items: respItemsScratch.get(), parts: respPartsScratch.get()}}
+	defer func() { respItemsScratch.put(in.input.items); respPartsScratch.put(in.input.parts) }()
 	d := jr{b: body}
 	if err := d.done(in.read(&d)); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid responses request: %w", err))
@@ -229,14 +243,14 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead, store *r
 		case "message", "":
 			switch it.Role {
 			case "system", "developer":
-				t, ok := respText(it.Content)
+				t, ok := respItemText(it.Content, &it.content, pre.parts)
 				if !ok {
 					return refuse(f.String()+".content", "system content must be text")
 				}
 				r.System = append(r.System, t)
 			case "user", "assistant":
 				if it.Role == "assistant" {
-					parts, err := respContentParts(it.Content, f.with(".content", -1), a.tmp[:0], &a.content)
+					parts, err := a.contentParts(it.Content, &it.content, pre.parts, f.with(".content", -1), a.tmp[:0])
 					if err != nil {
 						return err
 					}
@@ -246,7 +260,7 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead, store *r
 					}
 				} else {
 					start := len(a.parts)
-					parts, err := respContentParts(it.Content, f.with(".content", -1), a.parts, &a.content)
+					parts, err := a.contentParts(it.Content, &it.content, pre.parts, f.with(".content", -1), a.parts)
 					if err != nil {
 						return err
 					}
@@ -266,10 +280,10 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead, store *r
 			p := part{Type: partToolResult, CallID: it.CallID}
 			start := len(a.results)
 			var out string
-			if validStringOf(it.Output, &out) {
+			if !it.output.read && validStringOf(it.Output, &out) {
 				a.results = append(a.results, part{Type: partText, Text: out})
 			} else {
-				rp, err := respContentParts(it.Output, f.with(".output", -1), a.results, &a.content)
+				rp, err := a.contentParts(it.Output, &it.output, pre.parts, f.with(".output", -1), a.results)
 				if err != nil {
 					return err
 				}
@@ -307,6 +321,36 @@ func respText(raw json.RawMessage) (string, bool) {
 	return rawText(raw)
 }
 
+// respItemText is an item's system content as text (respText), from what the body's one pass read when it
+// read it.
+func respItemText(raw json.RawMessage, v *respValueRead, parts []respContentPart) (string, bool) {
+	if !v.read || v.err != nil {
+		return respText(raw)
+	}
+	if v.isText {
+		return v.text, true
+	}
+	var b strings.Builder
+	for _, p := range parts[v.lo:v.hi] {
+		b.WriteString(p.Text)
+	}
+	return b.String(), true
+}
+
+// contentParts appends the parts of an item's content or output (v as the body's one pass read it, else
+// its raw value) to dst.
+func (a *respArena) contentParts(raw json.RawMessage, v *respValueRead, parts []respContentPart, field fieldPath, dst []part) ([]part, error) {
+	switch {
+	case !v.read:
+		return respContentParts(raw, field, dst, &a.content)
+	case v.err != nil:
+		return nil, badRequest(field.String(), v.err)
+	case v.isText:
+		return append(dst, part{Type: partText, Text: v.text}), nil
+	}
+	return respPartsIR(parts[v.lo:v.hi], field, dst)
+}
+
 // respContentParts appends the parts of message content (string or parts) to dst.
 // scratch, when not nil, is reused storage for the decoded content parts.
 func respContentParts(raw json.RawMessage, field fieldPath, dst []part, scratch *[]respContentPart) ([]part, error) {
@@ -321,7 +365,11 @@ func respContentParts(raw json.RawMessage, field fieldPath, dst []part, scratch 
 	if err := d.done(readRespContent(&d, scratch)); err != nil {
 		return nil, badRequest(field.String(), err)
 	}
-	arr := *scratch
+	return respPartsIR(*scratch, field, dst)
+}
+
+// respPartsIR appends the canonical parts of content parts to dst.
+func respPartsIR(arr []respContentPart, field fieldPath, dst []part) ([]part, error) {
 	out := dst
 	for j, p := range arr {
 		f := field.with("", j)

@@ -67,6 +67,16 @@ var handCases = []handCase{
 		diffDecode(t, b, func(d *jr, v *respToolIn) error { return v.read(d) }, false)
 	}},
 	{"respItems", func(t *testing.T, b []byte) { diffDecode(t, b, readRespItems, false) }},
+	{"respItemsIn", func(t *testing.T, b []byte) {
+		diffDecode(t, b, func(d *jr, v *[]respItem) error {
+			var parts []respContentPart
+			err := readRespItemsIn(d, v, &parts)
+			for i := range *v { // read in the same pass (compared by TestRequestDecodersAgree)
+				(*v)[i].content, (*v)[i].output = respValueRead{}, respValueRead{}
+			}
+			return err
+		}, false)
+	}},
 	{"respContent", func(t *testing.T, b []byte) { diffDecode(t, b, readRespContent, false) }},
 	{"respSummary", func(t *testing.T, b []byte) {
 		// the caller reads a summary of a valid request (or none: an absent member), and keeps a partly read one
