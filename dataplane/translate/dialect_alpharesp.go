@@ -237,7 +237,8 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead, store *r
 	st := store.take(len(items))
 	r.Messages = st.msgs
 	a := &respArena{parts: st.parts, results: st.results}
-	for i, it := range items {
+	for i := range items {
+		it := &items[i]
 		f := pathOf("input", i)
 		switch it.Type {
 		case "message", "":

@@ -507,10 +507,11 @@ func gammaModelPath(model, method string) string {
 }
 
 func (gammaGen) encodeRequest(r *request, model string, stream bool, st *reqState) (*UpstreamRequest, error) {
-	names := toolNames(r.Messages)
+	names := new(callNames) // does not escape: on the stack
+	names.toolNames(r.Messages)
 	for _, m := range r.Messages {
 		for _, p := range m.Parts {
-			if p.Type == partToolResult && names[p.CallID] == "" {
+			if p.Type == partToolResult && names.get(p.CallID) == "" {
 				return nil, refuse(fieldNames[st.client]["tool_result"], "tool result %q answers no earlier tool call; the destination needs the function name", p.CallID)
 			}
 		}
@@ -687,7 +688,7 @@ func gammaBlobOut(w *jw, mime, data, uri string) {
 
 // gammaTurnOut writes one turn (the parts of consecutive messages of one role);
 // a turn without parts is left out.
-func gammaTurnOut(w *jw, role string, msgs []message, names map[string]string) {
+func gammaTurnOut(w *jw, role string, msgs []message, names *callNames) {
 	at := len(w.b)
 	w.open('{')
 	w.key("role")
@@ -765,7 +766,7 @@ func gammaTurnOut(w *jw, role string, msgs []message, names map[string]string) {
 					w.str(p.CallID)
 				}
 				w.key("name")
-				w.str(names[p.CallID])
+				w.str(names.get(p.CallID))
 				w.key("response")
 				w.open('{')
 				w.key(key)
@@ -819,7 +820,7 @@ func gammaTurnOut(w *jw, role string, msgs []message, names map[string]string) {
 // gammaPartsOut renders canonical parts as gamma parts. A thinking part's signature goes onto the next
 // non-thinking part (where gamma puts thoughtSignature), or the last part when none follows. Thought text
 // is sent only when response is set (responses to gamma clients); gamma does not need it replayed.
-func gammaPartsOut(parts []part, names map[string]string, response bool) []gammaPart {
+func gammaPartsOut(parts []part, names *callNames, response bool) []gammaPart {
 	out := make([]gammaPart, 0, len(parts))
 	pendingSig := ""
 	add := func(p gammaPart) {
@@ -861,7 +862,7 @@ func gammaPartsOut(parts []part, names map[string]string, response bool) []gamma
 			} else {
 				val = mustMarshal(text)
 			}
-			add(gammaPart{FunctionResponse: &gammaFuncResp{ID: p.CallID, Name: names[p.CallID], Response: mustMarshal(map[string]json.RawMessage{key: val})}})
+			add(gammaPart{FunctionResponse: &gammaFuncResp{ID: p.CallID, Name: names.get(p.CallID), Response: mustMarshal(map[string]json.RawMessage{key: val})}})
 			for _, rp := range p.ResultParts {
 				if rp.Type == partImage || rp.Type == partFile {
 					add(gammaPart{InlineData: &gammaBlob{MimeType: rp.get().MediaType, Data: rp.Data}})

@@ -454,27 +454,38 @@ func hex4(b []byte, i int) (uint16, bool) {
 	return v, true
 }
 
-// unquote decodes the (validated) inside of a string with escapes.
+// unquote decodes the (validated) inside of a string with escapes, into a buffer of len(in) (the decoded
+// text is never longer): eight bytes without a backslash are copied at a time.
 func unquote(in []byte) string {
-	out := make([]byte, 0, len(in))
-	for i := 0; i < len(in); {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	out := make([]byte, len(in))
+	i, j := 0, 0
+	for i < len(in) {
+		if i+8 <= len(in) {
+			v := binary.LittleEndian.Uint64(in[i:])
+			if bs := v ^ ('\\' * ones); (bs-ones)&^bs&highs == 0 { // no backslash among the eight
+				binary.LittleEndian.PutUint64(out[j:], v)
+				i, j = i+8, j+8
+				continue
+			}
+		}
 		c := in[i]
 		if c != '\\' {
-			out = append(out, c)
-			i++
+			out[j] = c
+			i, j = i+1, j+1
 			continue
 		}
 		switch in[i+1] {
 		case 'b':
-			out = append(out, '\b')
+			out[j] = '\b'
 		case 'f':
-			out = append(out, '\f')
+			out[j] = '\f'
 		case 'n':
-			out = append(out, '\n')
+			out[j] = '\n'
 		case 'r':
-			out = append(out, '\r')
+			out[j] = '\r'
 		case 't':
-			out = append(out, '\t')
+			out[j] = '\t'
 		case 'u':
 			v1, _ := hex4(in, i+2)
 			r := rune(v1)
@@ -483,15 +494,15 @@ func unquote(in []byte) string {
 				r = utf16.DecodeRune(r, rune(v2))
 				i += 6
 			}
-			out = utf8.AppendRune(out, r)
+			j += utf8.EncodeRune(out[j:], r)
 			i += 6
 			continue
 		default: // '"', '\\', '/'
-			out = append(out, in[i+1])
+			out[j] = in[i+1]
 		}
-		i += 2
+		i, j = i+2, j+1
 	}
-	return unsafe.String(unsafe.SliceData(out), len(out)) // out is never written again
+	return unsafe.String(unsafe.SliceData(out), j) // out is never written again
 }
 
 // number consumes a number token (the caller peeked '0') and returns its bytes.

@@ -548,17 +548,59 @@ func budgetEffort(b int) string {
 	return "high"
 }
 
-// toolNames maps call ids to function names over a conversation (gamma needs the name on results).
-func toolNames(msgs []message) map[string]string {
-	m := map[string]string{}
-	for _, msg := range msgs {
-		for _, p := range msg.Parts {
-			if p.Type == partToolCall && p.CallID != "" {
-				m[p.CallID] = p.Name
+// callNames maps call ids to function names over a conversation (gamma needs the name on results): the last
+// call with an id names it. Up to len(small) calls are kept in place and searched from the last (cheaper
+// than a map, and no allocation); more go into a map.
+type callNames struct {
+	small [32]callName
+	n     int
+	m     map[string]string
+}
+
+type callName struct{ id, name string }
+
+// toolNames fills c from a conversation's tool calls.
+func (c *callNames) toolNames(msgs []message) {
+	for i := range msgs {
+		parts := msgs[i].Parts
+		for j := range parts {
+			if p := &parts[j]; p.Type == partToolCall && p.CallID != "" {
+				c.add(p.CallID, p.Name)
 			}
 		}
 	}
-	return m
+}
+
+func (c *callNames) add(id, name string) {
+	switch {
+	case c.m != nil:
+		c.m[id] = name
+	case c.n < len(c.small):
+		c.small[c.n] = callName{id, name}
+		c.n++
+	default:
+		c.m = make(map[string]string, 2*len(c.small))
+		for _, e := range c.small {
+			c.m[e.id] = e.name
+		}
+		c.m[id] = name
+	}
+}
+
+// get is the name of the last call with id, "" for none (c may be nil: no calls).
+func (c *callNames) get(id string) string {
+	switch {
+	case c == nil:
+		return ""
+	case c.m != nil:
+		return c.m[id]
+	}
+	for i := c.n - 1; i >= 0; i-- {
+		if c.small[i].id == id {
+			return c.small[i].name
+		}
+	}
+	return ""
 }
 
 // obj is a JSON object with a fixed key order, written as alternating keys and values. The stream encoders

@@ -1,0 +1,101 @@
+package translate
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzUnquote: unquote (eight bytes at a time between escapes) decodes what the reader validated as
+// encoding/json does, for strings encoded with and without escapes of every kind.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{"", `{"city":"Oslo","days":3}`, "a\"b\\c/d", "\n\r\t\b\f\x00\x1f", "héllo 🌍 \u2028", "0123456789abcdef\"", `\\\\\\\\\\`} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, s string, everyRune bool) {
+		if !utf8.ValidString(s) {
+			return
+		}
+		quoted := string(appendString(nil, s))
+		if everyRune { // every rune escaped: \u, surrogate pairs and the short escapes
+			var b strings.Builder
+			b.WriteByte('"')
+			for _, r := range s {
+				switch {
+				case r == '/':
+					b.WriteString(`\/`)
+				case r > 0xffff:
+					r -= 0x10000
+					fmt.Fprintf(&b, `\u%04X\u%04x`, 0xd800+(r>>10), 0xdc00+(r&0x3ff))
+				default:
+					fmt.Fprintf(&b, `\u%04x`, r)
+				}
+			}
+			b.WriteByte('"')
+			quoted = b.String()
+		}
+		d := jr{b: []byte(quoted)}
+		if _, err := d.scanStr(); err != nil {
+			t.Fatalf("scanStr(%s): %v", quoted, err)
+		}
+		var want string
+		if err := json.Unmarshal([]byte(quoted), &want); err != nil {
+			t.Fatal(err)
+		}
+		if got := unquote([]byte(quoted[1 : len(quoted)-1])); got != want {
+			t.Fatalf("unquote(%s) = %q, want %q", quoted, got, want)
+		}
+	})
+}
+
+// TestIsCompact: the eight-bytes-at-a-time test agrees with following the strings, for whitespace (and any
+// byte up to ' ') at every position inside and outside a string.
+func TestIsCompact(t *testing.T) {
+	bases := []string{`{"city":"Oslo","days":3}`, `["a b","c\"d",1,{"x":[true,null]}]`, `"just a string of some length"`, `{}`}
+	for _, base := range bases {
+		if got, want := isCompact([]byte(base)), isCompactSlow([]byte(base)); got != want {
+			t.Fatalf("isCompact(%s) = %v, want %v", base, got, want)
+		}
+		for i := 0; i <= len(base); i++ {
+			for _, c := range []byte{' ', '\t', '\n', '\r', 0x1f, 0x21, 0x80} {
+				v := []byte(base[:i] + string(c) + base[i:])
+				if got, want := isCompact(v), isCompactSlow(v); got != want {
+					t.Fatalf("isCompact(%q) = %v, want %v", v, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestCallNames: the last call with an id names it, kept in place up to 32 calls and in a map beyond.
+func TestCallNames(t *testing.T) {
+	for _, n := range []int{0, 1, 31, 32, 33, 100} {
+		var msgs []message
+		for i := range n {
+			msgs = append(msgs, message{Role: "assistant", Parts: []part{
+				{Type: partToolCall, CallID: fmt.Sprint("c", i%20), Name: fmt.Sprint("f", i)},
+				{Type: partText, CallID: "text", Name: "not a call"},
+				{Type: partToolCall, Name: "no id"},
+			}})
+		}
+		var c callNames
+		c.toolNames(msgs)
+		for i := range 20 {
+			want := ""
+			for j := range n {
+				if j%20 == i {
+					want = fmt.Sprint("f", j)
+				}
+			}
+			if got := c.get(fmt.Sprint("c", i)); got != want {
+				t.Fatalf("%d calls: name of c%d = %q, want %q", n, i, got, want)
+			}
+		}
+		if c.get("text") != "" || c.get("") != "" || (*callNames)(nil).get("c0") != "" {
+			t.Fatalf("%d calls: a name for no call", n)
+		}
+	}
+}
