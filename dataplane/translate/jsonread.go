@@ -455,27 +455,29 @@ func hex4(b []byte, i int) (uint16, bool) {
 }
 
 // unquote decodes the (validated) inside of a string with escapes, into a buffer of len(in) (the decoded
-// text is never longer): eight bytes without a backslash are copied at a time.
+// text is never longer): the bytes before the next backslash are copied up to eight at a time.
 func unquote(in []byte) string {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	out := make([]byte, len(in))
 	i, j := 0, 0
 	for i < len(in) {
-		if i+8 <= len(in) {
+		if i+8 <= len(in) { // copy the eight bytes (j <= i: they fit), keep those before a backslash
 			v := binary.LittleEndian.Uint64(in[i:])
-			if bs := v ^ ('\\' * ones); (bs-ones)&^bs&highs == 0 { // no backslash among the eight
-				binary.LittleEndian.PutUint64(out[j:], v)
+			binary.LittleEndian.PutUint64(out[j:], v)
+			bs := v ^ ('\\' * ones)
+			m := (bs - ones) &^ bs & highs // the lowest bit set marks the first backslash exactly
+			if m == 0 {
 				i, j = i+8, j+8
 				continue
 			}
-		}
-		c := in[i]
-		if c != '\\' {
+			n := bits.TrailingZeros64(m) >> 3
+			i, j = i+n, j+n
+		} else if c := in[i]; c != '\\' {
 			out[j] = c
 			i, j = i+1, j+1
 			continue
 		}
-		switch in[i+1] {
+		switch in[i+1] { // in[i] is a backslash
 		case 'b':
 			out[j] = '\b'
 		case 'f':
