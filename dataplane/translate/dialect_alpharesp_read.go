@@ -10,12 +10,12 @@ var (
 	respPartsScratch scratch[respContentPart]
 )
 
-var respRequestNames = []string{"model", "instructions", "input", "tools", "tool_choice", "parallel_tool_calls",
+var respRequestNames = fields("model", "instructions", "input", "tools", "tool_choice", "parallel_tool_calls",
 	"max_output_tokens", "temperature", "top_p", "reasoning", "text", "stream", "service_tier", "user",
-	"safety_identifier", "previous_response_id", "conversation", "background", "prompt", "top_logprobs"}
-var respReasoningNames = []string{"effort", "summary"}
-var respTextNames = []string{"format"}
-var respFormatNames = []string{"type", "name", "schema", "strict"}
+	"safety_identifier", "previous_response_id", "conversation", "background", "prompt", "top_logprobs")
+var respReasoningNames = fields("effort", "summary")
+var respTextNames = fields("format")
+var respFormatNames = fields("type", "name", "schema", "strict")
 
 func (in *respRequestIn) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -121,7 +121,7 @@ func (t *respTextIn) read(d *jr) error {
 	return err
 }
 
-var respToolNames = []string{"type", "name", "description", "parameters", "strict"}
+var respToolNames = fields("type", "name", "description", "parameters", "strict")
 
 func (t *respToolIn) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -145,8 +145,8 @@ func (t *respToolIn) read(d *jr) error {
 	return err
 }
 
-var respItemNames = []string{"type", "id", "role", "status", "content", "call_id", "name", "arguments", "output",
-	"summary", "encrypted_content"}
+var respItemNames = fields("type", "id", "role", "status", "content", "call_id", "name", "arguments", "output",
+	"summary", "encrypted_content")
 
 // readRespItems reads the input items.
 func readRespItems(d *jr, dst *[]respItem) error { return readRespItemsIn(d, dst, nil) }
@@ -205,8 +205,8 @@ func readRespItemsIn(d *jr, dst *[]respItem, parts *[]respContentPart) error {
 	return err
 }
 
-var respContentNames = []string{"type", "text", "refusal", "image_url", "file_id", "detail", "file_data", "file_url",
-	"filename", "annotations"}
+var respContentNames = fields("type", "text", "refusal", "image_url", "file_id", "detail", "file_data", "file_url",
+	"filename", "annotations")
 
 // readRespContent reads a message's content parts into *dst (reused storage).
 func readRespContent(d *jr, dst *[]respContentPart) error {
@@ -271,7 +271,7 @@ func appendRespContent(d *jr, dst *[]respContentPart) (null bool, err error) {
 	return null, err
 }
 
-var textNames = []string{"text"}
+var textNames = fields("text")
 
 // readRespSummary reads a reasoning item's summary; on a value of the wrong kind it stops, keeping the parts
 // read so far (the caller uses them, as it did with the go-json-experiment decoder).

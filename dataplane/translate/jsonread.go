@@ -975,15 +975,50 @@ func (d *jr) array(each func(i int) error) (null bool, err error) {
 	}
 }
 
-// fieldOf matches a member name against a struct's names as the go-json-experiment decoder configured by
-// decodeOpts did: an exact match first, else the first strings.EqualFold match; -1 for none.
-func fieldOf(name string, names []string) int {
+// memberNames is a struct's member names (fieldOf), with a table of the one name a member name can equal
+// exactly, found from its length and first and last bytes.
+type memberNames struct {
+	names []string
+	slot  [64]int8 // index + 1 of the only name with a hash, 0 for none, -1 for several
+}
+
+// fields makes the memberNames of names (never empty).
+func fields(names ...string) *memberNames {
+	f := &memberNames{names: names}
 	for i, n := range names {
-		if len(n) == len(name) && n[0] == name[0] && n == name { // names are never empty
-			return i
+		switch h := nameHash(n); f.slot[h] {
+		case 0:
+			f.slot[h] = int8(i + 1)
+		default:
+			f.slot[h] = -1
 		}
 	}
-	for i, n := range names {
+	return f
+}
+
+// nameHash is a non-empty name's slot in memberNames.slot.
+func nameHash(n string) uint {
+	return (uint(len(n))*7 + uint(n[0]) + uint(n[len(n)-1])*3) & 63
+}
+
+// fieldOf matches a member name against a struct's names as the go-json-experiment decoder configured by
+// decodeOpts did: an exact match first, else the first strings.EqualFold match; -1 for none.
+func fieldOf(name string, f *memberNames) int {
+	if name != "" {
+		switch k := f.slot[nameHash(name)]; {
+		case k > 0:
+			if f.names[k-1] == name {
+				return int(k - 1)
+			}
+		case k < 0:
+			for i, n := range f.names {
+				if n == name {
+					return i
+				}
+			}
+		}
+	}
+	for i, n := range f.names {
 		if strings.EqualFold(n, name) {
 			return i
 		}

@@ -99,3 +99,36 @@ func TestCallNames(t *testing.T) {
 		}
 	}
 }
+
+// refFieldOf is fieldOf as it was before the table: the exact match first, else the first EqualFold match.
+func refFieldOf(name string, names []string) int {
+	for i, n := range names {
+		if n == name {
+			return i
+		}
+	}
+	for i, n := range names {
+		if strings.EqualFold(n, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestFieldOf: the table finds what the lists found, for every name of the request shapes' lists, their
+// case variants, names sharing a slot, and names of none.
+func TestFieldOf(t *testing.T) {
+	lists := []*memberNames{respRequestNames, respItemNames, respContentNames, chatRequestNames, chatMessageNames,
+		gammaPartNames, gammaCallNames, fields("a", "A", "ab", "ba", "b_a", "B-A", "x", "xx", "xxx", "k", "K")}
+	for _, f := range lists {
+		var probes []string
+		for _, n := range f.names {
+			probes = append(probes, n, strings.ToUpper(n), strings.ToLower(n), n+"x", "x"+n, n[:len(n)-1], "")
+		}
+		for _, p := range probes {
+			if got, want := fieldOf(p, f), refFieldOf(p, f.names); got != want {
+				t.Fatalf("fieldOf(%q, %q) = %d, want %d", p, f.names, got, want)
+			}
+		}
+	}
+}
