@@ -128,6 +128,74 @@ type gammaFnRead struct {
 	respErr error
 }
 
+// pendingCalls are a gamma conversation's function calls not yet answered, for the responses without an id
+// (they answer the oldest unanswered call of their name). Up to len(small) calls are kept in place, in
+// order, and searched (no map, no allocation); more go into a map of each name's unanswered ids.
+type pendingCalls struct {
+	small  [32]pendingCall
+	n      int
+	byName map[string][]string
+}
+
+type pendingCall struct {
+	name, id string
+	answered bool
+}
+
+// add records a call.
+func (c *pendingCalls) add(name, id string) {
+	switch {
+	case c.byName != nil:
+		c.byName[name] = append(c.byName[name], id)
+	case c.n < len(c.small):
+		c.small[c.n] = pendingCall{name: name, id: id}
+		c.n++
+	default:
+		c.byName = map[string][]string{}
+		for _, p := range c.small {
+			if !p.answered {
+				c.byName[p.name] = append(c.byName[p.name], p.id)
+			}
+		}
+		c.byName[name] = append(c.byName[name], id)
+	}
+}
+
+// answer is the id a response of name with id (maybe "") answers: id, else the oldest unanswered call of
+// name ("" for none); the unanswered call of name with that id, if any, is answered.
+func (c *pendingCalls) answer(name, id string) string {
+	if c.byName != nil {
+		q := c.byName[name]
+		if len(q) > 0 && id == "" {
+			id = q[0]
+		}
+		for qi, v := range q {
+			if v == id {
+				c.byName[name] = append(q[:qi:qi], q[qi+1:]...)
+				break
+			}
+		}
+		return id
+	}
+	calls := c.small[:c.n]
+	if id == "" {
+		for i := range calls {
+			if p := &calls[i]; !p.answered && p.name == name {
+				p.answered = true
+				return p.id
+			}
+		}
+		return ""
+	}
+	for i := range calls {
+		if p := &calls[i]; !p.answered && p.name == name && p.id == id {
+			p.answered = true
+			break
+		}
+	}
+	return id
+}
+
 // gammaDecodeScratch is the reused storage of gammaGen.decodeRequest.
 type gammaDecodeScratch struct {
 	parts []gammaPartIn
@@ -287,7 +355,7 @@ func (gammaGen) decodeInto(body []byte, st *reqState, store *reqStore) (*request
 	}
 	// ids: keep gamma's when present, else synthesise call_<turn>_<k>; responses without id take the
 	// oldest unanswered call with the same name.
-	pending := map[string][]string{}
+	pending := new(pendingCalls) // does not escape: on the stack
 	sc := &gammaDecodeScratch{}
 	s := store.take(len(in.Contents))
 	r.Messages = s.msgs
@@ -355,25 +423,14 @@ func (gammaGen) decodeInto(body []byte, st *reqState, store *reqStore) (*request
 					id = unsafe.String(&sc.ids[at], len(sc.ids)-at) // sc.ids is only appended to
 				}
 				k++
-				pending[fc.Name] = append(pending[fc.Name], id)
+				pending.add(fc.Name, id)
 				args := fc.Args
 				if len(args) == 0 || string(args) == "null" {
 					args = json.RawMessage("{}")
 				}
 				arena = append(arena, part{Type: partToolCall, CallID: id, Name: fc.Name, Args: compactValid(args)})
 			case fr != nil:
-				id := fr.ID
-				if q := pending[fr.Name]; len(q) > 0 {
-					if id == "" {
-						id = q[0]
-					}
-					for qi, v := range q {
-						if v == id {
-							pending[fr.Name] = append(q[:qi:qi], q[qi+1:]...)
-							break
-						}
-					}
-				}
+				id := pending.answer(fr.Name, fr.ID)
 				if id == "" {
 					return nil, refuse(gammaPartPath(i, j).String()+".functionResponse.id", "function response %q matches no earlier function call", fr.Name)
 				}
