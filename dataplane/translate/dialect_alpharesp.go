@@ -318,6 +318,16 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead, store *r
 	return nil
 }
 
+// hasToolResult reports whether parts hold a tool result.
+func hasToolResult(parts []part) bool {
+	for i := range parts {
+		if parts[i].Type == partToolResult {
+			return true
+		}
+	}
+	return false
+}
+
 func respText(raw json.RawMessage) (string, bool) {
 	return rawText(raw)
 }
@@ -496,27 +506,31 @@ func (alphaResp) encodeRequest(r *request, model string, stream bool, st *reqSta
 			flushParts(w, &text)
 			continue
 		}
-		var user, late []part
-		for _, p := range m.Parts {
-			if p.Type != partToolResult {
-				user = append(user, p)
-				continue
-			}
-			text := textOf(p.ResultParts)
-			if p.IsError && !strings.HasPrefix(text, "Error") {
-				text = "Error: " + text
-			}
-			w.open('{')
-			w.key("call_id")
-			w.str(p.CallID)
-			w.key("output")
-			w.str(text)
-			w.key("type")
-			w.str("function_call_output")
-			w.close('}')
-			for _, rp := range p.ResultParts {
-				if rp.Type == partImage {
-					late = append(late, rp)
+		user := m.Parts // a message without tool results is sent as it is, not copied
+		var late []part
+		if hasToolResult(m.Parts) {
+			user = nil
+			for _, p := range m.Parts {
+				if p.Type != partToolResult {
+					user = append(user, p)
+					continue
+				}
+				text := textOf(p.ResultParts)
+				if p.IsError && !strings.HasPrefix(text, "Error") {
+					text = "Error: " + text
+				}
+				w.open('{')
+				w.key("call_id")
+				w.str(p.CallID)
+				w.key("output")
+				w.str(text)
+				w.key("type")
+				w.str("function_call_output")
+				w.close('}')
+				for _, rp := range p.ResultParts {
+					if rp.Type == partImage {
+						late = append(late, rp)
+					}
 				}
 			}
 		}
