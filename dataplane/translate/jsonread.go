@@ -33,6 +33,7 @@ type jr struct {
 	b     []byte
 	i     int
 	depth int
+	spare []byte // room for the short strings with escapes it unquotes (one allocation for many)
 }
 
 // scratch is reused storage for the decoded members that do not outlive a decodeRequest call (the
@@ -263,7 +264,7 @@ func (d *jr) strTok() (string, error) {
 	}
 	end := d.i - 1
 	if escaped {
-		return unquote(d.b[start:end]), nil
+		return d.unquote(d.b[start:end]), nil
 	}
 	if end == start {
 		return "", nil
@@ -454,11 +455,38 @@ func hex4(b []byte, i int) (uint16, bool) {
 	return v, true
 }
 
-// unquote decodes the (validated) inside of a string with escapes, into a buffer of len(in) (the decoded
-// text is never longer): the bytes before the next backslash are copied up to eight at a time.
+// unquote decodes the (validated) inside of a string with escapes, into memory of its own.
 func unquote(in []byte) string {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	out := make([]byte, len(in))
+	return unsafe.String(unsafe.SliceData(out), unquoteTo(out, in)) // out is never written again
+}
+
+// unquoteSpare is the room jr.unquote takes at a time for short strings (arguments, ids, outputs).
+const unquoteSpare = 2048
+
+// unquote is unquote for a short string into d.spare, so a request's many short escaped strings (alpha's
+// arguments, function outputs) cost one allocation (the strings share it, and keep it alive).
+func (d *jr) unquote(in []byte) string {
+	if len(in) > unquoteSpare/8 {
+		return unquote(in)
+	}
+	n := len(d.spare)
+	if cap(d.spare)-n < len(in) {
+		d.spare, n = make([]byte, 0, unquoteSpare), 0
+	}
+	m := unquoteTo(d.spare[n:n+len(in)], in)
+	if m == 0 {
+		return ""
+	}
+	d.spare = d.spare[:n+m]
+	return unsafe.String(&d.spare[n], m) // spare is only appended to past n+m
+}
+
+// unquoteTo decodes the (validated) inside of a string with escapes into out (len(out) == len(in): the
+// decoded text is never longer) and returns its length: the bytes before the next backslash are copied up
+// to eight at a time.
+func unquoteTo(out, in []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	i, j := 0, 0
 	for i < len(in) {
 		if i+8 <= len(in) { // copy the eight bytes (j <= i: they fit), keep those before a backslash
@@ -504,7 +532,7 @@ func unquote(in []byte) string {
 		}
 		i, j = i+2, j+1
 	}
-	return unsafe.String(unsafe.SliceData(out), j) // out is never written again
+	return j
 }
 
 // number consumes a number token (the caller peeked '0') and returns its bytes.

@@ -49,6 +49,17 @@ func FuzzUnquote(f *testing.F) {
 		if got := unquote([]byte(quoted[1 : len(quoted)-1])); got != want {
 			t.Fatalf("unquote(%s) = %q, want %q", quoted, got, want)
 		}
+		// into shared room: every string decoded stays as it was while more are decoded after it
+		var room jr
+		var got []string
+		for range 3 * unquoteSpare / max(len(quoted), 1) {
+			got = append(got, room.unquote([]byte(quoted[1:len(quoted)-1])))
+		}
+		for i, g := range got {
+			if g != want {
+				t.Fatalf("jr.unquote(%s) #%d = %q, want %q", quoted, i, g, want)
+			}
+		}
 	})
 }
 
