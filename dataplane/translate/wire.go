@@ -314,10 +314,161 @@ func mustMarshal(v any) []byte {
 // UTF-8 and lone surrogate escapes, jr refuses them) and too short to reach the nesting limit.
 func validJSON(v []byte) bool {
 	if len(v) < maxJSONDepth && printableASCII(bytesView(v)) && bytes.IndexByte(v, '\\') < 0 {
+		if ok, sure := validPlainJSON(v); sure {
+			return ok
+		}
 		d := jr{b: v}
 		return d.done(d.skip()) == nil
 	}
 	return json.Valid(v)
+}
+
+// validPlainJSON is json.Valid for printable ASCII without a backslash (whitespace is only ' ', a string ends
+// at the next quote), in one loop: the small values validJSON mostly sees (arguments, tool results) cost a
+// fraction of a read by jr. sure is false past 64 levels of nesting (ok is then not known).
+func validPlainJSON(v []byte) (ok, sure bool) {
+	var objects uint64 // bit k: the container at depth k+1 is an object
+	var object bool
+	depth, i := 0, 0
+value:
+	for i < len(v) && v[i] == ' ' {
+		i++
+	}
+	if i >= len(v) {
+		return false, true
+	}
+	switch c := v[i]; c {
+	case '{', '[':
+		i++
+		for i < len(v) && v[i] == ' ' {
+			i++
+		}
+		if i < len(v) && v[i] == c+2 { // '}' or ']'
+			i++
+			goto after
+		}
+		if depth == 64 {
+			return false, false
+		}
+		if c == '{' {
+			objects |= 1 << depth
+		} else {
+			objects &^= 1 << depth
+		}
+		depth++
+		if c == '{' {
+			goto name
+		}
+		goto value
+	case '"':
+		n := bytes.IndexByte(v[i+1:], '"')
+		if n < 0 {
+			return false, true
+		}
+		i += n + 2
+	case 't':
+		if !bytes.HasPrefix(v[i:], []byte("true")) {
+			return false, true
+		}
+		i += 4
+	case 'f':
+		if !bytes.HasPrefix(v[i:], []byte("false")) {
+			return false, true
+		}
+		i += 5
+	case 'n':
+		if !bytes.HasPrefix(v[i:], []byte("null")) {
+			return false, true
+		}
+		i += 4
+	default:
+		if i = numberEnd(v, i); i < 0 {
+			return false, true
+		}
+	}
+after:
+	for i < len(v) && v[i] == ' ' {
+		i++
+	}
+	if depth == 0 {
+		return i == len(v), true
+	}
+	if i >= len(v) {
+		return false, true
+	}
+	object = objects&(1<<(depth-1)) != 0
+	switch v[i] {
+	case ',':
+		i++
+		if object {
+			goto name
+		}
+		goto value
+	case '}':
+		if !object {
+			return false, true
+		}
+	case ']':
+		if object {
+			return false, true
+		}
+	default:
+		return false, true
+	}
+	i++
+	depth--
+	goto after
+name:
+	for i < len(v) && v[i] == ' ' {
+		i++
+	}
+	if i >= len(v) || v[i] != '"' {
+		return false, true
+	}
+	n := bytes.IndexByte(v[i+1:], '"')
+	if n < 0 {
+		return false, true
+	}
+	i += n + 2
+	for i < len(v) && v[i] == ' ' {
+		i++
+	}
+	if i >= len(v) || v[i] != ':' {
+		return false, true
+	}
+	i++
+	goto value
+}
+
+// numberEnd is the end of the JSON number at v[i:], or -1 when none starts there.
+func numberEnd(v []byte, i int) int {
+	if v[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(v) && v[i] == '0':
+		i++
+	case i < len(v) && v[i] >= '1' && v[i] <= '9':
+		i = digitsEnd(v, i+1)
+	default:
+		return -1
+	}
+	if i < len(v) && v[i] == '.' {
+		if i++; i >= len(v) || v[i] < '0' || v[i] > '9' {
+			return -1
+		}
+		i = digitsEnd(v, i+1)
+	}
+	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
+		if i++; i < len(v) && (v[i] == '+' || v[i] == '-') {
+			i++
+		}
+		if i >= len(v) || v[i] < '0' || v[i] > '9' {
+			return -1
+		}
+		i = digitsEnd(v, i+1)
+	}
+	return i
 }
 
 // compactJSON returns s compacted when it is valid JSON, else s unchanged.

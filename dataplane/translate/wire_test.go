@@ -182,3 +182,24 @@ func TestPendingCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestValidPlainJSON: the one-loop validator agrees with json.Valid on short texts of JSON's own bytes
+// (the fuzzer rarely builds nested values by chance).
+func TestValidPlainJSON(t *testing.T) {
+	const alphabet = `{}[]",: 0123-.eE+truefalsnlx`
+	rng := rand.New(rand.NewPCG(3, 4))
+	b := make([]byte, 0, 24)
+	for range 300000 {
+		b = b[:0]
+		for range 1 + rng.IntN(20) {
+			b = append(b, alphabet[rng.IntN(len(alphabet))])
+		}
+		ok, sure := validPlainJSON(b)
+		if !sure {
+			t.Fatalf("validPlainJSON(%q) not sure", b)
+		}
+		if want := json.Valid(b); ok != want {
+			t.Fatalf("validPlainJSON(%q) = %v, json.Valid %v", b, ok, want)
+		}
+	}
+}
