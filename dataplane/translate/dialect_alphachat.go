@@ -617,7 +617,8 @@ func chatMessagesOut(w *jw, m message, user []part) []part {
 			w.str(m.Parts[first].Text)
 		default:
 			var b strings.Builder
-			for _, p := range m.Parts {
+			for pi := range m.Parts {
+				p := &m.Parts[pi]
 				if p.Type == partText {
 					b.WriteString(p.Text)
 				}
@@ -625,7 +626,8 @@ func chatMessagesOut(w *jw, m message, user []part) []part {
 			w.str(b.String())
 		}
 		calls := false
-		for _, p := range m.Parts {
+		for pi := range m.Parts {
+			p := &m.Parts[pi]
 			if p.Type != partToolCall {
 				continue
 			}
@@ -659,9 +661,10 @@ func chatMessagesOut(w *jw, m message, user []part) []part {
 		return user
 	}
 	var late []part
-	for _, p := range m.Parts {
+	for pi := range m.Parts {
+		p := &m.Parts[pi]
 		if p.Type != partToolResult {
-			user = append(user, p)
+			user = append(user, *p)
 			continue
 		}
 		text := textOf(p.ResultParts)

@@ -419,7 +419,8 @@ func respPartsIR(arr []respContentPart, field fieldPath, dst []part) ([]part, er
 // respPartsOut writes a message's content parts (maps' key order: sorted, as encoding/json wrote them).
 func respPartsOut(w *jw, parts []part, assistant bool) {
 	w.open('[')
-	for _, p := range parts {
+	for pi := range parts {
+		p := &parts[pi]
 		switch p.Type {
 		case partText:
 			w.open('{')
@@ -480,10 +481,11 @@ func (alphaResp) encodeRequest(r *request, model string, stream bool, st *reqSta
 	var text []part // an assistant turn's text parts, sent as one message item before its next other item
 	for _, m := range r.Messages {
 		if m.Role == "assistant" {
-			for _, p := range m.Parts {
+			for pi := range m.Parts {
+				p := &m.Parts[pi]
 				switch p.Type {
 				case partText:
-					text = append(text, p)
+					text = append(text, *p)
 				case partToolCall:
 					flushParts(w, &text)
 					w.open('{')
@@ -510,9 +512,10 @@ func (alphaResp) encodeRequest(r *request, model string, stream bool, st *reqSta
 		var late []part
 		if hasToolResult(m.Parts) {
 			user = nil
-			for _, p := range m.Parts {
+			for pi := range m.Parts {
+				p := &m.Parts[pi]
 				if p.Type != partToolResult {
-					user = append(user, p)
+					user = append(user, *p)
 					continue
 				}
 				text := textOf(p.ResultParts)
@@ -680,7 +683,7 @@ func flushParts(w *jw, text *[]part) {
 // respReasoningReplay writes the reasoning input item rebuilt from a signature minted by respSignature (w
 // nil: only reports whether there is one; foreign reasoning cannot be verified by alpha responses and is
 // dropped).
-func respReasoningReplay(w *jw, p part) bool {
+func respReasoningReplay(w *jw, p *part) bool {
 	rest, ok := strings.CutPrefix(p.Signature, respSigPrefix)
 	if !ok {
 		return false

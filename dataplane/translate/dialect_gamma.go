@@ -567,7 +567,8 @@ func (gammaGen) encodeRequest(r *request, model string, stream bool, st *reqStat
 	names := new(callNames) // does not escape: on the stack
 	names.toolNames(r.Messages)
 	for _, m := range r.Messages {
-		for _, p := range m.Parts {
+		for pi := range m.Parts {
+			p := &m.Parts[pi]
 			if p.Type == partToolResult && names.get(p.CallID) == "" {
 				return nil, refuse(fieldNames[st.client]["tool_result"], "tool result %q answers no earlier tool call; the destination needs the function name", p.CallID)
 			}
@@ -767,7 +768,8 @@ func gammaTurnOut(w *jw, role string, msgs []message, names *callNames) {
 		}
 	}
 	for _, m := range msgs {
-		for _, p := range m.Parts {
+		for pi := range m.Parts {
+			p := &m.Parts[pi]
 			switch p.Type {
 			case partText:
 				w.open('{')

@@ -604,7 +604,8 @@ func textOf(parts []part) string {
 		return parts[0].Text // the usual case: no copy
 	}
 	var b strings.Builder
-	for _, p := range parts {
+	for pi := range parts {
+		p := &parts[pi]
 		if p.Type == partText {
 			b.WriteString(p.Text)
 		}
