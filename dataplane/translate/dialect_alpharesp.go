@@ -239,19 +239,18 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead, store *r
 	a := &respArena{parts: st.parts, results: st.results}
 	for i := range items {
 		it := &items[i]
-		f := pathOf("input", i)
 		switch it.Type {
 		case "message", "":
 			switch it.Role {
 			case "system", "developer":
 				t, ok := respItemText(it.Content, &it.content, pre.parts)
 				if !ok {
-					return refuse(f.String()+".content", "system content must be text")
+					return refuse(pathOf("input", i).String()+".content", "system content must be text")
 				}
 				r.System = append(r.System, t)
 			case "user", "assistant":
 				if it.Role == "assistant" {
-					parts, err := a.contentParts(it.Content, &it.content, pre.parts, f.with(".content", -1), a.tmp[:0])
+					parts, err := a.contentParts(it.Content, &it.content, pre.parts, i, ".content", a.tmp[:0])
 					if err != nil {
 						return err
 					}
@@ -261,7 +260,7 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead, store *r
 					}
 				} else {
 					start := len(a.parts)
-					parts, err := a.contentParts(it.Content, &it.content, pre.parts, f.with(".content", -1), a.parts)
+					parts, err := a.contentParts(it.Content, &it.content, pre.parts, i, ".content", a.parts)
 					if err != nil {
 						return err
 					}
@@ -269,7 +268,7 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead, store *r
 					r.Messages = append(r.Messages, message{Role: "user", Parts: clipped(a.parts, start)})
 				}
 			default:
-				return refuse(f.String()+".role", "role %q cannot be translated", it.Role)
+				return refuse(pathOf("input", i).String()+".role", "role %q cannot be translated", it.Role)
 			}
 		case "function_call":
 			args := ""
@@ -284,7 +283,7 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead, store *r
 			if !it.output.read && validStringOf(it.Output, &out) {
 				a.results = append(a.results, part{Type: partText, Text: out})
 			} else {
-				rp, err := a.contentParts(it.Output, &it.output, pre.parts, f.with(".output", -1), a.results)
+				rp, err := a.contentParts(it.Output, &it.output, pre.parts, i, ".output", a.results)
 				if err != nil {
 					return err
 				}
@@ -311,7 +310,7 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead, store *r
 			}
 			a.appendPart(r, "assistant", part{Type: partThinking, Text: b.String(), Signature: it.EncryptedContent}.withExtra(partExtra{ItemID: it.ID}))
 		default:
-			return refuse(f.String()+".type", "input item type %q cannot be translated", it.Type)
+			return refuse(pathOf("input", i).String()+".type", "input item type %q cannot be translated", it.Type)
 		}
 	}
 	st.keep(r.Messages, a.parts, a.results)
@@ -348,18 +347,18 @@ func respItemText(raw json.RawMessage, v *respValueRead, parts []respContentPart
 	return b.String(), true
 }
 
-// contentParts appends the parts of an item's content or output (v as the body's one pass read it, else
-// its raw value) to dst.
-func (a *respArena) contentParts(raw json.RawMessage, v *respValueRead, parts []respContentPart, field fieldPath, dst []part) ([]part, error) {
+// contentParts appends the parts of item i's content or output (member; v as the body's one pass read it,
+// else its raw value) to dst. The field path is made for an error only.
+func (a *respArena) contentParts(raw json.RawMessage, v *respValueRead, parts []respContentPart, i int, member string, dst []part) ([]part, error) {
 	switch {
 	case !v.read:
-		return respContentParts(raw, field, dst, &a.content)
+		return respContentParts(raw, pathOf("input", i).with(member, -1), dst, &a.content)
 	case v.err != nil:
-		return nil, badRequest(field.String(), v.err)
+		return nil, badRequest(pathOf("input", i).with(member, -1).String(), v.err)
 	case v.isText:
 		return append(dst, part{Type: partText, Text: v.text}), nil
 	}
-	return respPartsIR(parts[v.lo:v.hi], field, dst)
+	return respPartsIR(parts[v.lo:v.hi], func() fieldPath { return pathOf("input", i).with(member, -1) }, dst)
 }
 
 // respContentParts appends the parts of message content (string or parts) to dst.
@@ -376,14 +375,15 @@ func respContentParts(raw json.RawMessage, field fieldPath, dst []part, scratch 
 	if err := d.done(readRespContent(&d, scratch)); err != nil {
 		return nil, badRequest(field.String(), err)
 	}
-	return respPartsIR(*scratch, field, dst)
+	return respPartsIR(*scratch, func() fieldPath { return field }, dst)
 }
 
-// respPartsIR appends the canonical parts of content parts to dst.
-func respPartsIR(arr []respContentPart, field fieldPath, dst []part) ([]part, error) {
+// respPartsIR appends the canonical parts of content parts to dst (field: their path, made for an error).
+func respPartsIR(arr []respContentPart, field func() fieldPath, dst []part) ([]part, error) {
 	out := dst
-	for j, p := range arr {
-		f := field.with("", j)
+	for j := range arr {
+		p := &arr[j]
+		f := func() string { return field().with("", j).String() } // made for an error only
 		switch p.Type {
 		case "input_text", "output_text", "text":
 			out = append(out, part{Type: partText, Text: p.Text})
@@ -391,7 +391,7 @@ func respPartsIR(arr []respContentPart, field fieldPath, dst []part) ([]part, er
 			out = append(out, part{Type: partText, Text: p.Refusal})
 		case "input_image":
 			if p.ImageURL == "" {
-				return nil, refuse(f.String(), "images by file_id cannot be translated; send image_url")
+				return nil, refuse(f(), "images by file_id cannot be translated; send image_url")
 			}
 			out = append(out, imagePart(p.ImageURL, p.Detail))
 		case "input_file":
@@ -405,10 +405,10 @@ func respPartsIR(arr []respContentPart, field fieldPath, dst []part) ([]part, er
 			case p.FileURL != "":
 				out = append(out, part{Type: partFile}.withExtra(partExtra{URL: p.FileURL, MediaType: mimeFromURL(p.FileURL), FileName: p.Filename}))
 			default:
-				return nil, refuse(f.String(), "files by file_id cannot be translated; send file_data")
+				return nil, refuse(f(), "files by file_id cannot be translated; send file_data")
 			}
 		default:
-			return nil, refuse(f.String(), "content part type %q cannot be translated", p.Type)
+			return nil, refuse(f(), "content part type %q cannot be translated", p.Type)
 		}
 	}
 	return out, nil
