@@ -621,8 +621,8 @@ func betaBlockWrite(w *jw, p *part) bool {
 		} else {
 			at := len(w.b)
 			w.open('[')
-			for _, rp := range p.ResultParts {
-				betaBlockWrite(w, &rp)
+			for k := range p.ResultParts {
+				betaBlockWrite(w, &p.ResultParts[k])
 			}
 			if w.b[len(w.b)-1] == '[' { // no block: encoding/json wrote the nil slice as null
 				w.b = append(w.b[:at], "null"...)
