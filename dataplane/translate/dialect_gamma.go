@@ -31,6 +31,15 @@ type gammaFuncResp struct {
 	ID       string          `json:"id,omitempty"`
 	Name     string          `json:"name"`
 	Response json.RawMessage `json:"response"`
+
+	result gammaResultRead // Response as gammaResultPart reads it, read with it in the same pass
+}
+
+// gammaResultRead is a functionResponse.response read as gammaResultIn in the pass that read the response (read),
+// and whether that read failed (a value of another shape: gammaResultPart then keeps the response as it is).
+type gammaResultRead struct {
+	in           gammaResultIn
+	read, failed bool
 }
 
 type gammaPart struct {
@@ -434,7 +443,7 @@ func (gammaGen) decodeInto(body []byte, st *reqState, store *reqStore) (*request
 				if id == "" {
 					return nil, refuse(gammaPartPath(i, j).String()+".functionResponse.id", "function response %q matches no earlier function call", fr.Name)
 				}
-				arena = append(arena, gammaResultPart(id, fr.Response, &results))
+				arena = append(arena, gammaResultPart(id, fr, &results))
 			case p.InlineData != nil:
 				t := partImage
 				if !strings.HasPrefix(p.InlineData.MimeType, "image/") {
@@ -475,13 +484,18 @@ func gammaPartPath(i, j int) fieldPath { return pathOf("contents", i).with(".par
 
 // gammaResultPart converts a functionResponse.response object into a tool result whose text part is
 // appended to *results.
-func gammaResultPart(id string, resp json.RawMessage, results *[]part) part {
+func gammaResultPart(id string, fr *gammaFuncResp, results *[]part) part {
 	p := part{Type: partToolResult, CallID: id}
 	// {"output": v} or {"error": v} alone carries v; any other object is the result as it is
-	var m gammaResultIn
+	resp, m, failed := fr.Response, fr.result.in, fr.result.failed
+	if !fr.result.read {
+		m = gammaResultIn{}
+		d := jr{b: resp}
+		failed = d.done(m.read(&d)) != nil
+	}
 	var text string
-	switch d := (jr{b: resp}); {
-	case d.done(m.read(&d)) != nil || m.Other:
+	switch {
+	case failed || m.Other:
 		text = compactValidText(resp)
 	case m.Error != nil && m.Output == nil:
 		p.IsError = true

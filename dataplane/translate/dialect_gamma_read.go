@@ -280,7 +280,7 @@ func (r *gammaFuncResp) read(d *jr) error {
 		case 1:
 			return d.str(&r.Name)
 		case 2:
-			return d.raw(&r.Response)
+			return r.result.readFrom(d, &r.Response)
 		}
 		return d.skip()
 	})
@@ -466,6 +466,23 @@ func (m *gammaResultIn) read(d *jr) error {
 		*m = gammaResultIn{}
 	}
 	return err
+}
+
+// readFrom reads a function response's response as raw (into *raw) and as gammaResultIn in one pass. A read
+// that fails is not an error here (gammaResultPart keeps such a response as it is): the value is skipped
+// from its start instead, so a syntax error is the one d.raw gave.
+func (r *gammaResultRead) readFrom(d *jr, raw *json.RawMessage) error {
+	start, depth := d.mark()
+	*r = gammaResultRead{read: true}
+	if err := r.in.read(d); err != nil {
+		r.in, r.failed = gammaResultIn{}, true
+		d.i, d.depth = start, depth
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	*raw = json.RawMessage(d.b[start:d.i:d.i])
+	return nil
 }
 
 // readFrom reads a content's parts (also as raw, into *raw) in the body's one pass, appended to *parts.

@@ -148,7 +148,11 @@ var handCases = []handCase{
 		diffDecode(t, b, func(d *jr, v *gammaCall) error { return v.read(d) }, false)
 	}},
 	{"gammaFuncResp", func(t *testing.T, b []byte) {
-		diffDecode(t, b, func(d *jr, v *gammaFuncResp) error { return v.read(d) }, false)
+		diffDecode(t, b, func(d *jr, v *gammaFuncResp) error {
+			err := v.read(d)
+			v.result = gammaResultRead{} // read in the same pass (compared by TestRequestDecodersAgree)
+			return err
+		}, false)
 	}},
 	{"gammaTool", func(t *testing.T, b []byte) {
 		// the caller reads a tool only after readGammaToolKeys accepted it, and keeps a partly read one
