@@ -255,44 +255,50 @@ func appendString(dst []byte, s string) []byte {
 	} else {
 		i = plainRun(s, 0)
 	}
-	for ; i < len(s); i = plainRun(s, i) {
-		c := s[i]
-		if c >= utf8.RuneSelf {
+	for i < len(s) {
+		if c := s[i]; c >= utf8.RuneSelf {
 			r, size := utf8.DecodeRuneInString(s[i:])
 			switch {
 			case r == utf8.RuneError && size == 1:
 				dst = append(dst, s[start:i]...)
 				dst = append(dst, `\ufffd`...)
+				start = i + size
 			case r == '\u2028' || r == '\u2029':
 				dst = append(dst, s[start:i]...)
 				dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			default:
-				i += size
-				continue
+				start = i + size
 			}
 			i += size
+		} else {
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
 			start = i
-			continue
 		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		// the next byte to look at: eight bytes tested here (the quotes of arguments are close together)
+		if i+8 <= len(s) {
+			if m := strSpecialMask(binary.LittleEndian.Uint64(stringBytes(s[i:]))); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				continue
+			}
+			i += 8
 		}
-		i++
-		start = i
+		i = plainRun(s, i)
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
