@@ -461,13 +461,14 @@ func unquote(in []byte) string {
 	return unsafe.String(unsafe.SliceData(out), unquoteTo(out, in)) // out is never written again
 }
 
-// unquoteSpare is the room jr.unquote takes at a time for short strings (arguments, ids, outputs).
-const unquoteSpare = 2048
+// unquoteSpare is the room jr.unquote takes at a time for strings of up to unquoteShort bytes (arguments,
+// ids, outputs): a size class of its own, at most a quarter of it left unused when the next does not fit.
+const unquoteSpare, unquoteShort = 1024, 256
 
 // unquote is unquote for a short string into d.spare, so a request's many short escaped strings (alpha's
 // arguments, function outputs) cost one allocation (the strings share it, and keep it alive).
 func (d *jr) unquote(in []byte) string {
-	if len(in) > unquoteSpare/8 {
+	if len(in) > unquoteShort {
 		return unquote(in)
 	}
 	n := len(d.spare)
