@@ -83,6 +83,8 @@ type chatRequestIn struct {
 	SafetyIdentifier    string             `json:"safety_identifier"`
 	WebSearchOptions    json.RawMessage    `json:"web_search_options"`
 	Functions           json.RawMessage    `json:"functions"`
+
+	calls []chatToolCall // the messages' tool calls, one array (storage from chatCallsScratch)
 }
 
 type chatStreamOptions struct {
@@ -132,8 +134,8 @@ func (c alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) {
 
 func (alphaChat) decodeInto(body []byte, st *reqState, store *reqStore) (*request, error) {
 	body = st.own(body)
-	in := chatRequestIn{Messages: chatMessagesScratch.get()}
-	defer func() { chatMessagesScratch.put(in.Messages) }()
+	in := chatRequestIn{Messages: chatMessagesScratch.get(), calls: chatCallsScratch.get()}
+	defer func() { chatMessagesScratch.put(in.Messages); chatCallsScratch.put(in.calls) }()
 	d := jr{b: body}
 	if err := d.done(in.read(&d)); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid chat completions request: %w", err))

@@ -5,7 +5,10 @@ import "encoding/json"
 // Hand-written decoders of the alpha chat completions request (see jr): each fills the struct the
 // go-json-experiment decoder filled before, with the same results (FuzzHandDecoders).
 
-var chatMessagesScratch scratch[chatMessageIn]
+var (
+	chatMessagesScratch scratch[chatMessageIn]
+	chatCallsScratch    scratch[chatToolCall]
+)
 
 var chatRequestNames = fields("model", "messages", "Tools", "tool_choice", "parallel_tool_calls",
 	"max_completion_tokens", "max_tokens", "temperature", "top_p", "stop", "stream", "stream_options", "n", "seed",
@@ -22,7 +25,7 @@ func (in *chatRequestIn) read(d *jr) error {
 			out := in.Messages[:0]
 			null, err := d.array(func(int) error {
 				out = append(out, chatMessageIn{})
-				return out[len(out)-1].read(d)
+				return out[len(out)-1].read(d, &in.calls)
 			})
 			in.Messages = sliceResult(out, null)
 			return err
@@ -108,7 +111,8 @@ func (o *chatStreamOptions) read(d *jr) error {
 var chatMessageNames = fields("role", "content", "tool_calls", "tool_call_id", "reasoning_content", "refusal",
 	"function_call")
 
-func (m *chatMessageIn) read(d *jr) error {
+// read reads a message; its tool calls are appended to *calls (the request's, one array for all messages).
+func (m *chatMessageIn) read(d *jr, calls *[]chatToolCall) error {
 	null, err := d.object(func(name string) error {
 		switch fieldOf(name, chatMessageNames) {
 		case 0:
@@ -127,12 +131,14 @@ func (m *chatMessageIn) read(d *jr) error {
 			m.Content = json.RawMessage(d.b[start:d.i:d.i])
 			return nil
 		case 2:
-			out := m.ToolCalls[:0]
+			out := *calls
+			start := len(out)
 			null, err := d.array(func(int) error {
 				out = append(out, chatToolCall{})
 				return out[len(out)-1].read(d)
 			})
-			m.ToolCalls = sliceResult(out, null)
+			*calls = out
+			m.ToolCalls = sliceResult(out[start:len(out):len(out)], null)
 			return err
 		case 3:
 			return d.str(&m.ToolCallID)
