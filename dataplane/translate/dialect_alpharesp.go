@@ -41,6 +41,7 @@ type respItem struct {
 	EncryptedContent string          `json:"encrypted_content,omitempty"`
 
 	content, output respValueRead // Content and Output as the body's one pass read them
+	args            string        // where Arguments points when the body's one pass read it
 }
 
 // respValueRead is an input item's content or output as read in the one pass over the body (readRespItemsIn):

@@ -181,6 +181,9 @@ func readRespItemsIn(d *jr, dst *[]respItem, parts *[]respContentPart) error {
 			case 6:
 				return d.str(&it.Name)
 			case 7:
+				if parts != nil && it.Arguments == nil {
+					it.Arguments = &it.args // no allocation per call (items are only appended after this one is read)
+				}
 				return d.strPtr(&it.Arguments)
 			case 8:
 				if parts == nil {

@@ -72,7 +72,13 @@ var handCases = []handCase{
 			var parts []respContentPart
 			err := readRespItemsIn(d, v, &parts)
 			for i := range *v { // read in the same pass (compared by TestRequestDecodersAgree)
-				(*v)[i].content, (*v)[i].output = respValueRead{}, respValueRead{}
+				it := &(*v)[i]
+				it.content, it.output = respValueRead{}, respValueRead{}
+				if it.Arguments != nil { // the same value, not in the item
+					s := *it.Arguments
+					it.Arguments = &s
+				}
+				it.args = ""
 			}
 			return err
 		}, false)
@@ -88,6 +94,7 @@ var handCases = []handCase{
 	{"chatRequestIn", func(t *testing.T, b []byte) {
 		diffDecode(t, b, func(d *jr, v *chatRequestIn) error {
 			err := v.read(d)
+			v.calls = nil               // the storage of the messages' tool calls
 			for i := range v.Messages { // read in the same pass (compared by TestRequestDecodersAgree)
 				v.Messages[i].text, v.Messages[i].isText = "", false
 			}
