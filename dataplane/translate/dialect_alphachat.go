@@ -42,8 +42,9 @@ func (m *chatMessageIn) contentText() (string, bool) {
 	return rawText(m.Content)
 }
 
-// contentParts appends the parts of the message's content to dst (chatContentParts).
-func (m *chatMessageIn) contentParts(field fieldPath, dst []part) ([]part, error) {
+// contentParts appends the parts of the message's content to dst (chatContentParts; field is made for an
+// error only).
+func (m *chatMessageIn) contentParts(field func() fieldPath, dst []part) ([]part, error) {
 	if !m.isText {
 		return chatContentParts(m.Content, field, dst)
 	}
@@ -82,6 +83,8 @@ type chatRequestIn struct {
 	SafetyIdentifier    string             `json:"safety_identifier"`
 	WebSearchOptions    json.RawMessage    `json:"web_search_options"`
 	Functions           json.RawMessage    `json:"functions"`
+
+	calls []chatToolCall // the messages' tool calls, one array (storage from chatCallsScratch)
 }
 
 type chatStreamOptions struct {
@@ -131,8 +134,8 @@ func (c alphaChat) decodeRequest(body []byte, st *reqState) (*request, error) {
 
 func (alphaChat) decodeInto(body []byte, st *reqState, store *reqStore) (*request, error) {
 	body = st.own(body)
-	in := chatRequestIn{Messages: chatMessagesScratch.get()}
-	defer func() { chatMessagesScratch.put(in.Messages) }()
+	in := chatRequestIn{Messages: chatMessagesScratch.get(), calls: chatCallsScratch.get()}
+	defer func() { chatMessagesScratch.put(in.Messages); chatCallsScratch.put(in.calls) }()
 	d := jr{b: body}
 	if err := d.done(in.read(&d)); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid chat completions request: %w", err))
@@ -197,8 +200,8 @@ func (alphaChat) decodeInto(body []byte, st *reqState, store *reqStore) (*reques
 	s := store.take(len(in.Messages))
 	r.Messages = s.msgs
 	a := &chatArena{parts: s.parts, results: s.results}
-	for i, m := range in.Messages {
-		if err := chatMessageToIR(r, i, m, a); err != nil {
+	for i := range in.Messages {
+		if err := chatMessageToIR(r, i, &in.Messages[i], a); err != nil {
 			return nil, err
 		}
 	}
@@ -252,7 +255,7 @@ func chatToolChoice(raw json.RawMessage) (*toolChoice, error) {
 
 // chatContentParts parses alpha chat message content (string or parts) into canonical parts.
 // chatContentParts appends the parts of alpha chat message content (string or parts) to dst.
-func chatContentParts(raw json.RawMessage, field fieldPath, dst []part) ([]part, error) {
+func chatContentParts(raw json.RawMessage, field func() fieldPath, dst []part) ([]part, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return dst, nil
 	}
@@ -266,11 +269,11 @@ func chatContentParts(raw json.RawMessage, field fieldPath, dst []part) ([]part,
 	var arr []chatPartIn
 	d := jr{b: raw}
 	if err := d.done(readChatParts(&d, &arr)); err != nil {
-		return nil, badRequest(field.String(), err)
+		return nil, badRequest(field().String(), err)
 	}
 	out := dst
 	for j, p := range arr {
-		f := field.with("", j)
+		f := func() fieldPath { return field().with("", j) }
 		switch p.Type {
 		case "text":
 			out = append(out, part{Type: partText, Text: p.Text})
@@ -280,7 +283,7 @@ func chatContentParts(raw json.RawMessage, field fieldPath, dst []part) ([]part,
 			out = append(out, imagePart(p.ImageURL.URL, p.ImageURL.Detail))
 		case "file":
 			if p.File.FileData == "" {
-				return nil, refuse(f.String(), "file references by id cannot be translated; send file_data")
+				return nil, refuse(f().String(), "file references by id cannot be translated; send file_data")
 			}
 			mime, data, ok := dataURL(p.File.FileData)
 			if !ok {
@@ -288,7 +291,7 @@ func chatContentParts(raw json.RawMessage, field fieldPath, dst []part) ([]part,
 			}
 			out = append(out, part{Type: partFile, Data: data}.withExtra(partExtra{MediaType: mime, FileName: p.File.Filename}))
 		default:
-			return nil, refuse(f.String(), "content part type %q cannot be translated", p.Type)
+			return nil, refuse(f().String(), "content part type %q cannot be translated", p.Type)
 		}
 	}
 	return out, nil
@@ -308,13 +311,13 @@ type chatArena struct{ parts, results []part }
 // follows in the shared backing array.
 func clipped(s []part, start int) []part { return s[start:len(s):len(s)] }
 
-func chatMessageToIR(r *request, i int, m chatMessageIn, a *chatArena) error {
-	field := pathOf("messages", i).with(".content", -1)
+func chatMessageToIR(r *request, i int, m *chatMessageIn, a *chatArena) error {
+	field := func() fieldPath { return pathOf("messages", i).with(".content", -1) } // made for an error only
 	switch m.Role {
 	case "system", "developer":
 		t, ok := m.contentText()
 		if !ok {
-			return refuse(field.String(), "system content must be text")
+			return refuse(field().String(), "system content must be text")
 		}
 		r.System = append(r.System, t)
 	case "user":
@@ -345,7 +348,7 @@ func chatMessageToIR(r *request, i int, m chatMessageIn, a *chatArena) error {
 	case "tool":
 		t, ok := m.contentText()
 		if !ok {
-			return refuse(field.String(), "tool content must be text")
+			return refuse(field().String(), "tool content must be text")
 		}
 		a.results = append(a.results, part{Type: partText, Text: t})
 		p := part{Type: partToolResult, CallID: m.ToolCallID, ResultParts: clipped(a.results, len(a.results)-1)}
@@ -617,7 +620,8 @@ func chatMessagesOut(w *jw, m message, user []part) []part {
 			w.str(m.Parts[first].Text)
 		default:
 			var b strings.Builder
-			for _, p := range m.Parts {
+			for pi := range m.Parts {
+				p := &m.Parts[pi]
 				if p.Type == partText {
 					b.WriteString(p.Text)
 				}
@@ -625,7 +629,8 @@ func chatMessagesOut(w *jw, m message, user []part) []part {
 			w.str(b.String())
 		}
 		calls := false
-		for _, p := range m.Parts {
+		for pi := range m.Parts {
+			p := &m.Parts[pi]
 			if p.Type != partToolCall {
 				continue
 			}
@@ -659,9 +664,10 @@ func chatMessagesOut(w *jw, m message, user []part) []part {
 		return user
 	}
 	var late []part
-	for _, p := range m.Parts {
+	for pi := range m.Parts {
+		p := &m.Parts[pi]
 		if p.Type != partToolResult {
-			user = append(user, p)
+			user = append(user, *p)
 			continue
 		}
 		text := textOf(p.ResultParts)

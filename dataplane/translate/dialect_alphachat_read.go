@@ -5,13 +5,16 @@ import "encoding/json"
 // Hand-written decoders of the alpha chat completions request (see jr): each fills the struct the
 // go-json-experiment decoder filled before, with the same results (FuzzHandDecoders).
 
-var chatMessagesScratch scratch[chatMessageIn]
+var (
+	chatMessagesScratch scratch[chatMessageIn]
+	chatCallsScratch    scratch[chatToolCall]
+)
 
-var chatRequestNames = []string{"model", "messages", "Tools", "tool_choice", "parallel_tool_calls",
+var chatRequestNames = fields("model", "messages", "Tools", "tool_choice", "parallel_tool_calls",
 	"max_completion_tokens", "max_tokens", "temperature", "top_p", "stop", "stream", "stream_options", "n", "seed",
 	"presence_penalty", "frequency_penalty", "logprobs", "top_logprobs", "logit_bias", "response_format",
 	"reasoning_effort", "modalities", "audio", "service_tier", "user", "safety_identifier", "web_search_options",
-	"functions"}
+	"functions")
 
 func (in *chatRequestIn) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -22,7 +25,7 @@ func (in *chatRequestIn) read(d *jr) error {
 			out := in.Messages[:0]
 			null, err := d.array(func(int) error {
 				out = append(out, chatMessageIn{})
-				return out[len(out)-1].read(d)
+				return out[len(out)-1].read(d, &in.calls)
 			})
 			in.Messages = sliceResult(out, null)
 			return err
@@ -90,7 +93,7 @@ func (in *chatRequestIn) read(d *jr) error {
 	return err
 }
 
-var chatStreamOptionsNames = []string{"include_usage"}
+var chatStreamOptionsNames = fields("include_usage")
 
 func (o *chatStreamOptions) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -105,10 +108,11 @@ func (o *chatStreamOptions) read(d *jr) error {
 	return err
 }
 
-var chatMessageNames = []string{"role", "content", "tool_calls", "tool_call_id", "reasoning_content", "refusal",
-	"function_call"}
+var chatMessageNames = fields("role", "content", "tool_calls", "tool_call_id", "reasoning_content", "refusal",
+	"function_call")
 
-func (m *chatMessageIn) read(d *jr) error {
+// read reads a message; its tool calls are appended to *calls (the request's, one array for all messages).
+func (m *chatMessageIn) read(d *jr, calls *[]chatToolCall) error {
 	null, err := d.object(func(name string) error {
 		switch fieldOf(name, chatMessageNames) {
 		case 0:
@@ -127,12 +131,14 @@ func (m *chatMessageIn) read(d *jr) error {
 			m.Content = json.RawMessage(d.b[start:d.i:d.i])
 			return nil
 		case 2:
-			out := m.ToolCalls[:0]
+			out := *calls
+			start := len(out)
 			null, err := d.array(func(int) error {
 				out = append(out, chatToolCall{})
 				return out[len(out)-1].read(d)
 			})
-			m.ToolCalls = sliceResult(out, null)
+			*calls = out
+			m.ToolCalls = sliceResult(out[start:len(out):len(out)], null)
 			return err
 		case 3:
 			return d.str(&m.ToolCallID)
@@ -151,8 +157,8 @@ func (m *chatMessageIn) read(d *jr) error {
 	return err
 }
 
-var chatToolCallNames = []string{"index", "id", "type", "function"}
-var nameArgumentsNames = []string{"name", "arguments"}
+var chatToolCallNames = fields("index", "id", "type", "function")
+var nameArgumentsNames = fields("name", "arguments")
 
 func (tc *chatToolCall) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -187,7 +193,7 @@ func (tc *chatToolCall) read(d *jr) error {
 	return err
 }
 
-var typeFunctionNames = []string{"type", "function"}
+var typeFunctionNames = fields("type", "function")
 
 func (t *chatToolIn) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -205,7 +211,7 @@ func (t *chatToolIn) read(d *jr) error {
 	return err
 }
 
-var toolMemberNames = []string{"name", "description", "parameters", "strict"}
+var toolMemberNames = fields("name", "description", "parameters", "strict")
 
 // read decodes a function tool (alpha chat's function, alpha responses' tool).
 func (t *tool) read(d *jr) error {
@@ -228,8 +234,8 @@ func (t *tool) read(d *jr) error {
 	return err
 }
 
-var chatFormatNames = []string{"type", "json_schema"}
-var chatJSONSchemaNames = []string{"name", "schema", "strict"}
+var chatFormatNames = fields("type", "json_schema")
+var chatJSONSchemaNames = fields("name", "schema", "strict")
 
 func (f *chatFormatIn) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -262,8 +268,8 @@ func (f *chatFormatIn) read(d *jr) error {
 	return err
 }
 
-var typeNameFunctionNames = []string{"type", "name", "function"}
-var nameNames = []string{"name"}
+var typeNameFunctionNames = fields("type", "name", "function")
+var nameNames = fields("name")
 
 func (o *chatToolChoiceIn) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -304,9 +310,9 @@ func readChatParts(d *jr, dst *[]chatPartIn) error {
 	return err
 }
 
-var chatPartNames = []string{"type", "text", "refusal", "image_url", "file"}
-var chatImageURLNames = []string{"url", "detail"}
-var chatFileNames = []string{"file_data", "file_id", "filename"}
+var chatPartNames = fields("type", "text", "refusal", "image_url", "file")
+var chatImageURLNames = fields("url", "detail")
+var chatFileNames = fields("file_data", "file_id", "filename")
 
 func (p *chatPartIn) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -364,7 +370,7 @@ type textPartIn struct {
 	Text string `json:"text"`
 }
 
-var typeTextNames = []string{"type", "text"}
+var typeTextNames = fields("type", "text")
 
 // readTextParts reads an array of {type, text} parts.
 func readTextParts(d *jr, dst *[]textPartIn) error {

@@ -39,6 +39,20 @@ type respItem struct {
 	Output           json.RawMessage `json:"output,omitempty"`
 	Summary          json.RawMessage `json:"summary,omitempty"`
 	EncryptedContent string          `json:"encrypted_content,omitempty"`
+
+	content, output respValueRead // Content and Output as the body's one pass read them
+	args            string        // where Arguments points when the body's one pass read it
+}
+
+// respValueRead is an input item's content or output as read in the one pass over the body (readRespItemsIn):
+// its text when it is a string, else its parts (parts[lo:hi] of respInputRead), and the error reading it —
+// reported by respInputToIR where it read the raw value before (so refusals come in the same order).
+type respValueRead struct {
+	read   bool // else the value is read from the raw Content or Output
+	isText bool
+	text   string
+	lo, hi int
+	err    error
 }
 
 type respRequestIn struct {
@@ -74,6 +88,7 @@ type respInputRead struct {
 	isText bool
 	text   string
 	items  []respItem
+	parts  []respContentPart // the items' content and output parts (storage from respPartsScratch)
 	err    error
 }
 
@@ -110,8 +125,8 @@ func (c alphaResp) decodeRequest(body []byte, st *reqState) (*request, error) {
 
 func (alphaResp) decodeInto(body []byte, st *reqState, store *reqStore) (*request, error) {
 	body = st.own(body)
-	in := respRequestIn{input: respInputRead{items: respItemsScratch.get()}}
-	defer func() { respItemsScratch.put(in.input.items) }()
+	in := respRequestIn{input: respInputRead{items: respItemsScratch.get(), parts: respPartsScratch.get()}}
+	defer func() { respItemsScratch.put(in.input.items); respPartsScratch.put(in.input.parts) }()
 	d := jr{b: body}
 	if err := d.done(in.read(&d)); err != nil {
 		return nil, badRequest("body", fmt.Errorf("invalid responses request: %w", err))
@@ -223,20 +238,20 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead, store *r
 	st := store.take(len(items))
 	r.Messages = st.msgs
 	a := &respArena{parts: st.parts, results: st.results}
-	for i, it := range items {
-		f := pathOf("input", i)
+	for i := range items {
+		it := &items[i]
 		switch it.Type {
 		case "message", "":
 			switch it.Role {
 			case "system", "developer":
-				t, ok := respText(it.Content)
+				t, ok := respItemText(it.Content, &it.content, pre.parts)
 				if !ok {
-					return refuse(f.String()+".content", "system content must be text")
+					return refuse(pathOf("input", i).String()+".content", "system content must be text")
 				}
 				r.System = append(r.System, t)
 			case "user", "assistant":
 				if it.Role == "assistant" {
-					parts, err := respContentParts(it.Content, f.with(".content", -1), a.tmp[:0], &a.content)
+					parts, err := a.contentParts(it.Content, &it.content, pre.parts, i, ".content", a.tmp[:0])
 					if err != nil {
 						return err
 					}
@@ -246,7 +261,7 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead, store *r
 					}
 				} else {
 					start := len(a.parts)
-					parts, err := respContentParts(it.Content, f.with(".content", -1), a.parts, &a.content)
+					parts, err := a.contentParts(it.Content, &it.content, pre.parts, i, ".content", a.parts)
 					if err != nil {
 						return err
 					}
@@ -254,7 +269,7 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead, store *r
 					r.Messages = append(r.Messages, message{Role: "user", Parts: clipped(a.parts, start)})
 				}
 			default:
-				return refuse(f.String()+".role", "role %q cannot be translated", it.Role)
+				return refuse(pathOf("input", i).String()+".role", "role %q cannot be translated", it.Role)
 			}
 		case "function_call":
 			args := ""
@@ -266,10 +281,10 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead, store *r
 			p := part{Type: partToolResult, CallID: it.CallID}
 			start := len(a.results)
 			var out string
-			if validStringOf(it.Output, &out) {
+			if !it.output.read && validStringOf(it.Output, &out) {
 				a.results = append(a.results, part{Type: partText, Text: out})
 			} else {
-				rp, err := respContentParts(it.Output, f.with(".output", -1), a.results, &a.content)
+				rp, err := a.contentParts(it.Output, &it.output, pre.parts, i, ".output", a.results)
 				if err != nil {
 					return err
 				}
@@ -296,15 +311,55 @@ func respInputToIR(r *request, raw json.RawMessage, pre *respInputRead, store *r
 			}
 			a.appendPart(r, "assistant", part{Type: partThinking, Text: b.String(), Signature: it.EncryptedContent}.withExtra(partExtra{ItemID: it.ID}))
 		default:
-			return refuse(f.String()+".type", "input item type %q cannot be translated", it.Type)
+			return refuse(pathOf("input", i).String()+".type", "input item type %q cannot be translated", it.Type)
 		}
 	}
 	st.keep(r.Messages, a.parts, a.results)
 	return nil
 }
 
+// hasToolResult reports whether parts hold a tool result.
+func hasToolResult(parts []part) bool {
+	for i := range parts {
+		if parts[i].Type == partToolResult {
+			return true
+		}
+	}
+	return false
+}
+
 func respText(raw json.RawMessage) (string, bool) {
 	return rawText(raw)
+}
+
+// respItemText is an item's system content as text (respText), from what the body's one pass read when it
+// read it.
+func respItemText(raw json.RawMessage, v *respValueRead, parts []respContentPart) (string, bool) {
+	if !v.read || v.err != nil {
+		return respText(raw)
+	}
+	if v.isText {
+		return v.text, true
+	}
+	var b strings.Builder
+	for _, p := range parts[v.lo:v.hi] {
+		b.WriteString(p.Text)
+	}
+	return b.String(), true
+}
+
+// contentParts appends the parts of item i's content or output (member; v as the body's one pass read it,
+// else its raw value) to dst. The field path is made for an error only.
+func (a *respArena) contentParts(raw json.RawMessage, v *respValueRead, parts []respContentPart, i int, member string, dst []part) ([]part, error) {
+	switch {
+	case !v.read:
+		return respContentParts(raw, pathOf("input", i).with(member, -1), dst, &a.content)
+	case v.err != nil:
+		return nil, badRequest(pathOf("input", i).with(member, -1).String(), v.err)
+	case v.isText:
+		return append(dst, part{Type: partText, Text: v.text}), nil
+	}
+	return respPartsIR(parts[v.lo:v.hi], func() fieldPath { return pathOf("input", i).with(member, -1) }, dst)
 }
 
 // respContentParts appends the parts of message content (string or parts) to dst.
@@ -321,10 +376,15 @@ func respContentParts(raw json.RawMessage, field fieldPath, dst []part, scratch 
 	if err := d.done(readRespContent(&d, scratch)); err != nil {
 		return nil, badRequest(field.String(), err)
 	}
-	arr := *scratch
+	return respPartsIR(*scratch, func() fieldPath { return field }, dst)
+}
+
+// respPartsIR appends the canonical parts of content parts to dst (field: their path, made for an error).
+func respPartsIR(arr []respContentPart, field func() fieldPath, dst []part) ([]part, error) {
 	out := dst
-	for j, p := range arr {
-		f := field.with("", j)
+	for j := range arr {
+		p := &arr[j]
+		f := func() string { return field().with("", j).String() } // made for an error only
 		switch p.Type {
 		case "input_text", "output_text", "text":
 			out = append(out, part{Type: partText, Text: p.Text})
@@ -332,7 +392,7 @@ func respContentParts(raw json.RawMessage, field fieldPath, dst []part, scratch 
 			out = append(out, part{Type: partText, Text: p.Refusal})
 		case "input_image":
 			if p.ImageURL == "" {
-				return nil, refuse(f.String(), "images by file_id cannot be translated; send image_url")
+				return nil, refuse(f(), "images by file_id cannot be translated; send image_url")
 			}
 			out = append(out, imagePart(p.ImageURL, p.Detail))
 		case "input_file":
@@ -346,10 +406,10 @@ func respContentParts(raw json.RawMessage, field fieldPath, dst []part, scratch 
 			case p.FileURL != "":
 				out = append(out, part{Type: partFile}.withExtra(partExtra{URL: p.FileURL, MediaType: mimeFromURL(p.FileURL), FileName: p.Filename}))
 			default:
-				return nil, refuse(f.String(), "files by file_id cannot be translated; send file_data")
+				return nil, refuse(f(), "files by file_id cannot be translated; send file_data")
 			}
 		default:
-			return nil, refuse(f.String(), "content part type %q cannot be translated", p.Type)
+			return nil, refuse(f(), "content part type %q cannot be translated", p.Type)
 		}
 	}
 	return out, nil
@@ -360,7 +420,8 @@ func respContentParts(raw json.RawMessage, field fieldPath, dst []part, scratch 
 // respPartsOut writes a message's content parts (maps' key order: sorted, as encoding/json wrote them).
 func respPartsOut(w *jw, parts []part, assistant bool) {
 	w.open('[')
-	for _, p := range parts {
+	for pi := range parts {
+		p := &parts[pi]
 		switch p.Type {
 		case partText:
 			w.open('{')
@@ -421,10 +482,11 @@ func (alphaResp) encodeRequest(r *request, model string, stream bool, st *reqSta
 	var text []part // an assistant turn's text parts, sent as one message item before its next other item
 	for _, m := range r.Messages {
 		if m.Role == "assistant" {
-			for _, p := range m.Parts {
+			for pi := range m.Parts {
+				p := &m.Parts[pi]
 				switch p.Type {
 				case partText:
-					text = append(text, p)
+					text = append(text, *p)
 				case partToolCall:
 					flushParts(w, &text)
 					w.open('{')
@@ -447,27 +509,32 @@ func (alphaResp) encodeRequest(r *request, model string, stream bool, st *reqSta
 			flushParts(w, &text)
 			continue
 		}
-		var user, late []part
-		for _, p := range m.Parts {
-			if p.Type != partToolResult {
-				user = append(user, p)
-				continue
-			}
-			text := textOf(p.ResultParts)
-			if p.IsError && !strings.HasPrefix(text, "Error") {
-				text = "Error: " + text
-			}
-			w.open('{')
-			w.key("call_id")
-			w.str(p.CallID)
-			w.key("output")
-			w.str(text)
-			w.key("type")
-			w.str("function_call_output")
-			w.close('}')
-			for _, rp := range p.ResultParts {
-				if rp.Type == partImage {
-					late = append(late, rp)
+		user := m.Parts // a message without tool results is sent as it is, not copied
+		var late []part
+		if hasToolResult(m.Parts) {
+			user = nil
+			for pi := range m.Parts {
+				p := &m.Parts[pi]
+				if p.Type != partToolResult {
+					user = append(user, *p)
+					continue
+				}
+				text := textOf(p.ResultParts)
+				if p.IsError && !strings.HasPrefix(text, "Error") {
+					text = "Error: " + text
+				}
+				w.open('{')
+				w.key("call_id")
+				w.str(p.CallID)
+				w.key("output")
+				w.str(text)
+				w.key("type")
+				w.str("function_call_output")
+				w.close('}')
+				for _, rp := range p.ResultParts {
+					if rp.Type == partImage {
+						late = append(late, rp)
+					}
 				}
 			}
 		}
@@ -617,7 +684,7 @@ func flushParts(w *jw, text *[]part) {
 // respReasoningReplay writes the reasoning input item rebuilt from a signature minted by respSignature (w
 // nil: only reports whether there is one; foreign reasoning cannot be verified by alpha responses and is
 // dropped).
-func respReasoningReplay(w *jw, p part) bool {
+func respReasoningReplay(w *jw, p *part) bool {
 	rest, ok := strings.CutPrefix(p.Signature, respSigPrefix)
 	if !ok {
 		return false

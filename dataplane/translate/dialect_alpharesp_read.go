@@ -5,14 +5,17 @@ import "encoding/json"
 // Hand-written decoders of the alpha responses request (see jr): each fills the struct the go-json-experiment
 // decoder filled before, with the same results (FuzzHandDecoders).
 
-var respItemsScratch scratch[respItem]
+var (
+	respItemsScratch scratch[respItem]
+	respPartsScratch scratch[respContentPart]
+)
 
-var respRequestNames = []string{"model", "instructions", "input", "tools", "tool_choice", "parallel_tool_calls",
+var respRequestNames = fields("model", "instructions", "input", "tools", "tool_choice", "parallel_tool_calls",
 	"max_output_tokens", "temperature", "top_p", "reasoning", "text", "stream", "service_tier", "user",
-	"safety_identifier", "previous_response_id", "conversation", "background", "prompt", "top_logprobs"}
-var respReasoningNames = []string{"effort", "summary"}
-var respTextNames = []string{"format"}
-var respFormatNames = []string{"type", "name", "schema", "strict"}
+	"safety_identifier", "previous_response_id", "conversation", "background", "prompt", "top_logprobs")
+var respReasoningNames = fields("effort", "summary")
+var respTextNames = fields("format")
+var respFormatNames = fields("type", "name", "schema", "strict")
 
 func (in *respRequestIn) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -118,7 +121,7 @@ func (t *respTextIn) read(d *jr) error {
 	return err
 }
 
-var respToolNames = []string{"type", "name", "description", "parameters", "strict"}
+var respToolNames = fields("type", "name", "description", "parameters", "strict")
 
 func (t *respToolIn) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -142,16 +145,21 @@ func (t *respToolIn) read(d *jr) error {
 	return err
 }
 
-var respItemNames = []string{"type", "id", "role", "status", "content", "call_id", "name", "arguments", "output",
-	"summary", "encrypted_content"}
+var respItemNames = fields("type", "id", "role", "status", "content", "call_id", "name", "arguments", "output",
+	"summary", "encrypted_content")
 
 // readRespItems reads the input items.
-func readRespItems(d *jr, dst *[]respItem) error {
+func readRespItems(d *jr, dst *[]respItem) error { return readRespItemsIn(d, dst, nil) }
+
+// readRespItemsIn reads the input items; with parts not nil it also reads each item's content and output in
+// the same pass (respValueRead, their parts appended to *parts), keeping an error that is not the body's
+// syntax for respInputToIR to report where it read them from the raw value before.
+func readRespItemsIn(d *jr, dst *[]respItem, parts *[]respContentPart) error {
 	out := (*dst)[:0]
 	null, err := d.array(func(int) error {
 		out = append(out, respItem{})
 		it := &out[len(out)-1]
-		null, err := d.object(func(name string) error {
+		null, err := d.object(func(name string) (err error) {
 			switch fieldOf(name, respItemNames) {
 			case 0:
 				return d.str(&it.Type)
@@ -162,15 +170,28 @@ func readRespItems(d *jr, dst *[]respItem) error {
 			case 3:
 				return d.str(&it.Status)
 			case 4:
-				return d.raw(&it.Content)
+				if parts == nil {
+					return d.raw(&it.Content)
+				}
+				start, depth := d.mark()
+				it.content.err, err = d.kept(start, depth, it.content.readFrom(d, parts), &it.Content)
+				return err
 			case 5:
 				return d.str(&it.CallID)
 			case 6:
 				return d.str(&it.Name)
 			case 7:
+				if parts != nil && it.Arguments == nil {
+					it.Arguments = &it.args // no allocation per call (items are only appended after this one is read)
+				}
 				return d.strPtr(&it.Arguments)
 			case 8:
-				return d.raw(&it.Output)
+				if parts == nil {
+					return d.raw(&it.Output)
+				}
+				start, depth := d.mark()
+				it.output.err, err = d.kept(start, depth, it.output.readFrom(d, parts), &it.Output)
+				return err
 			case 9:
 				return d.raw(&it.Summary)
 			case 10:
@@ -187,13 +208,36 @@ func readRespItems(d *jr, dst *[]respItem) error {
 	return err
 }
 
-var respContentNames = []string{"type", "text", "refusal", "image_url", "file_id", "detail", "file_data", "file_url",
-	"filename", "annotations"}
+var respContentNames = fields("type", "text", "refusal", "image_url", "file_id", "detail", "file_data", "file_url",
+	"filename", "annotations")
 
 // readRespContent reads a message's content parts into *dst (reused storage).
 func readRespContent(d *jr, dst *[]respContentPart) error {
-	out := (*dst)[:0]
-	null, err := d.array(func(int) error {
+	*dst = (*dst)[:0]
+	null, err := appendRespContent(d, dst)
+	*dst = sliceResult(*dst, null)
+	return err
+}
+
+// readFrom reads a content or output value in the body's one pass: its text when it is a string, else its parts
+// appended to *parts (v records where).
+func (v *respValueRead) readFrom(d *jr, parts *[]respContentPart) (err error) {
+	*v = respValueRead{read: true}
+	if d.peek() == '"' {
+		v.isText = true
+		v.text, err = d.strTok()
+		return err
+	}
+	v.lo = len(*parts)
+	_, err = appendRespContent(d, parts)
+	v.hi = len(*parts)
+	return err
+}
+
+// appendRespContent reads content parts, appended to *dst, and reports a null.
+func appendRespContent(d *jr, dst *[]respContentPart) (null bool, err error) {
+	out := *dst
+	null, err = d.array(func(int) error {
 		out = append(out, respContentPart{})
 		p := &out[len(out)-1]
 		null, err := d.object(func(name string) error {
@@ -226,11 +270,11 @@ func readRespContent(d *jr, dst *[]respContentPart) error {
 		}
 		return err
 	})
-	*dst = sliceResult(out, null)
-	return err
+	*dst = out
+	return null, err
 }
 
-var textNames = []string{"text"}
+var textNames = fields("text")
 
 // readRespSummary reads a reasoning item's summary; on a value of the wrong kind it stops, keeping the parts
 // read so far (the caller uses them, as it did with the go-json-experiment decoder).
@@ -264,20 +308,20 @@ func readRespSummary(d *jr, dst *[]respSummaryIn) error {
 func (r *respInputRead) readFrom(d *jr, raw *json.RawMessage) error {
 	d.ws()
 	start, depth := d.i, d.depth
-	*r = respInputRead{read: true, items: r.items[:0]}
+	*r = respInputRead{read: true, items: r.items[:0], parts: r.parts[:0]}
 	var err error
 	if d.peek() == '"' {
 		r.isText = true
 		r.text, err = d.strTok()
 	} else {
-		err = readRespItems(d, &r.items)
+		err = readRespItemsIn(d, &r.items, &r.parts)
 	}
 	if err != nil {
 		d.i, d.depth = start, depth
 		if err := d.skip(); err != nil {
 			return err
 		}
-		*r = respInputRead{read: true, items: r.items[:0], err: err}
+		*r = respInputRead{read: true, items: r.items[:0], parts: r.parts[:0], err: err}
 	}
 	*raw = json.RawMessage(d.b[start:d.i:d.i])
 	return nil

@@ -414,7 +414,8 @@ func (betaMsgs) encodeRequest(r *request, model string, stream bool, st *reqStat
 		w.key("content")
 		w.open('[')
 		for _, m := range r.Messages[i:j] {
-			for _, p := range m.Parts {
+			for pi := range m.Parts {
+				p := &m.Parts[pi]
 				betaBlockWrite(w, p)
 			}
 		}
@@ -540,7 +541,7 @@ func (betaMsgs) encodeRequest(r *request, model string, stream bool, st *reqStat
 
 // betaBlockWrite writes the request content block of a part as betaBlockOut builds it (field order of
 // betaBlock); it reports false, writing nothing, for a part beta does not take.
-func betaBlockWrite(w *jw, p part) bool {
+func betaBlockWrite(w *jw, p *part) bool {
 	switch p.Type {
 	case partText:
 		if p.Text == "" {
@@ -620,8 +621,8 @@ func betaBlockWrite(w *jw, p part) bool {
 		} else {
 			at := len(w.b)
 			w.open('[')
-			for _, rp := range p.ResultParts {
-				betaBlockWrite(w, rp)
+			for k := range p.ResultParts {
+				betaBlockWrite(w, &p.ResultParts[k])
 			}
 			if w.b[len(w.b)-1] == '[' { // no block: encoding/json wrote the nil slice as null
 				w.b = append(w.b[:at], "null"...)

@@ -8,9 +8,9 @@ import "encoding/json"
 var betaMessagesScratch scratch[betaMessageIn]
 var betaBlocksScratch scratch[betaBlock]
 
-var betaRequestNames = []string{"model", "system", "messages", "tools", "tool_choice", "max_tokens", "temperature",
+var betaRequestNames = fields("model", "system", "messages", "tools", "tool_choice", "max_tokens", "temperature",
 	"top_p", "top_k", "stop_sequences", "stream", "thinking", "output_config", "metadata", "service_tier",
-	"mcp_servers", "container"}
+	"mcp_servers", "container")
 
 func (in *betaRequestIn) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -73,7 +73,7 @@ func (in *betaRequestIn) read(d *jr) error {
 	return err
 }
 
-var roleContentNames = []string{"role", "content"}
+var roleContentNames = fields("role", "content")
 
 // read reads a message, its content included (m.pre), the content blocks into *blocks.
 func (m *betaMessageIn) read(d *jr, blocks *[]betaBlock) error {
@@ -92,7 +92,7 @@ func (m *betaMessageIn) read(d *jr, blocks *[]betaBlock) error {
 	return err
 }
 
-var betaThinkingNames = []string{"type", "budget_tokens"}
+var betaThinkingNames = fields("type", "budget_tokens")
 
 func (t *betaThinkingIn) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -110,8 +110,8 @@ func (t *betaThinkingIn) read(d *jr) error {
 	return err
 }
 
-var betaOutputConfigNames = []string{"effort", "format"}
-var typeSchemaNames = []string{"type", "schema"}
+var betaOutputConfigNames = fields("effort", "format")
+var typeSchemaNames = fields("type", "schema")
 
 func (c *betaOutputConfig) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -145,7 +145,7 @@ func (c *betaOutputConfig) read(d *jr) error {
 	return err
 }
 
-var betaMetadataNames = []string{"user_id"}
+var betaMetadataNames = fields("user_id")
 
 func (m *betaMetadata) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -160,7 +160,7 @@ func (m *betaMetadata) read(d *jr) error {
 	return err
 }
 
-var betaToolNames = []string{"type", "name", "description", "input_schema"}
+var betaToolNames = fields("type", "name", "description", "input_schema")
 
 func (t *betaToolIn) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -182,7 +182,7 @@ func (t *betaToolIn) read(d *jr) error {
 	return err
 }
 
-var betaToolChoiceNames = []string{"type", "name", "disable_parallel_tool_use"}
+var betaToolChoiceNames = fields("type", "name", "disable_parallel_tool_use")
 
 func (t *betaToolChoiceIn) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -213,9 +213,9 @@ func readBetaBlocks(d *jr, dst *[]betaBlock) error {
 	return err
 }
 
-var betaBlockNames = []string{"type", "text", "source", "id", "name", "input", "tool_use_id", "content", "is_error",
-	"thinking", "signature", "data", "title"}
-var betaSourceNames = []string{"type", "media_type", "data", "url"}
+var betaBlockNames = fields("type", "text", "source", "id", "name", "input", "tool_use_id", "content", "is_error",
+	"thinking", "signature", "data", "title")
+var betaSourceNames = fields("type", "media_type", "data", "url")
 
 func (b *betaBlock) read(d *jr) error {
 	null, err := d.object(func(name string) error {

@@ -31,6 +31,15 @@ type gammaFuncResp struct {
 	ID       string          `json:"id,omitempty"`
 	Name     string          `json:"name"`
 	Response json.RawMessage `json:"response"`
+
+	result gammaResultRead // Response as gammaResultPart reads it, read with it in the same pass
+}
+
+// gammaResultRead is a functionResponse.response read as gammaResultIn in the pass that read the response (read),
+// and whether that read failed (a value of another shape: gammaResultPart then keeps the response as it is).
+type gammaResultRead struct {
+	in           gammaResultIn
+	read, failed bool
 }
 
 type gammaPart struct {
@@ -126,6 +135,74 @@ type gammaFnRead struct {
 	resp    gammaFuncResp
 	callErr error
 	respErr error
+}
+
+// pendingCalls are a gamma conversation's function calls not yet answered, for the responses without an id
+// (they answer the oldest unanswered call of their name). Up to len(small) calls are kept in place, in
+// order, and searched (no map, no allocation); more go into a map of each name's unanswered ids.
+type pendingCalls struct {
+	small  [32]pendingCall
+	n      int
+	byName map[string][]string
+}
+
+type pendingCall struct {
+	name, id string
+	answered bool
+}
+
+// add records a call.
+func (c *pendingCalls) add(name, id string) {
+	switch {
+	case c.byName != nil:
+		c.byName[name] = append(c.byName[name], id)
+	case c.n < len(c.small):
+		c.small[c.n] = pendingCall{name: name, id: id}
+		c.n++
+	default:
+		c.byName = map[string][]string{}
+		for _, p := range c.small {
+			if !p.answered {
+				c.byName[p.name] = append(c.byName[p.name], p.id)
+			}
+		}
+		c.byName[name] = append(c.byName[name], id)
+	}
+}
+
+// answer is the id a response of name with id (maybe "") answers: id, else the oldest unanswered call of
+// name ("" for none); the unanswered call of name with that id, if any, is answered.
+func (c *pendingCalls) answer(name, id string) string {
+	if c.byName != nil {
+		q := c.byName[name]
+		if len(q) > 0 && id == "" {
+			id = q[0]
+		}
+		for qi, v := range q {
+			if v == id {
+				c.byName[name] = append(q[:qi:qi], q[qi+1:]...)
+				break
+			}
+		}
+		return id
+	}
+	calls := c.small[:c.n]
+	if id == "" {
+		for i := range calls {
+			if p := &calls[i]; !p.answered && p.name == name {
+				p.answered = true
+				return p.id
+			}
+		}
+		return ""
+	}
+	for i := range calls {
+		if p := &calls[i]; !p.answered && p.name == name && p.id == id {
+			p.answered = true
+			break
+		}
+	}
+	return id
 }
 
 // gammaDecodeScratch is the reused storage of gammaGen.decodeRequest.
@@ -287,7 +364,7 @@ func (gammaGen) decodeInto(body []byte, st *reqState, store *reqStore) (*request
 	}
 	// ids: keep gamma's when present, else synthesise call_<turn>_<k>; responses without id take the
 	// oldest unanswered call with the same name.
-	pending := map[string][]string{}
+	pending := new(pendingCalls) // does not escape: on the stack
 	sc := &gammaDecodeScratch{}
 	s := store.take(len(in.Contents))
 	r.Messages = s.msgs
@@ -355,29 +432,18 @@ func (gammaGen) decodeInto(body []byte, st *reqState, store *reqStore) (*request
 					id = unsafe.String(&sc.ids[at], len(sc.ids)-at) // sc.ids is only appended to
 				}
 				k++
-				pending[fc.Name] = append(pending[fc.Name], id)
+				pending.add(fc.Name, id)
 				args := fc.Args
 				if len(args) == 0 || string(args) == "null" {
 					args = json.RawMessage("{}")
 				}
 				arena = append(arena, part{Type: partToolCall, CallID: id, Name: fc.Name, Args: compactValid(args)})
 			case fr != nil:
-				id := fr.ID
-				if q := pending[fr.Name]; len(q) > 0 {
-					if id == "" {
-						id = q[0]
-					}
-					for qi, v := range q {
-						if v == id {
-							pending[fr.Name] = append(q[:qi:qi], q[qi+1:]...)
-							break
-						}
-					}
-				}
+				id := pending.answer(fr.Name, fr.ID)
 				if id == "" {
 					return nil, refuse(gammaPartPath(i, j).String()+".functionResponse.id", "function response %q matches no earlier function call", fr.Name)
 				}
-				arena = append(arena, gammaResultPart(id, fr.Response, &results))
+				arena = append(arena, gammaResultPart(id, fr, &results))
 			case p.InlineData != nil:
 				t := partImage
 				if !strings.HasPrefix(p.InlineData.MimeType, "image/") {
@@ -418,13 +484,18 @@ func gammaPartPath(i, j int) fieldPath { return pathOf("contents", i).with(".par
 
 // gammaResultPart converts a functionResponse.response object into a tool result whose text part is
 // appended to *results.
-func gammaResultPart(id string, resp json.RawMessage, results *[]part) part {
+func gammaResultPart(id string, fr *gammaFuncResp, results *[]part) part {
 	p := part{Type: partToolResult, CallID: id}
 	// {"output": v} or {"error": v} alone carries v; any other object is the result as it is
-	var m gammaResultIn
+	resp, m, failed := fr.Response, fr.result.in, fr.result.failed
+	if !fr.result.read {
+		m = gammaResultIn{}
+		d := jr{b: resp}
+		failed = d.done(m.read(&d)) != nil
+	}
 	var text string
-	switch d := (jr{b: resp}); {
-	case d.done(m.read(&d)) != nil || m.Other:
+	switch {
+	case failed || m.Other:
 		text = compactValidText(resp)
 	case m.Error != nil && m.Output == nil:
 		p.IsError = true
@@ -507,10 +578,12 @@ func gammaModelPath(model, method string) string {
 }
 
 func (gammaGen) encodeRequest(r *request, model string, stream bool, st *reqState) (*UpstreamRequest, error) {
-	names := toolNames(r.Messages)
+	names := new(callNames) // does not escape: on the stack
+	names.toolNames(r.Messages)
 	for _, m := range r.Messages {
-		for _, p := range m.Parts {
-			if p.Type == partToolResult && names[p.CallID] == "" {
+		for pi := range m.Parts {
+			p := &m.Parts[pi]
+			if p.Type == partToolResult && names.get(p.CallID) == "" {
 				return nil, refuse(fieldNames[st.client]["tool_result"], "tool result %q answers no earlier tool call; the destination needs the function name", p.CallID)
 			}
 		}
@@ -687,7 +760,7 @@ func gammaBlobOut(w *jw, mime, data, uri string) {
 
 // gammaTurnOut writes one turn (the parts of consecutive messages of one role);
 // a turn without parts is left out.
-func gammaTurnOut(w *jw, role string, msgs []message, names map[string]string) {
+func gammaTurnOut(w *jw, role string, msgs []message, names *callNames) {
 	at := len(w.b)
 	w.open('{')
 	w.key("role")
@@ -709,7 +782,8 @@ func gammaTurnOut(w *jw, role string, msgs []message, names map[string]string) {
 		}
 	}
 	for _, m := range msgs {
-		for _, p := range m.Parts {
+		for pi := range m.Parts {
+			p := &m.Parts[pi]
 			switch p.Type {
 			case partText:
 				w.open('{')
@@ -765,7 +839,7 @@ func gammaTurnOut(w *jw, role string, msgs []message, names map[string]string) {
 					w.str(p.CallID)
 				}
 				w.key("name")
-				w.str(names[p.CallID])
+				w.str(names.get(p.CallID))
 				w.key("response")
 				w.open('{')
 				w.key(key)
@@ -819,7 +893,7 @@ func gammaTurnOut(w *jw, role string, msgs []message, names map[string]string) {
 // gammaPartsOut renders canonical parts as gamma parts. A thinking part's signature goes onto the next
 // non-thinking part (where gamma puts thoughtSignature), or the last part when none follows. Thought text
 // is sent only when response is set (responses to gamma clients); gamma does not need it replayed.
-func gammaPartsOut(parts []part, names map[string]string, response bool) []gammaPart {
+func gammaPartsOut(parts []part, names *callNames, response bool) []gammaPart {
 	out := make([]gammaPart, 0, len(parts))
 	pendingSig := ""
 	add := func(p gammaPart) {
@@ -861,7 +935,7 @@ func gammaPartsOut(parts []part, names map[string]string, response bool) []gamma
 			} else {
 				val = mustMarshal(text)
 			}
-			add(gammaPart{FunctionResponse: &gammaFuncResp{ID: p.CallID, Name: names[p.CallID], Response: mustMarshal(map[string]json.RawMessage{key: val})}})
+			add(gammaPart{FunctionResponse: &gammaFuncResp{ID: p.CallID, Name: names.get(p.CallID), Response: mustMarshal(map[string]json.RawMessage{key: val})}})
 			for _, rp := range p.ResultParts {
 				if rp.Type == partImage || rp.Type == partFile {
 					add(gammaPart{InlineData: &gammaBlob{MimeType: rp.get().MediaType, Data: rp.Data}})

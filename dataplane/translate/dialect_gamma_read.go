@@ -8,8 +8,8 @@ import "encoding/json"
 var gammaContentsScratch scratch[gammaContentIn]
 var gammaPartsScratch scratch[gammaPartIn]
 
-var gammaRequestNames = []string{"contents", "systemInstruction", "system_instruction", "tools", "toolConfig",
-	"generationConfig", "generation_config", "cachedContent", "service_tier", "serviceTier"}
+var gammaRequestNames = fields("contents", "systemInstruction", "system_instruction", "tools", "toolConfig",
+	"generationConfig", "generation_config", "cachedContent", "service_tier", "serviceTier")
 
 func (in *gammaRequestIn) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -71,7 +71,7 @@ func want[T any](d *jr, p **T) (bool, error) {
 	return true, nil
 }
 
-var gammaContentInNames = []string{"role", "parts"}
+var gammaContentInNames = fields("role", "parts")
 
 // readGammaContentsIn reads the contents, their parts included (gammaContentIn.pre), into *parts.
 func readGammaContentsIn(d *jr, dst *[]gammaContentIn, parts *[]gammaPartIn) error {
@@ -108,7 +108,7 @@ func sliceResult[T any](out []T, null bool) []T {
 	return out
 }
 
-var gammaContentNames = []string{"role", "parts"}
+var gammaContentNames = fields("role", "parts")
 
 func (c *gammaContent) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -132,8 +132,8 @@ func (c *gammaContent) read(d *jr) error {
 	return err
 }
 
-var gammaPartNames = []string{"text", "thought", "inlineData", "fileData", "functionCall", "functionResponse",
-	"thoughtSignature", "executableCode", "codeExecutionResult"}
+var gammaPartNames = fields("text", "thought", "inlineData", "fileData", "functionCall", "functionResponse",
+	"thoughtSignature", "executableCode", "codeExecutionResult")
 
 func (p *gammaPart) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -230,7 +230,7 @@ func readGammaPartsIn(d *jr, dst *[]gammaPartIn) error {
 	return err
 }
 
-var gammaBlobNames = []string{"mimeType", "data", "fileUri"}
+var gammaBlobNames = fields("mimeType", "data", "fileUri")
 
 func (b *gammaBlob) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -250,7 +250,7 @@ func (b *gammaBlob) read(d *jr) error {
 	return err
 }
 
-var gammaCallNames = []string{"id", "name", "args"}
+var gammaCallNames = fields("id", "name", "args")
 
 func (c *gammaCall) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -270,7 +270,7 @@ func (c *gammaCall) read(d *jr) error {
 	return err
 }
 
-var gammaFuncRespNames = []string{"id", "name", "response"}
+var gammaFuncRespNames = fields("id", "name", "response")
 
 func (r *gammaFuncResp) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -280,7 +280,7 @@ func (r *gammaFuncResp) read(d *jr) error {
 		case 1:
 			return d.str(&r.Name)
 		case 2:
-			return d.raw(&r.Response)
+			return r.result.readFrom(d, &r.Response)
 		}
 		return d.skip()
 	})
@@ -290,9 +290,9 @@ func (r *gammaFuncResp) read(d *jr) error {
 	return err
 }
 
-var gammaGenConfigNames = []string{"maxOutputTokens", "temperature", "topP", "topK", "stopSequences", "candidateCount",
+var gammaGenConfigNames = fields("maxOutputTokens", "temperature", "topP", "topK", "stopSequences", "candidateCount",
 	"seed", "presencePenalty", "frequencyPenalty", "responseMimeType", "responseSchema", "responseJsonSchema",
-	"responseModalities", "thinkingConfig", "responseLogprobs", "logprobs", "speechConfig"}
+	"responseModalities", "thinkingConfig", "responseLogprobs", "logprobs", "speechConfig")
 
 func (g *gammaGenConfig) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -343,7 +343,7 @@ func (g *gammaGenConfig) read(d *jr) error {
 	return err
 }
 
-var gammaThinkingNames = []string{"thinkingBudget", "thinkingLevel", "includeThoughts"}
+var gammaThinkingNames = fields("thinkingBudget", "thinkingLevel", "includeThoughts")
 
 func (t *gammaThinkingConfig) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -363,8 +363,8 @@ func (t *gammaThinkingConfig) read(d *jr) error {
 	return err
 }
 
-var gammaToolConfigNames = []string{"functionCallingConfig"}
-var gammaFuncCallingNames = []string{"mode", "allowedFunctionNames"}
+var gammaToolConfigNames = fields("functionCallingConfig")
+var gammaFuncCallingNames = fields("mode", "allowedFunctionNames")
 
 func (t *gammaToolConfig) read(d *jr) error {
 	null, err := d.object(func(name string) error {
@@ -405,8 +405,8 @@ func readGammaToolKeys(d *jr) (builtin string, found bool, err error) {
 	return builtin, found, err
 }
 
-var gammaToolNames = []string{"functionDeclarations"}
-var gammaFuncDeclNames = []string{"name", "description", "parameters", "parametersJsonSchema"}
+var gammaToolNames = fields("functionDeclarations")
+var gammaFuncDeclNames = fields("name", "description", "parameters", "parametersJsonSchema")
 
 // read decodes a tool entry; on a value of the wrong kind it stops, keeping what it has read (the caller
 // uses a partly read tool, as it did with the go-json-experiment decoder).
@@ -466,6 +466,23 @@ func (m *gammaResultIn) read(d *jr) error {
 		*m = gammaResultIn{}
 	}
 	return err
+}
+
+// readFrom reads a function response's response as raw (into *raw) and as gammaResultIn in one pass. A read
+// that fails is not an error here (gammaResultPart keeps such a response as it is): the value is skipped
+// from its start instead, so a syntax error is the one d.raw gave.
+func (r *gammaResultRead) readFrom(d *jr, raw *json.RawMessage) error {
+	start, depth := d.mark()
+	*r = gammaResultRead{read: true}
+	if err := r.in.read(d); err != nil {
+		r.in, r.failed = gammaResultIn{}, true
+		d.i, d.depth = start, depth
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	*raw = json.RawMessage(d.b[start:d.i:d.i])
+	return nil
 }
 
 // readFrom reads a content's parts (also as raw, into *raw) in the body's one pass, appended to *parts.

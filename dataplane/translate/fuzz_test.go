@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -108,7 +109,10 @@ func FuzzAppendString(f *testing.F) {
 // FuzzValidJSON: validJSON (the hand-written reader where it applies) agrees with json.Valid.
 func FuzzValidJSON(f *testing.F) {
 	for _, s := range []string{`{"city":"Oslo","days":3}`, `{"a":[1,2.5e3,-0,true,null]}`, `{"a":1,}`, `[01]`, ` "x" `, `"\ud800"`,
-		"\"\xff\"", `{"a":"b"}x`, `[[[[]]]]`, `1.`, `-`, `"a\u0041"`, "\"\x7f\"", `{}`, `nul`} {
+		"\"\xff\"", `{"a":"b"}x`, `[[[[]]]]`, `1.`, `-`, `"a\u0041"`, "\"\x7f\"", `{}`, `nul`,
+		`[ ]`, `{ "a" : [ 1 , { } , "x" ] } `, `{"a":1 "b":2}`, `[1,]`, `{"a"}`, `-01`, `1e+`, `0.5E-3`, `[}`, `{]`, `[1]]`,
+		`{"a":{"b":{"c":[true,false,null]}}}`, strings.Repeat("[", 64) + strings.Repeat("]", 64),
+		strings.Repeat("[", 65) + strings.Repeat("]", 65), strings.Repeat(`{"a":`, 70) + "1" + strings.Repeat("}", 70)} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -67,6 +67,22 @@ var handCases = []handCase{
 		diffDecode(t, b, func(d *jr, v *respToolIn) error { return v.read(d) }, false)
 	}},
 	{"respItems", func(t *testing.T, b []byte) { diffDecode(t, b, readRespItems, false) }},
+	{"respItemsIn", func(t *testing.T, b []byte) {
+		diffDecode(t, b, func(d *jr, v *[]respItem) error {
+			var parts []respContentPart
+			err := readRespItemsIn(d, v, &parts)
+			for i := range *v { // read in the same pass (compared by TestRequestDecodersAgree)
+				it := &(*v)[i]
+				it.content, it.output = respValueRead{}, respValueRead{}
+				if it.Arguments != nil { // the same value, not in the item
+					s := *it.Arguments
+					it.Arguments = &s
+				}
+				it.args = ""
+			}
+			return err
+		}, false)
+	}},
 	{"respContent", func(t *testing.T, b []byte) { diffDecode(t, b, readRespContent, false) }},
 	{"respSummary", func(t *testing.T, b []byte) {
 		// the caller reads a summary of a valid request (or none: an absent member), and keeps a partly read one
@@ -78,6 +94,7 @@ var handCases = []handCase{
 	{"chatRequestIn", func(t *testing.T, b []byte) {
 		diffDecode(t, b, func(d *jr, v *chatRequestIn) error {
 			err := v.read(d)
+			v.calls = nil               // the storage of the messages' tool calls
 			for i := range v.Messages { // read in the same pass (compared by TestRequestDecodersAgree)
 				v.Messages[i].text, v.Messages[i].isText = "", false
 			}
@@ -138,7 +155,11 @@ var handCases = []handCase{
 		diffDecode(t, b, func(d *jr, v *gammaCall) error { return v.read(d) }, false)
 	}},
 	{"gammaFuncResp", func(t *testing.T, b []byte) {
-		diffDecode(t, b, func(d *jr, v *gammaFuncResp) error { return v.read(d) }, false)
+		diffDecode(t, b, func(d *jr, v *gammaFuncResp) error {
+			err := v.read(d)
+			v.result = gammaResultRead{} // read in the same pass (compared by TestRequestDecodersAgree)
+			return err
+		}, false)
 	}},
 	{"gammaTool", func(t *testing.T, b []byte) {
 		// the caller reads a tool only after readGammaToolKeys accepted it, and keeps a partly read one

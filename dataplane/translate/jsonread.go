@@ -33,6 +33,7 @@ type jr struct {
 	b     []byte
 	i     int
 	depth int
+	spare []byte // room for the short strings with escapes it unquotes (one allocation for many)
 }
 
 // scratch is reused storage for the decoded members that do not outlive a decodeRequest call (the
@@ -263,7 +264,7 @@ func (d *jr) strTok() (string, error) {
 	}
 	end := d.i - 1
 	if escaped {
-		return unquote(d.b[start:end]), nil
+		return d.unquote(d.b[start:end]), nil
 	}
 	if end == start {
 		return "", nil
@@ -454,27 +455,68 @@ func hex4(b []byte, i int) (uint16, bool) {
 	return v, true
 }
 
-// unquote decodes the (validated) inside of a string with escapes.
+// unquote decodes the (validated) inside of a string with escapes, into memory of its own.
 func unquote(in []byte) string {
-	out := make([]byte, 0, len(in))
-	for i := 0; i < len(in); {
-		c := in[i]
-		if c != '\\' {
-			out = append(out, c)
-			i++
+	out := make([]byte, len(in))
+	return unsafe.String(unsafe.SliceData(out), unquoteTo(out, in)) // out is never written again
+}
+
+// unquoteSpare is the room jr.unquote takes at a time for strings of up to unquoteShort bytes (arguments,
+// ids, outputs): a size class of its own, at most a quarter of it left unused when the next does not fit.
+const unquoteSpare, unquoteShort = 1024, 256
+
+// unquote is unquote for a short string into d.spare, so a request's many short escaped strings (alpha's
+// arguments, function outputs) cost one allocation (the strings share it, and keep it alive).
+func (d *jr) unquote(in []byte) string {
+	if len(in) > unquoteShort {
+		return unquote(in)
+	}
+	n := len(d.spare)
+	if cap(d.spare)-n < len(in) {
+		d.spare, n = make([]byte, 0, unquoteSpare), 0
+	}
+	m := unquoteTo(d.spare[n:n+len(in)], in)
+	if m == 0 {
+		return ""
+	}
+	d.spare = d.spare[:n+m]
+	return unsafe.String(&d.spare[n], m) // spare is only appended to past n+m
+}
+
+// unquoteTo decodes the (validated) inside of a string with escapes into out (len(out) == len(in): the
+// decoded text is never longer) and returns its length: the bytes before the next backslash are copied up
+// to eight at a time.
+func unquoteTo(out, in []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i, j := 0, 0
+	for i < len(in) {
+		if i+8 <= len(in) { // copy the eight bytes (j <= i: they fit), keep those before a backslash
+			v := binary.LittleEndian.Uint64(in[i:])
+			binary.LittleEndian.PutUint64(out[j:], v)
+			bs := v ^ ('\\' * ones)
+			m := (bs - ones) &^ bs & highs // the lowest bit set marks the first backslash exactly
+			if m == 0 {
+				i, j = i+8, j+8
+				continue
+			}
+			n := bits.TrailingZeros64(m) >> 3
+			i, j = i+n, j+n
+		} else if c := in[i]; c != '\\' {
+			out[j] = c
+			i, j = i+1, j+1
 			continue
 		}
-		switch in[i+1] {
+		switch in[i+1] { // in[i] is a backslash
 		case 'b':
-			out = append(out, '\b')
+			out[j] = '\b'
 		case 'f':
-			out = append(out, '\f')
+			out[j] = '\f'
 		case 'n':
-			out = append(out, '\n')
+			out[j] = '\n'
 		case 'r':
-			out = append(out, '\r')
+			out[j] = '\r'
 		case 't':
-			out = append(out, '\t')
+			out[j] = '\t'
 		case 'u':
 			v1, _ := hex4(in, i+2)
 			r := rune(v1)
@@ -483,15 +525,15 @@ func unquote(in []byte) string {
 				r = utf16.DecodeRune(r, rune(v2))
 				i += 6
 			}
-			out = utf8.AppendRune(out, r)
+			j += utf8.EncodeRune(out[j:], r)
 			i += 6
 			continue
 		default: // '"', '\\', '/'
-			out = append(out, in[i+1])
+			out[j] = in[i+1]
 		}
-		i += 2
+		i, j = i+2, j+1
 	}
-	return unsafe.String(unsafe.SliceData(out), len(out)) // out is never written again
+	return j
 }
 
 // number consumes a number token (the caller peeked '0') and returns its bytes.
@@ -962,15 +1004,50 @@ func (d *jr) array(each func(i int) error) (null bool, err error) {
 	}
 }
 
-// fieldOf matches a member name against a struct's names as the go-json-experiment decoder configured by
-// decodeOpts did: an exact match first, else the first strings.EqualFold match; -1 for none.
-func fieldOf(name string, names []string) int {
+// memberNames is a struct's member names (fieldOf), with a table of the one name a member name can equal
+// exactly, found from its length and first and last bytes.
+type memberNames struct {
+	names []string
+	slot  [64]int8 // index + 1 of the only name with a hash, 0 for none, -1 for several
+}
+
+// fields makes the memberNames of names (never empty).
+func fields(names ...string) *memberNames {
+	f := &memberNames{names: names}
 	for i, n := range names {
-		if len(n) == len(name) && n[0] == name[0] && n == name { // names are never empty
-			return i
+		switch h := nameHash(n); f.slot[h] {
+		case 0:
+			f.slot[h] = int8(i + 1)
+		default:
+			f.slot[h] = -1
 		}
 	}
-	for i, n := range names {
+	return f
+}
+
+// nameHash is a non-empty name's slot in memberNames.slot.
+func nameHash(n string) uint {
+	return (uint(len(n))*7 + uint(n[0]) + uint(n[len(n)-1])*3) & 63
+}
+
+// fieldOf matches a member name against a struct's names as the go-json-experiment decoder configured by
+// decodeOpts did: an exact match first, else the first strings.EqualFold match; -1 for none.
+func fieldOf(name string, f *memberNames) int {
+	if name != "" {
+		switch k := f.slot[nameHash(name)]; {
+		case k > 0:
+			if f.names[k-1] == name {
+				return int(k - 1)
+			}
+		case k < 0:
+			for i, n := range f.names {
+				if n == name {
+					return i
+				}
+			}
+		}
+	}
+	for i, n := range f.names {
 		if strings.EqualFold(n, name) {
 			return i
 		}

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -97,8 +98,27 @@ func (w *jw) raw(r json.RawMessage) {
 	w.b = append(w.b, buf.Bytes()...)
 }
 
-// isCompact reports whether a valid JSON value has no whitespace outside its strings.
+// isCompact reports whether a valid JSON value has no whitespace outside its strings. A value without a
+// byte at or below ' ' anywhere (the usual case, found eight bytes at a time) has none; else its strings
+// are followed byte by byte.
 func isCompact(r []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	b := r
+	for ; len(b) >= 8; b = b[8:] {
+		if v := binary.LittleEndian.Uint64(b); (v-0x21*ones)&^v&highs != 0 { // a byte below 0x21
+			return isCompactSlow(r)
+		}
+	}
+	for _, c := range b {
+		if c <= ' ' {
+			return isCompactSlow(r)
+		}
+	}
+	return true
+}
+
+// isCompactSlow is isCompact following the strings.
+func isCompactSlow(r []byte) bool {
 	in := false
 	for i := 0; i < len(r); i++ {
 		c := r[i]
@@ -135,12 +155,17 @@ func requestSizeHint(r *request) int {
 	for _, s := range r.System {
 		n += len(s)
 	}
-	for _, m := range r.Messages {
+	for i := range r.Messages {
+		parts := r.Messages[i].Parts
 		n += 16
-		for _, p := range m.Parts {
-			n += 48 + len(p.Text) + len(p.Data) + len(p.get().URL) + len(p.Args) + len(p.CallID) + len(p.Name) + len(p.Signature)
-			for _, rp := range p.ResultParts {
-				n += 32 + len(rp.Text) + len(rp.Data)
+		for j := range parts {
+			p := &parts[j]
+			n += 48 + len(p.Text) + len(p.Data) + len(p.Args) + len(p.CallID) + len(p.Name) + len(p.Signature)
+			if p.x != nil {
+				n += len(p.x.URL)
+			}
+			for k := range p.ResultParts {
+				n += 32 + len(p.ResultParts[k].Text) + len(p.ResultParts[k].Data)
 			}
 		}
 	}

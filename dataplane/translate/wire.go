@@ -255,44 +255,50 @@ func appendString(dst []byte, s string) []byte {
 	} else {
 		i = plainRun(s, 0)
 	}
-	for ; i < len(s); i = plainRun(s, i) {
-		c := s[i]
-		if c >= utf8.RuneSelf {
+	for i < len(s) {
+		if c := s[i]; c >= utf8.RuneSelf {
 			r, size := utf8.DecodeRuneInString(s[i:])
 			switch {
 			case r == utf8.RuneError && size == 1:
 				dst = append(dst, s[start:i]...)
 				dst = append(dst, `\ufffd`...)
+				start = i + size
 			case r == '\u2028' || r == '\u2029':
 				dst = append(dst, s[start:i]...)
 				dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			default:
-				i += size
-				continue
+				start = i + size
 			}
 			i += size
+		} else {
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
 			start = i
-			continue
 		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		// the next byte to look at: eight bytes tested here (the quotes of arguments are close together)
+		if i+8 <= len(s) {
+			if m := strSpecialMask(binary.LittleEndian.Uint64(stringBytes(s[i:]))); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				continue
+			}
+			i += 8
 		}
-		i++
-		start = i
+		i = plainRun(s, i)
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
@@ -314,10 +320,161 @@ func mustMarshal(v any) []byte {
 // UTF-8 and lone surrogate escapes, jr refuses them) and too short to reach the nesting limit.
 func validJSON(v []byte) bool {
 	if len(v) < maxJSONDepth && printableASCII(bytesView(v)) && bytes.IndexByte(v, '\\') < 0 {
+		if ok, sure := validPlainJSON(v); sure {
+			return ok
+		}
 		d := jr{b: v}
 		return d.done(d.skip()) == nil
 	}
 	return json.Valid(v)
+}
+
+// validPlainJSON is json.Valid for printable ASCII without a backslash (whitespace is only ' ', a string ends
+// at the next quote), in one loop: the small values validJSON mostly sees (arguments, tool results) cost a
+// fraction of a read by jr. sure is false past 64 levels of nesting (ok is then not known).
+func validPlainJSON(v []byte) (ok, sure bool) {
+	var objects uint64 // bit k: the container at depth k+1 is an object
+	var object bool
+	depth, i := 0, 0
+value:
+	for i < len(v) && v[i] == ' ' {
+		i++
+	}
+	if i >= len(v) {
+		return false, true
+	}
+	switch c := v[i]; c {
+	case '{', '[':
+		i++
+		for i < len(v) && v[i] == ' ' {
+			i++
+		}
+		if i < len(v) && v[i] == c+2 { // '}' or ']'
+			i++
+			goto after
+		}
+		if depth == 64 {
+			return false, false
+		}
+		if c == '{' {
+			objects |= 1 << depth
+		} else {
+			objects &^= 1 << depth
+		}
+		depth++
+		if c == '{' {
+			goto name
+		}
+		goto value
+	case '"':
+		n := bytes.IndexByte(v[i+1:], '"')
+		if n < 0 {
+			return false, true
+		}
+		i += n + 2
+	case 't':
+		if !bytes.HasPrefix(v[i:], []byte("true")) {
+			return false, true
+		}
+		i += 4
+	case 'f':
+		if !bytes.HasPrefix(v[i:], []byte("false")) {
+			return false, true
+		}
+		i += 5
+	case 'n':
+		if !bytes.HasPrefix(v[i:], []byte("null")) {
+			return false, true
+		}
+		i += 4
+	default:
+		if i = numberEnd(v, i); i < 0 {
+			return false, true
+		}
+	}
+after:
+	for i < len(v) && v[i] == ' ' {
+		i++
+	}
+	if depth == 0 {
+		return i == len(v), true
+	}
+	if i >= len(v) {
+		return false, true
+	}
+	object = objects&(1<<(depth-1)) != 0
+	switch v[i] {
+	case ',':
+		i++
+		if object {
+			goto name
+		}
+		goto value
+	case '}':
+		if !object {
+			return false, true
+		}
+	case ']':
+		if object {
+			return false, true
+		}
+	default:
+		return false, true
+	}
+	i++
+	depth--
+	goto after
+name:
+	for i < len(v) && v[i] == ' ' {
+		i++
+	}
+	if i >= len(v) || v[i] != '"' {
+		return false, true
+	}
+	n := bytes.IndexByte(v[i+1:], '"')
+	if n < 0 {
+		return false, true
+	}
+	i += n + 2
+	for i < len(v) && v[i] == ' ' {
+		i++
+	}
+	if i >= len(v) || v[i] != ':' {
+		return false, true
+	}
+	i++
+	goto value
+}
+
+// numberEnd is the end of the JSON number at v[i:], or -1 when none starts there.
+func numberEnd(v []byte, i int) int {
+	if v[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(v) && v[i] == '0':
+		i++
+	case i < len(v) && v[i] >= '1' && v[i] <= '9':
+		i = digitsEnd(v, i+1)
+	default:
+		return -1
+	}
+	if i < len(v) && v[i] == '.' {
+		if i++; i >= len(v) || v[i] < '0' || v[i] > '9' {
+			return -1
+		}
+		i = digitsEnd(v, i+1)
+	}
+	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
+		if i++; i < len(v) && (v[i] == '+' || v[i] == '-') {
+			i++
+		}
+		if i >= len(v) || v[i] < '0' || v[i] > '9' {
+			return -1
+		}
+		i = digitsEnd(v, i+1)
+	}
+	return i
 }
 
 // compactJSON returns s compacted when it is valid JSON, else s unchanged.
@@ -453,7 +610,8 @@ func textOf(parts []part) string {
 		return parts[0].Text // the usual case: no copy
 	}
 	var b strings.Builder
-	for _, p := range parts {
+	for pi := range parts {
+		p := &parts[pi]
 		if p.Type == partText {
 			b.WriteString(p.Text)
 		}
@@ -548,17 +706,59 @@ func budgetEffort(b int) string {
 	return "high"
 }
 
-// toolNames maps call ids to function names over a conversation (gamma needs the name on results).
-func toolNames(msgs []message) map[string]string {
-	m := map[string]string{}
-	for _, msg := range msgs {
-		for _, p := range msg.Parts {
-			if p.Type == partToolCall && p.CallID != "" {
-				m[p.CallID] = p.Name
+// callNames maps call ids to function names over a conversation (gamma needs the name on results): the last
+// call with an id names it. Up to len(small) calls are kept in place and searched from the last (cheaper
+// than a map, and no allocation); more go into a map.
+type callNames struct {
+	small [32]callName
+	n     int
+	m     map[string]string
+}
+
+type callName struct{ id, name string }
+
+// toolNames fills c from a conversation's tool calls.
+func (c *callNames) toolNames(msgs []message) {
+	for i := range msgs {
+		parts := msgs[i].Parts
+		for j := range parts {
+			if p := &parts[j]; p.Type == partToolCall && p.CallID != "" {
+				c.add(p.CallID, p.Name)
 			}
 		}
 	}
-	return m
+}
+
+func (c *callNames) add(id, name string) {
+	switch {
+	case c.m != nil:
+		c.m[id] = name
+	case c.n < len(c.small):
+		c.small[c.n] = callName{id, name}
+		c.n++
+	default:
+		c.m = make(map[string]string, 2*len(c.small))
+		for _, e := range c.small {
+			c.m[e.id] = e.name
+		}
+		c.m[id] = name
+	}
+}
+
+// get is the name of the last call with id, "" for none (c may be nil: no calls).
+func (c *callNames) get(id string) string {
+	switch {
+	case c == nil:
+		return ""
+	case c.m != nil:
+		return c.m[id]
+	}
+	for i := c.n - 1; i >= 0; i-- {
+		if c.small[i].id == id {
+			return c.small[i].name
+		}
+	}
+	return ""
 }
 
 // obj is a JSON object with a fixed key order, written as alternating keys and values. The stream encoders
