@@ -670,10 +670,7 @@ func chatMessagesOut(w *jw, m message, user []part) []part {
 			user = append(user, *p)
 			continue
 		}
-		text := textOf(p.ResultParts)
-		if p.IsError && !strings.HasPrefix(text, "Error") {
-			text = "Error: " + text
-		}
+		text := resultText(p)
 		w.open('{')
 		w.key("role")
 		w.str("tool")

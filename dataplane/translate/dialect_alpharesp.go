@@ -519,10 +519,7 @@ func (alphaResp) encodeRequest(r *request, model string, stream bool, st *reqSta
 					user = append(user, *p)
 					continue
 				}
-				text := textOf(p.ResultParts)
-				if p.IsError && !strings.HasPrefix(text, "Error") {
-					text = "Error: " + text
-				}
+				text := resultText(p)
 				w.open('{')
 				w.key("call_id")
 				w.str(p.CallID)

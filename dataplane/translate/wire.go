@@ -605,6 +605,16 @@ func clientID(prefix, upstreamID string, st *reqState) string {
 }
 
 // textOf joins the text parts.
+// resultText is a tool result's text as an alpha dialect carries it: the text of its parts, prefixed with
+// "Error: " when the result reports an error and does not already say so (alpha has no error flag).
+func resultText(p *part) string {
+	text := textOf(p.ResultParts)
+	if p.IsError && !strings.HasPrefix(text, "Error") {
+		text = "Error: " + text
+	}
+	return text
+}
+
 func textOf(parts []part) string {
 	if len(parts) == 1 && parts[0].Type == partText {
 		return parts[0].Text // the usual case: no copy
