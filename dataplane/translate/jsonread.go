@@ -12,6 +12,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // jr reads the JSON of a client request by hand: one pass over the translator's own copy of the body, with
@@ -204,7 +206,7 @@ func (d *jr) key(first bool) (string, bool, error) {
 	// plainRun, with the first eight bytes tested here: most names end there, and then cost no call.
 	end := d.i + 1
 	if end+8 <= len(d.b) {
-		if m := strSpecialMask(binary.LittleEndian.Uint64(d.b[end:])); m != 0 {
+		if m := vocab.SpecialMask8(binary.LittleEndian.Uint64(d.b[end:])); m != 0 {
 			end += bits.TrailingZeros64(m) >> 3
 		} else {
 			end = plainRun(bytesView(d.b), end+8)
@@ -277,7 +279,7 @@ func (d *jr) scanStr() (escaped bool, err error) {
 	b := d.b
 	i := d.i + 1 // plainRun, with the first eight bytes tested here (as in key)
 	if i+8 <= len(b) {
-		if m := strSpecialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+		if m := vocab.SpecialMask8(binary.LittleEndian.Uint64(b[i:])); m != 0 {
 			i += bits.TrailingZeros64(m) >> 3
 		} else {
 			i = plainRun(bytesView(b), i+8)
@@ -346,7 +348,7 @@ func plainRun(s string, i int) int {
 	if i < len(s) {
 		b := stringBytes(s[i:])
 		for k := 0; k < 2 && len(b) >= 8; k++ {
-			if m := strSpecialMask(binary.LittleEndian.Uint64(b)); m != 0 {
+			if m := vocab.SpecialMask8(binary.LittleEndian.Uint64(b)); m != 0 {
 				return len(s) - len(b) + bits.TrailingZeros64(m)>>3
 			}
 			b = b[8:]
@@ -363,7 +365,7 @@ func plainRun(s string, i int) int {
 		}
 	}
 	for ; i+8 <= len(s); i += 8 {
-		if m := strSpecialMask(binary.LittleEndian.Uint64(stringBytes(s[i:]))); m != 0 {
+		if m := vocab.SpecialMask8(binary.LittleEndian.Uint64(stringBytes(s[i:]))); m != 0 {
 			return i + bits.TrailingZeros64(m)>>3
 		}
 	}
@@ -418,16 +420,6 @@ func printableASCII(s string) bool {
 		}
 	}
 	return true
-}
-
-// strSpecialMask has the high bit of a byte set for bytes of v that end a plain run of a string (see
-// plainRun). A byte above the first special one may be marked too (a borrow carries into it), never one
-// below: the lowest set bit marks the first special byte exactly.
-func strSpecialMask(v uint64) uint64 {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	q := v ^ ('"' * ones)
-	bs := v ^ ('\\' * ones)
-	return (v | (v-0x20*ones)&^v | (q-ones)&^q | (bs-ones)&^bs) & highs
 }
 
 // bytesView views b as a string for reading (b is never written while the view is used).

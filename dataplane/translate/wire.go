@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/tollgate/tollgate/shared/vocab"
+
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
@@ -247,7 +249,7 @@ func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start, i := 0, 0 // plainRun, with the first eight bytes tested here (as in jr.key)
 	if len(s) >= 8 {
-		if m := strSpecialMask(binary.LittleEndian.Uint64(stringBytes(s))); m != 0 {
+		if m := vocab.SpecialMask8(binary.LittleEndian.Uint64(stringBytes(s))); m != 0 {
 			i = bits.TrailingZeros64(m) >> 3
 		} else {
 			i = plainRun(s, 8)
@@ -292,7 +294,7 @@ func appendString(dst []byte, s string) []byte {
 		}
 		// the next byte to look at: eight bytes tested here (the quotes of arguments are close together)
 		if i+8 <= len(s) {
-			if m := strSpecialMask(binary.LittleEndian.Uint64(stringBytes(s[i:]))); m != 0 {
+			if m := vocab.SpecialMask8(binary.LittleEndian.Uint64(stringBytes(s[i:]))); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				continue
 			}

@@ -171,12 +171,14 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
-// special8 flags the bytes of w (8 bytes read little-endian) that are not plain — below 0x20, a quote, a
-// backslash or above 0x7F — by the high bit of each: zero when all 8 are plain. The lowest flagged byte is
+// SpecialMask8 flags the bytes of w (8 bytes of a JSON string read little-endian) that cannot stand in it
+// as they are — below 0x20, a quote, a backslash or above 0x7F — by the high bit of each: zero when all 8
+// are plain. It is the one 8-byte string scan of the data plane (this validator, translate's reader and
+// writer). The lowest flagged byte is
 // exactly the first byte that is not plain (the bit tricks of "Bit Twiddling Hacks": a zero byte of x
 // shows in (x-0x01..)&^x&0x80..; a borrow can flag bytes above the first such byte, never below it), so
-// bits.TrailingZeros64(special8(w))/8 is that byte's index.
-func special8(w uint64) uint64 {
+// bits.TrailingZeros64(SpecialMask8(w))/8 is that byte's index.
+func SpecialMask8(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	ctl := (w - 0x20*ones) &^ w
 	quote := (w ^ '"'*ones - ones) &^ (w ^ '"'*ones)
@@ -192,7 +194,7 @@ func (v *validator) str(i int) (end int, escaped, ok bool) {
 	for {
 		// Eight bytes at a time to the first byte that is not plain; the last few bytes of b one by one.
 		for j+8 <= len(b) {
-			if m := special8(binary.LittleEndian.Uint64(b[j:])); m != 0 {
+			if m := SpecialMask8(binary.LittleEndian.Uint64(b[j:])); m != 0 {
 				j += bits.TrailingZeros64(m) >> 3
 				break
 			}

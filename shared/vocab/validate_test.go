@@ -111,9 +111,9 @@ func BenchmarkValidate10KB(b *testing.B) {
 	})
 }
 
-// TestSpecial8: the 8-byte test flags a word exactly when one of its bytes is not plain, and its lowest
+// TestSpecialMask8: the 8-byte test flags a word exactly when one of its bytes is not plain, and its lowest
 // flagged byte is the first byte that is not plain, whatever the bytes after it.
-func TestSpecial8(t *testing.T) {
+func TestSpecialMask8(t *testing.T) {
 	after := []byte{0x00, 0x1F, 0x20, '"', '\\', 'a', 0x7F, 0x80, 0xC3, 0xFF}
 	for c := range 256 {
 		for p := range 8 {
@@ -130,9 +130,9 @@ func TestSpecial8(t *testing.T) {
 						break
 					}
 				}
-				m := special8(binary.LittleEndian.Uint64(w))
+				m := SpecialMask8(binary.LittleEndian.Uint64(w))
 				if got := bits.TrailingZeros64(m) >> 3; got != first || (m == 0) != (first == 8) {
-					t.Fatalf("special8(%q) = %#x: first flagged byte %d, want %d", w, m, got, first)
+					t.Fatalf("SpecialMask8(%q) = %#x: first flagged byte %d, want %d", w, m, got, first)
 				}
 			}
 		}
