@@ -1,8 +1,8 @@
 // Package dev runs the local development stack behind `make run`: Postgres and Redis (from
 // TOLLGATE_DATABASE_URL / TOLLGATE_REDIS_URL when set, else throwaway instances started from the installed
 // binaries), the mock upstream, a control plane and a data plane, seeded through the admin API with a demo
-// provider, route, price rule, tenant, quota and API key. It prints the admin token and a curl line that
-// works, and stops everything it started when its context ends.
+// provider, route, price rule, tenant, quota and API key. It prints the admin token and one working
+// request per dialect (examples.go), and stops everything it started when its context ends.
 package dev
 
 import (
@@ -108,6 +108,8 @@ type proc struct {
 	out  *tail
 	done chan struct{}
 	err  error // the exit status, once done
+	// stopSignal asks the process to stop (SIGTERM unless set).
+	stopSignal syscall.Signal
 }
 
 // tail keeps the last bytes a child wrote, to quote when it dies.
@@ -132,12 +134,6 @@ func (t *tail) String() string {
 	return strings.TrimSpace(string(t.b))
 }
 
-// CurlLine is the command that performs a chat completion through the data plane.
-func (s *Stack) CurlLine() string {
-	return fmt.Sprintf(`curl -sS http://%s/v1/chat/completions -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{"model":"%s","messages":[{"role":"user","content":"Hello from Tollgate"}]}'`,
-		s.DataPlane, s.APIKey, s.Model)
-}
-
 func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
@@ -159,7 +155,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	for _, a := range addrSettings {
 		def(a.field(&o), a.def)
 	}
-	st := &Stack{AdminToken: "tga-" + randHex(20), DataPlane: o.DataPlane, AdminHTTP: o.AdminHTTP, Model: "demo-model", log: o.Log}
+	st := &Stack{AdminToken: "tga-" + randHex(20), DataPlane: o.DataPlane, AdminHTTP: o.AdminHTTP, Model: DemoModel, log: o.Log}
 	if err := st.start(ctx, o); err != nil {
 		st.Stop()
 		return nil, err
@@ -210,6 +206,10 @@ func (st *Stack) start(ctx context.Context, o Options) (err error) {
 		"TOLLGATE_DP_HTTP_ADDR="+o.DataPlane,
 		"TOLLGATE_CP_ENDPOINTS="+o.GRPC,
 		"TOLLGATE_NODE_ID=dev-dp-1",
+		// No balancer sits in front of a dev stack, so the drain wait at shutdown would tell no one. It
+		// must be off explicitly: devstack itself asks /readyz while waiting for the planes, and a process
+		// whose readiness was ever asked waits the drain delay when it stops (shared/process.Drain).
+		"TOLLGATE_DRAIN_DELAY=0",
 		"MOCKUPSTREAM_ADDR="+o.Mock,
 	)
 	mock, err := st.spawn(env, filepath.Join(o.BinDir, "mockupstream"), "-addr", o.Mock)
@@ -284,8 +284,10 @@ func (st *Stack) startPostgres(ctx context.Context, work string) (string, error)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	// PostgreSQL refuses to run as root: run it as the postgres user when we are root.
-	var asUser []string
+	// PostgreSQL refuses to run as root: run it as the postgres user when we are root. The server is
+	// started directly with that user's credentials rather than through runuser or su, so the signal
+	// that stops it reaches the server itself (runuser, signalled, waits 2 s before it exits).
+	var cred *syscall.SysProcAttr
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -298,21 +300,27 @@ func (st *Stack) startPostgres(ctx context.Context, work string) (string, error)
 				return "", fmt.Errorf("chown %s: %w", d, err)
 			}
 		}
-		asUser = []string{"runuser", "-u", "postgres", "--"}
+		cred = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
 	}
-	run := func(args ...string) *exec.Cmd {
-		full := append(append([]string{}, asUser...), args...)
-		return exec.CommandContext(ctx, full[0], full[1:]...)
+	asPostgres := func(cmd *exec.Cmd) *exec.Cmd {
+		cmd.Dir = dir // the postgres user may not read our working directory
+		if cred != nil {
+			attr := *cred
+			cmd.SysProcAttr = &attr
+		}
+		return cmd
 	}
-	if out, err := run(initdb, "-D", dir, "-U", "tollgate", "--auth=trust", "-E", "UTF8", "--no-sync").CombinedOutput(); err != nil {
+	initCmd := asPostgres(exec.CommandContext(ctx, initdb, "-D", dir, "-U", "tollgate", "--auth=trust", "-E", "UTF8", "--no-sync"))
+	if out, err := initCmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("initdb: %w\n%s", err, out)
 	}
-	full := append(append([]string{}, asUser...), postgres, "-D", dir, "-p", strconv.Itoa(port), "-k", dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off")
-	cmd := exec.Command(full[0], full[1:]...)
+	cmd := asPostgres(exec.Command(postgres, "-D", dir, "-p", strconv.Itoa(port), "-k", dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"))
 	pg, err := st.run("postgres", cmd, true)
 	if err != nil {
 		return "", fmt.Errorf("%w (or set TOLLGATE_DATABASE_URL)", err)
 	}
+	// SIGINT is PostgreSQL's fast shutdown: it does not wait for clients to disconnect.
+	pg.stopSignal = syscall.SIGINT
 	fmt.Fprintf(st.log, "devstack: throwaway Postgres on 127.0.0.1:%d\n", port)
 	if err := waitTCP(ctx, fmt.Sprintf("127.0.0.1:%d", port), 30*time.Second, pg); err != nil {
 		return "", fmt.Errorf("postgres did not start: %w", err)
@@ -367,13 +375,16 @@ func (st *Stack) spawn(env []string, bin string, args ...string) (*proc, error) 
 // control plane are still up). The child's output goes to the stack's log (quiet: nowhere) and its tail
 // is kept to quote if it dies.
 func (st *Stack) run(name string, cmd *exec.Cmd, quiet bool) (*proc, error) {
-	p := &proc{name: name, cmd: cmd, out: &tail{}, done: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, out: &tail{}, done: make(chan struct{}), stopSignal: syscall.SIGTERM}
 	var w io.Writer = p.out
 	if !quiet {
 		w = io.MultiWriter(st.log, p.out)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
@@ -401,7 +412,7 @@ func (st *Stack) Stop() {
 			continue
 		default:
 		}
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		_ = p.cmd.Process.Signal(p.stopSignal)
 		select {
 		case <-p.done:
 		case <-time.After(15 * time.Second):
@@ -480,7 +491,7 @@ func SeedDemo(ctx context.Context, adminAddr, adminToken, mockURL string) (apiKe
 	if err := waitHTTP(ctx, "http://"+adminAddr+"/readyz", 2*time.Minute, nil); err != nil {
 		return "", fmt.Errorf("control plane at %s not ready: %w", adminAddr, err)
 	}
-	st := &Stack{AdminHTTP: adminAddr, AdminToken: adminToken, Model: "demo-model"}
+	st := &Stack{AdminHTTP: adminAddr, AdminToken: adminToken, Model: DemoModel}
 	if err := st.seed(ctx, mockURL); err != nil {
 		return "", fmt.Errorf("seed demo data: %w (a second run finds the demo already there: that is fine)", err)
 	}

@@ -3,11 +3,9 @@ package dev
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,18 +29,12 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// TestMakeRunStackServesTheCurlLine builds the real binaries, starts the stack the way `make run` does
-// (against the test Postgres and Redis), and performs the request the printed curl line performs.
-func TestMakeRunStackServesTheCurlLine(t *testing.T) {
+// TestMakeRunStackServesEveryExample builds the real binaries, starts the stack the way `make run` does
+// (against the test Postgres and Redis), and performs every example request the banner prints, each
+// answering 200 in its own dialect's shape.
+func TestMakeRunStackServesEveryExample(t *testing.T) {
 	db := storetest.New(t)
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator),
-		"github.com/tollgate/tollgate/controlplane/cmd/controlplane",
-		"github.com/tollgate/tollgate/dataplane/cmd/dataplane",
-		"github.com/tollgate/tollgate/deploy/mockupstream/cmd/mockupstream")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildStackBinaries(t)
 	redisURL := os.Getenv("TOLLGATE_TEST_REDIS_URL")
 	if redisURL == "" {
 		redisURL = "redis://127.0.0.1:6379/0"
@@ -74,39 +66,13 @@ func TestMakeRunStackServesTheCurlLine(t *testing.T) {
 		t.Fatalf("Start: %v\nlogs:\n%s", err, logs.String())
 	}
 	defer st.Stop()
-	line := st.CurlLine()
-	if !strings.HasPrefix(line, "curl ") || !strings.Contains(line, st.APIKey) {
-		t.Fatalf("CurlLine = %q", line)
-	}
-	body := fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"Hello from Tollgate"}]}`, st.Model)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+st.DataPlane+"/v1/chat/completions", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+st.APIKey)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("chat completion = %d %s\nlogs:\n%s", resp.StatusCode, raw, logs.String())
-	}
-	var out struct {
-		Object  string `json:"object"`
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-		Usage struct {
-			TotalTokens int `json:"total_tokens"`
-		} `json:"usage"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("decode %s: %v", raw, err)
-	}
-	if out.Object != "chat.completion" || len(out.Choices) == 0 || out.Choices[0].Message.Content == "" || out.Usage.TotalTokens == 0 {
-		t.Fatalf("unexpected completion: %s", raw)
+	banner := st.Banner()
+	for _, e := range Examples(st.Model) {
+		line := e.CurlLine("http://"+st.DataPlane, st.APIKey)
+		if !strings.Contains(banner, line) || !strings.Contains(line, st.APIKey) {
+			t.Fatalf("the banner does not print %q:\n%s", line, banner)
+		}
+		runCurlLine(t, ctx, line, nil)
 	}
 }
 
@@ -128,14 +94,15 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// buildStackBinaries builds the binaries Start runs into a temporary directory.
+// buildStackBinaries builds the binaries Start runs, and devstack itself, into a temporary directory.
 func buildStackBinaries(t *testing.T) string {
 	t.Helper()
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator),
 		"github.com/tollgate/tollgate/controlplane/cmd/controlplane",
 		"github.com/tollgate/tollgate/dataplane/cmd/dataplane",
-		"github.com/tollgate/tollgate/deploy/mockupstream/cmd/mockupstream")
+		"github.com/tollgate/tollgate/deploy/mockupstream/cmd/mockupstream",
+		"github.com/tollgate/tollgate/deploy/dev/cmd/devstack")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

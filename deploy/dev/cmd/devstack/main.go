@@ -34,18 +34,7 @@ func main() {
 		stop()
 		os.Exit(1) // Start stopped everything it had started
 	}
-	fmt.Printf(`
-Tollgate is running.
-  data plane     http://%s
-  admin API      http://%s   (admin token: %s)
-  console        http://%s/console
-  demo API key   %s
-
-Try it:
-  %s
-
-Ctrl-C stops everything.
-`, st.DataPlane, st.AdminHTTP, st.AdminToken, st.AdminHTTP, st.APIKey, st.CurlLine())
+	fmt.Print(st.Banner())
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "devstack: stopping")
 	st.Stop()
@@ -57,7 +46,7 @@ func seed(args []string) {
 	fs := flag.NewFlagSet("devstack seed", flag.ExitOnError)
 	admin := fs.String("admin-addr", envOr("TOLLGATE_DEV_ADMIN_ADDR", "127.0.0.1:8081"), "control plane admin address (TOLLGATE_DEV_ADMIN_ADDR)")
 	mock := fs.String("mock-url", envOr("TOLLGATE_DEV_MOCK_URL", "http://127.0.0.1:9999"), "mock upstream base URL the demo provider uses (TOLLGATE_DEV_MOCK_URL)")
-	dpURL := fs.String("dp-url", envOr("TOLLGATE_DEV_DP_URL", "http://127.0.0.1:8080"), "client URL printed in the curl line (TOLLGATE_DEV_DP_URL)")
+	dpURL := fs.String("dp-url", envOr("TOLLGATE_DEV_DP_URL", "http://127.0.0.1:8080"), "data plane URL printed in the example requests (TOLLGATE_DEV_DP_URL)")
 	_ = fs.Parse(args)
 	token := os.Getenv("TOLLGATE_ADMIN_TOKEN")
 	if token == "" {
@@ -72,7 +61,10 @@ func seed(args []string) {
 		stop()
 		os.Exit(1)
 	}
-	fmt.Printf("Demo seeded. Try it:\n  curl -sS %s/v1/chat/completions -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{\"model\":\"demo-model\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello from Tollgate\"}]}'\n", *dpURL, key)
+	fmt.Println("Demo seeded. Try it, one request per dialect:")
+	for _, e := range dev.Examples(dev.DemoModel) {
+		fmt.Printf("\n  %s\n  %s\n", e.Comment(*dpURL), e.CurlLine(*dpURL, key))
+	}
 }
 
 func envOr(name, def string) string {
