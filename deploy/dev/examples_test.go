@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -228,6 +229,34 @@ func TestExamplesCoverEveryDialectWithItsSDK(t *testing.T) {
 		e := got[i]
 		if e.Path != w.path || !strings.HasPrefix(e.SDK, w.sdk) || !strings.Contains(strings.Join(e.Headers, "\n"), w.keyHeader) {
 			t.Errorf("example %d = %+v, want path %s, SDK %s…, header %s", i, e, w.path, w.sdk, w.keyHeader)
+		}
+	}
+}
+
+// TestReadmeShowsEveryExample: the README prints the banner's requests for the default data-plane
+// address with the key as $TOLLGATE_API_KEY, each under the same comment line naming its SDKs, and a
+// shell expands each to the request the banner's line sends.
+func TestReadmeShowsEveryExample(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base, key = "http://127.0.0.1:8080", "tg-demo"
+	env := func(name string) string {
+		if name == "TOLLGATE_API_KEY" {
+			return key
+		}
+		return ""
+	}
+	for _, e := range Examples(DemoModel) {
+		line := e.CurlLine(base, "$TOLLGATE_API_KEY")
+		if !strings.Contains(string(readme), e.Comment(base)+"\n"+line+"\n") {
+			t.Errorf("README lacks, as two lines:\n%s\n%s", e.Comment(base), line)
+			continue
+		}
+		got, want := curlRequest(t, context.Background(), line, env), curlRequest(t, context.Background(), e.CurlLine(base, key), nil)
+		if got.URL.String() != want.URL.String() || fmt.Sprint(got.Header) != fmt.Sprint(want.Header) {
+			t.Errorf("README line %s expands to %s %v, the banner's to %s %v", line, got.URL, got.Header, want.URL, want.Header)
 		}
 	}
 }
