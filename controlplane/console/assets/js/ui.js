@@ -99,11 +99,18 @@ export function roundDecimal(s, places) {
   return sign + ip + (places ? "." + all.slice(all.length - places) : "");
 }
 
-/** "$1,234.57" from an exact decimal string (display rounding to cents; "<$0.01" for tiny non-zero). */
+/**
+ * A dollar amount from an exact decimal string, formatted on its digits (never through a Number): a
+ * dollar or more is rounded to cents ("$1,234.57"); less than a dollar is written exactly, with at least
+ * two decimals ("$0.50", "$0.000123"), because at small scale rounding to cents would show $0.00 for
+ * every figure. Anything that is not a plain decimal is shown as it came.
+ */
 export function dollars(s) {
-  const r = roundDecimal(s, 2);
-  if (r === "0.00" && /[1-9]/.test(String(s))) return "<$0.01";
-  return "$" + groupDigits(r);
+  const m = /^(-?)(\d+)(?:\.(\d*?))?0*$/.exec(String(s));
+  if (!m) return String(s);
+  const [, sign, int, frac = ""] = m;
+  if (/^0*$/.test(int)) return sign + "$0." + frac.padEnd(2, "0");
+  return sign + "$" + groupDigits(roundDecimal(int + (frac ? "." + frac : ""), 2));
 }
 
 /** Formats an integer string or number with thousands separators. */

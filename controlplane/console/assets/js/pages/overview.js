@@ -20,12 +20,25 @@ export function mount(section) {
     el("section", { class: "panel", "aria-labelledby": "ov-burn-title" },
       el("h2", { id: "ov-burn-title" }, "Budget burn: current period"), el("div", { id: "ov-burn" }),
       el("p", { class: "small" }, el("a", { href: "#budgets" }, "All budgets"))),
-    el("p", { class: "muted small" }, "Days are UTC. Amounts are rounded to cents here; the Spend page and its CSV show them exactly."));
+    el("p", { class: "muted small" }, "Days are UTC. Amounts of a dollar or more are rounded to cents here (hover for the exact amount); smaller amounts are exact. The Spend page and its CSV show every amount exactly."));
 }
 
-function card(id, label, value, sub) {
+function card(id, label, value, sub, title) {
   return el("div", { class: "card", id },
-    el("p", { class: "card-label" }, label), el("p", { class: "card-value" }, value), sub ? el("p", { class: "card-sub muted" }, sub) : null);
+    el("p", { class: "card-label" }, label), el("p", { class: "card-value", title }, value), sub ? el("p", { class: "card-sub muted" }, sub) : null);
+}
+
+// The spend API's seven token categories, which are disjoint (input is the uncached input, output excludes
+// image output): their sum is every token the requests counted.
+const TOKEN_KINDS = [["input", "input"], ["output", "output"], ["cache_read", "cache read"], ["cache_creation_5m", "cache write 5m"],
+  ["cache_creation_30m", "cache write 30m"], ["cache_creation_1h", "cache write 1h"], ["image_output", "image output"]];
+
+// tokensCard: the total of every category (summed exactly as BigInt) and the non-zero categories under it.
+function tokensCard(tokens) {
+  const n = (k) => BigInt(String(tokens?.[k] ?? 0));
+  const total = TOKEN_KINDS.reduce((sum, [k]) => sum + n(k), 0n);
+  const parts = TOKEN_KINDS.filter(([k]) => k === "input" || k === "output" || n(k) > 0n).map(([k, label]) => `${count(n(k))} ${label}`);
+  return card("ov-tokens", "All tokens, last 30 days", count(total), parts.join(" · "));
 }
 
 function topTable(caption, ans, dim) {
@@ -75,9 +88,9 @@ export async function show() {
     ]);
     const snapOK = !snap.failing;
     root.querySelector("#ov-cards").replaceChildren(
-      card("ov-today", "Spend today (UTC)", dollars(t.total.cost), `${count(t.total.requests)} requests`),
-      card("ov-month", "Spend, last 30 days", dollars(m.total.cost), `${count(m.total.requests)} requests`),
-      card("ov-tokens", "Tokens, last 30 days", count(m.total.tokens.input), `input · ${count(m.total.tokens.output)} output`),
+      card("ov-today", "Spend today (UTC)", dollars(t.total.cost), `${count(t.total.requests)} requests`, `$${t.total.cost}`),
+      card("ov-month", "Spend, last 30 days", dollars(m.total.cost), `${count(m.total.requests)} requests`, `$${m.total.cost}`),
+      tokensCard(m.total.tokens),
       card("ov-snapshot", "Configuration", snapOK ? "Published" : "Not compiling",
         snapOK ? `Data planes serve version ${snap.published_version}` : `Data planes keep version ${snap.published_version}; see the banner`),
       freshnessCard(snap));

@@ -141,6 +141,42 @@ function seriesOf(data) {
   return series;
 }
 
+/** Decimal places that write every multiple of a tick increment (5 → 0, 0.25 → 2, 0.00025 → 5). */
+function decimalsOf(incr) {
+  for (let d = 0; d < 20; d++) {
+    const scaled = incr * 10 ** d;
+    if (Math.abs(scaled - Math.round(scaled)) < 1e-6 * Math.max(1, scaled)) return d;
+  }
+  return 20;
+}
+
+/**
+ * The y-axis labels: as many decimals as the tick increment needs (at least cents once below a dollar),
+ * so ticks at demo scale ($0.0001, $0.0002, …) differ instead of all reading "$0". The ticks are chart
+ * positions, not amounts from the data: the table below shows the exact decimals. The labels are also
+ * kept on the chart element (data-y-ticks), since the canvas has no text to read.
+ */
+function moneyTicks(ticks, incr) {
+  const d = decimalsOf(incr);
+  const places = d === 0 ? 0 : Math.max(2, d);
+  const labels = ticks.map((t) => "$" + t.toLocaleString("en-US", { minimumFractionDigits: places, maximumFractionDigits: places }));
+  root.querySelector("#sp-chart").dataset.yTicks = JSON.stringify(labels);
+  return labels;
+}
+
+/** The y axis is as wide as its longest label (uPlot's axis autosize recipe). */
+function axisWidth(u, values, axisIdx, cycleNum) {
+  const axis = u.axes[axisIdx];
+  if (cycleNum > 1) return axis._size;
+  let width = axis.ticks.size + axis.gap;
+  const longest = (values ?? []).reduce((a, v) => (v.length > a.length ? v : a), "");
+  if (longest) {
+    u.ctx.font = axis.font[0];
+    width += u.ctx.measureText(longest).width / devicePixelRatio;
+  }
+  return Math.ceil(width) + 8;
+}
+
 function render(data) {
   const utc = data.tz === "UTC";
   const buckets = utc ? everyBucket(data) : [...new Set(data.rows.map((r) => r.bucket_start))];
@@ -176,7 +212,7 @@ function render(data) {
       ...size(), tzDate: utc ? (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC") : undefined,
       legend: { show: false }, cursor: { drag: { x: false, y: false } },
       scales: { x: { time: true, range: (u, min, max) => [min - pad, max + pad] }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.08 : 1] } },
-      axes: [{}, { values: (u, ticks) => ticks.map((t) => "$" + t.toLocaleString("en-US", { maximumFractionDigits: 2 })), size: 64 }],
+      axes: [{}, { values: (u, ticks, _axis, _space, incr) => moneyTicks(ticks, incr), size: axisWidth }],
       series: [{}, ...order.map((i) => ({ label: series[i].label, stroke: PALETTE[i % PALETTE.length],
         fill: PALETTE[i % PALETTE.length], width: 0, paths: bars, points: { show: false } }))],
     }, [xs, ...order.map((i) => stacked[i])], box);
