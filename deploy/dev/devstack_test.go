@@ -31,7 +31,7 @@ func freeAddr(t *testing.T) string {
 
 // TestMakeRunStackServesEveryExample builds the real binaries, starts the stack the way `make run` does
 // (against the test Postgres and Redis), and performs every example request the banner prints, each
-// answering 200 in its own dialect's shape.
+// answering 200 in its own dialect's shape, and the same request through the SDK the banner names for it.
 func TestMakeRunStackServesEveryExample(t *testing.T) {
 	db := storetest.New(t)
 	bin := buildStackBinaries(t)
@@ -73,6 +73,11 @@ func TestMakeRunStackServesEveryExample(t *testing.T) {
 			t.Fatalf("the banner does not print %q:\n%s", line, banner)
 		}
 		runCurlLine(t, ctx, line, nil)
+		// The SDKs the banner names answer too, with the base URL it prints for them.
+		text, err := sdkText(t, ctx, e, "http://"+st.DataPlane, st.APIKey, st.Model)
+		if err != nil || text == "" {
+			t.Errorf("%s through the %s: %q, %v", e.Dialect, e.SDK, text, err)
+		}
 	}
 }
 
