@@ -9,7 +9,7 @@ import (
 // README print every example as a curl line (CurlLine); TestMakeRunBannerRequestsWorkAndCtrlCStopsAll
 // runs the banner's lines as a shell would read them.
 type Example struct {
-	Dialect string // the dialect and kind, as docs/dataplane.md names them
+	Dialect string // the client dialect and the kind of request
 	SDK     string // the client SDKs that speak this dialect, and the call that sends this request
 	SDKBase string // what those SDKs take as their base URL, after the data plane's URL
 	Path    string // on the data plane
