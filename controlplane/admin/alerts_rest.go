@@ -6,20 +6,17 @@ import (
 	"github.com/tollgate/tollgate/controlplane/store"
 )
 
-// registerAlertsHTTP registers the budget alert endpoints: thresholds, webhook endpoints, events.
-func registerAlertsHTTP(mux *http.ServeMux, s *Service) {
-	h := func(pattern string, need Role, fn restHandler) {
-		mux.Handle(pattern, s.restEndpoint(need, fn))
-	}
-	h("GET /admin/quotas/{scope}/{id}/alerts", RoleViewer, func(r *http.Request) (int, any, error) {
+// alertOps are the budget alert operations: thresholds, webhook endpoints, events (alerts_grpc.go).
+var alertOps = []operation{
+	{role: RoleViewer, rest: "GET /admin/quotas/{scope}/{id}/alerts", grpc: "GetQuotaAlerts", serve: func(s *Service, r *http.Request) (int, any, error) {
 		id, err := pathID(r, "id")
 		if err != nil {
 			return 0, nil, err
 		}
 		out, err := s.GetQuotaAlerts(r.Context(), r.PathValue("scope"), id)
 		return http.StatusOK, out, err
-	})
-	h("PUT /admin/quotas/{scope}/{id}/alerts", RoleAdmin, func(r *http.Request) (int, any, error) {
+	}},
+	{role: RoleAdmin, rest: "PUT /admin/quotas/{scope}/{id}/alerts", grpc: "SetQuotaAlerts", serve: func(s *Service, r *http.Request) (int, any, error) {
 		id, err := pathID(r, "id")
 		if err != nil {
 			return 0, nil, err
@@ -30,21 +27,21 @@ func registerAlertsHTTP(mux *http.ServeMux, s *Service) {
 		}
 		out, err := s.SetQuotaAlerts(r.Context(), r.PathValue("scope"), id, in)
 		return http.StatusOK, out, err
-	})
-	h("GET /admin/webhooks", RoleViewer, func(r *http.Request) (int, any, error) {
+	}},
+	{role: RoleViewer, rest: "GET /admin/webhooks", grpc: "ListWebhookEndpoints", serve: func(s *Service, r *http.Request) (int, any, error) {
 		out, err := s.ListWebhookEndpoints(r.Context())
 		return http.StatusOK, Page[store.WebhookEndpoint]{Items: nonNil(out)}, err
-	})
-	h("POST /admin/webhooks", RoleAdmin, func(r *http.Request) (int, any, error) {
+	}},
+	{role: RoleAdmin, rest: "POST /admin/webhooks", grpc: "CreateWebhookEndpoint", serve: func(s *Service, r *http.Request) (int, any, error) {
 		var in WebhookEndpointInput
 		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
 			return 0, nil, err
 		}
 		out, err := s.CreateWebhookEndpoint(r.Context(), in)
 		return http.StatusCreated, out, err
-	})
-	h("DELETE /admin/webhooks/{id}", RoleAdmin, deleteBy("id", s.DeleteWebhookEndpoint))
-	h("GET /admin/alert-events", RoleViewer, func(r *http.Request) (int, any, error) {
+	}},
+	{role: RoleAdmin, rest: "DELETE /admin/webhooks/{id}", grpc: "DeleteWebhookEndpoint", serve: deleteBy("id", (*Service).DeleteWebhookEndpoint)},
+	{role: RoleViewer, rest: "GET /admin/alert-events", grpc: "ListAlertEvents", serve: func(s *Service, r *http.Request) (int, any, error) {
 		q := r.URL.Query()
 		if err := onlyParams(q, "limit", "cursor", "scope", "scope_id"); err != nil {
 			return 0, nil, err
@@ -60,5 +57,5 @@ func registerAlertsHTTP(mux *http.ServeMux, s *Service) {
 		in.Scope, in.ScopeID = q.Get("scope"), idParam(q, "scope_id")
 		out, err := s.ListAlertEvents(r.Context(), in)
 		return http.StatusOK, out, err
-	})
+	}},
 }

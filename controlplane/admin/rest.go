@@ -5,13 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"unicode"
-
-	"github.com/tollgate/tollgate/controlplane/store"
 )
 
 // Request body limits: every admin body is capped; import bundles get more room.
@@ -33,427 +32,33 @@ var httpStatus = map[Code]int{
 	CodeInternal:         http.StatusInternalServerError,
 }
 
-// restHandler serves one endpoint: it returns the status and body to send, or an error.
-type restHandler func(r *http.Request) (int, any, error)
+// restHandler serves one endpoint: it returns the status and body to send, or an error. A rawBody body is
+// written as it is; any other as JSON.
+type restHandler func(s *Service, r *http.Request) (int, any, error)
 
-// RegisterHTTP registers the admin REST API (DESIGN §8) on mux. Every route requires an admin
-// bearer token; reads accept the viewer role, writes need the admin role.
-func RegisterHTTP(mux *http.ServeMux, s *Service) {
-	h := func(pattern string, need Role, fn restHandler) {
-		mux.Handle(pattern, s.restEndpoint(need, fn))
+// rawBody is an answer that is not JSON (the spend CSV): its headers and bytes.
+type rawBody struct {
+	header http.Header
+	data   []byte
+}
+
+// RegisterHTTP registers the admin REST API (docs/admin-api.md) on mux: every REST route of the operation tables
+// (operations.go), each needing its declared role. Every route requires an admin bearer token.
+func RegisterHTTP(mux *http.ServeMux, s *Service) { registerHTTP(mux, s) }
+
+// registerHTTP registers on anything with ServeMux.Handle (the role test records the patterns).
+func registerHTTP(mux interface{ Handle(string, http.Handler) }, s *Service) {
+	for _, ops := range resources {
+		for _, op := range ops {
+			if op.rest == "" {
+				continue
+			}
+			if op.role == RoleNone || op.serve == nil {
+				panic(fmt.Sprintf("admin: REST route %q declares no role or no handler", op.rest))
+			}
+			mux.Handle(op.rest, s.restEndpoint(op.role, op.serve))
+		}
 	}
-	const (
-		read  = RoleViewer
-		write = RoleAdmin
-	)
-	// Price rules.
-	h("GET /admin/price-rules", read, func(r *http.Request) (int, any, error) {
-		limit, cursor, err := pageParams(r)
-		if err != nil {
-			return 0, nil, err
-		}
-		p, err := s.ListPriceRules(r.Context(), limit, cursor)
-		return http.StatusOK, p, err
-	})
-	h("POST /admin/price-rules", write, func(r *http.Request) (int, any, error) {
-		var in PriceRuleInput
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		if in.EffectiveAt != nil {
-			if in.ID == 0 {
-				return 0, nil, invalidFields("invalid price rule", field("effective_at",
-					"a new rule takes effect when created: create it disabled now and schedule enabling it"))
-			}
-			out, err := s.SchedulePriceRule(r.Context(), in.ID, in)
-			return http.StatusAccepted, out, err
-		}
-		out, err := s.CreatePriceRule(r.Context(), in)
-		if in.ID != 0 {
-			return http.StatusOK, out, err
-		}
-		return http.StatusCreated, out, err
-	})
-	h("POST /admin/price-rules/quote", read, func(r *http.Request) (int, any, error) {
-		var in QuoteRequest
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		out, err := s.Quote(r.Context(), in)
-		return http.StatusOK, out, err
-	})
-	h("GET /admin/price-rules/{id}", read, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return 0, nil, err
-		}
-		out, err := s.GetPriceRule(r.Context(), id)
-		return http.StatusOK, out, err
-	})
-	h("PUT /admin/price-rules/{id}", write, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return 0, nil, err
-		}
-		var in PriceRuleInput
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		if in.EffectiveAt != nil {
-			out, err := s.SchedulePriceRule(r.Context(), id, in)
-			return http.StatusAccepted, out, err
-		}
-		out, err := s.UpdatePriceRule(r.Context(), id, in)
-		return http.StatusOK, out, err
-	})
-	h("DELETE /admin/price-rules/{id}", write, deleteBy("id", s.DeletePriceRule))
-	h("GET /admin/price-rules/scheduled", read, func(r *http.Request) (int, any, error) {
-		var ruleID int64
-		for k, v := range r.URL.Query() {
-			if k != "price_rule_id" || len(v) != 1 {
-				return 0, nil, errorf(CodeInvalid, "unknown or repeated query parameter %q", k)
-			}
-			id, err := strconv.ParseInt(v[0], 10, 64)
-			if err != nil || id <= 0 {
-				return 0, nil, errorf(CodeInvalid, "price_rule_id must be a positive integer, got %q", v[0])
-			}
-			ruleID = id
-		}
-		items, err := s.ListScheduledPriceRules(r.Context(), ruleID)
-		return http.StatusOK, map[string]any{"items": items}, err
-	})
-	h("DELETE /admin/price-rules/scheduled/{id}", write, deleteBy("id", s.CancelScheduledPriceRule))
-
-	// Price catalogs (plan, apply, provenance).
-	registerCatalogHTTP(mux, s)
-	// The audit log.
-	registerAuditHTTP(mux, s)
-
-	// Providers and credentials.
-	h("GET /admin/providers", read, func(r *http.Request) (int, any, error) {
-		limit, cursor, err := pageParams(r)
-		if err != nil {
-			return 0, nil, err
-		}
-		p, err := s.ListProviders(r.Context(), limit, cursor)
-		return http.StatusOK, p, err
-	})
-	h("POST /admin/providers", write, func(r *http.Request) (int, any, error) {
-		var in ProviderInput
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		out, err := s.CreateProvider(r.Context(), in)
-		return http.StatusCreated, out, err
-	})
-	h("GET /admin/providers/{id}", read, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return 0, nil, err
-		}
-		out, err := s.GetProvider(r.Context(), id)
-		return http.StatusOK, out, err
-	})
-	h("PUT /admin/providers/{id}", write, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return 0, nil, err
-		}
-		var in ProviderInput
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		out, err := s.UpdateProvider(r.Context(), id, in)
-		return http.StatusOK, out, err
-	})
-	h("DELETE /admin/providers/{id}", write, deleteBy("id", s.DeleteProvider))
-	h("POST /admin/providers/{id}/credentials", write, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return 0, nil, err
-		}
-		var in CredentialInput
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		if in.ProviderID != 0 && in.ProviderID != id {
-			return 0, nil, invalidFields("invalid credential", field("provider_id", "body provider_id %d does not match path id %d", in.ProviderID, id))
-		}
-		in.ProviderID = id
-		out, err := s.CreateCredential(r.Context(), in)
-		return http.StatusCreated, out, err
-	})
-	h("DELETE /admin/credentials/{id}", write, deleteBy("id", s.DeleteCredential))
-
-	// Routing rules.
-	h("GET /admin/providers/{id}/routing-rules", read, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return 0, nil, err
-		}
-		out, err := s.ListRoutingRules(r.Context(), id)
-		return http.StatusOK, Page[store.RoutingRule]{Items: nonNil(out)}, err
-	})
-	h("PUT /admin/providers/{id}/routing-rules", write, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return 0, nil, err
-		}
-		var in struct {
-			Rules []RoutingRuleInput `json:"rules"`
-		}
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		out, err := s.UpsertRoutingRules(r.Context(), id, in.Rules)
-		return http.StatusOK, Page[store.RoutingRule]{Items: nonNil(out)}, err
-	})
-	h("POST /admin/providers/{provider_id}/routing-rules/reset", write, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "provider_id")
-		if err != nil {
-			return 0, nil, err
-		}
-		if err := emptyBody(r); err != nil {
-			return 0, nil, err
-		}
-		out, err := s.ResetRoutingRules(r.Context(), id)
-		return http.StatusOK, Page[store.RoutingRule]{Items: nonNil(out)}, err
-	})
-	h("DELETE /admin/providers/{provider_id}/routing-rules/{operation}/{kind}", write, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "provider_id")
-		if err != nil {
-			return 0, nil, err
-		}
-		if err := emptyBody(r); err != nil {
-			return 0, nil, err
-		}
-		return http.StatusNoContent, nil, s.DeleteRoutingRule(r.Context(), id, r.PathValue("operation"), r.PathValue("kind"))
-	})
-
-	// Routes.
-	h("GET /admin/routes", read, func(r *http.Request) (int, any, error) {
-		limit, cursor, err := pageParams(r)
-		if err != nil {
-			return 0, nil, err
-		}
-		p, err := s.ListRoutes(r.Context(), limit, cursor)
-		return http.StatusOK, p, err
-	})
-	h("POST /admin/routes", write, func(r *http.Request) (int, any, error) {
-		var in RouteInput
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		out, err := s.CreateRoute(r.Context(), in)
-		return http.StatusCreated, out, err
-	})
-	h("GET /admin/routes/{id}", read, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return 0, nil, err
-		}
-		out, err := s.GetRoute(r.Context(), id)
-		return http.StatusOK, out, err
-	})
-	h("PUT /admin/routes/{id}", write, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return 0, nil, err
-		}
-		var in RouteInput
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		out, err := s.UpdateRoute(r.Context(), id, in)
-		return http.StatusOK, out, err
-	})
-	h("DELETE /admin/routes/{id}", write, deleteBy("id", s.DeleteRoute))
-
-	// Tenancy.
-	h("POST /admin/orgs", write, func(r *http.Request) (int, any, error) {
-		var in store.Org
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		out, err := s.CreateOrg(r.Context(), in)
-		return http.StatusCreated, out, err
-	})
-	h("POST /admin/teams", write, func(r *http.Request) (int, any, error) {
-		var in store.Team
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		out, err := s.CreateTeam(r.Context(), in)
-		return http.StatusCreated, out, err
-	})
-	h("POST /admin/users", write, func(r *http.Request) (int, any, error) {
-		var in store.User
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		out, err := s.CreateUser(r.Context(), in)
-		return http.StatusCreated, out, err
-	})
-	h("POST /admin/api-keys", write, func(r *http.Request) (int, any, error) {
-		var in APIKeyInput
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		out, err := s.CreateAPIKey(r.Context(), in)
-		return http.StatusCreated, out, err
-	})
-
-	// Key lifecycle, tenants, model policy (tenancy_rest.go); budget alerts (alerts_rest.go).
-	registerTenancyHTTP(mux, s)
-	registerAlertsHTTP(mux, s)
-	registerBurnHTTP(mux, s) // budget burn (burn.go)
-
-	// Quotas and usage.
-	h("GET /admin/quotas/{scope}/{id}", read, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return 0, nil, err
-		}
-		out, err := s.GetQuota(r.Context(), r.PathValue("scope"), id)
-		return http.StatusOK, out, err
-	})
-	h("PUT /admin/quotas/{scope}/{id}", write, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return 0, nil, err
-		}
-		var in QuotaInput
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		out, err := s.SetQuota(r.Context(), r.PathValue("scope"), id, in)
-		return http.StatusOK, out, err
-	})
-	h("POST /admin/quotas/{scope}/{id}/adjustments", write, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return 0, nil, err
-		}
-		var in AdjustmentInput
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		who, err := s.Authenticate(r.Context(), r.Header.Get("Authorization"))
-		if err != nil {
-			return 0, nil, err
-		}
-		out, err := s.AdjustQuota(r.Context(), who, r.PathValue("scope"), id, in)
-		return http.StatusCreated, out, err
-	})
-	h("GET /admin/quotas/{scope}/{id}/adjustments", read, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return 0, nil, err
-		}
-		limit, cursor, err := pageParams(r)
-		if err != nil {
-			return 0, nil, err
-		}
-		out, err := s.ListQuotaAdjustments(r.Context(), r.PathValue("scope"), id, limit, cursor)
-		return http.StatusOK, out, err
-	})
-	h("GET /admin/snapshot-status", read, func(r *http.Request) (int, any, error) {
-		out, err := s.SnapshotStatus(r.Context())
-		return http.StatusOK, out, err
-	})
-	h("GET /admin/usages", read, func(r *http.Request) (int, any, error) {
-		q, err := usageQuery(r)
-		if err != nil {
-			return 0, nil, err
-		}
-		out, err := s.ListUsages(r.Context(), q)
-		return http.StatusOK, out, err
-	})
-
-	registerSpendHTTP(mux, s)
-
-	// Import and export.
-	h("GET /admin/export", read, func(r *http.Request) (int, any, error) {
-		out, err := s.Export(r.Context())
-		return http.StatusOK, out, err
-	})
-	h("POST /admin/import", write, func(r *http.Request) (int, any, error) {
-		in, err := decodeImport(r)
-		if err != nil {
-			return 0, nil, err
-		}
-		out, err := s.Import(r.Context(), in)
-		return http.StatusOK, out, err
-	})
-
-	// Admin tokens.
-	h("GET /admin/admin-tokens", read, func(r *http.Request) (int, any, error) {
-		out, err := s.ListAdminTokens(r.Context())
-		return http.StatusOK, Page[store.AdminToken]{Items: nonNil(out)}, err
-	})
-	h("POST /admin/admin-tokens", write, func(r *http.Request) (int, any, error) {
-		var in struct {
-			Name string `json:"name"`
-			Role string `json:"role"`
-		}
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		t, tok, err := s.CreateAdminToken(r.Context(), in.Name, in.Role)
-		return http.StatusCreated, struct {
-			store.AdminToken
-			Token string `json:"token"`
-		}{t, tok}, err
-	})
-	h("DELETE /admin/admin-tokens/{id}", write, deleteBy("id", s.DeleteAdminToken))
-
-	// Data-plane tokens (docs/security.md): revoking keeps the row, so DELETE answers the revoked token.
-	h("GET /admin/dataplane-tokens", read, func(r *http.Request) (int, any, error) {
-		out, err := s.ListDataPlaneTokens(r.Context())
-		return http.StatusOK, Page[store.DataPlaneToken]{Items: nonNil(out)}, err
-	})
-	h("POST /admin/dataplane-tokens", write, func(r *http.Request) (int, any, error) {
-		var in struct {
-			Name   string   `json:"name"`
-			Scopes []string `json:"scopes"`
-		}
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		t, tok, err := s.CreateDataPlaneToken(r.Context(), in.Name, in.Scopes)
-		return http.StatusCreated, struct {
-			store.DataPlaneToken
-			Token string `json:"token"`
-		}{t, tok}, err
-	})
-	h("DELETE /admin/dataplane-tokens/{id}", write, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return 0, nil, err
-		}
-		if err := emptyBody(r); err != nil {
-			return 0, nil, err
-		}
-		t, err := s.RevokeDataPlaneToken(r.Context(), id)
-		return http.StatusOK, t, err
-	})
-	h("GET /admin/whoami", read, func(r *http.Request) (int, any, error) {
-		p, err := s.Authenticate(r.Context(), r.Header.Get("Authorization"))
-		return http.StatusOK, map[string]string{"role": p.Role.String(), "name": p.Name}, err
-	})
-	// Quota periods (docs/budgets.md).
-	h("GET /admin/quotas/{scope}/{id}/periods", read, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return 0, nil, err
-		}
-		limit, cursor, err := pageParams(r)
-		if err != nil {
-			return 0, nil, err
-		}
-		out, err := s.ListQuotaPeriods(r.Context(), r.PathValue("scope"), id, limit, cursor)
-		return http.StatusOK, out, err
-	})
 }
 
 func nonNil[T any](s []T) []T {
@@ -463,8 +68,9 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-func deleteBy(name string, del func(ctx context.Context, id int64) error) restHandler {
-	return func(r *http.Request) (int, any, error) {
+// deleteBy serves a DELETE of the resource whose id is the path parameter name, with no body: 204.
+func deleteBy(name string, del func(s *Service, ctx context.Context, id int64) error) restHandler {
+	return func(s *Service, r *http.Request) (int, any, error) {
 		id, err := pathID(r, name)
 		if err != nil {
 			return 0, nil, err
@@ -472,7 +78,7 @@ func deleteBy(name string, del func(ctx context.Context, id int64) error) restHa
 		if err := emptyBody(r); err != nil {
 			return 0, nil, err
 		}
-		return http.StatusNoContent, nil, del(r.Context(), id)
+		return http.StatusNoContent, nil, del(s, r.Context(), id)
 	}
 }
 
@@ -485,9 +91,17 @@ func (s *Service) restEndpoint(need Role, fn restHandler) http.Handler {
 			return
 		}
 		r = r.WithContext(WithPrincipal(r.Context(), p))
-		status, body, err := fn(r)
+		status, body, err := fn(s, r)
 		if err != nil {
 			s.writeError(w, r, err)
+			return
+		}
+		if raw, ok := body.(rawBody); ok {
+			for k, v := range raw.header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(status)
+			_, _ = w.Write(raw.data)
 			return
 		}
 		if status == http.StatusNoContent {
@@ -641,62 +255,6 @@ func emptyBody(r *http.Request) error {
 		return errorf(CodeInvalid, "this endpoint takes no request body")
 	}
 	return nil
-}
-
-// decodeImport decodes a bundle. The document must be well-formed JSON with only the two known
-// keys (else 400); each element is then decoded on its own so that every bad element (wrong
-// types, unknown fields) is reported by index together with the validation problems (422).
-func decodeImport(r *http.Request) (ImportBundle, error) {
-	body, err := readBody(r, MaxImportBytes)
-	if err != nil {
-		return ImportBundle{}, err
-	}
-	// Fast path: the whole document decodes strictly in one pass.
-	var whole struct {
-		PriceRules   []PriceRuleInput   `json:"price_rules"`
-		RoutingRules []RoutingRuleInput `json:"routing_rules"`
-	}
-	if decodeStrict(body, &whole) == nil {
-		return ImportBundle{PriceRules: whole.PriceRules, RoutingRules: whole.RoutingRules}, nil
-	}
-	// Slow path: find every bad element.
-	var raw struct {
-		PriceRules   []json.RawMessage `json:"price_rules"`
-		RoutingRules []json.RawMessage `json:"routing_rules"`
-	}
-	if err := decodeStrict(body, &raw); err != nil {
-		return ImportBundle{}, err
-	}
-	var b ImportBundle
-	b.PriceRules = make([]PriceRuleInput, len(raw.PriceRules))
-	for i, e := range raw.PriceRules {
-		if err := decodeStrict(e, &b.PriceRules[i]); err != nil {
-			b.Problems = append(b.Problems, elementProblems("price_rules", i, err)...)
-		}
-	}
-	b.RoutingRules = make([]RoutingRuleInput, len(raw.RoutingRules))
-	for i, e := range raw.RoutingRules {
-		if err := decodeStrict(e, &b.RoutingRules[i]); err != nil {
-			b.Problems = append(b.Problems, elementProblems("routing_rules", i, err)...)
-		}
-	}
-	return b, nil
-}
-
-func elementProblems(section string, i int, err error) []Detail {
-	var ae *Error
-	if !errors.As(err, &ae) {
-		return []Detail{{Section: section, Index: intp(i), Message: err.Error()}}
-	}
-	if len(ae.Details) == 0 {
-		return []Detail{{Section: section, Index: intp(i), Message: ae.Message}}
-	}
-	out := make([]Detail, len(ae.Details))
-	for j, d := range ae.Details {
-		d.Section, d.Index = section, intp(i)
-		out[j] = d
-	}
-	return out
 }
 
 // pathID parses a positive integer path parameter.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -286,44 +285,6 @@ func parseSpendRequest(r *http.Request) (SpendRequest, string, error) {
 		return SpendRequest{}, "", errorf(CodeInvalid, "format must be json or csv, got %q", format)
 	}
 	return out, format, nil
-}
-
-// registerSpendHTTP registers GET /admin/spend (viewer): JSON by default, CSV with format=csv.
-func registerSpendHTTP(mux *http.ServeMux, s *Service) {
-	mux.Handle("GET /admin/spend", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.authorize(r.Context(), r.Header.Get("Authorization"), RoleViewer)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		ctx := WithPrincipal(r.Context(), p)
-		req, format, err := parseSpendRequest(r)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		res, err := s.Spend(ctx, req)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		if format != "csv" {
-			writeJSON(w, http.StatusOK, res)
-			return
-		}
-		var buf bytes.Buffer
-		if err := writeSpendCSV(&buf, res); err != nil {
-			s.writeError(w, r, fmt.Errorf("spend csv: %w", err))
-			return
-		}
-		name := fmt.Sprintf("tollgate-spend-%s-%s.csv", res.Since.UTC().Format("20060102T15Z"), res.Until.UTC().Format("20060102T15Z"))
-		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
-		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(buf.Bytes())
-	}))
 }
 
 // writeSpendCSV writes one line per row: bucket_start, the grouped dimensions (an absent id is empty),

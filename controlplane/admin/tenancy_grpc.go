@@ -27,6 +27,47 @@ func userToProto(u store.User) *configv1.User {
 	return &configv1.User{Id: u.ID, OrgId: u.OrgID, TeamId: u.TeamID, Name: u.Name, Email: u.Email}
 }
 
+func (g *grpcServer) CreateOrg(ctx context.Context, req *adminv1.CreateOrgRequest) (*adminv1.CreateOrgResponse, error) {
+	o, err := g.s.CreateOrg(ctx, store.Org{ID: req.GetOrg().GetId(), Name: req.GetOrg().GetName()})
+	if err != nil {
+		return nil, g.err(ctx, err)
+	}
+	return &adminv1.CreateOrgResponse{Org: &configv1.Org{Id: o.ID, Name: o.Name}}, nil
+}
+
+func (g *grpcServer) CreateTeam(ctx context.Context, req *adminv1.CreateTeamRequest) (*adminv1.CreateTeamResponse, error) {
+	t := req.GetTeam()
+	out, err := g.s.CreateTeam(ctx, store.Team{ID: t.GetId(), OrgID: t.GetOrgId(), Name: t.GetName()})
+	if err != nil {
+		return nil, g.err(ctx, err)
+	}
+	return &adminv1.CreateTeamResponse{Team: &configv1.Team{Id: out.ID, OrgId: out.OrgID, Name: out.Name}}, nil
+}
+
+func (g *grpcServer) CreateUser(ctx context.Context, req *adminv1.CreateUserRequest) (*adminv1.CreateUserResponse, error) {
+	u := req.GetUser()
+	out, err := g.s.CreateUser(ctx, store.User{ID: u.GetId(), OrgID: u.GetOrgId(), TeamID: u.TeamId, Name: u.GetName(), Email: u.GetEmail()})
+	if err != nil {
+		return nil, g.err(ctx, err)
+	}
+	return &adminv1.CreateUserResponse{User: &configv1.User{Id: out.ID, OrgId: out.OrgID, TeamId: out.TeamID, Name: out.Name, Email: out.Email}}, nil
+}
+
+func (g *grpcServer) CreateApiKey(ctx context.Context, req *adminv1.CreateApiKeyRequest) (*adminv1.CreateApiKeyResponse, error) {
+	enabled := req.GetEnabled()
+	in := APIKeyInput{UserID: req.GetUserId(), Name: req.GetName(), AllowedModels: req.GetAllowedModels(),
+		RPMLimit: req.GetRpmLimit(), TPMLimit: req.GetTpmLimit(), Enabled: &enabled, AllowDirectAddressing: req.GetAllowDirectAddressing()}
+	if req.ExpiresAt != nil {
+		t := req.ExpiresAt.AsTime()
+		in.ExpiresAt = &t
+	}
+	k, err := g.s.CreateAPIKey(ctx, in)
+	if err != nil {
+		return nil, g.err(ctx, err)
+	}
+	return &adminv1.CreateApiKeyResponse{ApiKey: apiKeyToProto(k.APIKey), Key: k.Key}, nil
+}
+
 func (g *grpcServer) ListApiKeys(ctx context.Context, req *adminv1.ListApiKeysRequest) (*adminv1.ListApiKeysResponse, error) {
 	p, err := g.s.ListAPIKeys(ctx, APIKeyQuery{UserID: req.UserId, TeamID: req.TeamId, OrgID: req.OrgId, Prefix: req.GetPrefix(),
 		Limit: int(req.GetLimit()), Cursor: req.GetCursor()})

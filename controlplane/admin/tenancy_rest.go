@@ -9,14 +9,110 @@ import (
 	"github.com/tollgate/tollgate/controlplane/store"
 )
 
-// registerTenancyHTTP registers the key lifecycle, tenant listing/update/delete and model policy
-// endpoints.
-func registerTenancyHTTP(mux *http.ServeMux, s *Service) {
-	h := func(pattern string, need Role, fn restHandler) {
-		mux.Handle(pattern, s.restEndpoint(need, fn))
-	}
+// tenancyOps are the tenants' operations (tenancy_grpc.go): orgs, teams, users, their API keys' lifecycle, and
+// the model policy.
+var tenancyOps = []operation{
+	// Orgs, teams, users.
+	{role: RoleAdmin, rest: "POST /admin/orgs", grpc: "CreateOrg", serve: func(s *Service, r *http.Request) (int, any, error) {
+		var in store.Org
+		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
+			return 0, nil, err
+		}
+		out, err := s.CreateOrg(r.Context(), in)
+		return http.StatusCreated, out, err
+	}},
+	{role: RoleViewer, rest: "GET /admin/orgs", grpc: "ListOrgs", serve: func(s *Service, r *http.Request) (int, any, error) {
+		if err := onlyParams(r.URL.Query(), "limit", "cursor"); err != nil {
+			return 0, nil, err
+		}
+		limit, cursor, err := pageParams(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		out, err := s.ListOrgs(r.Context(), limit, cursor)
+		return http.StatusOK, out, err
+	}},
+	{role: RoleAdmin, rest: "PUT /admin/orgs/{id}", grpc: "UpdateOrg", serve: func(s *Service, r *http.Request) (int, any, error) {
+		id, err := pathID(r, "id")
+		if err != nil {
+			return 0, nil, err
+		}
+		var in store.Org
+		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
+			return 0, nil, err
+		}
+		out, err := s.UpdateOrg(r.Context(), id, in)
+		return http.StatusOK, out, err
+	}},
+	{role: RoleAdmin, rest: "DELETE /admin/orgs/{id}", grpc: "DeleteOrg", serve: deleteBy("id", (*Service).DeleteOrg)},
+	{role: RoleAdmin, rest: "POST /admin/teams", grpc: "CreateTeam", serve: func(s *Service, r *http.Request) (int, any, error) {
+		var in store.Team
+		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
+			return 0, nil, err
+		}
+		out, err := s.CreateTeam(r.Context(), in)
+		return http.StatusCreated, out, err
+	}},
+	{role: RoleViewer, rest: "GET /admin/teams", grpc: "ListTeams", serve: func(s *Service, r *http.Request) (int, any, error) {
+		q, err := tenantQuery(r, "org_id")
+		if err != nil {
+			return 0, nil, err
+		}
+		out, err := s.ListTeams(r.Context(), q)
+		return http.StatusOK, out, err
+	}},
+	{role: RoleAdmin, rest: "PUT /admin/teams/{id}", grpc: "UpdateTeam", serve: func(s *Service, r *http.Request) (int, any, error) {
+		id, err := pathID(r, "id")
+		if err != nil {
+			return 0, nil, err
+		}
+		var in store.Team
+		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
+			return 0, nil, err
+		}
+		out, err := s.UpdateTeam(r.Context(), id, in)
+		return http.StatusOK, out, err
+	}},
+	{role: RoleAdmin, rest: "DELETE /admin/teams/{id}", grpc: "DeleteTeam", serve: deleteBy("id", (*Service).DeleteTeam)},
+	{role: RoleAdmin, rest: "POST /admin/users", grpc: "CreateUser", serve: func(s *Service, r *http.Request) (int, any, error) {
+		var in store.User
+		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
+			return 0, nil, err
+		}
+		out, err := s.CreateUser(r.Context(), in)
+		return http.StatusCreated, out, err
+	}},
+	{role: RoleViewer, rest: "GET /admin/users", grpc: "ListUsers", serve: func(s *Service, r *http.Request) (int, any, error) {
+		q, err := tenantQuery(r, "org_id", "team_id")
+		if err != nil {
+			return 0, nil, err
+		}
+		out, err := s.ListUsers(r.Context(), q)
+		return http.StatusOK, out, err
+	}},
+	{role: RoleAdmin, rest: "PUT /admin/users/{id}", grpc: "UpdateUser", serve: func(s *Service, r *http.Request) (int, any, error) {
+		id, err := pathID(r, "id")
+		if err != nil {
+			return 0, nil, err
+		}
+		var in store.User
+		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
+			return 0, nil, err
+		}
+		out, err := s.UpdateUser(r.Context(), id, in)
+		return http.StatusOK, out, err
+	}},
+	{role: RoleAdmin, rest: "DELETE /admin/users/{id}", grpc: "DeleteUser", serve: deleteBy("id", (*Service).DeleteUser)},
 	// API keys.
-	h("GET /admin/api-keys", RoleViewer, func(r *http.Request) (int, any, error) {
+	{role: RoleAdmin, rest: "POST /admin/api-keys", grpc: "CreateApiKey", serve: func(s *Service, r *http.Request) (int, any, error) {
+		var in APIKeyInput
+		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
+			return 0, nil, err
+		}
+		out, err := s.CreateAPIKey(r.Context(), in)
+		return http.StatusCreated, out, err
+	}},
+	{role: RoleViewer, rest: "GET /admin/api-keys", grpc: "ListApiKeys", serve: func(s *Service, r *http.Request) (int, any, error) {
 		q := r.URL.Query()
 		if err := onlyParams(q, "limit", "cursor", "user_id", "team_id", "org_id", "prefix"); err != nil {
 			return 0, nil, err
@@ -33,16 +129,16 @@ func registerTenancyHTTP(mux *http.ServeMux, s *Service) {
 		in.Prefix = q.Get("prefix")
 		out, err := s.ListAPIKeys(r.Context(), in)
 		return http.StatusOK, out, err
-	})
-	h("GET /admin/api-keys/{id}", RoleViewer, func(r *http.Request) (int, any, error) {
+	}},
+	{role: RoleViewer, rest: "GET /admin/api-keys/{id}", grpc: "GetApiKey", serve: func(s *Service, r *http.Request) (int, any, error) {
 		id, err := pathID(r, "id")
 		if err != nil {
 			return 0, nil, err
 		}
 		out, err := s.GetAPIKey(r.Context(), id)
 		return http.StatusOK, out, err
-	})
-	h("PATCH /admin/api-keys/{id}", RoleAdmin, func(r *http.Request) (int, any, error) {
+	}},
+	{role: RoleAdmin, rest: "PATCH /admin/api-keys/{id}", grpc: "UpdateApiKey", serve: func(s *Service, r *http.Request) (int, any, error) {
 		id, err := pathID(r, "id")
 		if err != nil {
 			return 0, nil, err
@@ -53,9 +149,9 @@ func registerTenancyHTTP(mux *http.ServeMux, s *Service) {
 		}
 		out, err := s.UpdateAPIKey(r.Context(), id, in)
 		return http.StatusOK, out, err
-	})
-	h("DELETE /admin/api-keys/{id}", RoleAdmin, deleteBy("id", s.DeleteAPIKey))
-	h("POST /admin/api-keys/{id}/rotate", RoleAdmin, func(r *http.Request) (int, any, error) {
+	}},
+	{role: RoleAdmin, rest: "DELETE /admin/api-keys/{id}", grpc: "DeleteApiKey", serve: deleteBy("id", (*Service).DeleteAPIKey)},
+	{role: RoleAdmin, rest: "POST /admin/api-keys/{id}/rotate", grpc: "RotateApiKey", serve: func(s *Service, r *http.Request) (int, any, error) {
 		id, err := pathID(r, "id")
 		if err != nil {
 			return 0, nil, err
@@ -66,90 +162,21 @@ func registerTenancyHTTP(mux *http.ServeMux, s *Service) {
 		}
 		out, err := s.RotateAPIKey(r.Context(), id, in)
 		return http.StatusOK, out, err
-	})
-
-	// Orgs, teams, users.
-	h("GET /admin/orgs", RoleViewer, func(r *http.Request) (int, any, error) {
-		if err := onlyParams(r.URL.Query(), "limit", "cursor"); err != nil {
-			return 0, nil, err
-		}
-		limit, cursor, err := pageParams(r)
-		if err != nil {
-			return 0, nil, err
-		}
-		out, err := s.ListOrgs(r.Context(), limit, cursor)
-		return http.StatusOK, out, err
-	})
-	h("PUT /admin/orgs/{id}", RoleAdmin, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return 0, nil, err
-		}
-		var in store.Org
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		out, err := s.UpdateOrg(r.Context(), id, in)
-		return http.StatusOK, out, err
-	})
-	h("DELETE /admin/orgs/{id}", RoleAdmin, deleteBy("id", s.DeleteOrg))
-	h("GET /admin/teams", RoleViewer, func(r *http.Request) (int, any, error) {
-		q, err := tenantQuery(r, "org_id")
-		if err != nil {
-			return 0, nil, err
-		}
-		out, err := s.ListTeams(r.Context(), q)
-		return http.StatusOK, out, err
-	})
-	h("PUT /admin/teams/{id}", RoleAdmin, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return 0, nil, err
-		}
-		var in store.Team
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		out, err := s.UpdateTeam(r.Context(), id, in)
-		return http.StatusOK, out, err
-	})
-	h("DELETE /admin/teams/{id}", RoleAdmin, deleteBy("id", s.DeleteTeam))
-	h("GET /admin/users", RoleViewer, func(r *http.Request) (int, any, error) {
-		q, err := tenantQuery(r, "org_id", "team_id")
-		if err != nil {
-			return 0, nil, err
-		}
-		out, err := s.ListUsers(r.Context(), q)
-		return http.StatusOK, out, err
-	})
-	h("PUT /admin/users/{id}", RoleAdmin, func(r *http.Request) (int, any, error) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			return 0, nil, err
-		}
-		var in store.User
-		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
-			return 0, nil, err
-		}
-		out, err := s.UpdateUser(r.Context(), id, in)
-		return http.StatusOK, out, err
-	})
-	h("DELETE /admin/users/{id}", RoleAdmin, deleteBy("id", s.DeleteUser))
-
+	}},
 	// Model policy.
-	h("GET /admin/model-policy", RoleViewer, func(r *http.Request) (int, any, error) {
+	{role: RoleViewer, rest: "GET /admin/model-policy", grpc: "GetModelPolicy", serve: func(s *Service, r *http.Request) (int, any, error) {
 		out, err := s.GetModelPolicy(r.Context())
 		return http.StatusOK, out, err
-	})
-	h("PUT /admin/model-policy", RoleAdmin, func(r *http.Request) (int, any, error) {
+	}},
+	{role: RoleAdmin, rest: "PUT /admin/model-policy", grpc: "SetModelPolicy", serve: func(s *Service, r *http.Request) (int, any, error) {
 		var in ModelPolicyInput
 		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
 			return 0, nil, err
 		}
 		out, err := s.SetModelPolicy(r.Context(), in)
 		return http.StatusOK, out, err
-	})
-	h("PUT /admin/providers/{id}/unpriced-policy", RoleAdmin, func(r *http.Request) (int, any, error) {
+	}},
+	{role: RoleAdmin, rest: "PUT /admin/providers/{id}/unpriced-policy", grpc: "SetProviderUnpricedPolicy", serve: func(s *Service, r *http.Request) (int, any, error) {
 		id, err := pathID(r, "id")
 		if err != nil {
 			return 0, nil, err
@@ -161,8 +188,8 @@ func registerTenancyHTTP(mux *http.ServeMux, s *Service) {
 			return 0, nil, err
 		}
 		return http.StatusNoContent, nil, s.SetProviderUnpricedPolicy(r.Context(), id, in.UnpricedPolicy)
-	})
-	h("GET /admin/unpriced-models", RoleViewer, func(r *http.Request) (int, any, error) {
+	}},
+	{role: RoleViewer, rest: "GET /admin/unpriced-models", grpc: "ListUnpricedModels", serve: func(s *Service, r *http.Request) (int, any, error) {
 		q := r.URL.Query()
 		if err := onlyParams(q, "since"); err != nil {
 			return 0, nil, err
@@ -177,7 +204,7 @@ func registerTenancyHTTP(mux *http.ServeMux, s *Service) {
 		}
 		out, err := s.ListUnpricedModels(r.Context(), since)
 		return http.StatusOK, Page[store.UnpricedModel]{Items: nonNil(out)}, err
-	})
+	}},
 }
 
 // onlyParams refuses a query parameter not in allowed.
