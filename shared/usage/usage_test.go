@@ -302,6 +302,17 @@ func TestStreams(t *testing.T) {
 			`{"usageMetadata":{"promptTokenCount":100,"cachedContentTokenCount":60,"candidatesTokenCount":3,"thoughtsTokenCount":50}}`,
 			`{"usageMetadata":{"promptTokenCount":100,"cachedContentTokenCount":60,"candidatesTokenCount":9,"thoughtsTokenCount":50,"serviceTier":"PRIORITY"}}`},
 			want: Usage{Input: 40, CacheRead: 60, Output: 59, ReportedTier: "priority"}, wantFound: true},
+		// Recorded (gemini-3 with server-side search): an earlier chunk counts 21 candidates, the last one none
+		// (proto3 omits zeros) and its total, 165 = 87 prompt + 78 thoughts, counts none either. Each snapshot is
+		// taken whole: merging fields of different chunks would bill 99 output tokens.
+		{name: "gamma usageMetadata taken whole, not merged field by field", kind: vocab.KindGammaGenerateContent, events: []string{
+			`{"usageMetadata":{"promptTokenCount":87,"candidatesTokenCount":21,"thoughtsTokenCount":78,"totalTokenCount":186,"serviceTier":"standard"}}`,
+			`{"usageMetadata":{"promptTokenCount":87,"thoughtsTokenCount":78,"totalTokenCount":165}}`},
+			want: Usage{Input: 87, Output: 78}, wantFound: true},
+		{name: "gamma header tier survives a snapshot without one", kind: vocab.KindGammaGenerateContent, hdr: "flex", events: []string{
+			`{"usageMetadata":{"promptTokenCount":5,"cachedContentTokenCount":2,"candidatesTokenCount":1,"serviceTier":"standard"}}`,
+			`{"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":3}}`},
+			want: Usage{Input: 5, Output: 3, ReportedTier: "flex"}, wantFound: true},
 		{name: "image generation stream", kind: vocab.KindAlpha, op: vocab.OpCreateImage,
 			events: toStrings(sse(t, imageStream)), want: Usage{Input: 50, ImageOutput: 4160}, wantFound: true},
 		{name: "image edit stream", kind: vocab.KindAlpha, op: vocab.OpEditImage, events: []string{
