@@ -293,9 +293,6 @@ func (c *rwCase) run(base string) {
 // client dialect (transform_to the recorded one). Every settlement record must bill exactly the
 // interaction's expected token categories and served tier, at the cost the price rule gives them.
 func TestRealWireBilledExactly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Redis")
-	}
 	corpus := rwCorpus(t)
 	if len(corpus) != 1170 {
 		t.Fatalf("corpus has %d interactions, want the 1,170 its README describes", len(corpus))
