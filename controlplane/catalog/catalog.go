@@ -136,7 +136,15 @@ func (p *prices) ruleInput(providerID int64, matchType pricing.MatchType, match 
 				carry[c] = d
 			}
 		}
-		r.Tiers = append(r.Tiers, pricing.Tier{MinPromptTokens: t, Prices: carry})
+		entry := carry
+		// A category the catalog does not price follows the one standing in for it in each entry too (an
+		// alpha model's cache write is its 30-minute write: its tier price is the 30m tier price).
+		for c := pricing.CatInput + 1; c < pricing.NumCategories; c++ {
+			if p.cat[c] == nil && entry[c] == nil {
+				entry[c] = entry[defaultsFrom[c]]
+			}
+		}
+		r.Tiers = append(r.Tiers, pricing.Tier{MinPromptTokens: t, Prices: entry})
 	}
 	names := make([]string, 0, len(p.service))
 	for n := range p.service {

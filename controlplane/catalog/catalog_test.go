@@ -225,6 +225,28 @@ func TestGenAIPricesSpotChecks(t *testing.T) {
 	ruleIn(t, strict, 2, "exact", "claude-opus-4-20250514")
 }
 
+// alpha's cache writes are 30-minute writes (shared/usage), and an alpha model's cache_write_mtok is that
+// 30-minute price (1.25× input): the stand-in rule carries it to cache_creation_30m_price at the base and
+// in every prompt tier, so the writes cost what the catalog says on either side of a threshold.
+func TestGenAIPricesAlphaCacheWriteIn30mTiers(t *testing.T) {
+	res, err := ParseGenAIPrices(readGenAI(t), Options{At: at, ProviderMap: gpMap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sol := ruleIn(t, res, 1, "exact", "gpt-5.6-sol")
+	if sol.CacheCreation30mPrice != "6.25" {
+		t.Errorf("gpt-5.6-sol cache_creation_30m_price %s, want 6.25 (the catalog's cache write)", sol.CacheCreation30mPrice)
+	}
+	// 100,000 written tokens: below the 272,000-token threshold at 6.25, above it (with 200,000 input
+	// tokens) at the tier's 12.5, beside input at its tier price 10.
+	if got := cost(t, sol, usage.Usage{CacheCreation30m: 100_000}, ""); got != "0.625" {
+		t.Errorf("gpt-5.6-sol 100,000 30m writes: %s, want 0.625", got)
+	}
+	if got := cost(t, sol, usage.Usage{Input: 200_000, CacheCreation30m: 100_000}, ""); got != "3.25" {
+		t.Errorf("gpt-5.6-sol 200,000 input + 100,000 30m writes: %s, want 3.25 (tier prices)", got)
+	}
+}
+
 func TestGenAIPricesConditionalByDate(t *testing.T) {
 	doc := readGenAI(t)
 	before, err := ParseGenAIPrices(doc, Options{At: time.Date(2025, 6, 9, 0, 0, 0, 0, time.UTC), ProviderMap: gpMap})

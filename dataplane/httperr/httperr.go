@@ -149,6 +149,26 @@ func retrySeconds(d time.Duration) int64 {
 	return max(1, int64((d+time.Second-1)/time.Second))
 }
 
+// Fields are what one error body says, whoever raised the error: the gateway itself (Error, through Body)
+// or an upstream whose error is carried to a client of another dialect (package translate, for buffered
+// answers and in-stream errors alike). Render is the one place each dialect's error body is written.
+type Fields struct {
+	// Status is the HTTP status (gamma's error.code).
+	Status  int
+	Message string
+	// AlphaType, AlphaCode (nil: null) and Param ("": null) are alpha's error.type, .code and .param.
+	AlphaType string
+	AlphaCode *string
+	Param     string
+	// BetaType is beta's error.type.
+	BetaType string
+	// GammaStatus is gamma's error.status. RetryDelay (whole seconds), when not "", adds a RetryInfo
+	// detail; Reason, when not "", an ErrorInfo detail of domain tollgate.
+	GammaStatus string
+	RetryDelay  string
+	Reason      string
+}
+
 type alphaBody struct {
 	Error alphaError `json:"error"`
 }
@@ -157,7 +177,7 @@ type alphaError struct {
 	Message string  `json:"message"`
 	Type    string  `json:"type"`
 	Param   *string `json:"param"`
-	Code    string  `json:"code"`
+	Code    *string `json:"code"`
 }
 
 type betaBody struct {
@@ -188,34 +208,27 @@ type gammaDetails struct {
 	Domain     string `json:"domain,omitempty"`
 }
 
-// Body renders e in the error shape of kind's dialect family.
-func Body(kind vocab.Kind, e *Error) []byte {
+// Render writes f as the error body of the dialect family of kind (alpha when kind is empty): alpha
+// {"error":{message,type,param,code}}, beta {"type":"error","error":{type,message}}, gamma
+// {"error":{code,message,status,details}}.
+func Render(kind vocab.Kind, f Fields) []byte {
 	var v any
 	switch kind.Family() {
 	case vocab.KindBeta:
-		msg := e.Message
-		if e.Code == CodeUnsupportedOperation || e.Code == CodeModelUnpriced || e.Code == CodeModelNotAllowed {
-			// beta bodies have no code member: the gateway's code leads the message, machine-readable, where
-			// the beta error type alone cannot tell it apart (an unpriced-model refusal and a model the key
-			// may not use are both a permission_error).
-			msg = e.Code + ": " + msg
-		}
-		v = betaBody{Type: "error", Error: betaError{Type: betaType(e.Status), Message: msg}}
+		v = betaBody{Type: "error", Error: betaError{Type: f.BetaType, Message: f.Message}}
 	case vocab.KindGamma:
-		g := gammaError{Code: e.Status, Message: e.Message, Status: gammaStatus(e.Status)}
-		if e.RetryAfter > 0 {
-			g.Details = append(g.Details, gammaDetails{Type: "type.googleapis.com/google.rpc.RetryInfo",
-				RetryDelay: strconv.FormatInt(retrySeconds(e.RetryAfter), 10) + "s"})
+		g := gammaError{Code: f.Status, Message: f.Message, Status: f.GammaStatus}
+		if f.RetryDelay != "" {
+			g.Details = append(g.Details, gammaDetails{Type: "type.googleapis.com/google.rpc.RetryInfo", RetryDelay: f.RetryDelay + "s"})
 		}
-		if e.Code != "" {
-			g.Details = append(g.Details, gammaDetails{Type: "type.googleapis.com/google.rpc.ErrorInfo",
-				Reason: e.Code, Domain: "tollgate"})
+		if f.Reason != "" {
+			g.Details = append(g.Details, gammaDetails{Type: "type.googleapis.com/google.rpc.ErrorInfo", Reason: f.Reason, Domain: "tollgate"})
 		}
 		v = gammaBody{Error: g}
 	default:
-		a := alphaError{Message: e.Message, Type: alphaType(e.Status, e.Code), Code: e.Code}
-		if e.Param != "" {
-			a.Param = &e.Param
+		a := alphaError{Message: f.Message, Type: f.AlphaType, Code: f.AlphaCode}
+		if f.Param != "" {
+			a.Param = &f.Param
 		}
 		v = alphaBody{Error: a}
 	}
@@ -224,6 +237,22 @@ func Body(kind vocab.Kind, e *Error) []byte {
 		return []byte(`{"error":{"message":"internal error","type":"server_error","param":null,"code":"internal_error"}}`)
 	}
 	return b
+}
+
+// Body renders e in the error shape of kind's dialect family.
+func Body(kind vocab.Kind, e *Error) []byte {
+	f := Fields{Status: e.Status, Message: e.Message, AlphaType: alphaType(e.Status, e.Code), AlphaCode: &e.Code,
+		Param: e.Param, BetaType: betaType(e.Status), GammaStatus: gammaStatus(e.Status), Reason: e.Code}
+	if kind.Family() == vocab.KindBeta && (e.Code == CodeUnsupportedOperation || e.Code == CodeModelUnpriced || e.Code == CodeModelNotAllowed) {
+		// beta bodies have no code member: the gateway's code leads the message, machine-readable, where
+		// the beta error type alone cannot tell it apart (an unpriced-model refusal and a model the key
+		// may not use are both a permission_error).
+		f.Message = e.Code + ": " + e.Message
+	}
+	if e.RetryAfter > 0 {
+		f.RetryDelay = strconv.FormatInt(retrySeconds(e.RetryAfter), 10)
+	}
+	return Render(kind, f)
 }
 
 func alphaType(status int, code string) string {

@@ -166,17 +166,21 @@ type waiter interface {
 func (h *Handler) respond(ctx context.Context, w http.ResponseWriter, c *call, rs Responder, resp *http.Response) error {
 	res := rs.Respond(ctx, w, resp)
 	resp.Body.Close()
-	switch {
-	case res.Failed != nil:
+	if res.Failed != nil {
 		return res.Failed
-	case res.Refused != nil:
+	}
+	// The usage the upstream reported is kept even when its answer cannot reach the client (Refused): the
+	// provider charged for it.
+	c.usage, c.usageFound = res.Usage, res.UsageFound
+	if res.UsageFound {
+		c.source = vocab.SourceUpstream
+	}
+	if res.Refused != nil {
 		return res.Refused
 	}
 	c.status, c.end, c.firstByte, c.abortClient = res.Status, res.End, res.FirstByte, res.Abort
-	c.usage, c.usageFound = res.Usage, res.UsageFound
 	switch {
-	case res.UsageFound:
-		c.source = vocab.SourceUpstream
+	case res.UsageFound: // billed as reported
 	case h.o.LocalUsage != nil && res.Status < 300 && c.billable():
 		// The client's request and the upstream's output text: counted in the client's dialect.
 		if u, found := h.o.LocalUsage(c.class.Kind, c.class.Op, c.cand.UpstreamModel, c.body, res.Output, res.OutputBytes); found {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // ---- upstream alpha chat stream -> canonical events ----
@@ -374,10 +376,6 @@ func (e *chatEncoder) finish() error {
 }
 
 func (e *chatEncoder) fail(ae *apiError) error {
-	b, err := marshal(map[string]any{"error": ae.alphaBody()})
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(e.w, "data: %s\n\n", b)
+	_, err := fmt.Fprintf(e.w, "data: %s\n\n", ae.body(vocab.KindAlpha))
 	return err
 }

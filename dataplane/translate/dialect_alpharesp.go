@@ -2,9 +2,13 @@ package translate
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // alphaResp is the alpha responses codec (dialects.md §1.5-1.7).
@@ -728,12 +732,12 @@ func respSignature(id, enc string) string {
 // ---- response ----
 
 type respResponse struct {
-	ID                string     `json:"id"`
-	CreatedAt         int64      `json:"created_at"`
-	Status            string     `json:"status"`
-	Model             string     `json:"model"`
-	ServiceTier       string     `json:"service_tier"`
-	Output            []respItem `json:"output"`
+	ID                string        `json:"id"`
+	CreatedAt         int64         `json:"created_at"`
+	Status            string        `json:"status"`
+	Model             string        `json:"model"`
+	ServiceTier       string        `json:"service_tier"`
+	Output            []respOutItem `json:"output"`
 	IncompleteDetails *struct {
 		Reason string `json:"reason"`
 	} `json:"incomplete_details"`
@@ -760,7 +764,51 @@ func respFinishIn(status, reason string, calls bool) finish {
 	return finishStop
 }
 
-func respOutputToParts(items []respItem) []part {
+// respOutItem is one output item of an alpha answer (a buffered body's, or a stream event's item or
+// response): an item of a kind the translator carries (respCarried) is decoded into respItem; an item of any
+// other kind — server-side tool calls and their outputs (tool_search_call, web_search_call, …), kinds added
+// after this code — keeps only its type and is dropped from the client's answer, and its members are never
+// decoded, so no shape of theirs can fail the answer (docs/translation.md "Output items the translator does
+// not know"). An item whose type cannot be read is such an item too.
+type respOutItem struct{ respItem }
+
+// respCarried reports whether the translator carries output items of kind typ.
+func respCarried(typ string) bool {
+	switch typ {
+	case "message", "reasoning", "function_call":
+		return true
+	}
+	return false
+}
+
+// UnmarshalJSONFrom decodes the item with the caller's options (decodeOpts or eventOpts): the value read
+// points into the caller's input, so views into it stay valid as for any other member.
+func (o *respOutItem) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	o.respItem = respItem{}
+	switch v.Kind() {
+	case 'n':
+		return nil
+	case '{':
+	default:
+		return fmt.Errorf("cannot unmarshal %s into an output item: %w", v.Kind(), errNotObject)
+	}
+	var probe struct {
+		Type string `json:"type"`
+	}
+	if err := jsonv2.Unmarshal(v, &probe, dec.Options()); err != nil || !respCarried(probe.Type) {
+		o.Type = probe.Type
+		return nil
+	}
+	return jsonv2.Unmarshal(v, &o.respItem, dec.Options())
+}
+
+var errNotObject = errors.New("not a JSON object")
+
+func respOutputToParts(items []respOutItem) []part {
 	var parts []part
 	for _, it := range items {
 		switch it.Type {

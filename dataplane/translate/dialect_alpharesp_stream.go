@@ -24,7 +24,7 @@ type respStreamEvent struct {
 	Response     *respResponse   `json:"response"`
 	OutputIndex  int             `json:"output_index"`
 	SummaryIndex int             `json:"summary_index"`
-	Item         *respItem       `json:"item"`
+	Item         *respOutItem    `json:"item"`
 	Delta        string          `json:"delta"`
 	Arguments    string          `json:"arguments"`
 	Code         json.RawMessage `json:"code"`

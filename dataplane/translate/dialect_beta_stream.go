@@ -328,5 +328,5 @@ func (e *betaEncoder) finish() error {
 }
 
 func (e *betaEncoder) fail(ae *apiError) error {
-	return e.send("error", ae.betaBody())
+	return e.send("error", json.RawMessage(ae.body(vocab.KindBeta)))
 }

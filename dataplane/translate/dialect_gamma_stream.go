@@ -346,17 +346,14 @@ func (e *gammaEncoder) finish() error {
 }
 
 func (e *gammaEncoder) fail(ae *apiError) error {
-	b, err := marshal(ae.gammaBody())
-	if err != nil {
-		return err
-	}
 	w := e.begin()
-	w.b = append(w.b, b...)
+	w.b = append(w.b, ae.body(vocab.KindGamma)...)
 	if err := e.end(); err != nil {
 		return err
 	}
 	if !e.sse {
-		_, err = io.WriteString(e.w, "]")
+		_, err := io.WriteString(e.w, "]")
+		return err
 	}
-	return err
+	return nil
 }

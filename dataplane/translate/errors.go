@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate/tollgate/dataplane/httperr"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -315,58 +316,21 @@ func (e *apiError) gammaStatus() string {
 	return "INVALID_ARGUMENT"
 }
 
-type alphaErrBody struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
+// fields are e as an error body says it to a client of family (httperr.Render writes every dialect's body).
+func (e *apiError) fields(family vocab.Kind) httperr.Fields {
+	f := httperr.Fields{Status: e.statusFor(family), Message: e.Message, AlphaType: e.alphaType(), Param: e.Param,
+		BetaType: e.betaType(), GammaStatus: e.gammaStatus()}
+	if c := e.alphaCode(); c != "" {
+		f.AlphaCode = &c
 	}
-	return &s
-}
-
-func (e *apiError) alphaBody() alphaErrBody {
-	return alphaErrBody{Message: e.Message, Type: e.alphaType(), Param: strPtr(e.Param), Code: strPtr(e.alphaCode())}
-}
-
-type betaErrBody struct {
-	Type  string `json:"type"`
-	Error struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-func (e *apiError) betaBody() betaErrBody {
-	var b betaErrBody
-	b.Type = "error"
-	b.Error.Type = e.betaType()
-	b.Error.Message = e.Message
-	return b
-}
-
-type gammaErrBody struct {
-	Error gammaErrInner `json:"error"`
-}
-
-type gammaErrInner struct {
-	Code    int              `json:"code"`
-	Message string           `json:"message"`
-	Status  string           `json:"status"`
-	Details []map[string]any `json:"details,omitempty"`
-}
-
-func (e *apiError) gammaBody() gammaErrBody {
-	b := gammaErrBody{Error: gammaErrInner{Code: e.statusFor(vocab.KindGamma), Message: e.Message, Status: e.gammaStatus()}}
 	if e.RetryAfter != "" && e.Class == classRateLimit {
-		b.Error.Details = []map[string]any{{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": e.RetryAfter + "s"}}
+		f.RetryDelay = e.RetryAfter
 	}
-	return b
+	return f
 }
+
+// body is e's error body for a client of family.
+func (e *apiError) body(family vocab.Kind) []byte { return httperr.Render(family, e.fields(family)) }
 
 // encodeClientError renders e for a client of the given family.
 func encodeClientError(family vocab.Kind, e *apiError) ClientResponse {
@@ -374,17 +338,7 @@ func encodeClientError(family vocab.Kind, e *apiError) ClientResponse {
 	if e.RetryAfter != "" {
 		h.Set("Retry-After", e.RetryAfter)
 	}
-	var body any
-	switch family {
-	case vocab.KindBeta:
-		body = e.betaBody()
-	case vocab.KindGamma:
-		body = e.gammaBody()
-	default:
-		body = map[string]any{"error": e.alphaBody()}
-	}
-	b, _ := json.Marshal(body)
-	return ClientResponse{Status: e.statusFor(family), Header: h, Body: b}
+	return ClientResponse{Status: e.statusFor(family), Header: h, Body: e.body(family)}
 }
 
 // ErrorBody renders an error the gateway itself raises (for example a *RequestError from Request) in the

@@ -200,8 +200,9 @@ func (u usage) export() Usage {
 // Pump is a convenience loop for ModeStream: it decodes the upstream body (SSE, or gamma's JSON array when
 // jsonArray is set), feeds the converter, calls flush after every upstream event, and finishes or fails the
 // stream. A read error, or an EOF before the upstream's finish reason, is relayed as the client's in-stream
-// error and returned (wrapped); an in-stream upstream error is relayed and Pump returns nil (see
-// UpstreamError).
+// error and returned (wrapped); so is an event that cannot be converted, after which the rest of the upstream
+// still reaches the observer (Observe) for its usage; an in-stream upstream error is relayed and Pump returns
+// nil (see UpstreamError).
 func (s *Stream) Pump(upstream io.Reader, jsonArray bool, flush func()) error {
 	if flush == nil {
 		flush = func() {}
@@ -233,12 +234,32 @@ func (s *Stream) Pump(upstream io.Reader, jsonArray bool, flush func()) error {
 			s.observe(name, data)
 		}
 		if err := s.feed(name, data); err != nil {
+			// The answer cannot be carried on (an event the translator cannot read, or the client's
+			// connection failed): the client's stream ends with an in-stream error, and the rest of the
+			// upstream is still read for the observer, so the usage the upstream reports at its end is billed.
+			_ = s.Fail(err)
+			flush()
+			s.drain(next)
 			return err
 		}
 		flush()
 		if s.done {
 			return nil
 		}
+	}
+}
+
+// drain reads the rest of the upstream stream into the observer only (nothing reaches the client).
+func (s *Stream) drain(next func() (string, []byte, error)) {
+	if s.observe == nil {
+		return
+	}
+	for {
+		name, data, err := next()
+		if err != nil {
+			return
+		}
+		s.observe(name, data)
 	}
 }
 

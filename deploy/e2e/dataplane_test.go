@@ -181,7 +181,16 @@ func dpSnapshot(base string) *snapshotv1.Snapshot {
 func dpStart(t *testing.T, tweak func(*dpconfig.Config)) *dpEnv {
 	t.Helper()
 	mock := mockupstream.New(mockupstream.Options{})
-	up := httptest.NewServer(mock)
+	e := dpStartWith(t, mock, dpSnapshot, tweak)
+	e.mock = mock
+	return e
+}
+
+// dpStartWith is dpStart with another upstream (served on loopback) and the snapshot snap builds for the
+// upstream's base URL.
+func dpStartWith(t *testing.T, upstream http.Handler, snap func(base string) *snapshotv1.Snapshot, tweak func(*dpconfig.Config)) *dpEnv {
+	t.Helper()
+	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
 
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -189,7 +198,7 @@ func dpStart(t *testing.T, tweak func(*dpconfig.Config)) *dpEnv {
 		t.Fatal(err)
 	}
 	gs := grpc.NewServer()
-	snapshotv1.RegisterSnapshotServiceServer(gs, &dpFakeCP{snap: dpSnapshot(up.URL)})
+	snapshotv1.RegisterSnapshotServiceServer(gs, &dpFakeCP{snap: snap(up.URL)})
 	go gs.Serve(lis)
 	t.Cleanup(gs.Stop)
 
@@ -224,7 +233,7 @@ func dpStart(t *testing.T, tweak func(*dpconfig.Config)) *dpEnv {
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	e := &dpEnv{t: t, url: "http://" + srv.Addr(), mock: mock, upURL: up.URL, rdb: rdb, prefix: prefix, logs: logs}
+	e := &dpEnv{t: t, url: "http://" + srv.Addr(), upURL: up.URL, rdb: rdb, prefix: prefix, logs: logs}
 	t.Cleanup(func() {
 		cancel()
 		<-done

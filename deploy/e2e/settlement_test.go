@@ -466,10 +466,11 @@ func TestSettlement(t *testing.T) {
 			a := s.do(t, 200, "POST", "/v1/chat/completions", stChat, stAlpha(ten, "x-mock-usage", "cached")...)
 			b := s.do(t, 200, "POST", "/v1/messages", stBetaStream, stBeta(ten, "x-mock-usage", "cached")...)
 			rows := s.waitUsages(t, ten.keyID, 2)
-			// alpha reports cached and cache-write tokens inside prompt_tokens: they leave input.
+			// alpha reports cached and cache-write tokens inside prompt_tokens: they leave input; alpha's cache
+			// writes are 30-minute writes.
 			p := stTok(stChat)
 			cr, cw := p/2, p/4
-			want := m1(ten, stTokens{p - cr - cw, 8, cr, cw})
+			want := m1(ten, stTokens{p - cr - cw, 8, cr, 0, cw})
 			want.cost = stCost(t, stM1, want.tokens)
 			stCheckRow(t, stRow(t, rows, a.reqID), ten, want)
 			// beta's input_tokens already exclude the cache.

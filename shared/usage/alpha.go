@@ -67,14 +67,16 @@ func (f *alphaFields) mergeUsage(u *alphaUsageJSON) {
 	f.speed.merge(u.Speed)
 }
 
-// generation converts alpha chat/responses usage: cached and cache-written tokens leave Input;
-// the completion image_tokens subset is ImageOutput, the rest Output. With imageOp (a dedicated
-// image operation) aggregate output tokens without an image_tokens detail are ImageOutput.
+// generation converts alpha chat/responses usage: cached and cache-written tokens leave Input; the
+// cache-written ones are 30-minute cache creation (alpha's prompt cache has one lifetime, 30 minutes: its
+// request option's only value is "30m"); the completion image_tokens subset is ImageOutput, the rest
+// Output. With imageOp (a dedicated image operation) aggregate output tokens without an image_tokens
+// detail are ImageOutput.
 func (f *alphaFields) generation(imageOp bool) Usage {
 	u := Usage{
-		CacheRead:       f.cached.v,
-		CacheCreation5m: f.cacheWrite.v,
-		ReportedTier:    f.tier(),
+		CacheRead:        f.cached.v,
+		CacheCreation30m: f.cacheWrite.v,
+		ReportedTier:     f.tier(),
 	}
 	u.Input = sub(sub(f.prompt.v, f.cached.v), f.cacheWrite.v)
 	switch {

@@ -260,7 +260,9 @@ func (s *BetaStream) Observe(data []byte) error {
 func (s *BetaStream) Result() (Usage, bool) { return s.f.usage(), s.found }
 
 // GammaStream accumulates gamma streamGenerateContent chunks (SSE data payloads or JSON-array
-// elements): usageMetadata snapshots (latest per field) and the x-gamma-service-tier header.
+// elements): the latest usageMetadata snapshot, taken whole, and the x-gamma-service-tier header. Each
+// chunk's usageMetadata is the running tally and proto3 JSON omits zero members, so a member absent from
+// a later snapshot is 0 there: snapshots replace each other and are never merged field by field.
 type GammaStream struct {
 	f     gammaFields
 	found bool
@@ -287,6 +289,7 @@ func (s *GammaStream) Observe(data []byte) error {
 	if err := decodeGammaUsage(vals[0], &u); err != nil {
 		return streamError("gamma", err)
 	}
+	s.f = gammaFields{headerTier: s.f.headerTier} // the header is not part of the snapshot
 	s.f.mergeUsage(&u)
 	s.found = true
 	return nil

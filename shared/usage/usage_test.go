@@ -158,9 +158,9 @@ func TestBodies(t *testing.T) {
 		{"alpha chat image_tokens above completion is clamped", FromAlphaChat,
 			`{"usage":{"completion_tokens":100,"completion_tokens_details":{"image_tokens":4160}}}`,
 			Usage{ImageOutput: 100}, true},
-		{"alpha chat cache_write → 5m and leaves input", FromAlphaChat,
+		{"alpha chat cache_write → 30m (alpha's one cache lifetime) and leaves input", FromAlphaChat,
 			`{"usage":{"prompt_tokens":2000,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":500,"cache_write_tokens":300}}}`,
-			Usage{Input: 1200, CacheRead: 500, CacheCreation5m: 300, Output: 1}, true},
+			Usage{Input: 1200, CacheRead: 500, CacheCreation30m: 300, Output: 1}, true},
 		{"alpha chat cached above prompt clamps input at 0", FromAlphaChat,
 			`{"usage":{"prompt_tokens":100,"prompt_tokens_details":{"cached_tokens":200}}}`,
 			Usage{Input: 0, CacheRead: 200}, true},
@@ -177,7 +177,7 @@ func TestBodies(t *testing.T) {
 			Usage{Input: 176, CacheRead: 1024, Output: 300, ReportedTier: "flex"}, true},
 		{"alpha responses cache_write", FromAlphaResponses,
 			`{"usage":{"input_tokens":1000,"input_tokens_details":{"cached_tokens":100,"cache_write_tokens":400},"output_tokens":7}}`,
-			Usage{Input: 500, CacheRead: 100, CacheCreation5m: 400, Output: 7}, true},
+			Usage{Input: 500, CacheRead: 100, CacheCreation30m: 400, Output: 7}, true},
 		{"alpha image §1.10 with details", FromAlphaImage, alphaImageBody,
 			Usage{Input: 50, ImageOutput: 4160}, true},
 		{"alpha image aggregate output → image output", FromAlphaImage,
@@ -302,6 +302,17 @@ func TestStreams(t *testing.T) {
 			`{"usageMetadata":{"promptTokenCount":100,"cachedContentTokenCount":60,"candidatesTokenCount":3,"thoughtsTokenCount":50}}`,
 			`{"usageMetadata":{"promptTokenCount":100,"cachedContentTokenCount":60,"candidatesTokenCount":9,"thoughtsTokenCount":50,"serviceTier":"PRIORITY"}}`},
 			want: Usage{Input: 40, CacheRead: 60, Output: 59, ReportedTier: "priority"}, wantFound: true},
+		// Recorded (gemini-3 with server-side search): an earlier chunk counts 21 candidates, the last one none
+		// (proto3 omits zeros) and its total, 165 = 87 prompt + 78 thoughts, counts none either. Each snapshot is
+		// taken whole: merging fields of different chunks would bill 99 output tokens.
+		{name: "gamma usageMetadata taken whole, not merged field by field", kind: vocab.KindGammaGenerateContent, events: []string{
+			`{"usageMetadata":{"promptTokenCount":87,"candidatesTokenCount":21,"thoughtsTokenCount":78,"totalTokenCount":186,"serviceTier":"standard"}}`,
+			`{"usageMetadata":{"promptTokenCount":87,"thoughtsTokenCount":78,"totalTokenCount":165}}`},
+			want: Usage{Input: 87, Output: 78}, wantFound: true},
+		{name: "gamma header tier survives a snapshot without one", kind: vocab.KindGammaGenerateContent, hdr: "flex", events: []string{
+			`{"usageMetadata":{"promptTokenCount":5,"cachedContentTokenCount":2,"candidatesTokenCount":1,"serviceTier":"standard"}}`,
+			`{"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":3}}`},
+			want: Usage{Input: 5, Output: 3, ReportedTier: "flex"}, wantFound: true},
 		{name: "image generation stream", kind: vocab.KindAlpha, op: vocab.OpCreateImage,
 			events: toStrings(sse(t, imageStream)), want: Usage{Input: 50, ImageOutput: 4160}, wantFound: true},
 		{name: "image edit stream", kind: vocab.KindAlpha, op: vocab.OpEditImage, events: []string{
