@@ -16,7 +16,6 @@ package watch
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -323,7 +322,7 @@ func (s *Server) prepared(stream grpc.ServerStream, p *published) (any, error) {
 	}
 	msg := &grpc.PreparedMsg{}
 	if err := msg.Encode(stream, &snapshotv1.WatchResponse{Snapshot: p.snap}); err != nil {
-		return nil, fmt.Errorf("encode snapshot %d: %w", p.snap.GetVersion(), err)
+		return nil, status.Errorf(codes.Internal, "encode snapshot %d: %v", p.snap.GetVersion(), err)
 	}
 	s.encodes.Inc()
 	if p.encoded == nil {
