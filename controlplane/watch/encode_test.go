@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -218,16 +219,21 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	return 0
 }
 
-// BenchmarkWatchFanout publishes one new version of a 100,000-key snapshot per op to N watchers on one
-// real gRPC server over loopback and waits until every watcher has received it. The watchers take only
-// the size, undecoded, so what is measured is the control plane's side plus the transport: bytes allocated
-// (B/op, allocs/op), the heap's peak above the state before the first op (peak-heap-MiB, sampled every
-// millisecond) and CPU of this process (cpu-ms/op), with encodes/op from the server's codec.
+// fanoutKeys is the number of API keys of BenchmarkWatchFanout's snapshot.
+var fanoutKeys = flag.Int("fanout-keys", 100000, "API keys in BenchmarkWatchFanout's snapshot")
+
+// BenchmarkWatchFanout publishes one new version of a 100,000-key (-fanout-keys) snapshot per op to N
+// watchers on one real gRPC server over loopback and waits until every watcher has received it. The
+// watchers take only the size, undecoded, so what is measured is the control plane's side plus the
+// transport: bytes allocated (B/op, allocs/op), the heap's peak above the state before the first op
+// (peak-heap-MiB, sampled every millisecond) and CPU of this process (cpu-ms/op), with encodes/op from the
+// server's codec.
 //
-//	go test -run '^$' -bench BenchmarkWatchFanout -benchmem -benchtime 10x ./controlplane/watch/
+//	go test -run '^$' -bench BenchmarkWatchFanout -benchmem -benchtime 5x ./controlplane/watch/
+//	go test -run '^$' -bench BenchmarkWatchFanout -benchmem -benchtime 3x ./controlplane/watch/ -fanout-keys 1000000
 func BenchmarkWatchFanout(b *testing.B) {
 	for _, watchers := range []int{1, 4, 16} {
-		b.Run(fmt.Sprintf("keys=100000/watchers=%d", watchers), func(b *testing.B) {
+		b.Run(fmt.Sprintf("keys=%d/watchers=%d", *fanoutKeys, watchers), func(b *testing.B) {
 			f := newFanout(b)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -240,7 +246,7 @@ func BenchmarkWatchFanout(b *testing.B) {
 			}
 			// One set of keys, republished under a new version per op (a new Snapshot sharing the key
 			// messages, which are only read): building it is not what is measured.
-			keys := keySnapshot(0, 100000).GetApiKeys()
+			keys := keySnapshot(0, *fanoutKeys).GetApiKeys()
 			var size atomic.Int64
 			runtime.GC()
 			base := heapObjects()
