@@ -6,6 +6,11 @@
 // requires a data-plane token with the scope snapshot:read (controlplane/dptoken, installed by the control
 // plane's app; AuthOptions for a single static token) and runs on the control plane's gRPC server, with TLS
 // when that server has it. Each stream remembers its token, so revoking it closes the stream (CloseToken).
+//
+// A published version is marshalled once, by the first stream that sends it, into a grpc.PreparedMsg
+// that every other stream sends as is (per wire format: a stream whose caller asked for compression gets
+// its own encoding), so the control plane's cost of a version does not grow with the number of streams
+// beyond the transport's copy.
 package watch
 
 import (
@@ -36,7 +41,7 @@ type Server struct {
 
 	log      *slog.Logger
 	identify Identify
-	latest   atomic.Pointer[snapshotv1.Snapshot]
+	latest   atomic.Pointer[published]
 
 	mu       sync.Mutex // serialises Publish and watcher registration
 	watchers map[*watcher]struct{}
@@ -46,13 +51,23 @@ type Server struct {
 
 	watching prometheus.Gauge
 	sends    prometheus.Counter
+	encodes  prometheus.Counter
 	version  prometheus.Gauge
+}
+
+// published is one published version: the snapshot and its encodings for the wire, made by the first
+// stream that sends it and shared by every other stream of the same wire format.
+type published struct {
+	snap *snapshotv1.Snapshot
+
+	mu      sync.Mutex // held while encoding, so streams wanting the same encoding wait for it
+	encoded map[string]*grpc.PreparedMsg
 }
 
 // watcher is one open Watch stream. slot holds at most the newest snapshot not yet sent; tokenID is the
 // credential it was opened with, and revoked is closed (once, under Server.mu) when that is revoked.
 type watcher struct {
-	slot    chan *snapshotv1.Snapshot
+	slot    chan *published
 	tokenID int64
 	revoked chan struct{}
 
@@ -108,6 +123,8 @@ func New(log *slog.Logger, reg prometheus.Registerer) *Server {
 		closed:   make(chan struct{}),
 		watching: f.NewGauge(prometheus.GaugeOpts{Name: "tollgate_snapshot_watchers", Help: "Open SnapshotService.Watch streams."}),
 		sends:    f.NewCounter(prometheus.CounterOpts{Name: "tollgate_snapshot_sends_total", Help: "Snapshots sent on Watch streams."}),
+		encodes: f.NewCounter(prometheus.CounterOpts{Name: "tollgate_snapshot_encodes_total",
+			Help: "Snapshots marshalled for Watch streams: once per published version and wire format, shared by every stream."}),
 		version: f.NewGauge(prometheus.GaugeOpts{Name: "tollgate_snapshot_published_version",
 			Help: "Version of the latest snapshot this control plane publishes (0 before the first)."}),
 	}
@@ -163,10 +180,11 @@ func Register(g grpc.ServiceRegistrar, s *Server) { snapshotv1.RegisterSnapshotS
 func (s *Server) Publish(snap *snapshotv1.Snapshot) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur := s.latest.Load(); cur != nil && snap.GetVersion() <= cur.GetVersion() {
+	if cur := s.latest.Load(); cur != nil && snap.GetVersion() <= cur.snap.GetVersion() {
 		return false
 	}
-	s.latest.Store(snap)
+	p := &published{snap: snap}
+	s.latest.Store(p)
 	for w := range s.watchers {
 		// Only this goroutine (under mu) sends to slots and the watcher only receives, so after the
 		// drain the send always succeeds.
@@ -174,14 +192,19 @@ func (s *Server) Publish(snap *snapshotv1.Snapshot) bool {
 		case <-w.slot:
 		default:
 		}
-		w.slot <- snap
+		w.slot <- p
 	}
 	s.version.Set(float64(snap.GetVersion()))
 	return true
 }
 
 // Latest returns the latest published snapshot, or nil before the first.
-func (s *Server) Latest() *snapshotv1.Snapshot { return s.latest.Load() }
+func (s *Server) Latest() *snapshotv1.Snapshot {
+	if p := s.latest.Load(); p != nil {
+		return p.snap
+	}
+	return nil
+}
 
 // Watchers returns the number of open Watch streams.
 func (s *Server) Watchers() int {
@@ -197,7 +220,7 @@ func (s *Server) Shutdown() { s.closeOnce.Do(func() { close(s.closed) }) }
 // Watch implements SnapshotService.Watch.
 func (s *Server) Watch(req *snapshotv1.WatchRequest, stream grpc.ServerStreamingServer[snapshotv1.WatchResponse]) error {
 	ctx := stream.Context()
-	w := &watcher{slot: make(chan *snapshotv1.Snapshot, 1), revoked: make(chan struct{}), nodeID: req.GetNodeId(),
+	w := &watcher{slot: make(chan *published, 1), revoked: make(chan struct{}), nodeID: req.GetNodeId(),
 		peer: peerAddr(ctx), since: time.Now().UTC()}
 	w.sentVersion.Store(req.GetKnownVersion())
 	if s.identify != nil {
@@ -230,16 +253,20 @@ func (s *Server) Watch(req *snapshotv1.WatchRequest, stream grpc.ServerStreaming
 	log.Info("watch opened", "known_version", req.GetKnownVersion())
 	// Answer with headers at once, so the data plane knows the stream is established even when no
 	// snapshot follows (it already holds the latest).
-	if err := stream.SendHeader(metadata.Pairs(HeaderVersion, strconv.FormatInt(cur.GetVersion(), 10))); err != nil {
+	var curVersion int64
+	if cur != nil {
+		curVersion = cur.snap.GetVersion()
+	}
+	if err := stream.SendHeader(metadata.Pairs(HeaderVersion, strconv.FormatInt(curVersion, 10))); err != nil {
 		return err
 	}
 	sent := req.GetKnownVersion()
-	if cur != nil && cur.GetVersion() != sent {
+	if cur != nil && curVersion != sent {
 		if err := s.send(stream, w, cur); err != nil {
 			log.Info("watch closed", "err", err)
 			return err
 		}
-		sent = cur.GetVersion()
+		sent = curVersion
 	}
 	for {
 		select {
@@ -252,27 +279,72 @@ func (s *Server) Watch(req *snapshotv1.WatchRequest, stream grpc.ServerStreaming
 		case <-w.revoked:
 			log.Warn("watch closed: data-plane token revoked", "sent_version", sent)
 			return status.Error(codes.Unauthenticated, "data-plane token revoked")
-		case snap := <-w.slot:
-			if snap.GetVersion() == sent {
+		case p := <-w.slot:
+			if p.snap.GetVersion() == sent {
 				continue
 			}
-			if err := s.send(stream, w, snap); err != nil {
+			if err := s.send(stream, w, p); err != nil {
 				log.Info("watch closed", "err", err, "sent_version", sent)
 				return err
 			}
-			sent = snap.GetVersion()
+			sent = p.snap.GetVersion()
 		}
 	}
 }
 
-func (s *Server) send(stream grpc.ServerStreamingServer[snapshotv1.WatchResponse], w *watcher, snap *snapshotv1.Snapshot) error {
-	if err := stream.Send(&snapshotv1.WatchResponse{Snapshot: snap}); err != nil {
+func (s *Server) send(stream grpc.ServerStreamingServer[snapshotv1.WatchResponse], w *watcher, p *published) error {
+	msg, err := s.prepared(stream, p)
+	if err != nil {
+		return err
+	}
+	if err := stream.SendMsg(msg); err != nil {
 		return err // already a gRPC status from the transport
 	}
-	w.sentVersion.Store(snap.GetVersion())
+	w.sentVersion.Store(p.snap.GetVersion())
 	w.sentAt.Store(time.Now().UnixNano())
 	s.sends.Inc()
 	return nil
+}
+
+// prepared returns the message that carries p on stream: p's encoding for the stream's wire format,
+// made now if it is the first stream of that format to send p. A stream whose wire format cannot be told
+// gets the plain message, marshalled by the stream itself.
+func (s *Server) prepared(stream grpc.ServerStream, p *published) (any, error) {
+	format, ok := wireFormat(stream.Context())
+	if !ok {
+		s.encodes.Inc()
+		return &snapshotv1.WatchResponse{Snapshot: p.snap}, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if msg := p.encoded[format]; msg != nil {
+		return msg, nil
+	}
+	msg := &grpc.PreparedMsg{}
+	if err := msg.Encode(stream, &snapshotv1.WatchResponse{Snapshot: p.snap}); err != nil {
+		return nil, status.Errorf(codes.Internal, "encode snapshot %d: %v", p.snap.GetVersion(), err)
+	}
+	s.encodes.Inc()
+	if p.encoded == nil {
+		p.encoded = map[string]*grpc.PreparedMsg{}
+	}
+	p.encoded[format] = msg
+	return msg, nil
+}
+
+// wireFormat names what a PreparedMsg made on the stream of ctx depends on: the codec (content subtype)
+// and the compressor the server chose for its responses (the one the caller compressed its request
+// with, if registered). Two streams of the same format can send each other's PreparedMsg. grpc's server
+// transport stream has both; ok is false when the stream does not say.
+func wireFormat(ctx context.Context) (format string, ok bool) {
+	st, ok := grpc.ServerTransportStreamFromContext(ctx).(interface {
+		ContentSubtype() string
+		SendCompress() string
+	})
+	if !ok {
+		return "", false
+	}
+	return st.ContentSubtype() + "\x00" + st.SendCompress(), true
 }
 
 func peerAddr(ctx context.Context) string {

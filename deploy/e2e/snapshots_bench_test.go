@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"runtime"
 	"slices"
@@ -122,9 +123,18 @@ func reportLatencies(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(0, "ns/op") // the loop time is dominated by waiting; the quantiles are the result
 }
 
+// largeKeys is the number of API keys seedLarge writes: 100,000 by default, 1,000,000 for the scale
+// figures (-large-keys 1000000; benchmarks only, never in make test).
+var largeKeys = flag.Int("large-keys", 100000, "API keys seedLarge writes (BenchmarkSnapshotLarge)")
+
+// keyChunk is the number of API keys one seeding statement inserts.
+const keyChunk = 100000
+
 // seedLarge writes 10,000 price rules (a fifth with tiers), 1,000 providers (one credential and 5 routing
-// cells each), 1,000 routes (an alias and 2 members each), 10 orgs, 100 teams, 1,000 users, 100,000 API
-// keys and 1,110 quotas, in one transaction. The database must be fresh (ids start at 1).
+// cells each), 1,000 routes (an alias and 2 members each), 10 orgs, 100 teams, 1,000 users, -large-keys
+// API keys (in statements of 100,000, through every trigger a real bulk load meets: the hash check,
+// audit, revision bump) and 1,110 quotas, in one transaction. The database must be fresh (ids start at
+// 1). It logs how long the keys took, per statement and in all.
 func seedLarge(tb testing.TB, c *cluster) int64 {
 	tb.Helper()
 	sealed, err := c.box.Seal([]byte("sk-large-benchmark-secret-0123456789"))
@@ -165,10 +175,6 @@ func seedLarge(tb testing.TB, c *cluster) int64 {
 		`INSERT INTO teams (org_id, name) SELECT 1 + i % 10, 'team-' || i FROM generate_series(1, 100) i`,
 		`INSERT INTO users (org_id, team_id, name) SELECT 1 + (1 + i % 100) % 10, 1 + i % 100, 'user-' || i
 		   FROM generate_series(1, 1000) i`,
-		`INSERT INTO api_keys (user_id, name, key_hash, prefix, allowed_models, rpm_limit, tpm_limit)
-		 SELECT 1 + i % 1000, 'key-' || i, sha256(('key-' || i)::bytea), 'tg-' || substr(md5(i::text), 1, 8),
-		        CASE WHEN i % 4 = 0 THEN ARRAY['route-1', 'route-2'] ELSE '{}' END, 600, 100000
-		   FROM generate_series(1, 100000) i`,
 		`INSERT INTO quotas (scope, scope_id, cost_limit, cost_used)
 		 SELECT 'user', i, 100, 1.5 FROM generate_series(1, 1000) i
 		 UNION ALL SELECT 'team', i, 1000, 15 FROM generate_series(1, 100) i
@@ -182,9 +188,24 @@ func seedLarge(tb testing.TB, c *cluster) int64 {
 			tb.Fatalf("seed large: %v\n%s", err, q)
 		}
 	}
+	keysStart := time.Now()
+	for first := 1; first <= *largeKeys; first += keyChunk {
+		last := min(first+keyChunk-1, *largeKeys)
+		start := time.Now()
+		if _, err := tx.Exec(ctx, `INSERT INTO api_keys (user_id, name, key_hash, prefix, allowed_models, rpm_limit, tpm_limit)
+		 SELECT 1 + i % 1000, 'key-' || i, sha256(('key-' || i)::bytea), 'tg-' || substr(md5(i::text), 1, 8),
+		        CASE WHEN i % 4 = 0 THEN ARRAY['route-1', 'route-2'] ELSE '{}' END, 600, 100000
+		   FROM generate_series($1::int, $2::int) i`, first, last); err != nil {
+			tb.Fatalf("seed large: api keys %d-%d: %v", first, last, err)
+		}
+		tb.Logf("seed large: api keys %d-%d in %.1f s", first, last, time.Since(start).Seconds())
+	}
+	commitStart := time.Now()
 	if err := tx.Commit(ctx); err != nil {
 		tb.Fatal(err)
 	}
+	tb.Logf("seed large: %d api keys in %.1f s, commit %.1f s", *largeKeys, time.Since(keysStart).Seconds(),
+		time.Since(commitStart).Seconds())
 	rev, err := store.Revision(ctx, c.db.Pool)
 	if err != nil {
 		tb.Fatal(err)
@@ -192,12 +213,14 @@ func seedLarge(tb testing.TB, c *cluster) int64 {
 	return rev
 }
 
-// BenchmarkSnapshotLarge measures a snapshot of 10,000 price rules, 1,000 providers and 100,000 API keys:
+// BenchmarkSnapshotLarge measures a snapshot of 10,000 price rules, 1,000 providers and 100,000 API keys
+// (-large-keys N for another count; the propagation part then holds 3 data planes of that size):
 // the control plane's read (one repeatable-read transaction) and compile per op, the encoded size, and
 // the heap a data plane keeps for the compiled form (and its peak while decoding and compiling). Then,
 // with that state loaded, 1 control plane and 3 data planes measure commit → all 3 serving, per change.
 //
 //	go test -run '^$' -bench BenchmarkSnapshotLarge -benchtime 5x ./deploy/e2e/
+//	go test -run '^$' -bench 'BenchmarkSnapshotLarge/(build|dataplane-heap)' -benchtime 3x -timeout 60m ./deploy/e2e/ -large-keys 1000000
 func BenchmarkSnapshotLarge(b *testing.B) {
 	c := newCluster(b)
 	rev := seedLarge(b, c)
@@ -221,7 +244,7 @@ func BenchmarkSnapshotLarge(b *testing.B) {
 			readCPU += c1 - c0
 			compileCPU += cpuTime() - c1
 			size = proto.Size(snap)
-			if snap.GetVersion() != rev || len(snap.GetApiKeys()) != 100000 || len(snap.GetPriceRules()) != 10000 ||
+			if snap.GetVersion() != rev || len(snap.GetApiKeys()) != *largeKeys || len(snap.GetPriceRules()) != 10000 ||
 				len(snap.GetProviders()) != 1000 {
 				b.Fatalf("snapshot %d: %d keys, %d rules, %d providers", snap.GetVersion(), len(snap.GetApiKeys()),
 					len(snap.GetPriceRules()), len(snap.GetProviders()))
