@@ -40,8 +40,10 @@ var grpcReadMethods = map[string]bool{
 	"ListScheduledPriceRules": true,
 	"ListApiKeys":             true, "GetApiKey": true, "ListOrgs": true, "ListTeams": true, "ListUsers": true, "GetModelPolicy": true,
 	"ListUnpricedModels": true, "GetQuotaAlerts": true, "ListWebhookEndpoints": true, "ListAlertEvents": true,
-	"GetSpend":            true,
-	"ListDataPlaneTokens": true,
+	"GetSpend":                    true,
+	"ListDataPlaneTokens":         true,
+	"ListReconciliationProviders": true, "ListReconciliationRuns": true, "GetReconciliationRun": true,
+	"GetReconciliationDrift": true,
 }
 
 // grpcCodes maps error codes to gRPC codes; used only here, at the gRPC boundary.

@@ -305,6 +305,7 @@ func RegisterHTTP(mux *http.ServeMux, s *Service) {
 
 	// Key lifecycle, tenants, model policy (tenancy_rest.go); budget alerts (alerts_rest.go).
 	registerTenancyHTTP(mux, s)
+	registerReconcileHTTP(mux, s) // reconciliation (reconcile_rest.go)
 	registerAlertsHTTP(mux, s)
 	registerBurnHTTP(mux, s) // budget burn (burn.go)
 

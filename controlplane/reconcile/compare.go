@@ -63,7 +63,13 @@ func fromStore(t store.ReportTokens) Tokens {
 
 // compare builds a run's lines and totals from the ledger's groups and the provider's report of the day.
 // provisional says the provider may still add late data to the day.
-func compare(kind string, ledger []store.LedgerGroup, rep store.ImportedDay, provisional bool) (store.ReconcileRun, error) {
+//
+// The report may cover an account several Tollgate providers share: usage of keys mapped to other
+// providers' credentials, and costs of projects mapped only to other providers, are left out (they are
+// those providers' to reconcile); usage of keys no credential maps stays (missing_in_ledger: used outside
+// the gateway). Cost lines compare the ledger's costs of every credential in the project (costs).
+func compare(kind string, ledger []store.LedgerGroup, costs []store.LedgerCost, refs store.ProviderRefs, rep store.ImportedDay,
+	provisional bool) (store.ReconcileRun, error) {
 	type tokAcc struct {
 		line       store.ReconcileLine
 		ledgerTok  Tokens
@@ -73,12 +79,12 @@ func compare(kind string, ledger []store.LedgerGroup, rep store.ImportedDay, pro
 		cost       *decimal.Big
 	}
 	toks := map[tokenKey]*tokAcc{}
-	costs := map[costKey]*costAcc{}
+	costAccs := map[costKey]*costAcc{}
 	getCost := func(k costKey) *costAcc {
-		c := costs[k]
+		c := costAccs[k]
 		if c == nil {
 			c = &costAcc{ledger: zero(), provider: zero(), rules: map[string]*ruleUse{}}
-			costs[k] = c
+			costAccs[k] = c
 		}
 		return c
 	}
@@ -106,6 +112,12 @@ func compare(kind string, ledger []store.LedgerGroup, rep store.ImportedDay, pro
 		case "estimated":
 			a.line.SourceEstimated += g.Rows
 		}
+	}
+	for _, g := range costs {
+		cost, err := pricing.ParseStoredDecimal(g.Cost)
+		if err != nil {
+			return run, fmt.Errorf("ledger cost %q: %w", g.Cost, err)
+		}
 		c := getCost(costKey{g.ProjectRef, g.Model})
 		c.hasLedger = true
 		c.ledger.Add(c.ledger, cost)
@@ -116,6 +128,9 @@ func compare(kind string, ledger []store.LedgerGroup, rep store.ImportedDay, pro
 		c.rules[rk].Rows += g.Rows
 	}
 	for _, u := range rep.Usage {
+		if refs.ForeignKeys[u.KeyRef] {
+			continue
+		}
 		k := tokenKey{u.KeyRef, u.Model, u.Tier}
 		a := toks[k]
 		if a == nil {
@@ -135,6 +150,9 @@ func compare(kind string, ledger []store.LedgerGroup, rep store.ImportedDay, pro
 		a.provReport = true
 	}
 	for _, c := range rep.Costs {
+		if refs.ForeignProjects[c.ProjectRef] {
+			continue
+		}
 		cost, err := pricing.ParseStoredDecimal(c.Cost)
 		if err != nil {
 			return run, fmt.Errorf("provider cost %q: %w", c.Cost, err)
@@ -180,8 +198,8 @@ func compare(kind string, ledger []store.LedgerGroup, rep store.ImportedDay, pro
 	}
 
 	// Cost lines.
-	ckeys := make([]costKey, 0, len(costs))
-	for k := range costs {
+	ckeys := make([]costKey, 0, len(costAccs))
+	for k := range costAccs {
 		ckeys = append(ckeys, k)
 	}
 	sort.Slice(ckeys, func(i, j int) bool {
@@ -189,7 +207,7 @@ func compare(kind string, ledger []store.LedgerGroup, rep store.ImportedDay, pro
 	})
 	ledgerTotal, providerTotal := zero(), zero()
 	for _, k := range ckeys {
-		c := costs[k]
+		c := costAccs[k]
 		ledgerTotal.Add(ledgerTotal, c.ledger)
 		providerTotal.Add(providerTotal, c.provider)
 		uses := make([]*ruleUse, 0, len(c.rules))

@@ -175,10 +175,22 @@ func (r *Runner) Reconcile(ctx context.Context, providerID int64, day time.Time,
 	if err != nil {
 		return store.ReconcileRun{}, err
 	}
+	refs, err := store.LoadProviderRefs(ctx, r.pool, providerID)
+	if err != nil {
+		return store.ReconcileRun{}, err
+	}
+	projects := make([]string, 0, len(refs.OwnProjects))
+	for p := range refs.OwnProjects {
+		projects = append(projects, p)
+	}
+	costs, err := store.LedgerCosts(ctx, r.pool, providerID, projects, day, day.Add(Day), p.BucketBy)
+	if err != nil {
+		return store.ReconcileRun{}, err
+	}
 	// Provisional: the provider may still add to the day (it had not ended when imported, or its late window
 	// has not passed).
 	provisional := !rep.Complete || r.o.Now().Before(day.Add(Day).Add(time.Duration(p.LateHours)*time.Hour))
-	run, err := compare(p.Kind, ledger, rep, provisional)
+	run, err := compare(p.Kind, ledger, costs, refs, rep, provisional)
 	if err != nil {
 		return store.ReconcileRun{}, fmt.Errorf("provider %d, %s: %w", providerID, day.Format(time.DateOnly), err)
 	}

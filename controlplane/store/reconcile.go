@@ -148,7 +148,12 @@ func ListCredentialRefs(ctx context.Context, db DBTX, providerID int64) ([]Crede
 
 // ReportTokens are token counts per category, in the ledger's disjoint categories.
 type ReportTokens struct {
-	Input, Output, CacheRead, Cache5m, Cache1h, ImageOut int64
+	Input     int64 `json:"input_tokens"`
+	Output    int64 `json:"output_tokens"`
+	CacheRead int64 `json:"cache_read_tokens"`
+	Cache5m   int64 `json:"cache_creation_5m_tokens"`
+	Cache1h   int64 `json:"cache_creation_1h_tokens"`
+	ImageOut  int64 `json:"image_output_tokens"`
 }
 
 // ReportUsage is one imported usage group of a day.
@@ -469,4 +474,111 @@ func GetReconcileRun(ctx context.Context, db DBTX, id int64) (ReconcileRun, erro
 		r.Lines = append(r.Lines, l)
 	}
 	return r, rows.Err()
+}
+
+// LatestReconcileRuns returns, for each provider (or only providerID) and day in [from, to), its latest run
+// that did not fail, with lines, by provider and day.
+func LatestReconcileRuns(ctx context.Context, db DBTX, from, to time.Time, providerID *int64) ([]ReconcileRun, error) {
+	rows, err := db.Query(ctx, `SELECT DISTINCT ON (provider_id, day) id FROM reconcile_runs
+		WHERE status <> 'failed' AND day >= $1 AND day < $2 AND ($3::bigint IS NULL OR provider_id = $3)
+		ORDER BY provider_id, day, id DESC`, from, to, providerID)
+	if err != nil {
+		return nil, fmt.Errorf("latest reconciliation runs: %w", interpretError(err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("latest reconciliation runs: %w", err)
+	}
+	out := make([]ReconcileRun, 0, len(ids))
+	for _, id := range ids {
+		r, err := GetReconcileRun(ctx, db, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// ProviderRefs are the provider-side keys and projects mapped to credentials: those of the provider, and
+// those mapped only to other providers' credentials (an admin report covers a whole account, which several
+// Tollgate providers may share).
+type ProviderRefs struct {
+	OwnProjects     map[string]bool
+	ForeignKeys     map[string]bool
+	ForeignProjects map[string]bool
+}
+
+// LoadProviderRefs reads the mappings that decide which report rows belong to providerID.
+func LoadProviderRefs(ctx context.Context, db DBTX, providerID int64) (ProviderRefs, error) {
+	out := ProviderRefs{OwnProjects: map[string]bool{}, ForeignKeys: map[string]bool{}, ForeignProjects: map[string]bool{}}
+	rows, err := db.Query(ctx, `SELECT c.provider_id = $1, r.key_ref, r.project_ref FROM reconcile_credential_refs r
+		JOIN credentials c ON c.id = r.credential_id`, providerID)
+	if err != nil {
+		return out, fmt.Errorf("credential mappings: %w", interpretError(err))
+	}
+	defer rows.Close()
+	ownKeys := map[string]bool{}
+	for rows.Next() {
+		var own bool
+		var key, project string
+		if err := rows.Scan(&own, &key, &project); err != nil {
+			return out, fmt.Errorf("credential mappings: %w", err)
+		}
+		if own {
+			ownKeys[key] = true
+			out.OwnProjects[project] = true
+		} else {
+			out.ForeignKeys[key] = true
+			out.ForeignProjects[project] = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return out, fmt.Errorf("credential mappings: %w", err)
+	}
+	for k := range ownKeys {
+		delete(out.ForeignKeys, k)
+	}
+	for p := range out.OwnProjects {
+		delete(out.ForeignProjects, p)
+	}
+	return out, nil
+}
+
+// LedgerCost is the ledger's cost of a project and model, with one price rule version that priced it.
+type LedgerCost struct {
+	ProjectRef, Model string
+	PriceRuleID       *int64
+	PriceRuleVersion  *int32
+	Rows              int64
+	Cost              string
+}
+
+// LedgerCosts sums the cost of the ledger's request rows in [from, to) (bucketed as LedgerGroups) per
+// project, model and price rule version: the rows of every credential mapped to one of projects, whatever
+// its provider (a project's cost report covers them all), and the provider's rows of unmapped credentials
+// (project "").
+func LedgerCosts(ctx context.Context, db DBTX, providerID int64, projects []string, from, to time.Time, bucketBy string) ([]LedgerCost, error) {
+	instant := `u.created_at + u.latency_ms * interval '1 millisecond'`
+	if bucketBy == "start" {
+		instant = `u.created_at`
+	}
+	rows, err := db.Query(ctx, `
+		SELECT coalesce(r.project_ref, ''), u.upstream_model, u.price_rule_id, u.price_rule_version, count(*), sum(u.cost)::text
+		  FROM usages u
+		  LEFT JOIN reconcile_credential_refs r ON r.credential_id = u.credential_id
+		 WHERE (r.project_ref = ANY($2) OR (r.credential_id IS NULL AND u.provider_id = $1))
+		   AND u.kind = 'request' AND u.end_state <> 'rejected'
+		   AND u.created_at >= $3::timestamptz - interval '1 day' AND u.created_at < $4
+		   AND `+instant+` >= $3 AND `+instant+` < $4
+		 GROUP BY 1, 2, 3, 4
+		 ORDER BY 1, 2, 3, 4`, providerID, projects, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("ledger costs of provider %d: %w", providerID, interpretError(err))
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[LedgerCost])
+	if err != nil {
+		return nil, fmt.Errorf("ledger costs of provider %d: %w", providerID, err)
+	}
+	return out, nil
 }

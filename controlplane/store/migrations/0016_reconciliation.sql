@@ -137,3 +137,10 @@ CREATE TABLE reconcile_lines (
     detail                     text    NOT NULL DEFAULT ''
 );
 CREATE INDEX reconcile_lines_run_idx ON reconcile_lines (run_id, id);
+
+-- Admin changes to reconciliation settings are audited like every configuration table (0009); the admin key
+-- is recorded as redacted.
+CREATE TRIGGER reconcile_providers_audit AFTER INSERT OR UPDATE OR DELETE ON reconcile_providers
+    FOR EACH ROW EXECUTE FUNCTION audit_row('provider_id', '!admin_key_ciphertext', '-updated_at');
+CREATE TRIGGER reconcile_credential_refs_audit AFTER INSERT OR UPDATE OR DELETE ON reconcile_credential_refs
+    FOR EACH ROW EXECUTE FUNCTION audit_row('credential_id');
