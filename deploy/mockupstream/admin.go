@@ -184,19 +184,19 @@ func (s *Server) adminWindow(r *http.Request, beta bool) (from, to time.Time, li
 
 // group is one reported group's totals.
 type group struct {
-	model, tier, apiKey                                  string
+	model, tier, apiKey, project                         string
 	input, output, cacheRead, cache5m, cache1h, imageOut int64
 	images, requests                                     int64
 }
 
 // groupBills sums bills by (key id, model, tier), sorted for deterministic output.
-func groupBills(bills []Bill) []*group {
+func groupBills(bills []Bill, projects map[string]string, beta bool) []*group {
 	m := map[string]*group{}
 	for _, b := range bills {
 		k := KeyID(b.APIKey) + "\x00" + b.Model + "\x00" + b.Tier
 		g := m[k]
 		if g == nil {
-			g = &group{model: b.Model, tier: b.Tier, apiKey: KeyID(b.APIKey)}
+			g = &group{model: b.Model, tier: b.Tier, apiKey: KeyID(b.APIKey), project: projectOf(projects, b.APIKey, beta)}
 			m[k] = g
 		}
 		g.input += b.Input
@@ -223,10 +223,10 @@ func groupBills(bills []Bill) []*group {
 // model and tier. input_tokens includes cached and cache-written input (the alpha report has no
 // cache-write field).
 func (s *Server) alphaUsage(t time.Time, endpoint string) ([]map[string]any, error) {
-	bills, c, _ := s.reportedBills(t, t.Add(day), endpoint)
+	bills, c, _, projects := s.reportedBills(t, t.Add(day), endpoint)
 	out := []map[string]any{}
-	for _, g := range groupBills(bills) {
-		r := map[string]any{"project_id": ProjectID, "user_id": nil, "api_key_id": g.apiKey, "model": g.model,
+	for _, g := range groupBills(bills, projects, false) {
+		r := map[string]any{"project_id": g.project, "user_id": nil, "api_key_id": g.apiKey, "model": g.model,
 			"num_model_requests": g.requests}
 		switch endpoint {
 		case EndpointCompletions:
@@ -256,7 +256,7 @@ var alphaLineItems = map[string]string{"input": "input", "cache_read": "cached i
 
 // alphaCosts is one day's alpha cost results grouped by project and line item ("<model>, <item>").
 func (s *Server) alphaCosts(t time.Time) ([]map[string]any, error) {
-	bills, c, prices := s.reportedBills(t, t.Add(day), EndpointCompletions, EndpointEmbeddings, EndpointImages)
+	bills, c, prices, projects := s.reportedBills(t, t.Add(day), EndpointCompletions, EndpointEmbeddings, EndpointImages)
 	sums := map[string]*decimal.Big{}
 	for _, b := range bills {
 		for _, cat := range costCategories(b) {
@@ -264,7 +264,7 @@ func (s *Server) alphaCosts(t time.Time) ([]map[string]any, error) {
 			if err != nil {
 				return nil, err
 			}
-			k := b.Model + ", " + alphaLineItems[cat.name]
+			k := projectOf(projects, b.APIKey, false) + "\x00" + b.Model + ", " + alphaLineItems[cat.name]
 			if sums[k] == nil {
 				sums[k], _ = pricing.ParseDecimal("0")
 			}
@@ -273,7 +273,8 @@ func (s *Server) alphaCosts(t time.Time) ([]map[string]any, error) {
 	}
 	out := []map[string]any{}
 	for _, k := range sortedKeys(sums) {
-		out = append(out, map[string]any{"object": "organization.costs.result", "project_id": ProjectID, "line_item": k,
+		project, item, _ := strings.Cut(k, "\x00")
+		out = append(out, map[string]any{"object": "organization.costs.result", "project_id": project, "line_item": item,
 			"amount": map[string]any{"value": json.Number(pricing.FormatDecimal(sums[k])), "currency": "usd"}})
 	}
 	return out, nil
@@ -281,10 +282,10 @@ func (s *Server) alphaCosts(t time.Time) ([]map[string]any, error) {
 
 // betaUsageReport is one day's beta usage results grouped by key, workspace, model and tier.
 func (s *Server) betaUsageReport(t time.Time) ([]map[string]any, error) {
-	bills, c, _ := s.reportedBills(t, t.Add(day), EndpointMessages)
+	bills, c, _, projects := s.reportedBills(t, t.Add(day), EndpointMessages)
 	out := []map[string]any{}
-	for _, g := range groupBills(bills) {
-		out = append(out, map[string]any{"api_key_id": g.apiKey, "workspace_id": WorkspaceID, "model": g.model,
+	for _, g := range groupBills(bills, projects, true) {
+		out = append(out, map[string]any{"api_key_id": g.apiKey, "workspace_id": g.project, "model": g.model,
 			"service_tier": g.tier, "context_window": nil,
 			"uncached_input_tokens":   underReport(c, "input", g.input),
 			"cache_read_input_tokens": underReport(c, "cache_read", g.cacheRead),
@@ -303,8 +304,8 @@ var betaTokenTypes = map[string]string{"input": "uncached_input_tokens", "cache_
 
 // betaCostReport is one day's beta cost results grouped by workspace and description; amounts are cents.
 func (s *Server) betaCostReport(t time.Time) ([]map[string]any, error) {
-	bills, c, prices := s.reportedBills(t, t.Add(day), EndpointMessages)
-	type item struct{ model, tier, tokenType string }
+	bills, c, prices, projects := s.reportedBills(t, t.Add(day), EndpointMessages)
+	type item struct{ workspace, model, tier, tokenType string }
 	sums := map[item]*decimal.Big{}
 	for _, b := range bills {
 		for _, cat := range costCategories(b) {
@@ -312,7 +313,7 @@ func (s *Server) betaCostReport(t time.Time) ([]map[string]any, error) {
 			if err != nil {
 				return nil, err
 			}
-			k := item{b.Model, b.Tier, betaTokenTypes[cat.name]}
+			k := item{projectOf(projects, b.APIKey, true), b.Model, b.Tier, betaTokenTypes[cat.name]}
 			if sums[k] == nil {
 				sums[k], _ = pricing.ParseDecimal("0")
 			}
@@ -324,13 +325,14 @@ func (s *Server) betaCostReport(t time.Time) ([]map[string]any, error) {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
-		return keys[i].model+keys[i].tier+keys[i].tokenType < keys[j].model+keys[j].tier+keys[j].tokenType
+		a, b := keys[i], keys[j]
+		return a.workspace+a.model+a.tier+a.tokenType < b.workspace+b.model+b.tier+b.tokenType
 	})
 	out := []map[string]any{}
 	for _, k := range keys {
 		cents := sums[k]
 		cents.Mul(cents, decimal.New(100, 0))
-		out = append(out, map[string]any{"currency": "USD", "amount": pricing.FormatDecimal(cents), "workspace_id": WorkspaceID,
+		out = append(out, map[string]any{"currency": "USD", "amount": pricing.FormatDecimal(cents), "workspace_id": k.workspace,
 			"description": k.model + " " + k.tokenType, "cost_type": "tokens", "context_window": "0-200k", "model": k.model,
 			"service_tier": k.tier, "token_type": k.tokenType, "inference_geo": nil})
 	}

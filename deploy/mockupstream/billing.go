@@ -141,6 +141,25 @@ func (s *Server) SetReconcile(c ReconcileControls) {
 	s.recon = c
 }
 
+// SetProjects puts API keys in projects (alpha) and workspaces (beta) of their own: key → id. Keys not
+// listed are in ProjectID / WorkspaceID.
+func (s *Server) SetProjects(p map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.projects = p
+}
+
+// projectOf is the project (or workspace, beta) of a key. Called with the bills' snapshot of projects.
+func projectOf(projects map[string]string, key string, beta bool) string {
+	if p, ok := projects[key]; ok {
+		return p
+	}
+	if beta {
+		return WorkspaceID
+	}
+	return ProjectID
+}
+
 // SetPrices replaces the price list the cost reports use (also Options.Prices).
 func (s *Server) SetPrices(p map[string]Price) {
 	s.mu.Lock()
@@ -169,7 +188,7 @@ func (s *Server) takeFault() (status int, retryAfter int, cut bool) {
 
 // reportedBills returns the bills of [from, to) with endpoint in endpoints, after Drop and LateDays, and
 // the controls and prices in force.
-func (s *Server) reportedBills(from, to time.Time, endpoints ...string) ([]Bill, ReconcileControls, map[string]Price) {
+func (s *Server) reportedBills(from, to time.Time, endpoints ...string) ([]Bill, ReconcileControls, map[string]Price, map[string]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	late := map[string]bool{}
@@ -188,7 +207,7 @@ func (s *Server) reportedBills(from, to time.Time, endpoints ...string) ([]Bill,
 			}
 		}
 	}
-	return out, s.recon, s.prices
+	return out, s.recon, s.prices, s.projects
 }
 
 // underReport applies c's UnderReport to a category's total.

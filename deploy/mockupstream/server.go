@@ -99,10 +99,11 @@ type Server struct {
 	changed   chan struct{}
 	responses map[string]respObject // created responses by id (GET/DELETE /v1/responses/{id})
 
-	bills   []Bill // every billed answer since Reset (billing.go)
-	billSeq int64
-	recon   ReconcileControls
-	prices  map[string]Price
+	bills    []Bill // every billed answer since Reset (billing.go)
+	billSeq  int64
+	recon    ReconcileControls
+	prices   map[string]Price
+	projects map[string]string // API key → project / workspace id (SetProjects)
 }
 
 // New returns a Server configured by opts.
