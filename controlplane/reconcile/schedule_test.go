@@ -139,6 +139,13 @@ func TestSnapshotCarriesNoAdminKey(t *testing.T) {
 		if len(p.SealedAdminKey) == 0 || bytes.Contains(raw, p.SealedAdminKey) {
 			t.Fatalf("%s: sealed admin key missing or in the snapshot", kind)
 		}
+		// Stored sealed with the credentials' key, not in clear.
+		if bytes.Contains(p.SealedAdminKey, []byte("sk-admin")) {
+			t.Fatalf("%s: the admin key is stored in clear", kind)
+		}
+		if plain, err := g.box.Open(p.SealedAdminKey); err != nil || string(plain) != "sk-admin" {
+			t.Fatalf("%s: the sealed admin key opens to %q, %v", kind, plain, err)
+		}
 	}
 	if bytes.Contains(raw, []byte("sk-admin")) {
 		t.Fatal("the admin key is in the snapshot")
