@@ -83,7 +83,7 @@ func (o *OpenAI) Import(ctx context.Context, from, to time.Time) (Report, error)
 			[]string{"project_id", "api_key_id", "model", "service_tier"}, func(day time.Time, it openaiUsageItem) error {
 				row := UsageRow{Day: day, KeyRef: str(it.APIKeyID), ProjectRef: str(it.ProjectID), Model: str(it.Model),
 					Tier: str(it.ServiceTier), Requests: it.Requests, TokensReported: ep != "images"}
-				if it.InputCachedTokens > it.InputTokens || it.InputTokens < 0 || it.OutputTokens < 0 {
+				if it.InputCachedTokens > it.InputTokens || it.InputCachedTokens < 0 || it.OutputTokens < 0 || it.Requests < 0 {
 					return fmt.Errorf("%s: impossible counts (input %d, cached %d, output %d)", ep, it.InputTokens, it.InputCachedTokens, it.OutputTokens)
 				}
 				row.Tokens.Input = it.InputTokens - it.InputCachedTokens
