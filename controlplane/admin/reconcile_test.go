@@ -192,3 +192,46 @@ func TestReconciliationAdminAPI(t *testing.T) {
 		t.Fatalf("grpc providers: %v %v", gp, err)
 	}
 }
+
+func TestReconciliationFileUpload(t *testing.T) {
+	b := setup(t)
+	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -4)
+	pid, cid, mock, _ := seedReconciliation(t, b, day)
+	base := fmt.Sprintf("/admin/reconciliation/providers/%d", pid)
+	// Not set up yet: 404.
+	if r := b.call(t, "POST", base+"/reports", "day,model,cost\n2026-12-01,m-1,1\n"); r.status != http.StatusNotFound {
+		t.Fatalf("upload before setup = %d %s", r.status, r.raw)
+	}
+	b.must(t, 200, "PUT", base, map[string]any{"kind": "csv"}, nil)
+	if r := b.call(t, "PUT", base, map[string]any{"kind": "csv", "admin_key": "x"}); r.status != http.StatusUnprocessableEntity {
+		t.Fatalf("csv with a key = %d", r.status)
+	}
+	b.must(t, http.StatusNoContent, "PUT", fmt.Sprintf("/admin/reconciliation/credential-refs/%d", cid),
+		map[string]any{"key_ref": "key_file", "project_ref": "proj_file"}, nil)
+	// The export: what the mock billed, as the provider's file would list it.
+	var csv strings.Builder
+	csv.WriteString("day,key_ref,project_ref,model,tier,input_tokens,output_tokens,requests,cost\n")
+	for _, bill := range mock.Bills() {
+		fmt.Fprintf(&csv, "%s,key_file,proj_file,m-1,%s,%d,%d,1,0.%06d\n", day.Format(time.DateOnly), bill.Tier, bill.Input, bill.Output,
+			bill.Input+bill.Output*2)
+	}
+	if r := b.call(t, "POST", base+"/reports", "day,model\n2026-12-01,m-1\n"); r.status != http.StatusUnprocessableEntity || !r.apiError(t).hasField("file", -1) {
+		t.Fatalf("bad file = %d %s", r.status, r.raw)
+	}
+	var imported struct {
+		Items []struct {
+			Day       string `json:"day"`
+			Source    string `json:"source"`
+			UsageRows int    `json:"usage_rows"`
+		} `json:"items"`
+	}
+	b.must(t, 200, "POST", base+"/reports", csv.String(), &imported)
+	if len(imported.Items) != 1 || imported.Items[0].Source != "file" || imported.Items[0].UsageRows != 2 {
+		t.Fatalf("imported %+v", imported)
+	}
+	var run store.ReconcileRun
+	b.must(t, http.StatusCreated, "POST", "/admin/reconciliation/runs", map[string]any{"provider_id": pid, "day": day.Format(time.DateOnly)}, &run)
+	if run.Status != "ok" || run.LedgerTokens == 0 || run.LedgerTokens != run.ProviderTokens || run.LedgerCost != run.ProviderCost {
+		t.Fatalf("file run %+v", run)
+	}
+}
