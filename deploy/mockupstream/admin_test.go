@@ -196,3 +196,11 @@ func TestAdminReportsPaginateAndInjectDriftAndFaults(t *testing.T) {
 		t.Fatalf("after the faults the report is whole again: %v, want 24", out)
 	}
 }
+
+func TestNoBillsWhenRecordingIsOff(t *testing.T) {
+	b := setup(t, Options{MaxRecords: -1})
+	b.post(t, "/v1/chat/completions", `{"model":"m-1","messages":[{"role":"user","content":"hi"}]}`)
+	if n := len(b.mock.Bills()); n != 0 {
+		t.Fatalf("%d bills kept with recording off", n)
+	}
+}

@@ -15,7 +15,7 @@ import (
 // The mock's billing: every generate, embedding and image answer it completes with a 2xx status is
 // billed — its model, key, served tier and tokens per category, exactly as its usage reported them — and
 // the provider admin endpoints (admin.go) report these bills, so a gateway that recorded the same answers
-// reconciles to zero drift. Bills are kept until Reset.
+// reconciles to zero drift. Bills are kept until Reset, and not at all when Options.MaxRecords is negative.
 
 // ProjectID and WorkspaceID are the provider-side project (alpha) and workspace (beta) of every key.
 const (
@@ -90,7 +90,9 @@ func (x *exchange) billPlan(endpoint, tier string, p *plan) {
 
 // keepBill stores x's bill when its answer was delivered whole with a 2xx status. Called under s.mu.
 func (s *Server) keepBillLocked(x *exchange) {
-	if x.bill == nil || !x.completed || x.aborted || x.erred || x.status < 200 || x.status > 299 {
+	// A mock that records nothing (MaxRecords < 0: benchmarks, load tests) keeps no bills either: they
+	// would grow without bound.
+	if s.opts.MaxRecords < 0 || x.bill == nil || !x.completed || x.aborted || x.erred || x.status < 200 || x.status > 299 {
 		return
 	}
 	s.billSeq++
