@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tollgate/tollgate/controlplane/reconcile"
 	"github.com/tollgate/tollgate/controlplane/secret"
 	"github.com/tollgate/tollgate/controlplane/snapshotbuild"
 	"github.com/tollgate/tollgate/controlplane/store"
@@ -172,6 +173,9 @@ type Service struct {
 	quoteMu    sync.Mutex
 	quoteRev   int64
 	quoteIndex *pricing.Index
+
+	reconcileOnce sync.Once
+	reconciler    *reconcile.Runner
 }
 
 // NewService builds the service. bootstrapToken is TOLLGATE_ADMIN_TOKEN (an admin credential that

@@ -31,6 +31,7 @@ var resources = [][]operation{
 	auditOps,
 	adminTokenOps,
 	dataPlaneTokenOps,
+	reconcileOps,
 }
 
 // grpcRoles is the role each AdminService method needs, read from the operation tables.

@@ -32,6 +32,7 @@ var viewerGRPCMethods = []string{
 	"ListUnpricedModels", "GetQuotaAlerts", "ListWebhookEndpoints", "ListAlertEvents",
 	"GetSpend",
 	"ListDataPlaneTokens",
+	"ListReconciliationProviders", "ListReconciliationRuns", "GetReconciliationRun", "GetReconciliationDrift",
 }
 
 // restRoleExceptions are the REST routes whose role is not the rule's (GET reads for a viewer, every

@@ -252,48 +252,71 @@ type PayloadData struct {
 func (r *Runner) record(ctx context.Context, c crossed) (bool, error) {
 	created := false
 	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		var id int64
-		var at time.Time
-		err := tx.QueryRow(ctx, `INSERT INTO alert_events (type, scope, scope_id, period_start, threshold, cost_limit, cost_used)
-			VALUES ($1, $2, $3, $4, $5, $6::text::numeric, $7::text::numeric)
-			ON CONFLICT (scope, scope_id, period_start, threshold) DO NOTHING RETURNING id, created_at`,
-			EventType, c.scope, c.scopeID, c.periodStart, c.threshold, c.limit, c.used).Scan(&id, &at)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil // another evaluator recorded it
-		}
-		if err != nil {
-			return fmt.Errorf("insert event: %w", err)
-		}
-		body, err := json.Marshal(Payload{Type: EventType, Timestamp: at.UTC(), Data: PayloadData{EventID: id, Scope: c.scope,
-			ScopeID: c.scopeID, PeriodStart: c.periodStart.UTC(), ThresholdPercent: c.threshold, CostLimit: c.limit, CostUsed: c.used}})
-		if err != nil {
-			return fmt.Errorf("encode payload: %w", err)
-		}
-		rows, err := tx.Query(ctx, `SELECT id FROM webhook_endpoints WHERE enabled ORDER BY id`)
-		if err != nil {
-			return fmt.Errorf("endpoints: %w", err)
-		}
-		endpoints, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return fmt.Errorf("endpoints: %w", err)
-		}
-		for _, ep := range endpoints {
-			msgID, err := messageID()
-			if err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (event_id, endpoint_id, webhook_id, payload) VALUES ($1, $2, $3, $4)`,
-				id, ep, msgID, string(body)); err != nil {
-				return fmt.Errorf("insert delivery: %w", err)
-			}
-		}
-		created = true
-		return nil
+		var err error
+		created, err = Enqueue(ctx, tx, Event{Type: EventType, Scope: c.scope, ScopeID: c.scopeID, PeriodStart: c.periodStart,
+			Threshold: c.threshold, Limit: c.limit, Used: c.used}, func(id int64, at time.Time) any {
+			return Payload{Type: EventType, Timestamp: at.UTC(), Data: PayloadData{EventID: id, Scope: c.scope,
+				ScopeID: c.scopeID, PeriodStart: c.periodStart.UTC(), ThresholdPercent: c.threshold, CostLimit: c.limit, CostUsed: c.used}}
+		})
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("record alert %s/%d at %d%%: %w", c.scope, c.scopeID, c.threshold, err)
 	}
 	return created, nil
+}
+
+// Event is one alert event: unique by (Scope, ScopeID, PeriodStart, Threshold). Limit and Used are exact
+// decimal strings (the threshold and the value that crossed it).
+type Event struct {
+	Type        string
+	Scope       string
+	ScopeID     int64
+	PeriodStart time.Time
+	Threshold   int32
+	Limit, Used string
+}
+
+// Enqueue inserts an event in tx unless it exists and, when this call inserted it, one delivery of
+// payload(event id, created at) per enabled webhook endpoint; the sender (SendDue) signs and delivers them.
+// It reports whether the event was new. Budget alerts and reconciliation drift alerts both use it, so each
+// event is delivered exactly once per endpoint, however often it is raised.
+func Enqueue(ctx context.Context, tx pgx.Tx, ev Event, payload func(id int64, at time.Time) any) (bool, error) {
+	var id int64
+	var at time.Time
+	err := tx.QueryRow(ctx, `INSERT INTO alert_events (type, scope, scope_id, period_start, threshold, cost_limit, cost_used)
+		VALUES ($1, $2, $3, $4, $5, $6::text::numeric, $7::text::numeric)
+		ON CONFLICT (scope, scope_id, period_start, threshold) DO NOTHING RETURNING id, created_at`,
+		ev.Type, ev.Scope, ev.ScopeID, ev.PeriodStart, ev.Threshold, ev.Limit, ev.Used).Scan(&id, &at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil // already recorded
+	}
+	if err != nil {
+		return false, fmt.Errorf("insert event: %w", err)
+	}
+	body, err := json.Marshal(payload(id, at))
+	if err != nil {
+		return false, fmt.Errorf("encode payload: %w", err)
+	}
+	rows, err := tx.Query(ctx, `SELECT id FROM webhook_endpoints WHERE enabled ORDER BY id`)
+	if err != nil {
+		return false, fmt.Errorf("endpoints: %w", err)
+	}
+	endpoints, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return false, fmt.Errorf("endpoints: %w", err)
+	}
+	for _, ep := range endpoints {
+		msgID, err := messageID()
+		if err != nil {
+			return false, err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (event_id, endpoint_id, webhook_id, payload) VALUES ($1, $2, $3, $4)`,
+			id, ep, msgID, string(body)); err != nil {
+			return false, fmt.Errorf("insert delivery: %w", err)
+		}
+	}
+	return true, nil
 }
 
 // messageID is a Standard Webhooks message id: "msg_" + 22 url-safe random characters.

@@ -36,6 +36,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/dptoken"
 	"github.com/tollgate/tollgate/controlplane/partition"
 	"github.com/tollgate/tollgate/controlplane/pricesched"
+	"github.com/tollgate/tollgate/controlplane/reconcile"
 	"github.com/tollgate/tollgate/controlplane/rollupfold"
 	"github.com/tollgate/tollgate/controlplane/secret"
 	"github.com/tollgate/tollgate/controlplane/settlement"
@@ -138,6 +139,9 @@ type Server struct {
 	PriceSchedule *pricesched.Applier
 	// Alerts evaluates budget thresholds and delivers their webhooks (run by Run).
 	Alerts *alert.Runner
+	// Reconcile imports the providers' usage and cost reports and reconciles the ledger daily (run by Run;
+	// docs/reconciliation.md); on-demand runs through the admin API use it too.
+	Reconcile *reconcile.Runner
 	// Partitions creates the usages month partitions ahead and applies the usage retention (run by Run).
 	Partitions *partition.Maintainer
 	// SpendFold folds the spend deltas into the rollups every few minutes (run by Run).
@@ -263,6 +267,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	adminSvc.SetDataPlanes(s.Watch.DataPlanes) // data-plane freshness in GET /admin/snapshot-status
 	s.PriceSchedule = &pricesched.Applier{DB: pool, Q: pool, Log: log}
 	s.Alerts = alert.New(pool, adminBox, log, alert.Options{})
+	s.Reconcile = reconcile.NewRunner(pool, adminBox, log, reconcile.Options{})
+	adminSvc.SetReconciler(s.Reconcile)
 	s.Partitions = &partition.Maintainer{DB: pool, Log: log, RetentionMonths: cfg.UsageRetentionMonths}
 	s.SpendFold = &rollupfold.Folder{DB: pool, Log: log}
 	s.drain = process.NewDrain(cfg.DrainDelay)
@@ -388,6 +394,13 @@ func (s *Server) Run(ctx context.Context) error {
 		Serve: func() error { return s.Alerts.Run(alertCtx) },
 		Stop:  func(context.Context) error { stopAlerts(); return nil },
 	}
+	reconCtx, stopRecon := context.WithCancel(ctx)
+	defer stopRecon()
+	reconciliation := process.Server{
+		Name:  "reconciliation",
+		Serve: func() error { return s.Reconcile.Run(reconCtx) },
+		Stop:  func(context.Context) error { stopRecon(); return nil },
+	}
 	partCtx, stopPart := context.WithCancel(ctx)
 	defer stopPart()
 	partitions := process.Server{
@@ -411,7 +424,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	// grpc first: its Drain (health NOT_SERVING) runs before the drain's wait, its Stop ends Watch streams.
 	servers := []process.Server{grpcSrv, s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.httpLn),
-		snapshots, priceSchedule, alerts, partitions, spendFold, revocations}
+		snapshots, priceSchedule, alerts, reconciliation, partitions, spendFold, revocations}
 	if m := s.MetricsServer; m != nil {
 		servers = append(servers, process.HTTPServer("metrics", m.Server, m.Listener))
 		s.Log.Info("metrics listening", "addr", m.Addr())

@@ -173,6 +173,7 @@ func (x *exchange) alphaChat() {
 		finish = "length"
 	}
 	tier := x.alphaTier(req.ServiceTier)
+	x.billPlan(EndpointCompletions, tier, p)
 	id := x.id("chatcmpl-")
 	callID := x.id("call_")
 	if !req.Stream {
@@ -379,6 +380,7 @@ func (x *exchange) alphaResponses() {
 		req.Reasoning != nil && reasoningOn(req.Reasoning.Effort))
 	resp := respObject{ID: x.id("resp_"), Object: "response", CreatedAt: x.s.created, Status: "completed",
 		Model: req.Model, ServiceTier: x.alphaTier(req.ServiceTier), Output: []respItem{}}
+	x.billPlan(EndpointCompletions, resp.ServiceTier, p)
 	if req.PreviousResponseID != "" {
 		resp.PreviousResponseID = &req.PreviousResponseID
 	}
@@ -752,6 +754,7 @@ func (x *exchange) alphaEmbeddings() {
 	if x.ctl.usage != "none" {
 		resp["usage"] = map[string]int{"prompt_tokens": total, "total_tokens": total}
 	}
+	x.billFor(EndpointEmbeddings, "", total, 0, 0, 0, 0, 0)
 	x.writeJSON(resp)
 }
 
@@ -862,6 +865,7 @@ func (x *exchange) alphaImages(edit bool) {
 	}
 	textIn := max(tokensOf(len(req.Prompt)), 1)
 	imageIn := 85 * req.images
+	x.billFor(EndpointImages, "", textIn+imageIn, 0, 0, 0, perImage*n, n)
 	var usage *imageUsage
 	if x.ctl.usage != "none" {
 		usage = &imageUsage{InputTokens: textIn + imageIn, OutputTokens: perImage * n,

@@ -118,6 +118,7 @@ func (x *exchange) betaMessages() {
 		stop = "max_tokens"
 	}
 	tier := x.betaTier(req.ServiceTier)
+	x.billPlan(EndpointMessages, tier, p)
 	speed := ""
 	if strings.EqualFold(req.Speed, "fast") {
 		speed = "fast"

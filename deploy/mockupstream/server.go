@@ -52,6 +52,10 @@ type Options struct {
 	Created int64
 	// Logger receives debug logs. Nil discards them.
 	Logger *slog.Logger
+	// AdminKey, when set, is the only key the admin report endpoints accept (admin.go).
+	AdminKey string
+	// Prices are the per-model prices the admin cost reports charge (SetPrices replaces them).
+	Prices map[string]Price
 }
 
 // DefaultModels are the ids listed by the models endpoints when Options.Models is empty.
@@ -94,6 +98,12 @@ type Server struct {
 	cancelled int64
 	changed   chan struct{}
 	responses map[string]respObject // created responses by id (GET/DELETE /v1/responses/{id})
+
+	bills    []Bill // every billed answer since Reset (billing.go)
+	billSeq  int64
+	recon    ReconcileControls
+	prices   map[string]Price
+	projects map[string]string // API key → project / workspace id (SetProjects)
 }
 
 // New returns a Server configured by opts.
@@ -114,6 +124,7 @@ func New(opts Options) *Server {
 	s.failCount = make(map[string]int)
 	s.changed = make(chan struct{})
 	s.responses = make(map[string]respObject)
+	s.prices = opts.Prices
 	return s
 }
 
@@ -161,6 +172,7 @@ func (s *Server) Reset() {
 	s.seq = 0
 	s.cancelled = 0
 	clear(s.failCount)
+	s.bills, s.billSeq, s.recon = nil, 0, ReconcileControls{}
 	s.notifyLocked()
 }
 
@@ -225,6 +237,7 @@ func (s *Server) finish(x *exchange) {
 		rec.Done, rec.Completed, rec.Cancelled, rec.Aborted = true, x.completed, x.cancelled, x.aborted
 		rec.Duration = time.Since(rec.Received).Milliseconds()
 	}
+	s.keepBillLocked(x)
 	s.notifyLocked()
 }
 
@@ -336,6 +349,8 @@ type exchange struct {
 	completed bool
 	cancelled bool
 	aborted   bool
+	erred     bool  // a stream ended with an in-stream error
+	bill      *Bill // what the answer bills, kept by finish when it completed (billing.go)
 	hash      uint64
 }
 
@@ -349,6 +364,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case strings.HasPrefix(path, "/_mock/"):
 		s.serveControl(w, r)
+		return
+	case isAdminPath(path):
+		s.serveAdmin(w, r)
 		return
 	}
 
@@ -520,6 +538,29 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 		s.Reset()
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"reset":true}`)
+	case r.URL.Path == "/_mock/bills" && r.Method == http.MethodGet:
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"bills": s.Bills()})
+	case r.URL.Path == "/_mock/reconcile" && r.Method == http.MethodPut:
+		var c ReconcileControls
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			http.Error(w, "reconcile controls: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.SetReconcile(c)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(c)
+	case r.URL.Path == "/_mock/prices" && r.Method == http.MethodPut:
+		var p map[string]Price
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&p); err != nil {
+			http.Error(w, "prices: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.SetPrices(p)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(p)
 	default:
 		http.Error(w, "unknown mock control endpoint", http.StatusNotFound)
 	}

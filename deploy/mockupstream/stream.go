@@ -106,6 +106,7 @@ func (st *streamer) event(name string, v any) error {
 		return errStopped
 	}
 	if st.seq == x.ctl.streamError && st.errFn != nil {
+		x.erred = true
 		en, ev := st.errFn(st.seq)
 		if err := st.write(en, ev); err != nil {
 			return err

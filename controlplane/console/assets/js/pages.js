@@ -11,6 +11,7 @@ export const PAGES = [
   { hash: "routes", title: "Routes", module: "./pages/routes.js" },
   { hash: "tenants", title: "Tenants & keys", module: "./pages/tenants.js" },
   { hash: "budgets", title: "Budgets", module: "./pages/budgets.js" },
+  { hash: "reconciliation", title: "Reconciliation", module: "./pages/reconciliation.js" },
   { hash: "tokens", title: "Admin tokens", module: "./pages/tokens.js" },
   { hash: "audit", title: "Audit log", module: "./pages/audit.js" },
 ];

@@ -10040,6 +10040,1562 @@ func (x *RevokeDataPlaneTokenResponse) GetDataplaneToken() *DataPlaneToken {
 	return nil
 }
 
+// ReconciliationProvider is a provider's reconciliation settings; the admin key is never answered.
+type ReconciliationProvider struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ProviderId int64                  `protobuf:"varint,1,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
+	// "openai", "anthropic" or "csv".
+	Kind        string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	BaseUrl     string `protobuf:"bytes,3,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
+	HasAdminKey bool   `protobuf:"varint,4,opt,name=has_admin_key,json=hasAdminKey,proto3" json:"has_admin_key,omitempty"`
+	Enabled     bool   `protobuf:"varint,5,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	// "end" or "start": which instant of a request decides its provider day.
+	BucketBy      string                 `protobuf:"bytes,6,opt,name=bucket_by,json=bucketBy,proto3" json:"bucket_by,omitempty"`
+	LateHours     int32                  `protobuf:"varint,7,opt,name=late_hours,json=lateHours,proto3" json:"late_hours,omitempty"`
+	TokensAbs     *int64                 `protobuf:"varint,8,opt,name=tokens_abs,json=tokensAbs,proto3,oneof" json:"tokens_abs,omitempty"`
+	TokensRel     *string                `protobuf:"bytes,9,opt,name=tokens_rel,json=tokensRel,proto3,oneof" json:"tokens_rel,omitempty"`
+	CostAbs       *string                `protobuf:"bytes,10,opt,name=cost_abs,json=costAbs,proto3,oneof" json:"cost_abs,omitempty"`
+	CostRel       *string                `protobuf:"bytes,11,opt,name=cost_rel,json=costRel,proto3,oneof" json:"cost_rel,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReconciliationProvider) Reset() {
+	*x = ReconciliationProvider{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[176]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconciliationProvider) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconciliationProvider) ProtoMessage() {}
+
+func (x *ReconciliationProvider) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[176]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconciliationProvider.ProtoReflect.Descriptor instead.
+func (*ReconciliationProvider) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{176}
+}
+
+func (x *ReconciliationProvider) GetProviderId() int64 {
+	if x != nil {
+		return x.ProviderId
+	}
+	return 0
+}
+
+func (x *ReconciliationProvider) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ReconciliationProvider) GetBaseUrl() string {
+	if x != nil {
+		return x.BaseUrl
+	}
+	return ""
+}
+
+func (x *ReconciliationProvider) GetHasAdminKey() bool {
+	if x != nil {
+		return x.HasAdminKey
+	}
+	return false
+}
+
+func (x *ReconciliationProvider) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+func (x *ReconciliationProvider) GetBucketBy() string {
+	if x != nil {
+		return x.BucketBy
+	}
+	return ""
+}
+
+func (x *ReconciliationProvider) GetLateHours() int32 {
+	if x != nil {
+		return x.LateHours
+	}
+	return 0
+}
+
+func (x *ReconciliationProvider) GetTokensAbs() int64 {
+	if x != nil && x.TokensAbs != nil {
+		return *x.TokensAbs
+	}
+	return 0
+}
+
+func (x *ReconciliationProvider) GetTokensRel() string {
+	if x != nil && x.TokensRel != nil {
+		return *x.TokensRel
+	}
+	return ""
+}
+
+func (x *ReconciliationProvider) GetCostAbs() string {
+	if x != nil && x.CostAbs != nil {
+		return *x.CostAbs
+	}
+	return ""
+}
+
+func (x *ReconciliationProvider) GetCostRel() string {
+	if x != nil && x.CostRel != nil {
+		return *x.CostRel
+	}
+	return ""
+}
+
+func (x *ReconciliationProvider) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+type ListReconciliationProvidersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListReconciliationProvidersRequest) Reset() {
+	*x = ListReconciliationProvidersRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[177]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReconciliationProvidersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReconciliationProvidersRequest) ProtoMessage() {}
+
+func (x *ListReconciliationProvidersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[177]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReconciliationProvidersRequest.ProtoReflect.Descriptor instead.
+func (*ListReconciliationProvidersRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{177}
+}
+
+type ListReconciliationProvidersResponse struct {
+	state         protoimpl.MessageState    `protogen:"open.v1"`
+	Items         []*ReconciliationProvider `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListReconciliationProvidersResponse) Reset() {
+	*x = ListReconciliationProvidersResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[178]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReconciliationProvidersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReconciliationProvidersResponse) ProtoMessage() {}
+
+func (x *ListReconciliationProvidersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[178]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReconciliationProvidersResponse.ProtoReflect.Descriptor instead.
+func (*ListReconciliationProvidersResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{178}
+}
+
+func (x *ListReconciliationProvidersResponse) GetItems() []*ReconciliationProvider {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+type SetReconciliationProviderRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ProviderId int64                  `protobuf:"varint,1,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
+	Kind       string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	BaseUrl    string                 `protobuf:"bytes,3,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
+	// Absent keeps the stored key.
+	AdminKey      *string `protobuf:"bytes,4,opt,name=admin_key,json=adminKey,proto3,oneof" json:"admin_key,omitempty"`
+	Enabled       *bool   `protobuf:"varint,5,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
+	BucketBy      string  `protobuf:"bytes,6,opt,name=bucket_by,json=bucketBy,proto3" json:"bucket_by,omitempty"`
+	LateHours     *int32  `protobuf:"varint,7,opt,name=late_hours,json=lateHours,proto3,oneof" json:"late_hours,omitempty"`
+	TokensAbs     *int64  `protobuf:"varint,8,opt,name=tokens_abs,json=tokensAbs,proto3,oneof" json:"tokens_abs,omitempty"`
+	TokensRel     *string `protobuf:"bytes,9,opt,name=tokens_rel,json=tokensRel,proto3,oneof" json:"tokens_rel,omitempty"`
+	CostAbs       *string `protobuf:"bytes,10,opt,name=cost_abs,json=costAbs,proto3,oneof" json:"cost_abs,omitempty"`
+	CostRel       *string `protobuf:"bytes,11,opt,name=cost_rel,json=costRel,proto3,oneof" json:"cost_rel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetReconciliationProviderRequest) Reset() {
+	*x = SetReconciliationProviderRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[179]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetReconciliationProviderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetReconciliationProviderRequest) ProtoMessage() {}
+
+func (x *SetReconciliationProviderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[179]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetReconciliationProviderRequest.ProtoReflect.Descriptor instead.
+func (*SetReconciliationProviderRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{179}
+}
+
+func (x *SetReconciliationProviderRequest) GetProviderId() int64 {
+	if x != nil {
+		return x.ProviderId
+	}
+	return 0
+}
+
+func (x *SetReconciliationProviderRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *SetReconciliationProviderRequest) GetBaseUrl() string {
+	if x != nil {
+		return x.BaseUrl
+	}
+	return ""
+}
+
+func (x *SetReconciliationProviderRequest) GetAdminKey() string {
+	if x != nil && x.AdminKey != nil {
+		return *x.AdminKey
+	}
+	return ""
+}
+
+func (x *SetReconciliationProviderRequest) GetEnabled() bool {
+	if x != nil && x.Enabled != nil {
+		return *x.Enabled
+	}
+	return false
+}
+
+func (x *SetReconciliationProviderRequest) GetBucketBy() string {
+	if x != nil {
+		return x.BucketBy
+	}
+	return ""
+}
+
+func (x *SetReconciliationProviderRequest) GetLateHours() int32 {
+	if x != nil && x.LateHours != nil {
+		return *x.LateHours
+	}
+	return 0
+}
+
+func (x *SetReconciliationProviderRequest) GetTokensAbs() int64 {
+	if x != nil && x.TokensAbs != nil {
+		return *x.TokensAbs
+	}
+	return 0
+}
+
+func (x *SetReconciliationProviderRequest) GetTokensRel() string {
+	if x != nil && x.TokensRel != nil {
+		return *x.TokensRel
+	}
+	return ""
+}
+
+func (x *SetReconciliationProviderRequest) GetCostAbs() string {
+	if x != nil && x.CostAbs != nil {
+		return *x.CostAbs
+	}
+	return ""
+}
+
+func (x *SetReconciliationProviderRequest) GetCostRel() string {
+	if x != nil && x.CostRel != nil {
+		return *x.CostRel
+	}
+	return ""
+}
+
+type SetReconciliationProviderResponse struct {
+	state         protoimpl.MessageState  `protogen:"open.v1"`
+	Provider      *ReconciliationProvider `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetReconciliationProviderResponse) Reset() {
+	*x = SetReconciliationProviderResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[180]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetReconciliationProviderResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetReconciliationProviderResponse) ProtoMessage() {}
+
+func (x *SetReconciliationProviderResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[180]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetReconciliationProviderResponse.ProtoReflect.Descriptor instead.
+func (*SetReconciliationProviderResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{180}
+}
+
+func (x *SetReconciliationProviderResponse) GetProvider() *ReconciliationProvider {
+	if x != nil {
+		return x.Provider
+	}
+	return nil
+}
+
+type SetReconciliationCredentialRefRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CredentialId  int64                  `protobuf:"varint,1,opt,name=credential_id,json=credentialId,proto3" json:"credential_id,omitempty"`
+	KeyRef        string                 `protobuf:"bytes,2,opt,name=key_ref,json=keyRef,proto3" json:"key_ref,omitempty"`
+	ProjectRef    string                 `protobuf:"bytes,3,opt,name=project_ref,json=projectRef,proto3" json:"project_ref,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetReconciliationCredentialRefRequest) Reset() {
+	*x = SetReconciliationCredentialRefRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[181]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetReconciliationCredentialRefRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetReconciliationCredentialRefRequest) ProtoMessage() {}
+
+func (x *SetReconciliationCredentialRefRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[181]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetReconciliationCredentialRefRequest.ProtoReflect.Descriptor instead.
+func (*SetReconciliationCredentialRefRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{181}
+}
+
+func (x *SetReconciliationCredentialRefRequest) GetCredentialId() int64 {
+	if x != nil {
+		return x.CredentialId
+	}
+	return 0
+}
+
+func (x *SetReconciliationCredentialRefRequest) GetKeyRef() string {
+	if x != nil {
+		return x.KeyRef
+	}
+	return ""
+}
+
+func (x *SetReconciliationCredentialRefRequest) GetProjectRef() string {
+	if x != nil {
+		return x.ProjectRef
+	}
+	return ""
+}
+
+type SetReconciliationCredentialRefResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetReconciliationCredentialRefResponse) Reset() {
+	*x = SetReconciliationCredentialRefResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[182]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetReconciliationCredentialRefResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetReconciliationCredentialRefResponse) ProtoMessage() {}
+
+func (x *SetReconciliationCredentialRefResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[182]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetReconciliationCredentialRefResponse.ProtoReflect.Descriptor instead.
+func (*SetReconciliationCredentialRefResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{182}
+}
+
+// ReconciliationTokens are token counts per category.
+type ReconciliationTokens struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Input            int64                  `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	Output           int64                  `protobuf:"varint,2,opt,name=output,proto3" json:"output,omitempty"`
+	CacheRead        int64                  `protobuf:"varint,3,opt,name=cache_read,json=cacheRead,proto3" json:"cache_read,omitempty"`
+	CacheCreation_5M int64                  `protobuf:"varint,4,opt,name=cache_creation_5m,json=cacheCreation5m,proto3" json:"cache_creation_5m,omitempty"`
+	CacheCreation_1H int64                  `protobuf:"varint,5,opt,name=cache_creation_1h,json=cacheCreation1h,proto3" json:"cache_creation_1h,omitempty"`
+	ImageOutput      int64                  `protobuf:"varint,6,opt,name=image_output,json=imageOutput,proto3" json:"image_output,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ReconciliationTokens) Reset() {
+	*x = ReconciliationTokens{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[183]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconciliationTokens) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconciliationTokens) ProtoMessage() {}
+
+func (x *ReconciliationTokens) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[183]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconciliationTokens.ProtoReflect.Descriptor instead.
+func (*ReconciliationTokens) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{183}
+}
+
+func (x *ReconciliationTokens) GetInput() int64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *ReconciliationTokens) GetOutput() int64 {
+	if x != nil {
+		return x.Output
+	}
+	return 0
+}
+
+func (x *ReconciliationTokens) GetCacheRead() int64 {
+	if x != nil {
+		return x.CacheRead
+	}
+	return 0
+}
+
+func (x *ReconciliationTokens) GetCacheCreation_5M() int64 {
+	if x != nil {
+		return x.CacheCreation_5M
+	}
+	return 0
+}
+
+func (x *ReconciliationTokens) GetCacheCreation_1H() int64 {
+	if x != nil {
+		return x.CacheCreation_1H
+	}
+	return 0
+}
+
+func (x *ReconciliationTokens) GetImageOutput() int64 {
+	if x != nil {
+		return x.ImageOutput
+	}
+	return 0
+}
+
+// ReconciliationPriceRuleUse is a price rule version that priced a cost line's ledger rows.
+type ReconciliationPriceRuleUse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PriceRuleId   *int64                 `protobuf:"varint,1,opt,name=price_rule_id,json=priceRuleId,proto3,oneof" json:"price_rule_id,omitempty"`
+	Version       *int32                 `protobuf:"varint,2,opt,name=version,proto3,oneof" json:"version,omitempty"`
+	Rows          int64                  `protobuf:"varint,3,opt,name=rows,proto3" json:"rows,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReconciliationPriceRuleUse) Reset() {
+	*x = ReconciliationPriceRuleUse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[184]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconciliationPriceRuleUse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconciliationPriceRuleUse) ProtoMessage() {}
+
+func (x *ReconciliationPriceRuleUse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[184]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconciliationPriceRuleUse.ProtoReflect.Descriptor instead.
+func (*ReconciliationPriceRuleUse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{184}
+}
+
+func (x *ReconciliationPriceRuleUse) GetPriceRuleId() int64 {
+	if x != nil && x.PriceRuleId != nil {
+		return *x.PriceRuleId
+	}
+	return 0
+}
+
+func (x *ReconciliationPriceRuleUse) GetVersion() int32 {
+	if x != nil && x.Version != nil {
+		return *x.Version
+	}
+	return 0
+}
+
+func (x *ReconciliationPriceRuleUse) GetRows() int64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+// ReconciliationLine is one compared group of a run: "tokens" (key, model, tier) or "cost" (project, model).
+type ReconciliationLine struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Kind       string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	KeyRef     string                 `protobuf:"bytes,3,opt,name=key_ref,json=keyRef,proto3" json:"key_ref,omitempty"`
+	ProjectRef string                 `protobuf:"bytes,4,opt,name=project_ref,json=projectRef,proto3" json:"project_ref,omitempty"`
+	Model      string                 `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
+	Tier       string                 `protobuf:"bytes,6,opt,name=tier,proto3" json:"tier,omitempty"`
+	Ledger     *ReconciliationTokens  `protobuf:"bytes,7,opt,name=ledger,proto3" json:"ledger,omitempty"`
+	// Absent when the provider reports no tokens for the group.
+	Provider         *ReconciliationTokens         `protobuf:"bytes,8,opt,name=provider,proto3" json:"provider,omitempty"`
+	LedgerRequests   int64                         `protobuf:"varint,9,opt,name=ledger_requests,json=ledgerRequests,proto3" json:"ledger_requests,omitempty"`
+	ProviderRequests int64                         `protobuf:"varint,10,opt,name=provider_requests,json=providerRequests,proto3" json:"provider_requests,omitempty"`
+	LedgerCost       string                        `protobuf:"bytes,11,opt,name=ledger_cost,json=ledgerCost,proto3" json:"ledger_cost,omitempty"`
+	ProviderCost     string                        `protobuf:"bytes,12,opt,name=provider_cost,json=providerCost,proto3" json:"provider_cost,omitempty"`
+	SourceUpstream   int64                         `protobuf:"varint,13,opt,name=source_upstream,json=sourceUpstream,proto3" json:"source_upstream,omitempty"`
+	SourceLocal      int64                         `protobuf:"varint,14,opt,name=source_local,json=sourceLocal,proto3" json:"source_local,omitempty"`
+	SourceEstimated  int64                         `protobuf:"varint,15,opt,name=source_estimated,json=sourceEstimated,proto3" json:"source_estimated,omitempty"`
+	PriceRules       []*ReconciliationPriceRuleUse `protobuf:"bytes,16,rep,name=price_rules,json=priceRules,proto3" json:"price_rules,omitempty"`
+	Cause            string                        `protobuf:"bytes,17,opt,name=cause,proto3" json:"cause,omitempty"`
+	Detail           string                        `protobuf:"bytes,18,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ReconciliationLine) Reset() {
+	*x = ReconciliationLine{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[185]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconciliationLine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconciliationLine) ProtoMessage() {}
+
+func (x *ReconciliationLine) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[185]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconciliationLine.ProtoReflect.Descriptor instead.
+func (*ReconciliationLine) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{185}
+}
+
+func (x *ReconciliationLine) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ReconciliationLine) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ReconciliationLine) GetKeyRef() string {
+	if x != nil {
+		return x.KeyRef
+	}
+	return ""
+}
+
+func (x *ReconciliationLine) GetProjectRef() string {
+	if x != nil {
+		return x.ProjectRef
+	}
+	return ""
+}
+
+func (x *ReconciliationLine) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *ReconciliationLine) GetTier() string {
+	if x != nil {
+		return x.Tier
+	}
+	return ""
+}
+
+func (x *ReconciliationLine) GetLedger() *ReconciliationTokens {
+	if x != nil {
+		return x.Ledger
+	}
+	return nil
+}
+
+func (x *ReconciliationLine) GetProvider() *ReconciliationTokens {
+	if x != nil {
+		return x.Provider
+	}
+	return nil
+}
+
+func (x *ReconciliationLine) GetLedgerRequests() int64 {
+	if x != nil {
+		return x.LedgerRequests
+	}
+	return 0
+}
+
+func (x *ReconciliationLine) GetProviderRequests() int64 {
+	if x != nil {
+		return x.ProviderRequests
+	}
+	return 0
+}
+
+func (x *ReconciliationLine) GetLedgerCost() string {
+	if x != nil {
+		return x.LedgerCost
+	}
+	return ""
+}
+
+func (x *ReconciliationLine) GetProviderCost() string {
+	if x != nil {
+		return x.ProviderCost
+	}
+	return ""
+}
+
+func (x *ReconciliationLine) GetSourceUpstream() int64 {
+	if x != nil {
+		return x.SourceUpstream
+	}
+	return 0
+}
+
+func (x *ReconciliationLine) GetSourceLocal() int64 {
+	if x != nil {
+		return x.SourceLocal
+	}
+	return 0
+}
+
+func (x *ReconciliationLine) GetSourceEstimated() int64 {
+	if x != nil {
+		return x.SourceEstimated
+	}
+	return 0
+}
+
+func (x *ReconciliationLine) GetPriceRules() []*ReconciliationPriceRuleUse {
+	if x != nil {
+		return x.PriceRules
+	}
+	return nil
+}
+
+func (x *ReconciliationLine) GetCause() string {
+	if x != nil {
+		return x.Cause
+	}
+	return ""
+}
+
+func (x *ReconciliationLine) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+// ReconciliationRun is one provider and UTC day compared.
+type ReconciliationRun struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	ProviderId int64                  `protobuf:"varint,2,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
+	// YYYY-MM-DD (UTC).
+	Day             string                 `protobuf:"bytes,3,opt,name=day,proto3" json:"day,omitempty"`
+	Trigger         string                 `protobuf:"bytes,4,opt,name=trigger,proto3" json:"trigger,omitempty"`
+	Status          string                 `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	Error           string                 `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	Provisional     bool                   `protobuf:"varint,7,opt,name=provisional,proto3" json:"provisional,omitempty"`
+	ImportCount     int32                  `protobuf:"varint,8,opt,name=import_count,json=importCount,proto3" json:"import_count,omitempty"`
+	LedgerTokens    int64                  `protobuf:"varint,9,opt,name=ledger_tokens,json=ledgerTokens,proto3" json:"ledger_tokens,omitempty"`
+	ProviderTokens  int64                  `protobuf:"varint,10,opt,name=provider_tokens,json=providerTokens,proto3" json:"provider_tokens,omitempty"`
+	LedgerCost      string                 `protobuf:"bytes,11,opt,name=ledger_cost,json=ledgerCost,proto3" json:"ledger_cost,omitempty"`
+	ProviderCost    string                 `protobuf:"bytes,12,opt,name=provider_cost,json=providerCost,proto3" json:"provider_cost,omitempty"`
+	SourceUpstream  int64                  `protobuf:"varint,13,opt,name=source_upstream,json=sourceUpstream,proto3" json:"source_upstream,omitempty"`
+	SourceLocal     int64                  `protobuf:"varint,14,opt,name=source_local,json=sourceLocal,proto3" json:"source_local,omitempty"`
+	SourceEstimated int64                  `protobuf:"varint,15,opt,name=source_estimated,json=sourceEstimated,proto3" json:"source_estimated,omitempty"`
+	StartedAt       *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	FinishedAt      *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	Lines           []*ReconciliationLine  `protobuf:"bytes,18,rep,name=lines,proto3" json:"lines,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ReconciliationRun) Reset() {
+	*x = ReconciliationRun{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[186]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconciliationRun) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconciliationRun) ProtoMessage() {}
+
+func (x *ReconciliationRun) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[186]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconciliationRun.ProtoReflect.Descriptor instead.
+func (*ReconciliationRun) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{186}
+}
+
+func (x *ReconciliationRun) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ReconciliationRun) GetProviderId() int64 {
+	if x != nil {
+		return x.ProviderId
+	}
+	return 0
+}
+
+func (x *ReconciliationRun) GetDay() string {
+	if x != nil {
+		return x.Day
+	}
+	return ""
+}
+
+func (x *ReconciliationRun) GetTrigger() string {
+	if x != nil {
+		return x.Trigger
+	}
+	return ""
+}
+
+func (x *ReconciliationRun) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *ReconciliationRun) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ReconciliationRun) GetProvisional() bool {
+	if x != nil {
+		return x.Provisional
+	}
+	return false
+}
+
+func (x *ReconciliationRun) GetImportCount() int32 {
+	if x != nil {
+		return x.ImportCount
+	}
+	return 0
+}
+
+func (x *ReconciliationRun) GetLedgerTokens() int64 {
+	if x != nil {
+		return x.LedgerTokens
+	}
+	return 0
+}
+
+func (x *ReconciliationRun) GetProviderTokens() int64 {
+	if x != nil {
+		return x.ProviderTokens
+	}
+	return 0
+}
+
+func (x *ReconciliationRun) GetLedgerCost() string {
+	if x != nil {
+		return x.LedgerCost
+	}
+	return ""
+}
+
+func (x *ReconciliationRun) GetProviderCost() string {
+	if x != nil {
+		return x.ProviderCost
+	}
+	return ""
+}
+
+func (x *ReconciliationRun) GetSourceUpstream() int64 {
+	if x != nil {
+		return x.SourceUpstream
+	}
+	return 0
+}
+
+func (x *ReconciliationRun) GetSourceLocal() int64 {
+	if x != nil {
+		return x.SourceLocal
+	}
+	return 0
+}
+
+func (x *ReconciliationRun) GetSourceEstimated() int64 {
+	if x != nil {
+		return x.SourceEstimated
+	}
+	return 0
+}
+
+func (x *ReconciliationRun) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *ReconciliationRun) GetFinishedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FinishedAt
+	}
+	return nil
+}
+
+func (x *ReconciliationRun) GetLines() []*ReconciliationLine {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
+type RunReconciliationRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ProviderId int64                  `protobuf:"varint,1,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
+	Day        string                 `protobuf:"bytes,2,opt,name=day,proto3" json:"day,omitempty"`
+	// Default true: import the day again first.
+	Reimport      *bool `protobuf:"varint,3,opt,name=reimport,proto3,oneof" json:"reimport,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunReconciliationRequest) Reset() {
+	*x = RunReconciliationRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[187]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunReconciliationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunReconciliationRequest) ProtoMessage() {}
+
+func (x *RunReconciliationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[187]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunReconciliationRequest.ProtoReflect.Descriptor instead.
+func (*RunReconciliationRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{187}
+}
+
+func (x *RunReconciliationRequest) GetProviderId() int64 {
+	if x != nil {
+		return x.ProviderId
+	}
+	return 0
+}
+
+func (x *RunReconciliationRequest) GetDay() string {
+	if x != nil {
+		return x.Day
+	}
+	return ""
+}
+
+func (x *RunReconciliationRequest) GetReimport() bool {
+	if x != nil && x.Reimport != nil {
+		return *x.Reimport
+	}
+	return false
+}
+
+type RunReconciliationResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Run           *ReconciliationRun     `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunReconciliationResponse) Reset() {
+	*x = RunReconciliationResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[188]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunReconciliationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunReconciliationResponse) ProtoMessage() {}
+
+func (x *RunReconciliationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[188]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunReconciliationResponse.ProtoReflect.Descriptor instead.
+func (*RunReconciliationResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{188}
+}
+
+func (x *RunReconciliationResponse) GetRun() *ReconciliationRun {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+type ListReconciliationRunsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Limit         int32                  `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	Cursor        string                 `protobuf:"bytes,2,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	ProviderId    *int64                 `protobuf:"varint,3,opt,name=provider_id,json=providerId,proto3,oneof" json:"provider_id,omitempty"`
+	FromDay       string                 `protobuf:"bytes,4,opt,name=from_day,json=fromDay,proto3" json:"from_day,omitempty"`
+	ToDay         string                 `protobuf:"bytes,5,opt,name=to_day,json=toDay,proto3" json:"to_day,omitempty"`
+	Status        string                 `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListReconciliationRunsRequest) Reset() {
+	*x = ListReconciliationRunsRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[189]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReconciliationRunsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReconciliationRunsRequest) ProtoMessage() {}
+
+func (x *ListReconciliationRunsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[189]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReconciliationRunsRequest.ProtoReflect.Descriptor instead.
+func (*ListReconciliationRunsRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{189}
+}
+
+func (x *ListReconciliationRunsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListReconciliationRunsRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *ListReconciliationRunsRequest) GetProviderId() int64 {
+	if x != nil && x.ProviderId != nil {
+		return *x.ProviderId
+	}
+	return 0
+}
+
+func (x *ListReconciliationRunsRequest) GetFromDay() string {
+	if x != nil {
+		return x.FromDay
+	}
+	return ""
+}
+
+func (x *ListReconciliationRunsRequest) GetToDay() string {
+	if x != nil {
+		return x.ToDay
+	}
+	return ""
+}
+
+func (x *ListReconciliationRunsRequest) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+type ListReconciliationRunsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*ReconciliationRun   `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	NextCursor    string                 `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListReconciliationRunsResponse) Reset() {
+	*x = ListReconciliationRunsResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[190]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListReconciliationRunsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListReconciliationRunsResponse) ProtoMessage() {}
+
+func (x *ListReconciliationRunsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[190]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListReconciliationRunsResponse.ProtoReflect.Descriptor instead.
+func (*ListReconciliationRunsResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{190}
+}
+
+func (x *ListReconciliationRunsResponse) GetItems() []*ReconciliationRun {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ListReconciliationRunsResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
+type GetReconciliationRunRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetReconciliationRunRequest) Reset() {
+	*x = GetReconciliationRunRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[191]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetReconciliationRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetReconciliationRunRequest) ProtoMessage() {}
+
+func (x *GetReconciliationRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[191]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetReconciliationRunRequest.ProtoReflect.Descriptor instead.
+func (*GetReconciliationRunRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{191}
+}
+
+func (x *GetReconciliationRunRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type GetReconciliationRunResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Run           *ReconciliationRun     `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetReconciliationRunResponse) Reset() {
+	*x = GetReconciliationRunResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[192]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetReconciliationRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetReconciliationRunResponse) ProtoMessage() {}
+
+func (x *GetReconciliationRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[192]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetReconciliationRunResponse.ProtoReflect.Descriptor instead.
+func (*GetReconciliationRunResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{192}
+}
+
+func (x *GetReconciliationRunResponse) GetRun() *ReconciliationRun {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+type GetReconciliationDriftRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FromDay       string                 `protobuf:"bytes,1,opt,name=from_day,json=fromDay,proto3" json:"from_day,omitempty"`
+	ToDay         string                 `protobuf:"bytes,2,opt,name=to_day,json=toDay,proto3" json:"to_day,omitempty"`
+	ProviderId    *int64                 `protobuf:"varint,3,opt,name=provider_id,json=providerId,proto3,oneof" json:"provider_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetReconciliationDriftRequest) Reset() {
+	*x = GetReconciliationDriftRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[193]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetReconciliationDriftRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetReconciliationDriftRequest) ProtoMessage() {}
+
+func (x *GetReconciliationDriftRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[193]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetReconciliationDriftRequest.ProtoReflect.Descriptor instead.
+func (*GetReconciliationDriftRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{193}
+}
+
+func (x *GetReconciliationDriftRequest) GetFromDay() string {
+	if x != nil {
+		return x.FromDay
+	}
+	return ""
+}
+
+func (x *GetReconciliationDriftRequest) GetToDay() string {
+	if x != nil {
+		return x.ToDay
+	}
+	return ""
+}
+
+func (x *GetReconciliationDriftRequest) GetProviderId() int64 {
+	if x != nil && x.ProviderId != nil {
+		return *x.ProviderId
+	}
+	return 0
+}
+
+type GetReconciliationDriftResponse struct {
+	state         protoimpl.MessageState      `protogen:"open.v1"`
+	Items         []*ReconciliationDriftPoint `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetReconciliationDriftResponse) Reset() {
+	*x = GetReconciliationDriftResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[194]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetReconciliationDriftResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetReconciliationDriftResponse) ProtoMessage() {}
+
+func (x *GetReconciliationDriftResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[194]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetReconciliationDriftResponse.ProtoReflect.Descriptor instead.
+func (*GetReconciliationDriftResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{194}
+}
+
+func (x *GetReconciliationDriftResponse) GetItems() []*ReconciliationDriftPoint {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// ReconciliationDriftPoint is the drift of one provider, model and day (from the day's latest run).
+type ReconciliationDriftPoint struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ProviderId     int64                  `protobuf:"varint,1,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
+	Day            string                 `protobuf:"bytes,2,opt,name=day,proto3" json:"day,omitempty"`
+	Model          string                 `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	RunId          int64                  `protobuf:"varint,4,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Provisional    bool                   `protobuf:"varint,5,opt,name=provisional,proto3" json:"provisional,omitempty"`
+	LedgerTokens   int64                  `protobuf:"varint,6,opt,name=ledger_tokens,json=ledgerTokens,proto3" json:"ledger_tokens,omitempty"`
+	ProviderTokens int64                  `protobuf:"varint,7,opt,name=provider_tokens,json=providerTokens,proto3" json:"provider_tokens,omitempty"`
+	TokensDrift    int64                  `protobuf:"varint,8,opt,name=tokens_drift,json=tokensDrift,proto3" json:"tokens_drift,omitempty"`
+	LedgerCost     string                 `protobuf:"bytes,9,opt,name=ledger_cost,json=ledgerCost,proto3" json:"ledger_cost,omitempty"`
+	ProviderCost   string                 `protobuf:"bytes,10,opt,name=provider_cost,json=providerCost,proto3" json:"provider_cost,omitempty"`
+	CostDrift      string                 `protobuf:"bytes,11,opt,name=cost_drift,json=costDrift,proto3" json:"cost_drift,omitempty"`
+	Causes         []string               `protobuf:"bytes,12,rep,name=causes,proto3" json:"causes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ReconciliationDriftPoint) Reset() {
+	*x = ReconciliationDriftPoint{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[195]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconciliationDriftPoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconciliationDriftPoint) ProtoMessage() {}
+
+func (x *ReconciliationDriftPoint) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[195]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconciliationDriftPoint.ProtoReflect.Descriptor instead.
+func (*ReconciliationDriftPoint) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{195}
+}
+
+func (x *ReconciliationDriftPoint) GetProviderId() int64 {
+	if x != nil {
+		return x.ProviderId
+	}
+	return 0
+}
+
+func (x *ReconciliationDriftPoint) GetDay() string {
+	if x != nil {
+		return x.Day
+	}
+	return ""
+}
+
+func (x *ReconciliationDriftPoint) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *ReconciliationDriftPoint) GetRunId() int64 {
+	if x != nil {
+		return x.RunId
+	}
+	return 0
+}
+
+func (x *ReconciliationDriftPoint) GetProvisional() bool {
+	if x != nil {
+		return x.Provisional
+	}
+	return false
+}
+
+func (x *ReconciliationDriftPoint) GetLedgerTokens() int64 {
+	if x != nil {
+		return x.LedgerTokens
+	}
+	return 0
+}
+
+func (x *ReconciliationDriftPoint) GetProviderTokens() int64 {
+	if x != nil {
+		return x.ProviderTokens
+	}
+	return 0
+}
+
+func (x *ReconciliationDriftPoint) GetTokensDrift() int64 {
+	if x != nil {
+		return x.TokensDrift
+	}
+	return 0
+}
+
+func (x *ReconciliationDriftPoint) GetLedgerCost() string {
+	if x != nil {
+		return x.LedgerCost
+	}
+	return ""
+}
+
+func (x *ReconciliationDriftPoint) GetProviderCost() string {
+	if x != nil {
+		return x.ProviderCost
+	}
+	return ""
+}
+
+func (x *ReconciliationDriftPoint) GetCostDrift() string {
+	if x != nil {
+		return x.CostDrift
+	}
+	return ""
+}
+
+func (x *ReconciliationDriftPoint) GetCauses() []string {
+	if x != nil {
+		return x.Causes
+	}
+	return nil
+}
+
 var File_tollgate_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
@@ -10809,7 +12365,179 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x1bRevokeDataPlaneTokenRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"j\n" +
 	"\x1cRevokeDataPlaneTokenResponse\x12J\n" +
-	"\x0fdataplane_token\x18\x01 \x01(\v2!.tollgate.admin.v1.DataPlaneTokenR\x0edataplaneToken2\xb3;\n" +
+	"\x0fdataplane_token\x18\x01 \x01(\v2!.tollgate.admin.v1.DataPlaneTokenR\x0edataplaneToken\"\xdd\x03\n" +
+	"\x16ReconciliationProvider\x12\x1f\n" +
+	"\vprovider_id\x18\x01 \x01(\x03R\n" +
+	"providerId\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x19\n" +
+	"\bbase_url\x18\x03 \x01(\tR\abaseUrl\x12\"\n" +
+	"\rhas_admin_key\x18\x04 \x01(\bR\vhasAdminKey\x12\x18\n" +
+	"\aenabled\x18\x05 \x01(\bR\aenabled\x12\x1b\n" +
+	"\tbucket_by\x18\x06 \x01(\tR\bbucketBy\x12\x1d\n" +
+	"\n" +
+	"late_hours\x18\a \x01(\x05R\tlateHours\x12\"\n" +
+	"\n" +
+	"tokens_abs\x18\b \x01(\x03H\x00R\ttokensAbs\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"tokens_rel\x18\t \x01(\tH\x01R\ttokensRel\x88\x01\x01\x12\x1e\n" +
+	"\bcost_abs\x18\n" +
+	" \x01(\tH\x02R\acostAbs\x88\x01\x01\x12\x1e\n" +
+	"\bcost_rel\x18\v \x01(\tH\x03R\acostRel\x88\x01\x01\x129\n" +
+	"\n" +
+	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAtB\r\n" +
+	"\v_tokens_absB\r\n" +
+	"\v_tokens_relB\v\n" +
+	"\t_cost_absB\v\n" +
+	"\t_cost_rel\"$\n" +
+	"\"ListReconciliationProvidersRequest\"f\n" +
+	"#ListReconciliationProvidersResponse\x12?\n" +
+	"\x05items\x18\x01 \x03(\v2).tollgate.admin.v1.ReconciliationProviderR\x05items\"\xdd\x03\n" +
+	" SetReconciliationProviderRequest\x12\x1f\n" +
+	"\vprovider_id\x18\x01 \x01(\x03R\n" +
+	"providerId\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x19\n" +
+	"\bbase_url\x18\x03 \x01(\tR\abaseUrl\x12 \n" +
+	"\tadmin_key\x18\x04 \x01(\tH\x00R\badminKey\x88\x01\x01\x12\x1d\n" +
+	"\aenabled\x18\x05 \x01(\bH\x01R\aenabled\x88\x01\x01\x12\x1b\n" +
+	"\tbucket_by\x18\x06 \x01(\tR\bbucketBy\x12\"\n" +
+	"\n" +
+	"late_hours\x18\a \x01(\x05H\x02R\tlateHours\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"tokens_abs\x18\b \x01(\x03H\x03R\ttokensAbs\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"tokens_rel\x18\t \x01(\tH\x04R\ttokensRel\x88\x01\x01\x12\x1e\n" +
+	"\bcost_abs\x18\n" +
+	" \x01(\tH\x05R\acostAbs\x88\x01\x01\x12\x1e\n" +
+	"\bcost_rel\x18\v \x01(\tH\x06R\acostRel\x88\x01\x01B\f\n" +
+	"\n" +
+	"_admin_keyB\n" +
+	"\n" +
+	"\b_enabledB\r\n" +
+	"\v_late_hoursB\r\n" +
+	"\v_tokens_absB\r\n" +
+	"\v_tokens_relB\v\n" +
+	"\t_cost_absB\v\n" +
+	"\t_cost_rel\"j\n" +
+	"!SetReconciliationProviderResponse\x12E\n" +
+	"\bprovider\x18\x01 \x01(\v2).tollgate.admin.v1.ReconciliationProviderR\bprovider\"\x86\x01\n" +
+	"%SetReconciliationCredentialRefRequest\x12#\n" +
+	"\rcredential_id\x18\x01 \x01(\x03R\fcredentialId\x12\x17\n" +
+	"\akey_ref\x18\x02 \x01(\tR\x06keyRef\x12\x1f\n" +
+	"\vproject_ref\x18\x03 \x01(\tR\n" +
+	"projectRef\"(\n" +
+	"&SetReconciliationCredentialRefResponse\"\xde\x01\n" +
+	"\x14ReconciliationTokens\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x03R\x05input\x12\x16\n" +
+	"\x06output\x18\x02 \x01(\x03R\x06output\x12\x1d\n" +
+	"\n" +
+	"cache_read\x18\x03 \x01(\x03R\tcacheRead\x12*\n" +
+	"\x11cache_creation_5m\x18\x04 \x01(\x03R\x0fcacheCreation5m\x12*\n" +
+	"\x11cache_creation_1h\x18\x05 \x01(\x03R\x0fcacheCreation1h\x12!\n" +
+	"\fimage_output\x18\x06 \x01(\x03R\vimageOutput\"\x96\x01\n" +
+	"\x1aReconciliationPriceRuleUse\x12'\n" +
+	"\rprice_rule_id\x18\x01 \x01(\x03H\x00R\vpriceRuleId\x88\x01\x01\x12\x1d\n" +
+	"\aversion\x18\x02 \x01(\x05H\x01R\aversion\x88\x01\x01\x12\x12\n" +
+	"\x04rows\x18\x03 \x01(\x03R\x04rowsB\x10\n" +
+	"\x0e_price_rule_idB\n" +
+	"\n" +
+	"\b_version\"\xb3\x05\n" +
+	"\x12ReconciliationLine\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x17\n" +
+	"\akey_ref\x18\x03 \x01(\tR\x06keyRef\x12\x1f\n" +
+	"\vproject_ref\x18\x04 \x01(\tR\n" +
+	"projectRef\x12\x14\n" +
+	"\x05model\x18\x05 \x01(\tR\x05model\x12\x12\n" +
+	"\x04tier\x18\x06 \x01(\tR\x04tier\x12?\n" +
+	"\x06ledger\x18\a \x01(\v2'.tollgate.admin.v1.ReconciliationTokensR\x06ledger\x12C\n" +
+	"\bprovider\x18\b \x01(\v2'.tollgate.admin.v1.ReconciliationTokensR\bprovider\x12'\n" +
+	"\x0fledger_requests\x18\t \x01(\x03R\x0eledgerRequests\x12+\n" +
+	"\x11provider_requests\x18\n" +
+	" \x01(\x03R\x10providerRequests\x12\x1f\n" +
+	"\vledger_cost\x18\v \x01(\tR\n" +
+	"ledgerCost\x12#\n" +
+	"\rprovider_cost\x18\f \x01(\tR\fproviderCost\x12'\n" +
+	"\x0fsource_upstream\x18\r \x01(\x03R\x0esourceUpstream\x12!\n" +
+	"\fsource_local\x18\x0e \x01(\x03R\vsourceLocal\x12)\n" +
+	"\x10source_estimated\x18\x0f \x01(\x03R\x0fsourceEstimated\x12N\n" +
+	"\vprice_rules\x18\x10 \x03(\v2-.tollgate.admin.v1.ReconciliationPriceRuleUseR\n" +
+	"priceRules\x12\x14\n" +
+	"\x05cause\x18\x11 \x01(\tR\x05cause\x12\x16\n" +
+	"\x06detail\x18\x12 \x01(\tR\x06detail\"\xa3\x05\n" +
+	"\x11ReconciliationRun\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1f\n" +
+	"\vprovider_id\x18\x02 \x01(\x03R\n" +
+	"providerId\x12\x10\n" +
+	"\x03day\x18\x03 \x01(\tR\x03day\x12\x18\n" +
+	"\atrigger\x18\x04 \x01(\tR\atrigger\x12\x16\n" +
+	"\x06status\x18\x05 \x01(\tR\x06status\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\x12 \n" +
+	"\vprovisional\x18\a \x01(\bR\vprovisional\x12!\n" +
+	"\fimport_count\x18\b \x01(\x05R\vimportCount\x12#\n" +
+	"\rledger_tokens\x18\t \x01(\x03R\fledgerTokens\x12'\n" +
+	"\x0fprovider_tokens\x18\n" +
+	" \x01(\x03R\x0eproviderTokens\x12\x1f\n" +
+	"\vledger_cost\x18\v \x01(\tR\n" +
+	"ledgerCost\x12#\n" +
+	"\rprovider_cost\x18\f \x01(\tR\fproviderCost\x12'\n" +
+	"\x0fsource_upstream\x18\r \x01(\x03R\x0esourceUpstream\x12!\n" +
+	"\fsource_local\x18\x0e \x01(\x03R\vsourceLocal\x12)\n" +
+	"\x10source_estimated\x18\x0f \x01(\x03R\x0fsourceEstimated\x129\n" +
+	"\n" +
+	"started_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
+	"\vfinished_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"finishedAt\x12;\n" +
+	"\x05lines\x18\x12 \x03(\v2%.tollgate.admin.v1.ReconciliationLineR\x05lines\"{\n" +
+	"\x18RunReconciliationRequest\x12\x1f\n" +
+	"\vprovider_id\x18\x01 \x01(\x03R\n" +
+	"providerId\x12\x10\n" +
+	"\x03day\x18\x02 \x01(\tR\x03day\x12\x1f\n" +
+	"\breimport\x18\x03 \x01(\bH\x00R\breimport\x88\x01\x01B\v\n" +
+	"\t_reimport\"S\n" +
+	"\x19RunReconciliationResponse\x126\n" +
+	"\x03run\x18\x01 \x01(\v2$.tollgate.admin.v1.ReconciliationRunR\x03run\"\xcd\x01\n" +
+	"\x1dListReconciliationRunsRequest\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x16\n" +
+	"\x06cursor\x18\x02 \x01(\tR\x06cursor\x12$\n" +
+	"\vprovider_id\x18\x03 \x01(\x03H\x00R\n" +
+	"providerId\x88\x01\x01\x12\x19\n" +
+	"\bfrom_day\x18\x04 \x01(\tR\afromDay\x12\x15\n" +
+	"\x06to_day\x18\x05 \x01(\tR\x05toDay\x12\x16\n" +
+	"\x06status\x18\x06 \x01(\tR\x06statusB\x0e\n" +
+	"\f_provider_id\"}\n" +
+	"\x1eListReconciliationRunsResponse\x12:\n" +
+	"\x05items\x18\x01 \x03(\v2$.tollgate.admin.v1.ReconciliationRunR\x05items\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"-\n" +
+	"\x1bGetReconciliationRunRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"V\n" +
+	"\x1cGetReconciliationRunResponse\x126\n" +
+	"\x03run\x18\x01 \x01(\v2$.tollgate.admin.v1.ReconciliationRunR\x03run\"\x87\x01\n" +
+	"\x1dGetReconciliationDriftRequest\x12\x19\n" +
+	"\bfrom_day\x18\x01 \x01(\tR\afromDay\x12\x15\n" +
+	"\x06to_day\x18\x02 \x01(\tR\x05toDay\x12$\n" +
+	"\vprovider_id\x18\x03 \x01(\x03H\x00R\n" +
+	"providerId\x88\x01\x01B\x0e\n" +
+	"\f_provider_id\"c\n" +
+	"\x1eGetReconciliationDriftResponse\x12A\n" +
+	"\x05items\x18\x01 \x03(\v2+.tollgate.admin.v1.ReconciliationDriftPointR\x05items\"\x8a\x03\n" +
+	"\x18ReconciliationDriftPoint\x12\x1f\n" +
+	"\vprovider_id\x18\x01 \x01(\x03R\n" +
+	"providerId\x12\x10\n" +
+	"\x03day\x18\x02 \x01(\tR\x03day\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12\x15\n" +
+	"\x06run_id\x18\x04 \x01(\x03R\x05runId\x12 \n" +
+	"\vprovisional\x18\x05 \x01(\bR\vprovisional\x12#\n" +
+	"\rledger_tokens\x18\x06 \x01(\x03R\fledgerTokens\x12'\n" +
+	"\x0fprovider_tokens\x18\a \x01(\x03R\x0eproviderTokens\x12!\n" +
+	"\ftokens_drift\x18\b \x01(\x03R\vtokensDrift\x12\x1f\n" +
+	"\vledger_cost\x18\t \x01(\tR\n" +
+	"ledgerCost\x12#\n" +
+	"\rprovider_cost\x18\n" +
+	" \x01(\tR\fproviderCost\x12\x1d\n" +
+	"\n" +
+	"cost_drift\x18\v \x01(\tR\tcostDrift\x12\x16\n" +
+	"\x06causes\x18\f \x03(\tR\x06causes2\xcaB\n" +
 	"\fAdminService\x12e\n" +
 	"\x0eListPriceRules\x12(.tollgate.admin.v1.ListPriceRulesRequest\x1a).tollgate.admin.v1.ListPriceRulesResponse\x12_\n" +
 	"\fGetPriceRule\x12&.tollgate.admin.v1.GetPriceRuleRequest\x1a'.tollgate.admin.v1.GetPriceRuleResponse\x12h\n" +
@@ -10893,7 +12621,14 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x0fListAuditEvents\x12).tollgate.admin.v1.ListAuditEventsRequest\x1a*.tollgate.admin.v1.ListAuditEventsResponse\x12w\n" +
 	"\x14CreateDataPlaneToken\x12..tollgate.admin.v1.CreateDataPlaneTokenRequest\x1a/.tollgate.admin.v1.CreateDataPlaneTokenResponse\x12t\n" +
 	"\x13ListDataPlaneTokens\x12-.tollgate.admin.v1.ListDataPlaneTokensRequest\x1a..tollgate.admin.v1.ListDataPlaneTokensResponse\x12w\n" +
-	"\x14RevokeDataPlaneToken\x12..tollgate.admin.v1.RevokeDataPlaneTokenRequest\x1a/.tollgate.admin.v1.RevokeDataPlaneTokenResponseBCZAgithub.com/tollgate/tollgate/shared/gen/tollgate/admin/v1;adminv1b\x06proto3"
+	"\x14RevokeDataPlaneToken\x12..tollgate.admin.v1.RevokeDataPlaneTokenRequest\x1a/.tollgate.admin.v1.RevokeDataPlaneTokenResponse\x12\x8c\x01\n" +
+	"\x1bListReconciliationProviders\x125.tollgate.admin.v1.ListReconciliationProvidersRequest\x1a6.tollgate.admin.v1.ListReconciliationProvidersResponse\x12\x86\x01\n" +
+	"\x19SetReconciliationProvider\x123.tollgate.admin.v1.SetReconciliationProviderRequest\x1a4.tollgate.admin.v1.SetReconciliationProviderResponse\x12\x95\x01\n" +
+	"\x1eSetReconciliationCredentialRef\x128.tollgate.admin.v1.SetReconciliationCredentialRefRequest\x1a9.tollgate.admin.v1.SetReconciliationCredentialRefResponse\x12n\n" +
+	"\x11RunReconciliation\x12+.tollgate.admin.v1.RunReconciliationRequest\x1a,.tollgate.admin.v1.RunReconciliationResponse\x12}\n" +
+	"\x16ListReconciliationRuns\x120.tollgate.admin.v1.ListReconciliationRunsRequest\x1a1.tollgate.admin.v1.ListReconciliationRunsResponse\x12w\n" +
+	"\x14GetReconciliationRun\x12..tollgate.admin.v1.GetReconciliationRunRequest\x1a/.tollgate.admin.v1.GetReconciliationRunResponse\x12}\n" +
+	"\x16GetReconciliationDrift\x120.tollgate.admin.v1.GetReconciliationDriftRequest\x1a1.tollgate.admin.v1.GetReconciliationDriftResponseBCZAgithub.com/tollgate/tollgate/shared/gen/tollgate/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_tollgate_admin_v1_admin_proto_rawDescOnce sync.Once
@@ -10907,499 +12642,546 @@ func file_tollgate_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_tollgate_admin_v1_admin_proto_rawDescData
 }
 
-var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 178)
+var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 198)
 var file_tollgate_admin_v1_admin_proto_goTypes = []any{
-	(*ListPriceRulesRequest)(nil),             // 0: tollgate.admin.v1.ListPriceRulesRequest
-	(*ListPriceRulesResponse)(nil),            // 1: tollgate.admin.v1.ListPriceRulesResponse
-	(*GetPriceRuleRequest)(nil),               // 2: tollgate.admin.v1.GetPriceRuleRequest
-	(*GetPriceRuleResponse)(nil),              // 3: tollgate.admin.v1.GetPriceRuleResponse
-	(*CreatePriceRuleRequest)(nil),            // 4: tollgate.admin.v1.CreatePriceRuleRequest
-	(*CreatePriceRuleResponse)(nil),           // 5: tollgate.admin.v1.CreatePriceRuleResponse
-	(*UpdatePriceRuleRequest)(nil),            // 6: tollgate.admin.v1.UpdatePriceRuleRequest
-	(*UpdatePriceRuleResponse)(nil),           // 7: tollgate.admin.v1.UpdatePriceRuleResponse
-	(*ListScheduledPriceRulesRequest)(nil),    // 8: tollgate.admin.v1.ListScheduledPriceRulesRequest
-	(*ListScheduledPriceRulesResponse)(nil),   // 9: tollgate.admin.v1.ListScheduledPriceRulesResponse
-	(*CancelScheduledPriceRuleRequest)(nil),   // 10: tollgate.admin.v1.CancelScheduledPriceRuleRequest
-	(*CancelScheduledPriceRuleResponse)(nil),  // 11: tollgate.admin.v1.CancelScheduledPriceRuleResponse
-	(*DeletePriceRuleRequest)(nil),            // 12: tollgate.admin.v1.DeletePriceRuleRequest
-	(*DeletePriceRuleResponse)(nil),           // 13: tollgate.admin.v1.DeletePriceRuleResponse
-	(*QuotePriceRequest)(nil),                 // 14: tollgate.admin.v1.QuotePriceRequest
-	(*QuotePriceResponse)(nil),                // 15: tollgate.admin.v1.QuotePriceResponse
-	(*Rates)(nil),                             // 16: tollgate.admin.v1.Rates
-	(*ListProvidersRequest)(nil),              // 17: tollgate.admin.v1.ListProvidersRequest
-	(*ListProvidersResponse)(nil),             // 18: tollgate.admin.v1.ListProvidersResponse
-	(*GetProviderRequest)(nil),                // 19: tollgate.admin.v1.GetProviderRequest
-	(*GetProviderResponse)(nil),               // 20: tollgate.admin.v1.GetProviderResponse
-	(*CreateProviderRequest)(nil),             // 21: tollgate.admin.v1.CreateProviderRequest
-	(*CreateProviderResponse)(nil),            // 22: tollgate.admin.v1.CreateProviderResponse
-	(*UpdateProviderRequest)(nil),             // 23: tollgate.admin.v1.UpdateProviderRequest
-	(*UpdateProviderResponse)(nil),            // 24: tollgate.admin.v1.UpdateProviderResponse
-	(*DeleteProviderRequest)(nil),             // 25: tollgate.admin.v1.DeleteProviderRequest
-	(*DeleteProviderResponse)(nil),            // 26: tollgate.admin.v1.DeleteProviderResponse
-	(*CreateCredentialRequest)(nil),           // 27: tollgate.admin.v1.CreateCredentialRequest
-	(*CreateCredentialResponse)(nil),          // 28: tollgate.admin.v1.CreateCredentialResponse
-	(*DeleteCredentialRequest)(nil),           // 29: tollgate.admin.v1.DeleteCredentialRequest
-	(*DeleteCredentialResponse)(nil),          // 30: tollgate.admin.v1.DeleteCredentialResponse
-	(*ListRoutingRulesRequest)(nil),           // 31: tollgate.admin.v1.ListRoutingRulesRequest
-	(*ListRoutingRulesResponse)(nil),          // 32: tollgate.admin.v1.ListRoutingRulesResponse
-	(*UpsertRoutingRulesRequest)(nil),         // 33: tollgate.admin.v1.UpsertRoutingRulesRequest
-	(*UpsertRoutingRulesResponse)(nil),        // 34: tollgate.admin.v1.UpsertRoutingRulesResponse
-	(*ResetRoutingRulesRequest)(nil),          // 35: tollgate.admin.v1.ResetRoutingRulesRequest
-	(*ResetRoutingRulesResponse)(nil),         // 36: tollgate.admin.v1.ResetRoutingRulesResponse
-	(*DeleteRoutingRuleRequest)(nil),          // 37: tollgate.admin.v1.DeleteRoutingRuleRequest
-	(*DeleteRoutingRuleResponse)(nil),         // 38: tollgate.admin.v1.DeleteRoutingRuleResponse
-	(*ListRoutesRequest)(nil),                 // 39: tollgate.admin.v1.ListRoutesRequest
-	(*ListRoutesResponse)(nil),                // 40: tollgate.admin.v1.ListRoutesResponse
-	(*GetRouteRequest)(nil),                   // 41: tollgate.admin.v1.GetRouteRequest
-	(*GetRouteResponse)(nil),                  // 42: tollgate.admin.v1.GetRouteResponse
-	(*CreateRouteRequest)(nil),                // 43: tollgate.admin.v1.CreateRouteRequest
-	(*CreateRouteResponse)(nil),               // 44: tollgate.admin.v1.CreateRouteResponse
-	(*UpdateRouteRequest)(nil),                // 45: tollgate.admin.v1.UpdateRouteRequest
-	(*UpdateRouteResponse)(nil),               // 46: tollgate.admin.v1.UpdateRouteResponse
-	(*DeleteRouteRequest)(nil),                // 47: tollgate.admin.v1.DeleteRouteRequest
-	(*DeleteRouteResponse)(nil),               // 48: tollgate.admin.v1.DeleteRouteResponse
-	(*CreateOrgRequest)(nil),                  // 49: tollgate.admin.v1.CreateOrgRequest
-	(*CreateOrgResponse)(nil),                 // 50: tollgate.admin.v1.CreateOrgResponse
-	(*CreateTeamRequest)(nil),                 // 51: tollgate.admin.v1.CreateTeamRequest
-	(*CreateTeamResponse)(nil),                // 52: tollgate.admin.v1.CreateTeamResponse
-	(*CreateUserRequest)(nil),                 // 53: tollgate.admin.v1.CreateUserRequest
-	(*CreateUserResponse)(nil),                // 54: tollgate.admin.v1.CreateUserResponse
-	(*CreateApiKeyRequest)(nil),               // 55: tollgate.admin.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),              // 56: tollgate.admin.v1.CreateApiKeyResponse
-	(*GetQuotaRequest)(nil),                   // 57: tollgate.admin.v1.GetQuotaRequest
-	(*GetQuotaResponse)(nil),                  // 58: tollgate.admin.v1.GetQuotaResponse
-	(*SetQuotaRequest)(nil),                   // 59: tollgate.admin.v1.SetQuotaRequest
-	(*SetQuotaResponse)(nil),                  // 60: tollgate.admin.v1.SetQuotaResponse
-	(*ListUsagesRequest)(nil),                 // 61: tollgate.admin.v1.ListUsagesRequest
-	(*Usage)(nil),                             // 62: tollgate.admin.v1.Usage
-	(*ListUsagesResponse)(nil),                // 63: tollgate.admin.v1.ListUsagesResponse
-	(*GetSpendRequest)(nil),                   // 64: tollgate.admin.v1.GetSpendRequest
-	(*SpendFilter)(nil),                       // 65: tollgate.admin.v1.SpendFilter
-	(*SpendGroupValue)(nil),                   // 66: tollgate.admin.v1.SpendGroupValue
-	(*SpendTokens)(nil),                       // 67: tollgate.admin.v1.SpendTokens
-	(*SpendRow)(nil),                          // 68: tollgate.admin.v1.SpendRow
-	(*GetSpendResponse)(nil),                  // 69: tollgate.admin.v1.GetSpendResponse
-	(*ExportRequest)(nil),                     // 70: tollgate.admin.v1.ExportRequest
-	(*ExportResponse)(nil),                    // 71: tollgate.admin.v1.ExportResponse
-	(*ImportRequest)(nil),                     // 72: tollgate.admin.v1.ImportRequest
-	(*ImportResponse)(nil),                    // 73: tollgate.admin.v1.ImportResponse
-	(*AdminToken)(nil),                        // 74: tollgate.admin.v1.AdminToken
-	(*CreateAdminTokenRequest)(nil),           // 75: tollgate.admin.v1.CreateAdminTokenRequest
-	(*CreateAdminTokenResponse)(nil),          // 76: tollgate.admin.v1.CreateAdminTokenResponse
-	(*ListAdminTokensRequest)(nil),            // 77: tollgate.admin.v1.ListAdminTokensRequest
-	(*ListAdminTokensResponse)(nil),           // 78: tollgate.admin.v1.ListAdminTokensResponse
-	(*DeleteAdminTokenRequest)(nil),           // 79: tollgate.admin.v1.DeleteAdminTokenRequest
-	(*DeleteAdminTokenResponse)(nil),          // 80: tollgate.admin.v1.DeleteAdminTokenResponse
-	(*AdjustQuotaRequest)(nil),                // 81: tollgate.admin.v1.AdjustQuotaRequest
-	(*QuotaAdjustment)(nil),                   // 82: tollgate.admin.v1.QuotaAdjustment
-	(*AdjustQuotaResponse)(nil),               // 83: tollgate.admin.v1.AdjustQuotaResponse
-	(*ListQuotaAdjustmentsRequest)(nil),       // 84: tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	(*ListQuotaAdjustmentsResponse)(nil),      // 85: tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	(*ListQuotaPeriodsRequest)(nil),           // 86: tollgate.admin.v1.ListQuotaPeriodsRequest
-	(*QuotaPeriod)(nil),                       // 87: tollgate.admin.v1.QuotaPeriod
-	(*ListQuotaPeriodsResponse)(nil),          // 88: tollgate.admin.v1.ListQuotaPeriodsResponse
-	(*GetSnapshotStatusRequest)(nil),          // 89: tollgate.admin.v1.GetSnapshotStatusRequest
-	(*SnapshotProblem)(nil),                   // 90: tollgate.admin.v1.SnapshotProblem
-	(*SnapshotRejection)(nil),                 // 91: tollgate.admin.v1.SnapshotRejection
-	(*GetSnapshotStatusResponse)(nil),         // 92: tollgate.admin.v1.GetSnapshotStatusResponse
-	(*WatchingDataPlane)(nil),                 // 93: tollgate.admin.v1.WatchingDataPlane
-	(*PlanPriceCatalogRequest)(nil),           // 94: tollgate.admin.v1.PlanPriceCatalogRequest
-	(*PlanPriceCatalogResponse)(nil),          // 95: tollgate.admin.v1.PlanPriceCatalogResponse
-	(*CatalogPlan)(nil),                       // 96: tollgate.admin.v1.CatalogPlan
-	(*CatalogPlanRule)(nil),                   // 97: tollgate.admin.v1.CatalogPlanRule
-	(*CatalogPlanChange)(nil),                 // 98: tollgate.admin.v1.CatalogPlanChange
-	(*CatalogFieldChange)(nil),                // 99: tollgate.admin.v1.CatalogFieldChange
-	(*CatalogPlanUnchanged)(nil),              // 100: tollgate.admin.v1.CatalogPlanUnchanged
-	(*CatalogSkipped)(nil),                    // 101: tollgate.admin.v1.CatalogSkipped
-	(*ApplyPriceCatalogRequest)(nil),          // 102: tollgate.admin.v1.ApplyPriceCatalogRequest
-	(*ApplyPriceCatalogResponse)(nil),         // 103: tollgate.admin.v1.ApplyPriceCatalogResponse
-	(*GetPriceRuleProvenanceRequest)(nil),     // 104: tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	(*GetPriceRuleProvenanceResponse)(nil),    // 105: tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	(*PriceRuleProvenance)(nil),               // 106: tollgate.admin.v1.PriceRuleProvenance
-	(*GetPriceRuleHistoryRequest)(nil),        // 107: tollgate.admin.v1.GetPriceRuleHistoryRequest
-	(*GetPriceRuleHistoryResponse)(nil),       // 108: tollgate.admin.v1.GetPriceRuleHistoryResponse
-	(*PriceRuleVersion)(nil),                  // 109: tollgate.admin.v1.PriceRuleVersion
-	(*RepricePriceRulesRequest)(nil),          // 110: tollgate.admin.v1.RepricePriceRulesRequest
-	(*RepricePriceRulesResponse)(nil),         // 111: tollgate.admin.v1.RepricePriceRulesResponse
-	(*RepriceLine)(nil),                       // 112: tollgate.admin.v1.RepriceLine
-	(*ListApiKeysRequest)(nil),                // 113: tollgate.admin.v1.ListApiKeysRequest
-	(*ListApiKeysResponse)(nil),               // 114: tollgate.admin.v1.ListApiKeysResponse
-	(*GetApiKeyRequest)(nil),                  // 115: tollgate.admin.v1.GetApiKeyRequest
-	(*GetApiKeyResponse)(nil),                 // 116: tollgate.admin.v1.GetApiKeyResponse
-	(*UpdateApiKeyRequest)(nil),               // 117: tollgate.admin.v1.UpdateApiKeyRequest
-	(*UpdateApiKeyResponse)(nil),              // 118: tollgate.admin.v1.UpdateApiKeyResponse
-	(*DeleteApiKeyRequest)(nil),               // 119: tollgate.admin.v1.DeleteApiKeyRequest
-	(*DeleteApiKeyResponse)(nil),              // 120: tollgate.admin.v1.DeleteApiKeyResponse
-	(*RotateApiKeyRequest)(nil),               // 121: tollgate.admin.v1.RotateApiKeyRequest
-	(*RotateApiKeyResponse)(nil),              // 122: tollgate.admin.v1.RotateApiKeyResponse
-	(*ListOrgsRequest)(nil),                   // 123: tollgate.admin.v1.ListOrgsRequest
-	(*ListOrgsResponse)(nil),                  // 124: tollgate.admin.v1.ListOrgsResponse
-	(*UpdateOrgRequest)(nil),                  // 125: tollgate.admin.v1.UpdateOrgRequest
-	(*UpdateOrgResponse)(nil),                 // 126: tollgate.admin.v1.UpdateOrgResponse
-	(*DeleteOrgRequest)(nil),                  // 127: tollgate.admin.v1.DeleteOrgRequest
-	(*DeleteOrgResponse)(nil),                 // 128: tollgate.admin.v1.DeleteOrgResponse
-	(*ListTeamsRequest)(nil),                  // 129: tollgate.admin.v1.ListTeamsRequest
-	(*ListTeamsResponse)(nil),                 // 130: tollgate.admin.v1.ListTeamsResponse
-	(*UpdateTeamRequest)(nil),                 // 131: tollgate.admin.v1.UpdateTeamRequest
-	(*UpdateTeamResponse)(nil),                // 132: tollgate.admin.v1.UpdateTeamResponse
-	(*DeleteTeamRequest)(nil),                 // 133: tollgate.admin.v1.DeleteTeamRequest
-	(*DeleteTeamResponse)(nil),                // 134: tollgate.admin.v1.DeleteTeamResponse
-	(*ListUsersRequest)(nil),                  // 135: tollgate.admin.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),                 // 136: tollgate.admin.v1.ListUsersResponse
-	(*UpdateUserRequest)(nil),                 // 137: tollgate.admin.v1.UpdateUserRequest
-	(*UpdateUserResponse)(nil),                // 138: tollgate.admin.v1.UpdateUserResponse
-	(*DeleteUserRequest)(nil),                 // 139: tollgate.admin.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),                // 140: tollgate.admin.v1.DeleteUserResponse
-	(*GetModelPolicyRequest)(nil),             // 141: tollgate.admin.v1.GetModelPolicyRequest
-	(*GetModelPolicyResponse)(nil),            // 142: tollgate.admin.v1.GetModelPolicyResponse
-	(*ProviderUnpricedPolicy)(nil),            // 143: tollgate.admin.v1.ProviderUnpricedPolicy
-	(*SetModelPolicyRequest)(nil),             // 144: tollgate.admin.v1.SetModelPolicyRequest
-	(*SetModelPolicyResponse)(nil),            // 145: tollgate.admin.v1.SetModelPolicyResponse
-	(*SetProviderUnpricedPolicyRequest)(nil),  // 146: tollgate.admin.v1.SetProviderUnpricedPolicyRequest
-	(*SetProviderUnpricedPolicyResponse)(nil), // 147: tollgate.admin.v1.SetProviderUnpricedPolicyResponse
-	(*ListUnpricedModelsRequest)(nil),         // 148: tollgate.admin.v1.ListUnpricedModelsRequest
-	(*ListUnpricedModelsResponse)(nil),        // 149: tollgate.admin.v1.ListUnpricedModelsResponse
-	(*UnpricedModel)(nil),                     // 150: tollgate.admin.v1.UnpricedModel
-	(*GetQuotaAlertsRequest)(nil),             // 151: tollgate.admin.v1.GetQuotaAlertsRequest
-	(*GetQuotaAlertsResponse)(nil),            // 152: tollgate.admin.v1.GetQuotaAlertsResponse
-	(*SetQuotaAlertsRequest)(nil),             // 153: tollgate.admin.v1.SetQuotaAlertsRequest
-	(*SetQuotaAlertsResponse)(nil),            // 154: tollgate.admin.v1.SetQuotaAlertsResponse
-	(*WebhookEndpoint)(nil),                   // 155: tollgate.admin.v1.WebhookEndpoint
-	(*CreateWebhookEndpointRequest)(nil),      // 156: tollgate.admin.v1.CreateWebhookEndpointRequest
-	(*CreateWebhookEndpointResponse)(nil),     // 157: tollgate.admin.v1.CreateWebhookEndpointResponse
-	(*ListWebhookEndpointsRequest)(nil),       // 158: tollgate.admin.v1.ListWebhookEndpointsRequest
-	(*ListWebhookEndpointsResponse)(nil),      // 159: tollgate.admin.v1.ListWebhookEndpointsResponse
-	(*DeleteWebhookEndpointRequest)(nil),      // 160: tollgate.admin.v1.DeleteWebhookEndpointRequest
-	(*DeleteWebhookEndpointResponse)(nil),     // 161: tollgate.admin.v1.DeleteWebhookEndpointResponse
-	(*ListAlertEventsRequest)(nil),            // 162: tollgate.admin.v1.ListAlertEventsRequest
-	(*ListAlertEventsResponse)(nil),           // 163: tollgate.admin.v1.ListAlertEventsResponse
-	(*AlertEvent)(nil),                        // 164: tollgate.admin.v1.AlertEvent
-	(*WebhookDelivery)(nil),                   // 165: tollgate.admin.v1.WebhookDelivery
-	(*ListAuditEventsRequest)(nil),            // 166: tollgate.admin.v1.ListAuditEventsRequest
-	(*AuditEvent)(nil),                        // 167: tollgate.admin.v1.AuditEvent
-	(*ListAuditEventsResponse)(nil),           // 168: tollgate.admin.v1.ListAuditEventsResponse
-	(*DataPlaneToken)(nil),                    // 169: tollgate.admin.v1.DataPlaneToken
-	(*CreateDataPlaneTokenRequest)(nil),       // 170: tollgate.admin.v1.CreateDataPlaneTokenRequest
-	(*CreateDataPlaneTokenResponse)(nil),      // 171: tollgate.admin.v1.CreateDataPlaneTokenResponse
-	(*ListDataPlaneTokensRequest)(nil),        // 172: tollgate.admin.v1.ListDataPlaneTokensRequest
-	(*ListDataPlaneTokensResponse)(nil),       // 173: tollgate.admin.v1.ListDataPlaneTokensResponse
-	(*RevokeDataPlaneTokenRequest)(nil),       // 174: tollgate.admin.v1.RevokeDataPlaneTokenRequest
-	(*RevokeDataPlaneTokenResponse)(nil),      // 175: tollgate.admin.v1.RevokeDataPlaneTokenResponse
-	nil,                                       // 176: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	nil,                                       // 177: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	(*v1.PriceRule)(nil),                      // 178: tollgate.config.v1.PriceRule
-	(*timestamppb.Timestamp)(nil),             // 179: google.protobuf.Timestamp
-	(*v1.ScheduledPriceRule)(nil),             // 180: tollgate.config.v1.ScheduledPriceRule
-	(*v11.TokenCounts)(nil),                   // 181: tollgate.settlement.v1.TokenCounts
-	(*v1.Provider)(nil),                       // 182: tollgate.config.v1.Provider
-	(*v1.Credential)(nil),                     // 183: tollgate.config.v1.Credential
-	(*v1.RoutingRule)(nil),                    // 184: tollgate.config.v1.RoutingRule
-	(*v1.Route)(nil),                          // 185: tollgate.config.v1.Route
-	(*v1.Org)(nil),                            // 186: tollgate.config.v1.Org
-	(*v1.Team)(nil),                           // 187: tollgate.config.v1.Team
-	(*v1.User)(nil),                           // 188: tollgate.config.v1.User
-	(*v1.ApiKey)(nil),                         // 189: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),                          // 190: tollgate.config.v1.Quota
-	(*v11.SettlementRecord)(nil),              // 191: tollgate.settlement.v1.SettlementRecord
-	(*v1.ModelPolicy)(nil),                    // 192: tollgate.config.v1.ModelPolicy
+	(*ListPriceRulesRequest)(nil),                  // 0: tollgate.admin.v1.ListPriceRulesRequest
+	(*ListPriceRulesResponse)(nil),                 // 1: tollgate.admin.v1.ListPriceRulesResponse
+	(*GetPriceRuleRequest)(nil),                    // 2: tollgate.admin.v1.GetPriceRuleRequest
+	(*GetPriceRuleResponse)(nil),                   // 3: tollgate.admin.v1.GetPriceRuleResponse
+	(*CreatePriceRuleRequest)(nil),                 // 4: tollgate.admin.v1.CreatePriceRuleRequest
+	(*CreatePriceRuleResponse)(nil),                // 5: tollgate.admin.v1.CreatePriceRuleResponse
+	(*UpdatePriceRuleRequest)(nil),                 // 6: tollgate.admin.v1.UpdatePriceRuleRequest
+	(*UpdatePriceRuleResponse)(nil),                // 7: tollgate.admin.v1.UpdatePriceRuleResponse
+	(*ListScheduledPriceRulesRequest)(nil),         // 8: tollgate.admin.v1.ListScheduledPriceRulesRequest
+	(*ListScheduledPriceRulesResponse)(nil),        // 9: tollgate.admin.v1.ListScheduledPriceRulesResponse
+	(*CancelScheduledPriceRuleRequest)(nil),        // 10: tollgate.admin.v1.CancelScheduledPriceRuleRequest
+	(*CancelScheduledPriceRuleResponse)(nil),       // 11: tollgate.admin.v1.CancelScheduledPriceRuleResponse
+	(*DeletePriceRuleRequest)(nil),                 // 12: tollgate.admin.v1.DeletePriceRuleRequest
+	(*DeletePriceRuleResponse)(nil),                // 13: tollgate.admin.v1.DeletePriceRuleResponse
+	(*QuotePriceRequest)(nil),                      // 14: tollgate.admin.v1.QuotePriceRequest
+	(*QuotePriceResponse)(nil),                     // 15: tollgate.admin.v1.QuotePriceResponse
+	(*Rates)(nil),                                  // 16: tollgate.admin.v1.Rates
+	(*ListProvidersRequest)(nil),                   // 17: tollgate.admin.v1.ListProvidersRequest
+	(*ListProvidersResponse)(nil),                  // 18: tollgate.admin.v1.ListProvidersResponse
+	(*GetProviderRequest)(nil),                     // 19: tollgate.admin.v1.GetProviderRequest
+	(*GetProviderResponse)(nil),                    // 20: tollgate.admin.v1.GetProviderResponse
+	(*CreateProviderRequest)(nil),                  // 21: tollgate.admin.v1.CreateProviderRequest
+	(*CreateProviderResponse)(nil),                 // 22: tollgate.admin.v1.CreateProviderResponse
+	(*UpdateProviderRequest)(nil),                  // 23: tollgate.admin.v1.UpdateProviderRequest
+	(*UpdateProviderResponse)(nil),                 // 24: tollgate.admin.v1.UpdateProviderResponse
+	(*DeleteProviderRequest)(nil),                  // 25: tollgate.admin.v1.DeleteProviderRequest
+	(*DeleteProviderResponse)(nil),                 // 26: tollgate.admin.v1.DeleteProviderResponse
+	(*CreateCredentialRequest)(nil),                // 27: tollgate.admin.v1.CreateCredentialRequest
+	(*CreateCredentialResponse)(nil),               // 28: tollgate.admin.v1.CreateCredentialResponse
+	(*DeleteCredentialRequest)(nil),                // 29: tollgate.admin.v1.DeleteCredentialRequest
+	(*DeleteCredentialResponse)(nil),               // 30: tollgate.admin.v1.DeleteCredentialResponse
+	(*ListRoutingRulesRequest)(nil),                // 31: tollgate.admin.v1.ListRoutingRulesRequest
+	(*ListRoutingRulesResponse)(nil),               // 32: tollgate.admin.v1.ListRoutingRulesResponse
+	(*UpsertRoutingRulesRequest)(nil),              // 33: tollgate.admin.v1.UpsertRoutingRulesRequest
+	(*UpsertRoutingRulesResponse)(nil),             // 34: tollgate.admin.v1.UpsertRoutingRulesResponse
+	(*ResetRoutingRulesRequest)(nil),               // 35: tollgate.admin.v1.ResetRoutingRulesRequest
+	(*ResetRoutingRulesResponse)(nil),              // 36: tollgate.admin.v1.ResetRoutingRulesResponse
+	(*DeleteRoutingRuleRequest)(nil),               // 37: tollgate.admin.v1.DeleteRoutingRuleRequest
+	(*DeleteRoutingRuleResponse)(nil),              // 38: tollgate.admin.v1.DeleteRoutingRuleResponse
+	(*ListRoutesRequest)(nil),                      // 39: tollgate.admin.v1.ListRoutesRequest
+	(*ListRoutesResponse)(nil),                     // 40: tollgate.admin.v1.ListRoutesResponse
+	(*GetRouteRequest)(nil),                        // 41: tollgate.admin.v1.GetRouteRequest
+	(*GetRouteResponse)(nil),                       // 42: tollgate.admin.v1.GetRouteResponse
+	(*CreateRouteRequest)(nil),                     // 43: tollgate.admin.v1.CreateRouteRequest
+	(*CreateRouteResponse)(nil),                    // 44: tollgate.admin.v1.CreateRouteResponse
+	(*UpdateRouteRequest)(nil),                     // 45: tollgate.admin.v1.UpdateRouteRequest
+	(*UpdateRouteResponse)(nil),                    // 46: tollgate.admin.v1.UpdateRouteResponse
+	(*DeleteRouteRequest)(nil),                     // 47: tollgate.admin.v1.DeleteRouteRequest
+	(*DeleteRouteResponse)(nil),                    // 48: tollgate.admin.v1.DeleteRouteResponse
+	(*CreateOrgRequest)(nil),                       // 49: tollgate.admin.v1.CreateOrgRequest
+	(*CreateOrgResponse)(nil),                      // 50: tollgate.admin.v1.CreateOrgResponse
+	(*CreateTeamRequest)(nil),                      // 51: tollgate.admin.v1.CreateTeamRequest
+	(*CreateTeamResponse)(nil),                     // 52: tollgate.admin.v1.CreateTeamResponse
+	(*CreateUserRequest)(nil),                      // 53: tollgate.admin.v1.CreateUserRequest
+	(*CreateUserResponse)(nil),                     // 54: tollgate.admin.v1.CreateUserResponse
+	(*CreateApiKeyRequest)(nil),                    // 55: tollgate.admin.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),                   // 56: tollgate.admin.v1.CreateApiKeyResponse
+	(*GetQuotaRequest)(nil),                        // 57: tollgate.admin.v1.GetQuotaRequest
+	(*GetQuotaResponse)(nil),                       // 58: tollgate.admin.v1.GetQuotaResponse
+	(*SetQuotaRequest)(nil),                        // 59: tollgate.admin.v1.SetQuotaRequest
+	(*SetQuotaResponse)(nil),                       // 60: tollgate.admin.v1.SetQuotaResponse
+	(*ListUsagesRequest)(nil),                      // 61: tollgate.admin.v1.ListUsagesRequest
+	(*Usage)(nil),                                  // 62: tollgate.admin.v1.Usage
+	(*ListUsagesResponse)(nil),                     // 63: tollgate.admin.v1.ListUsagesResponse
+	(*GetSpendRequest)(nil),                        // 64: tollgate.admin.v1.GetSpendRequest
+	(*SpendFilter)(nil),                            // 65: tollgate.admin.v1.SpendFilter
+	(*SpendGroupValue)(nil),                        // 66: tollgate.admin.v1.SpendGroupValue
+	(*SpendTokens)(nil),                            // 67: tollgate.admin.v1.SpendTokens
+	(*SpendRow)(nil),                               // 68: tollgate.admin.v1.SpendRow
+	(*GetSpendResponse)(nil),                       // 69: tollgate.admin.v1.GetSpendResponse
+	(*ExportRequest)(nil),                          // 70: tollgate.admin.v1.ExportRequest
+	(*ExportResponse)(nil),                         // 71: tollgate.admin.v1.ExportResponse
+	(*ImportRequest)(nil),                          // 72: tollgate.admin.v1.ImportRequest
+	(*ImportResponse)(nil),                         // 73: tollgate.admin.v1.ImportResponse
+	(*AdminToken)(nil),                             // 74: tollgate.admin.v1.AdminToken
+	(*CreateAdminTokenRequest)(nil),                // 75: tollgate.admin.v1.CreateAdminTokenRequest
+	(*CreateAdminTokenResponse)(nil),               // 76: tollgate.admin.v1.CreateAdminTokenResponse
+	(*ListAdminTokensRequest)(nil),                 // 77: tollgate.admin.v1.ListAdminTokensRequest
+	(*ListAdminTokensResponse)(nil),                // 78: tollgate.admin.v1.ListAdminTokensResponse
+	(*DeleteAdminTokenRequest)(nil),                // 79: tollgate.admin.v1.DeleteAdminTokenRequest
+	(*DeleteAdminTokenResponse)(nil),               // 80: tollgate.admin.v1.DeleteAdminTokenResponse
+	(*AdjustQuotaRequest)(nil),                     // 81: tollgate.admin.v1.AdjustQuotaRequest
+	(*QuotaAdjustment)(nil),                        // 82: tollgate.admin.v1.QuotaAdjustment
+	(*AdjustQuotaResponse)(nil),                    // 83: tollgate.admin.v1.AdjustQuotaResponse
+	(*ListQuotaAdjustmentsRequest)(nil),            // 84: tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	(*ListQuotaAdjustmentsResponse)(nil),           // 85: tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	(*ListQuotaPeriodsRequest)(nil),                // 86: tollgate.admin.v1.ListQuotaPeriodsRequest
+	(*QuotaPeriod)(nil),                            // 87: tollgate.admin.v1.QuotaPeriod
+	(*ListQuotaPeriodsResponse)(nil),               // 88: tollgate.admin.v1.ListQuotaPeriodsResponse
+	(*GetSnapshotStatusRequest)(nil),               // 89: tollgate.admin.v1.GetSnapshotStatusRequest
+	(*SnapshotProblem)(nil),                        // 90: tollgate.admin.v1.SnapshotProblem
+	(*SnapshotRejection)(nil),                      // 91: tollgate.admin.v1.SnapshotRejection
+	(*GetSnapshotStatusResponse)(nil),              // 92: tollgate.admin.v1.GetSnapshotStatusResponse
+	(*WatchingDataPlane)(nil),                      // 93: tollgate.admin.v1.WatchingDataPlane
+	(*PlanPriceCatalogRequest)(nil),                // 94: tollgate.admin.v1.PlanPriceCatalogRequest
+	(*PlanPriceCatalogResponse)(nil),               // 95: tollgate.admin.v1.PlanPriceCatalogResponse
+	(*CatalogPlan)(nil),                            // 96: tollgate.admin.v1.CatalogPlan
+	(*CatalogPlanRule)(nil),                        // 97: tollgate.admin.v1.CatalogPlanRule
+	(*CatalogPlanChange)(nil),                      // 98: tollgate.admin.v1.CatalogPlanChange
+	(*CatalogFieldChange)(nil),                     // 99: tollgate.admin.v1.CatalogFieldChange
+	(*CatalogPlanUnchanged)(nil),                   // 100: tollgate.admin.v1.CatalogPlanUnchanged
+	(*CatalogSkipped)(nil),                         // 101: tollgate.admin.v1.CatalogSkipped
+	(*ApplyPriceCatalogRequest)(nil),               // 102: tollgate.admin.v1.ApplyPriceCatalogRequest
+	(*ApplyPriceCatalogResponse)(nil),              // 103: tollgate.admin.v1.ApplyPriceCatalogResponse
+	(*GetPriceRuleProvenanceRequest)(nil),          // 104: tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	(*GetPriceRuleProvenanceResponse)(nil),         // 105: tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	(*PriceRuleProvenance)(nil),                    // 106: tollgate.admin.v1.PriceRuleProvenance
+	(*GetPriceRuleHistoryRequest)(nil),             // 107: tollgate.admin.v1.GetPriceRuleHistoryRequest
+	(*GetPriceRuleHistoryResponse)(nil),            // 108: tollgate.admin.v1.GetPriceRuleHistoryResponse
+	(*PriceRuleVersion)(nil),                       // 109: tollgate.admin.v1.PriceRuleVersion
+	(*RepricePriceRulesRequest)(nil),               // 110: tollgate.admin.v1.RepricePriceRulesRequest
+	(*RepricePriceRulesResponse)(nil),              // 111: tollgate.admin.v1.RepricePriceRulesResponse
+	(*RepriceLine)(nil),                            // 112: tollgate.admin.v1.RepriceLine
+	(*ListApiKeysRequest)(nil),                     // 113: tollgate.admin.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),                    // 114: tollgate.admin.v1.ListApiKeysResponse
+	(*GetApiKeyRequest)(nil),                       // 115: tollgate.admin.v1.GetApiKeyRequest
+	(*GetApiKeyResponse)(nil),                      // 116: tollgate.admin.v1.GetApiKeyResponse
+	(*UpdateApiKeyRequest)(nil),                    // 117: tollgate.admin.v1.UpdateApiKeyRequest
+	(*UpdateApiKeyResponse)(nil),                   // 118: tollgate.admin.v1.UpdateApiKeyResponse
+	(*DeleteApiKeyRequest)(nil),                    // 119: tollgate.admin.v1.DeleteApiKeyRequest
+	(*DeleteApiKeyResponse)(nil),                   // 120: tollgate.admin.v1.DeleteApiKeyResponse
+	(*RotateApiKeyRequest)(nil),                    // 121: tollgate.admin.v1.RotateApiKeyRequest
+	(*RotateApiKeyResponse)(nil),                   // 122: tollgate.admin.v1.RotateApiKeyResponse
+	(*ListOrgsRequest)(nil),                        // 123: tollgate.admin.v1.ListOrgsRequest
+	(*ListOrgsResponse)(nil),                       // 124: tollgate.admin.v1.ListOrgsResponse
+	(*UpdateOrgRequest)(nil),                       // 125: tollgate.admin.v1.UpdateOrgRequest
+	(*UpdateOrgResponse)(nil),                      // 126: tollgate.admin.v1.UpdateOrgResponse
+	(*DeleteOrgRequest)(nil),                       // 127: tollgate.admin.v1.DeleteOrgRequest
+	(*DeleteOrgResponse)(nil),                      // 128: tollgate.admin.v1.DeleteOrgResponse
+	(*ListTeamsRequest)(nil),                       // 129: tollgate.admin.v1.ListTeamsRequest
+	(*ListTeamsResponse)(nil),                      // 130: tollgate.admin.v1.ListTeamsResponse
+	(*UpdateTeamRequest)(nil),                      // 131: tollgate.admin.v1.UpdateTeamRequest
+	(*UpdateTeamResponse)(nil),                     // 132: tollgate.admin.v1.UpdateTeamResponse
+	(*DeleteTeamRequest)(nil),                      // 133: tollgate.admin.v1.DeleteTeamRequest
+	(*DeleteTeamResponse)(nil),                     // 134: tollgate.admin.v1.DeleteTeamResponse
+	(*ListUsersRequest)(nil),                       // 135: tollgate.admin.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),                      // 136: tollgate.admin.v1.ListUsersResponse
+	(*UpdateUserRequest)(nil),                      // 137: tollgate.admin.v1.UpdateUserRequest
+	(*UpdateUserResponse)(nil),                     // 138: tollgate.admin.v1.UpdateUserResponse
+	(*DeleteUserRequest)(nil),                      // 139: tollgate.admin.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),                     // 140: tollgate.admin.v1.DeleteUserResponse
+	(*GetModelPolicyRequest)(nil),                  // 141: tollgate.admin.v1.GetModelPolicyRequest
+	(*GetModelPolicyResponse)(nil),                 // 142: tollgate.admin.v1.GetModelPolicyResponse
+	(*ProviderUnpricedPolicy)(nil),                 // 143: tollgate.admin.v1.ProviderUnpricedPolicy
+	(*SetModelPolicyRequest)(nil),                  // 144: tollgate.admin.v1.SetModelPolicyRequest
+	(*SetModelPolicyResponse)(nil),                 // 145: tollgate.admin.v1.SetModelPolicyResponse
+	(*SetProviderUnpricedPolicyRequest)(nil),       // 146: tollgate.admin.v1.SetProviderUnpricedPolicyRequest
+	(*SetProviderUnpricedPolicyResponse)(nil),      // 147: tollgate.admin.v1.SetProviderUnpricedPolicyResponse
+	(*ListUnpricedModelsRequest)(nil),              // 148: tollgate.admin.v1.ListUnpricedModelsRequest
+	(*ListUnpricedModelsResponse)(nil),             // 149: tollgate.admin.v1.ListUnpricedModelsResponse
+	(*UnpricedModel)(nil),                          // 150: tollgate.admin.v1.UnpricedModel
+	(*GetQuotaAlertsRequest)(nil),                  // 151: tollgate.admin.v1.GetQuotaAlertsRequest
+	(*GetQuotaAlertsResponse)(nil),                 // 152: tollgate.admin.v1.GetQuotaAlertsResponse
+	(*SetQuotaAlertsRequest)(nil),                  // 153: tollgate.admin.v1.SetQuotaAlertsRequest
+	(*SetQuotaAlertsResponse)(nil),                 // 154: tollgate.admin.v1.SetQuotaAlertsResponse
+	(*WebhookEndpoint)(nil),                        // 155: tollgate.admin.v1.WebhookEndpoint
+	(*CreateWebhookEndpointRequest)(nil),           // 156: tollgate.admin.v1.CreateWebhookEndpointRequest
+	(*CreateWebhookEndpointResponse)(nil),          // 157: tollgate.admin.v1.CreateWebhookEndpointResponse
+	(*ListWebhookEndpointsRequest)(nil),            // 158: tollgate.admin.v1.ListWebhookEndpointsRequest
+	(*ListWebhookEndpointsResponse)(nil),           // 159: tollgate.admin.v1.ListWebhookEndpointsResponse
+	(*DeleteWebhookEndpointRequest)(nil),           // 160: tollgate.admin.v1.DeleteWebhookEndpointRequest
+	(*DeleteWebhookEndpointResponse)(nil),          // 161: tollgate.admin.v1.DeleteWebhookEndpointResponse
+	(*ListAlertEventsRequest)(nil),                 // 162: tollgate.admin.v1.ListAlertEventsRequest
+	(*ListAlertEventsResponse)(nil),                // 163: tollgate.admin.v1.ListAlertEventsResponse
+	(*AlertEvent)(nil),                             // 164: tollgate.admin.v1.AlertEvent
+	(*WebhookDelivery)(nil),                        // 165: tollgate.admin.v1.WebhookDelivery
+	(*ListAuditEventsRequest)(nil),                 // 166: tollgate.admin.v1.ListAuditEventsRequest
+	(*AuditEvent)(nil),                             // 167: tollgate.admin.v1.AuditEvent
+	(*ListAuditEventsResponse)(nil),                // 168: tollgate.admin.v1.ListAuditEventsResponse
+	(*DataPlaneToken)(nil),                         // 169: tollgate.admin.v1.DataPlaneToken
+	(*CreateDataPlaneTokenRequest)(nil),            // 170: tollgate.admin.v1.CreateDataPlaneTokenRequest
+	(*CreateDataPlaneTokenResponse)(nil),           // 171: tollgate.admin.v1.CreateDataPlaneTokenResponse
+	(*ListDataPlaneTokensRequest)(nil),             // 172: tollgate.admin.v1.ListDataPlaneTokensRequest
+	(*ListDataPlaneTokensResponse)(nil),            // 173: tollgate.admin.v1.ListDataPlaneTokensResponse
+	(*RevokeDataPlaneTokenRequest)(nil),            // 174: tollgate.admin.v1.RevokeDataPlaneTokenRequest
+	(*RevokeDataPlaneTokenResponse)(nil),           // 175: tollgate.admin.v1.RevokeDataPlaneTokenResponse
+	(*ReconciliationProvider)(nil),                 // 176: tollgate.admin.v1.ReconciliationProvider
+	(*ListReconciliationProvidersRequest)(nil),     // 177: tollgate.admin.v1.ListReconciliationProvidersRequest
+	(*ListReconciliationProvidersResponse)(nil),    // 178: tollgate.admin.v1.ListReconciliationProvidersResponse
+	(*SetReconciliationProviderRequest)(nil),       // 179: tollgate.admin.v1.SetReconciliationProviderRequest
+	(*SetReconciliationProviderResponse)(nil),      // 180: tollgate.admin.v1.SetReconciliationProviderResponse
+	(*SetReconciliationCredentialRefRequest)(nil),  // 181: tollgate.admin.v1.SetReconciliationCredentialRefRequest
+	(*SetReconciliationCredentialRefResponse)(nil), // 182: tollgate.admin.v1.SetReconciliationCredentialRefResponse
+	(*ReconciliationTokens)(nil),                   // 183: tollgate.admin.v1.ReconciliationTokens
+	(*ReconciliationPriceRuleUse)(nil),             // 184: tollgate.admin.v1.ReconciliationPriceRuleUse
+	(*ReconciliationLine)(nil),                     // 185: tollgate.admin.v1.ReconciliationLine
+	(*ReconciliationRun)(nil),                      // 186: tollgate.admin.v1.ReconciliationRun
+	(*RunReconciliationRequest)(nil),               // 187: tollgate.admin.v1.RunReconciliationRequest
+	(*RunReconciliationResponse)(nil),              // 188: tollgate.admin.v1.RunReconciliationResponse
+	(*ListReconciliationRunsRequest)(nil),          // 189: tollgate.admin.v1.ListReconciliationRunsRequest
+	(*ListReconciliationRunsResponse)(nil),         // 190: tollgate.admin.v1.ListReconciliationRunsResponse
+	(*GetReconciliationRunRequest)(nil),            // 191: tollgate.admin.v1.GetReconciliationRunRequest
+	(*GetReconciliationRunResponse)(nil),           // 192: tollgate.admin.v1.GetReconciliationRunResponse
+	(*GetReconciliationDriftRequest)(nil),          // 193: tollgate.admin.v1.GetReconciliationDriftRequest
+	(*GetReconciliationDriftResponse)(nil),         // 194: tollgate.admin.v1.GetReconciliationDriftResponse
+	(*ReconciliationDriftPoint)(nil),               // 195: tollgate.admin.v1.ReconciliationDriftPoint
+	nil,                                            // 196: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	nil,                                            // 197: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	(*v1.PriceRule)(nil),                           // 198: tollgate.config.v1.PriceRule
+	(*timestamppb.Timestamp)(nil),                  // 199: google.protobuf.Timestamp
+	(*v1.ScheduledPriceRule)(nil),                  // 200: tollgate.config.v1.ScheduledPriceRule
+	(*v11.TokenCounts)(nil),                        // 201: tollgate.settlement.v1.TokenCounts
+	(*v1.Provider)(nil),                            // 202: tollgate.config.v1.Provider
+	(*v1.Credential)(nil),                          // 203: tollgate.config.v1.Credential
+	(*v1.RoutingRule)(nil),                         // 204: tollgate.config.v1.RoutingRule
+	(*v1.Route)(nil),                               // 205: tollgate.config.v1.Route
+	(*v1.Org)(nil),                                 // 206: tollgate.config.v1.Org
+	(*v1.Team)(nil),                                // 207: tollgate.config.v1.Team
+	(*v1.User)(nil),                                // 208: tollgate.config.v1.User
+	(*v1.ApiKey)(nil),                              // 209: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),                               // 210: tollgate.config.v1.Quota
+	(*v11.SettlementRecord)(nil),                   // 211: tollgate.settlement.v1.SettlementRecord
+	(*v1.ModelPolicy)(nil),                         // 212: tollgate.config.v1.ModelPolicy
 }
 var file_tollgate_admin_v1_admin_proto_depIdxs = []int32{
-	178, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
-	178, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	178, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	179, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	178, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	180, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	178, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	179, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	178, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	180, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	180, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
-	181, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
-	179, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
+	198, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
+	198, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	198, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	199, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	198, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	200, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	198, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	199, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	198, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	200, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	200, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
+	201, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
+	199, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
 	16,  // 13: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
-	182, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
-	182, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	182, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	182, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	182, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	182, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	183, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
-	183, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
-	184, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	184, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
-	184, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	184, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	185, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
-	185, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
-	185, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	185, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	185, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	185, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	186, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	186, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	187, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	187, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	188, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
-	188, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
-	179, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	189, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	190, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	190, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	179, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
-	179, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
-	191, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
+	202, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
+	202, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	202, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	202, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	202, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	202, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	203, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
+	203, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
+	204, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	204, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
+	204, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	204, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	205, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
+	205, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
+	205, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	205, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	205, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	205, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	206, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	206, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	207, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	207, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	208, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
+	208, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
+	199, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	209, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	210, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	210, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	199, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
+	199, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
+	211, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
 	62,  // 45: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
-	179, // 46: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
-	179, // 47: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
+	199, // 46: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
+	199, // 47: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
 	65,  // 48: tollgate.admin.v1.GetSpendRequest.filters:type_name -> tollgate.admin.v1.SpendFilter
-	179, // 49: tollgate.admin.v1.SpendRow.bucket_start:type_name -> google.protobuf.Timestamp
+	199, // 49: tollgate.admin.v1.SpendRow.bucket_start:type_name -> google.protobuf.Timestamp
 	66,  // 50: tollgate.admin.v1.SpendRow.group:type_name -> tollgate.admin.v1.SpendGroupValue
 	67,  // 51: tollgate.admin.v1.SpendRow.tokens:type_name -> tollgate.admin.v1.SpendTokens
 	68,  // 52: tollgate.admin.v1.GetSpendResponse.rows:type_name -> tollgate.admin.v1.SpendRow
 	68,  // 53: tollgate.admin.v1.GetSpendResponse.total:type_name -> tollgate.admin.v1.SpendRow
-	178, // 54: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
-	184, // 55: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	178, // 56: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
-	184, // 57: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	180, // 58: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
-	179, // 59: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
+	198, // 54: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
+	204, // 55: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	198, // 56: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
+	204, // 57: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	200, // 58: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
+	199, // 59: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
 	74,  // 60: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
 	74,  // 61: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
-	179, // 62: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
-	179, // 63: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
-	179, // 64: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
+	199, // 62: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
+	199, // 63: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
+	199, // 64: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
 	82,  // 65: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
-	190, // 66: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	210, // 66: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
 	82,  // 67: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
-	179, // 68: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
-	179, // 69: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
+	199, // 68: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
+	199, // 69: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
 	87,  // 70: tollgate.admin.v1.ListQuotaPeriodsResponse.items:type_name -> tollgate.admin.v1.QuotaPeriod
-	179, // 71: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
+	199, // 71: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
 	90,  // 72: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
 	91,  // 73: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
 	93,  // 74: tollgate.admin.v1.GetSnapshotStatusResponse.data_planes:type_name -> tollgate.admin.v1.WatchingDataPlane
-	179, // 75: tollgate.admin.v1.WatchingDataPlane.connected_since:type_name -> google.protobuf.Timestamp
-	179, // 76: tollgate.admin.v1.WatchingDataPlane.last_sent_at:type_name -> google.protobuf.Timestamp
-	176, // 77: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	177, // 78: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	179, // 79: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
+	199, // 75: tollgate.admin.v1.WatchingDataPlane.connected_since:type_name -> google.protobuf.Timestamp
+	199, // 76: tollgate.admin.v1.WatchingDataPlane.last_sent_at:type_name -> google.protobuf.Timestamp
+	196, // 77: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	197, // 78: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	199, // 79: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
 	96,  // 80: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
-	179, // 81: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
+	199, // 81: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
 	97,  // 82: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
 	98,  // 83: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
 	100, // 84: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
 	101, // 85: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
-	178, // 86: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
+	198, // 86: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
 	99,  // 87: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
-	178, // 88: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
-	179, // 89: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
-	179, // 90: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
+	198, // 88: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
+	199, // 89: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
+	199, // 90: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
 	106, // 91: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
-	179, // 92: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
+	199, // 92: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
 	109, // 93: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
-	179, // 94: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
-	179, // 95: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
-	178, // 96: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
-	179, // 97: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
-	179, // 98: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
-	179, // 99: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
-	178, // 100: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
-	179, // 101: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
-	179, // 102: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
+	199, // 94: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
+	199, // 95: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
+	198, // 96: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
+	199, // 97: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
+	199, // 98: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
+	199, // 99: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
+	198, // 100: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
+	199, // 101: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
+	199, // 102: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
 	112, // 103: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
-	189, // 104: tollgate.admin.v1.ListApiKeysResponse.items:type_name -> tollgate.config.v1.ApiKey
-	189, // 105: tollgate.admin.v1.GetApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	179, // 106: tollgate.admin.v1.UpdateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	189, // 107: tollgate.admin.v1.UpdateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	189, // 108: tollgate.admin.v1.RotateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	186, // 109: tollgate.admin.v1.ListOrgsResponse.items:type_name -> tollgate.config.v1.Org
-	186, // 110: tollgate.admin.v1.UpdateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	186, // 111: tollgate.admin.v1.UpdateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	187, // 112: tollgate.admin.v1.ListTeamsResponse.items:type_name -> tollgate.config.v1.Team
-	187, // 113: tollgate.admin.v1.UpdateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	187, // 114: tollgate.admin.v1.UpdateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	188, // 115: tollgate.admin.v1.ListUsersResponse.items:type_name -> tollgate.config.v1.User
-	188, // 116: tollgate.admin.v1.UpdateUserRequest.user:type_name -> tollgate.config.v1.User
-	188, // 117: tollgate.admin.v1.UpdateUserResponse.user:type_name -> tollgate.config.v1.User
-	192, // 118: tollgate.admin.v1.GetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
+	209, // 104: tollgate.admin.v1.ListApiKeysResponse.items:type_name -> tollgate.config.v1.ApiKey
+	209, // 105: tollgate.admin.v1.GetApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	199, // 106: tollgate.admin.v1.UpdateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	209, // 107: tollgate.admin.v1.UpdateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	209, // 108: tollgate.admin.v1.RotateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	206, // 109: tollgate.admin.v1.ListOrgsResponse.items:type_name -> tollgate.config.v1.Org
+	206, // 110: tollgate.admin.v1.UpdateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	206, // 111: tollgate.admin.v1.UpdateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	207, // 112: tollgate.admin.v1.ListTeamsResponse.items:type_name -> tollgate.config.v1.Team
+	207, // 113: tollgate.admin.v1.UpdateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	207, // 114: tollgate.admin.v1.UpdateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	208, // 115: tollgate.admin.v1.ListUsersResponse.items:type_name -> tollgate.config.v1.User
+	208, // 116: tollgate.admin.v1.UpdateUserRequest.user:type_name -> tollgate.config.v1.User
+	208, // 117: tollgate.admin.v1.UpdateUserResponse.user:type_name -> tollgate.config.v1.User
+	212, // 118: tollgate.admin.v1.GetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
 	143, // 119: tollgate.admin.v1.GetModelPolicyResponse.providers:type_name -> tollgate.admin.v1.ProviderUnpricedPolicy
-	192, // 120: tollgate.admin.v1.SetModelPolicyRequest.policy:type_name -> tollgate.config.v1.ModelPolicy
-	192, // 121: tollgate.admin.v1.SetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
-	179, // 122: tollgate.admin.v1.ListUnpricedModelsRequest.since:type_name -> google.protobuf.Timestamp
+	212, // 120: tollgate.admin.v1.SetModelPolicyRequest.policy:type_name -> tollgate.config.v1.ModelPolicy
+	212, // 121: tollgate.admin.v1.SetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
+	199, // 122: tollgate.admin.v1.ListUnpricedModelsRequest.since:type_name -> google.protobuf.Timestamp
 	150, // 123: tollgate.admin.v1.ListUnpricedModelsResponse.items:type_name -> tollgate.admin.v1.UnpricedModel
-	179, // 124: tollgate.admin.v1.UnpricedModel.first_seen:type_name -> google.protobuf.Timestamp
-	179, // 125: tollgate.admin.v1.UnpricedModel.last_seen:type_name -> google.protobuf.Timestamp
-	179, // 126: tollgate.admin.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
+	199, // 124: tollgate.admin.v1.UnpricedModel.first_seen:type_name -> google.protobuf.Timestamp
+	199, // 125: tollgate.admin.v1.UnpricedModel.last_seen:type_name -> google.protobuf.Timestamp
+	199, // 126: tollgate.admin.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
 	155, // 127: tollgate.admin.v1.CreateWebhookEndpointResponse.endpoint:type_name -> tollgate.admin.v1.WebhookEndpoint
 	155, // 128: tollgate.admin.v1.ListWebhookEndpointsResponse.items:type_name -> tollgate.admin.v1.WebhookEndpoint
 	164, // 129: tollgate.admin.v1.ListAlertEventsResponse.items:type_name -> tollgate.admin.v1.AlertEvent
-	179, // 130: tollgate.admin.v1.AlertEvent.period_start:type_name -> google.protobuf.Timestamp
-	179, // 131: tollgate.admin.v1.AlertEvent.created_at:type_name -> google.protobuf.Timestamp
+	199, // 130: tollgate.admin.v1.AlertEvent.period_start:type_name -> google.protobuf.Timestamp
+	199, // 131: tollgate.admin.v1.AlertEvent.created_at:type_name -> google.protobuf.Timestamp
 	165, // 132: tollgate.admin.v1.AlertEvent.deliveries:type_name -> tollgate.admin.v1.WebhookDelivery
-	179, // 133: tollgate.admin.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
-	179, // 134: tollgate.admin.v1.ListAuditEventsRequest.since:type_name -> google.protobuf.Timestamp
-	179, // 135: tollgate.admin.v1.ListAuditEventsRequest.until:type_name -> google.protobuf.Timestamp
-	179, // 136: tollgate.admin.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	199, // 133: tollgate.admin.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
+	199, // 134: tollgate.admin.v1.ListAuditEventsRequest.since:type_name -> google.protobuf.Timestamp
+	199, // 135: tollgate.admin.v1.ListAuditEventsRequest.until:type_name -> google.protobuf.Timestamp
+	199, // 136: tollgate.admin.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
 	167, // 137: tollgate.admin.v1.ListAuditEventsResponse.items:type_name -> tollgate.admin.v1.AuditEvent
-	179, // 138: tollgate.admin.v1.DataPlaneToken.created_at:type_name -> google.protobuf.Timestamp
-	179, // 139: tollgate.admin.v1.DataPlaneToken.revoked_at:type_name -> google.protobuf.Timestamp
+	199, // 138: tollgate.admin.v1.DataPlaneToken.created_at:type_name -> google.protobuf.Timestamp
+	199, // 139: tollgate.admin.v1.DataPlaneToken.revoked_at:type_name -> google.protobuf.Timestamp
 	169, // 140: tollgate.admin.v1.CreateDataPlaneTokenResponse.dataplane_token:type_name -> tollgate.admin.v1.DataPlaneToken
 	169, // 141: tollgate.admin.v1.ListDataPlaneTokensResponse.items:type_name -> tollgate.admin.v1.DataPlaneToken
 	169, // 142: tollgate.admin.v1.RevokeDataPlaneTokenResponse.dataplane_token:type_name -> tollgate.admin.v1.DataPlaneToken
-	0,   // 143: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
-	2,   // 144: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
-	4,   // 145: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
-	6,   // 146: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
-	12,  // 147: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
-	14,  // 148: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
-	17,  // 149: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	19,  // 150: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	21,  // 151: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	23,  // 152: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	25,  // 153: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	27,  // 154: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
-	29,  // 155: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
-	31,  // 156: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
-	33,  // 157: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
-	35,  // 158: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
-	37,  // 159: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
-	39,  // 160: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
-	41,  // 161: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
-	43,  // 162: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
-	45,  // 163: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
-	47,  // 164: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
-	49,  // 165: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
-	51,  // 166: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
-	53,  // 167: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
-	55,  // 168: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
-	57,  // 169: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
-	59,  // 170: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
-	81,  // 171: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
-	84,  // 172: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	86,  // 173: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
-	61,  // 174: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
-	64,  // 175: tollgate.admin.v1.AdminService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
-	70,  // 176: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
-	72,  // 177: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
-	75,  // 178: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
-	77,  // 179: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
-	79,  // 180: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
-	89,  // 181: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
-	94,  // 182: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
-	102, // 183: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
-	104, // 184: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	107, // 185: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
-	110, // 186: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
-	8,   // 187: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
-	10,  // 188: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
-	113, // 189: tollgate.admin.v1.AdminService.ListApiKeys:input_type -> tollgate.admin.v1.ListApiKeysRequest
-	115, // 190: tollgate.admin.v1.AdminService.GetApiKey:input_type -> tollgate.admin.v1.GetApiKeyRequest
-	117, // 191: tollgate.admin.v1.AdminService.UpdateApiKey:input_type -> tollgate.admin.v1.UpdateApiKeyRequest
-	119, // 192: tollgate.admin.v1.AdminService.DeleteApiKey:input_type -> tollgate.admin.v1.DeleteApiKeyRequest
-	121, // 193: tollgate.admin.v1.AdminService.RotateApiKey:input_type -> tollgate.admin.v1.RotateApiKeyRequest
-	123, // 194: tollgate.admin.v1.AdminService.ListOrgs:input_type -> tollgate.admin.v1.ListOrgsRequest
-	125, // 195: tollgate.admin.v1.AdminService.UpdateOrg:input_type -> tollgate.admin.v1.UpdateOrgRequest
-	127, // 196: tollgate.admin.v1.AdminService.DeleteOrg:input_type -> tollgate.admin.v1.DeleteOrgRequest
-	129, // 197: tollgate.admin.v1.AdminService.ListTeams:input_type -> tollgate.admin.v1.ListTeamsRequest
-	131, // 198: tollgate.admin.v1.AdminService.UpdateTeam:input_type -> tollgate.admin.v1.UpdateTeamRequest
-	133, // 199: tollgate.admin.v1.AdminService.DeleteTeam:input_type -> tollgate.admin.v1.DeleteTeamRequest
-	135, // 200: tollgate.admin.v1.AdminService.ListUsers:input_type -> tollgate.admin.v1.ListUsersRequest
-	137, // 201: tollgate.admin.v1.AdminService.UpdateUser:input_type -> tollgate.admin.v1.UpdateUserRequest
-	139, // 202: tollgate.admin.v1.AdminService.DeleteUser:input_type -> tollgate.admin.v1.DeleteUserRequest
-	141, // 203: tollgate.admin.v1.AdminService.GetModelPolicy:input_type -> tollgate.admin.v1.GetModelPolicyRequest
-	144, // 204: tollgate.admin.v1.AdminService.SetModelPolicy:input_type -> tollgate.admin.v1.SetModelPolicyRequest
-	146, // 205: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:input_type -> tollgate.admin.v1.SetProviderUnpricedPolicyRequest
-	148, // 206: tollgate.admin.v1.AdminService.ListUnpricedModels:input_type -> tollgate.admin.v1.ListUnpricedModelsRequest
-	151, // 207: tollgate.admin.v1.AdminService.GetQuotaAlerts:input_type -> tollgate.admin.v1.GetQuotaAlertsRequest
-	153, // 208: tollgate.admin.v1.AdminService.SetQuotaAlerts:input_type -> tollgate.admin.v1.SetQuotaAlertsRequest
-	156, // 209: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:input_type -> tollgate.admin.v1.CreateWebhookEndpointRequest
-	158, // 210: tollgate.admin.v1.AdminService.ListWebhookEndpoints:input_type -> tollgate.admin.v1.ListWebhookEndpointsRequest
-	160, // 211: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:input_type -> tollgate.admin.v1.DeleteWebhookEndpointRequest
-	162, // 212: tollgate.admin.v1.AdminService.ListAlertEvents:input_type -> tollgate.admin.v1.ListAlertEventsRequest
-	166, // 213: tollgate.admin.v1.AdminService.ListAuditEvents:input_type -> tollgate.admin.v1.ListAuditEventsRequest
-	170, // 214: tollgate.admin.v1.AdminService.CreateDataPlaneToken:input_type -> tollgate.admin.v1.CreateDataPlaneTokenRequest
-	172, // 215: tollgate.admin.v1.AdminService.ListDataPlaneTokens:input_type -> tollgate.admin.v1.ListDataPlaneTokensRequest
-	174, // 216: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:input_type -> tollgate.admin.v1.RevokeDataPlaneTokenRequest
-	1,   // 217: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
-	3,   // 218: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
-	5,   // 219: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
-	7,   // 220: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
-	13,  // 221: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
-	15,  // 222: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
-	18,  // 223: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	20,  // 224: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	22,  // 225: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	24,  // 226: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	26,  // 227: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	28,  // 228: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
-	30,  // 229: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
-	32,  // 230: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
-	34,  // 231: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
-	36,  // 232: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
-	38,  // 233: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
-	40,  // 234: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
-	42,  // 235: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
-	44,  // 236: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
-	46,  // 237: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
-	48,  // 238: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
-	50,  // 239: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
-	52,  // 240: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
-	54,  // 241: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
-	56,  // 242: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
-	58,  // 243: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
-	60,  // 244: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
-	83,  // 245: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
-	85,  // 246: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	88,  // 247: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
-	63,  // 248: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
-	69,  // 249: tollgate.admin.v1.AdminService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
-	71,  // 250: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
-	73,  // 251: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
-	76,  // 252: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
-	78,  // 253: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
-	80,  // 254: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
-	92,  // 255: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
-	95,  // 256: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
-	103, // 257: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
-	105, // 258: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	108, // 259: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
-	111, // 260: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
-	9,   // 261: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
-	11,  // 262: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
-	114, // 263: tollgate.admin.v1.AdminService.ListApiKeys:output_type -> tollgate.admin.v1.ListApiKeysResponse
-	116, // 264: tollgate.admin.v1.AdminService.GetApiKey:output_type -> tollgate.admin.v1.GetApiKeyResponse
-	118, // 265: tollgate.admin.v1.AdminService.UpdateApiKey:output_type -> tollgate.admin.v1.UpdateApiKeyResponse
-	120, // 266: tollgate.admin.v1.AdminService.DeleteApiKey:output_type -> tollgate.admin.v1.DeleteApiKeyResponse
-	122, // 267: tollgate.admin.v1.AdminService.RotateApiKey:output_type -> tollgate.admin.v1.RotateApiKeyResponse
-	124, // 268: tollgate.admin.v1.AdminService.ListOrgs:output_type -> tollgate.admin.v1.ListOrgsResponse
-	126, // 269: tollgate.admin.v1.AdminService.UpdateOrg:output_type -> tollgate.admin.v1.UpdateOrgResponse
-	128, // 270: tollgate.admin.v1.AdminService.DeleteOrg:output_type -> tollgate.admin.v1.DeleteOrgResponse
-	130, // 271: tollgate.admin.v1.AdminService.ListTeams:output_type -> tollgate.admin.v1.ListTeamsResponse
-	132, // 272: tollgate.admin.v1.AdminService.UpdateTeam:output_type -> tollgate.admin.v1.UpdateTeamResponse
-	134, // 273: tollgate.admin.v1.AdminService.DeleteTeam:output_type -> tollgate.admin.v1.DeleteTeamResponse
-	136, // 274: tollgate.admin.v1.AdminService.ListUsers:output_type -> tollgate.admin.v1.ListUsersResponse
-	138, // 275: tollgate.admin.v1.AdminService.UpdateUser:output_type -> tollgate.admin.v1.UpdateUserResponse
-	140, // 276: tollgate.admin.v1.AdminService.DeleteUser:output_type -> tollgate.admin.v1.DeleteUserResponse
-	142, // 277: tollgate.admin.v1.AdminService.GetModelPolicy:output_type -> tollgate.admin.v1.GetModelPolicyResponse
-	145, // 278: tollgate.admin.v1.AdminService.SetModelPolicy:output_type -> tollgate.admin.v1.SetModelPolicyResponse
-	147, // 279: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:output_type -> tollgate.admin.v1.SetProviderUnpricedPolicyResponse
-	149, // 280: tollgate.admin.v1.AdminService.ListUnpricedModels:output_type -> tollgate.admin.v1.ListUnpricedModelsResponse
-	152, // 281: tollgate.admin.v1.AdminService.GetQuotaAlerts:output_type -> tollgate.admin.v1.GetQuotaAlertsResponse
-	154, // 282: tollgate.admin.v1.AdminService.SetQuotaAlerts:output_type -> tollgate.admin.v1.SetQuotaAlertsResponse
-	157, // 283: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:output_type -> tollgate.admin.v1.CreateWebhookEndpointResponse
-	159, // 284: tollgate.admin.v1.AdminService.ListWebhookEndpoints:output_type -> tollgate.admin.v1.ListWebhookEndpointsResponse
-	161, // 285: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:output_type -> tollgate.admin.v1.DeleteWebhookEndpointResponse
-	163, // 286: tollgate.admin.v1.AdminService.ListAlertEvents:output_type -> tollgate.admin.v1.ListAlertEventsResponse
-	168, // 287: tollgate.admin.v1.AdminService.ListAuditEvents:output_type -> tollgate.admin.v1.ListAuditEventsResponse
-	171, // 288: tollgate.admin.v1.AdminService.CreateDataPlaneToken:output_type -> tollgate.admin.v1.CreateDataPlaneTokenResponse
-	173, // 289: tollgate.admin.v1.AdminService.ListDataPlaneTokens:output_type -> tollgate.admin.v1.ListDataPlaneTokensResponse
-	175, // 290: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:output_type -> tollgate.admin.v1.RevokeDataPlaneTokenResponse
-	217, // [217:291] is the sub-list for method output_type
-	143, // [143:217] is the sub-list for method input_type
-	143, // [143:143] is the sub-list for extension type_name
-	143, // [143:143] is the sub-list for extension extendee
-	0,   // [0:143] is the sub-list for field type_name
+	199, // 143: tollgate.admin.v1.ReconciliationProvider.updated_at:type_name -> google.protobuf.Timestamp
+	176, // 144: tollgate.admin.v1.ListReconciliationProvidersResponse.items:type_name -> tollgate.admin.v1.ReconciliationProvider
+	176, // 145: tollgate.admin.v1.SetReconciliationProviderResponse.provider:type_name -> tollgate.admin.v1.ReconciliationProvider
+	183, // 146: tollgate.admin.v1.ReconciliationLine.ledger:type_name -> tollgate.admin.v1.ReconciliationTokens
+	183, // 147: tollgate.admin.v1.ReconciliationLine.provider:type_name -> tollgate.admin.v1.ReconciliationTokens
+	184, // 148: tollgate.admin.v1.ReconciliationLine.price_rules:type_name -> tollgate.admin.v1.ReconciliationPriceRuleUse
+	199, // 149: tollgate.admin.v1.ReconciliationRun.started_at:type_name -> google.protobuf.Timestamp
+	199, // 150: tollgate.admin.v1.ReconciliationRun.finished_at:type_name -> google.protobuf.Timestamp
+	185, // 151: tollgate.admin.v1.ReconciliationRun.lines:type_name -> tollgate.admin.v1.ReconciliationLine
+	186, // 152: tollgate.admin.v1.RunReconciliationResponse.run:type_name -> tollgate.admin.v1.ReconciliationRun
+	186, // 153: tollgate.admin.v1.ListReconciliationRunsResponse.items:type_name -> tollgate.admin.v1.ReconciliationRun
+	186, // 154: tollgate.admin.v1.GetReconciliationRunResponse.run:type_name -> tollgate.admin.v1.ReconciliationRun
+	195, // 155: tollgate.admin.v1.GetReconciliationDriftResponse.items:type_name -> tollgate.admin.v1.ReconciliationDriftPoint
+	0,   // 156: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
+	2,   // 157: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
+	4,   // 158: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
+	6,   // 159: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
+	12,  // 160: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
+	14,  // 161: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
+	17,  // 162: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	19,  // 163: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	21,  // 164: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	23,  // 165: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	25,  // 166: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	27,  // 167: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
+	29,  // 168: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
+	31,  // 169: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
+	33,  // 170: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
+	35,  // 171: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
+	37,  // 172: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
+	39,  // 173: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
+	41,  // 174: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
+	43,  // 175: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
+	45,  // 176: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
+	47,  // 177: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
+	49,  // 178: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
+	51,  // 179: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
+	53,  // 180: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
+	55,  // 181: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
+	57,  // 182: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
+	59,  // 183: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
+	81,  // 184: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
+	84,  // 185: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	86,  // 186: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
+	61,  // 187: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
+	64,  // 188: tollgate.admin.v1.AdminService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
+	70,  // 189: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
+	72,  // 190: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
+	75,  // 191: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
+	77,  // 192: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
+	79,  // 193: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
+	89,  // 194: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
+	94,  // 195: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
+	102, // 196: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
+	104, // 197: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	107, // 198: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
+	110, // 199: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
+	8,   // 200: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
+	10,  // 201: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
+	113, // 202: tollgate.admin.v1.AdminService.ListApiKeys:input_type -> tollgate.admin.v1.ListApiKeysRequest
+	115, // 203: tollgate.admin.v1.AdminService.GetApiKey:input_type -> tollgate.admin.v1.GetApiKeyRequest
+	117, // 204: tollgate.admin.v1.AdminService.UpdateApiKey:input_type -> tollgate.admin.v1.UpdateApiKeyRequest
+	119, // 205: tollgate.admin.v1.AdminService.DeleteApiKey:input_type -> tollgate.admin.v1.DeleteApiKeyRequest
+	121, // 206: tollgate.admin.v1.AdminService.RotateApiKey:input_type -> tollgate.admin.v1.RotateApiKeyRequest
+	123, // 207: tollgate.admin.v1.AdminService.ListOrgs:input_type -> tollgate.admin.v1.ListOrgsRequest
+	125, // 208: tollgate.admin.v1.AdminService.UpdateOrg:input_type -> tollgate.admin.v1.UpdateOrgRequest
+	127, // 209: tollgate.admin.v1.AdminService.DeleteOrg:input_type -> tollgate.admin.v1.DeleteOrgRequest
+	129, // 210: tollgate.admin.v1.AdminService.ListTeams:input_type -> tollgate.admin.v1.ListTeamsRequest
+	131, // 211: tollgate.admin.v1.AdminService.UpdateTeam:input_type -> tollgate.admin.v1.UpdateTeamRequest
+	133, // 212: tollgate.admin.v1.AdminService.DeleteTeam:input_type -> tollgate.admin.v1.DeleteTeamRequest
+	135, // 213: tollgate.admin.v1.AdminService.ListUsers:input_type -> tollgate.admin.v1.ListUsersRequest
+	137, // 214: tollgate.admin.v1.AdminService.UpdateUser:input_type -> tollgate.admin.v1.UpdateUserRequest
+	139, // 215: tollgate.admin.v1.AdminService.DeleteUser:input_type -> tollgate.admin.v1.DeleteUserRequest
+	141, // 216: tollgate.admin.v1.AdminService.GetModelPolicy:input_type -> tollgate.admin.v1.GetModelPolicyRequest
+	144, // 217: tollgate.admin.v1.AdminService.SetModelPolicy:input_type -> tollgate.admin.v1.SetModelPolicyRequest
+	146, // 218: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:input_type -> tollgate.admin.v1.SetProviderUnpricedPolicyRequest
+	148, // 219: tollgate.admin.v1.AdminService.ListUnpricedModels:input_type -> tollgate.admin.v1.ListUnpricedModelsRequest
+	151, // 220: tollgate.admin.v1.AdminService.GetQuotaAlerts:input_type -> tollgate.admin.v1.GetQuotaAlertsRequest
+	153, // 221: tollgate.admin.v1.AdminService.SetQuotaAlerts:input_type -> tollgate.admin.v1.SetQuotaAlertsRequest
+	156, // 222: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:input_type -> tollgate.admin.v1.CreateWebhookEndpointRequest
+	158, // 223: tollgate.admin.v1.AdminService.ListWebhookEndpoints:input_type -> tollgate.admin.v1.ListWebhookEndpointsRequest
+	160, // 224: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:input_type -> tollgate.admin.v1.DeleteWebhookEndpointRequest
+	162, // 225: tollgate.admin.v1.AdminService.ListAlertEvents:input_type -> tollgate.admin.v1.ListAlertEventsRequest
+	166, // 226: tollgate.admin.v1.AdminService.ListAuditEvents:input_type -> tollgate.admin.v1.ListAuditEventsRequest
+	170, // 227: tollgate.admin.v1.AdminService.CreateDataPlaneToken:input_type -> tollgate.admin.v1.CreateDataPlaneTokenRequest
+	172, // 228: tollgate.admin.v1.AdminService.ListDataPlaneTokens:input_type -> tollgate.admin.v1.ListDataPlaneTokensRequest
+	174, // 229: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:input_type -> tollgate.admin.v1.RevokeDataPlaneTokenRequest
+	177, // 230: tollgate.admin.v1.AdminService.ListReconciliationProviders:input_type -> tollgate.admin.v1.ListReconciliationProvidersRequest
+	179, // 231: tollgate.admin.v1.AdminService.SetReconciliationProvider:input_type -> tollgate.admin.v1.SetReconciliationProviderRequest
+	181, // 232: tollgate.admin.v1.AdminService.SetReconciliationCredentialRef:input_type -> tollgate.admin.v1.SetReconciliationCredentialRefRequest
+	187, // 233: tollgate.admin.v1.AdminService.RunReconciliation:input_type -> tollgate.admin.v1.RunReconciliationRequest
+	189, // 234: tollgate.admin.v1.AdminService.ListReconciliationRuns:input_type -> tollgate.admin.v1.ListReconciliationRunsRequest
+	191, // 235: tollgate.admin.v1.AdminService.GetReconciliationRun:input_type -> tollgate.admin.v1.GetReconciliationRunRequest
+	193, // 236: tollgate.admin.v1.AdminService.GetReconciliationDrift:input_type -> tollgate.admin.v1.GetReconciliationDriftRequest
+	1,   // 237: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
+	3,   // 238: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
+	5,   // 239: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
+	7,   // 240: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
+	13,  // 241: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
+	15,  // 242: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
+	18,  // 243: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	20,  // 244: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	22,  // 245: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	24,  // 246: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	26,  // 247: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	28,  // 248: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
+	30,  // 249: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
+	32,  // 250: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
+	34,  // 251: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
+	36,  // 252: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
+	38,  // 253: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
+	40,  // 254: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
+	42,  // 255: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
+	44,  // 256: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
+	46,  // 257: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
+	48,  // 258: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
+	50,  // 259: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
+	52,  // 260: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
+	54,  // 261: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
+	56,  // 262: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
+	58,  // 263: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
+	60,  // 264: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
+	83,  // 265: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
+	85,  // 266: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	88,  // 267: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
+	63,  // 268: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
+	69,  // 269: tollgate.admin.v1.AdminService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
+	71,  // 270: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
+	73,  // 271: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
+	76,  // 272: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
+	78,  // 273: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
+	80,  // 274: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
+	92,  // 275: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
+	95,  // 276: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
+	103, // 277: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
+	105, // 278: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	108, // 279: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
+	111, // 280: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
+	9,   // 281: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
+	11,  // 282: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
+	114, // 283: tollgate.admin.v1.AdminService.ListApiKeys:output_type -> tollgate.admin.v1.ListApiKeysResponse
+	116, // 284: tollgate.admin.v1.AdminService.GetApiKey:output_type -> tollgate.admin.v1.GetApiKeyResponse
+	118, // 285: tollgate.admin.v1.AdminService.UpdateApiKey:output_type -> tollgate.admin.v1.UpdateApiKeyResponse
+	120, // 286: tollgate.admin.v1.AdminService.DeleteApiKey:output_type -> tollgate.admin.v1.DeleteApiKeyResponse
+	122, // 287: tollgate.admin.v1.AdminService.RotateApiKey:output_type -> tollgate.admin.v1.RotateApiKeyResponse
+	124, // 288: tollgate.admin.v1.AdminService.ListOrgs:output_type -> tollgate.admin.v1.ListOrgsResponse
+	126, // 289: tollgate.admin.v1.AdminService.UpdateOrg:output_type -> tollgate.admin.v1.UpdateOrgResponse
+	128, // 290: tollgate.admin.v1.AdminService.DeleteOrg:output_type -> tollgate.admin.v1.DeleteOrgResponse
+	130, // 291: tollgate.admin.v1.AdminService.ListTeams:output_type -> tollgate.admin.v1.ListTeamsResponse
+	132, // 292: tollgate.admin.v1.AdminService.UpdateTeam:output_type -> tollgate.admin.v1.UpdateTeamResponse
+	134, // 293: tollgate.admin.v1.AdminService.DeleteTeam:output_type -> tollgate.admin.v1.DeleteTeamResponse
+	136, // 294: tollgate.admin.v1.AdminService.ListUsers:output_type -> tollgate.admin.v1.ListUsersResponse
+	138, // 295: tollgate.admin.v1.AdminService.UpdateUser:output_type -> tollgate.admin.v1.UpdateUserResponse
+	140, // 296: tollgate.admin.v1.AdminService.DeleteUser:output_type -> tollgate.admin.v1.DeleteUserResponse
+	142, // 297: tollgate.admin.v1.AdminService.GetModelPolicy:output_type -> tollgate.admin.v1.GetModelPolicyResponse
+	145, // 298: tollgate.admin.v1.AdminService.SetModelPolicy:output_type -> tollgate.admin.v1.SetModelPolicyResponse
+	147, // 299: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:output_type -> tollgate.admin.v1.SetProviderUnpricedPolicyResponse
+	149, // 300: tollgate.admin.v1.AdminService.ListUnpricedModels:output_type -> tollgate.admin.v1.ListUnpricedModelsResponse
+	152, // 301: tollgate.admin.v1.AdminService.GetQuotaAlerts:output_type -> tollgate.admin.v1.GetQuotaAlertsResponse
+	154, // 302: tollgate.admin.v1.AdminService.SetQuotaAlerts:output_type -> tollgate.admin.v1.SetQuotaAlertsResponse
+	157, // 303: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:output_type -> tollgate.admin.v1.CreateWebhookEndpointResponse
+	159, // 304: tollgate.admin.v1.AdminService.ListWebhookEndpoints:output_type -> tollgate.admin.v1.ListWebhookEndpointsResponse
+	161, // 305: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:output_type -> tollgate.admin.v1.DeleteWebhookEndpointResponse
+	163, // 306: tollgate.admin.v1.AdminService.ListAlertEvents:output_type -> tollgate.admin.v1.ListAlertEventsResponse
+	168, // 307: tollgate.admin.v1.AdminService.ListAuditEvents:output_type -> tollgate.admin.v1.ListAuditEventsResponse
+	171, // 308: tollgate.admin.v1.AdminService.CreateDataPlaneToken:output_type -> tollgate.admin.v1.CreateDataPlaneTokenResponse
+	173, // 309: tollgate.admin.v1.AdminService.ListDataPlaneTokens:output_type -> tollgate.admin.v1.ListDataPlaneTokensResponse
+	175, // 310: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:output_type -> tollgate.admin.v1.RevokeDataPlaneTokenResponse
+	178, // 311: tollgate.admin.v1.AdminService.ListReconciliationProviders:output_type -> tollgate.admin.v1.ListReconciliationProvidersResponse
+	180, // 312: tollgate.admin.v1.AdminService.SetReconciliationProvider:output_type -> tollgate.admin.v1.SetReconciliationProviderResponse
+	182, // 313: tollgate.admin.v1.AdminService.SetReconciliationCredentialRef:output_type -> tollgate.admin.v1.SetReconciliationCredentialRefResponse
+	188, // 314: tollgate.admin.v1.AdminService.RunReconciliation:output_type -> tollgate.admin.v1.RunReconciliationResponse
+	190, // 315: tollgate.admin.v1.AdminService.ListReconciliationRuns:output_type -> tollgate.admin.v1.ListReconciliationRunsResponse
+	192, // 316: tollgate.admin.v1.AdminService.GetReconciliationRun:output_type -> tollgate.admin.v1.GetReconciliationRunResponse
+	194, // 317: tollgate.admin.v1.AdminService.GetReconciliationDrift:output_type -> tollgate.admin.v1.GetReconciliationDriftResponse
+	237, // [237:318] is the sub-list for method output_type
+	156, // [156:237] is the sub-list for method input_type
+	156, // [156:156] is the sub-list for extension type_name
+	156, // [156:156] is the sub-list for extension extendee
+	0,   // [0:156] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_admin_proto_init() }
@@ -11418,13 +13200,19 @@ func file_tollgate_admin_v1_admin_proto_init() {
 	file_tollgate_admin_v1_admin_proto_msgTypes[135].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[146].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[162].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[176].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[179].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[184].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[187].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[189].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[193].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_admin_proto_rawDesc), len(file_tollgate_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   178,
+			NumMessages:   198,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,80 +22,87 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_ListPriceRules_FullMethodName            = "/tollgate.admin.v1.AdminService/ListPriceRules"
-	AdminService_GetPriceRule_FullMethodName              = "/tollgate.admin.v1.AdminService/GetPriceRule"
-	AdminService_CreatePriceRule_FullMethodName           = "/tollgate.admin.v1.AdminService/CreatePriceRule"
-	AdminService_UpdatePriceRule_FullMethodName           = "/tollgate.admin.v1.AdminService/UpdatePriceRule"
-	AdminService_DeletePriceRule_FullMethodName           = "/tollgate.admin.v1.AdminService/DeletePriceRule"
-	AdminService_QuotePrice_FullMethodName                = "/tollgate.admin.v1.AdminService/QuotePrice"
-	AdminService_ListProviders_FullMethodName             = "/tollgate.admin.v1.AdminService/ListProviders"
-	AdminService_GetProvider_FullMethodName               = "/tollgate.admin.v1.AdminService/GetProvider"
-	AdminService_CreateProvider_FullMethodName            = "/tollgate.admin.v1.AdminService/CreateProvider"
-	AdminService_UpdateProvider_FullMethodName            = "/tollgate.admin.v1.AdminService/UpdateProvider"
-	AdminService_DeleteProvider_FullMethodName            = "/tollgate.admin.v1.AdminService/DeleteProvider"
-	AdminService_CreateCredential_FullMethodName          = "/tollgate.admin.v1.AdminService/CreateCredential"
-	AdminService_DeleteCredential_FullMethodName          = "/tollgate.admin.v1.AdminService/DeleteCredential"
-	AdminService_ListRoutingRules_FullMethodName          = "/tollgate.admin.v1.AdminService/ListRoutingRules"
-	AdminService_UpsertRoutingRules_FullMethodName        = "/tollgate.admin.v1.AdminService/UpsertRoutingRules"
-	AdminService_ResetRoutingRules_FullMethodName         = "/tollgate.admin.v1.AdminService/ResetRoutingRules"
-	AdminService_DeleteRoutingRule_FullMethodName         = "/tollgate.admin.v1.AdminService/DeleteRoutingRule"
-	AdminService_ListRoutes_FullMethodName                = "/tollgate.admin.v1.AdminService/ListRoutes"
-	AdminService_GetRoute_FullMethodName                  = "/tollgate.admin.v1.AdminService/GetRoute"
-	AdminService_CreateRoute_FullMethodName               = "/tollgate.admin.v1.AdminService/CreateRoute"
-	AdminService_UpdateRoute_FullMethodName               = "/tollgate.admin.v1.AdminService/UpdateRoute"
-	AdminService_DeleteRoute_FullMethodName               = "/tollgate.admin.v1.AdminService/DeleteRoute"
-	AdminService_CreateOrg_FullMethodName                 = "/tollgate.admin.v1.AdminService/CreateOrg"
-	AdminService_CreateTeam_FullMethodName                = "/tollgate.admin.v1.AdminService/CreateTeam"
-	AdminService_CreateUser_FullMethodName                = "/tollgate.admin.v1.AdminService/CreateUser"
-	AdminService_CreateApiKey_FullMethodName              = "/tollgate.admin.v1.AdminService/CreateApiKey"
-	AdminService_GetQuota_FullMethodName                  = "/tollgate.admin.v1.AdminService/GetQuota"
-	AdminService_SetQuota_FullMethodName                  = "/tollgate.admin.v1.AdminService/SetQuota"
-	AdminService_AdjustQuota_FullMethodName               = "/tollgate.admin.v1.AdminService/AdjustQuota"
-	AdminService_ListQuotaAdjustments_FullMethodName      = "/tollgate.admin.v1.AdminService/ListQuotaAdjustments"
-	AdminService_ListQuotaPeriods_FullMethodName          = "/tollgate.admin.v1.AdminService/ListQuotaPeriods"
-	AdminService_ListUsages_FullMethodName                = "/tollgate.admin.v1.AdminService/ListUsages"
-	AdminService_GetSpend_FullMethodName                  = "/tollgate.admin.v1.AdminService/GetSpend"
-	AdminService_Export_FullMethodName                    = "/tollgate.admin.v1.AdminService/Export"
-	AdminService_Import_FullMethodName                    = "/tollgate.admin.v1.AdminService/Import"
-	AdminService_CreateAdminToken_FullMethodName          = "/tollgate.admin.v1.AdminService/CreateAdminToken"
-	AdminService_ListAdminTokens_FullMethodName           = "/tollgate.admin.v1.AdminService/ListAdminTokens"
-	AdminService_DeleteAdminToken_FullMethodName          = "/tollgate.admin.v1.AdminService/DeleteAdminToken"
-	AdminService_GetSnapshotStatus_FullMethodName         = "/tollgate.admin.v1.AdminService/GetSnapshotStatus"
-	AdminService_PlanPriceCatalog_FullMethodName          = "/tollgate.admin.v1.AdminService/PlanPriceCatalog"
-	AdminService_ApplyPriceCatalog_FullMethodName         = "/tollgate.admin.v1.AdminService/ApplyPriceCatalog"
-	AdminService_GetPriceRuleProvenance_FullMethodName    = "/tollgate.admin.v1.AdminService/GetPriceRuleProvenance"
-	AdminService_GetPriceRuleHistory_FullMethodName       = "/tollgate.admin.v1.AdminService/GetPriceRuleHistory"
-	AdminService_RepricePriceRules_FullMethodName         = "/tollgate.admin.v1.AdminService/RepricePriceRules"
-	AdminService_ListScheduledPriceRules_FullMethodName   = "/tollgate.admin.v1.AdminService/ListScheduledPriceRules"
-	AdminService_CancelScheduledPriceRule_FullMethodName  = "/tollgate.admin.v1.AdminService/CancelScheduledPriceRule"
-	AdminService_ListApiKeys_FullMethodName               = "/tollgate.admin.v1.AdminService/ListApiKeys"
-	AdminService_GetApiKey_FullMethodName                 = "/tollgate.admin.v1.AdminService/GetApiKey"
-	AdminService_UpdateApiKey_FullMethodName              = "/tollgate.admin.v1.AdminService/UpdateApiKey"
-	AdminService_DeleteApiKey_FullMethodName              = "/tollgate.admin.v1.AdminService/DeleteApiKey"
-	AdminService_RotateApiKey_FullMethodName              = "/tollgate.admin.v1.AdminService/RotateApiKey"
-	AdminService_ListOrgs_FullMethodName                  = "/tollgate.admin.v1.AdminService/ListOrgs"
-	AdminService_UpdateOrg_FullMethodName                 = "/tollgate.admin.v1.AdminService/UpdateOrg"
-	AdminService_DeleteOrg_FullMethodName                 = "/tollgate.admin.v1.AdminService/DeleteOrg"
-	AdminService_ListTeams_FullMethodName                 = "/tollgate.admin.v1.AdminService/ListTeams"
-	AdminService_UpdateTeam_FullMethodName                = "/tollgate.admin.v1.AdminService/UpdateTeam"
-	AdminService_DeleteTeam_FullMethodName                = "/tollgate.admin.v1.AdminService/DeleteTeam"
-	AdminService_ListUsers_FullMethodName                 = "/tollgate.admin.v1.AdminService/ListUsers"
-	AdminService_UpdateUser_FullMethodName                = "/tollgate.admin.v1.AdminService/UpdateUser"
-	AdminService_DeleteUser_FullMethodName                = "/tollgate.admin.v1.AdminService/DeleteUser"
-	AdminService_GetModelPolicy_FullMethodName            = "/tollgate.admin.v1.AdminService/GetModelPolicy"
-	AdminService_SetModelPolicy_FullMethodName            = "/tollgate.admin.v1.AdminService/SetModelPolicy"
-	AdminService_SetProviderUnpricedPolicy_FullMethodName = "/tollgate.admin.v1.AdminService/SetProviderUnpricedPolicy"
-	AdminService_ListUnpricedModels_FullMethodName        = "/tollgate.admin.v1.AdminService/ListUnpricedModels"
-	AdminService_GetQuotaAlerts_FullMethodName            = "/tollgate.admin.v1.AdminService/GetQuotaAlerts"
-	AdminService_SetQuotaAlerts_FullMethodName            = "/tollgate.admin.v1.AdminService/SetQuotaAlerts"
-	AdminService_CreateWebhookEndpoint_FullMethodName     = "/tollgate.admin.v1.AdminService/CreateWebhookEndpoint"
-	AdminService_ListWebhookEndpoints_FullMethodName      = "/tollgate.admin.v1.AdminService/ListWebhookEndpoints"
-	AdminService_DeleteWebhookEndpoint_FullMethodName     = "/tollgate.admin.v1.AdminService/DeleteWebhookEndpoint"
-	AdminService_ListAlertEvents_FullMethodName           = "/tollgate.admin.v1.AdminService/ListAlertEvents"
-	AdminService_ListAuditEvents_FullMethodName           = "/tollgate.admin.v1.AdminService/ListAuditEvents"
-	AdminService_CreateDataPlaneToken_FullMethodName      = "/tollgate.admin.v1.AdminService/CreateDataPlaneToken"
-	AdminService_ListDataPlaneTokens_FullMethodName       = "/tollgate.admin.v1.AdminService/ListDataPlaneTokens"
-	AdminService_RevokeDataPlaneToken_FullMethodName      = "/tollgate.admin.v1.AdminService/RevokeDataPlaneToken"
+	AdminService_ListPriceRules_FullMethodName                 = "/tollgate.admin.v1.AdminService/ListPriceRules"
+	AdminService_GetPriceRule_FullMethodName                   = "/tollgate.admin.v1.AdminService/GetPriceRule"
+	AdminService_CreatePriceRule_FullMethodName                = "/tollgate.admin.v1.AdminService/CreatePriceRule"
+	AdminService_UpdatePriceRule_FullMethodName                = "/tollgate.admin.v1.AdminService/UpdatePriceRule"
+	AdminService_DeletePriceRule_FullMethodName                = "/tollgate.admin.v1.AdminService/DeletePriceRule"
+	AdminService_QuotePrice_FullMethodName                     = "/tollgate.admin.v1.AdminService/QuotePrice"
+	AdminService_ListProviders_FullMethodName                  = "/tollgate.admin.v1.AdminService/ListProviders"
+	AdminService_GetProvider_FullMethodName                    = "/tollgate.admin.v1.AdminService/GetProvider"
+	AdminService_CreateProvider_FullMethodName                 = "/tollgate.admin.v1.AdminService/CreateProvider"
+	AdminService_UpdateProvider_FullMethodName                 = "/tollgate.admin.v1.AdminService/UpdateProvider"
+	AdminService_DeleteProvider_FullMethodName                 = "/tollgate.admin.v1.AdminService/DeleteProvider"
+	AdminService_CreateCredential_FullMethodName               = "/tollgate.admin.v1.AdminService/CreateCredential"
+	AdminService_DeleteCredential_FullMethodName               = "/tollgate.admin.v1.AdminService/DeleteCredential"
+	AdminService_ListRoutingRules_FullMethodName               = "/tollgate.admin.v1.AdminService/ListRoutingRules"
+	AdminService_UpsertRoutingRules_FullMethodName             = "/tollgate.admin.v1.AdminService/UpsertRoutingRules"
+	AdminService_ResetRoutingRules_FullMethodName              = "/tollgate.admin.v1.AdminService/ResetRoutingRules"
+	AdminService_DeleteRoutingRule_FullMethodName              = "/tollgate.admin.v1.AdminService/DeleteRoutingRule"
+	AdminService_ListRoutes_FullMethodName                     = "/tollgate.admin.v1.AdminService/ListRoutes"
+	AdminService_GetRoute_FullMethodName                       = "/tollgate.admin.v1.AdminService/GetRoute"
+	AdminService_CreateRoute_FullMethodName                    = "/tollgate.admin.v1.AdminService/CreateRoute"
+	AdminService_UpdateRoute_FullMethodName                    = "/tollgate.admin.v1.AdminService/UpdateRoute"
+	AdminService_DeleteRoute_FullMethodName                    = "/tollgate.admin.v1.AdminService/DeleteRoute"
+	AdminService_CreateOrg_FullMethodName                      = "/tollgate.admin.v1.AdminService/CreateOrg"
+	AdminService_CreateTeam_FullMethodName                     = "/tollgate.admin.v1.AdminService/CreateTeam"
+	AdminService_CreateUser_FullMethodName                     = "/tollgate.admin.v1.AdminService/CreateUser"
+	AdminService_CreateApiKey_FullMethodName                   = "/tollgate.admin.v1.AdminService/CreateApiKey"
+	AdminService_GetQuota_FullMethodName                       = "/tollgate.admin.v1.AdminService/GetQuota"
+	AdminService_SetQuota_FullMethodName                       = "/tollgate.admin.v1.AdminService/SetQuota"
+	AdminService_AdjustQuota_FullMethodName                    = "/tollgate.admin.v1.AdminService/AdjustQuota"
+	AdminService_ListQuotaAdjustments_FullMethodName           = "/tollgate.admin.v1.AdminService/ListQuotaAdjustments"
+	AdminService_ListQuotaPeriods_FullMethodName               = "/tollgate.admin.v1.AdminService/ListQuotaPeriods"
+	AdminService_ListUsages_FullMethodName                     = "/tollgate.admin.v1.AdminService/ListUsages"
+	AdminService_GetSpend_FullMethodName                       = "/tollgate.admin.v1.AdminService/GetSpend"
+	AdminService_Export_FullMethodName                         = "/tollgate.admin.v1.AdminService/Export"
+	AdminService_Import_FullMethodName                         = "/tollgate.admin.v1.AdminService/Import"
+	AdminService_CreateAdminToken_FullMethodName               = "/tollgate.admin.v1.AdminService/CreateAdminToken"
+	AdminService_ListAdminTokens_FullMethodName                = "/tollgate.admin.v1.AdminService/ListAdminTokens"
+	AdminService_DeleteAdminToken_FullMethodName               = "/tollgate.admin.v1.AdminService/DeleteAdminToken"
+	AdminService_GetSnapshotStatus_FullMethodName              = "/tollgate.admin.v1.AdminService/GetSnapshotStatus"
+	AdminService_PlanPriceCatalog_FullMethodName               = "/tollgate.admin.v1.AdminService/PlanPriceCatalog"
+	AdminService_ApplyPriceCatalog_FullMethodName              = "/tollgate.admin.v1.AdminService/ApplyPriceCatalog"
+	AdminService_GetPriceRuleProvenance_FullMethodName         = "/tollgate.admin.v1.AdminService/GetPriceRuleProvenance"
+	AdminService_GetPriceRuleHistory_FullMethodName            = "/tollgate.admin.v1.AdminService/GetPriceRuleHistory"
+	AdminService_RepricePriceRules_FullMethodName              = "/tollgate.admin.v1.AdminService/RepricePriceRules"
+	AdminService_ListScheduledPriceRules_FullMethodName        = "/tollgate.admin.v1.AdminService/ListScheduledPriceRules"
+	AdminService_CancelScheduledPriceRule_FullMethodName       = "/tollgate.admin.v1.AdminService/CancelScheduledPriceRule"
+	AdminService_ListApiKeys_FullMethodName                    = "/tollgate.admin.v1.AdminService/ListApiKeys"
+	AdminService_GetApiKey_FullMethodName                      = "/tollgate.admin.v1.AdminService/GetApiKey"
+	AdminService_UpdateApiKey_FullMethodName                   = "/tollgate.admin.v1.AdminService/UpdateApiKey"
+	AdminService_DeleteApiKey_FullMethodName                   = "/tollgate.admin.v1.AdminService/DeleteApiKey"
+	AdminService_RotateApiKey_FullMethodName                   = "/tollgate.admin.v1.AdminService/RotateApiKey"
+	AdminService_ListOrgs_FullMethodName                       = "/tollgate.admin.v1.AdminService/ListOrgs"
+	AdminService_UpdateOrg_FullMethodName                      = "/tollgate.admin.v1.AdminService/UpdateOrg"
+	AdminService_DeleteOrg_FullMethodName                      = "/tollgate.admin.v1.AdminService/DeleteOrg"
+	AdminService_ListTeams_FullMethodName                      = "/tollgate.admin.v1.AdminService/ListTeams"
+	AdminService_UpdateTeam_FullMethodName                     = "/tollgate.admin.v1.AdminService/UpdateTeam"
+	AdminService_DeleteTeam_FullMethodName                     = "/tollgate.admin.v1.AdminService/DeleteTeam"
+	AdminService_ListUsers_FullMethodName                      = "/tollgate.admin.v1.AdminService/ListUsers"
+	AdminService_UpdateUser_FullMethodName                     = "/tollgate.admin.v1.AdminService/UpdateUser"
+	AdminService_DeleteUser_FullMethodName                     = "/tollgate.admin.v1.AdminService/DeleteUser"
+	AdminService_GetModelPolicy_FullMethodName                 = "/tollgate.admin.v1.AdminService/GetModelPolicy"
+	AdminService_SetModelPolicy_FullMethodName                 = "/tollgate.admin.v1.AdminService/SetModelPolicy"
+	AdminService_SetProviderUnpricedPolicy_FullMethodName      = "/tollgate.admin.v1.AdminService/SetProviderUnpricedPolicy"
+	AdminService_ListUnpricedModels_FullMethodName             = "/tollgate.admin.v1.AdminService/ListUnpricedModels"
+	AdminService_GetQuotaAlerts_FullMethodName                 = "/tollgate.admin.v1.AdminService/GetQuotaAlerts"
+	AdminService_SetQuotaAlerts_FullMethodName                 = "/tollgate.admin.v1.AdminService/SetQuotaAlerts"
+	AdminService_CreateWebhookEndpoint_FullMethodName          = "/tollgate.admin.v1.AdminService/CreateWebhookEndpoint"
+	AdminService_ListWebhookEndpoints_FullMethodName           = "/tollgate.admin.v1.AdminService/ListWebhookEndpoints"
+	AdminService_DeleteWebhookEndpoint_FullMethodName          = "/tollgate.admin.v1.AdminService/DeleteWebhookEndpoint"
+	AdminService_ListAlertEvents_FullMethodName                = "/tollgate.admin.v1.AdminService/ListAlertEvents"
+	AdminService_ListAuditEvents_FullMethodName                = "/tollgate.admin.v1.AdminService/ListAuditEvents"
+	AdminService_CreateDataPlaneToken_FullMethodName           = "/tollgate.admin.v1.AdminService/CreateDataPlaneToken"
+	AdminService_ListDataPlaneTokens_FullMethodName            = "/tollgate.admin.v1.AdminService/ListDataPlaneTokens"
+	AdminService_RevokeDataPlaneToken_FullMethodName           = "/tollgate.admin.v1.AdminService/RevokeDataPlaneToken"
+	AdminService_ListReconciliationProviders_FullMethodName    = "/tollgate.admin.v1.AdminService/ListReconciliationProviders"
+	AdminService_SetReconciliationProvider_FullMethodName      = "/tollgate.admin.v1.AdminService/SetReconciliationProvider"
+	AdminService_SetReconciliationCredentialRef_FullMethodName = "/tollgate.admin.v1.AdminService/SetReconciliationCredentialRef"
+	AdminService_RunReconciliation_FullMethodName              = "/tollgate.admin.v1.AdminService/RunReconciliation"
+	AdminService_ListReconciliationRuns_FullMethodName         = "/tollgate.admin.v1.AdminService/ListReconciliationRuns"
+	AdminService_GetReconciliationRun_FullMethodName           = "/tollgate.admin.v1.AdminService/GetReconciliationRun"
+	AdminService_GetReconciliationDrift_FullMethodName         = "/tollgate.admin.v1.AdminService/GetReconciliationDrift"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -231,6 +238,16 @@ type AdminServiceClient interface {
 	CreateDataPlaneToken(ctx context.Context, in *CreateDataPlaneTokenRequest, opts ...grpc.CallOption) (*CreateDataPlaneTokenResponse, error)
 	ListDataPlaneTokens(ctx context.Context, in *ListDataPlaneTokensRequest, opts ...grpc.CallOption) (*ListDataPlaneTokensResponse, error)
 	RevokeDataPlaneToken(ctx context.Context, in *RevokeDataPlaneTokenRequest, opts ...grpc.CallOption) (*RevokeDataPlaneTokenResponse, error)
+	// Reconciliation of the ledger against the providers' own usage and cost reports
+	// (docs/reconciliation.md). Settings carry the provider's admin key write-only; runs compare one provider
+	// and UTC day; drift is listed per provider, model and day. Viewers may list and get.
+	ListReconciliationProviders(ctx context.Context, in *ListReconciliationProvidersRequest, opts ...grpc.CallOption) (*ListReconciliationProvidersResponse, error)
+	SetReconciliationProvider(ctx context.Context, in *SetReconciliationProviderRequest, opts ...grpc.CallOption) (*SetReconciliationProviderResponse, error)
+	SetReconciliationCredentialRef(ctx context.Context, in *SetReconciliationCredentialRefRequest, opts ...grpc.CallOption) (*SetReconciliationCredentialRefResponse, error)
+	RunReconciliation(ctx context.Context, in *RunReconciliationRequest, opts ...grpc.CallOption) (*RunReconciliationResponse, error)
+	ListReconciliationRuns(ctx context.Context, in *ListReconciliationRunsRequest, opts ...grpc.CallOption) (*ListReconciliationRunsResponse, error)
+	GetReconciliationRun(ctx context.Context, in *GetReconciliationRunRequest, opts ...grpc.CallOption) (*GetReconciliationRunResponse, error)
+	GetReconciliationDrift(ctx context.Context, in *GetReconciliationDriftRequest, opts ...grpc.CallOption) (*GetReconciliationDriftResponse, error)
 }
 
 type adminServiceClient struct {
@@ -981,6 +998,76 @@ func (c *adminServiceClient) RevokeDataPlaneToken(ctx context.Context, in *Revok
 	return out, nil
 }
 
+func (c *adminServiceClient) ListReconciliationProviders(ctx context.Context, in *ListReconciliationProvidersRequest, opts ...grpc.CallOption) (*ListReconciliationProvidersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListReconciliationProvidersResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListReconciliationProviders_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) SetReconciliationProvider(ctx context.Context, in *SetReconciliationProviderRequest, opts ...grpc.CallOption) (*SetReconciliationProviderResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetReconciliationProviderResponse)
+	err := c.cc.Invoke(ctx, AdminService_SetReconciliationProvider_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) SetReconciliationCredentialRef(ctx context.Context, in *SetReconciliationCredentialRefRequest, opts ...grpc.CallOption) (*SetReconciliationCredentialRefResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetReconciliationCredentialRefResponse)
+	err := c.cc.Invoke(ctx, AdminService_SetReconciliationCredentialRef_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) RunReconciliation(ctx context.Context, in *RunReconciliationRequest, opts ...grpc.CallOption) (*RunReconciliationResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RunReconciliationResponse)
+	err := c.cc.Invoke(ctx, AdminService_RunReconciliation_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListReconciliationRuns(ctx context.Context, in *ListReconciliationRunsRequest, opts ...grpc.CallOption) (*ListReconciliationRunsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListReconciliationRunsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListReconciliationRuns_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) GetReconciliationRun(ctx context.Context, in *GetReconciliationRunRequest, opts ...grpc.CallOption) (*GetReconciliationRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetReconciliationRunResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetReconciliationRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) GetReconciliationDrift(ctx context.Context, in *GetReconciliationDriftRequest, opts ...grpc.CallOption) (*GetReconciliationDriftResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetReconciliationDriftResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetReconciliationDrift_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -1114,6 +1201,16 @@ type AdminServiceServer interface {
 	CreateDataPlaneToken(context.Context, *CreateDataPlaneTokenRequest) (*CreateDataPlaneTokenResponse, error)
 	ListDataPlaneTokens(context.Context, *ListDataPlaneTokensRequest) (*ListDataPlaneTokensResponse, error)
 	RevokeDataPlaneToken(context.Context, *RevokeDataPlaneTokenRequest) (*RevokeDataPlaneTokenResponse, error)
+	// Reconciliation of the ledger against the providers' own usage and cost reports
+	// (docs/reconciliation.md). Settings carry the provider's admin key write-only; runs compare one provider
+	// and UTC day; drift is listed per provider, model and day. Viewers may list and get.
+	ListReconciliationProviders(context.Context, *ListReconciliationProvidersRequest) (*ListReconciliationProvidersResponse, error)
+	SetReconciliationProvider(context.Context, *SetReconciliationProviderRequest) (*SetReconciliationProviderResponse, error)
+	SetReconciliationCredentialRef(context.Context, *SetReconciliationCredentialRefRequest) (*SetReconciliationCredentialRefResponse, error)
+	RunReconciliation(context.Context, *RunReconciliationRequest) (*RunReconciliationResponse, error)
+	ListReconciliationRuns(context.Context, *ListReconciliationRunsRequest) (*ListReconciliationRunsResponse, error)
+	GetReconciliationRun(context.Context, *GetReconciliationRunRequest) (*GetReconciliationRunResponse, error)
+	GetReconciliationDrift(context.Context, *GetReconciliationDriftRequest) (*GetReconciliationDriftResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -1345,6 +1442,27 @@ func (UnimplementedAdminServiceServer) ListDataPlaneTokens(context.Context, *Lis
 }
 func (UnimplementedAdminServiceServer) RevokeDataPlaneToken(context.Context, *RevokeDataPlaneTokenRequest) (*RevokeDataPlaneTokenResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RevokeDataPlaneToken not implemented")
+}
+func (UnimplementedAdminServiceServer) ListReconciliationProviders(context.Context, *ListReconciliationProvidersRequest) (*ListReconciliationProvidersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListReconciliationProviders not implemented")
+}
+func (UnimplementedAdminServiceServer) SetReconciliationProvider(context.Context, *SetReconciliationProviderRequest) (*SetReconciliationProviderResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetReconciliationProvider not implemented")
+}
+func (UnimplementedAdminServiceServer) SetReconciliationCredentialRef(context.Context, *SetReconciliationCredentialRefRequest) (*SetReconciliationCredentialRefResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetReconciliationCredentialRef not implemented")
+}
+func (UnimplementedAdminServiceServer) RunReconciliation(context.Context, *RunReconciliationRequest) (*RunReconciliationResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RunReconciliation not implemented")
+}
+func (UnimplementedAdminServiceServer) ListReconciliationRuns(context.Context, *ListReconciliationRunsRequest) (*ListReconciliationRunsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListReconciliationRuns not implemented")
+}
+func (UnimplementedAdminServiceServer) GetReconciliationRun(context.Context, *GetReconciliationRunRequest) (*GetReconciliationRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetReconciliationRun not implemented")
+}
+func (UnimplementedAdminServiceServer) GetReconciliationDrift(context.Context, *GetReconciliationDriftRequest) (*GetReconciliationDriftResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetReconciliationDrift not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -2699,6 +2817,132 @@ func _AdminService_RevokeDataPlaneToken_Handler(srv interface{}, ctx context.Con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListReconciliationProviders_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListReconciliationProvidersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListReconciliationProviders(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListReconciliationProviders_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListReconciliationProviders(ctx, req.(*ListReconciliationProvidersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_SetReconciliationProvider_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetReconciliationProviderRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).SetReconciliationProvider(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_SetReconciliationProvider_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).SetReconciliationProvider(ctx, req.(*SetReconciliationProviderRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_SetReconciliationCredentialRef_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetReconciliationCredentialRefRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).SetReconciliationCredentialRef(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_SetReconciliationCredentialRef_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).SetReconciliationCredentialRef(ctx, req.(*SetReconciliationCredentialRefRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_RunReconciliation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RunReconciliationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RunReconciliation(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RunReconciliation_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RunReconciliation(ctx, req.(*RunReconciliationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListReconciliationRuns_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListReconciliationRunsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListReconciliationRuns(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListReconciliationRuns_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListReconciliationRuns(ctx, req.(*ListReconciliationRunsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_GetReconciliationRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetReconciliationRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetReconciliationRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetReconciliationRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetReconciliationRun(ctx, req.(*GetReconciliationRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_GetReconciliationDrift_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetReconciliationDriftRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetReconciliationDrift(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetReconciliationDrift_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetReconciliationDrift(ctx, req.(*GetReconciliationDriftRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -3001,6 +3245,34 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RevokeDataPlaneToken",
 			Handler:    _AdminService_RevokeDataPlaneToken_Handler,
+		},
+		{
+			MethodName: "ListReconciliationProviders",
+			Handler:    _AdminService_ListReconciliationProviders_Handler,
+		},
+		{
+			MethodName: "SetReconciliationProvider",
+			Handler:    _AdminService_SetReconciliationProvider_Handler,
+		},
+		{
+			MethodName: "SetReconciliationCredentialRef",
+			Handler:    _AdminService_SetReconciliationCredentialRef_Handler,
+		},
+		{
+			MethodName: "RunReconciliation",
+			Handler:    _AdminService_RunReconciliation_Handler,
+		},
+		{
+			MethodName: "ListReconciliationRuns",
+			Handler:    _AdminService_ListReconciliationRuns_Handler,
+		},
+		{
+			MethodName: "GetReconciliationRun",
+			Handler:    _AdminService_GetReconciliationRun_Handler,
+		},
+		{
+			MethodName: "GetReconciliationDrift",
+			Handler:    _AdminService_GetReconciliationDrift_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
