@@ -320,6 +320,9 @@ func TestGetRoute(t *testing.T) {
 			t.Errorf("GET route %d = %s, want the list item %s", id, got.raw, list.Items[i])
 		}
 	}
+	if after := b.revision(t); after != rev {
+		t.Errorf("reading routes moved the config revision from %d to %d", rev, after)
+	}
 	if got := string(b.must(t, http.StatusOK, "GET", fmt.Sprintf("/admin/routes/%d", bareRoute.ID), nil, nil).raw); !strings.Contains(got, `"aliases":[]`) ||
 		!strings.Contains(got, `"members":[]`) || !strings.Contains(got, `"enabled":false`) {
 		t.Errorf("route without children = %s, want empty arrays and enabled false", got)

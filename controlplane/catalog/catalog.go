@@ -118,10 +118,7 @@ func (p *prices) ruleInput(providerID int64, matchType pricing.MatchType, match 
 			notes = append(notes, fmt.Sprintf("%s not in the catalog: set to %s (%s)", c.PriceField(), defaultsFrom[c].PriceField(), pricing.FormatDecimal(cat[c])))
 		}
 	}
-	r := &pricing.Rule{MatchType: matchType, ModelMatch: match, Enabled: true, ProviderID: providerID}
-	for c := range cat {
-		r.Prices[c] = cat[c]
-	}
+	r := &pricing.Rule{MatchType: matchType, ModelMatch: match, Enabled: true, ProviderID: providerID, Prices: pricing.Prices(cat)}
 	thresholds := make([]int64, 0, len(p.tiers))
 	for t := range p.tiers {
 		thresholds = append(thresholds, t)

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"net"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -51,18 +53,25 @@ func TestRedisClusterFailoverUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slots, err := crdb.ClusterSlots(ctx).Result()
+	shards, err := crdb.ClusterShards(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var master string
-	for _, s := range slots {
-		if int64(s.Start) <= slot && slot <= int64(s.End) {
-			master = s.Nodes[0].Addr
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if r.Start > slot || slot > r.End {
+				continue
+			}
+			for _, n := range sh.Nodes {
+				if n.Role == "master" {
+					master = net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+				}
+			}
 		}
 	}
 	if master == "" {
-		t.Fatalf("no master owns slot %d: %+v", slot, slots)
+		t.Fatalf("no master owns slot %d: %+v", slot, shards)
 	}
 
 	load := &rollLoad{url: d.srv.Addr(), key: "tg-e2e-key"}
