@@ -191,7 +191,7 @@ func (g *gateway) do(c call) {
 	version := int64(1)
 	row := store.UsageRow{RequestID: fmt.Sprintf("req-%d", n), ProviderID: &pid, CredentialID: &cid, LogicalModel: c.model,
 		UpstreamModel: c.model, Operation: "generate_content", InboundKind: "alpha_chat_completions",
-		InputTokens: u.Input, OutputTokens: u.Output, CacheReadTokens: u.CacheRead, CacheCreation5m: u.CacheCreation5m,
+		InputTokens: u.Input, OutputTokens: u.Output, CacheReadTokens: u.CacheRead, CacheCreation5m: u.CacheCreation5m, CacheCreation30m: u.CacheCreation30m,
 		CacheCreation1h: u.CacheCreation1h, ReportedTier: u.ReportedTier, PriceRuleID: &rr.id, PriceRuleVersion: &version,
 		Cost: pricing.FormatDecimal(q.Cost), Source: source, EndState: "completed", HTTPStatus: 200,
 		LatencyMS: c.latency.Milliseconds(), CreatedAt: c.at}
