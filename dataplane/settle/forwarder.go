@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/tollgate/tollgate/dataplane/admission"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
+	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -917,6 +919,24 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// costUsedMicros reads a quota's cost_used from a Settle answer (Postgres numeric text, as many
+// fraction digits as the sums of costs have) as integer micro-dollars with the one money parser
+// (shared/pricing), rounding half up and saturating at the int64 maximum; a negative amount is refused.
+func costUsedMicros(s string) (int64, error) {
+	if strings.HasPrefix(s, "-") {
+		return 0, fmt.Errorf("cost_used %.40q: negative", s)
+	}
+	d, err := pricing.ParseStoredDecimal(s)
+	if err != nil {
+		return 0, fmt.Errorf("cost_used: %w", err)
+	}
+	m, err := pricing.ToMicros(d)
+	if errors.Is(err, pricing.ErrMicrosOverflow) {
+		return math.MaxInt64, nil
+	}
+	return m, err
 }
 
 // DecimalToMicros converts a non-negative plain decimal dollar string (numeric::text, e.g.
