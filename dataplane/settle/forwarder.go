@@ -832,7 +832,7 @@ func (f *Forwarder) mirrors(entries []entry, resp *settlementv1.SettleResponse) 
 		}
 	}
 	for _, q := range quotas {
-		micros, err := DecimalToMicros(q.GetCostUsed())
+		micros, err := costUsedMicros(q.GetCostUsed())
 		if err != nil {
 			f.log.Warn("unreadable cost_used in Settle answer", "scope", q.GetScope(), "id", q.GetScopeId(), "err", err)
 			continue
@@ -937,47 +937,4 @@ func costUsedMicros(s string) (int64, error) {
 		return math.MaxInt64, nil
 	}
 	return m, err
-}
-
-// DecimalToMicros converts a non-negative plain decimal dollar string (numeric::text, e.g.
-// "12.3456785") to integer micro-dollars, rounding half up, saturating at the int64 maximum.
-func DecimalToMicros(s string) (int64, error) {
-	ip, fp, _ := strings.Cut(s, ".")
-	if ip == "" || !digits(ip) || (fp != "" && !digits(fp)) || (strings.Contains(s, ".") && fp == "") {
-		return 0, fmt.Errorf("decimal %.40q: not a non-negative plain decimal", s)
-	}
-	ip = strings.TrimLeft(ip, "0")
-	const maxInt = 9223372036854 // floor(MaxInt64 / 1e6)
-	if len(ip) > 13 {
-		return 1<<63 - 1, nil
-	}
-	var whole int64
-	if ip != "" {
-		whole, _ = strconv.ParseInt(ip, 10, 64)
-	}
-	if whole > maxInt {
-		return 1<<63 - 1, nil
-	}
-	frac := fp + "000000"
-	micros, _ := strconv.ParseInt(frac[:6], 10, 64)
-	out := whole*1_000_000 + micros
-	if len(fp) > 6 && fp[6] >= '5' {
-		if out == 1<<63-1 {
-			return out, nil
-		}
-		out++
-	}
-	if out < 0 {
-		return 1<<63 - 1, nil
-	}
-	return out, nil
-}
-
-func digits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }

@@ -89,7 +89,7 @@ func TestRetriedBatchRefundsOnce(t *testing.T) {
 	}
 }
 
-func TestDecimalToMicros(t *testing.T) {
+func TestCostUsedMicros(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		in   string
@@ -99,12 +99,12 @@ func TestDecimalToMicros(t *testing.T) {
 		{"0", 0, false}, {"1", 1_000_000, false}, {"0.0000005", 1, false}, {"0.00000049", 0, false},
 		{"12.3456785", 12_345_679, false}, {"0.000123456789012345678901234567", 123, false},
 		{"9223372036854.775807", 1<<63 - 1, false}, {"99999999999999999999", 1<<63 - 1, false},
-		{"", 0, true}, {"-1", 0, true}, {"1.", 0, true}, {".5", 0, true}, {"1e3", 0, true}, {"NaN", 0, true},
+		{"", 0, true}, {"-1", 0, true}, {"-0", 0, true}, {"1.", 0, true}, {".5", 0, true}, {"1e3", 0, true}, {"NaN", 0, true},
 	}
 	for _, tt := range tests {
-		got, err := DecimalToMicros(tt.in)
+		got, err := costUsedMicros(tt.in)
 		if (err != nil) != tt.err || got != tt.want {
-			t.Errorf("DecimalToMicros(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.err)
+			t.Errorf("costUsedMicros(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.err)
 		}
 	}
 }
