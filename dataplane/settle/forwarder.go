@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -28,6 +27,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tollgate/tollgate/dataplane/admission"
+	"github.com/tollgate/tollgate/shared/backoff"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -70,7 +70,8 @@ type ForwarderOptions struct {
 	// RedisTimeout bounds every Redis call (a blocking read: Block longer), so a hung Redis cannot stall
 	// the loop, Flush or a shutdown (default admission.DefaultTimeout; config.RedisTimeout).
 	RedisTimeout time.Duration
-	// MinBackoff and MaxBackoff bound the retry delay after a failed call (defaults 100 ms, 5 s).
+	// MinBackoff and MaxBackoff bound the retry delay after a failed call (defaults 100 ms, 5 s): it
+	// doubles from MinBackoff per failed attempt up to MaxBackoff, drawn from [d/2, d] (shared/backoff).
 	MinBackoff, MaxBackoff time.Duration
 	// MirrorTTL is the lifetime of a qu: mirror value, refreshed by every answer (default 1 h).
 	MirrorTTL time.Duration
@@ -643,7 +644,6 @@ func (f *Forwarder) settle(ctx context.Context, entries []entry) (*settlementv1.
 	for i, e := range entries {
 		req.Records[i] = e.rec
 	}
-	backoff := f.opts.MinBackoff
 	for attempt := 1; ; attempt++ {
 		client, endpoint, err := f.client()
 		if err == nil {
@@ -666,12 +666,9 @@ func (f *Forwarder) settle(ctx context.Context, entries []entry) (*settlementv1.
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("settle %d records: %w (last error: %v)", len(entries), ctx.Err(), err)
 		}
-		// Full jitter between MinBackoff and the current cap.
-		d := f.opts.MinBackoff + rand.N(backoff-f.opts.MinBackoff+1)
-		if !sleep(ctx, d) {
+		if !sleep(ctx, backoff.Delay(attempt, f.opts.MinBackoff, f.opts.MaxBackoff)) {
 			return nil, fmt.Errorf("settle %d records: %w (last error: %v)", len(entries), ctx.Err(), err)
 		}
-		backoff = min(2*backoff, f.opts.MaxBackoff)
 	}
 }
 

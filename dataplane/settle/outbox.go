@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/tollgate/tollgate/dataplane/admission"
+	"github.com/tollgate/tollgate/shared/backoff"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 )
 
@@ -116,8 +117,7 @@ func (r *Recorder) Record(ctx context.Context, rec *settlementv1.SettlementRecor
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
 	defer cancel()
 	args := &redis.XAddArgs{Stream: r.streams.Outbox(hold.Tag), Values: []any{fieldRecord, b, fieldHold, admission.EncodeHold(hold)}}
-	backoff := 20 * time.Millisecond
-	for {
+	for attempt := 1; ; attempt++ {
 		err = r.rdb.XAdd(ctx, args).Err()
 		if err == nil {
 			return nil
@@ -128,9 +128,8 @@ func (r *Recorder) Record(ctx context.Context, rec *settlementv1.SettlementRecor
 				return r.spillRecord(rec, hold, true, err)
 			}
 			return fmt.Errorf("settle: append record %s to outbox: %w", rec.GetRequestId(), err)
-		case <-time.After(backoff):
+		case <-time.After(backoff.Delay(attempt, 20*time.Millisecond, time.Second)):
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -26,6 +25,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/tollgate/tollgate/shared/backoff"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 	"github.com/tollgate/tollgate/shared/servertls"
 	"github.com/tollgate/tollgate/shared/snapshot"
@@ -239,7 +239,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 			failures = 0
 		}
 		failures++
-		delay := backoff(failures, s.opts.BackoffBase, s.opts.BackoffMax)
+		delay := backoff.Delay(failures, s.opts.BackoffBase, s.opts.BackoffMax)
 		level := slog.LevelWarn
 		if established {
 			level = slog.LevelInfo // a stream that worked and ended: usually a control plane restarting
@@ -335,14 +335,4 @@ func (s *Syncer) apply(snap *snapshotv1.Snapshot, ep string) {
 	s.mu.Unlock()
 	s.swaps.Inc()
 	s.log.Info("snapshot swapped in", "endpoint", ep, "version", compiled.Version)
-}
-
-// backoff is a capped exponential delay with jitter in [d/2, d] for the n-th consecutive failure (n >= 1).
-func backoff(n int, base, max time.Duration) time.Duration {
-	d := base
-	for i := 1; i < n && d < max; i++ {
-		d *= 2
-	}
-	d = min(d, max)
-	return d/2 + rand.N(d/2+1)
 }
