@@ -2,14 +2,11 @@ package settle
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,16 +15,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/redis/go-redis/v9"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tollgate/tollgate/dataplane/admission"
-	"github.com/tollgate/tollgate/shared/backoff"
+	"github.com/tollgate/tollgate/dataplane/cpclient"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -43,15 +36,10 @@ type ForwarderOptions struct {
 	// NodeID names this data plane's consumer in the group; it must be unique among data planes and
 	// stable across restarts (a restarted node resumes its own unacknowledged entries).
 	NodeID string
-	// Endpoints are the control planes' gRPC addresses; a failing one is left for the next.
-	Endpoints []string
-	// Token is the data-plane token, sent as "authorization: Bearer <token>".
-	Token string
-	// CAFile enables TLS to the control plane, trusting the CA certificates in this PEM file; empty
-	// means plaintext (config.CPCAFile).
-	CAFile string
-	// DialOptions add to the gRPC dial options (applied last).
-	DialOptions []grpc.DialOption
+	// ControlPlane is the control-plane client's configuration (endpoints, a failing one left for the
+	// next; token; TLS). Its back-off bounds the retry delay after a failed call (defaults 100 ms, 5 s):
+	// it doubles from BackoffBase per failed attempt up to BackoffMax, drawn from [d/2, d].
+	ControlPlane cpclient.Options
 	// BatchSize bounds the records per Settle call (default 100).
 	BatchSize int
 	// Block is how long one read waits for new entries (default 1 s).
@@ -70,9 +58,6 @@ type ForwarderOptions struct {
 	// RedisTimeout bounds every Redis call (a blocking read: Block longer), so a hung Redis cannot stall
 	// the loop, Flush or a shutdown (default admission.DefaultTimeout; config.RedisTimeout).
 	RedisTimeout time.Duration
-	// MinBackoff and MaxBackoff bound the retry delay after a failed call (defaults 100 ms, 5 s): it
-	// doubles from MinBackoff per failed attempt up to MaxBackoff, drawn from [d/2, d] (shared/backoff).
-	MinBackoff, MaxBackoff time.Duration
 	// MirrorTTL is the lifetime of a qu: mirror value, refreshed by every answer (default 1 h).
 	MirrorTTL time.Duration
 	Log       *slog.Logger
@@ -95,16 +80,12 @@ const DefaultLinger = 100 * time.Millisecond
 type Forwarder struct {
 	rdb     redis.UniversalClient
 	opts    ForwarderOptions
-	creds   credentials.TransportCredentials
+	cp      *cpclient.Client
 	streams Streams
 	shards  admission.Shards
 	// outboxes are the streams read: every shard's, then the untagged one when there are several shards.
 	outboxes []outbox
 	log      *slog.Logger
-
-	mu    sync.Mutex
-	conns []*grpc.ClientConn
-	next  int
 
 	settled, duplicates, deadLettered, failures prometheus.Counter
 }
@@ -118,9 +99,6 @@ var settleScript = redis.NewScript(settleLua)
 func NewForwarder(rdb redis.UniversalClient, opts ForwarderOptions) (*Forwarder, error) {
 	if opts.NodeID == "" {
 		return nil, errors.New("settle: forwarder needs a NodeID")
-	}
-	if len(opts.Endpoints) == 0 {
-		return nil, errors.New("settle: forwarder needs at least one control-plane endpoint")
 	}
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 100
@@ -140,11 +118,11 @@ func NewForwarder(rdb redis.UniversalClient, opts ForwarderOptions) (*Forwarder,
 	if opts.RedisTimeout <= 0 {
 		opts.RedisTimeout = admission.DefaultTimeout
 	}
-	if opts.MinBackoff <= 0 {
-		opts.MinBackoff = 100 * time.Millisecond
+	if opts.ControlPlane.BackoffBase <= 0 {
+		opts.ControlPlane.BackoffBase = 100 * time.Millisecond
 	}
-	if opts.MaxBackoff <= 0 {
-		opts.MaxBackoff = 5 * time.Second
+	if opts.ControlPlane.BackoffMax <= 0 {
+		opts.ControlPlane.BackoffMax = 5 * time.Second
 	}
 	if opts.MirrorTTL <= 0 {
 		opts.MirrorTTL = admission.DefaultMirrorTTL
@@ -152,20 +130,15 @@ func NewForwarder(rdb redis.UniversalClient, opts ForwarderOptions) (*Forwarder,
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	creds := insecure.NewCredentials()
-	if opts.CAFile != "" {
-		pem, err := os.ReadFile(opts.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("settle: control-plane CA file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("settle: CA file %s holds no PEM certificate", opts.CAFile)
-		}
-		creds = credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+	if len(opts.ControlPlane.Endpoints) == 0 {
+		return nil, errors.New("settle: forwarder needs at least one control-plane endpoint")
 	}
-	f := &Forwarder{rdb: rdb, opts: opts, creds: creds, streams: Streams{Prefix: opts.Prefix}, shards: admission.NewShards(opts.Shards),
-		log: opts.Log, conns: make([]*grpc.ClientConn, len(opts.Endpoints))}
+	cp, err := cpclient.New(opts.ControlPlane)
+	if err != nil {
+		return nil, fmt.Errorf("settle: forwarder: %w", err)
+	}
+	f := &Forwarder{rdb: rdb, opts: opts, cp: cp, streams: Streams{Prefix: opts.Prefix}, shards: admission.NewShards(opts.Shards),
+		log: opts.Log}
 	for _, tag := range f.shards.Tags() {
 		f.outboxes = append(f.outboxes, outbox{tag: tag, name: f.streams.Outbox(tag)})
 	}
@@ -241,18 +214,7 @@ func (f *Forwarder) redisCtx(ctx context.Context, extra time.Duration) (context.
 }
 
 // Close closes the control-plane connections.
-func (f *Forwarder) Close() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var errs []error
-	for i, c := range f.conns {
-		if c != nil {
-			errs = append(errs, c.Close())
-			f.conns[i] = nil
-		}
-	}
-	return errors.Join(errs...)
-}
+func (f *Forwarder) Close() error { return f.cp.Close() }
 
 // outbox is one outbox stream: a shard's (tag) or the untagged one (tag "").
 type outbox struct{ tag, name string }
@@ -315,7 +277,7 @@ func (f *Forwarder) runOutbox(ctx context.Context, o outbox) {
 				break
 			}
 			f.log.Warn("read settlement outbox", "stream", o.name, "err", err)
-			sleep(ctx, f.opts.MaxBackoff)
+			sleep(ctx, f.opts.ControlPlane.BackoffMax)
 			continue
 		}
 		if len(msgs) == 0 {
@@ -645,53 +607,28 @@ func (f *Forwarder) settle(ctx context.Context, entries []entry) (*settlementv1.
 		req.Records[i] = e.rec
 	}
 	for attempt := 1; ; attempt++ {
-		client, endpoint, err := f.client()
+		cc, endpoint := f.cp.Current()
+		callCtx, cancel := context.WithTimeout(ctx, f.opts.RPCTimeout)
+		resp, err := settlementv1.NewSettlementServiceClient(cc).Settle(callCtx, req)
+		cancel()
 		if err == nil {
-			callCtx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+f.opts.Token), f.opts.RPCTimeout)
-			var resp *settlementv1.SettleResponse
-			resp, err = client.Settle(callCtx, req)
-			cancel()
-			if err == nil {
-				return resp, nil
-			}
-			if status.Code(err) == codes.InvalidArgument {
-				return nil, err
-			}
-			f.failures.Inc()
-			f.rotate()
-			if attempt == 1 || attempt%20 == 0 {
-				f.log.Warn("settle call failed; retrying", "endpoint", endpoint, "records", len(entries), "attempt", attempt, "err", err)
-			}
+			return resp, nil
+		}
+		if status.Code(err) == codes.InvalidArgument {
+			return nil, err
+		}
+		f.failures.Inc()
+		f.cp.Rotate()
+		if attempt == 1 || attempt%20 == 0 {
+			f.log.Warn("settle call failed; retrying", "endpoint", endpoint, "records", len(entries), "attempt", attempt, "err", err)
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("settle %d records: %w (last error: %v)", len(entries), ctx.Err(), err)
 		}
-		if !sleep(ctx, backoff.Delay(attempt, f.opts.MinBackoff, f.opts.MaxBackoff)) {
+		if !sleep(ctx, f.cp.Backoff(attempt)) {
 			return nil, fmt.Errorf("settle %d records: %w (last error: %v)", len(entries), ctx.Err(), err)
 		}
 	}
-}
-
-func (f *Forwarder) client() (settlementv1.SettlementServiceClient, string, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	i := f.next % len(f.conns)
-	if f.conns[i] == nil {
-		opts := append([]grpc.DialOption{grpc.WithTransportCredentials(f.creds)}, f.opts.DialOptions...)
-		c, err := grpc.NewClient(f.opts.Endpoints[i], opts...)
-		if err != nil {
-			f.next++
-			return nil, f.opts.Endpoints[i], fmt.Errorf("dial %s: %w", f.opts.Endpoints[i], err)
-		}
-		f.conns[i] = c
-	}
-	return settlementv1.NewSettlementServiceClient(f.conns[i]), f.opts.Endpoints[i], nil
-}
-
-func (f *Forwarder) rotate() {
-	f.mu.Lock()
-	f.next++
-	f.mu.Unlock()
 }
 
 // finish runs the settle script for answered entries, all of one shard (their holds' tag): mirror

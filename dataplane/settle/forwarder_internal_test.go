@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/admission/admissiontest"
+	"github.com/tollgate/tollgate/dataplane/cpclient"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -41,7 +42,7 @@ func TestRetriedBatchRefundsOnce(t *testing.T) {
 	if _, err := adm.Admit(ctx, admission.Request{KeyID: 1, EstimateMicros: 400, Scopes: scopes}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := NewForwarder(rdb, ForwarderOptions{Prefix: prefix, NodeID: "n1", Endpoints: []string{"127.0.0.1:1"}})
+	f, err := NewForwarder(rdb, ForwarderOptions{Prefix: prefix, NodeID: "n1", ControlPlane: cpclient.Options{Endpoints: []string{"127.0.0.1:1"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestMirrorAdjustmentEpochRule(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := admissiontest.Redis(t)
 	ctx := context.Background()
-	f, err := NewForwarder(rdb, ForwarderOptions{Prefix: prefix, NodeID: "n1", Endpoints: []string{"127.0.0.1:1"}})
+	f, err := NewForwarder(rdb, ForwarderOptions{Prefix: prefix, NodeID: "n1", ControlPlane: cpclient.Options{Endpoints: []string{"127.0.0.1:1"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func FuzzMirrorUpdate(f *testing.F) {
 		f.Add(s)
 	}
 	rdb, prefix := admissiontest.Redis(f)
-	fw, err := NewForwarder(rdb, ForwarderOptions{Prefix: prefix, NodeID: "n1", Endpoints: []string{"127.0.0.1:1"}})
+	fw, err := NewForwarder(rdb, ForwarderOptions{Prefix: prefix, NodeID: "n1", ControlPlane: cpclient.Options{Endpoints: []string{"127.0.0.1:1"}}})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/admission/admissiontest"
+	"github.com/tollgate/tollgate/dataplane/cpclient"
 	"github.com/tollgate/tollgate/dataplane/redisbatch"
 	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -42,7 +43,7 @@ func TestRecordAndForwardOnFrozenRedis(t *testing.T) {
 	spill := settle.NewSpill(0)
 	const timeout = 300 * time.Millisecond
 	dp := newDataPlane(t, rdb, "", "dp-frozen", cp, admission.Options{Timeout: timeout},
-		settle.ForwarderOptions{Spill: spill, RedisTimeout: timeout, MaxBackoff: 100 * time.Millisecond})
+		settle.ForwarderOptions{Spill: spill, RedisTimeout: timeout, ControlPlane: cpclient.Options{BackoffMax: 100 * time.Millisecond}})
 	dp.rec.SpillTo(spill)
 	dp.start()
 	defer dp.stop()

@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/admission/admissiontest"
+	"github.com/tollgate/tollgate/dataplane/cpclient"
 	"github.com/tollgate/tollgate/dataplane/settle"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -417,8 +418,8 @@ func TestForwarderFailsOverEndpoints(t *testing.T) {
 	rdb, prefix := admissiontest.Redis(t)
 	ctx := context.Background()
 	cp := startControlPlane(t, db)
-	f, err := settle.NewForwarder(rdb, settle.ForwarderOptions{Prefix: prefix, NodeID: "dp-fo", Token: dpToken,
-		Endpoints: []string{"127.0.0.1:1", cp.addr}, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, RPCTimeout: time.Second})
+	f, err := settle.NewForwarder(rdb, settle.ForwarderOptions{Prefix: prefix, NodeID: "dp-fo", ControlPlane: cpclient.Options{Token: dpToken,
+		Endpoints: []string{"127.0.0.1:1", cp.addr}, BackoffBase: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond}, RPCTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/admission/admissiontest"
+	"github.com/tollgate/tollgate/dataplane/cpclient"
 	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -45,7 +46,7 @@ func TestRedisOutageSpillsThenSettles(t *testing.T) {
 	}
 	cp := startControlPlane(t, db)
 	spill := settle.NewSpill(0)
-	dp := newDataPlane(t, rdb, prefix, "dp-spill", cp, admission.Options{}, settle.ForwarderOptions{Spill: spill, MaxBackoff: 100 * time.Millisecond})
+	dp := newDataPlane(t, rdb, prefix, "dp-spill", cp, admission.Options{}, settle.ForwarderOptions{Spill: spill, ControlPlane: cpclient.Options{BackoffMax: 100 * time.Millisecond}})
 	dp.rec.SpillTo(spill)
 	keys := admission.Keys{Prefix: prefix}
 	scopes := []admission.ScopeQuota{{Scope: vocab.ScopeOrg, ID: 1, LimitMicros: 10_000_000}}
