@@ -34,7 +34,7 @@ func TestRetriedBatchRefundsOnce(t *testing.T) {
 		window = h.Window
 		// Actual usage 100 tokens against the 40 estimated.
 		r := &settlementv1.SettlementRecord{RequestId: id, Tokens: &settlementv1.TokenCounts{Input: 70, Output: 30}}
-		if err := rec.Record(ctx, r, h); err != nil {
+		if err := rec.Append(ctx, r, h); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -74,7 +74,7 @@ func TestForwarderLingerFillsBatch(t *testing.T) {
 	defer f.Close()
 	rec := settle.NewRecorder(rdb, prefix)
 	record := func(i int) {
-		if err := rec.Record(ctx, outcomeRecord(id("l", i), 1, 0, 3, 5, vocab.EndCompleted), admission.Hold{}); err != nil {
+		if err := rec.Append(ctx, outcomeRecord(id("l", i), 1, 0, 3, 5, vocab.EndCompleted), admission.Hold{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,7 +116,7 @@ func TestForwarderStopWhileLingeringThenFlush(t *testing.T) {
 	defer f.Close()
 	rec := settle.NewRecorder(rdb, prefix)
 	for i := range 3 {
-		if err := rec.Record(ctx, outcomeRecord(id("s", i), 1, 0, 3, 5, vocab.EndCompleted), admission.Hold{}); err != nil {
+		if err := rec.Append(ctx, outcomeRecord(id("s", i), 1, 0, 3, 5, vocab.EndCompleted), admission.Hold{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -67,7 +67,7 @@ func TestRecordAndForwardOnFrozenRedis(t *testing.T) {
 	errs := make(chan error, n)
 	for i := range n {
 		wg.Go(func() {
-			err := dp.rec.Record(ctx, outcomeRecord(holds[i].RequestID, 1, 0, 3, 250, vocab.EndCompleted), holds[i])
+			err := dp.rec.Append(ctx, outcomeRecord(holds[i].RequestID, 1, 0, 3, 250, vocab.EndCompleted), holds[i])
 			if !srv.Stopped() {
 				err = fmt.Errorf("Record %d returned only after Redis was thawed (err %v)", i, err)
 			}

@@ -60,7 +60,7 @@ type Recorder struct {
 	spill   *Spill
 }
 
-// recordBudget bounds Record's retries of an append; spillBudget replaces it when a Spill takes the
+// recordBudget bounds Append's retries; spillBudget replaces it when a Spill takes the
 // records Redis refuses (a request then waits at most that long for an unreachable Redis).
 const (
 	recordBudget = 5 * time.Second
@@ -72,14 +72,14 @@ func NewRecorder(rdb redis.Cmdable, prefix string) *Recorder {
 	return &Recorder{rdb: rdb, streams: Streams{Prefix: prefix}, timeout: recordBudget}
 }
 
-// Sharded makes Record spread records without a hold over n shards (config.RedisShards, the admitter's
+// Sharded makes Append spread records without a hold over n shards (config.RedisShards, the admitter's
 // number) by their organisation, as admission does the holds. It returns r.
 func (r *Recorder) Sharded(n int) *Recorder {
 	r.shards = admission.NewShards(n)
 	return r
 }
 
-// SpillTo makes Record keep a record it cannot append within a second in s (for the forwarder to
+// SpillTo makes Append keep a record it cannot append within a second in s (for the forwarder to
 // deliver directly) instead of failing, and — for a second after such a failure — spill without trying
 // Redis at all, so requests do not each wait for an unreachable server. It returns r.
 func (r *Recorder) SpillTo(s *Spill) *Recorder {
@@ -87,13 +87,21 @@ func (r *Recorder) SpillTo(s *Spill) *Recorder {
 	return r
 }
 
-// Record durably appends rec with the hold admission gave the request (a zero Hold when nothing was
-// reserved) to the outbox. It sets rec.PendingMicros to hold.Micros. Call it exactly once per dispatched
-// request, before the handler returns; the request's context may already be cancelled (client gone):
-// Record detaches from its cancellation and bounds itself to a few seconds, retrying transient errors.
-// With a Spill (SpillTo), a record Redis does not take goes to the spill instead, and Record fails only
-// when the spill is full.
-func (r *Recorder) Record(ctx context.Context, rec *settlementv1.SettlementRecord, hold admission.Hold) error {
+// Record settles the outcome of one dispatched request: it builds the request's settlement record from
+// the facts (BuildRecord) and appends it with the hold admission gave the request (a zero Hold when
+// nothing was reserved; Append). Call it exactly once per dispatched request, before the handler returns;
+// the request's context may already be cancelled (client gone). It returns the record as appended (for
+// the request's observations), also when the append failed.
+func (r *Recorder) Record(ctx context.Context, o Outcome, hold admission.Hold) (*settlementv1.SettlementRecord, error) {
+	rec := BuildRecord(o)
+	return rec, r.Append(ctx, rec, hold)
+}
+
+// Append durably appends a built record rec with its request's hold to the outbox. It sets
+// rec.PendingMicros to hold.Micros. It detaches from ctx's cancellation and bounds itself to a few
+// seconds, retrying transient errors. With a Spill (SpillTo), a record Redis does not take goes to the
+// spill instead, and Append fails only when the spill is full.
+func (r *Recorder) Append(ctx context.Context, rec *settlementv1.SettlementRecord, hold admission.Hold) error {
 	if rec.GetRequestId() == "" {
 		return errors.New("settle: record without request_id")
 	}

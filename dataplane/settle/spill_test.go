@@ -57,11 +57,11 @@ func TestRedisOutageSpillsThenSettles(t *testing.T) {
 	}
 	proxy.Down()
 	// The admitted request ends during the outage, and five more (admitted without a reservation).
-	if err := dp.rec.Record(ctx, outcomeRecord("sp-0", 1, 0, 3, 500, vocab.EndCompleted), hold); err != nil {
+	if err := dp.rec.Append(ctx, outcomeRecord("sp-0", 1, 0, 3, 500, vocab.EndCompleted), hold); err != nil {
 		t.Fatalf("Record during the outage = %v, want it spilled", err)
 	}
 	for i := 1; i <= 5; i++ {
-		if err := dp.rec.Record(ctx, outcomeRecord(id("sp-", i), 1, 0, 3, 100, vocab.EndCompleted), admission.Hold{}); err != nil {
+		if err := dp.rec.Append(ctx, outcomeRecord(id("sp-", i), 1, 0, 3, 100, vocab.EndCompleted), admission.Hold{}); err != nil {
 			t.Fatalf("Record %d during the outage = %v", i, err)
 		}
 	}
@@ -99,7 +99,7 @@ func TestRedisOutageSpillsThenSettles(t *testing.T) {
 	// Redis is back: once the one-second spill pause after the last failed append has passed, records go
 	// to the outbox again.
 	time.Sleep(1100 * time.Millisecond)
-	if err := dp.rec.Record(ctx, outcomeRecord("sp-after", 1, 0, 3, 100, vocab.EndCompleted), admission.Hold{}); err != nil {
+	if err := dp.rec.Append(ctx, outcomeRecord("sp-after", 1, 0, 3, 100, vocab.EndCompleted), admission.Hold{}); err != nil {
 		t.Fatal(err)
 	}
 	if spill.Len() != 0 {
@@ -122,12 +122,12 @@ func TestFlushDeliversSpill(t *testing.T) {
 	dp.rec.SpillTo(spill)
 	proxy.Down()
 	for i := range 3 {
-		if err := dp.rec.Record(ctx, outcomeRecord(id("sf-", i), 1, 0, 3, 100, vocab.EndCompleted), admission.Hold{}); err != nil {
+		if err := dp.rec.Append(ctx, outcomeRecord(id("sf-", i), 1, 0, 3, 100, vocab.EndCompleted), admission.Hold{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The spill is bounded: a fourth record is refused (and the caller logs it lost).
-	if err := dp.rec.Record(ctx, outcomeRecord("sf-3", 1, 0, 3, 100, vocab.EndCompleted), admission.Hold{}); err == nil ||
+	if err := dp.rec.Append(ctx, outcomeRecord("sf-3", 1, 0, 3, 100, vocab.EndCompleted), admission.Hold{}); err == nil ||
 		!strings.Contains(err.Error(), "spill full") {
 		t.Fatalf("Record into a full spill = %v, want a spill-full error", err)
 	}

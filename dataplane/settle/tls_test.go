@@ -44,7 +44,7 @@ func TestForwarderTLSServerName(t *testing.T) {
 		}
 		defer f.Close()
 		requestID := "tls-" + tt.serverName
-		if err := settle.NewRecorder(rdb, prefix).Record(ctx, outcomeRecord(requestID, 1, 0, 3, 5, vocab.EndCompleted), admission.Hold{}); err != nil {
+		if err := settle.NewRecorder(rdb, prefix).Append(ctx, outcomeRecord(requestID, 1, 0, 3, 5, vocab.EndCompleted), admission.Hold{}); err != nil {
 			t.Fatal(err)
 		}
 		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
