@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -25,6 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/tollgate/tollgate/controlplane/store"
+	"github.com/tollgate/tollgate/shared/backoff"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/snapshot"
@@ -304,7 +304,7 @@ func (b *Builder) listen(ctx context.Context) {
 			failures++ // cannot connect: back off further each time
 		}
 		b.reconnects.Inc()
-		delay := backoff(failures, 100*time.Millisecond, b.opts.ListenRetryMax)
+		delay := backoff.Delay(failures, 100*time.Millisecond, b.opts.ListenRetryMax)
 		b.log.Warn("snapshot change listener down; relying on the periodic check until it reconnects",
 			"err", err, "retry_in", delay.String())
 		select {
@@ -341,14 +341,4 @@ func (b *Builder) listenOnce(ctx context.Context) error {
 		}
 		b.Trigger()
 	}
-}
-
-// backoff is a capped exponential delay with jitter in [d/2, d] for the n-th consecutive failure.
-func backoff(n int, base, max time.Duration) time.Duration {
-	d := base
-	for i := 1; i < n && d < max; i++ {
-		d *= 2
-	}
-	d = min(d, max)
-	return d/2 + rand.N(d/2+1)
 }

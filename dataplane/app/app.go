@@ -19,10 +19,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/grpc"
 
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/config"
+	"github.com/tollgate/tollgate/dataplane/cpclient"
 	"github.com/tollgate/tollgate/dataplane/proxy"
 	"github.com/tollgate/tollgate/dataplane/redisbatch"
 	"github.com/tollgate/tollgate/dataplane/settle"
@@ -149,15 +149,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	}
 	s := &Server{Config: cfg, Log: log, Redis: rdb, Metrics: telemetry.NewRegistry(), Mux: http.NewServeMux(),
 		snapshotVersion: func() (int64, bool) { return 0, false }}
-	// One set of credentials for both calls to the control plane (Watch and Settle): TLS, and mTLS with a
-	// client certificate; the token in the calls' metadata carries the data plane's scopes.
-	cpCreds, err := syncer.TransportCredentials(cfg.CPCAFile, cfg.CPClientCert, cfg.CPClientKey, "")
-	if err != nil {
-		rdb.Close()
-		return nil, err
-	}
-	if s.Syncer, err = syncer.New(syncer.Options{Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, NodeID: cfg.NodeID,
-		CAFile: cfg.CPCAFile, ClientCert: cfg.CPClientCert, ClientKey: cfg.CPClientKey}, log, s.Metrics); err != nil {
+	// One control-plane client configuration for both calls to the control plane (Watch and Settle): TLS,
+	// and mTLS with a client certificate; the token in the calls' metadata carries the data plane's scopes.
+	cp := cpclient.Options{Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, CAFile: cfg.CPCAFile,
+		ClientCert: cfg.CPClientCert, ClientKey: cfg.CPClientKey}
+	if s.Syncer, err = syncer.New(syncer.Options{ControlPlane: cp, NodeID: cfg.NodeID}, log, s.Metrics); err != nil {
 		rdb.Close()
 		return nil, err
 	}
@@ -172,9 +168,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 	spill := settle.NewSpill(0)
 	s.Recorder = settle.NewRecorder(rdb, cfg.RedisKeyPrefix).Sharded(cfg.RedisShards).SpillTo(spill)
 	if s.Forwarder, err = settle.NewForwarder(rdb, settle.ForwarderOptions{Prefix: cfg.RedisKeyPrefix, Shards: cfg.RedisShards, NodeID: cfg.NodeID, Spill: spill,
-		Endpoints: cfg.CPEndpoints, Token: cfg.DPToken, DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(cpCreds)},
-		Linger: linger, Log: log, Metrics: s.Metrics,
-		RedisTimeout: cfg.RedisTimeout}); err != nil {
+		ControlPlane: cp, Linger: linger, Log: log, Metrics: s.Metrics, RedisTimeout: cfg.RedisTimeout}); err != nil {
 		rdb.Close()
 		s.Syncer.Close()
 		return nil, err

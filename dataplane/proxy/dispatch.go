@@ -356,8 +356,9 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 // maxRetryAfter bounds an upstream Retry-After passed on to the client (seconds; a larger value is ignored).
 const maxRetryAfter = 24 * 60 * 60
 
-// settle builds the request's one settlement record (settle.BuildRecord) and hands it to the recorder. It
-// runs for every request that reached dispatch, however it ended.
+// settle hands the facts of how the request ended (settle.Outcome) to the recorder, which builds and
+// appends the request's one settlement record. It runs for every request that reached dispatch, however
+// it ended.
 func (h *Handler) settle(ctx context.Context, c *call) {
 	if c.settled {
 		return
@@ -411,7 +412,7 @@ func (h *Handler) settle(ctx context.Context, c *call) {
 	if !c.firstByte.IsZero() {
 		o.FirstByte = c.firstByte.Sub(c.start)
 	}
-	if err := h.o.Recorder.Record(context.WithoutCancel(ctx), settle.BuildRecord(o), c.hold); err != nil {
+	if _, err := h.o.Recorder.Record(context.WithoutCancel(ctx), o, c.hold); err != nil {
 		h.o.Log.Error("record settlement", "request_id", c.reqID, "err", err)
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/httperr"
 	"github.com/tollgate/tollgate/dataplane/routing"
+	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/dataplane/upstream"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 	"github.com/tollgate/tollgate/shared/pricing"
@@ -45,10 +46,11 @@ type Admitter interface {
 	Refund(ctx context.Context, h admission.Hold) error
 }
 
-// Recorder takes the one settlement record of a dispatched request, with the admission hold to release
-// once the control plane has settled it (dataplane/settle).
+// Recorder takes the facts of how a dispatched request ended, with the admission hold to release once the
+// control plane has settled it; it builds the request's one settlement record, appends it and returns it
+// (settle.Recorder).
 type Recorder interface {
-	Record(ctx context.Context, rec *settlementv1.SettlementRecord, hold admission.Hold) error
+	Record(ctx context.Context, o settle.Outcome, hold admission.Hold) (*settlementv1.SettlementRecord, error)
 }
 
 // LocalUsageFunc counts usage locally when the upstream reported none: reqBody is the request body, output

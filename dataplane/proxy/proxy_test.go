@@ -15,6 +15,7 @@ import (
 
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/routing"
+	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/dataplane/upstream"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
@@ -50,16 +51,17 @@ type fakeRecorder struct {
 	recs []*settlementv1.SettlementRecord
 }
 
-func (f *fakeRecorder) Record(_ context.Context, rec *settlementv1.SettlementRecord, h admission.Hold) error {
+func (f *fakeRecorder) Record(_ context.Context, o settle.Outcome, h admission.Hold) (*settlementv1.SettlementRecord, error) {
 	if g := f.gate.Load(); g != nil {
 		<-*g
 	}
 	defer f.done.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	rec := settle.BuildRecord(o) // the record settle.Recorder would append
 	rec.PendingMicros = h.Micros
 	f.recs = append(f.recs, rec)
-	return nil
+	return rec, nil
 }
 
 type testBundle struct {

@@ -57,7 +57,7 @@ func TestBudgetPeriodBoundaryWithSettlementInFlight(t *testing.T) {
 	early := outcomeRecord("req_earlier", 1, 0, 3, 900, vocab.EndCompleted)
 	early.CreatedAt = timestamppb.New(day1.Start.Add(time.Hour))
 	seed := newDataPlane(t, rdb, prefix, "dp-seed", cp, admission.Options{}, settle.ForwarderOptions{})
-	if err := seed.rec.Record(ctx, early, admission.Hold{}); err != nil {
+	if err := seed.rec.Append(ctx, early, admission.Hold{}); err != nil {
 		t.Fatal(err)
 	}
 	seed.start()
@@ -94,10 +94,10 @@ func TestBudgetPeriodBoundaryWithSettlementInFlight(t *testing.T) {
 	recA.CreatedAt = timestamppb.New(after)
 	recB := outcomeRecord("req_day2", 1, 0, 3, 700, vocab.EndCompleted)
 	recB.CreatedAt = timestamppb.New(after)
-	if err := dp.rec.Record(ctx, recA, hA); err != nil {
+	if err := dp.rec.Append(ctx, recA, hA); err != nil {
 		t.Fatal(err)
 	}
-	if err := dp.rec.Record(ctx, recB, hB); err != nil {
+	if err := dp.rec.Append(ctx, recB, hB); err != nil {
 		t.Fatal(err)
 	}
 	dp.start()

@@ -119,7 +119,7 @@ func TestClusterShardedSettlement(t *testing.T) {
 			rec := outcomeRecord(rid, o, 100+o, 200+o, cost, vocab.EndCompleted)
 			rec.ApiKeyId = 300 + o
 			if i == perOrg-1 { // no admission at all: the record goes to its organisation's shard
-				if err := dp.rec.Record(ctx, rec, admission.Hold{}); err != nil {
+				if err := dp.rec.Append(ctx, rec, admission.Hold{}); err != nil {
 					t.Fatal(err)
 				}
 				recorded++
@@ -139,7 +139,7 @@ func TestClusterShardedSettlement(t *testing.T) {
 				}
 				continue
 			}
-			if err := dp.rec.Record(ctx, rec, h); err != nil {
+			if err := dp.rec.Append(ctx, rec, h); err != nil {
 				t.Fatal(err)
 			}
 			recorded++

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/admission/admissiontest"
+	"github.com/tollgate/tollgate/dataplane/cpclient"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -33,7 +34,7 @@ func TestRetriedBatchRefundsOnce(t *testing.T) {
 		window = h.Window
 		// Actual usage 100 tokens against the 40 estimated.
 		r := &settlementv1.SettlementRecord{RequestId: id, Tokens: &settlementv1.TokenCounts{Input: 70, Output: 30}}
-		if err := rec.Record(ctx, r, h); err != nil {
+		if err := rec.Append(ctx, r, h); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,7 +42,7 @@ func TestRetriedBatchRefundsOnce(t *testing.T) {
 	if _, err := adm.Admit(ctx, admission.Request{KeyID: 1, EstimateMicros: 400, Scopes: scopes}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := NewForwarder(rdb, ForwarderOptions{Prefix: prefix, NodeID: "n1", Endpoints: []string{"127.0.0.1:1"}})
+	f, err := NewForwarder(rdb, ForwarderOptions{Prefix: prefix, NodeID: "n1", ControlPlane: cpclient.Options{Endpoints: []string{"127.0.0.1:1"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestRetriedBatchRefundsOnce(t *testing.T) {
 	}
 }
 
-func TestDecimalToMicros(t *testing.T) {
+func TestCostUsedMicros(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		in   string
@@ -99,12 +100,12 @@ func TestDecimalToMicros(t *testing.T) {
 		{"0", 0, false}, {"1", 1_000_000, false}, {"0.0000005", 1, false}, {"0.00000049", 0, false},
 		{"12.3456785", 12_345_679, false}, {"0.000123456789012345678901234567", 123, false},
 		{"9223372036854.775807", 1<<63 - 1, false}, {"99999999999999999999", 1<<63 - 1, false},
-		{"", 0, true}, {"-1", 0, true}, {"1.", 0, true}, {".5", 0, true}, {"1e3", 0, true}, {"NaN", 0, true},
+		{"", 0, true}, {"-1", 0, true}, {"-0", 0, true}, {"1.", 0, true}, {".5", 0, true}, {"1e3", 0, true}, {"NaN", 0, true},
 	}
 	for _, tt := range tests {
-		got, err := DecimalToMicros(tt.in)
+		got, err := costUsedMicros(tt.in)
 		if (err != nil) != tt.err || got != tt.want {
-			t.Errorf("DecimalToMicros(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.err)
+			t.Errorf("costUsedMicros(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.err)
 		}
 	}
 }
@@ -131,7 +132,7 @@ func TestMirrorAdjustmentEpochRule(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := admissiontest.Redis(t)
 	ctx := context.Background()
-	f, err := NewForwarder(rdb, ForwarderOptions{Prefix: prefix, NodeID: "n1", Endpoints: []string{"127.0.0.1:1"}})
+	f, err := NewForwarder(rdb, ForwarderOptions{Prefix: prefix, NodeID: "n1", ControlPlane: cpclient.Options{Endpoints: []string{"127.0.0.1:1"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func FuzzMirrorUpdate(f *testing.F) {
 		f.Add(s)
 	}
 	rdb, prefix := admissiontest.Redis(f)
-	fw, err := NewForwarder(rdb, ForwarderOptions{Prefix: prefix, NodeID: "n1", Endpoints: []string{"127.0.0.1:1"}})
+	fw, err := NewForwarder(rdb, ForwarderOptions{Prefix: prefix, NodeID: "n1", ControlPlane: cpclient.Options{Endpoints: []string{"127.0.0.1:1"}}})
 	if err != nil {
 		f.Fatal(err)
 	}

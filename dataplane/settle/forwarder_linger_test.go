@@ -13,6 +13,7 @@ import (
 
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/admission/admissiontest"
+	"github.com/tollgate/tollgate/dataplane/cpclient"
 	"github.com/tollgate/tollgate/dataplane/settle"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -65,7 +66,7 @@ func TestForwarderLingerFillsBatch(t *testing.T) {
 	ctx := context.Background()
 	as, addr := startAckServer(t)
 	refunded := make(chan []string, 10)
-	f, err := settle.NewForwarder(rdb, settle.ForwarderOptions{Prefix: prefix, NodeID: "dp-l", Endpoints: []string{addr},
+	f, err := settle.NewForwarder(rdb, settle.ForwarderOptions{Prefix: prefix, NodeID: "dp-l", ControlPlane: cpclient.Options{Endpoints: []string{addr}},
 		BatchSize: 5, Linger: time.Hour, Block: 50 * time.Millisecond, OnRefunded: func(ids []string) { refunded <- ids }})
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +74,7 @@ func TestForwarderLingerFillsBatch(t *testing.T) {
 	defer f.Close()
 	rec := settle.NewRecorder(rdb, prefix)
 	record := func(i int) {
-		if err := rec.Record(ctx, outcomeRecord(id("l", i), 1, 0, 3, 5, vocab.EndCompleted), admission.Hold{}); err != nil {
+		if err := rec.Append(ctx, outcomeRecord(id("l", i), 1, 0, 3, 5, vocab.EndCompleted), admission.Hold{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,7 +108,7 @@ func TestForwarderStopWhileLingeringThenFlush(t *testing.T) {
 	rdb, prefix := admissiontest.Redis(t)
 	ctx := context.Background()
 	as, addr := startAckServer(t)
-	f, err := settle.NewForwarder(rdb, settle.ForwarderOptions{Prefix: prefix, NodeID: "dp-s", Endpoints: []string{addr},
+	f, err := settle.NewForwarder(rdb, settle.ForwarderOptions{Prefix: prefix, NodeID: "dp-s", ControlPlane: cpclient.Options{Endpoints: []string{addr}},
 		Linger: time.Hour, Block: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +116,7 @@ func TestForwarderStopWhileLingeringThenFlush(t *testing.T) {
 	defer f.Close()
 	rec := settle.NewRecorder(rdb, prefix)
 	for i := range 3 {
-		if err := rec.Record(ctx, outcomeRecord(id("s", i), 1, 0, 3, 5, vocab.EndCompleted), admission.Hold{}); err != nil {
+		if err := rec.Append(ctx, outcomeRecord(id("s", i), 1, 0, 3, 5, vocab.EndCompleted), admission.Hold{}); err != nil {
 			t.Fatal(err)
 		}
 	}

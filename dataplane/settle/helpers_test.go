@@ -30,25 +30,26 @@ type controlPlane struct {
 	t    testing.TB
 	db   *storetest.DB
 	addr string
+	opts []grpc.ServerOption
 
 	mu  sync.Mutex
 	srv *grpc.Server
 }
 
-func startControlPlane(t testing.TB, db *storetest.DB) *controlPlane {
+func startControlPlane(t testing.TB, db *storetest.DB, opts ...grpc.ServerOption) *controlPlane {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := &controlPlane{t: t, db: db, addr: ln.Addr().String()}
+	cp := &controlPlane{t: t, db: db, addr: ln.Addr().String(), opts: opts}
 	cp.serve(ln)
 	t.Cleanup(cp.stop)
 	return cp
 }
 
 func (cp *controlPlane) serve(ln net.Listener) {
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(settlement.UnaryInterceptor(dpToken)))
+	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.ChainUnaryInterceptor(settlement.UnaryInterceptor(dpToken))}, cp.opts...)...)
 	settlementv1.RegisterSettlementServiceServer(srv, settlement.New(cp.db.Pool, nil, nil))
 	cp.mu.Lock()
 	cp.srv = srv
@@ -96,7 +97,7 @@ type dataPlane struct {
 func newDataPlane(t testing.TB, rdb redis.UniversalClient, prefix, node string, cp *controlPlane, admOpts admission.Options, fo settle.ForwarderOptions) *dataPlane {
 	t.Helper()
 	admOpts.Prefix = prefix
-	fo.Prefix, fo.NodeID, fo.Endpoints, fo.Token, fo.Shards = prefix, node, []string{cp.addr}, dpToken, admOpts.Shards
+	fo.Prefix, fo.NodeID, fo.ControlPlane.Endpoints, fo.ControlPlane.Token, fo.Shards = prefix, node, []string{cp.addr}, dpToken, admOpts.Shards
 	// These tests are about settlement, not Redis deadlines: on a loaded machine (-race, hundreds of
 	// concurrent calls through one pool) a call can take longer than the production default, which must
 	// not turn them into timeout tests. Tests of deadlines set their own.
@@ -109,8 +110,8 @@ func newDataPlane(t testing.TB, rdb redis.UniversalClient, prefix, node string, 
 	if fo.Block == 0 {
 		fo.Block = 50 * time.Millisecond
 	}
-	if fo.MinBackoff == 0 {
-		fo.MinBackoff, fo.MaxBackoff = 20*time.Millisecond, 200*time.Millisecond
+	if fo.ControlPlane.BackoffBase == 0 {
+		fo.ControlPlane.BackoffBase, fo.ControlPlane.BackoffMax = 20*time.Millisecond, 200*time.Millisecond
 	}
 	if fo.RPCTimeout == 0 {
 		fo.RPCTimeout = 2 * time.Second

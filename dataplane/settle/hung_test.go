@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/admission/admissiontest"
+	"github.com/tollgate/tollgate/dataplane/cpclient"
 	"github.com/tollgate/tollgate/dataplane/redisbatch"
 	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -42,7 +43,7 @@ func TestRecordAndForwardOnFrozenRedis(t *testing.T) {
 	spill := settle.NewSpill(0)
 	const timeout = 300 * time.Millisecond
 	dp := newDataPlane(t, rdb, "", "dp-frozen", cp, admission.Options{Timeout: timeout},
-		settle.ForwarderOptions{Spill: spill, RedisTimeout: timeout, MaxBackoff: 100 * time.Millisecond})
+		settle.ForwarderOptions{Spill: spill, RedisTimeout: timeout, ControlPlane: cpclient.Options{BackoffMax: 100 * time.Millisecond}})
 	dp.rec.SpillTo(spill)
 	dp.start()
 	defer dp.stop()
@@ -66,7 +67,7 @@ func TestRecordAndForwardOnFrozenRedis(t *testing.T) {
 	errs := make(chan error, n)
 	for i := range n {
 		wg.Go(func() {
-			err := dp.rec.Record(ctx, outcomeRecord(holds[i].RequestID, 1, 0, 3, 250, vocab.EndCompleted), holds[i])
+			err := dp.rec.Append(ctx, outcomeRecord(holds[i].RequestID, 1, 0, 3, 250, vocab.EndCompleted), holds[i])
 			if !srv.Stopped() {
 				err = fmt.Errorf("Record %d returned only after Redis was thawed (err %v)", i, err)
 			}

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/tollgate/tollgate/dataplane/admission"
+	"github.com/tollgate/tollgate/shared/backoff"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 )
 
@@ -59,7 +60,7 @@ type Recorder struct {
 	spill   *Spill
 }
 
-// recordBudget bounds Record's retries of an append; spillBudget replaces it when a Spill takes the
+// recordBudget bounds Append's retries; spillBudget replaces it when a Spill takes the
 // records Redis refuses (a request then waits at most that long for an unreachable Redis).
 const (
 	recordBudget = 5 * time.Second
@@ -71,14 +72,14 @@ func NewRecorder(rdb redis.Cmdable, prefix string) *Recorder {
 	return &Recorder{rdb: rdb, streams: Streams{Prefix: prefix}, timeout: recordBudget}
 }
 
-// Sharded makes Record spread records without a hold over n shards (config.RedisShards, the admitter's
+// Sharded makes Append spread records without a hold over n shards (config.RedisShards, the admitter's
 // number) by their organisation, as admission does the holds. It returns r.
 func (r *Recorder) Sharded(n int) *Recorder {
 	r.shards = admission.NewShards(n)
 	return r
 }
 
-// SpillTo makes Record keep a record it cannot append within a second in s (for the forwarder to
+// SpillTo makes Append keep a record it cannot append within a second in s (for the forwarder to
 // deliver directly) instead of failing, and — for a second after such a failure — spill without trying
 // Redis at all, so requests do not each wait for an unreachable server. It returns r.
 func (r *Recorder) SpillTo(s *Spill) *Recorder {
@@ -86,13 +87,21 @@ func (r *Recorder) SpillTo(s *Spill) *Recorder {
 	return r
 }
 
-// Record durably appends rec with the hold admission gave the request (a zero Hold when nothing was
-// reserved) to the outbox. It sets rec.PendingMicros to hold.Micros. Call it exactly once per dispatched
-// request, before the handler returns; the request's context may already be cancelled (client gone):
-// Record detaches from its cancellation and bounds itself to a few seconds, retrying transient errors.
-// With a Spill (SpillTo), a record Redis does not take goes to the spill instead, and Record fails only
-// when the spill is full.
-func (r *Recorder) Record(ctx context.Context, rec *settlementv1.SettlementRecord, hold admission.Hold) error {
+// Record settles the outcome of one dispatched request: it builds the request's settlement record from
+// the facts (BuildRecord) and appends it with the hold admission gave the request (a zero Hold when
+// nothing was reserved; Append). Call it exactly once per dispatched request, before the handler returns;
+// the request's context may already be cancelled (client gone). It returns the record as appended (for
+// the request's observations), also when the append failed.
+func (r *Recorder) Record(ctx context.Context, o Outcome, hold admission.Hold) (*settlementv1.SettlementRecord, error) {
+	rec := BuildRecord(o)
+	return rec, r.Append(ctx, rec, hold)
+}
+
+// Append durably appends a built record rec with its request's hold to the outbox. It sets
+// rec.PendingMicros to hold.Micros. It detaches from ctx's cancellation and bounds itself to a few
+// seconds, retrying transient errors. With a Spill (SpillTo), a record Redis does not take goes to the
+// spill instead, and Append fails only when the spill is full.
+func (r *Recorder) Append(ctx context.Context, rec *settlementv1.SettlementRecord, hold admission.Hold) error {
 	if rec.GetRequestId() == "" {
 		return errors.New("settle: record without request_id")
 	}
@@ -116,8 +125,7 @@ func (r *Recorder) Record(ctx context.Context, rec *settlementv1.SettlementRecor
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
 	defer cancel()
 	args := &redis.XAddArgs{Stream: r.streams.Outbox(hold.Tag), Values: []any{fieldRecord, b, fieldHold, admission.EncodeHold(hold)}}
-	backoff := 20 * time.Millisecond
-	for {
+	for attempt := 1; ; attempt++ {
 		err = r.rdb.XAdd(ctx, args).Err()
 		if err == nil {
 			return nil
@@ -128,9 +136,8 @@ func (r *Recorder) Record(ctx context.Context, rec *settlementv1.SettlementRecor
 				return r.spillRecord(rec, hold, true, err)
 			}
 			return fmt.Errorf("settle: append record %s to outbox: %w", rec.GetRequestId(), err)
-		case <-time.After(backoff):
+		case <-time.After(backoff.Delay(attempt, 20*time.Millisecond, time.Second)):
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 

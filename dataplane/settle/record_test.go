@@ -1,10 +1,16 @@
 package settle_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/tollgate/tollgate/dataplane/admission"
+	"github.com/tollgate/tollgate/dataplane/admission/admissiontest"
 	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/usage"
@@ -99,5 +105,39 @@ func TestBuildRecord(t *testing.T) {
 				t.Errorf("BuildRecord dimensions = %v", r)
 			}
 		})
+	}
+}
+
+// TestRecorderBuildsTheRecord: the Recorder takes the facts of a request (Outcome) and appends the record
+// it builds from them, the one it returns, with the hold's pending amount and admission time.
+func TestRecorderBuildsTheRecord(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := admissiontest.Redis(t)
+	ctx := context.Background()
+	o := settle.Outcome{RequestID: "facts-1", Start: time.Unix(1_700_000_000, 0), KeyID: 1, UserID: 3, OrgID: 1,
+		ProviderID: 7, Operation: vocab.OpStreamGenerateContent, InboundKind: vocab.KindAlphaChatCompletions,
+		Implementation: vocab.ImplPassthrough, Rule: testRule(t), EndState: vocab.EndCompleted, HTTPStatus: 200,
+		Upstream: usage.Usage{Input: 1000, Output: 500}, UpstreamFound: true, Latency: time.Second}
+	admitted := time.Unix(1_700_000_001, 0)
+	hold := admission.Hold{Micros: 40, Scopes: []admission.ScopeRef{{Scope: vocab.ScopeOrg, ID: 1}}, KeyID: 1, At: admitted}
+	rec, err := settle.NewRecorder(rdb, prefix).Record(ctx, o, hold)
+	if err != nil {
+		t.Fatalf("Record = %v", err)
+	}
+	want := settle.BuildRecord(o)
+	want.PendingMicros, want.AdmittedAt = 40, timestamppb.New(admitted)
+	if !proto.Equal(rec, want) {
+		t.Errorf("Record returned %v, want %v", rec, want)
+	}
+	msgs, err := rdb.XRange(ctx, settle.Streams{Prefix: prefix}.Outbox(""), "-", "+").Result()
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("outbox = %v, %v", msgs, err)
+	}
+	got, _, err := settle.DecodeEntry(msgs[0].Values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(got, want) || got.GetCost() != "0.006" {
+		t.Errorf("appended %v, want %v (cost 0.006)", got, want)
 	}
 }

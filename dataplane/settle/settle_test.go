@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/admission/admissiontest"
+	"github.com/tollgate/tollgate/dataplane/cpclient"
 	"github.com/tollgate/tollgate/dataplane/settle"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -92,7 +93,7 @@ func TestConcurrentAdmissionsStayWithinBound(t *testing.T) {
 			} else {
 				time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond) // the upstream call
 			}
-			if err := dp.rec.Record(ctx, rec, h); err != nil {
+			if err := dp.rec.Append(ctx, rec, h); err != nil {
 				t.Errorf("Record = %v", err)
 			}
 		}()
@@ -177,7 +178,7 @@ func TestControlPlaneKilledDuringLoad(t *testing.T) {
 				t.Errorf("Admit = %v", err)
 				return
 			}
-			if err := dp.rec.Record(ctx, outcomeRecord(id("k", i), 1, 2, 3, int64(100+i), vocab.EndCompleted), h); err != nil {
+			if err := dp.rec.Append(ctx, outcomeRecord(id("k", i), 1, 2, 3, int64(100+i), vocab.EndCompleted), h); err != nil {
 				t.Errorf("Record = %v", err)
 			}
 		}()
@@ -243,7 +244,7 @@ func TestDeadDataPlane(t *testing.T) {
 			t.Fatal(err)
 		}
 		holds = append(holds, h)
-		if err := dead.rec.Record(ctx, outcomeRecord(id("d", i), 1, 0, 3, 90, vocab.EndCompleted), h); err != nil {
+		if err := dead.rec.Append(ctx, outcomeRecord(id("d", i), 1, 0, 3, 90, vocab.EndCompleted), h); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -303,7 +304,7 @@ func TestFlushDrainsAndSurvivesOutage(t *testing.T) {
 	dp := newDataPlane(t, rdb, prefix, "dp-f", cp, admission.Options{}, settle.ForwarderOptions{BatchSize: 7})
 	record := func(from, to int) {
 		for i := from; i < to; i++ {
-			if err := dp.rec.Record(ctx, outcomeRecord(id("f", i), 1, 0, 3, 5, vocab.EndClientDropped), admission.Hold{}); err != nil {
+			if err := dp.rec.Append(ctx, outcomeRecord(id("f", i), 1, 0, 3, 5, vocab.EndClientDropped), admission.Hold{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -357,7 +358,7 @@ func TestInvalidRecordIsDeadLettered(t *testing.T) {
 		if i == 1 {
 			r.EndState = "exploded"
 		}
-		if err := dp.rec.Record(ctx, r, h); err != nil {
+		if err := dp.rec.Append(ctx, r, h); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -382,7 +383,7 @@ func TestInvalidRecordIsDeadLettered(t *testing.T) {
 func TestRecordRejectsMissingRequestID(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := admissiontest.Redis(t)
-	if err := settle.NewRecorder(rdb, prefix).Record(context.Background(), &settlementv1.SettlementRecord{}, admission.Hold{}); err == nil {
+	if err := settle.NewRecorder(rdb, prefix).Append(context.Background(), &settlementv1.SettlementRecord{}, admission.Hold{}); err == nil {
 		t.Error("Record without request_id = nil, want error")
 	}
 }
@@ -393,7 +394,7 @@ func TestRecordSanitizesText(t *testing.T) {
 	ctx := context.Background()
 	rec := outcomeRecord("s1", 1, 0, 3, 5, vocab.EndCompleted)
 	rec.LogicalModel = "bad\xffmodel\x00name"
-	if err := settle.NewRecorder(rdb, prefix).Record(ctx, rec, admission.Hold{}); err != nil {
+	if err := settle.NewRecorder(rdb, prefix).Append(ctx, rec, admission.Hold{}); err != nil {
 		t.Fatalf("Record = %v", err)
 	}
 	msgs, err := rdb.XRange(ctx, settle.Streams{Prefix: prefix}.Outbox(""), "-", "+").Result()
@@ -417,15 +418,15 @@ func TestForwarderFailsOverEndpoints(t *testing.T) {
 	rdb, prefix := admissiontest.Redis(t)
 	ctx := context.Background()
 	cp := startControlPlane(t, db)
-	f, err := settle.NewForwarder(rdb, settle.ForwarderOptions{Prefix: prefix, NodeID: "dp-fo", Token: dpToken,
-		Endpoints: []string{"127.0.0.1:1", cp.addr}, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, RPCTimeout: time.Second})
+	f, err := settle.NewForwarder(rdb, settle.ForwarderOptions{Prefix: prefix, NodeID: "dp-fo", ControlPlane: cpclient.Options{Token: dpToken,
+		Endpoints: []string{"127.0.0.1:1", cp.addr}, BackoffBase: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond}, RPCTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	rec := settle.NewRecorder(rdb, prefix)
 	for i := range 5 {
-		if err := rec.Record(ctx, outcomeRecord(id("fo", i), 1, 0, 3, 5, vocab.EndCompleted), admission.Hold{}); err != nil {
+		if err := rec.Append(ctx, outcomeRecord(id("fo", i), 1, 0, 3, 5, vocab.EndCompleted), admission.Hold{}); err != nil {
 			t.Fatal(err)
 		}
 	}

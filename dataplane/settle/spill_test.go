@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/admission/admissiontest"
+	"github.com/tollgate/tollgate/dataplane/cpclient"
 	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -45,7 +46,7 @@ func TestRedisOutageSpillsThenSettles(t *testing.T) {
 	}
 	cp := startControlPlane(t, db)
 	spill := settle.NewSpill(0)
-	dp := newDataPlane(t, rdb, prefix, "dp-spill", cp, admission.Options{}, settle.ForwarderOptions{Spill: spill, MaxBackoff: 100 * time.Millisecond})
+	dp := newDataPlane(t, rdb, prefix, "dp-spill", cp, admission.Options{}, settle.ForwarderOptions{Spill: spill, ControlPlane: cpclient.Options{BackoffMax: 100 * time.Millisecond}})
 	dp.rec.SpillTo(spill)
 	keys := admission.Keys{Prefix: prefix}
 	scopes := []admission.ScopeQuota{{Scope: vocab.ScopeOrg, ID: 1, LimitMicros: 10_000_000}}
@@ -56,11 +57,11 @@ func TestRedisOutageSpillsThenSettles(t *testing.T) {
 	}
 	proxy.Down()
 	// The admitted request ends during the outage, and five more (admitted without a reservation).
-	if err := dp.rec.Record(ctx, outcomeRecord("sp-0", 1, 0, 3, 500, vocab.EndCompleted), hold); err != nil {
+	if err := dp.rec.Append(ctx, outcomeRecord("sp-0", 1, 0, 3, 500, vocab.EndCompleted), hold); err != nil {
 		t.Fatalf("Record during the outage = %v, want it spilled", err)
 	}
 	for i := 1; i <= 5; i++ {
-		if err := dp.rec.Record(ctx, outcomeRecord(id("sp-", i), 1, 0, 3, 100, vocab.EndCompleted), admission.Hold{}); err != nil {
+		if err := dp.rec.Append(ctx, outcomeRecord(id("sp-", i), 1, 0, 3, 100, vocab.EndCompleted), admission.Hold{}); err != nil {
 			t.Fatalf("Record %d during the outage = %v", i, err)
 		}
 	}
@@ -98,7 +99,7 @@ func TestRedisOutageSpillsThenSettles(t *testing.T) {
 	// Redis is back: once the one-second spill pause after the last failed append has passed, records go
 	// to the outbox again.
 	time.Sleep(1100 * time.Millisecond)
-	if err := dp.rec.Record(ctx, outcomeRecord("sp-after", 1, 0, 3, 100, vocab.EndCompleted), admission.Hold{}); err != nil {
+	if err := dp.rec.Append(ctx, outcomeRecord("sp-after", 1, 0, 3, 100, vocab.EndCompleted), admission.Hold{}); err != nil {
 		t.Fatal(err)
 	}
 	if spill.Len() != 0 {
@@ -121,12 +122,12 @@ func TestFlushDeliversSpill(t *testing.T) {
 	dp.rec.SpillTo(spill)
 	proxy.Down()
 	for i := range 3 {
-		if err := dp.rec.Record(ctx, outcomeRecord(id("sf-", i), 1, 0, 3, 100, vocab.EndCompleted), admission.Hold{}); err != nil {
+		if err := dp.rec.Append(ctx, outcomeRecord(id("sf-", i), 1, 0, 3, 100, vocab.EndCompleted), admission.Hold{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The spill is bounded: a fourth record is refused (and the caller logs it lost).
-	if err := dp.rec.Record(ctx, outcomeRecord("sf-3", 1, 0, 3, 100, vocab.EndCompleted), admission.Hold{}); err == nil ||
+	if err := dp.rec.Append(ctx, outcomeRecord("sf-3", 1, 0, 3, 100, vocab.EndCompleted), admission.Hold{}); err == nil ||
 		!strings.Contains(err.Error(), "spill full") {
 		t.Fatalf("Record into a full spill = %v, want a spill-full error", err)
 	}

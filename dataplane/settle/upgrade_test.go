@@ -39,7 +39,7 @@ func TestShardingUpgradeDrainsUntaggedOutbox(t *testing.T) {
 		if err != nil || h.Tag != "" {
 			t.Fatalf("old Admit = %+v, %v; want an untagged hold", h, err)
 		}
-		if err := old.rec.Record(ctx, outcomeRecord(rid, org, 0, 3, 120, vocab.EndCompleted), h); err != nil {
+		if err := old.rec.Append(ctx, outcomeRecord(rid, org, 0, 3, 120, vocab.EndCompleted), h); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -55,7 +55,7 @@ func TestShardingUpgradeDrainsUntaggedOutbox(t *testing.T) {
 		if err != nil || h.Tag != admission.NewShards(16).Tag(org) {
 			t.Fatalf("new Admit = %+v, %v; want a hold tagged with org %d's shard", h, err, org)
 		}
-		if err := upgraded.rec.Record(ctx, outcomeRecord(rid, org, 0, 3, 120, vocab.EndCompleted), h); err != nil {
+		if err := upgraded.rec.Append(ctx, outcomeRecord(rid, org, 0, 3, 120, vocab.EndCompleted), h); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,13 +7,8 @@ package syncer
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,36 +16,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/metadata"
 
+	"github.com/tollgate/tollgate/dataplane/cpclient"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
-	"github.com/tollgate/tollgate/shared/servertls"
 	"github.com/tollgate/tollgate/shared/snapshot"
 )
 
 // Options configure a Syncer.
 type Options struct {
-	// Endpoints are control-plane gRPC addresses (host:port), tried in order, rotating on failure.
-	Endpoints []string
-	// Token is sent as "authorization: Bearer <token>".
-	Token string
+	// ControlPlane is the control-plane client's configuration: endpoints (tried in order, rotating on
+	// failure), token, TLS. Its back-off bounds the reconnect delay (defaults 200ms and 10s): the delay
+	// doubles per consecutive failure up to BackoffMax, with jitter in [d/2, d]; a stream that was
+	// established resets it.
+	ControlPlane cpclient.Options
 	// NodeID names this data plane to the control plane.
 	NodeID string
-	// CAFile enables TLS, trusting the CA certificates in this PEM file. Empty means plaintext.
-	CAFile string
-	// ClientCert and ClientKey are the client certificate presented to a control plane that requires one
-	// (mutual TLS); they need CAFile.
-	ClientCert, ClientKey string
-	// ServerName overrides the TLS server name checked against the certificate (default: the host of
-	// the endpoint dialed).
-	ServerName string
-	// BackoffBase and BackoffMax bound the reconnect delay (defaults 200ms and 10s). The delay doubles per
-	// consecutive failure up to BackoffMax, with jitter in [d/2, d]; a stream that was established
-	// resets it.
-	BackoffBase, BackoffMax time.Duration
 	// MaxSnapshotBytes bounds one received snapshot message (default 256 MiB).
 	MaxSnapshotBytes int
 	// Compile validates and indexes a snapshot (default snapshot.Compile).
@@ -59,9 +40,9 @@ type Options struct {
 
 // Syncer receives snapshots and serves the latest good one. Create it with New, run it with Run.
 type Syncer struct {
-	opts  Options
-	log   *slog.Logger
-	conns []*grpc.ClientConn
+	opts Options
+	log  *slog.Logger
+	cp   *cpclient.Client
 
 	current atomic.Pointer[snapshot.Compiled]
 	// changed is closed and replaced at every swap, waking Wait callers.
@@ -84,14 +65,11 @@ type Syncer struct {
 // tollgate_snapshot_rejects_total, tollgate_snapshot_swaps_total, tollgate_snapshot_connected and
 // tollgate_snapshot_streams_total (docs/observability.md).
 func New(opts Options, log *slog.Logger, reg prometheus.Registerer) (*Syncer, error) {
-	if len(opts.Endpoints) == 0 {
-		return nil, errors.New("syncer: no control-plane endpoints")
+	if opts.ControlPlane.BackoffBase <= 0 {
+		opts.ControlPlane.BackoffBase = 200 * time.Millisecond
 	}
-	if opts.BackoffBase <= 0 {
-		opts.BackoffBase = 200 * time.Millisecond
-	}
-	if opts.BackoffMax <= 0 {
-		opts.BackoffMax = 10 * time.Second
+	if opts.ControlPlane.BackoffMax <= 0 {
+		opts.ControlPlane.BackoffMax = 10 * time.Second
 	}
 	if opts.MaxSnapshotBytes <= 0 {
 		opts.MaxSnapshotBytes = 256 << 20
@@ -99,27 +77,18 @@ func New(opts Options, log *slog.Logger, reg prometheus.Registerer) (*Syncer, er
 	if opts.Compile == nil {
 		opts.Compile = snapshot.Compile
 	}
-	creds, err := TransportCredentials(opts.CAFile, opts.ClientCert, opts.ClientKey, opts.ServerName)
+	cp, err := cpclient.New(opts.ControlPlane,
+		// Ping an idle connection every 20 s and drop it when a ping goes unanswered for 10 s, so a
+		// control plane that vanished without closing the stream (host down, network partition) is
+		// noticed and the syncer moves on. The server permits pings every 10 s.
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 20 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(opts.MaxSnapshotBytes)),
+	)
 	if err != nil {
 		return nil, fmt.Errorf("syncer: %w", err)
 	}
-	s := &Syncer{opts: opts, log: log, changed: make(chan struct{})}
+	s := &Syncer{opts: opts, log: log, cp: cp, changed: make(chan struct{})}
 	s.endpoint.Store("")
-	for _, ep := range opts.Endpoints {
-		cc, err := grpc.NewClient(ep,
-			grpc.WithTransportCredentials(creds),
-			// Ping an idle connection every 20 s and drop it when a ping goes unanswered for 10 s, so a
-			// control plane that vanished without closing the stream (host down, network partition) is
-			// noticed and the syncer moves on. The server permits pings every 10 s.
-			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 20 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(opts.MaxSnapshotBytes)),
-		)
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("syncer: endpoint %q: %w", ep, err)
-		}
-		s.conns = append(s.conns, cc)
-	}
 	s.lost.Store(time.Now().UnixNano())
 	f := promauto.With(reg)
 	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "tollgate_snapshot_version", Help: "Version of the snapshot being served (0: none yet)."}, func() float64 {
@@ -155,38 +124,6 @@ func New(opts Options, log *slog.Logger, reg prometheus.Registerer) (*Syncer, er
 	return s, nil
 }
 
-// TransportCredentials are the gRPC credentials of a data plane's calls to the control plane (Watch and
-// Settle): plaintext without caFile; TLS trusting caFile's certificates; and, with certFile and keyFile,
-// presenting that client certificate, reloaded when its files change (TOLLGATE_CP_CA_FILE,
-// TOLLGATE_CP_CLIENT_CERT/KEY). serverName
-// overrides the name checked against the server's certificate (default: the host dialed).
-func TransportCredentials(caFile, certFile, keyFile, serverName string) (credentials.TransportCredentials, error) {
-	if caFile == "" {
-		if certFile != "" {
-			return nil, errors.New("a client certificate (TOLLGATE_CP_CLIENT_CERT) needs TLS (TOLLGATE_CP_CA_FILE)")
-		}
-		return insecure.NewCredentials(), nil
-	}
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, fmt.Errorf("read CA file (TOLLGATE_CP_CA_FILE): %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("CA file %s (TOLLGATE_CP_CA_FILE) holds no PEM certificate", caFile)
-	}
-	cfg := &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}
-	if certFile != "" {
-		// Re-read when the files change, so a renewed client certificate is used without a restart.
-		get, err := servertls.ClientCertificate(certFile, keyFile)
-		if err != nil {
-			return nil, fmt.Errorf("client certificate (TOLLGATE_CP_CLIENT_CERT/KEY): %w", err)
-		}
-		cfg.GetClientCertificate = get
-	}
-	return credentials.NewTLS(cfg), nil
-}
-
 // Current returns the snapshot being served, or nil until the first arrives. It never blocks; the result
 // is immutable.
 func (s *Syncer) Current() *snapshot.Compiled { return s.current.Load() }
@@ -220,18 +157,15 @@ func (s *Syncer) Wait(ctx context.Context, min int64) (*snapshot.Compiled, error
 }
 
 // Close releases the client connections. Call it after Run has returned.
-func (s *Syncer) Close() {
-	for _, cc := range s.conns {
-		_ = cc.Close()
-	}
-}
+func (s *Syncer) Close() { _ = s.cp.Close() }
 
 // Run watches until ctx ends, then returns nil. It does not return on control-plane failures: it keeps
 // the last good snapshot and reconnects.
 func (s *Syncer) Run(ctx context.Context) error {
 	failures := 0
-	for i := 0; ; i = (i + 1) % len(s.conns) {
-		established, err := s.watch(ctx, i)
+	for {
+		cc, ep := s.cp.Current()
+		established, err := s.watch(ctx, cc, ep)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -239,13 +173,14 @@ func (s *Syncer) Run(ctx context.Context) error {
 			failures = 0
 		}
 		failures++
-		delay := backoff(failures, s.opts.BackoffBase, s.opts.BackoffMax)
+		delay := s.cp.Backoff(failures)
 		level := slog.LevelWarn
 		if established {
 			level = slog.LevelInfo // a stream that worked and ended: usually a control plane restarting
 		}
-		s.log.Log(ctx, level, "snapshot watch ended; reconnecting", "endpoint", s.opts.Endpoints[i], "err", err,
-			"next_endpoint", s.opts.Endpoints[(i+1)%len(s.conns)], "retry_in", delay.String(), "held_version", s.held())
+		next := s.cp.Rotate()
+		s.log.Log(ctx, level, "snapshot watch ended; reconnecting", "endpoint", ep, "err", err,
+			"next_endpoint", next, "retry_in", delay.String(), "held_version", s.held())
 		select {
 		case <-ctx.Done():
 			return nil
@@ -263,16 +198,14 @@ func (s *Syncer) held() int64 {
 // any snapshot; it carries the version the control plane holds.
 const HeaderVersion = "tollgate-snapshot-version"
 
-// watch holds one Watch stream on endpoint i until it fails; established reports whether the control
-// plane accepted the stream (it sends its header at once, before any snapshot, which may never come when
-// the versions already agree).
-func (s *Syncer) watch(ctx context.Context, i int) (established bool, err error) {
+// watch holds one Watch stream on endpoint ep (connection cc) until it fails; established reports
+// whether the control plane accepted the stream (it sends its header at once, before any snapshot, which
+// may never come when the versions already agree).
+func (s *Syncer) watch(ctx context.Context, cc *grpc.ClientConn, ep string) (established bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ep := s.opts.Endpoints[i]
 	defer s.streams.WithLabelValues(ep).Inc()
-	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+s.opts.Token)
-	stream, err := snapshotv1.NewSnapshotServiceClient(s.conns[i]).Watch(ctx,
+	stream, err := snapshotv1.NewSnapshotServiceClient(cc).Watch(ctx,
 		&snapshotv1.WatchRequest{NodeId: s.opts.NodeID, KnownVersion: s.held()})
 	if err != nil {
 		return false, fmt.Errorf("open watch on %s: %w", ep, err)
@@ -335,14 +268,4 @@ func (s *Syncer) apply(snap *snapshotv1.Snapshot, ep string) {
 	s.mu.Unlock()
 	s.swaps.Inc()
 	s.log.Info("snapshot swapped in", "endpoint", ep, "version", compiled.Version)
-}
-
-// backoff is a capped exponential delay with jitter in [d/2, d] for the n-th consecutive failure (n >= 1).
-func backoff(n int, base, max time.Duration) time.Duration {
-	d := base
-	for i := 1; i < n && d < max; i++ {
-		d *= 2
-	}
-	d = min(d, max)
-	return d/2 + rand.N(d/2+1)
 }

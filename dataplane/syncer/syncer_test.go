@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/tollgate/tollgate/controlplane/watch"
+	"github.com/tollgate/tollgate/dataplane/cpclient"
 	"github.com/tollgate/tollgate/dataplane/syncer"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 	"github.com/tollgate/tollgate/shared/snapshot"
@@ -62,12 +63,12 @@ type running struct {
 
 func startSyncer(t *testing.T, opts syncer.Options) *running {
 	t.Helper()
-	if opts.Token == "" {
-		opts.Token = token
+	if opts.ControlPlane.Token == "" {
+		opts.ControlPlane.Token = token
 	}
 	opts.NodeID = t.Name()
-	if opts.BackoffBase == 0 {
-		opts.BackoffBase, opts.BackoffMax = 20*time.Millisecond, 200*time.Millisecond
+	if opts.ControlPlane.BackoffBase == 0 {
+		opts.ControlPlane.BackoffBase, opts.ControlPlane.BackoffMax = 20*time.Millisecond, 200*time.Millisecond
 	}
 	reg := prometheus.NewRegistry()
 	s, err := syncer.New(opts, slog.New(slog.DiscardHandler), reg)
@@ -123,7 +124,7 @@ func scrape(reg *prometheus.Registry) string {
 func TestSyncerFollowsPublishes(t *testing.T) {
 	t.Parallel()
 	cp := startCP(t, "127.0.0.1:0")
-	r := startSyncer(t, syncer.Options{Endpoints: []string{cp.addr}})
+	r := startSyncer(t, syncer.Options{ControlPlane: cpclient.Options{Endpoints: []string{cp.addr}}})
 	if r.s.Current() != nil {
 		t.Fatal("Current() before any snapshot is not nil")
 	}
@@ -155,7 +156,7 @@ func TestSyncerFollowsPublishes(t *testing.T) {
 func TestSyncerStalenessIsDisconnectionNotConfigAge(t *testing.T) {
 	t.Parallel()
 	cp := startCP(t, "127.0.0.1:0")
-	r := startSyncer(t, syncer.Options{Endpoints: []string{cp.addr}})
+	r := startSyncer(t, syncer.Options{ControlPlane: cpclient.Options{Endpoints: []string{cp.addr}}})
 	day := time.Now().Add(-24 * time.Hour).Truncate(time.Second)
 	cp.ws.Publish(&snapshotv1.Snapshot{Version: 7, BuiltAt: timestamppb.New(day)})
 	waitVersion(t, r.s, 7)
@@ -180,7 +181,7 @@ func TestSyncerKeepsLastGoodOnCompileFailure(t *testing.T) {
 	t.Parallel()
 	cp := startCP(t, "127.0.0.1:0")
 	bad := errors.New("bad snapshot")
-	r := startSyncer(t, syncer.Options{Endpoints: []string{cp.addr},
+	r := startSyncer(t, syncer.Options{ControlPlane: cpclient.Options{Endpoints: []string{cp.addr}},
 		Compile: func(s *snapshotv1.Snapshot) (*snapshot.Compiled, error) {
 			if s.GetVersion() == 2 {
 				return nil, bad
@@ -215,7 +216,7 @@ func TestSyncerRotatesEndpointsAndCatchesUp(t *testing.T) {
 	cp2 := startCP(t, "127.0.0.1:0")
 	cp1.ws.Publish(snap(5))
 	cp2.ws.Publish(snap(5))
-	r := startSyncer(t, syncer.Options{Endpoints: []string{dead, cp1.addr, cp2.addr}})
+	r := startSyncer(t, syncer.Options{ControlPlane: cpclient.Options{Endpoints: []string{dead, cp1.addr, cp2.addr}}})
 	waitVersion(t, r.s, 5)
 	if got := r.s.Endpoint(); got != cp1.addr {
 		t.Fatalf("Endpoint() = %q, want the first live one %q", got, cp1.addr)
@@ -249,7 +250,7 @@ func TestSyncerIgnoresOlderVersion(t *testing.T) {
 	behind := startCP(t, "127.0.0.1:0")
 	ahead.ws.Publish(snap(8))
 	behind.ws.Publish(snap(7))
-	r := startSyncer(t, syncer.Options{Endpoints: []string{ahead.addr, behind.addr}})
+	r := startSyncer(t, syncer.Options{ControlPlane: cpclient.Options{Endpoints: []string{ahead.addr, behind.addr}}})
 	waitVersion(t, r.s, 8)
 	ahead.stop()
 	waitFor(t, "watching the lagging replica", func() bool { return r.s.Endpoint() == behind.addr })
@@ -265,7 +266,7 @@ func TestSyncerWrongToken(t *testing.T) {
 	t.Parallel()
 	cp := startCP(t, "127.0.0.1:0")
 	cp.ws.Publish(snap(1))
-	r := startSyncer(t, syncer.Options{Endpoints: []string{cp.addr}, Token: "not-the-token-at-all"})
+	r := startSyncer(t, syncer.Options{ControlPlane: cpclient.Options{Endpoints: []string{cp.addr}, Token: "not-the-token-at-all"}})
 	waitFor(t, "a refused stream", func() bool {
 		return strings.Contains(scrape(r.reg), `tollgate_snapshot_streams_total{endpoint="`+cp.addr+`"} 2`)
 	})
@@ -284,18 +285,18 @@ func TestSyncerTLS(t *testing.T) {
 	}
 	cp := startCP(t, "127.0.0.1:0", grpc.Creds(creds))
 	cp.ws.Publish(snap(4))
-	r := startSyncer(t, syncer.Options{Endpoints: []string{cp.addr}, CAFile: certFile})
+	r := startSyncer(t, syncer.Options{ControlPlane: cpclient.Options{Endpoints: []string{cp.addr}, CAFile: certFile}})
 	waitVersion(t, r.s, 4)
 
 	// Plaintext to a TLS server gets nothing.
-	plain := startSyncer(t, syncer.Options{Endpoints: []string{cp.addr}})
+	plain := startSyncer(t, syncer.Options{ControlPlane: cpclient.Options{Endpoints: []string{cp.addr}}})
 	time.Sleep(200 * time.Millisecond)
 	if plain.s.Current() != nil {
 		t.Fatal("a plaintext syncer received a snapshot from a TLS server")
 	}
 	// A CA that did not sign the server's certificate is refused.
 	other, _ := tlstest.SelfSigned(t)
-	wrong := startSyncer(t, syncer.Options{Endpoints: []string{cp.addr}, CAFile: other})
+	wrong := startSyncer(t, syncer.Options{ControlPlane: cpclient.Options{Endpoints: []string{cp.addr}, CAFile: other}})
 	time.Sleep(200 * time.Millisecond)
 	if wrong.s.Current() != nil {
 		t.Fatal("a syncer trusting another CA received a snapshot")
@@ -307,8 +308,28 @@ func TestNewErrors(t *testing.T) {
 	if _, err := syncer.New(syncer.Options{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry()); err == nil {
 		t.Error("New without endpoints succeeded")
 	}
-	if _, err := syncer.New(syncer.Options{Endpoints: []string{"127.0.0.1:1"}, CAFile: filepath.Join(t.TempDir(), "missing.pem")},
+	if _, err := syncer.New(syncer.Options{ControlPlane: cpclient.Options{Endpoints: []string{"127.0.0.1:1"}, CAFile: filepath.Join(t.TempDir(), "missing.pem")}},
 		slog.New(slog.DiscardHandler), prometheus.NewRegistry()); err == nil {
 		t.Error("New with a missing CA file succeeded")
+	}
+}
+
+// TestSyncerTLSServerName: a control plane whose certificate names only cp.internal, dialed at its
+// loopback address, is verified with ServerName cp.internal and refused without it.
+func TestSyncerTLSServerName(t *testing.T) {
+	t.Parallel()
+	certFile, keyFile := tlstest.SelfSignedFor(t, "cp.internal")
+	creds, err := credentials.NewServerTLSFromFile(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := startCP(t, "127.0.0.1:0", grpc.Creds(creds))
+	cp.ws.Publish(snap(3))
+	r := startSyncer(t, syncer.Options{ControlPlane: cpclient.Options{Endpoints: []string{cp.addr}, CAFile: certFile, ServerName: "cp.internal"}})
+	waitVersion(t, r.s, 3)
+	unnamed := startSyncer(t, syncer.Options{ControlPlane: cpclient.Options{Endpoints: []string{cp.addr}, CAFile: certFile}})
+	time.Sleep(200 * time.Millisecond)
+	if unnamed.s.Current() != nil {
+		t.Fatal("a syncer received a snapshot from a server whose certificate does not name the address dialed")
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/proxy"
+	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/dataplane/telemetry"
 	"github.com/tollgate/tollgate/dataplane/upstream"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
@@ -91,8 +92,8 @@ func benchHandler(b *testing.B, mode string) http.Handler {
 // discardRecorder keeps nothing (the test recorder would grow for b.N requests).
 type discardRecorder struct{}
 
-func (discardRecorder) Record(context.Context, *settlementv1.SettlementRecord, admission.Hold) error {
-	return nil
+func (discardRecorder) Record(_ context.Context, o settle.Outcome, _ admission.Hold) (*settlementv1.SettlementRecord, error) {
+	return settle.BuildRecord(o), nil // the record settle.Recorder would append
 }
 
 // BenchmarkRequestPath serves one non-streamed chat request per iteration, in process.

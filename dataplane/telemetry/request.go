@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tollgate/tollgate/dataplane/admission"
+	"github.com/tollgate/tollgate/dataplane/settle"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/telemetry"
@@ -104,10 +105,10 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Recorder is the proxy's settlement recorder (proxy.Recorder).
 type Recorder interface {
-	Record(ctx context.Context, rec *settlementv1.SettlementRecord, hold admission.Hold) error
+	Record(ctx context.Context, o settle.Outcome, hold admission.Hold) (*settlementv1.SettlementRecord, error)
 }
 
-// Recorder wraps next: the record of the request is kept for the request's observations, then recorded.
+// Recorder wraps next: the record next built for the request is kept for the request's observations.
 func (t *Telemetry) Recorder(next Recorder) Recorder { return recorder{t, next} }
 
 type recorder struct {
@@ -115,7 +116,11 @@ type recorder struct {
 	next Recorder
 }
 
-func (r recorder) Record(ctx context.Context, rec *settlementv1.SettlementRecord, hold admission.Hold) error {
+func (r recorder) Record(ctx context.Context, o settle.Outcome, hold admission.Hold) (*settlementv1.SettlementRecord, error) {
+	rec, err := r.next.Record(ctx, o, hold)
+	if rec == nil {
+		return rec, err
+	}
 	if st := fromContext(ctx); st != nil {
 		st.mu.Lock()
 		st.rec = rec
@@ -124,7 +129,7 @@ func (r recorder) Record(ctx context.Context, rec *settlementv1.SettlementRecord
 		// Not behind Handler (a test's bare proxy): observe the record alone.
 		r.t.finish(&state{start: r.t.o.Now().Add(-time.Duration(rec.GetLatencyMs()) * time.Millisecond), rec: rec}, nil)
 	}
-	return r.next.Record(ctx, rec, hold)
+	return rec, err
 }
 
 // Admitter is the proxy's admitter (proxy.Admitter).

@@ -24,6 +24,7 @@ import (
 
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/proxy"
+	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/dataplane/telemetry"
 	"github.com/tollgate/tollgate/dataplane/upstream"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
@@ -60,11 +61,12 @@ type recorder struct {
 	recs []*settlementv1.SettlementRecord
 }
 
-func (r *recorder) Record(_ context.Context, rec *settlementv1.SettlementRecord, _ admission.Hold) error {
+func (r *recorder) Record(_ context.Context, o settle.Outcome, _ admission.Hold) (*settlementv1.SettlementRecord, error) {
+	rec := settle.BuildRecord(o) // the record settle.Recorder would append
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.recs = append(r.recs, rec)
-	return nil
+	return rec, nil
 }
 
 func (r *recorder) last(t *testing.T) *settlementv1.SettlementRecord {

@@ -21,6 +21,18 @@ import (
 // dir, returning their paths. The certificate is its own CA, so certFile also serves as the CA bundle.
 func SelfSigned(t testing.TB) (certFile, keyFile string) {
 	t.Helper()
+	return selfSigned(t, []net.IP{net.ParseIP("127.0.0.1")}, []string{"localhost"})
+}
+
+// SelfSignedFor is SelfSigned for the DNS names given only (no IP address): a client dialing the
+// server by its loopback address verifies it only when told which name to expect (TLS ServerName).
+func SelfSignedFor(t testing.TB, dnsNames ...string) (certFile, keyFile string) {
+	t.Helper()
+	return selfSigned(t, nil, dnsNames)
+}
+
+func selfSigned(t testing.TB, ips []net.IP, dnsNames []string) (certFile, keyFile string) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -34,8 +46,8 @@ func SelfSigned(t testing.TB) (certFile, keyFile string) {
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:              []string{"localhost"},
+		IPAddresses:           ips,
+		DNSNames:              dnsNames,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
