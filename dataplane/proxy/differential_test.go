@@ -225,11 +225,9 @@ func FuzzGatewayReadsWhatUpstreamReads(f *testing.F) {
 		if len(am) != len(m) && !(len(am) == len(m)+1 && m["stream_options"] == nil) {
 			t.Fatalf("asking for usage changed the members: %v -> %v", m, am)
 		}
-		if so != nil {
-			for k, v := range so {
-				if k != "include_usage" && !reflect.DeepEqual(aso[k], v) {
-					t.Fatalf("stream_options.%s reads %v after asking for usage, %v before", k, aso[k], v)
-				}
+		for k, v := range so {
+			if k != "include_usage" && !reflect.DeepEqual(aso[k], v) {
+				t.Fatalf("stream_options.%s reads %v after asking for usage, %v before", k, aso[k], v)
 			}
 		}
 		var afr foldedReading

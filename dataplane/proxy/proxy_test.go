@@ -69,7 +69,6 @@ type testBundle struct {
 	adm   *fakeAdmitter
 	rec   *fakeRecorder
 	up    *httptest.Server
-	seen  chan *http.Request
 	mu    sync.Mutex
 	calls []string // Authorization of every upstream call
 }

@@ -237,13 +237,11 @@ func TestDeadDataPlane(t *testing.T) {
 		t.Fatalf("pending TTL = %v, want (0, 1s]", ttl)
 	}
 	// Dead after recording: its forwarder read the entries (they are pending with it) and died.
-	var holds []admission.Hold
 	for i := range 5 {
 		h, err := dead.adm.Admit(ctx, admission.Request{KeyID: 1, EstimateMicros: 100, Scopes: scopes})
 		if err != nil {
 			t.Fatal(err)
 		}
-		holds = append(holds, h)
 		if err := dead.rec.Append(ctx, outcomeRecord(id("d", i), 1, 0, 3, 90, vocab.EndCompleted), h); err != nil {
 			t.Fatal(err)
 		}

@@ -436,7 +436,7 @@ func TestSpans(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, a := range server.Attributes {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	for k, want := range map[string]string{"gen_ai.operation.name": "chat", "gen_ai.request.model": "chat",
 		"gen_ai.response.model": "m-good", "gen_ai.provider.name": "good", "gen_ai.usage.input_tokens": "1100",

@@ -643,12 +643,6 @@ func (d *jr) skipValue() error {
 	return d.skip()
 }
 
-// skipStr validates a string token without unquoting it.
-func (d *jr) skipStr() error {
-	_, err := d.scanStr()
-	return err
-}
-
 // raw reads any value as its bytes (capacity clipped, so an append copies).
 func (d *jr) raw(dst *json.RawMessage) error {
 	d.ws()
