@@ -23,11 +23,16 @@ build: ## Build the binaries into bin/.
 run: build ## Start a local stack (Postgres, Redis, control plane, data plane, mock upstream) and print a working curl line.
 	$(BIN)/devstack -bin $(BIN)
 
+.PHONY: test-tools
+test-tools: ## Locate, or install with apt, every program the tests need; check ../shared, Postgres and Redis.
+	GO=$(GO) .ci/testtools
+
+# -timeout bounds each package's test binary (go test's default is 10m).
 .PHONY: test
-test: ## Run the whole test suite with -race against real Postgres and Redis (plus the build-tag variants).
+test: test-tools ## Run the whole test suite with -race against real Postgres and Redis (plus the build-tag variants).
 	$(GO) test -race -count=1 -timeout 20m $(GOTESTFLAGS) $(PKGS)
-	$(GO) test -race -count=1 -tags edge $(GOTESTFLAGS) ./dataplane/translate/...
-	$(GO) test -race -count=1 -tags notokenizer $(GOTESTFLAGS) ./dataplane/tokencount/ ./dataplane/settle/ ./dataplane/proxy/
+	$(GO) test -race -count=1 -timeout 10m -tags edge $(GOTESTFLAGS) ./dataplane/translate/...
+	$(GO) test -race -count=1 -timeout 10m -tags notokenizer $(GOTESTFLAGS) ./dataplane/tokencount/ ./dataplane/settle/ ./dataplane/proxy/
 
 .PHONY: test-short
 test-short: ## Unit tests only (no Postgres/Redis).

@@ -163,6 +163,7 @@ func constraintField(c string) string {
 // Service is the admin service layer shared by REST and gRPC.
 type Service struct {
 	pool          *pgxpool.Pool
+	usages        *store.Usages // lists pool's usage rows, remembering its partitions between listings
 	box           *secret.Box
 	log           *slog.Logger
 	bootstrapHash [sha256.Size]byte
@@ -184,7 +185,7 @@ func NewService(pool *pgxpool.Pool, box *secret.Box, bootstrapToken string, log 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{pool: pool, box: box, log: log}
+	s := &Service{pool: pool, usages: store.NewUsages(pool), box: box, log: log}
 	if bootstrapToken != "" {
 		s.bootstrapHash = sha256.Sum256([]byte(bootstrapToken))
 	}

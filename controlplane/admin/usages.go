@@ -43,7 +43,7 @@ func (s *Service) ListUsages(ctx context.Context, q UsageQuery) (Page[store.Stor
 	default:
 		return Page[store.StoredUsage]{}, errorf(CodeInvalid, `kind must be "request" or "adjustment", got %q`, q.Kind)
 	}
-	rows, err := store.ListUsages(ctx, s.pool, store.UsageFilter{Since: q.Since, Until: q.Until, APIKeyID: q.APIKeyID,
+	rows, err := s.usages.List(ctx, store.UsageFilter{Since: q.Since, Until: q.Until, APIKeyID: q.APIKeyID,
 		UserID: q.UserID, TeamID: q.TeamID, OrgID: q.OrgID, RouteID: q.RouteID, ProviderID: q.ProviderID,
 		EndState: q.EndState, LogicalModel: q.LogicalModel, UpstreamModel: q.UpstreamModel, Operation: q.Operation,
 		RequestID: q.RequestID, Kind: q.Kind, BeforeID: before, Limit: limit})

@@ -65,7 +65,7 @@ func TestQuotaBurnOnTheMetricsListener(t *testing.T) {
 		}
 	}
 	if promtool, err := exec.LookPath("promtool"); err != nil {
-		t.Error("promtool not found: install Debian's prometheus package (.ci/run does)")
+		t.Error("promtool not found: install Debian's prometheus package (`make test` installs it: .ci/testtools)")
 	} else {
 		cmd := exec.Command(promtool, "check", "metrics")
 		cmd.Stdin = strings.NewReader(m)

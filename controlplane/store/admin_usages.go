@@ -158,29 +158,56 @@ type batchDB interface {
 // partition (any created_at) follows the same rule as the others. A lookup by request id keeps the plain
 // query (one unique-index probe per partition: nothing to gain). Inside a caller's transaction (db a pgx.Tx)
 // the walk runs on the caller's snapshot. docs/admin-api.md, "How a page is read".
+//
+// On a pool, ListUsages lists as a fresh Usages of that pool would: without a remembered partition list.
+// A caller that lists the same database again keeps one Usages instead.
 func ListUsages(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage, error) {
+	if pool, ok := db.(*pgxpool.Pool); ok {
+		return NewUsages(pool).List(ctx, f)
+	}
+	if f.Limit <= 0 {
+		return nil, nil
+	}
+	if b, ok := db.(batchDB); ok && f.RequestID == "" {
+		// A caller's transaction (its snapshot) or connection: no retry (an error aborts it).
+		return listUsagesByPartition(ctx, b, f, nil)
+	}
+	return listUsagesPlain(ctx, db, f)
+}
+
+// Usages lists one database's usage rows through its pool (List) and remembers the partitions of usages
+// its last listing saw, sorted by name: the next listing reads their id ranges in the statement that
+// checks the list (idRangesSQL), saving a round trip while the partitions stay the same. Keep one per pool:
+// the list is a database's, so listings of two databases never trade theirs. Safe for concurrent use.
+type Usages struct {
+	pool *pgxpool.Pool
+	// partitions is never written through: a listing that finds another list stores a new slice.
+	partitions atomic.Pointer[[]string]
+}
+
+// NewUsages returns a Usages listing the database behind pool.
+func NewUsages(pool *pgxpool.Pool) *Usages { return &Usages{pool: pool} }
+
+// List is ListUsages on the pool's database, in a REPEATABLE READ READ ONLY transaction of its own on one
+// connection; when the partitions changed between its statements (or a remembered one was dropped) it
+// starts over once.
+func (u *Usages) List(ctx context.Context, f UsageFilter) ([]StoredUsage, error) {
 	if f.Limit <= 0 {
 		return nil, nil
 	}
 	if f.RequestID != "" {
-		return listUsagesPlain(ctx, db, f)
+		return listUsagesPlain(ctx, u.pool, f)
 	}
-	switch d := db.(type) {
-	case *pgxpool.Pool:
-		c, err := d.Acquire(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("list usages: %w", interpretError(err))
-		}
-		defer c.Release() // the pool discards a connection left inside a transaction
-		out, err := listUsagesByPartition(ctx, c, f, true)
-		if err != nil && ctx.Err() == nil { // the partitions changed (or a guessed one was dropped): once more
-			out, err = listUsagesByPartition(ctx, c, f, true)
-		}
-		return out, err
-	case batchDB: // a caller's transaction (its snapshot) or connection: no retry (an error aborts it)
-		return listUsagesByPartition(ctx, d, f, false)
+	c, err := u.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list usages: %w", interpretError(err))
 	}
-	return listUsagesPlain(ctx, db, f)
+	defer c.Release() // the pool discards a connection left inside a transaction
+	out, err := listUsagesByPartition(ctx, c, f, &u.partitions)
+	if err != nil && ctx.Err() == nil { // the partitions changed (or a remembered one was dropped): once more
+		out, err = listUsagesByPartition(ctx, c, f, &u.partitions)
+	}
+	return out, err
 }
 
 // listUsagesPlain is the listing as one query over the partitioned table.
@@ -196,12 +223,6 @@ func listUsagesPlain(ctx context.Context, db DBTX, f UsageFilter) ([]StoredUsage
 	}
 	return out, nil
 }
-
-// partitionGuess holds the partitions of usages the last listing saw, sorted by name: the next one reads
-// their id ranges in the statement that checks the list (idRangesSQL).
-var partitionGuess atomic.Pointer[[]string]
-
-func init() { partitionGuess.Store(&[]string{}) }
 
 // errRetryListing reports partitions that changed between two statements of one listing.
 var errRetryListing = errors.New("list usages: the partitions of usages changed, retry")
@@ -234,9 +255,12 @@ type idRange struct {
 	hi   int64
 }
 
-// listUsagesByPartition is ListUsages's walk (see there). With snapshot it runs in its own REPEATABLE READ
-// READ ONLY transaction on db (a connection of its own), whose BEGIN goes in the first round trip.
-func listUsagesByPartition(ctx context.Context, db batchDB, f UsageFilter, snapshot bool) (page []StoredUsage, err error) {
+// listUsagesByPartition is ListUsages's walk (see there). With guess (Usages.List) it runs in its own
+// REPEATABLE READ READ ONLY transaction on db (a connection of its own), whose BEGIN goes in the first round
+// trip, starting from the partitions *guess names and storing there the list it finds when it differs.
+// Without guess it runs in the caller's transaction and guesses nothing.
+func listUsagesByPartition(ctx context.Context, db batchDB, f UsageFilter, guess *atomic.Pointer[[]string]) (page []StoredUsage, err error) {
+	snapshot := guess != nil
 	if snapshot {
 		defer func() {
 			end := "COMMIT"
@@ -251,14 +275,17 @@ func listUsagesByPartition(ctx context.Context, db batchDB, f UsageFilter, snaps
 	// The id ranges of the partitions last seen, and the partitions now, in one statement (the
 	// transaction's first round trip). Another list than the guess (a month partition created or dropped)
 	// costs a second statement; a dropped partition's name fails the first: the caller retries. In a
-	// caller's transaction, which an error would abort, nothing is guessed.
+	// caller's transaction, which an error would abort, nothing is guessed. Every statement scans into
+	// slices of its own: a stored guess is read by concurrent listings and never written again.
 	var names []string
 	if snapshot {
-		names = *partitionGuess.Load()
+		if g := guess.Load(); g != nil {
+			names = *g
+		}
 	}
-	var now []string
 	var lo, hi []*int64
 	for try := 0; ; try++ {
+		var now []string
 		var first pgx.Batch
 		if snapshot && try == 0 {
 			first.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
@@ -275,7 +302,9 @@ func listUsagesByPartition(ctx context.Context, db batchDB, f UsageFilter, snaps
 			err = cerr
 		}
 		if err != nil {
-			partitionGuess.Store(&[]string{})
+			if snapshot {
+				guess.Store(nil)
+			}
 			return nil, fmt.Errorf("list usages: partitions: %w", interpretError(err))
 		}
 		if slices.Equal(now, names) {
@@ -285,7 +314,9 @@ func listUsagesByPartition(ctx context.Context, db batchDB, f UsageFilter, snaps
 			return nil, errRetryListing
 		}
 		names = now
-		partitionGuess.Store(&now)
+		if snapshot {
+			guess.Store(&now)
+		}
 	}
 	bounded := map[string]bool{}
 	for _, p := range usageChildren(names) {

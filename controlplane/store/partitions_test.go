@@ -315,6 +315,7 @@ func TestListUsagesAcrossMonthBoundary(t *testing.T) {
 		}
 	}
 	one := int64(1)
+	usages := store.NewUsages(db.Pool)
 	for _, tc := range []struct {
 		name string
 		f    store.UsageFilter
@@ -330,7 +331,7 @@ func TestListUsagesAcrossMonthBoundary(t *testing.T) {
 		f := tc.f
 		f.Limit = 3
 		for page := 0; page < 20; page++ {
-			out, err := store.ListUsages(ctx, db.Pool, f)
+			out, err := usages.List(ctx, f)
 			if err != nil {
 				t.Fatal(err)
 			}

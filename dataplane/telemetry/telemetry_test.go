@@ -493,7 +493,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	t.Parallel()
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
-		t.Fatal("promtool not found: install Debian's prometheus package (.ci/run does)")
+		t.Fatal("promtool not found: install Debian's prometheus package (`make test` installs it: .ci/testtools)")
 	}
 	g := newGateway(t, false)
 	g.chat(t, "chat", nil)

@@ -100,7 +100,7 @@ func TestComposeRunsTwoDataPlanesBehindTheBalancer(t *testing.T) {
 	}
 	bin, err := exec.LookPath("haproxy")
 	if err != nil {
-		t.Fatal("haproxy is not installed (Debian package haproxy; .ci/run installs it)")
+		t.Fatal("haproxy is not installed (Debian package haproxy; `make test` installs it: .ci/testtools)")
 	}
 	if out, err := exec.Command(bin, "-c", "-f", "haproxy.cfg").CombinedOutput(); err != nil {
 		t.Errorf("haproxy -c -f haproxy.cfg: %v\n%s", err, out)

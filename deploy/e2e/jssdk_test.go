@@ -175,12 +175,12 @@ func TestJSSDK(t *testing.T) {
 
 // jssdkInstall returns a directory holding run.mjs and the pinned packages, installed once per lock file
 // with `npm ci` under the user cache directory ($XDG_CACHE_HOME/tollgate-jssdk/<lock hash>, ~/.cache by
-// default). node and npm missing is a failure: CI installs them (.ci/run).
+// default). node and npm missing is a failure: `make test` installs them (.ci/testtools).
 func jssdkInstall(t *testing.T) string {
 	t.Helper()
 	for _, bin := range []string{"node", "npm"} {
 		if _, err := osexec.LookPath(bin); err != nil {
-			t.Fatalf("%s is not installed: the JavaScript SDK suite needs node and npm on PATH (.ci/run installs them with apt): %v", bin, err)
+			t.Fatalf("%s is not installed: the JavaScript SDK suite needs node and npm on PATH (`make test` installs them with apt: .ci/testtools): %v", bin, err)
 		}
 	}
 	src := "jssdk"

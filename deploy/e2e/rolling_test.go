@@ -168,7 +168,7 @@ func startHAProxy(t *testing.T, logs io.Writer, backends []string) *haproxy {
 	t.Helper()
 	bin, err := osexec.LookPath("haproxy")
 	if err != nil {
-		t.Fatal("haproxy is not installed (Debian package haproxy; .ci/run installs it)")
+		t.Fatal("haproxy is not installed (Debian package haproxy; `make test` installs it: .ci/testtools)")
 	}
 	h := &haproxy{front: freeAddr(t), stats: freeAddr(t)}
 	var servers strings.Builder

@@ -15,7 +15,7 @@ func promtool(t *testing.T, args ...string) {
 	t.Helper()
 	bin, err := exec.LookPath("promtool")
 	if err != nil {
-		t.Fatal("promtool not found: install Debian's prometheus package (.ci/run does)")
+		t.Fatal("promtool not found: install Debian's prometheus package (`make test` installs it: .ci/testtools)")
 	}
 	out, err := exec.Command(bin, args...).CombinedOutput()
 	if err != nil {
