@@ -39,9 +39,10 @@ test-short: ## Unit tests only (no Postgres/Redis).
 	$(GO) test -race -short $(PKGS)
 
 .PHONY: lint
-lint: ## gofmt, go vet, buf lint and buf breaking against main.
+lint: ## gofmt, go vet, staticcheck, buf lint and buf breaking against main.
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^shared/gen/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
 	$(GO) tool buf lint
 	@if git rev-parse --verify -q main >/dev/null && git cat-file -e main:buf.yaml 2>/dev/null; then \
 		$(GO) tool buf breaking --against '.git#branch=main'; else echo "buf breaking: no main with buf.yaml yet"; fi
