@@ -1,4 +1,4 @@
-// Package admin is the control plane's operator API (DESIGN §8): one service layer (Service) that
+// Package admin is the control plane's operator API (docs/admin-api.md): one service layer (Service) that
 // validates input and runs the store queries, served over REST (RegisterHTTP, JSON on the admin
 // HTTP listener) and over gRPC (NewGRPC, tollgate.admin.v1.AdminService). It also owns admin
 // authentication (bootstrap token plus stored admin/viewer tokens) and the channel types' default

@@ -5,7 +5,8 @@ import (
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
-// Cell is one declared default routing cell of a channel type (DESIGN §5 table).
+// Cell is one declared default routing cell of a channel type: what a provider of that type does with an
+// (operation, kind) until an operator changes it.
 type Cell struct {
 	Operation      vocab.Operation
 	Kind           vocab.Kind
@@ -54,7 +55,7 @@ func (t *cellTable) models() {
 	}
 }
 
-// DefaultCells returns the declared default routing cells of a channel type (DESIGN §5), in a
+// DefaultCells returns the declared default routing cells of a channel type, in a
 // fresh slice; nil for an unknown channel type. Transform cells keep the inbound operation
 // (dest_operation = operation): every channel's upstream streams natively.
 func DefaultCells(ch vocab.ChannelType) []Cell {

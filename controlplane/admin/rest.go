@@ -19,7 +19,7 @@ const (
 	MaxImportBytes = 64 << 20
 )
 
-// httpStatus maps an error code to its HTTP status (DESIGN §8–9).
+// httpStatus maps an error code to its HTTP status.
 var httpStatus = map[Code]int{
 	CodeInvalid:          http.StatusBadRequest,
 	CodeUnauthenticated:  http.StatusUnauthorized,

@@ -70,7 +70,7 @@ const (
 
 func dpHash(k string) []byte { h := sha256.Sum256([]byte(k)); return h[:] }
 
-// dpCells returns DESIGN §5's default routing cells of a channel type.
+// dpCells returns the default routing cells of a channel type (controlplane/admin/defaults.go).
 func dpCells(providerID int64, channel string) []*configv1.RoutingRule {
 	var rows []*configv1.RoutingRule
 	add := func(op, kind, impl, destOp, destKind string) {

@@ -189,7 +189,7 @@ func readyz(t *testing.T, s *stStack, srv *admissiontest.Server) (readyAnswer, b
 	return readyAnswer{resp.StatusCode, body}, srv.Stopped()
 }
 
-// checkUnavailableShape checks a 503 body is the dialect's own error shape (dialects.md: alpha
+// checkUnavailableShape checks a 503 body is the dialect's own error shape (dataplane/httperr: alpha
 // server_error with the gateway code, beta overloaded_error, gamma UNAVAILABLE).
 func checkUnavailableShape(t *testing.T, name, body string) {
 	t.Helper()

@@ -418,7 +418,8 @@ func (c sdkClient) native() string {
 	return "gamma"
 }
 
-// sdkUpstreamPath is the path the mock must see for a client on a channel (DESIGN §5 default cells).
+// sdkUpstreamPath is the path the mock must see for a client on a channel under the channel type's default
+// routing cells (controlplane/admin/defaults.go).
 func sdkUpstreamPath(c sdkClient, channel string, upstreamStreams bool) string {
 	switch channel {
 	case "alpha":
@@ -855,7 +856,7 @@ func sdkAPIStatus(err error) (int, string, bool) {
 }
 
 // errorType is the client dialect's error type for the gateway's answers of status 502, 429 and 400
-// (dialects.md §4.6, dataplane/httperr).
+// (dataplane/httperr).
 func (c sdkClient) errorType(status int) string {
 	if status == 429 {
 		switch c {

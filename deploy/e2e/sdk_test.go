@@ -124,7 +124,7 @@ func TestSDKBufferedUpstream(t *testing.T) {
 }
 
 // TestSDKUpstreamErrors: an upstream 500 (the mock's x-mock-status) on the only candidate is failed over
-// and ends as "every upstream candidate failed" — 502 (DESIGN §9); an upstream 429 on every candidate ends
+// and ends as "every upstream candidate failed" — 502 (docs/dataplane.md); an upstream 429 on every candidate ends
 // as 429 with the upstream's Retry-After (docs/dataplane.md step 10), so SDKs raise their rate-limit error.
 // Each SDK must surface it as its typed API error with that status, plain and streaming, through
 // passthrough and transform_to cells; a non-retryable upstream 400 keeps its status.
@@ -248,8 +248,8 @@ func TestSDKReasoning(t *testing.T) {
 						t.Fatalf("SDK: %v\nraw response:\n%s", err, s.rec.raw(r.caseID))
 					}
 					s.check(t, r.caseID, got, sdkWant{finish: client.finish(false), out: sdkTextTokens + reasoningTokens})
-					// dialects.md §4.4 gives no thinking_tokens for usage converted to beta (only output_tokens, which
-					// includes the reasoning): a beta client sees the split only from a beta upstream.
+					// Beta usage has no reasoning-token member (its output_tokens includes the reasoning), so usage
+					// converted to beta loses the split: a beta client sees it only from a beta upstream.
 					if wantR := int64(reasoningTokens); (client != sdkMessages || ch == "beta") && got.Reasoning != wantR {
 						t.Errorf("reasoning tokens = %d, want %d", got.Reasoning, wantR)
 					}

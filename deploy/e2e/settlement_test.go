@@ -13,8 +13,8 @@ import (
 	"github.com/tollgate/tollgate/dataplane/admission/admissiontest"
 )
 
-// Settlement at full stack (spec "Settlement", "Image and token-usage accounting", "Source of the tier
-// name"; DESIGN §5, §7): a real control plane on Postgres, a real data plane on Redis, the mock upstream,
+// Settlement at full stack (usage rows, image and token accounting, the served tier; docs/settlement.md):
+// a real control plane on Postgres, a real data plane on Redis, the mock upstream,
 // configuration seeded through the admin REST API, and assertions on GET /admin/usages, GET /admin/quotas
 // and the Postgres/Redis state. Costs are hand-computed from the seeded prices with exact rationals.
 
@@ -339,9 +339,9 @@ func TestSettlement(t *testing.T) {
 				}
 			}
 			t.Run("one_rejected_row_per_refused_request", func(t *testing.T) {
-				// DESIGN §7 / issue 7: every request that reached dispatch (DESIGN §5 step 4; admission is
-				// step 5) ends in exactly one record; docs/settlement.md: Record is called "also for refused
-				// ones, with a zero Hold".
+				// Every request that reached dispatch ends in exactly one record, a refused one too:
+				// admission runs after dispatch picked a candidate, and the recorder is called with a zero
+				// Hold for a refusal (docs/settlement.md).
 				deadline := time.Now().Add(5 * time.Second)
 				var rows []store.StoredUsage
 				for time.Now().Before(deadline) {

@@ -8,7 +8,8 @@ import (
 	"strings"
 )
 
-// TierHeader is the gamma served-tier response header (see dialects.md §3.5).
+// TierHeader is the gamma served-tier response header: gamma reports the tier that served a request in
+// this header, not in the body's usage.
 const TierHeader = "x-gamma-service-tier"
 
 type gammaRequest struct {
@@ -302,7 +303,7 @@ func (x *exchange) gammaEmbed(batch bool) {
 	} else {
 		resp = map[string]any{"embedding": embs[0]}
 	}
-	// Embedding usage is unverified upstream (dialects.md §3.6): only on explicit request.
+	// Real gamma embedding answers carry no usageMetadata; the mock adds it only when a test asks for it.
 	if x.ctl.usageSet && x.ctl.usage == "full" {
 		resp["usageMetadata"] = map[string]int{"promptTokenCount": tokens, "totalTokenCount": tokens}
 	}

@@ -3,8 +3,9 @@
 // micro-dollar conversion and the admission estimate. It performs no I/O and never uses floats:
 // prices are github.com/ericlagergren/decimal values computed with unlimited precision.
 //
-// Semantics follow the spec's "Pricing and settlement rules" and DESIGN §6–7; the decisions the
-// spec leaves open are written down in docs/pricing.md.
+// A rule prices a (provider, model) pair per million tokens of each category, composed with its prompt-size
+// and service tiers; docs/pricing.md states how a rule is selected, how tiers compose and the decisions
+// taken there.
 package pricing
 
 import (

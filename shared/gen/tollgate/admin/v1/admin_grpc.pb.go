@@ -5,7 +5,7 @@
 // source: tollgate/admin/v1/admin.proto
 
 // Package tollgate.admin.v1 is the operators' API: the same operations as the admin REST API
-// (DESIGN §8), served by one service layer. Calls require "authorization: Bearer <admin token>" metadata.
+// (docs/admin-api.md), served by one service layer. Calls require "authorization: Bearer <admin token>" metadata.
 
 package adminv1
 
