@@ -19,7 +19,7 @@ func reconcileProviderToProto(p store.ReconcileProvider) *adminv1.Reconciliation
 
 func reconcileTokensToProto(t store.ReportTokens) *adminv1.ReconciliationTokens {
 	return &adminv1.ReconciliationTokens{Input: t.Input, Output: t.Output, CacheRead: t.CacheRead, CacheCreation_5M: t.Cache5m,
-		CacheCreation_1H: t.Cache1h, ImageOutput: t.ImageOut}
+		CacheCreation_30M: t.Cache30m, CacheCreation_1H: t.Cache1h, ImageOutput: t.ImageOut}
 }
 
 func reconcileRunToProto(r store.ReconcileRun) (*adminv1.ReconciliationRun, error) {

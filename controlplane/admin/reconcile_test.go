@@ -234,4 +234,32 @@ func TestReconciliationFileUpload(t *testing.T) {
 	if run.Status != "ok" || run.LedgerTokens == 0 || run.LedgerTokens != run.ProviderTokens || run.LedgerCost != run.ProviderCost {
 		t.Fatalf("file run %+v", run)
 	}
+	// The 30-minute cache writes are a category of their own through the file, the store, REST and gRPC: a
+	// day the ledger has nothing for, where the file reports only 30-minute writes.
+	other := day.AddDate(0, 0, -1).Format(time.DateOnly)
+	b.must(t, 200, "POST", base+"/reports", "day,key_ref,project_ref,model,tier,cache_creation_30m_tokens,requests,cost\n"+
+		other+",key_file,proj_file,m-1,default,16,1,0.000048\n", nil)
+	b.must(t, http.StatusCreated, "POST", "/admin/reconciliation/runs", map[string]any{"provider_id": pid, "day": other}, &run)
+	var rest struct {
+		Lines []struct {
+			Kind     string           `json:"kind"`
+			Cause    string           `json:"cause"`
+			Provider map[string]int64 `json:"provider"`
+			Ledger   map[string]int64 `json:"ledger"`
+		} `json:"lines"`
+	}
+	b.must(t, 200, "GET", fmt.Sprintf("/admin/reconciliation/runs/%d", run.ID), nil, &rest)
+	if len(rest.Lines) != 2 || rest.Lines[0].Kind != "tokens" || rest.Lines[0].Cause != "missing_in_ledger" ||
+		rest.Lines[0].Provider["cache_creation_30m_tokens"] != 16 || rest.Lines[0].Provider["cache_creation_1h_tokens"] != 0 ||
+		rest.Lines[0].Provider["cache_creation_5m_tokens"] != 0 {
+		t.Fatalf("REST run with 30-minute writes: %+v", rest)
+	}
+	if _, ok := rest.Lines[0].Ledger["cache_creation_30m_tokens"]; !ok {
+		t.Fatalf("REST ledger side without the 30-minute category: %+v", rest.Lines[0].Ledger)
+	}
+	client, _ := b.grpcClient(t)
+	gr, err := client.GetReconciliationRun(withToken(bootstrapToken), &adminv1.GetReconciliationRunRequest{Id: run.ID})
+	if err != nil || gr.Run.Lines[0].Provider.GetCacheCreation_30M() != 16 || gr.Run.Lines[0].Provider.GetCacheCreation_1H() != 0 {
+		t.Fatalf("grpc run with 30-minute writes: %v %v", gr, err)
+	}
 }

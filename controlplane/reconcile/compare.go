@@ -42,23 +42,28 @@ type costAcc struct {
 	hasLedger        bool
 }
 
-// foldLedger maps a ledger group's categories onto the categories the provider kind reports: alpha has
-// no cache-write field (its input includes them); beta and files have no 30-minute cache (kept with 1h).
+// foldLedger maps a ledger group's categories onto the categories the provider kind reports. Alpha has no
+// cache-write field (its input includes every cache write: 5-minute, 30-minute and 1-hour); the other kinds
+// report all seven categories as the ledger has them (beta never has 30-minute writes, so a 30m count there
+// is drift, not something to fold away).
 func foldLedger(kind string, g store.LedgerGroup) Tokens {
-	t := Tokens{Input: g.Input, Output: g.Output, CacheRead: g.CacheRead, Cache5m: g.Cache5m, Cache1h: g.Cache1h + g.Cache30m, ImageOut: g.ImageOut}
+	t := Tokens{Input: g.Input, Output: g.Output, CacheRead: g.CacheRead, Cache5m: g.Cache5m, Cache30m: g.Cache30m,
+		Cache1h: g.Cache1h, ImageOut: g.ImageOut}
 	if kind == KindOpenAI {
-		t.Input += t.Cache5m + t.Cache1h
-		t.Cache5m, t.Cache1h = 0, 0
+		t.Input += t.Cache5m + t.Cache30m + t.Cache1h
+		t.Cache5m, t.Cache30m, t.Cache1h = 0, 0, 0
 	}
 	return t
 }
 
 func toStore(t Tokens) store.ReportTokens {
-	return store.ReportTokens{Input: t.Input, Output: t.Output, CacheRead: t.CacheRead, Cache5m: t.Cache5m, Cache1h: t.Cache1h, ImageOut: t.ImageOut}
+	return store.ReportTokens{Input: t.Input, Output: t.Output, CacheRead: t.CacheRead, Cache5m: t.Cache5m, Cache30m: t.Cache30m,
+		Cache1h: t.Cache1h, ImageOut: t.ImageOut}
 }
 
 func fromStore(t store.ReportTokens) Tokens {
-	return Tokens{Input: t.Input, Output: t.Output, CacheRead: t.CacheRead, Cache5m: t.Cache5m, Cache1h: t.Cache1h, ImageOut: t.ImageOut}
+	return Tokens{Input: t.Input, Output: t.Output, CacheRead: t.CacheRead, Cache5m: t.Cache5m, Cache30m: t.Cache30m,
+		Cache1h: t.Cache1h, ImageOut: t.ImageOut}
 }
 
 // compare builds a run's lines and totals from the ledger's groups and the provider's report of the day.

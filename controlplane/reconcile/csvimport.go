@@ -16,7 +16,8 @@ import (
 // CSVColumns are the columns of the file import (docs/reconciliation.md, "File import"); the header row
 // names them, in any order; day, model and cost are required, the rest default to empty or 0.
 var CSVColumns = []string{"day", "key_ref", "project_ref", "model", "tier", "input_tokens", "output_tokens",
-	"cache_read_tokens", "cache_creation_5m_tokens", "cache_creation_1h_tokens", "image_output_tokens", "requests", "cost"}
+	"cache_read_tokens", "cache_creation_5m_tokens", "cache_creation_30m_tokens", "cache_creation_1h_tokens",
+	"image_output_tokens", "requests", "cost"}
 
 // maxCSVRows bounds one file.
 const maxCSVRows = 1_000_000
@@ -74,9 +75,9 @@ func ParseCSV(r io.Reader) (Report, error) {
 			return Report{}, fmt.Errorf("csv line %d: model is empty", line)
 		}
 		counts := []*int64{&row.Tokens.Input, &row.Tokens.Output, &row.Tokens.CacheRead, &row.Tokens.Cache5m,
-			&row.Tokens.Cache1h, &row.Tokens.ImageOut, &row.Requests}
+			&row.Tokens.Cache30m, &row.Tokens.Cache1h, &row.Tokens.ImageOut, &row.Requests}
 		for i, name := range []string{"input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_5m_tokens",
-			"cache_creation_1h_tokens", "image_output_tokens", "requests"} {
+			"cache_creation_30m_tokens", "cache_creation_1h_tokens", "image_output_tokens", "requests"} {
 			v := get(name)
 			if v == "" {
 				continue

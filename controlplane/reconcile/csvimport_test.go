@@ -43,6 +43,31 @@ func TestParseCSV(t *testing.T) {
 	}
 }
 
+// The three cache-write lifetimes are columns of their own: a 30-minute write is neither a 5-minute nor a
+// 1-hour one.
+func TestParseCSVKeepsTheThreeCacheWriteCategoriesApart(t *testing.T) {
+	rep, err := ParseCSV(strings.NewReader("day,model,cache_creation_5m_tokens,cache_creation_30m_tokens,cache_creation_1h_tokens,cost\n" +
+		"2026-12-05,m-1,5,30,60,0.1\n2026-12-05,m-2,,16,,0.2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Usage[0].Tokens; got != (Tokens{Cache5m: 5, Cache30m: 30, Cache1h: 60}) || got.Total() != 95 {
+		t.Fatalf("row 1 = %+v", got)
+	}
+	if u := rep.Usage[1]; u.Tokens != (Tokens{Cache30m: 16}) || !u.TokensReported {
+		t.Fatalf("a row with only 30-minute writes = %+v", u)
+	}
+	var names []string
+	for _, c := range rep.Usage[1].Tokens.Categories() {
+		if c.Value != 0 {
+			names = append(names, c.Name)
+		}
+	}
+	if strings.Join(names, ",") != "cache_creation_30m" {
+		t.Fatalf("categories with a value: %v", names)
+	}
+}
+
 func TestParseCSVRefusesMalformedFiles(t *testing.T) {
 	for name, in := range map[string]string{
 		"no cost column":  "day,model\n2026-12-05,m-1\n",
@@ -64,6 +89,7 @@ func TestParseCSVRefusesMalformedFiles(t *testing.T) {
 func FuzzParseCSV(f *testing.F) {
 	f.Add(sampleCSV)
 	f.Add("day,model,cost\n2026-12-05,m-1,0\n")
+	f.Add("day,model,cache_creation_30m_tokens,cost\n2026-12-05,m-1,16,0.00004\n")
 	f.Add("\ufeffday,model,cost,requests\n2026-12-05,\"m,1\",1.5,2\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		rep, err := ParseCSV(strings.NewReader(in))

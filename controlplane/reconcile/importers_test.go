@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -22,8 +23,8 @@ type provider struct {
 func newProvider(t *testing.T) *provider {
 	t.Helper()
 	m := mockupstream.New(mockupstream.Options{AdminKey: "sk-admin", Prices: map[string]mockupstream.Price{
-		"m-1": {Input: "2", Output: "8", CacheRead: "0.5", Cache5m: "2.5"}, "emb-1": {Input: "0.02"},
-		"img-1": {Input: "5", ImageOut: "40"}, "b-1": {Input: "3", Output: "15", CacheRead: "0.3", Cache5m: "3.75"}}})
+		"m-1": mockPrice(ruleInputs["m-1"]), "emb-1": {Input: "0.02"}, "img-1": {Input: "5", ImageOut: "40"},
+		"b-1": mockPrice(ruleInputs["b-1"])}})
 	srv := httptest.NewServer(m)
 	t.Cleanup(srv.Close)
 	return &provider{mock: m, srv: srv}
@@ -40,6 +41,8 @@ func (p *provider) send(t *testing.T, path, body string, headers ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Read to the end: the mock keeps the bill before the body ends.
+	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST %s = %d", path, resp.StatusCode)
@@ -68,7 +71,8 @@ func billTotals(bills []mockupstream.Bill, endpoints ...string) map[string]Token
 		for _, e := range endpoints {
 			if b.Endpoint == e {
 				t := out[b.Model]
-				t.Add(Tokens{Input: b.Input, Output: b.Output, CacheRead: b.CacheRead, Cache5m: b.Cache5m, Cache1h: b.Cache1h})
+				t.Add(Tokens{Input: b.Input, Output: b.Output, CacheRead: b.CacheRead, Cache5m: b.Cache5m, Cache30m: b.Cache30m,
+					Cache1h: b.Cache1h, ImageOut: b.ImageOut})
 				out[b.Model] = t
 			}
 		}
@@ -110,8 +114,8 @@ func TestOpenAIImportPagesAndMatchesTheBills(t *testing.T) {
 	want := billTotals(p.mock.Bills(), mockupstream.EndpointCompletions, mockupstream.EndpointEmbeddings)
 	// Alpha folds cache writes into input.
 	for m, w := range want {
-		w.Input += w.Cache5m + w.Cache1h
-		w.Cache5m, w.Cache1h = 0, 0
+		w.Input += w.Cache5m + w.Cache30m + w.Cache1h
+		w.Cache5m, w.Cache30m, w.Cache1h = 0, 0, 0
 		want[m] = w
 	}
 	if got["m-1"] != want["m-1"] || got["emb-1"] != want["emb-1"] || requests["m-1"] != 6 || requests["img-1"] != 3 {
@@ -137,17 +141,24 @@ func TestOpenAIImportPagesAndMatchesTheBills(t *testing.T) {
 		x.Mul(x, decimalInt(part.n))
 		exp.Add(exp, x)
 	}
-	// The uncached input above includes the cache writes, billed at the cache write price.
+	// The uncached input above includes the cache writes, billed at the cache write price: alpha's cache
+	// lives 30 minutes, so its writes are 30-minute writes, never 5-minute or 1-hour ones.
 	var cw int64
 	for _, b := range p.mock.Bills() {
 		if b.Model == "m-1" {
-			cw += b.Cache5m
+			if b.Cache5m != 0 || b.Cache1h != 0 {
+				t.Fatalf("alpha bill with 5-minute or 1-hour cache writes: %+v", b)
+			}
+			cw += b.Cache30m
 		}
+	}
+	if cw == 0 {
+		t.Fatal("cached requests billed without cache writes")
 	}
 	in, _ := pricing.ParseDecimal("2")
 	in.Mul(in, decimalInt(w.Input-cw))
 	exp.Add(exp, in)
-	cwp, _ := pricing.ParseDecimal("2.5")
+	cwp, _ := pricing.ParseDecimal(ruleInputs["m-1"].CacheCreation30mPrice)
 	cwp.Mul(cwp, decimalInt(cw))
 	exp.Add(exp, cwp)
 	exp.Mul(exp, perMillion)

@@ -23,6 +23,7 @@ type Tokens struct {
 	Output    int64 `json:"output_tokens"`
 	CacheRead int64 `json:"cache_read_tokens"`
 	Cache5m   int64 `json:"cache_creation_5m_tokens"`
+	Cache30m  int64 `json:"cache_creation_30m_tokens"`
 	Cache1h   int64 `json:"cache_creation_1h_tokens"`
 	ImageOut  int64 `json:"image_output_tokens"`
 }
@@ -33,6 +34,7 @@ func (t *Tokens) Add(o Tokens) {
 	t.Output += o.Output
 	t.CacheRead += o.CacheRead
 	t.Cache5m += o.Cache5m
+	t.Cache30m += o.Cache30m
 	t.Cache1h += o.Cache1h
 	t.ImageOut += o.ImageOut
 }
@@ -40,18 +42,19 @@ func (t *Tokens) Add(o Tokens) {
 // Sub returns t - o per category.
 func (t Tokens) Sub(o Tokens) Tokens {
 	return Tokens{t.Input - o.Input, t.Output - o.Output, t.CacheRead - o.CacheRead, t.Cache5m - o.Cache5m,
-		t.Cache1h - o.Cache1h, t.ImageOut - o.ImageOut}
+		t.Cache30m - o.Cache30m, t.Cache1h - o.Cache1h, t.ImageOut - o.ImageOut}
 }
 
 // Total is the sum of the categories.
 func (t Tokens) Total() int64 {
-	return t.Input + t.Output + t.CacheRead + t.Cache5m + t.Cache1h + t.ImageOut
+	return t.Input + t.Output + t.CacheRead + t.Cache5m + t.Cache30m + t.Cache1h + t.ImageOut
 }
 
 // Categories lists the categories by name, in a fixed order.
 func (t Tokens) Categories() []Category {
 	return []Category{{"input", t.Input}, {"output", t.Output}, {"cache_read", t.CacheRead},
-		{"cache_creation_5m", t.Cache5m}, {"cache_creation_1h", t.Cache1h}, {"image_output", t.ImageOut}}
+		{"cache_creation_5m", t.Cache5m}, {"cache_creation_30m", t.Cache30m}, {"cache_creation_1h", t.Cache1h},
+		{"image_output", t.ImageOut}}
 }
 
 // Category is one named token count.

@@ -46,11 +46,19 @@ type ruleRef struct {
 	rule *pricing.Rule
 }
 
+// ruleInputs are the gateway's price rules; the fake provider prices its bills with the same prices in every
+// category (mockPrices), so honest traffic reconciles to zero cost drift whatever categories it has.
 var ruleInputs = map[string]pricing.RuleInput{
 	"m-1": {MatchType: "exact", ModelMatch: "m-1", InputPrice: "2", OutputPrice: "8", CacheReadPrice: "0.5", CacheCreation5mPrice: "2.5",
-		CacheCreation30mPrice: "0", CacheCreation1hPrice: "0", ImageOutputPrice: "0", Enabled: true},
+		CacheCreation30mPrice: "3", CacheCreation1hPrice: "4", ImageOutputPrice: "30", Enabled: true},
 	"b-1": {MatchType: "exact", ModelMatch: "b-1", InputPrice: "3", OutputPrice: "15", CacheReadPrice: "0.3", CacheCreation5mPrice: "3.75",
-		CacheCreation30mPrice: "0", CacheCreation1hPrice: "0", ImageOutputPrice: "0", Enabled: true},
+		CacheCreation30mPrice: "4.5", CacheCreation1hPrice: "6", ImageOutputPrice: "0", Enabled: true},
+}
+
+// mockPrice is a rule's prices as the fake provider's price list.
+func mockPrice(in pricing.RuleInput) mockupstream.Price {
+	return mockupstream.Price{Input: in.InputPrice, Output: in.OutputPrice, CacheRead: in.CacheReadPrice, Cache5m: in.CacheCreation5mPrice,
+		Cache30m: in.CacheCreation30mPrice, Cache1h: in.CacheCreation1hPrice, ImageOut: in.ImageOutputPrice}
 }
 
 func newGateway(t *testing.T) *gateway {
@@ -98,8 +106,10 @@ func newGateway(t *testing.T) *gateway {
 		var id int64
 		if err := g.pool.QueryRow(ctx, `INSERT INTO price_rules (provider_id, match_type, model_match, input_price, output_price,
 			cache_read_price, cache_creation_5m_price, cache_creation_30m_price, cache_creation_1h_price, image_output_price)
-			VALUES ($1, 'exact', $2, $3::text::numeric, $4::text::numeric, $5::text::numeric, $6::text::numeric, 0, 0, 0) RETURNING id`,
-			pid, model, in.InputPrice, in.OutputPrice, in.CacheReadPrice, in.CacheCreation5mPrice).Scan(&id); err != nil {
+			VALUES ($1, 'exact', $2, $3::text::numeric, $4::text::numeric, $5::text::numeric, $6::text::numeric, $7::text::numeric,
+			        $8::text::numeric, $9::text::numeric) RETURNING id`,
+			pid, model, in.InputPrice, in.OutputPrice, in.CacheReadPrice, in.CacheCreation5mPrice, in.CacheCreation30mPrice,
+			in.CacheCreation1hPrice, in.ImageOutputPrice).Scan(&id); err != nil {
 			t.Fatal(err)
 		}
 		in.ID = id

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -66,43 +65,37 @@ func TestScheduleRunsYesterdayOnceAndAgainAfterTheLateWindow(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// csvProvider turns the alpha provider into a file provider and imports the fake provider's billing export
+// of day (its completions, with the drift switches ctl in force).
+func (g *gateway) csvProvider(r *Runner, day time.Time, ctl mockupstream.ReconcileControls) {
+	g.t.Helper()
+	ctx := context.Background()
+	if _, err := store.PutReconcileProvider(ctx, g.pool, store.ReconcileProvider{ProviderID: g.provider["alpha"], Kind: KindCSV,
+		Enabled: true, BucketBy: "end", LateHours: 0}, nil); err != nil {
+		g.t.Fatal(err)
+	}
+	g.p.mock.SetReconcile(ctl)
+	defer g.p.mock.SetReconcile(mockupstream.ReconcileControls{})
+	export, err := g.p.mock.BillingCSV(day, day.Add(Day), mockupstream.EndpointCompletions)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	rep, err := ParseCSV(bytes.NewReader(export))
+	if err != nil {
+		g.t.Fatalf("billing export %s: %v", export, err)
+	}
+	if _, err := r.ImportFile(ctx, g.provider["alpha"], rep); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
 func TestFileImportReconcilesACSVProvider(t *testing.T) {
 	g := newGateway(t)
 	ctx := context.Background()
 	day := days(3)
 	g.traffic(day)
-	// Turn the alpha provider into a file provider and upload what the mock billed, as a billing export.
-	if _, err := store.PutReconcileProvider(ctx, g.pool, store.ReconcileProvider{ProviderID: g.provider["alpha"], Kind: KindCSV,
-		Enabled: true, BucketBy: "end", LateHours: 0}, nil); err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	b.WriteString("day,key_ref,project_ref,model,tier,input_tokens,output_tokens,cache_read_tokens,cache_creation_5m_tokens,requests,cost\n")
-	for _, bill := range g.p.mock.Bills() {
-		if bill.Endpoint != mockupstream.EndpointCompletions {
-			continue
-		}
-		cost := zero()
-		for _, c := range []struct {
-			n     int64
-			price string
-		}{{bill.Input, "2"}, {bill.Output, "8"}, {bill.CacheRead, "0.5"}, {bill.Cache5m, "2.5"}} {
-			x := decimalFromString(c.price)
-			x.Mul(x, decimalInt(c.n))
-			cost.Add(cost, x)
-		}
-		cost.Mul(cost, perMillion)
-		fmt.Fprintf(&b, "%s,%s,%s,%s,%s,%d,%d,%d,%d,1,%s\n", bill.At.Format(time.DateOnly), mockupstream.KeyID(bill.APIKey),
-			mockupstream.ProjectID, bill.Model, bill.Tier, bill.Input, bill.Output, bill.CacheRead, bill.Cache5m, cost.String())
-	}
-	rep, err := ParseCSV(strings.NewReader(b.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := NewRunner(g.pool, g.box, nil, Options{})
-	if _, err := r.ImportFile(ctx, g.provider["alpha"], rep); err != nil {
-		t.Fatal(err)
-	}
+	g.csvProvider(r, day, mockupstream.ReconcileControls{})
 	run, err := r.Reconcile(ctx, g.provider["alpha"], day, TriggerManual, true)
 	if err != nil {
 		t.Fatal(err)
@@ -110,9 +103,64 @@ func TestFileImportReconcilesACSVProvider(t *testing.T) {
 	if run.Status != "ok" || run.LedgerTokens == 0 || run.LedgerTokens != run.ProviderTokens || run.LedgerCost != run.ProviderCost {
 		t.Fatalf("file reconciliation: %+v", run)
 	}
+	// The file keeps the alpha cache writes as what they are, 30-minute writes, on both sides.
+	var cache30m int64
+	for _, l := range run.Lines {
+		if l.Kind == "tokens" {
+			if l.Provider == nil || *l.Provider != l.Ledger || l.Ledger.Cache5m != 0 || l.Ledger.Cache1h != 0 {
+				t.Fatalf("line %+v: want both sides equal, with no 5-minute or 1-hour writes", l)
+			}
+			cache30m += l.Ledger.Cache30m
+		}
+	}
+	if cache30m == 0 {
+		t.Fatal("the traffic's cached requests wrote no 30-minute cache: the check above proves nothing")
+	}
 	// A day without an imported file is a failed run, stored.
 	if run, err := r.Reconcile(ctx, g.provider["alpha"], days(20), TriggerManual, true); err == nil || run.Status != "failed" || run.ID == 0 {
 		t.Fatalf("day without a file: %+v, %v", run, err)
+	}
+}
+
+// Only the 30-minute cache writes under-reported in a billing export: found on the line that has them and
+// attributed to cache_creation_30m alone; the cost agrees (the provider billed what it served).
+func TestFileImportFindsUnderReported30MinuteCacheWrites(t *testing.T) {
+	g := newGateway(t)
+	ctx := context.Background()
+	day := days(3)
+	g.traffic(day)
+	r := NewRunner(g.pool, g.box, nil, Options{})
+	g.csvProvider(r, day, mockupstream.ReconcileControls{UnderReport: &mockupstream.UnderReport{Category: "cache_creation_30m", Percent: 50}})
+	full, err := r.Reconcile(ctx, g.provider["alpha"], day, TriggerManual, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := store.GetReconcileRun(ctx, g.pool, full.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var drifting int
+	for _, l := range run.Lines {
+		switch {
+		case l.Kind == "cost":
+			if l.Cause != CauseNone || l.LedgerCost != l.ProviderCost {
+				t.Fatalf("cost line %+v: the cost was not under-reported", l)
+			}
+		case l.Ledger.Cache30m == 0:
+			if l.Cause != CauseNone {
+				t.Fatalf("line without 30-minute writes drifts: %+v", l)
+			}
+		default:
+			drifting++
+			want := l.Ledger // every category as in the ledger, the 30-minute writes halved (rounded down)
+			want.Cache30m = l.Ledger.Cache30m - l.Ledger.Cache30m/2
+			if l.Cause != CauseTokens || l.Provider == nil || *l.Provider != want || l.Detail != fmt.Sprintf("provider − ledger: cache_creation_30m %+d", -l.Ledger.Cache30m/2) {
+				t.Fatalf("under-reported 30-minute writes: %+v, provider %+v", l, *l.Provider)
+			}
+		}
+	}
+	if drifting == 0 || run.Status != "drift" || run.LedgerTokens-run.ProviderTokens <= 0 {
+		t.Fatalf("run %+v: want the 30-minute drift found", run)
 	}
 }
 

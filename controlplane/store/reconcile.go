@@ -152,6 +152,7 @@ type ReportTokens struct {
 	Output    int64 `json:"output_tokens"`
 	CacheRead int64 `json:"cache_read_tokens"`
 	Cache5m   int64 `json:"cache_creation_5m_tokens"`
+	Cache30m  int64 `json:"cache_creation_30m_tokens"`
 	Cache1h   int64 `json:"cache_creation_1h_tokens"`
 	ImageOut  int64 `json:"image_output_tokens"`
 }
@@ -200,11 +201,11 @@ func SaveImportedDay(ctx context.Context, db TxBeginner, d ImportedDay) (Importe
 		usage := make([][]any, len(d.Usage))
 		for i, u := range d.Usage {
 			usage[i] = []any{d.ProviderID, d.Day, u.KeyRef, u.ProjectRef, u.Model, u.Tier, u.Tokens.Input, u.Tokens.Output,
-				u.Tokens.CacheRead, u.Tokens.Cache5m, u.Tokens.Cache1h, u.Tokens.ImageOut, u.TokensReported, u.Requests}
+				u.Tokens.CacheRead, u.Tokens.Cache5m, u.Tokens.Cache30m, u.Tokens.Cache1h, u.Tokens.ImageOut, u.TokensReported, u.Requests}
 		}
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"reconcile_report_usage"}, []string{"provider_id", "day", "key_ref",
 			"project_ref", "model", "tier", "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_5m_tokens",
-			"cache_creation_1h_tokens", "image_output_tokens", "tokens_reported", "requests"}, pgx.CopyFromRows(usage)); err != nil {
+			"cache_creation_30m_tokens", "cache_creation_1h_tokens", "image_output_tokens", "tokens_reported", "requests"}, pgx.CopyFromRows(usage)); err != nil {
 			return err
 		}
 		for _, c := range d.Costs {
@@ -230,7 +231,7 @@ func LoadImportedDay(ctx context.Context, db DBTX, providerID int64, day time.Ti
 		return ImportedDay{}, fmt.Errorf("load report of provider %d for %s: %w", providerID, day.Format(time.DateOnly), interpretError(err))
 	}
 	rows, err := db.Query(ctx, `SELECT key_ref, project_ref, model, tier, input_tokens, output_tokens, cache_read_tokens,
-		cache_creation_5m_tokens, cache_creation_1h_tokens, image_output_tokens, tokens_reported, requests
+		cache_creation_5m_tokens, cache_creation_30m_tokens, cache_creation_1h_tokens, image_output_tokens, tokens_reported, requests
 		FROM reconcile_report_usage WHERE provider_id = $1 AND day = $2`, providerID, day)
 	if err != nil {
 		return ImportedDay{}, fmt.Errorf("load report usage: %w", err)
@@ -238,7 +239,7 @@ func LoadImportedDay(ctx context.Context, db DBTX, providerID int64, day time.Ti
 	for rows.Next() {
 		var u ReportUsage
 		if err := rows.Scan(&u.KeyRef, &u.ProjectRef, &u.Model, &u.Tier, &u.Tokens.Input, &u.Tokens.Output, &u.Tokens.CacheRead,
-			&u.Tokens.Cache5m, &u.Tokens.Cache1h, &u.Tokens.ImageOut, &u.TokensReported, &u.Requests); err != nil {
+			&u.Tokens.Cache5m, &u.Tokens.Cache30m, &u.Tokens.Cache1h, &u.Tokens.ImageOut, &u.TokensReported, &u.Requests); err != nil {
 			rows.Close()
 			return ImportedDay{}, fmt.Errorf("load report usage: %w", err)
 		}
@@ -375,22 +376,24 @@ func InsertReconcileRun(ctx context.Context, tx pgx.Tx, r ReconcileRun) (Reconci
 		return ReconcileRun{}, fmt.Errorf("insert reconciliation run: %w", interpretError(err))
 	}
 	for _, l := range r.Lines {
-		var p [6]*int64
+		var p [7]*int64
 		if l.Provider != nil {
-			p = [6]*int64{&l.Provider.Input, &l.Provider.Output, &l.Provider.CacheRead, &l.Provider.Cache5m, &l.Provider.Cache1h, &l.Provider.ImageOut}
+			p = [7]*int64{&l.Provider.Input, &l.Provider.Output, &l.Provider.CacheRead, &l.Provider.Cache5m, &l.Provider.Cache30m,
+				&l.Provider.Cache1h, &l.Provider.ImageOut}
 		}
 		rules := l.PriceRules
 		if len(rules) == 0 {
 			rules = json.RawMessage("[]")
 		}
 		err := tx.QueryRow(ctx, `INSERT INTO reconcile_lines (run_id, kind, key_ref, project_ref, model, tier, ledger_input, ledger_output,
-			ledger_cache_read, ledger_cache_creation_5m, ledger_cache_creation_1h, ledger_image_output, provider_input, provider_output,
-			provider_cache_read, provider_cache_creation_5m, provider_cache_creation_1h, provider_image_output, ledger_requests,
+			ledger_cache_read, ledger_cache_creation_5m, ledger_cache_creation_30m, ledger_cache_creation_1h, ledger_image_output,
+			provider_input, provider_output, provider_cache_read, provider_cache_creation_5m, provider_cache_creation_30m,
+			provider_cache_creation_1h, provider_image_output, ledger_requests,
 			provider_requests, ledger_cost, provider_cost, source_upstream, source_local, source_estimated, price_rules, cause, detail)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-			        $21::text::numeric, $22::text::numeric, $23, $24, $25, $26::text::jsonb, $27, $28) RETURNING id`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22,
+			        $23::text::numeric, $24::text::numeric, $25, $26, $27, $28::text::jsonb, $29, $30) RETURNING id`,
 			out.ID, l.Kind, l.KeyRef, l.ProjectRef, l.Model, l.Tier, l.Ledger.Input, l.Ledger.Output, l.Ledger.CacheRead,
-			l.Ledger.Cache5m, l.Ledger.Cache1h, l.Ledger.ImageOut, p[0], p[1], p[2], p[3], p[4], p[5], l.LedgerRequests,
+			l.Ledger.Cache5m, l.Ledger.Cache30m, l.Ledger.Cache1h, l.Ledger.ImageOut, p[0], p[1], p[2], p[3], p[4], p[5], p[6], l.LedgerRequests,
 			l.ProviderRequests, orZero(l.LedgerCost), orZero(l.ProviderCost), l.SourceUpstream, l.SourceLocal, l.SourceEstimated,
 			string(rules), l.Cause, l.Detail).Scan(&l.ID)
 		if err != nil {
@@ -448,8 +451,9 @@ func GetReconcileRun(ctx context.Context, db DBTX, id int64) (ReconcileRun, erro
 		return ReconcileRun{}, fmt.Errorf("get reconciliation run %d: %w", id, interpretError(err))
 	}
 	rows, err := db.Query(ctx, `SELECT id, kind, key_ref, project_ref, model, tier, ledger_input, ledger_output, ledger_cache_read,
-		ledger_cache_creation_5m, ledger_cache_creation_1h, ledger_image_output, provider_input, provider_output, provider_cache_read,
-		provider_cache_creation_5m, provider_cache_creation_1h, provider_image_output, ledger_requests, provider_requests,
+		ledger_cache_creation_5m, ledger_cache_creation_30m, ledger_cache_creation_1h, ledger_image_output, provider_input,
+		provider_output, provider_cache_read, provider_cache_creation_5m, provider_cache_creation_30m, provider_cache_creation_1h,
+		provider_image_output, ledger_requests, provider_requests,
 		ledger_cost::text, provider_cost::text, source_upstream, source_local, source_estimated, price_rules::text, cause, detail
 		FROM reconcile_lines WHERE run_id = $1 ORDER BY id`, id)
 	if err != nil {
@@ -459,16 +463,17 @@ func GetReconcileRun(ctx context.Context, db DBTX, id int64) (ReconcileRun, erro
 	r.Lines = []ReconcileLine{}
 	for rows.Next() {
 		var l ReconcileLine
-		var p [6]*int64
+		var p [7]*int64
 		var rules string
 		if err := rows.Scan(&l.ID, &l.Kind, &l.KeyRef, &l.ProjectRef, &l.Model, &l.Tier, &l.Ledger.Input, &l.Ledger.Output,
-			&l.Ledger.CacheRead, &l.Ledger.Cache5m, &l.Ledger.Cache1h, &l.Ledger.ImageOut, &p[0], &p[1], &p[2], &p[3], &p[4], &p[5],
+			&l.Ledger.CacheRead, &l.Ledger.Cache5m, &l.Ledger.Cache30m, &l.Ledger.Cache1h, &l.Ledger.ImageOut, &p[0], &p[1], &p[2], &p[3],
+			&p[4], &p[5], &p[6],
 			&l.LedgerRequests, &l.ProviderRequests, &l.LedgerCost, &l.ProviderCost, &l.SourceUpstream, &l.SourceLocal,
 			&l.SourceEstimated, &rules, &l.Cause, &l.Detail); err != nil {
 			return ReconcileRun{}, fmt.Errorf("get reconciliation run %d lines: %w", id, err)
 		}
 		if p[0] != nil {
-			l.Provider = &ReportTokens{*p[0], *p[1], *p[2], *p[3], *p[4], *p[5]}
+			l.Provider = &ReportTokens{*p[0], *p[1], *p[2], *p[3], *p[4], *p[5], *p[6]}
 		}
 		l.PriceRules = json.RawMessage(rules)
 		r.Lines = append(r.Lines, l)

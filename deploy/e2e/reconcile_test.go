@@ -20,9 +20,11 @@ import (
 func TestReconciliationThroughTheDataPlane(t *testing.T) {
 	t.Parallel()
 	s := stNewStack(t)
+	// The provider's prices and the gateway's rules agree in every category (alpha's cached answers write
+	// 30-minute cache, beta's 5-minute): honest traffic costs the same on both sides.
 	s.mock.SetPrices(map[string]mockupstream.Price{
-		"m-1": {Input: "2", Output: "8", CacheRead: "0.5", Cache5m: "2.5"},
-		"b-1": {Input: "3", Output: "15", CacheRead: "0.3", Cache5m: "3.75"},
+		"m-1": {Input: "2", Output: "8", CacheRead: "0.5", Cache5m: "2.5", Cache30m: "3", Cache1h: "4", ImageOut: "30"},
+		"b-1": {Input: "3", Output: "15", CacheRead: "0.3", Cache5m: "3.75", Cache30m: "4.5", Cache1h: "6"},
 	})
 	pa := s.provider(t, "rc-alpha", "alpha")
 	pb := s.provider(t, "rc-beta", "beta")
@@ -34,8 +36,8 @@ func TestReconciliationThroughTheDataPlane(t *testing.T) {
 	s.route(t, "rc-xb", stMember{pa, "m-1", 0})
 	s.route(t, "rc-fo", stMember{fo1, "m-1", 0}, stMember{fo2, "m-1", 1})
 	s.route(t, "rc-cut", stMember{pcut, "m-1", 0})
-	ruleM1 := s.priceRule(t, "m-1", stPrices{"2", "8", "0.5", "2.5", "0", "0", "0"}, nil)
-	s.priceRule(t, "b-1", stPrices{"3", "15", "0.3", "3.75", "0", "0", "0"}, nil)
+	ruleM1 := s.priceRule(t, "m-1", stPrices{"2", "8", "0.5", "2.5", "3", "4", "30"}, nil)
+	s.priceRule(t, "b-1", stPrices{"3", "15", "0.3", "3.75", "4.5", "6", "0"}, nil)
 	names := map[int64]string{pa: "rc-alpha", pb: "rc-beta", fo1: "rc-fo1", fo2: "rc-fo2", pcut: "rc-cut"}
 	// The cut provider's key is in a project of its own: a project's cost report covers every key in it.
 	s.mock.SetProjects(map[string]string{"sk-rc-cut": "proj_cut"})

@@ -184,9 +184,9 @@ func (s *Server) adminWindow(r *http.Request, beta bool) (from, to time.Time, li
 
 // group is one reported group's totals.
 type group struct {
-	model, tier, apiKey, project                         string
-	input, output, cacheRead, cache5m, cache1h, imageOut int64
-	images, requests                                     int64
+	model, tier, apiKey, project                                   string
+	input, output, cacheRead, cache5m, cache30m, cache1h, imageOut int64
+	images, requests                                               int64
 }
 
 // groupBills sums bills by (key id, model, tier), sorted for deterministic output.
@@ -203,6 +203,7 @@ func groupBills(bills []Bill, projects map[string]string, beta bool) []*group {
 		g.output += b.Output
 		g.cacheRead += b.CacheRead
 		g.cache5m += b.Cache5m
+		g.cache30m += b.Cache30m
 		g.cache1h += b.Cache1h
 		g.imageOut += b.ImageOut
 		g.images += b.Images
@@ -220,8 +221,8 @@ func groupBills(bills []Bill, projects map[string]string, beta bool) []*group {
 }
 
 // alphaUsage is one day's results of an alpha organization usage endpoint, grouped by project, key,
-// model and tier. input_tokens includes cached and cache-written input (the alpha report has no
-// cache-write field).
+// model and tier. input_tokens includes cached and cache-written input, whatever the write's lifetime (the
+// alpha report has no cache-write field).
 func (s *Server) alphaUsage(t time.Time, endpoint string) ([]map[string]any, error) {
 	bills, c, _, projects := s.reportedBills(t, t.Add(day), endpoint)
 	out := []map[string]any{}
@@ -230,7 +231,7 @@ func (s *Server) alphaUsage(t time.Time, endpoint string) ([]map[string]any, err
 			"num_model_requests": g.requests}
 		switch endpoint {
 		case EndpointCompletions:
-			uncached := underReport(c, "input", g.input+g.cache5m+g.cache1h)
+			uncached := underReport(c, "input", g.input+g.cache5m+g.cache30m+g.cache1h)
 			cached := underReport(c, "cache_read", g.cacheRead)
 			r["object"] = "organization.usage.completions.result"
 			r["input_tokens"] = uncached + cached
@@ -252,7 +253,7 @@ func (s *Server) alphaUsage(t time.Time, endpoint string) ([]map[string]any, err
 
 // alphaLineItems names the alpha cost line item of each category.
 var alphaLineItems = map[string]string{"input": "input", "cache_read": "cached input", "cache_creation_5m": "input",
-	"cache_creation_1h": "input", "output": "output", "image_output": "image output"}
+	"cache_creation_30m": "input", "cache_creation_1h": "input", "output": "output", "image_output": "image output"}
 
 // alphaCosts is one day's alpha cost results grouped by project and line item ("<model>, <item>").
 func (s *Server) alphaCosts(t time.Time) ([]map[string]any, error) {
@@ -297,7 +298,8 @@ func (s *Server) betaUsageReport(t time.Time) ([]map[string]any, error) {
 	return out, nil
 }
 
-// betaTokenTypes names the beta cost token type of each category.
+// betaTokenTypes names the beta cost token type of each category. Beta has no 30-minute cache writes
+// (billPlan bills its writes as 5-minute ones), so that category has no token type.
 var betaTokenTypes = map[string]string{"input": "uncached_input_tokens", "cache_read": "cache_read_input_tokens",
 	"cache_creation_5m": "cache_creation.ephemeral_5m_input_tokens", "cache_creation_1h": "cache_creation.ephemeral_1h_input_tokens",
 	"output": "output_tokens", "image_output": "output_tokens"}
@@ -309,11 +311,18 @@ func (s *Server) betaCostReport(t time.Time) ([]map[string]any, error) {
 	sums := map[item]*decimal.Big{}
 	for _, b := range bills {
 		for _, cat := range costCategories(b) {
+			tokenType, ok := betaTokenTypes[cat.name]
+			if !ok {
+				if cat.tokens != 0 {
+					return nil, fmt.Errorf("bill %d: beta has no %s tokens", b.Seq, cat.name)
+				}
+				continue
+			}
 			cost, err := categoryCost(c, prices, b.Model, cat.tokens, cat.price)
 			if err != nil {
 				return nil, err
 			}
-			k := item{projectOf(projects, b.APIKey, true), b.Model, b.Tier, betaTokenTypes[cat.name]}
+			k := item{projectOf(projects, b.APIKey, true), b.Model, b.Tier, tokenType}
 			if sums[k] == nil {
 				sums[k], _ = pricing.ParseDecimal("0")
 			}

@@ -1,11 +1,15 @@
 package mockupstream
 
 import (
+	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -202,5 +206,93 @@ func TestNoBillsWhenRecordingIsOff(t *testing.T) {
 	b.post(t, "/v1/chat/completions", `{"model":"m-1","messages":[{"role":"user","content":"hi"}]}`)
 	if n := len(b.mock.Bills()); n != 0 {
 		t.Fatalf("%d bills kept with recording off", n)
+	}
+}
+
+// Alpha's cache lives 30 minutes: a cached alpha answer's cache writes are billed as 30-minute writes at the
+// 30-minute price (in the "input" line item, where alpha reports them), beta's as 5-minute writes; the
+// billing export carries the 30-minute column, and under-reporting it touches nothing else.
+func TestAlphaCacheWritesAreBilledAs30MinuteWrites(t *testing.T) {
+	b := setup(t, Options{Prices: map[string]Price{"m-1": {Input: "2", Output: "8", CacheRead: "0.5", Cache5m: "100", Cache30m: "3", Cache1h: "200"},
+		"b-1": {Input: "3", Output: "15", CacheRead: "0.3", Cache5m: "3.75", Cache30m: "300", Cache1h: "6"}}})
+	yesterday := dayStart(1)
+	at := yesterday.Add(13 * time.Hour).Format(time.RFC3339)
+	r := b.post(t, "/v1/chat/completions", `{"model":"m-1","messages":[{"role":"user","content":"hello there, how are you today"}]}`,
+		"x-mock-billed-at", at, "x-mock-usage", "cached")
+	details := decodeJSON(t, r.body)["usage"].(map[string]any)["prompt_tokens_details"].(map[string]any)
+	writes := int64(details["cache_write_tokens"].(float64))
+	b.post(t, "/v1/messages", `{"model":"b-1","max_tokens":50,"messages":[{"role":"user","content":"bonjour tout le monde"}]}`,
+		"anthropic-version", "2023-06-01", "x-mock-billed-at", at, "x-mock-usage", "cached")
+	bills := b.mock.Bills()
+	if len(bills) != 2 || writes == 0 {
+		t.Fatalf("bills %+v, cache writes %d: want two bills with cache writes", bills, writes)
+	}
+	alpha, beta := bills[0], bills[1]
+	if alpha.Cache30m != writes || alpha.Cache5m != 0 || alpha.Cache1h != 0 || beta.Cache5m == 0 || beta.Cache30m != 0 {
+		t.Fatalf("alpha bill %+v (cache writes %d), beta bill %+v", alpha, writes, beta)
+	}
+
+	// Costs: alpha's input line item is uncached input × 2 + 30-minute writes × 3; the 5m and 1h prices
+	// (100, 200) are not used. Beta's cost report has no 30-minute token type.
+	_, page := b.adminGet(t, "/v1/organization/costs", url.Values{"start_time": {strconv.FormatInt(yesterday.Unix(), 10)},
+		"end_time": {strconv.FormatInt(yesterday.AddDate(0, 0, 1).Unix(), 10)}}, "Authorization", "Bearer x")
+	var input string
+	for _, c := range results(t, page) {
+		if c["line_item"] == "m-1, input" {
+			input = strconv.FormatFloat(c["amount"].(map[string]any)["value"].(float64), 'f', -1, 64)
+		}
+	}
+	want := decimal.New(alpha.Input*2+alpha.Cache30m*3, 6)
+	if got, err := pricing.ParseDecimal(input); err != nil || got.Cmp(want) != 0 {
+		t.Fatalf("m-1 input cost %q, want %s", input, want)
+	}
+	_, page = b.adminGet(t, "/v1/organizations/cost_report", url.Values{"starting_at": {yesterday.Format(time.RFC3339)},
+		"ending_at": {yesterday.AddDate(0, 0, 1).Format(time.RFC3339)}}, "anthropic-version", "2023-06-01")
+	for _, c := range results(t, page) {
+		if strings.Contains(c["token_type"].(string), "30m") || c["token_type"] == "" {
+			t.Fatalf("beta cost result %v", c)
+		}
+	}
+
+	// The billing export: one row per group with the 30-minute column, costs exact.
+	export := func() [][]string {
+		t.Helper()
+		r := b.call(t, http.MethodGet, "/_mock/billing.csv?from="+yesterday.Format(time.DateOnly)+"&to="+
+			yesterday.AddDate(0, 0, 1).Format(time.DateOnly)+"&endpoint=completions", "")
+		if r.status != http.StatusOK {
+			t.Fatalf("billing export = %d %s", r.status, r.body)
+		}
+		rows, err := csv.NewReader(bytes.NewReader(r.body)).ReadAll()
+		if err != nil || len(rows) != 2 || strings.Join(rows[0], ",") != strings.Join(ExportColumns, ",") {
+			t.Fatalf("billing export %q: %v", r.body, err)
+		}
+		return rows
+	}
+	row := export()[1]
+	col := func(name string) string { return row[slices.Index(ExportColumns, name)] }
+	cost := decimal.New(alpha.Input*20+alpha.Output*80+alpha.CacheRead*5+alpha.Cache30m*30, 7) // per-million prices × 10
+	if col("day") != yesterday.Format(time.DateOnly) || col("key_ref") != KeyID("") || col("model") != "m-1" ||
+		col("cache_creation_30m_tokens") != fmt.Sprint(writes) || col("cache_creation_5m_tokens") != "0" ||
+		col("input_tokens") != fmt.Sprint(alpha.Input) || col("requests") != "1" {
+		t.Fatalf("export row %v, bill %+v", row, alpha)
+	}
+	if got, err := pricing.ParseDecimal(col("cost")); err != nil || got.Cmp(cost) != 0 {
+		t.Fatalf("export cost %q, want %s", col("cost"), cost)
+	}
+	if r := b.call(t, http.MethodPut, "/_mock/reconcile", `{"under_report":{"category":"cache_creation_30m","percent":50}}`); r.status != http.StatusOK {
+		t.Fatalf("under-report cache_creation_30m: %d %s", r.status, r.body)
+	}
+	under := export()[1]
+	for i, name := range ExportColumns {
+		want := row[i]
+		if name == "cache_creation_30m_tokens" {
+			want = fmt.Sprint(writes - writes/2)
+		}
+		if under[i] != want {
+			t.Fatalf("under-reported 30m: %s = %s, want %s (row %v)", name, under[i], want, under)
+		}
+	}
+	if r := b.call(t, http.MethodPut, "/_mock/reconcile", `{"under_report":{"category":"cache_creation_2h","percent":50}}`); r.status != http.StatusBadRequest {
+		t.Fatalf("unknown category accepted: %d", r.status)
 	}
 }

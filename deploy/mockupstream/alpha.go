@@ -754,7 +754,7 @@ func (x *exchange) alphaEmbeddings() {
 	if x.ctl.usage != "none" {
 		resp["usage"] = map[string]int{"prompt_tokens": total, "total_tokens": total}
 	}
-	x.billFor(EndpointEmbeddings, "", total, 0, 0, 0, 0, 0)
+	x.billFor(EndpointEmbeddings, "", Bill{Input: int64(total)})
 	x.writeJSON(resp)
 }
 
@@ -865,7 +865,7 @@ func (x *exchange) alphaImages(edit bool) {
 	}
 	textIn := max(tokensOf(len(req.Prompt)), 1)
 	imageIn := 85 * req.images
-	x.billFor(EndpointImages, "", textIn+imageIn, 0, 0, 0, perImage*n, n)
+	x.billFor(EndpointImages, "", Bill{Input: int64(textIn + imageIn), ImageOut: int64(perImage * n), Images: int64(n)})
 	var usage *imageUsage
 	if x.ctl.usage != "none" {
 		usage = &imageUsage{InputTokens: textIn + imageIn, OutputTokens: perImage * n,

@@ -50,6 +50,7 @@ type Bill struct {
 	Output    int64     `json:"output_tokens"`
 	CacheRead int64     `json:"cache_read_tokens"`
 	Cache5m   int64     `json:"cache_creation_5m_tokens"`
+	Cache30m  int64     `json:"cache_creation_30m_tokens"`
 	Cache1h   int64     `json:"cache_creation_1h_tokens"`
 	ImageOut  int64     `json:"image_output_tokens"`
 	Images    int64     `json:"images"`
@@ -63,6 +64,7 @@ type Price struct {
 	Output    string `json:"output"`
 	CacheRead string `json:"cache_read"`
 	Cache5m   string `json:"cache_creation_5m"`
+	Cache30m  string `json:"cache_creation_30m"`
 	Cache1h   string `json:"cache_creation_1h"`
 	ImageOut  string `json:"image_output"`
 }
@@ -70,22 +72,31 @@ type Price struct {
 // billedAtHeader dates a bill (RFC 3339) instead of the time it was answered, so tests can fill past days.
 const billedAtHeader = "x-mock-billed-at"
 
-// billFor records the bill of the exchange's answer; finish keeps it when the answer completed.
-func (x *exchange) billFor(endpoint, tier string, input, output, cacheRead, cache5m, imageOut, images int) {
+// billFor records b, the bill of the exchange's answer (its token and image counts), dated and keyed;
+// finish keeps it when the answer completed.
+func (x *exchange) billFor(endpoint, tier string, b Bill) {
 	at := time.Now()
 	if v := x.r.Header.Get(billedAtHeader); v != "" {
 		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 			at = t
 		}
 	}
-	x.bill = &Bill{At: at.UTC(), Endpoint: endpoint, APIKey: x.key, Model: x.model, Tier: tier,
-		Input: int64(max(input, 0)), Output: int64(output), CacheRead: int64(cacheRead), Cache5m: int64(cache5m),
-		ImageOut: int64(imageOut), Images: int64(images), Requests: 1}
+	b.At, b.Endpoint, b.APIKey, b.Model, b.Tier, b.Requests = at.UTC(), endpoint, x.key, x.model, tier, 1
+	b.Input = max(b.Input, 0)
+	x.bill = &b
 }
 
-// billPlan bills a generate answer's plan: uncached input, cache reads and writes (5 minutes), output.
+// billPlan bills a generate answer's plan: uncached input, cache reads, cache writes and output. The cache
+// writes are billed with the lifetime of the dialect's cache, as the gateway prices them: alpha's cache
+// (cache_write_tokens) lives 30 minutes, beta's (cache_creation.ephemeral_5m_input_tokens) 5 minutes.
 func (x *exchange) billPlan(endpoint, tier string, p *plan) {
-	x.billFor(endpoint, tier, p.prompt-p.cacheRead-p.cacheWrite, p.output, p.cacheRead, p.cacheWrite, 0, 0)
+	b := Bill{Input: int64(p.prompt - p.cacheRead - p.cacheWrite), Output: int64(p.output), CacheRead: int64(p.cacheRead)}
+	if endpoint == EndpointCompletions {
+		b.Cache30m = int64(p.cacheWrite)
+	} else {
+		b.Cache5m = int64(p.cacheWrite)
+	}
+	x.billFor(endpoint, tier, b)
 }
 
 // keepBill stores x's bill when its answer was delivered whole with a 2xx status. Called under s.mu.
@@ -113,8 +124,8 @@ func (s *Server) Bills() []Bill {
 type ReconcileControls struct {
 	// Drop leaves the first Drop bills (by sequence) out of every report: requests the provider lost.
 	Drop int `json:"drop,omitempty"`
-	// UnderReport reports one category (input, output, cache_read, cache_creation_5m, cache_creation_1h,
-	// image_output) at Percent percent less, rounded down, per reported group.
+	// UnderReport reports one category (UnderReportCategories) at Percent percent less, rounded down, per
+	// reported group.
 	UnderReport *UnderReport `json:"under_report,omitempty"`
 	// PriceMultiplier prices a model's bills at its price × the multiplier (an exact decimal string): the
 	// provider changed its price.
@@ -129,6 +140,13 @@ type ReconcileControls struct {
 	// CutPage cuts the next CutPage admin answers halfway through their body (the connection closes).
 	CutPage int `json:"cut_page,omitempty"`
 }
+
+// UnderReportCategories are the categories UnderReport may name. A report shows a category only where
+// its shape has it: alpha's usage reports fold every cache write into input (under-reporting a cache-write
+// category there changes nothing; under-report input), beta's have no 30-minute writes; the billing export
+// (export.go) has them all.
+var UnderReportCategories = []string{"input", "output", "cache_read", "cache_creation_5m", "cache_creation_30m",
+	"cache_creation_1h", "image_output"}
 
 // UnderReport is one under-reported category.
 type UnderReport struct {
@@ -261,6 +279,7 @@ func costCategories(b Bill) []struct {
 		{"input", b.Input, func(p Price) string { return p.Input }},
 		{"cache_read", b.CacheRead, func(p Price) string { return p.CacheRead }},
 		{"cache_creation_5m", b.Cache5m, func(p Price) string { return p.Cache5m }},
+		{"cache_creation_30m", b.Cache30m, func(p Price) string { return p.Cache30m }},
 		{"cache_creation_1h", b.Cache1h, func(p Price) string { return p.Cache1h }},
 		{"output", b.Output, func(p Price) string { return p.Output }},
 		{"image_output", b.ImageOut, func(p Price) string { return p.ImageOut }},

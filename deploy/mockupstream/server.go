@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -541,12 +542,19 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/_mock/bills" && r.Method == http.MethodGet:
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"bills": s.Bills()})
+	case r.URL.Path == "/_mock/billing.csv" && r.Method == http.MethodGet:
+		s.serveBillingCSV(w, r)
 	case r.URL.Path == "/_mock/reconcile" && r.Method == http.MethodPut:
 		var c ReconcileControls
 		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&c); err != nil {
 			http.Error(w, "reconcile controls: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if u := c.UnderReport; u != nil && !slices.Contains(UnderReportCategories, u.Category) {
+			http.Error(w, fmt.Sprintf("reconcile controls: under_report category %q is not one of %v", u.Category, UnderReportCategories),
+				http.StatusBadRequest)
 			return
 		}
 		s.SetReconcile(c)

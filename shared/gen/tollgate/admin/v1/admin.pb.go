@@ -10529,8 +10529,11 @@ type ReconciliationTokens struct {
 	CacheCreation_5M int64                  `protobuf:"varint,4,opt,name=cache_creation_5m,json=cacheCreation5m,proto3" json:"cache_creation_5m,omitempty"`
 	CacheCreation_1H int64                  `protobuf:"varint,5,opt,name=cache_creation_1h,json=cacheCreation1h,proto3" json:"cache_creation_1h,omitempty"`
 	ImageOutput      int64                  `protobuf:"varint,6,opt,name=image_output,json=imageOutput,proto3" json:"image_output,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// 30-minute cache writes (the alpha provider's cache lifetime); compared on their own except for openai
+	// reports, where every cache write is in input.
+	CacheCreation_30M int64 `protobuf:"varint,7,opt,name=cache_creation_30m,json=cacheCreation30m,proto3" json:"cache_creation_30m,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ReconciliationTokens) Reset() {
@@ -10601,6 +10604,13 @@ func (x *ReconciliationTokens) GetCacheCreation_1H() int64 {
 func (x *ReconciliationTokens) GetImageOutput() int64 {
 	if x != nil {
 		return x.ImageOutput
+	}
+	return 0
+}
+
+func (x *ReconciliationTokens) GetCacheCreation_30M() int64 {
+	if x != nil {
+		return x.CacheCreation_30M
 	}
 	return 0
 }
@@ -12425,7 +12435,7 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\akey_ref\x18\x02 \x01(\tR\x06keyRef\x12\x1f\n" +
 	"\vproject_ref\x18\x03 \x01(\tR\n" +
 	"projectRef\"(\n" +
-	"&SetReconciliationCredentialRefResponse\"\xde\x01\n" +
+	"&SetReconciliationCredentialRefResponse\"\x8c\x02\n" +
 	"\x14ReconciliationTokens\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x03R\x05input\x12\x16\n" +
 	"\x06output\x18\x02 \x01(\x03R\x06output\x12\x1d\n" +
@@ -12433,7 +12443,8 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"cache_read\x18\x03 \x01(\x03R\tcacheRead\x12*\n" +
 	"\x11cache_creation_5m\x18\x04 \x01(\x03R\x0fcacheCreation5m\x12*\n" +
 	"\x11cache_creation_1h\x18\x05 \x01(\x03R\x0fcacheCreation1h\x12!\n" +
-	"\fimage_output\x18\x06 \x01(\x03R\vimageOutput\"\x96\x01\n" +
+	"\fimage_output\x18\x06 \x01(\x03R\vimageOutput\x12,\n" +
+	"\x12cache_creation_30m\x18\a \x01(\x03R\x10cacheCreation30m\"\x96\x01\n" +
 	"\x1aReconciliationPriceRuleUse\x12'\n" +
 	"\rprice_rule_id\x18\x01 \x01(\x03H\x00R\vpriceRuleId\x88\x01\x01\x12\x1d\n" +
 	"\aversion\x18\x02 \x01(\x05H\x01R\aversion\x88\x01\x01\x12\x12\n" +
