@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/secret"
 	"github.com/tollgate/tollgate/controlplane/store"
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 // fast retries: the tests wait for outcomes, never for durations.
@@ -166,18 +167,6 @@ func run(t *testing.T, w *world, o alert.Options) (stop func()) {
 	return stop
 }
 
-// waitFor polls cond until it holds, failing the test after a generous deadline.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func (w *world) deliveryStates(t *testing.T) map[string]int {
 	t.Helper()
 	rows, err := w.db.Pool.Query(context.Background(), `SELECT CASE WHEN delivered_at IS NOT NULL THEN 'delivered'
@@ -205,7 +194,7 @@ func TestDeliveryRetriesUntilTheReceiverRecovers(t *testing.T) {
 	org := w.org(t, "acme", "10", "8.5", 50, 80, 100)
 	run(t, w, fast)
 
-	waitFor(t, "two delivered events", func() bool { return w.deliveryStates(t)["delivered"] == 2 })
+	testkit.WaitFor(t, "two delivered events", func() bool { return w.deliveryStates(t)["delivered"] == 2 })
 	requests, badSig, attempts, delivered, payloads := rcv.snapshot()
 	if badSig != 0 {
 		t.Fatalf("%d requests failed signature verification", badSig)
@@ -234,7 +223,7 @@ func TestDeliveryRetriesUntilTheReceiverRecovers(t *testing.T) {
 
 	// Spend reaches the limit: the 100 % threshold fires once; further spend in the period fires nothing.
 	w.spend(t, org, "10")
-	waitFor(t, "the 100% event", func() bool { return w.deliveryStates(t)["delivered"] == 3 })
+	testkit.WaitFor(t, "the 100% event", func() bool { return w.deliveryStates(t)["delivered"] == 3 })
 	w.spend(t, org, "12")
 	r := alert.New(w.db.Pool, w.box, nil, fast)
 	for range 3 {
@@ -272,7 +261,7 @@ func TestDeliveryGivesUpAfterMaxAttempts(t *testing.T) {
 	o := fast
 	o.MaxAttempts = 3
 	run(t, w, o)
-	waitFor(t, "a failed delivery", func() bool { return w.deliveryStates(t)["failed"] == 1 })
+	testkit.WaitFor(t, "a failed delivery", func() bool { return w.deliveryStates(t)["failed"] == 1 })
 	if requests, badSig, _, _, _ := rcv.snapshot(); requests != 3 || badSig != 0 {
 		t.Fatalf("requests = %d (bad signatures %d), want exactly MaxAttempts = 3", requests, badSig)
 	}
@@ -309,7 +298,7 @@ func TestTwoReplicasDeliverEachEventOnce(t *testing.T) {
 	}
 	run(t, w, fast)
 	run(t, w, fast)
-	waitFor(t, "every event delivered", func() bool { return w.deliveryStates(t)["delivered"] == orgs*3 })
+	testkit.WaitFor(t, "every event delivered", func() bool { return w.deliveryStates(t)["delivered"] == orgs*3 })
 	_, badSig, attempts, delivered, payloads := rcv.snapshot()
 	if badSig != 0 || len(delivered) != orgs*3 {
 		t.Fatalf("delivered %d distinct messages (bad signatures %d), want %d", len(delivered), badSig, orgs*3)
@@ -337,7 +326,7 @@ func TestOutboxSurvivesRestart(t *testing.T) {
 
 	// First control plane: the receiver is down; the event is recorded and attempted, then the process stops.
 	stop := run(t, w, fast)
-	waitFor(t, "a failed attempt", func() bool { r, _, _, _, _ := rcv.snapshot(); return r >= 2 })
+	testkit.WaitFor(t, "a failed attempt", func() bool { r, _, _, _, _ := rcv.snapshot(); return r >= 2 })
 	stop()
 	if s := w.deliveryStates(t); s["pending"] != 1 {
 		t.Fatalf("after stopping, deliveries = %v, want one pending", s)
@@ -354,7 +343,7 @@ func TestOutboxSurvivesRestart(t *testing.T) {
 	down.Unlock()
 	_, _, before, _, _ := rcv.snapshot()
 	run(t, w, fast)
-	waitFor(t, "the delivery", func() bool { return w.deliveryStates(t)["delivered"] == 1 })
+	testkit.WaitFor(t, "the delivery", func() bool { return w.deliveryStates(t)["delivered"] == 1 })
 	_, badSig, after, delivered, _ := rcv.snapshot()
 	if badSig != 0 || len(delivered) != 1 || len(after) != 1 || len(before) != 1 {
 		t.Fatalf("ids before restart %v, after %v, delivered %v (bad signatures %d): want one message id throughout", before, after, delivered, badSig)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 func testEnv(dbURL string) func(string) string {
@@ -58,7 +59,7 @@ func TestServeHealthAndGracefulStop(t *testing.T) {
 	db := storetest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var logs syncBuffer
+	var logs testkit.Buffer
 	errc := make(chan error, 1)
 	addrc := make(chan string, 1)
 	go func() {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 // rawCodec sends pre-encoded bytes as they are, so the client does not allocate per message.
@@ -39,7 +40,7 @@ func startServerDB(t *testing.T) (*Server, *storetest.DB) {
 	t.Helper()
 	db := storetest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := newFromEnv(ctx, testEnv(db.URL), &syncBuffer{})
+	srv, err := newFromEnv(ctx, testEnv(db.URL), &testkit.Buffer{})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

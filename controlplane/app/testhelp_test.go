@@ -1,10 +1,8 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"io"
-	"sync"
 
 	"github.com/tollgate/tollgate/controlplane/config"
 	"github.com/tollgate/tollgate/shared/process"
@@ -21,21 +19,4 @@ func newFromEnv(ctx context.Context, getenv func(string) string, w io.Writer) (*
 		return nil, err
 	}
 	return New(ctx, cfg, log)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/store"
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
 	"github.com/tollgate/tollgate/shared/process"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 // The browser test drives Debian's Chromium headless through the Chrome DevTools Protocol (chromedp,
@@ -82,7 +83,7 @@ func controlPlane(t *testing.T, db *storetest.DB) string {
 	if err != nil {
 		t.Fatalf("config.Load: %v", err)
 	}
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	log, err := process.NewLogger(logs, cfg.LogLevel)
 	if err != nil {
 		t.Fatal(err)
@@ -119,23 +120,6 @@ func controlPlane(t *testing.T, db *storetest.DB) string {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // adminAPI calls the admin REST API directly, to seed data and to check what the page stored.

@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/watch"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 	"github.com/tollgate/tollgate/shared/telemetry"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 type testBundle struct {
@@ -81,20 +82,9 @@ func priceRuleSQL(model, tiers string) string {
 		VALUES ('exact', '%s', 1, 2, 0, 0, 0, 0, 0, '%s')`, model, tiers)
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within 20s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func waitPublished(t *testing.T, r *replica, v int64) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("version %d published", v), func() bool { return r.b.Published() >= v })
+	testkit.WaitFor(t, fmt.Sprintf("version %d published", v), func() bool { return r.b.Published() >= v })
 	if got := r.ws.Latest().GetVersion(); got != v {
 		t.Fatalf("published version %d, want %d", got, v)
 	}
@@ -119,7 +109,7 @@ func TestBuilderPublishesOnNotification(t *testing.T) {
 	if r.ws.Latest().GetBuiltAt() == nil {
 		t.Error("published snapshot has no built_at")
 	}
-	waitFor(t, "listening", r.b.Listening)
+	testkit.WaitFor(t, "listening", r.b.Listening)
 
 	rev := tb.exec(t, priceRuleSQL("m-1", "[]"))
 	waitPublished(t, r, rev)
@@ -147,7 +137,7 @@ func TestBuilderNeverPublishesWhatFailsToCompile(t *testing.T) {
 	// Bypassing the admin API: a tier multiplier that is not a decimal. The store carries it, Compile
 	// rejects it.
 	bad := tb.exec(t, priceRuleSQL("bad", `[{"min_prompt_tokens": 10, "multiplier": "abc"}]`))
-	waitFor(t, "rejection", func() bool {
+	testkit.WaitFor(t, "rejection", func() bool {
 		return strings.Contains(scrape(r.reg), fmt.Sprintf("tollgate_snapshot_rejected_version %d\n", bad))
 	})
 	time.Sleep(200 * time.Millisecond) // several periodic checks
@@ -175,7 +165,7 @@ func TestBuilderNeverPublishesWhatFailsToCompile(t *testing.T) {
 
 	// Data the snapshot cannot even carry (an unknown tier key) is refused the same way.
 	bad2 := tb.exec(t, priceRuleSQL("bad2", `[{"multipler": "2"}]`))
-	waitFor(t, "second rejection", func() bool {
+	testkit.WaitFor(t, "second rejection", func() bool {
 		return strings.Contains(scrape(r.reg), fmt.Sprintf("tollgate_snapshot_rejected_version %d\n", bad2))
 	})
 	if got := r.ws.Latest().GetVersion(); got != good {
@@ -198,7 +188,7 @@ func TestBuilderListenerReconnects(t *testing.T) {
 	tb := setup(t)
 	r := tb.start(t, noSafetyNet)
 	waitPublished(t, r, 1)
-	waitFor(t, "listening", r.b.Listening)
+	testkit.WaitFor(t, "listening", r.b.Listening)
 	var killed int
 	if err := tb.db.Pool.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 		WHERE application_name = $1 AND datname = current_database()`, snapshotbuild.ListenerApplicationName).Scan(&killed); err != nil {
@@ -207,7 +197,7 @@ func TestBuilderListenerReconnects(t *testing.T) {
 	if killed != 1 {
 		t.Fatalf("terminated %d listener connections, want 1", killed)
 	}
-	waitFor(t, "listener reconnected", func() bool {
+	testkit.WaitFor(t, "listener reconnected", func() bool {
 		return r.b.Listening() && strings.Contains(scrape(r.reg), "tollgate_snapshot_listener_reconnects_total 1\n")
 	})
 	rev := tb.exec(t, priceRuleSQL("after-reconnect", "[]"))

@@ -29,6 +29,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/watch"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 // countingCodec is the proto codec, counting the WatchResponses it marshals: on the server it sees every
@@ -163,7 +164,7 @@ func TestWatchEncodesOncePerVersion(t *testing.T) {
 	for i := range streams {
 		streams[i] = f.rawWatch(t, ctx, fmt.Sprintf("dp-%d", i))
 	}
-	waitFor(t, func() bool { return f.srv.Watchers() == watchers })
+	testkit.WaitFor(t, "every watcher connected", func() bool { return f.srv.Watchers() == watchers })
 	var first []byte
 	for v := int64(1); v <= 2; v++ {
 		if !f.srv.Publish(keySnapshot(v, 1000)) {

@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/watch"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 const token = "dp-token-0123456789abcdef"
@@ -171,7 +172,7 @@ func TestWatchAnswersWhenVersionDiffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameCh := recv(t, same)
-	waitFor(t, func() bool { return b.srv.Watchers() == 2 }) // early + same
+	testkit.WaitFor(t, "2 watchers", func() bool { return b.srv.Watchers() == 2 }) // early + same
 	select {
 	case v := <-sameCh:
 		t.Fatalf("watch with the current version received %d before any publish", v)
@@ -215,7 +216,7 @@ func TestStuckWatcherDoesNotDelayOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantVersion(t, recv(t, healthy), 1)
-	waitFor(t, func() bool { return b.srv.Watchers() == 2 })
+	testkit.WaitFor(t, "2 watchers", func() bool { return b.srv.Watchers() == 2 })
 
 	const last = 12
 	for v := int64(2); v <= last; v++ {
@@ -270,7 +271,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return b.srv.Watchers() == 1 })
+	testkit.WaitFor(t, "1 watchers", func() bool { return b.srv.Watchers() == 1 })
 	b.srv.Shutdown()
 	if _, err := st.Recv(); status.Code(err) != codes.Unavailable {
 		t.Errorf("Recv after Shutdown = %v, want UNAVAILABLE", err)
@@ -282,7 +283,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 	if _, err := st.Recv(); status.Code(err) != codes.Unavailable {
 		t.Errorf("Watch after Shutdown = %v, want UNAVAILABLE", err)
 	}
-	waitFor(t, func() bool { return b.srv.Watchers() == 0 })
+	testkit.WaitFor(t, "0 watchers", func() bool { return b.srv.Watchers() == 0 })
 }
 
 func TestWatchEndsWithClient(t *testing.T) {
@@ -301,18 +302,7 @@ func TestWatchEndsWithClient(t *testing.T) {
 	if _, err := st.Recv(); err == nil || err == io.EOF {
 		t.Errorf("Recv after cancel = %v, want an error", err)
 	}
-	waitFor(t, func() bool { return b.srv.Watchers() == 0 })
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(t, "0 watchers", func() bool { return b.srv.Watchers() == 0 })
 }
 
 func TestServiceName(t *testing.T) {

@@ -1,7 +1,6 @@
 package dev
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,13 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 func freeAddr(t *testing.T) string {
@@ -56,7 +55,7 @@ func TestMakeRunStackServesEveryExample(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var logs syncBuffer
+	var logs testkit.Buffer
 	st, err := Start(ctx, Options{
 		BinDir: bin, DatabaseURL: db.URL, RedisURL: redisURL, RedisKeyPrefix: prefix,
 		DataPlane: freeAddr(t), AdminHTTP: freeAddr(t), GRPC: freeAddr(t), Mock: freeAddr(t),
@@ -81,24 +80,6 @@ func TestMakeRunStackServesEveryExample(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the child processes' concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // buildStackBinaries builds the binaries Start runs, and devstack itself, into a temporary directory.
 func buildStackBinaries(t *testing.T) string {
 	t.Helper()
@@ -117,7 +98,7 @@ func buildStackBinaries(t *testing.T) string {
 // startFails runs Start (recovering a panic as a test failure) and returns its error, which must be set.
 func startFails(t *testing.T, o Options) error {
 	t.Helper()
-	var logs syncBuffer
+	var logs testkit.Buffer
 	o.Log = &logs
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

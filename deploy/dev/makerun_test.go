@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 // TestMakeRunBannerRequestsWorkAndCtrlCStopsAll runs bin/devstack the way `make run` does (throwaway
@@ -31,7 +33,7 @@ func TestMakeRunBannerRequestsWorkAndCtrlCStopsAll(t *testing.T) {
 	cmd := exec.Command(filepath.Join(bin, "devstack"), "-bin", bin,
 		"-dp-addr", dp, "-admin-addr", freeAddr(t), "-grpc-addr", freeAddr(t), "-mock-addr", freeAddr(t))
 	cmd.Env = env
-	var logs syncBuffer
+	var logs testkit.Buffer
 	cmd.Stderr = &logs
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

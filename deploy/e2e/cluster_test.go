@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -11,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +25,7 @@ import (
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/process"
 	"github.com/tollgate/tollgate/shared/snapshot"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 // RedisURL is the real Redis the data planes use; each data plane gets its own key prefix.
@@ -41,24 +40,7 @@ type cluster struct {
 	dpToken  string
 	adminTok string
 	// logs collects every process's log; it is printed when the test fails.
-	logs *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs *testkit.Buffer
 }
 
 func randomHex(n int) string {
@@ -76,7 +58,7 @@ func newCluster(t testing.TB) *cluster {
 		t.Fatal(err)
 	}
 	c := &cluster{t: t, db: storetest.New(t), box: box, secret: key, dpToken: "dp-" + randomHex(16),
-		adminTok: "admin-" + randomHex(16), logs: &syncBuffer{}}
+		adminTok: "admin-" + randomHex(16), logs: &testkit.Buffer{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("process logs:\n%s", c.logs.String())

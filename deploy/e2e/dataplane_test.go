@@ -28,6 +28,7 @@ import (
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 	"github.com/tollgate/tollgate/shared/process"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 // dpFakeCP is a minimal SnapshotService: it sends one snapshot to every watcher, then holds the stream.
@@ -56,7 +57,7 @@ type dpEnv struct {
 	upURL  string
 	rdb    *redis.Client
 	prefix string
-	logs   *syncBuffer
+	logs   *testkit.Buffer
 }
 
 const (
@@ -207,7 +208,7 @@ func dpStartWith(t *testing.T, upstream http.Handler, snap func(base string) *sn
 	env := map[string]string{"TOLLGATE_DP_TOKEN": "dp-token", "TOLLGATE_CP_ENDPOINTS": lis.Addr().String(),
 		"TOLLGATE_DP_HTTP_ADDR": "127.0.0.1:0", "TOLLGATE_REDIS_URL": RedisURL, "TOLLGATE_REDIS_KEY_PREFIX": prefix,
 		"TOLLGATE_NODE_ID": "dp-e2e", "TOLLGATE_LOG_LEVEL": "debug"}
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	cfg, err := dpconfig.Load(nil, func(k string) string { return env[k] }, logs)
 	if err != nil {
 		t.Fatal(err)

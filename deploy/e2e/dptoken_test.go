@@ -22,6 +22,7 @@ import (
 	adminv1 "github.com/tollgate/tollgate/shared/gen/tollgate/admin/v1"
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 // grpcConn dials a control plane's gRPC listener in plaintext.
@@ -173,7 +174,7 @@ func TestDataPlaneTokenScopes(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /v1/models = %d", resp.StatusCode)
 	}
-	waitFor(t, "a refused Settle call", func() bool { return metricValue(t, d, "tollgate_settle_call_failures_total") >= 1 })
+	testkit.WaitFor(t, "a refused Settle call", func() bool { return metricValue(t, d, "tollgate_settle_call_failures_total") >= 1 })
 	var rows int
 	if err := c.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM usages`).Scan(&rows); err != nil || rows != 0 {
 		t.Fatalf("usages = %d, %v; want none written with a snapshot-only token", rows, err)
@@ -243,7 +244,7 @@ func TestRevokedDataPlaneTokenClosesWatch(t *testing.T) {
 
 	d := c.startDP("dp-1", []string{cpB.srv.GRPCAddr()}, "TOLLGATE_DP_TOKEN", created.Token)
 	d.wait(t, base)
-	waitFor(t, "dp-1's Watch stream on cp-b", func() bool { return cpB.srv.Watch.Watchers() == 1 })
+	testkit.WaitFor(t, "dp-1's Watch stream on cp-b", func() bool { return cpB.srv.Watch.Watchers() == 1 })
 	// Another data plane's stream must survive the revocation.
 	ccB := grpcConn(t, cpB.srv.GRPCAddr())
 	otherCtx, otherCancel := bearerCtx(other.Token)
@@ -255,7 +256,7 @@ func TestRevokedDataPlaneTokenClosesWatch(t *testing.T) {
 	if _, err := otherStream.Recv(); err != nil {
 		t.Fatalf("dp-2 Watch: %v", err)
 	}
-	waitFor(t, "two streams on cp-b", func() bool { return cpB.srv.Watch.Watchers() == 2 })
+	testkit.WaitFor(t, "two streams on cp-b", func() bool { return cpB.srv.Watch.Watchers() == 2 })
 
 	var revoked struct {
 		RevokedAt *time.Time `json:"revoked_at"`
@@ -274,7 +275,7 @@ func TestRevokedDataPlaneTokenClosesWatch(t *testing.T) {
 		}
 	}
 	// The open stream is closed by the replica that did not serve the revocation.
-	waitFor(t, "dp-1's stream closed on cp-b", func() bool { return cpB.srv.Watch.Watchers() == 1 })
+	testkit.WaitFor(t, "dp-1's stream closed on cp-b", func() bool { return cpB.srv.Watch.Watchers() == 1 })
 	if ids := cpB.srv.Watch.TokenIDs(); len(ids) != 1 || ids[0] == created.ID {
 		t.Fatalf("open streams' tokens on cp-b = %v, want only dp-2's", ids)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/deploy/mockupstream"
 	"github.com/tollgate/tollgate/shared/redistest"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 // TestRedisClusterFailoverUnderLoad runs a data plane on a real Redis Cluster (three masters, each with a
@@ -78,11 +79,11 @@ func TestRedisClusterFailoverUnderLoad(t *testing.T) {
 	stop := make(chan struct{})
 	wait := load.run(stop, 6)
 	done := func() int { load.mu.Lock(); defer load.mu.Unlock(); return len(load.succeeded) }
-	waitFor(t, "load flowing", func() bool { return done() >= 20 })
+	testkit.WaitFor(t, "load flowing", func() bool { return done() >= 20 })
 	before := done()
 	promoted := rc.Failover(t, master)
 	t.Logf("slot %d: master %s failed over to %s after %d answers", slot, master, promoted, before)
-	waitFor(t, "load after the failover", func() bool { return done() >= before+40 })
+	testkit.WaitFor(t, "load after the failover", func() bool { return done() >= before+40 })
 	close(stop)
 	wait()
 

@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/deploy/mockupstream"
 	"github.com/tollgate/tollgate/shared/redistest"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 // TestRedisSentinelFailoverUnderLoad runs a data plane on a real Redis Sentinel setup (a master, its
@@ -37,12 +38,12 @@ func TestRedisSentinelFailoverUnderLoad(t *testing.T) {
 	stop := make(chan struct{})
 	wait := load.run(stop, 6)
 	done := func() int { load.mu.Lock(); defer load.mu.Unlock(); return len(load.succeeded) }
-	waitFor(t, "load flowing", func() bool { return done() >= 20 })
+	testkit.WaitFor(t, "load flowing", func() bool { return done() >= 20 })
 	before := done()
 	promoted := rs.Failover(t)
 	failedOver := time.Now()
 	t.Logf("master %s failed over to %s after %d answers", rs.Master, promoted, before)
-	waitFor(t, "load after the failover", func() bool { return done() >= before+40 })
+	testkit.WaitFor(t, "load after the failover", func() bool { return done() >= before+40 })
 	close(stop)
 	wait()
 

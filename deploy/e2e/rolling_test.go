@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/deploy/mockupstream"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 // The rolling-restart test runs the real binaries (built once per test run) as child processes so that
@@ -419,7 +420,7 @@ func TestRollingRestartBehindHAProxy(t *testing.T) {
 	stop := make(chan struct{})
 	wait := load.run(stop, 6)
 	loadStarted := func() int { load.mu.Lock(); defer load.mu.Unlock(); return len(load.succeeded) }
-	waitFor(t, "load flowing", func() bool { return loadStarted() >= 20 })
+	testkit.WaitFor(t, "load flowing", func() bool { return loadStarted() >= 20 })
 
 	for i, d := range dps {
 		name := fmt.Sprintf("dp%d", i)
@@ -443,7 +444,7 @@ func TestRollingRestartBehindHAProxy(t *testing.T) {
 		d.start(t)
 		d.waitReady(t)
 		lb.waitStatus(t, name, "UP")
-		waitFor(t, "load after restarting "+name, func() bool { return loadStarted() >= before+20 })
+		testkit.WaitFor(t, "load after restarting "+name, func() bool { return loadStarted() >= before+20 })
 	}
 
 	// A control-plane replica restarts; meanwhile a change made through the survivor reaches every data
@@ -455,7 +456,7 @@ func TestRollingRestartBehindHAProxy(t *testing.T) {
 	rev = exec(t, c.db.Pool, `INSERT INTO route_aliases (alias, route_id) VALUES ('e2e-roll-alias', 1)`)
 	waitVersion(t, dps, rev)
 	before := loadStarted()
-	waitFor(t, "load while cp0 is down", func() bool { return loadStarted() >= before+20 })
+	testkit.WaitFor(t, "load while cp0 is down", func() bool { return loadStarted() >= before+20 })
 	cps[0].start(t)
 	cps[0].waitReady(t)
 	exitCP = cps[1].terminate(t)
@@ -465,7 +466,7 @@ func TestRollingRestartBehindHAProxy(t *testing.T) {
 	rev = exec(t, c.db.Pool, `DELETE FROM route_aliases WHERE alias = 'e2e-roll-alias'`)
 	waitVersion(t, dps, rev)
 	before = loadStarted()
-	waitFor(t, "load while cp1 is down", func() bool { return loadStarted() >= before+20 })
+	testkit.WaitFor(t, "load while cp1 is down", func() bool { return loadStarted() >= before+20 })
 
 	close(stop)
 	wait()
@@ -510,7 +511,7 @@ func TestRollingRestartBehindHAProxy(t *testing.T) {
 func waitVersion(t *testing.T, dps []*child, v int64) {
 	t.Helper()
 	for _, d := range dps {
-		waitFor(t, fmt.Sprintf("%s at snapshot %d", d.name, v), func() bool {
+		testkit.WaitFor(t, fmt.Sprintf("%s at snapshot %d", d.name, v), func() bool {
 			resp, err := http.Get(d.readyURL)
 			if err != nil {
 				return false

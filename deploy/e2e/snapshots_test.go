@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/shared/telemetry"
+	"github.com/tollgate/tollgate/shared/testkit"
 
 	"google.golang.org/protobuf/proto"
 
@@ -112,7 +113,7 @@ func TestSnapshotsAcrossReplicas(t *testing.T) {
 
 	t.Log("a control plane stops: data planes keep their version and stay ready; it returns: they catch up")
 	cp2.stop()
-	waitFor(t, "dp2 moved to cp1", func() bool { return dp2.srv.Syncer.Endpoint() == cp1.srv.GRPCAddr() })
+	testkit.WaitFor(t, "dp2 moved to cp1", func() bool { return dp2.srv.Syncer.Endpoint() == cp1.srv.GRPCAddr() })
 	v2 := exec(t, cp1.srv.Pool, `UPDATE price_rules SET input_price = 3.75 WHERE id = 1`)
 	for _, d := range []*dp{dp1, dp2} {
 		if got := inputPrice(t, d.wait(t, v2)); got != "3.75" {
@@ -133,7 +134,7 @@ func TestSnapshotsAcrossReplicas(t *testing.T) {
 		t.Fatalf("dp3 input price = %s after cp2 returned, want 3.75", got)
 	}
 	dp3.wantReady(t, v2)
-	waitFor(t, "cp2 publishes v2", func() bool { return cp2.srv.Watch.Latest().GetVersion() == v2 })
+	testkit.WaitFor(t, "cp2 publishes v2", func() bool { return cp2.srv.Watch.Latest().GetVersion() == v2 })
 	sameSnapshot(t, cp1.srv.Watch.Latest(), cp2.srv.Watch.Latest())
 }
 
@@ -183,19 +184,8 @@ func (c *cluster) adminPut(p *cp, path, body string) int64 {
 
 func waitMetric(t *testing.T, p *cp, line string) {
 	t.Helper()
-	waitFor(t, p.name+" metric "+line, func() bool {
+	testkit.WaitFor(t, p.name+" metric "+line, func() bool {
 		b, err := telemetry.Text(p.srv.Metrics)
 		return err == nil && strings.Contains(b, line+"\n")
 	})
-}
-
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within 20s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

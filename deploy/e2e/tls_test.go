@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/shared/testkit"
 	"github.com/tollgate/tollgate/shared/tlstest"
 )
 
@@ -104,7 +105,7 @@ func TestListenersOverMutualTLS(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, "the data plane's Watch stream", func() bool { return cp.srv.Watch.Watchers() == 1 })
+	testkit.WaitFor(t, "the data plane's Watch stream", func() bool { return cp.srv.Watch.Watchers() == 1 })
 	if noCert.srv.Syncer.Current() != nil || cp.srv.Watch.Watchers() != 1 {
 		t.Errorf("a data plane without a client certificate got a snapshot (%v) or a stream", noCert.srv.Syncer.Current())
 	}
