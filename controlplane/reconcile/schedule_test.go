@@ -13,15 +13,6 @@ import (
 	"github.com/tollgate/tollgate/deploy/mockupstream"
 )
 
-func countRuns(t *testing.T, g *gateway, trigger string) int {
-	t.Helper()
-	var n int
-	if err := g.pool.QueryRow(context.Background(), `SELECT count(*) FROM reconcile_runs WHERE trigger = $1`, trigger).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 func TestScheduleRunsYesterdayOnceAndAgainAfterTheLateWindow(t *testing.T) {
 	g := newGateway(t)
 	ctx := context.Background()
