@@ -241,7 +241,12 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, c *call, err er
 		kind = pathFamily(r.URL.Path)
 	}
 	if !c.bodyRead && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
-		w.Header()["Connection"] = []string{"close"} // refused before the body's end: it is not drained
+		// Refused before the body's end: the connection closes after the refusal. Connection: close alone
+		// does not stop net/http from reading up to 256 KiB of the unread body after the handler returns
+		// (it closes the body before the connection), which a client trickling it holds for as long as
+		// it likes; a read deadline already passed makes that read fail at once.
+		w.Header()["Connection"] = []string{"close"}
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // only reads: the refusal is still written
 	}
 	httperr.Write(w, kind, e)
 	c.status = e.Status
