@@ -188,8 +188,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		Transformer:  &proxy.Translator{KeepaliveInterval: cfg.KeepaliveInterval},
 		LocalUsage:   proxy.CountLocally,
 		MaxBodyBytes: cfg.MaxBodyBytes,
-		Log:          log,
-		Metrics:      s.Metrics,
+		// A plain answer is held whole up to this before its headers leave (docs/dataplane.md step 12).
+		HoldAnswerBytes: cfg.HoldAnswerBytes,
+		Log:             log,
+		Metrics:         s.Metrics,
 		// Every request's body must arrive within this (docs/dataplane.md "Memory bounded by what was received").
 		BodyReadTimeout: cfg.BodyReadTimeout,
 	})

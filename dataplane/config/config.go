@@ -57,6 +57,9 @@ type Config struct {
 	DrainDelay time.Duration
 	// MaxBodyBytes bounds inbound request bodies (413 beyond).
 	MaxBodyBytes int64
+	// HoldAnswerBytes is how much of a plain (non-stream) upstream answer is held until it is whole
+	// before its headers reach the client; an upstream that cuts it within the bound is a failed attempt.
+	HoldAnswerBytes int64
 	// KeepaliveInterval is the keepalive period of streams synthesised from a buffered upstream.
 	KeepaliveInterval time.Duration
 	// UpstreamConnectTimeout bounds dialing an upstream; UpstreamIdleTimeout closes idle pooled connections.
@@ -93,7 +96,7 @@ type Config struct {
 // Load parses args with getenv as the fallback for every setting, then validates.
 func Load(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	var c Config
-	var endpoints, maxBody, sample, shards string
+	var endpoints, maxBody, holdAnswer, sample, shards string
 	fs := flag.NewFlagSet("dataplane", flag.ContinueOnError)
 	fs.SetOutput(out)
 	env := func(name, def string) string {
@@ -122,6 +125,8 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	fs.StringVar(&c.TLS.ClientCA, "tls-client-ca", env("TOLLGATE_DP_TLS_CLIENT_CA", ""), "CA bundle; when set, API clients must present a client certificate it signed (TOLLGATE_DP_TLS_CLIENT_CA)")
 	fs.StringVar(&c.LogLevel, "log-level", env("TOLLGATE_LOG_LEVEL", "info"), "debug, info, warn or error (TOLLGATE_LOG_LEVEL)")
 	fs.StringVar(&maxBody, "max-body-bytes", env("TOLLGATE_MAX_BODY_BYTES", "33554432"), "largest accepted request body (TOLLGATE_MAX_BODY_BYTES)")
+	fs.StringVar(&holdAnswer, "hold-answer-bytes", env("TOLLGATE_HOLD_ANSWER_BYTES", "4194304"),
+		"a plain upstream answer is held until whole up to this many bytes before the client gets its headers (TOLLGATE_HOLD_ANSWER_BYTES)")
 	process.DurationFlag(fs, &c.ShutdownTimeout, "shutdown-timeout", env("TOLLGATE_SHUTDOWN_TIMEOUT", "30s"), "graceful shutdown limit (TOLLGATE_SHUTDOWN_TIMEOUT)")
 	process.DurationFlag(fs, &c.DrainDelay, "drain-delay", env("TOLLGATE_DRAIN_DELAY", "5s"), "at shutdown, answer /readyz 503 this long before closing the listeners, 0 for none (TOLLGATE_DRAIN_DELAY)")
 	process.DurationFlag(fs, &c.KeepaliveInterval, "keepalive-interval", env("TOLLGATE_KEEPALIVE_INTERVAL", "15s"), "synthesised-stream keepalive period (TOLLGATE_KEEPALIVE_INTERVAL)")
@@ -155,6 +160,9 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		return Config{}, fmt.Errorf("TOLLGATE_MAX_BODY_BYTES (-max-body-bytes): %w", err)
 	}
 	c.MaxBodyBytes = n
+	if c.HoldAnswerBytes, err = strconv.ParseInt(holdAnswer, 10, 64); err != nil {
+		return Config{}, fmt.Errorf("TOLLGATE_HOLD_ANSWER_BYTES (-hold-answer-bytes): %w", err)
+	}
 	switch {
 	case shards != "":
 		if c.RedisShards, err = strconv.Atoi(shards); err != nil {
@@ -230,6 +238,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes <= 0 {
 		errs = append(errs, errors.New("TOLLGATE_MAX_BODY_BYTES (-max-body-bytes): must be positive"))
+	}
+	if c.HoldAnswerBytes <= 0 {
+		errs = append(errs, errors.New("TOLLGATE_HOLD_ANSWER_BYTES (-hold-answer-bytes): must be positive"))
 	}
 	if c.DrainDelay < 0 {
 		errs = append(errs, errors.New("TOLLGATE_DRAIN_DELAY (-drain-delay): must not be negative"))

@@ -22,6 +22,13 @@ func TestLoadDefaultsAndEndpoints(t *testing.T) {
 	if len(c.CPEndpoints) != 2 || c.CPEndpoints[1] != "127.0.0.1:9091" || c.MaxBodyBytes != 1024 || c.NodeID != "dp-1" {
 		t.Fatalf("Load = %+v", c)
 	}
+	if c.HoldAnswerBytes != 4<<20 {
+		t.Fatalf("HoldAnswerBytes = %d, want the 4 MiB default", c.HoldAnswerBytes)
+	}
+	c, err = Load([]string{"-node-id", "dp-1"}, envOf(map[string]string{"TOLLGATE_DP_TOKEN": "tok", "TOLLGATE_HOLD_ANSWER_BYTES": "4096"}), io.Discard)
+	if err != nil || c.HoldAnswerBytes != 4096 {
+		t.Fatalf("Load = %v, HoldAnswerBytes %d, want 4096", err, c.HoldAnswerBytes)
+	}
 }
 
 func TestLoadRejectsBadSettingsByName(t *testing.T) {
@@ -34,6 +41,8 @@ func TestLoadRejectsBadSettingsByName(t *testing.T) {
 		{"bad redis", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_REDIS_URL": "http://x"}, "TOLLGATE_REDIS_URL"},
 		{"bad endpoint", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_CP_ENDPOINTS": "nohost"}, "TOLLGATE_CP_ENDPOINTS"},
 		{"bad body limit", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_MAX_BODY_BYTES": "lots"}, "TOLLGATE_MAX_BODY_BYTES"},
+		{"bad answer hold", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_HOLD_ANSWER_BYTES": "lots"}, "TOLLGATE_HOLD_ANSWER_BYTES"},
+		{"answer hold zero", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_HOLD_ANSWER_BYTES": "0"}, "TOLLGATE_HOLD_ANSWER_BYTES"},
 		{"bad keepalive", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_KEEPALIVE_INTERVAL": "0s"}, "TOLLGATE_KEEPALIVE_INTERVAL"},
 		{"cluster URL without cluster mode", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_REDIS_URL": "redis://127.0.0.1:7000?addr=127.0.0.1:7001"}, "TOLLGATE_REDIS_CLUSTER=true"},
 		{"bad cluster URL", map[string]string{"TOLLGATE_DP_TOKEN": "t", "TOLLGATE_REDIS_CLUSTER": "true", "TOLLGATE_REDIS_URL": "redis://127.0.0.1:7000?bogus=1"}, "TOLLGATE_REDIS_CLUSTER"},

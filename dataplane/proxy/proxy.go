@@ -72,6 +72,10 @@ type Options struct {
 	// LocalUsage is the local token counter used when the upstream reports no usage (may be nil).
 	LocalUsage   LocalUsageFunc
 	MaxBodyBytes int64
+	// HoldAnswerBytes is how much of a plain (non-stream) upstream answer is held before its headers reach
+	// the client, so an answer the upstream cuts before its end is a failed attempt, not a truncated 200
+	// (default DefaultHoldAnswerBytes; docs/dataplane.md step 12).
+	HoldAnswerBytes int64
 	// BodyReadTimeout bounds reading a request body, from the end of the headers to its last byte (0: no
 	// bound of the handler's own; the server's timeouts still apply).
 	BodyReadTimeout time.Duration
@@ -80,6 +84,11 @@ type Options struct {
 	Selector        *routing.Selector
 	Now             func() time.Time
 }
+
+// DefaultHoldAnswerBytes is the default Options.HoldAnswerBytes: larger than any generation answer (a
+// 128k-token output is about 0.5 MB of JSON) and than most image and embeddings answers, small enough that
+// a few hundred held at once fit in a data plane's memory.
+const DefaultHoldAnswerBytes = 4 << 20
 
 // Handler is the client-facing handler. It is safe for concurrent use.
 type Handler struct {
@@ -103,8 +112,11 @@ func New(o Options) *Handler {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 32 << 20
 	}
+	if o.HoldAnswerBytes <= 0 {
+		o.HoldAnswerBytes = DefaultHoldAnswerBytes
+	}
 	h := &Handler{o: o}
-	h.pool.New = func() any { return &call{pt: passthroughResponder{now: o.Now}} }
+	h.pool.New = func() any { return &call{pt: passthroughResponder{now: h.o.Now, holdMax: h.o.HoldAnswerBytes}} }
 	if o.Metrics != nil {
 		h.requests = promauto.With(o.Metrics).NewCounterVec(prometheus.CounterOpts{Name: "tollgate_dp_requests_total",
 			Help: "Client requests by operation, implementation and status class."}, []string{"operation", "implementation", "status"})
@@ -229,7 +241,12 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, c *call, err er
 		kind = pathFamily(r.URL.Path)
 	}
 	if !c.bodyRead && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
-		w.Header()["Connection"] = []string{"close"} // refused before the body's end: it is not drained
+		// Refused before the body's end: the connection closes after the refusal. Connection: close alone
+		// does not stop net/http from reading up to 256 KiB of the unread body after the handler returns
+		// (it closes the body before the connection), which a client trickling it holds for as long as
+		// it likes; a read deadline already passed makes that read fail at once.
+		w.Header()["Connection"] = []string{"close"}
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // only reads: the refusal is still written
 	}
 	httperr.Write(w, kind, e)
 	c.status = e.Status

@@ -75,8 +75,13 @@ type passthroughResponder struct {
 	// ids are rewritten to name (stored.go).
 	ids int64
 
-	copyB []byte // the 32 KiB copy buffer
-	out   []byte // the first bytes of a buffered answer, for local counting without usage
+	// holdMax is how many bytes of a plain answer are held before its headers are written (Options.HoldAnswerBytes).
+	holdMax int64
+
+	copyB []byte    // the 32 KiB copy buffer
+	held  [][]byte  // a plain answer held until it is whole (plain): the first read, then holdBlock blocks
+	one   [1][]byte // the first read, as copy takes it
+	out   []byte    // the first bytes of a buffered answer, for local counting without usage
 	scan  usage.BodyScanner
 	text  textCollector
 	sseD  *sse.Decoder
@@ -97,8 +102,12 @@ func (p *passthroughResponder) reset(keep int) {
 	if cap(out) > keep {
 		out = nil // a whole answer read for its ids
 	}
-	*p = passthroughResponder{now: p.now, copyB: p.copyB, out: out, scan: p.scan, sseD: p.sseD, arrD: p.arrD,
-		up: upReader{pending: p.up.pending[:0]}}
+	held := p.held[:0]
+	if cap(held)*holdBlock > keep {
+		held = nil // a long answer: not kept pinned in the pool
+	}
+	*p = passthroughResponder{now: p.now, holdMax: p.holdMax, copyB: p.copyB, held: held, out: out, scan: p.scan,
+		sseD: p.sseD, arrD: p.arrD, up: upReader{pending: p.up.pending[:0]}}
 	if cap(p.up.pending) > keep {
 		p.up.pending = nil
 	}
@@ -136,35 +145,94 @@ func (p *passthroughResponder) Respond(ctx context.Context, w http.ResponseWrite
 		p.whole(w, resp, n, err, &res)
 		return res
 	}
-	if streaming {
-		dst.Del("Content-Length")
-		w.WriteHeader(resp.StatusCode)
-		if acc := usage.NewStreamAccumulator(p.class.Kind, p.class.Op); acc != nil {
-			p.stream(ctx, w, resp, buf[:n], err, acc, &res)
-			return res
-		}
-	} else {
-		w.WriteHeader(resp.StatusCode)
+	if !streaming {
+		p.plain(ctx, w, resp, n, err, ok, &res)
+		return res
 	}
-	p.copy(ctx, w, resp, n, err, ok, &res)
+	dst.Del("Content-Length")
+	w.WriteHeader(resp.StatusCode)
+	if acc := usage.NewStreamAccumulator(p.class.Kind, p.class.Op); acc != nil {
+		p.stream(ctx, w, resp, buf[:n], err, acc, &res)
+		return res
+	}
+	p.one[0] = buf[:n]
+	p.copy(ctx, w, resp, p.one[:], err, ok, &res)
 	return res
 }
 
+// plain relays a plain (non-stream) answer. It is held until it is whole, up to p.holdMax bytes, and only
+// then are the headers written, with the length received: an upstream that cuts it before its end (a
+// Content-Length it does not keep, chunks without the terminating one) wrote nothing to the client, so the
+// attempt failed (Result.Failed: failover, then a 502 in the client's dialect). An answer longer than the
+// bound has its headers sent and is relayed as it comes from there on: a cut after that aborts the client
+// connection. The answer is held in blocks of holdBlock bytes, so memory follows the bytes received.
+func (p *passthroughResponder) plain(ctx context.Context, w http.ResponseWriter, resp *http.Response, n int, err error, ok bool, res *Result) {
+	held := append(p.held[:0], p.copyB[:n])
+	total := int64(n)
+	for err == nil && total <= p.holdMax {
+		last := len(held) - 1
+		if len(held[last]) == cap(held[last]) || last == 0 {
+			var blk []byte
+			if len(held) < cap(held) {
+				blk = held[: len(held)+1 : cap(held)][len(held)] // a block kept from an earlier request
+			}
+			if cap(blk) != holdBlock {
+				blk = make([]byte, 0, holdBlock)
+			}
+			held = append(held, blk[:0])
+			last++
+		}
+		b := held[last]
+		var m int
+		m, err = resp.Body.Read(b[len(b):cap(b)])
+		held[last] = b[:len(b)+m]
+		total += int64(m)
+	}
+	p.held = held
+	switch {
+	case errors.Is(err, io.EOF):
+		w.Header().Set("Content-Length", strconv.FormatInt(total, 10))
+	case err != nil:
+		// Cut before its end: nothing was written yet, so this is a failed attempt (or a client that left,
+		// which dispatch tells from the context).
+		res.Failed = fmt.Errorf("the upstream answer broke after %d bytes, before its end: %w", total, err)
+		return
+	}
+	w.WriteHeader(resp.StatusCode)
+	if err == nil {
+		// Longer than the bound: the headers leave now, so a client whose answer is cut later sees a 200
+		// whose body breaks (the connection is aborted), never no answer at all.
+		_ = http.NewResponseController(w).Flush()
+	}
+	p.copy(ctx, w, resp, held, err, ok, res)
+}
+
+// holdBlock is the size of the blocks a plain answer is held in.
+const holdBlock = 64 << 10
+
 // copy relays a body as it comes (a buffered answer, or a stream no accumulator reads), scanning a billable
 // buffered answer for its usage members and keeping its first bytes for local counting.
-func (p *passthroughResponder) copy(ctx context.Context, w http.ResponseWriter, resp *http.Response, n int, err error, ok bool, res *Result) {
+//
+// first is what was read before the headers were written (the first read, or a held plain answer) and err
+// the error that ended that reading.
+func (p *passthroughResponder) copy(ctx context.Context, w http.ResponseWriter, resp *http.Response, first [][]byte, err error, ok bool, res *Result) {
 	buf := p.copyB
 	flusher, _ := w.(http.Flusher)
 	if !p.class.Stream {
 		flusher = nil
 	}
 	capture := ok && !p.class.Stream && p.billable
-	for first := true; ; first = false {
-		if !first {
+	for i := 0; ; i++ {
+		var chunk []byte
+		if i < len(first) {
+			chunk = first[i]
+		} else {
+			var n int
 			n, err = resp.Body.Read(buf)
+			chunk = buf[:n]
 		}
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
+		if len(chunk) > 0 {
+			if _, werr := w.Write(chunk); werr != nil {
 				res.End = vocab.EndClientDropped
 				return
 			}
@@ -172,11 +240,14 @@ func (p *passthroughResponder) copy(ctx context.Context, w http.ResponseWriter, 
 				flusher.Flush()
 			}
 			if capture {
-				_, _ = p.scan.Write(buf[:n])
+				_, _ = p.scan.Write(chunk)
 				if len(p.out) <= maxCollectedText { // the answer's first bytes, for local counting without usage
-					p.out = append(p.out, buf[:min(n, maxCollectedText+1-len(p.out))]...)
+					p.out = append(p.out, chunk[:min(len(chunk), maxCollectedText+1-len(p.out))]...)
 				}
 			}
+		}
+		if i < len(first)-1 {
+			continue // the rest of what was read before
 		}
 		if err != nil {
 			break

@@ -17,12 +17,12 @@
 //
 // A Redis that hangs cannot hold a caller past its context (docs/dataplane.md, "Redis outage"). A caller
 // whose context ends while its command is still queued leaves at once and its command is never sent
-// (ErrNotSent). A caller whose command is already on the wire in a batch another caller leads leaves at
-// once too: the batch carries a private copy of every waiting caller's command, so the late reply lands
-// in the copy and is dropped — the command itself may still run in Redis when it answers (callers whose
-// commands change state must make them idempotent or compensate; see dataplane/admission). The leader
-// itself waits for its batch, which is bounded by the latest deadline among the batch's callers and by
-// the client's timeouts.
+// (ErrNotSent). A caller whose command is already on the wire in a batch leaves at once too — the batch's
+// leader included, at its deadline: the batch is sent by a goroutine of its own and carries a private copy of every
+// caller's command, so the late reply lands in the copy and is dropped — the command itself may still run
+// in Redis when it answers (callers whose commands change state must make them idempotent or compensate;
+// see dataplane/admission). The batch itself lasts until the latest deadline among its callers, bounded
+// by the client's timeouts too.
 package redisbatch
 
 import (
@@ -113,17 +113,13 @@ func (h *Hook) do(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) 
 	if !h.leading {
 		h.leading = true
 		h.mu.Unlock()
-		err := h.lead(ctx, o, next)
-		h.put(o)
-		return err
+		return h.lead(ctx, o, next)
 	}
 	h.mu.Unlock()
 	select {
 	case lead := <-o.turn:
 		if lead {
-			err := h.lead(ctx, o, next)
-			h.put(o)
-			return err
+			return h.lead(ctx, o, next)
 		}
 		err := deliver(o)
 		h.put(o)
@@ -168,7 +164,12 @@ func (h *Hook) leave(ctx context.Context, o *op) error {
 
 // lead sends everything queued (self, the leader's own command, included) as one pipeline, gives each
 // waiting caller its reply, and passes the lead to the oldest caller that queued meanwhile. It returns
-// the leader's own command's error.
+// the leader's own command's error, and is done with self (pooled again) unless the leader left early.
+//
+// A batch of several commands is sent by a goroutine of its own, so the leader waits for it only until its
+// own deadline — like every other caller of the batch — and not until the latest deadline
+// among the callers it carries (a caller promoted just before its deadline would otherwise wait up to
+// twice its timeout on a hung Redis).
 func (h *Hook) lead(ctx context.Context, self *op, next redis.ProcessHook) error {
 	h.mu.Lock()
 	batch := h.queue
@@ -190,34 +191,52 @@ func (h *Hook) lead(ctx context.Context, self *op, next redis.ProcessHook) error
 	if len(batch) == 1 { // alone: the ordinary single-command path, under the caller's own context
 		err := next(ctx, self.cmd)
 		h.handOff()
+		h.put(self)
 		return err
 	}
 	// The batch carries other callers' commands: it must not fail because the leader's request was
 	// cancelled, nor outlive the last of its callers. Each command holds its own reply or error
 	// afterwards (go-redis stamps a connection failure on every command of a pipeline).
 	bctx := context.WithoutCancel(ctx)
+	var cancel context.CancelFunc = func() {}
 	if bounded {
-		var cancel context.CancelFunc
 		bctx, cancel = context.WithDeadline(bctx, latest)
-		defer cancel()
 	}
 	pipe := h.rdb.Pipeline()
 	for _, o := range batch {
-		if o == self {
-			o.sent = o.cmd
-		} else {
-			o.sent = clone(bctx, o.cmd)
-		}
+		o.sent = clone(bctx, o.cmd)    // the leader's own too: it may leave before the reply
 		_ = pipe.Process(bctx, o.sent) // queues; nothing is sent until Exec
 	}
-	_, _ = pipe.Exec(bctx)
-	for _, o := range batch {
-		if o != self {
-			o.turn <- false
+	done := make(chan struct{})
+	go func() {
+		defer cancel()
+		_, _ = pipe.Exec(bctx)
+		for _, o := range batch {
+			if o != self {
+				o.turn <- false
+			}
 		}
+		h.handOff()
+		close(done)
+	}()
+	if self.copyable && !self.deadline.IsZero() {
+		// The leader waits until its own deadline at most; a cancellation does not end its wait (the
+		// batch runs detached from any one request's cancellation, so its command still gets its reply).
+		timer := time.NewTimer(time.Until(self.deadline))
+		defer timer.Stop()
+		select {
+		case <-done:
+		case <-timer.C:
+			// Left while its command is on the wire: its copy's late reply is dropped, and the op is not
+			// reused (the batch still holds it).
+			return fmt.Errorf("redisbatch: left while the command was on the wire: %w", context.DeadlineExceeded)
+		}
+	} else {
+		<-done // no deadline, or the batch writes the caller's own command (clone could not copy it)
 	}
-	h.handOff()
-	return self.cmd.Err()
+	err := deliver(self)
+	h.put(self)
+	return err
 }
 
 // handOff ends a batch: the oldest caller that queued meanwhile leads the next one.

@@ -359,6 +359,17 @@ func (s *stStack) dropAfterFirstEvent(t *testing.T, path, body string, hdr ...st
 	return resp.Header.Get("X-Request-Id")
 }
 
+// attempts counts the upstream requests that carried x-st-id id.
+func (s *stStack) attempts(id string) int {
+	n := 0
+	for _, m := range s.mock.Requests() {
+		if m.Header.Get("X-St-Id") == id {
+			n++
+		}
+	}
+	return n
+}
+
 // mockRequest returns the mock's record of the upstream request carrying header x-st-id: id (the data
 // plane forwards client headers).
 func (s *stStack) mockRequest(t *testing.T, id string) mockupstream.Request {

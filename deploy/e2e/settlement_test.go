@@ -299,6 +299,45 @@ func TestSettlement(t *testing.T) {
 			s.checkQuotas(t, ten)
 		})
 
+		// A plain answer the upstream cuts mid-body (a Content-Length it does not keep, or chunks without
+		// the terminating one) reached no client: the next candidate answers, else a 502; the row says so.
+		for _, cut := range []string{"length", "chunked"} {
+			t.Run("plain_cut_mid_body_fails_over_"+cut, func(t *testing.T) {
+				ten := newCase(t, "1000")
+				id := randomHex(8)
+				body := strings.Replace(stChat, `"m-1"`, `"st-fo"`, 1)
+				r := s.do(t, 200, "POST", "/v1/chat/completions", body,
+					stAlpha(ten, "x-mock-cut-body", cut, "x-mock-fail-first", "1", "x-mock-fail-key", id, "x-st-id", id)...)
+				if r.err != nil || !strings.Contains(r.body, `"usage"`) {
+					t.Fatalf("client read %q, error %v; want the second candidate's whole answer", r.body, r.err)
+				}
+				if n := s.attempts(id); n != 2 {
+					t.Errorf("upstream saw %d attempts, want 2 (the cut answer failed over)", n)
+				}
+				row := stRow(t, s.waitUsages(t, ten.keyID, 1), r.reqID)
+				want := m1(ten, stTokens{stTok(stChat), 8})
+				want.provider, want.route, want.cost = w.fo2, w.rFO, stCost(t, stM1, want.tokens)
+				stCheckRow(t, row, ten, want)
+				s.checkQuotas(t, ten)
+			})
+			t.Run("plain_cut_mid_body_502_"+cut, func(t *testing.T) {
+				ten := newCase(t, "1000")
+				id := randomHex(8)
+				body := strings.Replace(stChat, `"m-1"`, `"st-fo"`, 1)
+				r := s.do(t, 502, "POST", "/v1/chat/completions", body, stAlpha(ten, "x-mock-cut-body", cut, "x-st-id", id)...)
+				if r.err != nil || !strings.Contains(r.body, `"code":"upstream_failed"`) {
+					t.Fatalf("client read %q, error %v; want a whole alpha 502", r.body, r.err)
+				}
+				if n := s.attempts(id); n != 2 {
+					t.Errorf("upstream saw %d attempts, want 2 (one per candidate)", n)
+				}
+				row := stRow(t, s.waitUsages(t, ten.keyID, 1), r.reqID)
+				stCheckRow(t, row, ten, stWant{op: "generate_content", kind: "alpha_chat_completions", impl: "passthrough", end: "upstream_error",
+					source: "none", status: 502, provider: w.fo2, route: w.rFO, rule: w.ruleM1, cost: stCost(t, stM1, stTokens{})})
+				s.checkQuotas(t, ten)
+			})
+		}
+
 		t.Run("quota_exceeded", func(t *testing.T) {
 			ten := newCase(t, "0.000001")
 			id := randomHex(8)

@@ -278,6 +278,10 @@ type controls struct {
 	// linger holds a finished stream's connection open this long after its terminal event, the way a
 	// provider may before it closes the response (x-mock-linger-ms).
 	linger time.Duration
+	// cutBody cuts a plain (non-stream) 200 answer after half its body (x-mock-cut-body): "length" declares
+	// the whole Content-Length and sends less, "chunked" sends chunks without the terminating one. With
+	// x-mock-fail-first N only the first N such answers (per x-mock-fail-key) are cut.
+	cutBody string
 }
 
 func headerInt(h http.Header, name string, def int) int {
@@ -310,6 +314,7 @@ func parseControls(h http.Header) controls {
 		wordBytes:    min(headerInt(h, "x-mock-word-bytes", 0), 1<<20),
 		afterHeaders: truthy(h.Get("x-mock-disconnect-headers")),
 		linger:       time.Duration(headerInt(h, "x-mock-linger-ms", 0)) * time.Millisecond,
+		cutBody:      strings.ToLower(strings.TrimSpace(h.Get("x-mock-cut-body"))),
 	}
 	c.usageSet = c.usage != ""
 	if c.usage == "" {
@@ -414,7 +419,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			x.fail(x.ctl.status, "mock failure requested by x-mock-status")
 			return
 		}
-	} else if x.ctl.failFirst > 0 && s.takeFailure(x.ctl.failKey, x.ctl.failFirst) {
+	} else if x.ctl.failFirst > 0 && x.ctl.cutBody == "" && s.takeFailure(x.ctl.failKey, x.ctl.failFirst) {
 		x.fail(http.StatusInternalServerError, "mock failure requested by x-mock-fail-first")
 		return
 	}
@@ -612,6 +617,17 @@ func (x *exchange) writeJSON(v any) {
 		return
 	}
 	x.w.Header().Set("Content-Type", "application/json")
+	if x.cutBody() {
+		x.status = http.StatusOK
+		if x.ctl.cutBody == "length" {
+			x.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		}
+		x.w.WriteHeader(http.StatusOK)
+		_, _ = x.w.Write(b[:len(b)/2])
+		_ = http.NewResponseController(x.w).Flush()
+		x.abort()
+		return
+	}
 	x.w.WriteHeader(http.StatusOK)
 	x.status = http.StatusOK
 	if _, err := x.w.Write(b); err != nil {
@@ -619,6 +635,14 @@ func (x *exchange) writeJSON(v any) {
 		return
 	}
 	x.completed = true
+}
+
+// cutBody reports whether this plain answer is to be cut mid-body (x-mock-cut-body).
+func (x *exchange) cutBody() bool {
+	if x.ctl.cutBody != "length" && x.ctl.cutBody != "chunked" {
+		return false
+	}
+	return x.ctl.failFirst == 0 || x.s.takeFailure(x.ctl.failKey, x.ctl.failFirst)
 }
 
 // fail answers status with the dialect's error shape.
