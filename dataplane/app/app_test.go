@@ -1,13 +1,11 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,24 +13,8 @@ import (
 
 	"github.com/tollgate/tollgate/dataplane/config"
 	"github.com/tollgate/tollgate/shared/process"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestMainRefusesBadConfigNamingTheSetting(t *testing.T) {
 	env := func(k string) string {
@@ -80,7 +62,7 @@ func TestNotReadyWithoutSnapshotAndGracefulStop(t *testing.T) {
 		}
 		rdb.Close()
 	})
-	var logs syncBuffer
+	var logs testkit.Buffer
 	log, _ := process.NewLogger(&logs, "info")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

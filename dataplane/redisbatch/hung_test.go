@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/dataplane/admission/admissiontest"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 // hungSetup is a client of a redis-server of the test's own, configured as the data plane's (context
@@ -82,7 +83,7 @@ func TestWaitersHonourContextOnHungRedis(t *testing.T) {
 	leadCtx, cancelLead := context.WithTimeout(ctx, 400*time.Millisecond)
 	defer cancelLead()
 	go run("leader", leadCtx, "k:lead")
-	waitFor(t, func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.leading })
+	testkit.WaitFor(t, "a batch leader", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.leading })
 	// Queued behind it: one cancelled (no deadline), several with deadlines shorter than the leader's.
 	cancelCtx, cancel := context.WithCancel(ctx)
 	go run("cancelled", cancelCtx, "k:queued")
@@ -91,7 +92,7 @@ func TestWaitersHonourContextOnHungRedis(t *testing.T) {
 		defer qcancel()
 		go run(fmt.Sprint("queued", i), qctx, "k:queued")
 	}
-	waitFor(t, func() bool { return h.queued() == 4 })
+	testkit.WaitFor(t, "4 queued calls", func() bool { return h.queued() == 4 })
 	cancel()
 	for _, r := range wait(5) {
 		if !r.whileFrozen || r.err == nil {
@@ -112,13 +113,13 @@ func TestWaitersHonourContextOnHungRedis(t *testing.T) {
 	lead2, cancelLead2 := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancelLead2()
 	go run("leader2", lead2, "k:lead")
-	waitFor(t, func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.leading })
+	testkit.WaitFor(t, "a batch leader", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.leading })
 	for i := range 5 {
 		bctx, bcancel := context.WithTimeout(ctx, time.Duration(800+100*i)*time.Millisecond)
 		defer bcancel()
 		go run(fmt.Sprint("batched", i), bctx, "k:batch")
 	}
-	waitFor(t, func() bool { return h.queued() == 5 })
+	testkit.WaitFor(t, "5 queued calls", func() bool { return h.queued() == 5 })
 	for _, r := range wait(6) {
 		if !r.whileFrozen || r.err == nil {
 			t.Fatalf("caller %s: %v (returned while frozen: %v), want an error while Redis is frozen", r.name, r.err, r.whileFrozen)
@@ -152,17 +153,6 @@ func TestWaitersHonourContextOnHungRedis(t *testing.T) {
 		})
 	}
 	wg.Wait()
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10s")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // TestLeaveWhileOnTheWire: callers whose commands are in a batch held on its way to Redis leave at their
@@ -212,7 +202,7 @@ func TestLeaveWhileOnTheWire(t *testing.T) {
 			cancels = append(cancels, cancel)
 		}
 		go call(cctx, i)
-		waitFor(t, func() bool { return h.queued() == i })
+		testkit.WaitFor(t, "i queued calls", func() bool { return h.queued() == i })
 	}
 	gate := p.gate
 	p.mu.Lock()

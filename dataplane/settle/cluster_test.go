@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/shared/redistest"
+	"github.com/tollgate/tollgate/shared/testkit"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -145,7 +146,7 @@ func TestClusterShardedSettlement(t *testing.T) {
 			recorded++
 		}
 	}
-	eventually(t, 60*time.Second, "every record stored", func() bool {
+	testkit.WaitWithin(t, 60*time.Second, "every record stored", func() bool {
 		var n int
 		_ = db.Pool.QueryRow(ctx, `SELECT count(*) FROM usages`).Scan(&n)
 		return n == recorded
@@ -154,7 +155,7 @@ func TestClusterShardedSettlement(t *testing.T) {
 	for _, tag := range admission.NewShards(16).Tags() {
 		streams = append(streams, settle.Streams{Prefix: prefix}.Outbox(tag))
 	}
-	eventually(t, 30*time.Second, "every outbox stream empty", func() bool {
+	testkit.WaitWithin(t, 30*time.Second, "every outbox stream empty", func() bool {
 		for _, s := range streams {
 			if n, err := rdb.XLen(ctx, s).Result(); err != nil || n != 0 {
 				return false

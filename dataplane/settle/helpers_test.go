@@ -217,15 +217,3 @@ func assertLedgerConsistent(t testing.TB, db *storetest.DB) {
 }
 
 func id(prefix string, i int) string { return prefix + strconv.Itoa(i) }
-
-// eventually polls cond every 20 ms until it holds or within passes.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

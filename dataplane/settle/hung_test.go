@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate/tollgate/dataplane/cpclient"
 	"github.com/tollgate/tollgate/dataplane/redisbatch"
 	"github.com/tollgate/tollgate/dataplane/settle"
+	"github.com/tollgate/tollgate/shared/testkit"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -93,11 +94,11 @@ func TestRecordAndForwardOnFrozenRedis(t *testing.T) {
 		}
 		return c
 	}
-	eventually(t, 15*time.Second, "spilled records not delivered while Redis is frozen", func() bool { return srv.Stopped() && rows() == n })
+	testkit.WaitWithin(t, 15*time.Second, "spilled records not delivered while Redis is frozen", func() bool { return srv.Stopped() && rows() == n })
 
 	srv.Cont()
 	// Every delivered request's hold is refunded once; the request still in flight keeps its 100.
-	eventually(t, 20*time.Second, "holds not refunded exactly once after the thaw", func() bool {
+	testkit.WaitWithin(t, 20*time.Second, "holds not refunded exactly once after the thaw", func() bool {
 		return pending() == 100 && spill.Owed() == 0 && spill.Len() == 0
 	})
 	waitDrained(t, rdb, "", 20*time.Second) // appends that landed late are settled (as duplicates) too

@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate/tollgate/dataplane/admission/admissiontest"
 	"github.com/tollgate/tollgate/dataplane/cpclient"
 	"github.com/tollgate/tollgate/dataplane/settle"
+	"github.com/tollgate/tollgate/shared/testkit"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -76,7 +77,7 @@ func TestRedisOutageSpillsThenSettles(t *testing.T) {
 		}
 		return n
 	}
-	eventually(t, 10*time.Second, "spilled records not delivered during the outage", func() bool { return rows() == 6 })
+	testkit.WaitWithin(t, 10*time.Second, "spilled records not delivered during the outage", func() bool { return rows() == 6 })
 	if spill.Len() != 0 {
 		t.Fatalf("spill still holds %d records after delivery", spill.Len())
 	}
@@ -86,8 +87,8 @@ func TestRedisOutageSpillsThenSettles(t *testing.T) {
 	}
 
 	proxy.Up()
-	eventually(t, 10*time.Second, "the hold not refunded after Redis came back", func() bool { return pending() == 0 })
-	eventually(t, 10*time.Second, "owed refunds left", func() bool { return spill.Owed() == 0 })
+	testkit.WaitWithin(t, 10*time.Second, "the hold not refunded after Redis came back", func() bool { return pending() == 0 })
+	testkit.WaitWithin(t, 10*time.Second, "owed refunds left", func() bool { return spill.Owed() == 0 })
 	assertPendingZero(t, direct, prefix)
 	if v, err := direct.Get(ctx, keys.Used(vocab.ScopeOrg, 1)).Int64(); err != nil || v != 1000 {
 		t.Errorf("cost_used mirror %d, %v; want 1000 micros (500 + 5×100)", v, err)
@@ -105,7 +106,7 @@ func TestRedisOutageSpillsThenSettles(t *testing.T) {
 	if spill.Len() != 0 {
 		t.Errorf("a record after the outage was spilled")
 	}
-	eventually(t, 10*time.Second, "the record after the outage not settled", func() bool { return rows() == 7 })
+	testkit.WaitWithin(t, 10*time.Second, "the record after the outage not settled", func() bool { return rows() == 7 })
 }
 
 // TestFlushDeliversSpill: at shutdown the spill goes straight to the control plane; with the control

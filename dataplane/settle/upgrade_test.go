@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate/tollgate/dataplane/admission"
 	"github.com/tollgate/tollgate/dataplane/admission/admissiontest"
 	"github.com/tollgate/tollgate/dataplane/settle"
+	"github.com/tollgate/tollgate/shared/testkit"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -59,14 +60,14 @@ func TestShardingUpgradeDrainsUntaggedOutbox(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 30*time.Second, "every record stored", func() bool {
+	testkit.WaitWithin(t, 30*time.Second, "every record stored", func() bool {
 		var c int
 		_ = db.Pool.QueryRow(ctx, `SELECT count(*) FROM usages`).Scan(&c)
 		return c == 2*n
 	})
 	waitDrained(t, rdb, prefix, 10*time.Second) // the untagged stream
 	for _, tag := range admission.NewShards(16).Tags() {
-		eventually(t, 10*time.Second, "shard stream "+tag+" empty", func() bool {
+		testkit.WaitWithin(t, 10*time.Second, "shard stream "+tag+" empty", func() bool {
 			l, err := rdb.XLen(ctx, settle.Streams{Prefix: prefix}.Outbox(tag)).Result()
 			return err == nil && l == 0
 		})

@@ -23,6 +23,7 @@ import (
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 	"github.com/tollgate/tollgate/shared/snapshot"
 	"github.com/tollgate/tollgate/shared/telemetry"
+	"github.com/tollgate/tollgate/shared/testkit"
 	"github.com/tollgate/tollgate/shared/tlstest"
 )
 
@@ -102,17 +103,6 @@ func waitVersion(t *testing.T, s *syncer.Syncer, v int64) {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within 15s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func scrape(reg *prometheus.Registry) string {
 	s, err := telemetry.Text(reg)
 	if err != nil {
@@ -171,7 +161,7 @@ func TestSyncerStalenessIsDisconnectionNotConfigAge(t *testing.T) {
 		t.Errorf("the rising age gauge is still exported:\n%s", out)
 	}
 	cp.stop()
-	waitFor(t, "disconnected gauge counting", func() bool {
+	testkit.WaitFor(t, "disconnected gauge counting", func() bool {
 		return !strings.Contains(scrape(r.reg), "tollgate_snapshot_disconnected_seconds 0\n") &&
 			strings.Contains(scrape(r.reg), "tollgate_snapshot_connected 0\n")
 	})
@@ -192,7 +182,7 @@ func TestSyncerKeepsLastGoodOnCompileFailure(t *testing.T) {
 	waitVersion(t, r.s, 1)
 	held := r.s.Current()
 	cp.ws.Publish(snap(2))
-	waitFor(t, "reject counted", func() bool {
+	testkit.WaitFor(t, "reject counted", func() bool {
 		return strings.Contains(scrape(r.reg), "tollgate_snapshot_rejects_total 1\n")
 	})
 	if r.s.Current() != held {
@@ -224,7 +214,7 @@ func TestSyncerRotatesEndpointsAndCatchesUp(t *testing.T) {
 
 	// cp1 goes away: the syncer keeps version 5, moves to cp2 and follows it.
 	cp1.stop()
-	waitFor(t, "watching cp2", func() bool { return r.s.Endpoint() == cp2.addr })
+	testkit.WaitFor(t, "watching cp2", func() bool { return r.s.Endpoint() == cp2.addr })
 	if v, ok := r.s.Version(); !ok || v != 5 {
 		t.Fatalf("after losing cp1, Version() = %d, %v; want 5, true", v, ok)
 	}
@@ -234,7 +224,7 @@ func TestSyncerRotatesEndpointsAndCatchesUp(t *testing.T) {
 	// Every control plane gone: the last version stays. One comes back (same address, newer state):
 	// the syncer catches up.
 	cp2.stop()
-	waitFor(t, "disconnected", func() bool { return r.s.Endpoint() == "" })
+	testkit.WaitFor(t, "disconnected", func() bool { return r.s.Endpoint() == "" })
 	time.Sleep(100 * time.Millisecond) // a few failed reconnects
 	if v, _ := r.s.Version(); v != 6 {
 		t.Fatalf("with no control plane, Version() = %d, want 6", v)
@@ -253,7 +243,7 @@ func TestSyncerIgnoresOlderVersion(t *testing.T) {
 	r := startSyncer(t, syncer.Options{ControlPlane: cpclient.Options{Endpoints: []string{ahead.addr, behind.addr}}})
 	waitVersion(t, r.s, 8)
 	ahead.stop()
-	waitFor(t, "watching the lagging replica", func() bool { return r.s.Endpoint() == behind.addr })
+	testkit.WaitFor(t, "watching the lagging replica", func() bool { return r.s.Endpoint() == behind.addr })
 	time.Sleep(50 * time.Millisecond)
 	if v, _ := r.s.Version(); v != 8 {
 		t.Fatalf("a lagging replica moved the version back to %d", v)
@@ -267,7 +257,7 @@ func TestSyncerWrongToken(t *testing.T) {
 	cp := startCP(t, "127.0.0.1:0")
 	cp.ws.Publish(snap(1))
 	r := startSyncer(t, syncer.Options{ControlPlane: cpclient.Options{Endpoints: []string{cp.addr}, Token: "not-the-token-at-all"}})
-	waitFor(t, "a refused stream", func() bool {
+	testkit.WaitFor(t, "a refused stream", func() bool {
 		return strings.Contains(scrape(r.reg), `tollgate_snapshot_streams_total{endpoint="`+cp.addr+`"} 2`)
 	})
 	if r.s.Current() != nil {

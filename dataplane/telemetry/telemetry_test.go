@@ -1,7 +1,6 @@
 package telemetry_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -33,6 +32,7 @@ import (
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/snapshot"
 	sharedtelemetry "github.com/tollgate/tollgate/shared/telemetry"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 const (
@@ -79,24 +79,6 @@ func (r *recorder) last(t *testing.T) *settlementv1.SettlementRecord {
 	return r.recs[len(r.recs)-1]
 }
 
-// syncBuffer is the request log's destination.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // gateway is a data plane's request path assembled as dataplane/app does it, served by a real HTTP
 // server, in front of two real upstreams: "bad" (priority 1, answers 503) and "good" (priority 2).
 type gateway struct {
@@ -104,7 +86,7 @@ type gateway struct {
 	reg      *prometheus.Registry
 	adm      *admitter
 	rec      *recorder
-	log      *syncBuffer
+	log      *testkit.Buffer
 	spans    *tracetest.InMemoryExporter
 	upstream chan http.Header // headers of every call that reached "good"
 	// handlers counts client requests still being handled: a response of declared length reaches the
@@ -118,7 +100,7 @@ func newGateway(t *testing.T, tracing bool) *gateway { return newGatewayOpts(t, 
 // "bad" credential), as two accounts of one vendor are.
 func newGatewayOpts(t *testing.T, tracing, sharedBase bool) *gateway {
 	t.Helper()
-	g := &gateway{reg: sharedtelemetry.NewRegistry(), adm: &admitter{}, rec: &recorder{}, log: &syncBuffer{},
+	g := &gateway{reg: sharedtelemetry.NewRegistry(), adm: &admitter{}, rec: &recorder{}, log: &testkit.Buffer{},
 		upstream: make(chan http.Header, 16)}
 	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -385,7 +367,7 @@ func TestRateLimitRefusalsAndSampling(t *testing.T) {
 func TestRequestLogSampling(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	var buf syncBuffer
+	var buf testkit.Buffer
 	next := 0.0
 	tel := telemetry.New(telemetry.Options{Registerer: reg, RequestLog: slog.NewJSONHandler(&buf, nil), LogSample: 0.5,
 		Rand: func() float64 { next = 0.9 - next; return next }}) // 0.9, 0, 0.9, 0, …

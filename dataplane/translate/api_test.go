@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/shared/testkit"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -86,24 +87,6 @@ func TestRequestErrorRendering(t *testing.T) {
 			t.Errorf("%s: ErrorBody = %d %s", k, cr.Status, cr.Body)
 		}
 	}
-}
-
-// syncBuffer lets the keepalive goroutine and the test share a writer.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestKeepaliveForms(t *testing.T) {
@@ -190,7 +173,7 @@ func TestRunKeepalive(t *testing.T) {
 	if _, err := tr.Request(ClientRequest{Body: clientRequestFor(vocab.KindBetaMessages, true), Model: "m", Stream: true}); err != nil {
 		t.Fatal(err)
 	}
-	var buf syncBuffer
+	var buf testkit.Buffer
 	if edgeBuild {
 		// edge builds send no live keepalives: RunKeepalive returns at once
 		tr.RunKeepalive(context.Background(), time.Millisecond, &buf, nil)
@@ -382,7 +365,7 @@ func TestSynthesizeWhile(t *testing.T) {
 		if _, err := tr.Request(ClientRequest{Body: clientRequestFor(vocab.KindBetaMessages, true), Model: "m", Stream: true}); err != nil {
 			t.Fatal(err)
 		}
-		var buf syncBuffer
+		var buf testkit.Buffer
 		err := tr.SynthesizeWhile(context.Background(), 2*time.Millisecond, &buf, nil, func(context.Context) (int, http.Header, []byte, error) {
 			time.Sleep(30 * time.Millisecond)
 			if fail {
