@@ -1,5 +1,5 @@
 // Package config loads the data plane's configuration from flags with environment fallbacks
-// (DESIGN §11), applies defaults and validates it, naming the setting at fault.
+// (docs/operations.md lists every setting), applies defaults and validates it, naming the setting at fault.
 package config
 
 import (

@@ -1,7 +1,7 @@
 // Package httperr owns the data plane's one edge error type and how it is written: every client-facing
 // error carries an HTTP status, a code, a message the client may see and a cause that is only logged,
-// and is rendered in the inbound dialect's error shape (dialects.md §1.13, §2.7, §3.7, §4.6) with the
-// statuses of DESIGN §9.
+// and is rendered in the inbound dialect's error shape: alpha {"error":{message,type,param,code}}, beta
+// {"type":"error","error":{type,message}}, gamma {"error":{code,message,status,details}} (Render).
 package httperr
 
 import (

@@ -1,5 +1,5 @@
-// Package proxy owns the data plane's client-facing HTTP handler: the request path of DESIGN §5 for every
-// dialect. For each request it enforces the body limit, classifies the path into an operation key,
+// Package proxy owns the data plane's client-facing HTTP handler: the request path (docs/dataplane.md) for
+// every dialect. For each request it enforces the body limit, classifies the path into an operation key,
 // authenticates the key by hash against the snapshot, resolves the model to candidates, checks the key's
 // allowed models, runs admission (rate limits and quota reservation), dispatches per each candidate's
 // compiled routing cell — passthrough with only the model renamed, transform_to through the translator,
@@ -578,7 +578,7 @@ func billable(op vocab.Operation) bool {
 // A stored-resource request (retrieving, deleting, cancelling a response; conversations) is not.
 func (c *call) billable() bool { return !c.stored && billable(c.class.Op) }
 
-// admit runs the key's rate limits and, for billable operations, quota reservation (DESIGN §7). A Redis
+// admit runs the key's rate limits and, for billable operations, quota reservation (docs/settlement.md). A Redis
 // failure (or no answer within the Redis timeout) follows the operator's admission policy: open admits
 // the request without a reservation (logged; settlement still records the cost), closed refuses it with
 // 503 (docs/dataplane.md, "Redis outage").

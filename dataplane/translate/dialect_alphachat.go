@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// alphaChat is the alpha chat completions codec (dialects.md §1.2-1.4).
+// alphaChat is the alpha chat completions codec: /v1/chat/completions requests, answers and stream chunks.
 type alphaChat struct{}
 
 type chatToolCall struct {
@@ -435,7 +435,7 @@ func chatParts(w *jw, parts []part) {
 	w.close(']')
 }
 
-// alphaTier maps a service tier of any dialect to alpha's (dialects.md §4.5).
+// alphaTier maps a service tier of any dialect to alpha's service_tier values.
 func alphaTier(t string) string {
 	switch strings.ToLower(t) {
 	case "auto", "default", "flex", "priority", "scale":

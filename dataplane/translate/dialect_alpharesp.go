@@ -11,7 +11,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// alphaResp is the alpha responses codec (dialects.md §1.5-1.7).
+// alphaResp is the alpha responses codec: /v1/responses requests, answers and stream events.
 type alphaResp struct{}
 
 // respSigPrefix marks a thinking signature that carries an alpha responses reasoning item (id and

@@ -9,7 +9,7 @@ import (
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
-// betaMsgs is the beta messages codec (dialects.md §2.2-2.4).
+// betaMsgs is the beta messages codec: /v1/messages requests, answers and stream events.
 type betaMsgs struct{}
 
 type betaBlock struct {

@@ -12,7 +12,8 @@ import (
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
-// gammaGen is the gamma generateContent codec (dialects.md §3.2-3.4).
+// gammaGen is the gamma generateContent codec: generateContent and streamGenerateContent requests,
+// answers and stream chunks.
 type gammaGen struct{}
 
 type gammaBlob struct {

@@ -32,7 +32,8 @@ func badRequest(field string, err error) *RequestError {
 	return &RequestError{Status: http.StatusBadRequest, Field: field, Message: err.Error()}
 }
 
-// errClass is the dialect-neutral error class (dialects.md §4.6).
+// errClass is the dialect-neutral error class an upstream error maps to, and from which the client
+// dialect's error type and status are chosen.
 type errClass int
 
 const (

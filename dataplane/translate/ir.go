@@ -233,7 +233,7 @@ const (
 	finishError         finish = "error"
 )
 
-// usage is the canonical usage (dialects.md §4.4). Every count is an int token count; InputTotal includes
+// usage is the canonical usage every dialect's usage converts to and from (usage.go). Every count is an int token count; InputTotal includes
 // cache reads and writes, OutputTotal includes reasoning.
 type usage struct {
 	Known        bool  `json:"-"`

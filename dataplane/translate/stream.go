@@ -181,7 +181,7 @@ func (s *Stream) UpstreamError() error { return s.upstream }
 // Usage returns the usage seen so far (latest cumulative values).
 func (s *Stream) Usage() Usage { return s.usage.export() }
 
-// Usage is token usage in canonical form (dialects.md §4.4): InputTotal includes cache reads and writes,
+// Usage is token usage in canonical form: InputTotal includes cache reads and writes,
 // OutputTotal includes reasoning. Known is false when the upstream reported none.
 type Usage struct {
 	Known       bool

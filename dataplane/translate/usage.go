@@ -1,6 +1,6 @@
 package translate
 
-// Usage conversions (dialects.md §4.4). Each dialect's wire struct converts to and from the canonical usage.
+// Usage conversions. Each dialect's wire struct converts to and from the canonical usage.
 
 type chatUsage struct {
 	PromptTokens        int64 `json:"prompt_tokens"`

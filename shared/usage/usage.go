@@ -26,7 +26,8 @@ type Usage struct {
 	ReportedTier string
 }
 
-// PromptTokens is input + cache read + the three cache creations (DESIGN §6), saturating at
+// PromptTokens is input + cache read + the three cache creations (every token of the prompt: what a
+// prompt-size price tier is chosen by), saturating at
 // math.MaxInt64; negative counts contribute 0.
 func (u Usage) PromptTokens() int64 {
 	return satSum(u.Input, u.CacheRead, u.CacheCreation5m, u.CacheCreation30m, u.CacheCreation1h)

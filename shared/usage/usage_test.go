@@ -9,7 +9,7 @@ import (
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
-// Fixtures are the examples of docs/dialects.md (§1.3–1.11, §2.3–2.4, §3.3–3.4), plus variants.
+// Fixtures are each dialect's documented usage examples, plus variants.
 const (
 	alphaChatBody = `{"id": "chatcmpl-123", "object": "chat.completion", "created": 1760000000,
  "model": "m-1-2025-01-01", "service_tier": "default", "system_fingerprint": "fp_x",
