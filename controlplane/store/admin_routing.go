@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// RoutingRule is one routing cell of a provider (spec routing_rules).
+// RoutingRule is one routing cell of a provider: how it serves one (operation, kind).
 type RoutingRule struct {
 	ID             int64   `json:"id"`
 	ProviderID     int64   `json:"provider_id"`

@@ -43,7 +43,7 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultPendingTTL = 15 * time.Minute // spec "Pending quota counter TTL"
+	DefaultPendingTTL = 15 * time.Minute // a hold outlives any request; a lost one frees itself after this
 	DefaultMirrorTTL  = time.Hour
 	// DefaultTimeout bounds one admission call (config.RedisTimeout's default).
 	DefaultTimeout = time.Second

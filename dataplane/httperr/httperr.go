@@ -60,7 +60,7 @@ func Malformed(msg string, cause error) *Error {
 	return &Error{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: msg, Cause: cause}
 }
 
-// Unsupported is the 400 unsupported-operation error (spec "Errors").
+// Unsupported is the 400 unsupported-operation error: the routing cell refuses the operation.
 func Unsupported(op vocab.Operation, kind vocab.Kind, detail string) *Error {
 	msg := fmt.Sprintf("operation %s with kind %s is not supported", op, kind)
 	if detail != "" {

@@ -71,8 +71,8 @@ func RegisterRecordMetrics(reg prometheus.Registerer) {
 	outOfBounds.Store(&c)
 }
 
-// notBilled lists operations that are recorded but never charged (spec "Image and token-usage
-// accounting" 5).
+// notBilled lists operations that are recorded but never charged: listing and reading models, counting
+// tokens, compacting content and creating a conversation.
 func notBilled(op vocab.Operation) bool {
 	switch op {
 	case vocab.OpListModels, vocab.OpGetModel, vocab.OpCountTokens, vocab.OpCompactContent, vocab.OpCreateConversation:

@@ -161,7 +161,7 @@ func dpSnapshot(base string) *snapshotv1.Snapshot {
 		Quotas: []*configv1.Quota{{Scope: "org", ScopeId: 6, CostLimit: proto.String("0.000001"), CostUsed: "0.000001"}},
 	}
 	s.Routes[0].Aliases = []string{"chat-latest"}
-	// Provider 6 streams alpha chat by buffering the upstream (spec "Streaming from a buffered upstream").
+	// Provider 6 streams alpha chat by buffering the upstream: a plain upstream answer relayed as a stream.
 	s.Providers = append(s.Providers, prov(6, "alphabuf", "alpha", "sk-buf"))
 	s.Routes = append(s.Routes, route(8, "buffered", member(6, "m-1", 1)))
 	for _, p := range s.Providers {

@@ -22,7 +22,7 @@ import (
 // MatchType says how a rule's model_match is compared with a model id.
 type MatchType string
 
-// Match types (spec price_rules.match_type).
+// Match types: how a rule's model_match is compared with the model name.
 const (
 	MatchExact    MatchType = "exact"
 	MatchContains MatchType = "contains"

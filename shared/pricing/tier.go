@@ -23,8 +23,7 @@ func NormalizeTier(s string) string {
 }
 
 // SettlementTier is the tier that prices a settled request: the tier the upstream reported,
-// else the requested one (spec "Source of the tier name"; a request downgraded upstream is billed
-// at the reported rate).
+// else the requested one (a request downgraded upstream is billed at the reported rate).
 func SettlementTier(reported, requested string) string {
 	if NormalizeTier(reported) != "" {
 		return reported

@@ -3,7 +3,7 @@
 // classification of an inbound HTTP request into an operation key.
 package vocab
 
-// Operation is a provider-neutral operation (spec "Operation vocabulary").
+// Operation is a provider-neutral operation: what a request does, whatever dialect it arrived in.
 type Operation string
 
 const (
@@ -87,7 +87,8 @@ func (k Kind) Family() Kind {
 	return ""
 }
 
-// KindFits reports whether kind k may be used with operation op (spec routing_rules constraint 3).
+// KindFits reports whether kind k may be used with operation op in a routing cell: a generation operation
+// takes a generation kind, every other operation a dialect family.
 func KindFits(op Operation, k Kind) bool {
 	if op.IsGeneration() {
 		return k.IsGeneration()
