@@ -15,17 +15,13 @@ import (
 	"github.com/tollgate/tollgate/controlplane/admin"
 	"github.com/tollgate/tollgate/controlplane/catalog"
 	"github.com/tollgate/tollgate/controlplane/store"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
-// shippedCatalogs is ../shared/catalogs from the repository root (two levels above this package);
-// missing catalogs fail the test.
+// shippedCatalogs is ../shared/catalogs beside the repository; missing catalogs fail the test.
 func shippedCatalogs(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "catalogs")
-	if _, err := os.Stat(filepath.Join(dir, "genai-prices", "data.json")); err != nil {
-		t.Fatalf("the shipped catalogs must be at ../shared/catalogs from the repository root: %v", err)
-	}
-	return dir
+	return filepath.Dir(filepath.Dir(testkit.Shared(t, "catalogs", "genai-prices", "data.json")))
 }
 
 func genaiDoc(t testing.TB) string {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tollgate/tollgate/controlplane/admin"
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 const cliToken = "cli-bootstrap-token-0123456789abcdef"
@@ -41,10 +42,7 @@ func runCatalog(t *testing.T, url string, args ...string) (string, string, error
 func TestCatalogCommandPlanThenApply(t *testing.T) {
 	db, url := catalogServer(t)
 	// A .tar.gz of the shipped models.dev tree.
-	src := filepath.Join("..", "..", "..", "shared", "catalogs", "models.dev")
-	if _, err := os.Stat(src); err != nil {
-		t.Fatalf("shipped catalogs missing at ../shared/catalogs: %v", err)
-	}
+	src := testkit.Shared(t, "catalogs", "models.dev")
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)

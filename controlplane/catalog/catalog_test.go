@@ -9,31 +9,14 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/shared/pricing"
+	"github.com/tollgate/tollgate/shared/testkit"
 	"github.com/tollgate/tollgate/shared/usage"
 )
 
-// catalogsDir is ../shared/catalogs relative to the repository root; missing catalogs fail the test.
+// catalogsDir is ../shared/catalogs beside the repository; missing catalogs fail the test.
 func catalogsDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("repository root (go.mod) not found")
-		}
-		dir = parent
-	}
-	c := filepath.Join(dir, "..", "shared", "catalogs")
-	if _, err := os.Stat(filepath.Join(c, "genai-prices", "data.json")); err != nil {
-		t.Fatalf("the shipped catalogs must be at %s (../shared/catalogs from the repository root): %v", c, err)
-	}
-	return c
+	return filepath.Dir(filepath.Dir(testkit.Shared(t, "catalogs", "genai-prices", "data.json")))
 }
 
 func readGenAI(t testing.TB) []byte {

@@ -6,6 +6,8 @@ package testkit
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -53,4 +55,31 @@ func WaitWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// Shared returns the path of elem under the project's shared data directory, ../shared beside the
+// repository root (the price catalogs, the recorded provider traffic), and fails the test when it is
+// missing: those tests never skip.
+func Shared(t testing.TB, elem ...string) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("testkit: repository root (go.mod) not found above the test's directory")
+		}
+		dir = parent
+	}
+	p := filepath.Join(append([]string{dir, "..", "shared"}, elem...)...)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("testkit: %s must be in the project's shared data directory, ../shared beside the repository (%s): %v",
+			filepath.Join(elem...), p, err)
+	}
+	return p
 }

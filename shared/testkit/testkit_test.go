@@ -2,6 +2,9 @@ package testkit
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,5 +61,24 @@ func TestWaitWithinFailsNamingWhatItWaitedFor(t *testing.T) {
 	}()
 	if want := "the moon: not reached within 30ms"; r.msg != want {
 		t.Fatalf("failure = %q, want %q", r.msg, want)
+	}
+}
+
+func TestSharedFindsTheDataDirectoryBesideTheRepository(t *testing.T) {
+	p := Shared(t, "catalogs")
+	if fi, err := os.Stat(filepath.Join(p, "genai-prices", "data.json")); err != nil || fi.IsDir() {
+		t.Fatalf("Shared(catalogs) = %s: no genai-prices/data.json in it (%v)", p, err)
+	}
+	r := &recorder{TB: t}
+	func() {
+		defer func() {
+			if p := recover(); p != r {
+				panic(p)
+			}
+		}()
+		Shared(r, "no-such-directory")
+	}()
+	if !strings.Contains(r.msg, "no-such-directory must be in the project's shared data directory") {
+		t.Fatalf("missing directory: failure = %q", r.msg)
 	}
 }
