@@ -114,31 +114,15 @@ func (a *Anthropic) pages(ctx context.Context, path string, from, to time.Time, 
 	q := url.Values{"starting_at": {from.Format(time.RFC3339)}, "ending_at": {to.Format(time.RFC3339)},
 		"bucket_width": {"1d"}, "group_by[]": groupBy, "limit": {strconv.Itoa(limit)}}
 	headers := map[string]string{"x-api-key": a.AdminKey, "anthropic-version": version}
-	for n := 0; ; n++ {
-		if n > 10000 {
-			return fmt.Errorf("%s: more than 10000 pages", path)
-		}
+	return walkDays(path, from, to, q, func(q url.Values) (dayBuckets[anthropicItem], error) {
 		var page anthropicPage
 		if err := a.Fetcher.GetJSON(ctx, a.BaseURL, path, q, headers, &page); err != nil {
-			return err
+			return dayBuckets[anthropicItem]{}, err
 		}
+		out := dayBuckets[anthropicItem]{hasMore: page.HasMore, nextPage: page.NextPage}
 		for _, b := range page.Data {
-			day := b.StartingAt.UTC()
-			if !day.Equal(utcDay(day)) || day.Before(from) || !day.Before(to) {
-				return fmt.Errorf("%s: bucket %s is not a UTC day of the window", path, day)
-			}
-			for _, it := range b.Results {
-				if err := fn(day, it); err != nil {
-					return fmt.Errorf("%s: %w", path, err)
-				}
-			}
+			out.starts, out.results = append(out.starts, b.StartingAt), append(out.results, b.Results)
 		}
-		if !page.HasMore {
-			return nil
-		}
-		if page.NextPage == "" {
-			return fmt.Errorf("%s: has_more without next_page", path)
-		}
-		q.Set("page", page.NextPage)
-	}
+		return out, nil
+	}, fn)
 }

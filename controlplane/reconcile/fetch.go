@@ -146,3 +146,46 @@ func retryAfter(v string, now time.Time) time.Duration {
 	}
 	return 0
 }
+
+// dayBuckets is one decoded page of a report in daily buckets, as walkDays reads it: each bucket's start
+// and results, and the cursor of the next page.
+type dayBuckets[I any] struct {
+	starts   []time.Time
+	results  [][]I
+	hasMore  bool
+	nextPage string
+}
+
+// walkDays walks every page of the report at path for [from, to), calling fn with each result and the UTC
+// day of its bucket. get fetches and decodes one page for the query q; the cursor of the next page goes
+// into q's "page". A bucket that is not a whole UTC day inside the window, a page that says there is more
+// without a cursor, or more than 10,000 pages fail the walk: a report is taken whole or not at all.
+func walkDays[I any](path string, from, to time.Time, q url.Values, get func(q url.Values) (dayBuckets[I], error), fn func(time.Time, I) error) error {
+	for n := 0; ; n++ {
+		if n > 10000 {
+			return fmt.Errorf("%s: more than 10000 pages", path)
+		}
+		page, err := get(q)
+		if err != nil {
+			return err
+		}
+		for i, start := range page.starts {
+			day := start.UTC()
+			if !day.Equal(utcDay(day)) || day.Before(from) || !day.Before(to) {
+				return fmt.Errorf("%s: bucket %s is not a UTC day of the window", path, day)
+			}
+			for _, it := range page.results[i] {
+				if err := fn(day, it); err != nil {
+					return fmt.Errorf("%s: %w", path, err)
+				}
+			}
+		}
+		if !page.hasMore {
+			return nil
+		}
+		if page.nextPage == "" {
+			return fmt.Errorf("%s: has_more without next_page", path)
+		}
+		q.Set("page", page.nextPage)
+	}
+}

@@ -127,31 +127,15 @@ func (o *OpenAI) pages(ctx context.Context, path string, from, to time.Time, gro
 	q := url.Values{"start_time": {strconv.FormatInt(from.Unix(), 10)}, "end_time": {strconv.FormatInt(to.Unix(), 10)},
 		"bucket_width": {"1d"}, "group_by": groupBy, "limit": {strconv.Itoa(limit)}}
 	headers := map[string]string{"Authorization": "Bearer " + o.AdminKey}
-	for n := 0; ; n++ {
-		if n > 10000 {
-			return fmt.Errorf("%s: more than 10000 pages", path)
-		}
+	return walkDays(path, from, to, q, func(q url.Values) (dayBuckets[openaiUsageItem], error) {
 		var page openaiPage
 		if err := o.Fetcher.GetJSON(ctx, o.BaseURL, path, q, headers, &page); err != nil {
-			return err
+			return dayBuckets[openaiUsageItem]{}, err
 		}
+		out := dayBuckets[openaiUsageItem]{hasMore: page.HasMore, nextPage: page.NextPage}
 		for _, b := range page.Data {
-			day := time.Unix(b.StartTime, 0).UTC()
-			if !day.Equal(utcDay(day)) || day.Before(from) || !day.Before(to) {
-				return fmt.Errorf("%s: bucket %s is not a UTC day of the window", path, day)
-			}
-			for _, it := range b.Results {
-				if err := fn(day, it); err != nil {
-					return fmt.Errorf("%s: %w", path, err)
-				}
-			}
+			out.starts, out.results = append(out.starts, time.Unix(b.StartTime, 0)), append(out.results, b.Results)
 		}
-		if !page.HasMore {
-			return nil
-		}
-		if page.NextPage == "" {
-			return fmt.Errorf("%s: has_more without next_page", path)
-		}
-		q.Set("page", page.NextPage)
-	}
+		return out, nil
+	}, fn)
 }
