@@ -198,10 +198,10 @@ func mayReach(snap *snapshot.Compiled, key *snapshot.APIKey, p *snapshot.Provide
 	if !p.Enabled {
 		return false
 	}
-	if len(key.AllowedModels) == 0 {
+	if len(key.AllowedModels()) == 0 {
 		return true
 	}
-	for _, m := range key.AllowedModels {
+	for _, m := range key.AllowedModels() {
 		if r := snap.Route(m); r != nil {
 			for _, g := range r.Groups {
 				for _, mem := range g {

@@ -41,8 +41,7 @@ type Compiled struct {
 	routes map[string]*Route
 	// routeList holds the enabled routes ordered by name.
 	routeList []*Route
-	keys      map[[sha256.Size]byte]*APIKey
-	keysByID  map[int64]*APIKey
+	keys      keyIndex
 	quotas    map[QuotaKey]Quota
 	// DirectAddressing is the gateway-wide direct-addressing switch (config.v1.ModelPolicy; on when the
 	// snapshot carries no policy).
@@ -116,25 +115,23 @@ type Member struct {
 	Weight        int32
 }
 
-// APIKey is a compiled client key.
+// APIKey is a compiled client key. A snapshot keeps every key in one slice (keyIndex), so the struct
+// holds no per-key allocation: its strings share one buffer and its model list is shared by every key
+// with the same list.
 type APIKey struct {
 	ID     int64
 	UserID int64
 	OrgID  int64
 	// TeamID is 0 when the key's user has no team.
-	TeamID  int64
-	Name    string
-	Prefix  string
-	Enabled bool
+	TeamID int64
+	Name   string
+	Prefix string
 	// ExpiresAt is zero when the key does not expire.
 	ExpiresAt time.Time
-	RPMLimit  int32
 	TPMLimit  int64
-	// AllowedModels lists the logical models the key may use, as names or patterns (MatchModel); empty
-	// means every model.
-	AllowedModels []string
-	allowed       map[string]struct{}
-	patterns      []string
+	models    *modelSet
+	RPMLimit  int32
+	Enabled   bool
 	// direct is set when the key may use provider/model direct addressing: the gateway allows it for
 	// every key (config.v1.ModelPolicy.direct_addressing) or the key does (allow_direct_addressing).
 	direct bool
@@ -142,16 +139,32 @@ type APIKey struct {
 	Previous bool
 }
 
+// modelSet is a compiled allowed_models list, shared by every key of a snapshot with the same list.
+type modelSet struct {
+	names    []string
+	allowed  map[string]struct{}
+	patterns []string
+}
+
+// AllowedModels lists the logical models the key may use, as names or patterns (MatchModel); empty
+// means every model. The slice must not be modified.
+func (k *APIKey) AllowedModels() []string {
+	if k.models == nil {
+		return nil
+	}
+	return k.models.names
+}
+
 // Allows reports whether the key may use the logical model name: listed exactly or matched by one of
 // its patterns.
 func (k *APIKey) Allows(model string) bool {
-	if k.allowed == nil && k.patterns == nil {
+	if k.models == nil {
 		return true
 	}
-	if _, ok := k.allowed[model]; ok {
+	if _, ok := k.models.allowed[model]; ok {
 		return true
 	}
-	for _, p := range k.patterns {
+	for _, p := range k.models.patterns {
 		if MatchModel(p, model) {
 			return true
 		}
@@ -215,13 +228,16 @@ func (c *Compiled) Route(name string) *Route { return c.routes[name] }
 func (c *Compiled) Routes() []*Route { return c.routeList }
 
 // Key returns the API key whose sha256 is hash, or nil.
-func (c *Compiled) Key(hash [sha256.Size]byte) *APIKey { return c.keys[hash] }
+func (c *Compiled) Key(hash [sha256.Size]byte) *APIKey { return c.keys.byHash(&hash) }
 
 // KeyByID returns the key with id, or nil (request logs name a settled request's key by its prefix).
-func (c *Compiled) KeyByID(id int64) *APIKey { return c.keysByID[id] }
+func (c *Compiled) KeyByID(id int64) *APIKey { return c.keys.byID(id) }
 
 // LookupKey hashes secret and returns its API key, or nil.
-func (c *Compiled) LookupKey(secret string) *APIKey { return c.keys[sha256.Sum256([]byte(secret))] }
+func (c *Compiled) LookupKey(secret string) *APIKey {
+	h := sha256.Sum256([]byte(secret))
+	return c.keys.byHash(&h)
+}
 
 // Quota returns the quota of a scope; ok is false when the scope has no quota row.
 func (c *Compiled) Quota(scope vocab.Scope, id int64) (q Quota, ok bool) {
@@ -252,8 +268,6 @@ func Compile(s *snapshotv1.Snapshot) (*Compiled, error) {
 		providers:       make(map[int64]*Provider, len(s.GetProviders())),
 		providersByName: make(map[string]*Provider, len(s.GetProviders())),
 		routes:          make(map[string]*Route, len(s.GetRoutes())),
-		keys:            make(map[[sha256.Size]byte]*APIKey, len(s.GetApiKeys())),
-		keysByID:        make(map[int64]*APIKey, len(s.GetApiKeys())),
 		quotas:          make(map[QuotaKey]Quota, len(s.GetQuotas())),
 	}
 	var errs []error
@@ -504,57 +518,6 @@ func (c *Compiled) compileRoutes(in []*configv1.Route, errs []error) []error {
 		c.routeList = append(c.routeList, r)
 	}
 	slices.SortFunc(c.routeList, func(a, b *Route) int { return strings.Compare(a.Name, b.Name) })
-	return errs
-}
-
-func (c *Compiled) compileKeys(in []*configv1.ApiKey, errs []error) []error {
-	add := func(kk *configv1.ApiKey, field string, hash []byte, k *APIKey) {
-		var h [sha256.Size]byte
-		copy(h[:], hash)
-		if other, dup := c.keys[h]; dup {
-			errs = append(errs, &ElementError{Resource: "api key", ID: kk.GetId(), Name: kk.GetPrefix(), Field: field,
-				Message: fmt.Sprintf("already used by api key %d", other.ID)})
-			return
-		}
-		c.keys[h] = k
-	}
-	for _, kk := range in {
-		if err := CheckAPIKey(kk); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		k := &APIKey{
-			ID: kk.GetId(), UserID: kk.GetUserId(), OrgID: kk.GetOrgId(), TeamID: kk.GetTeamId(), Name: kk.GetName(),
-			Prefix: kk.GetPrefix(), Enabled: kk.GetEnabled(), RPMLimit: kk.GetRpmLimit(), TPMLimit: kk.GetTpmLimit(),
-			AllowedModels: kk.GetAllowedModels(), direct: c.DirectAddressing || kk.GetAllowDirectAddressing(),
-		}
-		if kk.GetExpiresAt() != nil {
-			k.ExpiresAt = kk.GetExpiresAt().AsTime()
-		}
-		for _, m := range k.AllowedModels {
-			if IsModelPattern(m) {
-				k.patterns = append(k.patterns, m)
-				continue
-			}
-			if k.allowed == nil {
-				k.allowed = make(map[string]struct{}, len(k.AllowedModels))
-			}
-			k.allowed[m] = struct{}{}
-		}
-		add(kk, "key_hash", kk.GetKeyHash(), k)
-		if len(kk.GetPreviousKeyHash()) > 0 {
-			// The replaced key of a rotation: the same key until the grace period ends (or the key's own
-			// expiry, when sooner), checked by Usable with the data plane's clock.
-			prev := *k
-			prev.Prefix, prev.Previous = kk.GetPreviousPrefix(), true
-			end := kk.GetPreviousExpiresAt().AsTime()
-			if prev.ExpiresAt.IsZero() || end.Before(prev.ExpiresAt) {
-				prev.ExpiresAt = end
-			}
-			add(kk, "previous_key_hash", kk.GetPreviousKeyHash(), &prev)
-		}
-		c.keysByID[k.ID] = k
-	}
 	return errs
 }
 
