@@ -20,14 +20,12 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	dpapp "github.com/tollgate/tollgate/dataplane/app"
 	dpconfig "github.com/tollgate/tollgate/dataplane/config"
 	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/dataplane/syncer"
 	"github.com/tollgate/tollgate/deploy/mockupstream"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
-	"github.com/tollgate/tollgate/shared/process"
 	"github.com/tollgate/tollgate/shared/testkit"
 )
 
@@ -203,47 +201,28 @@ func dpStartWith(t *testing.T, upstream http.Handler, snap func(base string) *sn
 	go gs.Serve(lis)
 	t.Cleanup(gs.Stop)
 
-	prefix := "test:dp:" + randomHex(6) + ":"
-	cleanupRedisPrefix(t, prefix)
-	env := map[string]string{"TOLLGATE_DP_TOKEN": "dp-token", "TOLLGATE_CP_ENDPOINTS": lis.Addr().String(),
-		"TOLLGATE_DP_HTTP_ADDR": "127.0.0.1:0", "TOLLGATE_REDIS_URL": RedisURL, "TOLLGATE_REDIS_KEY_PREFIX": prefix,
-		"TOLLGATE_NODE_ID": "dp-e2e", "TOLLGATE_LOG_LEVEL": "debug"}
+	prefix := redisPrefix(t, "test:dp:")
 	logs := &testkit.Buffer{}
-	cfg, err := dpconfig.Load(nil, func(k string) string { return env[k] }, logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxBodyBytes = 1 << 20
-	cfg.UpstreamResponseTimeout = 2 * time.Second
-	// dpFakeCP has no SettlementService: the records stay in the outbox, where the tests read them, and the
-	// forwarder's flush at shutdown gives up quickly.
-	cfg.ShutdownTimeout = 500 * time.Millisecond
-	if tweak != nil {
-		tweak(&cfg)
-	}
-	log, err := process.NewLogger(logs, cfg.LogLevel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := dpapp.New(ctx, cfg, log)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	e := &dpEnv{t: t, url: "http://" + srv.Addr(), upURL: up.URL, rdb: rdb, prefix: prefix, logs: logs}
 	t.Cleanup(func() {
-		cancel()
-		<-done
-		dpCleanRedis(rdb, prefix)
-		rdb.Close()
 		if t.Failed() {
 			t.Logf("data plane logs:\n%s", logs.String())
 		}
 	})
+	d := startDataPlane(t, "dp-e2e", "dp-token", []string{lis.Addr().String()}, dpOptions{prefix: prefix, logs: logs,
+		env: map[string]string{"TOLLGATE_LOG_LEVEL": "debug"},
+		tweak: func(cfg *dpconfig.Config) {
+			cfg.MaxBodyBytes = 1 << 20
+			cfg.UpstreamResponseTimeout = 2 * time.Second
+			// dpFakeCP has no SettlementService: the records stay in the outbox, where the tests read them,
+			// and the forwarder's flush at shutdown gives up quickly.
+			cfg.ShutdownTimeout = 500 * time.Millisecond
+			if tweak != nil {
+				tweak(cfg)
+			}
+		}})
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	t.Cleanup(func() { rdb.Close() })
+	e := &dpEnv{t: t, url: "http://" + d.srv.Addr(), upURL: up.URL, rdb: rdb, prefix: prefix, logs: logs}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp, err := http.Get(e.url + "/readyz")
@@ -259,14 +238,6 @@ func dpStartWith(t *testing.T, upstream http.Handler, snap func(base string) *sn
 		time.Sleep(20 * time.Millisecond)
 	}
 	return e
-}
-
-func dpCleanRedis(rdb *redis.Client, prefix string) {
-	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
-	for iter.Next(ctx) {
-		rdb.Del(ctx, iter.Val())
-	}
 }
 
 type dpResp struct {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/tollgate/tollgate/dataplane/admission"
 	dpconfig "github.com/tollgate/tollgate/dataplane/config"
-	"github.com/tollgate/tollgate/deploy/mockupstream"
 	"github.com/tollgate/tollgate/shared/redistest"
 )
 
@@ -23,15 +21,10 @@ import (
 // the client as a 503 instead of an unchecked admission.
 func stNewRedisClusterStack(t *testing.T, rc *redistest.Cluster) (*stStack, *redis.ClusterClient) {
 	t.Helper()
-	c := newCluster(t)
-	s := &stStack{t: t, c: c, prefix: "e2e-rc:" + randomHex(6) + ":", dpRedisURL: rc.URL(),
-		dpEnv: map[string]string{"TOLLGATE_REDIS_CLUSTER": "true", "TOLLGATE_ADMISSION_ON_REDIS_FAILURE": "closed"}}
-	s.cp = c.startCP("cp", "")
-	s.mock = mockupstream.New(mockupstream.Options{})
-	up := httptest.NewServer(s.mock)
-	t.Cleanup(up.Close)
-	s.mockURL = up.URL
-	s.dp = s.startDP("dp")
+	s := stNewStackWith(t, func(s *stStack) {
+		s.prefix, s.dpRedisURL = "e2e-rc:"+randomHex(6)+":", rc.URL()
+		s.dpEnv = map[string]string{"TOLLGATE_REDIS_CLUSTER": "true", "TOLLGATE_ADMISSION_ON_REDIS_FAILURE": "closed"}
+	})
 	opts, err := redis.ParseClusterURL(rc.URL())
 	if err != nil {
 		t.Fatal(err)

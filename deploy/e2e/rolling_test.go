@@ -20,8 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/tollgate/tollgate/deploy/mockupstream"
 	"github.com/tollgate/tollgate/shared/testkit"
 )
@@ -363,13 +361,7 @@ func TestRollingRestartBehindHAProxy(t *testing.T) {
 	mock := httptest.NewServer(mockupstream.New(mockupstream.Options{MaxRecords: -1}))
 	t.Cleanup(mock.Close)
 
-	prefix := "e2e-roll:" + randomHex(6) + ":"
-	opts, err := redis.ParseURL(RedisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { dpCleanRedis(rdb, prefix); rdb.Close() })
+	prefix := redisPrefix(t, "e2e-roll:")
 
 	// Two control-plane replicas on one database.
 	var cps []*child

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,12 +19,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/controlplane/store"
-	dpapp "github.com/tollgate/tollgate/dataplane/app"
-	dpconfig "github.com/tollgate/tollgate/dataplane/config"
 	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/deploy/mockupstream"
 	"github.com/tollgate/tollgate/shared/pricing"
-	"github.com/tollgate/tollgate/shared/process"
 )
 
 // stStack is the full settlement stack of one test: a real control plane on a fresh Postgres database, a
@@ -38,7 +33,7 @@ type stStack struct {
 	cp      *cp
 	mock    *mockupstream.Server
 	mockURL string
-	dp      *stDP
+	dp      *dp
 	rdb     *redis.Client
 	prefix  string
 	// dpRedisURL, when set, is the data plane's Redis instead of RedisURL (an outage proxy).
@@ -47,83 +42,48 @@ type stStack struct {
 	dpEnv map[string]string
 }
 
-// stDP is a data plane whose shutdown the test controls.
-type stDP struct {
-	srv    *dpapp.Server
-	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
-	err    error
-}
-
-// stop shuts the data plane down gracefully (idempotent) and returns Run's result.
-func (d *stDP) stop() error {
-	d.once.Do(func() {
-		d.cancel()
-		d.err = <-d.done
-	})
-	return d.err
-}
-
 func stNewStack(t *testing.T) *stStack {
 	t.Helper()
+	return stNewStackWith(t, nil)
+}
+
+// stNewStackWith is stNewStack with the stack's data-plane settings (prefix, dpRedisURL, dpEnv) set by
+// configure before the data plane starts.
+func stNewStackWith(t *testing.T, configure func(*stStack)) *stStack {
+	t.Helper()
 	c := newCluster(t)
-	s := &stStack{t: t, c: c, prefix: "e2e-st:" + randomHex(6) + ":"}
+	s := &stStack{t: t, c: c}
 	s.cp = c.startCP("cp", "")
 	s.mock = mockupstream.New(mockupstream.Options{})
 	up := httptest.NewServer(s.mock)
 	t.Cleanup(up.Close)
 	s.mockURL = up.URL
+	if configure != nil {
+		configure(s)
+	}
+	if s.prefix == "" {
+		s.prefix = redisPrefix(t, "e2e-st:")
+	}
 	opts, err := redis.ParseURL(RedisURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.rdb = redis.NewClient(opts)
-	t.Cleanup(func() {
-		dpCleanRedis(s.rdb, s.prefix)
-		s.rdb.Close()
-	})
+	t.Cleanup(func() { s.rdb.Close() })
 	s.dp = s.startDP("dp")
 	return s
 }
 
-func (s *stStack) startDP(name string) *stDP {
+func (s *stStack) startDP(name string) *dp {
 	s.t.Helper()
-	redisURL := RedisURL
+	env := map[string]string{"TOLLGATE_SHUTDOWN_TIMEOUT": "10s"}
 	if s.dpRedisURL != "" {
-		redisURL = s.dpRedisURL
-	}
-	env := map[string]string{
-		"TOLLGATE_REDIS_URL":        redisURL,
-		"TOLLGATE_REDIS_KEY_PREFIX": s.prefix,
-		"TOLLGATE_DP_HTTP_ADDR":     "127.0.0.1:0",
-		"TOLLGATE_CP_ENDPOINTS":     s.controlPlane().srv.GRPCAddr(),
-		"TOLLGATE_DP_TOKEN":         s.c.dpToken,
-		"TOLLGATE_NODE_ID":          name,
-		"TOLLGATE_LOG_LEVEL":        "info",
-		"TOLLGATE_SHUTDOWN_TIMEOUT": "10s",
+		env["TOLLGATE_REDIS_URL"] = s.dpRedisURL
 	}
 	for k, v := range s.dpEnv {
 		env[k] = v
 	}
-	cfg, err := dpconfig.Load(nil, func(k string) string { return env[k] }, io.Discard)
-	if err != nil {
-		s.t.Fatalf("%s config: %v", name, err)
-	}
-	log, err := process.NewLogger(prefixWriter{name, s.c.logs}, cfg.LogLevel)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := dpapp.New(ctx, cfg, log)
-	if err != nil {
-		cancel()
-		s.t.Fatalf("%s: %v", name, err)
-	}
-	d := &stDP{srv: srv, cancel: cancel, done: make(chan error, 1)}
-	go func() { d.done <- srv.Run(ctx) }()
-	s.t.Cleanup(func() { _ = d.stop() })
-	return d
+	return s.c.startDPWith(name, []string{s.controlPlane().srv.GRPCAddr()}, dpOptions{prefix: s.prefix, env: env})
 }
 
 func (s *stStack) controlPlane() *cp {
@@ -143,48 +103,13 @@ func (s *stStack) restartCP(grpcAddr string) {
 // admin calls the admin REST API and decodes the answer into out (if not nil); any status >= 300 fails t.
 func (s *stStack) admin(t *testing.T, method, path string, body, out any) {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, "http://"+s.controlPlane().srv.HTTPAddr()+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+s.c.adminTok)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		t.Fatalf("%s %s: %s %s", method, path, resp.Status, raw)
-	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatalf("%s %s: decode %s: %v", method, path, raw, err)
-		}
-	}
+	s.c.admin(t, s.controlPlane(), method, path, body, out, 0)
 }
 
 // sync waits until the data plane serves the configuration committed so far.
 func (s *stStack) sync(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	rev, err := store.Revision(ctx, s.c.db.Pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.dp.srv.Syncer.Wait(ctx, rev); err != nil {
-		t.Fatalf("data plane did not reach revision %d: %v", rev, err)
-	}
+	s.c.sync(t, s.dp)
 }
 
 type stID struct {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -10,10 +11,12 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	cpapp "github.com/tollgate/tollgate/controlplane/app"
 	cpconfig "github.com/tollgate/tollgate/controlplane/config"
@@ -131,45 +134,179 @@ func (p *cp) stop() {
 
 // dp is one data plane, run in-process exactly as the binary runs it.
 type dp struct {
-	name string
-	srv  *dpapp.Server
+	name   string
+	srv    *dpapp.Server
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+	err    error
 }
 
+// stop shuts the data plane down gracefully (idempotent) and returns Run's result.
+func (d *dp) stop() error {
+	d.once.Do(func() {
+		d.cancel()
+		d.err = <-d.done
+	})
+	return d.err
+}
+
+// dpOptions are what one test's data plane differs in; the zero value is a plane on the shared Redis
+// under a fresh key prefix, logging into the cluster's log.
+type dpOptions struct {
+	// prefix is the Redis key prefix; "" picks a fresh one under "e2e:", deleted when the test ends.
+	prefix string
+	// env is added to (or overrides) the default environment.
+	env map[string]string
+	// tweak changes the loaded configuration (settings the environment does not carry).
+	tweak func(*dpconfig.Config)
+	// logs receives the plane's log; nil is the cluster's log with each line prefixed by the plane's name.
+	logs io.Writer
+}
+
+// startDP starts a data plane on the control-plane endpoints; extraEnv are name, value pairs added to (or
+// overriding) its environment.
 func (c *cluster) startDP(name string, endpoints []string, extraEnv ...string) *dp {
 	c.t.Helper()
-	prefix := "e2e:" + randomHex(6) + ":"
-	cleanupRedisPrefix(c.t, prefix)
+	env := map[string]string{}
+	for i := 0; i+1 < len(extraEnv); i += 2 {
+		env[extraEnv[i]] = extraEnv[i+1]
+	}
+	return c.startDPWith(name, endpoints, dpOptions{env: env})
+}
+
+// startDPWith is startDP with options.
+func (c *cluster) startDPWith(name string, endpoints []string, o dpOptions) *dp {
+	c.t.Helper()
+	if o.logs == nil {
+		o.logs = prefixWriter{name, c.logs}
+	}
+	return startDataPlane(c.t, name, c.dpToken, endpoints, o)
+}
+
+// startDataPlane starts a data plane with the token dpToken on the control-plane endpoints (a real control
+// plane's, or a stand-in's for a test without one); it stops when the test ends.
+func startDataPlane(t testing.TB, name, dpToken string, endpoints []string, o dpOptions) *dp {
+	t.Helper()
+	if o.prefix == "" {
+		o.prefix = redisPrefix(t, "e2e:")
+	}
+	if o.logs == nil {
+		o.logs = io.Discard
+	}
 	env := map[string]string{
 		"TOLLGATE_REDIS_URL":        RedisURL,
-		"TOLLGATE_REDIS_KEY_PREFIX": prefix,
+		"TOLLGATE_REDIS_KEY_PREFIX": o.prefix,
 		"TOLLGATE_DP_HTTP_ADDR":     "127.0.0.1:0",
 		"TOLLGATE_CP_ENDPOINTS":     strings.Join(endpoints, ","),
-		"TOLLGATE_DP_TOKEN":         c.dpToken,
+		"TOLLGATE_DP_TOKEN":         dpToken,
 		"TOLLGATE_NODE_ID":          name,
 		"TOLLGATE_LOG_LEVEL":        "info",
 		"TOLLGATE_SHUTDOWN_TIMEOUT": "5s",
 	}
-	for i := 0; i+1 < len(extraEnv); i += 2 {
-		env[extraEnv[i]] = extraEnv[i+1]
+	for k, v := range o.env {
+		env[k] = v
 	}
-	cfg, err := dpconfig.Load(nil, func(k string) string { return env[k] }, io.Discard)
+	cfg, err := dpconfig.Load(nil, func(k string) string { return env[k] }, o.logs)
 	if err != nil {
-		c.t.Fatalf("%s config: %v", name, err)
+		t.Fatalf("%s config: %v", name, err)
 	}
-	log, err := process.NewLogger(prefixWriter{name, c.logs}, cfg.LogLevel)
+	if o.tweak != nil {
+		o.tweak(&cfg)
+	}
+	log, err := process.NewLogger(o.logs, cfg.LogLevel)
 	if err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := dpapp.New(ctx, cfg, log)
 	if err != nil {
 		cancel()
-		c.t.Fatalf("%s: %v", name, err)
+		t.Fatalf("%s: %v", name, err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	c.t.Cleanup(func() { cancel(); <-done })
-	return &dp{name: name, srv: srv}
+	d := &dp{name: name, srv: srv, cancel: cancel, done: make(chan error, 1)}
+	go func() { d.done <- srv.Run(ctx) }()
+	t.Cleanup(func() { _ = d.stop() })
+	return d
+}
+
+// redisPrefix returns a fresh Redis key prefix starting with tag, whose keys are deleted when the test
+// ends (after the data planes using it have stopped, since cleanups run in reverse order of
+// registration). The Redis server is shared, so tests never FLUSHDB.
+func redisPrefix(t testing.TB, tag string) string {
+	t.Helper()
+	prefix := tag + randomHex(6) + ":"
+	cleanupRedisPrefix(t, prefix)
+	return prefix
+}
+
+// cleanupRedisPrefix deletes every key under prefix when the test ends.
+func cleanupRedisPrefix(t testing.TB, prefix string) {
+	t.Helper()
+	t.Cleanup(func() {
+		opts, err := redis.ParseURL(RedisURL)
+		if err != nil {
+			t.Errorf("cleanup redis: %v", err)
+			return
+		}
+		rdb := redis.NewClient(opts)
+		defer rdb.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			rdb.Del(ctx, iter.Val())
+		}
+		if err := iter.Err(); err != nil {
+			t.Errorf("cleanup redis prefix %s: %v", prefix, err)
+		}
+	})
+}
+
+// admin calls control plane p's admin REST API with the bootstrap token and decodes the answer into out
+// (if not nil). want is the status the call must answer; 0 accepts any status below 300.
+func (c *cluster) admin(t testing.TB, p *cp, method, path string, body, out any, want int) {
+	t.Helper()
+	var rd io.Reader = http.NoBody
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, "http://"+p.srv.HTTPAddr()+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.adminTok)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if (want == 0 && resp.StatusCode >= 300) || (want != 0 && resp.StatusCode != want) {
+		t.Fatalf("%s %s: %s %s, want %d", method, path, resp.Status, raw, want)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: decode %s: %v", method, path, raw, err)
+		}
+	}
+}
+
+// sync waits until data plane d serves the configuration committed to the cluster's database so far.
+func (c *cluster) sync(t testing.TB, d *dp) {
+	t.Helper()
+	rev, err := store.Revision(context.Background(), c.db.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.wait(t, rev)
 }
 
 type prefixWriter struct {
