@@ -240,34 +240,14 @@ func dpStartWith(t *testing.T, upstream http.Handler, snap func(base string) *sn
 	return e
 }
 
-type dpResp struct {
-	status int
-	header http.Header
-	body   string
-}
-
-func (e *dpEnv) do(method, path, body string, hdr ...string) dpResp {
+// do sends a client request to the data plane (see send) and fails the test on a transport error.
+func (e *dpEnv) do(method, path, body string, hdr ...string) response {
 	e.t.Helper()
-	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
-	if err != nil {
-		e.t.Fatal(err)
+	r := send(context.Background(), e.url, method, path, body, hdr...)
+	if r.err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, r.err)
 	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	if body != "" && req.Header.Get("Content-Type") == "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		e.t.Fatalf("%s %s: read: %v", method, path, err)
-	}
-	return dpResp{resp.StatusCode, resp.Header, string(b)}
+	return r
 }
 
 // outbox returns the settlement records appended so far.
@@ -308,7 +288,7 @@ func (e *dpEnv) outboxAtLeast(n int) []map[string]any {
 
 // recordsOf waits (up to 5 s) for the record of the response r and returns every record with its request
 // id (one, if the data plane settled it exactly once).
-func (e *dpEnv) recordsOf(r dpResp) []map[string]any {
+func (e *dpEnv) recordsOf(r response) []map[string]any {
 	e.t.Helper()
 	id := r.header.Get("X-Request-Id")
 	deadline := time.Now().Add(5 * time.Second)
@@ -335,7 +315,7 @@ func (e *dpEnv) lastMock() mockupstream.Request {
 	return recs[len(recs)-1]
 }
 
-func wantStatus(t *testing.T, r dpResp, status int) {
+func wantStatus(t *testing.T, r response, status int) {
 	t.Helper()
 	if r.status != status {
 		t.Fatalf("status = %d, want %d; body %s", r.status, status, r.body)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
 	dpapp "github.com/tollgate/tollgate/dataplane/app"
 	dpconfig "github.com/tollgate/tollgate/dataplane/config"
+	"github.com/tollgate/tollgate/deploy/mockupstream"
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/process"
 	"github.com/tollgate/tollgate/shared/snapshot"
@@ -307,6 +309,190 @@ func (c *cluster) sync(t testing.TB, d *dp) {
 		t.Fatal(err)
 	}
 	d.wait(t, rev)
+}
+
+// stack is the harness most end-to-end tests run on: a real control plane on a fresh Postgres database
+// (the cluster), a real data plane on the shared Redis under a key prefix of its own, and the mock upstream,
+// configured through the admin REST API. Tests of several control planes or data planes use the cluster
+// directly; a data plane fed a hand-built snapshot without a control plane is startDataPlane's (dpStart).
+type stack struct {
+	t       *testing.T
+	c       *cluster
+	mu      sync.Mutex // guards cp (replaced by a restart)
+	cp      *cp
+	mock    *mockupstream.Server
+	mockURL string
+	dp      *dp
+	rdb     *redis.Client
+	prefix  string
+	// dpRedisURL, when set, is the data plane's Redis instead of RedisURL (an outage proxy).
+	dpRedisURL string
+	// dpEnv adds to (or overrides) the data plane's environment.
+	dpEnv map[string]string
+	// dpTweak changes the data plane's loaded configuration.
+	dpTweak func(*dpconfig.Config)
+}
+
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	return newStackWith(t, nil)
+}
+
+// newStackWith is newStack with the stack's data-plane settings (prefix, dpRedisURL, dpEnv, dpTweak) set
+// by configure before the data plane starts.
+func newStackWith(t *testing.T, configure func(*stack)) *stack {
+	t.Helper()
+	c := newCluster(t)
+	s := &stack{t: t, c: c}
+	s.cp = c.startCP("cp", "")
+	s.mock, s.mockURL = startMock(t, mockupstream.Options{})
+	if configure != nil {
+		configure(s)
+	}
+	if s.prefix == "" {
+		s.prefix = redisPrefix(t, "e2e-st:")
+	}
+	opts, err := redis.ParseURL(RedisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.rdb = redis.NewClient(opts)
+	t.Cleanup(func() { s.rdb.Close() })
+	s.dp = s.startDP("dp")
+	return s
+}
+
+func (s *stack) startDP(name string) *dp {
+	s.t.Helper()
+	env := map[string]string{"TOLLGATE_SHUTDOWN_TIMEOUT": "10s"}
+	if s.dpRedisURL != "" {
+		env["TOLLGATE_REDIS_URL"] = s.dpRedisURL
+	}
+	for k, v := range s.dpEnv {
+		env[k] = v
+	}
+	return s.c.startDPWith(name, []string{s.controlPlane().srv.GRPCAddr()}, dpOptions{prefix: s.prefix, env: env, tweak: s.dpTweak})
+}
+
+func (s *stack) controlPlane() *cp {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cp
+}
+
+// restartCP starts a new control plane on the gRPC address of the stopped one.
+func (s *stack) restartCP(grpcAddr string) {
+	p := s.c.startCP("cp2", grpcAddr)
+	s.mu.Lock()
+	s.cp = p
+	s.mu.Unlock()
+}
+
+// admin calls the admin REST API and decodes the answer into out (if not nil); any status >= 300 fails t.
+func (s *stack) admin(t *testing.T, method, path string, body, out any) {
+	t.Helper()
+	s.c.admin(t, s.controlPlane(), method, path, body, out, 0)
+}
+
+// sync waits until the data plane serves the configuration committed so far.
+func (s *stack) sync(t *testing.T) {
+	t.Helper()
+	s.c.sync(t, s.dp)
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   string
+	reqID  string
+	err    error
+}
+
+// send sends a client request to the data plane; hdr are name, value pairs. It does not fail the test
+// (safe from goroutines); r.err says what went wrong.
+func (s *stack) send(ctx context.Context, method, path, body string, hdr ...string) response {
+	return send(ctx, "http://"+s.dp.srv.Addr(), method, path, body, hdr...)
+}
+
+// send sends a client request to the gateway at base (its scheme and address); hdr are name, value pairs.
+// A body without a Content-Type header is sent as application/json.
+func send(ctx context.Context, base, method, path, body string, hdr ...string) response {
+	var rd io.Reader = http.NoBody
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
+	if err != nil {
+		return response{err: err}
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	if body != "" && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return response{err: err}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return response{status: resp.StatusCode, header: resp.Header, body: string(b), reqID: resp.Header.Get("X-Request-Id"), err: err}
+}
+
+// do is send that fails t on a transport error and checks the status.
+func (s *stack) do(t *testing.T, wantStatus int, method, path, body string, hdr ...string) response {
+	t.Helper()
+	r := s.send(context.Background(), method, path, body, hdr...)
+	if r.err != nil {
+		t.Fatalf("%s %s: %v", method, path, r.err)
+	}
+	if r.status != wantStatus {
+		t.Fatalf("%s %s: status %d, want %d; body %s", method, path, r.status, wantStatus, r.body)
+	}
+	if r.reqID == "" {
+		t.Fatalf("%s %s: no X-Request-Id", method, path)
+	}
+	return r
+}
+
+// usages lists the usage rows of a key through the admin API.
+func (s *stack) usages(t *testing.T, keyID int64) []store.StoredUsage {
+	t.Helper()
+	var page struct {
+		Items []store.StoredUsage `json:"items"`
+	}
+	s.admin(t, "GET", fmt.Sprintf("/admin/usages?api_key_id=%d&limit=500", keyID), nil, &page)
+	return page.Items
+}
+
+// waitUsages polls GET /admin/usages until the key has n rows (bounded) and returns them; it fails if more
+// than n appear.
+func (s *stack) waitUsages(t *testing.T, keyID int64, n int) []store.StoredUsage {
+	t.Helper()
+	deadline := time.Now().Add(25 * time.Second)
+	for {
+		rows := s.usages(t, keyID)
+		if len(rows) > n {
+			t.Fatalf("key %d has %d usage rows, want %d: %+v", keyID, len(rows), n, rows)
+		}
+		if len(rows) == n {
+			return rows
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("key %d has %d usage rows after 25s, want %d: %+v", keyID, len(rows), n, rows)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startMock serves the mock upstream on loopback until the test ends and returns it with its base URL.
+func startMock(t testing.TB, o mockupstream.Options) (*mockupstream.Server, string) {
+	t.Helper()
+	m := mockupstream.New(o)
+	up := httptest.NewServer(m)
+	t.Cleanup(up.Close)
+	return m, up.URL
 }
 
 type prefixWriter struct {

@@ -16,12 +16,12 @@ import (
 	"github.com/tollgate/tollgate/shared/redistest"
 )
 
-// stNewRedisClusterStack is stNewStack with the data plane on a real Redis Cluster in cluster mode
+// stNewRedisClusterStack is newStack with the data plane on a real Redis Cluster in cluster mode
 // (default shards) whose admission fails closed: a script Redis Cluster refused (CROSSSLOT) would reach
 // the client as a 503 instead of an unchecked admission.
-func stNewRedisClusterStack(t *testing.T, rc *redistest.Cluster) (*stStack, *redis.ClusterClient) {
+func stNewRedisClusterStack(t *testing.T, rc *redistest.Cluster) (*stack, *redis.ClusterClient) {
 	t.Helper()
-	s := stNewStackWith(t, func(s *stStack) {
+	s := newStackWith(t, func(s *stack) {
 		s.prefix, s.dpRedisURL = "e2e-rc:"+randomHex(6)+":", rc.URL()
 		s.dpEnv = map[string]string{"TOLLGATE_REDIS_CLUSTER": "true", "TOLLGATE_ADMISSION_ON_REDIS_FAILURE": "closed"}
 	})

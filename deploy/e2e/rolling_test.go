@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -358,8 +357,7 @@ func (l *rollLoad) run(stop <-chan struct{}, workers int) (wait func()) {
 func TestRollingRestartBehindHAProxy(t *testing.T) {
 	bins := buildBinaries(t)
 	c := newCluster(t)
-	mock := httptest.NewServer(mockupstream.New(mockupstream.Options{MaxRecords: -1}))
-	t.Cleanup(mock.Close)
+	_, mockURL := startMock(t, mockupstream.Options{MaxRecords: -1})
 
 	prefix := redisPrefix(t, "e2e-roll:")
 
@@ -381,7 +379,7 @@ func TestRollingRestartBehindHAProxy(t *testing.T) {
 		grpcAddrs = append(grpcAddrs, grpcAddr)
 	}
 	c.seed()
-	rev := exec(t, c.db.Pool, `UPDATE providers SET base_url = $1 WHERE id = 1`, mock.URL)
+	rev := exec(t, c.db.Pool, `UPDATE providers SET base_url = $1 WHERE id = 1`, mockURL)
 
 	// Three data planes sharing Redis (one prefix: one fleet), each knowing both control planes.
 	var dps []*child

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
@@ -37,11 +36,10 @@ const (
 // sdkStack is a real control plane (storetest Postgres), a real data plane (Redis under a unique prefix)
 // and the mock upstream, configured through the admin REST API.
 type sdkStack struct {
-	url  string // the data plane's base URL
-	key  string // the gateway API key
-	mock *mockupstream.Server
-	rec  *sdkRecorder
-	c    *cluster // its database holds the usage rows
+	*stack        // its database holds the usage rows
+	url    string // the data plane's base URL
+	key    string // the gateway API key
+	rec    *sdkRecorder
 }
 
 // sdkRule is a routing rule as the admin API reads and writes it.
@@ -65,12 +63,16 @@ var sdkGenerationKinds = map[string]bool{"alpha_chat_completions": true, "alpha_
 // passthrough cells). One route per provider, named after it, and one key without limits.
 func sdkStart(t *testing.T) *sdkStack {
 	t.Helper()
-	c := newCluster(t)
-	p := c.startCP("cp", "")
-
-	mock := mockupstream.New(mockupstream.Options{})
-	up := httptest.NewServer(mock)
-	t.Cleanup(up.Close)
+	s := newStackWith(t, func(s *stack) {
+		s.prefix = redisPrefix(t, "test:sdk:")
+		s.dpEnv = map[string]string{"TOLLGATE_NODE_ID": "dp-sdk"}
+		s.dpTweak = func(cfg *dpconfig.Config) {
+			cfg.KeepaliveInterval = sdkKeepalive
+			cfg.UpstreamResponseTimeout = 10 * time.Second
+			cfg.ShutdownTimeout = 2 * time.Second
+		}
+	})
+	c, p := s.c, s.controlPlane()
 
 	models := map[string]string{"alpha": "m-1", "beta": "b-1", "gamma": "g-1-flash"}
 	for _, ch := range []string{"alpha", "beta", "gamma"} {
@@ -82,7 +84,7 @@ func sdkStart(t *testing.T) *sdkStack {
 			var prov struct {
 				ID int64 `json:"id"`
 			}
-			c.admin(t, p, "POST", "/admin/providers", map[string]any{"name": name, "channel_type": ch, "base_url": up.URL}, &prov, http.StatusCreated)
+			c.admin(t, p, "POST", "/admin/providers", map[string]any{"name": name, "channel_type": ch, "base_url": s.mockURL}, &prov, http.StatusCreated)
 			c.admin(t, p, "POST", fmt.Sprintf("/admin/providers/%d/credentials", prov.ID), map[string]any{"secret": "sk-" + name}, nil, http.StatusCreated)
 			if buffered {
 				var rules struct {
@@ -123,15 +125,8 @@ func sdkStart(t *testing.T) *sdkStack {
 	if key.Key == "" {
 		t.Fatal("the admin API answered no key")
 	}
-	d := c.startDPWith("dp", []string{p.srv.GRPCAddr()}, dpOptions{prefix: redisPrefix(t, "test:sdk:"),
-		env: map[string]string{"TOLLGATE_NODE_ID": "dp-sdk"},
-		tweak: func(cfg *dpconfig.Config) {
-			cfg.KeepaliveInterval = sdkKeepalive
-			cfg.UpstreamResponseTimeout = 10 * time.Second
-			cfg.ShutdownTimeout = 2 * time.Second
-		}})
-	c.sync(t, d)
-	return &sdkStack{url: "http://" + d.srv.Addr(), key: key.Key, mock: mock, rec: &sdkRecorder{bodies: map[string]*bytes.Buffer{}}, c: c}
+	s.sync(t)
+	return &sdkStack{stack: s, url: "http://" + s.dp.srv.Addr(), key: key.Key, rec: &sdkRecorder{bodies: map[string]*bytes.Buffer{}}}
 }
 
 // sdkCaseHeader tags every SDK request so that the mock's record and the raw client stream of one case
