@@ -220,9 +220,7 @@ func dpStartWith(t *testing.T, upstream http.Handler, snap func(base string) *sn
 				tweak(cfg)
 			}
 		}})
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	t.Cleanup(func() { rdb.Close() })
-	e := &dpEnv{t: t, url: "http://" + d.srv.Addr(), upURL: up.URL, rdb: rdb, prefix: prefix, logs: logs}
+	e := &dpEnv{t: t, url: "http://" + d.srv.Addr(), upURL: up.URL, rdb: redisClient(t), prefix: prefix, logs: logs}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp, err := http.Get(e.url + "/readyz")

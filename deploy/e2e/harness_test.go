@@ -242,6 +242,18 @@ func redisPrefix(t testing.TB, tag string) string {
 	return prefix
 }
 
+// redisClient is a client of the shared Redis (RedisURL), closed when the test ends.
+func redisClient(t testing.TB) *redis.Client {
+	t.Helper()
+	opts, err := redis.ParseURL(RedisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
 // cleanupRedisPrefix deletes every key under prefix when the test ends.
 func cleanupRedisPrefix(t testing.TB, prefix string) {
 	t.Helper()
@@ -269,6 +281,37 @@ func cleanupRedisPrefix(t testing.TB, prefix string) {
 // (if not nil). want is the status the call must answer; 0 accepts any status below 300.
 func (c *cluster) admin(t testing.TB, p *cp, method, path string, body, out any, want int) {
 	t.Helper()
+	code, raw := c.adminRaw(t, p, method, path, body)
+	if (want == 0 && code >= 300) || (want != 0 && code != want) {
+		t.Fatalf("%s %s: %d %s, want %d", method, path, code, raw, want)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: decode %s: %v", method, path, raw, err)
+		}
+	}
+}
+
+// adminREST is admin for a test whose point is the status: it returns the status, decodes a 2xx answer
+// into out (if not nil) and logs the body of any other.
+func (c *cluster) adminREST(t testing.TB, p *cp, method, path string, body, out any) int {
+	t.Helper()
+	code, raw := c.adminRaw(t, p, method, path, body)
+	if out != nil && code < 300 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: %v in %s", method, path, err, raw)
+		}
+	}
+	if code >= 300 {
+		t.Logf("%s %s: %d %s", method, path, code, raw)
+	}
+	return code
+}
+
+// adminRaw sends one admin REST call (body, if not nil, as JSON; a json.RawMessage as it is) and returns
+// the status and the answer's body.
+func (c *cluster) adminRaw(t testing.TB, p *cp, method, path string, body any) (int, []byte) {
+	t.Helper()
 	var rd io.Reader = http.NoBody
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -282,23 +325,17 @@ func (c *cluster) admin(t testing.TB, p *cp, method, path string, body, out any,
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.adminTok)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if (want == 0 && resp.StatusCode >= 300) || (want != 0 && resp.StatusCode != want) {
-		t.Fatalf("%s %s: %s %s, want %d", method, path, resp.Status, raw, want)
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read: %v", method, path, err)
 	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatalf("%s %s: decode %s: %v", method, path, raw, err)
-		}
-	}
+	return resp.StatusCode, raw
 }
 
 // sync waits until data plane d serves the configuration committed to the cluster's database so far.
@@ -333,6 +370,7 @@ type stack struct {
 	dpTweak func(*dpconfig.Config)
 }
 
+// newStack starts a stack whose data plane has the default settings.
 func newStack(t *testing.T) *stack {
 	t.Helper()
 	return newStackWith(t, nil)
@@ -352,16 +390,13 @@ func newStackWith(t *testing.T, configure func(*stack)) *stack {
 	if s.prefix == "" {
 		s.prefix = redisPrefix(t, "e2e-st:")
 	}
-	opts, err := redis.ParseURL(RedisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.rdb = redis.NewClient(opts)
-	t.Cleanup(func() { s.rdb.Close() })
+	s.rdb = redisClient(t)
 	s.dp = s.startDP("dp")
 	return s
 }
 
+// startDP starts a data plane on the stack's control plane, Redis prefix and data-plane settings (a test
+// that replaces the stack's data plane calls it again).
 func (s *stack) startDP(name string) *dp {
 	s.t.Helper()
 	env := map[string]string{"TOLLGATE_SHUTDOWN_TIMEOUT": "10s"}
