@@ -33,7 +33,7 @@ func quietZone(t *testing.T) string {
 // (402), and the usage listing shows the debit as an adjustment row (docs/budgets.md).
 func TestDailyBudgetThroughTheGateway(t *testing.T) {
 	t.Parallel()
-	s := stNewStack(t)
+	s := newStack(t)
 	stSeed(t, s)
 	ten := s.tenant(t, "daily", "1000")
 	org := fmt.Sprintf("org/%d", ten.org)

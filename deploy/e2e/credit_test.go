@@ -15,7 +15,7 @@ import (
 // Real control plane, Postgres, Redis, data plane and mock upstream.
 func TestCreditReachesAdmission(t *testing.T) {
 	t.Parallel()
-	s := stNewStack(t)
+	s := newStack(t)
 	stSeed(t, s)
 	ten := s.tenant(t, "credit", "1000")
 	org := fmt.Sprintf("org/%d", ten.org)
@@ -59,7 +59,7 @@ func TestCreditReachesAdmission(t *testing.T) {
 }
 
 // waitMirror polls a qu: mirror until ok accepts its value.
-func waitMirror(t *testing.T, s *stStack, key string, ok func(string) bool) {
+func waitMirror(t *testing.T, s *stack, key string, ok func(string) bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {

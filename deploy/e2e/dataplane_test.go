@@ -20,14 +20,12 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	dpapp "github.com/tollgate/tollgate/dataplane/app"
 	dpconfig "github.com/tollgate/tollgate/dataplane/config"
 	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/dataplane/syncer"
 	"github.com/tollgate/tollgate/deploy/mockupstream"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
-	"github.com/tollgate/tollgate/shared/process"
 	"github.com/tollgate/tollgate/shared/testkit"
 )
 
@@ -203,47 +201,26 @@ func dpStartWith(t *testing.T, upstream http.Handler, snap func(base string) *sn
 	go gs.Serve(lis)
 	t.Cleanup(gs.Stop)
 
-	prefix := "test:dp:" + randomHex(6) + ":"
-	cleanupRedisPrefix(t, prefix)
-	env := map[string]string{"TOLLGATE_DP_TOKEN": "dp-token", "TOLLGATE_CP_ENDPOINTS": lis.Addr().String(),
-		"TOLLGATE_DP_HTTP_ADDR": "127.0.0.1:0", "TOLLGATE_REDIS_URL": RedisURL, "TOLLGATE_REDIS_KEY_PREFIX": prefix,
-		"TOLLGATE_NODE_ID": "dp-e2e", "TOLLGATE_LOG_LEVEL": "debug"}
+	prefix := redisPrefix(t, "test:dp:")
 	logs := &testkit.Buffer{}
-	cfg, err := dpconfig.Load(nil, func(k string) string { return env[k] }, logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxBodyBytes = 1 << 20
-	cfg.UpstreamResponseTimeout = 2 * time.Second
-	// dpFakeCP has no SettlementService: the records stay in the outbox, where the tests read them, and the
-	// forwarder's flush at shutdown gives up quickly.
-	cfg.ShutdownTimeout = 500 * time.Millisecond
-	if tweak != nil {
-		tweak(&cfg)
-	}
-	log, err := process.NewLogger(logs, cfg.LogLevel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := dpapp.New(ctx, cfg, log)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	e := &dpEnv{t: t, url: "http://" + srv.Addr(), upURL: up.URL, rdb: rdb, prefix: prefix, logs: logs}
 	t.Cleanup(func() {
-		cancel()
-		<-done
-		dpCleanRedis(rdb, prefix)
-		rdb.Close()
 		if t.Failed() {
 			t.Logf("data plane logs:\n%s", logs.String())
 		}
 	})
+	d := startDataPlane(t, "dp-e2e", "dp-token", []string{lis.Addr().String()}, dpOptions{prefix: prefix, logs: logs,
+		env: map[string]string{"TOLLGATE_LOG_LEVEL": "debug"},
+		tweak: func(cfg *dpconfig.Config) {
+			cfg.MaxBodyBytes = 1 << 20
+			cfg.UpstreamResponseTimeout = 2 * time.Second
+			// dpFakeCP has no SettlementService: the records stay in the outbox, where the tests read them,
+			// and the forwarder's flush at shutdown gives up quickly.
+			cfg.ShutdownTimeout = 500 * time.Millisecond
+			if tweak != nil {
+				tweak(cfg)
+			}
+		}})
+	e := &dpEnv{t: t, url: "http://" + d.srv.Addr(), upURL: up.URL, rdb: redisClient(t), prefix: prefix, logs: logs}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp, err := http.Get(e.url + "/readyz")
@@ -261,42 +238,14 @@ func dpStartWith(t *testing.T, upstream http.Handler, snap func(base string) *sn
 	return e
 }
 
-func dpCleanRedis(rdb *redis.Client, prefix string) {
-	ctx := context.Background()
-	iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
-	for iter.Next(ctx) {
-		rdb.Del(ctx, iter.Val())
-	}
-}
-
-type dpResp struct {
-	status int
-	header http.Header
-	body   string
-}
-
-func (e *dpEnv) do(method, path, body string, hdr ...string) dpResp {
+// do sends a client request to the data plane (see send) and fails the test on a transport error.
+func (e *dpEnv) do(method, path, body string, hdr ...string) response {
 	e.t.Helper()
-	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
-	if err != nil {
-		e.t.Fatal(err)
+	r := send(context.Background(), e.url, method, path, body, hdr...)
+	if r.err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, r.err)
 	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	if body != "" && req.Header.Get("Content-Type") == "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		e.t.Fatalf("%s %s: read: %v", method, path, err)
-	}
-	return dpResp{resp.StatusCode, resp.Header, string(b)}
+	return r
 }
 
 // outbox returns the settlement records appended so far.
@@ -337,7 +286,7 @@ func (e *dpEnv) outboxAtLeast(n int) []map[string]any {
 
 // recordsOf waits (up to 5 s) for the record of the response r and returns every record with its request
 // id (one, if the data plane settled it exactly once).
-func (e *dpEnv) recordsOf(r dpResp) []map[string]any {
+func (e *dpEnv) recordsOf(r response) []map[string]any {
 	e.t.Helper()
 	id := r.header.Get("X-Request-Id")
 	deadline := time.Now().Add(5 * time.Second)
@@ -364,7 +313,7 @@ func (e *dpEnv) lastMock() mockupstream.Request {
 	return recs[len(recs)-1]
 }
 
-func wantStatus(t *testing.T, r dpResp, status int) {
+func wantStatus(t *testing.T, r response, status int) {
 	t.Helper()
 	if r.status != status {
 		t.Fatalf("status = %d, want %d; body %s", r.status, status, r.body)

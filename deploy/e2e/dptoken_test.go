@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -66,40 +64,6 @@ func watchCode(t testing.TB, cc *grpc.ClientConn, token string) codes.Code {
 		return status.Code(err)
 	}
 	return codes.OK
-}
-
-// adminREST calls the control plane's admin REST API with the bootstrap admin token.
-func (c *cluster) adminREST(t testing.TB, p *cp, method, path string, body, out any) int {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, "http://"+p.srv.HTTPAddr()+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.adminTok)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if out != nil && resp.StatusCode < 300 {
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("%s %s: %v in %s", method, path, err, b)
-		}
-	}
-	if resp.StatusCode >= 300 {
-		t.Logf("%s %s: %d %s", method, path, resp.StatusCode, b)
-	}
-	return resp.StatusCode
 }
 
 // TestDataPlaneTokenScopes: tokens made through the admin gRPC API carry separate rights. A

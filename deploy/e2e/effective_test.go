@@ -18,7 +18,7 @@ import (
 // plane writes the version late, yet the history's ranges meet exactly at effective_at.
 func TestScheduledPriceChangeAppliedAtTheInstant(t *testing.T) {
 	t.Parallel()
-	s := stNewStack(t)
+	s := newStack(t)
 	pa := s.provider(t, "eff-alpha", "alpha")
 	s.route(t, "m-eff", stMember{pa, "m-eff", 0})
 	oldPrices := stPrices{"2", "8", "0", "0", "0", "0", "0"}

@@ -21,7 +21,7 @@ import (
 
 // bgKey creates an API key of user with the extra fields (allowed_models, allow_direct_addressing, …)
 // and returns it as a tenant of org, team and user (so the dialect header helpers take it).
-func (s *stStack) bgKey(t *testing.T, org, team, user int64, name string, extra map[string]any) stTenant {
+func (s *stack) bgKey(t *testing.T, org, team, user int64, name string, extra map[string]any) stTenant {
 	t.Helper()
 	body := map[string]any{"user_id": user, "name": name, "allowed_models": []string{}, "enabled": true}
 	for k, v := range extra {
@@ -39,7 +39,7 @@ func (s *stStack) bgKey(t *testing.T, org, team, user int64, name string, extra 
 }
 
 // bgOrg creates an org without quotas and returns its id.
-func (s *stStack) bgOrg(t *testing.T, name string) int64 {
+func (s *stack) bgOrg(t *testing.T, name string) int64 {
 	t.Helper()
 	var org stID
 	s.admin(t, "POST", "/admin/orgs", map[string]any{"name": name}, &org)
@@ -47,7 +47,7 @@ func (s *stStack) bgOrg(t *testing.T, name string) int64 {
 }
 
 // bgTeam creates a team of org without a quota.
-func (s *stStack) bgTeam(t *testing.T, org int64, name string) int64 {
+func (s *stack) bgTeam(t *testing.T, org int64, name string) int64 {
 	t.Helper()
 	var team stID
 	s.admin(t, "POST", "/admin/teams", map[string]any{"org_id": org, "name": name}, &team)
@@ -55,7 +55,7 @@ func (s *stStack) bgTeam(t *testing.T, org int64, name string) int64 {
 }
 
 // bgUser creates a user of the org and team without a quota, and a first key of it without limits.
-func (s *stStack) bgUser(t *testing.T, org, team int64, name string) stTenant {
+func (s *stack) bgUser(t *testing.T, org, team int64, name string) stTenant {
 	t.Helper()
 	var user stID
 	s.admin(t, "POST", "/admin/users", map[string]any{"org_id": org, "team_id": team, "name": name, "email": name + "@example.com"}, &user)
@@ -63,7 +63,7 @@ func (s *stStack) bgUser(t *testing.T, org, team int64, name string) stTenant {
 }
 
 // upstreamSaw lists the mock's requests carrying x-st-id: id.
-func (s *stStack) upstreamSaw(id string) []string {
+func (s *stack) upstreamSaw(id string) []string {
 	var out []string
 	for _, m := range s.mock.Requests() {
 		if m.Header.Get("X-St-Id") == id {
@@ -87,7 +87,7 @@ type bgErr struct {
 	} `json:"error"`
 }
 
-func bgParse(t *testing.T, r stResp) bgErr {
+func bgParse(t *testing.T, r response) bgErr {
 	t.Helper()
 	var e bgErr
 	if err := json.Unmarshal([]byte(r.body), &e); err != nil {
@@ -102,7 +102,7 @@ func bgParse(t *testing.T, r stResp) bgErr {
 // team and user budgets) is still served.
 func TestKeyBudgetThroughTheGateway(t *testing.T) {
 	t.Parallel()
-	s := stNewStack(t)
+	s := newStack(t)
 	stSeed(t, s)
 	ten := s.tenant(t, "keybudget", "1000") // org, team and user budgets far from their limits
 	other := s.bgKey(t, ten.org, ten.team, ten.user, "keybudget-other", nil)
@@ -143,7 +143,7 @@ func TestKeyBudgetThroughTheGateway(t *testing.T) {
 	}
 
 	rows := s.waitUsages(t, ten.keyID, 5) // the served request, the adjustment (kind "adjustment"), 3 refusals
-	for _, r := range []stResp{a, b, g} {
+	for _, r := range []response{a, b, g} {
 		row := stRow(t, rows, r.reqID)
 		if row.EndState != "rejected" || stRat(t, row.Cost).Sign() != 0 || row.HTTPStatus != http.StatusPaymentRequired {
 			t.Errorf("row of refused request %s: end_state %q, cost %s, http_status %d; want rejected, 0, 402",
@@ -162,7 +162,7 @@ func TestKeyBudgetThroughTheGateway(t *testing.T) {
 // make the data plane call admission); a key of another team of the same org is unaffected.
 func TestTeamRateLimitThroughTheGateway(t *testing.T) {
 	t.Parallel()
-	s := stNewStack(t)
+	s := newStack(t)
 	stSeed(t, s)
 	org := s.bgOrg(t, "teamrpm")
 	team1, team2 := s.bgTeam(t, org, "teamrpm-1"), s.bgTeam(t, org, "teamrpm-2")
@@ -182,7 +182,7 @@ func TestTeamRateLimitThroughTheGateway(t *testing.T) {
 			t.Fatalf("request %d under the team's limit: status %d %v; body %s", i+1, r.status, r.err, r.body)
 		}
 	}
-	var refused []stResp
+	var refused []response
 	for _, k := range []stTenant{k2, k1} {
 		r := s.do(t, http.StatusTooManyRequests, "POST", "/v1/chat/completions", stChat, stAlpha(k)...)
 		refused = append(refused, r)
@@ -211,7 +211,7 @@ func TestTeamRateLimitThroughTheGateway(t *testing.T) {
 // served at cost 0 and listed for review.
 func TestUnpricedPolicyThroughTheGateway(t *testing.T) {
 	t.Parallel()
-	s := stNewStack(t)
+	s := newStack(t)
 	w := stSeed(t, s)
 	ten := s.tenant(t, "unpriced", "1000")
 	for _, r := range []struct {
@@ -282,7 +282,7 @@ func TestUnpricedPolicyThroughTheGateway(t *testing.T) {
 // while the new one keeps working.
 func TestKeyRotationGraceThroughTheGateway(t *testing.T) {
 	t.Parallel()
-	s := stNewStack(t)
+	s := newStack(t)
 	stSeed(t, s)
 	org := s.bgOrg(t, "rotate")
 	old := s.bgUser(t, org, s.bgTeam(t, org, "rotate-team"), "rotate-user")
@@ -336,7 +336,7 @@ func TestKeyRotationGraceThroughTheGateway(t *testing.T) {
 // it; an allowed_models pattern gpt-4o* admits gpt-4o-mini and refuses gpt-3.5.
 func TestModelAccessThroughTheGateway(t *testing.T) {
 	t.Parallel()
-	s := stNewStack(t)
+	s := newStack(t)
 	w := stSeed(t, s)
 	s.route(t, "gpt-4o-mini", stMember{w.pa, "m-1", 0})
 	s.route(t, "gpt-3.5", stMember{w.pa, "m-1", 0})
@@ -372,7 +372,7 @@ func TestModelAccessThroughTheGateway(t *testing.T) {
 // admission time"): the old price and version 1, not the price in force when it finished.
 func TestStraddlingRequestPricedAtItsStart(t *testing.T) {
 	t.Parallel()
-	s := stNewStack(t)
+	s := newStack(t)
 	pa := s.provider(t, "strad-alpha", "alpha")
 	s.route(t, "m-strad", stMember{pa, "m-strad", 0})
 	oldPrices := stPrices{"2", "8", "0", "0", "0", "0", "0"}

@@ -197,7 +197,7 @@ func TestPipelineStreamsBilledFromTheirEvents(t *testing.T) {
 	if gamma.status != http.StatusOK || !strings.HasPrefix(strings.TrimSpace(gamma.body), "[") || !strings.HasSuffix(strings.TrimSpace(gamma.body), "]") {
 		t.Fatalf("gamma stream: %d %s", gamma.status, gamma.body)
 	}
-	for name, r := range map[string]dpResp{"beta via alpha": beta, "gamma array": gamma} {
+	for name, r := range map[string]response{"beta via alpha": beta, "gamma array": gamma} {
 		recs := e.recordsOf(r)
 		if len(recs) != 1 {
 			t.Fatalf("%s: %d records", name, len(recs))

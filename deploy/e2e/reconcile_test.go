@@ -19,7 +19,7 @@ import (
 
 func TestReconciliationThroughTheDataPlane(t *testing.T) {
 	t.Parallel()
-	s := stNewStack(t)
+	s := newStack(t)
 	// The provider's prices and the gateway's rules agree in every category (alpha's cached answers write
 	// 30-minute cache, beta's 5-minute): honest traffic costs the same on both sides.
 	s.mock.SetPrices(map[string]mockupstream.Price{

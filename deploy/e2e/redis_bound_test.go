@@ -31,7 +31,7 @@ func TestHungRedisBoundUnderLoad(t *testing.T) {
 		upstreamMillis = "300"
 	)
 	bound := redisTimeout + appendBudget + upstreamDelay + slack
-	s := stNewStack(t)
+	s := newStack(t)
 	srv := admissiontest.StartServer(t)
 	s.dpRedisURL = srv.URL()
 	s.dpEnv = map[string]string{"TOLLGATE_REDIS_TIMEOUT": redisTimeout.String(), "TOLLGATE_ADMISSION_ON_REDIS_FAILURE": "open"}

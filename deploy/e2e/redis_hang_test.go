@@ -32,7 +32,7 @@ func TestRedisHangDataPlane(t *testing.T) {
 }
 
 func testRedisHang(t *testing.T, policy string) {
-	s := stNewStack(t)
+	s := newStack(t)
 	srv := admissiontest.StartServer(t)
 	s.dpRedisURL = srv.URL()
 	s.dpEnv = map[string]string{"TOLLGATE_REDIS_TIMEOUT": "300ms", "TOLLGATE_ADMISSION_ON_REDIS_FAILURE": policy}
@@ -50,7 +50,7 @@ func testRedisHang(t *testing.T, policy string) {
 	// In flight: admitted (holds reserved) and waiting on a slow upstream when Redis freezes.
 	const inflight = 4
 	var wg sync.WaitGroup
-	slow := make([]stResp, inflight)
+	slow := make([]response, inflight)
 	frozenAtEnd := make([]bool, inflight)
 	before := s.mock.Count()
 	for i := range inflight {
@@ -84,7 +84,7 @@ func testRedisHang(t *testing.T, policy string) {
 		{"beta", "/v1/messages", stBetaStream, stBeta(ten)},
 		{"gamma", "/v1beta/models/g-1-flash:generateContent", stGammaBody, stGamma(ten)},
 	}
-	got := make([]stResp, len(news))
+	got := make([]response, len(news))
 	newFrozen := make([]bool, len(news))
 	var nwg sync.WaitGroup
 	for i, n := range news {
@@ -175,7 +175,7 @@ type readyAnswer struct {
 }
 
 // readyz reads the data plane's /readyz and whether Redis was still frozen when it answered.
-func readyz(t *testing.T, s *stStack, srv *admissiontest.Server) (readyAnswer, bool) {
+func readyz(t *testing.T, s *stack, srv *admissiontest.Server) (readyAnswer, bool) {
 	t.Helper()
 	resp, err := http.Get("http://" + s.dp.srv.Addr() + "/readyz")
 	if err != nil {

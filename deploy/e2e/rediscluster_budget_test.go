@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -14,24 +13,18 @@ import (
 
 	"github.com/tollgate/tollgate/dataplane/admission"
 	dpconfig "github.com/tollgate/tollgate/dataplane/config"
-	"github.com/tollgate/tollgate/deploy/mockupstream"
 	"github.com/tollgate/tollgate/shared/redistest"
 )
 
-// stNewRedisClusterStack is stNewStack with the data plane on a real Redis Cluster in cluster mode
+// stNewRedisClusterStack is newStack with the data plane on a real Redis Cluster in cluster mode
 // (default shards) whose admission fails closed: a script Redis Cluster refused (CROSSSLOT) would reach
 // the client as a 503 instead of an unchecked admission.
-func stNewRedisClusterStack(t *testing.T, rc *redistest.Cluster) (*stStack, *redis.ClusterClient) {
+func stNewRedisClusterStack(t *testing.T, rc *redistest.Cluster) (*stack, *redis.ClusterClient) {
 	t.Helper()
-	c := newCluster(t)
-	s := &stStack{t: t, c: c, prefix: "e2e-rc:" + randomHex(6) + ":", dpRedisURL: rc.URL(),
-		dpEnv: map[string]string{"TOLLGATE_REDIS_CLUSTER": "true", "TOLLGATE_ADMISSION_ON_REDIS_FAILURE": "closed"}}
-	s.cp = c.startCP("cp", "")
-	s.mock = mockupstream.New(mockupstream.Options{})
-	up := httptest.NewServer(s.mock)
-	t.Cleanup(up.Close)
-	s.mockURL = up.URL
-	s.dp = s.startDP("dp")
+	s := newStackWith(t, func(s *stack) {
+		s.prefix, s.dpRedisURL = "e2e-rc:"+randomHex(6)+":", rc.URL()
+		s.dpEnv = map[string]string{"TOLLGATE_REDIS_CLUSTER": "true", "TOLLGATE_ADMISSION_ON_REDIS_FAILURE": "closed"}
+	})
 	opts, err := redis.ParseClusterURL(rc.URL())
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"net"
-	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -27,11 +26,10 @@ import (
 func TestRedisClusterFailoverUnderLoad(t *testing.T) {
 	rc := redistest.StartCluster(t, 3, 1)
 	c := newCluster(t)
-	mock := httptest.NewServer(mockupstream.New(mockupstream.Options{MaxRecords: -1}))
-	t.Cleanup(mock.Close)
+	_, mockURL := startMock(t, mockupstream.Options{MaxRecords: -1})
 	cp := c.startCP("cp", "")
 	c.seed()
-	rev := exec(t, c.db.Pool, `UPDATE providers SET base_url = $1 WHERE id = 1`, mock.URL)
+	rev := exec(t, c.db.Pool, `UPDATE providers SET base_url = $1 WHERE id = 1`, mockURL)
 	prefix := "e2e-" + randomHex(4) + ":"
 	d := c.startDP("dp-cluster", []string{cp.srv.GRPCAddr()}, "TOLLGATE_REDIS_URL", rc.URL(), "TOLLGATE_REDIS_CLUSTER", "true",
 		"TOLLGATE_REDIS_KEY_PREFIX", prefix)

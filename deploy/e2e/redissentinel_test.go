@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,11 +23,10 @@ import (
 func TestRedisSentinelFailoverUnderLoad(t *testing.T) {
 	rs := redistest.StartSentinel(t)
 	c := newCluster(t)
-	mock := httptest.NewServer(mockupstream.New(mockupstream.Options{MaxRecords: -1}))
-	t.Cleanup(mock.Close)
+	_, mockURL := startMock(t, mockupstream.Options{MaxRecords: -1})
 	cp := c.startCP("cp", "")
 	c.seed()
-	rev := exec(t, c.db.Pool, `UPDATE providers SET base_url = $1 WHERE id = 1`, mock.URL)
+	rev := exec(t, c.db.Pool, `UPDATE providers SET base_url = $1 WHERE id = 1`, mockURL)
 	d := c.startDP("dp-sentinel", []string{cp.srv.GRPCAddr()}, "TOLLGATE_REDIS_URL", rs.URL(),
 		"TOLLGATE_REDIS_SENTINEL_MASTER", redistest.SentinelMaster)
 	d.wait(t, rev)

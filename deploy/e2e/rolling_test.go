@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -19,8 +18,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/deploy/mockupstream"
 	"github.com/tollgate/tollgate/shared/testkit"
@@ -360,16 +357,9 @@ func (l *rollLoad) run(stop <-chan struct{}, workers int) (wait func()) {
 func TestRollingRestartBehindHAProxy(t *testing.T) {
 	bins := buildBinaries(t)
 	c := newCluster(t)
-	mock := httptest.NewServer(mockupstream.New(mockupstream.Options{MaxRecords: -1}))
-	t.Cleanup(mock.Close)
+	_, mockURL := startMock(t, mockupstream.Options{MaxRecords: -1})
 
-	prefix := "e2e-roll:" + randomHex(6) + ":"
-	opts, err := redis.ParseURL(RedisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { dpCleanRedis(rdb, prefix); rdb.Close() })
+	prefix := redisPrefix(t, "e2e-roll:")
 
 	// Two control-plane replicas on one database.
 	var cps []*child
@@ -389,7 +379,7 @@ func TestRollingRestartBehindHAProxy(t *testing.T) {
 		grpcAddrs = append(grpcAddrs, grpcAddr)
 	}
 	c.seed()
-	rev := exec(t, c.db.Pool, `UPDATE providers SET base_url = $1 WHERE id = 1`, mock.URL)
+	rev := exec(t, c.db.Pool, `UPDATE providers SET base_url = $1 WHERE id = 1`, mockURL)
 
 	// Three data planes sharing Redis (one prefix: one fleet), each knowing both control planes.
 	var dps []*child

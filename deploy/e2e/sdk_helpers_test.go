@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
@@ -21,14 +20,10 @@ import (
 	ooption "github.com/openai/openai-go/option"
 	"github.com/openai/openai-go/responses"
 	"github.com/openai/openai-go/shared"
-	"github.com/redis/go-redis/v9"
 	"google.golang.org/genai"
 
-	"github.com/tollgate/tollgate/controlplane/store"
-	dpapp "github.com/tollgate/tollgate/dataplane/app"
 	dpconfig "github.com/tollgate/tollgate/dataplane/config"
 	"github.com/tollgate/tollgate/deploy/mockupstream"
-	"github.com/tollgate/tollgate/shared/process"
 )
 
 // sdkKeepalive is the data plane's keepalive period in the SDK tests, and sdkLatency the mock's latency on
@@ -41,11 +36,10 @@ const (
 // sdkStack is a real control plane (storetest Postgres), a real data plane (Redis under a unique prefix)
 // and the mock upstream, configured through the admin REST API.
 type sdkStack struct {
-	url  string // the data plane's base URL
-	key  string // the gateway API key
-	mock *mockupstream.Server
-	rec  *sdkRecorder
-	c    *cluster // its database holds the usage rows
+	*stack        // its database holds the usage rows
+	url    string // the data plane's base URL
+	key    string // the gateway API key
+	rec    *sdkRecorder
 }
 
 // sdkRule is a routing rule as the admin API reads and writes it.
@@ -63,53 +57,22 @@ type sdkRule struct {
 var sdkGenerationKinds = map[string]bool{"alpha_chat_completions": true, "alpha_responses": true,
 	"beta_messages": true, "gamma_generate_content": true}
 
-// sdkAdmin calls the admin REST API and decodes the answer into out; any other status than want fails.
-func sdkAdmin(t *testing.T, c *cluster, p *cp, method, path string, body, out any, want int) {
-	t.Helper()
-	var rd io.Reader = http.NoBody
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, "http://"+p.srv.HTTPAddr()+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.adminTok)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, raw, want)
-	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatalf("%s %s: decode %s: %v", method, path, raw, err)
-		}
-	}
-}
-
 // sdkStart assembles the stack. Providers (default routing cells, seeded by the control plane): sdk-alpha,
 // sdk-beta, sdk-gamma; and sdk-<channel>-buf whose stream_generate_content cells all buffer the upstream
 // (transform_to generate_content, the same destination kind as the default cell, or the inbound kind for
 // passthrough cells). One route per provider, named after it, and one key without limits.
 func sdkStart(t *testing.T) *sdkStack {
 	t.Helper()
-	c := newCluster(t)
-	p := c.startCP("cp", "")
-
-	mock := mockupstream.New(mockupstream.Options{})
-	up := httptest.NewServer(mock)
-	t.Cleanup(up.Close)
+	s := newStackWith(t, func(s *stack) {
+		s.prefix = redisPrefix(t, "test:sdk:")
+		s.dpEnv = map[string]string{"TOLLGATE_NODE_ID": "dp-sdk"}
+		s.dpTweak = func(cfg *dpconfig.Config) {
+			cfg.KeepaliveInterval = sdkKeepalive
+			cfg.UpstreamResponseTimeout = 10 * time.Second
+			cfg.ShutdownTimeout = 2 * time.Second
+		}
+	})
+	c, p := s.c, s.controlPlane()
 
 	models := map[string]string{"alpha": "m-1", "beta": "b-1", "gamma": "g-1-flash"}
 	for _, ch := range []string{"alpha", "beta", "gamma"} {
@@ -121,13 +84,13 @@ func sdkStart(t *testing.T) *sdkStack {
 			var prov struct {
 				ID int64 `json:"id"`
 			}
-			sdkAdmin(t, c, p, "POST", "/admin/providers", map[string]any{"name": name, "channel_type": ch, "base_url": up.URL}, &prov, http.StatusCreated)
-			sdkAdmin(t, c, p, "POST", fmt.Sprintf("/admin/providers/%d/credentials", prov.ID), map[string]any{"secret": "sk-" + name}, nil, http.StatusCreated)
+			c.admin(t, p, "POST", "/admin/providers", map[string]any{"name": name, "channel_type": ch, "base_url": s.mockURL}, &prov, http.StatusCreated)
+			c.admin(t, p, "POST", fmt.Sprintf("/admin/providers/%d/credentials", prov.ID), map[string]any{"secret": "sk-" + name}, nil, http.StatusCreated)
 			if buffered {
 				var rules struct {
 					Items []sdkRule `json:"items"`
 				}
-				sdkAdmin(t, c, p, "GET", fmt.Sprintf("/admin/providers/%d/routing-rules", prov.ID), nil, &rules, http.StatusOK)
+				c.admin(t, p, "GET", fmt.Sprintf("/admin/providers/%d/routing-rules", prov.ID), nil, &rules, http.StatusOK)
 				var changed []sdkRule
 				for _, r := range rules.Items {
 					if r.Operation != "stream_generate_content" || !sdkGenerationKinds[r.Kind] {
@@ -144,65 +107,26 @@ func sdkStart(t *testing.T) *sdkStack {
 				if len(changed) != 4 {
 					t.Fatalf("provider %s: %d stream_generate_content generation cells, want 4: %+v", name, len(changed), rules.Items)
 				}
-				sdkAdmin(t, c, p, "PUT", fmt.Sprintf("/admin/providers/%d/routing-rules", prov.ID), map[string]any{"rules": changed}, nil, http.StatusOK)
+				c.admin(t, p, "PUT", fmt.Sprintf("/admin/providers/%d/routing-rules", prov.ID), map[string]any{"rules": changed}, nil, http.StatusOK)
 			}
-			sdkAdmin(t, c, p, "POST", "/admin/routes", map[string]any{"name": name, "members": []map[string]any{
+			c.admin(t, p, "POST", "/admin/routes", map[string]any{"name": name, "members": []map[string]any{
 				{"provider_id": prov.ID, "upstream_model_id": models[ch], "priority": 1}}}, nil, http.StatusCreated)
 		}
 	}
 	var org, user struct {
 		ID int64 `json:"id"`
 	}
-	sdkAdmin(t, c, p, "POST", "/admin/orgs", map[string]any{"name": "sdk-org"}, &org, http.StatusCreated)
-	sdkAdmin(t, c, p, "POST", "/admin/users", map[string]any{"org_id": org.ID, "name": "sdk-user"}, &user, http.StatusCreated)
+	c.admin(t, p, "POST", "/admin/orgs", map[string]any{"name": "sdk-org"}, &org, http.StatusCreated)
+	c.admin(t, p, "POST", "/admin/users", map[string]any{"org_id": org.ID, "name": "sdk-user"}, &user, http.StatusCreated)
 	var key struct {
 		Key string `json:"key"`
 	}
-	sdkAdmin(t, c, p, "POST", "/admin/api-keys", map[string]any{"user_id": user.ID, "name": "sdk-key", "allowed_models": []string{}}, &key, http.StatusCreated)
+	c.admin(t, p, "POST", "/admin/api-keys", map[string]any{"user_id": user.ID, "name": "sdk-key", "allowed_models": []string{}}, &key, http.StatusCreated)
 	if key.Key == "" {
 		t.Fatal("the admin API answered no key")
 	}
-	rev, err := store.Revision(context.Background(), p.srv.Pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	prefix := "test:sdk:" + randomHex(6) + ":"
-	env := map[string]string{"TOLLGATE_DP_TOKEN": c.dpToken, "TOLLGATE_CP_ENDPOINTS": p.srv.GRPCAddr(),
-		"TOLLGATE_DP_HTTP_ADDR": "127.0.0.1:0", "TOLLGATE_REDIS_URL": RedisURL, "TOLLGATE_REDIS_KEY_PREFIX": prefix,
-		"TOLLGATE_NODE_ID": "dp-sdk", "TOLLGATE_LOG_LEVEL": "info"}
-	cfg, err := dpconfig.Load(nil, func(k string) string { return env[k] }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.KeepaliveInterval = sdkKeepalive
-	cfg.UpstreamResponseTimeout = 10 * time.Second
-	cfg.ShutdownTimeout = 2 * time.Second
-	log, err := process.NewLogger(prefixWriter{"dp", c.logs}, cfg.LogLevel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := dpapp.New(ctx, cfg, log)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		dpCleanRedis(rdb, prefix)
-		rdb.Close()
-	})
-	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer wcancel()
-	if _, err := srv.Syncer.Wait(wctx, rev); err != nil {
-		t.Fatalf("data plane never served revision %d: %v", rev, err)
-	}
-	return &sdkStack{url: "http://" + srv.Addr(), key: key.Key, mock: mock, rec: &sdkRecorder{bodies: map[string]*bytes.Buffer{}}, c: c}
+	s.sync(t)
+	return &sdkStack{stack: s, url: "http://" + s.dp.srv.Addr(), key: key.Key, rec: &sdkRecorder{bodies: map[string]*bytes.Buffer{}}}
 }
 
 // sdkCaseHeader tags every SDK request so that the mock's record and the raw client stream of one case

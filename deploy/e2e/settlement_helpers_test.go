@@ -2,197 +2,32 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/big"
 	"net/http"
-	"net/http/httptest"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/controlplane/store"
-	dpapp "github.com/tollgate/tollgate/dataplane/app"
-	dpconfig "github.com/tollgate/tollgate/dataplane/config"
 	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/deploy/mockupstream"
 	"github.com/tollgate/tollgate/shared/pricing"
-	"github.com/tollgate/tollgate/shared/process"
 )
-
-// stStack is the full settlement stack of one test: a real control plane on a fresh Postgres database, a
-// real data plane on the shared Redis under a key prefix of its own, and the mock upstream.
-type stStack struct {
-	t       *testing.T
-	c       *cluster
-	mu      sync.Mutex // guards cp (replaced by a restart)
-	cp      *cp
-	mock    *mockupstream.Server
-	mockURL string
-	dp      *stDP
-	rdb     *redis.Client
-	prefix  string
-	// dpRedisURL, when set, is the data plane's Redis instead of RedisURL (an outage proxy).
-	dpRedisURL string
-	// dpEnv adds to (or overrides) the data plane's environment.
-	dpEnv map[string]string
-}
-
-// stDP is a data plane whose shutdown the test controls.
-type stDP struct {
-	srv    *dpapp.Server
-	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
-	err    error
-}
-
-// stop shuts the data plane down gracefully (idempotent) and returns Run's result.
-func (d *stDP) stop() error {
-	d.once.Do(func() {
-		d.cancel()
-		d.err = <-d.done
-	})
-	return d.err
-}
-
-func stNewStack(t *testing.T) *stStack {
-	t.Helper()
-	c := newCluster(t)
-	s := &stStack{t: t, c: c, prefix: "e2e-st:" + randomHex(6) + ":"}
-	s.cp = c.startCP("cp", "")
-	s.mock = mockupstream.New(mockupstream.Options{})
-	up := httptest.NewServer(s.mock)
-	t.Cleanup(up.Close)
-	s.mockURL = up.URL
-	opts, err := redis.ParseURL(RedisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.rdb = redis.NewClient(opts)
-	t.Cleanup(func() {
-		dpCleanRedis(s.rdb, s.prefix)
-		s.rdb.Close()
-	})
-	s.dp = s.startDP("dp")
-	return s
-}
-
-func (s *stStack) startDP(name string) *stDP {
-	s.t.Helper()
-	redisURL := RedisURL
-	if s.dpRedisURL != "" {
-		redisURL = s.dpRedisURL
-	}
-	env := map[string]string{
-		"TOLLGATE_REDIS_URL":        redisURL,
-		"TOLLGATE_REDIS_KEY_PREFIX": s.prefix,
-		"TOLLGATE_DP_HTTP_ADDR":     "127.0.0.1:0",
-		"TOLLGATE_CP_ENDPOINTS":     s.controlPlane().srv.GRPCAddr(),
-		"TOLLGATE_DP_TOKEN":         s.c.dpToken,
-		"TOLLGATE_NODE_ID":          name,
-		"TOLLGATE_LOG_LEVEL":        "info",
-		"TOLLGATE_SHUTDOWN_TIMEOUT": "10s",
-	}
-	for k, v := range s.dpEnv {
-		env[k] = v
-	}
-	cfg, err := dpconfig.Load(nil, func(k string) string { return env[k] }, io.Discard)
-	if err != nil {
-		s.t.Fatalf("%s config: %v", name, err)
-	}
-	log, err := process.NewLogger(prefixWriter{name, s.c.logs}, cfg.LogLevel)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := dpapp.New(ctx, cfg, log)
-	if err != nil {
-		cancel()
-		s.t.Fatalf("%s: %v", name, err)
-	}
-	d := &stDP{srv: srv, cancel: cancel, done: make(chan error, 1)}
-	go func() { d.done <- srv.Run(ctx) }()
-	s.t.Cleanup(func() { _ = d.stop() })
-	return d
-}
-
-func (s *stStack) controlPlane() *cp {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cp
-}
-
-// restartCP starts a new control plane on the gRPC address of the stopped one.
-func (s *stStack) restartCP(grpcAddr string) {
-	p := s.c.startCP("cp2", grpcAddr)
-	s.mu.Lock()
-	s.cp = p
-	s.mu.Unlock()
-}
-
-// admin calls the admin REST API and decodes the answer into out (if not nil); any status >= 300 fails t.
-func (s *stStack) admin(t *testing.T, method, path string, body, out any) {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, "http://"+s.controlPlane().srv.HTTPAddr()+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+s.c.adminTok)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		t.Fatalf("%s %s: %s %s", method, path, resp.Status, raw)
-	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatalf("%s %s: decode %s: %v", method, path, raw, err)
-		}
-	}
-}
-
-// sync waits until the data plane serves the configuration committed so far.
-func (s *stStack) sync(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	rev, err := store.Revision(ctx, s.c.db.Pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.dp.srv.Syncer.Wait(ctx, rev); err != nil {
-		t.Fatalf("data plane did not reach revision %d: %v", rev, err)
-	}
-}
 
 type stID struct {
 	ID int64 `json:"id"`
 }
 
 // provider creates a provider of the channel pointing at the mock, with one credential.
-func (s *stStack) provider(t *testing.T, name, channel string) int64 {
+func (s *stack) provider(t *testing.T, name, channel string) int64 {
 	t.Helper()
 	var p stID
 	s.admin(t, "POST", "/admin/providers", map[string]any{"name": name, "channel_type": channel, "base_url": s.mockURL, "enabled": true}, &p)
@@ -206,7 +41,7 @@ type stMember struct {
 	priority int
 }
 
-func (s *stStack) route(t *testing.T, name string, members ...stMember) int64 {
+func (s *stack) route(t *testing.T, name string, members ...stMember) int64 {
 	t.Helper()
 	var ms []map[string]any
 	for _, m := range members {
@@ -222,7 +57,7 @@ func (s *stStack) route(t *testing.T, name string, members ...stMember) int64 {
 type stPrices [7]string
 
 // priceRule creates a global exact price rule.
-func (s *stStack) priceRule(t *testing.T, model string, p stPrices, tiers []any) int64 {
+func (s *stack) priceRule(t *testing.T, model string, p stPrices, tiers []any) int64 {
 	t.Helper()
 	if tiers == nil {
 		tiers = []any{}
@@ -241,7 +76,7 @@ type stTenant struct {
 	key                    string
 }
 
-func (s *stStack) tenant(t *testing.T, name, limit string) stTenant {
+func (s *stack) tenant(t *testing.T, name, limit string) stTenant {
 	t.Helper()
 	var org, team, user stID
 	s.admin(t, "POST", "/admin/orgs", map[string]any{"name": name}, &org)
@@ -265,59 +100,9 @@ func (ten stTenant) scopes() [][2]string {
 	return [][2]string{{"org", strconv.FormatInt(ten.org, 10)}, {"team", strconv.FormatInt(ten.team, 10)}, {"user", strconv.FormatInt(ten.user, 10)}}
 }
 
-type stResp struct {
-	status int
-	header http.Header
-	body   string
-	reqID  string
-	err    error
-}
-
-// send sends a client request to the data plane; hdr are name, value pairs. It does not fail the test
-// (safe from goroutines); r.err says what went wrong.
-func (s *stStack) send(ctx context.Context, method, path, body string, hdr ...string) stResp {
-	var rd io.Reader = http.NoBody
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+s.dp.srv.Addr()+path, rd)
-	if err != nil {
-		return stResp{err: err}
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	if body != "" && req.Header.Get("Content-Type") == "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return stResp{err: err}
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return stResp{status: resp.StatusCode, header: resp.Header, body: string(b), reqID: resp.Header.Get("X-Request-Id"), err: err}
-}
-
-// do is send that fails t on a transport error and checks the status.
-func (s *stStack) do(t *testing.T, wantStatus int, method, path, body string, hdr ...string) stResp {
-	t.Helper()
-	r := s.send(context.Background(), method, path, body, hdr...)
-	if r.err != nil {
-		t.Fatalf("%s %s: %v", method, path, r.err)
-	}
-	if r.status != wantStatus {
-		t.Fatalf("%s %s: status %d, want %d; body %s", method, path, r.status, wantStatus, r.body)
-	}
-	if r.reqID == "" {
-		t.Fatalf("%s %s: no X-Request-Id", method, path)
-	}
-	return r
-}
-
 // doCut sends a request whose upstream will cut the stream: the status line arrives, and the client
 // must then see the truncation as an error (unexpected EOF), never as a cleanly ended body.
-func (s *stStack) doCut(t *testing.T, method, path, body string, hdr ...string) stResp {
+func (s *stack) doCut(t *testing.T, method, path, body string, hdr ...string) response {
 	t.Helper()
 	r := s.send(context.Background(), method, path, body, hdr...)
 	if r.status != http.StatusOK || r.reqID == "" {
@@ -330,7 +115,7 @@ func (s *stStack) doCut(t *testing.T, method, path, body string, hdr ...string) 
 }
 
 // dropAfterFirstEvent starts a stream, reads its first data line and goes away.
-func (s *stStack) dropAfterFirstEvent(t *testing.T, path, body string, hdr ...string) string {
+func (s *stack) dropAfterFirstEvent(t *testing.T, path, body string, hdr ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -360,7 +145,7 @@ func (s *stStack) dropAfterFirstEvent(t *testing.T, path, body string, hdr ...st
 }
 
 // attempts counts the upstream requests that carried x-st-id id.
-func (s *stStack) attempts(id string) int {
+func (s *stack) attempts(id string) int {
 	n := 0
 	for _, m := range s.mock.Requests() {
 		if m.Header.Get("X-St-Id") == id {
@@ -372,7 +157,7 @@ func (s *stStack) attempts(id string) int {
 
 // mockRequest returns the mock's record of the upstream request carrying header x-st-id: id (the data
 // plane forwards client headers).
-func (s *stStack) mockRequest(t *testing.T, id string) mockupstream.Request {
+func (s *stack) mockRequest(t *testing.T, id string) mockupstream.Request {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -381,36 +166,6 @@ func (s *stStack) mockRequest(t *testing.T, id string) mockupstream.Request {
 		t.Fatalf("mock saw no finished request with x-st-id %s: %v", id, err)
 	}
 	return r
-}
-
-// usages lists the usage rows of a key through the admin API.
-func (s *stStack) usages(t *testing.T, keyID int64) []store.StoredUsage {
-	t.Helper()
-	var page struct {
-		Items []store.StoredUsage `json:"items"`
-	}
-	s.admin(t, "GET", fmt.Sprintf("/admin/usages?api_key_id=%d&limit=500", keyID), nil, &page)
-	return page.Items
-}
-
-// waitUsages polls GET /admin/usages until the key has n rows (bounded) and returns them; it fails if more
-// than n appear.
-func (s *stStack) waitUsages(t *testing.T, keyID int64, n int) []store.StoredUsage {
-	t.Helper()
-	deadline := time.Now().Add(25 * time.Second)
-	for {
-		rows := s.usages(t, keyID)
-		if len(rows) > n {
-			t.Fatalf("key %d has %d usage rows, want %d: %+v", keyID, len(rows), n, rows)
-		}
-		if len(rows) == n {
-			return rows
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("key %d has %d usage rows after 25s, want %d: %+v", keyID, len(rows), n, rows)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // stRow returns the one row of request reqID.
@@ -543,7 +298,7 @@ func stCheckRow(t *testing.T, r store.StoredUsage, ten stTenant, w stWant) {
 
 // checkQuotas asserts, for each scope of the tenant, GET /admin/quotas cost_used == the sum of usages.cost
 // in Postgres, and that its qp: counter is back to 0 (polled: the refund follows the insert).
-func (s *stStack) checkQuotas(t *testing.T, ten stTenant) {
+func (s *stack) checkQuotas(t *testing.T, ten stTenant) {
 	t.Helper()
 	for _, sc := range ten.scopes() {
 		col := map[string]string{"org": "org_id", "team": "team_id", "user": "user_id"}[sc[0]]
@@ -564,7 +319,7 @@ func (s *stStack) checkQuotas(t *testing.T, ten stTenant) {
 }
 
 // pending reads a qp: counter (0 when absent).
-func (s *stStack) pending(t *testing.T, key string) int64 {
+func (s *stack) pending(t *testing.T, key string) int64 {
 	t.Helper()
 	v, err := s.rdb.Get(context.Background(), key).Int64()
 	if err == redis.Nil {
@@ -576,7 +331,7 @@ func (s *stStack) pending(t *testing.T, key string) int64 {
 	return v
 }
 
-func (s *stStack) waitPendingZero(t *testing.T, key string) {
+func (s *stack) waitPendingZero(t *testing.T, key string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -593,7 +348,7 @@ func (s *stStack) waitPendingZero(t *testing.T, key string) {
 }
 
 // qpKeys lists every qp: key of the test's prefix with its value.
-func (s *stStack) qpKeys(t *testing.T) map[string]string {
+func (s *stack) qpKeys(t *testing.T) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]string{}
@@ -615,7 +370,7 @@ func (s *stStack) qpKeys(t *testing.T) map[string]string {
 }
 
 // waitAllPendingZero polls until every qp: key of the prefix is 0 or gone.
-func (s *stStack) waitAllPendingZero(t *testing.T) {
+func (s *stack) waitAllPendingZero(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -638,7 +393,7 @@ func (s *stStack) waitAllPendingZero(t *testing.T) {
 }
 
 // outboxLen is the number of records waiting in the settlement outbox.
-func (s *stStack) outboxLen(t *testing.T) int64 {
+func (s *stack) outboxLen(t *testing.T) int64 {
 	t.Helper()
 	n, err := s.rdb.XLen(context.Background(), settle.Streams{Prefix: s.prefix}.Outbox("")).Result()
 	if err != nil && err != redis.Nil {

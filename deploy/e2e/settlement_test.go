@@ -39,7 +39,7 @@ type stWorld struct {
 	ruleM1, ruleB1, ruleG1, ruleImg, ruleEmb, ruleRR int64
 }
 
-func stSeed(t *testing.T, s *stStack) stWorld {
+func stSeed(t *testing.T, s *stack) stWorld {
 	t.Helper()
 	var w stWorld
 	w.pa = s.provider(t, "st-alpha", "alpha")
@@ -94,7 +94,7 @@ const (
 // user, key, quotas) of its own, so its usages and quotas are its own.
 func TestSettlement(t *testing.T) {
 	t.Parallel()
-	s := stNewStack(t)
+	s := newStack(t)
 	w := stSeed(t, s)
 	s.sync(t)
 
@@ -130,7 +130,7 @@ func TestSettlement(t *testing.T) {
 			garr := s.do(t, 200, "POST", "/v1beta/models/g-1-flash:streamGenerateContent", stGammaBody, stGamma(ten)...)
 			// custom channel: alpha chat passthrough; the model is renamed to m-1, so the mock counts stChatUsage.
 			cc := s.do(t, 200, "POST", "/v1/chat/completions", strings.Replace(stChatUsage, `"m-1"`, `"st-cc"`, 1), stAlpha(ten)...)
-			for _, r := range []stResp{chat, resp, beta, gsse, cc} {
+			for _, r := range []response{chat, resp, beta, gsse, cc} {
 				if !strings.Contains(r.body, "data:") {
 					t.Errorf("%s: not an SSE stream: %.200s", r.reqID, r.body)
 				}
@@ -605,7 +605,7 @@ func TestSettlement(t *testing.T) {
 			rows := s.waitUsages(t, ten.keyID, 2)
 			for _, c := range []struct {
 				name string
-				r    stResp
+				r    response
 			}{{"passthrough alpha_responses", pt}, {"transform beta_messages → alpha_responses", xb}} {
 				row := stRow(t, rows, c.r.reqID)
 				if row.EndState == "completed" {
@@ -635,7 +635,7 @@ func TestSettlement(t *testing.T) {
 			}
 			rows := s.waitUsages(t, ten.keyID, 2)
 			for _, c := range []struct {
-				r  stResp
+				r  response
 				up string
 				op string
 			}{{a, up1.Body, "generate_content"}, {b, up2.Body, "stream_generate_content"}} {
@@ -666,9 +666,9 @@ func stLocalRepTier(t *testing.T, row store.StoredUsage) string {
 
 // checkInFlightHold sends an alpha chat request that the mock holds for a while and checks, while it is in
 // flight, that each of the tenant's scopes holds exactly want micro-dollars pending.
-func (s *stStack) checkInFlightHold(t *testing.T, ten stTenant, want int64, body string, hdr ...string) {
+func (s *stack) checkInFlightHold(t *testing.T, ten stTenant, want int64, body string, hdr ...string) {
 	t.Helper()
-	done := make(chan stResp, 1)
+	done := make(chan response, 1)
 	go func() { done <- s.send(context.Background(), "POST", "/v1/chat/completions", body, hdr...) }()
 	key := s.prefix + "qp:org:" + fmt.Sprint(ten.org)
 	deadline := time.Now().Add(1200 * time.Millisecond)
@@ -690,13 +690,13 @@ func (s *stStack) checkInFlightHold(t *testing.T, ten stTenant, want int64, body
 // record, and the shutdown flush delivers every record before Run returns.
 func TestSettlementFlushOnGracefulShutdown(t *testing.T) {
 	t.Parallel()
-	s := stNewStack(t)
+	s := newStack(t)
 	w := stSeed(t, s)
 	ten := s.tenant(t, "flush", "1000")
 	s.sync(t)
 	const n = 12
 	var wg sync.WaitGroup
-	resps := make([]stResp, n)
+	resps := make([]response, n)
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -747,7 +747,7 @@ func TestSettlementFlushOnGracefulShutdown(t *testing.T) {
 // one usage row each with the right cost; after Redis returns, the outbox path is used again.
 func TestSettlementRedisOutage(t *testing.T) {
 	t.Parallel()
-	s := stNewStack(t)
+	s := newStack(t)
 	proxy := admissiontest.NewProxy(t)
 	s.dpRedisURL = proxy.URL()
 	_ = s.dp.stop()
@@ -784,7 +784,7 @@ func TestSettlementRedisOutage(t *testing.T) {
 // outbox with their reservations pending, and settle once it is back.
 func TestSettlementControlPlaneOutage(t *testing.T) {
 	t.Parallel()
-	s := stNewStack(t)
+	s := newStack(t)
 	w := stSeed(t, s)
 	ten := s.tenant(t, "outage", "1000")
 	s.sync(t)

@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -160,21 +160,7 @@ func sameSnapshot(t *testing.T, a, b *snapshotv1.Snapshot) {
 // adminPut sends an admin REST PUT to the control plane and returns the revision after it.
 func (c *cluster) adminPut(p *cp, path, body string) int64 {
 	c.t.Helper()
-	req, err := http.NewRequest(http.MethodPut, "http://"+p.srv.HTTPAddr()+path, strings.NewReader(body))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.adminTok)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatalf("PUT %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		c.t.Fatalf("PUT %s: %s %s", path, resp.Status, b)
-	}
+	c.admin(c.t, p, http.MethodPut, path, json.RawMessage(body), nil, http.StatusOK)
 	rev, err := store.Revision(context.Background(), p.srv.Pool)
 	if err != nil {
 		c.t.Fatal(err)
