@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -25,6 +24,7 @@ import (
 	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 	"github.com/tollgate/tollgate/shared/pricing"
+	"github.com/tollgate/tollgate/shared/testkit"
 	"github.com/tollgate/tollgate/shared/usage"
 )
 
@@ -72,27 +72,14 @@ func (x *rwInteraction) tier() string {
 	return pricing.NormalizeTier(t)
 }
 
-// rwCorpus reads ../shared/wire/realwire.jsonl from the repository root; a missing corpus fails the test.
+// rwCorpus reads the recorded corpus, wire/realwire.jsonl in the shared data directory; a missing corpus
+// fails the test.
 func rwCorpus(t *testing.T) []*rwInteraction {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("repository root (go.mod) not found")
-		}
-		dir = parent
-	}
-	path := filepath.Join(dir, "..", "shared", "wire", "realwire.jsonl")
+	path := testkit.Shared(t, "wire", "realwire.jsonl")
 	f, err := os.Open(path)
 	if err != nil {
-		t.Fatalf("the recorded corpus must be at %s (../shared/wire from the repository root): %v", path, err)
+		t.Fatalf("open the recorded corpus: %v", err)
 	}
 	defer f.Close()
 	var out []*rwInteraction
