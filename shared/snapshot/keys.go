@@ -39,18 +39,13 @@ func (x *keyIndex) byHash(h *[sha256.Size]byte) *APIKey {
 		b := hashTop(h) >> (32 - x.bucketBits)
 		lo, hi = int(x.buckets[b]), int(x.buckets[b+1])
 	}
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		switch bytes.Compare(x.hashes[m][:], h[:]) {
-		case 0:
-			return &x.keys[m]
-		case -1:
-			lo = m + 1
-		default:
-			hi = m
-		}
+	i, ok := slices.BinarySearchFunc(x.hashes[lo:hi], *h, func(e, t [sha256.Size]byte) int {
+		return bytes.Compare(e[:], t[:])
+	})
+	if !ok {
+		return nil
 	}
-	return nil
+	return &x.keys[lo+i]
 }
 
 func (x *keyIndex) byID(id int64) *APIKey {
