@@ -39,13 +39,11 @@ func (x *keyIndex) byHash(h *[sha256.Size]byte) *APIKey {
 		b := hashTop(h) >> (32 - x.bucketBits)
 		lo, hi = int(x.buckets[b]), int(x.buckets[b+1])
 	}
-	i, ok := slices.BinarySearchFunc(x.hashes[lo:hi], *h, func(e, t [sha256.Size]byte) int {
-		return bytes.Compare(e[:], t[:])
-	})
-	if !ok {
+	i := lo + sort.Search(hi-lo, func(i int) bool { return bytes.Compare(x.hashes[lo+i][:], h[:]) >= 0 })
+	if i == hi || x.hashes[i] != *h {
 		return nil
 	}
-	return &x.keys[lo+i]
+	return &x.keys[i]
 }
 
 func (x *keyIndex) byID(id int64) *APIKey {
