@@ -31,7 +31,11 @@ type WatchRequest struct {
 	// Identifies the data plane in logs and metrics.
 	NodeId string `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
 	// The version the caller holds; 0 when it holds none.
-	KnownVersion  int64 `protobuf:"varint,2,opt,name=known_version,json=knownVersion,proto3" json:"known_version,omitempty"`
+	KnownVersion int64 `protobuf:"varint,2,opt,name=known_version,json=knownVersion,proto3" json:"known_version,omitempty"`
+	// The caller can apply SnapshotDelta messages. A caller that does not set it gets whole snapshots only.
+	AcceptDeltas bool `protobuf:"varint,3,opt,name=accept_deltas,json=acceptDeltas,proto3" json:"accept_deltas,omitempty"`
+	// Send a whole snapshot first whatever known_version is (the caller's held state is in doubt).
+	WantFull      bool `protobuf:"varint,4,opt,name=want_full,json=wantFull,proto3" json:"want_full,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -80,10 +84,25 @@ func (x *WatchRequest) GetKnownVersion() int64 {
 	return 0
 }
 
-// WatchResponse carries one whole snapshot.
+func (x *WatchRequest) GetAcceptDeltas() bool {
+	if x != nil {
+		return x.AcceptDeltas
+	}
+	return false
+}
+
+func (x *WatchRequest) GetWantFull() bool {
+	if x != nil {
+		return x.WantFull
+	}
+	return false
+}
+
+// WatchResponse carries either one whole snapshot or one delta; exactly one of the two is set.
 type WatchResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Snapshot      *Snapshot              `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	Delta         *SnapshotDelta         `protobuf:"bytes,2,opt,name=delta,proto3" json:"delta,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -125,6 +144,261 @@ func (x *WatchResponse) GetSnapshot() *Snapshot {
 	return nil
 }
 
+func (x *WatchResponse) GetDelta() *SnapshotDelta {
+	if x != nil {
+		return x.Delta
+	}
+	return nil
+}
+
+// SnapshotDelta turns the snapshot of base_version into the snapshot of version. It applies only to a data
+// plane holding exactly base_version. Per kind, it carries whole elements added or changed (replacing the
+// held element with the same key) and the keys removed. Keys: id for price rules, routing rules, providers
+// (with their credentials), routes (with aliases and members), API keys and scheduled price rules;
+// (scope, scope_id) for quotas. Singletons are replaced when set.
+type SnapshotDelta struct {
+	state                       protoimpl.MessageState   `protogen:"open.v1"`
+	BaseVersion                 int64                    `protobuf:"varint,1,opt,name=base_version,json=baseVersion,proto3" json:"base_version,omitempty"`
+	Version                     int64                    `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	BuiltAt                     *timestamppb.Timestamp   `protobuf:"bytes,3,opt,name=built_at,json=builtAt,proto3" json:"built_at,omitempty"`
+	UpsertPriceRules            []*v1.PriceRule          `protobuf:"bytes,4,rep,name=upsert_price_rules,json=upsertPriceRules,proto3" json:"upsert_price_rules,omitempty"`
+	RemovePriceRuleIds          []int64                  `protobuf:"varint,5,rep,packed,name=remove_price_rule_ids,json=removePriceRuleIds,proto3" json:"remove_price_rule_ids,omitempty"`
+	UpsertRoutingRules          []*v1.RoutingRule        `protobuf:"bytes,6,rep,name=upsert_routing_rules,json=upsertRoutingRules,proto3" json:"upsert_routing_rules,omitempty"`
+	RemoveRoutingRuleIds        []int64                  `protobuf:"varint,7,rep,packed,name=remove_routing_rule_ids,json=removeRoutingRuleIds,proto3" json:"remove_routing_rule_ids,omitempty"`
+	UpsertProviders             []*v1.Provider           `protobuf:"bytes,8,rep,name=upsert_providers,json=upsertProviders,proto3" json:"upsert_providers,omitempty"`
+	RemoveProviderIds           []int64                  `protobuf:"varint,9,rep,packed,name=remove_provider_ids,json=removeProviderIds,proto3" json:"remove_provider_ids,omitempty"`
+	UpsertRoutes                []*v1.Route              `protobuf:"bytes,10,rep,name=upsert_routes,json=upsertRoutes,proto3" json:"upsert_routes,omitempty"`
+	RemoveRouteIds              []int64                  `protobuf:"varint,11,rep,packed,name=remove_route_ids,json=removeRouteIds,proto3" json:"remove_route_ids,omitempty"`
+	UpsertApiKeys               []*v1.ApiKey             `protobuf:"bytes,12,rep,name=upsert_api_keys,json=upsertApiKeys,proto3" json:"upsert_api_keys,omitempty"`
+	RemoveApiKeyIds             []int64                  `protobuf:"varint,13,rep,packed,name=remove_api_key_ids,json=removeApiKeyIds,proto3" json:"remove_api_key_ids,omitempty"`
+	UpsertQuotas                []*v1.Quota              `protobuf:"bytes,14,rep,name=upsert_quotas,json=upsertQuotas,proto3" json:"upsert_quotas,omitempty"`
+	RemoveQuotas                []*QuotaRef              `protobuf:"bytes,15,rep,name=remove_quotas,json=removeQuotas,proto3" json:"remove_quotas,omitempty"`
+	UpsertScheduledPriceRules   []*v1.ScheduledPriceRule `protobuf:"bytes,16,rep,name=upsert_scheduled_price_rules,json=upsertScheduledPriceRules,proto3" json:"upsert_scheduled_price_rules,omitempty"`
+	RemoveScheduledPriceRuleIds []int64                  `protobuf:"varint,17,rep,packed,name=remove_scheduled_price_rule_ids,json=removeScheduledPriceRuleIds,proto3" json:"remove_scheduled_price_rule_ids,omitempty"`
+	// Replaced when set; absent means unchanged.
+	SettlementBounds *SettlementBounds `protobuf:"bytes,18,opt,name=settlement_bounds,json=settlementBounds,proto3" json:"settlement_bounds,omitempty"`
+	// Replaced when set; absent means unchanged.
+	ModelPolicy   *v1.ModelPolicy `protobuf:"bytes,19,opt,name=model_policy,json=modelPolicy,proto3" json:"model_policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotDelta) Reset() {
+	*x = SnapshotDelta{}
+	mi := &file_tollgate_snapshot_v1_snapshot_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotDelta) ProtoMessage() {}
+
+func (x *SnapshotDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_snapshot_v1_snapshot_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotDelta.ProtoReflect.Descriptor instead.
+func (*SnapshotDelta) Descriptor() ([]byte, []int) {
+	return file_tollgate_snapshot_v1_snapshot_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SnapshotDelta) GetBaseVersion() int64 {
+	if x != nil {
+		return x.BaseVersion
+	}
+	return 0
+}
+
+func (x *SnapshotDelta) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *SnapshotDelta) GetBuiltAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.BuiltAt
+	}
+	return nil
+}
+
+func (x *SnapshotDelta) GetUpsertPriceRules() []*v1.PriceRule {
+	if x != nil {
+		return x.UpsertPriceRules
+	}
+	return nil
+}
+
+func (x *SnapshotDelta) GetRemovePriceRuleIds() []int64 {
+	if x != nil {
+		return x.RemovePriceRuleIds
+	}
+	return nil
+}
+
+func (x *SnapshotDelta) GetUpsertRoutingRules() []*v1.RoutingRule {
+	if x != nil {
+		return x.UpsertRoutingRules
+	}
+	return nil
+}
+
+func (x *SnapshotDelta) GetRemoveRoutingRuleIds() []int64 {
+	if x != nil {
+		return x.RemoveRoutingRuleIds
+	}
+	return nil
+}
+
+func (x *SnapshotDelta) GetUpsertProviders() []*v1.Provider {
+	if x != nil {
+		return x.UpsertProviders
+	}
+	return nil
+}
+
+func (x *SnapshotDelta) GetRemoveProviderIds() []int64 {
+	if x != nil {
+		return x.RemoveProviderIds
+	}
+	return nil
+}
+
+func (x *SnapshotDelta) GetUpsertRoutes() []*v1.Route {
+	if x != nil {
+		return x.UpsertRoutes
+	}
+	return nil
+}
+
+func (x *SnapshotDelta) GetRemoveRouteIds() []int64 {
+	if x != nil {
+		return x.RemoveRouteIds
+	}
+	return nil
+}
+
+func (x *SnapshotDelta) GetUpsertApiKeys() []*v1.ApiKey {
+	if x != nil {
+		return x.UpsertApiKeys
+	}
+	return nil
+}
+
+func (x *SnapshotDelta) GetRemoveApiKeyIds() []int64 {
+	if x != nil {
+		return x.RemoveApiKeyIds
+	}
+	return nil
+}
+
+func (x *SnapshotDelta) GetUpsertQuotas() []*v1.Quota {
+	if x != nil {
+		return x.UpsertQuotas
+	}
+	return nil
+}
+
+func (x *SnapshotDelta) GetRemoveQuotas() []*QuotaRef {
+	if x != nil {
+		return x.RemoveQuotas
+	}
+	return nil
+}
+
+func (x *SnapshotDelta) GetUpsertScheduledPriceRules() []*v1.ScheduledPriceRule {
+	if x != nil {
+		return x.UpsertScheduledPriceRules
+	}
+	return nil
+}
+
+func (x *SnapshotDelta) GetRemoveScheduledPriceRuleIds() []int64 {
+	if x != nil {
+		return x.RemoveScheduledPriceRuleIds
+	}
+	return nil
+}
+
+func (x *SnapshotDelta) GetSettlementBounds() *SettlementBounds {
+	if x != nil {
+		return x.SettlementBounds
+	}
+	return nil
+}
+
+func (x *SnapshotDelta) GetModelPolicy() *v1.ModelPolicy {
+	if x != nil {
+		return x.ModelPolicy
+	}
+	return nil
+}
+
+// QuotaRef names a quota by its scope.
+type QuotaRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Scope         string                 `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	ScopeId       int64                  `protobuf:"varint,2,opt,name=scope_id,json=scopeId,proto3" json:"scope_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuotaRef) Reset() {
+	*x = QuotaRef{}
+	mi := &file_tollgate_snapshot_v1_snapshot_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaRef) ProtoMessage() {}
+
+func (x *QuotaRef) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_snapshot_v1_snapshot_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaRef.ProtoReflect.Descriptor instead.
+func (*QuotaRef) Descriptor() ([]byte, []int) {
+	return file_tollgate_snapshot_v1_snapshot_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *QuotaRef) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *QuotaRef) GetScopeId() int64 {
+	if x != nil {
+		return x.ScopeId
+	}
+	return 0
+}
+
 // Snapshot is everything a data plane needs to serve requests. Its version is the control plane's
 // config_revision, so every replica publishes the same version for the same state.
 type Snapshot struct {
@@ -157,7 +431,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_tollgate_snapshot_v1_snapshot_proto_msgTypes[2]
+	mi := &file_tollgate_snapshot_v1_snapshot_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -169,7 +443,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_snapshot_v1_snapshot_proto_msgTypes[2]
+	mi := &file_tollgate_snapshot_v1_snapshot_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -182,7 +456,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_tollgate_snapshot_v1_snapshot_proto_rawDescGZIP(), []int{2}
+	return file_tollgate_snapshot_v1_snapshot_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Snapshot) GetVersion() int64 {
@@ -276,7 +550,7 @@ type SettlementBounds struct {
 
 func (x *SettlementBounds) Reset() {
 	*x = SettlementBounds{}
-	mi := &file_tollgate_snapshot_v1_snapshot_proto_msgTypes[3]
+	mi := &file_tollgate_snapshot_v1_snapshot_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -288,7 +562,7 @@ func (x *SettlementBounds) String() string {
 func (*SettlementBounds) ProtoMessage() {}
 
 func (x *SettlementBounds) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_snapshot_v1_snapshot_proto_msgTypes[3]
+	mi := &file_tollgate_snapshot_v1_snapshot_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -301,7 +575,7 @@ func (x *SettlementBounds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SettlementBounds.ProtoReflect.Descriptor instead.
 func (*SettlementBounds) Descriptor() ([]byte, []int) {
-	return file_tollgate_snapshot_v1_snapshot_proto_rawDescGZIP(), []int{3}
+	return file_tollgate_snapshot_v1_snapshot_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SettlementBounds) GetMaxRequestTokens() int64 {
@@ -322,12 +596,39 @@ var File_tollgate_snapshot_v1_snapshot_proto protoreflect.FileDescriptor
 
 const file_tollgate_snapshot_v1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"#tollgate/snapshot/v1/snapshot.proto\x12\x14tollgate.snapshot.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ftollgate/config/v1/config.proto\"L\n" +
+	"#tollgate/snapshot/v1/snapshot.proto\x12\x14tollgate.snapshot.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ftollgate/config/v1/config.proto\"\x8e\x01\n" +
 	"\fWatchRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12#\n" +
-	"\rknown_version\x18\x02 \x01(\x03R\fknownVersion\"K\n" +
+	"\rknown_version\x18\x02 \x01(\x03R\fknownVersion\x12#\n" +
+	"\raccept_deltas\x18\x03 \x01(\bR\facceptDeltas\x12\x1b\n" +
+	"\twant_full\x18\x04 \x01(\bR\bwantFull\"\x86\x01\n" +
 	"\rWatchResponse\x12:\n" +
-	"\bsnapshot\x18\x01 \x01(\v2\x1e.tollgate.snapshot.v1.SnapshotR\bsnapshot\"\xaf\x05\n" +
+	"\bsnapshot\x18\x01 \x01(\v2\x1e.tollgate.snapshot.v1.SnapshotR\bsnapshot\x129\n" +
+	"\x05delta\x18\x02 \x01(\v2#.tollgate.snapshot.v1.SnapshotDeltaR\x05delta\"\xae\t\n" +
+	"\rSnapshotDelta\x12!\n" +
+	"\fbase_version\x18\x01 \x01(\x03R\vbaseVersion\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion\x125\n" +
+	"\bbuilt_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\abuiltAt\x12K\n" +
+	"\x12upsert_price_rules\x18\x04 \x03(\v2\x1d.tollgate.config.v1.PriceRuleR\x10upsertPriceRules\x121\n" +
+	"\x15remove_price_rule_ids\x18\x05 \x03(\x03R\x12removePriceRuleIds\x12Q\n" +
+	"\x14upsert_routing_rules\x18\x06 \x03(\v2\x1f.tollgate.config.v1.RoutingRuleR\x12upsertRoutingRules\x125\n" +
+	"\x17remove_routing_rule_ids\x18\a \x03(\x03R\x14removeRoutingRuleIds\x12G\n" +
+	"\x10upsert_providers\x18\b \x03(\v2\x1c.tollgate.config.v1.ProviderR\x0fupsertProviders\x12.\n" +
+	"\x13remove_provider_ids\x18\t \x03(\x03R\x11removeProviderIds\x12>\n" +
+	"\rupsert_routes\x18\n" +
+	" \x03(\v2\x19.tollgate.config.v1.RouteR\fupsertRoutes\x12(\n" +
+	"\x10remove_route_ids\x18\v \x03(\x03R\x0eremoveRouteIds\x12B\n" +
+	"\x0fupsert_api_keys\x18\f \x03(\v2\x1a.tollgate.config.v1.ApiKeyR\rupsertApiKeys\x12+\n" +
+	"\x12remove_api_key_ids\x18\r \x03(\x03R\x0fremoveApiKeyIds\x12>\n" +
+	"\rupsert_quotas\x18\x0e \x03(\v2\x19.tollgate.config.v1.QuotaR\fupsertQuotas\x12C\n" +
+	"\rremove_quotas\x18\x0f \x03(\v2\x1e.tollgate.snapshot.v1.QuotaRefR\fremoveQuotas\x12g\n" +
+	"\x1cupsert_scheduled_price_rules\x18\x10 \x03(\v2&.tollgate.config.v1.ScheduledPriceRuleR\x19upsertScheduledPriceRules\x12D\n" +
+	"\x1fremove_scheduled_price_rule_ids\x18\x11 \x03(\x03R\x1bremoveScheduledPriceRuleIds\x12S\n" +
+	"\x11settlement_bounds\x18\x12 \x01(\v2&.tollgate.snapshot.v1.SettlementBoundsR\x10settlementBounds\x12B\n" +
+	"\fmodel_policy\x18\x13 \x01(\v2\x1f.tollgate.config.v1.ModelPolicyR\vmodelPolicy\";\n" +
+	"\bQuotaRef\x12\x14\n" +
+	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x19\n" +
+	"\bscope_id\x18\x02 \x01(\x03R\ascopeId\"\xaf\x05\n" +
 	"\bSnapshot\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x03R\aversion\x125\n" +
 	"\bbuilt_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\abuiltAt\x12>\n" +
@@ -360,41 +661,55 @@ func file_tollgate_snapshot_v1_snapshot_proto_rawDescGZIP() []byte {
 	return file_tollgate_snapshot_v1_snapshot_proto_rawDescData
 }
 
-var file_tollgate_snapshot_v1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_tollgate_snapshot_v1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_tollgate_snapshot_v1_snapshot_proto_goTypes = []any{
 	(*WatchRequest)(nil),          // 0: tollgate.snapshot.v1.WatchRequest
 	(*WatchResponse)(nil),         // 1: tollgate.snapshot.v1.WatchResponse
-	(*Snapshot)(nil),              // 2: tollgate.snapshot.v1.Snapshot
-	(*SettlementBounds)(nil),      // 3: tollgate.snapshot.v1.SettlementBounds
-	(*timestamppb.Timestamp)(nil), // 4: google.protobuf.Timestamp
-	(*v1.PriceRule)(nil),          // 5: tollgate.config.v1.PriceRule
-	(*v1.RoutingRule)(nil),        // 6: tollgate.config.v1.RoutingRule
-	(*v1.Provider)(nil),           // 7: tollgate.config.v1.Provider
-	(*v1.Route)(nil),              // 8: tollgate.config.v1.Route
-	(*v1.ApiKey)(nil),             // 9: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),              // 10: tollgate.config.v1.Quota
-	(*v1.ScheduledPriceRule)(nil), // 11: tollgate.config.v1.ScheduledPriceRule
-	(*v1.ModelPolicy)(nil),        // 12: tollgate.config.v1.ModelPolicy
+	(*SnapshotDelta)(nil),         // 2: tollgate.snapshot.v1.SnapshotDelta
+	(*QuotaRef)(nil),              // 3: tollgate.snapshot.v1.QuotaRef
+	(*Snapshot)(nil),              // 4: tollgate.snapshot.v1.Snapshot
+	(*SettlementBounds)(nil),      // 5: tollgate.snapshot.v1.SettlementBounds
+	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
+	(*v1.PriceRule)(nil),          // 7: tollgate.config.v1.PriceRule
+	(*v1.RoutingRule)(nil),        // 8: tollgate.config.v1.RoutingRule
+	(*v1.Provider)(nil),           // 9: tollgate.config.v1.Provider
+	(*v1.Route)(nil),              // 10: tollgate.config.v1.Route
+	(*v1.ApiKey)(nil),             // 11: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),              // 12: tollgate.config.v1.Quota
+	(*v1.ScheduledPriceRule)(nil), // 13: tollgate.config.v1.ScheduledPriceRule
+	(*v1.ModelPolicy)(nil),        // 14: tollgate.config.v1.ModelPolicy
 }
 var file_tollgate_snapshot_v1_snapshot_proto_depIdxs = []int32{
-	2,  // 0: tollgate.snapshot.v1.WatchResponse.snapshot:type_name -> tollgate.snapshot.v1.Snapshot
-	4,  // 1: tollgate.snapshot.v1.Snapshot.built_at:type_name -> google.protobuf.Timestamp
-	5,  // 2: tollgate.snapshot.v1.Snapshot.price_rules:type_name -> tollgate.config.v1.PriceRule
-	6,  // 3: tollgate.snapshot.v1.Snapshot.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	7,  // 4: tollgate.snapshot.v1.Snapshot.providers:type_name -> tollgate.config.v1.Provider
-	8,  // 5: tollgate.snapshot.v1.Snapshot.routes:type_name -> tollgate.config.v1.Route
-	9,  // 6: tollgate.snapshot.v1.Snapshot.api_keys:type_name -> tollgate.config.v1.ApiKey
-	10, // 7: tollgate.snapshot.v1.Snapshot.quotas:type_name -> tollgate.config.v1.Quota
-	3,  // 8: tollgate.snapshot.v1.Snapshot.settlement_bounds:type_name -> tollgate.snapshot.v1.SettlementBounds
-	11, // 9: tollgate.snapshot.v1.Snapshot.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
-	12, // 10: tollgate.snapshot.v1.Snapshot.model_policy:type_name -> tollgate.config.v1.ModelPolicy
-	0,  // 11: tollgate.snapshot.v1.SnapshotService.Watch:input_type -> tollgate.snapshot.v1.WatchRequest
-	1,  // 12: tollgate.snapshot.v1.SnapshotService.Watch:output_type -> tollgate.snapshot.v1.WatchResponse
-	12, // [12:13] is the sub-list for method output_type
-	11, // [11:12] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	4,  // 0: tollgate.snapshot.v1.WatchResponse.snapshot:type_name -> tollgate.snapshot.v1.Snapshot
+	2,  // 1: tollgate.snapshot.v1.WatchResponse.delta:type_name -> tollgate.snapshot.v1.SnapshotDelta
+	6,  // 2: tollgate.snapshot.v1.SnapshotDelta.built_at:type_name -> google.protobuf.Timestamp
+	7,  // 3: tollgate.snapshot.v1.SnapshotDelta.upsert_price_rules:type_name -> tollgate.config.v1.PriceRule
+	8,  // 4: tollgate.snapshot.v1.SnapshotDelta.upsert_routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	9,  // 5: tollgate.snapshot.v1.SnapshotDelta.upsert_providers:type_name -> tollgate.config.v1.Provider
+	10, // 6: tollgate.snapshot.v1.SnapshotDelta.upsert_routes:type_name -> tollgate.config.v1.Route
+	11, // 7: tollgate.snapshot.v1.SnapshotDelta.upsert_api_keys:type_name -> tollgate.config.v1.ApiKey
+	12, // 8: tollgate.snapshot.v1.SnapshotDelta.upsert_quotas:type_name -> tollgate.config.v1.Quota
+	3,  // 9: tollgate.snapshot.v1.SnapshotDelta.remove_quotas:type_name -> tollgate.snapshot.v1.QuotaRef
+	13, // 10: tollgate.snapshot.v1.SnapshotDelta.upsert_scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
+	5,  // 11: tollgate.snapshot.v1.SnapshotDelta.settlement_bounds:type_name -> tollgate.snapshot.v1.SettlementBounds
+	14, // 12: tollgate.snapshot.v1.SnapshotDelta.model_policy:type_name -> tollgate.config.v1.ModelPolicy
+	6,  // 13: tollgate.snapshot.v1.Snapshot.built_at:type_name -> google.protobuf.Timestamp
+	7,  // 14: tollgate.snapshot.v1.Snapshot.price_rules:type_name -> tollgate.config.v1.PriceRule
+	8,  // 15: tollgate.snapshot.v1.Snapshot.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	9,  // 16: tollgate.snapshot.v1.Snapshot.providers:type_name -> tollgate.config.v1.Provider
+	10, // 17: tollgate.snapshot.v1.Snapshot.routes:type_name -> tollgate.config.v1.Route
+	11, // 18: tollgate.snapshot.v1.Snapshot.api_keys:type_name -> tollgate.config.v1.ApiKey
+	12, // 19: tollgate.snapshot.v1.Snapshot.quotas:type_name -> tollgate.config.v1.Quota
+	5,  // 20: tollgate.snapshot.v1.Snapshot.settlement_bounds:type_name -> tollgate.snapshot.v1.SettlementBounds
+	13, // 21: tollgate.snapshot.v1.Snapshot.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
+	14, // 22: tollgate.snapshot.v1.Snapshot.model_policy:type_name -> tollgate.config.v1.ModelPolicy
+	0,  // 23: tollgate.snapshot.v1.SnapshotService.Watch:input_type -> tollgate.snapshot.v1.WatchRequest
+	1,  // 24: tollgate.snapshot.v1.SnapshotService.Watch:output_type -> tollgate.snapshot.v1.WatchResponse
+	24, // [24:25] is the sub-list for method output_type
+	23, // [23:24] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_snapshot_v1_snapshot_proto_init() }
@@ -408,7 +723,7 @@ func file_tollgate_snapshot_v1_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_snapshot_v1_snapshot_proto_rawDesc), len(file_tollgate_snapshot_v1_snapshot_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
