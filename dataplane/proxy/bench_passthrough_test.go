@@ -72,21 +72,21 @@ func BenchmarkPassthroughStream(b *testing.B) {
 			stream := stretchStream(b, x.ResponseBody, c.isDelta)
 			h, rec := passthroughHandler(b, x.Dialect, x.ResponseHeaders["content-type"], stream)
 			body := passthroughRequest(b, x.Request, c.request)
-			serve := func() *httptest.ResponseRecorder {
+			serve := func() *countingWriter {
 				req := httptest.NewRequest("POST", c.path, strings.NewReader(body))
 				req.Header.Set("Authorization", "Bearer client-key")
 				req.Header.Set("Content-Type", "application/json")
 				if c.header[0] != "" {
 					req.Header.Set(c.header[0], c.header[1])
 				}
-				w := httptest.NewRecorder()
+				w := &countingWriter{header: http.Header{}}
 				h.ServeHTTP(w, req)
 				return w
 			}
 			// Once untimed: the stream is relayed whole and billed what the upstream reported.
 			w := serve()
-			if w.Code != 200 || !w.Flushed || w.Body.Len() < len(stream)/2 {
-				b.Fatalf("status %d flushed %v, %d of %d bytes: %.300s", w.Code, w.Flushed, w.Body.Len(), len(stream), w.Body)
+			if w.code != 200 || w.flushes == 0 || w.n < len(stream)/2 {
+				b.Fatalf("status %d, %d flushes, %d of %d bytes", w.code, w.flushes, w.n, len(stream))
 			}
 			r := rec.last()
 			if r.GetTokens().GetInput() != x.Expected.Input || r.GetTokens().GetOutput() != x.Expected.Output {
@@ -98,8 +98,8 @@ func BenchmarkPassthroughStream(b *testing.B) {
 			b.ReportAllocs()
 			cpu0, mallocs0 := processCPU(b), mallocs()
 			for b.Loop() {
-				if w := serve(); w.Code != 200 {
-					b.Fatal(w.Code)
+				if w := serve(); w.code != 200 {
+					b.Fatal(w.code)
 				}
 			}
 			cpu, allocs := processCPU(b)-cpu0, mallocs()-mallocs0
@@ -291,3 +291,28 @@ func mallocs() uint64 {
 	runtime.ReadMemStats(&ms)
 	return ms.Mallocs
 }
+
+// countingWriter is the client: it counts what it is sent and keeps none of it, so the figures are the
+// handler's and not a recorder's growing buffer.
+type countingWriter struct {
+	header  http.Header
+	code    int
+	n       int
+	flushes int
+}
+
+func (w *countingWriter) Header() http.Header { return w.header }
+
+func (w *countingWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	w.n += len(p)
+	return len(p), nil
+}
+
+func (w *countingWriter) Flush() { w.flushes++ }
