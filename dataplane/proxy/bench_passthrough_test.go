@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"runtime"
 	"strings"
@@ -61,30 +63,33 @@ var passthroughCases = []passthroughCase{
 		isDelta: func(ev string) bool { return strings.Contains(ev, `"delta":{"content":`) }},
 }
 
+// Each case runs through the gateway's handler and through the floor, a bare httputil.ReverseProxy to the
+// same upstream in the same process: gateway minus floor is what the data plane adds per event.
 func BenchmarkPassthroughStream(b *testing.B) {
 	corpus := readPassthroughCorpus(b)
 	for _, c := range passthroughCases {
-		b.Run(c.name, func(b *testing.B) {
-			x, ok := corpus[c.id]
-			if !ok {
-				b.Fatalf("interaction %s not in the recorded corpus", c.id)
+		x, ok := corpus[c.id]
+		if !ok {
+			b.Fatalf("interaction %s not in the recorded corpus", c.id)
+		}
+		stream := stretchStream(b, x.ResponseBody, c.isDelta)
+		h, up, rec := passthroughHandler(b, x.Dialect, x.ResponseHeaders["content-type"], stream)
+		floor := &httputil.ReverseProxy{FlushInterval: -1, Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(up) }}
+		body := passthroughRequest(b, x.Request, c.request)
+		serve := func(h http.Handler) *countingWriter {
+			req := httptest.NewRequest("POST", c.path, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer client-key")
+			req.Header.Set("Content-Type", "application/json")
+			if c.header[0] != "" {
+				req.Header.Set(c.header[0], c.header[1])
 			}
-			stream := stretchStream(b, x.ResponseBody, c.isDelta)
-			h, rec := passthroughHandler(b, x.Dialect, x.ResponseHeaders["content-type"], stream)
-			body := passthroughRequest(b, x.Request, c.request)
-			serve := func() *countingWriter {
-				req := httptest.NewRequest("POST", c.path, strings.NewReader(body))
-				req.Header.Set("Authorization", "Bearer client-key")
-				req.Header.Set("Content-Type", "application/json")
-				if c.header[0] != "" {
-					req.Header.Set(c.header[0], c.header[1])
-				}
-				w := &countingWriter{header: http.Header{}}
-				h.ServeHTTP(w, req)
-				return w
-			}
+			w := &countingWriter{header: http.Header{}}
+			h.ServeHTTP(w, req)
+			return w
+		}
+		b.Run(c.name+"/gateway", func(b *testing.B) {
 			// Once untimed: the stream is relayed whole and billed what the upstream reported.
-			w := serve()
+			w := serve(h)
 			if w.code != 200 || w.flushes == 0 || w.n < len(stream)/2 {
 				b.Fatalf("status %d, %d flushes, %d of %d bytes", w.code, w.flushes, w.n, len(stream))
 			}
@@ -93,24 +98,34 @@ func BenchmarkPassthroughStream(b *testing.B) {
 				b.Fatalf("billed %d in / %d out, the upstream reported %d / %d",
 					r.GetTokens().GetInput(), r.GetTokens().GetOutput(), x.Expected.Input, x.Expected.Output)
 			}
-
-			b.SetBytes(int64(len(stream)))
-			b.ReportAllocs()
-			cpu0, mallocs0 := processCPU(b), mallocs()
-			for b.Loop() {
-				if w := serve(); w.code != 200 {
-					b.Fatal(w.code)
-				}
+			measurePassthrough(b, len(stream), func() *countingWriter { return serve(h) })
+		})
+		b.Run(c.name+"/floor", func(b *testing.B) {
+			if w := serve(floor); w.code != 200 || w.n != len(stream) {
+				b.Fatalf("floor: status %d, %d of %d bytes", w.code, w.n, len(stream))
 			}
-			cpu, allocs := processCPU(b)-cpu0, mallocs()-mallocs0
-			events := float64(b.N * passthroughEvents)
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/events, "ns/event")
-			// The whole process's CPU (handler, loopback upstream, collector): on a shared machine closer to
-			// what the relay costs than the wall time.
-			b.ReportMetric(float64(cpu.Nanoseconds())/events, "cpu-ns/event")
-			b.ReportMetric(float64(allocs)/events, "allocs/event")
+			measurePassthrough(b, len(stream), func() *countingWriter { return serve(floor) })
 		})
 	}
+}
+
+// measurePassthrough times serve and reports per event: wall time, the process's CPU and allocations.
+func measurePassthrough(b *testing.B, streamLen int, serve func() *countingWriter) {
+	b.SetBytes(int64(streamLen))
+	b.ReportAllocs()
+	cpu0, mallocs0 := processCPU(b), mallocs()
+	for b.Loop() {
+		if w := serve(); w.code != 200 {
+			b.Fatal(w.code)
+		}
+	}
+	cpu, allocs := processCPU(b)-cpu0, mallocs()-mallocs0
+	events := float64(b.N * passthroughEvents)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/events, "ns/event")
+	// The whole process's CPU (handler, loopback upstream, collector): on a shared machine closer to what
+	// the relay costs than the wall time.
+	b.ReportMetric(float64(cpu.Nanoseconds())/events, "cpu-ns/event")
+	b.ReportMetric(float64(allocs)/events, "allocs/event")
 }
 
 // rwRow is the part of a realwire.jsonl line the benchmark uses (../shared/wire/README.md).
@@ -215,8 +230,8 @@ func passthroughRequest(b *testing.B, recorded json.RawMessage, edit func(map[st
 }
 
 // passthroughHandler is a Handler whose one route passes the dialect's streams through to a loopback
-// upstream answering every request with stream; no admission, records built and kept.
-func passthroughHandler(b *testing.B, dialect, contentType, stream string) (*proxy.Handler, *lastRecorder) {
+// upstream (returned) answering every request with stream in one write; no admission, records built and kept.
+func passthroughHandler(b *testing.B, dialect, contentType, stream string) (*proxy.Handler, *url.URL, *lastRecorder) {
 	b.Helper()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", contentType)
@@ -252,7 +267,11 @@ func passthroughHandler(b *testing.B, dialect, contentType, stream string) (*pro
 		Recorder: rec,
 		Selector: routing.New(func(int) int { return 0 }),
 	})
-	return h, rec
+	u, err := url.Parse(up.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h, u, rec
 }
 
 // lastRecorder builds each request's settlement record, as the data plane's recorder does, and keeps the last.
