@@ -30,6 +30,15 @@
 # own control plane and Redis prefix, settlement on like dp), and each round measures it right after dp on
 # the same bodies (old-transform, old-passthrough-10k): an A/B of two builds in one session.
 #
+# Mode "memory" (issue 27 item 4) measures dp's memory at 128 connections: RSS idle, the plain small request
+# then the small stream at 128 connections for the duration each (loadgen's RSS peak), and RSS every 10 s for
+# 60 s after the load ended (labels mem-*). With OLD_DP, dp-old is measured the same way right after dp, so
+# the two builds see the same machine. With PPROF_DIR, each measured data plane serves net/http/pprof (dp on
+# 127.0.0.1:18070, dp-old on :18071) and <dir> gets <label>-peak.heap.pprof (taken 2 s before the stream
+# load ends) and <label>-after60s.heap.pprof (after a forced collection: what is live once the load ended),
+# each with its runtime.MemStats taken before it (<label>-*.memstats.txt); mem-*-after-gc is RSS 10 s after
+# that collection. The heap profile at the peak is the live heap of the last collection before it.
+#
 # With NOADMIT=1 (transform mode), one more data plane runs, dp-noadmit: its key has no rate limits and its
 # org no quota, so it makes no admission round trip to Redis (settlement on, as dp); each round measures it
 # after dp on the same bodies (noadmit-transform, noadmit-passthrough-10k): what admission's round trip
@@ -79,7 +88,8 @@ if [ -n "${OLD_DP:-}" ]; then
   "$BIN/loadgen" snapshot -listen 127.0.0.1:19092 -upstream http://127.0.0.1:19999 -key tg-bench -admission 2>/dev/null &
   PIDS+=("$!")
   sleep 0.5
-  start_dp bench-dp-old 18082 19092 "${PREFIX}c:" "" "$OLD_DP"; OLD=${PIDS[-1]}
+  OLD_PPROF=""; [ "$MODE" = memory ] && OLD_PPROF=${PPROF_DIR:+127.0.0.1:18071}
+  start_dp bench-dp-old 18082 19092 "${PREFIX}c:" "$OLD_PPROF" "$OLD_DP"; OLD=${PIDS[-1]}
 fi
 if [ -n "${NOADMIT:-}" ]; then
   "$BIN/loadgen" snapshot -listen 127.0.0.1:19093 -upstream http://127.0.0.1:19999 -key tg-bench 2>/dev/null &
@@ -89,7 +99,7 @@ if [ -n "${NOADMIT:-}" ]; then
 fi
 sleep 1
 rss() { awk "/$2/ {printf \"%.1f\", \$2/1024}" "/proc/$1/status"; }
-echo "{\"label\":\"idle\",\"dp_rss_mb\":$(rss "$DP" VmRSS),\"dp_nofw_rss_mb\":$(rss "$NOFW" VmRSS),\"floor_rss_mb\":$(rss "$FLOOR" VmRSS)}"
+echo "{\"label\":\"idle\",\"dp_rss_mb\":$(rss "$DP" VmRSS),\"dp_nofw_rss_mb\":$(rss "$NOFW" VmRSS),\"floor_rss_mb\":$(rss "$FLOOR" VmRSS)${OLD:+,\"dp_old_rss_mb\":$(rss "${OLD:-}" VmRSS)}}"
 
 BODY='{"model":"chat","messages":[{"role":"user","content":"hello"}]}'
 SBODY='{"model":"chat","stream":true,"messages":[{"role":"user","content":"hello"}]}'
@@ -101,6 +111,36 @@ MUSBODY='{"model":"m-1","stream":true,"stream_options":{"include_usage":true},"m
 AUTH='Authorization: Bearer tg-bench'
 URL=/v1/chat/completions
 LG="$BIN/loadgen"
+
+if [ "$MODE" = memory ]; then
+  heap() { # pprof-addr file-prefix [gc]: the heap profile (after a forced collection with gc=1) and the
+    # runtime's memory statistics (taken first: the collection changes them)
+    [ -n "$1" ] || return 0
+    mkdir -p "$PPROF_DIR"
+    curl -sf "http://$1/debug/pprof/heap?debug=1" | sed -n '/^# runtime.MemStats/,$p' >"$PPROF_DIR/$2.memstats.txt"
+    curl -sf -o "$PPROF_DIR/$2.heap.pprof" "http://$1/debug/pprof/heap?gc=${3:-0}"
+  }
+  memory() { # label pid port pprof-addr
+    local s=${DUR%s}
+    "$LG" run -label "mem-$1-128" -conns 128 -duration "$DUR" -url "http://127.0.0.1:$3$URL" -body "$BODY" -H "$AUTH" -pid "$2"
+    ( sleep $((${s%.*} > 3 ? ${s%.*} - 2 : 1)); heap "$4" "$1-peak" ) &
+    local pprof=$!
+    "$LG" run -label "mem-$1-stream-128" -stream -conns 128 -duration "$DUR" -url "http://127.0.0.1:$3$URL" -body "$SBODY" -H "$AUTH" -pid "$2"
+    wait "$pprof" || true
+    echo "{\"label\":\"mem-$1-end\",\"rss_mb\":$(rss "$2" VmRSS),\"peak_rss_mb\":$(rss "$2" VmHWM)}"
+    for t in 10 20 30 40 50 60; do
+      sleep 10
+      echo "{\"label\":\"mem-$1-after\",\"seconds\":$t,\"rss_mb\":$(rss "$2" VmRSS)}"
+    done
+    [ -n "$4" ] || return 0
+    heap "$4" "$1-after60s" 1
+    sleep 10
+    echo "{\"label\":\"mem-$1-after-gc\",\"seconds\":70,\"rss_mb\":$(rss "$2" VmRSS)}"
+  }
+  memory dp "$DP" 18080 "$PPROF"
+  [ -z "${OLD:-}" ] || memory dp-old "$OLD" 18082 "$OLD_PPROF"
+  exit 0
+fi
 
 if [ "$MODE" = transform ]; then
   # ~10 KB conversations: beta messages (translated by dp) and the same turns as alpha chat (passthrough)
