@@ -143,7 +143,7 @@ func TestReconciliationPageInChromium(t *testing.T) {
 		t.Errorf("%d drifting rows, want 2", got)
 	}
 	causes := p.text("#rc-table tbody")
-	if !strings.Contains(causes, "price differs") || !strings.Contains(causes, "token counts differ") {
+	if !strings.Contains(causes, "price differs") || !strings.Contains(causes, "missing at provider") {
 		t.Errorf("drift causes %q: want the price change and the lost request named", causes)
 	}
 	if got := p.text("#rc-summary"); !strings.Contains(got, "6 provider·model·days reconciled, 2 with drift") {
@@ -164,7 +164,7 @@ func TestReconciliationPageInChromium(t *testing.T) {
 	}
 	// The lost gpt-4o request: its token line has the ledger above the provider in input and output, the
 	// difference negative and marked; the categories it has none of agree at 0.
-	lost := `#rc-lines tr[data-kind="tokens"][data-cause="tokens"]`
+	lost := `#rc-lines tr[data-kind="tokens"][data-cause="missing_at_provider"]`
 	cell := func(label string) []string {
 		return eval[[]string](p, `[...document.querySelectorAll('`+lost+` td[data-label="`+label+`"] span')].map((s) => s.textContent + (s.classList.contains("off") ? "!" : ""))`)
 	}

@@ -301,11 +301,27 @@ func tokenCause(hasLedger, hasProvider bool, ledger Tokens, prov *Tokens, l stor
 		return CauseNone, ""
 	}
 	detail := "provider − ledger: " + strings.Join(parts, ", ")
+	// A report that counts requests (alpha's num_model_requests, a file's requests column; 0 = not counted)
+	// and counts fewer than the ledger: requests are missing at the provider, whatever their tokens.
+	if d := l.LedgerRequests - l.ProviderRequests; l.ProviderRequests > 0 && d > 0 {
+		why := fmt.Sprintf("the provider reports %d request%s fewer than the ledger; %s", d, plural(d), detail)
+		if provisional {
+			return CausePendingLate, why + "; the day may still receive late data"
+		}
+		return CauseMissingAtProvider, why
+	}
 	if l.SourceLocal+l.SourceEstimated > 0 {
 		return CauseLocalCount, detail + fmt.Sprintf("; %d of the ledger's rows were counted locally and %d estimated, not reported by the provider",
 			l.SourceLocal, l.SourceEstimated)
 	}
 	return CauseTokens, detail
+}
+
+func plural(n int64) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 func describeRules(uses []*ruleUse) string {

@@ -315,8 +315,16 @@ func TestReconcileFindsEachInjectedDriftAndNothingOnHonestTraffic(t *testing.T) 
 
 	// Dropped requests: the provider lost the first bill; the ledger's group is over by that request.
 	run := g.reconcile(r, "alpha", dropDay, mockupstream.ReconcileControls{Drop: 1})
-	if c := causes(run); run.Status != "drift" || c[CauseTokens] != 1 || c[CauseCost] != 1 || run.LedgerTokens <= run.ProviderTokens {
+	// The provider counts its requests: the line says a request is missing at the provider, not that the
+	// provider's token counts are wrong.
+	if c := causes(run); run.Status != "drift" || c[CauseMissingAtProvider] != 1 || c[CauseTokens] != 0 || c[CauseCost] != 1 ||
+		run.LedgerTokens <= run.ProviderTokens {
 		t.Fatalf("dropped request: causes %v, ledger %d provider %d", c, run.LedgerTokens, run.ProviderTokens)
+	}
+	for _, l := range run.Lines {
+		if l.Cause == CauseMissingAtProvider && !strings.Contains(l.Detail, "1 request fewer") {
+			t.Errorf("dropped request line detail %q: want the missing request named", l.Detail)
+		}
 	}
 
 	// A category under-reported: output tokens only, named in the detail.

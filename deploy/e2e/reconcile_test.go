@@ -245,7 +245,13 @@ func TestReconciliationThroughTheDataPlane(t *testing.T) {
 		lost[mockupstream.KeyID("sk-"+name)] = id
 	}
 	run = reconcile(lost[mockupstream.KeyID(first.APIKey)], mockupstream.ReconcileControls{Drop: 1})
-	if c := causes(run); run.Status != "drift" || c["tokens"]+c["local_count"] == 0 || run.LedgerTokens <= run.ProviderTokens {
+	// Today's run is provisional (the late window is open): the missing request is pending, named, and not
+	// counted toward thresholds; a day past its window says missing_at_provider (controlplane/reconcile).
+	lostLine := false
+	for _, l := range run.Lines {
+		lostLine = lostLine || (l.Kind == "tokens" && l.Cause == "pending_late" && strings.Contains(l.Detail, "1 request fewer"))
+	}
+	if c := causes(run); run.Status != "drift" || !lostLine || c["tokens"]+c["local_count"] != 0 || run.LedgerTokens <= run.ProviderTokens {
 		t.Errorf("lost request on %s: causes %v, tokens %d/%d", first.APIKey, c, run.LedgerTokens, run.ProviderTokens)
 	}
 }
