@@ -183,6 +183,13 @@ func TestReconciliationThroughTheDataPlane(t *testing.T) {
 	if run := reconcile(fo1, mockupstream.ReconcileControls{}); run.LedgerTokens != 0 || run.ProviderTokens != 0 {
 		t.Errorf("rc-fo1 only failed: run %+v, want nothing on either side", run)
 	}
+	// Faults at the provider's admin API: a 429, a 500 and a page cut short are retried, the run is whole
+	// (a refused admin key and persistent faults: controlplane/reconcile importers_test.go).
+	if run := reconcile(pb, mockupstream.ReconcileControls{RateLimit: 1, ServerError: 1, CutPage: 1}); run.Status != "ok" ||
+		run.LedgerTokens != run.ProviderTokens || run.ProviderTokens == 0 {
+		t.Errorf("rc-beta through faults: run %s, tokens %d/%d, error %q", run.Status, run.LedgerTokens, run.ProviderTokens, run.Error)
+	}
+
 	// The cut streams were reconciled, not left out: the cut provider's rows are the local counts.
 	run := reconcile(pcut, mockupstream.ReconcileControls{})
 	if run.SourceLocal != int64(local) || run.SourceUpstream != 2 {
