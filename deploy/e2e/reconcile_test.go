@@ -112,6 +112,11 @@ func TestReconciliationThroughTheDataPlane(t *testing.T) {
 		s.doCut(t, "POST", "/v1/messages", stBetaStream, stBeta(ten, "x-mock-disconnect-after", "4", "x-mock-usage", "cached")...)
 		s.leaveAfter(t, "/v1/messages", stBetaStream, 5+i, stBeta(ten)...)
 		requests += 2
+		// Streams ended by the provider's in-stream error after text: interrupted generations, billed for
+		// what was delivered on both sides.
+		send("/v1/chat/completions", cut, stAlpha(ten, "x-mock-stream-error-after", "4")...)
+		send("/v1/messages", stBetaStream, stBeta(ten, "x-mock-stream-error-after", "5")...)
+		local++
 		// Gamma: plain, streamed, and a stream cut after two chunks.
 		send("/v1beta/models/g-1-flash:generateContent", stGammaBody, stGamma(ten, "x-mock-usage", "cached")...)
 		send("/v1beta/models/g-1-flash:streamGenerateContent?alt=sse", stGammaBody, stGamma(ten)...)
@@ -128,8 +133,8 @@ func TestReconciliationThroughTheDataPlane(t *testing.T) {
 			cutRows++
 		}
 	}
-	if counted != local || cutRows != 12 {
-		t.Fatalf("%d ledger rows counted locally, want the %d cut alpha streams; %d rows not completed, want 12 cut streams", counted, local, cutRows)
+	if counted != local || cutRows != 16 {
+		t.Fatalf("%d ledger rows counted locally, want the %d cut alpha streams; %d rows not completed, want 16 cut or interrupted streams", counted, local, cutRows)
 	}
 
 	day := time.Now().UTC().Format(time.DateOnly)
@@ -193,7 +198,7 @@ func TestReconciliationThroughTheDataPlane(t *testing.T) {
 	// The cut streams were reconciled, not left out: the cut provider's rows are the local counts.
 	run := reconcile(pcut, mockupstream.ReconcileControls{})
 	if run.SourceLocal != int64(local) || run.SourceUpstream != 2 {
-		t.Errorf("rc-cut: source mix local %d upstream %d, want %d local (the cut streams) and 2 upstream", run.SourceLocal, run.SourceUpstream, local)
+		t.Errorf("rc-cut: source mix local %d upstream %d, want %d local (the cut and interrupted streams) and 2 upstream", run.SourceLocal, run.SourceUpstream, local)
 	}
 
 	// Injected at the provider, on top of the cut streams, found through the whole stack.

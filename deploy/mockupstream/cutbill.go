@@ -18,8 +18,10 @@ import (
 //     request's dialect; other dialects' output is not counted (0), as the gateway collects only alpha
 //     chat's relayed text.
 //
-// A stream cut before its first event bills nothing (the gateway records a failed attempt), and so does a
-// stream ended by an in-stream error (x-mock-stream-error-after).
+// A stream cut before its first event bills nothing (the gateway records a failed attempt). A stream
+// ended by an in-stream error (x-mock-stream-error-after) is billed the same way when it had delivered
+// output — reported usage with output tokens, or alpha chat text — and not at all before that: the
+// gateway settles the first as an interrupted generation and the second as a failed one (docs/dataplane.md).
 
 // reportUsage records b as the latest usage a written stream event reported.
 func (x *exchange) reportUsage(endpoint, tier string, b Bill) {
@@ -38,8 +40,11 @@ func (x *exchange) settleBill() {
 	switch {
 	case whole:
 		return
-	case !x.stream || x.events == 0 || x.erred || x.bill == nil || x.kind == "" || x.s.opts.MaxRecords < 0:
+	case !x.stream || x.events == 0 || x.bill == nil || x.kind == "" || x.s.opts.MaxRecords < 0:
 		x.bill = nil
+		return
+	case x.erred && !(x.reported != nil && x.reported.Output > 0) && x.text.Len() == 0:
+		x.bill = nil // failed before any output
 		return
 	case x.reported != nil:
 		b := *x.reported

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -140,6 +141,10 @@ func TestCutStreamsAreBilledAsTheGatewayRecordsThem(t *testing.T) {
 		{"beta without usage cut", "/v1/messages", beta, vocab.KindBetaMessages, "b-1", false, 4, []string{"x-mock-usage", "none"}, false},
 		{"gamma cut", "/v1beta/models/g-1-flash:streamGenerateContent?alt=sse", gamma, vocab.KindGammaGenerateContent, "g-1-flash", false, 3, []string{"x-mock-usage", "cached"}, true},
 		{"gamma left by the client", "/v1beta/models/g-1-flash:streamGenerateContent?alt=sse", gamma, vocab.KindGammaGenerateContent, "g-1-flash", true, 2, nil, true},
+		// An in-stream error after output: the generation was interrupted, billed like a cut.
+		{"alpha chat error after text", "/v1/chat/completions", chat, vocab.KindAlphaChatCompletions, "m-1", false, 4, []string{"x-mock-stream-error-after", "3"}, false},
+		{"beta error after text", "/v1/messages", beta, vocab.KindBetaMessages, "b-1", false, 6, []string{"x-mock-stream-error-after", "5"}, true},
+		{"gamma error after text", "/v1beta/models/g-1-flash:streamGenerateContent?alt=sse", gamma, vocab.KindGammaGenerateContent, "g-1-flash", false, 3, []string{"x-mock-stream-error-after", "2"}, true},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -150,6 +155,12 @@ func TestCutStreamsAreBilledAsTheGatewayRecordsThem(t *testing.T) {
 			var body []byte
 			if tc.client {
 				h, body = b.clientCut(t, tc.path, tc.body, tc.cut, hdr...)
+			} else if slices.Contains(tc.hdr, "x-mock-stream-error-after") {
+				r := b.call(t, http.MethodPost, tc.path, tc.body, hdr...)
+				if r.status != http.StatusOK || r.err != nil {
+					t.Fatalf("status %d, read error %v: want 200 ended by its error event", r.status, r.err)
+				}
+				h, body = r.header, r.body
 			} else {
 				r := b.call(t, http.MethodPost, tc.path, tc.body, append(hdr, "x-mock-disconnect-after", strconv.Itoa(tc.cut))...)
 				if r.status != http.StatusOK || !errors.Is(r.err, io.ErrUnexpectedEOF) {
@@ -190,12 +201,15 @@ func TestStreamsNotBilledWhenNothingWasGenerated(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Options{})
 	chat := `{"model":"m-1","stream":true,"messages":[{"role":"user","content":"hello"}]}`
-	// Cut after the headers, before any event; ended by an in-stream error (the gateway settles an error).
+	// Cut after the headers, before any event; ended by an in-stream error before any text (alpha chat's
+	// role chunk, alpha responses before its usage): the gateway settles a failed request.
 	b.call(t, http.MethodPost, "/v1/chat/completions", chat, "Authorization", "Bearer sk-none-1",
 		"x-mock-disconnect-after", "0", "x-mock-disconnect-headers", "1")
 	b.call(t, http.MethodPost, "/v1/chat/completions", chat, "Authorization", "Bearer sk-none-2",
-		"x-mock-stream-error-after", "3")
-	for _, key := range []string{"sk-none-1", "sk-none-2"} {
+		"x-mock-stream-error-after", "1")
+	b.call(t, http.MethodPost, "/v1/responses", `{"model":"m-1","stream":true,"input":"hello"}`, "Authorization", "Bearer sk-none-3",
+		"x-mock-stream-error-after", "6")
+	for _, key := range []string{"sk-none-1", "sk-none-2", "sk-none-3"} {
 		if bill, ok := b.billOf(t, key); ok {
 			t.Errorf("%s billed %+v, want nothing", key, bill)
 		}
