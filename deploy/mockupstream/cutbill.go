@@ -1,6 +1,10 @@
 package mockupstream
 
 import (
+	"math"
+	"math/bits"
+	"unicode/utf8"
+
 	"github.com/tollgate/tollgate/dataplane/tokencount"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -30,8 +34,23 @@ func (x *exchange) reportUsage(endpoint, tier string, b Bill) {
 	x.reported, x.bill = x.bill, whole
 }
 
-// wroteText records output text a written alpha chat delta carried.
-func (x *exchange) wroteText(s string) { x.text.WriteString(s) }
+// wroteText records output text a written alpha chat delta carried: its length, and the text itself up to
+// tokencount.MaxExactBytes (cut at a character), as the gateway keeps it — a long stream is counted on that
+// much and extrapolated by length, in flat memory.
+func (x *exchange) wroteText(s string) {
+	x.textBytes += int64(len(s))
+	room := tokencount.MaxExactBytes - x.text.Len()
+	if room <= 0 {
+		return
+	}
+	if len(s) > room {
+		for room > 0 && !utf8.RuneStart(s[room]) {
+			room--
+		}
+		s = s[:room]
+	}
+	x.text.WriteString(s)
+}
 
 // settleBill decides x.bill once the exchange ended: the whole answer's bill, a cut stream's bill, or
 // none. It counts tokens, so it runs before finish takes the server's lock.
@@ -43,7 +62,7 @@ func (x *exchange) settleBill() {
 	case !x.stream || x.events == 0 || x.bill == nil || x.kind == "" || x.s.opts.MaxRecords < 0:
 		x.bill = nil
 		return
-	case x.erred && !(x.reported != nil && x.reported.Output > 0) && x.text.Len() == 0:
+	case x.erred && !(x.reported != nil && x.reported.Output > 0) && x.textBytes == 0:
 		x.bill = nil // failed before any output
 		return
 	case x.reported != nil:
@@ -79,7 +98,21 @@ func (x *exchange) localBill() (*Bill, bool) {
 		if err != nil {
 			return nil, false
 		}
-		b.Output = out
+		b.Output = extrapolate(out, int64(x.text.Len()), x.textBytes)
 	}
 	return &b, true
+}
+
+// extrapolate scales the tokens counted in the first kept bytes of a text to its whole length, floor(tokens
+// × total / kept), saturating at math.MaxInt64: the gateway's rule for a long relayed text.
+func extrapolate(tokens, kept, total int64) int64 {
+	if kept <= 0 || total <= kept || tokens <= 0 {
+		return tokens
+	}
+	hi, lo := bits.Mul64(uint64(tokens), uint64(total))
+	if hi >= uint64(kept) {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, uint64(kept))
+	return int64(min(q, math.MaxInt64))
 }

@@ -12,8 +12,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tollgate/tollgate/dataplane/proxy"
+	"github.com/tollgate/tollgate/dataplane/tokencount"
 	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -57,7 +59,16 @@ func gatewayRecords(t *testing.T, kind vocab.Kind, model, reqBody string, hdr ht
 	if u, found := acc.Result(); found {
 		return u
 	}
-	u, found := proxy.CountLocally(kind, vocab.OpStreamGenerateContent, model, []byte(reqBody), text.String(), int64(text.Len()))
+	// The gateway keeps the first tokencount.MaxExactBytes of the text (cut at a character) and its length.
+	kept := text.String()
+	if len(kept) > tokencount.MaxExactBytes {
+		n := tokencount.MaxExactBytes
+		for n > 0 && !utf8.RuneStart(kept[n]) {
+			n--
+		}
+		kept = kept[:n]
+	}
+	u, found := proxy.CountLocally(kind, vocab.OpStreamGenerateContent, model, []byte(reqBody), kept, int64(text.Len()))
 	if !found {
 		t.Fatal("the gateway's local counter counted nothing")
 	}
@@ -132,6 +143,9 @@ func TestCutStreamsAreBilledAsTheGatewayRecordsThem(t *testing.T) {
 	}{
 		{"alpha chat cut by the upstream", "/v1/chat/completions", chat, vocab.KindAlphaChatCompletions, "m-1", false, 4, nil, false},
 		{"alpha chat left by the client", "/v1/chat/completions", chat, vocab.KindAlphaChatCompletions, "m-1", true, 5, nil, false},
+		// 400 words of 1 KiB: the text written before the cut is longer than the gateway counts exactly.
+		{"alpha chat long text cut", "/v1/chat/completions", chat, vocab.KindAlphaChatCompletions, "m-1", false, 300,
+			[]string{"x-mock-chunks", "400", "x-mock-word-bytes", "1000"}, false},
 		{"alpha chat tool call cut", "/v1/chat/completions", chatTool, vocab.KindAlphaChatCompletions, "m-1", false, 3, []string{"x-mock-tool-call", "1"}, false},
 		{"alpha chat cut after its usage chunk", "/v1/chat/completions", chat, vocab.KindAlphaChatCompletions, "m-1", false, 11, []string{"x-mock-usage", "cached"}, true},
 		{"alpha responses cut", "/v1/responses", resp, vocab.KindAlphaResponses, "m-1", false, 6, nil, false},

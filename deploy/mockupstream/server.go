@@ -364,11 +364,12 @@ type exchange struct {
 	erred     bool  // a stream ended with an in-stream error
 	bill      *Bill // what the answer bills, kept by finish when it completed (billing.go)
 	// A stream cut short (cutbill.go): the dialect of the answer, the latest usage its written events
-	// reported, and the output text its written events carried (alpha chat).
-	kind     vocab.Kind
-	reported *Bill
-	text     strings.Builder
-	hash     uint64
+	// reported, and the output text its written events carried (alpha chat): its first bytes and length.
+	kind      vocab.Kind
+	reported  *Bill
+	text      strings.Builder
+	textBytes int64
+	hash      uint64
 }
 
 // ServeHTTP routes the request to the dialect handler.
