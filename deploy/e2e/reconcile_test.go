@@ -108,7 +108,8 @@ func TestReconciliationThroughTheDataPlane(t *testing.T) {
 		s.doCut(t, "POST", "/v1/responses", cutResp, stAlpha(ten, "x-mock-disconnect-after", "6")...)
 		requests, local = requests+3, local+3
 		// Beta streams cut by the provider after message_start and left by the client mid-text: the gateway
-		// bills the usage the stream reported, as the provider does.
+		// bills the usage the stream reported, and so does the mock provider (a real one bills the output
+		// it generated: docs/reconciliation.md, "Cut streams").
 		s.doCut(t, "POST", "/v1/messages", stBetaStream, stBeta(ten, "x-mock-disconnect-after", "4", "x-mock-usage", "cached")...)
 		s.leaveAfter(t, "/v1/messages", stBetaStream, 5+i, stBeta(ten)...)
 		requests += 2

@@ -12,7 +12,7 @@ import (
 // A stream that did not end whole — cut by the mock (x-mock-disconnect-after) or left by its client — is
 // billed like a provider bills it: for what it generated and wrote before the cut, never for the rest of
 // the plan. What it wrote is exactly what a gateway that read the stream to the cut received (every event
-// is flushed whole before the next one is generated; see docs/mockupstream.md, "Billing"), and the bill is
+// is flushed whole before the next one is generated; docs/mockupstream.md, "Admin reports"), and the bill is
 // computed by the gateway's own rule for such a stream (docs/dataplane.md, "Local token counting"):
 //
 //   - the latest usage the written events reported (beta message_start then message_delta, gamma's running
