@@ -145,7 +145,7 @@ func TestReconciliationAdminAPI(t *testing.T) {
 	}
 	var one store.ReconcileRun
 	b.must(t, 200, "GET", fmt.Sprintf("/admin/reconciliation/runs/%d", drift.ID), nil, &one)
-	if len(one.Lines) != 2 || one.Lines[0].Cause != "tokens" {
+	if len(one.Lines) != 2 || one.Lines[0].Cause != "missing_at_provider" {
 		t.Fatalf("run detail %+v", one)
 	}
 	var series struct {

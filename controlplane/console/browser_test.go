@@ -445,6 +445,8 @@ func TestPricingPageInChromium(t *testing.T) {
 			cmp: [dec.compareDecimal("10", "9.99"), dec.compareDecimal("0.30", "0.3"), dec.compareDecimal("0.1", "0.10000000000000000001"),
 				dec.compareDecimal("123456789012345678", "123456789012345677")],
 			valid: ["2.50", "0", "1.", ".5", "1e3", "-1", "1,5", " 1"].map(dec.isDecimal),
+			sub: [["0.01409", "0.01814"], ["0.00152274", "0.00126895"], ["2.50", "2.5"], ["10", "9.99"],
+				["0.1000000000000000000000001", "0.1"], ["12345678901234567890", "12345678901234567891"], ["1", "x"]].map(([a, b]) => dec.subtractDecimal(a, b)),
 		};
 	})()`, chromedp.EvalAwaitPromise))
 	cancel()
@@ -453,7 +455,8 @@ func TestPricingPageInChromium(t *testing.T) {
 	}
 	wantHelpers := map[string]any{"micros": "12345678901234567890", "cost": "0.1000000000000000000000001", "n": "1e3",
 		"out": `{"id":98765432109876543210,"t":7}`, "cmp": []any{1.0, 0.0, -1.0, 1.0},
-		"valid": []any{true, true, false, false, false, false, false, false}}
+		"valid": []any{true, true, false, false, false, false, false, false},
+		"sub":   []any{"-0.00405", "0.00025379", "0", "0.01", "0.0000000000000000000000001", "-1", ""}}
 	if !reflect.DeepEqual(helpers, wantHelpers) {
 		t.Errorf("exact-money helpers in the browser = %v, want %v", helpers, wantHelpers)
 	}

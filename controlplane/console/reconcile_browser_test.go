@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ import (
 func seedReconciliation(t *testing.T, db *storetest.DB, api adminAPI) (int64, string) {
 	t.Helper()
 	mock := mockupstream.New(mockupstream.Options{AdminKey: "sk-admin-console", Prices: map[string]mockupstream.Price{
-		"gpt-4o": {Input: "2.5", Output: "10"}, "gpt-4o-mini": {Input: "0.15", Output: "0.6"}}})
+		"gpt-4o": {Input: "2.5", Output: "10", CacheRead: "1.25", Cache30m: "3"}, "gpt-4o-mini": {Input: "0.15", Output: "0.6", CacheRead: "0.075", Cache30m: "0.2"}}})
 	srv := httptest.NewServer(mock)
 	t.Cleanup(srv.Close)
 	p := api.must("POST", "/admin/providers", map[string]any{"name": "alpha-recon", "channel_type": "alpha",
@@ -40,10 +41,10 @@ func seedReconciliation(t *testing.T, db *storetest.DB, api adminAPI) (int64, st
 		t.Fatalf("credential ref: %d %s", status, out)
 	}
 	ruleIDs := map[string]int64{}
-	for model, pr := range map[string][2]string{"gpt-4o": {"2.5", "10"}, "gpt-4o-mini": {"0.15", "0.6"}} {
+	for model, pr := range map[string][4]string{"gpt-4o": {"2.5", "10", "1.25", "3"}, "gpt-4o-mini": {"0.15", "0.6", "0.075", "0.2"}} {
 		r := api.must("POST", "/admin/price-rules", map[string]any{"provider_id": pid, "match_type": "exact", "model_match": model,
-			"input_price": pr[0], "output_price": pr[1], "cache_read_price": "0", "cache_creation_5m_price": "0",
-			"cache_creation_30m_price": "0", "cache_creation_1h_price": "0", "image_output_price": "0", "enabled": true})
+			"input_price": pr[0], "output_price": pr[1], "cache_read_price": pr[2], "cache_creation_5m_price": "0",
+			"cache_creation_30m_price": pr[3], "cache_creation_1h_price": "0", "image_output_price": "0", "enabled": true})
 		ruleIDs[model], _ = strconv.ParseInt(fmt.Sprint(r["id"]), 10, 64)
 	}
 	today := time.Now().UTC().Truncate(24 * time.Hour)
@@ -58,6 +59,9 @@ func seedReconciliation(t *testing.T, db *storetest.DB, api adminAPI) (int64, st
 			req.Header.Set("Authorization", "Bearer sk-console-inference")
 			req.Header.Set("x-mock-billed-at", at.Format(time.RFC3339))
 			req.Header.Set("x-mock-chunks", strconv.Itoa(400+100*i))
+			if i%3 == 1 { // cached prompts: cache reads and (alpha's 30-minute) cache writes
+				req.Header.Set("x-mock-usage", "cached")
+			}
 			resp, err := srv.Client().Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -70,15 +74,16 @@ func seedReconciliation(t *testing.T, db *storetest.DB, api adminAPI) (int64, st
 			resp.Body.Close()
 		}
 	}
-	prices := map[string][2]int64{"gpt-4o": {2500000, 10000000}, "gpt-4o-mini": {150000, 600000}} // micro-dollars per million
+	// micro-dollars per million: input, output, cache read, 30-minute cache write
+	prices := map[string][4]int64{"gpt-4o": {2500000, 10000000, 1250000, 3000000}, "gpt-4o-mini": {150000, 600000, 75000, 200000}}
 	for i, b := range mock.Bills() {
 		pr := prices[b.Model]
-		nanoCost := b.Input*pr[0] + b.Output*pr[1] // 10^-12 dollars
+		nanoCost := b.Input*pr[0] + b.Output*pr[1] + b.CacheRead*pr[2] + b.Cache30m*pr[3] // 10^-12 dollars
 		rule, version := ruleIDs[b.Model], int64(1)
 		rows = append(rows, store.UsageRow{RequestID: fmt.Sprintf("rc-%d", i), ProviderID: &pid, CredentialID: &cid,
 			PriceRuleID: &rule, PriceRuleVersion: &version,
 			LogicalModel: b.Model, UpstreamModel: b.Model, Operation: "generate_content", InboundKind: "alpha_chat_completions",
-			InputTokens: b.Input, OutputTokens: b.Output, ReportedTier: b.Tier, Cost: fmt.Sprintf("%d.%012d", nanoCost/1e12, nanoCost%1e12),
+			InputTokens: b.Input, OutputTokens: b.Output, CacheReadTokens: b.CacheRead, CacheCreation30m: b.Cache30m, ReportedTier: b.Tier, Cost: fmt.Sprintf("%d.%012d", nanoCost/1e12, nanoCost%1e12),
 			Source: "upstream", EndState: "completed", HTTPStatus: 200, CreatedAt: b.At})
 	}
 	if _, err := store.SettleUsages(context.Background(), db.Pool, rows); err != nil {
@@ -138,7 +143,7 @@ func TestReconciliationPageInChromium(t *testing.T) {
 		t.Errorf("%d drifting rows, want 2", got)
 	}
 	causes := p.text("#rc-table tbody")
-	if !strings.Contains(causes, "price differs") || !strings.Contains(causes, "token counts differ") {
+	if !strings.Contains(causes, "price differs") || !strings.Contains(causes, "missing at provider") {
 		t.Errorf("drift causes %q: want the price change and the lost request named", causes)
 	}
 	if got := p.text("#rc-summary"); !strings.Contains(got, "6 provider·model·days reconciled, 2 with drift") {
@@ -149,6 +154,36 @@ func TestReconciliationPageInChromium(t *testing.T) {
 	want := fmt.Sprintf("price rule %d version 1", miniRule)
 	if got := eval[string](p, `document.querySelector('#rc-lines tr[data-cause="price"] td:last-child').textContent`); !strings.Contains(got, want) {
 		t.Errorf("price line detail %q: want %q (the rule that priced the rows)", got, want)
+	}
+	// The lines show all seven categories and the cost, each as ledger, provider and provider − ledger.
+	heads := eval[[]string](p, `[...document.querySelectorAll("#rc-lines thead th")].map((th) => th.textContent)`)
+	for _, h := range []string{"Input", "Output", "Cache read", "Cache write 5m", "Cache write 30m", "Cache write 1h", "Image output", "Cost ($)"} {
+		if !slices.Contains(heads, h) {
+			t.Errorf("line headers %q lack %q", heads, h)
+		}
+	}
+	// The lost gpt-4o request: its token line has the ledger above the provider in input and output, the
+	// difference negative and marked; the categories it has none of agree at 0.
+	lost := `#rc-lines tr[data-kind="tokens"][data-cause="missing_at_provider"]`
+	cell := func(label string) []string {
+		return eval[[]string](p, `[...document.querySelectorAll('`+lost+` td[data-label="`+label+`"] span')].map((s) => s.textContent + (s.classList.contains("off") ? "!" : ""))`)
+	}
+	for _, label := range []string{"Input", "Output"} {
+		if c := cell(label); len(c) != 3 || !strings.HasPrefix(c[2], "\u2212") || !strings.HasSuffix(c[2], "!") || c[0] == c[1] {
+			t.Errorf("lost request, %s cell %q: want ledger, provider and a marked negative difference", label, c)
+		}
+	}
+	if c := cell("Cache read"); len(c) != 3 || c[0] == "0" || c[2] != "0" {
+		t.Errorf("lost request, cache read cell %q: want the cached tokens on both sides (the lost one was not cached), difference 0", c)
+	}
+	for _, label := range []string{"Cache write 5m", "Cache write 1h", "Image output"} {
+		if c := cell(label); len(c) != 3 || c[0] != "0" || c[1] != "0" || c[2] != "0" {
+			t.Errorf("lost request, %s cell %q: want 0 / 0 / 0", label, c)
+		}
+	}
+	price := eval[[]string](p, `[...document.querySelectorAll('#rc-lines tr[data-cause="price"] td[data-label="Cost"] span')].map((s) => s.textContent)`)
+	if len(price) != 3 || !strings.HasPrefix(price[2], "+") || price[0] == price[1] {
+		t.Errorf("price line cost cell %q: want ledger, provider and a positive difference", price)
 	}
 	p.screenshot("console-reconciliation-1280", 1280)
 	p.screenshot("console-reconciliation-390", 390)

@@ -81,6 +81,7 @@ func compare(kind string, ledger []store.LedgerGroup, costs []store.LedgerCost, 
 		prov       *Tokens
 		provReport bool
 		hasLedger  bool
+		cut        int64 // ledger rows of streams that broke before their end
 		cost       *decimal.Big
 	}
 	toks := map[tokenKey]*tokAcc{}
@@ -104,6 +105,7 @@ func compare(kind string, ledger []store.LedgerGroup, costs []store.LedgerCost, 
 		a.hasLedger = true
 		a.ledgerTok.Add(foldLedger(kind, g))
 		a.line.LedgerRequests += g.Requests
+		a.cut += g.Cut
 		cost, err := pricing.ParseStoredDecimal(g.Cost)
 		if err != nil {
 			return run, fmt.Errorf("ledger cost %q: %w", g.Cost, err)
@@ -188,6 +190,13 @@ func compare(kind string, ledger []store.LedgerGroup, costs []store.LedgerCost, 
 			l.Provider = &p
 		}
 		l.Cause, l.Detail = tokenCause(a.hasLedger, a.provReport, a.ledgerTok, a.prov, l, provisional)
+		if l.Cause == CauseTokens && a.cut > 0 && a.prov != nil && a.prov.Output > a.ledgerTok.Output {
+			// The rows' usage is the provider's, but as reported when the stream broke: a provider bills the
+			// output it generated, which a stream's early usage (beta's message_start) does not count. Only
+			// said where the provider bills more output than the ledger has.
+			l.Detail += fmt.Sprintf("; %d of the ledger's rows are streams that broke before their end (cut or left by the client), "+
+				"billed with the usage they had reported: the provider may bill output generated past it", a.cut)
+		}
 		if ck := (costKey{l.ProjectRef, l.Model}); l.Cause != CauseNone {
 			pending[ck] = (!drifting[ck] || pending[ck]) && l.Cause == CausePendingLate
 			drifting[ck] = true
@@ -301,11 +310,27 @@ func tokenCause(hasLedger, hasProvider bool, ledger Tokens, prov *Tokens, l stor
 		return CauseNone, ""
 	}
 	detail := "provider − ledger: " + strings.Join(parts, ", ")
+	// A report that counts requests (alpha's num_model_requests, a file's requests column; 0 = not counted)
+	// and counts fewer than the ledger: requests are missing at the provider, whatever their tokens.
+	if d := l.LedgerRequests - l.ProviderRequests; l.ProviderRequests > 0 && d > 0 {
+		why := fmt.Sprintf("the provider reports %d request%s fewer than the ledger; %s", d, plural(d), detail)
+		if provisional {
+			return CausePendingLate, why + "; the day may still receive late data"
+		}
+		return CauseMissingAtProvider, why
+	}
 	if l.SourceLocal+l.SourceEstimated > 0 {
 		return CauseLocalCount, detail + fmt.Sprintf("; %d of the ledger's rows were counted locally and %d estimated, not reported by the provider",
 			l.SourceLocal, l.SourceEstimated)
 	}
 	return CauseTokens, detail
+}
+
+func plural(n int64) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 func describeRules(uses []*ruleUse) string {

@@ -137,8 +137,9 @@ type call struct {
 	at      time.Time // when the request started (the ledger's created_at)
 	latency time.Duration
 	headers []string
-	// cut: the stream is cut by the provider; the ledger records an estimate (source estimated) of what the
-	// answer would have held, the provider bills nothing.
+	// cut: the stream is cut by the provider after two words; the provider bills what it wrote (the local
+	// count a gateway with the tokenizer would record), the ledger records an estimate instead (source
+	// estimated, as a gateway built without the tokenizer does), which differs.
 	cut bool
 }
 
@@ -160,7 +161,8 @@ func (g *gateway) do(c call) {
 	source := "upstream"
 	var u usage.Usage
 	if c.cut {
-		// The provider cuts the stream; the gateway estimates: prompt from the body, output as answered so far.
+		// The provider cuts the stream; this gateway estimates: prompt from the body's length, output as
+		// answered so far.
 		req, _ := http.NewRequest(http.MethodPost, g.p.srv.URL+path, strings.NewReader(body))
 		for i := 0; i+1 < len(h); i += 2 {
 			req.Header.Set(h[i], h[i+1])
@@ -313,8 +315,16 @@ func TestReconcileFindsEachInjectedDriftAndNothingOnHonestTraffic(t *testing.T) 
 
 	// Dropped requests: the provider lost the first bill; the ledger's group is over by that request.
 	run := g.reconcile(r, "alpha", dropDay, mockupstream.ReconcileControls{Drop: 1})
-	if c := causes(run); run.Status != "drift" || c[CauseTokens] != 1 || c[CauseCost] != 1 || run.LedgerTokens <= run.ProviderTokens {
+	// The provider counts its requests: the line says a request is missing at the provider, not that the
+	// provider's token counts are wrong.
+	if c := causes(run); run.Status != "drift" || c[CauseMissingAtProvider] != 1 || c[CauseTokens] != 0 || c[CauseCost] != 1 ||
+		run.LedgerTokens <= run.ProviderTokens {
 		t.Fatalf("dropped request: causes %v, ledger %d provider %d", c, run.LedgerTokens, run.ProviderTokens)
+	}
+	for _, l := range run.Lines {
+		if l.Cause == CauseMissingAtProvider && !strings.Contains(l.Detail, "1 request fewer") {
+			t.Errorf("dropped request line detail %q: want the missing request named", l.Detail)
+		}
 	}
 
 	// A category under-reported: output tokens only, named in the detail.
@@ -353,7 +363,8 @@ func TestReconcileFindsEachInjectedDriftAndNothingOnHonestTraffic(t *testing.T) 
 		}
 	}
 
-	// Local counting: a stream the provider cut is estimated by the gateway and never billed upstream.
+	// An estimate: a stream the provider cut, estimated by the gateway, differs from the provider's bill of
+	// it; the drift is attributed to the row's source, not to the provider.
 	run = g.reconcile(r, "alpha", localDay, mockupstream.ReconcileControls{})
 	c = causes(run)
 	if c[CauseLocalCount] != 1 || c[CauseTokens] != 0 || run.SourceEstimated != 1 {

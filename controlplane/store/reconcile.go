@@ -269,10 +269,12 @@ type LedgerGroup struct {
 	PriceRuleID                     *int64
 	PriceRuleVersion                *int32
 	Rows, Requests                  int64
-	Input, Output, CacheRead        int64
-	Cache5m, Cache30m, Cache1h      int64
-	ImageOut                        int64
-	Cost                            string
+	// Cut counts the rows of streams that broke before their end (upstream_interrupted, client_dropped).
+	Cut                        int64
+	Input, Output, CacheRead   int64
+	Cache5m, Cache30m, Cache1h int64
+	ImageOut                   int64
+	Cost                       string
 }
 
 // LedgerGroups sums the ledger's request rows of a provider whose bucket instant — the request's end
@@ -288,6 +290,7 @@ func LedgerGroups(ctx context.Context, db DBTX, providerID int64, from, to time.
 		       u.price_rule_id, u.price_rule_version, count(*),
 		       count(*) FILTER (WHERE u.end_state = 'completed' OR u.input_tokens + u.output_tokens + u.cache_read_tokens
 		           + u.cache_creation_5m_tokens + u.cache_creation_30m_tokens + u.cache_creation_1h_tokens + u.image_output_tokens > 0),
+		       count(*) FILTER (WHERE u.end_state IN ('upstream_interrupted', 'client_dropped')),
 		       sum(u.input_tokens), sum(u.output_tokens), sum(u.cache_read_tokens), sum(u.cache_creation_5m_tokens),
 		       sum(u.cache_creation_30m_tokens), sum(u.cache_creation_1h_tokens), sum(u.image_output_tokens), sum(u.cost)::text
 		  FROM usages u

@@ -66,10 +66,8 @@ func TestAdminReportsAreWhatWasBilled(t *testing.T) {
 		wantOut += u["completion_tokens"].(float64)
 		wantCached += u["prompt_tokens_details"].(map[string]any)["cached_tokens"].(float64)
 	}
-	// A request that failed upstream and a stream cut midway are not billed.
+	// A request that failed upstream is not billed (a cut stream is: cutbill_test.go).
 	b.call(t, http.MethodPost, "/v1/chat/completions", chat, "x-mock-status", "500", "x-mock-billed-at", at)
-	b.call(t, http.MethodPost, "/v1/chat/completions", `{"model":"m-1","stream":true,"messages":[{"role":"user","content":"x"}]}`,
-		"x-mock-disconnect-after", "2", "x-mock-billed-at", at)
 	beta := `{"model":"b-1","max_tokens":50,"messages":[{"role":"user","content":"bonjour"}]}`
 	r := b.post(t, "/v1/messages", beta, "anthropic-version", "2023-06-01", "x-api-key", "sk-b",
 		"x-mock-billed-at", at, "x-mock-usage", "cached")
@@ -294,5 +292,46 @@ func TestAlphaCacheWritesAreBilledAs30MinuteWrites(t *testing.T) {
 	}
 	if r := b.call(t, http.MethodPut, "/_mock/reconcile", `{"under_report":{"category":"cache_creation_2h","percent":50}}`); r.status != http.StatusBadRequest {
 		t.Fatalf("unknown category accepted: %d", r.status)
+	}
+}
+
+// Gamma has no admin report API: its answers — whole, and a stream cut short — are billed and exported
+// in the billing export with the usage they reported (uncached input = prompt − cached).
+func TestGammaIsBilledInTheExport(t *testing.T) {
+	b := setup(t, Options{Prices: map[string]Price{"g-1-flash": {Input: "1", Output: "4", CacheRead: "0.25"}}})
+	yesterday := dayStart(1)
+	at := yesterday.Add(9 * time.Hour).Format(time.RFC3339)
+	body := `{"contents":[{"role":"user","parts":[{"text":"hello there, how are you today?"}]}]}`
+	r := b.post(t, "/v1beta/models/g-1-flash:generateContent", body, "x-goog-api-key", "sk-g", "x-mock-billed-at", at,
+		"x-mock-usage", "cached")
+	u := decodeJSON(t, r.body)["usageMetadata"].(map[string]any)
+	prompt, cached, out := int64(u["promptTokenCount"].(float64)), int64(u["cachedContentTokenCount"].(float64)), int64(u["candidatesTokenCount"].(float64))
+	cut := b.call(t, http.MethodPost, "/v1beta/models/g-1-flash:streamGenerateContent?alt=sse", body, "x-goog-api-key", "sk-g",
+		"x-mock-billed-at", at, "x-mock-disconnect-after", "2")
+	evs := parseSSE(t, cut.body)
+	cu := evs[len(evs)-1].json(t)["usageMetadata"].(map[string]any)
+	if cached == 0 || len(evs) != 2 || cu["candidatesTokenCount"].(float64) != 2 {
+		t.Fatalf("usage %v, cut stream %d events, its last usage %v", u, len(evs), cu)
+	}
+	if _, err := b.mock.Wait(testCtx(t), func(r Request) bool { return r.Aborted && r.Done }); err != nil {
+		t.Fatal(err)
+	}
+	// The cut stream (no cache) bills the running usage of its last event: 2 words.
+	wantIn, wantOut := prompt-cached+int64(cu["promptTokenCount"].(float64)), out+2
+	r = b.call(t, http.MethodGet, "/_mock/billing.csv?from="+yesterday.Format(time.DateOnly)+"&to="+
+		yesterday.AddDate(0, 0, 1).Format(time.DateOnly), "")
+	rows, err := csv.NewReader(bytes.NewReader(r.body)).ReadAll()
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("billing export %q: %v", r.body, err)
+	}
+	row := rows[1]
+	col := func(name string) string { return row[slices.Index(ExportColumns, name)] }
+	if col("model") != "g-1-flash" || col("key_ref") != KeyID("sk-g") || col("tier") != "standard" || col("requests") != "2" ||
+		col("input_tokens") != fmt.Sprint(wantIn) || col("cache_read_tokens") != fmt.Sprint(cached) || col("output_tokens") != fmt.Sprint(wantOut) {
+		t.Fatalf("gamma export row %v; want input %d, cache read %d, output %d over 2 requests", row, wantIn, cached, wantOut)
+	}
+	cost := decimal.New(wantIn*100+wantOut*400+cached*25, 8)
+	if got, err := pricing.ParseDecimal(col("cost")); err != nil || got.Cmp(cost) != 0 {
+		t.Fatalf("gamma export cost %q, want %s", col("cost"), cost)
 	}
 }

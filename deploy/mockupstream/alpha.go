@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // --- chat completions ---
@@ -147,7 +149,7 @@ func (x *exchange) alphaChat() {
 	if !x.decode(&req) {
 		return
 	}
-	x.model = req.Model
+	x.model, x.kind = req.Model, vocab.KindAlphaChatCompletions
 	if req.Model == "" {
 		x.fail(http.StatusBadRequest, "you must provide a model parameter")
 		return
@@ -214,6 +216,7 @@ func (x *exchange) alphaChat() {
 				nil) != nil {
 				return
 			}
+			x.wroteText(frag)
 		}
 	} else {
 		empty := ""
@@ -224,6 +227,7 @@ func (x *exchange) alphaChat() {
 			if send(chatDelta{Content: &w}, nil) != nil {
 				return
 			}
+			x.wroteText(w)
 		}
 	}
 	if send(chatDelta{}, &finish) != nil {
@@ -236,6 +240,7 @@ func (x *exchange) alphaChat() {
 			if st.event("", chunk) != nil {
 				return
 			}
+			x.reportUsage(EndpointCompletions, tier, planBill(EndpointCompletions, p))
 		}
 	}
 	if st.raw("data: [DONE]\n\n") != nil {
@@ -359,7 +364,7 @@ func (x *exchange) alphaResponses() {
 	if !x.decode(&req) {
 		return
 	}
-	x.model = req.Model
+	x.model, x.kind = req.Model, vocab.KindAlphaResponses
 	if req.Model == "" {
 		x.fail(http.StatusBadRequest, "you must provide a model parameter")
 		return

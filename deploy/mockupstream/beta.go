@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 type betaRequest struct {
@@ -69,6 +71,21 @@ func (x *exchange) betaUsage(p *plan, out int, inputSide bool, tier, speed strin
 	return u
 }
 
+// betaBill is the bill of what u reports (message_start's usage).
+func betaBill(u *betaUsage) Bill {
+	b := Bill{Output: int64(u.OutputTokens)}
+	if u.InputTokens != nil {
+		b.Input = int64(*u.InputTokens)
+	}
+	if u.CacheReadInputTokens != nil {
+		b.CacheRead = int64(*u.CacheReadInputTokens)
+	}
+	if c := u.CacheCreation; c != nil {
+		b.Cache5m, b.Cache1h = int64(c.Ephemeral5m), int64(c.Ephemeral1h)
+	}
+	return b
+}
+
 type betaMessage struct {
 	ID           string     `json:"id"`
 	Type         string     `json:"type"`
@@ -91,7 +108,7 @@ func (x *exchange) betaMessages() {
 	if !x.decode(&req) {
 		return
 	}
-	x.model = req.Model
+	x.model, x.kind = req.Model, vocab.KindBetaMessages
 	switch {
 	case req.Model == "":
 		x.fail(http.StatusBadRequest, "model: Field required")
@@ -156,6 +173,9 @@ func (x *exchange) betaMessages() {
 	if st.event("message_start", fields{"type", "message_start", "message", start}) != nil {
 		return
 	}
+	if u := start.Usage; u != nil {
+		x.reportUsage(EndpointMessages, tier, betaBill(u))
+	}
 	idx := 0
 	pinged := false
 	block := func(cb fields, deltas []fields) error {
@@ -211,8 +231,13 @@ func (x *exchange) betaMessages() {
 	if x.ctl.usage != "none" {
 		md = append(md, "usage", x.betaUsage(p, p.output, x.ctl.usage != "aggregate", "", ""))
 	}
-	if st.event("message_delta", md) != nil ||
-		st.event("message_stop", fields{"type", "message_stop"}) != nil {
+	if st.event("message_delta", md) != nil {
+		return
+	}
+	if x.ctl.usage != "none" {
+		x.reportUsage(EndpointMessages, tier, planBill(EndpointMessages, p))
+	}
+	if st.event("message_stop", fields{"type", "message_stop"}) != nil {
 		return
 	}
 	st.end()

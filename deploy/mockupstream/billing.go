@@ -36,6 +36,9 @@ const (
 	EndpointEmbeddings  = "embeddings"
 	EndpointImages      = "images"
 	EndpointMessages    = "messages" // beta messages
+	// EndpointGenerateContent is gamma generateContent and streamGenerateContent: no admin report API
+	// serves it (as for Gemini); the billing export (export.go) does.
+	EndpointGenerateContent = "generate_content"
 )
 
 // Bill is one billed answer.
@@ -89,21 +92,31 @@ func (x *exchange) billFor(endpoint, tier string, b Bill) {
 // billPlan bills a generate answer's plan: uncached input, cache reads, cache writes and output. The cache
 // writes are billed with the lifetime of the dialect's cache, as the gateway prices them: alpha's cache
 // (cache_write_tokens) lives 30 minutes, beta's (cache_creation.ephemeral_5m_input_tokens) 5 minutes.
+// Gamma reports no cache writes: its prompt less its cached tokens is input.
 func (x *exchange) billPlan(endpoint, tier string, p *plan) {
-	b := Bill{Input: int64(p.prompt - p.cacheRead - p.cacheWrite), Output: int64(p.output), CacheRead: int64(p.cacheRead)}
-	if endpoint == EndpointCompletions {
-		b.Cache30m = int64(p.cacheWrite)
-	} else {
-		b.Cache5m = int64(p.cacheWrite)
-	}
-	x.billFor(endpoint, tier, b)
+	x.billFor(endpoint, tier, planBill(endpoint, p))
 }
 
-// keepBill stores x's bill when its answer was delivered whole with a 2xx status. Called under s.mu.
+// planBill is the bill of a whole answer to p.
+func planBill(endpoint string, p *plan) Bill {
+	b := Bill{Input: int64(p.prompt - p.cacheRead - p.cacheWrite), Output: int64(p.output), CacheRead: int64(p.cacheRead)}
+	switch endpoint {
+	case EndpointCompletions:
+		b.Cache30m = int64(p.cacheWrite)
+	case EndpointMessages:
+		b.Cache5m = int64(p.cacheWrite)
+	case EndpointGenerateContent:
+		b.Input = int64(p.prompt - p.cacheRead)
+	}
+	return b
+}
+
+// keepBillLocked stores x's bill as settleBill (cutbill.go) left it: an answer delivered whole with a 2xx
+// status, or a stream cut short. Called under s.mu.
 func (s *Server) keepBillLocked(x *exchange) {
 	// A mock that records nothing (MaxRecords < 0: benchmarks, load tests) keeps no bills either: they
 	// would grow without bound.
-	if s.opts.MaxRecords < 0 || x.bill == nil || !x.completed || x.aborted || x.erred || x.status < 200 || x.status > 299 {
+	if s.opts.MaxRecords < 0 || x.bill == nil {
 		return
 	}
 	s.billSeq++

@@ -27,7 +27,7 @@ var ExportColumns = []string{"day", "key_ref", "project_ref", "model", "tier", "
 // BillingCSV exports the bills of the UTC days [from, to) of the given endpoints (all when none).
 func (s *Server) BillingCSV(from, to time.Time, endpoints ...string) ([]byte, error) {
 	if len(endpoints) == 0 {
-		endpoints = []string{EndpointCompletions, EndpointEmbeddings, EndpointImages, EndpointMessages}
+		endpoints = []string{EndpointCompletions, EndpointEmbeddings, EndpointImages, EndpointMessages, EndpointGenerateContent}
 	}
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // TierHeader is the gamma served-tier response header: gamma reports the tier that served a request in
@@ -147,7 +149,10 @@ func (x *exchange) gammaGenerate(model string, stream bool) {
 	if tierReq == "" {
 		tierReq = req.ServiceTierCamel
 	}
-	x.w.Header().Set(TierHeader, x.gammaTier(tierReq))
+	tier := x.gammaTier(tierReq)
+	x.w.Header().Set(TierHeader, tier)
+	x.kind = vocab.KindGammaGenerateContent
+	x.billPlan(EndpointGenerateContent, tier, p)
 	finish := "STOP"
 	if p.truncated {
 		finish = "MAX_TOKENS"
@@ -221,6 +226,10 @@ func (x *exchange) gammaGenerate(model string, stream bool) {
 		}
 		if st.event("", resp) != nil {
 			return
+		}
+		if u := resp.UsageMetadata; u != nil { // the running tally: the latest replaces the one before
+			x.reportUsage(EndpointGenerateContent, tier, Bill{Input: int64(u.PromptTokenCount - u.CachedContentTokenCount),
+				CacheRead: int64(u.CachedContentTokenCount), Output: int64(u.CandidatesTokenCount + u.ThoughtsTokenCount)})
 		}
 	}
 	st.end()

@@ -23,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // Dialect names used in records and error shapes.
@@ -255,16 +257,19 @@ func (s *Server) takeFailure(key string, n int) bool {
 
 // controls are the per-request x-mock-* headers.
 type controls struct {
-	latency     time.Duration
-	chunkDelay  time.Duration
-	status      int
-	failFirst   int
-	failKey     string
-	retryAfter  string
-	usage       string // "", full, none, aggregate, cached, image_tokens
-	usageSet    bool
-	chunks      int
-	disconnect  int // -1 = never
+	latency    time.Duration
+	chunkDelay time.Duration
+	status     int
+	failFirst  int
+	failKey    string
+	retryAfter string
+	usage      string // "", full, none, aggregate, cached, image_tokens
+	usageSet   bool
+	chunks     int
+	disconnect int // -1 = never
+	// stall holds a stream after this many events until its client goes away (x-mock-stall-after; -1 =
+	// never): nothing is in flight when the client leaves, so a gateway has read every written event.
+	stall       int
 	streamError int // -1 = never
 	toolCall    bool
 	servedTier  string
@@ -307,6 +312,7 @@ func parseControls(h http.Header) controls {
 		usage:        strings.ToLower(strings.TrimSpace(h.Get("x-mock-usage"))),
 		chunks:       min(headerInt(h, "x-mock-chunks", 8), 100000),
 		disconnect:   headerInt(h, "x-mock-disconnect-after", -1),
+		stall:        headerInt(h, "x-mock-stall-after", -1),
 		streamError:  headerInt(h, "x-mock-stream-error-after", -1),
 		toolCall:     truthy(h.Get("x-mock-tool-call")),
 		servedTier:   strings.ToLower(strings.TrimSpace(h.Get("x-mock-served-tier"))),
@@ -357,6 +363,12 @@ type exchange struct {
 	aborted   bool
 	erred     bool  // a stream ended with an in-stream error
 	bill      *Bill // what the answer bills, kept by finish when it completed (billing.go)
+	// A stream cut short (cutbill.go): the dialect of the answer, the latest usage its written events
+	// reported, and the output text its written events carried (alpha chat): its first bytes and length.
+	kind      vocab.Kind
+	reported  *Bill
+	text      strings.Builder
+	textBytes int64
 	hash      uint64
 }
 
@@ -389,6 +401,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if x.r.Context().Err() != nil && !x.completed && !x.aborted {
 			x.cancelled = true
 		}
+		x.settleBill()
 		s.finish(x)
 		if s.log.Enabled(r.Context(), slog.LevelDebug) {
 			s.log.Debug("mock request", "method", r.Method, "path", path, "status", x.status, "events", x.events,

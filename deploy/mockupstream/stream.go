@@ -105,6 +105,9 @@ func (st *streamer) event(name string, v any) error {
 		st.abort()
 		return errStopped
 	}
+	if st.stalled() {
+		return errStopped
+	}
 	if st.seq == x.ctl.streamError && st.errFn != nil {
 		x.erred = true
 		en, ev := st.errFn(st.seq)
@@ -169,6 +172,9 @@ func (st *streamer) raw(s string) error {
 		st.abort()
 		return errStopped
 	}
+	if st.stalled() {
+		return errStopped
+	}
 	if st.seq > 0 && !st.x.sleep(st.x.ctl.chunkDelay) {
 		return errStopped
 	}
@@ -181,6 +187,18 @@ func (st *streamer) raw(s string) error {
 		return errStopped
 	}
 	return nil
+}
+
+// maxStall bounds x-mock-stall-after: a client that never leaves gets the rest of the stream then.
+const maxStall = 5 * time.Minute
+
+// stalled holds the stream at x-mock-stall-after until the client goes away (true: stop now).
+func (st *streamer) stalled() bool {
+	if st.seq != st.x.ctl.stall {
+		return false
+	}
+	st.x.ctl.stall = -1
+	return !st.x.sleep(maxStall)
 }
 
 // end closes the stream normally.

@@ -26,3 +26,16 @@ export function compareDecimal(a, b) {
   const pa = af.padEnd(n, "0"), pb = bf.padEnd(n, "0");
   return pa === pb ? 0 : (pa < pb ? -1 : 1);
 }
+
+/** a − b of two non-negative decimal strings, exactly, as a signed decimal string ("-0.0012", "0"); "" when
+ * either is not a decimal. BigInt arithmetic on the digits: never a float. */
+export function subtractDecimal(a, b) {
+  if (!DECIMAL_RE.test(a ?? "") || !DECIMAL_RE.test(b ?? "")) return "";
+  const [ai, af] = parts(a), [bi, bf] = parts(b);
+  const n = Math.max(af.length, bf.length);
+  const d = BigInt(ai + af.padEnd(n, "0")) - BigInt(bi + bf.padEnd(n, "0"));
+  const digits = (d < 0n ? -d : d).toString().padStart(n + 1, "0");
+  let out = n ? `${digits.slice(0, digits.length - n)}.${digits.slice(digits.length - n)}` : digits;
+  if (n) out = out.replace(/0+$/, "").replace(/\.$/, "");
+  return (d < 0n ? "-" : "") + out;
+}

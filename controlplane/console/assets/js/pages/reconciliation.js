@@ -4,6 +4,7 @@
 import { call, ApiError } from "../api.js";
 import { el, field, fieldError, clearErrors, showApiErrors, notice, count, when, table } from "../ui.js";
 import { utcDay } from "../spendapi.js";
+import { subtractDecimal } from "../decimal.js";
 import uPlot from "../../vendor/uplot/uPlot.esm.js";
 
 // The same colours as the .swatch-N classes (console.css), so the legend matches the bars.
@@ -192,25 +193,60 @@ function renderRuns(runs) {
   root.querySelector("#rc-runs").replaceChildren(rows.length ? t : el("p", { class: "muted" }, "No runs yet."));
 }
 
+// The seven token categories of a line, in the ledger's order (docs/reconciliation.md, "What is compared").
+const CATEGORIES = [
+  ["input_tokens", "Input"], ["output_tokens", "Output"], ["cache_read_tokens", "Cache read"],
+  ["cache_creation_5m_tokens", "Cache write 5m"], ["cache_creation_30m_tokens", "Cache write 30m"],
+  ["cache_creation_1h_tokens", "Cache write 1h"], ["image_output_tokens", "Image output"],
+];
+
+// signed formats a difference with its sign (U+2212 for minus); zero is "0".
+function signed(s, fmt) {
+  if (s === "" || s === undefined) return "—";
+  const neg = s.startsWith("-"), v = neg ? s.slice(1) : s;
+  if (/^0(\.0*)?$/.test(v)) return "0";
+  return (neg ? "\u2212" : "+") + fmt(v);
+}
+
+// compared is one cell of a line: the ledger's value, the provider's and the difference provider − ledger,
+// stacked (on narrow screens in a row, each with its side's letter).
+function compared(label, ledger, provider, delta, { mono = false } = {}) {
+  const off = delta !== "0" && delta !== "—";
+  return el("td", { class: `num cmp${mono ? " mono" : ""}`, "data-label": label },
+    el("span", { "data-side": "L", title: "Ledger" }, ledger),
+    el("span", { "data-side": "P", title: "Provider" }, provider),
+    el("span", { "data-side": "Δ", title: "Provider − ledger", class: off ? "delta off" : "delta" }, delta));
+}
+
 async function openRun(id) {
   const { data: r } = await call("GET", `/admin/reconciliation/runs/${id}`);
   const panel = root.querySelector("#rc-run");
   root.querySelector("#rc-run-title").replaceChildren(`Run #${r.id} — provider ${r.provider_id}, ${r.day.slice(0, 10)} `, statusBadge(r));
-  const cat = (side, k) => side ? count(side[k]) : "—";
-  const heads = ["Kind", "Key / project", "Model", "Tier", { label: "Input L/P", num: true }, { label: "Output L/P", num: true },
-    { label: "Cache read L/P", num: true }, { label: "Cost L/P ($)", num: true }, "Cause", "Detail"];
-  const rows = r.lines.map((l) => el("tr", { class: l.cause === "none" ? "" : "drift", "data-cause": l.cause },
-    el("td", { "data-label": "Kind" }, l.kind),
-    el("td", { "data-label": "Key / project", class: "mono" }, l.kind === "tokens" ? l.key_ref || "(unmapped)" : l.project_ref || "(none)"),
-    el("td", { "data-label": "Model" }, l.model),
-    el("td", { "data-label": "Tier" }, l.tier),
-    el("td", { class: "num", "data-label": "Input" }, l.kind === "tokens" ? `${count(l.ledger.input_tokens)} / ${cat(l.provider, "input_tokens")}` : ""),
-    el("td", { class: "num", "data-label": "Output" }, l.kind === "tokens" ? `${count(l.ledger.output_tokens)} / ${cat(l.provider, "output_tokens")}` : ""),
-    el("td", { class: "num", "data-label": "Cache read" }, l.kind === "tokens" ? `${count(l.ledger.cache_read_tokens)} / ${cat(l.provider, "cache_read_tokens")}` : ""),
-    el("td", { class: "num mono", "data-label": "Cost" }, l.kind === "cost" ? `${l.ledger_cost} / ${l.provider_cost}` : l.ledger_cost),
-    el("td", { "data-label": "Cause" }, CAUSES[l.cause] || l.cause),
-    el("td", { "data-label": "Detail" }, l.detail)));
-  root.querySelector("#rc-lines").replaceChildren(table(`Lines of run ${r.id}`, heads, rows, { cls: "data cards-narrow" }));
+  const heads = ["Line", { label: "", num: true }, ...CATEGORIES.map(([, label]) => ({ label, num: true })), { label: "Cost ($)", num: true }, "Cause"];
+  const rows = r.lines.map((l) => {
+    const tokens = l.kind === "tokens";
+    const cats = CATEGORIES.map(([k, label]) => {
+      if (!tokens) return el("td", { class: "num muted", "data-label": label }, "");
+      const lv = l.ledger[k], pv = l.provider ? l.provider[k] : null;
+      return compared(label, count(lv), pv === null ? "—" : count(pv), pv === null ? "—" : signed(String(pv - lv), count));
+    });
+    // A token line's cost is the ledger's only: the provider reports cost per project (the cost lines).
+    const cost = tokens ? compared("Cost", l.ledger_cost, "—", "—", { mono: true })
+      : compared("Cost", l.ledger_cost, l.provider_cost, signed(subtractDecimal(l.provider_cost, l.ledger_cost), (v) => v), { mono: true });
+    const where = tokens ? l.key_ref || "(unmapped key)" : l.project_ref || "(no project)";
+    return el("tr", { class: l.cause === "none" ? "" : "drift", "data-cause": l.cause, "data-kind": l.kind },
+      el("td", { "data-label": "Line", class: "line" },
+        el("strong", {}, l.model), el("br"),
+        el("span", { class: "mono" }, where), el("br"),
+        el("span", { class: "muted" }, `${l.kind}${l.tier ? ` · ${l.tier}` : ""}`),
+        tokens ? el("span", { class: "muted" }, el("br"), `requests ${count(l.ledger_requests)} / ${count(l.provider_requests)}`) : null),
+      el("td", { class: "num sides", "aria-hidden": "true" }, el("span", {}, "Ledger"), el("span", {}, "Provider"), el("span", {}, "Δ P−L")),
+      ...cats, cost,
+      el("td", { "data-label": "Cause", class: "cause" }, el("strong", {}, CAUSES[l.cause] || l.cause), l.detail ? el("br") : null, l.detail || ""));
+  });
+  root.querySelector("#rc-lines").replaceChildren(
+    el("p", { class: "muted" }, "Each cell: the ledger, the provider's report, and the difference provider − ledger. Token lines match the provider's usage groups (key, model, tier); cost lines its cost groups (project, model)."),
+    table(`Lines of run ${r.id}`, heads, rows, { cls: "data cards-narrow rc-lines" }));
   panel.hidden = false;
 }
 

@@ -1,0 +1,118 @@
+package mockupstream
+
+import (
+	"math"
+	"math/bits"
+	"unicode/utf8"
+
+	"github.com/tollgate/tollgate/dataplane/tokencount"
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+// A stream that did not end whole — cut by the mock (x-mock-disconnect-after) or left by its client — is
+// billed like a provider bills it: for what it generated and wrote before the cut, never for the rest of
+// the plan. What it wrote is exactly what a gateway that read the stream to the cut received (every event
+// is flushed whole before the next one is generated; docs/mockupstream.md, "Admin reports"), and the bill is
+// computed by the gateway's own rule for such a stream (docs/dataplane.md, "Local token counting"):
+//
+//   - the latest usage the written events reported (beta message_start then message_delta, gamma's running
+//     usageMetadata, alpha chat's usage chunk), when one did;
+//   - else the request's prompt and, for alpha chat, the text the written deltas carried (content and
+//     tool-call arguments), counted with dataplane/tokencount — the counter the gateway uses — in the
+//     request's dialect; other dialects' output is not counted (0), as the gateway collects only alpha
+//     chat's relayed text.
+//
+// A stream cut before its first event bills nothing (the gateway records a failed attempt). A stream
+// ended by an in-stream error (x-mock-stream-error-after) is billed the same way when it had delivered
+// output — reported usage with output tokens, or alpha chat text — and not at all before that: the
+// gateway settles the first as an interrupted generation and the second as a failed one (docs/dataplane.md).
+
+// reportUsage records b as the latest usage a written stream event reported.
+func (x *exchange) reportUsage(endpoint, tier string, b Bill) {
+	whole := x.bill
+	x.billFor(endpoint, tier, b)
+	x.reported, x.bill = x.bill, whole
+}
+
+// wroteText records output text a written alpha chat delta carried: its length, and the text itself up to
+// tokencount.MaxExactBytes (cut at a character), as the gateway keeps it — a long stream is counted on that
+// much and extrapolated by length, in flat memory.
+func (x *exchange) wroteText(s string) {
+	x.textBytes += int64(len(s))
+	room := tokencount.MaxExactBytes - x.text.Len()
+	if room <= 0 {
+		return
+	}
+	if len(s) > room {
+		for room > 0 && !utf8.RuneStart(s[room]) {
+			room--
+		}
+		s = s[:room]
+	}
+	x.text.WriteString(s)
+}
+
+// settleBill decides x.bill once the exchange ended: the whole answer's bill, a cut stream's bill, or
+// none. It counts tokens, so it runs before finish takes the server's lock.
+func (x *exchange) settleBill() {
+	whole := x.completed && !x.aborted && !x.erred && x.status >= 200 && x.status <= 299
+	switch {
+	case whole:
+		return
+	case !x.stream || x.events == 0 || x.bill == nil || x.kind == "" || x.s.opts.MaxRecords < 0:
+		x.bill = nil
+		return
+	case x.erred && !(x.reported != nil && x.reported.Output > 0) && x.textBytes == 0:
+		x.bill = nil // failed before any output
+		return
+	case x.reported != nil:
+		b := *x.reported
+		x.bill = &b
+		return
+	}
+	b, ok := x.localBill()
+	if !ok {
+		x.bill = nil
+		return
+	}
+	x.bill = b
+}
+
+// localBill counts a cut stream without reported usage the gateway's way: the prompt of the request, and
+// for alpha chat the text written. Without the tokenizer (-tags notokenizer) the mock's own prompt count
+// stands in (the gateway then bills its admission estimate: no agreement is possible).
+func (x *exchange) localBill() (*Bill, bool) {
+	b := *x.bill
+	b.Input, b.Output, b.CacheRead, b.Cache5m, b.Cache30m, b.Cache1h, b.ImageOut, b.Images = 0, 0, 0, 0, 0, 0, 0, 0
+	if !tokencount.Supported() {
+		b.Input = int64(max(tokensOf(len(x.body)), 1))
+		return &b, true
+	}
+	in, err := tokencount.CountPrompt(x.kind, x.model, x.body)
+	if err != nil {
+		return nil, false
+	}
+	b.Input = in
+	if x.kind == vocab.KindAlphaChatCompletions {
+		out, err := tokencount.CountText(x.kind, x.model, x.text.String())
+		if err != nil {
+			return nil, false
+		}
+		b.Output = extrapolate(out, int64(x.text.Len()), x.textBytes)
+	}
+	return &b, true
+}
+
+// extrapolate scales the tokens counted in the first kept bytes of a text to its whole length, floor(tokens
+// × total / kept), saturating at math.MaxInt64: the gateway's rule for a long relayed text.
+func extrapolate(tokens, kept, total int64) int64 {
+	if kept <= 0 || total <= kept || tokens <= 0 {
+		return tokens
+	}
+	hi, lo := bits.Mul64(uint64(tokens), uint64(total))
+	if hi >= uint64(kept) {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, uint64(kept))
+	return int64(min(q, math.MaxInt64))
+}
