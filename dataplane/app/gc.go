@@ -14,7 +14,7 @@ import (
 // 100 a collection ran every few dozen requests and took ~10 % of the process's CPU at one connection; at
 // 400 it runs a quarter as often (docs/benchmarks.md, "10 KB bodies"). The heap may grow to five times the
 // live heap instead of two: defaultGC bounds that with a soft memory limit below the container's.
-const DefaultGCPercent = 400
+const DefaultGCPercent = 200
 
 // memoryLimitShare is the share of the cgroup's memory limit given to the Go runtime as its soft memory
 // limit (GOMEMLIMIT) when the operator sets none: near it the collector runs as often as it must, so the
