@@ -88,6 +88,9 @@ type Server struct {
 	// MetricsServer serves /metrics on TOLLGATE_METRICS_ADDR; nil when /metrics is on the client port.
 	MetricsServer *telemetry.MetricsServer
 
+	// reclaim returns a burst's memory to the OS once requests stop (TOLLGATE_IDLE_RECLAIM).
+	reclaim *reclaimer
+
 	// Proxy serves every client path; Upstream is its pooled provider transport.
 	Proxy    *proxy.Handler
 	Upstream *upstream.Client
@@ -195,7 +198,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		// Every request's body must arrive within this (docs/dataplane.md "Memory bounded by what was received").
 		BodyReadTimeout: cfg.BodyReadTimeout,
 	})
-	s.Mux.Handle("/", s.Telemetry.Handler(s.Proxy)) // every client path; health and metrics patterns are more specific
+	s.reclaim = newReclaimer()
+	s.Mux.Handle("/", s.reclaim.wrap(s.Telemetry.Handler(s.Proxy))) // every client path; health and metrics patterns are more specific
 	s.drain = process.NewDrain(cfg.DrainDelay)
 	process.HealthHandlers(s.Mux, s.drain.Ready(s.ready))
 	if cfg.MetricsAddr == "" {
@@ -356,6 +360,9 @@ func (s *Server) Run(ctx context.Context) error {
 	defer stopForward()
 	forwarded := make(chan struct{})
 	go func() { defer close(forwarded); _ = s.Forwarder.Run(fwdCtx) }()
+	if d := s.Config.IdleReclaim; d > 0 {
+		go s.reclaim.run(syncCtx, d)
+	}
 	servers := []process.Server{s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.ln), snapshots}
 	if m := s.MetricsServer; m != nil {
 		servers = append(servers, process.HTTPServer("metrics", m.Server, m.Listener))

@@ -11,10 +11,12 @@ import (
 // DefaultGCPercent is the data plane's garbage-collector target (GOGC) when the operator sets none. The
 // request path's live heap is small (the snapshot, pooled buffers, in-flight requests) while every request
 // leaves its body's worth of garbage and more (a translated 10 KB request ~50–60 KB), so at Go's default of
-// 100 a collection ran every few dozen requests and took ~10 % of the process's CPU at one connection; at
-// 400 it runs a quarter as often (docs/benchmarks.md, "10 KB bodies"). The heap may grow to five times the
-// live heap instead of two: defaultGC bounds that with a soft memory limit below the container's.
-const DefaultGCPercent = 400
+// 100 a collection runs every few dozen requests (~10 % of the process's CPU at one connection). 200 halves
+// that; 400 would halve it again but lets the heap reach five times the live heap, which at 128 connections
+// (18–21 MB of live per-connection buffers) put the data plane at 127–138 MB RSS against 88 MB at 200
+// (docs/benchmarks.md, "Memory at 128 connections"). defaultGC also bounds the heap with a soft memory
+// limit below the container's, and the reclaimer (reclaim.go) returns a burst's heap once requests stop.
+const DefaultGCPercent = 200
 
 // memoryLimitShare is the share of the cgroup's memory limit given to the Go runtime as its soft memory
 // limit (GOMEMLIMIT) when the operator sets none: near it the collector runs as often as it must, so the

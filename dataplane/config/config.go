@@ -55,6 +55,9 @@ type Config struct {
 	// DrainDelay is how long /readyz answers 503 before the listeners close at shutdown, so a load
 	// balancer's health check takes this process out of rotation first (shared/process.Drain).
 	DrainDelay time.Duration
+	// IdleReclaim: after this long without a request, the memory the last burst left is returned to the
+	// operating system (app's reclaimer); 0 never.
+	IdleReclaim time.Duration
 	// MaxBodyBytes bounds inbound request bodies (413 beyond).
 	MaxBodyBytes int64
 	// HoldAnswerBytes is how much of a plain (non-stream) upstream answer is held until it is whole
@@ -137,6 +140,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	process.DurationFlag(fs, &c.SettleLinger, "settle-linger", env("TOLLGATE_SETTLE_LINGER", "100ms"), "forwarder wait for a fuller Settle batch, 0 for none (TOLLGATE_SETTLE_LINGER)")
 	process.DurationFlag(fs, &c.ReadHeaderTimeout, "read-header-timeout", env("TOLLGATE_READ_HEADER_TIMEOUT", "10s"), "client request header read limit (TOLLGATE_READ_HEADER_TIMEOUT)")
 	process.DurationFlag(fs, &c.BodyReadTimeout, "body-read-timeout", env("TOLLGATE_BODY_READ_TIMEOUT", "60s"), "client request body read limit, whole body (TOLLGATE_BODY_READ_TIMEOUT)")
+	process.DurationFlag(fs, &c.IdleReclaim, "idle-reclaim", env("TOLLGATE_IDLE_RECLAIM", "10s"), "after this long without a request, return the memory the last burst left to the OS, 0 never (TOLLGATE_IDLE_RECLAIM)")
 	process.DurationFlag(fs, &c.IdleTimeout, "idle-timeout", env("TOLLGATE_IDLE_TIMEOUT", "120s"), "idle keep-alive client connection lifetime (TOLLGATE_IDLE_TIMEOUT)")
 
 	process.DurationFlag(fs, &c.RedisTimeout, "redis-timeout", env("TOLLGATE_REDIS_TIMEOUT", "1s"), "deadline of every Redis call (TOLLGATE_REDIS_TIMEOUT)")
@@ -241,6 +245,9 @@ func (c Config) Validate() error {
 	}
 	if c.HoldAnswerBytes <= 0 {
 		errs = append(errs, errors.New("TOLLGATE_HOLD_ANSWER_BYTES (-hold-answer-bytes): must be positive"))
+	}
+	if c.IdleReclaim < 0 {
+		errs = append(errs, errors.New("TOLLGATE_IDLE_RECLAIM (-idle-reclaim): must not be negative"))
 	}
 	if c.DrainDelay < 0 {
 		errs = append(errs, errors.New("TOLLGATE_DRAIN_DELAY (-drain-delay): must not be negative"))
