@@ -1,0 +1,119 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
+	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
+)
+
+// ErrDeltaUnavailable is returned by ReadSnapshotChanges for a base revision the database cannot name the
+// changes since: below the delta horizon (deletions pruned, a key or user table truncated, or older than
+// the change tracking itself) or above the current revision. The caller reads a whole snapshot instead.
+var ErrDeltaUnavailable = errors.New("no delta from this revision")
+
+// SnapshotChanges is what changed in the configuration since a base revision, read in one transaction.
+type SnapshotChanges struct {
+	// Version is the revision read (the delta's target).
+	Version int64
+	// Now is the database time of the read; key expiry and rotation grace are judged at it.
+	Now time.Time
+	// Rest is every part of the snapshot but the API keys, read whole (Version set, ApiKeys nil): the
+	// small kinds are compared element by element by the caller.
+	Rest *snapshotv1.Snapshot
+	// Keys are the keys written since the base (or asked for) that the snapshot carries now, in id order.
+	Keys []*configv1.ApiKey
+	// GoneKeyIDs are the keys written or deleted since the base (or asked for) that the snapshot does not
+	// carry now (deleted, disabled, expired), in order.
+	GoneKeyIDs []int64
+}
+
+// ReadSnapshotChanges reads, in one REPEATABLE READ, read-only transaction like ReadSnapshot, the state
+// of the current revision V as changes since base: the small kinds whole, and only the API keys whose
+// rows were written (changed_revision) or deleted (config_deletions) in (base, V], plus the keys of
+// recheck (held keys whose expiry or rotation grace has passed: time, not a write, changed them). The
+// cost of the key part follows the number of keys changed, through the index on changed_revision. A
+// base the changes cannot be read from is ErrDeltaUnavailable; data failures are a *SnapshotDataError.
+func ReadSnapshotChanges(ctx context.Context, db TxBeginner, secrets SecretOpener, base int64, recheck []int64) (*SnapshotChanges, error) {
+	ch, err := readSnapshotChanges(ctx, db, secrets, base, recheck)
+	if err != nil && ch != nil && errors.Is(err, ErrSnapshotData) {
+		return nil, &SnapshotDataError{Version: ch.Version, Err: err}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot changes since %d: %w", base, err)
+	}
+	return ch, nil
+}
+
+func readSnapshotChanges(ctx context.Context, db TxBeginner, secrets SecretOpener, base int64, recheck []int64) (*SnapshotChanges, error) {
+	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+
+	ch := &SnapshotChanges{Rest: &snapshotv1.Snapshot{}}
+	// First statement: the transaction's snapshot is the state this revision names.
+	var horizon int64
+	if err := tx.QueryRow(ctx, `SELECT r.revision, h.revision, now() FROM config_revision r, config_delta_horizon h`).
+		Scan(&ch.Version, &horizon, &ch.Now); err != nil {
+		return nil, fmt.Errorf("revision: %w", interpretError(err))
+	}
+	ch.Rest.Version = ch.Version
+	if base < horizon || base > ch.Version {
+		return nil, fmt.Errorf("%w: base %d, horizon %d, current %d", ErrDeltaUnavailable, base, horizon, ch.Version)
+	}
+	if err := readSnapshotRest(ctx, tx, secrets, ch.Rest); err != nil {
+		return ch, err
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT id FROM api_keys WHERE changed_revision > $1
+		UNION SELECT key FROM config_deletions WHERE kind = 'api_key' AND revision > $1
+		UNION SELECT unnest($2::bigint[])`, base, recheck)
+	if err != nil {
+		return ch, fmt.Errorf("changed api keys: %w", interpretError(err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return ch, fmt.Errorf("changed api keys: %w", interpretError(err))
+	}
+	if len(ids) == 0 {
+		return ch, nil
+	}
+	if ch.Keys, err = snapAPIKeys(ctx, tx, ids); err != nil {
+		return ch, err
+	}
+	slices.Sort(ids)
+	found := make(map[int64]bool, len(ch.Keys))
+	for _, k := range ch.Keys {
+		found[k.Id] = true
+	}
+	for _, id := range ids {
+		if !found[id] {
+			ch.GoneKeyIDs = append(ch.GoneKeyIDs, id)
+		}
+	}
+	return ch, nil
+}
+
+// PruneConfigDeletions deletes the key deletions recorded more than retention ago and raises the delta
+// horizon past them: a delta from before a pruned deletion can no longer be read (the data plane holding
+// such an old version gets a whole snapshot). It returns the number of records pruned.
+func PruneConfigDeletions(ctx context.Context, db DBTX, retention time.Duration) (int64, error) {
+	var n int64
+	err := db.QueryRow(ctx, `
+		WITH d AS (DELETE FROM config_deletions WHERE deleted_at < now() - $1 * interval '1 microsecond' RETURNING revision),
+		     h AS (UPDATE config_delta_horizon SET revision = greatest(revision, (SELECT max(revision) FROM d))
+		            WHERE singleton AND EXISTS (SELECT 1 FROM d))
+		SELECT count(*) FROM d`, retention.Microseconds()).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("prune config deletions: %w", interpretError(err))
+	}
+	return n, nil
+}
