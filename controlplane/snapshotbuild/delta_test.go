@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,10 +16,12 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tollgate/tollgate/controlplane/snapshotbuild"
 	"github.com/tollgate/tollgate/controlplane/store"
 	"github.com/tollgate/tollgate/controlplane/watch"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
+	"github.com/tollgate/tollgate/shared/testkit"
 )
 
 const dpToken = "dp-token-0123456789abcdef"
@@ -319,5 +322,103 @@ func TestDeltasOfEveryKind(t *testing.T) {
 		if want := tb.wholeAt(t, v, held); !proto.Equal(held, want) {
 			t.Fatalf("%s: delta applied gives\n%v\nwant the whole snapshot\n%v", s.name, held, want)
 		}
+	}
+}
+
+// TestReplicasSendTheSameDelta: two replicas building from the same database send the same delta for the
+// same pair of versions.
+func TestReplicasSendTheSameDelta(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	base := tb.exec(t, `INSERT INTO orgs (id, name) VALUES (1, 'acme'); INSERT INTO users (id, org_id, name) VALUES (1, 1, 'ann')`)
+	a, b := tb.start(t, noSafetyNet), tb.start(t, noSafetyNet)
+	waitPublished(t, a, base)
+	waitPublished(t, b, base)
+	cha, chb := watchFrom(t, a.serve(t), base), watchFrom(t, b.serve(t), base)
+	testkit.WaitFor(t, "watchers", func() bool { return a.ws.Watchers() == 1 && b.ws.Watchers() == 1 })
+	v := tb.exec(t, `INSERT INTO api_keys (id, user_id, name, key_hash, prefix) VALUES (1, 1, 'k1', $1, 'tg-a'), (2, 1, 'k2', $2, 'tg-b')`,
+		keyHash("k1"), keyHash("k2"))
+	da, db := nextDelta(t, cha, v), nextDelta(t, chb, v)
+	da.BuiltAt, db.BuiltAt = nil, nil
+	if !proto.Equal(da, db) || len(da.GetUpsertApiKeys()) != 2 {
+		t.Errorf("replicas sent different deltas for %d → %d:\n%v\n%v", base, v, da, db)
+	}
+}
+
+// TestDeltaThatFailsToCompileIsRefused: a change that would make the snapshot invalid is not published
+// (no delta is sent, the status names the row, the data plane keeps the last good version); the fix
+// arrives as one delta from that last good version.
+func TestDeltaThatFailsToCompileIsRefused(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	r := tb.start(t, snapshotbuild.Options{Debounce: 10 * time.Millisecond, Interval: 50 * time.Millisecond})
+	good := tb.exec(t, priceRuleSQL("good", "[]"))
+	waitPublished(t, r, good)
+	ch := watchFrom(t, r.serve(t), good)
+	testkit.WaitFor(t, "watcher", func() bool { return r.ws.Watchers() == 1 })
+
+	bad := tb.exec(t, priceRuleSQL("bad", `[{"min_prompt_tokens": 10, "multiplier": "abc"}]`))
+	testkit.WaitFor(t, "rejection", func() bool { st := r.b.Status(); return st.Rejected != nil && st.Rejected.Version == bad })
+	select {
+	case m := <-ch:
+		t.Fatalf("sent %v for a version that does not compile", m)
+	case <-time.After(200 * time.Millisecond): // several periodic checks
+	}
+	if got := r.ws.Latest().GetVersion(); got != good {
+		t.Fatalf("latest %d, want %d kept", got, good)
+	}
+	if st := r.b.Status(); st.Rejected.Stage != "compile" || len(st.Rejected.Problems) != 1 {
+		t.Errorf("status = %+v, want a compile rejection naming the row", st.Rejected)
+	}
+
+	fixed := tb.exec(t, `UPDATE price_rules SET pricing_tiers_json = '[]' WHERE model_match = 'bad'`)
+	d := nextDelta(t, ch, fixed)
+	if d.GetBaseVersion() != good || len(d.GetUpsertPriceRules()) != 1 || d.GetUpsertPriceRules()[0].GetModelMatch() != "bad" {
+		t.Errorf("fix delta = %v, want the rule, from %d", d, good)
+	}
+	if r.b.Status().Failing {
+		t.Error("still failing after the fix")
+	}
+}
+
+// TestDeltaRemovesExpiredKeys: a key whose expiry passes (no write) is removed by the next delta.
+func TestDeltaRemovesExpiredKeys(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	tb.exec(t, `INSERT INTO orgs (id, name) VALUES (1, 'acme'); INSERT INTO users (id, org_id, name) VALUES (1, 1, 'ann')`)
+	v := tb.exec(t, `INSERT INTO api_keys (id, user_id, name, key_hash, prefix, expires_at) VALUES
+		(1, 1, 'short', $1, 'tg-a', now() + interval '1 second'), (2, 1, 'long', $2, 'tg-b', now() + interval '1 day')`,
+		keyHash("k1"), keyHash("k2"))
+	r := tb.start(t, noSafetyNet)
+	waitPublished(t, r, v)
+	ch := watchFrom(t, r.serve(t), v)
+	testkit.WaitFor(t, "watcher", func() bool { return r.ws.Watchers() == 1 })
+	time.Sleep(1100 * time.Millisecond)
+	v2 := tb.exec(t, priceRuleSQL("unrelated", "[]"))
+	d := nextDelta(t, ch, v2)
+	if !slices.Equal(d.GetRemoveApiKeyIds(), []int64{1}) || len(d.GetUpsertApiKeys()) != 0 {
+		t.Errorf("delta %v, want key 1 (expired) removed", d)
+	}
+}
+
+// TestDeltaUnavailableSendsWholeSnapshot: once the deletions since the held version are pruned, the
+// replica reads and sends a whole snapshot.
+func TestDeltaUnavailableSendsWholeSnapshot(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	tb.exec(t, `INSERT INTO orgs (id, name) VALUES (1, 'acme'); INSERT INTO users (id, org_id, name) VALUES (1, 1, 'ann')`)
+	v := tb.exec(t, `INSERT INTO api_keys (id, user_id, name, key_hash, prefix) VALUES (1, 1, 'k1', $1, 'tg-a')`, keyHash("k1"))
+	r := tb.start(t, noSafetyNet)
+	waitPublished(t, r, v)
+	ch := watchFrom(t, r.serve(t), v)
+	testkit.WaitFor(t, "watcher", func() bool { return r.ws.Watchers() == 1 })
+	// Deleted and pruned in the same transaction, before the builder reads the change.
+	v2 := tb.exec(t, `DELETE FROM api_keys WHERE id = 1; UPDATE config_delta_horizon SET revision = (SELECT revision FROM config_revision)`)
+	m := nextMsg(t, ch)
+	if m.GetSnapshot().GetVersion() != v2 || len(m.GetSnapshot().GetApiKeys()) != 0 {
+		t.Fatalf("got %v, want the whole snapshot %d without key 1", m, v2)
+	}
+	if !strings.Contains(scrape(r.reg), `tollgate_snapshot_build_reads_total{kind="full"} 2`) {
+		t.Errorf("want two whole reads:\n%s", scrape(r.reg))
 	}
 }
