@@ -93,6 +93,14 @@ func mergeKeys(held, changed []*configv1.ApiKey, gone []int64) (out, upserts []*
 	if len(changed) == 0 && len(gone) == 0 {
 		return held, nil, nil
 	}
+	if len(gone) == 0 && (len(held) == 0 || changed[0].GetId() > held[len(held)-1].GetId()) {
+		// Only keys newer than every held one (key creation, the common change): append. When held has
+		// spare capacity the new keys go there, after held's length, so held's elements — which a
+		// published snapshot shares and streams may be encoding — are neither copied nor touched, and
+		// the cost follows the change. (A build that is then rejected leaves its keys in that spare
+		// capacity; the next build from the same held overwrites them, and nothing reads them.)
+		return append(held, changed...), changed, nil
+	}
 	out = make([]*configv1.ApiKey, 0, len(held)+len(changed))
 	i, j, g := 0, 0, 0
 	for i < len(held) || j < len(changed) {

@@ -247,7 +247,7 @@ func (b *Builder) rebuild(ctx context.Context) {
 		return
 	}
 	start := time.Now()
-	if b.held != nil && b.rebuildDelta(ctx, start) {
+	if b.held != nil && b.rebuildDelta(ctx, rev, start) {
 		return
 	}
 	snap, err := store.ReadSnapshot(ctx, b.pool, b.secrets)
@@ -279,7 +279,7 @@ func (b *Builder) rebuild(ctx context.Context) {
 // rebuildDelta builds the next version from the changes since the held one, publishing the delta with
 // the whole snapshot. It returns false when the database cannot name those changes (the caller reads a
 // whole snapshot), true when it handled the rebuild, successfully or not.
-func (b *Builder) rebuildDelta(ctx context.Context, start time.Time) bool {
+func (b *Builder) rebuildDelta(ctx context.Context, rev int64, start time.Time) bool {
 	h := b.held
 	due := h.deadlines.due(b.opts.Now())
 	ch, err := store.ReadSnapshotChanges(ctx, b.pool, b.secrets, h.snap.GetVersion(), due)
@@ -289,7 +289,7 @@ func (b *Builder) rebuildDelta(ctx context.Context, start time.Time) bool {
 	}
 	if err != nil {
 		h.readd(due)
-		b.readFailed(ctx, h.snap.GetVersion(), err)
+		b.readFailed(ctx, rev, err)
 		return true
 	}
 	b.buildKinds.WithLabelValues("delta").Inc()

@@ -1,6 +1,8 @@
 package watch
 
 import (
+	"google.golang.org/protobuf/proto"
+
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 )
@@ -11,6 +13,7 @@ import (
 type step struct {
 	d     *snapshotv1.SnapshotDelta
 	added map[elemKey]bool
+	size  int // encoded size of d
 }
 
 // elemKey names one element of a snapshot: its kind and its key (id, or scope and id for quotas).
@@ -108,7 +111,7 @@ var (
 
 // newStep records d, published on top of base (the whole snapshot of d's base version).
 func newStep(base *snapshotv1.Snapshot, d *snapshotv1.SnapshotDelta) step {
-	s := step{d: d, added: map[elemKey]bool{}}
+	s := step{d: d, added: map[elemKey]bool{}, size: proto.Size(d)}
 	addedOf(s, base, priceRules)
 	addedOf(s, base, routingRules)
 	addedOf(s, base, providers)

@@ -2,6 +2,7 @@ package watch_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tollgate/tollgate/controlplane/watch"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 	"github.com/tollgate/tollgate/shared/telemetry"
@@ -187,5 +189,30 @@ func TestWatchLaggingReplicaSendsNothingOlder(t *testing.T) {
 		UpsertApiKeys: []*configv1.ApiKey{key(3, "three")}})
 	if r := next(t, c); r.GetSnapshot().GetVersion() != 8 {
 		t.Fatalf("got %v, want the whole snapshot 8", r)
+	}
+}
+
+// TestWatchDeltaHistoryIsBounded: a data plane behind the last MaxDeltaHistory deltas gets the whole
+// snapshot; one at the oldest kept base still gets one combined delta.
+func TestWatchDeltaHistoryIsBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithCancel(authed(context.Background()))
+	defer cancel()
+	b.srv.Publish(keysSnap(1, 1))
+	last := int64(watch.MaxDeltaHistory + 2)
+	for v := int64(2); v <= last; v++ {
+		d := &snapshotv1.SnapshotDelta{BaseVersion: v - 1, Version: v, UpsertApiKeys: []*configv1.ApiKey{key(1, fmt.Sprint(v))}}
+		if !b.srv.PublishDelta(keysSnap(v, 1, 2, 3, 4, 5, 6, 7, 8), d) {
+			t.Fatalf("PublishDelta(%d) = false", v)
+		}
+	}
+	if r := next(t, open(t, b, ctx, &snapshotv1.WatchRequest{NodeId: "far", KnownVersion: 1, AcceptDeltas: true})); r.GetSnapshot().GetVersion() != last {
+		t.Fatalf("behind the history: got %v, want the whole snapshot %d", r, last)
+	}
+	r := next(t, open(t, b, ctx, &snapshotv1.WatchRequest{NodeId: "oldest", KnownVersion: 2, AcceptDeltas: true}))
+	if d := r.GetDelta(); d.GetBaseVersion() != 2 || d.GetVersion() != last || len(d.GetUpsertApiKeys()) != 1 ||
+		d.GetUpsertApiKeys()[0].GetName() != fmt.Sprint(last) {
+		t.Fatalf("at the oldest kept base: got %v, want one delta 2 → %d with key 1's last version", r, last)
 	}
 }

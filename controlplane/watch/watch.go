@@ -48,7 +48,8 @@ type Server struct {
 	watchers map[*watcher]struct{}
 	// history holds the latest published deltas, consecutive (each one's base the previous one's
 	// version) and ending at the latest version; a whole-snapshot publish empties it. Guarded by mu.
-	history []step
+	history      []step
+	historyBytes int // encoded size of history's deltas
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -59,9 +60,13 @@ type Server struct {
 	version  prometheus.Gauge
 }
 
-// MaxDeltaHistory is how many published deltas a server keeps to answer a data plane holding an older
-// version with one combined delta; a data plane further behind gets a whole snapshot.
-const MaxDeltaHistory = 256
+// MaxDeltaHistory and MaxDeltaHistoryBytes bound the published deltas a server keeps (the latest one is
+// always kept) to answer a data plane holding an older version with one combined delta; a data plane
+// further behind gets a whole snapshot.
+const (
+	MaxDeltaHistory      = 256
+	MaxDeltaHistoryBytes = 64 << 20
+)
 
 // published is one published version: the snapshot, its encoding, and the deltas to it from the
 // versions data planes hold, each made by the first stream that needs it and shared by every other.
@@ -221,7 +226,7 @@ func (s *Server) Publish(snap *snapshotv1.Snapshot) bool {
 	if cur := s.latest.Load(); cur != nil && snap.GetVersion() <= cur.snap.GetVersion() {
 		return false
 	}
-	s.history = nil
+	s.history, s.historyBytes = nil, 0
 	s.publish(newPublished(snap))
 	return true
 }
@@ -238,12 +243,17 @@ func (s *Server) PublishDelta(snap *snapshotv1.Snapshot, d *snapshotv1.SnapshotD
 		return false
 	}
 	if cur == nil || d.GetBaseVersion() != cur.snap.GetVersion() || d.GetVersion() != snap.GetVersion() {
-		s.history = nil
+		s.history, s.historyBytes = nil, 0
 	} else {
-		s.history = append(s.history, newStep(cur.snap, d))
-		if n := len(s.history) - MaxDeltaHistory; n > 0 {
-			s.history = slices.Delete(s.history, 0, n)
+		st := newStep(cur.snap, d)
+		s.history = append(s.history, st)
+		s.historyBytes += st.size
+		n := 0
+		for len(s.history)-n > 1 && (len(s.history)-n > MaxDeltaHistory || s.historyBytes > MaxDeltaHistoryBytes) {
+			s.historyBytes -= s.history[n].size
+			n++
 		}
+		s.history = slices.Delete(s.history, 0, n)
 	}
 	s.publish(newPublished(snap))
 	return true
