@@ -1,9 +1,11 @@
 // Package snapshotbuild keeps a control plane's published snapshot in step with Postgres. A dedicated
 // connection LISTENs on store.NotifyChannel; each notification schedules a debounced rebuild, and a
 // periodic revision check catches anything the listener missed (it reconnects with backoff when it
-// drops, and rebuilds on every reconnect). A rebuild reads one consistent state (store.ReadSnapshot),
-// compiles it with shared/snapshot.Compile, and publishes it only when it compiles and its version is
-// newer than the last one published. Because the version is Postgres's config_revision, every replica
+// drops, and rebuilds on every reconnect). The first rebuild reads one consistent state whole
+// (store.ReadSnapshot) and compiles it with shared/snapshot.Compile; later ones read only the changes since
+// the published version (store.ReadSnapshotChanges), turn them into a delta and the next whole snapshot
+// (makeDelta) and pass the delta through ApplyDelta, the data planes' own apply. A version is published
+// (with its delta when there is one) only when it compiles and is newer than the last one published. Because the version is Postgres's config_revision, every replica
 // publishes the same version for the same state.
 package snapshotbuild
 

@@ -11,6 +11,11 @@
 // that every other stream sends as is (per wire format: a stream whose caller asked for compression gets
 // its own encoding), so the control plane's cost of a version does not grow with the number of streams
 // beyond the transport's copy.
+//
+// A stream whose data plane accepts deltas (WatchRequest.accept_deltas) gets, instead of a whole
+// snapshot, the delta from the version it holds to the latest, when the history of published deltas
+// (PublishDelta) reaches it and it is smaller; the delta for a pair of versions is combined and encoded
+// once, shared by every stream (docs/snapshots.md, "Deltas").
 package watch
 
 import (
@@ -167,7 +172,7 @@ func New(log *slog.Logger, reg prometheus.Registerer) *Server {
 		sends: f.NewCounterVec(prometheus.CounterOpts{Name: "tollgate_snapshot_sends_total",
 			Help: "Messages sent on Watch streams, by kind: full (a whole snapshot) or delta."}, []string{"kind"}),
 		encodes: f.NewCounter(prometheus.CounterOpts{Name: "tollgate_snapshot_encodes_total",
-			Help: "Snapshots marshalled for Watch streams: once per published version and wire format, shared by every stream."}),
+			Help: "Snapshots and deltas marshalled for Watch streams: once per message and wire format, shared by every stream."}),
 		version: f.NewGauge(prometheus.GaugeOpts{Name: "tollgate_snapshot_published_version",
 			Help: "Version of the latest snapshot this control plane publishes (0 before the first)."}),
 	}
