@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -181,5 +182,46 @@ func TestReadSnapshotChanges(t *testing.T) {
 	}
 	if _, err := store.ReadSnapshotChanges(ctx, db.Pool, box, truncated, nil); err != nil {
 		t.Errorf("from the truncate's revision: %v", err)
+	}
+}
+
+// TestRevisionOrderIsCommitOrder: a configuration transaction holds the revision from its first row to its
+// commit, so a second writer waits and takes the next revision: a reader that sees revision R has every
+// row stamped up to R.
+func TestRevisionOrderIsCommitOrder(t *testing.T) {
+	t.Parallel()
+	db := storetest.New(t)
+	ctx := context.Background()
+	seedSnapshotState(t, db.Pool, snapTestBox(t))
+	base := revision(t, db.Pool)
+
+	first, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = first.Rollback(ctx) }()
+	snapTestExec(t, first, `UPDATE api_keys SET name = 'first' WHERE id = 1`)
+	second := make(chan error, 1)
+	go func() {
+		_, err := db.Pool.Exec(ctx, `UPDATE api_keys SET name = 'second' WHERE id = 2`)
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		t.Fatalf("second writer committed (%v) while the first held its revision", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if got := revision(t, db.Pool); got != base {
+		t.Errorf("a reader sees revision %d before the first commit, want %d", got, base)
+	}
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	got := stamps(t, db.Pool)
+	if got[1] != base+1 || got[2] != base+2 {
+		t.Errorf("stamps = %v, want key 1 at %d (first commit) and key 2 at %d", got, base+1, base+2)
 	}
 }
