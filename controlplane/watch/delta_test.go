@@ -116,11 +116,15 @@ func TestWatchSendsDeltas(t *testing.T) {
 	// Holding 1: one delta 1 → 4. Key 10 was added and removed within the range: not named at all.
 	want := &snapshotv1.SnapshotDelta{BaseVersion: 1, Version: 4, UpsertApiKeys: []*configv1.ApiKey{key(3, "three")},
 		RemoveApiKeyIds: []int64{2}}
-	for i := 0; i < 2; i++ { // twice: the second stream shares the first one's combination
+	encodes := counter(t, b.reg, "tollgate_snapshot_encodes_total")
+	for i := 0; i < 3; i++ { // the later streams share the first one's combination and encoding
 		c := open(t, b, ctx, &snapshotv1.WatchRequest{NodeId: "from1", KnownVersion: 1, AcceptDeltas: true})
 		if r := next(t, c); !proto.Equal(r.GetDelta(), want) {
 			t.Fatalf("holding 1 got %v, want %v", r, want)
 		}
+	}
+	if got := counter(t, b.reg, "tollgate_snapshot_encodes_total") - encodes; got != 1 {
+		t.Errorf("3 streams wanting delta 1 → 4 made %v encodings, want 1", got)
 	}
 	for _, req := range []*snapshotv1.WatchRequest{
 		{NodeId: "want-full", KnownVersion: 3, AcceptDeltas: true, WantFull: true},
