@@ -23,7 +23,7 @@ import (
 // next shares its unchanged elements.
 func makeDelta(prev *snapshotv1.Snapshot, ch *store.SnapshotChanges, builtAt *timestamppb.Timestamp,
 	bounds *snapshotv1.SettlementBounds) (*snapshotv1.SnapshotDelta, *snapshotv1.Snapshot) {
-	rest := ch.Rest
+	rest := unreadFrom(ch.Rest, ch.Read, prev)
 	next := &snapshotv1.Snapshot{
 		Version: ch.Version, BuiltAt: builtAt, PriceRules: rest.PriceRules, RoutingRules: rest.RoutingRules,
 		Providers: rest.Providers, Routes: rest.Routes, Quotas: rest.Quotas, SettlementBounds: bounds,
@@ -56,6 +56,35 @@ func makeDelta(prev *snapshotv1.Snapshot, ch *store.SnapshotChanges, builtAt *ti
 	}
 	next.ApiKeys, d.UpsertApiKeys, d.RemoveApiKeyIds = mergeKeys(prev.ApiKeys, ch.Keys, ch.GoneKeyIDs)
 	return d, next
+}
+
+// unreadFrom returns rest with the small kinds the read skipped (unchanged since prev) taken from prev.
+func unreadFrom(rest *snapshotv1.Snapshot, read store.SmallKinds, prev *snapshotv1.Snapshot) *snapshotv1.Snapshot {
+	out := &snapshotv1.Snapshot{Version: rest.GetVersion(), PriceRules: prev.PriceRules,
+		ScheduledPriceRules: prev.ScheduledPriceRules, RoutingRules: prev.RoutingRules, ModelPolicy: prev.ModelPolicy,
+		Providers: prev.Providers, Routes: prev.Routes, Quotas: prev.Quotas}
+	if read.PriceRules {
+		out.PriceRules = rest.PriceRules
+	}
+	if read.ScheduledPriceRules {
+		out.ScheduledPriceRules = rest.ScheduledPriceRules
+	}
+	if read.RoutingRules {
+		out.RoutingRules = rest.RoutingRules
+	}
+	if read.ModelPolicy || read.Providers {
+		out.ModelPolicy = rest.ModelPolicy
+	}
+	if read.Providers {
+		out.Providers = rest.Providers
+	}
+	if read.Routes {
+		out.Routes = rest.Routes
+	}
+	if read.Quotas {
+		out.Quotas = rest.Quotas
+	}
+	return out
 }
 
 type quotaKey struct {

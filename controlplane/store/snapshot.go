@@ -93,7 +93,7 @@ func readSnapshot(ctx context.Context, db TxBeginner, secrets SecretOpener) (*sn
 	if snap.Version, err = Revision(ctx, tx); err != nil {
 		return nil, err
 	}
-	if err = readSnapshotRest(ctx, tx, secrets, snap); err != nil {
+	if err = readSnapshotRest(ctx, tx, secrets, snap, allSmallKinds); err != nil {
 		return snap, err
 	}
 	if snap.ApiKeys, err = snapAPIKeys(ctx, tx, nil); err != nil {
@@ -102,29 +102,50 @@ func readSnapshot(ctx context.Context, db TxBeginner, secrets SecretOpener) (*sn
 	return snap, nil
 }
 
-// readSnapshotRest reads every part of the snapshot but the API keys into snap.
-func readSnapshotRest(ctx context.Context, tx pgx.Tx, secrets SecretOpener, snap *snapshotv1.Snapshot) error {
+// SmallKinds names the parts of a snapshot other than the API keys.
+type SmallKinds struct {
+	PriceRules, ScheduledPriceRules, RoutingRules, ModelPolicy, Providers, Routes, Quotas bool
+}
+
+var allSmallKinds = SmallKinds{true, true, true, true, true, true, true}
+
+// readSnapshotRest reads the parts of kinds (every part but the API keys) into snap.
+func readSnapshotRest(ctx context.Context, tx pgx.Tx, secrets SecretOpener, snap *snapshotv1.Snapshot, kinds SmallKinds) error {
 	var err error
-	if snap.PriceRules, err = snapPriceRules(ctx, tx); err != nil {
-		return err
+	if kinds.PriceRules {
+		if snap.PriceRules, err = snapPriceRules(ctx, tx); err != nil {
+			return err
+		}
 	}
-	if snap.ScheduledPriceRules, err = snapScheduledPriceRules(ctx, tx); err != nil {
-		return err
+	if kinds.ScheduledPriceRules {
+		if snap.ScheduledPriceRules, err = snapScheduledPriceRules(ctx, tx); err != nil {
+			return err
+		}
 	}
-	if snap.RoutingRules, err = snapRoutingRules(ctx, tx); err != nil {
-		return err
+	if kinds.RoutingRules {
+		if snap.RoutingRules, err = snapRoutingRules(ctx, tx); err != nil {
+			return err
+		}
 	}
-	if snap.ModelPolicy, err = GetModelPolicy(ctx, tx); err != nil {
-		return err
+	if kinds.ModelPolicy || kinds.Providers { // a provider carries the default unpriced policy
+		if snap.ModelPolicy, err = GetModelPolicy(ctx, tx); err != nil {
+			return err
+		}
 	}
-	if snap.Providers, err = snapProviders(ctx, tx, secrets, snap.ModelPolicy.GetUnpricedPolicy()); err != nil {
-		return err
+	if kinds.Providers {
+		if snap.Providers, err = snapProviders(ctx, tx, secrets, snap.ModelPolicy.GetUnpricedPolicy()); err != nil {
+			return err
+		}
 	}
-	if snap.Routes, err = snapRoutes(ctx, tx); err != nil {
-		return err
+	if kinds.Routes {
+		if snap.Routes, err = snapRoutes(ctx, tx); err != nil {
+			return err
+		}
 	}
-	if snap.Quotas, err = snapQuotas(ctx, tx); err != nil {
-		return err
+	if kinds.Quotas {
+		if snap.Quotas, err = snapQuotas(ctx, tx); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -24,8 +24,11 @@ type SnapshotChanges struct {
 	Version int64
 	// Now is the database time of the read; key expiry and rotation grace are judged at it.
 	Now time.Time
-	// Rest is every part of the snapshot but the API keys, read whole (Version set, ApiKeys nil): the
-	// small kinds are compared element by element by the caller.
+	// Read names the small kinds read, those built from a table written since the base (quotas always:
+	// their cost_used and period move without a write). The others are unchanged since the base.
+	Read SmallKinds
+	// Rest holds the small kinds of Read, each read whole (Version set, ApiKeys nil): the caller compares
+	// them element by element with the base's.
 	Rest *snapshotv1.Snapshot
 	// Keys are the keys written since the base (or asked for) that the snapshot carries now, in id order.
 	Keys []*configv1.ApiKey
@@ -35,7 +38,8 @@ type SnapshotChanges struct {
 }
 
 // ReadSnapshotChanges reads, in one REPEATABLE READ, read-only transaction like ReadSnapshot, the state
-// of the current revision V as changes since base: the small kinds whole, and only the API keys whose
+// of the current revision V as changes since base: the small kinds built from a table written since
+// base, whole (SnapshotChanges.Read), and only the API keys whose
 // rows were written (changed_revision) or deleted (config_deletions) in (base, V], plus the keys of
 // recheck (held keys whose expiry or rotation grace has passed: time, not a write, changed them). The
 // cost of the key part follows the number of keys changed, through the index on changed_revision. A
@@ -69,7 +73,16 @@ func readSnapshotChanges(ctx context.Context, db TxBeginner, secrets SecretOpene
 	if base < horizon || base > ch.Version {
 		return nil, fmt.Errorf("%w: base %d, horizon %d, current %d", ErrDeltaUnavailable, base, horizon, ch.Version)
 	}
-	if err := readSnapshotRest(ctx, tx, secrets, ch.Rest); err != nil {
+	written, err := tablesWrittenSince(ctx, tx, base)
+	if err != nil {
+		return ch, err
+	}
+	if len(written) == 0 && ch.Version > base {
+		return nil, fmt.Errorf("%w: revision %d → %d with no table written (a write around the triggers?)",
+			ErrDeltaUnavailable, base, ch.Version)
+	}
+	ch.Read = smallKindsOf(written)
+	if err := readSnapshotRest(ctx, tx, secrets, ch.Rest, ch.Read); err != nil {
 		return ch, err
 	}
 	rows, err := tx.Query(ctx, `
@@ -100,6 +113,42 @@ func readSnapshotChanges(ctx context.Context, db TxBeginner, secrets SecretOpene
 		}
 	}
 	return ch, nil
+}
+
+// tablesWrittenSince names the configuration tables a statement wrote to after base
+// (config_table_revisions).
+func tablesWrittenSince(ctx context.Context, tx pgx.Tx, base int64) ([]string, error) {
+	rows, err := tx.Query(ctx, `SELECT table_name FROM config_table_revisions WHERE revision > $1`, base)
+	if err != nil {
+		return nil, fmt.Errorf("tables written: %w", interpretError(err))
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("tables written: %w", interpretError(err))
+	}
+	return names, nil
+}
+
+// smallKindsOf names the small kinds built from one of the tables written, following what each kind's
+// read joins. Quotas are always read: their cost_used and period move without a write.
+func smallKindsOf(names []string) SmallKinds {
+	written := func(tables ...string) bool {
+		for _, t := range tables {
+			if slices.Contains(names, t) {
+				return true
+			}
+		}
+		return false
+	}
+	return SmallKinds{
+		PriceRules:          written("price_rules", "providers"), // price_rule_versions is written with price_rules
+		ScheduledPriceRules: written("price_rule_schedule", "providers"),
+		RoutingRules:        written("routing_rules", "providers"),
+		ModelPolicy:         written("gateway_settings"),
+		Providers:           written("providers", "credentials", "gateway_settings"),
+		Routes:              written("routes", "route_aliases", "route_members", "providers"),
+		Quotas:              true,
+	}
 }
 
 // PruneConfigDeletions deletes the key deletions recorded more than retention ago and raises the delta

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate/tollgate/controlplane/store"
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
+	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 )
 
 func revision(t *testing.T, db store.DBTX) int64 {
@@ -148,14 +149,50 @@ func TestReadSnapshotChanges(t *testing.T) {
 	if !slices.Equal(ch.GoneKeyIDs, []int64{1, 2, 4}) {
 		t.Errorf("gone = %v, want [1 2 4] (revoked, deleted, expired)", ch.GoneKeyIDs)
 	}
+	// Only price rules (written) and quotas (always) are read, each as a whole read has it.
+	if want := (store.SmallKinds{PriceRules: true, Quotas: true}); ch.Read != want {
+		t.Errorf("read %+v, want %+v", ch.Read, want)
+	}
 	whole, err := store.ReadSnapshot(ctx, db.Pool, box)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(&snapshotv1.Snapshot{Version: v, PriceRules: whole.PriceRules, Quotas: whole.Quotas}, ch.Rest) {
+		t.Errorf("small kinds read differ from a whole read:\n got %v\nwant %v", ch.Rest, whole)
+	}
+
+	// A provider is part of every small kind's read but the model policy's (read anyway, for the
+	// providers' default) and quotas'.
+	snapTestExec(t, db.Pool, `UPDATE providers SET base_url = 'http://alpha2.test' WHERE id = 1`)
+	pv := revision(t, db.Pool)
+	ch, err = store.ReadSnapshotChanges(ctx, db.Pool, box, v, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (store.SmallKinds{PriceRules: true, ScheduledPriceRules: true, RoutingRules: true, Providers: true,
+		Routes: true, Quotas: true}); ch.Read != want {
+		t.Errorf("after a provider write read %+v, want %+v", ch.Read, want)
+	}
+	if whole, err = store.ReadSnapshot(ctx, db.Pool, box); err != nil {
 		t.Fatal(err)
 	}
 	whole.ApiKeys = nil
 	if !proto.Equal(ch.Rest, whole) {
 		t.Errorf("small kinds differ from a whole read:\n got %v\nwant %v", ch.Rest, whole)
 	}
+	// A key write reads no small kind but quotas.
+	snapTestExec(t, db.Pool, `UPDATE api_keys SET name = 'renamed' WHERE id = 5`)
+	if ch, err = store.ReadSnapshotChanges(ctx, db.Pool, box, pv, nil); err != nil || ch.Read != (store.SmallKinds{Quotas: true}) {
+		t.Errorf("after a key write: %+v, %v; want only quotas read", readOf(ch), err)
+	}
+	v = revision(t, db.Pool)
+
+	// The revision moved with no table written (a write around the triggers): no delta.
+	snapTestExec(t, db.Pool, `UPDATE config_revision SET revision = revision + 1`)
+	if _, err := store.ReadSnapshotChanges(ctx, db.Pool, box, v, nil); !errors.Is(err, store.ErrDeltaUnavailable) {
+		t.Errorf("revision raised by hand: err = %v, want ErrDeltaUnavailable", err)
+	}
+	v = revision(t, db.Pool)
 	// From the latest version: nothing changed.
 	if ch, err = store.ReadSnapshotChanges(ctx, db.Pool, box, v, nil); err != nil || len(ch.Keys)+len(ch.GoneKeyIDs) != 0 {
 		t.Errorf("since the current version: %v, %v; want no key changes", ch, err)
@@ -224,4 +261,11 @@ func TestRevisionOrderIsCommitOrder(t *testing.T) {
 	if got[1] != base+1 || got[2] != base+2 {
 		t.Errorf("stamps = %v, want key 1 at %d (first commit) and key 2 at %d", got, base+1, base+2)
 	}
+}
+
+func readOf(ch *store.SnapshotChanges) any {
+	if ch == nil {
+		return nil
+	}
+	return ch.Read
 }

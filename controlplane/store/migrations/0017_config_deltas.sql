@@ -34,10 +34,22 @@ BEGIN
 END;
 $$;
 
--- The statement-level bump of every configuration table (0001 and later) goes through the same function.
+-- config_table_revisions: per configuration table, the revision of the last statement that wrote to it
+-- (insert, update, delete or truncate; for quotas, as for their bump, only limit changes). A delta re-reads
+-- a small kind only when a table it is built from was written since its base (a key creation reads no
+-- small kind), and a revision that moved with no table written (a write around the triggers, the
+-- revision raised by hand) makes the control plane read whole.
+CREATE TABLE config_table_revisions (
+    table_name text   PRIMARY KEY,
+    revision   bigint NOT NULL
+);
+
+-- The statement-level bump of every configuration table (0001 and later) goes through config_tx_revision
+-- and notes the table.
 CREATE OR REPLACE FUNCTION bump_config_revision() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM config_tx_revision();
+    INSERT INTO config_table_revisions (table_name, revision) VALUES (TG_TABLE_NAME, config_tx_revision())
+    ON CONFLICT (table_name) DO UPDATE SET revision = EXCLUDED.revision;
     RETURN NULL;
 END;
 $$;
