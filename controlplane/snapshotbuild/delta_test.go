@@ -246,7 +246,17 @@ func TestDeltasOfEveryKind(t *testing.T) {
 					t.Errorf("upsert routes = %v, want route 1 whole with 2 aliases and its member", u)
 				}
 			}},
-		{name: "provider disabled (its routing rules and members go)", sql: `UPDATE providers SET enabled = false WHERE id = 2`,
+		{name: "provider 1 disabled: its routing rule and route member leave without being written", sql: `UPDATE providers SET enabled = false WHERE id = 1`,
+			check: func(t *testing.T, d *snapshotv1.SnapshotDelta) {
+				if !slices.Equal(d.GetRemoveProviderIds(), []int64{1}) || !slices.Equal(d.GetRemoveRoutingRuleIds(), []int64{1}) {
+					t.Errorf("delta %v, want provider 1 and routing rule 1 removed", d)
+				}
+				if u := d.GetUpsertRoutes(); len(u) != 1 || len(u[0].GetMembers()) != 0 {
+					t.Errorf("upsert routes = %v, want route 1 without its member", u)
+				}
+			}},
+		{name: "provider 1 enabled again", sql: `UPDATE providers SET enabled = true WHERE id = 1`},
+		{name: "provider 2 disabled", sql: `UPDATE providers SET enabled = false WHERE id = 2`,
 			check: func(t *testing.T, d *snapshotv1.SnapshotDelta) {
 				if !slices.Equal(d.GetRemoveProviderIds(), []int64{2}) {
 					t.Errorf("remove providers = %v, want [2]", d.GetRemoveProviderIds())
