@@ -222,9 +222,10 @@ func newDeadlines(keys []*configv1.ApiKey) *deadlines {
 // held is a builder's state at its published version: the whole snapshot (to serve and to merge the next
 // delta into), its compiled form (the base of the next delta's consistency gate) and its keys' deadlines.
 type held struct {
-	snap      *snapshotv1.Snapshot
-	compiled  *snapshot.Compiled
-	deadlines *deadlines
+	snap       *snapshotv1.Snapshot
+	compiled   *snapshot.Compiled
+	deadlines  *deadlines
+	quotasRead time.Time // when snap's quotas were read (their cost_used and period)
 }
 
 // readd records again the deadlines of the keys of ids that h's snapshot still holds (they were taken by

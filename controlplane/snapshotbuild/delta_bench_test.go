@@ -61,7 +61,7 @@ func BenchmarkKeyCreationDelta(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		ch, err := store.ReadSnapshotChanges(ctx, db.Pool, box, held.GetVersion(), nil)
+		ch, err := store.ReadSnapshotChanges(ctx, db.Pool, box, store.Since{Base: held.GetVersion()})
 		if err != nil {
 			b.Fatal(err)
 		}

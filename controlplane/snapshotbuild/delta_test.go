@@ -432,3 +432,34 @@ func TestDeltaUnavailableSendsWholeSnapshot(t *testing.T) {
 		t.Errorf("want two whole reads:\n%s", scrape(r.reg))
 	}
 }
+
+// TestDeltaRefreshesQuotaSpend: spend moves without a write; a delta carries a quota whose cost_used
+// moved only once QuotaRefresh has passed since the quotas were last read, so a key change does not cost
+// a read of every quota.
+func TestDeltaRefreshesQuotaSpend(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		refresh time.Duration
+		want    int
+	}{{"within the refresh period", time.Hour, 0}, {"after it", time.Nanosecond, 1}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t)
+			tb.exec(t, `INSERT INTO orgs (id, name) VALUES (1, 'acme'); INSERT INTO users (id, org_id, name) VALUES (1, 1, 'ann')`)
+			v := tb.exec(t, `INSERT INTO quotas (scope, scope_id, cost_limit) VALUES ('org', 1, 100)`)
+			r := tb.start(t, snapshotbuild.Options{Debounce: 10 * time.Millisecond, Interval: time.Hour, QuotaRefresh: c.refresh})
+			waitPublished(t, r, v)
+			ch := watchFrom(t, r.serve(t), v)
+			testkit.WaitFor(t, "watcher", func() bool { return r.ws.Watchers() == 1 })
+			if got := tb.exec(t, `UPDATE quotas SET cost_used = 12.5`); got != v {
+				t.Fatalf("settlement moved the revision to %d", got)
+			}
+			v2 := tb.exec(t, `INSERT INTO api_keys (id, user_id, name, key_hash, prefix) VALUES (1, 1, 'k1', $1, 'tg-a')`, keyHash("k1"))
+			d := nextDelta(t, ch, v2)
+			if len(d.GetUpsertQuotas()) != c.want || (c.want == 1 && d.GetUpsertQuotas()[0].GetCostUsed() != "12.5") {
+				t.Errorf("upsert quotas = %v, want %d (cost_used 12.5)", d.GetUpsertQuotas(), c.want)
+			}
+		})
+	}
+}

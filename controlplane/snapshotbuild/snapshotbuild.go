@@ -67,6 +67,10 @@ type Options struct {
 	Now func() time.Time
 	// Bounds are the settlement bounds shipped in every snapshot (zero: pricing.DefaultBounds).
 	Bounds pricing.Bounds
+	// QuotaRefresh is how often a delta build reads the quotas when none was written, refreshing the
+	// cost_used and period they carry (default 1m). Reading them at every change would make each change
+	// cost as much as the number of quotas.
+	QuotaRefresh time.Duration
 	// DeletionRetention is how long deleted keys are remembered for deltas (default 24h); a data plane
 	// holding a version older than that gets a whole snapshot. Pruned at each safety-net check.
 	DeletionRetention time.Duration
@@ -147,6 +151,9 @@ func New(pool *pgxpool.Pool, secrets store.SecretOpener, pub Publisher, log *slo
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.QuotaRefresh <= 0 {
+		opts.QuotaRefresh = time.Minute
 	}
 	if opts.DeletionRetention <= 0 {
 		opts.DeletionRetention = 24 * time.Hour
@@ -274,7 +281,7 @@ func (b *Builder) rebuild(ctx context.Context) {
 		b.builds.WithLabelValues("unchanged").Inc()
 		return
 	}
-	b.held = &held{snap: snap, compiled: compiled, deadlines: newDeadlines(snap.GetApiKeys())}
+	b.held = &held{snap: snap, compiled: compiled, deadlines: newDeadlines(snap.GetApiKeys()), quotasRead: start}
 	b.markPublished(snap, start)
 }
 
@@ -284,7 +291,10 @@ func (b *Builder) rebuild(ctx context.Context) {
 func (b *Builder) rebuildDelta(ctx context.Context, rev int64, start time.Time) bool {
 	h := b.held
 	due := h.deadlines.due(b.opts.Now())
-	ch, err := store.ReadSnapshotChanges(ctx, b.pool, b.secrets, h.snap.GetVersion(), due)
+
+	now := b.opts.Now()
+	refresh := now.Sub(h.quotasRead) >= b.opts.QuotaRefresh
+	ch, err := store.ReadSnapshotChanges(ctx, b.pool, b.secrets, store.Since{Base: h.snap.GetVersion(), Recheck: due, Quotas: refresh})
 	if errors.Is(err, store.ErrDeltaUnavailable) {
 		b.log.Info("snapshot delta unavailable; reading a whole snapshot", "base", h.snap.GetVersion(), "err", err)
 		return false
@@ -319,7 +329,10 @@ func (b *Builder) rebuildDelta(ctx context.Context, rev int64, start time.Time) 
 		b.builds.WithLabelValues("unchanged").Inc()
 		return true
 	}
-	b.held = &held{snap: next, compiled: compiled, deadlines: h.deadlines}
+	b.held = &held{snap: next, compiled: compiled, deadlines: h.deadlines, quotasRead: h.quotasRead}
+	if ch.Read.Quotas {
+		b.held.quotasRead = now
+	}
 	b.held.deadlines.add(d.GetUpsertApiKeys())
 	b.held.readd(due) // keys read again but unchanged (the database's clock had not reached the deadline)
 	b.markPublished(next, start)

@@ -24,8 +24,8 @@ type SnapshotChanges struct {
 	Version int64
 	// Now is the database time of the read; key expiry and rotation grace are judged at it.
 	Now time.Time
-	// Read names the small kinds read, those built from a table written since the base (quotas always:
-	// their cost_used and period move without a write). The others are unchanged since the base.
+	// Read names the small kinds read: those built from a table written since the base, and the quotas
+	// when asked (Since.Quotas). The others are unchanged since the base.
 	Read SmallKinds
 	// Rest holds the small kinds of Read, each read whole (Version set, ApiKeys nil): the caller compares
 	// them element by element with the base's.
@@ -37,15 +37,27 @@ type SnapshotChanges struct {
 	GoneKeyIDs []int64
 }
 
+// Since names what ReadSnapshotChanges reads.
+type Since struct {
+	// Base is the revision the changes are read from.
+	Base int64
+	// Recheck are held keys to read again whatever their rows say: their expiry or rotation grace has
+	// passed (time, not a write, changed them).
+	Recheck []int64
+	// Quotas reads the quotas even when no quota was written since Base, to refresh the cost_used and
+	// period the snapshot carries (they move without a write).
+	Quotas bool
+}
+
 // ReadSnapshotChanges reads, in one REPEATABLE READ, read-only transaction like ReadSnapshot, the state
 // of the current revision V as changes since base: the small kinds built from a table written since
-// base, whole (SnapshotChanges.Read), and only the API keys whose
-// rows were written (changed_revision) or deleted (config_deletions) in (base, V], plus the keys of
-// recheck (held keys whose expiry or rotation grace has passed: time, not a write, changed them). The
+// base (quotas also when asked), whole (SnapshotChanges.Read), and only the API keys whose rows were
+// written (changed_revision) or deleted (config_deletions) in (base, V], plus the keys of since.Recheck. The
 // cost of the key part follows the number of keys changed, through the index on changed_revision. A
 // base the changes cannot be read from is ErrDeltaUnavailable; data failures are a *SnapshotDataError.
-func ReadSnapshotChanges(ctx context.Context, db TxBeginner, secrets SecretOpener, base int64, recheck []int64) (*SnapshotChanges, error) {
-	ch, err := readSnapshotChanges(ctx, db, secrets, base, recheck)
+func ReadSnapshotChanges(ctx context.Context, db TxBeginner, secrets SecretOpener, since Since) (*SnapshotChanges, error) {
+	base := since.Base
+	ch, err := readSnapshotChanges(ctx, db, secrets, since)
 	if err != nil && ch != nil && errors.Is(err, ErrSnapshotData) {
 		return nil, &SnapshotDataError{Version: ch.Version, Err: err}
 	}
@@ -55,7 +67,8 @@ func ReadSnapshotChanges(ctx context.Context, db TxBeginner, secrets SecretOpene
 	return ch, nil
 }
 
-func readSnapshotChanges(ctx context.Context, db TxBeginner, secrets SecretOpener, base int64, recheck []int64) (*SnapshotChanges, error) {
+func readSnapshotChanges(ctx context.Context, db TxBeginner, secrets SecretOpener, since Since) (*SnapshotChanges, error) {
+	base, recheck := since.Base, since.Recheck
 	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
@@ -82,6 +95,7 @@ func readSnapshotChanges(ctx context.Context, db TxBeginner, secrets SecretOpene
 			ErrDeltaUnavailable, base, ch.Version)
 	}
 	ch.Read = smallKindsOf(written)
+	ch.Read.Quotas = ch.Read.Quotas || since.Quotas
 	if err := readSnapshotRest(ctx, tx, secrets, ch.Rest, ch.Read); err != nil {
 		return ch, err
 	}
@@ -130,7 +144,7 @@ func tablesWrittenSince(ctx context.Context, tx pgx.Tx, base int64) ([]string, e
 }
 
 // smallKindsOf names the small kinds built from one of the tables written, following what each kind's
-// read joins. Quotas are always read: their cost_used and period move without a write.
+// read joins.
 func smallKindsOf(names []string) SmallKinds {
 	written := func(tables ...string) bool {
 		for _, t := range tables {
@@ -147,7 +161,7 @@ func smallKindsOf(names []string) SmallKinds {
 		ModelPolicy:         written("gateway_settings"),
 		Providers:           written("providers", "credentials", "gateway_settings"),
 		Routes:              written("routes", "route_aliases", "route_members", "providers"),
-		Quotas:              true,
+		Quotas:              written("quotas"),
 	}
 }
 

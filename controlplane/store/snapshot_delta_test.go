@@ -120,7 +120,7 @@ func TestReadSnapshotChanges(t *testing.T) {
 	seedSnapshotState(t, db.Pool, box)
 	base := revision(t, db.Pool)
 
-	ch, err := store.ReadSnapshotChanges(ctx, db.Pool, box, base, nil)
+	ch, err := store.ReadSnapshotChanges(ctx, db.Pool, box, store.Since{Base: base})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestReadSnapshotChanges(t *testing.T) {
 	v := revision(t, db.Pool)
 
 	// Key 4 expired an hour ago: asked for again (as a held key whose deadline passed), it is gone.
-	ch, err = store.ReadSnapshotChanges(ctx, db.Pool, box, base, []int64{4})
+	ch, err = store.ReadSnapshotChanges(ctx, db.Pool, box, store.Since{Base: base, Recheck: []int64{4}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,23 +149,23 @@ func TestReadSnapshotChanges(t *testing.T) {
 	if !slices.Equal(ch.GoneKeyIDs, []int64{1, 2, 4}) {
 		t.Errorf("gone = %v, want [1 2 4] (revoked, deleted, expired)", ch.GoneKeyIDs)
 	}
-	// Only price rules (written) and quotas (always) are read, each as a whole read has it.
-	if want := (store.SmallKinds{PriceRules: true, Quotas: true}); ch.Read != want {
+	// Only price rules (written) are read, as a whole read has them.
+	if want := (store.SmallKinds{PriceRules: true}); ch.Read != want {
 		t.Errorf("read %+v, want %+v", ch.Read, want)
 	}
 	whole, err := store.ReadSnapshot(ctx, db.Pool, box)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !proto.Equal(&snapshotv1.Snapshot{Version: v, PriceRules: whole.PriceRules, Quotas: whole.Quotas}, ch.Rest) {
+	if !proto.Equal(&snapshotv1.Snapshot{Version: v, PriceRules: whole.PriceRules}, ch.Rest) {
 		t.Errorf("small kinds read differ from a whole read:\n got %v\nwant %v", ch.Rest, whole)
 	}
 
 	// A provider is part of every small kind's read but the model policy's (read anyway, for the
-	// providers' default) and quotas'.
+	// providers' default) and quotas'; quotas are read when asked.
 	snapTestExec(t, db.Pool, `UPDATE providers SET base_url = 'http://alpha2.test' WHERE id = 1`)
 	pv := revision(t, db.Pool)
-	ch, err = store.ReadSnapshotChanges(ctx, db.Pool, box, v, nil)
+	ch, err = store.ReadSnapshotChanges(ctx, db.Pool, box, store.Since{Base: v, Quotas: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,24 +180,30 @@ func TestReadSnapshotChanges(t *testing.T) {
 	if !proto.Equal(ch.Rest, whole) {
 		t.Errorf("small kinds differ from a whole read:\n got %v\nwant %v", ch.Rest, whole)
 	}
-	// A key write reads no small kind but quotas.
+	// A key write reads no small kind; a quota limit write reads the quotas.
 	snapTestExec(t, db.Pool, `UPDATE api_keys SET name = 'renamed' WHERE id = 5`)
-	if ch, err = store.ReadSnapshotChanges(ctx, db.Pool, box, pv, nil); err != nil || ch.Read != (store.SmallKinds{Quotas: true}) {
-		t.Errorf("after a key write: %+v, %v; want only quotas read", readOf(ch), err)
+	if ch, err = store.ReadSnapshotChanges(ctx, db.Pool, box, store.Since{Base: pv}); err != nil || ch.Read != (store.SmallKinds{}) {
+		t.Errorf("after a key write: %+v, %v; want nothing read", readOf(ch), err)
+	}
+	kv := revision(t, db.Pool)
+	snapTestExec(t, db.Pool, `UPDATE quotas SET cost_limit = 7 WHERE scope = 'org'`)
+	if ch, err = store.ReadSnapshotChanges(ctx, db.Pool, box, store.Since{Base: kv}); err != nil || ch.Read != (store.SmallKinds{Quotas: true}) ||
+		len(ch.Rest.GetQuotas()) != 2 {
+		t.Errorf("after a quota write: %+v, %v; want the quotas read", readOf(ch), err)
 	}
 	v = revision(t, db.Pool)
 
 	// The revision moved with no table written (a write around the triggers): no delta.
 	snapTestExec(t, db.Pool, `UPDATE config_revision SET revision = revision + 1`)
-	if _, err := store.ReadSnapshotChanges(ctx, db.Pool, box, v, nil); !errors.Is(err, store.ErrDeltaUnavailable) {
+	if _, err := store.ReadSnapshotChanges(ctx, db.Pool, box, store.Since{Base: v}); !errors.Is(err, store.ErrDeltaUnavailable) {
 		t.Errorf("revision raised by hand: err = %v, want ErrDeltaUnavailable", err)
 	}
 	v = revision(t, db.Pool)
 	// From the latest version: nothing changed.
-	if ch, err = store.ReadSnapshotChanges(ctx, db.Pool, box, v, nil); err != nil || len(ch.Keys)+len(ch.GoneKeyIDs) != 0 {
+	if ch, err = store.ReadSnapshotChanges(ctx, db.Pool, box, store.Since{Base: v}); err != nil || len(ch.Keys)+len(ch.GoneKeyIDs) != 0 {
 		t.Errorf("since the current version: %v, %v; want no key changes", ch, err)
 	}
-	if _, err := store.ReadSnapshotChanges(ctx, db.Pool, box, v+1, nil); !errors.Is(err, store.ErrDeltaUnavailable) {
+	if _, err := store.ReadSnapshotChanges(ctx, db.Pool, box, store.Since{Base: v + 1}); !errors.Is(err, store.ErrDeltaUnavailable) {
 		t.Errorf("from a future version: err = %v, want ErrDeltaUnavailable", err)
 	}
 
@@ -205,19 +211,19 @@ func TestReadSnapshotChanges(t *testing.T) {
 	if n, err := store.PruneConfigDeletions(ctx, db.Pool, 0); err != nil || n != 1 {
 		t.Fatalf("prune = %d, %v; want 1", n, err)
 	}
-	if _, err := store.ReadSnapshotChanges(ctx, db.Pool, box, base, nil); !errors.Is(err, store.ErrDeltaUnavailable) {
+	if _, err := store.ReadSnapshotChanges(ctx, db.Pool, box, store.Since{Base: base}); !errors.Is(err, store.ErrDeltaUnavailable) {
 		t.Errorf("from before a pruned deletion: err = %v, want ErrDeltaUnavailable", err)
 	}
-	if _, err := store.ReadSnapshotChanges(ctx, db.Pool, box, v, nil); err != nil {
+	if _, err := store.ReadSnapshotChanges(ctx, db.Pool, box, store.Since{Base: v}); err != nil {
 		t.Errorf("from after the pruned deletion: %v", err)
 	}
 
 	snapTestExec(t, db.Pool, `TRUNCATE api_keys`)
 	truncated := revision(t, db.Pool)
-	if _, err := store.ReadSnapshotChanges(ctx, db.Pool, box, v, nil); !errors.Is(err, store.ErrDeltaUnavailable) {
+	if _, err := store.ReadSnapshotChanges(ctx, db.Pool, box, store.Since{Base: v}); !errors.Is(err, store.ErrDeltaUnavailable) {
 		t.Errorf("across a truncate: err = %v, want ErrDeltaUnavailable", err)
 	}
-	if _, err := store.ReadSnapshotChanges(ctx, db.Pool, box, truncated, nil); err != nil {
+	if _, err := store.ReadSnapshotChanges(ctx, db.Pool, box, store.Since{Base: truncated}); err != nil {
 		t.Errorf("from the truncate's revision: %v", err)
 	}
 }
