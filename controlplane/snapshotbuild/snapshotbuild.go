@@ -1,9 +1,11 @@
 // Package snapshotbuild keeps a control plane's published snapshot in step with Postgres. A dedicated
 // connection LISTENs on store.NotifyChannel; each notification schedules a debounced rebuild, and a
 // periodic revision check catches anything the listener missed (it reconnects with backoff when it
-// drops, and rebuilds on every reconnect). A rebuild reads one consistent state (store.ReadSnapshot),
-// compiles it with shared/snapshot.Compile, and publishes it only when it compiles and its version is
-// newer than the last one published. Because the version is Postgres's config_revision, every replica
+// drops, and rebuilds on every reconnect). The first rebuild reads one consistent state whole
+// (store.ReadSnapshot) and compiles it with shared/snapshot.Compile; later ones read only the changes since
+// the published version (store.ReadSnapshotChanges), turn them into a delta and the next whole snapshot
+// (makeDelta) and pass the delta through ApplyDelta, the data planes' own apply. A version is published
+// (with its delta when there is one) only when it compiles and is newer than the last one published. Because the version is Postgres's config_revision, every replica
 // publishes the same version for the same state.
 package snapshotbuild
 
@@ -39,6 +41,14 @@ type Publisher interface {
 	Publish(*snapshotv1.Snapshot) bool
 }
 
+// DeltaPublisher is a Publisher that can also serve deltas; *watch.Server satisfies it. PublishDelta
+// publishes snap (the whole snapshot of d.Version) together with d, the delta from the version published
+// before it.
+type DeltaPublisher interface {
+	Publisher
+	PublishDelta(snap *snapshotv1.Snapshot, d *snapshotv1.SnapshotDelta) bool
+}
+
 // Options tune a Builder. Zero values take the defaults noted.
 type Options struct {
 	// Debounce is the shortest time between two notification-triggered rebuilds. A notification that
@@ -57,6 +67,13 @@ type Options struct {
 	Now func() time.Time
 	// Bounds are the settlement bounds shipped in every snapshot (zero: pricing.DefaultBounds).
 	Bounds pricing.Bounds
+	// QuotaRefresh is how often a delta build reads the quotas when none was written, refreshing the
+	// cost_used and period they carry (default 1m). Reading them at every change would make each change
+	// cost as much as the number of quotas.
+	QuotaRefresh time.Duration
+	// DeletionRetention is how long deleted keys are remembered for deltas (default 24h); a data plane
+	// holding a version older than that gets a whole snapshot. Pruned at each safety-net check.
+	DeletionRetention time.Duration
 }
 
 // Builder rebuilds and publishes snapshots. Create it with New and run it with Run.
@@ -70,6 +87,7 @@ type Builder struct {
 	trigger   chan struct{}
 	published atomic.Int64
 	rejected  int64 // version whose data failed to build or compile; only the Run goroutine touches it
+	held      *held // the published version's whole snapshot and compiled form; only the Run goroutine touches it
 	listening atomic.Bool
 	running   sync.Mutex
 
@@ -77,6 +95,7 @@ type Builder struct {
 	rejection *Rejection // the latest rejection while the configuration is failing; nil once a newer version publishes
 
 	builds      *prometheus.CounterVec
+	buildKinds  *prometheus.CounterVec
 	buildTime   prometheus.Histogram
 	listenUp    prometheus.Gauge
 	reconnects  prometheus.Counter
@@ -133,6 +152,12 @@ func New(pool *pgxpool.Pool, secrets store.SecretOpener, pub Publisher, log *slo
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.QuotaRefresh <= 0 {
+		opts.QuotaRefresh = time.Minute
+	}
+	if opts.DeletionRetention <= 0 {
+		opts.DeletionRetention = 24 * time.Hour
+	}
 	f := promauto.With(reg)
 	return &Builder{
 		pool: pool, secrets: secrets, pub: pub, log: log, opts: opts,
@@ -140,6 +165,9 @@ func New(pool *pgxpool.Pool, secrets store.SecretOpener, pub Publisher, log *slo
 		builds: f.NewCounterVec(prometheus.CounterOpts{Name: "tollgate_snapshot_builds_total",
 			Help: "Snapshot rebuilds by result: published, unchanged, rejected (data or compile failure; not published), error (database)."},
 			[]string{"result"}),
+		buildKinds: f.NewCounterVec(prometheus.CounterOpts{Name: "tollgate_snapshot_build_reads_total",
+			Help: "Snapshot rebuilds by how the database was read: full (every row) or delta (the changes since the published version)."},
+			[]string{"kind"}),
 		buildTime: f.NewHistogram(prometheus.HistogramOpts{Name: "tollgate_snapshot_build_seconds",
 			Help: "Time to read and compile a snapshot.", Buckets: prometheus.DefBuckets}),
 		listenUp: f.NewGauge(prometheus.GaugeOpts{Name: "tollgate_snapshot_listener_up",
@@ -208,6 +236,7 @@ func (b *Builder) Run(ctx context.Context) error {
 			last = time.Now()
 			b.rebuild(ctx)
 		case <-ticker.C:
+			b.prune(ctx)
 			b.rebuild(ctx)
 		}
 	}
@@ -227,29 +256,23 @@ func (b *Builder) rebuild(ctx context.Context) {
 		return
 	}
 	start := time.Now()
-	snap, err := store.ReadSnapshot(ctx, b.pool, b.secrets)
-	if err != nil {
-		if ctx.Err() != nil {
-			return
-		}
-		var dataErr *store.SnapshotDataError
-		if errors.As(err, &dataErr) {
-			b.reject(dataErr.Version, "build", err)
-			return
-		}
-		b.builds.WithLabelValues("error").Inc()
-		b.log.Warn("snapshot build failed; retrying at the next change or check", "revision", rev, "err", err)
+	if b.held != nil && b.rebuildDelta(ctx, rev, start) {
 		return
 	}
+	snap, err := store.ReadSnapshot(ctx, b.pool, b.secrets)
+	if err != nil {
+		b.readFailed(ctx, rev, err)
+		return
+	}
+	b.buildKinds.WithLabelValues("full").Inc()
 	if snap.GetVersion() <= b.published.Load() {
 		b.builds.WithLabelValues("unchanged").Inc()
 		return
 	}
 	snap.BuiltAt = timestamppb.New(b.opts.Now())
-	bounds := b.opts.Bounds.OrDefault()
-	snap.SettlementBounds = &snapshotv1.SettlementBounds{MaxRequestTokens: bounds.MaxRequestTokens,
-		MaxRequestCost: pricing.FormatMicros(bounds.MaxRequestCostMicros)}
-	if _, err := b.opts.Compile(snap); err != nil {
+	snap.SettlementBounds = b.bounds()
+	compiled, err := b.opts.Compile(snap)
+	if err != nil {
 		b.reject(snap.GetVersion(), "compile", err)
 		return
 	}
@@ -258,6 +281,87 @@ func (b *Builder) rebuild(ctx context.Context) {
 		b.builds.WithLabelValues("unchanged").Inc()
 		return
 	}
+	b.held = &held{snap: snap, compiled: compiled, deadlines: newDeadlines(snap.GetApiKeys()), quotasRead: start}
+	b.markPublished(snap, start)
+}
+
+// rebuildDelta builds the next version from the changes since the held one, publishing the delta with
+// the whole snapshot. It returns false when the database cannot name those changes (the caller reads a
+// whole snapshot), true when it handled the rebuild, successfully or not.
+func (b *Builder) rebuildDelta(ctx context.Context, rev int64, start time.Time) bool {
+	h := b.held
+	due := h.deadlines.due(b.opts.Now())
+
+	now := b.opts.Now()
+	refresh := now.Sub(h.quotasRead) >= b.opts.QuotaRefresh
+	ch, err := store.ReadSnapshotChanges(ctx, b.pool, b.secrets, store.Since{Base: h.snap.GetVersion(), Recheck: due, Quotas: refresh})
+	if errors.Is(err, store.ErrDeltaUnavailable) {
+		b.log.Info("snapshot delta unavailable; reading a whole snapshot", "base", h.snap.GetVersion(), "err", err)
+		return false
+	}
+	if err != nil {
+		h.readd(due)
+		b.readFailed(ctx, rev, err)
+		return true
+	}
+	b.buildKinds.WithLabelValues("delta").Inc()
+	if ch.Version <= b.published.Load() {
+		h.readd(due)
+		b.builds.WithLabelValues("unchanged").Inc()
+		return true
+	}
+	d, next := makeDelta(h.snap, ch, timestamppb.New(b.opts.Now()), b.bounds())
+	compiled, err := ApplyDelta(h.compiled, d, next)
+	if err != nil {
+		h.readd(due)
+		b.reject(ch.Version, "compile", err)
+		return true
+	}
+	b.buildTime.Observe(time.Since(start).Seconds())
+	var ok bool
+	if dp, isDP := b.pub.(DeltaPublisher); isDP {
+		ok = dp.PublishDelta(next, d)
+	} else {
+		ok = b.pub.Publish(next)
+	}
+	if !ok {
+		h.readd(due)
+		b.builds.WithLabelValues("unchanged").Inc()
+		return true
+	}
+	b.held = &held{snap: next, compiled: compiled, deadlines: h.deadlines, quotasRead: h.quotasRead}
+	if ch.Read.Quotas {
+		b.held.quotasRead = now
+	}
+	b.held.deadlines.add(d.GetUpsertApiKeys())
+	b.held.readd(due) // keys read again but unchanged (the database's clock had not reached the deadline)
+	b.markPublished(next, start)
+	return true
+}
+
+// readFailed handles a failed read of revision rev: a data failure rejects its version, a database
+// failure is retried at the next change or check.
+func (b *Builder) readFailed(ctx context.Context, rev int64, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	var dataErr *store.SnapshotDataError
+	if errors.As(err, &dataErr) {
+		b.reject(dataErr.Version, "build", err)
+		return
+	}
+	b.builds.WithLabelValues("error").Inc()
+	b.log.Warn("snapshot build failed; retrying at the next change or check", "revision", rev, "err", err)
+}
+
+func (b *Builder) bounds() *snapshotv1.SettlementBounds {
+	bounds := b.opts.Bounds.OrDefault()
+	return &snapshotv1.SettlementBounds{MaxRequestTokens: bounds.MaxRequestTokens,
+		MaxRequestCost: pricing.FormatMicros(bounds.MaxRequestCostMicros)}
+}
+
+// published records snap as published.
+func (b *Builder) markPublished(snap *snapshotv1.Snapshot, start time.Time) {
 	b.published.Store(snap.GetVersion())
 	b.statusMu.Lock()
 	if b.rejection != nil && b.rejection.Version < snap.GetVersion() {
@@ -269,6 +373,13 @@ func (b *Builder) rebuild(ctx context.Context) {
 	b.log.Info("snapshot published", "version", snap.GetVersion(), "price_rules", len(snap.GetPriceRules()),
 		"providers", len(snap.GetProviders()), "routes", len(snap.GetRoutes()), "api_keys", len(snap.GetApiKeys()),
 		"build_ms", time.Since(start).Milliseconds())
+}
+
+// prune forgets the key deletions older than the retention (every replica does; it is idempotent).
+func (b *Builder) prune(ctx context.Context) {
+	if _, err := store.PruneConfigDeletions(ctx, b.pool, b.opts.DeletionRetention); err != nil && ctx.Err() == nil {
+		b.log.Warn("pruning configuration deletions failed; retrying at the next check", "err", err)
+	}
 }
 
 func (b *Builder) reject(version int64, stage string, err error) {

@@ -93,31 +93,61 @@ func readSnapshot(ctx context.Context, db TxBeginner, secrets SecretOpener) (*sn
 	if snap.Version, err = Revision(ctx, tx); err != nil {
 		return nil, err
 	}
-	if snap.PriceRules, err = snapPriceRules(ctx, tx); err != nil {
+	if err = readSnapshotRest(ctx, tx, secrets, snap, allSmallKinds); err != nil {
 		return snap, err
 	}
-	if snap.ScheduledPriceRules, err = snapScheduledPriceRules(ctx, tx); err != nil {
-		return snap, err
-	}
-	if snap.RoutingRules, err = snapRoutingRules(ctx, tx); err != nil {
-		return snap, err
-	}
-	if snap.ModelPolicy, err = GetModelPolicy(ctx, tx); err != nil {
-		return snap, err
-	}
-	if snap.Providers, err = snapProviders(ctx, tx, secrets, snap.ModelPolicy.GetUnpricedPolicy()); err != nil {
-		return snap, err
-	}
-	if snap.Routes, err = snapRoutes(ctx, tx); err != nil {
-		return snap, err
-	}
-	if snap.ApiKeys, err = snapAPIKeys(ctx, tx); err != nil {
-		return snap, err
-	}
-	if snap.Quotas, err = snapQuotas(ctx, tx); err != nil {
+	if snap.ApiKeys, err = snapAPIKeys(ctx, tx, nil); err != nil {
 		return snap, err
 	}
 	return snap, nil
+}
+
+// SmallKinds names the parts of a snapshot other than the API keys.
+type SmallKinds struct {
+	PriceRules, ScheduledPriceRules, RoutingRules, ModelPolicy, Providers, Routes, Quotas bool
+}
+
+var allSmallKinds = SmallKinds{true, true, true, true, true, true, true}
+
+// readSnapshotRest reads the parts of kinds (every part but the API keys) into snap.
+func readSnapshotRest(ctx context.Context, tx pgx.Tx, secrets SecretOpener, snap *snapshotv1.Snapshot, kinds SmallKinds) error {
+	var err error
+	if kinds.PriceRules {
+		if snap.PriceRules, err = snapPriceRules(ctx, tx); err != nil {
+			return err
+		}
+	}
+	if kinds.ScheduledPriceRules {
+		if snap.ScheduledPriceRules, err = snapScheduledPriceRules(ctx, tx); err != nil {
+			return err
+		}
+	}
+	if kinds.RoutingRules {
+		if snap.RoutingRules, err = snapRoutingRules(ctx, tx); err != nil {
+			return err
+		}
+	}
+	if kinds.ModelPolicy || kinds.Providers { // a provider carries the default unpriced policy
+		if snap.ModelPolicy, err = GetModelPolicy(ctx, tx); err != nil {
+			return err
+		}
+	}
+	if kinds.Providers {
+		if snap.Providers, err = snapProviders(ctx, tx, secrets, snap.ModelPolicy.GetUnpricedPolicy()); err != nil {
+			return err
+		}
+	}
+	if kinds.Routes {
+		if snap.Routes, err = snapRoutes(ctx, tx); err != nil {
+			return err
+		}
+	}
+	if kinds.Quotas {
+		if snap.Quotas, err = snapQuotas(ctx, tx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func snapTime(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }
@@ -413,7 +443,8 @@ func snapRoutes(ctx context.Context, tx pgx.Tx) ([]*configv1.Route, error) {
 	return out, nil
 }
 
-func snapAPIKeys(ctx context.Context, tx pgx.Tx) ([]*configv1.ApiKey, error) {
+// snapAPIKeys reads the keys the snapshot carries: all of them, or only those of ids when ids is not nil.
+func snapAPIKeys(ctx context.Context, tx pgx.Tx, ids []int64) ([]*configv1.ApiKey, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT k.id, k.user_id, u.org_id, u.team_id, k.name, k.prefix, k.key_hash, k.allowed_models,
 		       k.rpm_limit, k.tpm_limit, k.expires_at, k.allow_direct_addressing,
@@ -421,7 +452,8 @@ func snapAPIKeys(ctx context.Context, tx pgx.Tx) ([]*configv1.ApiKey, error) {
 		       CASE WHEN k.previous_expires_at > now() THEN k.previous_prefix END,
 		       CASE WHEN k.previous_expires_at > now() THEN k.previous_expires_at END
 		  FROM api_keys k JOIN users u ON u.id = k.user_id
-		 WHERE k.enabled AND (k.expires_at IS NULL OR k.expires_at > now())`)
+		 WHERE k.enabled AND (k.expires_at IS NULL OR k.expires_at > now())
+		   AND ($1::bigint[] IS NULL OR k.id = ANY($1))`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("api keys: %w", interpretError(err))
 	}

@@ -213,7 +213,11 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	for _, mf := range mfs {
 		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
+			var sum float64 // over every label value
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+			return sum
 		}
 	}
 	t.Fatalf("no metric %s", name)

@@ -11,6 +11,11 @@
 // that every other stream sends as is (per wire format: a stream whose caller asked for compression gets
 // its own encoding), so the control plane's cost of a version does not grow with the number of streams
 // beyond the transport's copy.
+//
+// A stream whose data plane accepts deltas (WatchRequest.accept_deltas) gets, instead of a whole
+// snapshot, the delta from the version it holds to the latest, when the history of published deltas
+// (PublishDelta) reaches it and it is smaller; the delta for a pair of versions is combined and encoded
+// once, shared by every stream (docs/snapshots.md, "Deltas").
 package watch
 
 import (
@@ -31,6 +36,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 )
@@ -45,28 +51,69 @@ type Server struct {
 
 	mu       sync.Mutex // serialises Publish and watcher registration
 	watchers map[*watcher]struct{}
+	// history holds the latest published deltas, consecutive (each one's base the previous one's
+	// version) and ending at the latest version; a whole-snapshot publish empties it. Guarded by mu.
+	history      []step
+	historyBytes int // encoded size of history's deltas
 
 	closeOnce sync.Once
 	closed    chan struct{}
 
 	watching prometheus.Gauge
-	sends    prometheus.Counter
+	sends    *prometheus.CounterVec
 	encodes  prometheus.Counter
 	version  prometheus.Gauge
 }
 
-// published is one published version: the snapshot and its encodings for the wire, made by the first
-// stream that sends it and shared by every other stream of the same wire format.
+// MaxDeltaHistory and MaxDeltaHistoryBytes bound the published deltas a server keeps (the latest one is
+// always kept) to answer a data plane holding an older version with one combined delta; a data plane
+// further behind gets a whole snapshot.
+const (
+	MaxDeltaHistory      = 256
+	MaxDeltaHistoryBytes = 64 << 20
+)
+
+// published is one published version: the snapshot, its encoding, and the deltas to it from the
+// versions data planes hold, each made by the first stream that needs it and shared by every other.
 type published struct {
 	snap *snapshotv1.Snapshot
+	full *wire
+
+	sizeOnce sync.Once
+	size     int // encoded size of the whole snapshot, for the "delta no larger" rule
+
+	fromMu sync.Mutex // held while a delta is combined, so streams wanting the same one wait for it
+	from   map[int64]*wire
+}
+
+// wire is one message for the wire and its encodings, made by the first stream that sends it and shared
+// by every other stream of the same wire format.
+type wire struct {
+	resp    *snapshotv1.WatchResponse
+	kind    string // "full" or "delta", the label of tollgate_snapshot_sends_total
+	version int64
 
 	mu      sync.Mutex // held while encoding, so streams wanting the same encoding wait for it
 	encoded map[string]*grpc.PreparedMsg
 }
 
+func newPublished(snap *snapshotv1.Snapshot) *published {
+	return &published{snap: snap, full: &wire{resp: &snapshotv1.WatchResponse{Snapshot: snap}, kind: "full", version: snap.GetVersion()}}
+}
+
+// minKeyBytes is the least a key adds to an encoded snapshot (its 32-byte hash, tag and length).
+const minKeyBytes = 34
+
+func (p *published) fullSize() int {
+	p.sizeOnce.Do(func() { p.size = proto.Size(p.full.resp) })
+	return p.size
+}
+
 // watcher is one open Watch stream. slot holds at most the newest snapshot not yet sent; tokenID is the
 // credential it was opened with, and revoked is closed (once, under Server.mu) when that is revoked.
+// deltas is set when the data plane can apply deltas.
 type watcher struct {
+	deltas  bool
 	slot    chan *published
 	tokenID int64
 	revoked chan struct{}
@@ -122,9 +169,10 @@ func New(log *slog.Logger, reg prometheus.Registerer) *Server {
 		watchers: map[*watcher]struct{}{},
 		closed:   make(chan struct{}),
 		watching: f.NewGauge(prometheus.GaugeOpts{Name: "tollgate_snapshot_watchers", Help: "Open SnapshotService.Watch streams."}),
-		sends:    f.NewCounter(prometheus.CounterOpts{Name: "tollgate_snapshot_sends_total", Help: "Snapshots sent on Watch streams."}),
+		sends: f.NewCounterVec(prometheus.CounterOpts{Name: "tollgate_snapshot_sends_total",
+			Help: "Messages sent on Watch streams, by kind: full (a whole snapshot) or delta."}, []string{"kind"}),
 		encodes: f.NewCounter(prometheus.CounterOpts{Name: "tollgate_snapshot_encodes_total",
-			Help: "Snapshots marshalled for Watch streams: once per published version and wire format, shared by every stream."}),
+			Help: "Snapshots and deltas marshalled for Watch streams: once per message and wire format, shared by every stream."}),
 		version: f.NewGauge(prometheus.GaugeOpts{Name: "tollgate_snapshot_published_version",
 			Help: "Version of the latest snapshot this control plane publishes (0 before the first)."}),
 	}
@@ -183,7 +231,42 @@ func (s *Server) Publish(snap *snapshotv1.Snapshot) bool {
 	if cur := s.latest.Load(); cur != nil && snap.GetVersion() <= cur.snap.GetVersion() {
 		return false
 	}
-	p := &published{snap: snap}
+	s.history, s.historyBytes = nil, 0
+	s.publish(newPublished(snap))
+	return true
+}
+
+// PublishDelta is Publish for snap, the whole snapshot of d.Version, with d, the delta to it from the
+// latest published version: streams that accept deltas and hold that version (or one d's predecessors
+// reach, up to MaxDeltaHistory) get a delta instead of snap. When d's base is not the latest version it
+// is Publish(snap). snap and d must not be modified after.
+func (s *Server) PublishDelta(snap *snapshotv1.Snapshot, d *snapshotv1.SnapshotDelta) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.latest.Load()
+	if cur != nil && snap.GetVersion() <= cur.snap.GetVersion() {
+		return false
+	}
+	if cur == nil || d.GetBaseVersion() != cur.snap.GetVersion() || d.GetVersion() != snap.GetVersion() {
+		s.history, s.historyBytes = nil, 0
+	} else {
+		st := newStep(cur.snap, d)
+		s.history = append(s.history, st)
+		s.historyBytes += st.size
+		n := 0
+		for len(s.history)-n > 1 && (len(s.history)-n > MaxDeltaHistory || s.historyBytes > MaxDeltaHistoryBytes) {
+			s.historyBytes -= s.history[n].size
+			n++
+		}
+		s.history = slices.Delete(s.history, 0, n)
+	}
+	s.publish(newPublished(snap))
+	return true
+}
+
+// publish makes p the latest and hands it to every watcher; s.mu is held.
+func (s *Server) publish(p *published) {
+	snap := p.snap
 	s.latest.Store(p)
 	for w := range s.watchers {
 		// Only this goroutine (under mu) sends to slots and the watcher only receives, so after the
@@ -195,7 +278,52 @@ func (s *Server) Publish(snap *snapshotv1.Snapshot) bool {
 		w.slot <- p
 	}
 	s.version.Set(float64(snap.GetVersion()))
-	return true
+}
+
+// delta returns the delta message from version base to p's version, combined from the history and
+// shared by every stream asking for the same pair, or nil when there is none or it would not be smaller
+// than the whole snapshot: the stream then sends the whole snapshot.
+func (s *Server) delta(p *published, base int64) *wire {
+	p.fromMu.Lock()
+	defer p.fromMu.Unlock()
+	if w, ok := p.from[base]; ok {
+		return w
+	}
+	var w *wire
+	if chain := s.chain(base, p.snap.GetVersion()); chain != nil {
+		resp := &snapshotv1.WatchResponse{Delta: compose(chain)}
+		// Every key of a snapshot carries at least its 32-byte hash with tag and length: a delta below
+		// that bound is smaller without sizing the whole snapshot (at a million keys, tens of
+		// milliseconds per version).
+		if size := proto.Size(resp); size < minKeyBytes*len(p.snap.GetApiKeys()) || size < p.fullSize() {
+			w = &wire{resp: resp, kind: "delta", version: p.snap.GetVersion()}
+		}
+	}
+	if p.from == nil {
+		p.from = map[int64]*wire{}
+	}
+	p.from[base] = w
+	return w
+}
+
+// chain returns the steps of the history leading from base to version, or nil when the history does
+// not hold them.
+func (s *Server) chain(base, version int64) []step {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	from, to := -1, -1
+	for i, st := range s.history {
+		if st.d.GetBaseVersion() == base {
+			from = i
+		}
+		if st.d.GetVersion() == version {
+			to = i
+		}
+	}
+	if from < 0 || to < from {
+		return nil
+	}
+	return slices.Clone(s.history[from : to+1])
 }
 
 // Latest returns the latest published snapshot, or nil before the first.
@@ -221,7 +349,7 @@ func (s *Server) Shutdown() { s.closeOnce.Do(func() { close(s.closed) }) }
 func (s *Server) Watch(req *snapshotv1.WatchRequest, stream grpc.ServerStreamingServer[snapshotv1.WatchResponse]) error {
 	ctx := stream.Context()
 	w := &watcher{slot: make(chan *published, 1), revoked: make(chan struct{}), nodeID: req.GetNodeId(),
-		peer: peerAddr(ctx), since: time.Now().UTC()}
+		peer: peerAddr(ctx), since: time.Now().UTC(), deltas: req.GetAcceptDeltas()}
 	w.sentVersion.Store(req.GetKnownVersion())
 	if s.identify != nil {
 		id, err := s.identify(ctx)
@@ -250,7 +378,8 @@ func (s *Server) Watch(req *snapshotv1.WatchRequest, stream grpc.ServerStreaming
 	}()
 
 	log := s.log.With("node_id", req.GetNodeId(), "peer", peerAddr(ctx), "token_id", w.tokenID)
-	log.Info("watch opened", "known_version", req.GetKnownVersion())
+	log.Info("watch opened", "known_version", req.GetKnownVersion(), "accept_deltas", req.GetAcceptDeltas(),
+		"want_full", req.GetWantFull())
 	// Answer with headers at once, so the data plane knows the stream is established even when no
 	// snapshot follows (it already holds the latest).
 	var curVersion int64
@@ -261,12 +390,15 @@ func (s *Server) Watch(req *snapshotv1.WatchRequest, stream grpc.ServerStreaming
 		return err
 	}
 	sent := req.GetKnownVersion()
-	if cur != nil && curVersion != sent {
-		if err := s.send(stream, w, cur); err != nil {
+	// needFull: the next message must be a whole snapshot (the data plane holds nothing, or doubts what
+	// it holds).
+	needFull := !w.deltas || sent == 0 || req.GetWantFull()
+	if cur != nil && (curVersion != sent || req.GetWantFull()) {
+		if err := s.send(stream, w, cur, sent, needFull); err != nil {
 			log.Info("watch closed", "err", err)
 			return err
 		}
-		sent = curVersion
+		sent, needFull = w.sentVersion.Load(), false
 	}
 	for {
 		select {
@@ -283,37 +415,50 @@ func (s *Server) Watch(req *snapshotv1.WatchRequest, stream grpc.ServerStreaming
 			if p.snap.GetVersion() == sent {
 				continue
 			}
-			if err := s.send(stream, w, p); err != nil {
+			if err := s.send(stream, w, p, sent, needFull); err != nil {
 				log.Info("watch closed", "err", err, "sent_version", sent)
 				return err
 			}
-			sent = p.snap.GetVersion()
+			sent, needFull = w.sentVersion.Load(), false
 		}
 	}
 }
 
-func (s *Server) send(stream grpc.ServerStreamingServer[snapshotv1.WatchResponse], w *watcher, p *published) error {
-	msg, err := s.prepared(stream, p)
+// send sends p to a data plane holding version held: a delta when the stream accepts them, needFull is
+// false and the history has one from held (no larger than the snapshot), else the whole snapshot. A
+// data plane holding a version newer than p (this replica lags) is sent nothing: a whole older snapshot
+// would be ignored, and no delta can name its state; it gets the first delta or snapshot after it.
+func (s *Server) send(stream grpc.ServerStreamingServer[snapshotv1.WatchResponse], w *watcher, p *published, held int64, needFull bool) error {
+	m := p.full
+	if w.deltas && !needFull {
+		if held > p.snap.GetVersion() {
+			return nil
+		}
+		if d := s.delta(p, held); d != nil {
+			m = d
+		}
+	}
+	msg, err := s.prepared(stream, m)
 	if err != nil {
 		return err
 	}
 	if err := stream.SendMsg(msg); err != nil {
 		return err // already a gRPC status from the transport
 	}
-	w.sentVersion.Store(p.snap.GetVersion())
+	w.sentVersion.Store(m.version)
 	w.sentAt.Store(time.Now().UnixNano())
-	s.sends.Inc()
+	s.sends.WithLabelValues(m.kind).Inc()
 	return nil
 }
 
 // prepared returns the message that carries p on stream: p's encoding for the stream's wire format,
 // made now if it is the first stream of that format to send p. A stream whose wire format cannot be told
 // gets the plain message, marshalled by the stream itself.
-func (s *Server) prepared(stream grpc.ServerStream, p *published) (any, error) {
+func (s *Server) prepared(stream grpc.ServerStream, p *wire) (any, error) {
 	format, ok := wireFormat(stream.Context())
 	if !ok {
 		s.encodes.Inc()
-		return &snapshotv1.WatchResponse{Snapshot: p.snap}, nil
+		return p.resp, nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -321,8 +466,8 @@ func (s *Server) prepared(stream grpc.ServerStream, p *published) (any, error) {
 		return msg, nil
 	}
 	msg := &grpc.PreparedMsg{}
-	if err := msg.Encode(stream, &snapshotv1.WatchResponse{Snapshot: p.snap}); err != nil {
-		return nil, status.Errorf(codes.Internal, "encode snapshot %d: %v", p.snap.GetVersion(), err)
+	if err := msg.Encode(stream, p.resp); err != nil {
+		return nil, status.Errorf(codes.Internal, "encode %s %d: %v", p.kind, p.version, err)
 	}
 	s.encodes.Inc()
 	if p.encoded == nil {

@@ -28,6 +28,7 @@ const token = "dp-token-0123456789abcdef"
 
 type bundle struct {
 	srv    *watch.Server
+	reg    *prometheus.Registry
 	client snapshotv1.SnapshotServiceClient
 	conn   *grpc.ClientConn
 }
@@ -36,7 +37,8 @@ type bundle struct {
 // on a loopback TCP listener.
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	ws := watch.New(slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	ws := watch.New(slog.New(slog.DiscardHandler), reg)
 	g := grpc.NewServer(watch.AuthOptions(token)...)
 	watch.Register(g, ws)
 	healthpb.RegisterHealthServer(g, health.NewServer())
@@ -52,7 +54,7 @@ func setup(t *testing.T) *bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
-	return &bundle{srv: ws, client: snapshotv1.NewSnapshotServiceClient(cc), conn: cc}
+	return &bundle{srv: ws, reg: reg, client: snapshotv1.NewSnapshotServiceClient(cc), conn: cc}
 }
 
 func authed(ctx context.Context) context.Context {
