@@ -43,6 +43,9 @@ type Compiled struct {
 	routeList []*Route
 	keys      keyIndex
 	quotas    map[QuotaKey]Quota
+	// config is the snapshot's configuration without its keys (the same message elements, never
+	// mutated): ApplyDelta applies a delta's other kinds to it and compiles the result.
+	config *snapshotv1.Snapshot
 	// DirectAddressing is the gateway-wide direct-addressing switch (config.v1.ModelPolicy; on when the
 	// snapshot carries no policy).
 	DirectAddressing bool
@@ -135,6 +138,8 @@ type APIKey struct {
 	// direct is set when the key may use provider/model direct addressing: the gateway allows it for
 	// every key (config.v1.ModelPolicy.direct_addressing) or the key does (allow_direct_addressing).
 	direct bool
+	// allowDirect is the key's own allow_direct_addressing (direct without the gateway's switch).
+	allowDirect bool
 	// Previous is set on the entry of a rotated key's previous hash (its ExpiresAt ends the grace period).
 	Previous bool
 }
@@ -262,14 +267,40 @@ func Compile(s *snapshotv1.Snapshot) (*Compiled, error) {
 	if s.GetVersion() <= 0 {
 		return nil, errors.New("compile snapshot: version must be positive")
 	}
-	c := &Compiled{
-		Version:         s.GetVersion(),
-		BuiltAt:         s.GetBuiltAt().AsTime(),
-		providers:       make(map[int64]*Provider, len(s.GetProviders())),
-		providersByName: make(map[string]*Provider, len(s.GetProviders())),
-		routes:          make(map[string]*Route, len(s.GetRoutes())),
-		quotas:          make(map[QuotaKey]Quota, len(s.GetQuotas())),
+	c := &Compiled{Version: s.GetVersion(), BuiltAt: s.GetBuiltAt().AsTime()}
+	errs := c.compileConfig(configOf(s))
+	errs = c.compileKeys(s.GetApiKeys(), errs)
+	if len(errs) > 0 {
+		return nil, compileError(s.GetVersion(), errs)
 	}
+	return c, nil
+}
+
+func compileError(version int64, errs []error) *CompileError {
+	ce := &CompileError{Version: version}
+	for _, e := range errs {
+		ce.Problems = append(ce.Problems, Problems(e)...)
+	}
+	return ce
+}
+
+// configOf returns s without its API keys, sharing its elements.
+func configOf(s *snapshotv1.Snapshot) *snapshotv1.Snapshot {
+	return &snapshotv1.Snapshot{
+		PriceRules: s.GetPriceRules(), RoutingRules: s.GetRoutingRules(), Providers: s.GetProviders(), Routes: s.GetRoutes(),
+		Quotas: s.GetQuotas(), SettlementBounds: s.GetSettlementBounds(), ScheduledPriceRules: s.GetScheduledPriceRules(),
+		ModelPolicy: s.GetModelPolicy(),
+	}
+}
+
+// compileConfig compiles everything but the API keys (s.ApiKeys is ignored): price rules, providers,
+// routing, routes, the model policy, quotas and settlement bounds.
+func (c *Compiled) compileConfig(s *snapshotv1.Snapshot) []error {
+	c.config = s
+	c.providers = make(map[int64]*Provider, len(s.GetProviders()))
+	c.providersByName = make(map[string]*Provider, len(s.GetProviders()))
+	c.routes = make(map[string]*Route, len(s.GetRoutes()))
+	c.quotas = make(map[QuotaKey]Quota, len(s.GetQuotas()))
 	var errs []error
 	c.Bounds = pricing.DefaultBounds
 	if sb := s.GetSettlementBounds(); sb != nil {
@@ -290,16 +321,7 @@ func Compile(s *snapshotv1.Snapshot) (*Compiled, error) {
 			errs = append(errs, &ElementError{Resource: "model policy", Field: "unpriced_policy", Message: err.Error()})
 		}
 	}
-	errs = c.compileKeys(s.GetApiKeys(), errs)
-	errs = c.compileQuotas(s.GetQuotas(), errs)
-	if len(errs) > 0 {
-		ce := &CompileError{Version: s.GetVersion()}
-		for _, e := range errs {
-			ce.Problems = append(ce.Problems, Problems(e)...)
-		}
-		return nil, ce
-	}
-	return c, nil
+	return c.compileQuotas(s.GetQuotas(), errs)
 }
 
 func (c *Compiled) compilePrices(in []*configv1.PriceRule, scheduled []*configv1.ScheduledPriceRule, errs []error) []error {
