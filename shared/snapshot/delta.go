@@ -71,7 +71,9 @@ type quotaKey struct {
 	id    int64
 }
 
-func (a quotaKey) compare(b quotaKey) int { return cmp.Or(strings.Compare(a.scope, b.scope), cmp.Compare(a.id, b.id)) }
+func (a quotaKey) compare(b quotaKey) int {
+	return cmp.Or(strings.Compare(a.scope, b.scope), cmp.Compare(a.id, b.id))
+}
 
 // applyConfig returns held's configuration with d's changes to the kinds other than keys. Unchanged kinds
 // keep held's slices; the elements are shared, never mutated.
@@ -128,7 +130,7 @@ func (c *Compiled) applyKeys(held *Compiled, upsert []*configv1.ApiKey, removed 
 	kc.grow(upsert)
 	// What leaves: every entry of a removed or upserted id, found through its refs.
 	dropHash := map[int][][sha256.Size]byte{} // hash shard → hashes leaving it
-	dropID := map[int]map[int64]bool{}         // id shard → ids leaving it
+	dropID := map[int]map[int64]bool{}        // id shard → ids leaving it
 	leave := func(id int64) {
 		s := idShardOf(id)
 		if dropID[s] == nil {
