@@ -140,10 +140,15 @@ func (c *Compiled) applyKeys(held *Compiled, upsert []*configv1.ApiKey, removed 
 			return
 		}
 		dropID[s][id] = true
-		for _, r := range hx.refs(id) {
+		is := hx.idShards[s]
+		if is == nil {
+			return
+		}
+		for i, j := is.span(id); i < j; i++ {
+			top := is.tops[i]
 			for _, previous := range []bool{false, true} {
-				if sh, i := hx.entry(r.top, id, previous); sh != nil {
-					dropHash[shardOf(r.top)] = append(dropHash[shardOf(r.top)], sh.hashes[i])
+				if sh, k := hx.entry(top, id, previous); sh != nil {
+					dropHash[shardOf(top)] = append(dropHash[shardOf(top)], sh.hashes[k])
 				}
 			}
 		}
@@ -182,12 +187,13 @@ func (c *Compiled) applyKeys(held *Compiled, upsert []*configv1.ApiKey, removed 
 		return upsert[e.seq].GetId(), upsert[e.seq].GetPrefix()
 	}
 	redirect := c.DirectAddressing != held.DirectAddressing
+	var es []keyEntry // one shard's entries at a time: newShard copies them into the shard's own slices
 	for s := range numShards {
 		adds, drops := addHash[s], dropHash[s]
 		if len(adds) == 0 && len(drops) == 0 && !redirect {
 			continue
 		}
-		es := make([]keyEntry, 0, held.keys.shardLen(s)+len(adds))
+		es = es[:0]
 		if old := hx.hashShards[s]; old != nil {
 			for i := range old.hashes {
 				if slices.Contains(drops, old.hashes[i]) {
@@ -209,10 +215,10 @@ func (c *Compiled) applyKeys(held *Compiled, upsert []*configv1.ApiKey, removed 
 		}
 		var refs []idRef
 		if old := hx.idShards[s]; old != nil {
-			refs = make([]idRef, 0, len(old.refs)+len(adds))
-			for _, r := range old.refs {
-				if !drops[r.id] {
-					refs = append(refs, r)
+			refs = make([]idRef, 0, len(old.ids)+len(adds))
+			for i, id := range old.ids {
+				if !drops[id] {
+					refs = append(refs, idRef{id: id, top: old.tops[i]})
 				}
 			}
 		}
@@ -223,9 +229,3 @@ func (c *Compiled) applyKeys(held *Compiled, upsert []*configv1.ApiKey, removed 
 	return errs
 }
 
-func (x *keyIndex) shardLen(s int) int {
-	if sh := x.hashShards[s]; sh != nil {
-		return len(sh.hashes)
-	}
-	return 0
-}

@@ -28,7 +28,7 @@ const (
 // keyIndex finds API keys by the sha256 of their secret and by id without maps: a map entry per key
 // (plus an allocation per key) doubled the heap they take. The entries lie in hash shards (by the hash's
 // top shardBits bits), each one slice ordered by hash with a small bucket table; the by-id index lies in
-// id shards (by id modulo numShards), each naming an entry by its id and the first 8 bytes of its hash.
+// id shards (by id modulo numShards), each naming an entry by its id and the first 4 bytes of its hash.
 // Shards are never mutated once built: a new index shares every shard it did not change.
 type keyIndex struct {
 	hashShards []*keyShard // numShards; nil: no entry
@@ -48,18 +48,30 @@ type keyShard struct {
 }
 
 // idRef names one entry (a key's current entry or a rotated key's previous one) of key id by the first
-// 8 bytes of its hash. Two entries sharing those 8 bytes are told apart by their key id.
+// 4 bytes of its hash. Entries sharing those 4 bytes are told apart by their key id.
 type idRef struct {
 	id  int64
-	top uint64
+	top uint32
 }
 
-// idShard holds the refs of the ids equal modulo numShards, ordered by id, then top.
-type idShard struct{ refs []idRef }
+// idShard holds the refs of the ids equal modulo numShards, ordered by id, then top, as two slices
+// (12 bytes a ref instead of a padded 16).
+type idShard struct {
+	ids  []int64
+	tops []uint32
+}
 
-func hashTop(h *[sha256.Size]byte) uint64 { return binary.BigEndian.Uint64(h[:8]) }
+// span returns the range of the shard's refs of id.
+func (is *idShard) span(id int64) (i, j int) {
+	i = sort.Search(len(is.ids), func(i int) bool { return is.ids[i] >= id })
+	for j = i; j < len(is.ids) && is.ids[j] == id; j++ {
+	}
+	return i, j
+}
 
-func shardOf(top uint64) int { return int(top >> (64 - shardBits)) }
+func hashTop(h *[sha256.Size]byte) uint32 { return binary.BigEndian.Uint32(h[:4]) }
+
+func shardOf(top uint32) int { return int(top >> (32 - shardBits)) }
 
 func idShardOf(id int64) int { return int(uint64(id) % numShards) }
 
@@ -68,10 +80,10 @@ func newKeyIndex() keyIndex {
 }
 
 // search returns the range of the shard's entries whose bucket may hold a hash with prefix top.
-func (sh *keyShard) search(top uint64) (lo, hi int) {
+func (sh *keyShard) search(top uint32) (lo, hi int) {
 	lo, hi = 0, len(sh.hashes)
 	if sh.buckets != nil {
-		b := top << shardBits >> (64 - sh.bucketBits)
+		b := top << shardBits >> (32 - sh.bucketBits)
 		lo, hi = int(sh.buckets[b]), int(sh.buckets[b+1])
 	}
 	return lo, hi
@@ -93,7 +105,7 @@ func (x *keyIndex) byHash(h *[sha256.Size]byte) *APIKey {
 
 // entry returns the shard and index of key id's entry whose hash starts with top (its previous hash's
 // entry when previous is set), or nil.
-func (x *keyIndex) entry(top uint64, id int64, previous bool) (*keyShard, int) {
+func (x *keyIndex) entry(top uint32, id int64, previous bool) (*keyShard, int) {
 	sh := x.hashShards[shardOf(top)]
 	if sh == nil {
 		return nil, 0
@@ -107,24 +119,15 @@ func (x *keyIndex) entry(top uint64, id int64, previous bool) (*keyShard, int) {
 	return nil, 0
 }
 
-// refs returns the refs of key id.
-func (x *keyIndex) refs(id int64) []idRef {
+func (x *keyIndex) byID(id int64) *APIKey {
 	is := x.idShards[idShardOf(id)]
 	if is == nil {
 		return nil
 	}
-	i := sort.Search(len(is.refs), func(i int) bool { return is.refs[i].id >= id })
-	j := i
-	for j < len(is.refs) && is.refs[j].id == id {
-		j++
-	}
-	return is.refs[i:j]
-}
-
-func (x *keyIndex) byID(id int64) *APIKey {
-	for _, r := range x.refs(id) {
-		if sh, i := x.entry(r.top, id, false); sh != nil {
-			return &sh.keys[i]
+	i, j := is.span(id)
+	for ; i < j; i++ {
+		if sh, k := x.entry(is.tops[i], id, false); sh != nil {
+			return &sh.keys[k]
 		}
 	}
 	return nil
@@ -141,7 +144,7 @@ func (sh *keyShard) index() {
 	sh.buckets = make([]uint32, 1<<sh.bucketBits+1)
 	i := 0
 	for b := range sh.buckets {
-		for i < n && hashTop(&sh.hashes[i])<<shardBits>>(64-sh.bucketBits) < uint64(b) {
+		for i < n && hashTop(&sh.hashes[i])<<shardBits>>(32-sh.bucketBits) < uint32(b) {
 			i++
 		}
 		sh.buckets[b] = uint32(i)
@@ -198,7 +201,11 @@ func newIDShard(refs []idRef) *idShard {
 		return nil
 	}
 	slices.SortFunc(refs, func(a, b idRef) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.top, b.top)) })
-	return &idShard{refs: slices.Clip(refs)}
+	is := &idShard{ids: make([]int64, len(refs)), tops: make([]uint32, len(refs))}
+	for i, r := range refs {
+		is.ids[i], is.tops[i] = r.id, r.top
+	}
+	return is
 }
 
 // keyCompiler compiles key messages into entries: strings share one buffer per compile instead of the
