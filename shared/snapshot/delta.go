@@ -228,4 +228,3 @@ func (c *Compiled) applyKeys(held *Compiled, upsert []*configv1.ApiKey, removed 
 	c.keys = x
 	return errs
 }
-
