@@ -125,3 +125,55 @@ func BenchmarkCompileHeap(b *testing.B) {
 	b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/(1<<20), "alloc-MiB")
 	b.ReportMetric(float64(kept)/(1<<20), "kept-MiB")
 }
+
+// largeConfig is validSnapshot with 10,000 price rules, 1,000 providers (a credential and two routing
+// rules each), 1,000 routes of two members and 10,000 quotas.
+func largeConfig() *snapshotv1.Snapshot {
+	s := validSnapshot()
+	for i := int64(10); i < 1010; i++ {
+		s.Providers = append(s.Providers, &configv1.Provider{Id: i, Name: fmt.Sprintf("p-%d", i), ChannelType: "alpha", BaseUrl: "https://p.example",
+			Enabled: true, Credentials: []*configv1.Credential{{Id: i, ProviderId: i, Secret: "s", Weight: 1, Enabled: true}}})
+		s.RoutingRules = append(s.RoutingRules,
+			&configv1.RoutingRule{Id: 2 * i, ProviderId: i, Operation: "generate_content", Kind: "alpha_chat_completions", Implementation: "passthrough", Enabled: true},
+			&configv1.RoutingRule{Id: 2*i + 1, ProviderId: i, Operation: "list_models", Kind: "alpha", Implementation: "local", Enabled: true})
+		s.Routes = append(s.Routes, &configv1.Route{Id: i, Name: fmt.Sprintf("route-%d", i), Enabled: true, Members: []*configv1.RouteMember{
+			{ProviderId: i, UpstreamModelId: "m", Priority: 1, Weight: 1, Enabled: true}, {ProviderId: 1, UpstreamModelId: "m-1", Priority: 2, Enabled: true}}})
+	}
+	for i := int64(10); i < 10010; i++ {
+		pr := &configv1.PriceRule{Id: i, MatchType: "exact", ModelMatch: fmt.Sprintf("model-%d", i), InputPrice: "1.25", OutputPrice: "10",
+			CacheReadPrice: "0.125", CacheCreation_5MPrice: "0", CacheCreation_30MPrice: "0", CacheCreation_1HPrice: "0", ImageOutputPrice: "0", Enabled: true}
+		if i%2 == 0 {
+			pr.ProviderId = proto.Int64(10 + i%1000)
+		}
+		s.PriceRules = append(s.PriceRules, pr)
+		s.Quotas = append(s.Quotas, &configv1.Quota{Scope: "user", ScopeId: i, CostLimit: proto.String("100"), CostUsed: "1.5"})
+	}
+	return s
+}
+
+// BenchmarkApplyDeltaConfig applies a delta of one price rule (the whole configuration but the keys is
+// recompiled) and one of one key (the configuration is shared) to largeConfig:
+//
+//	go test -run '^$' -bench ApplyDeltaConfig -benchmem ./shared/snapshot/
+func BenchmarkApplyDeltaConfig(b *testing.B) {
+	held, err := Compile(largeConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := sha256.Sum256([]byte("one more"))
+	for name, d := range map[string]*snapshotv1.SnapshotDelta{
+		"price-rule": {UpsertPriceRules: []*configv1.PriceRule{{Id: 20, MatchType: "exact", ModelMatch: "model-20", InputPrice: "2", OutputPrice: "10",
+			CacheReadPrice: "0", CacheCreation_5MPrice: "0", CacheCreation_30MPrice: "0", CacheCreation_1HPrice: "0", ImageOutputPrice: "0", Enabled: true}}},
+		"key": {UpsertApiKeys: []*configv1.ApiKey{{Id: 99, KeyHash: h[:], Enabled: true}}},
+	} {
+		d.BaseVersion, d.Version = held.Version, held.Version+1
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ApplyDelta(held, d); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
