@@ -96,7 +96,7 @@ func delta(base, v int64, up []*configv1.ApiKey, remove ...int64) *snapshotv1.Wa
 }
 
 // The syncer asks for deltas, applies one whose base is the held version, reopens the stream with its
-// held version on a delta of another base, and refuses a delta that does not compile (keeping the held
+// held version (same endpoint) on a delta of another base, and refuses a delta that does not compile (keeping the held
 // form, counting the reject) and reopens asking for a full snapshot.
 func TestSyncerAppliesDeltas(t *testing.T) {
 	t.Parallel()
@@ -106,7 +106,9 @@ func TestSyncerAppliesDeltas(t *testing.T) {
 		[]*snapshotv1.WatchResponse{delta(11, 12, []*configv1.ApiKey{apiKey(3, "two")})},
 		[]*snapshotv1.WatchResponse{full(13, apiKey(3, "three")), delta(13, 14, []*configv1.ApiKey{apiKey(4, "four")})},
 	)
-	r := startSyncer(t, syncer.Options{ControlPlane: cpclient.Options{Endpoints: []string{cp.addr}}})
+	// A second endpoint: reopening is not failing over, so it never hears from the syncer.
+	other := startScripted(t)
+	r := startSyncer(t, syncer.Options{ControlPlane: cpclient.Options{Endpoints: []string{cp.addr, other.addr}}})
 
 	if req := cp.request(t); !req.GetAcceptDeltas() || req.GetWantFull() || req.GetKnownVersion() != 0 {
 		t.Fatalf("first request %v: want accept_deltas, no want_full, known_version 0", req)
@@ -131,6 +133,9 @@ func TestSyncerAppliesDeltas(t *testing.T) {
 	c = r.s.Current()
 	if c.LookupKey("three") == nil || c.LookupKey("four") == nil || c.LookupKey("two") != nil {
 		t.Fatal("after full 13 and delta 13→14: want keys three and four only")
+	}
+	if len(other.reqs) != 0 {
+		t.Errorf("a reopen went to the next endpoint: %v", <-other.reqs)
 	}
 	out := scrape(r.reg)
 	for _, want := range []string{"tollgate_snapshot_rejects_total 1\n", "tollgate_snapshot_swaps_total 4\n", "tollgate_snapshot_version 14\n"} {

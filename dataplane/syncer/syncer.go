@@ -63,6 +63,8 @@ type Syncer struct {
 	// received is the unix-nano time the last snapshot arrived (0: none yet); lost the unix-nano time the
 	// last Watch stream closed (or the Syncer was built), 0 while a stream is established.
 	received, lost atomic.Int64
+	// swapped counts swaps (for Run: did a stream make progress).
+	swapped atomic.Int64
 	// wantFull is set when a delta was refused: the next stream asks for a full snapshot; the next full
 	// snapshot received clears it.
 	wantFull atomic.Bool
@@ -177,13 +179,18 @@ func (s *Syncer) Run(ctx context.Context) error {
 	failures, reopens := 0, 0
 	for {
 		cc, ep := s.cp.Current()
+		swapped := s.swapped.Load()
 		established, err := s.watch(ctx, cc, ep)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if errors.Is(err, errReopen) {
-			// The stream is sound but must restart from what is held: same endpoint, at once the first
-			// time; a control plane that keeps sending unusable deltas is retried with the back-off.
+			// The stream is sound but must restart from what is held: same endpoint, at once unless the
+			// previous stream also ended so without swapping anything in (a control plane that keeps
+			// sending unusable deltas is retried with the back-off).
+			if s.swapped.Load() != swapped {
+				reopens = 0
+			}
 			reopens++
 			s.log.Info("snapshot watch reopened", "endpoint", ep, "err", err, "held_version", s.held(), "want_full", s.wantFull.Load())
 			if reopens > 1 && !sleep(ctx, s.cp.Backoff(reopens-1)) {
@@ -335,5 +342,6 @@ func (s *Syncer) swap(compiled *snapshot.Compiled, ep string) {
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
 	s.swaps.Inc()
+	s.swapped.Add(1)
 	s.log.Info("snapshot swapped in", "endpoint", ep, "version", compiled.Version)
 }
