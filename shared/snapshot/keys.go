@@ -298,8 +298,8 @@ func (c *Compiled) compileKeys(in []*configv1.ApiKey, errs []error) []error {
 	x := newKeyIndex()
 	kc := &keyCompiler{sets: x.sets, cloned: true, direct: c.DirectAddressing}
 	kc.grow(in)
-	// Entries are placed straight into per-shard groups (counted first), so the index never holds the
-	// keys twice: each shard's slices are allocated at their final size.
+	// Entries are placed straight into per-shard groups (counted first, then one temporary array), and
+	// each shard's slices are allocated at their final size.
 	ok := make([]bool, len(in))
 	var count [numShards]int32
 	n := 0
