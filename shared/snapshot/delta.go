@@ -140,10 +140,7 @@ func (c *Compiled) applyKeys(held *Compiled, upsert []*configv1.ApiKey, removed 
 			return
 		}
 		dropID[s][id] = true
-		is := hx.idShards[s]
-		if is == nil {
-			return
-		}
+		is := &hx.idShards[s]
 		for i, j := is.span(id); i < j; i++ {
 			top := is.tops[i]
 			for _, previous := range []bool{false, true} {
@@ -194,7 +191,7 @@ func (c *Compiled) applyKeys(held *Compiled, upsert []*configv1.ApiKey, removed 
 			continue
 		}
 		es = es[:0]
-		if old := hx.hashShards[s]; old != nil {
+		if old := &hx.hashShards[s]; len(old.hashes) > 0 {
 			for i := range old.hashes {
 				if slices.Contains(drops, old.hashes[i]) {
 					continue
@@ -214,7 +211,7 @@ func (c *Compiled) applyKeys(held *Compiled, upsert []*configv1.ApiKey, removed 
 			continue
 		}
 		var refs []idRef
-		if old := hx.idShards[s]; old != nil {
+		if old := &hx.idShards[s]; len(old.ids) > 0 {
 			refs = make([]idRef, 0, len(old.ids)+len(adds))
 			for i, id := range old.ids {
 				if !drops[id] {

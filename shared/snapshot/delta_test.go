@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -486,10 +487,10 @@ func TestApplyDeltaSharesUntouched(t *testing.T) {
 	}
 	copied := 0
 	for s := range numShards {
-		if c.keys.hashShards[s] != held.keys.hashShards[s] {
+		if unsafe.SliceData(c.keys.hashShards[s].hashes) != unsafe.SliceData(held.keys.hashShards[s].hashes) {
 			copied++
 		}
-		if c.keys.idShards[s] != held.keys.idShards[s] {
+		if unsafe.SliceData(c.keys.idShards[s].ids) != unsafe.SliceData(held.keys.idShards[s].ids) {
 			copied++
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"maps"
-	"math/bits"
 	"slices"
 	"sort"
 	"strconv"
@@ -31,8 +30,10 @@ const (
 // id shards (by id modulo numShards), each naming an entry by its id and the first 4 bytes of its hash.
 // Shards are never mutated once built: a new index shares every shard it did not change.
 type keyIndex struct {
-	hashShards []*keyShard // numShards; nil: no entry
-	idShards   []*idShard  // numShards; nil: no entry
+	// The shard tables hold shards by value (the bucket table inline), so a lookup reaches the shard's
+	// slices without a pointer hop; a delta copies the tables (about 680 KiB) and shares the slices.
+	hashShards []keyShard // numShards
+	idShards   []idShard  // numShards
 	// sets interns allowed_models lists (internModels); never mutated once the index is published.
 	sets map[string]*modelSet
 }
@@ -42,10 +43,11 @@ type keyShard struct {
 	hashes [][sha256.Size]byte // ordered; hashes[i] is the hash of keys[i]
 	keys   []APIKey
 	// buckets[b] is the first index whose hash's next bucketBits bits (after the shard's) are at least
-	// b; nil when bucketBits is 0 (few entries: the whole shard is searched). About 16 entries a bucket.
-	buckets    []uint32
-	bucketBits uint8
+	// b: about 15 entries a bucket at a million keys.
+	buckets [1<<bucketBits + 1]uint32
 }
+
+const bucketBits = 4
 
 // idRef names one entry (a key's current entry or a rotated key's previous one) of key id by the first
 // 4 bytes of its hash. Entries sharing those 4 bytes are told apart by their key id.
@@ -76,25 +78,18 @@ func shardOf(top uint32) int { return int(top >> (32 - shardBits)) }
 func idShardOf(id int64) int { return int(uint64(id) % numShards) }
 
 func newKeyIndex() keyIndex {
-	return keyIndex{hashShards: make([]*keyShard, numShards), idShards: make([]*idShard, numShards), sets: map[string]*modelSet{}}
+	return keyIndex{hashShards: make([]keyShard, numShards), idShards: make([]idShard, numShards), sets: map[string]*modelSet{}}
 }
 
 // search returns the range of the shard's entries whose bucket may hold a hash with prefix top.
 func (sh *keyShard) search(top uint32) (lo, hi int) {
-	lo, hi = 0, len(sh.hashes)
-	if sh.buckets != nil {
-		b := top << shardBits >> (32 - sh.bucketBits)
-		lo, hi = int(sh.buckets[b]), int(sh.buckets[b+1])
-	}
-	return lo, hi
+	b := top << shardBits >> (32 - bucketBits)
+	return int(sh.buckets[b]), int(sh.buckets[b+1])
 }
 
 func (x *keyIndex) byHash(h *[sha256.Size]byte) *APIKey {
 	top := hashTop(h)
-	sh := x.hashShards[shardOf(top)]
-	if sh == nil {
-		return nil
-	}
+	sh := &x.hashShards[shardOf(top)]
 	lo, hi := sh.search(top)
 	i := lo + sort.Search(hi-lo, func(i int) bool { return bytes.Compare(sh.hashes[lo+i][:], h[:]) >= 0 })
 	if i == hi || sh.hashes[i] != *h {
@@ -106,10 +101,7 @@ func (x *keyIndex) byHash(h *[sha256.Size]byte) *APIKey {
 // entry returns the shard and index of key id's entry whose hash starts with top (its previous hash's
 // entry when previous is set), or nil.
 func (x *keyIndex) entry(top uint32, id int64, previous bool) (*keyShard, int) {
-	sh := x.hashShards[shardOf(top)]
-	if sh == nil {
-		return nil, 0
-	}
+	sh := &x.hashShards[shardOf(top)]
 	lo, hi := sh.search(top)
 	for i := lo + sort.Search(hi-lo, func(i int) bool { return hashTop(&sh.hashes[lo+i]) >= top }); i < hi && hashTop(&sh.hashes[i]) == top; i++ {
 		if k := &sh.keys[i]; k.ID == id && k.Previous == previous {
@@ -120,10 +112,7 @@ func (x *keyIndex) entry(top uint32, id int64, previous bool) (*keyShard, int) {
 }
 
 func (x *keyIndex) byID(id int64) *APIKey {
-	is := x.idShards[idShardOf(id)]
-	if is == nil {
-		return nil
-	}
+	is := &x.idShards[idShardOf(id)]
 	i, j := is.span(id)
 	for ; i < j; i++ {
 		if sh, k := x.entry(is.tops[i], id, false); sh != nil {
@@ -133,18 +122,12 @@ func (x *keyIndex) byID(id int64) *APIKey {
 	return nil
 }
 
-// index builds the shard's bucket table: about 16 entries a bucket, at most 256 buckets.
+// index builds the shard's bucket table.
 func (sh *keyShard) index() {
 	n := len(sh.hashes)
-	if n < 64 {
-		sh.buckets, sh.bucketBits = nil, 0
-		return
-	}
-	sh.bucketBits = uint8(min(8, bits.Len(uint(n))-4))
-	sh.buckets = make([]uint32, 1<<sh.bucketBits+1)
 	i := 0
 	for b := range sh.buckets {
-		for i < n && hashTop(&sh.hashes[i])<<shardBits>>(32-sh.bucketBits) < uint32(b) {
+		for i < n && hashTop(&sh.hashes[i])<<shardBits>>(32-bucketBits) < uint32(b) {
 			i++
 		}
 		sh.buckets[b] = uint32(i)
@@ -177,11 +160,11 @@ func b2i(b bool) int {
 
 // newShard builds a shard from entries ordered by sortEntries; a hash already used by an earlier entry
 // is an error naming the later entry (nameOf gives its id and prefix), and that entry is dropped.
-func newShard(es []keyEntry, nameOf func(keyEntry) (int64, string), errs []error) (*keyShard, []error) {
+func newShard(es []keyEntry, nameOf func(keyEntry) (int64, string), errs []error) (keyShard, []error) {
 	if len(es) == 0 {
-		return nil, errs
+		return keyShard{}, errs
 	}
-	sh := &keyShard{hashes: make([][sha256.Size]byte, 0, len(es)), keys: make([]APIKey, 0, len(es))}
+	sh := keyShard{hashes: make([][sha256.Size]byte, 0, len(es)), keys: make([]APIKey, 0, len(es))}
 	for _, e := range es {
 		if n := len(sh.hashes); n > 0 && sh.hashes[n-1] == e.hash {
 			id, name := nameOf(e)
@@ -196,12 +179,12 @@ func newShard(es []keyEntry, nameOf func(keyEntry) (int64, string), errs []error
 }
 
 // newIDShard builds an id shard from refs (reordered in place).
-func newIDShard(refs []idRef) *idShard {
+func newIDShard(refs []idRef) idShard {
 	if len(refs) == 0 {
-		return nil
+		return idShard{}
 	}
 	slices.SortFunc(refs, func(a, b idRef) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.top, b.top)) })
-	is := &idShard{ids: make([]int64, len(refs)), tops: make([]uint32, len(refs))}
+	is := idShard{ids: make([]int64, len(refs)), tops: make([]uint32, len(refs))}
 	for i, r := range refs {
 		is.ids[i], is.tops[i] = r.id, r.top
 	}
