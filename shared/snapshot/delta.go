@@ -125,6 +125,10 @@ func merge[T any, K comparable](held, upsert []T, removed []K, key func(T) K, co
 // changed, since each key carries its effect).
 func (c *Compiled) applyKeys(held *Compiled, upsert []*configv1.ApiKey, removed []int64, errs []error) []error {
 	hx := &held.keys
+	if len(upsert) == 0 && len(removed) == 0 && c.DirectAddressing == held.DirectAddressing {
+		c.keys = held.keys // the index is immutable: share it whole
+		return errs
+	}
 	x := keyIndex{hashShards: slices.Clone(hx.hashShards), idShards: slices.Clone(hx.idShards), sets: hx.sets}
 	kc := &keyCompiler{sets: hx.sets, direct: c.DirectAddressing}
 	kc.grow(upsert)
