@@ -41,7 +41,7 @@ func ApplyDelta(held *Compiled, d *snapshotv1.SnapshotDelta) (*Compiled, error) 
 	c := &Compiled{Version: d.GetVersion(), BuiltAt: d.GetBuiltAt().AsTime()}
 	var errs []error
 	if touchesConfig(d) {
-		errs = c.compileConfig(applyConfig(held.config, d))
+		errs = c.compileConfig(applyConfig(held.config, d), held)
 	} else {
 		c.shareConfig(held)
 	}
@@ -63,7 +63,7 @@ func touchesConfig(d *snapshotv1.SnapshotDelta) bool {
 func (c *Compiled) shareConfig(held *Compiled) {
 	c.config, c.Prices, c.PriceTimeline = held.config, held.Prices, held.PriceTimeline
 	c.providers, c.providersByName, c.routes, c.routeList = held.providers, held.providersByName, held.routes, held.routeList
-	c.quotas, c.DirectAddressing, c.Bounds = held.quotas, held.DirectAddressing, held.Bounds
+	c.quotas, c.DirectAddressing, c.Bounds, c.rules = held.quotas, held.DirectAddressing, held.Bounds, held.rules
 }
 
 type quotaKey struct {
