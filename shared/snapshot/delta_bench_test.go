@@ -165,9 +165,9 @@ func BenchmarkApplyDeltaConfig(b *testing.B) {
 	for name, d := range map[string]*snapshotv1.SnapshotDelta{
 		"price-rule": {UpsertPriceRules: []*configv1.PriceRule{{Id: 20, MatchType: "exact", ModelMatch: "model-20", InputPrice: "2", OutputPrice: "10",
 			CacheReadPrice: "0", CacheCreation_5MPrice: "0", CacheCreation_30MPrice: "0", CacheCreation_1HPrice: "0", ImageOutputPrice: "0", Enabled: true}}},
-		"quota": {UpsertQuotas: []*configv1.Quota{{Scope: "user", ScopeId: 20, CostLimit: proto.String("200"), CostUsed: "1.5"}}},
+		"quota":    {UpsertQuotas: []*configv1.Quota{{Scope: "user", ScopeId: 20, CostLimit: proto.String("200"), CostUsed: "1.5"}}},
 		"provider": {UpsertProviders: []*configv1.Provider{{Id: 20, Name: "p-20", ChannelType: "alpha", BaseUrl: "https://p2.example", Enabled: true}}},
-		"key": {UpsertApiKeys: []*configv1.ApiKey{{Id: 99, KeyHash: h[:], Enabled: true}}},
+		"key":      {UpsertApiKeys: []*configv1.ApiKey{{Id: 99, KeyHash: h[:], Enabled: true}}},
 	} {
 		d.BaseVersion, d.Version = held.Version, held.Version+1
 		b.Run(name, func(b *testing.B) {
