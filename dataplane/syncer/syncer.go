@@ -1,12 +1,16 @@
 // Package syncer keeps a data plane's snapshot: it holds a SnapshotService.Watch stream to one of the
 // control-plane endpoints (rotating to the next on failure, reconnecting with capped, jittered
-// exponential backoff), compiles every snapshot it receives with shared/snapshot.Compile, and swaps the
-// compiled form in whole behind an atomic.Pointer. A snapshot that fails to compile, or is older than the
-// one held, is dropped and the last good one stays; so does everything while no control plane answers.
+// exponential backoff), compiles every snapshot it receives with shared/snapshot.Compile, applies every
+// delta with shared/snapshot.ApplyDelta, and swaps the new compiled form in whole behind an
+// atomic.Pointer. A snapshot or delta that fails to compile, or a snapshot older than the one held, is
+// dropped and the last good one stays; so does everything while no control plane answers. A delta whose
+// base is not the held version reopens the stream from the held version; a refused delta reopens it
+// asking for a full snapshot.
 package syncer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -36,6 +40,8 @@ type Options struct {
 	MaxSnapshotBytes int
 	// Compile validates and indexes a snapshot (default snapshot.Compile).
 	Compile func(*snapshotv1.Snapshot) (*snapshot.Compiled, error)
+	// ApplyDelta applies a delta to the held compiled form (default snapshot.ApplyDelta).
+	ApplyDelta func(*snapshot.Compiled, *snapshotv1.SnapshotDelta) (*snapshot.Compiled, error)
 }
 
 // Syncer receives snapshots and serves the latest good one. Create it with New, run it with Run.
@@ -57,6 +63,11 @@ type Syncer struct {
 	// received is the unix-nano time the last snapshot arrived (0: none yet); lost the unix-nano time the
 	// last Watch stream closed (or the Syncer was built), 0 while a stream is established.
 	received, lost atomic.Int64
+	// swapped counts swaps (for Run: did a stream make progress).
+	swapped atomic.Int64
+	// wantFull is set when a delta was refused: the next stream asks for a full snapshot; the next full
+	// snapshot received clears it.
+	wantFull atomic.Bool
 }
 
 // New builds a Syncer and its client connections (which dial lazily), registering its metrics on reg:
@@ -76,6 +87,9 @@ func New(opts Options, log *slog.Logger, reg prometheus.Registerer) (*Syncer, er
 	}
 	if opts.Compile == nil {
 		opts.Compile = snapshot.Compile
+	}
+	if opts.ApplyDelta == nil {
+		opts.ApplyDelta = snapshot.ApplyDelta
 	}
 	cp, err := cpclient.New(opts.ControlPlane,
 		// Ping an idle connection every 20 s and drop it when a ping goes unanswered for 10 s, so a
@@ -117,8 +131,8 @@ func New(opts Options, log *slog.Logger, reg prometheus.Registerer) (*Syncer, er
 		}
 		return 0
 	})
-	s.rejects = f.NewCounter(prometheus.CounterOpts{Name: "tollgate_snapshot_rejects_total", Help: "Received snapshots dropped because they failed to compile; the previous one stays."})
-	s.swaps = f.NewCounter(prometheus.CounterOpts{Name: "tollgate_snapshot_swaps_total", Help: "Snapshots compiled and swapped in."})
+	s.rejects = f.NewCounter(prometheus.CounterOpts{Name: "tollgate_snapshot_rejects_total", Help: "Received snapshots and deltas dropped because they failed to compile; the previous one stays."})
+	s.swaps = f.NewCounter(prometheus.CounterOpts{Name: "tollgate_snapshot_swaps_total", Help: "Snapshots and deltas compiled and swapped in."})
 	s.connected = f.NewGauge(prometheus.GaugeOpts{Name: "tollgate_snapshot_connected", Help: "1 while a Watch stream to a control plane is open."})
 	s.streams = f.NewCounterVec(prometheus.CounterOpts{Name: "tollgate_snapshot_streams_total", Help: "Watch streams ended, by endpoint."}, []string{"endpoint"})
 	return s, nil
@@ -162,13 +176,29 @@ func (s *Syncer) Close() { _ = s.cp.Close() }
 // Run watches until ctx ends, then returns nil. It does not return on control-plane failures: it keeps
 // the last good snapshot and reconnects.
 func (s *Syncer) Run(ctx context.Context) error {
-	failures := 0
+	failures, reopens := 0, 0
 	for {
 		cc, ep := s.cp.Current()
+		swapped := s.swapped.Load()
 		established, err := s.watch(ctx, cc, ep)
 		if ctx.Err() != nil {
 			return nil
 		}
+		if errors.Is(err, errReopen) {
+			// The stream is sound but must restart from what is held: same endpoint, at once unless the
+			// previous stream also ended so without swapping anything in (a control plane that keeps
+			// sending unusable deltas is retried with the back-off).
+			if s.swapped.Load() != swapped {
+				reopens = 0
+			}
+			reopens++
+			s.log.Info("snapshot watch reopened", "endpoint", ep, "err", err, "held_version", s.held(), "want_full", s.wantFull.Load())
+			if reopens > 1 && !sleep(ctx, s.cp.Backoff(reopens-1)) {
+				return nil
+			}
+			continue
+		}
+		reopens = 0
 		if established {
 			failures = 0
 		}
@@ -181,13 +211,25 @@ func (s *Syncer) Run(ctx context.Context) error {
 		next := s.cp.Rotate()
 		s.log.Log(ctx, level, "snapshot watch ended; reconnecting", "endpoint", ep, "err", err,
 			"next_endpoint", next, "retry_in", delay.String(), "held_version", s.held())
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, delay) {
 			return nil
-		case <-time.After(delay):
 		}
 	}
 }
+
+// sleep waits d or until ctx ends; false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// errReopen ends a stream that must be reopened from the held version (a delta of another base, or a
+// refused delta: then with want_full).
+var errReopen = errors.New("reopen the watch")
 
 func (s *Syncer) held() int64 {
 	v, _ := s.Version()
@@ -206,7 +248,7 @@ func (s *Syncer) watch(ctx context.Context, cc *grpc.ClientConn, ep string) (est
 	defer cancel()
 	defer s.streams.WithLabelValues(ep).Inc()
 	stream, err := snapshotv1.NewSnapshotServiceClient(cc).Watch(ctx,
-		&snapshotv1.WatchRequest{NodeId: s.opts.NodeID, KnownVersion: s.held()})
+		&snapshotv1.WatchRequest{NodeId: s.opts.NodeID, KnownVersion: s.held(), AcceptDeltas: true, WantFull: s.wantFull.Load()})
 	if err != nil {
 		return false, fmt.Errorf("open watch on %s: %w", ep, err)
 	}
@@ -235,6 +277,13 @@ func (s *Syncer) watch(ctx context.Context, cc *grpc.ClientConn, ep string) (est
 			established = true
 			s.established(ep)
 		}
+		if d := resp.GetDelta(); d != nil {
+			if err := s.applyDelta(d, ep); err != nil {
+				return established, err
+			}
+			continue
+		}
+		s.wantFull.Store(false)
 		s.apply(resp.GetSnapshot(), ep)
 	}
 }
@@ -261,11 +310,38 @@ func (s *Syncer) apply(snap *snapshotv1.Snapshot, ep string) {
 			"version", snap.GetVersion(), "held_version", s.held(), "err", err)
 		return
 	}
+	s.swap(compiled, ep)
+}
+
+// applyDelta applies d to the held compiled form and swaps the result in. A delta of another base ends
+// the stream to reopen it from the held version; one that fails to apply is counted as a reject, the held
+// form stays, and the stream is reopened asking for a full snapshot.
+func (s *Syncer) applyDelta(d *snapshotv1.SnapshotDelta, ep string) error {
+	s.received.Store(time.Now().UnixNano())
+	held := s.current.Load()
+	if held == nil || d.GetBaseVersion() != held.Version {
+		return fmt.Errorf("delta %d→%d does not apply to the held version %d: %w", d.GetBaseVersion(), d.GetVersion(), s.held(), errReopen)
+	}
+	compiled, err := s.opts.ApplyDelta(held, d)
+	if err != nil {
+		s.rejects.Inc()
+		s.wantFull.Store(true)
+		s.log.Error("snapshot delta rejected: it does not compile; serving the previous snapshot", "endpoint", ep,
+			"base_version", d.GetBaseVersion(), "version", d.GetVersion(), "held_version", held.Version, "err", err)
+		return fmt.Errorf("delta %d→%d refused: %w", d.GetBaseVersion(), d.GetVersion(), errReopen)
+	}
+	s.swap(compiled, ep)
+	return nil
+}
+
+// swap makes compiled the snapshot served and wakes Wait callers.
+func (s *Syncer) swap(compiled *snapshot.Compiled, ep string) {
 	s.mu.Lock()
 	s.current.Store(compiled)
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
 	s.swaps.Inc()
+	s.swapped.Add(1)
 	s.log.Info("snapshot swapped in", "endpoint", ep, "version", compiled.Version)
 }

@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
-	"math/bits"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -14,178 +15,238 @@ import (
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 )
 
-// keyIndex finds API keys by the sha256 of their secret and by id without maps: a data plane keeps a
-// million keys, and a map entry per key (plus an allocation per key) doubled the heap they take. The
-// keys lie in one slice ordered by hash; a lookup narrows to a bucket by the hash's first bits (sha256 is
-// uniform, so about 16 keys a bucket) and binary-searches it.
+// The key index is split into shards so that a delta copies only the shards it touches (ApplyDelta): a
+// data plane keeps a million keys, and copying them all per change would double its heap during every
+// update. 4,096 shards by hash hold about 244 keys each at a million keys; a 1,000-key delta copies
+// about 900 of them.
+const (
+	shardBits = 12
+	numShards = 1 << shardBits
+)
+
+// keyIndex finds API keys by the sha256 of their secret and by id without maps: a map entry per key
+// (plus an allocation per key) doubled the heap they take. The entries lie in hash shards (by the hash's
+// top shardBits bits), each one slice ordered by hash with a small bucket table; the by-id index lies in
+// id shards (by id modulo numShards), each naming an entry by its id and the first 4 bytes of its hash.
+// Shards are never mutated once built: a new index shares every shard it did not change.
 type keyIndex struct {
-	hashes [][sha256.Size]byte // ordered; hashes[i] is the hash of keys[i]
-	keys   []APIKey
-	// buckets[b] is the first index whose hash's top bucketBits bits are at least b; nil when bucketBits
-	// is 0 (few keys: the whole slice is searched).
-	buckets    []uint32
-	bucketBits uint8
-	// ids holds the index of every key's current entry (not a previous hash's), ordered by key id.
-	ids []int32
+	// The shard tables hold shards by value (the bucket table inline), so a lookup reaches the shard's
+	// slices without a pointer hop; a delta copies the tables (about 680 KiB) and shares the slices.
+	hashShards []keyShard // numShards
+	idShards   []idShard  // numShards
+	// sets interns allowed_models lists (internModels); never mutated once the index is published.
+	sets map[string]*modelSet
 }
 
-func hashTop(h *[sha256.Size]byte) uint32 {
-	return uint32(h[0])<<24 | uint32(h[1])<<16 | uint32(h[2])<<8 | uint32(h[3])
+// keyShard holds the entries whose hash starts with one shardBits prefix.
+type keyShard struct {
+	hashes [][sha256.Size]byte // ordered; hashes[i] is the hash of keys[i]
+	keys   []APIKey
+	// buckets[b] is the first index whose hash's next bucketBits bits (after the shard's) are at least
+	// b: about 15 entries a bucket at a million keys.
+	buckets [1<<bucketBits + 1]uint32
+}
+
+const bucketBits = 4
+
+// idRef names one entry (a key's current entry or a rotated key's previous one) of key id by the first
+// 4 bytes of its hash. Entries sharing those 4 bytes are told apart by their key id.
+type idRef struct {
+	id  int64
+	top uint32
+}
+
+// idShard holds the refs of the ids equal modulo numShards, ordered by id, then top, as two slices
+// (12 bytes a ref instead of a padded 16).
+type idShard struct {
+	ids  []int64
+	tops []uint32
+}
+
+// span returns the range of the shard's refs of id.
+func (is *idShard) span(id int64) (i, j int) {
+	i = sort.Search(len(is.ids), func(i int) bool { return is.ids[i] >= id })
+	for j = i; j < len(is.ids) && is.ids[j] == id; j++ {
+	}
+	return i, j
+}
+
+func hashTop(h *[sha256.Size]byte) uint32 { return binary.BigEndian.Uint32(h[:4]) }
+
+func shardOf(top uint32) int { return int(top >> (32 - shardBits)) }
+
+func idShardOf(id int64) int { return int(uint64(id) % numShards) }
+
+func newKeyIndex() keyIndex {
+	return keyIndex{hashShards: make([]keyShard, numShards), idShards: make([]idShard, numShards), sets: map[string]*modelSet{}}
+}
+
+// search returns the range of the shard's entries whose bucket may hold a hash with prefix top.
+func (sh *keyShard) search(top uint32) (lo, hi int) {
+	b := top << shardBits >> (32 - bucketBits)
+	return int(sh.buckets[b]), int(sh.buckets[b+1])
 }
 
 func (x *keyIndex) byHash(h *[sha256.Size]byte) *APIKey {
-	lo, hi := 0, len(x.hashes)
-	if x.buckets != nil {
-		b := hashTop(h) >> (32 - x.bucketBits)
-		lo, hi = int(x.buckets[b]), int(x.buckets[b+1])
-	}
-	i := lo + sort.Search(hi-lo, func(i int) bool { return bytes.Compare(x.hashes[lo+i][:], h[:]) >= 0 })
-	if i == hi || x.hashes[i] != *h {
+	top := hashTop(h)
+	sh := &x.hashShards[shardOf(top)]
+	lo, hi := sh.search(top)
+	i := lo + sort.Search(hi-lo, func(i int) bool { return bytes.Compare(sh.hashes[lo+i][:], h[:]) >= 0 })
+	if i == hi || sh.hashes[i] != *h {
 		return nil
 	}
-	return &x.keys[i]
+	return &sh.keys[i]
+}
+
+// entry returns the shard and index of key id's entry whose hash starts with top (its previous hash's
+// entry when previous is set), or nil.
+func (x *keyIndex) entry(top uint32, id int64, previous bool) (*keyShard, int) {
+	sh := &x.hashShards[shardOf(top)]
+	lo, hi := sh.search(top)
+	for i := lo + sort.Search(hi-lo, func(i int) bool { return hashTop(&sh.hashes[lo+i]) >= top }); i < hi && hashTop(&sh.hashes[i]) == top; i++ {
+		if k := &sh.keys[i]; k.ID == id && k.Previous == previous {
+			return sh, i
+		}
+	}
+	return nil, 0
 }
 
 func (x *keyIndex) byID(id int64) *APIKey {
-	i, ok := slices.BinarySearchFunc(x.ids, id, func(j int32, id int64) int { return cmp.Compare(x.keys[j].ID, id) })
-	if !ok {
-		return nil
+	is := &x.idShards[idShardOf(id)]
+	i, j := is.span(id)
+	for ; i < j; i++ {
+		if sh, k := x.entry(is.tops[i], id, false); sh != nil {
+			return &sh.keys[k]
+		}
 	}
-	return &x.keys[x.ids[i]]
+	return nil
 }
 
-// keySort orders the entries being compiled by hash, then by their position in the snapshot (seq; a
-// key's own hash before its previous hash), so a duplicate hash follows the entry it duplicates.
-type keySort struct {
-	x      *keyIndex
-	seq    []int32
-	fields []bool // previous_key_hash entries
-}
-
-func (s keySort) Len() int { return len(s.seq) }
-func (s keySort) Less(i, j int) bool {
-	if c := bytes.Compare(s.x.hashes[i][:], s.x.hashes[j][:]); c != 0 {
-		return c < 0
-	}
-	if s.seq[i] != s.seq[j] {
-		return s.seq[i] < s.seq[j]
-	}
-	return !s.fields[i] && s.fields[j]
-}
-func (s keySort) Swap(i, j int) {
-	s.x.hashes[i], s.x.hashes[j] = s.x.hashes[j], s.x.hashes[i]
-	s.x.keys[i], s.x.keys[j] = s.x.keys[j], s.x.keys[i]
-	s.seq[i], s.seq[j] = s.seq[j], s.seq[i]
-	s.fields[i], s.fields[j] = s.fields[j], s.fields[i]
-}
-
-func (c *Compiled) compileKeys(in []*configv1.ApiKey, errs []error) []error {
-	n, size := 0, 0
-	for _, kk := range in {
-		n++
-		size += len(kk.GetName()) + len(kk.GetPrefix())
-		if len(kk.GetPreviousKeyHash()) > 0 {
-			n++
-			size += len(kk.GetPreviousPrefix())
-		}
-	}
-	// The keys' strings share one buffer instead of the decoded message's allocation per string.
-	var buf strings.Builder
-	buf.Grow(size)
-	str := func(s string) string {
-		if s == "" {
-			return ""
-		}
-		start := buf.Len()
-		buf.WriteString(s)
-		return buf.String()[start:]
-	}
-	sets := map[string]*modelSet{}
-	x := &c.keys
-	x.hashes, x.keys = make([][sha256.Size]byte, 0, n), make([]APIKey, 0, n)
-	s := keySort{x: x, seq: make([]int32, 0, n), fields: make([]bool, 0, n)}
-	add := func(seq int, previous bool, hash []byte, k APIKey) {
-		x.hashes = append(x.hashes, [sha256.Size]byte(hash))
-		x.keys = append(x.keys, k)
-		s.seq, s.fields = append(s.seq, int32(seq)), append(s.fields, previous)
-	}
-	for i, kk := range in {
-		if err := CheckAPIKey(kk); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		k := APIKey{
-			ID: kk.GetId(), UserID: kk.GetUserId(), OrgID: kk.GetOrgId(), TeamID: kk.GetTeamId(), Name: str(kk.GetName()),
-			Prefix: str(kk.GetPrefix()), Enabled: kk.GetEnabled(), RPMLimit: kk.GetRpmLimit(), TPMLimit: kk.GetTpmLimit(),
-			models: internModels(sets, kk.GetAllowedModels()), direct: c.DirectAddressing || kk.GetAllowDirectAddressing(),
-		}
-		if kk.GetExpiresAt() != nil {
-			k.ExpiresAt = kk.GetExpiresAt().AsTime()
-		}
-		add(i, false, kk.GetKeyHash(), k)
-		if len(kk.GetPreviousKeyHash()) > 0 {
-			// The replaced key of a rotation: the same key until the grace period ends (or the key's own
-			// expiry, when sooner), checked by Usable with the data plane's clock.
-			prev := k
-			prev.Prefix, prev.Previous = str(kk.GetPreviousPrefix()), true
-			end := kk.GetPreviousExpiresAt().AsTime()
-			if prev.ExpiresAt.IsZero() || end.Before(prev.ExpiresAt) {
-				prev.ExpiresAt = end
-			}
-			add(i, true, kk.GetPreviousKeyHash(), prev)
-		}
-	}
-	sort.Sort(s)
-	// A hash already used by an earlier entry fails the snapshot; the entry is dropped.
-	kept := 0
-	for i := range x.hashes {
-		if kept > 0 && x.hashes[i] == x.hashes[kept-1] {
-			kk, field := in[s.seq[i]], "key_hash"
-			if s.fields[i] {
-				field = "previous_key_hash"
-			}
-			errs = append(errs, &ElementError{Resource: "api key", ID: kk.GetId(), Name: kk.GetPrefix(), Field: field,
-				Message: fmt.Sprintf("already used by api key %d", x.keys[kept-1].ID)})
-			continue
-		}
-		x.hashes[kept], x.keys[kept], s.seq[kept], s.fields[kept] = x.hashes[i], x.keys[i], s.seq[i], s.fields[i]
-		kept++
-	}
-	x.hashes, x.keys = slices.Clip(x.hashes[:kept]), slices.Clip(x.keys[:kept])
-	x.buildBuckets()
-	// By id: the current entries, the latest in the snapshot winning a repeated id.
-	for i := range x.keys {
-		if !x.keys[i].Previous {
-			x.ids = append(x.ids, int32(i))
-		}
-	}
-	slices.SortFunc(x.ids, func(a, b int32) int {
-		return cmp.Or(cmp.Compare(x.keys[a].ID, x.keys[b].ID), cmp.Compare(s.seq[b], s.seq[a]))
-	})
-	x.ids = slices.Clip(slices.CompactFunc(x.ids, func(a, b int32) bool { return x.keys[a].ID == x.keys[b].ID }))
-	return errs
-}
-
-// buildBuckets sizes the bucket table to about 16 keys a bucket (at most 1<<16 buckets).
-func (x *keyIndex) buildBuckets() {
-	n := len(x.hashes)
-	if n < 64 {
-		return
-	}
-	x.bucketBits = uint8(min(16, bits.Len(uint(n))-4))
-	x.buckets = make([]uint32, 1<<x.bucketBits+1)
+// index builds the shard's bucket table.
+func (sh *keyShard) index() {
+	n := len(sh.hashes)
 	i := 0
-	for b := range x.buckets {
-		for i < n && hashTop(&x.hashes[i])>>(32-x.bucketBits) < uint32(b) {
+	for b := range sh.buckets {
+		for i < n && hashTop(&sh.hashes[i])<<shardBits>>(32-bucketBits) < uint32(b) {
 			i++
 		}
-		x.buckets[b] = uint32(i)
+		sh.buckets[b] = uint32(i)
 	}
 }
 
-// internModels returns the compiled set of an allowed_models list, shared by the keys with the same list
-// (sets is the snapshot's), or nil for an empty list (every model).
-func internModels(sets map[string]*modelSet, models []string) *modelSet {
+// keyEntry is an entry being placed: its hash, its compiled key, and where it came from (seq: its
+// position in the snapshot or delta; field: the hash field) to order duplicates and name them.
+type keyEntry struct {
+	hash  [sha256.Size]byte
+	key   APIKey
+	seq   int32
+	field string
+}
+
+// sortEntries orders entries by hash, then seq, a key's own hash before its previous hash, so a duplicate
+// hash follows the entry it duplicates.
+func sortEntries(es []keyEntry) {
+	slices.SortFunc(es, func(a, b keyEntry) int {
+		return cmp.Or(bytes.Compare(a.hash[:], b.hash[:]), cmp.Compare(a.seq, b.seq), cmp.Compare(b2i(a.key.Previous), b2i(b.key.Previous)))
+	})
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// newShard builds a shard from entries ordered by sortEntries; a hash already used by an earlier entry
+// is an error naming the later entry (nameOf gives its id and prefix), and that entry is dropped.
+func newShard(es []keyEntry, nameOf func(keyEntry) (int64, string), errs []error) (keyShard, []error) {
+	if len(es) == 0 {
+		return keyShard{}, errs
+	}
+	sh := keyShard{hashes: make([][sha256.Size]byte, 0, len(es)), keys: make([]APIKey, 0, len(es))}
+	for _, e := range es {
+		if n := len(sh.hashes); n > 0 && sh.hashes[n-1] == e.hash {
+			id, name := nameOf(e)
+			errs = append(errs, &ElementError{Resource: "api key", ID: id, Name: name, Field: e.field,
+				Message: fmt.Sprintf("already used by api key %d", sh.keys[n-1].ID)})
+			continue
+		}
+		sh.hashes, sh.keys = append(sh.hashes, e.hash), append(sh.keys, e.key)
+	}
+	sh.index()
+	return sh, errs
+}
+
+// newIDShard builds an id shard from refs (reordered in place).
+func newIDShard(refs []idRef) idShard {
+	if len(refs) == 0 {
+		return idShard{}
+	}
+	slices.SortFunc(refs, func(a, b idRef) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.top, b.top)) })
+	is := idShard{ids: make([]int64, len(refs)), tops: make([]uint32, len(refs))}
+	for i, r := range refs {
+		is.ids[i], is.tops[i] = r.id, r.top
+	}
+	return is
+}
+
+// keyCompiler compiles key messages into entries: strings share one buffer per compile instead of the
+// decoded message's allocation per string, and model lists are interned into sets.
+type keyCompiler struct {
+	buf    strings.Builder
+	sets   map[string]*modelSet
+	cloned bool // sets is this compile's own map (copy on write of the held index's)
+	direct bool // the gateway-wide direct-addressing switch
+}
+
+func (kc *keyCompiler) str(s string) string {
+	if s == "" {
+		return ""
+	}
+	start := kc.buf.Len()
+	kc.buf.WriteString(s)
+	return kc.buf.String()[start:]
+}
+
+// grow reserves the buffer for the strings of keys.
+func (kc *keyCompiler) grow(keys []*configv1.ApiKey) {
+	size := 0
+	for _, kk := range keys {
+		size += len(kk.GetName()) + len(kk.GetPrefix()) + len(kk.GetPreviousPrefix())
+	}
+	kc.buf.Grow(size)
+}
+
+// entries appends the entries of a checked key: its own, and its previous hash's during a rotation.
+func (kc *keyCompiler) entries(es []keyEntry, seq int32, kk *configv1.ApiKey) []keyEntry {
+	k := APIKey{
+		ID: kk.GetId(), UserID: kk.GetUserId(), OrgID: kk.GetOrgId(), TeamID: kk.GetTeamId(), Name: kc.str(kk.GetName()),
+		Prefix: kc.str(kk.GetPrefix()), Enabled: kk.GetEnabled(), RPMLimit: kk.GetRpmLimit(), TPMLimit: kk.GetTpmLimit(),
+		models: kc.intern(kk.GetAllowedModels()), allowDirect: kk.GetAllowDirectAddressing(),
+		direct: kc.direct || kk.GetAllowDirectAddressing(),
+	}
+	if kk.GetExpiresAt() != nil {
+		k.ExpiresAt = kk.GetExpiresAt().AsTime()
+	}
+	es = append(es, keyEntry{hash: [sha256.Size]byte(kk.GetKeyHash()), key: k, seq: seq, field: "key_hash"})
+	if len(kk.GetPreviousKeyHash()) > 0 {
+		// The replaced key of a rotation: the same key until the grace period ends (or the key's own
+		// expiry, when sooner), checked by Usable with the data plane's clock.
+		prev := k
+		prev.Prefix, prev.Previous = kc.str(kk.GetPreviousPrefix()), true
+		end := kk.GetPreviousExpiresAt().AsTime()
+		if prev.ExpiresAt.IsZero() || end.Before(prev.ExpiresAt) {
+			prev.ExpiresAt = end
+		}
+		es = append(es, keyEntry{hash: [sha256.Size]byte(kk.GetPreviousKeyHash()), key: prev, seq: seq, field: "previous_key_hash"})
+	}
+	return es
+}
+
+// intern returns the compiled set of an allowed_models list, shared by the keys with the same list, or
+// nil for an empty list (every model). A set added to a held index's map goes into a copy of it.
+func (kc *keyCompiler) intern(models []string) *modelSet {
 	if len(models) == 0 {
 		return nil
 	}
@@ -195,7 +256,7 @@ func internModels(sets map[string]*modelSet, models []string) *modelSet {
 		id.WriteByte(':')
 		id.WriteString(m)
 	}
-	if ms, ok := sets[id.String()]; ok {
+	if ms, ok := kc.sets[id.String()]; ok {
 		return ms
 	}
 	ms := &modelSet{names: slices.Clone(models)}
@@ -209,6 +270,85 @@ func internModels(sets map[string]*modelSet, models []string) *modelSet {
 		}
 		ms.allowed[m] = struct{}{}
 	}
-	sets[id.String()] = ms
+	if !kc.cloned {
+		kc.sets, kc.cloned = maps.Clone(kc.sets), true
+	}
+	kc.sets[id.String()] = ms
 	return ms
+}
+
+func (c *Compiled) compileKeys(in []*configv1.ApiKey, errs []error) []error {
+	x := newKeyIndex()
+	kc := &keyCompiler{sets: x.sets, cloned: true, direct: c.DirectAddressing}
+	kc.grow(in)
+	// Entries are placed straight into per-shard groups (counted first, then one temporary array), and
+	// each shard's slices are allocated at their final size.
+	ok := make([]bool, len(in))
+	var count [numShards]int32
+	n := 0
+	for i, kk := range in {
+		if err := CheckAPIKey(kk); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ok[i] = true
+		for _, h := range [][]byte{kk.GetKeyHash(), kk.GetPreviousKeyHash()} {
+			if len(h) > 0 {
+				count[shardOf(hashTop((*[sha256.Size]byte)(h)))]++
+				n++
+			}
+		}
+	}
+	var start [numShards + 1]int32
+	for s := range numShards {
+		start[s+1] = start[s] + count[s]
+	}
+	es := make([]keyEntry, n)
+	next := start
+	var one []keyEntry
+	for i, kk := range in {
+		if !ok[i] {
+			continue
+		}
+		one = kc.entries(one[:0], int32(i), kk)
+		for _, e := range one {
+			s := shardOf(hashTop(&e.hash))
+			es[next[s]] = e
+			next[s]++
+		}
+	}
+	nameOf := func(e keyEntry) (int64, string) { return in[e.seq].GetId(), in[e.seq].GetPrefix() }
+	type seqRef struct {
+		idRef
+		seq int32
+	}
+	refs := make([][]seqRef, numShards)
+	for s := range numShards {
+		group := es[start[s]:start[s+1]]
+		sortEntries(group)
+		x.hashShards[s], errs = newShard(group, nameOf, errs)
+		for _, e := range group {
+			is := idShardOf(e.key.ID)
+			refs[is] = append(refs[is], seqRef{idRef{id: e.key.ID, top: hashTop(&e.hash)}, e.seq})
+		}
+	}
+	es = nil
+	for s, rs := range refs {
+		// A repeated id (ids are primary keys: only a hand-made snapshot has one): the latest key in the
+		// snapshot answers by id, as its earlier entries stay found by hash only.
+		slices.SortFunc(rs, func(a, b seqRef) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(b.seq, a.seq)) })
+		out := make([]idRef, 0, len(rs))
+		for i, r := range rs {
+			if i == 0 || r.id != rs[i-1].id || r.seq == rs[i-1].seq {
+				out = append(out, r.idRef)
+			} else {
+				rs[i].seq = rs[i-1].seq // keep skipping this id's older entries
+			}
+		}
+		x.idShards[s] = newIDShard(out)
+		refs[s] = nil
+	}
+	x.sets = kc.sets
+	c.keys = x
+	return errs
 }

@@ -92,3 +92,21 @@ func TestKeyIndexDuplicateHash(t *testing.T) {
 		})
 	}
 }
+
+// A snapshot naming one key id twice (only a hand-made one can: ids are primary keys) answers by id with
+// the later key, and finds both by hash.
+func TestKeyIndexRepeatedID(t *testing.T) {
+	s := validSnapshot()
+	h := sha256.Sum256([]byte("later"))
+	s.ApiKeys = append(s.ApiKeys, &configv1.ApiKey{Id: 5, KeyHash: h[:], Prefix: "later", Enabled: true})
+	c, err := Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := c.KeyByID(5); k == nil || k.Prefix != "later" {
+		t.Fatalf("KeyByID(5) = %+v, want the later key", k)
+	}
+	if c.LookupKey("tg-secret") == nil || c.LookupKey("later") == nil {
+		t.Fatal("a key of the repeated id is not found by hash")
+	}
+}

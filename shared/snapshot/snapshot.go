@@ -43,6 +43,11 @@ type Compiled struct {
 	routeList []*Route
 	keys      keyIndex
 	quotas    map[QuotaKey]Quota
+	// rules holds the compiled price rule of each enabled price-rule element, for ApplyDelta's reuse.
+	rules map[*configv1.PriceRule]*pricing.Rule
+	// config is the snapshot's configuration without its keys (the same message elements, never
+	// mutated): ApplyDelta applies a delta's other kinds to it and compiles the result.
+	config *snapshotv1.Snapshot
 	// DirectAddressing is the gateway-wide direct-addressing switch (config.v1.ModelPolicy; on when the
 	// snapshot carries no policy).
 	DirectAddressing bool
@@ -135,6 +140,8 @@ type APIKey struct {
 	// direct is set when the key may use provider/model direct addressing: the gateway allows it for
 	// every key (config.v1.ModelPolicy.direct_addressing) or the key does (allow_direct_addressing).
 	direct bool
+	// allowDirect is the key's own allow_direct_addressing (direct without the gateway's switch).
+	allowDirect bool
 	// Previous is set on the entry of a rotated key's previous hash (its ExpiresAt ends the grace period).
 	Previous bool
 }
@@ -262,14 +269,43 @@ func Compile(s *snapshotv1.Snapshot) (*Compiled, error) {
 	if s.GetVersion() <= 0 {
 		return nil, errors.New("compile snapshot: version must be positive")
 	}
-	c := &Compiled{
-		Version:         s.GetVersion(),
-		BuiltAt:         s.GetBuiltAt().AsTime(),
-		providers:       make(map[int64]*Provider, len(s.GetProviders())),
-		providersByName: make(map[string]*Provider, len(s.GetProviders())),
-		routes:          make(map[string]*Route, len(s.GetRoutes())),
-		quotas:          make(map[QuotaKey]Quota, len(s.GetQuotas())),
+	c := &Compiled{Version: s.GetVersion(), BuiltAt: s.GetBuiltAt().AsTime()}
+	errs := c.compileConfig(configOf(s), nil)
+	errs = c.compileKeys(s.GetApiKeys(), errs)
+	if len(errs) > 0 {
+		return nil, compileError(s.GetVersion(), errs)
 	}
+	return c, nil
+}
+
+func compileError(version int64, errs []error) *CompileError {
+	ce := &CompileError{Version: version}
+	for _, e := range errs {
+		ce.Problems = append(ce.Problems, Problems(e)...)
+	}
+	return ce
+}
+
+// configOf returns s without its API keys, sharing its elements.
+func configOf(s *snapshotv1.Snapshot) *snapshotv1.Snapshot {
+	return &snapshotv1.Snapshot{
+		PriceRules: s.GetPriceRules(), RoutingRules: s.GetRoutingRules(), Providers: s.GetProviders(), Routes: s.GetRoutes(),
+		Quotas: s.GetQuotas(), SettlementBounds: s.GetSettlementBounds(), ScheduledPriceRules: s.GetScheduledPriceRules(),
+		ModelPolicy: s.GetModelPolicy(),
+	}
+}
+
+// compileConfig compiles everything but the API keys (s.ApiKeys is ignored): price rules, providers,
+// routing, routes, the model policy, quotas and settlement bounds. When held is set (ApplyDelta), a price
+// rule or quota that is the very element held compiled (the same message; a delta's upserts are new
+// messages) reuses held's compiled form instead of parsing its decimals again: the same result, since
+// compiling an element depends only on it and, for a price rule, on the bounds (reused only when equal).
+func (c *Compiled) compileConfig(s *snapshotv1.Snapshot, held *Compiled) []error {
+	c.config = s
+	c.providers = make(map[int64]*Provider, len(s.GetProviders()))
+	c.providersByName = make(map[string]*Provider, len(s.GetProviders()))
+	c.routes = make(map[string]*Route, len(s.GetRoutes()))
+	c.quotas = make(map[QuotaKey]Quota, len(s.GetQuotas()))
 	var errs []error
 	c.Bounds = pricing.DefaultBounds
 	if sb := s.GetSettlementBounds(); sb != nil {
@@ -280,7 +316,16 @@ func Compile(s *snapshotv1.Snapshot) (*Compiled, error) {
 			c.Bounds = b
 		}
 	}
-	errs = c.compilePrices(s.GetPriceRules(), s.GetScheduledPriceRules(), errs)
+	var rules map[*configv1.PriceRule]*pricing.Rule
+	if held != nil && held.Bounds == c.Bounds {
+		rules = held.rules
+	}
+	if rules != nil && sameSlice(s.GetPriceRules(), held.config.GetPriceRules()) &&
+		sameSlice(s.GetScheduledPriceRules(), held.config.GetScheduledPriceRules()) {
+		c.Prices, c.PriceTimeline, c.rules = held.Prices, held.PriceTimeline, held.rules
+	} else {
+		errs = c.compilePrices(s.GetPriceRules(), s.GetScheduledPriceRules(), rules, errs)
+	}
 	errs = c.compileProviders(s.GetProviders(), errs)
 	errs = c.compileRoutingRules(s.GetRoutingRules(), errs)
 	errs = c.compileRoutes(s.GetRoutes(), errs)
@@ -290,20 +335,22 @@ func Compile(s *snapshotv1.Snapshot) (*Compiled, error) {
 			errs = append(errs, &ElementError{Resource: "model policy", Field: "unpriced_policy", Message: err.Error()})
 		}
 	}
-	errs = c.compileKeys(s.GetApiKeys(), errs)
-	errs = c.compileQuotas(s.GetQuotas(), errs)
-	if len(errs) > 0 {
-		ce := &CompileError{Version: s.GetVersion()}
-		for _, e := range errs {
-			ce.Problems = append(ce.Problems, Problems(e)...)
-		}
-		return nil, ce
+	if held != nil && sameSlice(s.GetQuotas(), held.config.GetQuotas()) {
+		c.quotas = held.quotas
+		return errs
 	}
-	return c, nil
+	return c.compileQuotas(s.GetQuotas(), held, errs)
 }
 
-func (c *Compiled) compilePrices(in []*configv1.PriceRule, scheduled []*configv1.ScheduledPriceRule, errs []error) []error {
+// sameSlice reports whether a and b are the same slice (ApplyDelta keeps a kind's held slice when the
+// delta does not change it).
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+func (c *Compiled) compilePrices(in []*configv1.PriceRule, scheduled []*configv1.ScheduledPriceRule, reuse map[*configv1.PriceRule]*pricing.Rule, errs []error) []error {
 	rules := make([]*pricing.Rule, 0, len(in))
+	c.rules = make(map[*configv1.PriceRule]*pricing.Rule, len(in))
 	seen := make(map[int64]bool, len(in))
 	for _, pr := range in {
 		if !pr.GetEnabled() {
@@ -314,6 +361,11 @@ func (c *Compiled) compilePrices(in []*configv1.PriceRule, scheduled []*configv1
 			continue
 		}
 		seen[pr.GetId()] = true
+		if r := reuse[pr]; r != nil {
+			rules = append(rules, r)
+			c.rules[pr] = r
+			continue
+		}
 		r, err := CheckPriceRule(pr)
 		if err != nil {
 			errs = append(errs, err)
@@ -322,6 +374,7 @@ func (c *Compiled) compilePrices(in []*configv1.PriceRule, scheduled []*configv1
 		r.Bounds = c.Bounds
 		r.Version = pr.GetVersion()
 		rules = append(rules, r)
+		c.rules[pr] = r
 	}
 	var changes []pricing.Change
 	type due struct {
@@ -521,8 +574,21 @@ func (c *Compiled) compileRoutes(in []*configv1.Route, errs []error) []error {
 	return errs
 }
 
-func (c *Compiled) compileQuotas(in []*configv1.Quota, errs []error) []error {
+func (c *Compiled) compileQuotas(in []*configv1.Quota, held *Compiled, errs []error) []error {
+	var heldElem map[QuotaKey]*configv1.Quota
+	if held != nil {
+		heldElem = make(map[QuotaKey]*configv1.Quota, len(held.config.GetQuotas()))
+		for _, qq := range held.config.GetQuotas() {
+			heldElem[QuotaKey{vocab.Scope(qq.GetScope()), qq.GetScopeId()}] = qq
+		}
+	}
 	for _, qq := range in {
+		if k := (QuotaKey{vocab.Scope(qq.GetScope()), qq.GetScopeId()}); heldElem[k] == qq && qq != nil {
+			if _, dup := c.quotas[k]; !dup {
+				c.quotas[k] = held.quotas[k]
+				continue
+			}
+		}
 		limit, err := CheckQuotaLimit(qq.GetScope(), qq.GetScopeId(), qq.CostLimit)
 		if err != nil {
 			errs = append(errs, err)
