@@ -4,7 +4,7 @@
 // drops, and rebuilds on every reconnect). The first rebuild reads one consistent state whole
 // (store.ReadSnapshot) and compiles it with shared/snapshot.Compile; later ones read only the changes since
 // the published version (store.ReadSnapshotChanges), turn them into a delta and the next whole snapshot
-// (makeDelta) and pass the delta through ApplyDelta, the data planes' own apply. A version is published
+// (makeDelta) and pass the delta through snapshot.ApplyDelta, the data planes' own apply. A version is published
 // (with its delta when there is one) only when it compiles and is newer than the last one published. Because the version is Postgres's config_revision, every replica
 // publishes the same version for the same state.
 package snapshotbuild
@@ -311,7 +311,7 @@ func (b *Builder) rebuildDelta(ctx context.Context, rev int64, start time.Time) 
 		return true
 	}
 	d, next := makeDelta(h.snap, ch, timestamppb.New(b.opts.Now()), b.bounds())
-	compiled, err := ApplyDelta(h.compiled, d, next)
+	compiled, err := snapshot.ApplyDelta(h.compiled, d) // the data planes' own apply: the consistency gate
 	if err != nil {
 		h.readd(due)
 		b.reject(ch.Version, "compile", err)
