@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/sse"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -73,7 +74,7 @@ func BenchmarkTranslateRequest(b *testing.B) {
 				b.SetBytes(int64(len(body)))
 				b.ReportAllocs()
 				for i := 0; i < b.N; i++ {
-					tr, _ := New(Pair{Op: vocab.OpStreamGenerateContent, Kind: c, DestOp: vocab.OpStreamGenerateContent, DestKind: d}, Options{})
+					tr, _ := New(Pair{Op: vocab.OpStreamGenerateContent, Kind: c, DestOp: vocab.OpStreamGenerateContent, DestKind: d}, canon.Options{})
 					if _, err := tr.Request(ClientRequest{Body: body, Model: "up", Stream: true, GammaSSE: true, Lent: true}); err != nil {
 						b.Fatal(err)
 					}
@@ -173,7 +174,7 @@ func BenchmarkTranslateStream(b *testing.B) {
 				b.ReportAllocs()
 				req := clientRequestFor(c, true)
 				for i := 0; i < b.N; i++ {
-					tr, _ := New(Pair{Op: vocab.OpStreamGenerateContent, Kind: c, DestOp: vocab.OpStreamGenerateContent, DestKind: up}, Options{})
+					tr, _ := New(Pair{Op: vocab.OpStreamGenerateContent, Kind: c, DestOp: vocab.OpStreamGenerateContent, DestKind: up}, canon.Options{})
 					if _, err := tr.Request(ClientRequest{Body: req, Model: "up", Stream: true, GammaSSE: true}); err != nil {
 						b.Fatal(err)
 					}
@@ -195,7 +196,7 @@ func BenchmarkSynthesize(b *testing.B) {
 		b.Run(string(c), func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				tr, _ := New(Pair{Op: vocab.OpStreamGenerateContent, Kind: c, DestOp: vocab.OpGenerateContent, DestKind: vocab.KindBetaMessages}, Options{})
+				tr, _ := New(Pair{Op: vocab.OpStreamGenerateContent, Kind: c, DestOp: vocab.OpGenerateContent, DestKind: vocab.KindBetaMessages}, canon.Options{})
 				if _, err := tr.Request(ClientRequest{Body: clientRequestFor(c, true), Model: "up", Stream: true, GammaSSE: true}); err != nil {
 					b.Fatal(err)
 				}

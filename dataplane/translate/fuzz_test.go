@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -95,7 +96,7 @@ func FuzzAppendString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got := appendString(nil, s)
+		got := jsonkit.AppendString(nil, s)
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
 		enc.SetEscapeHTML(false)
@@ -116,7 +117,7 @@ func FuzzValidJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := validJSON(b), json.Valid(b); got != want {
+		if got, want := jsonkit.ValidJSON(b), json.Valid(b); got != want {
 			t.Fatalf("validJSON(%q) = %v, json.Valid %v", b, got, want)
 		}
 	})

@@ -13,17 +13,22 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/tollgate/tollgate/dataplane/canon"
+	"github.com/tollgate/tollgate/dataplane/dialect/alpha"
+	"github.com/tollgate/tollgate/dataplane/dialect/beta"
+	"github.com/tollgate/tollgate/dataplane/dialect/gamma"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
-// The reference for the hand-written request decoders (jsonread.go, dialect_*_read.go): the
-// go-json-experiment decoder as the request path configured it (decodeOpts, via unmarshal), which filled
+// The reference for the hand-written request decoders (jsonkit.Reader, the dialects' read.go files): the
+// go-json-experiment decoder as the request path configured it (jsonkit.Unmarshal), which filled
 // the same structs before.
 
 // readAll decodes b as exactly one value with read.
-func readAll(b []byte, read func(d *jr) error) error {
-	d := jr{b: b}
-	return d.done(read(&d))
+func readAll(b []byte, read func(d *jsonkit.Reader) error) error {
+	d := jsonkit.Reader{B: b}
+	return d.Done(read(&d))
 }
 
 // handCase compares one hand-written decoder with the reference on data.
@@ -35,11 +40,11 @@ type handCase struct {
 // diffDecode decodes data into a T with the reference and with hand and fails unless both fail or both
 // succeed with equal values. partial: the callers use the value also after an error (it must match then
 // too).
-func diffDecode[T any](t *testing.T, data []byte, hand func(*jr, *T) error, partial bool) {
+func diffDecode[T any](t *testing.T, data []byte, hand func(*jsonkit.Reader, *T) error, partial bool) {
 	t.Helper()
 	var want, got T
-	errWant := unmarshal(data, &want)
-	errGot := readAll(data, func(d *jr) error { return hand(d, &got) })
+	errWant := jsonkit.Unmarshal(data, &want)
+	errGot := readAll(data, func(d *jsonkit.Reader) error { return hand(d, &got) })
 	if (errWant == nil) != (errGot == nil) {
 		t.Fatalf("%T %q: reference error %v, hand-written error %v", want, data, errWant, errGot)
 	}
@@ -57,123 +62,123 @@ type refGammaResultIn struct {
 
 var handCases = []handCase{
 	{"respRequestIn", func(t *testing.T, b []byte) {
-		diffDecode(t, b, func(d *jr, v *respRequestIn) error {
-			err := v.read(d)
-			v.input = respInputRead{} // read in the same pass (compared by TestRequestDecodersAgree)
+		diffDecode(t, b, func(d *jsonkit.Reader, v *alpha.RespRequestIn) error {
+			err := v.Read(d)
+			v.InputRead = alpha.RespInputRead{} // read in the same pass (compared by TestRequestDecodersAgree)
 			return err
 		}, false)
 	}},
 	{"respToolIn", func(t *testing.T, b []byte) {
-		diffDecode(t, b, func(d *jr, v *respToolIn) error { return v.read(d) }, false)
+		diffDecode(t, b, func(d *jsonkit.Reader, v *alpha.RespToolIn) error { return v.Read(d) }, false)
 	}},
-	{"respItems", func(t *testing.T, b []byte) { diffDecode(t, b, readRespItems, false) }},
+	{"respItems", func(t *testing.T, b []byte) { diffDecode(t, b, alpha.ReadRespItems, false) }},
 	{"respItemsIn", func(t *testing.T, b []byte) {
-		diffDecode(t, b, func(d *jr, v *[]respItem) error {
-			var parts []respContentPart
-			err := readRespItemsIn(d, v, &parts)
+		diffDecode(t, b, func(d *jsonkit.Reader, v *[]alpha.RespItem) error {
+			var parts []alpha.RespContentPart
+			err := alpha.ReadRespItemsIn(d, v, &parts)
 			for i := range *v { // read in the same pass (compared by TestRequestDecodersAgree)
 				it := &(*v)[i]
-				it.content, it.output = respValueRead{}, respValueRead{}
+				it.ContentRead, it.OutputRead = alpha.RespValueRead{}, alpha.RespValueRead{}
 				if it.Arguments != nil { // the same value, not in the item
 					s := *it.Arguments
 					it.Arguments = &s
 				}
-				it.args = ""
+				it.Args = ""
 			}
 			return err
 		}, false)
 	}},
-	{"respContent", func(t *testing.T, b []byte) { diffDecode(t, b, readRespContent, false) }},
+	{"respContent", func(t *testing.T, b []byte) { diffDecode(t, b, alpha.ReadRespContent, false) }},
 	{"respSummary", func(t *testing.T, b []byte) {
 		// the caller reads a summary of a valid request (or none: an absent member), and keeps a partly read one
 		if len(b) > 0 && !jsontext.Value(b).IsValid() {
 			return
 		}
-		diffDecode(t, b, readRespSummary, true)
+		diffDecode(t, b, alpha.ReadRespSummary, true)
 	}},
 	{"chatRequestIn", func(t *testing.T, b []byte) {
-		diffDecode(t, b, func(d *jr, v *chatRequestIn) error {
-			err := v.read(d)
-			v.calls = nil               // the storage of the messages' tool calls
+		diffDecode(t, b, func(d *jsonkit.Reader, v *alpha.ChatRequestIn) error {
+			err := v.Read(d)
+			v.Calls = nil               // the storage of the messages' tool calls
 			for i := range v.Messages { // read in the same pass (compared by TestRequestDecodersAgree)
-				v.Messages[i].text, v.Messages[i].isText = "", false
+				v.Messages[i].Text, v.Messages[i].IsText = "", false
 			}
 			return err
 		}, false)
 	}},
 	{"chatToolIn", func(t *testing.T, b []byte) {
-		diffDecode(t, b, func(d *jr, v *chatToolIn) error { return v.read(d) }, false)
+		diffDecode(t, b, func(d *jsonkit.Reader, v *alpha.ChatToolIn) error { return v.Read(d) }, false)
 	}},
 	{"chatFormatIn", func(t *testing.T, b []byte) {
-		diffDecode(t, b, func(d *jr, v *chatFormatIn) error { return v.read(d) }, false)
+		diffDecode(t, b, func(d *jsonkit.Reader, v *alpha.ChatFormatIn) error { return v.Read(d) }, false)
 	}},
 	{"chatToolChoiceIn", func(t *testing.T, b []byte) {
-		diffDecode(t, b, func(d *jr, v *chatToolChoiceIn) error { return v.read(d) }, false)
+		diffDecode(t, b, func(d *jsonkit.Reader, v *alpha.ChatToolChoiceIn) error { return v.Read(d) }, false)
 	}},
-	{"chatParts", func(t *testing.T, b []byte) { diffDecode(t, b, readChatParts, false) }},
-	{"textParts", func(t *testing.T, b []byte) { diffDecode(t, b, readTextParts, false) }},
-	{"strings", func(t *testing.T, b []byte) { diffDecode(t, b, (*jr).strs, false) }},
+	{"chatParts", func(t *testing.T, b []byte) { diffDecode(t, b, alpha.ReadChatParts, false) }},
+	{"textParts", func(t *testing.T, b []byte) { diffDecode(t, b, canon.ReadTextParts, false) }},
+	{"strings", func(t *testing.T, b []byte) { diffDecode(t, b, (*jsonkit.Reader).Strs, false) }},
 	{"betaRequestIn", func(t *testing.T, b []byte) {
-		diffDecode(t, b, func(d *jr, v *betaRequestIn) error {
-			err := v.read(d)
+		diffDecode(t, b, func(d *jsonkit.Reader, v *beta.RequestIn) error {
+			err := v.Read(d)
 			// What the reference cannot read: the contents read in the same pass (compared with the
 			// reference by TestRequestDecodersAgree, which converts them).
-			v.blocks = nil
+			v.Blocks = nil
 			for i := range v.Messages {
-				v.Messages[i].pre = betaContent{}
+				v.Messages[i].Pre = beta.Content{}
 			}
 			return err
 		}, false)
 	}},
-	{"betaBlocks", func(t *testing.T, b []byte) { diffDecode(t, b, readBetaBlocks, false) }},
+	{"betaBlocks", func(t *testing.T, b []byte) { diffDecode(t, b, beta.ReadBlocks, false) }},
 	{"betaToolIn", func(t *testing.T, b []byte) {
-		diffDecode(t, b, func(d *jr, v *betaToolIn) error { return v.read(d) }, false)
+		diffDecode(t, b, func(d *jsonkit.Reader, v *beta.ToolIn) error { return v.Read(d) }, false)
 	}},
 	{"betaToolChoiceIn", func(t *testing.T, b []byte) {
-		diffDecode(t, b, func(d *jr, v *betaToolChoiceIn) error { return v.read(d) }, false)
+		diffDecode(t, b, func(d *jsonkit.Reader, v *beta.ToolChoiceIn) error { return v.Read(d) }, false)
 	}},
 	{"gammaRequestIn", func(t *testing.T, b []byte) {
-		diffDecode(t, b, func(d *jr, v *gammaRequestIn) error {
-			err := v.read(d)
-			v.parts = nil // read in the same pass (compared by TestRequestDecodersAgree)
+		diffDecode(t, b, func(d *jsonkit.Reader, v *gamma.RequestIn) error {
+			err := v.Read(d)
+			v.Parts = nil // read in the same pass (compared by TestRequestDecodersAgree)
 			for i := range v.Contents {
-				v.Contents[i].pre = gammaPartsRead{}
+				v.Contents[i].Pre = gamma.PartsRead{}
 			}
 			return err
 		}, false)
 	}},
 	{"gammaPartsIn", func(t *testing.T, b []byte) {
-		diffDecode(t, b, func(d *jr, v *[]gammaPartIn) error {
-			err := readGammaPartsIn(d, v)
+		diffDecode(t, b, func(d *jsonkit.Reader, v *[]gamma.PartIn) error {
+			err := gamma.ReadPartsIn(d, v)
 			for i := range *v {
-				(*v)[i].fn = gammaFnRead{} // read in the same pass (compared by TestRequestDecodersAgree)
+				(*v)[i].Fn = gamma.FnRead{} // read in the same pass (compared by TestRequestDecodersAgree)
 			}
 			return err
 		}, false)
 	}},
 	{"gammaCall", func(t *testing.T, b []byte) {
-		diffDecode(t, b, func(d *jr, v *gammaCall) error { return v.read(d) }, false)
+		diffDecode(t, b, func(d *jsonkit.Reader, v *gamma.Call) error { return v.Read(d) }, false)
 	}},
 	{"gammaFuncResp", func(t *testing.T, b []byte) {
-		diffDecode(t, b, func(d *jr, v *gammaFuncResp) error {
-			err := v.read(d)
-			v.result = gammaResultRead{} // read in the same pass (compared by TestRequestDecodersAgree)
+		diffDecode(t, b, func(d *jsonkit.Reader, v *gamma.FuncResp) error {
+			err := v.Read(d)
+			v.Result = gamma.ResultRead{} // read in the same pass (compared by TestRequestDecodersAgree)
 			return err
 		}, false)
 	}},
 	{"gammaTool", func(t *testing.T, b []byte) {
 		// the caller reads a tool only after readGammaToolKeys accepted it, and keeps a partly read one
-		if readAll(b, func(d *jr) error { _, _, err := readGammaToolKeys(d); return err }) != nil {
+		if readAll(b, func(d *jsonkit.Reader) error { _, _, err := gamma.ReadToolKeys(d); return err }) != nil {
 			return
 		}
-		diffDecode(t, b, func(d *jr, v *gammaTool) error { return v.read(d) }, true)
+		diffDecode(t, b, func(d *jsonkit.Reader, v *gamma.Tool) error { return v.Read(d) }, true)
 	}},
 	{"gammaToolKeys", func(t *testing.T, b []byte) {
 		var probe map[string]json.RawMessage
-		errWant := unmarshal(b, &probe)
+		errWant := jsonkit.Unmarshal(b, &probe)
 		var builtin string
 		var found bool
-		errGot := readAll(b, func(d *jr) (err error) { builtin, found, err = readGammaToolKeys(d); return err })
+		errGot := readAll(b, func(d *jsonkit.Reader) (err error) { builtin, found, err = gamma.ReadToolKeys(d); return err })
 		if (errWant == nil) != (errGot == nil) {
 			t.Fatalf("%q: reference error %v, hand-written error %v", b, errWant, errGot)
 		}
@@ -191,9 +196,9 @@ var handCases = []handCase{
 	}},
 	{"gammaResultIn", func(t *testing.T, b []byte) {
 		var want refGammaResultIn
-		var got gammaResultIn
-		errWant := unmarshal(b, &want)
-		errGot := readAll(b, got.read)
+		var got gamma.ResultIn
+		errWant := jsonkit.Unmarshal(b, &want)
+		errGot := readAll(b, got.Read)
 		if (errWant == nil) != (errGot == nil) {
 			t.Fatalf("%q: reference error %v, hand-written error %v", b, errWant, errGot)
 		}
@@ -336,7 +341,7 @@ func TestPlainRun(t *testing.T) {
 						break
 					}
 				}
-				if got := plainRun(string(b), 0); got != want {
+				if got := jsonkit.PlainRun(string(b), 0); got != want {
 					t.Fatalf("%q: plainRun %d, want %d", b, got, want)
 				}
 			}
@@ -359,7 +364,7 @@ func TestPlainRun(t *testing.T) {
 				if w < from {
 					w = len(b)
 				}
-				if got := plainRun(string(b), from); got != w {
+				if got := jsonkit.PlainRun(string(b), from); got != w {
 					t.Fatalf("%q from %d: plainRun %d, want %d", b, from, got, w)
 				}
 			}
@@ -370,7 +375,7 @@ func TestPlainRun(t *testing.T) {
 // requestDecoders are the four request decoders with their references (refdecode_test.go).
 var requestDecoders = []struct {
 	kind vocab.Kind
-	ref  func([]byte, *reqState) (*request, error)
+	ref  func([]byte, *canon.State) (*canon.Request, error)
 }{
 	{vocab.KindAlphaChatCompletions, refChatDecodeRequest},
 	{vocab.KindAlphaResponses, refRespDecodeRequest},
@@ -383,23 +388,23 @@ var requestDecoders = []struct {
 func diffRequest(t *testing.T, body []byte, i int) {
 	t.Helper()
 	c := requestDecoders[i]
-	state := func() *reqState {
-		st := newReqState(testOptions())
-		st.client, st.upstream = c.kind, vocab.KindBetaMessages
+	state := func() *canon.State {
+		st := canon.NewState(testOptions())
+		st.Client, st.Upstream = c.kind, vocab.KindBetaMessages
 		return st
 	}
 	want, errWant := c.ref(body, state())
-	got, errGot := codecFor(c.kind).decodeRequest(body, state())
+	got, errGot := codecFor(c.kind).DecodeRequest(body, state())
 	if (errWant == nil) != (errGot == nil) {
 		t.Fatalf("%s %q: reference error %v, hand-written error %v", c.kind, body, errWant, errGot)
 	}
 	// decoded as Translator.Request decodes it: into reused storage that held another request
-	pooled, errPooled := codecFor(c.kind).(pooledDecoder).decodeInto(body, state(), dirtyStore(c.kind))
+	pooled, errPooled := codecFor(c.kind).(canon.PooledDecoder).DecodeInto(body, state(), dirtyStore(c.kind))
 	if (errPooled == nil) != (errGot == nil) || errGot == nil && !reflect.DeepEqual(pooled, got) {
 		t.Fatalf("%s %q: decoded into reused storage: %v\n%+v\nwant %v\n%+v", c.kind, body, errPooled, pooled, errGot, got)
 	}
 	if errWant != nil {
-		var rw, rg *RequestError
+		var rw, rg *canon.RequestError
 		if !errors.As(errWant, &rw) || !errors.As(errGot, &rg) {
 			t.Fatalf("%s %q: errors %v / %v, want RequestErrors", c.kind, body, errWant, errGot)
 		}
@@ -476,7 +481,7 @@ func FuzzStringOf(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var want, got string
 		okWant := refStringOf(raw, &want)
-		okGot := stringOf(raw, &got)
+		okGot := jsonkit.StringOf(raw, &got)
 		if okWant != okGot || want != got {
 			t.Fatalf("%q: stringOf %v %q, want %v %q", raw, okGot, got, okWant, want)
 		}

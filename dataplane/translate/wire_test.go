@@ -7,6 +7,11 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/tollgate/tollgate/dataplane/canon"
+	"github.com/tollgate/tollgate/dataplane/dialect/alpha"
+	"github.com/tollgate/tollgate/dataplane/dialect/gamma"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 )
 
 // FuzzUnquote: unquote (eight bytes at a time between escapes) decodes what the reader validated as
@@ -20,7 +25,7 @@ func FuzzUnquote(f *testing.F) {
 		if !utf8.ValidString(s) {
 			return
 		}
-		quoted := string(appendString(nil, s))
+		quoted := string(jsonkit.AppendString(nil, s))
 		if everyRune { // every rune escaped: \u, surrogate pairs and the short escapes
 			var b strings.Builder
 			b.WriteByte('"')
@@ -38,22 +43,22 @@ func FuzzUnquote(f *testing.F) {
 			b.WriteByte('"')
 			quoted = b.String()
 		}
-		d := jr{b: []byte(quoted)}
-		if _, err := d.scanStr(); err != nil {
+		d := jsonkit.Reader{B: []byte(quoted)}
+		if _, err := d.ScanStr(); err != nil {
 			t.Fatalf("scanStr(%s): %v", quoted, err)
 		}
 		var want string
 		if err := json.Unmarshal([]byte(quoted), &want); err != nil {
 			t.Fatal(err)
 		}
-		if got := unquote([]byte(quoted[1 : len(quoted)-1])); got != want {
+		if got := jsonkit.Unquote([]byte(quoted[1 : len(quoted)-1])); got != want {
 			t.Fatalf("unquote(%s) = %q, want %q", quoted, got, want)
 		}
 		// into shared room: every string decoded stays as it was while more are decoded after it
-		var room jr
+		var room jsonkit.Reader
 		var got []string
-		for range 3 * unquoteSpare / max(len(quoted), 1) {
-			got = append(got, room.unquote([]byte(quoted[1:len(quoted)-1])))
+		for range 3 * jsonkit.UnquoteSpare / max(len(quoted), 1) {
+			got = append(got, room.Unquote([]byte(quoted[1:len(quoted)-1])))
 		}
 		for i, g := range got {
 			if g != want {
@@ -68,13 +73,13 @@ func FuzzUnquote(f *testing.F) {
 func TestIsCompact(t *testing.T) {
 	bases := []string{`{"city":"Oslo","days":3}`, `["a b","c\"d",1,{"x":[true,null]}]`, `"just a string of some length"`, `{}`}
 	for _, base := range bases {
-		if got, want := isCompact([]byte(base)), isCompactSlow([]byte(base)); got != want {
+		if got, want := jsonkit.IsCompact([]byte(base)), jsonkit.IsCompactSlow([]byte(base)); got != want {
 			t.Fatalf("isCompact(%s) = %v, want %v", base, got, want)
 		}
 		for i := 0; i <= len(base); i++ {
 			for _, c := range []byte{' ', '\t', '\n', '\r', 0x1f, 0x21, 0x80} {
 				v := []byte(base[:i] + string(c) + base[i:])
-				if got, want := isCompact(v), isCompactSlow(v); got != want {
+				if got, want := jsonkit.IsCompact(v), jsonkit.IsCompactSlow(v); got != want {
 					t.Fatalf("isCompact(%q) = %v, want %v", v, got, want)
 				}
 			}
@@ -85,16 +90,16 @@ func TestIsCompact(t *testing.T) {
 // TestCallNames: the last call with an id names it, kept in place up to 32 calls and in a map beyond.
 func TestCallNames(t *testing.T) {
 	for _, n := range []int{0, 1, 31, 32, 33, 100} {
-		var msgs []message
+		var msgs []canon.Message
 		for i := range n {
-			msgs = append(msgs, message{Role: "assistant", Parts: []part{
-				{Type: partToolCall, CallID: fmt.Sprint("c", i%20), Name: fmt.Sprint("f", i)},
-				{Type: partText, CallID: "text", Name: "not a call"},
-				{Type: partToolCall, Name: "no id"},
+			msgs = append(msgs, canon.Message{Role: "assistant", Parts: []canon.Part{
+				{Type: canon.PartToolCall, CallID: fmt.Sprint("c", i%20), Name: fmt.Sprint("f", i)},
+				{Type: canon.PartText, CallID: "text", Name: "not a call"},
+				{Type: canon.PartToolCall, Name: "no id"},
 			}})
 		}
-		var c callNames
-		c.toolNames(msgs)
+		var c canon.CallNames
+		c.ToolNames(msgs)
 		for i := range 20 {
 			want := ""
 			for j := range n {
@@ -102,11 +107,11 @@ func TestCallNames(t *testing.T) {
 					want = fmt.Sprint("f", j)
 				}
 			}
-			if got := c.get(fmt.Sprint("c", i)); got != want {
+			if got := c.Get(fmt.Sprint("c", i)); got != want {
 				t.Fatalf("%d calls: name of c%d = %q, want %q", n, i, got, want)
 			}
 		}
-		if c.get("text") != "" || c.get("") != "" || (*callNames)(nil).get("c0") != "" {
+		if c.Get("text") != "" || c.Get("") != "" || (*canon.CallNames)(nil).Get("c0") != "" {
 			t.Fatalf("%d calls: a name for no call", n)
 		}
 	}
@@ -130,16 +135,16 @@ func refFieldOf(name string, names []string) int {
 // TestFieldOf: the table finds what the lists found, for every name of the request shapes' lists, their
 // case variants, names sharing a slot, and names of none.
 func TestFieldOf(t *testing.T) {
-	lists := []*memberNames{respRequestNames, respItemNames, respContentNames, chatRequestNames, chatMessageNames,
-		gammaPartNames, gammaCallNames, fields("a", "A", "ab", "ba", "b_a", "B-A", "x", "xx", "xxx", "k", "K")}
+	lists := []*jsonkit.MemberNames{alpha.RespRequestNames, alpha.RespItemNames, alpha.RespContentNames, alpha.ChatRequestNames, alpha.ChatMessageNames,
+		gamma.PartNames, gamma.CallNames, jsonkit.Fields("a", "A", "ab", "ba", "b_a", "B-A", "x", "xx", "xxx", "k", "K")}
 	for _, f := range lists {
 		var probes []string
-		for _, n := range f.names {
+		for _, n := range f.Names {
 			probes = append(probes, n, strings.ToUpper(n), strings.ToLower(n), n+"x", "x"+n, n[:len(n)-1], "")
 		}
 		for _, p := range probes {
-			if got, want := fieldOf(p, f), refFieldOf(p, f.names); got != want {
-				t.Fatalf("fieldOf(%q, %q) = %d, want %d", p, f.names, got, want)
+			if got, want := jsonkit.FieldOf(p, f), refFieldOf(p, f.Names); got != want {
+				t.Fatalf("fieldOf(%q, %q) = %d, want %d", p, f.Names, got, want)
 			}
 		}
 	}
@@ -150,13 +155,13 @@ func TestFieldOf(t *testing.T) {
 func TestPendingCalls(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 300 {
-		var c pendingCalls
+		var c gamma.PendingCalls
 		ref := map[string][]string{}
 		for step := range 10 + round%120 {
 			name := fmt.Sprint("f", rng.IntN(3))
 			if rng.IntN(2) == 0 {
 				id := fmt.Sprint("id", rng.IntN(40))
-				c.add(name, id)
+				c.Add(name, id)
 				ref[name] = append(ref[name], id)
 				continue
 			}
@@ -176,7 +181,7 @@ func TestPendingCalls(t *testing.T) {
 					}
 				}
 			}
-			if got := c.answer(name, id); got != want {
+			if got := c.Answer(name, id); got != want {
 				t.Fatalf("round %d step %d: answer(%q, %q) = %q, want %q", round, step, name, id, got, want)
 			}
 		}
@@ -194,7 +199,7 @@ func TestValidPlainJSON(t *testing.T) {
 		for range 1 + rng.IntN(20) {
 			b = append(b, alphabet[rng.IntN(len(alphabet))])
 		}
-		ok, sure := validPlainJSON(b)
+		ok, sure := jsonkit.ValidPlainJSON(b)
 		if !sure {
 			t.Fatalf("validPlainJSON(%q) not sure", b)
 		}

@@ -1,0 +1,90 @@
+package beta
+
+import (
+	"github.com/tollgate/tollgate/dataplane/canon"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
+)
+
+// ---- beta ----
+
+var (
+	betaEventFields = []string{"type", "message", "index", "content_block", "error", "delta", "usage"}
+	betaDeltaFields = []string{"type", "text", "partial_json", "thinking", "signature", "stop_reason", "stop_sequence"}
+)
+
+// Fast reads a beta content_block_delta (text, thinking, arguments, signature), content_block_stop, or an
+// event the general decoder maps to nothing (message_stop, ping, ...).
+func (d *Decoder) Fast(data []byte, out []canon.Event) ([]canon.Event, bool) {
+	r := jsonkit.NewEventReader(data)
+	var typ, dtyp, text, partial, thinking, sig jsonkit.StrView
+	var idx int64
+	var seen, dseen uint32
+	err := r.Event(func(name string) (err error) {
+		switch name {
+		case "type":
+			if err = jsonkit.Once(&seen, 0); err == nil {
+				typ, err = r.Str()
+			}
+		case "index":
+			if err = jsonkit.Once(&seen, 1); err == nil {
+				idx, err = r.Num()
+			}
+		case "delta":
+			if err = jsonkit.Once(&seen, 2); err != nil {
+				return err
+			}
+			return r.Members(func(name string) (err error) {
+				switch name {
+				case "type":
+					if err = jsonkit.Once(&dseen, 0); err == nil {
+						dtyp, err = r.Str()
+					}
+				case "text":
+					if err = jsonkit.Once(&dseen, 1); err == nil {
+						text, err = r.Str()
+					}
+				case "partial_json":
+					if err = jsonkit.Once(&dseen, 2); err == nil {
+						partial, err = r.Str()
+					}
+				case "thinking":
+					if err = jsonkit.Once(&dseen, 3); err == nil {
+						thinking, err = r.Str()
+					}
+				case "signature":
+					if err = jsonkit.Once(&dseen, 4); err == nil {
+						sig, err = r.Str()
+					}
+				default:
+					err = r.Other(name, betaDeltaFields)
+				}
+				return err
+			})
+		default:
+			err = r.Other(name, betaEventFields)
+		}
+		return err
+	})
+	if err != nil {
+		return out, false
+	}
+	i := int(idx)
+	switch typ.S {
+	case "content_block_delta":
+		switch dtyp.S {
+		case "text_delta":
+			out = append(out, canon.Event{Type: canon.EvText, Index: i, Text: text.Keep()})
+		case "input_json_delta":
+			out = append(out, canon.Event{Type: canon.EvToolArgs, Index: i, Text: partial.Keep()})
+		case "thinking_delta":
+			out = append(out, canon.Event{Type: canon.EvThinking, Index: i, Text: thinking.Keep()})
+		case "signature_delta":
+			out = append(out, d.signature(i, sig.Keep()))
+		}
+	case "content_block_stop":
+		out = append(out, canon.Event{Type: canon.EvBlockStop, Index: i})
+	case "message_start", "content_block_start", "message_delta", "error":
+		return out, false
+	}
+	return out, true
+}
