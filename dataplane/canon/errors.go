@@ -106,7 +106,7 @@ func ParseUpstreamError(status int, header http.Header, body []byte) *APIError {
 		}
 		return e
 	}
-	if len(env.Error) == 0 || env.Error[0] != '{' {
+	if !jsonkit.StartsObject(env.Error) {
 		if env.Message != "" {
 			e.Message = env.Message
 			e.Code = rawString(env.Code)

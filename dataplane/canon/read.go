@@ -9,14 +9,14 @@ var toolMemberNames = jsonkit.Fields("name", "description", "parameters", "stric
 // Read decodes a function tool (alpha chat's function, alpha responses' tool).
 func (t *Tool) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, toolMemberNames) {
-		case 0:
+		switch toolMemberNames.Match(name) {
+		case "name":
 			return d.Str(&t.Name)
-		case 1:
+		case "description":
 			return d.Str(&t.Description)
-		case 2:
+		case "parameters":
 			return d.Raw(&t.Parameters)
-		case 3:
+		case "strict":
 			return d.BoolPtr(&t.Strict)
 		}
 		return d.Skip()
@@ -42,10 +42,10 @@ func ReadTextParts(d *jsonkit.Reader, dst *[]textPartIn) error {
 		out = append(out, textPartIn{})
 		p := &out[len(out)-1]
 		null, err := d.Object(func(name string) error {
-			switch jsonkit.FieldOf(name, typeTextNames) {
-			case 0:
+			switch typeTextNames.Match(name) {
+			case "type":
 				return d.Str(&p.Type)
-			case 1:
+			case "text":
 				return d.Str(&p.Text)
 			}
 			return d.Skip()

@@ -6,9 +6,9 @@ import (
 	"unsafe"
 )
 
-// The stream decoders read the common upstream events by hand, with jr (the one hand-written JSON reader of
+// The stream decoders read the common upstream events by hand, with Reader (the one hand-written JSON reader of
 // the package, shared with the request decoders), and leave every other event to the general decoder
-// (unmarshalEvent). A fast reader accepts an event only where it decides it exactly as the general decoder
+// (UnmarshalEvent). A fast reader accepts an event only where it decides it exactly as the general decoder
 // does, and declines everything else, so the general decoder then decides the event — and reports its
 // error — as before; the fast paths change speed, never results (FuzzEventScan, TestEventScanMatchesDecoder):
 //   - member names: an exact match of a field it reads; a name it does not read is skipped (after
@@ -47,12 +47,26 @@ func (v StrView) Keep() string {
 // Owned wraps a string the general decoder already copied.
 func Owned(s string) StrView { return StrView{S: s, owned: true} }
 
-// Once marks member bit k of an object as read; a duplicate declines.
-func Once(seen *uint32, k uint) error {
-	if *seen&(1<<k) != 0 {
+// Seen is the set of members of one object a fast reader has read, by name (for a case that reads several
+// names as one member, the case's first name). A duplicate declines, as does a thirteenth member (never
+// read by a fast reader): the general decoder decides those.
+type Seen struct {
+	names [12]string
+	n     int
+}
+
+// Once records member name as read; a duplicate declines.
+func (s *Seen) Once(name string) error {
+	for _, n := range s.names[:s.n] {
+		if n == name {
+			return ErrDecline
+		}
+	}
+	if s.n == len(s.names) {
 		return ErrDecline
 	}
-	*seen |= 1 << k
+	s.names[s.n] = name
+	s.n++
 	return nil
 }
 
@@ -204,8 +218,8 @@ var plainName = func() (t [256]bool) {
 	return t
 }()
 
-// name is jr.key for the usual member — a short name of printable ASCII without escapes, in one loop over
-// its bytes; anything else (an escape, non-ASCII, an error) is read by jr.key from the same position.
+// name is Reader.Key for the usual member — a short name of printable ASCII without escapes, in one loop over
+// its bytes; anything else (an escape, non-ASCII, an error) is read by Reader.Key from the same position.
 func (r *EventReader) name(first bool) (string, bool, error) {
 	b, i := r.B, r.I
 	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {

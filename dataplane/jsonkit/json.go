@@ -22,7 +22,7 @@ import (
 
 // JSON and content helpers shared by the dialect codecs.
 
-// decodeOpts configure unmarshal: encoding/json's name matching (strings.EqualFold, so "Stream" is stream
+// decodeOpts configure Unmarshal: encoding/json's name matching (strings.EqualFold, so "Stream" is stream
 // but "s_tream" is not — the go-json-experiment default would also ignore '_' and '-', which the gateway's
 // own reading of a body, vocab.ParseRequest, does not; the last of duplicate names wins) on the
 // go-json-experiment decoder, with strings and raw values that point into the input instead of copies
@@ -46,7 +46,7 @@ func Unmarshal(data []byte, v any) error {
 	return jsonv2.Unmarshal(data, v, decodeOpts)
 }
 
-// eventOpts configure unmarshalEvent: the name matching of decodeOpts, but decoded strings are copies (an
+// eventOpts configure UnmarshalEvent: the name matching of the Unmarshal options, but decoded strings are copies (an
 // upstream event's bytes are the stream reader's buffer, reused for the next event), and invalid UTF-8 is
 // carried instead of failing the stream (encoding/json replaced it; the client encoders still do).
 var eventOpts = jsonv2.JoinOptions(
@@ -87,7 +87,7 @@ func viewString(dec *jsontext.Decoder, s *string) error {
 		return nil
 	}
 	if bytes.IndexByte(in, '\\') < 0 {
-		*s = unsafe.String(&in[0], len(in)) // v points into the immutable input (see unmarshal)
+		*s = unsafe.String(&in[0], len(in)) // v points into the immutable input (see Unmarshal)
 		return nil
 	}
 	b, err := jsontext.AppendUnquote(make([]byte, 0, len(v)), v)
@@ -98,7 +98,7 @@ func viewString(dec *jsontext.Decoder, s *string) error {
 	return nil
 }
 
-// ValidStringOf is stringOf for a value the hand-written decoder read (jr.raw): valid JSON without
+// ValidStringOf is stringOf for a value the hand-written decoder read (Reader.Raw): valid JSON without
 // surrounding whitespace, strings valid UTF-8, so only a backslash can make it differ from its view and
 // the check is one IndexByte instead of a second validating scan.
 func ValidStringOf(raw []byte, s *string) bool {
@@ -110,14 +110,14 @@ func ValidStringOf(raw []byte, s *string) bool {
 	case len(in) == 0:
 		*s = ""
 	case bytes.IndexByte(in, '\\') < 0:
-		*s = unsafe.String(unsafe.SliceData(in), len(in)) // raw is never modified (see jr)
+		*s = unsafe.String(unsafe.SliceData(in), len(in)) // raw is never modified (see Reader)
 	default:
 		*s = Unquote(in)
 	}
 	return true
 }
 
-// StringOf decodes raw when it is one JSON string, as unmarshal into a string does but without a decoder
+// StringOf decodes raw when it is one JSON string, as Unmarshal into a string does but without a decoder
 // (and sharing raw's memory when there is no escape); false when raw is anything else.
 func StringOf(raw []byte, s *string) bool {
 	raw = bytes.TrimSpace(raw)
@@ -134,7 +134,7 @@ func StringOf(raw []byte, s *string) bool {
 		}
 	}
 	if plain && utf8.Valid(in[i:]) {
-		*s = unsafe.String(unsafe.SliceData(in), len(in)) // raw is never modified (see unmarshal)
+		*s = unsafe.String(unsafe.SliceData(in), len(in)) // raw is never modified (see Unmarshal)
 		return true
 	}
 	b, err := jsontext.AppendUnquote(make([]byte, 0, len(raw)), raw)
@@ -237,7 +237,7 @@ func AppendJSON(dst []byte, v any) ([]byte, error) {
 func AppendString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
-	start, i := 0, 0 // plainRun, with the first eight bytes tested here (as in jr.key)
+	start, i := 0, 0 // plainRun, with the first eight bytes tested here (as in Reader.Key)
 	if len(s) >= 8 {
 		if m := vocab.SpecialMask8(binary.LittleEndian.Uint64(StringBytes(s))); m != 0 {
 			i = bits.TrailingZeros64(m) >> 3
@@ -307,9 +307,9 @@ func MustMarshal(v any) []byte {
 	return b
 }
 
-// ValidJSON is json.Valid, read by the hand-written reader (jr, several times faster than encoding/json's
+// ValidJSON is json.Valid, read by the hand-written reader (Reader, several times faster than encoding/json's
 // scanner) when the two cannot disagree: printable ASCII without a backslash (encoding/json accepts invalid
-// UTF-8 and lone surrogate escapes, jr refuses them) and too short to reach the nesting limit.
+// UTF-8 and lone surrogate escapes, Reader refuses them) and too short to reach the nesting limit.
 func ValidJSON(v []byte) bool {
 	if len(v) < maxJSONDepth && printableASCII(bytesView(v)) && bytes.IndexByte(v, '\\') < 0 {
 		if ok, sure := ValidPlainJSON(v); sure {
@@ -323,7 +323,7 @@ func ValidJSON(v []byte) bool {
 
 // ValidPlainJSON is json.Valid for printable ASCII without a backslash (whitespace is only ' ', a string ends
 // at the next quote), in one loop: the small values validJSON mostly sees (arguments, tool results) cost a
-// fraction of a read by jr. sure is false past 64 levels of nesting (ok is then not known).
+// fraction of a read by Reader. sure is false past 64 levels of nesting (ok is then not known).
 func ValidPlainJSON(v []byte) (ok, sure bool) {
 	var objects uint64 // bit k: the container at depth k+1 is an object
 	var object bool
@@ -481,7 +481,7 @@ func CompactJSON(s []byte) []byte {
 	return b.Bytes()
 }
 
-// CompactValid is compactJSON for a value known to be valid JSON (read by jr, which accepts less than
+// CompactValid is compactJSON for a value known to be valid JSON (read by Reader, which accepts less than
 // json.Valid): no second validation.
 func CompactValid(s []byte) []byte {
 	if IsCompact(s) {

@@ -21,7 +21,7 @@ import (
 // reflection, and no set-up cost per value (the go-json-experiment decoder cost ~1 µs per Unmarshal call,
 // which gamma paid ~80 times per request).
 //
-// It accepts exactly what the go-json-experiment decoder configured as decodeOpts accepted and fills the
+// It accepts exactly what the go-json-experiment decoder configured as the Unmarshal options accepted and fills the
 // same values (FuzzHandDecoders compares them on arbitrary input):
 //   - strict RFC 8259 syntax, valid UTF-8 in strings (escaped surrogates must pair), nesting depth ≤ 10,000,
 //     nothing but whitespace after the value;
@@ -141,7 +141,7 @@ var valueKind = func() (t [256]byte) {
 	return t
 }()
 
-// Done is err, else the error of end: d := jr{b: body}; err := d.done(v.read(&d)) reads body as one value.
+// Done is err, else the error of end: d := Reader{b: body}; err := d.done(v.read(&d)) reads body as one value.
 func (d *Reader) Done(err error) error {
 	if err != nil {
 		return err
@@ -271,7 +271,7 @@ func (d *Reader) StrTok() (string, error) {
 	if end == start {
 		return "", nil
 	}
-	return unsafe.String(&d.B[start], end-start), nil // the input is never modified (see jr)
+	return unsafe.String(&d.B[start], end-start), nil // the input is never modified (see Reader)
 }
 
 // ScanStr consumes and validates a string token (at '"') and reports whether it has escapes.
@@ -453,7 +453,7 @@ func Unquote(in []byte) string {
 	return unsafe.String(unsafe.SliceData(out), unquoteTo(out, in)) // out is never written again
 }
 
-// UnquoteSpare is the room jr.unquote takes at a time for strings of up to unquoteShort bytes (arguments,
+// UnquoteSpare is the room Reader.Unquote takes at a time for strings of up to unquoteShort bytes (arguments,
 // ids, outputs): a size class of its own, at most a quarter of it left unused when the next does not fit.
 const UnquoteSpare, unquoteShort = 1024, 256
 
@@ -990,14 +990,14 @@ func (d *Reader) Array(each func(i int) error) (null bool, err error) {
 	}
 }
 
-// MemberNames is a struct's member names (fieldOf), with a table of the one name a member name can equal
+// MemberNames is a struct's member names (FieldOf), with a table of the one name a member name can equal
 // exactly, found from its length and first and last bytes.
 type MemberNames struct {
 	Names []string `json:"-"`
 	slot  [64]int8 // index + 1 of the only name with a hash, 0 for none, -1 for several
 }
 
-// Fields makes the memberNames of names (never empty).
+// Fields makes the MemberNames of names (never empty).
 func Fields(names ...string) *MemberNames {
 	f := &MemberNames{Names: names}
 	for i, n := range names {
@@ -1011,13 +1011,22 @@ func Fields(names ...string) *MemberNames {
 	return f
 }
 
-// nameHash is a non-empty name's slot in memberNames.slot.
+// nameHash is a non-empty name's slot in MemberNames.slot.
 func nameHash(n string) uint {
 	return (uint(len(n))*7 + uint(n[0]) + uint(n[len(n)-1])*3) & 63
 }
 
-// FieldOf matches a member name against a struct's names as the go-json-experiment decoder configured by
-// decodeOpts did: an exact match first, else the first strings.EqualFold match; -1 for none.
+// Match is the declared name that member name matches, as the go-json-experiment decoder configured by
+// Unmarshal matches it: an exact match first, else the first strings.EqualFold match; "" for none. The
+// readers switch on it by name.
+func (f *MemberNames) Match(name string) string {
+	if i := FieldOf(name, f); i >= 0 {
+		return f.Names[i]
+	}
+	return ""
+}
+
+// FieldOf is the index in f.Names of the name Match returns; -1 for none.
 func FieldOf(name string, f *MemberNames) int {
 	if name != "" {
 		switch k := f.slot[nameHash(name)]; {

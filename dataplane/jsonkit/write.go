@@ -152,7 +152,7 @@ func ArgsView(r json.RawMessage) string {
 func StringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // CompactText is a JSON value's compact text, sharing r's memory when r is already compact (r is never
-// modified: see unmarshal).
+// modified: see Unmarshal).
 func CompactText(r []byte) string {
 	if IsCompact(r) && ValidJSON(r) {
 		return unsafe.String(unsafe.SliceData(r), len(r))
@@ -194,3 +194,12 @@ func (w *Writer) StrList(k string, ss []string) {
 	}
 	w.Close(']')
 }
+
+// AtArrayStart reports whether the last thing written opened an array (nothing inside it yet).
+func (w *Writer) AtArrayStart() bool { return len(w.B) > 0 && w.B[len(w.B)-1] == '[' }
+
+// AtObjectStart reports whether the last thing written opened an object (nothing inside it yet).
+func (w *Writer) AtObjectStart() bool { return len(w.B) > 0 && w.B[len(w.B)-1] == '{' }
+
+// AfterObject reports whether the last thing written closed an object.
+func (w *Writer) AfterObject() bool { return len(w.B) > 0 && w.B[len(w.B)-1] == '}' }

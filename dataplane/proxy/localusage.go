@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/dataplane/tokencount"
 	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -138,32 +139,32 @@ func (t *textCollector) collectFast(data []byte) bool {
 		return false
 	}
 	t.pend = t.pend[:0]
-	choices, ok := jsonField(data, "choices")
+	choices, ok := jsonkit.Member(data, "choices")
 	if !ok {
 		return false
 	}
-	ok = eachElement(choices, func(choice []byte) bool {
-		delta, ok := jsonField(choice, "delta")
+	ok = jsonkit.EachElement(choices, func(choice []byte) bool {
+		delta, ok := jsonkit.Member(choice, "delta")
 		if !ok {
 			return false
 		}
-		content, calls, ok := jsonFields2(delta, "content", "tool_calls")
+		content, calls, ok := jsonkit.Members2(delta, "content", "tool_calls")
 		if !ok {
 			return false
 		}
-		if t.pend, ok = appendJSONText(t.pend, content); !ok {
+		if t.pend, ok = jsonkit.AppendText(t.pend, content); !ok {
 			return false
 		}
-		return eachElement(calls, func(call []byte) bool {
-			fn, ok := jsonField(call, "function")
+		return jsonkit.EachElement(calls, func(call []byte) bool {
+			fn, ok := jsonkit.Member(call, "function")
 			if !ok {
 				return false
 			}
-			args, ok := jsonField(fn, "arguments")
+			args, ok := jsonkit.Member(fn, "arguments")
 			if !ok {
 				return false
 			}
-			t.pend, ok = appendJSONText(t.pend, args)
+			t.pend, ok = jsonkit.AppendText(t.pend, args)
 			return ok
 		})
 	})
@@ -172,76 +173,4 @@ func (t *textCollector) collectFast(data []byte) bool {
 	}
 	t.addBytes(t.pend)
 	return true
-}
-
-func isJSONNull(v []byte) bool { return v == nil || string(v) == "null" }
-
-// jsonField returns the raw value of member name of obj (nil when absent); obj may be null or absent.
-// ok is false when obj is another type, or name is repeated or has a case-folded or escaped variant.
-func jsonField(obj []byte, name string) (v []byte, ok bool) {
-	v, _, ok = jsonFields2(obj, name, "")
-	return v, ok
-}
-
-// jsonFields2 is jsonField for two names at once ("" for none).
-func jsonFields2(obj []byte, a, b string) (va, vb []byte, ok bool) {
-	if isJSONNull(obj) {
-		return nil, nil, true
-	}
-	if obj[0] != '{' {
-		return nil, nil, false
-	}
-	ok = true
-	err := vocab.Members(obj, func(k, v []byte) bool {
-		switch {
-		case string(k) == a:
-			ok = va == nil
-			va = v
-		case b != "" && string(k) == b:
-			ok = vb == nil
-			vb = v
-		case bytes.IndexByte(k, '\\') >= 0 || bytes.EqualFold(k, []byte(a)) || (b != "" && bytes.EqualFold(k, []byte(b))):
-			ok = false
-		}
-		return ok
-	})
-	return va, vb, ok && err == nil
-}
-
-// eachElement calls fn for every non-null element of the array arr (null or absent: none); false when
-// arr is another type or fn refused an element.
-func eachElement(arr []byte, fn func(elem []byte) bool) bool {
-	if isJSONNull(arr) {
-		return true
-	}
-	if arr[0] != '[' {
-		return false
-	}
-	ok := true
-	err := vocab.Elements(arr, func(e []byte) bool {
-		if !isJSONNull(e) {
-			ok = fn(e)
-		}
-		return ok
-	})
-	return ok && err == nil
-}
-
-// appendJSONText appends the text of a JSON string value v (null or absent: nothing); false for any
-// other type.
-func appendJSONText(dst, v []byte) ([]byte, bool) {
-	if isJSONNull(v) {
-		return dst, true
-	}
-	if len(v) < 2 || v[0] != '"' {
-		return dst, false
-	}
-	if s := v[1 : len(v)-1]; bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
-		return append(dst, s...), true
-	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return dst, false
-	}
-	return append(dst, s...), true
 }

@@ -117,7 +117,7 @@ func TestCallNames(t *testing.T) {
 	}
 }
 
-// refFieldOf is fieldOf as it was before the table: the exact match first, else the first EqualFold match.
+// refFieldOf is FieldOf as it was before the table: the exact match first, else the first EqualFold match.
 func refFieldOf(name string, names []string) int {
 	for i, n := range names {
 		if n == name {

@@ -467,7 +467,7 @@ func (Chat) EncodeRequest(r *canon.Request, model string, stream bool, st *canon
 	for _, m := range r.Messages {
 		user = chatMessagesOut(w, m, user[:0])
 	}
-	if w.B[len(w.B)-1] == '[' { // no message: encoding/json wrote the nil slice as null
+	if w.AtArrayStart() { // no message: encoding/json wrote the nil slice as null
 		w.B = append(w.B[:at], "null"...)
 	} else {
 		w.Close(']')

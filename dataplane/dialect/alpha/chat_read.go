@@ -7,7 +7,7 @@ import (
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 )
 
-// Hand-written decoders of the alpha chat completions request (see jr): each fills the struct the
+// Hand-written decoders of the alpha chat completions request (see Reader): each fills the struct the
 // go-json-experiment decoder filled before, with the same results (FuzzHandDecoders).
 
 var (
@@ -23,10 +23,10 @@ var ChatRequestNames = jsonkit.Fields("model", "messages", "Tools", "tool_choice
 
 func (in *ChatRequestIn) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, ChatRequestNames) {
-		case 0:
+		switch ChatRequestNames.Match(name) {
+		case "model":
 			return d.Str(&in.Model)
-		case 1:
+		case "messages":
 			out := in.Messages[:0]
 			null, err := d.Array(func(int) error {
 				out = append(out, ChatMessageIn{})
@@ -34,60 +34,60 @@ func (in *ChatRequestIn) Read(d *jsonkit.Reader) error {
 			})
 			in.Messages = canon.SliceResult(out, null)
 			return err
-		case 2:
+		case "Tools":
 			return d.RawList(&in.Tools)
-		case 3:
+		case "tool_choice":
 			return d.Raw(&in.ToolChoice)
-		case 4:
+		case "parallel_tool_calls":
 			return d.BoolPtr(&in.ParallelToolCalls)
-		case 5:
+		case "max_completion_tokens":
 			return d.IntPtr(&in.MaxCompletionTokens)
-		case 6:
+		case "max_tokens":
 			return d.IntPtr(&in.MaxTokens)
-		case 7:
+		case "temperature":
 			return d.FloatPtr(&in.Temperature)
-		case 8:
+		case "top_p":
 			return d.FloatPtr(&in.TopP)
-		case 9:
+		case "stop":
 			return d.Raw(&in.Stop)
-		case 10:
+		case "stream":
 			return d.Boolean(&in.Stream)
-		case 11:
+		case "stream_options":
 			if ok, err := canon.Want(d, &in.StreamOptions); !ok || err != nil {
 				return err
 			}
 			return in.StreamOptions.Read(d)
-		case 12:
+		case "n":
 			return d.IntPtr(&in.N)
-		case 13:
+		case "seed":
 			return d.Int64Ptr(&in.Seed)
-		case 14:
+		case "presence_penalty":
 			return d.FloatPtr(&in.PresencePenalty)
-		case 15:
+		case "frequency_penalty":
 			return d.FloatPtr(&in.FrequencyPenalty)
-		case 16:
+		case "logprobs":
 			return d.BoolPtr(&in.Logprobs)
-		case 17:
+		case "top_logprobs":
 			return d.IntPtr(&in.TopLogprobs)
-		case 18:
+		case "logit_bias":
 			return d.Raw(&in.LogitBias)
-		case 19:
+		case "response_format":
 			return d.Raw(&in.ResponseFormat)
-		case 20:
+		case "reasoning_effort":
 			return d.Str(&in.ReasoningEffort)
-		case 21:
+		case "modalities":
 			return d.Strs(&in.Modalities)
-		case 22:
+		case "audio":
 			return d.Raw(&in.Audio)
-		case 23:
+		case "service_tier":
 			return d.Str(&in.ServiceTier)
-		case 24:
+		case "user":
 			return d.Str(&in.User)
-		case 25:
+		case "safety_identifier":
 			return d.Str(&in.SafetyIdentifier)
-		case 26:
+		case "web_search_options":
 			return d.Raw(&in.WebSearchOptions)
-		case 27:
+		case "functions":
 			return d.Raw(&in.Functions)
 		}
 		return d.Skip()
@@ -102,7 +102,7 @@ var chatStreamOptionsNames = jsonkit.Fields("include_usage")
 
 func (o *chatStreamOptions) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		if jsonkit.FieldOf(name, chatStreamOptionsNames) == 0 {
+		if chatStreamOptionsNames.Match(name) == "include_usage" {
 			return d.Boolean(&o.IncludeUsage)
 		}
 		return d.Skip()
@@ -119,12 +119,12 @@ var ChatMessageNames = jsonkit.Fields("role", "content", "tool_calls", "tool_cal
 // Read reads a message; its tool calls are appended to *calls (the request's, one array for all messages).
 func (m *ChatMessageIn) Read(d *jsonkit.Reader, calls *[]chatToolCall) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, ChatMessageNames) {
-		case 0:
+		switch ChatMessageNames.Match(name) {
+		case "role":
 			return d.Str(&m.Role)
-		case 1:
+		case "content":
 			m.Text, m.IsText = "", false
-			if d.Peek() != '"' {
+			if d.Peek() != jsonkit.KindString {
 				return d.Raw(&m.Content)
 			}
 			start := d.I
@@ -135,7 +135,7 @@ func (m *ChatMessageIn) Read(d *jsonkit.Reader, calls *[]chatToolCall) error {
 			m.Text, m.IsText = s, true
 			m.Content = json.RawMessage(d.B[start:d.I:d.I])
 			return nil
-		case 2:
+		case "tool_calls":
 			out := *calls
 			start := len(out)
 			null, err := d.Array(func(int) error {
@@ -145,13 +145,13 @@ func (m *ChatMessageIn) Read(d *jsonkit.Reader, calls *[]chatToolCall) error {
 			*calls = out
 			m.ToolCalls = canon.SliceResult(out[start:len(out):len(out)], null)
 			return err
-		case 3:
+		case "tool_call_id":
 			return d.Str(&m.ToolCallID)
-		case 4:
+		case "reasoning_content":
 			return d.Str(&m.ReasoningContent)
-		case 5:
+		case "refusal":
 			return d.StrPtr(&m.Refusal)
-		case 6:
+		case "function_call":
 			return d.Raw(&m.FunctionCall)
 		}
 		return d.Skip()
@@ -168,20 +168,20 @@ var nameArgumentsNames = jsonkit.Fields("name", "arguments")
 
 func (tc *chatToolCall) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, chatToolCallNames) {
-		case 0:
+		switch chatToolCallNames.Match(name) {
+		case "index":
 			return d.IntPtr(&tc.Index)
-		case 1:
+		case "id":
 			return d.Str(&tc.ID)
-		case 2:
+		case "type":
 			return d.Str(&tc.Type)
-		case 3:
+		case "function":
 			f := &tc.Function
 			null, err := d.Object(func(name string) error {
-				switch jsonkit.FieldOf(name, nameArgumentsNames) {
-				case 0:
+				switch nameArgumentsNames.Match(name) {
+				case "name":
 					return d.Str(&f.Name)
-				case 1:
+				case "arguments":
 					return d.Str(&f.Arguments)
 				}
 				return d.Skip()
@@ -203,10 +203,10 @@ var typeFunctionNames = jsonkit.Fields("type", "function")
 
 func (t *ChatToolIn) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, typeFunctionNames) {
-		case 0:
+		switch typeFunctionNames.Match(name) {
+		case "type":
 			return d.Str(&t.Type)
-		case 1:
+		case "function":
 			return t.Function.Read(d)
 		}
 		return d.Skip()
@@ -223,18 +223,18 @@ var chatJSONSchemaNames = jsonkit.Fields("name", "schema", "strict")
 
 func (f *ChatFormatIn) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, chatFormatNames) {
-		case 0:
+		switch chatFormatNames.Match(name) {
+		case "type":
 			return d.Str(&f.Type)
-		case 1:
+		case "json_schema":
 			s := &f.JSONSchema
 			null, err := d.Object(func(name string) error {
-				switch jsonkit.FieldOf(name, chatJSONSchemaNames) {
-				case 0:
+				switch chatJSONSchemaNames.Match(name) {
+				case "name":
 					return d.Str(&s.Name)
-				case 1:
+				case "schema":
 					return d.Raw(&s.Schema)
-				case 2:
+				case "strict":
 					return d.BoolPtr(&s.Strict)
 				}
 				return d.Skip()
@@ -258,15 +258,15 @@ var nameNames = jsonkit.Fields("name")
 
 func (o *ChatToolChoiceIn) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, typeNameFunctionNames) {
-		case 0:
+		switch typeNameFunctionNames.Match(name) {
+		case "type":
 			return d.Str(&o.Type)
-		case 1:
+		case "name":
 			return d.Str(&o.Name)
-		case 2:
+		case "function":
 			f := &o.Function
 			null, err := d.Object(func(name string) error {
-				if jsonkit.FieldOf(name, nameNames) == 0 {
+				if nameNames.Match(name) == "name" {
 					return d.Str(&f.Name)
 				}
 				return d.Skip()
@@ -303,20 +303,20 @@ var chatFileNames = jsonkit.Fields("file_data", "file_id", "filename")
 
 func (p *chatPartIn) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, chatPartNames) {
-		case 0:
+		switch chatPartNames.Match(name) {
+		case "type":
 			return d.Str(&p.Type)
-		case 1:
+		case "text":
 			return d.Str(&p.Text)
-		case 2:
+		case "refusal":
 			return d.Str(&p.Refusal)
-		case 3:
+		case "image_url":
 			u := &p.ImageURL
 			null, err := d.Object(func(name string) error {
-				switch jsonkit.FieldOf(name, chatImageURLNames) {
-				case 0:
+				switch chatImageURLNames.Match(name) {
+				case "url":
 					return d.Str(&u.URL)
-				case 1:
+				case "detail":
 					return d.Str(&u.Detail)
 				}
 				return d.Skip()
@@ -325,15 +325,15 @@ func (p *chatPartIn) Read(d *jsonkit.Reader) error {
 				u.URL, u.Detail = "", ""
 			}
 			return err
-		case 4:
+		case "file":
 			f := &p.File
 			null, err := d.Object(func(name string) error {
-				switch jsonkit.FieldOf(name, chatFileNames) {
-				case 0:
+				switch chatFileNames.Match(name) {
+				case "file_data":
 					return d.Str(&f.FileData)
-				case 1:
+				case "file_id":
 					return d.Str(&f.FileID)
-				case 2:
+				case "filename":
 					return d.Str(&f.Filename)
 				}
 				return d.Skip()

@@ -15,27 +15,27 @@ func (d *RespDecoder) Fast(data []byte, out []canon.Event) ([]canon.Event, bool)
 	r := jsonkit.NewEventReader(data)
 	var typ, delta, args jsonkit.StrView
 	var idx, sum int64
-	var seen uint32
+	var seen jsonkit.Seen
 	err := r.Event(func(name string) (err error) {
 		switch name {
 		case "type":
-			if err = jsonkit.Once(&seen, 0); err == nil {
+			if err = seen.Once("type"); err == nil {
 				typ, err = r.Str()
 			}
 		case "output_index":
-			if err = jsonkit.Once(&seen, 1); err == nil {
+			if err = seen.Once("output_index"); err == nil {
 				idx, err = r.Num()
 			}
 		case "summary_index":
-			if err = jsonkit.Once(&seen, 2); err == nil {
+			if err = seen.Once("summary_index"); err == nil {
 				sum, err = r.Num()
 			}
 		case "delta":
-			if err = jsonkit.Once(&seen, 3); err == nil {
+			if err = seen.Once("delta"); err == nil {
 				delta, err = r.Str()
 			}
 		case "arguments":
-			if err = jsonkit.Once(&seen, 4); err == nil {
+			if err = seen.Once("arguments"); err == nil {
 				args, err = r.Str()
 			}
 		default:
@@ -88,33 +88,33 @@ func (d *ChatDecoder) Fast(data []byte, out []canon.Event) ([]canon.Event, bool)
 	var id, model, tier, content, reasoning, refusal, fin jsonkit.StrView
 	var u *chatUsage
 	var ub chatUsage
-	var seen, cseen, dseen uint32
+	var seen, cseen, dseen jsonkit.Seen
 	var cidx int64
 	choices := 0
 	calls := d.Calls[:0]
 	err := r.Event(func(name string) (err error) {
 		switch name {
 		case "id":
-			if err = jsonkit.Once(&seen, 0); err == nil {
+			if err = seen.Once("id"); err == nil {
 				id, err = r.Str()
 			}
 		case "model":
-			if err = jsonkit.Once(&seen, 1); err == nil {
+			if err = seen.Once("model"); err == nil {
 				model, err = r.Str()
 			}
 		case "service_tier":
-			if err = jsonkit.Once(&seen, 2); err == nil {
+			if err = seen.Once("service_tier"); err == nil {
 				tier, err = r.Str()
 			}
 		case "error":
-			if err = jsonkit.Once(&seen, 3); err != nil {
+			if err = seen.Once("error"); err != nil {
 				return err
 			}
 			if null, err := r.IsNull(); err != nil || !null {
 				return jsonkit.ErrDecline
 			}
 		case "usage":
-			if err = jsonkit.Once(&seen, 4); err != nil {
+			if err = seen.Once("usage"); err != nil {
 				return err
 			}
 			if null, err := r.IsNull(); err != nil || null {
@@ -123,7 +123,7 @@ func (d *ChatDecoder) Fast(data []byte, out []canon.Event) ([]canon.Event, bool)
 			u = &ub
 			return scanChatUsage(&r, u)
 		case "choices":
-			if err = jsonkit.Once(&seen, 5); err != nil {
+			if err = seen.Once("choices"); err != nil {
 				return err
 			}
 			ok, err := r.OpenArr()
@@ -141,33 +141,33 @@ func (d *ChatDecoder) Fast(data []byte, out []canon.Event) ([]canon.Event, bool)
 				err = r.Fields(func(name string) (err error) {
 					switch name {
 					case "index":
-						if err = jsonkit.Once(&cseen, 0); err == nil {
+						if err = cseen.Once("index"); err == nil {
 							cidx, err = r.Num()
 						}
 					case "finish_reason":
-						if err = jsonkit.Once(&cseen, 1); err == nil {
+						if err = cseen.Once("finish_reason"); err == nil {
 							fin, err = r.Str()
 						}
 					case "delta":
-						if err = jsonkit.Once(&cseen, 2); err != nil {
+						if err = cseen.Once("delta"); err != nil {
 							return err
 						}
 						return r.Members(func(name string) (err error) {
 							switch name {
 							case "content":
-								if err = jsonkit.Once(&dseen, 0); err == nil {
+								if err = dseen.Once("content"); err == nil {
 									content, err = r.Str()
 								}
 							case "reasoning_content":
-								if err = jsonkit.Once(&dseen, 1); err == nil {
+								if err = dseen.Once("reasoning_content"); err == nil {
 									reasoning, err = r.Str()
 								}
 							case "refusal":
-								if err = jsonkit.Once(&dseen, 2); err == nil {
+								if err = dseen.Once("refusal"); err == nil {
 									refusal, err = r.Str()
 								}
 							case "tool_calls":
-								if err = jsonkit.Once(&dseen, 3); err == nil {
+								if err = dseen.Once("tool_calls"); err == nil {
 									calls, err = scanChatCalls(&r, calls)
 								}
 							default:
@@ -221,35 +221,35 @@ func scanChatCalls(r *jsonkit.EventReader, calls []chatCallDelta) ([]chatCallDel
 			return calls, err
 		}
 		var c chatCallDelta
-		var seen, fseen uint32
+		var seen, fseen jsonkit.Seen
 		err = r.Fields(func(name string) (err error) {
 			switch name {
 			case "index":
-				if err = jsonkit.Once(&seen, 0); err == nil {
+				if err = seen.Once("index"); err == nil {
 					var k int64
 					k, err = r.Num()
 					c.index = int(k)
 				}
 			case "id":
-				if err = jsonkit.Once(&seen, 1); err == nil {
+				if err = seen.Once("id"); err == nil {
 					c.id, err = r.Str()
 				}
 			case "type":
-				if err = jsonkit.Once(&seen, 2); err == nil {
+				if err = seen.Once("type"); err == nil {
 					_, err = r.Str()
 				}
 			case "function":
-				if err = jsonkit.Once(&seen, 3); err != nil {
+				if err = seen.Once("function"); err != nil {
 					return err
 				}
 				return r.Members(func(name string) (err error) {
 					switch name {
 					case "name":
-						if err = jsonkit.Once(&fseen, 0); err == nil {
+						if err = fseen.Once("name"); err == nil {
 							c.name, err = r.Str()
 						}
 					case "arguments":
-						if err = jsonkit.Once(&fseen, 1); err == nil {
+						if err = fseen.Once("arguments"); err == nil {
 							c.args, err = r.Str()
 						}
 					default:
@@ -277,23 +277,23 @@ var (
 
 // chatUsage reads an alpha chat usage object (the caller read null).
 func scanChatUsage(r *jsonkit.EventReader, u *chatUsage) error {
-	var seen, pseen, cseen uint32
+	var seen, pseen, cseen jsonkit.Seen
 	return r.Members(func(name string) (err error) {
 		switch name {
 		case "prompt_tokens":
-			if err = jsonkit.Once(&seen, 0); err == nil {
+			if err = seen.Once("prompt_tokens"); err == nil {
 				u.PromptTokens, err = r.Num()
 			}
 		case "completion_tokens":
-			if err = jsonkit.Once(&seen, 1); err == nil {
+			if err = seen.Once("completion_tokens"); err == nil {
 				u.CompletionTokens, err = r.Num()
 			}
 		case "total_tokens":
-			if err = jsonkit.Once(&seen, 2); err == nil {
+			if err = seen.Once("total_tokens"); err == nil {
 				u.TotalTokens, err = r.Num()
 			}
 		case "prompt_tokens_details":
-			if err = jsonkit.Once(&seen, 3); err != nil {
+			if err = seen.Once("prompt_tokens_details"); err != nil {
 				return err
 			}
 			if null, err := r.IsNull(); err != nil || null {
@@ -311,15 +311,15 @@ func scanChatUsage(r *jsonkit.EventReader, u *chatUsage) error {
 				var dst *int64
 				switch name {
 				case "cached_tokens":
-					err, dst = jsonkit.Once(&pseen, 0), &(*p).CachedTokens
+					err, dst = pseen.Once("cached_tokens"), &(*p).CachedTokens
 				case "cache_write_tokens":
-					err, dst = jsonkit.Once(&pseen, 1), &(*p).CacheWriteTokens
+					err, dst = pseen.Once("cache_write_tokens"), &(*p).CacheWriteTokens
 				case "audio_tokens":
-					err, dst = jsonkit.Once(&pseen, 2), &(*p).AudioTokens
+					err, dst = pseen.Once("audio_tokens"), &(*p).AudioTokens
 				case "image_tokens":
-					err, dst = jsonkit.Once(&pseen, 3), &(*p).ImageTokens
+					err, dst = pseen.Once("image_tokens"), &(*p).ImageTokens
 				case "text_tokens":
-					err, dst = jsonkit.Once(&pseen, 4), &(*p).TextTokens
+					err, dst = pseen.Once("text_tokens"), &(*p).TextTokens
 				default:
 					return r.Other(name, chatPromptDetFields)
 				}
@@ -329,7 +329,7 @@ func scanChatUsage(r *jsonkit.EventReader, u *chatUsage) error {
 				return err
 			})
 		case "completion_tokens_details":
-			if err = jsonkit.Once(&seen, 4); err != nil {
+			if err = seen.Once("completion_tokens_details"); err != nil {
 				return err
 			}
 			if null, err := r.IsNull(); err != nil || null {
@@ -343,7 +343,7 @@ func scanChatUsage(r *jsonkit.EventReader, u *chatUsage) error {
 				if name != "reasoning_tokens" {
 					return r.Other(name, chatComplDetFields)
 				}
-				if err = jsonkit.Once(&cseen, 0); err == nil {
+				if err = cseen.Once("completion_tokens_details"); err == nil {
 					(*c).ReasoningTokens, err = r.Num()
 				}
 				return err

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
@@ -780,18 +779,18 @@ func respCarried(typ string) bool {
 	return false
 }
 
-// UnmarshalJSONFrom decodes the item with the caller's options (decodeOpts or eventOpts): the value read
+// UnmarshalJSONFrom decodes the item with the caller's options (the Unmarshal options or eventOpts): the value read
 // points into the caller's input, so views into it stay valid as for any other member.
-func (o *respOutItem) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+func (o *respOutItem) UnmarshalJSONFrom(dec *jsonkit.Decoder) error {
 	v, err := dec.ReadValue()
 	if err != nil {
 		return err
 	}
 	o.RespItem = RespItem{}
 	switch v.Kind() {
-	case 'n':
+	case jsonkit.KindNull:
 		return nil
-	case '{':
+	case jsonkit.KindObject:
 	default:
 		return fmt.Errorf("cannot unmarshal %s into an output item: %w", v.Kind(), errNotObject)
 	}

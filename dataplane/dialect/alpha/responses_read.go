@@ -7,7 +7,7 @@ import (
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 )
 
-// Hand-written decoders of the alpha responses request (see jr): each fills the struct the go-json-experiment
+// Hand-written decoders of the alpha responses request (see Reader): each fills the struct the go-json-experiment
 // decoder filled before, with the same results (FuzzHandDecoders).
 
 var (
@@ -27,35 +27,35 @@ var respFormatNames = jsonkit.Fields("type", "name", "schema", "strict")
 
 func (in *RespRequestIn) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, RespRequestNames) {
-		case 0:
+		switch RespRequestNames.Match(name) {
+		case "model":
 			return d.Str(&in.Model)
-		case 1:
+		case "instructions":
 			return d.Raw(&in.Instructions)
-		case 2:
+		case "input":
 			return in.InputRead.readFrom(d, &in.Input)
-		case 3:
+		case "tools":
 			return d.RawList(&in.Tools)
-		case 4:
+		case "tool_choice":
 			return d.Raw(&in.ToolChoice)
-		case 5:
+		case "parallel_tool_calls":
 			return d.BoolPtr(&in.ParallelToolCalls)
-		case 6:
+		case "max_output_tokens":
 			return d.IntPtr(&in.MaxOutputTokens)
-		case 7:
+		case "temperature":
 			return d.FloatPtr(&in.Temperature)
-		case 8:
+		case "top_p":
 			return d.FloatPtr(&in.TopP)
-		case 9:
+		case "reasoning":
 			if ok, err := canon.Want(d, &in.Reasoning); !ok || err != nil {
 				return err
 			}
 			rs := in.Reasoning
 			null, err := d.Object(func(name string) error {
-				switch jsonkit.FieldOf(name, respReasoningNames) {
-				case 0:
+				switch respReasoningNames.Match(name) {
+				case "effort":
 					return d.Str(&rs.Effort)
-				case 1:
+				case "summary":
 					return d.Str(&rs.Summary)
 				}
 				return d.Skip()
@@ -64,28 +64,28 @@ func (in *RespRequestIn) Read(d *jsonkit.Reader) error {
 				*rs = respReasoningIn{}
 			}
 			return err
-		case 10:
+		case "text":
 			if ok, err := canon.Want(d, &in.Text); !ok || err != nil {
 				return err
 			}
 			return in.Text.Read(d)
-		case 11:
+		case "stream":
 			return d.Boolean(&in.Stream)
-		case 12:
+		case "service_tier":
 			return d.Str(&in.ServiceTier)
-		case 13:
+		case "user":
 			return d.Str(&in.User)
-		case 14:
+		case "safety_identifier":
 			return d.Str(&in.SafetyIdentifier)
-		case 15:
+		case "previous_response_id":
 			return d.Str(&in.PreviousResponseID)
-		case 16:
+		case "conversation":
 			return d.Raw(&in.Conversation)
-		case 17:
+		case "background":
 			return d.BoolPtr(&in.Background)
-		case 18:
+		case "prompt":
 			return d.Raw(&in.Prompt)
-		case 19:
+		case "top_logprobs":
 			return d.IntPtr(&in.TopLogprobs)
 		}
 		return d.Skip()
@@ -98,7 +98,7 @@ func (in *RespRequestIn) Read(d *jsonkit.Reader) error {
 
 func (t *respTextIn) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		if jsonkit.FieldOf(name, respTextNames) != 0 {
+		if respTextNames.Match(name) != "format" {
 			return d.Skip()
 		}
 		if ok, err := canon.Want(d, &t.Format); !ok || err != nil {
@@ -106,14 +106,14 @@ func (t *respTextIn) Read(d *jsonkit.Reader) error {
 		}
 		f := t.Format
 		null, err := d.Object(func(name string) error {
-			switch jsonkit.FieldOf(name, respFormatNames) {
-			case 0:
+			switch respFormatNames.Match(name) {
+			case "type":
 				return d.Str(&f.Type)
-			case 1:
+			case "name":
 				return d.Str(&f.Name)
-			case 2:
+			case "schema":
 				return d.Raw(&f.Schema)
-			case 3:
+			case "strict":
 				return d.BoolPtr(&f.Strict)
 			}
 			return d.Skip()
@@ -133,16 +133,16 @@ var respToolNames = jsonkit.Fields("type", "name", "description", "parameters", 
 
 func (t *RespToolIn) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, respToolNames) {
-		case 0:
+		switch respToolNames.Match(name) {
+		case "type":
 			return d.Str(&t.Type)
-		case 1:
+		case "name":
 			return d.Str(&t.Name)
-		case 2:
+		case "description":
 			return d.Str(&t.Description)
-		case 3:
+		case "parameters":
 			return d.Raw(&t.Parameters)
-		case 4:
+		case "strict":
 			return d.BoolPtr(&t.Strict)
 		}
 		return d.Skip()
@@ -168,41 +168,41 @@ func ReadRespItemsIn(d *jsonkit.Reader, dst *[]RespItem, parts *[]RespContentPar
 		out = append(out, RespItem{})
 		it := &out[len(out)-1]
 		null, err := d.Object(func(name string) (err error) {
-			switch jsonkit.FieldOf(name, RespItemNames) {
-			case 0:
+			switch RespItemNames.Match(name) {
+			case "type":
 				return d.Str(&it.Type)
-			case 1:
+			case "id":
 				return d.Str(&it.ID)
-			case 2:
+			case "role":
 				return d.Str(&it.Role)
-			case 3:
+			case "status":
 				return d.Str(&it.Status)
-			case 4:
+			case "content":
 				if parts == nil {
 					return d.Raw(&it.Content)
 				}
 				start, depth := d.Mark()
 				it.ContentRead.err, err = d.Kept(start, depth, it.ContentRead.readFrom(d, parts), &it.Content)
 				return err
-			case 5:
+			case "call_id":
 				return d.Str(&it.CallID)
-			case 6:
+			case "name":
 				return d.Str(&it.Name)
-			case 7:
+			case "arguments":
 				if parts != nil && it.Arguments == nil {
 					it.Arguments = &it.Args // no allocation per call (items are only appended after this one is read)
 				}
 				return d.StrPtr(&it.Arguments)
-			case 8:
+			case "output":
 				if parts == nil {
 					return d.Raw(&it.Output)
 				}
 				start, depth := d.Mark()
 				it.OutputRead.err, err = d.Kept(start, depth, it.OutputRead.readFrom(d, parts), &it.Output)
 				return err
-			case 9:
+			case "summary":
 				return d.Raw(&it.Summary)
-			case 10:
+			case "encrypted_content":
 				return d.Str(&it.EncryptedContent)
 			}
 			return d.Skip()
@@ -231,7 +231,7 @@ func ReadRespContent(d *jsonkit.Reader, dst *[]RespContentPart) error {
 // appended to *parts (v records where).
 func (v *RespValueRead) readFrom(d *jsonkit.Reader, parts *[]RespContentPart) (err error) {
 	*v = RespValueRead{read: true}
-	if d.Peek() == '"' {
+	if d.Peek() == jsonkit.KindString {
 		v.isText = true
 		v.text, err = d.StrTok()
 		return err
@@ -249,26 +249,26 @@ func appendRespContent(d *jsonkit.Reader, dst *[]RespContentPart) (null bool, er
 		out = append(out, RespContentPart{})
 		p := &out[len(out)-1]
 		null, err := d.Object(func(name string) error {
-			switch jsonkit.FieldOf(name, RespContentNames) {
-			case 0:
+			switch RespContentNames.Match(name) {
+			case "type":
 				return d.Str(&p.Type)
-			case 1:
+			case "text":
 				return d.Str(&p.Text)
-			case 2:
+			case "refusal":
 				return d.Str(&p.Refusal)
-			case 3:
+			case "image_url":
 				return d.Str(&p.ImageURL)
-			case 4:
+			case "file_id":
 				return d.Str(&p.FileID)
-			case 5:
+			case "detail":
 				return d.Str(&p.Detail)
-			case 6:
+			case "file_data":
 				return d.Str(&p.FileData)
-			case 7:
+			case "file_url":
 				return d.Str(&p.FileURL)
-			case 8:
+			case "filename":
 				return d.Str(&p.Filename)
-			case 9:
+			case "annotations":
 				return d.Raw(&p.Annotations)
 			}
 			return d.Skip()
@@ -287,7 +287,7 @@ var textNames = jsonkit.Fields("text")
 // ReadRespSummary reads a reasoning item's summary; on a value of the wrong kind it stops, keeping the parts
 // read so far (the caller uses them, as it did with the go-json-experiment decoder).
 func ReadRespSummary(d *jsonkit.Reader, dst *[]respSummaryIn) error {
-	if k := d.Peek(); k != '[' && k != 'n' {
+	if k := d.Peek(); k != jsonkit.KindArray && k != jsonkit.KindNull {
 		return d.Mismatch(k, "array")
 	}
 	out := (*dst)[:0]
@@ -295,7 +295,7 @@ func ReadRespSummary(d *jsonkit.Reader, dst *[]respSummaryIn) error {
 		out = append(out, respSummaryIn{})
 		p := &out[len(out)-1]
 		null, err := d.Object(func(name string) error {
-			if jsonkit.FieldOf(name, textNames) == 0 {
+			if textNames.Match(name) == "text" {
 				return d.Str(&p.Text)
 			}
 			return d.Skip()
@@ -318,7 +318,7 @@ func (r *RespInputRead) readFrom(d *jsonkit.Reader, raw *json.RawMessage) error 
 	start, depth := d.I, d.Depth
 	*r = RespInputRead{read: true, items: r.items[:0], parts: r.parts[:0]}
 	var err error
-	if d.Peek() == '"' {
+	if d.Peek() == jsonkit.KindString {
 		r.isText = true
 		r.text, err = d.StrTok()
 	} else {

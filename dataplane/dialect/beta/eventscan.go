@@ -18,41 +18,41 @@ func (d *Decoder) Fast(data []byte, out []canon.Event) ([]canon.Event, bool) {
 	r := jsonkit.NewEventReader(data)
 	var typ, dtyp, text, partial, thinking, sig jsonkit.StrView
 	var idx int64
-	var seen, dseen uint32
+	var seen, dseen jsonkit.Seen
 	err := r.Event(func(name string) (err error) {
 		switch name {
 		case "type":
-			if err = jsonkit.Once(&seen, 0); err == nil {
+			if err = seen.Once("type"); err == nil {
 				typ, err = r.Str()
 			}
 		case "index":
-			if err = jsonkit.Once(&seen, 1); err == nil {
+			if err = seen.Once("index"); err == nil {
 				idx, err = r.Num()
 			}
 		case "delta":
-			if err = jsonkit.Once(&seen, 2); err != nil {
+			if err = seen.Once("delta"); err != nil {
 				return err
 			}
 			return r.Members(func(name string) (err error) {
 				switch name {
 				case "type":
-					if err = jsonkit.Once(&dseen, 0); err == nil {
+					if err = dseen.Once("type"); err == nil {
 						dtyp, err = r.Str()
 					}
 				case "text":
-					if err = jsonkit.Once(&dseen, 1); err == nil {
+					if err = dseen.Once("text"); err == nil {
 						text, err = r.Str()
 					}
 				case "partial_json":
-					if err = jsonkit.Once(&dseen, 2); err == nil {
+					if err = dseen.Once("partial_json"); err == nil {
 						partial, err = r.Str()
 					}
 				case "thinking":
-					if err = jsonkit.Once(&dseen, 3); err == nil {
+					if err = dseen.Once("thinking"); err == nil {
 						thinking, err = r.Str()
 					}
 				case "signature":
-					if err = jsonkit.Once(&dseen, 4); err == nil {
+					if err = dseen.Once("signature"); err == nil {
 						sig, err = r.Str()
 					}
 				default:

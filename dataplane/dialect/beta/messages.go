@@ -421,7 +421,7 @@ func (Messages) EncodeRequest(r *canon.Request, model string, stream bool, st *c
 				betaBlockWrite(w, p)
 			}
 		}
-		if w.B[len(w.B)-1] == '[' { // no block: the turn is left out
+		if w.AtArrayStart() { // no block: the turn is left out
 			w.B = w.B[:turn]
 		} else {
 			w.Close(']')
@@ -429,7 +429,7 @@ func (Messages) EncodeRequest(r *canon.Request, model string, stream bool, st *c
 		}
 		i = j
 	}
-	if w.B[len(w.B)-1] == '[' { // no message: encoding/json wrote the nil slice as null
+	if w.AtArrayStart() { // no message: encoding/json wrote the nil slice as null
 		w.B = append(w.B[:at], "null"...)
 	} else {
 		w.Close(']')
@@ -626,7 +626,7 @@ func betaBlockWrite(w *jsonkit.Writer, p *canon.Part) bool {
 			for k := range p.ResultParts {
 				betaBlockWrite(w, &p.ResultParts[k])
 			}
-			if w.B[len(w.B)-1] == '[' { // no block: encoding/json wrote the nil slice as null
+			if w.AtArrayStart() { // no block: encoding/json wrote the nil slice as null
 				w.B = append(w.B[:at], "null"...)
 			} else {
 				w.Close(']')

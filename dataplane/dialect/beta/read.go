@@ -7,7 +7,7 @@ import (
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 )
 
-// Hand-written decoders of the beta messages request (see jr): each fills the struct the go-json-experiment
+// Hand-written decoders of the beta messages request (see Reader): each fills the struct the go-json-experiment
 // decoder filled before, with the same results (FuzzHandDecoders).
 
 var betaMessagesScratch jsonkit.Scratch[betaMessageIn]
@@ -20,12 +20,12 @@ var betaRequestNames = jsonkit.Fields("model", "system", "messages", "tools", "t
 
 func (in *RequestIn) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, betaRequestNames) {
-		case 0:
+		switch betaRequestNames.Match(name) {
+		case "model":
 			return d.Str(&in.Model)
-		case 1:
+		case "system":
 			return d.Raw(&in.System)
-		case 2:
+		case "messages":
 			out := in.Messages[:0]
 			null, err := d.Array(func(int) error {
 				out = append(out, betaMessageIn{})
@@ -33,42 +33,42 @@ func (in *RequestIn) Read(d *jsonkit.Reader) error {
 			})
 			in.Messages = canon.SliceResult(out, null)
 			return err
-		case 3:
+		case "tools":
 			return d.RawList(&in.Tools)
-		case 4:
+		case "tool_choice":
 			return d.Raw(&in.ToolChoice)
-		case 5:
+		case "max_tokens":
 			return d.IntPtr(&in.MaxTokens)
-		case 6:
+		case "temperature":
 			return d.FloatPtr(&in.Temperature)
-		case 7:
+		case "top_p":
 			return d.FloatPtr(&in.TopP)
-		case 8:
+		case "top_k":
 			return d.IntPtr(&in.TopK)
-		case 9:
+		case "stop_sequences":
 			return d.Strs(&in.StopSequences)
-		case 10:
+		case "stream":
 			return d.Boolean(&in.Stream)
-		case 11:
+		case "thinking":
 			if ok, err := canon.Want(d, &in.Thinking); !ok || err != nil {
 				return err
 			}
 			return in.Thinking.Read(d)
-		case 12:
+		case "output_config":
 			if ok, err := canon.Want(d, &in.OutputConfig); !ok || err != nil {
 				return err
 			}
 			return in.OutputConfig.Read(d)
-		case 13:
+		case "metadata":
 			if ok, err := canon.Want(d, &in.Metadata); !ok || err != nil {
 				return err
 			}
 			return in.Metadata.Read(d)
-		case 14:
+		case "service_tier":
 			return d.Str(&in.ServiceTier)
-		case 15:
+		case "mcp_servers":
 			return d.Raw(&in.MCPServers)
-		case 16:
+		case "container":
 			return d.Raw(&in.Container)
 		}
 		return d.Skip()
@@ -84,10 +84,10 @@ var roleContentNames = jsonkit.Fields("role", "content")
 // Read reads a message, its content included (m.pre), the content blocks into *blocks.
 func (m *betaMessageIn) Read(d *jsonkit.Reader, blocks *[]Block) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, roleContentNames) {
-		case 0:
+		switch roleContentNames.Match(name) {
+		case "role":
 			return d.Str(&m.Role)
-		case 1:
+		case "content":
 			return m.Pre.readFrom(d, blocks, &m.Content)
 		}
 		return d.Skip()
@@ -102,10 +102,10 @@ var betaThinkingNames = jsonkit.Fields("type", "budget_tokens")
 
 func (t *betaThinkingIn) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, betaThinkingNames) {
-		case 0:
+		switch betaThinkingNames.Match(name) {
+		case "type":
 			return d.Str(&t.Type)
-		case 1:
+		case "budget_tokens":
 			return d.Integer(&t.BudgetTokens)
 		}
 		return d.Skip()
@@ -122,19 +122,19 @@ var typeSchemaNames = jsonkit.Fields("type", "schema")
 
 func (c *betaOutputConfig) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, betaOutputConfigNames) {
-		case 0:
+		switch betaOutputConfigNames.Match(name) {
+		case "effort":
 			return d.Str(&c.Effort)
-		case 1:
+		case "format":
 			if ok, err := canon.Want(d, &c.Format); !ok || err != nil {
 				return err
 			}
 			f := c.Format
 			null, err := d.Object(func(name string) error {
-				switch jsonkit.FieldOf(name, typeSchemaNames) {
-				case 0:
+				switch typeSchemaNames.Match(name) {
+				case "type":
 					return d.Str(&f.Type)
-				case 1:
+				case "schema":
 					return d.Raw(&f.Schema)
 				}
 				return d.Skip()
@@ -156,7 +156,7 @@ var betaMetadataNames = jsonkit.Fields("user_id")
 
 func (m *betaMetadata) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		if jsonkit.FieldOf(name, betaMetadataNames) == 0 {
+		if betaMetadataNames.Match(name) == "user_id" {
 			return d.Str(&m.UserID)
 		}
 		return d.Skip()
@@ -171,14 +171,14 @@ var betaToolNames = jsonkit.Fields("type", "name", "description", "input_schema"
 
 func (t *ToolIn) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, betaToolNames) {
-		case 0:
+		switch betaToolNames.Match(name) {
+		case "type":
 			return d.Str(&t.Type)
-		case 1:
+		case "name":
 			return d.Str(&t.Name)
-		case 2:
+		case "description":
 			return d.Str(&t.Description)
-		case 3:
+		case "input_schema":
 			return d.Raw(&t.InputSchema)
 		}
 		return d.Skip()
@@ -193,12 +193,12 @@ var betaToolChoiceNames = jsonkit.Fields("type", "name", "disable_parallel_tool_
 
 func (t *ToolChoiceIn) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, betaToolChoiceNames) {
-		case 0:
+		switch betaToolChoiceNames.Match(name) {
+		case "type":
 			return d.Str(&t.Type)
-		case 1:
+		case "name":
 			return d.Str(&t.Name)
-		case 2:
+		case "disable_parallel_tool_use":
 			return d.Boolean(&t.DisableParallelToolUse)
 		}
 		return d.Skip()
@@ -227,25 +227,25 @@ var betaSourceNames = jsonkit.Fields("type", "media_type", "data", "url")
 
 func (b *Block) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, betaBlockNames) {
-		case 0:
+		switch betaBlockNames.Match(name) {
+		case "type":
 			return d.Str(&b.Type)
-		case 1:
+		case "text":
 			return d.Str(&b.Text)
-		case 2:
+		case "source":
 			if ok, err := canon.Want(d, &b.Source); !ok || err != nil {
 				return err
 			}
 			s := b.Source
 			null, err := d.Object(func(name string) error {
-				switch jsonkit.FieldOf(name, betaSourceNames) {
-				case 0:
+				switch betaSourceNames.Match(name) {
+				case "type":
 					return d.Str(&s.Type)
-				case 1:
+				case "media_type":
 					return d.Str(&s.MediaType)
-				case 2:
+				case "data":
 					return d.Str(&s.Data)
-				case 3:
+				case "url":
 					return d.Str(&s.URL)
 				}
 				return d.Skip()
@@ -254,25 +254,25 @@ func (b *Block) Read(d *jsonkit.Reader) error {
 				*s = betaSource{}
 			}
 			return err
-		case 3:
+		case "id":
 			return d.Str(&b.ID)
-		case 4:
+		case "name":
 			return d.Str(&b.Name)
-		case 5:
+		case "input":
 			return d.Raw(&b.Input)
-		case 6:
+		case "tool_use_id":
 			return d.Str(&b.ToolUseID)
-		case 7:
+		case "content":
 			return d.Raw(&b.Content)
-		case 8:
+		case "is_error":
 			return d.Boolean(&b.IsError)
-		case 9:
+		case "thinking":
 			return d.StrPtr(&b.Thinking)
-		case 10:
+		case "signature":
 			return d.StrPtr(&b.Signature)
-		case 11:
+		case "data":
 			return d.Str(&b.Data)
-		case 12:
+		case "title":
 			return d.Str(&b.Title)
 		}
 		return d.Skip()
@@ -292,7 +292,7 @@ func (c *Content) readFrom(d *jsonkit.Reader, blocks *[]Block, raw *json.RawMess
 	start, depth, n := d.I, d.Depth, len(*blocks)
 	*c = Content{read: true}
 	var err error
-	if d.Peek() == '"' {
+	if d.Peek() == jsonkit.KindString {
 		c.isText = true
 		err = d.Str(&c.text)
 	} else {

@@ -31,21 +31,21 @@ func (d *Decoder) Fast(data []byte, out []canon.Event) ([]canon.Event, bool) {
 	r := jsonkit.NewEventReader(data)
 	var id, model jsonkit.StrView
 	var u *gammaUsage
-	var seen uint32
+	var seen jsonkit.Seen
 	items := d.Items[:0]
 	ub := gammaUsage{PromptTokensDetails: d.Modalities[:0]}
 	err := r.Event(func(name string) (err error) {
 		switch name {
 		case "responseId":
-			if err = jsonkit.Once(&seen, 0); err == nil {
+			if err = seen.Once("responseId"); err == nil {
 				id, err = r.Str()
 			}
 		case "modelVersion":
-			if err = jsonkit.Once(&seen, 1); err == nil {
+			if err = seen.Once("modelVersion"); err == nil {
 				model, err = r.Str()
 			}
 		case "usageMetadata":
-			if err = jsonkit.Once(&seen, 2); err != nil {
+			if err = seen.Once("usageMetadata"); err != nil {
 				return err
 			}
 			if null, err := r.IsNull(); err != nil || null {
@@ -54,14 +54,14 @@ func (d *Decoder) Fast(data []byte, out []canon.Event) ([]canon.Event, bool) {
 			u = &ub
 			return scanGammaUsage(&r, u)
 		case "error", "promptFeedback":
-			if err = jsonkit.Once(&seen, 3); err != nil {
+			if err = seen.Once("error"); err != nil {
 				return err
 			}
 			if null, err := r.IsNull(); err != nil || !null {
 				return jsonkit.ErrDecline
 			}
 		case "candidates":
-			if err = jsonkit.Once(&seen, 4); err != nil {
+			if err = seen.Once("candidates"); err != nil {
 				return err
 			}
 			items, err = scanGammaCandidates(&r, items)
@@ -104,32 +104,32 @@ func scanGammaCandidates(r *jsonkit.EventReader, items []gammaFastItem) ([]gamma
 			return items, err
 		}
 		from := len(items)
-		var seen uint32
+		var seen jsonkit.Seen
 		var idx int64
 		var fin jsonkit.StrView
 		err = r.Fields(func(name string) (err error) {
 			switch name {
 			case "index":
-				if err = jsonkit.Once(&seen, 0); err == nil {
+				if err = seen.Once("index"); err == nil {
 					idx, err = r.Num()
 				}
 			case "finishReason":
-				if err = jsonkit.Once(&seen, 1); err == nil {
+				if err = seen.Once("finishReason"); err == nil {
 					fin, err = r.Str()
 				}
 			case "content":
-				if err = jsonkit.Once(&seen, 2); err != nil {
+				if err = seen.Once("content"); err != nil {
 					return err
 				}
-				var cseen uint32
+				var cseen jsonkit.Seen
 				return r.Members(func(name string) (err error) {
 					switch name {
 					case "role":
-						if err = jsonkit.Once(&cseen, 0); err == nil {
+						if err = cseen.Once("role"); err == nil {
 							_, err = r.Str()
 						}
 					case "parts":
-						if err = jsonkit.Once(&cseen, 1); err == nil {
+						if err = cseen.Once("parts"); err == nil {
 							items, err = scanGammaParts(r, items)
 						}
 					default:
@@ -168,11 +168,11 @@ func scanGammaParts(r *jsonkit.EventReader, items []gammaFastItem) ([]gammaFastI
 			return items, err
 		}
 		var p gammaEvPart
-		var seen, cseen uint32
+		var seen, cseen jsonkit.Seen
 		err = r.Fields(func(name string) (err error) {
 			switch name {
 			case "text":
-				if err = jsonkit.Once(&seen, 0); err != nil {
+				if err = seen.Once("text"); err != nil {
 					return err
 				}
 				if null, err := r.IsNull(); err != nil || null {
@@ -181,15 +181,15 @@ func scanGammaParts(r *jsonkit.EventReader, items []gammaFastItem) ([]gammaFastI
 				p.hasText = true
 				p.text, err = r.Str()
 			case "thought":
-				if err = jsonkit.Once(&seen, 1); err == nil {
+				if err = seen.Once("thought"); err == nil {
 					p.thought, err = r.Flag()
 				}
 			case "thoughtSignature":
-				if err = jsonkit.Once(&seen, 2); err == nil {
+				if err = seen.Once("thoughtSignature"); err == nil {
 					p.sig, err = r.Str()
 				}
 			case "functionCall":
-				if err = jsonkit.Once(&seen, 3); err != nil {
+				if err = seen.Once("functionCall"); err != nil {
 					return err
 				}
 				if null, err := r.IsNull(); err != nil || null {
@@ -199,15 +199,15 @@ func scanGammaParts(r *jsonkit.EventReader, items []gammaFastItem) ([]gammaFastI
 				return r.Members(func(name string) (err error) {
 					switch name {
 					case "id":
-						if err = jsonkit.Once(&cseen, 0); err == nil {
+						if err = cseen.Once("id"); err == nil {
 							p.callID, err = r.Str()
 						}
 					case "name":
-						if err = jsonkit.Once(&cseen, 1); err == nil {
+						if err = cseen.Once("name"); err == nil {
 							p.name, err = r.Str()
 						}
 					case "args":
-						if err = jsonkit.Once(&cseen, 2); err == nil {
+						if err = cseen.Once("args"); err == nil {
 							var raw []byte
 							r.Ws()
 							start := r.I
@@ -235,24 +235,24 @@ func scanGammaParts(r *jsonkit.EventReader, items []gammaFastItem) ([]gammaFastI
 
 // gammaUsage reads a usageMetadata object (the caller read null).
 func scanGammaUsage(r *jsonkit.EventReader, u *gammaUsage) error {
-	var seen uint32
+	var seen jsonkit.Seen
 	return r.Members(func(name string) (err error) {
 		var dst *int64
 		switch name {
 		case "promptTokenCount":
-			err, dst = jsonkit.Once(&seen, 0), &u.PromptTokenCount
+			err, dst = seen.Once("promptTokenCount"), &u.PromptTokenCount
 		case "cachedContentTokenCount":
-			err, dst = jsonkit.Once(&seen, 1), &u.CachedContentTokenCount
+			err, dst = seen.Once("cachedContentTokenCount"), &u.CachedContentTokenCount
 		case "candidatesTokenCount":
-			err, dst = jsonkit.Once(&seen, 2), &u.CandidatesTokenCount
+			err, dst = seen.Once("candidatesTokenCount"), &u.CandidatesTokenCount
 		case "toolUsePromptTokenCount":
-			err, dst = jsonkit.Once(&seen, 3), &u.ToolUsePromptTokenCount
+			err, dst = seen.Once("toolUsePromptTokenCount"), &u.ToolUsePromptTokenCount
 		case "thoughtsTokenCount":
-			err, dst = jsonkit.Once(&seen, 4), &u.ThoughtsTokenCount
+			err, dst = seen.Once("thoughtsTokenCount"), &u.ThoughtsTokenCount
 		case "totalTokenCount":
-			err, dst = jsonkit.Once(&seen, 5), &u.TotalTokenCount
+			err, dst = seen.Once("totalTokenCount"), &u.TotalTokenCount
 		case "promptTokensDetails":
-			if err = jsonkit.Once(&seen, 6); err != nil {
+			if err = seen.Once("promptTokensDetails"); err != nil {
 				return err
 			}
 			ok, err := r.OpenArr()
@@ -265,17 +265,17 @@ func scanGammaUsage(r *jsonkit.EventReader, u *gammaUsage) error {
 					return err
 				}
 				var m modalityCount
-				var mseen uint32
+				var mseen jsonkit.Seen
 				err = r.Fields(func(name string) (err error) {
 					switch name {
 					case "modality":
-						if err = jsonkit.Once(&mseen, 0); err == nil {
+						if err = mseen.Once("modality"); err == nil {
 							var v jsonkit.StrView
 							v, err = r.Str()
 							m.Modality = v.S // compared only (canonical), never kept
 						}
 					case "tokenCount":
-						if err = jsonkit.Once(&mseen, 1); err == nil {
+						if err = mseen.Once("tokenCount"); err == nil {
 							m.TokenCount, err = r.Num()
 						}
 					default:

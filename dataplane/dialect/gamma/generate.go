@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
@@ -432,7 +431,7 @@ func (GenerateContent) DecodeInto(body []byte, st *canon.State, store *canon.Req
 					sc.Ids = strconv.AppendInt(sc.Ids, int64(i), 10)
 					sc.Ids = append(sc.Ids, '_')
 					sc.Ids = strconv.AppendInt(sc.Ids, int64(k), 10)
-					id = unsafe.String(&sc.Ids[at], len(sc.Ids)-at) // sc.ids is only appended to
+					id = jsonkit.View(sc.Ids[at:]) // sc.Ids is only appended to
 				}
 				k++
 				pending.Add(fc.Name, id)
@@ -607,7 +606,7 @@ func (GenerateContent) EncodeRequest(r *canon.Request, model string, stream bool
 		gammaTurnOut(w, role, r.Messages[i:j], names)
 		i = j
 	}
-	if w.B[len(w.B)-1] == '[' { // no content: encoding/json wrote the nil slice as null
+	if w.AtArrayStart() { // no content: encoding/json wrote the nil slice as null
 		w.B = append(w.B[:at], "null"...)
 	} else {
 		w.Close(']')
@@ -736,7 +735,7 @@ func gammaGenConfigOut(w *jsonkit.Writer, r *canon.Request, st *canon.State) {
 			w.Close('}')
 		}
 	}
-	if w.B[len(w.B)-1] == '{' { // nothing set: no generationConfig
+	if w.AtObjectStart() { // nothing set: no generationConfig
 		w.B = w.B[:at]
 		return
 	}
@@ -873,8 +872,8 @@ func gammaTurnOut(w *jsonkit.Writer, role string, msgs []canon.Message, names *c
 	}
 	if pendingSig != "" {
 		// on the last part when it has none (thoughtSignature is its last member), else on an empty text part
-		if n := len(w.B); w.B[n-1] == '}' && !lastSigned {
-			w.B = w.B[:n-1]
+		if w.AfterObject() && !lastSigned {
+			w.B = w.B[:len(w.B)-1]
 			sig()
 			w.Close('}')
 		} else {
@@ -885,7 +884,7 @@ func gammaTurnOut(w *jsonkit.Writer, role string, msgs []canon.Message, names *c
 			w.Close('}')
 		}
 	}
-	if w.B[len(w.B)-1] == '[' { // no parts: the turn is left out
+	if w.AtArrayStart() { // no parts: the turn is left out
 		w.B = w.B[:at]
 		return
 	}

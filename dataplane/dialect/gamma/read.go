@@ -7,7 +7,7 @@ import (
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 )
 
-// Hand-written decoders of the gamma generateContent request (see jr): each fills the struct the
+// Hand-written decoders of the gamma generateContent request (see Reader): each fills the struct the
 // go-json-experiment decoder filled before, with the same results (FuzzHandDecoders).
 
 var gammaContentsScratch jsonkit.Scratch[gammaContentIn]
@@ -19,41 +19,41 @@ var gammaRequestNames = jsonkit.Fields("contents", "systemInstruction", "system_
 
 func (in *RequestIn) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, gammaRequestNames) {
-		case 0:
+		switch gammaRequestNames.Match(name) {
+		case "contents":
 			return readGammaContentsIn(d, &in.Contents, &in.Parts)
-		case 1:
+		case "systemInstruction":
 			if ok, err := canon.Want(d, &in.SystemInstruction); !ok || err != nil {
 				return err
 			}
 			return in.SystemInstruction.Read(d)
-		case 2:
+		case "system_instruction":
 			if ok, err := canon.Want(d, &in.SystemInstructionSnake); !ok || err != nil {
 				return err
 			}
 			return in.SystemInstructionSnake.Read(d)
-		case 3:
+		case "tools":
 			return d.RawList(&in.Tools)
-		case 4:
+		case "toolConfig":
 			if ok, err := canon.Want(d, &in.ToolConfig); !ok || err != nil {
 				return err
 			}
 			return in.ToolConfig.Read(d)
-		case 5:
+		case "generationConfig":
 			if ok, err := canon.Want(d, &in.GenerationConfig); !ok || err != nil {
 				return err
 			}
 			return in.GenerationConfig.Read(d)
-		case 6:
+		case "generation_config":
 			if ok, err := canon.Want(d, &in.GenerationConfigSnake); !ok || err != nil {
 				return err
 			}
 			return in.GenerationConfigSnake.Read(d)
-		case 7:
+		case "cachedContent":
 			return d.Str(&in.CachedContent)
-		case 8:
+		case "service_tier":
 			return d.Str(&in.ServiceTier)
-		case 9:
+		case "serviceTier":
 			return d.Str(&in.ServiceTierCamel)
 		}
 		return d.Skip()
@@ -73,10 +73,10 @@ func readGammaContentsIn(d *jsonkit.Reader, dst *[]gammaContentIn, parts *[]Part
 		out = append(out, gammaContentIn{})
 		c := &out[len(out)-1]
 		null, err := d.Object(func(name string) error {
-			switch jsonkit.FieldOf(name, gammaContentInNames) {
-			case 0:
+			switch gammaContentInNames.Match(name) {
+			case "role":
 				return d.Str(&c.Role)
-			case 1:
+			case "parts":
 				return c.Pre.readFrom(d, parts, &c.Parts)
 			}
 			return d.Skip()
@@ -94,10 +94,10 @@ var gammaContentNames = jsonkit.Fields("role", "parts")
 
 func (c *Content) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, gammaContentNames) {
-		case 0:
+		switch gammaContentNames.Match(name) {
+		case "role":
 			return d.Str(&c.Role)
-		case 1:
+		case "parts":
 			out := c.Parts[:0]
 			null, err := d.Array(func(int) error {
 				out = append(out, Part{})
@@ -119,36 +119,36 @@ var PartNames = jsonkit.Fields("text", "thought", "inlineData", "fileData", "fun
 
 func (p *Part) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, PartNames) {
-		case 0:
+		switch PartNames.Match(name) {
+		case "text":
 			return d.StrPtr(&p.Text)
-		case 1:
+		case "thought":
 			return d.Boolean(&p.Thought)
-		case 2:
+		case "inlineData":
 			if ok, err := canon.Want(d, &p.InlineData); !ok || err != nil {
 				return err
 			}
 			return p.InlineData.Read(d)
-		case 3:
+		case "fileData":
 			if ok, err := canon.Want(d, &p.FileData); !ok || err != nil {
 				return err
 			}
 			return p.FileData.Read(d)
-		case 4:
+		case "functionCall":
 			if ok, err := canon.Want(d, &p.FunctionCall); !ok || err != nil {
 				return err
 			}
 			return p.FunctionCall.Read(d)
-		case 5:
+		case "functionResponse":
 			if ok, err := canon.Want(d, &p.FunctionResponse); !ok || err != nil {
 				return err
 			}
 			return p.FunctionResponse.Read(d)
-		case 6:
+		case "thoughtSignature":
 			return d.Str(&p.ThoughtSignature)
-		case 7:
+		case "executableCode":
 			return d.Raw(&p.ExecutableCode)
-		case 8:
+		case "codeExecutionResult":
 			return d.Raw(&p.CodeExecutionResult)
 		}
 		return d.Skip()
@@ -161,36 +161,36 @@ func (p *Part) Read(d *jsonkit.Reader) error {
 
 func (p *PartIn) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) (err error) {
-		switch jsonkit.FieldOf(name, PartNames) {
-		case 0:
+		switch PartNames.Match(name) {
+		case "text":
 			return d.Raw(&p.Text)
-		case 1:
+		case "thought":
 			return d.Boolean(&p.Thought)
-		case 2:
+		case "inlineData":
 			if ok, err := canon.Want(d, &p.InlineData); !ok || err != nil {
 				return err
 			}
 			return p.InlineData.Read(d)
-		case 3:
+		case "fileData":
 			if ok, err := canon.Want(d, &p.FileData); !ok || err != nil {
 				return err
 			}
 			return p.FileData.Read(d)
-		case 4:
+		case "functionCall":
 			p.Fn.call = Call{} // a duplicate name: the last value counts
 			start, depth := d.Mark()
 			p.Fn.callErr, err = d.Kept(start, depth, p.Fn.call.Read(d), &p.FunctionCall)
 			return err
-		case 5:
+		case "functionResponse":
 			p.Fn.resp = FuncResp{}
 			start, depth := d.Mark()
 			p.Fn.respErr, err = d.Kept(start, depth, p.Fn.resp.Read(d), &p.FunctionResponse)
 			return err
-		case 6:
+		case "thoughtSignature":
 			return d.Str(&p.ThoughtSignature)
-		case 7:
+		case "executableCode":
 			return d.Raw(&p.ExecutableCode)
-		case 8:
+		case "codeExecutionResult":
 			return d.Raw(&p.CodeExecutionResult)
 		}
 		return d.Skip()
@@ -216,12 +216,12 @@ var gammaBlobNames = jsonkit.Fields("mimeType", "data", "fileUri")
 
 func (b *gammaBlob) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, gammaBlobNames) {
-		case 0:
+		switch gammaBlobNames.Match(name) {
+		case "mimeType":
 			return d.Str(&b.MimeType)
-		case 1:
+		case "data":
 			return d.Str(&b.Data)
-		case 2:
+		case "fileUri":
 			return d.Str(&b.FileURI)
 		}
 		return d.Skip()
@@ -236,12 +236,12 @@ var CallNames = jsonkit.Fields("id", "name", "args")
 
 func (c *Call) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, CallNames) {
-		case 0:
+		switch CallNames.Match(name) {
+		case "id":
 			return d.Str(&c.ID)
-		case 1:
+		case "name":
 			return d.Str(&c.Name)
-		case 2:
+		case "args":
 			return d.Raw(&c.Args)
 		}
 		return d.Skip()
@@ -256,12 +256,12 @@ var gammaFuncRespNames = jsonkit.Fields("id", "name", "response")
 
 func (r *FuncResp) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, gammaFuncRespNames) {
-		case 0:
+		switch gammaFuncRespNames.Match(name) {
+		case "id":
 			return d.Str(&r.ID)
-		case 1:
+		case "name":
 			return d.Str(&r.Name)
-		case 2:
+		case "response":
 			return r.Result.readFrom(d, &r.Response)
 		}
 		return d.Skip()
@@ -278,43 +278,43 @@ var gammaGenConfigNames = jsonkit.Fields("maxOutputTokens", "temperature", "topP
 
 func (g *gammaGenConfig) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, gammaGenConfigNames) {
-		case 0:
+		switch gammaGenConfigNames.Match(name) {
+		case "maxOutputTokens":
 			return d.IntPtr(&g.MaxOutputTokens)
-		case 1:
+		case "temperature":
 			return d.FloatPtr(&g.Temperature)
-		case 2:
+		case "topP":
 			return d.FloatPtr(&g.TopP)
-		case 3:
+		case "topK":
 			return d.IntPtr(&g.TopK)
-		case 4:
+		case "stopSequences":
 			return d.Strs(&g.StopSequences)
-		case 5:
+		case "candidateCount":
 			return d.IntPtr(&g.CandidateCount)
-		case 6:
+		case "seed":
 			return d.Int64Ptr(&g.Seed)
-		case 7:
+		case "presencePenalty":
 			return d.FloatPtr(&g.PresencePenalty)
-		case 8:
+		case "frequencyPenalty":
 			return d.FloatPtr(&g.FrequencyPenalty)
-		case 9:
+		case "responseMimeType":
 			return d.Str(&g.ResponseMimeType)
-		case 10:
+		case "responseSchema":
 			return d.Raw(&g.ResponseSchema)
-		case 11:
+		case "responseJsonSchema":
 			return d.Raw(&g.ResponseJSONSchema)
-		case 12:
+		case "responseModalities":
 			return d.Strs(&g.ResponseModalities)
-		case 13:
+		case "thinkingConfig":
 			if ok, err := canon.Want(d, &g.ThinkingConfig); !ok || err != nil {
 				return err
 			}
 			return g.ThinkingConfig.Read(d)
-		case 14:
+		case "responseLogprobs":
 			return d.BoolPtr(&g.ResponseLogprobs)
-		case 15:
+		case "logprobs":
 			return d.IntPtr(&g.Logprobs)
-		case 16:
+		case "speechConfig":
 			return d.Raw(&g.SpeechConfig)
 		}
 		return d.Skip()
@@ -329,12 +329,12 @@ var gammaThinkingNames = jsonkit.Fields("thinkingBudget", "thinkingLevel", "incl
 
 func (t *gammaThinkingConfig) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		switch jsonkit.FieldOf(name, gammaThinkingNames) {
-		case 0:
+		switch gammaThinkingNames.Match(name) {
+		case "thinkingBudget":
 			return d.IntPtr(&t.ThinkingBudget)
-		case 1:
+		case "thinkingLevel":
 			return d.Str(&t.ThinkingLevel)
-		case 2:
+		case "includeThoughts":
 			return d.Boolean(&t.IncludeThoughts)
 		}
 		return d.Skip()
@@ -351,15 +351,15 @@ var gammaFuncCallingNames = jsonkit.Fields("mode", "allowedFunctionNames")
 
 func (t *gammaToolConfig) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		if jsonkit.FieldOf(name, gammaToolConfigNames) != 0 {
+		if gammaToolConfigNames.Match(name) != "functionCallingConfig" {
 			return d.Skip()
 		}
 		fc := &t.FunctionCallingConfig
 		null, err := d.Object(func(name string) error {
-			switch jsonkit.FieldOf(name, gammaFuncCallingNames) {
-			case 0:
+			switch gammaFuncCallingNames.Match(name) {
+			case "mode":
 				return d.Str(&fc.Mode)
-			case 1:
+			case "allowedFunctionNames":
 				return d.Strs(&fc.AllowedFunctionNames)
 			}
 			return d.Skip()
@@ -396,10 +396,10 @@ var gammaFuncDeclNames = jsonkit.Fields("name", "description", "parameters", "pa
 // uses a partly read tool, as it did with the go-json-experiment decoder).
 func (t *Tool) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
-		if jsonkit.FieldOf(name, gammaToolNames) != 0 {
+		if gammaToolNames.Match(name) != "functionDeclarations" {
 			return d.Skip()
 		}
-		if k := d.Peek(); k != '[' && k != 'n' {
+		if k := d.Peek(); k != jsonkit.KindArray && k != jsonkit.KindNull {
 			return d.Mismatch(k, "array") // the declarations read before stay
 		}
 		out := t.FunctionDeclarations[:0]
@@ -407,14 +407,14 @@ func (t *Tool) Read(d *jsonkit.Reader) error {
 			out = append(out, gammaFuncDecl{})
 			fd := &out[len(out)-1]
 			null, err := d.Object(func(name string) error {
-				switch jsonkit.FieldOf(name, gammaFuncDeclNames) {
-				case 0:
+				switch gammaFuncDeclNames.Match(name) {
+				case "name":
 					return d.Str(&fd.Name)
-				case 1:
+				case "description":
 					return d.Str(&fd.Description)
-				case 2:
+				case "parameters":
 					return d.Raw(&fd.Parameters)
-				case 3:
+				case "parametersJsonSchema":
 					return d.Raw(&fd.ParametersJSONSchema)
 				}
 				return d.Skip()
