@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -325,56 +324,6 @@ func FuzzHandDecoders(f *testing.F) {
 	})
 }
 
-// TestPlainRun: the 8-byte test of the string scanner stops at the first byte that ends a plain run,
-// wherever it is among the eight and whatever follows it.
-func TestPlainRun(t *testing.T) {
-	special := func(c byte) bool { return c < 0x20 || c == '"' || c == '\\' || c >= 0x80 }
-	for c := 0; c < 256; c++ {
-		for at := range 8 {
-			for _, after := range []byte{'a', 0x00, 0x1f, 0x20, '"', '\\', 0x80, 0xff} {
-				b := []byte("abcdefghijk")
-				b[at] = byte(c)
-				for j := at + 1; j < 8; j++ {
-					b[j] = after
-				}
-				want := len(b)
-				for j := range b {
-					if special(b[j]) {
-						want = j
-						break
-					}
-				}
-				if got := jsonkit.PlainRun(string(b), 0); got != want {
-					t.Fatalf("%q: plainRun %d, want %d", b, got, want)
-				}
-			}
-		}
-	}
-	// long runs (the IndexByte path), from every start, with one special byte anywhere or none
-	plain := strings.Repeat("The quick brown fox jumps. ", 3)
-	for _, c := range []byte{0x00, 0x1f, '"', '\\', 0x7f, 0x80, 0xe2, 0xff} {
-		for at := -1; at < len(plain); at++ {
-			b := []byte(plain)
-			want := len(b)
-			if at >= 0 {
-				b[at] = c
-				if special(c) {
-					want = at
-				}
-			}
-			for from := 0; from < len(b); from += 5 {
-				w := want
-				if w < from {
-					w = len(b)
-				}
-				if got := jsonkit.PlainRun(string(b), from); got != w {
-					t.Fatalf("%q from %d: plainRun %d, want %d", b, from, got, w)
-				}
-			}
-		}
-	}
-}
-
 // requestDecoders are the four request decoders, each with the JSON library's reading of the same body into
 // the dialect's request struct (jsonkit.Unmarshal: the options every dialect decodes with).
 var requestDecoders = []struct {
@@ -517,46 +466,5 @@ func FuzzRequestDecodersAgree(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte, which uint8) {
 		diffRequest(t, body, int(which)%len(requestDecoders))
-	})
-}
-
-// refStringOf is stringOf before it skipped plain bytes eight at a time.
-func refStringOf(raw []byte, s *string) bool {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return false
-	}
-	in := raw[1 : len(raw)-1]
-	plain := true
-	for _, c := range in {
-		if c < 0x20 || c == '"' || c == '\\' {
-			plain = false
-			break
-		}
-	}
-	if plain && utf8.Valid(in) {
-		*s = string(in)
-		return true
-	}
-	b, err := jsontext.AppendUnquote(make([]byte, 0, len(raw)), raw)
-	if err != nil {
-		return false
-	}
-	*s = string(b)
-	return true
-}
-
-// FuzzStringOf: stringOf decodes what it did before the eight-byte skip.
-func FuzzStringOf(f *testing.F) {
-	for _, s := range []string{`"abc"`, `"abcdefghijklmnop"`, `"abcdefgh\"ij"`, "\"abcdefgh\xffij\"", `"abcdefghé"`, ` "x" `, `"\u00e9abcdefgh"`, `5`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		var want, got string
-		okWant := refStringOf(raw, &want)
-		okGot := jsonkit.StringOf(raw, &got)
-		if okWant != okGot || want != got {
-			t.Fatalf("%q: stringOf %v %q, want %v %q", raw, okGot, got, okWant, want)
-		}
 	})
 }
