@@ -321,3 +321,28 @@ type Event struct {
 	Err          *APIError
 	ServiceTier  string
 }
+
+// Strp is a pointer to a copy of s (optional string members).
+func Strp(s string) *string { return &s }
+
+// HasToolCall reports whether parts hold a tool call.
+func HasToolCall(parts []Part) bool {
+	for _, p := range parts {
+		if p.Type == PartToolCall {
+			return true
+		}
+	}
+	return false
+}
+
+// Clipped is s[start:] with its capacity clipped, so an append to it copies instead of overwriting what
+// follows in the shared backing array.
+func Clipped(s []Part, start int) []Part { return s[start:len(s):len(s)] }
+
+// NonEmpty is s, or def when s is empty.
+func NonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -55,6 +55,6 @@ func ReadTextParts(d *jsonkit.Reader, dst *[]textPartIn) error {
 		}
 		return err
 	})
-	*dst = SliceResult(out, null)
+	*dst = jsonkit.SliceResult(out, null)
 	return err
 }

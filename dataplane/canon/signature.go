@@ -85,3 +85,7 @@ func (st *State) SigFromClient(sig string) string {
 	}
 	return sig
 }
+
+// RespSigPrefix marks a thinking signature that carries an alpha responses reasoning item (id and
+// encrypted_content) through a beta or gamma client, so it can be replayed to an alpha responses upstream.
+const RespSigPrefix = "tgrs1."

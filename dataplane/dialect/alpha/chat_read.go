@@ -3,7 +3,6 @@ package alpha
 import (
 	"encoding/json"
 
-	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 )
 
@@ -32,7 +31,7 @@ func (in *ChatRequestIn) Read(d *jsonkit.Reader) error {
 				out = append(out, ChatMessageIn{})
 				return out[len(out)-1].Read(d, &in.Calls)
 			})
-			in.Messages = canon.SliceResult(out, null)
+			in.Messages = jsonkit.SliceResult(out, null)
 			return err
 		case "Tools":
 			return d.RawList(&in.Tools)
@@ -53,7 +52,7 @@ func (in *ChatRequestIn) Read(d *jsonkit.Reader) error {
 		case "stream":
 			return d.Boolean(&in.Stream)
 		case "stream_options":
-			if ok, err := canon.Want(d, &in.StreamOptions); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &in.StreamOptions); !ok || err != nil {
 				return err
 			}
 			return in.StreamOptions.Read(d)
@@ -143,7 +142,7 @@ func (m *ChatMessageIn) Read(d *jsonkit.Reader, calls *[]chatToolCall) error {
 				return out[len(out)-1].Read(d)
 			})
 			*calls = out
-			m.ToolCalls = canon.SliceResult(out[start:len(out):len(out)], null)
+			m.ToolCalls = jsonkit.SliceResult(out[start:len(out):len(out)], null)
 			return err
 		case "tool_call_id":
 			return d.Str(&m.ToolCallID)
@@ -291,7 +290,7 @@ func ReadChatParts(d *jsonkit.Reader, dst *[]chatPartIn) error {
 		out = append(out, chatPartIn{})
 		return out[len(out)-1].Read(d)
 	})
-	*dst = canon.SliceResult(out, null)
+	*dst = jsonkit.SliceResult(out, null)
 	return err
 }
 

@@ -3,7 +3,6 @@ package alpha
 import (
 	"encoding/json"
 
-	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 )
 
@@ -47,7 +46,7 @@ func (in *RespRequestIn) Read(d *jsonkit.Reader) error {
 		case "top_p":
 			return d.FloatPtr(&in.TopP)
 		case "reasoning":
-			if ok, err := canon.Want(d, &in.Reasoning); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &in.Reasoning); !ok || err != nil {
 				return err
 			}
 			rs := in.Reasoning
@@ -65,7 +64,7 @@ func (in *RespRequestIn) Read(d *jsonkit.Reader) error {
 			}
 			return err
 		case "text":
-			if ok, err := canon.Want(d, &in.Text); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &in.Text); !ok || err != nil {
 				return err
 			}
 			return in.Text.Read(d)
@@ -101,7 +100,7 @@ func (t *respTextIn) Read(d *jsonkit.Reader) error {
 		if respTextNames.Match(name) != "format" {
 			return d.Skip()
 		}
-		if ok, err := canon.Want(d, &t.Format); !ok || err != nil {
+		if ok, err := jsonkit.Want(d, &t.Format); !ok || err != nil {
 			return err
 		}
 		f := t.Format
@@ -212,7 +211,7 @@ func ReadRespItemsIn(d *jsonkit.Reader, dst *[]RespItem, parts *[]RespContentPar
 		}
 		return err
 	})
-	*dst = canon.SliceResult(out, null)
+	*dst = jsonkit.SliceResult(out, null)
 	return err
 }
 
@@ -223,7 +222,7 @@ var RespContentNames = jsonkit.Fields("type", "text", "refusal", "image_url", "f
 func ReadRespContent(d *jsonkit.Reader, dst *[]RespContentPart) error {
 	*dst = (*dst)[:0]
 	null, err := appendRespContent(d, dst)
-	*dst = canon.SliceResult(*dst, null)
+	*dst = jsonkit.SliceResult(*dst, null)
 	return err
 }
 
@@ -305,7 +304,7 @@ func ReadRespSummary(d *jsonkit.Reader, dst *[]respSummaryIn) error {
 		}
 		return err
 	})
-	*dst = canon.SliceResult(out, null)
+	*dst = jsonkit.SliceResult(out, null)
 	return err
 }
 

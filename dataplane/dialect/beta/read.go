@@ -3,7 +3,6 @@ package beta
 import (
 	"encoding/json"
 
-	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 )
 
@@ -31,7 +30,7 @@ func (in *RequestIn) Read(d *jsonkit.Reader) error {
 				out = append(out, betaMessageIn{})
 				return out[len(out)-1].Read(d, &in.Blocks)
 			})
-			in.Messages = canon.SliceResult(out, null)
+			in.Messages = jsonkit.SliceResult(out, null)
 			return err
 		case "tools":
 			return d.RawList(&in.Tools)
@@ -50,17 +49,17 @@ func (in *RequestIn) Read(d *jsonkit.Reader) error {
 		case "stream":
 			return d.Boolean(&in.Stream)
 		case "thinking":
-			if ok, err := canon.Want(d, &in.Thinking); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &in.Thinking); !ok || err != nil {
 				return err
 			}
 			return in.Thinking.Read(d)
 		case "output_config":
-			if ok, err := canon.Want(d, &in.OutputConfig); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &in.OutputConfig); !ok || err != nil {
 				return err
 			}
 			return in.OutputConfig.Read(d)
 		case "metadata":
-			if ok, err := canon.Want(d, &in.Metadata); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &in.Metadata); !ok || err != nil {
 				return err
 			}
 			return in.Metadata.Read(d)
@@ -126,7 +125,7 @@ func (c *betaOutputConfig) Read(d *jsonkit.Reader) error {
 		case "effort":
 			return d.Str(&c.Effort)
 		case "format":
-			if ok, err := canon.Want(d, &c.Format); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &c.Format); !ok || err != nil {
 				return err
 			}
 			f := c.Format
@@ -216,7 +215,7 @@ func ReadBlocks(d *jsonkit.Reader, dst *[]Block) error {
 		out = append(out, Block{})
 		return out[len(out)-1].Read(d)
 	})
-	*dst = canon.SliceResult(out, null)
+	*dst = jsonkit.SliceResult(out, null)
 	return err
 }
 
@@ -233,7 +232,7 @@ func (b *Block) Read(d *jsonkit.Reader) error {
 		case "text":
 			return d.Str(&b.Text)
 		case "source":
-			if ok, err := canon.Want(d, &b.Source); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &b.Source); !ok || err != nil {
 				return err
 			}
 			s := b.Source

@@ -3,7 +3,6 @@ package gamma
 import (
 	"encoding/json"
 
-	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 )
 
@@ -23,29 +22,29 @@ func (in *RequestIn) Read(d *jsonkit.Reader) error {
 		case "contents":
 			return readGammaContentsIn(d, &in.Contents, &in.Parts)
 		case "systemInstruction":
-			if ok, err := canon.Want(d, &in.SystemInstruction); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &in.SystemInstruction); !ok || err != nil {
 				return err
 			}
 			return in.SystemInstruction.Read(d)
 		case "system_instruction":
-			if ok, err := canon.Want(d, &in.SystemInstructionSnake); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &in.SystemInstructionSnake); !ok || err != nil {
 				return err
 			}
 			return in.SystemInstructionSnake.Read(d)
 		case "tools":
 			return d.RawList(&in.Tools)
 		case "toolConfig":
-			if ok, err := canon.Want(d, &in.ToolConfig); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &in.ToolConfig); !ok || err != nil {
 				return err
 			}
 			return in.ToolConfig.Read(d)
 		case "generationConfig":
-			if ok, err := canon.Want(d, &in.GenerationConfig); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &in.GenerationConfig); !ok || err != nil {
 				return err
 			}
 			return in.GenerationConfig.Read(d)
 		case "generation_config":
-			if ok, err := canon.Want(d, &in.GenerationConfigSnake); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &in.GenerationConfigSnake); !ok || err != nil {
 				return err
 			}
 			return in.GenerationConfigSnake.Read(d)
@@ -86,7 +85,7 @@ func readGammaContentsIn(d *jsonkit.Reader, dst *[]gammaContentIn, parts *[]Part
 		}
 		return err
 	})
-	*dst = canon.SliceResult(out, null)
+	*dst = jsonkit.SliceResult(out, null)
 	return err
 }
 
@@ -103,7 +102,7 @@ func (c *Content) Read(d *jsonkit.Reader) error {
 				out = append(out, Part{})
 				return out[len(out)-1].Read(d)
 			})
-			c.Parts = canon.SliceResult(out, null)
+			c.Parts = jsonkit.SliceResult(out, null)
 			return err
 		}
 		return d.Skip()
@@ -125,22 +124,22 @@ func (p *Part) Read(d *jsonkit.Reader) error {
 		case "thought":
 			return d.Boolean(&p.Thought)
 		case "inlineData":
-			if ok, err := canon.Want(d, &p.InlineData); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &p.InlineData); !ok || err != nil {
 				return err
 			}
 			return p.InlineData.Read(d)
 		case "fileData":
-			if ok, err := canon.Want(d, &p.FileData); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &p.FileData); !ok || err != nil {
 				return err
 			}
 			return p.FileData.Read(d)
 		case "functionCall":
-			if ok, err := canon.Want(d, &p.FunctionCall); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &p.FunctionCall); !ok || err != nil {
 				return err
 			}
 			return p.FunctionCall.Read(d)
 		case "functionResponse":
-			if ok, err := canon.Want(d, &p.FunctionResponse); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &p.FunctionResponse); !ok || err != nil {
 				return err
 			}
 			return p.FunctionResponse.Read(d)
@@ -167,12 +166,12 @@ func (p *PartIn) Read(d *jsonkit.Reader) error {
 		case "thought":
 			return d.Boolean(&p.Thought)
 		case "inlineData":
-			if ok, err := canon.Want(d, &p.InlineData); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &p.InlineData); !ok || err != nil {
 				return err
 			}
 			return p.InlineData.Read(d)
 		case "fileData":
-			if ok, err := canon.Want(d, &p.FileData); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &p.FileData); !ok || err != nil {
 				return err
 			}
 			return p.FileData.Read(d)
@@ -208,7 +207,7 @@ func ReadPartsIn(d *jsonkit.Reader, dst *[]PartIn) error {
 		out = append(out, PartIn{})
 		return out[len(out)-1].Read(d)
 	})
-	*dst = canon.SliceResult(out, null)
+	*dst = jsonkit.SliceResult(out, null)
 	return err
 }
 
@@ -306,7 +305,7 @@ func (g *gammaGenConfig) Read(d *jsonkit.Reader) error {
 		case "responseModalities":
 			return d.Strs(&g.ResponseModalities)
 		case "thinkingConfig":
-			if ok, err := canon.Want(d, &g.ThinkingConfig); !ok || err != nil {
+			if ok, err := jsonkit.Want(d, &g.ThinkingConfig); !ok || err != nil {
 				return err
 			}
 			return g.ThinkingConfig.Read(d)
@@ -424,7 +423,7 @@ func (t *Tool) Read(d *jsonkit.Reader) error {
 			}
 			return err
 		})
-		t.FunctionDeclarations = canon.SliceResult(out, null)
+		t.FunctionDeclarations = jsonkit.SliceResult(out, null)
 		return err
 	})
 	if null {
