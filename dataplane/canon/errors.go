@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate/tollgate/dataplane/httperr"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -217,7 +216,7 @@ func betaTypeClass(s string) errClass {
 }
 
 // status returns the HTTP status for the client family.
-func (e *APIError) statusFor(family vocab.Kind) int {
+func (e *APIError) StatusFor(family vocab.Kind) int {
 	switch e.Class {
 	case classOverloaded:
 		if family == vocab.KindBeta {
@@ -318,9 +317,9 @@ func (e *APIError) gammaStatus() string {
 	return "INVALID_ARGUMENT"
 }
 
-// Fields are e as an error body says it to a client of family (httperr.Render writes every dialect's body).
-func (e *APIError) Fields(family vocab.Kind) httperr.Fields {
-	f := httperr.Fields{Status: e.statusFor(family), Message: e.Message, AlphaType: e.AlphaType(), Param: e.Param,
+// Fields are e as an error body says it to a client of family (the dialect packages' ErrorBody write them).
+func (e *APIError) Fields(family vocab.Kind) ErrorFields {
+	f := ErrorFields{Status: e.StatusFor(family), Message: e.Message, AlphaType: e.AlphaType(), Param: e.Param,
 		BetaType: e.betaType(), GammaStatus: e.gammaStatus()}
 	if c := e.AlphaCode(); c != "" {
 		f.AlphaCode = &c
@@ -329,16 +328,4 @@ func (e *APIError) Fields(family vocab.Kind) httperr.Fields {
 		f.RetryDelay = e.RetryAfter
 	}
 	return f
-}
-
-// Body is e's error body for a client of family.
-func (e *APIError) Body(family vocab.Kind) []byte { return httperr.Render(family, e.Fields(family)) }
-
-// EncodeClientError renders e for a client of the given family.
-func EncodeClientError(family vocab.Kind, e *APIError) ClientResponse {
-	h := http.Header{"Content-Type": []string{"application/json"}}
-	if e.RetryAfter != "" {
-		h.Set("Retry-After", e.RetryAfter)
-	}
-	return ClientResponse{Status: e.statusFor(family), Header: h, Body: e.Body(family)}
 }

@@ -221,7 +221,7 @@ func (t *Translator) Response(body []byte) ([]byte, error) {
 // status, headers (Retry-After preserved or derived from gamma RetryInfo) and body.
 func (t *Translator) Error(status int, header http.Header, body []byte) canon.ClientResponse {
 	e := canon.ParseUpstreamError(status, header, body)
-	return canon.EncodeClientError(t.clientFamily(), e)
+	return encodeClientError(t.clientFamily(), e)
 }
 
 func (t *Translator) clientFamily() vocab.Kind {

@@ -378,6 +378,6 @@ func (e *chatEncoder) Finish() error {
 }
 
 func (e *chatEncoder) Fail(ae *canon.APIError) error {
-	_, err := fmt.Fprintf(e.w, "data: %s\n\n", ae.Body(vocab.KindAlpha))
+	_, err := fmt.Fprintf(e.w, "data: %s\n\n", ErrorBody(ae.Fields(vocab.KindAlpha)))
 	return err
 }

@@ -330,5 +330,5 @@ func (e *betaEncoder) Finish() error {
 }
 
 func (e *betaEncoder) Fail(ae *canon.APIError) error {
-	return e.send("error", json.RawMessage(ae.Body(vocab.KindBeta)))
+	return e.send("error", json.RawMessage(ErrorBody(ae.Fields(vocab.KindBeta))))
 }

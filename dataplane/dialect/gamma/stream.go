@@ -349,7 +349,7 @@ func (e *Encoder) Finish() error {
 
 func (e *Encoder) Fail(ae *canon.APIError) error {
 	w := e.begin()
-	w.B = append(w.B, ae.Body(vocab.KindGamma)...)
+	w.B = append(w.B, ErrorBody(ae.Fields(vocab.KindGamma))...)
 	if err := e.end(); err != nil {
 		return err
 	}
