@@ -5,7 +5,8 @@ import (
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 )
 
-// ---- alpha responses ----
+// The fast reader of this dialect's common stream events (see jsonkit.EventReader: it decides an event
+// exactly as the general decoder would, or declines it).
 
 var respEventFields = []string{"type", "response", "output_index", "summary_index", "item", "delta", "arguments", "code", "message"}
 
@@ -70,8 +71,6 @@ func (d *RespDecoder) Fast(data []byte, out []canon.Event) ([]canon.Event, bool)
 	}
 	return out, true
 }
-
-// ---- alpha chat ----
 
 var (
 	chatChunkFields  = []string{"id", "model", "service_tier", "error", "choices", "usage"}

@@ -5,7 +5,8 @@ import (
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 )
 
-// ---- beta ----
+// The fast reader of this dialect's common stream events (see jsonkit.EventReader: it decides an event
+// exactly as the general decoder would, or declines it).
 
 var (
 	betaEventFields = []string{"type", "message", "index", "content_block", "error", "delta", "usage"}

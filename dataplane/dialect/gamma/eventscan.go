@@ -5,6 +5,9 @@ import (
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 )
 
+// The fast reader of this dialect's common stream events (see jsonkit.EventReader: it decides an event
+// exactly as the general decoder would, or declines it).
+
 var (
 	gammaUsageFields     = []string{"promptTokenCount", "cachedContentTokenCount", "candidatesTokenCount", "toolUsePromptTokenCount", "thoughtsTokenCount", "totalTokenCount", "promptTokensDetails"}
 	gammaModalityFields  = []string{"modality", "tokenCount"}
@@ -14,8 +17,6 @@ var (
 	gammaPartFields      = []string{"text", "thought", "inlineData", "fileData", "functionCall", "functionResponse", "thoughtSignature", "executableCode", "codeExecutionResult"}
 	gammaCallFields      = []string{"id", "name", "args"}
 )
-
-// ---- gamma ----
 
 // gammaFastItem is one part of the index-0 candidate, or its finish reason (finish set), read by the fast
 // path in order.
