@@ -1,15 +1,13 @@
 package proxy
 
 import (
-	"bytes"
-	"encoding/json"
 	"math"
 	"math/bits"
 	"net/http"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/tollgate/tollgate/dataplane/jsonkit"
+	"github.com/tollgate/tollgate/dataplane/dialect/alpha"
 	"github.com/tollgate/tollgate/dataplane/tokencount"
 	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -68,15 +66,10 @@ type textCollector struct {
 	next  usage.Accumulator
 	b     strings.Builder
 	total int64  // bytes of text seen, kept or not
-	pend  []byte // one event's text, kept until the event is known to decode
+	pend  []byte // scratch for one event's text (alpha.ChunkText)
 }
 
-// add collects s; addBytes collects b.
-func (t *textCollector) add(s string) {
-	t.total += int64(len(s))
-	t.b.WriteString(s[:keepLen(s, t.b.Len())])
-}
-
+// addBytes collects b.
 func (t *textCollector) addBytes(b []byte) {
 	t.total += int64(len(b))
 	t.b.Write(b[:keepLen(b, t.b.Len())])
@@ -97,80 +90,11 @@ func keepLen[T ~string | ~[]byte](s T, kept int) int {
 	return room
 }
 
-type chatDelta struct {
-	Choices []struct {
-		Delta struct {
-			Content   string `json:"content"`
-			ToolCalls []struct {
-				Function struct {
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-	} `json:"choices"`
-}
-
 func (t *textCollector) ObserveHeader(h http.Header) { t.next.ObserveHeader(h) }
 
 func (t *textCollector) Observe(data []byte) error {
-	if bytes.Contains(data, []byte(`"delta"`)) && !t.collectFast(data) {
-		var d chatDelta
-		if json.Unmarshal(data, &d) == nil {
-			for _, c := range d.Choices {
-				t.add(c.Delta.Content)
-				for _, tc := range c.Delta.ToolCalls {
-					t.add(tc.Function.Arguments)
-				}
-			}
-		}
-	}
+	t.pend = alpha.ChunkText(data, t.pend, t.addBytes)
 	return t.next.Observe(data)
 }
 
 func (t *textCollector) Result() (usage.Usage, bool) { return t.next.Result() }
-
-// collectFast appends the text of one alpha chat chunk exactly as decoding it into chatDelta would,
-// without reflection: a validity pass, then a scan of choices[].delta.{content, tool_calls[].function.
-// arguments}. It reports false, having written nothing, whenever its answer could differ from
-// encoding/json's — a field of the wrong type, a repeated field, a key encoding/json would match
-// case-insensitively or after unescaping — and the caller then decodes the chunk with encoding/json.
-func (t *textCollector) collectFast(data []byte) bool {
-	if !json.Valid(data) {
-		return false
-	}
-	t.pend = t.pend[:0]
-	choices, ok := jsonkit.Member(data, "choices")
-	if !ok {
-		return false
-	}
-	ok = jsonkit.EachElement(choices, func(choice []byte) bool {
-		delta, ok := jsonkit.Member(choice, "delta")
-		if !ok {
-			return false
-		}
-		content, calls, ok := jsonkit.Members2(delta, "content", "tool_calls")
-		if !ok {
-			return false
-		}
-		if t.pend, ok = jsonkit.AppendText(t.pend, content); !ok {
-			return false
-		}
-		return jsonkit.EachElement(calls, func(call []byte) bool {
-			fn, ok := jsonkit.Member(call, "function")
-			if !ok {
-				return false
-			}
-			args, ok := jsonkit.Member(fn, "arguments")
-			if !ok {
-				return false
-			}
-			t.pend, ok = jsonkit.AppendText(t.pend, args)
-			return ok
-		})
-	})
-	if !ok {
-		return false
-	}
-	t.addBytes(t.pend)
-	return true
-}
