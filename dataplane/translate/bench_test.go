@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/tollgate/tollgate/dataplane/canon"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/dataplane/sse"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -201,6 +203,46 @@ func BenchmarkSynthesize(b *testing.B) {
 					b.Fatal(err)
 				}
 				if err := tr.Synthesize(io.Discard, 200, nil, body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReadTokens walks the 10 KB benchmark request of each kind token by token with the JSON library's
+// token reader (jsontext.Decoder.ReadToken, strings unquoted), against the hand reader validating and
+// skipping the same body: the floor of a request decoder built on jsontext (see dataplane/jsonkit's doc).
+func BenchmarkReadTokens(b *testing.B) {
+	for _, k := range allKinds {
+		body := benchRequest(k)
+		b.Run("jsontext/"+string(k), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			var r bytes.Reader
+			dec := jsontext.NewDecoder(&r)
+			for b.Loop() {
+				r.Reset(body)
+				dec.Reset(&r)
+				for {
+					tok, err := dec.ReadToken()
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					if tok.Kind() == '"' {
+						_ = tok.String()
+					}
+				}
+			}
+		})
+		b.Run("jsonkit/"+string(k), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := readAll(body, (*jsonkit.Reader).Skip); err != nil {
 					b.Fatal(err)
 				}
 			}
