@@ -39,7 +39,7 @@ type Part struct {
 	// thinking: Text is the (summary) text, Signature the opaque continuity token.
 	Signature string `json:"signature,omitempty"`
 
-	// X holds the rarely set fields (get reads them, withExtra sets them), so the part every message has is
+	// X holds the rarely set fields (get reads them, WithExtra sets them), so the part every message has is
 	// 144 bytes instead of 240 (TestPartSize): the request decoders allocate one arena of parts per request.
 	X *PartExtra `json:"-"`
 }

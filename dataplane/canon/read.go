@@ -27,7 +27,7 @@ func (t *Tool) Read(d *jsonkit.Reader) error {
 	return err
 }
 
-// textPartIn is a {type, text} part of content given as text (rawText).
+// textPartIn is a {type, text} part of content given as text (RawText).
 type textPartIn struct {
 	Type string `json:"type"`
 	Text string `json:"text"`

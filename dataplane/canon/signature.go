@@ -15,7 +15,7 @@ import (
 const (
 	sigTagBeta  = "tgb1."
 	sigTagGamma = "tgg1."
-	// respSigPrefix (tgrs1.<item id>.<encrypted_content>) tags alpha responses reasoning items.
+	// RespSigPrefix (tgrs1.<item id>.<encrypted_content>) tags alpha responses reasoning items.
 )
 
 func sigTag(family vocab.Kind) string {
@@ -72,7 +72,7 @@ func (st *State) SigToClient(sig string) string {
 	return sig
 }
 
-// SigFromClient undoes sigToClient's gamma wrapping for a replayed thoughtSignature.
+// SigFromClient undoes SigToClient's gamma wrapping for a replayed thoughtSignature.
 func (st *State) SigFromClient(sig string) string {
 	if st.Client.Family() != vocab.KindGamma || sig == "" {
 		return sig

@@ -11,7 +11,7 @@ import (
 )
 
 // Own returns the request body the decoded canonical form may point into: the caller's own when it lent
-// it (ClientRequest.Lent), else ownedCopy of it.
+// it (ClientRequest.Lent), else jsonkit.OwnedCopy of it.
 func (st *State) Own(b []byte) []byte {
 	if st.Lent {
 		return b
@@ -98,8 +98,8 @@ func ClientID(prefix, upstreamID string, st *State) string {
 	return prefix + s
 }
 
-// textOf joins the text parts.
-// resultText is a tool result's text as an alpha dialect carries it: the text of its parts, prefixed with
+// TextOf joins the text parts.
+// ResultText is a tool result's text as an alpha dialect carries it: the text of its parts, prefixed with
 // "Error: " when the result reports an error and does not already say so (alpha has no error flag).
 func ResultText(p *Part) string {
 	text := TextOf(p.ResultParts)

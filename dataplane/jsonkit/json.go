@@ -40,7 +40,7 @@ var decodeOpts = jsonv2.JoinOptions(
 // Unmarshal decodes a request or a buffered response body (or a value inside one) in one pass, without
 // the second validation pass and the per-value reflection of encoding/json. Decoded strings and raw values
 // share data's memory: data must not be modified afterwards (the request decoders decode from st.own: a copy
-// or a body the caller lent; response decoders from ownedCopy of the
+// or a body the caller lent; response decoders from OwnedCopy of the
 // caller's body, and stream decoders, whose event buffers are reused, keep only what they copy).
 func Unmarshal(data []byte, v any) error {
 	return jsonv2.Unmarshal(data, v, decodeOpts)
@@ -98,7 +98,7 @@ func viewString(dec *jsontext.Decoder, s *string) error {
 	return nil
 }
 
-// ValidStringOf is stringOf for a value the hand-written decoder read (Reader.Raw): valid JSON without
+// ValidStringOf is StringOf for a value the hand-written decoder read (Reader.Raw): valid JSON without
 // surrounding whitespace, strings valid UTF-8, so only a backslash can make it differ from its view and
 // the check is one IndexByte instead of a second validating scan.
 func ValidStringOf(raw []byte, s *string) bool {
@@ -237,7 +237,7 @@ func AppendJSON(dst []byte, v any) ([]byte, error) {
 func AppendString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
-	start, i := 0, 0 // plainRun, with the first eight bytes tested here (as in Reader.Key)
+	start, i := 0, 0 // PlainRun, with the first eight bytes tested here (as in Reader.Key)
 	if len(s) >= 8 {
 		if m := vocab.SpecialMask8(binary.LittleEndian.Uint64(StringBytes(s))); m != 0 {
 			i = bits.TrailingZeros64(m) >> 3
@@ -322,7 +322,7 @@ func ValidJSON(v []byte) bool {
 }
 
 // ValidPlainJSON is json.Valid for printable ASCII without a backslash (whitespace is only ' ', a string ends
-// at the next quote), in one loop: the small values validJSON mostly sees (arguments, tool results) cost a
+// at the next quote), in one loop: the small values ValidJSON mostly sees (arguments, tool results) cost a
 // fraction of a read by Reader. sure is false past 64 levels of nesting (ok is then not known).
 func ValidPlainJSON(v []byte) (ok, sure bool) {
 	var objects uint64 // bit k: the container at depth k+1 is an object
@@ -481,7 +481,7 @@ func CompactJSON(s []byte) []byte {
 	return b.Bytes()
 }
 
-// CompactValid is compactJSON for a value known to be valid JSON (read by Reader, which accepts less than
+// CompactValid is CompactJSON for a value known to be valid JSON (read by Reader, which accepts less than
 // json.Valid): no second validation.
 func CompactValid(s []byte) []byte {
 	if IsCompact(s) {

@@ -11,7 +11,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// refStringOf is stringOf before it skipped plain bytes eight at a time.
+// refStringOf is StringOf before it skipped plain bytes eight at a time.
 func refStringOf(raw []byte, s *string) bool {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
@@ -37,7 +37,7 @@ func refStringOf(raw []byte, s *string) bool {
 	return true
 }
 
-// FuzzStringOf: stringOf decodes what it did before the eight-byte skip.
+// FuzzStringOf: StringOf decodes what it did before the eight-byte skip.
 func FuzzStringOf(f *testing.F) {
 	for _, s := range []string{`"abc"`, `"abcdefghijklmnop"`, `"abcdefgh\"ij"`, "\"abcdefgh\xffij\"", `"abcdefghé"`, ` "x" `, `"\u00e9abcdefgh"`, `5`} {
 		f.Add([]byte(s))
@@ -90,7 +90,7 @@ func FuzzAppendString(f *testing.F) {
 	})
 }
 
-// FuzzValidJSON: validJSON (the hand-written reader where it applies) agrees with json.Valid.
+// FuzzValidJSON: ValidJSON (the hand-written reader where it applies) agrees with json.Valid.
 func FuzzValidJSON(f *testing.F) {
 	for _, s := range []string{`{"city":"Oslo","days":3}`, `{"a":[1,2.5e3,-0,true,null]}`, `{"a":1,}`, `[01]`, ` "x" `, `"\ud800"`,
 		"\"\xff\"", `{"a":"b"}x`, `[[[[]]]]`, `1.`, `-`, `"a\u0041"`, "\"\x7f\"", `{}`, `nul`,

@@ -38,7 +38,7 @@ type Reader struct {
 	spare []byte // room for the short strings with escapes it unquotes (one allocation for many)
 }
 
-// Scratch is reused storage for the decoded members that do not outlive a decodeRequest call (the
+// Scratch is reused storage for the decoded members that do not outlive a beta.DecodeRequest call (the
 // messages, contents or input items before they become the canonical form): growing them afresh for every
 // request was a good part of the bytes a request allocated.
 type Scratch[T any] struct{ pool sync.Pool }
@@ -203,7 +203,7 @@ func (d *Reader) Key(first bool) (string, bool, error) {
 		return "", false, d.Fail(fmt.Sprintf("invalid character %q at start of object name", d.B[d.I]))
 	}
 	var name string
-	// plainRun, with the first eight bytes tested here: most names end there, and then cost no call.
+	// PlainRun, with the first eight bytes tested here: most names end there, and then cost no call.
 	end := d.I + 1
 	if end+8 <= len(d.B) {
 		if m := vocab.SpecialMask8(binary.LittleEndian.Uint64(d.B[end:])); m != 0 {
@@ -216,7 +216,7 @@ func (d *Reader) Key(first bool) (string, bool, error) {
 	}
 	if end < len(d.B) && d.B[end] == '"' {
 		if end > d.I+1 {
-			name = unsafe.String(&d.B[d.I+1], end-d.I-1) // a plain name (the usual case): a view, as strTok gives
+			name = unsafe.String(&d.B[d.I+1], end-d.I-1) // a plain name (the usual case): a view, as StrTok gives
 		}
 		d.I = end + 1
 	} else {
@@ -277,7 +277,7 @@ func (d *Reader) StrTok() (string, error) {
 // ScanStr consumes and validates a string token (at '"') and reports whether it has escapes.
 func (d *Reader) ScanStr() (escaped bool, err error) {
 	b := d.B
-	i := d.I + 1 // plainRun, with the first eight bytes tested here (as in key)
+	i := d.I + 1 // PlainRun, with the first eight bytes tested here (as in key)
 	if i+8 <= len(b) {
 		if m := vocab.SpecialMask8(binary.LittleEndian.Uint64(b[i:])); m != 0 {
 			i += bits.TrailingZeros64(m) >> 3
@@ -377,7 +377,7 @@ func PlainRun(s string, i int) int {
 	return i
 }
 
-// plainByte marks the bytes that continue a plain run of a string (see plainRun): one load per byte of a
+// plainByte marks the bytes that continue a plain run of a string (see PlainRun): one load per byte of a
 // short tail instead of four comparisons.
 var plainByte = func() (t [256]bool) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {

@@ -11,7 +11,7 @@ import (
 
 // Writer writes JSON straight into one buffer: the request encoders use it instead of building trees of maps and
 // structs for encoding/json. It writes exactly what encoding/json writes for the same values with HTML
-// escaping off (strings through appendString, numbers as encoding/json formats them, raw values compacted);
+// escaping off (strings through AppendString, numbers as encoding/json formats them, raw values compacted);
 // separators come from the last byte written, so callers only say key, value, open and close.
 type Writer struct {
 	B []byte `json:"-"`
@@ -119,7 +119,7 @@ func IsCompact(r []byte) bool {
 	return true
 }
 
-// IsCompactSlow is isCompact following the strings.
+// IsCompactSlow is IsCompact following the strings.
 func IsCompactSlow(r []byte) bool {
 	in := false
 	for i := 0; i < len(r); i++ {
@@ -160,7 +160,7 @@ func CompactText(r []byte) string {
 	return string(CompactJSON(r))
 }
 
-// CompactValidText is compactText for a value known to be valid JSON (see compactValid).
+// CompactValidText is CompactText for a value known to be valid JSON (see CompactValid).
 func CompactValidText(r []byte) string {
 	c := CompactValid(r)
 	return unsafe.String(unsafe.SliceData(c), len(c)) // c is r or a new buffer, neither written again

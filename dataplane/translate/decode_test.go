@@ -76,7 +76,7 @@ func TestDecodedStringsOwnTheirMemory(t *testing.T) {
 }
 
 // TestRefusedFieldPaths: a refused or malformed member is named by its full path although the decoders
-// only format it when they fail (fieldPath).
+// only format it when they fail (canon.FieldPath).
 func TestRefusedFieldPaths(t *testing.T) {
 	for _, c := range []struct {
 		kind vocab.Kind

@@ -53,7 +53,7 @@ func diffDecode[T any](t *testing.T, data []byte, hand func(*jsonkit.Reader, *T)
 	}
 }
 
-// refGammaResultIn is gammaResultIn as the reference read it.
+// refGammaResultIn is gamma.ResultIn as the reference read it.
 type refGammaResultIn struct {
 	Error  json.RawMessage `json:"error,case:strict"`
 	Output json.RawMessage `json:"output,case:strict"`
@@ -167,7 +167,7 @@ var handCases = []handCase{
 		}, false)
 	}},
 	{"gammaTool", func(t *testing.T, b []byte) {
-		// the caller reads a tool only after readGammaToolKeys accepted it, and keeps a partly read one
+		// the caller reads a tool only after gamma.ReadToolKeys accepted it, and keeps a partly read one
 		if readAll(b, func(d *jsonkit.Reader) error { _, _, err := gamma.ReadToolKeys(d); return err }) != nil {
 			return
 		}
@@ -384,7 +384,7 @@ func compactRaw(v reflect.Value) {
 	}
 }
 
-// decodeRequest decodes body as a request of decoder i, also into reused storage as Translator.Request does
+// beta.DecodeRequest decodes body as a request of decoder i, also into reused storage as Translator.Request does
 // (which must give the same result).
 func decodeRequest(t *testing.T, body []byte, i int) (*canon.Request, error) {
 	t.Helper()

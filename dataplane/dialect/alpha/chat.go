@@ -32,12 +32,12 @@ type ChatMessageIn struct {
 	Refusal          *string         `json:"refusal"`
 	FunctionCall     json.RawMessage `json:"function_call"`
 
-	// Text is Content's value when it is a string (isText), read in the one pass over the body.
+	// Text is Content's value when it is a string (IsText), read in the one pass over the body.
 	Text   string `json:"-"`
 	IsText bool   `json:"-"`
 }
 
-// contentText is the message's text content: its string, or its text parts joined (rawText).
+// contentText is the message's text content: its string, or its text parts joined (canon.RawText).
 func (m *ChatMessageIn) contentText() (string, bool) {
 	if m.IsText {
 		return m.Text, true

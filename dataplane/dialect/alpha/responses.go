@@ -46,8 +46,8 @@ type RespItem struct {
 	Args                    string        `json:"-"` // where Arguments points when the body's one pass read it
 }
 
-// RespValueRead is an input item's content or output as read in the one pass over the body (readRespItemsIn):
-// its text when it is a string, else its parts (parts[lo:hi] of respInputRead), and the error reading it —
+// RespValueRead is an input item's content or output as read in the one pass over the body (ReadRespItemsIn):
+// its text when it is a string, else its parts (parts[lo:hi] of RespInputRead), and the error reading it —
 // reported by respInputToIR where it read the raw value before (so refusals come in the same order).
 type RespValueRead struct {
 	read   bool // else the value is read from the raw Content or Output
@@ -763,7 +763,7 @@ func respFinishIn(status, reason string, calls bool) canon.Finish {
 }
 
 // respOutItem is one output item of an alpha answer (a buffered body's, or a stream event's item or
-// response): an item of a kind the translator carries (respCarried) is decoded into respItem; an item of any
+// response): an item of a kind the translator carries (respCarried) is decoded into RespItem; an item of any
 // other kind — server-side tool calls and their outputs (tool_search_call, web_search_call, …), kinds added
 // after this code — keeps only its type and is dropped from the client's answer, and its members are never
 // decoded, so no shape of theirs can fail the answer (docs/translation.md "Output items the translator does

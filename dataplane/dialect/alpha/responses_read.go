@@ -159,7 +159,7 @@ var RespItemNames = jsonkit.Fields("type", "id", "role", "status", "content", "c
 func ReadRespItems(d *jsonkit.Reader, dst *[]RespItem) error { return ReadRespItemsIn(d, dst, nil) }
 
 // ReadRespItemsIn reads the input items; with parts not nil it also reads each item's content and output in
-// the same pass (respValueRead, their parts appended to *parts), keeping an error that is not the body's
+// the same pass (RespValueRead, their parts appended to *parts), keeping an error that is not the body's
 // syntax for respInputToIR to report where it read them from the raw value before.
 func ReadRespItemsIn(d *jsonkit.Reader, dst *[]RespItem, parts *[]RespContentPart) error {
 	out := (*dst)[:0]

@@ -542,7 +542,7 @@ func (Messages) EncodeRequest(r *canon.Request, model string, stream bool, st *c
 }
 
 // betaBlockWrite writes the request content block of a part as betaBlockOut builds it (field order of
-// betaBlock); it reports false, writing nothing, for a part beta does not take.
+// Block); it reports false, writing nothing, for a part beta does not take.
 func betaBlockWrite(w *jsonkit.Writer, p *canon.Part) bool {
 	switch p.Type {
 	case canon.PartText:

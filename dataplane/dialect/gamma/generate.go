@@ -37,7 +37,7 @@ type FuncResp struct {
 	Result ResultRead `json:"-"` // Response as gammaResultPart reads it, read with it in the same pass
 }
 
-// ResultRead is a functionResponse.response read as gammaResultIn in the pass that read the response (read),
+// ResultRead is a functionResponse.response read as ResultIn in the pass that read the response (read),
 // and whether that read failed (a value of another shape: gammaResultPart then keeps the response as it is).
 type ResultRead struct {
 	in           ResultIn
@@ -98,8 +98,8 @@ type gammaFuncDecl struct {
 	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
 }
 
-// gammaContentIn and gammaPartIn are the request's contents as decoded: parts are read one content at a
-// time into reused storage (gammaDecodeScratch), members that are objects or strings only when present.
+// gammaContentIn and PartIn are the request's contents as decoded: parts are read one content at a
+// time into reused storage (DecodeScratch), members that are objects or strings only when present.
 type gammaContentIn struct {
 	Role  string          `json:"role"`
 	Parts json.RawMessage `json:"parts"`
@@ -207,7 +207,7 @@ func (c *PendingCalls) Answer(name, id string) string {
 	return id
 }
 
-// DecodeScratch is the reused storage of gammaGen.decodeRequest.
+// DecodeScratch is the reused storage of GenerateContent.decodeRequest.
 type DecodeScratch struct {
 	Parts []PartIn `json:"-"`
 	Ids   []byte   `json:"-"` // synthesised call ids, viewed as strings (only appended to)

@@ -451,7 +451,7 @@ func (m *ResultIn) Read(d *jsonkit.Reader) error {
 	return err
 }
 
-// readFrom reads a function response's response as raw (into *raw) and as gammaResultIn in one pass. A read
+// readFrom reads a function response's response as raw (into *raw) and as ResultIn in one pass. A read
 // that fails is not an error here (gammaResultPart keeps such a response as it is): the value is skipped
 // from its start instead, so a syntax error is the one d.raw gave.
 func (r *ResultRead) readFrom(d *jsonkit.Reader, raw *json.RawMessage) error {
