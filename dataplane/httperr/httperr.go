@@ -5,13 +5,16 @@
 package httperr
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/tollgate/tollgate/dataplane/canon"
+	"github.com/tollgate/tollgate/dataplane/dialect/alpha"
+	"github.com/tollgate/tollgate/dataplane/dialect/beta"
+	"github.com/tollgate/tollgate/dataplane/dialect/gamma"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -149,94 +152,19 @@ func retrySeconds(d time.Duration) int64 {
 	return max(1, int64((d+time.Second-1)/time.Second))
 }
 
-// Fields are what one error body says, whoever raised the error: the gateway itself (Error, through Body)
-// or an upstream whose error is carried to a client of another dialect (package translate, for buffered
-// answers and in-stream errors alike). Render is the one place each dialect's error body is written.
-type Fields struct {
-	// Status is the HTTP status (gamma's error.code).
-	Status  int
-	Message string
-	// AlphaType, AlphaCode (nil: null) and Param ("": null) are alpha's error.type, .code and .param.
-	AlphaType string
-	AlphaCode *string
-	Param     string
-	// BetaType is beta's error.type.
-	BetaType string
-	// GammaStatus is gamma's error.status. RetryDelay (whole seconds), when not "", adds a RetryInfo
-	// detail; Reason, when not "", an ErrorInfo detail of domain tollgate.
-	GammaStatus string
-	RetryDelay  string
-	Reason      string
-}
+// Fields are what one error body says (canon.ErrorFields).
+type Fields = canon.ErrorFields
 
-type alphaBody struct {
-	Error alphaError `json:"error"`
-}
-
-type alphaError struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-type betaBody struct {
-	Type  string    `json:"type"`
-	Error betaError `json:"error"`
-}
-
-type betaError struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
-}
-
-type gammaBody struct {
-	Error gammaError `json:"error"`
-}
-
-type gammaError struct {
-	Code    int            `json:"code"`
-	Message string         `json:"message"`
-	Status  string         `json:"status"`
-	Details []gammaDetails `json:"details,omitempty"`
-}
-
-type gammaDetails struct {
-	Type       string `json:"@type"`
-	RetryDelay string `json:"retryDelay,omitempty"`
-	Reason     string `json:"reason,omitempty"`
-	Domain     string `json:"domain,omitempty"`
-}
-
-// Render writes f as the error body of the dialect family of kind (alpha when kind is empty): alpha
-// {"error":{message,type,param,code}}, beta {"type":"error","error":{type,message}}, gamma
-// {"error":{code,message,status,details}}.
+// Render writes f as the error body of the dialect family of kind (alpha when kind is empty), by that
+// dialect's package.
 func Render(kind vocab.Kind, f Fields) []byte {
-	var v any
 	switch kind.Family() {
 	case vocab.KindBeta:
-		v = betaBody{Type: "error", Error: betaError{Type: f.BetaType, Message: f.Message}}
+		return beta.ErrorBody(f)
 	case vocab.KindGamma:
-		g := gammaError{Code: f.Status, Message: f.Message, Status: f.GammaStatus}
-		if f.RetryDelay != "" {
-			g.Details = append(g.Details, gammaDetails{Type: "type.googleapis.com/google.rpc.RetryInfo", RetryDelay: f.RetryDelay + "s"})
-		}
-		if f.Reason != "" {
-			g.Details = append(g.Details, gammaDetails{Type: "type.googleapis.com/google.rpc.ErrorInfo", Reason: f.Reason, Domain: "tollgate"})
-		}
-		v = gammaBody{Error: g}
-	default:
-		a := alphaError{Message: f.Message, Type: f.AlphaType, Code: f.AlphaCode}
-		if f.Param != "" {
-			a.Param = &f.Param
-		}
-		v = alphaBody{Error: a}
+		return gamma.ErrorBody(f)
 	}
-	b, err := json.Marshal(v)
-	if err != nil { // cannot happen: plain structs of strings and ints
-		return []byte(`{"error":{"message":"internal error","type":"server_error","param":null,"code":"internal_error"}}`)
-	}
-	return b
+	return alpha.ErrorBody(f)
 }
 
 // Body renders e in the error shape of kind's dialect family.

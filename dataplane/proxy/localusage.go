@@ -1,14 +1,13 @@
 package proxy
 
 import (
-	"bytes"
-	"encoding/json"
 	"math"
 	"math/bits"
 	"net/http"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/tollgate/tollgate/dataplane/dialect/alpha"
 	"github.com/tollgate/tollgate/dataplane/tokencount"
 	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -67,15 +66,10 @@ type textCollector struct {
 	next  usage.Accumulator
 	b     strings.Builder
 	total int64  // bytes of text seen, kept or not
-	pend  []byte // one event's text, kept until the event is known to decode
+	pend  []byte // scratch for one event's text (alpha.ChunkText)
 }
 
-// add collects s; addBytes collects b.
-func (t *textCollector) add(s string) {
-	t.total += int64(len(s))
-	t.b.WriteString(s[:keepLen(s, t.b.Len())])
-}
-
+// addBytes collects b.
 func (t *textCollector) addBytes(b []byte) {
 	t.total += int64(len(b))
 	t.b.Write(b[:keepLen(b, t.b.Len())])
@@ -96,152 +90,11 @@ func keepLen[T ~string | ~[]byte](s T, kept int) int {
 	return room
 }
 
-type chatDelta struct {
-	Choices []struct {
-		Delta struct {
-			Content   string `json:"content"`
-			ToolCalls []struct {
-				Function struct {
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-	} `json:"choices"`
-}
-
 func (t *textCollector) ObserveHeader(h http.Header) { t.next.ObserveHeader(h) }
 
 func (t *textCollector) Observe(data []byte) error {
-	if bytes.Contains(data, []byte(`"delta"`)) && !t.collectFast(data) {
-		var d chatDelta
-		if json.Unmarshal(data, &d) == nil {
-			for _, c := range d.Choices {
-				t.add(c.Delta.Content)
-				for _, tc := range c.Delta.ToolCalls {
-					t.add(tc.Function.Arguments)
-				}
-			}
-		}
-	}
+	t.pend = alpha.ChunkText(data, t.pend, t.addBytes)
 	return t.next.Observe(data)
 }
 
 func (t *textCollector) Result() (usage.Usage, bool) { return t.next.Result() }
-
-// collectFast appends the text of one alpha chat chunk exactly as decoding it into chatDelta would,
-// without reflection: a validity pass, then a scan of choices[].delta.{content, tool_calls[].function.
-// arguments}. It reports false, having written nothing, whenever its answer could differ from
-// encoding/json's — a field of the wrong type, a repeated field, a key encoding/json would match
-// case-insensitively or after unescaping — and the caller then decodes the chunk with encoding/json.
-func (t *textCollector) collectFast(data []byte) bool {
-	if !json.Valid(data) {
-		return false
-	}
-	t.pend = t.pend[:0]
-	choices, ok := jsonField(data, "choices")
-	if !ok {
-		return false
-	}
-	ok = eachElement(choices, func(choice []byte) bool {
-		delta, ok := jsonField(choice, "delta")
-		if !ok {
-			return false
-		}
-		content, calls, ok := jsonFields2(delta, "content", "tool_calls")
-		if !ok {
-			return false
-		}
-		if t.pend, ok = appendJSONText(t.pend, content); !ok {
-			return false
-		}
-		return eachElement(calls, func(call []byte) bool {
-			fn, ok := jsonField(call, "function")
-			if !ok {
-				return false
-			}
-			args, ok := jsonField(fn, "arguments")
-			if !ok {
-				return false
-			}
-			t.pend, ok = appendJSONText(t.pend, args)
-			return ok
-		})
-	})
-	if !ok {
-		return false
-	}
-	t.addBytes(t.pend)
-	return true
-}
-
-func isJSONNull(v []byte) bool { return v == nil || string(v) == "null" }
-
-// jsonField returns the raw value of member name of obj (nil when absent); obj may be null or absent.
-// ok is false when obj is another type, or name is repeated or has a case-folded or escaped variant.
-func jsonField(obj []byte, name string) (v []byte, ok bool) {
-	v, _, ok = jsonFields2(obj, name, "")
-	return v, ok
-}
-
-// jsonFields2 is jsonField for two names at once ("" for none).
-func jsonFields2(obj []byte, a, b string) (va, vb []byte, ok bool) {
-	if isJSONNull(obj) {
-		return nil, nil, true
-	}
-	if obj[0] != '{' {
-		return nil, nil, false
-	}
-	ok = true
-	err := vocab.Members(obj, func(k, v []byte) bool {
-		switch {
-		case string(k) == a:
-			ok = va == nil
-			va = v
-		case b != "" && string(k) == b:
-			ok = vb == nil
-			vb = v
-		case bytes.IndexByte(k, '\\') >= 0 || bytes.EqualFold(k, []byte(a)) || (b != "" && bytes.EqualFold(k, []byte(b))):
-			ok = false
-		}
-		return ok
-	})
-	return va, vb, ok && err == nil
-}
-
-// eachElement calls fn for every non-null element of the array arr (null or absent: none); false when
-// arr is another type or fn refused an element.
-func eachElement(arr []byte, fn func(elem []byte) bool) bool {
-	if isJSONNull(arr) {
-		return true
-	}
-	if arr[0] != '[' {
-		return false
-	}
-	ok := true
-	err := vocab.Elements(arr, func(e []byte) bool {
-		if !isJSONNull(e) {
-			ok = fn(e)
-		}
-		return ok
-	})
-	return ok && err == nil
-}
-
-// appendJSONText appends the text of a JSON string value v (null or absent: nothing); false for any
-// other type.
-func appendJSONText(dst, v []byte) ([]byte, bool) {
-	if isJSONNull(v) {
-		return dst, true
-	}
-	if len(v) < 2 || v[0] != '"' {
-		return dst, false
-	}
-	if s := v[1 : len(v)-1]; bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
-		return append(dst, s...), true
-	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return dst, false
-	}
-	return append(dst, s...), true
-}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/shared/testkit"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -24,7 +25,7 @@ func TestNewUnsupported(t *testing.T) {
 		{Op: vocab.OpCountTokens, Kind: vocab.KindAlpha, DestOp: vocab.OpGenerateContent, DestKind: vocab.KindBeta},
 	}
 	for _, p := range bad {
-		if _, err := New(p, Options{}); !errors.Is(err, ErrUnsupported) {
+		if _, err := New(p, canon.Options{}); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("New(%v) = %v, want ErrUnsupported", p, err)
 		}
 	}
@@ -33,7 +34,7 @@ func TestNewUnsupported(t *testing.T) {
 		for _, d := range allKinds {
 			for _, op := range []vocab.Operation{vocab.OpGenerateContent, vocab.OpStreamGenerateContent} {
 				for _, dop := range []vocab.Operation{vocab.OpGenerateContent, vocab.OpStreamGenerateContent} {
-					if _, err := New(Pair{Op: op, Kind: c, DestOp: dop, DestKind: d}, Options{}); err == nil {
+					if _, err := New(Pair{Op: op, Kind: c, DestOp: dop, DestKind: d}, canon.Options{}); err == nil {
 						n++
 					}
 				}

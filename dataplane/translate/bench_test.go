@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/tollgate/tollgate/dataplane/canon"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/dataplane/sse"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -73,7 +76,7 @@ func BenchmarkTranslateRequest(b *testing.B) {
 				b.SetBytes(int64(len(body)))
 				b.ReportAllocs()
 				for i := 0; i < b.N; i++ {
-					tr, _ := New(Pair{Op: vocab.OpStreamGenerateContent, Kind: c, DestOp: vocab.OpStreamGenerateContent, DestKind: d}, Options{})
+					tr, _ := New(Pair{Op: vocab.OpStreamGenerateContent, Kind: c, DestOp: vocab.OpStreamGenerateContent, DestKind: d}, canon.Options{})
 					if _, err := tr.Request(ClientRequest{Body: body, Model: "up", Stream: true, GammaSSE: true, Lent: true}); err != nil {
 						b.Fatal(err)
 					}
@@ -173,7 +176,7 @@ func BenchmarkTranslateStream(b *testing.B) {
 				b.ReportAllocs()
 				req := clientRequestFor(c, true)
 				for i := 0; i < b.N; i++ {
-					tr, _ := New(Pair{Op: vocab.OpStreamGenerateContent, Kind: c, DestOp: vocab.OpStreamGenerateContent, DestKind: up}, Options{})
+					tr, _ := New(Pair{Op: vocab.OpStreamGenerateContent, Kind: c, DestOp: vocab.OpStreamGenerateContent, DestKind: up}, canon.Options{})
 					if _, err := tr.Request(ClientRequest{Body: req, Model: "up", Stream: true, GammaSSE: true}); err != nil {
 						b.Fatal(err)
 					}
@@ -195,11 +198,51 @@ func BenchmarkSynthesize(b *testing.B) {
 		b.Run(string(c), func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				tr, _ := New(Pair{Op: vocab.OpStreamGenerateContent, Kind: c, DestOp: vocab.OpGenerateContent, DestKind: vocab.KindBetaMessages}, Options{})
+				tr, _ := New(Pair{Op: vocab.OpStreamGenerateContent, Kind: c, DestOp: vocab.OpGenerateContent, DestKind: vocab.KindBetaMessages}, canon.Options{})
 				if _, err := tr.Request(ClientRequest{Body: clientRequestFor(c, true), Model: "up", Stream: true, GammaSSE: true}); err != nil {
 					b.Fatal(err)
 				}
 				if err := tr.Synthesize(io.Discard, 200, nil, body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReadTokens walks the 10 KB benchmark request of each kind token by token with the JSON library's
+// token reader (jsontext.Decoder.ReadToken, strings unquoted), against the hand reader validating and
+// skipping the same body: the floor of a request decoder built on jsontext (see dataplane/jsonkit's doc).
+func BenchmarkReadTokens(b *testing.B) {
+	for _, k := range allKinds {
+		body := benchRequest(k)
+		b.Run("jsontext/"+string(k), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			var r bytes.Reader
+			dec := jsontext.NewDecoder(&r)
+			for b.Loop() {
+				r.Reset(body)
+				dec.Reset(&r)
+				for {
+					tok, err := dec.ReadToken()
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					if tok.Kind() == '"' {
+						_ = tok.String()
+					}
+				}
+			}
+		})
+		b.Run("jsonkit/"+string(k), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := readAll(body, (*jsonkit.Reader).Skip); err != nil {
 					b.Fatal(err)
 				}
 			}

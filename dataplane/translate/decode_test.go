@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -33,7 +34,7 @@ func TestDecodeNamesLikeEncodingJSON(t *testing.T) {
 			t.Fatalf("%s: the expectation disagrees with encoding/json (%v)", c.member, std.MaxCompletionTokens)
 		}
 		tr, err := New(Pair{Op: vocab.OpGenerateContent, Kind: vocab.KindAlphaChatCompletions, DestOp: vocab.OpGenerateContent,
-			DestKind: vocab.KindBetaMessages}, Options{})
+			DestKind: vocab.KindBetaMessages}, canon.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,9 +58,9 @@ func TestDecodeNamesLikeEncodingJSON(t *testing.T) {
 // so a caller reusing its buffer after Request cannot change what is sent or answered later.
 func TestDecodedStringsOwnTheirMemory(t *testing.T) {
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hello there"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`)
-	st := newReqState(Options{}) // not lent, as ClientRequest without Lent
-	st.client, st.upstream = vocab.KindAlphaChatCompletions, vocab.KindBetaMessages
-	r, err := codecFor(vocab.KindAlphaChatCompletions).decodeRequest(body, st)
+	st := canon.NewState(canon.Options{}) // not lent, as ClientRequest without Lent
+	st.Client, st.Upstream = vocab.KindAlphaChatCompletions, vocab.KindBetaMessages
+	r, err := codecFor(vocab.KindAlphaChatCompletions).DecodeRequest(body, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestDecodedStringsOwnTheirMemory(t *testing.T) {
 }
 
 // TestRefusedFieldPaths: a refused or malformed member is named by its full path although the decoders
-// only format it when they fail (fieldPath).
+// only format it when they fail (canon.FieldPath).
 func TestRefusedFieldPaths(t *testing.T) {
 	for _, c := range []struct {
 		kind vocab.Kind
@@ -98,12 +99,12 @@ func TestRefusedFieldPaths(t *testing.T) {
 		if c.kind == dest {
 			dest = vocab.KindBetaMessages
 		}
-		tr, err := New(Pair{Op: vocab.OpGenerateContent, Kind: c.kind, DestOp: vocab.OpGenerateContent, DestKind: dest}, Options{})
+		tr, err := New(Pair{Op: vocab.OpGenerateContent, Kind: c.kind, DestOp: vocab.OpGenerateContent, DestKind: dest}, canon.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = tr.Request(ClientRequest{Body: []byte(c.body), Model: "up"})
-		var re *RequestError
+		var re *canon.RequestError
 		if !errors.As(err, &re) {
 			t.Fatalf("%s: %v, want a RequestError", c.want, err)
 		}
@@ -135,20 +136,20 @@ func TestStreamDecoderReuseKeepsNothing(t *testing.T) {
 			`{"type":"response.output_text.delta","item_id":"m","output_index":0,"content_index":0,"delta":"hi"}`,
 			`{"type":"response.output_text.delta","item_id":"m","output_index":0,"content_index":0}`},
 	} {
-		d := codecFor(c.kind).newDecoder(&reqState{})
-		first, err := d.decode("", []byte(c.first), nil)
+		d := codecFor(c.kind).NewDecoder(&canon.State{})
+		first, err := d.Decode("", []byte(c.first), nil)
 		if err != nil {
 			t.Fatalf("%s: %v", c.kind, err)
 		}
 		if len(first) == 0 {
 			t.Fatalf("%s: the first event decoded to nothing", c.kind)
 		}
-		next, err := d.decode("", []byte(c.next), nil)
+		next, err := d.Decode("", []byte(c.next), nil)
 		if err != nil {
 			t.Fatalf("%s: %v", c.kind, err)
 		}
 		for _, ev := range next {
-			if ev.Text != "" || ev.Type == evFinish || ev.Type == evSignature {
+			if ev.Text != "" || ev.Type == canon.EvFinish || ev.Type == canon.EvSignature {
 				t.Errorf("%s: the next event decoded to %+v, left over from the first", c.kind, ev)
 			}
 		}

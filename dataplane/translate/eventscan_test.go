@@ -3,6 +3,11 @@ package translate
 import (
 	"reflect"
 	"testing"
+
+	"github.com/tollgate/tollgate/dataplane/canon"
+	"github.com/tollgate/tollgate/dataplane/dialect/alpha"
+	"github.com/tollgate/tollgate/dataplane/dialect/beta"
+	"github.com/tollgate/tollgate/dataplane/dialect/gamma"
 )
 
 // eventScanSeeds are upstream events the fast paths read, and near variants that must go to the general
@@ -74,33 +79,42 @@ var eventScanSeeds = []string{
 }
 
 type scanDecoder interface {
-	streamDecoder
-	fast(data []byte, out []event) ([]event, bool)
-	slow(data []byte, out []event) ([]event, error)
+	canon.StreamDecoder
+	Fast(data []byte, out []canon.Event) ([]canon.Event, bool)
 }
 
-func (d *betaDecoder) slow(b []byte, o []event) ([]event, error)  { return d.general(b, o) }
-func (d *respDecoder) slow(b []byte, o []event) ([]event, error)  { return d.general("", b, o) }
-func (d *chatDecoder) slow(b []byte, o []event) ([]event, error)  { return d.general(b, o) }
-func (d *gammaDecoder) slow(b []byte, o []event) ([]event, error) { return d.general(b, o) }
+// slowOf is d's general decoder, which its fast path must agree with.
+func slowOf(d scanDecoder) func([]byte, []canon.Event) ([]canon.Event, error) {
+	switch d := d.(type) {
+	case *beta.Decoder:
+		return d.General
+	case *alpha.RespDecoder:
+		return func(b []byte, o []canon.Event) ([]canon.Event, error) { return d.General("", b, o) }
+	case *alpha.ChatDecoder:
+		return d.General
+	case *gamma.Decoder:
+		return d.General
+	}
+	panic("unknown decoder")
+}
 
 // checkEventScan: whenever a fast path reads an event, the general decoder reads the same events from it and
 // leaves the decoder in the same state. It reports which decoders' fast paths read it: letters b (beta), r
 // (alpha responses), c (alpha chat), g (gamma).
 func checkEventScan(t *testing.T, data []byte) (fastRead string) {
 	for i, mk := range []func() scanDecoder{
-		func() scanDecoder { return &betaDecoder{signed: map[int]bool{}} },
-		func() scanDecoder { return &respDecoder{argsSeen: map[int]bool{}, summary: map[int]int{}} },
-		func() scanDecoder { return &chatDecoder{} },
-		func() scanDecoder { return &gammaDecoder{cur: -1} },
+		func() scanDecoder { return &beta.Decoder{Signed: map[int]bool{}} },
+		func() scanDecoder { return &alpha.RespDecoder{ArgsSeen: map[int]bool{}, Summary: map[int]int{}} },
+		func() scanDecoder { return &alpha.ChatDecoder{} },
+		func() scanDecoder { return &gamma.Decoder{Cur: -1} },
 	} {
 		fd, sd := mk(), mk()
-		got, ok := fd.fast(append([]byte(nil), data...), nil)
+		got, ok := fd.Fast(append([]byte(nil), data...), nil)
 		if !ok {
 			continue
 		}
 		fastRead += string("brcg"[i])
-		want, err := sd.slow(append([]byte(nil), data...), nil)
+		want, err := slowOf(sd)(append([]byte(nil), data...), nil)
 		if err != nil {
 			t.Fatalf("%T read %q fast, the general decoder fails: %v", fd, data, err)
 		}
@@ -119,14 +133,14 @@ func checkEventScan(t *testing.T, data []byte) (fastRead string) {
 // clearEv forgets the reused event struct and scratch slices, which hold nothing between events.
 func clearEv(d scanDecoder) {
 	switch d := d.(type) {
-	case *betaDecoder:
-		d.ev = betaStreamEvent{}
-	case *respDecoder:
-		d.ev = respStreamEvent{}
-	case *chatDecoder:
-		d.ev, d.calls = chatChunk{}, nil
-	case *gammaDecoder:
-		d.ev, d.items, d.modalities = gammaResponse{}, nil, nil
+	case *beta.Decoder:
+		d.Ev = beta.StreamEvent{}
+	case *alpha.RespDecoder:
+		d.Ev = alpha.RespStreamEvent{}
+	case *alpha.ChatDecoder:
+		d.Ev, d.Calls = alpha.ChatChunk{}, nil
+	case *gamma.Decoder:
+		d.Ev, d.Items, d.Modalities = gamma.Response{}, nil, nil
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -86,38 +85,5 @@ func FuzzTranslateStream(f *testing.F) {
 		_ = tr.Synthesize(io.Discard, 200, nil, data)
 		_, _ = tr.Response(data)
 		_ = tr.Error(500, nil, data)
-	})
-}
-
-// FuzzAppendString: the direct string encoder matches encoding/json (HTML escaping off).
-func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "a\"b\\c", "\n\r\t\x00\x1f", "<>&", "\u2028\u2029", "héllo 🌍", "\xff", "abcdefg\xffhij\xe2\x80", "0123456789abcdef\u2028x\x7f\"<"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got := appendString(nil, s)
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(s)
-		if want := bytes.TrimSuffix(b.Bytes(), []byte("\n")); !bytes.Equal(got, want) {
-			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
-		}
-	})
-}
-
-// FuzzValidJSON: validJSON (the hand-written reader where it applies) agrees with json.Valid.
-func FuzzValidJSON(f *testing.F) {
-	for _, s := range []string{`{"city":"Oslo","days":3}`, `{"a":[1,2.5e3,-0,true,null]}`, `{"a":1,}`, `[01]`, ` "x" `, `"\ud800"`,
-		"\"\xff\"", `{"a":"b"}x`, `[[[[]]]]`, `1.`, `-`, `"a\u0041"`, "\"\x7f\"", `{}`, `nul`,
-		`[ ]`, `{ "a" : [ 1 , { } , "x" ] } `, `{"a":1 "b":2}`, `[1,]`, `{"a"}`, `-01`, `1e+`, `0.5E-3`, `[}`, `{]`, `[1]]`,
-		`{"a":{"b":{"c":[true,false,null]}}}`, strings.Repeat("[", 64) + strings.Repeat("]", 64),
-		strings.Repeat("[", 65) + strings.Repeat("]", 65), strings.Repeat(`{"a":`, 70) + "1" + strings.Repeat("}", 70)} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := validJSON(b), json.Valid(b); got != want {
-			t.Fatalf("validJSON(%q) = %v, json.Valid %v", b, got, want)
-		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -20,8 +21,8 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata/gol
 
 var allKinds = []vocab.Kind{vocab.KindAlphaChatCompletions, vocab.KindAlphaResponses, vocab.KindBetaMessages, vocab.KindGammaGenerateContent}
 
-func testOptions() Options {
-	return Options{NewID: func() string { return "T3st" }, Now: func() time.Time { return time.Unix(1760000000, 0) }}
+func testOptions() canon.Options {
+	return canon.Options{NewID: func() string { return "T3st" }, Now: func() time.Time { return time.Unix(1760000000, 0) }}
 }
 
 func newT(t testing.TB, p Pair) *Translator {
@@ -92,7 +93,7 @@ func sortedKeys(m map[string][]byte) []string {
 	return ks
 }
 
-func renderUpstream(up *UpstreamRequest, err error) []byte {
+func renderUpstream(up *canon.UpstreamRequest, err error) []byte {
 	if err != nil {
 		var b bytes.Buffer
 		fmt.Fprintf(&b, "ERROR %v\n", err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -31,7 +32,7 @@ func TestLentBodyIsNotCopied(t *testing.T) {
 			p := Pair{Op: vocab.OpGenerateContent, Kind: c, DestOp: vocab.OpGenerateContent, DestKind: d}
 			body := benchRequest(c)
 			for _, lent := range []bool{true, false} {
-				tr, err := New(p, Options{})
+				tr, err := New(p, canon.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -41,9 +42,9 @@ func TestLentBodyIsNotCopied(t *testing.T) {
 					t.Fatalf("%v: %v", p, err)
 				}
 				// the canonical form is released once the upstream body is written: decode it again as Request did
-				st := newReqState(Options{})
-				st.client, st.upstream, st.lent = c, d, lent
-				r, err := codecFor(c).decodeRequest(mine, st)
+				st := canon.NewState(canon.Options{})
+				st.Client, st.Upstream, st.Lent = c, d, lent
+				r, err := codecFor(c).DecodeRequest(mine, st)
 				if err != nil {
 					t.Fatalf("%v: %v", p, err)
 				}
@@ -63,7 +64,7 @@ func TestLentBodyIsNotCopied(t *testing.T) {
 				for i := range mine {
 					mine[i] = 'X' // the caller reuses its buffer
 				}
-				tr2, _ := New(p, Options{})
+				tr2, _ := New(p, canon.Options{})
 				up2, err := tr2.Request(ClientRequest{Body: body, Model: "up"})
 				if err != nil || !bytes.Equal(up2.Body, want) {
 					t.Errorf("%v: translation not reproducible (%v)", p, err)
@@ -83,17 +84,17 @@ func TestLentBodyIsNotCopied(t *testing.T) {
 // TestPartSize: the canonical part every message has stays small (the rarely set fields are behind
 // part.x): the request decoders allocate one arena of parts per request, so its size is per-request garbage.
 func TestPartSize(t *testing.T) {
-	if n := unsafe.Sizeof(part{}); n > 144 {
+	if n := unsafe.Sizeof(canon.Part{}); n > 144 {
 		t.Fatalf("part is %d bytes, want ≤ 144", n)
 	}
-	p := part{Type: partImage}.withExtra(partExtra{})
-	if p.x != nil {
+	p := canon.Part{Type: canon.PartImage}.WithExtra(canon.PartExtra{})
+	if p.X != nil {
 		t.Fatal("withExtra of no extra fields keeps a pointer")
 	}
-	q := p.withExtra(partExtra{URL: "u"})
-	x := q.get()
+	q := p.WithExtra(canon.PartExtra{URL: "u"})
+	x := q.Get()
 	x.URL = "v"
-	if r := q.withExtra(x); q.get().URL != "u" || r.get().URL != "v" || p.get().URL != "" {
+	if r := q.WithExtra(x); q.Get().URL != "u" || r.Get().URL != "v" || p.Get().URL != "" {
 		t.Fatal("copies of a part share what one of them sets")
 	}
 }
@@ -109,14 +110,14 @@ var benchBodies = sync.OnceValue(func() map[vocab.Kind][]byte {
 
 // dirtyStore is request storage that held the benchmark request of kind k and was reset, as the pool
 // hands it to the next request.
-func dirtyStore(k vocab.Kind) *reqStore {
-	st := newReqState(testOptions())
-	st.client, st.upstream = k, vocab.KindBetaMessages
-	store := new(reqStore)
-	if _, err := codecFor(k).(pooledDecoder).decodeInto(benchBodies()[k], st, store); err != nil {
+func dirtyStore(k vocab.Kind) *canon.ReqStore {
+	st := canon.NewState(testOptions())
+	st.Client, st.Upstream = k, vocab.KindBetaMessages
+	store := new(canon.ReqStore)
+	if _, err := codecFor(k).(canon.PooledDecoder).DecodeInto(benchBodies()[k], st, store); err != nil {
 		panic(err)
 	}
-	store.reset() // as release does, without handing it to the pool: the caller keeps it
+	store.Reset() // as release does, without handing it to the pool: the caller keeps it
 	return store
 }
 
@@ -136,7 +137,7 @@ func TestReleasedStoreIsReused(t *testing.T) {
 				if round == 1 {
 					body = []byte(strings.Replace(string(body), "lazy dog", "lazy cat", 3)) // other bodies, same shapes
 				}
-				tr, err := New(Pair{Op: vocab.OpGenerateContent, Kind: c, DestOp: vocab.OpGenerateContent, DestKind: d}, Options{})
+				tr, err := New(Pair{Op: vocab.OpGenerateContent, Kind: c, DestOp: vocab.OpGenerateContent, DestKind: d}, canon.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -144,7 +145,7 @@ func TestReleasedStoreIsReused(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s -> %s: %v", c, d, err)
 				}
-				if tr.st.req.Messages != nil {
+				if tr.st.Req.Messages != nil {
 					t.Fatalf("%s -> %s: the canonical messages outlive Request", c, d)
 				}
 				bodies = append(bodies, up.Body)
@@ -158,12 +159,12 @@ func TestReleasedStoreIsReused(t *testing.T) {
 		}
 	}
 	s := dirtyStore(vocab.KindGammaGenerateContent)
-	for _, p := range s.parts[:cap(s.parts)] {
-		if p.Text != "" || p.ResultParts != nil || p.x != nil {
+	for _, p := range s.Parts[:cap(s.Parts)] {
+		if p.Text != "" || p.ResultParts != nil || p.X != nil {
 			t.Fatal("released storage still holds a part")
 		}
 	}
-	for _, m := range s.msgs[:cap(s.msgs)] {
+	for _, m := range s.Msgs[:cap(s.Msgs)] {
 		if m.Parts != nil {
 			t.Fatal("released storage still holds a message")
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -42,10 +43,10 @@ func TestOnePassKeepsErrorOrder(t *testing.T) {
 			i++
 		}
 		diffRequest(t, []byte(c.body), i)
-		st := newReqState(testOptions())
-		st.client, st.upstream = c.kind, vocab.KindBetaMessages
-		_, err := codecFor(c.kind).decodeRequest([]byte(c.body), st)
-		var re *RequestError
+		st := canon.NewState(testOptions())
+		st.Client, st.Upstream = c.kind, vocab.KindBetaMessages
+		_, err := codecFor(c.kind).DecodeRequest([]byte(c.body), st)
+		var re *canon.RequestError
 		switch {
 		case c.field == "" && err != nil:
 			t.Errorf("%s: %v, want it translated", c.body, err)
@@ -80,7 +81,7 @@ func TestGammaFunctionPartsKeepErrors(t *testing.T) {
 		{`{"contents":[{"role":"model","parts":[{"functionCall":{"name":true},"functionCall":null}]}]}`, ""},
 	}
 	for _, c := range cases {
-		tr, err := New(Pair{Op: vocab.OpGenerateContent, Kind: vocab.KindGammaGenerateContent, DestOp: vocab.OpGenerateContent, DestKind: vocab.KindBetaMessages}, Options{})
+		tr, err := New(Pair{Op: vocab.OpGenerateContent, Kind: vocab.KindGammaGenerateContent, DestOp: vocab.OpGenerateContent, DestKind: vocab.KindBetaMessages}, canon.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

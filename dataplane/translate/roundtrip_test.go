@@ -6,15 +6,16 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // decodeIR decodes a request of kind k into the canonical form.
-func decodeIR(t *testing.T, k vocab.Kind, body []byte) *request {
+func decodeIR(t *testing.T, k vocab.Kind, body []byte) *canon.Request {
 	t.Helper()
-	st := newReqState(testOptions())
-	st.client = k
-	r, err := codecFor(k).decodeRequest(body, st)
+	st := canon.NewState(testOptions())
+	st.Client = k
+	r, err := codecFor(k).DecodeRequest(body, st)
 	if err != nil {
 		t.Fatalf("decode %s: %v\n%s", k, err, body)
 	}
@@ -24,29 +25,29 @@ func decodeIR(t *testing.T, k vocab.Kind, body []byte) *request {
 // comparable view: the messages, tools and tool choice, which must survive a round trip.
 type rtView struct {
 	System []string
-	Msgs   []message
+	Msgs   []canon.Message
 	Tools  []string
-	Choice *toolChoice
+	Choice *canon.ToolChoice
 	Max    *int
 }
 
-func view(r *request, dropThinking bool) rtView {
+func view(r *canon.Request, dropThinking bool) rtView {
 	v := rtView{System: r.System, Choice: r.ToolChoice, Max: r.MaxTokens}
 	for _, m := range mergeTurns(r.Messages) {
-		var ps []part
+		var ps []canon.Part
 		for _, p := range m.Parts {
-			if p.Type == partThinking && dropThinking || p.Type == partThinking && p.Signature == "" {
+			if p.Type == canon.PartThinking && dropThinking || p.Type == canon.PartThinking && p.Signature == "" {
 				continue
 			}
-			x := p.get()
+			x := p.Get()
 			x.ItemID, x.Detail = "", ""
-			p = p.withExtra(x)
-			if p.Type == partThinking {
+			p = p.WithExtra(x)
+			if p.Type == canon.PartThinking {
 				p.Text = "" // gamma needs only the signature replayed; thought text is not sent back
 			}
-			if p.Type == partToolResult {
+			if p.Type == canon.PartToolResult {
 				// text results compare by value
-				p.ResultParts = []part{{Type: partText, Text: textOf(p.ResultParts)}}
+				p.ResultParts = []canon.Part{{Type: canon.PartText, Text: canon.TextOf(p.ResultParts)}}
 			}
 			if len(p.Args) > 0 {
 				var a any
@@ -56,7 +57,7 @@ func view(r *request, dropThinking bool) rtView {
 			ps = append(ps, p)
 		}
 		if len(ps) > 0 {
-			v.Msgs = append(v.Msgs, message{Role: m.Role, Parts: ps})
+			v.Msgs = append(v.Msgs, canon.Message{Role: m.Role, Parts: ps})
 		}
 	}
 	for _, tl := range r.Tools {
@@ -206,8 +207,8 @@ func nextTurn(t *testing.T, client vocab.Kind, resp []byte) []byte {
 
 // mergeTurns merges consecutive messages of the same role, as the beta and gamma encoders write them
 // (alternating turns), so round trips through those dialects compare equal.
-func mergeTurns(msgs []message) []message {
-	out := make([]message, 0, len(msgs))
+func mergeTurns(msgs []canon.Message) []canon.Message {
+	out := make([]canon.Message, 0, len(msgs))
 	for _, m := range msgs {
 		if len(m.Parts) == 0 {
 			continue
@@ -216,7 +217,7 @@ func mergeTurns(msgs []message) []message {
 			out[n-1].Parts = append(out[n-1].Parts, m.Parts...)
 			continue
 		}
-		out = append(out, message{Role: m.Role, Parts: append([]part(nil), m.Parts...)})
+		out = append(out, canon.Message{Role: m.Role, Parts: append([]canon.Part(nil), m.Parts...)})
 	}
 	return out
 }

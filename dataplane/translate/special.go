@@ -12,20 +12,25 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tollgate/tollgate/dataplane/canon"
+	"github.com/tollgate/tollgate/dataplane/dialect/alpha"
+	"github.com/tollgate/tollgate/dataplane/dialect/beta"
+	"github.com/tollgate/tollgate/dataplane/dialect/gamma"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // specialOp translates a non-generation operation (count_tokens, create_embedding).
 type specialOp interface {
-	request(in ClientRequest) (*UpstreamRequest, error)
-	response(body []byte) ([]byte, error)
+	Request(in ClientRequest) (*canon.UpstreamRequest, error)
+	Response(body []byte) ([]byte, error)
 }
 
 // ---- count_tokens: beta count_tokens <-> gamma countTokens <-> alpha responses input_tokens ----
 
 type countTokens struct {
 	client, dest vocab.Kind
-	st           *reqState
+	st           *canon.State
 }
 
 func newCountTokens(p Pair) (specialOp, error) {
@@ -33,21 +38,21 @@ func newCountTokens(p Pair) (specialOp, error) {
 	if !ok(p.Kind) || !ok(p.DestKind) || p.Kind == p.DestKind {
 		return nil, fmt.Errorf("new translator %s: %w", p, ErrUnsupported)
 	}
-	return &countTokens{client: p.Kind, dest: p.DestKind, st: newReqState(Options{BetaMaxTokens: DefaultBetaMaxTokens})}, nil
+	return &countTokens{client: p.Kind, dest: p.DestKind, st: canon.NewState(canon.Options{BetaMaxTokens: DefaultBetaMaxTokens})}, nil
 }
 
-func (c *countTokens) request(in ClientRequest) (*UpstreamRequest, error) {
-	var r *request
+func (c *countTokens) Request(in ClientRequest) (*canon.UpstreamRequest, error) {
+	var r *canon.Request
 	var err error
 	switch c.client {
 	case vocab.KindAlpha:
-		c.st.client = vocab.KindAlphaResponses
-		r, err = alphaResp{}.decodeRequest(in.Body, c.st)
+		c.st.Client = vocab.KindAlphaResponses
+		r, err = alpha.Responses{}.DecodeRequest(in.Body, c.st)
 	case vocab.KindBeta:
-		c.st.client = vocab.KindBetaMessages
-		r, err = betaMsgs{}.decodeRequest(in.Body, c.st)
+		c.st.Client = vocab.KindBetaMessages
+		r, err = beta.Messages{}.DecodeRequest(in.Body, c.st)
 	case vocab.KindGamma:
-		c.st.client = vocab.KindGammaGenerateContent
+		c.st.Client = vocab.KindGammaGenerateContent
 		body := in.Body
 		var w struct {
 			GenerateContentRequest json.RawMessage `json:"generateContentRequest"`
@@ -55,7 +60,7 @@ func (c *countTokens) request(in ClientRequest) (*UpstreamRequest, error) {
 		if json.Unmarshal(body, &w) == nil && len(w.GenerateContentRequest) > 0 {
 			body = w.GenerateContentRequest
 		}
-		r, err = gammaGen{}.decodeRequest(body, c.st)
+		r, err = gamma.GenerateContent{}.DecodeRequest(body, c.st)
 	}
 	if err != nil {
 		return nil, err
@@ -63,28 +68,28 @@ func (c *countTokens) request(in ClientRequest) (*UpstreamRequest, error) {
 	r.Stream = false
 	switch c.dest {
 	case vocab.KindAlpha:
-		up, err := alphaResp{}.encodeRequest(r, in.Model, false, c.st)
+		up, err := alpha.Responses{}.EncodeRequest(r, in.Model, false, c.st)
 		if err != nil {
 			return nil, err
 		}
 		// input_tokens takes the responses request fields minus the generation-only ones
-		if up.Body, err = patchJSON(up.Body, nil, "store", "stream", "max_output_tokens", "temperature", "top_p", "include", "service_tier", "user", "parallel_tool_calls"); err != nil {
+		if up.Body, err = canon.PatchJSON(up.Body, nil, "store", "stream", "max_output_tokens", "temperature", "top_p", "include", "service_tier", "user", "parallel_tool_calls"); err != nil {
 			return nil, err
 		}
 		up.Path = "/v1/responses/input_tokens"
 		return up, nil
 	case vocab.KindBeta:
-		up, err := betaMsgs{}.encodeRequest(r, in.Model, false, c.st)
+		up, err := beta.Messages{}.EncodeRequest(r, in.Model, false, c.st)
 		if err != nil {
 			return nil, err
 		}
-		if up.Body, err = patchJSON(up.Body, nil, "max_tokens", "stream", "temperature", "top_p", "top_k", "stop_sequences", "metadata", "service_tier"); err != nil {
+		if up.Body, err = canon.PatchJSON(up.Body, nil, "max_tokens", "stream", "temperature", "top_p", "top_k", "stop_sequences", "metadata", "service_tier"); err != nil {
 			return nil, err
 		}
 		up.Path = "/v1/messages/count_tokens"
 		return up, nil
 	default:
-		up, err := gammaGen{}.encodeRequest(r, in.Model, false, c.st)
+		up, err := gamma.GenerateContent{}.EncodeRequest(r, in.Model, false, c.st)
 		if err != nil {
 			return nil, err
 		}
@@ -94,16 +99,16 @@ func (c *countTokens) request(in ClientRequest) (*UpstreamRequest, error) {
 		}
 		delete(g, "generationConfig")
 		delete(g, "service_tier")
-		g["model"] = mustMarshal("models/" + strings.TrimPrefix(in.Model, "models/"))
-		if up.Body, err = marshal(map[string]any{"generateContentRequest": g}); err != nil {
+		g["model"] = jsonkit.MustMarshal("models/" + strings.TrimPrefix(in.Model, "models/"))
+		if up.Body, err = jsonkit.Marshal(map[string]any{"generateContentRequest": g}); err != nil {
 			return nil, err
 		}
-		up.Path = gammaModelPath(in.Model, "countTokens")
+		up.Path = gamma.ModelPath(in.Model, "countTokens")
 		return up, nil
 	}
 }
 
-func (c *countTokens) response(body []byte) ([]byte, error) {
+func (c *countTokens) Response(body []byte) ([]byte, error) {
 	var in struct {
 		InputTokens *int64 `json:"input_tokens"`
 		TotalTokens *int64 `json:"totalTokens"`
@@ -120,11 +125,11 @@ func (c *countTokens) response(body []byte) ([]byte, error) {
 	}
 	switch c.client {
 	case vocab.KindAlpha:
-		return marshal(map[string]any{"object": "response.input_tokens", "input_tokens": n})
+		return jsonkit.Marshal(map[string]any{"object": "response.input_tokens", "input_tokens": n})
 	case vocab.KindBeta:
-		return marshal(map[string]any{"input_tokens": n})
+		return jsonkit.Marshal(map[string]any{"input_tokens": n})
 	}
-	return marshal(map[string]any{"totalTokens": n})
+	return jsonkit.Marshal(map[string]any{"totalTokens": n})
 }
 
 // ---- create_embedding: alpha /v1/embeddings <-> gamma embedContent / batchEmbedContents ----
@@ -144,14 +149,14 @@ func newEmbedding(p Pair) (specialOp, error) {
 }
 
 type gammaEmbedReq struct {
-	Model                string       `json:"model,omitempty"`
-	Content              gammaContent `json:"content"`
-	TaskType             string       `json:"taskType,omitempty"`
-	Title                string       `json:"title,omitempty"`
-	OutputDimensionality *int         `json:"outputDimensionality,omitempty"`
+	Model                string        `json:"model,omitempty"`
+	Content              gamma.Content `json:"content"`
+	TaskType             string        `json:"taskType,omitempty"`
+	Title                string        `json:"title,omitempty"`
+	OutputDimensionality *int          `json:"outputDimensionality,omitempty"`
 }
 
-func (e *embedding) request(in ClientRequest) (*UpstreamRequest, error) {
+func (e *embedding) Request(in ClientRequest) (*canon.UpstreamRequest, error) {
 	e.model = in.Model
 	if e.client == vocab.KindAlpha {
 		return e.alphaToGamma(in)
@@ -159,37 +164,37 @@ func (e *embedding) request(in ClientRequest) (*UpstreamRequest, error) {
 	return e.gammaToAlpha(in)
 }
 
-func (e *embedding) alphaToGamma(in ClientRequest) (*UpstreamRequest, error) {
+func (e *embedding) alphaToGamma(in ClientRequest) (*canon.UpstreamRequest, error) {
 	var req struct {
 		Input          json.RawMessage `json:"input"`
 		EncodingFormat string          `json:"encoding_format"`
 		Dimensions     *int            `json:"dimensions"`
 	}
 	if err := json.Unmarshal(in.Body, &req); err != nil {
-		return nil, badRequest("body", fmt.Errorf("invalid embeddings request: %w", err))
+		return nil, canon.BadRequest("body", fmt.Errorf("invalid embeddings request: %w", err))
 	}
 	switch req.EncodingFormat {
 	case "", "float":
 	case "base64":
 		e.base64 = true
 	default:
-		return nil, refuse("encoding_format", "unknown encoding_format %q", req.EncodingFormat)
+		return nil, canon.Refuse("encoding_format", "unknown encoding_format %q", req.EncodingFormat)
 	}
 	var texts []string
 	var one string
-	if isJSONString(req.Input) && json.Unmarshal(req.Input, &one) == nil {
+	if jsonkit.IsJSONString(req.Input) && json.Unmarshal(req.Input, &one) == nil {
 		texts = []string{one}
 	} else if err := json.Unmarshal(req.Input, &texts); err != nil {
-		return nil, refuse("input", "token-array input cannot be translated; send text")
+		return nil, canon.Refuse("input", "token-array input cannot be translated; send text")
 	} else {
 		e.batch = true
 	}
 	if len(texts) == 0 {
-		return nil, refuse("input", "input is empty")
+		return nil, canon.Refuse("input", "input is empty")
 	}
 	model := strings.TrimPrefix(in.Model, "models/")
 	mk := func(t string) gammaEmbedReq {
-		return gammaEmbedReq{Content: gammaContent{Parts: []gammaPart{{Text: strp(t)}}}, OutputDimensionality: req.Dimensions}
+		return gammaEmbedReq{Content: gamma.Content{Parts: []gamma.Part{{Text: canon.Strp(t)}}}, OutputDimensionality: req.Dimensions}
 	}
 	var body any
 	method := "embedContent"
@@ -204,20 +209,20 @@ func (e *embedding) alphaToGamma(in ClientRequest) (*UpstreamRequest, error) {
 	} else {
 		body = mk(texts[0])
 	}
-	b, err := marshal(body)
+	b, err := jsonkit.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
-	return &UpstreamRequest{Method: http.MethodPost, Path: gammaModelPath(model, method), Header: jsonHeader(), Body: b}, nil
+	return &canon.UpstreamRequest{Method: http.MethodPost, Path: gamma.ModelPath(model, method), Header: canon.JSONHeader(), Body: b}, nil
 }
 
-func (e *embedding) gammaToAlpha(in ClientRequest) (*UpstreamRequest, error) {
+func (e *embedding) gammaToAlpha(in ClientRequest) (*canon.UpstreamRequest, error) {
 	var req struct {
 		Requests []gammaEmbedReq `json:"requests"`
 		gammaEmbedReq
 	}
 	if err := json.Unmarshal(in.Body, &req); err != nil {
-		return nil, badRequest("body", fmt.Errorf("invalid embed request: %w", err))
+		return nil, canon.BadRequest("body", fmt.Errorf("invalid embed request: %w", err))
 	}
 	reqs := req.Requests
 	if reqs == nil {
@@ -231,7 +236,7 @@ func (e *embedding) gammaToAlpha(in ClientRequest) (*UpstreamRequest, error) {
 		var b strings.Builder
 		for j, p := range r.Content.Parts {
 			if p.Text == nil {
-				return nil, refuse(fmt.Sprintf("requests[%d].content.parts[%d]", i, j), "only text can be embedded through this route")
+				return nil, canon.Refuse(fmt.Sprintf("requests[%d].content.parts[%d]", i, j), "only text can be embedded through this route")
 			}
 			if j > 0 {
 				b.WriteString("\n")
@@ -241,7 +246,7 @@ func (e *embedding) gammaToAlpha(in ClientRequest) (*UpstreamRequest, error) {
 		texts = append(texts, b.String())
 		if r.OutputDimensionality != nil {
 			if dims != nil && *dims != *r.OutputDimensionality {
-				return nil, refuse(fmt.Sprintf("requests[%d].outputDimensionality", i), "mixed output dimensionalities cannot be translated")
+				return nil, canon.Refuse(fmt.Sprintf("requests[%d].outputDimensionality", i), "mixed output dimensionalities cannot be translated")
 			}
 			dims = r.OutputDimensionality
 		}
@@ -255,14 +260,14 @@ func (e *embedding) gammaToAlpha(in ClientRequest) (*UpstreamRequest, error) {
 	if dims != nil {
 		out["dimensions"] = *dims
 	}
-	b, err := marshal(out)
+	b, err := jsonkit.Marshal(out)
 	if err != nil {
 		return nil, err
 	}
-	return &UpstreamRequest{Method: http.MethodPost, Path: "/v1/embeddings", Header: jsonHeader(), Body: b}, nil
+	return &canon.UpstreamRequest{Method: http.MethodPost, Path: "/v1/embeddings", Header: canon.JSONHeader(), Body: b}, nil
 }
 
-func (e *embedding) response(body []byte) ([]byte, error) {
+func (e *embedding) Response(body []byte) ([]byte, error) {
 	if e.client == vocab.KindAlpha {
 		var in struct {
 			Embedding  *struct{ Values json.RawMessage }  `json:"embedding"`
@@ -297,7 +302,7 @@ func (e *embedding) response(body []byte) ([]byte, error) {
 		if in.Usage != nil {
 			n = in.Usage.PromptTokenCount
 		}
-		return marshal(map[string]any{"object": "list", "data": data, "model": strings.TrimPrefix(e.model, "models/"),
+		return jsonkit.Marshal(map[string]any{"object": "list", "data": data, "model": strings.TrimPrefix(e.model, "models/"),
 			"usage": map[string]int64{"prompt_tokens": n, "total_tokens": n}})
 	}
 	var in struct {
@@ -318,13 +323,13 @@ func (e *embedding) response(body []byte) ([]byte, error) {
 		if len(in.Data) == 0 {
 			return nil, fmt.Errorf("decode embeddings response: no data")
 		}
-		return marshal(map[string]any{"embedding": map[string]any{"values": in.Data[0].Embedding}, "usageMetadata": um})
+		return jsonkit.Marshal(map[string]any{"embedding": map[string]any{"values": in.Data[0].Embedding}, "usageMetadata": um})
 	}
 	embs := make([]map[string]any, len(in.Data))
 	for i, d := range in.Data {
 		embs[i] = map[string]any{"values": d.Embedding}
 	}
-	return marshal(map[string]any{"embeddings": embs, "usageMetadata": um})
+	return jsonkit.Marshal(map[string]any{"embeddings": embs, "usageMetadata": um})
 }
 
 // floatsBase64 encodes a JSON number array as base64 little-endian float32 (alpha encoding_format=base64).

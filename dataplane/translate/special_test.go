@@ -9,6 +9,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -67,7 +68,7 @@ func TestGoldenCountTokens(t *testing.T) {
 	for _, c := range vocab.FamilyKinds {
 		for _, d := range vocab.FamilyKinds {
 			if c == d {
-				if _, err := New(Pair{Op: vocab.OpCountTokens, Kind: c, DestOp: vocab.OpCountTokens, DestKind: d}, Options{}); !errors.Is(err, ErrUnsupported) {
+				if _, err := New(Pair{Op: vocab.OpCountTokens, Kind: c, DestOp: vocab.OpCountTokens, DestKind: d}, canon.Options{}); !errors.Is(err, ErrUnsupported) {
 					t.Errorf("New(count_tokens %s->%s) = %v, want ErrUnsupported", c, d, err)
 				}
 				continue

@@ -3,94 +3,27 @@ package translate
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 
+	"github.com/tollgate/tollgate/dataplane/canon"
+	"github.com/tollgate/tollgate/dataplane/dialect/gamma"
 	"github.com/tollgate/tollgate/dataplane/sse"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
-
-// codec is one dialect's decoder and encoder of the canonical form.
-type codec interface {
-	decodeRequest(body []byte, st *reqState) (*request, error)
-	encodeRequest(r *request, model string, stream bool, st *reqState) (*UpstreamRequest, error)
-	decodeResponse(body []byte, st *reqState) (*response, error)
-	encodeResponse(r *response, st *reqState) ([]byte, error)
-	newDecoder(st *reqState) streamDecoder
-	newEncoder(w io.Writer, st *reqState) streamEncoder
-}
-
-// streamDecoder turns one upstream stream event (SSE event name + data, or a gamma array element with an
-// empty name) into canonical events appended to out.
-type streamDecoder interface {
-	decode(name string, data []byte, out []event) ([]event, error)
-}
-
-// streamEncoder writes client stream events.
-type streamEncoder interface {
-	emit(ev *event) error
-	finish() error
-	fail(e *apiError) error
-}
-
-// reqState is the per-request state shared by the codecs of one Translator.
-type reqState struct {
-	opts     Options
-	client   vocab.Kind
-	upstream vocab.Kind
-	stream   bool
-	gammaSSE bool
-	lent     bool // ClientRequest.Lent: the request body is the caller's, unchanged while the translator is used
-	req      *request
-	idSuffix string
-}
-
-func newReqState(opts Options) *reqState { return &reqState{opts: opts} }
-
-// newID returns a fresh random suffix.
-func (st *reqState) newID() string {
-	if st.opts.NewID != nil {
-		return st.opts.NewID()
-	}
-	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return string(b[:])
-}
-
-// respSuffix is the per-response id suffix (stable for one request).
-func (st *reqState) respSuffix() string {
-	if st.idSuffix == "" {
-		st.idSuffix = st.newID()
-	}
-	return st.idSuffix
-}
-
-func (st *reqState) now() int64 {
-	if st.opts.Now != nil {
-		return st.opts.Now().Unix()
-	}
-	return time.Now().Unix()
-}
-
-func (st *reqState) includeUsage() bool { return st.req != nil && st.req.IncludeUsage }
 
 // Stream converts one upstream stream into the client's stream. Feed it every upstream event in order and
 // flush the client connection after each call; call Finish at a clean upstream end, or Fail when the
 // upstream broke. Not safe for concurrent use.
 type Stream struct {
-	dec      streamDecoder
-	enc      streamEncoder
-	st       *reqState
-	buf      []event
-	usage    usage
+	dec      canon.StreamDecoder
+	enc      canon.StreamEncoder
+	st       *canon.State
+	buf      []canon.Event
+	usage    canon.Usage
 	done     bool
 	finished bool // the upstream signalled its end (a finish reason)
 	upstream error
@@ -113,26 +46,26 @@ func (s *Stream) feed(name string, data []byte) error {
 		return nil
 	}
 	var err error
-	s.buf, err = s.dec.decode(name, bytes.TrimSpace(data), s.buf[:0])
+	s.buf, err = s.dec.Decode(name, bytes.TrimSpace(data), s.buf[:0])
 	if err != nil {
 		return fmt.Errorf("decode upstream stream event %q: %w", name, err)
 	}
 	for i := range s.buf {
 		ev := &s.buf[i]
 		switch ev.Type {
-		case evFinish:
+		case canon.EvFinish:
 			s.finished = true
-		case evUsage:
-			s.usage.merge(ev.Usage)
-		case evError:
+		case canon.EvUsage:
+			s.usage.Merge(ev.Usage)
+		case canon.EvError:
 			s.done = true
 			s.upstream = ev.Err
-			if err := s.enc.fail(ev.Err); err != nil {
+			if err := s.enc.Fail(ev.Err); err != nil {
 				return fmt.Errorf("write client stream error: %w", err)
 			}
 			return nil
 		}
-		if err := s.enc.emit(ev); err != nil {
+		if err := s.enc.Emit(ev); err != nil {
 			return fmt.Errorf("write client stream: %w", err)
 		}
 	}
@@ -147,7 +80,7 @@ func (s *Stream) Finish() error {
 		return nil
 	}
 	s.done = true
-	if err := s.enc.finish(); err != nil {
+	if err := s.enc.Finish(); err != nil {
 		return fmt.Errorf("finish client stream: %w", err)
 	}
 	return nil
@@ -160,12 +93,12 @@ func (s *Stream) Fail(err error) error {
 		return nil
 	}
 	s.done = true
-	e := &apiError{Status: http.StatusBadGateway, Class: classServer, Message: "upstream stream interrupted"}
-	var ae *apiError
+	e := &canon.APIError{Status: http.StatusBadGateway, Class: canon.ClassServer, Message: "upstream stream interrupted"}
+	var ae *canon.APIError
 	if errors.As(err, &ae) {
 		e = ae
 	}
-	if werr := s.enc.fail(e); werr != nil {
+	if werr := s.enc.Fail(e); werr != nil {
 		return fmt.Errorf("write client stream error: %w", werr)
 	}
 	return nil
@@ -179,7 +112,7 @@ func (s *Stream) Complete() bool { return s.finished }
 func (s *Stream) UpstreamError() error { return s.upstream }
 
 // Usage returns the usage seen so far (latest cumulative values).
-func (s *Stream) Usage() Usage { return s.usage.export() }
+func (s *Stream) Usage() Usage { return exportUsage(s.usage) }
 
 // Usage is token usage in canonical form: InputTotal includes cache reads and writes,
 // OutputTotal includes reasoning. Known is false when the upstream reported none.
@@ -192,7 +125,7 @@ type Usage struct {
 	Reasoning   int64
 }
 
-func (u usage) export() Usage {
+func exportUsage(u canon.Usage) Usage {
 	return Usage{Known: u.Known, InputTotal: u.InputTotal, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite,
 		OutputTotal: u.OutputTotal, Reasoning: u.Reasoning}
 }
@@ -295,7 +228,7 @@ func (t *Translator) Keepalive(w io.Writer) error {
 	case vocab.KindAlphaChatCompletions, vocab.KindAlphaResponses:
 		err = sse.WriteComment(w, "keepalive")
 	case vocab.KindGammaGenerateContent:
-		if t.st.gammaSSE {
+		if t.st.GammaSSE {
 			// An empty event, framed like the data events ("\r\n\r\n"). The genai SDK splits the body on
 			// "\n\n" / "\r\n\r\n" (not on lines): an empty token is skipped, but a single blank line would
 			// be glued to the next event ("\r\ndata: ...") and fail as an invalid chunk.
@@ -354,62 +287,62 @@ func RunKeepalive(ctx context.Context, interval time.Duration, tick func() error
 // response (ModeSynthesize). A non-2xx status yields the client dialect's in-stream error instead (the
 // client already holds a 200 once a keepalive was sent; callers that sent nothing yet may prefer Error).
 func (t *Translator) Synthesize(w io.Writer, status int, header http.Header, body []byte) error {
-	enc := t.client.newEncoder(w, t.st)
-	if ga, ok := enc.(*gammaEncoder); ok && t.arrOpen {
-		ga.opened = true
+	enc := t.client.NewEncoder(w, t.st)
+	if ga, ok := enc.(*gamma.Encoder); ok && t.arrOpen {
+		ga.Opened = true
 	}
 	if status < 200 || status > 299 {
-		if err := enc.fail(parseUpstreamError(status, header, body)); err != nil {
+		if err := enc.Fail(canon.ParseUpstreamError(status, header, body)); err != nil {
 			return fmt.Errorf("synthesize error stream: %w", err)
 		}
 		return nil
 	}
-	r, err := t.upstream.decodeResponse(body, t.st)
+	r, err := t.upstream.DecodeResponse(body, t.st)
 	if err != nil {
-		_ = enc.fail(&apiError{Status: http.StatusBadGateway, Class: classServer, Message: "malformed upstream response"})
+		_ = enc.Fail(&canon.APIError{Status: http.StatusBadGateway, Class: canon.ClassServer, Message: "malformed upstream response"})
 		return fmt.Errorf("synthesize stream: %w", err)
 	}
 	for _, ev := range responseEvents(r) {
-		if err := enc.emit(&ev); err != nil {
+		if err := enc.Emit(&ev); err != nil {
 			return fmt.Errorf("synthesize stream: %w", err)
 		}
 	}
-	if err := enc.finish(); err != nil {
+	if err := enc.Finish(); err != nil {
 		return fmt.Errorf("synthesize stream: %w", err)
 	}
 	return nil
 }
 
 // responseEvents replays a buffered response as canonical stream events.
-func responseEvents(r *response) []event {
-	evs := make([]event, 0, len(r.Parts)*3+4)
-	evs = append(evs, event{Type: evStart, ID: r.ID, Model: r.Model, ServiceTier: r.ServiceTier})
+func responseEvents(r *canon.Response) []canon.Event {
+	evs := make([]canon.Event, 0, len(r.Parts)*3+4)
+	evs = append(evs, canon.Event{Type: canon.EvStart, ID: r.ID, Model: r.Model, ServiceTier: r.ServiceTier})
 	if r.Usage.Known {
-		evs = append(evs, event{Type: evUsage, Usage: r.Usage})
+		evs = append(evs, canon.Event{Type: canon.EvUsage, Usage: r.Usage})
 	}
 	for i, p := range r.Parts {
 		switch p.Type {
-		case partText:
-			evs = append(evs, event{Type: evText, Index: i, Text: p.Text, ItemID: p.get().ItemID}, event{Type: evBlockStop, Index: i})
-		case partThinking:
+		case canon.PartText:
+			evs = append(evs, canon.Event{Type: canon.EvText, Index: i, Text: p.Text, ItemID: p.Get().ItemID}, canon.Event{Type: canon.EvBlockStop, Index: i})
+		case canon.PartThinking:
 			if p.Text != "" {
-				evs = append(evs, event{Type: evThinking, Index: i, Text: p.Text, ItemID: p.get().ItemID})
+				evs = append(evs, canon.Event{Type: canon.EvThinking, Index: i, Text: p.Text, ItemID: p.Get().ItemID})
 			}
 			if p.Signature != "" {
-				evs = append(evs, event{Type: evSignature, Index: i, Text: p.Signature, ItemID: p.get().ItemID})
+				evs = append(evs, canon.Event{Type: canon.EvSignature, Index: i, Text: p.Signature, ItemID: p.Get().ItemID})
 			}
-			evs = append(evs, event{Type: evBlockStop, Index: i})
-		case partRedactedThinking:
-			evs = append(evs, event{Type: evRedacted, Index: i, Text: p.Data}, event{Type: evBlockStop, Index: i})
-		case partToolCall:
-			evs = append(evs, event{Type: evToolStart, Index: i, CallID: p.CallID, Name: p.Name, ItemID: p.get().ItemID},
-				event{Type: evToolArgs, Index: i, Text: string(p.Args)}, event{Type: evBlockStop, Index: i})
+			evs = append(evs, canon.Event{Type: canon.EvBlockStop, Index: i})
+		case canon.PartRedactedThinking:
+			evs = append(evs, canon.Event{Type: canon.EvRedacted, Index: i, Text: p.Data}, canon.Event{Type: canon.EvBlockStop, Index: i})
+		case canon.PartToolCall:
+			evs = append(evs, canon.Event{Type: canon.EvToolStart, Index: i, CallID: p.CallID, Name: p.Name, ItemID: p.Get().ItemID},
+				canon.Event{Type: canon.EvToolArgs, Index: i, Text: string(p.Args)}, canon.Event{Type: canon.EvBlockStop, Index: i})
 		}
 	}
 	if r.Refusal != "" {
-		evs = append(evs, event{Type: evText, Index: len(r.Parts), Text: r.Refusal})
+		evs = append(evs, canon.Event{Type: canon.EvText, Index: len(r.Parts), Text: r.Refusal})
 	}
-	evs = append(evs, event{Type: evFinish, Finish: r.Finish, StopSequence: r.StopSequence})
+	evs = append(evs, canon.Event{Type: canon.EvFinish, Finish: r.Finish, StopSequence: r.StopSequence})
 	return evs
 }
 
@@ -433,11 +366,11 @@ func (t *Translator) SynthesizeWhile(ctx context.Context, interval time.Duration
 	stop()
 	<-done
 	if err != nil {
-		enc := t.client.newEncoder(w, t.st)
-		if ga, ok := enc.(*gammaEncoder); ok && t.arrOpen {
-			ga.opened = true
+		enc := t.client.NewEncoder(w, t.st)
+		if ga, ok := enc.(*gamma.Encoder); ok && t.arrOpen {
+			ga.Opened = true
 		}
-		_ = enc.fail(&apiError{Status: http.StatusBadGateway, Class: classServer, Message: "upstream request failed"})
+		_ = enc.Fail(&canon.APIError{Status: http.StatusBadGateway, Class: canon.ClassServer, Message: "upstream request failed"})
 		flush()
 		return fmt.Errorf("fetch buffered upstream: %w", err)
 	}
