@@ -294,11 +294,13 @@ func (r *Runner) ScheduleOnce(ctx context.Context) error {
 	return first
 }
 
-// due says whether day needs a scheduled run: none yet, or only provisional ones and the late window passed.
+// due says whether day needs a scheduled run: no run yet, or only provisional ones and the late window
+// passed. Runs on demand count like scheduled ones: an operator's run of a day after its late window is
+// that day's final run, and the schedule does not run the day again behind it.
 func (r *Runner) due(ctx context.Context, p store.ReconcileProvider, day, now time.Time) (bool, error) {
 	var runs, final int
 	err := r.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE NOT provisional) FROM reconcile_runs
-		WHERE provider_id = $1 AND day = $2 AND trigger = 'schedule' AND status <> 'failed'`, p.ProviderID, day).Scan(&runs, &final)
+		WHERE provider_id = $1 AND day = $2 AND status <> 'failed'`, p.ProviderID, day).Scan(&runs, &final)
 	if err != nil {
 		return false, fmt.Errorf("schedule: runs of provider %d: %w", p.ProviderID, err)
 	}

@@ -54,6 +54,56 @@ func TestScheduleRunsYesterdayOnceAndAgainAfterTheLateWindow(t *testing.T) {
 	}
 }
 
+// TestScheduleSkipsADayRunOnDemand: a day an operator reconciled on demand after its late window has its
+// final run; the schedule does not run it again (a second run would replace the operator's on the drift
+// view), while a day run on demand within its late window is still run once the window has passed.
+func TestScheduleSkipsADayRunOnDemand(t *testing.T) {
+	g := newGateway(t)
+	ctx := context.Background()
+	late, early := days(3), days(2)
+	g.traffic(late)
+	g.traffic(early)
+	now := early.Add(Day + 2*time.Hour) // late's window has passed, early's has not
+	r := NewRunner(g.pool, g.box, nil, Options{Now: func() time.Time { return now }})
+	providers, err := store.ListReconcileProviders(ctx, g.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range providers {
+		for _, day := range []time.Time{late, early} {
+			if _, err := r.Reconcile(ctx, p.ProviderID, day, TriggerManual, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	count := func(day time.Time) (n int) {
+		t.Helper()
+		runs, err := store.ListReconcileRuns(ctx, g.pool, store.ReconcileRunFilter{From: &day, To: ptr(day.Add(Day))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, run := range runs {
+			if run.Trigger == TriggerSchedule {
+				n++
+			}
+		}
+		return n
+	}
+	if err := r.ScheduleOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := count(late), count(early); n != 0 || m != 0 {
+		t.Fatalf("scheduled runs behind the operator's: %d of the final day, %d of the provisional one; want none", n, m)
+	}
+	now = early.Add(2*Day + time.Hour) // early's window has passed too
+	if err := r.ScheduleOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := count(late), count(early); n != 0 || m != len(providers) {
+		t.Fatalf("after early's window: %d scheduled runs of the final day, %d of early; want 0 and one per provider", n, m)
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // csvProvider turns the alpha provider into a file provider and imports the fake provider's billing export
