@@ -18,7 +18,7 @@ func (x *exchange) azureAuth() bool {
 			x.key = k
 			return true
 		}
-	} else if tok := bearer(x.r); tok != "" && oneOf(tok, o.AzureEntraTokens) {
+	} else if tok := bearerToken(x.r); tok != "" && oneOf(tok, o.AzureEntraTokens) {
 		x.key = tok
 		return true
 	}

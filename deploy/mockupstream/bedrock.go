@@ -66,6 +66,7 @@ func (x *exchange) bedrockInvoke(model string, stream bool) {
 	if !x.rewriteBody(map[string]any{"model": model, "stream": stream}, "anthropic_version") {
 		return
 	}
+	x.w.Header().Set("X-Amzn-Bedrock-Content-Type", "application/json")
 	x.betaMessages()
 }
 

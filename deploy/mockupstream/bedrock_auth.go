@@ -66,7 +66,7 @@ func (x *exchange) bedrockAuth() bool {
 	o := x.s.opts.Clouds
 	r := x.r
 	authz := r.Header.Get("Authorization")
-	if tok := bearer(r); tok != "" {
+	if tok := bearerToken(r); tok != "" {
 		if oneOf(tok, o.BedrockAPIKeys) {
 			x.key = tok
 			return true

@@ -93,11 +93,17 @@ func (x *exchange) bedrockConverse(stream bool) {
 	case p.truncated:
 		stop = "max_tokens"
 	}
-	tier := "standard"
-	if req.ServiceTier != nil && req.ServiceTier.Type != "" && req.ServiceTier.Type != "default" {
+	// The served tier as Converse reports it (serviceTier.type: default, priority, flex), billed as such.
+	tier := "default"
+	if req.ServiceTier != nil && req.ServiceTier.Type != "" {
 		tier = req.ServiceTier.Type
 	}
-	tier = x.betaTier(tier)
+	switch {
+	case x.ctl.servedTier != "":
+		tier = x.ctl.servedTier
+	case x.ctl.downgrade && tier == "priority":
+		tier = "default"
+	}
 	x.billPlan(EndpointConverse, tier, p)
 	toolID := x.id("tooluse_")
 	signature := base64.StdEncoding.EncodeToString([]byte(x.id("sig_")))
@@ -119,7 +125,7 @@ func (x *exchange) bedrockConverse(stream bool) {
 		if x.ctl.usage != "none" {
 			out = append(out, "usage", converseUsageOf(p))
 		}
-		out = append(out, "metrics", fields{"latencyMs", 1})
+		out = append(out, "metrics", fields{"latencyMs", 1}, "serviceTier", fields{"type", tier})
 		x.writeJSON(out)
 		return
 	}
@@ -174,7 +180,7 @@ func (x *exchange) bedrockConverse(stream bool) {
 		return
 	}
 	if x.ctl.usage != "none" {
-		md := fields{"usage", converseUsageOf(p), "metrics", fields{"latencyMs", 1}}
+		md := fields{"usage", converseUsageOf(p), "metrics", fields{"latencyMs", 1}, "serviceTier", fields{"type", tier}}
 		if st.event("metadata", md) != nil {
 			return
 		}

@@ -171,6 +171,7 @@ func (x *exchange) betaMessages() {
 	st := x.startStream(mode, func(int) (string, any) {
 		return "error", betaError{Type: "error", Error: betaErrorBody{Type: "overloaded_error", Message: "Overloaded"}}
 	})
+	st.wrap = mode == framingEventStream // InvokeModelWithResponseStream: each event in a "chunk"
 	start := betaMessage{ID: id, Type: "message", Role: "assistant", Model: req.Model, Content: []any{}}
 	if x.ctl.usage != "none" {
 		start.Usage = x.betaUsage(p, 1, true, tier, speed)

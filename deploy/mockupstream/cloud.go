@@ -208,8 +208,8 @@ func (x *exchange) rewriteBody(set map[string]any, del ...string) bool {
 	return true
 }
 
-// bearer is the Authorization bearer token, or "".
-func bearer(r *http.Request) string {
+// bearerToken is the Authorization bearer token, or "".
+func bearerToken(r *http.Request) string {
 	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
 		return strings.TrimSpace(a[7:])
 	}

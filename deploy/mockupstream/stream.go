@@ -105,10 +105,6 @@ func (x *exchange) startStream(mode framing, errFn func(int) (string, any)) *str
 		st.es = eventstream.NewEncoder()
 		h.Set("Content-Type", "application/vnd.amazon.eventstream")
 		h.Set("x-amzn-RequestId", x.bedrockRequestID())
-		if x.dialect == DialectBeta {
-			st.wrap = true
-			h.Set("X-Amzn-Bedrock-Content-Type", "application/json")
-		}
 		if errFn != nil {
 			st.errFn = func(int) (string, any) {
 				return "", esException{Type: "modelStreamErrorException", Message: "The model stream failed."}

@@ -136,7 +136,7 @@ func (s *Server) verifyAssertion(assertion, aud string) (string, error) {
 
 // vertexAuth requires an unexpired access token the token endpoint issued.
 func (x *exchange) vertexAuth() bool {
-	tok := bearer(x.r)
+	tok := bearerToken(x.r)
 	x.s.mu.Lock()
 	t, ok := x.s.googleTokens[tok]
 	x.s.mu.Unlock()
