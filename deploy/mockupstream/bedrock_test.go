@@ -340,7 +340,7 @@ func TestBedrockSigV4TamperedRequest(t *testing.T) {
 	b := bedrockMock(t, nil)
 	tamper := func(mod func(*http.Request)) *http.Response {
 		c := bedrockruntime.New(bedrockruntime.Options{BaseEndpoint: aws.String(b.srv.URL), Region: testRegion,
-			Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) { return goodCreds(), nil }),
+			Credentials:      aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) { return goodCreds(), nil }),
 			RetryMaxAttempts: 1, HTTPClient: tamperClient{b.srv.Client(), mod}})
 		_, err := c.InvokeModel(context.Background(), &bedrockruntime.InvokeModelInput{ModelId: aws.String(claudeID),
 			Body: []byte(invokeBody), ContentType: aws.String("application/json")})

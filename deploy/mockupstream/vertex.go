@@ -99,6 +99,9 @@ func (s *Server) tokenURI(r *http.Request) string {
 	return scheme + "://" + r.Host + "/token"
 }
 
+// errAccountNotFound is Google's answer to an assertion whose issuer is no service account it knows.
+var errAccountNotFound = errors.New("Invalid grant: account not found")
+
 // verifyAssertion checks the assertion's RS256 signature with its issuer's public key, its audience and its
 // lifetime (exp required, at most an hour after iat, as Google requires); it returns the issuer.
 func (s *Server) verifyAssertion(assertion, aud string) (string, error) {
@@ -113,12 +116,14 @@ func (s *Server) verifyAssertion(assertion, aud string) (string, error) {
 		}
 		key, ok := s.opts.Clouds.GoogleServiceAccounts[iss]
 		if !ok || key == nil {
-			return nil, errors.New("Invalid grant: account not found")
+			return nil, errAccountNotFound
 		}
 		return key, nil
 	}, jwt.WithValidMethods([]string{"RS256"}), jwt.WithAudience(aud), jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(), jwt.WithTimeFunc(s.now), jwt.WithLeeway(0))
 	switch {
+	case errors.Is(err, errAccountNotFound):
+		return "", errAccountNotFound
 	case errors.Is(err, jwt.ErrTokenExpired), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
 		return "", errors.New("Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.")
 	case errors.Is(err, jwt.ErrTokenInvalidAudience):
