@@ -294,15 +294,16 @@ func TestBedrockSigV4Refusals(t *testing.T) {
 		creds  aws.Credentials
 		region string
 		code   string
+		msg    string // in the error message, when set
 	}{
-		{"wrong secret", nil, aws.Credentials{AccessKeyID: testAKID, SecretAccessKey: "wrong", SessionToken: testToken}, testRegion, "InvalidSignatureException"},
-		{"unknown access key", nil, aws.Credentials{AccessKeyID: "AKIAOTHER", SecretAccessKey: testSecret, SessionToken: testToken}, testRegion, "UnrecognizedClientException"},
-		{"missing session token", nil, aws.Credentials{AccessKeyID: testAKID, SecretAccessKey: testSecret}, testRegion, "UnrecognizedClientException"},
-		{"wrong session token", nil, aws.Credentials{AccessKeyID: testAKID, SecretAccessKey: testSecret, SessionToken: "other"}, testRegion, "UnrecognizedClientException"},
-		{"expired session", func(o *CloudOptions) { o.AWS.SessionExpires = past }, goodCreds(), testRegion, "ExpiredTokenException"},
-		{"clock skew beyond 5 minutes", func(o *CloudOptions) { o.Now = func() time.Time { return time.Now().Add(6 * time.Minute) } }, goodCreds(), testRegion, "InvalidSignatureException"},
-		{"clock behind beyond 5 minutes", func(o *CloudOptions) { o.Now = func() time.Time { return time.Now().Add(-6 * time.Minute) } }, goodCreds(), testRegion, "InvalidSignatureException"},
-		{"wrong region", nil, goodCreds(), "us-west-2", "InvalidSignatureException"},
+		{"wrong secret", nil, aws.Credentials{AccessKeyID: testAKID, SecretAccessKey: "wrong", SessionToken: testToken}, testRegion, "InvalidSignatureException", "signature we calculated does not match"},
+		{"unknown access key", nil, aws.Credentials{AccessKeyID: "AKIAOTHER", SecretAccessKey: testSecret, SessionToken: testToken}, testRegion, "UnrecognizedClientException", ""},
+		{"missing session token", nil, aws.Credentials{AccessKeyID: testAKID, SecretAccessKey: testSecret}, testRegion, "UnrecognizedClientException", ""},
+		{"wrong session token", nil, aws.Credentials{AccessKeyID: testAKID, SecretAccessKey: testSecret, SessionToken: "other"}, testRegion, "UnrecognizedClientException", ""},
+		{"expired session", func(o *CloudOptions) { o.AWS.SessionExpires = past }, goodCreds(), testRegion, "ExpiredTokenException", ""},
+		{"clock skew beyond 5 minutes", func(o *CloudOptions) { o.Now = func() time.Time { return time.Now().Add(6 * time.Minute) } }, goodCreds(), testRegion, "InvalidSignatureException", "Signature expired"},
+		{"clock behind beyond 5 minutes", func(o *CloudOptions) { o.Now = func() time.Time { return time.Now().Add(-6 * time.Minute) } }, goodCreds(), testRegion, "InvalidSignatureException", ""},
+		{"wrong region", nil, goodCreds(), "us-west-2", "InvalidSignatureException", "Credential should be scoped to a valid region"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -313,8 +314,8 @@ func TestBedrockSigV4Refusals(t *testing.T) {
 			if err == nil {
 				t.Fatal("InvokeModel succeeded, want refusal")
 			}
-			if code := apiErrorCode(t, err); code != tc.code {
-				t.Fatalf("code %q (%v), want %q", code, err, tc.code)
+			if code := apiErrorCode(t, err); code != tc.code || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("code %q (%v), want %q %q", code, err, tc.code, tc.msg)
 			}
 			var re interface{ HTTPStatusCode() int }
 			if !errors.As(err, &re) || re.HTTPStatusCode() != http.StatusForbidden {
