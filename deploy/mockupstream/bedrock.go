@@ -35,6 +35,8 @@ func (x *exchange) bedrockRoute(path string) {
 		x.bedrockConverse(false)
 	case "converse-stream":
 		x.bedrockConverse(true)
+	case "count-tokens":
+		x.bedrockCountTokens(model)
 	default:
 		x.fail(http.StatusNotFound, fmt.Sprintf("unknown route %s %s", x.r.Method, path))
 	}
@@ -122,4 +124,36 @@ func (x *exchange) bedrockTokenHeaders(u *betaUsage) {
 	if u.CacheCreationInputTokens != nil {
 		h.Set("X-Amzn-Bedrock-Cache-Write-Input-Token-Count", strconv.Itoa(*u.CacheCreationInputTokens))
 	}
+}
+
+// bedrockCountTokens answers CountTokens: {"input":{"invokeModel":{"body": base64}}} counts the prompt an
+// InvokeModel call with that body is billed (the same rewrite, the same count); {"input":{"converse":{…}}} the
+// prompt of the Converse request made of those fields. Not billed.
+func (x *exchange) bedrockCountTokens(model string) {
+	var req struct {
+		Input struct {
+			InvokeModel *struct {
+				Body []byte `json:"body"`
+			} `json:"invokeModel"`
+			Converse json.RawMessage `json:"converse"`
+		} `json:"input"`
+	}
+	if !x.decode(&req) {
+		return
+	}
+	var n int
+	switch {
+	case req.Input.InvokeModel != nil:
+		x.body = req.Input.InvokeModel.Body
+		if !x.rewriteBody(map[string]any{"model": model, "stream": false}, "anthropic_version") {
+			return
+		}
+		n = tokensOf(len(x.body))
+	case len(req.Input.Converse) > 0:
+		n = tokensOf(len(req.Input.Converse))
+	default:
+		x.fail(http.StatusBadRequest, "input: exactly one of invokeModel or converse is required")
+		return
+	}
+	x.writeJSON(map[string]int{"inputTokens": max(n, 1)})
 }

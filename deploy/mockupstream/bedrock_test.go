@@ -429,3 +429,25 @@ func TestBedrockStreamException(t *testing.T) {
 		t.Fatalf("%d events, err %v; want 3 and ModelStreamErrorException", n, st.Err())
 	}
 }
+
+// CountTokens counts the prompt an InvokeModel call with the same body is billed.
+func TestBedrockCountTokensWithSDK(t *testing.T) {
+	b := bedrockMock(t, nil)
+	c := bedrockClient(b, goodCreds(), testRegion)
+	out, err := c.CountTokens(context.Background(), &bedrockruntime.CountTokensInput{ModelId: aws.String(claudeID),
+		Input: &types.CountTokensInputMemberInvokeModel{Value: types.InvokeModelTokensRequest{Body: []byte(invokeBody)}}})
+	if err != nil {
+		t.Fatalf("CountTokens: %v", err)
+	}
+	if len(b.mock.Bills()) != 0 {
+		t.Fatal("count-tokens billed")
+	}
+	if _, err := c.InvokeModel(context.Background(), &bedrockruntime.InvokeModelInput{ModelId: aws.String(claudeID),
+		Body: []byte(invokeBody)}); err != nil {
+		t.Fatal(err)
+	}
+	bl := b.mock.Bills()[0]
+	if got := int64(aws.ToInt32(out.InputTokens)); got != bl.Input+bl.CacheRead+bl.Cache5m {
+		t.Fatalf("count %d, billed prompt %+v", got, bl)
+	}
+}

@@ -37,7 +37,7 @@ func FuzzParseSigV4(f *testing.F) {
 
 var fuzzCloudRoutes = []string{
 	"/model/anthropic.c-v1:0/invoke", "/model/anthropic.c-v1%3A0/invoke-with-response-stream", "/model/m/converse",
-	"/model/m/converse-stream", "/model//invoke", "/model/a/b/converse",
+	"/model/m/converse-stream", "/model/m/count-tokens", "/model//invoke", "/model/a/b/converse",
 	"/v1/projects/p/locations/l/publishers/google/models/g:generateContent",
 	"/v1/projects/p/locations/l/publishers/google/models/g:streamGenerateContent?alt=sse",
 	"/v1/projects/p/locations/l/publishers/anthropic/models/c:rawPredict",

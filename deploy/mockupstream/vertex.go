@@ -177,7 +177,7 @@ func (x *exchange) vertexRoute(path string) {
 	switch parts[4] {
 	case "google":
 		switch method {
-		case "generateContent", "streamGenerateContent":
+		case "generateContent", "streamGenerateContent", "countTokens":
 			x.model = model
 			x.gammaMethod(model, method)
 			return

@@ -136,6 +136,12 @@ func TestVertexTokenFlowAndGenerate(t *testing.T) {
 		jsonNum(um["promptTokenCount"]) != jsonNum(bills[0].Input) || jsonNum(um["candidatesTokenCount"]) != jsonNum(bills[0].Output) {
 		t.Fatalf("bills %+v usage %v", bills, um)
 	}
+	if m := decodeJSON(t, b.post(t, vertexBase+"google/models/g-1-flash:countTokens", body, "Authorization", auth).body); m["totalTokens"] == nil {
+		t.Fatalf("countTokens %v", m)
+	}
+	if len(b.mock.Bills()) != 3 {
+		t.Fatal("countTokens billed")
+	}
 	// The first-party billing export leaves cloud bills out; the provider's export has them.
 	day := time.Now().UTC().Truncate(24 * time.Hour)
 	first, _ := b.mock.BillingCSV(day, day.Add(24*time.Hour))
