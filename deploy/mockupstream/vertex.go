@@ -146,10 +146,17 @@ func (x *exchange) vertexAuth() bool {
 	t, ok := x.s.googleTokens[tok]
 	x.s.mu.Unlock()
 	if !ok || !x.s.now().Before(t.expires) {
+		msg, reason := "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
+			"ACCESS_TOKEN_TYPE_UNSUPPORTED"
+		switch {
+		case tok == "":
+			msg, reason = "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
+				"CREDENTIALS_MISSING"
+		case ok:
+			reason = "ACCESS_TOKEN_EXPIRED"
+		}
 		x.w.Header().Set("WWW-Authenticate", `Bearer realm="https://accounts.google.com/"`)
-		x.writeError(http.StatusUnauthorized, gammaError{Error: x.gammaErrorBody(http.StatusUnauthorized,
-			"Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
-			"ACCESS_TOKEN_TYPE_UNSUPPORTED")})
+		x.writeError(http.StatusUnauthorized, gammaError{Error: x.gammaErrorBody(http.StatusUnauthorized, msg, reason)})
 		return false
 	}
 	x.key = t.subject

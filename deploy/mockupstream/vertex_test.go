@@ -156,6 +156,9 @@ func TestVertexTokenFlowAndGenerate(t *testing.T) {
 	if r.status != http.StatusUnauthorized || decodeJSON(t, r.body)["error"].(map[string]any)["status"] != "UNAUTHENTICATED" {
 		t.Fatalf("expired token: %d %s", r.status, r.body)
 	}
+	if !strings.Contains(string(r.body), "ACCESS_TOKEN_EXPIRED") {
+		t.Fatalf("expired token reason: %s", r.body)
+	}
 }
 
 func TestVertexAnthropicRawPredict(t *testing.T) {
