@@ -65,3 +65,20 @@ func (x *exchange) azureRoute(path string) {
 		x.fail(http.StatusNotFound, "Resource not found")
 	}
 }
+
+// azureFilterVerdict is a content-filter verdict that lets everything through, as Azure's default filter
+// reports on an ordinary prompt or answer.
+func azureFilterVerdict() fields {
+	safe := fields{"filtered", false, "severity", "safe"}
+	return fields{"hate", safe, "self_harm", safe, "sexual", safe, "violence", safe}
+}
+
+func azurePromptFilterResults() []fields {
+	return []fields{{"prompt_index", 0, "content_filter_results", azureFilterVerdict()}}
+}
+
+// azurePromptFilterChunk is the first chunk of an Azure chat stream: no choices, only the prompt's verdict.
+func azurePromptFilterChunk() fields {
+	return fields{"choices", []any{}, "created", 0, "id", "", "model", "", "object", "",
+		"prompt_filter_results", azurePromptFilterResults()}
+}

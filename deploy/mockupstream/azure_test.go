@@ -104,3 +104,27 @@ func TestAzureThrottle(t *testing.T) {
 		t.Fatalf("throttled: %d %v %s", r.status, r.header, r.body)
 	}
 }
+
+// Chat answers carry Azure's content-filter results: the prompt's verdict in the body (and as a stream's
+// first chunk, with no choices), each choice's own.
+func TestAzureContentFilterResults(t *testing.T) {
+	b := azureMock(t)
+	body := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	m := decodeJSON(t, b.post(t, "/openai/v1/chat/completions", body, "api-key", "az-key-1").body)
+	pfr, _ := m["prompt_filter_results"].([]any)
+	ch := m["choices"].([]any)[0].(map[string]any)
+	if len(pfr) != 1 || ch["content_filter_results"] == nil {
+		t.Fatalf("answer %v", m)
+	}
+	r := b.post(t, "/openai/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, "api-key", "az-key-1")
+	evs := parseSSE(t, r.body)
+	first := evs[0].json(t)
+	if c, _ := first["choices"].([]any); len(c) != 0 || first["prompt_filter_results"] == nil {
+		t.Fatalf("first chunk %v", first)
+	}
+	// First-party answers have none.
+	fp := decodeJSON(t, b.post(t, "/v1/chat/completions", body).body)
+	if fp["prompt_filter_results"] != nil {
+		t.Fatalf("first-party answer %v", fp)
+	}
+}

@@ -451,3 +451,16 @@ func TestBedrockCountTokensWithSDK(t *testing.T) {
 		t.Fatalf("count %d, billed prompt %+v", got, bl)
 	}
 }
+
+// An inference-profile ARN (slashes and colons, escaped in the path) is signed, verified and billed whole.
+func TestBedrockARNModelID(t *testing.T) {
+	b := bedrockMock(t, nil)
+	arn := "arn:aws:bedrock:eu-west-3:123456789012:inference-profile/eu.anthropic.claude-mock-v1:0"
+	if _, err := bedrockClient(b, goodCreds(), testRegion).InvokeModel(context.Background(), &bedrockruntime.InvokeModelInput{
+		ModelId: aws.String(arn), Body: []byte(invokeBody)}); err != nil {
+		t.Fatalf("InvokeModel: %v", err)
+	}
+	if bl := b.mock.Bills(); len(bl) != 1 || bl[0].Model != arn {
+		t.Fatalf("bills %+v", bl)
+	}
+}
