@@ -464,3 +464,30 @@ func TestBedrockARNModelID(t *testing.T) {
 		t.Fatalf("bills %+v", bl)
 	}
 }
+
+// Cut event streams are billed by the first-party rule: InvokeModel's stream by the usage its written
+// message_start reported, a Converse stream (usage only in its last event) by the local prompt count.
+func TestBedrockCutStreamsBilled(t *testing.T) {
+	b := bedrockMock(t, nil)
+	auth := []string{"Authorization", "Bearer bedrock-api-key-1", "x-mock-disconnect-after", "3"}
+	for _, path := range []string{"/model/m/converse-stream", "/model/" + claudeID + "/invoke-with-response-stream"} {
+		body := `{"messages":[{"role":"user","content":[{"text":"hello there friend"}]}]}`
+		if strings.Contains(path, "invoke") {
+			body = invokeBody
+		}
+		b.mock.Reset()
+		if r := b.call(t, http.MethodPost, path, body, auth...); r.err == nil {
+			t.Fatalf("%s: stream not cut", path)
+		}
+		if _, err := b.mock.Wait(t.Context(), func(r Request) bool { return r.Done }); err != nil {
+			t.Fatal(err)
+		}
+		bl := b.mock.Bills()
+		if len(bl) != 1 || bl[0].Provider != ProviderBedrock || bl[0].Input <= 0 {
+			t.Fatalf("%s: bills %+v", path, bl)
+		}
+		if want := map[bool]int64{true: 1, false: 0}[strings.Contains(path, "invoke")]; bl[0].Output != want {
+			t.Fatalf("%s: output %d, want %d", path, bl[0].Output, want)
+		}
+	}
+}
