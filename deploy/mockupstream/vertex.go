@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -73,11 +74,13 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	var raw [24]byte
 	_, _ = rand.Read(raw[:])
 	tok := "ya29.mock-" + hex.EncodeToString(raw[:])
+	now := s.now()
 	s.mu.Lock()
 	if s.googleTokens == nil {
 		s.googleTokens = make(map[string]googleToken)
 	}
-	s.googleTokens[tok] = googleToken{subject: sub, expires: s.now().Add(life)}
+	maps.DeleteFunc(s.googleTokens, func(_ string, t googleToken) bool { return !now.Before(t.expires) })
+	s.googleTokens[tok] = googleToken{subject: sub, expires: now.Add(life)}
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	_ = json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "expires_in": int(life / time.Second),
