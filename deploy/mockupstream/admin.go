@@ -224,7 +224,7 @@ func groupBills(bills []Bill, projects map[string]string, beta bool) []*group {
 // model and tier. input_tokens includes cached and cache-written input, whatever the write's lifetime (the
 // alpha report has no cache-write field).
 func (s *Server) alphaUsage(t time.Time, endpoint string) ([]map[string]any, error) {
-	bills, c, _, projects := s.reportedBills(t, t.Add(day), endpoint)
+	bills, c, _, projects := s.reportedBills("", t, t.Add(day), endpoint)
 	out := []map[string]any{}
 	for _, g := range groupBills(bills, projects, false) {
 		r := map[string]any{"project_id": g.project, "user_id": nil, "api_key_id": g.apiKey, "model": g.model,
@@ -257,7 +257,7 @@ var alphaLineItems = map[string]string{"input": "input", "cache_read": "cached i
 
 // alphaCosts is one day's alpha cost results grouped by project and line item ("<model>, <item>").
 func (s *Server) alphaCosts(t time.Time) ([]map[string]any, error) {
-	bills, c, prices, projects := s.reportedBills(t, t.Add(day), EndpointCompletions, EndpointEmbeddings, EndpointImages)
+	bills, c, prices, projects := s.reportedBills("", t, t.Add(day), EndpointCompletions, EndpointEmbeddings, EndpointImages)
 	sums := map[string]*decimal.Big{}
 	for _, b := range bills {
 		for _, cat := range costCategories(b) {
@@ -283,7 +283,7 @@ func (s *Server) alphaCosts(t time.Time) ([]map[string]any, error) {
 
 // betaUsageReport is one day's beta usage results grouped by key, workspace, model and tier.
 func (s *Server) betaUsageReport(t time.Time) ([]map[string]any, error) {
-	bills, c, _, projects := s.reportedBills(t, t.Add(day), EndpointMessages)
+	bills, c, _, projects := s.reportedBills("", t, t.Add(day), EndpointMessages)
 	out := []map[string]any{}
 	for _, g := range groupBills(bills, projects, true) {
 		out = append(out, map[string]any{"api_key_id": g.apiKey, "workspace_id": g.project, "model": g.model,
@@ -306,7 +306,7 @@ var betaTokenTypes = map[string]string{"input": "uncached_input_tokens", "cache_
 
 // betaCostReport is one day's beta cost results grouped by workspace and description; amounts are cents.
 func (s *Server) betaCostReport(t time.Time) ([]map[string]any, error) {
-	bills, c, prices, projects := s.reportedBills(t, t.Add(day), EndpointMessages)
+	bills, c, prices, projects := s.reportedBills("", t, t.Add(day), EndpointMessages)
 	type item struct{ workspace, model, tier, tokenType string }
 	sums := map[item]*decimal.Big{}
 	for _, b := range bills {

@@ -105,6 +105,8 @@ type chatChoice struct {
 	Message      chatMessage `json:"message"`
 	Logprobs     any         `json:"logprobs"`
 	FinishReason string      `json:"finish_reason"`
+	// ContentFilterResults is Azure's per-choice content-filter verdict (azure.go).
+	ContentFilterResults any `json:"content_filter_results,omitempty"`
 }
 
 type chatCompletion struct {
@@ -116,6 +118,8 @@ type chatCompletion struct {
 	SystemFingerprint string       `json:"system_fingerprint"`
 	Choices           []chatChoice `json:"choices"`
 	Usage             *chatUsage   `json:"usage,omitempty"`
+	// PromptFilterResults is Azure's content-filter verdict on the prompt (azure.go).
+	PromptFilterResults any `json:"prompt_filter_results,omitempty"`
 }
 
 type chatDelta struct {
@@ -187,15 +191,23 @@ func (x *exchange) alphaChat() {
 			t := p.text()
 			msg.Content = &t
 		}
-		x.writeJSON(chatCompletion{ID: id, Object: "chat.completion", Created: x.s.created, Model: req.Model,
+		cc := chatCompletion{ID: id, Object: "chat.completion", Created: x.s.created, Model: req.Model,
 			ServiceTier: tier, SystemFingerprint: "fp_mock", Usage: x.chatUsage(p),
-			Choices: []chatChoice{{Message: msg, FinishReason: finish}}})
+			Choices: []chatChoice{{Message: msg, FinishReason: finish}}}
+		if x.cloud == ProviderAzure {
+			cc.PromptFilterResults = azurePromptFilterResults()
+			cc.Choices[0].ContentFilterResults = azureFilterVerdict()
+		}
+		x.writeJSON(cc)
 		return
 	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	st := x.startStream(framingData, func(int) (string, any) {
 		return "", alphaError{Error: alphaErrorBody(http.StatusInternalServerError, "mock mid-stream error")}
 	})
+	if x.cloud == ProviderAzure && st.event("", azurePromptFilterChunk()) != nil {
+		return
+	}
 	chunk := chatChunk{ID: id, Object: "chat.completion.chunk", Created: x.s.created, Model: req.Model,
 		ServiceTier: tier, SystemFingerprint: "fp_mock", Choices: make([]chatChunkChoice, 1)}
 	if includeUsage {

@@ -159,13 +159,19 @@ func (x *exchange) betaMessages() {
 			StopReason: &stop}
 		if x.ctl.usage != "none" {
 			msg.Usage = x.betaUsage(p, p.output, true, tier, speed)
+			x.bedrockTokenHeaders(msg.Usage)
 		}
 		x.writeJSON(msg)
 		return
 	}
-	st := x.startStream(framingNamed, func(int) (string, any) {
+	mode := framingNamed
+	if x.cloud == ProviderBedrock {
+		mode = framingEventStream
+	}
+	st := x.startStream(mode, func(int) (string, any) {
 		return "error", betaError{Type: "error", Error: betaErrorBody{Type: "overloaded_error", Message: "Overloaded"}}
 	})
+	st.wrap = mode == framingEventStream // InvokeModelWithResponseStream: each event in a "chunk"
 	start := betaMessage{ID: id, Type: "message", Role: "assistant", Model: req.Model, Content: []any{}}
 	if x.ctl.usage != "none" {
 		start.Usage = x.betaUsage(p, 1, true, tier, speed)
@@ -237,7 +243,14 @@ func (x *exchange) betaMessages() {
 	if x.ctl.usage != "none" {
 		x.reportUsage(EndpointMessages, tier, planBill(EndpointMessages, p))
 	}
-	if st.event("message_stop", fields{"type", "message_stop"}) != nil {
+	stopEv := fields{"type", "message_stop"}
+	if x.cloud == ProviderBedrock && x.ctl.usage != "none" {
+		// Bedrock's last chunk carries the invocation's token counts (uncached input, as the headers).
+		u := x.betaUsage(p, p.output, true, "", "")
+		stopEv = append(stopEv, "amazon-bedrock-invocationMetrics", fields{"inputTokenCount", *u.InputTokens,
+			"outputTokenCount", u.OutputTokens, "invocationLatency", 1, "firstByteLatency", 1})
+	}
+	if st.event("message_stop", stopEv) != nil {
 		return
 	}
 	st.end()

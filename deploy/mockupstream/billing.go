@@ -43,21 +43,25 @@ const (
 
 // Bill is one billed answer.
 type Bill struct {
-	Seq       int64     `json:"seq"`
-	At        time.Time `json:"at"`
-	Endpoint  string    `json:"endpoint"`
-	APIKey    string    `json:"api_key"`
-	Model     string    `json:"model"`
-	Tier      string    `json:"tier"`
-	Input     int64     `json:"input_tokens"` // uncached input
-	Output    int64     `json:"output_tokens"`
-	CacheRead int64     `json:"cache_read_tokens"`
-	Cache5m   int64     `json:"cache_creation_5m_tokens"`
-	Cache30m  int64     `json:"cache_creation_30m_tokens"`
-	Cache1h   int64     `json:"cache_creation_1h_tokens"`
-	ImageOut  int64     `json:"image_output_tokens"`
-	Images    int64     `json:"images"`
-	Requests  int64     `json:"requests"`
+	Seq int64     `json:"seq"`
+	At  time.Time `json:"at"`
+	// Provider is the cloud that served it (ProviderBedrock, ProviderVertex, ProviderAzure); empty for the
+	// first-party APIs. The first-party admin reports leave cloud bills out; the billing export selects a
+	// provider's bills with ?provider=.
+	Provider  string `json:"provider,omitempty"`
+	Endpoint  string `json:"endpoint"`
+	APIKey    string `json:"api_key"`
+	Model     string `json:"model"`
+	Tier      string `json:"tier"`
+	Input     int64  `json:"input_tokens"` // uncached input
+	Output    int64  `json:"output_tokens"`
+	CacheRead int64  `json:"cache_read_tokens"`
+	Cache5m   int64  `json:"cache_creation_5m_tokens"`
+	Cache30m  int64  `json:"cache_creation_30m_tokens"`
+	Cache1h   int64  `json:"cache_creation_1h_tokens"`
+	ImageOut  int64  `json:"image_output_tokens"`
+	Images    int64  `json:"images"`
+	Requests  int64  `json:"requests"`
 }
 
 // Price is a model's per-million-token prices, exact decimal strings ("" = 0). The mock's admin cost
@@ -85,6 +89,7 @@ func (x *exchange) billFor(endpoint, tier string, b Bill) {
 		}
 	}
 	b.At, b.Endpoint, b.APIKey, b.Model, b.Tier, b.Requests = at.UTC(), endpoint, x.key, x.model, tier, 1
+	b.Provider = x.cloud
 	b.Input = max(b.Input, 0)
 	x.bill = &b
 }
@@ -103,7 +108,7 @@ func planBill(endpoint string, p *plan) Bill {
 	switch endpoint {
 	case EndpointCompletions:
 		b.Cache30m = int64(p.cacheWrite)
-	case EndpointMessages:
+	case EndpointMessages, EndpointConverse:
 		b.Cache5m = int64(p.cacheWrite)
 	case EndpointGenerateContent:
 		b.Input = int64(p.prompt - p.cacheRead)
@@ -219,9 +224,9 @@ func (s *Server) takeFault() (status int, retryAfter int, cut bool) {
 	return 0, 0, false
 }
 
-// reportedBills returns the bills of [from, to) with endpoint in endpoints, after Drop and LateDays, and
+// reportedBills returns provider's bills ("" = first party) of [from, to) with endpoint in endpoints, after Drop and LateDays, and
 // the controls and prices in force.
-func (s *Server) reportedBills(from, to time.Time, endpoints ...string) ([]Bill, ReconcileControls, map[string]Price, map[string]string) {
+func (s *Server) reportedBills(provider string, from, to time.Time, endpoints ...string) ([]Bill, ReconcileControls, map[string]Price, map[string]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	late := map[string]bool{}
@@ -230,7 +235,7 @@ func (s *Server) reportedBills(from, to time.Time, endpoints ...string) ([]Bill,
 	}
 	var out []Bill
 	for _, b := range s.bills {
-		if b.Seq <= int64(s.recon.Drop) || b.At.Before(from) || !b.At.Before(to) || late[b.At.Format(time.DateOnly)] {
+		if b.Provider != provider || b.Seq <= int64(s.recon.Drop) || b.At.Before(from) || !b.At.Before(to) || late[b.At.Format(time.DateOnly)] {
 			continue
 		}
 		for _, e := range endpoints {

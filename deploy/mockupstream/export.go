@@ -24,10 +24,17 @@ var ExportColumns = []string{"day", "key_ref", "project_ref", "model", "tier", "
 	"cache_read_tokens", "cache_creation_5m_tokens", "cache_creation_30m_tokens", "cache_creation_1h_tokens",
 	"image_output_tokens", "requests", "cost"}
 
-// BillingCSV exports the bills of the UTC days [from, to) of the given endpoints (all when none).
+// BillingCSV exports the first-party bills of the UTC days [from, to) of the given endpoints (all when none).
 func (s *Server) BillingCSV(from, to time.Time, endpoints ...string) ([]byte, error) {
+	return s.ProviderBillingCSV("", from, to, endpoints...)
+}
+
+// ProviderBillingCSV exports a provider's bills ("" = first party, else a cloud's Provider name) of the
+// UTC days [from, to) of the given endpoints (all when none).
+func (s *Server) ProviderBillingCSV(provider string, from, to time.Time, endpoints ...string) ([]byte, error) {
 	if len(endpoints) == 0 {
-		endpoints = []string{EndpointCompletions, EndpointEmbeddings, EndpointImages, EndpointMessages, EndpointGenerateContent}
+		endpoints = []string{EndpointCompletions, EndpointEmbeddings, EndpointImages, EndpointMessages,
+			EndpointGenerateContent, EndpointConverse}
 	}
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
@@ -35,11 +42,11 @@ func (s *Server) BillingCSV(from, to time.Time, endpoints ...string) ([]byte, er
 		return nil, fmt.Errorf("billing export: %w", err)
 	}
 	for t := from.UTC().Truncate(day); t.Before(to); t = t.Add(day) {
-		bills, c, prices, projects := s.reportedBills(t, t.Add(day), endpoints...)
+		bills, c, prices, projects := s.reportedBills(provider, t, t.Add(day), endpoints...)
 		// Beta bills are in workspaces, the others in projects: grouped apart.
 		var alpha, beta []Bill
 		for _, b := range bills {
-			if b.Endpoint == EndpointMessages {
+			if b.Endpoint == EndpointMessages || b.Endpoint == EndpointConverse {
 				beta = append(beta, b)
 			} else {
 				alpha = append(alpha, b)
@@ -109,7 +116,7 @@ func (s *Server) serveBillingCSV(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "to: a day after from, at most 366 days later", http.StatusBadRequest)
 		return
 	}
-	body, err := s.BillingCSV(from, to, q["endpoint"]...)
+	body, err := s.ProviderBillingCSV(q.Get("provider"), from, to, q["endpoint"]...)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

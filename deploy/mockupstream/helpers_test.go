@@ -191,3 +191,16 @@ const (
 	chatBody    = `{"model":"m-1","messages":[{"role":"user","content":"hello there"}]}`
 	toolSchema  = `{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"}},"required":["city"]}`
 )
+
+// tamperClient changes each request after the SDK signed it.
+type tamperClient struct {
+	c   *http.Client
+	mod func(*http.Request)
+}
+
+func (tc tamperClient) Do(r *http.Request) (*http.Response, error) {
+	tc.mod(r)
+	return tc.c.Do(r)
+}
+
+func ioNopCloser(s string) io.ReadCloser { return io.NopCloser(strings.NewReader(s)) }

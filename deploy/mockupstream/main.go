@@ -30,8 +30,13 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	apiKey := fs.String("api-key", getenv("MOCKUPSTREAM_API_KEY"),
 		"when set, the only API key accepted (env MOCKUPSTREAM_API_KEY)")
 	debug := fs.Bool("debug", false, "log at debug level")
+	applyClouds := cloudFlags(fs, getenv)
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("parse flags: %w", err)
+	}
+	var clouds CloudOptions
+	if err := applyClouds(&clouds); err != nil {
+		return err
 	}
 	level := slog.LevelInfo
 	if *debug {
@@ -44,7 +49,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
 	srv := &http.Server{
-		Handler:           New(Options{APIKey: *apiKey, Logger: log}),
+		Handler:           New(Options{APIKey: *apiKey, Logger: log, Clouds: clouds}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}

@@ -59,6 +59,8 @@ type Options struct {
 	AdminKey string
 	// Prices are the per-model prices the admin cost reports charge (SetPrices replaces them).
 	Prices map[string]Price
+	// Clouds are the credentials the cloud endpoints (Bedrock, Vertex AI, Azure OpenAI; cloud.go) accept.
+	Clouds CloudOptions
 }
 
 // DefaultModels are the ids listed by the models endpoints when Options.Models is empty.
@@ -107,6 +109,9 @@ type Server struct {
 	recon    ReconcileControls
 	prices   map[string]Price
 	projects map[string]string // API key → project / workspace id (SetProjects)
+
+	cloudSw      CloudSwitches          // cloud.go
+	googleTokens map[string]googleToken // access tokens the token endpoint issued (vertex.go)
 }
 
 // New returns a Server configured by opts.
@@ -176,6 +181,7 @@ func (s *Server) Reset() {
 	s.cancelled = 0
 	clear(s.failCount)
 	s.bills, s.billSeq, s.recon = nil, 0, ReconcileControls{}
+	s.cloudSw = CloudSwitches{} // issued access tokens stay valid: a client's cached token outlives a reset
 	s.notifyLocked()
 }
 
@@ -351,6 +357,7 @@ type exchange struct {
 	body    []byte
 	ctl     controls
 	dialect string
+	cloud   string // the cloud a cloud path belongs to (ProviderBedrock, …); "" for first party
 	rec     *Request
 
 	model     string
@@ -386,13 +393,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case isAdminPath(path):
 		s.serveAdmin(w, r)
 		return
+	case path == "/token":
+		s.serveToken(w, r)
+		return
 	}
 
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	x := &exchange{s: s, w: w, r: r, body: body, dialect: dialectOf(r)}
+	x := &exchange{s: s, w: w, r: r, body: body, dialect: dialectOf(r), cloud: cloudOf(path)}
+	if x.cloud != "" {
+		x.dialect = cloudDialect(x.cloud, path)
+	}
 	x.rec = s.record(r, body, x.dialect)
 	x.ctl = parseControls(r.Header)
-	x.key = apiKey(r, x.dialect)
+	if x.cloud == "" {
+		x.key = apiKey(r, x.dialect)
+	}
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(path))
 	_, _ = h.Write(body)
@@ -419,7 +434,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !x.sleep(x.ctl.latency) {
 		return
 	}
-	if s.opts.APIKey != "" && x.key != s.opts.APIKey {
+	if x.cloud != "" {
+		if !x.cloudAuth() {
+			return
+		}
+	} else if s.opts.APIKey != "" && x.key != s.opts.APIKey {
 		x.failAuth()
 		return
 	}
@@ -483,6 +502,10 @@ func apiKey(r *http.Request, dialect string) string {
 }
 
 func (s *Server) route(x *exchange, path string) {
+	if x.cloud != "" {
+		x.routeCloud(path)
+		return
+	}
 	m := x.r.Method
 	switch {
 	case path == "/v1/chat/completions" && m == http.MethodPost:
@@ -578,6 +601,17 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 		s.SetReconcile(c)
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(c)
+	case r.URL.Path == "/_mock/clouds" && r.Method == http.MethodPut:
+		var c CloudSwitches
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil || (c.TokenDown != "" && c.TokenDown != "503" && c.TokenDown != "refuse") {
+			http.Error(w, "cloud switches: want {\"throttle\": bool, \"token_down\": \"\"|\"503\"|\"refuse\"}", http.StatusBadRequest)
+			return
+		}
+		s.SetCloudSwitches(c)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(c)
 	case r.URL.Path == "/_mock/prices" && r.Method == http.MethodPut:
 		var p map[string]Price
 		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&p); err != nil {
@@ -664,6 +698,9 @@ func (x *exchange) fail(status int, msg string) {
 	h.Set("Content-Type", "application/json")
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable || status == 529 {
 		h.Set("Retry-After", x.ctl.retryAfter)
+	}
+	if x.cloud != "" && x.cloudFail(status, msg) {
+		return
 	}
 	var body any
 	switch x.dialect {

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 )
 
 // loremWords is the fixed vocabulary of generated output; one word is one output token.
@@ -66,7 +68,17 @@ const (
 	framingData      framing = iota // "data: <json>\n\n" (alpha chat, gamma alt=sse)
 	framingNamed                    // "event: <type>\ndata: <json>\n\n" (alpha responses/images, beta)
 	framingJSONArray                // gamma without alt: "[" chunk ",\r\n" chunk ... "]"
+	// framingEventStream is AWS event-stream (Bedrock): one binary frame per event, written by the AWS SDK's
+	// encoder; the event's JSON is the payload, its name the :event-type (InvokeModelWithResponseStream
+	// wraps it: a "chunk" event whose payload is {"bytes": base64 of the event's JSON}).
+	framingEventStream
 )
+
+// esException is an event-stream exception frame (Bedrock's in-stream error).
+type esException struct {
+	Type    string // :exception-type, e.g. modelStreamErrorException
+	Message string
+}
 
 // streamer writes events, flushing each, and applies the stream controls.
 type streamer struct {
@@ -77,6 +89,8 @@ type streamer struct {
 	enc   *json.Encoder
 	errFn func(seq int) (name string, v any) // the dialect's in-stream error event
 	seq   int                                // events written
+	es    *eventstream.Encoder               // framingEventStream
+	wrap  bool                               // framingEventStream: InvokeModel's base64 "chunk" wrapping
 }
 
 func (x *exchange) startStream(mode framing, errFn func(int) (string, any)) *streamer {
@@ -84,9 +98,19 @@ func (x *exchange) startStream(mode framing, errFn func(int) (string, any)) *str
 	st.enc = json.NewEncoder(&st.buf)
 	st.enc.SetEscapeHTML(false)
 	h := x.w.Header()
-	if mode == framingJSONArray {
+	switch mode {
+	case framingJSONArray:
 		h.Set("Content-Type", "application/json; charset=UTF-8")
-	} else {
+	case framingEventStream:
+		st.es = eventstream.NewEncoder()
+		h.Set("Content-Type", "application/vnd.amazon.eventstream")
+		h.Set("x-amzn-RequestId", x.bedrockRequestID())
+		if errFn != nil {
+			st.errFn = func(int) (string, any) {
+				return "", esException{Type: "modelStreamErrorException", Message: "The model stream failed."}
+			}
+		}
+	default:
 		h.Set("Content-Type", "text/event-stream; charset=utf-8")
 		h.Set("Cache-Control", "no-cache")
 	}
@@ -144,13 +168,19 @@ func (st *streamer) write(name string, v any) error {
 			st.buf.WriteString(",\r\n")
 		}
 	}
-	if err := st.enc.Encode(v); err != nil {
+	if st.mode == framingEventStream {
+		if err := st.eventStreamFrame(name, v); err != nil {
+			return err
+		}
+	} else if err := st.enc.Encode(v); err != nil {
 		return fmt.Errorf("encode stream event %s: %w", name, err)
 	}
 	// Encode appended "\n"; SSE wants a blank line after the data line, the array wants nothing.
-	if st.mode == framingJSONArray {
+	switch st.mode {
+	case framingJSONArray:
 		st.buf.Truncate(st.buf.Len() - 1)
-	} else {
+	case framingEventStream:
+	default:
 		st.buf.WriteString("\n")
 	}
 	if _, err := x.w.Write(st.buf.Bytes()); err != nil {
@@ -265,4 +295,35 @@ func (f fields) MarshalJSON() ([]byte, error) {
 		b = append(append(append(b, kb...), ':'), vb...)
 	}
 	return append(b, '}'), nil
+}
+
+// eventStreamFrame encodes v as one event-stream message into st.buf.
+func (st *streamer) eventStreamFrame(name string, v any) error {
+	msg := eventstream.Message{}
+	if ex, ok := v.(esException); ok {
+		msg.Headers.Set(":message-type", eventstream.StringValue("exception"))
+		msg.Headers.Set(":exception-type", eventstream.StringValue(ex.Type))
+		v = map[string]string{"message": ex.Message}
+	} else {
+		msg.Headers.Set(":message-type", eventstream.StringValue("event"))
+	}
+	payload, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode stream event %s: %w", name, err)
+	}
+	if st.wrap && msg.Headers.Get(":exception-type") == nil {
+		name = "chunk"
+		if payload, err = json.Marshal(map[string][]byte{"bytes": payload}); err != nil {
+			return fmt.Errorf("encode stream chunk: %w", err)
+		}
+	}
+	if msg.Headers.Get(":exception-type") == nil {
+		msg.Headers.Set(":event-type", eventstream.StringValue(name))
+	}
+	msg.Headers.Set(":content-type", eventstream.StringValue("application/json"))
+	msg.Payload = payload
+	if err := st.es.Encode(&st.buf, msg); err != nil {
+		return fmt.Errorf("encode event-stream frame %s: %w", name, err)
+	}
+	return nil
 }
