@@ -29,9 +29,10 @@ func (in ProviderInput) validate() (store.Provider, error) {
 	details := idDetails("id", in.ID)
 	settings := bytes.TrimSpace(in.Settings)
 	checked := settings
+	var obj map[string]json.RawMessage // the library decides what a JSON object is
 	if len(settings) == 0 || bytes.Equal(settings, []byte("null")) {
 		settings, checked = []byte("{}"), []byte("{}")
-	} else if settings[0] != '{' || !json.Valid(settings) {
+	} else if json.Unmarshal(settings, &obj) != nil || obj == nil {
 		details = append(details, field("settings", "must be a JSON object"))
 		checked = []byte("{}") // reported once, here
 	}

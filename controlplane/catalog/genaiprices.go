@@ -195,8 +195,9 @@ func truncate(b []byte) string {
 // force at c.opt.At is taken (time-of-day prices cannot be expressed).
 func (c *collector) gpPrices(raw json.RawMessage) (*prices, error) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '[' {
-		return gpPriceSet(raw)
+	var elems []json.RawMessage // the library decides what an array is
+	if json.Unmarshal(raw, &elems) != nil {
+		return gpPriceSet(raw) // not an array: one price set
 	}
 	var conds []gpConditional
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -269,7 +270,8 @@ func gpPriceSet(raw json.RawMessage) (*prices, error) {
 		if !ok {
 			return nil, fmt.Errorf("price %q has no Tollgate category", k)
 		}
-		if len(v) > 0 && v[0] == '{' {
+		var tiers map[string]json.RawMessage
+		if json.Unmarshal(v, &tiers) == nil && tiers != nil {
 			if err := p.gpTiered(cat, k, v); err != nil {
 				return nil, err
 			}

@@ -279,10 +279,9 @@ func snapTierField(t *configv1.TierEntry, key string) **string {
 // snapTierInt accepts a JSON integer or an integer in a string.
 func snapTierInt(v json.RawMessage) (int64, error) {
 	s := string(v)
-	if len(v) > 0 && v[0] == '"' {
-		if err := json.Unmarshal(v, &s); err != nil {
-			return 0, errors.New("want an integer")
-		}
+	var quoted string
+	if json.Unmarshal(v, &quoted) == nil { // an integer in a string
+		s = quoted
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
@@ -293,11 +292,8 @@ func snapTierInt(v json.RawMessage) (int64, error) {
 
 // snapTierDecimalText returns a JSON string's content or a JSON number's literal text.
 func snapTierDecimalText(v json.RawMessage) (string, error) {
-	if len(v) > 0 && v[0] == '"' {
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			return "", fmt.Errorf("malformed string: %w", err)
-		}
+	var s string
+	if json.Unmarshal(v, &s) == nil {
 		return s, nil
 	}
 	var n json.Number

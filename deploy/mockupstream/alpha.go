@@ -262,8 +262,10 @@ func (x *exchange) alphaChat() {
 }
 
 func forcedAlpha(choice json.RawMessage) bool {
-	c := bytes.TrimSpace(choice)
-	return bytes.Equal(c, []byte(`"required"`)) || (len(c) > 0 && c[0] == '{')
+	var mode string
+	var named map[string]json.RawMessage // {"type": "function", "function": {"name": ...}}
+	return json.Unmarshal(choice, &mode) == nil && mode == "required" ||
+		json.Unmarshal(choice, &named) == nil && named != nil
 }
 
 func reasoningOn(effort string) bool {

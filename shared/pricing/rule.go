@@ -307,16 +307,15 @@ func present(e map[string]json.RawMessage, key string) (json.RawMessage, bool) {
 // decimalText accepts a JSON string or a JSON number (its literal text, never a float).
 func decimalText(verr *ValidationError, field string, i int, v json.RawMessage) (string, bool) {
 	v = bytes.TrimSpace(v)
-	if len(v) > 0 && v[0] == '"' {
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			verr.add(field, i, "malformed string: %v", err)
-			return "", false
-		}
+	// v is a value the library delimited; it decides whether it is a string or a number (null is neither).
+	var s string
+	var n json.Number // a JSON number's literal text, never a float
+	switch {
+	case bytes.Equal(v, []byte("null")):
+	case json.Unmarshal(v, &s) == nil:
 		return s, true
-	}
-	if len(v) > 0 && (v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
-		return string(v), true
+	case json.Unmarshal(v, &n) == nil:
+		return n.String(), true
 	}
 	verr.add(field, i, "must be a decimal string")
 	return "", false
@@ -333,10 +332,9 @@ const MaxMinPromptTokens int64 = 999_999_999_999_999
 // field and the allowed range.
 func parseTokenThreshold(v json.RawMessage) (int64, error) {
 	s := string(bytes.TrimSpace(v))
-	if len(s) >= 2 && s[0] == '"' {
-		if err := json.Unmarshal(v, &s); err != nil {
-			return 0, fmt.Errorf("min_prompt_tokens must be an integer between 0 and %d, got a malformed string", MaxMinPromptTokens)
-		}
+	var quoted string
+	if s != "null" && json.Unmarshal(v, &quoted) == nil { // an integer in a JSON string
+		s = quoted
 	}
 	digits, negative := strings.CutPrefix(s, "-")
 	if !allDigits(digits) {

@@ -19,6 +19,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -272,9 +273,12 @@ func timeQuery(name, u string, runs int) error {
 	slices.Sort(lat)
 	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
 	rollup, n := "csv", bytes.Count(body, []byte("\n"))-1
-	if i := bytes.Index(body, []byte(`"rollup":"`)); i >= 0 {
-		rollup = string(body[i+10 : i+10+bytes.IndexByte(body[i+10:], '"')])
-		n = bytes.Count(body, []byte(`"bucket_start"`))
+	var spend struct {
+		Rollup string            `json:"rollup"`
+		Rows   []json.RawMessage `json:"rows"`
+	}
+	if json.Unmarshal(body, &spend) == nil && spend.Rollup != "" {
+		rollup, n = spend.Rollup, len(spend.Rows)
 	}
 	fmt.Printf("| %s | %s | %d | %d | %.1f | %.1f | %.1f | %.1f |\n", name, rollup, n, len(lat), pct(0.5), pct(0.95), pct(0.99), pct(1))
 	return nil
