@@ -31,7 +31,6 @@ var pending = map[string]string{
 	"shared/usage/gamma.go":      "gamma usage extraction",
 	"shared/usage/json.go":       "usage JSON helpers",
 	"dataplane/proxy/patch.go":   "passthrough model replacement in the body",
-	"dataplane/proxy/respond.go": "terminal/error event detection of passthrough streams",
 	"dataplane/proxy/stored.go":  "stored-resource id rewriting",
 	"dataplane/sse/jsonarray.go": "framing of gamma's JSON-array stream",
 	// first-byte tests of a JSON value's kind outside the data plane's dialect wing

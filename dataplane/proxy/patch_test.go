@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/tollgate/tollgate/dataplane/dialect/alpha"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -209,7 +211,8 @@ func FuzzPassthroughStream(f *testing.F) {
 			if err != nil {
 				break
 			}
-			if !isUsageChunk(ev.Data) {
+			var rel jsonkit.Relay
+			if alpha.ReadChatRelay(ev.Data, &rel); !rel.UsageChunk {
 				kept = append(kept, string(ev.Data))
 			}
 		}
@@ -252,28 +255,6 @@ func TestRenamePathModel(t *testing.T) {
 	for _, tt := range tests {
 		if got := renamePathModel(tt.path, tt.class, tt.model); got != tt.want {
 			t.Errorf("renamePathModel(%q, %q) = %q, want %q", tt.path, tt.model, got, tt.want)
-		}
-	}
-}
-
-func TestIsStreamError(t *testing.T) {
-	tests := []struct {
-		data string
-		want bool
-	}{
-		{`{"error":{"message":"overloaded","type":"server_error"}}`, true},                    // alpha chat chunk
-		{`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, true}, // beta
-		{`{"type":"error","code":"server_error","message":"boom","sequence_number":3}`, true}, // alpha responses
-		{`{"type":"response.failed","response":{"status":"failed"}}`, true},
-		{`{"error":{"code":503,"message":"unavailable","status":"UNAVAILABLE"}}`, true}, // gamma
-		{`{"type":"response.completed","response":{"error":null}}`, false},
-		{`{"error":null,"choices":[]}`, false},
-		{`{"choices":[{"delta":{"content":"error"}}]}`, false},
-		{`[DONE]`, false},
-	}
-	for _, tt := range tests {
-		if got := isStreamError([]byte(tt.data)); got != tt.want {
-			t.Errorf("isStreamError(%s) = %v, want %v", tt.data, got, tt.want)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate/tollgate/dataplane/dialect/alpha"
+	"github.com/tollgate/tollgate/dataplane/dialect/beta"
+	"github.com/tollgate/tollgate/dataplane/dialect/gamma"
 	"github.com/tollgate/tollgate/dataplane/httperr"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/dataplane/sse"
 	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -84,6 +87,7 @@ type passthroughResponder struct {
 	out   []byte    // the first bytes of a buffered answer, for local counting without usage
 	scan  usage.BodyScanner
 	text  textCollector
+	rel   jsonkit.Relay // the event being relayed, as its dialect's relay reader read it
 	sseD  *sse.Decoder
 	arrD  *sse.JSONArrayDecoder
 	up    upReader
@@ -325,8 +329,7 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 	if p.collect && p.class.Kind == vocab.KindAlphaChatCompletions {
 		// Keep the relayed text for local counting: the upstream reports no usage when a stream ends in an
 		// error before its usage chunk.
-		p.text.next = acc
-		acc = &p.text
+		p.text.on = true
 	}
 	flusher, _ := w.(http.Flusher)
 	u := &p.up
@@ -336,11 +339,23 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 	} else if ferr != nil {
 		u.err, u.body = ferr, errReader{ferr}
 	}
+	// Each event is read once, by its dialect's relay reader: terminal, error, the usage chunk, and the
+	// members usage accumulation takes (an alpha chat chunk without usage only gives its tier; an event that
+	// mentions usage is handed to the accumulator, whose prefilter passes over the others).
+	read, chat := relayReader(p.class.Kind), chatAccumulator(acc)
+	rel := &p.rel
 	var failed, done bool
-	observe := func(name string, data []byte) {
-		_ = acc.Observe(data) // a payload that is not JSON leaves usage unchanged
-		failed = failed || name == "error" || isStreamError(data)
-		done = done || isStreamEnd(data)
+	observe := func(name string, data []byte) { // data was read into rel
+		if chat != nil && rel.Whole && jsonkit.IsNull(rel.Usage) && !rel.Terminal {
+			chat.ObserveTier(rel.Tier)
+		} else if !rel.Terminal || chat == nil {
+			_ = acc.Observe(data) // a payload that is not JSON leaves usage unchanged
+		}
+		if p.text.on {
+			p.text.observe(data)
+		}
+		failed = failed || name == "error" || rel.Failed
+		done = done || rel.Terminal
 	}
 	var rest io.Reader // what is left when decoding stopped on the framing (an oversized event)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
@@ -359,11 +374,14 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 		}
 		for {
 			ev, err := d.Next()
+			if err == nil {
+				read(ev.Data, rel)
+			}
 			if events {
 				switch {
 				case err != nil:
 					u.pending = append(u.pending, d.Raw()...)
-				case p.dropUsage && isUsageChunk(ev.Data):
+				case p.dropUsage && rel.UsageChunk:
 					// left out
 				case p.ids != 0:
 					if data, ok := encodeEventIDs(ev.Data, p.ids); ok {
@@ -400,6 +418,7 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 				}
 				break
 			}
+			read(el, rel)
 			observe("", el)
 		}
 	}
@@ -431,7 +450,7 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 	if p.billable { // a stored response replayed is not billed again
 		res.Usage, res.UsageFound = acc.Result()
 	}
-	if p.text.next != nil {
+	if p.text.on {
 		res.Output, res.OutputBytes = p.text.b.String(), p.text.total
 	}
 	if failed && res.End == vocab.EndCompleted {
@@ -520,47 +539,23 @@ type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
-// isStreamError reports whether an event payload is its dialect's in-stream failure: a top-level "error"
-// member (alpha chat chunks, gamma chunks, beta and alpha responses error events) or an alpha responses
-// "response.failed" event. It scans without decoding.
-func isStreamError(data []byte) bool {
-	if start, end, found, err := vocab.TopLevelField(data, "error"); err == nil && found {
-		return string(data[start:end]) != "null"
+// relayReader returns the relay reader of a stream's dialect (jsonkit.Relay): alpha chat, alpha responses
+// and images, beta messages, gamma.
+func relayReader(kind vocab.Kind) func([]byte, *jsonkit.Relay) {
+	switch kind {
+	case vocab.KindAlphaChatCompletions:
+		return alpha.ReadChatRelay
+	case vocab.KindBetaMessages:
+		return beta.ReadRelay
+	case vocab.KindGammaGenerateContent:
+		return gamma.ReadRelay
 	}
-	if start, end, found, err := vocab.TopLevelField(data, "type"); err == nil && found {
-		if v, ok := vocab.StringValue(data[start:end]); ok {
-			return string(v) == "error" || string(v) == "response.failed"
-		}
-	}
-	return false
+	return alpha.ReadResponsesRelay
 }
 
-// isUsageChunk reports whether an alpha chat chunk is the usage chunk include_usage adds: an empty
-// choices array and a non-null usage member.
-func isUsageChunk(data []byte) bool {
-	start, end, found, err := vocab.TopLevelField(data, "usage")
-	if err != nil || !found || string(data[start:end]) == "null" {
-		return false
-	}
-	start, end, found, err = vocab.TopLevelField(data, "choices")
-	return err == nil && found && len(bytes.TrimSpace(data[start+1:end-1])) == 0 && data[start] == '['
-}
-
-// isStreamEnd reports whether an event payload is its dialect's terminal event: alpha chat's "[DONE]", beta's
-// message_stop, alpha responses' response.completed / response.incomplete, or a gamma chunk with a
-// finishReason (gamma's last chunk; a JSON-array stream ends with its closing bracket instead).
-func isStreamEnd(data []byte) bool {
-	if string(data) == "[DONE]" {
-		return true
-	}
-	if start, end, found, err := vocab.TopLevelField(data, "type"); err == nil && found {
-		if v, ok := vocab.StringValue(data[start:end]); ok {
-			switch string(v) {
-			case "message_stop", "response.completed", "response.incomplete":
-				return true
-			}
-		}
-		return false
-	}
-	return bytes.Contains(data, []byte(`"finishReason"`))
+// chatAccumulator is acc when it accumulates an alpha chat stream, whose chunks without usage the relay
+// reader's members are enough for.
+func chatAccumulator(acc usage.Accumulator) *usage.AlphaChatStream {
+	c, _ := acc.(*usage.AlphaChatStream)
+	return c
 }

@@ -156,10 +156,14 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		if acc != nil {
 			acc.ObserveHeader(resp.Header)
 			if a.cell.DestKind == vocab.KindAlphaChatCompletions {
-				text = &textCollector{next: acc} // the relayed text, for local counting without usage
-				acc = text
+				text = &textCollector{on: true} // the relayed text, for local counting without usage
 			}
-			s.Observe(func(_ string, data []byte) { _ = acc.Observe(data) })
+			s.Observe(func(_ string, data []byte) {
+				_ = acc.Observe(data)
+				if text != nil {
+					text.observe(data)
+				}
+			})
 		}
 		jsonArray := !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 		err := s.Pump(br, jsonArray, flush)
