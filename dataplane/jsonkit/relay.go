@@ -13,11 +13,17 @@ type Relay struct {
 	FirstUsage           []byte
 	Usage, Tier          []byte // last occurrences
 	Whole                bool
+	// Members some dialect's usage sits in (beta message_start's message, alpha responses' response,
+	// gamma's usageMetadata): present or not.
+	Message, Response, UsageMetadata bool
 
 	// Set by the dialect's relay reader from the members above.
 	Terminal   bool // the dialect's terminal event: the client has the whole answer
 	Failed     bool // the dialect's in-stream error event
 	UsageChunk bool // alpha chat's usage chunk (stream_options.include_usage): empty choices, usage not null
+	// HasUsage says the event has a member the dialect's usage accumulator reads: an event without one
+	// leaves the accumulator unchanged and is not handed to it.
+	HasUsage bool
 }
 
 // ReadRelay scans the top-level members of data once into r. Values are not validated (a value that is
@@ -47,6 +53,12 @@ func ReadRelay(data []byte, r *Relay) {
 			r.Usage = v
 		case "service_tier":
 			r.Tier = v
+		case "message":
+			r.Message = true
+		case "response":
+			r.Response = true
+		case "usageMetadata":
+			r.UsageMetadata = true
 		}
 		return true
 	})

@@ -341,14 +341,15 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 	}
 	// Each event is read once, by its dialect's relay reader: terminal, error, the usage chunk, and the
 	// members usage accumulation takes (an alpha chat chunk without usage only gives its tier; an event that
-	// mentions usage is handed to the accumulator, whose prefilter passes over the others).
+	// has a member the accumulator reads is handed to it; the others leave usage unchanged).
 	read, chat := relayReader(p.class.Kind), chatAccumulator(acc)
 	rel := &p.rel
 	var failed, done bool
 	observe := func(name string, data []byte) { // data was read into rel
-		if chat != nil && rel.Whole && jsonkit.IsNull(rel.Usage) && !rel.Terminal {
+		switch {
+		case chat != nil && rel.Whole && jsonkit.IsNull(rel.Usage):
 			chat.ObserveTier(rel.Tier)
-		} else if !rel.Terminal || chat == nil {
+		case rel.HasUsage:
 			_ = acc.Observe(data) // a payload that is not JSON leaves usage unchanged
 		}
 		if p.text.on {

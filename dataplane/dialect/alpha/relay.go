@@ -13,13 +13,16 @@ func ReadChatRelay(data []byte, r *jsonkit.Relay) {
 	jsonkit.ReadRelay(data, r)
 	r.Failed = r.ErrorEvent("error", "response.failed")
 	r.UsageChunk = !jsonkit.IsNull(r.FirstUsage) && jsonkit.EmptyArray(r.Choices)
+	r.HasUsage = r.Usage != nil || r.Tier != nil
 }
 
 // ReadResponsesRelay reads one event of a relayed responses stream (or of an image stream, whose events
 // are typed the same way) in one pass: terminal response.completed / response.incomplete, error events
-// ("error", response.failed, or a top-level "error").
+// ("error", response.failed, or a top-level "error"), and whether usage accumulation reads it (the
+// response object; an image event's top-level usage or service_tier).
 func ReadResponsesRelay(data []byte, r *jsonkit.Relay) {
 	jsonkit.ReadRelay(data, r)
 	r.Failed = r.ErrorEvent("error", "response.failed")
 	r.Terminal = r.TypeIn("response.completed", "response.incomplete")
+	r.HasUsage = r.Response || r.Usage != nil || r.Tier != nil
 }
