@@ -9,7 +9,7 @@ import "github.com/tollgate/tollgate/shared/vocab"
 // Whole says the scan reached the object's end with a sound structure and nothing after it; the values
 // found before a structural error are kept.
 type Relay struct {
-	Type, Error, Choices []byte // first occurrences
+	Type, Error, Choices, Delta []byte // first occurrences
 	FirstUsage           []byte
 	Usage, Tier          []byte // last occurrences
 	Whole                bool
@@ -45,6 +45,10 @@ func ReadRelay(data []byte, r *Relay) {
 		case "choices":
 			if r.Choices == nil {
 				r.Choices = v
+			}
+		case "delta":
+			if r.Delta == nil {
+				r.Delta = v
 			}
 		case "usage":
 			if r.FirstUsage == nil {

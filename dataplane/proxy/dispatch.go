@@ -180,6 +180,14 @@ func (h *Handler) respond(ctx context.Context, w http.ResponseWriter, c *call, r
 	}
 	c.status, c.end, c.firstByte, c.abortClient = res.Status, res.End, res.FirstByte, res.Abort
 	switch {
+	case res.UsageFound && res.OutputUnreported && h.o.LocalUsage != nil && c.billable() && consumedEnd(res.End):
+		// The input side as reported, the output the provider generated counted from the relayed text
+		// (docs/settlement.md, "Settlement record"); without a count the reported usage stands.
+		if lu, found := h.o.LocalUsage(c.class.Kind, c.class.Op, c.cand.UpstreamModel, c.body, res.Output, res.OutputBytes); found {
+			u := res.Usage
+			u.Output = lu.Output
+			c.usage, c.source = u, vocab.SourceLocal
+		}
 	case res.UsageFound: // billed as reported
 	case h.o.LocalUsage != nil && res.Status < 300 && c.billable():
 		// The client's request and the upstream's output text: counted in the client's dialect.
@@ -415,4 +423,10 @@ func (h *Handler) settle(ctx context.Context, c *call) {
 	if _, err := h.o.Recorder.Record(context.WithoutCancel(ctx), o, c.hold); err != nil {
 		h.o.Log.Error("record settlement", "request_id", c.reqID, "err", err)
 	}
+}
+
+// consumedEnd reports whether a request that ended so delivered output the provider generated (completed,
+// interrupted, or left by its client).
+func consumedEnd(e vocab.EndState) bool {
+	return e == vocab.EndCompleted || e == vocab.EndUpstreamInterrupted || e == vocab.EndClientDropped
 }

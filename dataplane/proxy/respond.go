@@ -42,6 +42,10 @@ type Result struct {
 	// an alpha chat stream, read from a buffered generation answer without usage; else empty.
 	Output      string
 	OutputBytes int64
+	// OutputUnreported says Usage is the upstream's, but without its output count: a beta stream that ended
+	// before message_delta reported only message_start's placeholder. Output then holds the relayed text,
+	// and dispatch counts the output locally.
+	OutputUnreported bool
 	// Failed, when set, says nothing was written to the client: the upstream broke before its first body
 	// byte, and dispatch fails over like after a connection error.
 	Failed error
@@ -326,9 +330,9 @@ func (p *passthroughResponder) whole(w http.ResponseWriter, resp *http.Response,
 // stream relays a stream read by the sse decoders; first is the first read (n bytes) and err its error.
 func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter, resp *http.Response, first []byte, ferr error, acc usage.Accumulator, res *Result) {
 	acc.ObserveHeader(resp.Header)
-	if p.collect && p.class.Kind == vocab.KindAlphaChatCompletions {
-		// Keep the relayed text for local counting: the upstream reports no usage when a stream ends in an
-		// error before its usage chunk.
+	if p.collect && (p.class.Kind == vocab.KindAlphaChatCompletions || p.class.Kind == vocab.KindBetaMessages) {
+		// Keep the relayed text for local counting: alpha chat reports no usage when a stream ends in an
+		// error before its usage chunk, beta no output count when it ends before message_delta.
 		p.text.on = true
 	}
 	flusher, _ := w.(http.Flusher)
@@ -352,7 +356,12 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 		case rel.HasUsage:
 			_ = acc.Observe(data) // a payload that is not JSON leaves usage unchanged
 		}
-		if p.text.on {
+		switch {
+		case !p.text.on:
+		case p.class.Kind == vocab.KindBetaMessages:
+			p.text.pend = beta.AppendOutputText(p.text.pend[:0], rel)
+			p.text.addBytes(p.text.pend)
+		default:
 			p.text.observe(data)
 		}
 		failed = failed || name == "error" || rel.Failed
@@ -450,6 +459,9 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 	}
 	if p.billable { // a stored response replayed is not billed again
 		res.Usage, res.UsageFound = acc.Result()
+		if b, ok := acc.(*usage.BetaStream); ok && res.UsageFound && !b.OutputReported() {
+			res.OutputUnreported = true
+		}
 	}
 	if p.text.on {
 		res.Output, res.OutputBytes = p.text.b.String(), p.text.total

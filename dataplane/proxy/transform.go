@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tollgate/tollgate/dataplane/dialect/beta"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"io"
 	"net/http"
 	"strconv"
@@ -155,12 +157,20 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		s := a.tr.NewStream(w)
 		if acc != nil {
 			acc.ObserveHeader(resp.Header)
-			if a.cell.DestKind == vocab.KindAlphaChatCompletions {
-				text = &textCollector{on: true} // the relayed text, for local counting without usage
+			switch a.cell.DestKind {
+			case vocab.KindAlphaChatCompletions, vocab.KindBetaMessages:
+				text = &textCollector{on: true} // the relayed text, for local counting without (output) usage
 			}
+			var rel jsonkit.Relay
 			s.Observe(func(_ string, data []byte) {
 				_ = acc.Observe(data)
-				if text != nil {
+				switch {
+				case text == nil:
+				case a.cell.DestKind == vocab.KindBetaMessages:
+					beta.ReadRelay(data, &rel)
+					text.pend = beta.AppendOutputText(text.pend[:0], &rel)
+					text.addBytes(text.pend)
+				default:
 					text.observe(data)
 				}
 			})
@@ -179,6 +189,9 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		}
 		if acc != nil {
 			res.Usage, res.UsageFound = acc.Result()
+			if b, ok := acc.(*usage.BetaStream); ok && res.UsageFound && !b.OutputReported() {
+				res.OutputUnreported = true
+			}
 		}
 		if text != nil {
 			res.Output, res.OutputBytes = text.b.String(), text.total

@@ -219,7 +219,12 @@ func (s *AlphaImageStream) Result() (Usage, bool) { return s.f.generation(true),
 type BetaStream struct {
 	f     betaFields
 	found bool
+	final bool // a top-level usage (message_delta's) was read: the output count is the provider's
 }
+
+// OutputReported reports whether the stream reported its output count: message_start's output_tokens is a
+// placeholder (usually 1), only a later event's top-level usage (message_delta) counts the output.
+func (s *BetaStream) OutputReported() bool { return s.final }
 
 // ObserveHeader implements Accumulator; beta reports its tier in the body.
 func (s *BetaStream) ObserveHeader(http.Header) {}
@@ -258,6 +263,7 @@ func (s *BetaStream) Observe(data []byte) error {
 		s.f.mergeUsage(&du)
 	}
 	s.found = s.found || mok || dok
+	s.final = s.final || dok
 	return nil
 }
 
