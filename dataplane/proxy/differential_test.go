@@ -164,7 +164,7 @@ func FuzzGatewayReadsWhatUpstreamReads(f *testing.F) {
 		if err != nil {
 			return // refused: no usable model
 		}
-		class := vocab.Class{Op: vocab.OpGenerateContent, Kind: vocab.KindAlphaChatCompletions, ModelInBody: true}.WithStream(req.Stream)
+		class := Class{Op: vocab.OpGenerateContent, Kind: vocab.KindAlphaChatCompletions, ModelInBody: true}.WithStream(req.Stream)
 		tier := usage.TierOf(req)
 		if admitted := usage.RequestedTier(body); admitted != tier {
 			t.Fatalf("admission reads tier %q, settlement %q", admitted, tier)

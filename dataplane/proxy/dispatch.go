@@ -26,12 +26,12 @@ const statusClientClosed = 499
 // Transformer serves transform_to cells (dataplane/translate behind a small adapter).
 type Transformer interface {
 	// Supports reports whether the inbound class can be served through cell.
-	Supports(class vocab.Class, cell snapshot.Cell) bool
+	Supports(class Class, cell snapshot.Cell) bool
 	// Begin converts the client request for one candidate. An error is a client error (answered as is when
 	// it is an *httperr.Error, else as 400). body is lent, not given: the Handler neither writes to it nor
 	// reuses its memory until the request ends (ServeHTTP returns, after the last call of the returned
 	// Transform), so the Transform may keep pointing into it until then but not after.
-	Begin(class vocab.Class, cell snapshot.Cell, body []byte, upstreamModel string) (Transform, error)
+	Begin(class Class, cell snapshot.Cell, body []byte, upstreamModel string) (Transform, error)
 }
 
 // Transform is one candidate attempt through a translator: the upstream request, and the Responder that
@@ -267,7 +267,7 @@ func (c *call) askUsage() bool {
 }
 
 // renamePathModel rewrites the model segment of a gamma method path or a model get path.
-func renamePathModel(escapedPath string, class vocab.Class, model string) string {
+func renamePathModel(escapedPath string, class Class, model string) string {
 	if class.Kind.Family() == vocab.KindGamma {
 		if class.Op == vocab.OpGetModel {
 			return "/v1beta/models/" + escapePath(model)

@@ -163,7 +163,7 @@ func TestPassthroughStreamSplits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for _, split := range []int{1, 3, 7, 1 << 20} {
-			p := &passthroughResponder{now: time.Now, class: vocab.Class{Op: vocab.OpStreamGenerateContent, Kind: tt.kind, Stream: true},
+			p := &passthroughResponder{now: time.Now, class: Class{Op: vocab.OpStreamGenerateContent, Kind: tt.kind, Stream: true},
 				billable: true, collect: true, dropUsage: tt.drop}
 			rec := httptest.NewRecorder()
 			resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {tt.ct}}, Body: chunked(tt.body, split)}
@@ -192,7 +192,7 @@ func FuzzPassthroughStream(f *testing.F) {
 		if array {
 			ct, kind = "application/json", vocab.KindGammaGenerateContent
 		}
-		p := &passthroughResponder{now: time.Now, class: vocab.Class{Op: vocab.OpStreamGenerateContent, Kind: kind, Stream: true}, billable: true}
+		p := &passthroughResponder{now: time.Now, class: Class{Op: vocab.OpStreamGenerateContent, Kind: kind, Stream: true}, billable: true}
 		rec := httptest.NewRecorder()
 		p.Respond(context.Background(), rec, &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {ct}}, Body: chunked(body, split)})
 		if rec.Body.String() != body {
@@ -201,7 +201,7 @@ func FuzzPassthroughStream(f *testing.F) {
 		if array {
 			return
 		}
-		p = &passthroughResponder{now: time.Now, class: vocab.Class{Op: vocab.OpStreamGenerateContent, Kind: kind, Stream: true}, billable: true, dropUsage: true}
+		p = &passthroughResponder{now: time.Now, class: Class{Op: vocab.OpStreamGenerateContent, Kind: kind, Stream: true}, billable: true, dropUsage: true}
 		rec = httptest.NewRecorder()
 		p.Respond(context.Background(), rec, &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {ct}}, Body: chunked(body, split)})
 		d := sse.NewDecoder(strings.NewReader(body))
@@ -243,14 +243,14 @@ func TestStripKeyParam(t *testing.T) {
 func TestRenamePathModel(t *testing.T) {
 	tests := []struct {
 		path  string
-		class vocab.Class
+		class Class
 		model string
 		want  string
 	}{
-		{"/v1beta/models/gem:streamGenerateContent", vocab.Class{Op: vocab.OpStreamGenerateContent, Kind: vocab.KindGammaGenerateContent}, "g-1-flash", "/v1beta/models/g-1-flash:streamGenerateContent"},
-		{"/v1beta/models/gem:countTokens", vocab.Class{Op: vocab.OpCountTokens, Kind: vocab.KindGamma}, "tunedModels/x y", "/v1beta/models/tunedModels/x%20y:countTokens"},
-		{"/v1beta/models/gem", vocab.Class{Op: vocab.OpGetModel, Kind: vocab.KindGamma}, "g-1", "/v1beta/models/g-1"},
-		{"/v1/models/chat", vocab.Class{Op: vocab.OpGetModel, Kind: vocab.KindAlpha}, "m-1", "/v1/models/m-1"},
+		{"/v1beta/models/gem:streamGenerateContent", Class{Op: vocab.OpStreamGenerateContent, Kind: vocab.KindGammaGenerateContent}, "g-1-flash", "/v1beta/models/g-1-flash:streamGenerateContent"},
+		{"/v1beta/models/gem:countTokens", Class{Op: vocab.OpCountTokens, Kind: vocab.KindGamma}, "tunedModels/x y", "/v1beta/models/tunedModels/x%20y:countTokens"},
+		{"/v1beta/models/gem", Class{Op: vocab.OpGetModel, Kind: vocab.KindGamma}, "g-1", "/v1beta/models/g-1"},
+		{"/v1/models/chat", Class{Op: vocab.OpGetModel, Kind: vocab.KindAlpha}, "m-1", "/v1/models/m-1"},
 	}
 	for _, tt := range tests {
 		if got := renamePathModel(tt.path, tt.class, tt.model); got != tt.want {
@@ -308,7 +308,7 @@ func TestPassthroughOversizedEvent(t *testing.T) {
 		{"sse event by event", "text/event-stream", sseBody, vocab.KindAlphaChatCompletions, true},
 		{"json array", "application/json", arrBody, vocab.KindGammaGenerateContent, false},
 	} {
-		p := &passthroughResponder{now: time.Now, class: vocab.Class{Op: vocab.OpStreamGenerateContent, Kind: tt.kind, Stream: true},
+		p := &passthroughResponder{now: time.Now, class: Class{Op: vocab.OpStreamGenerateContent, Kind: tt.kind, Stream: true},
 			billable: true, dropUsage: tt.drop}
 		rec := httptest.NewRecorder()
 		res := p.Respond(context.Background(), rec, &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {tt.ct}},

@@ -128,7 +128,7 @@ func New(o Options) *Handler {
 type call struct {
 	reqID    string
 	start    time.Time
-	class    vocab.Class
+	class    Class
 	req      vocab.Request // the decision members of a JSON body (readRequest)
 	snap     *snapshot.Compiled
 	key      *snapshot.APIKey
@@ -306,7 +306,7 @@ func pathFamily(path string) vocab.Kind {
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 	// The path and the headers decide the dialect and the key: an unauthenticated request is refused
 	// before a byte of its body is read (docs/dataplane.md "Memory bounded by what was received").
-	class, ok := vocab.Classify(r.Method, r.URL.Path, r.URL.RawQuery, r.Header)
+	class, ok := Classify(r.Method, r.URL.Path, r.URL.RawQuery, r.Header)
 	if !ok {
 		return httperr.NotFound(r.Method, r.URL.Path)
 	}
@@ -440,7 +440,7 @@ func (h *Handler) candidates(r *http.Request, c *call) error {
 
 // servable reports whether a cell can serve the request: passthrough; local for model get; transform_to
 // when a transformer handles the pair.
-func (h *Handler) servable(cell snapshot.Cell, class vocab.Class) bool {
+func (h *Handler) servable(cell snapshot.Cell, class Class) bool {
 	switch cell.Impl {
 	case vocab.ImplPassthrough:
 		return true

@@ -74,7 +74,7 @@ var hopResponseHeaders = map[string]bool{"Connection": true, "Keep-Alive": true,
 type passthroughResponder struct {
 	now func() time.Time
 	// set per request by prepare
-	class     vocab.Class
+	class     Class
 	billable  bool
 	collect   bool // keep the output text for local counting (a local counter is configured)
 	dropUsage bool // the gateway asked for the usage chunk: leave it out of the client's stream

@@ -36,13 +36,13 @@ type Translator struct {
 	supported sync.Map // translate.Pair → bool: Supports answers without building a translator
 }
 
-func pairOf(class vocab.Class, cell snapshot.Cell) translate.Pair {
+func pairOf(class Class, cell snapshot.Cell) translate.Pair {
 	return translate.Pair{Op: class.Op, Kind: class.Kind, DestOp: cell.DestOp, DestKind: cell.DestKind}
 }
 
 // Supports implements Transformer: the translator has the pair. The answer depends only on the pair, so
 // it is remembered: a translator is built once per candidate attempt (Begin), not also to ask.
-func (t *Translator) Supports(class vocab.Class, cell snapshot.Cell) bool {
+func (t *Translator) Supports(class Class, cell snapshot.Cell) bool {
 	p := pairOf(class, cell)
 	if v, ok := t.supported.Load(p); ok {
 		return v.(bool)
@@ -53,7 +53,7 @@ func (t *Translator) Supports(class vocab.Class, cell snapshot.Cell) bool {
 }
 
 // Begin implements Transformer.
-func (t *Translator) Begin(class vocab.Class, cell snapshot.Cell, body []byte, upstreamModel string) (Transform, error) {
+func (t *Translator) Begin(class Class, cell snapshot.Cell, body []byte, upstreamModel string) (Transform, error) {
 	tr, err := translate.New(pairOf(class, cell), t.Options)
 	if err != nil {
 		return nil, httperr.Unsupported(class.Op, class.Kind, "no translation to "+string(cell.DestKind))
@@ -79,7 +79,7 @@ type transformAttempt struct {
 	t     *Translator
 	tr    *translate.Translator
 	up    *translate.UpstreamRequest
-	class vocab.Class
+	class Class
 	cell  snapshot.Cell
 	now   func() time.Time
 
