@@ -23,8 +23,6 @@ var pending = map[string]string{
 	// hand readers of the request and of usage, to fold into this package with the dialect wing's usage and
 	// request parsing (shared/ cannot import the data plane: they move to it first)
 	"shared/vocab/jsonscan.go":   "member scanner of request bodies (vocab.Members, TopLevelField)",
-	"shared/vocab/validate.go":   "strict validation of request bodies",
-	"shared/vocab/request.go":    "vocab.ParseRequest, the proxy's reading of a request body",
 	"shared/usage/scan.go":       "usage scanner of stream events",
 	"shared/usage/bodyscan.go":   "usage scanner of buffered bodies",
 	"shared/usage/alpha.go":      "alpha usage extraction",

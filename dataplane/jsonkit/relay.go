@@ -10,9 +10,9 @@ import "github.com/tollgate/tollgate/shared/vocab"
 // found before a structural error are kept.
 type Relay struct {
 	Type, Error, Choices, Delta []byte // first occurrences
-	FirstUsage           []byte
-	Usage, Tier          []byte // last occurrences
-	Whole                bool
+	FirstUsage                  []byte
+	Usage, Tier                 []byte // last occurrences
+	Whole                       bool
 	// Members some dialect's usage sits in (beta message_start's message, alpha responses' response,
 	// gamma's usageMetadata): present or not.
 	Message, Response, UsageMetadata bool

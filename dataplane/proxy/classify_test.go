@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/shared/vocab"
 	"net/http"
 	"strings"
@@ -77,9 +78,9 @@ func TestClassify(t *testing.T) {
 			}
 			got, ok := Classify(tt.method, tt.path, tt.query, h)
 			if ok && tt.body != "" && !got.Multipart && got.PathModel == "" {
-				req, err := vocab.ParseRequest([]byte(tt.body))
+				req, err := jsonkit.ParseRequest([]byte(tt.body))
 				if err != nil {
-					t.Fatalf("vocab.ParseRequest(%s): %v", tt.body, err)
+					t.Fatalf("jsonkit.ParseRequest(%s): %v", tt.body, err)
 				}
 				got = got.WithStream(req.Stream)
 			}
@@ -101,7 +102,7 @@ func FuzzClassify(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, method, path, query, body string) {
 		c, ok := Classify(method, path, query, http.Header{})
-		if req, err := vocab.ParseRequest([]byte(body)); ok && err == nil {
+		if req, err := jsonkit.ParseRequest([]byte(body)); ok && err == nil {
 			c = c.WithStream(req.Stream)
 		}
 		if !ok {
@@ -134,7 +135,7 @@ func BenchmarkClassify(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c, ok := Classify("POST", "/v1/chat/completions", "", h)
-		req, err := vocab.ParseRequest(body)
+		req, err := jsonkit.ParseRequest(body)
 		if c = c.WithStream(req.Stream); !ok || err != nil || !c.Stream {
 			b.Fatal("misclassified")
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/tollgate/tollgate/dataplane/upstream"
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/snapshot"
-	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -393,7 +392,7 @@ func (h *Handler) settle(ctx context.Context, c *call) {
 		rule, estimate = nil, 0 // a stored-resource request is recorded at cost 0
 	}
 	if c.billable() && c.reqTier == "" {
-		c.reqTier = usage.TierOf(c.req)
+		c.reqTier = tierOf(c.req)
 	}
 	o := settle.Outcome{
 		RequestID: c.reqID, Start: c.start,

@@ -29,7 +29,7 @@ func TestPatchModel(t *testing.T) {
 		{`{"model":"c"}`, "ünï", `{"model":"ünï"}`},
 	}
 	for _, tt := range tests {
-		req, err := vocab.ParseRequest([]byte(tt.body))
+		req, err := jsonkit.ParseRequest([]byte(tt.body))
 		if err != nil {
 			t.Fatalf("ParseRequest(%s) = %v", tt.body, err)
 		}
@@ -46,7 +46,7 @@ func TestPatchModel(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{`[]`, `{"model":1}`, `{"model":"a\u0062"}`, `{"model":""}`, `{"x":1}`} {
-		req, err := vocab.ParseRequest([]byte(bad))
+		req, err := jsonkit.ParseRequest([]byte(bad))
 		if err == nil {
 			_, err = bodyModel([]byte(bad), req)
 		}
@@ -67,7 +67,7 @@ func FuzzPatchModel(f *testing.F) {
 		if json.Unmarshal([]byte(body), &before) != nil {
 			return
 		}
-		req, err := vocab.ParseRequest([]byte(body))
+		req, err := jsonkit.ParseRequest([]byte(body))
 		if err != nil {
 			return
 		}

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"io"
 	"log/slog"
 	"net/http"
@@ -129,7 +130,7 @@ type call struct {
 	reqID    string
 	start    time.Time
 	class    Class
-	req      vocab.Request // the decision members of a JSON body (readRequest)
+	req      jsonkit.Request // the decision members of a JSON body (readRequest)
 	snap     *snapshot.Compiled
 	key      *snapshot.APIKey
 	model    string // logical model as the client named it
@@ -593,7 +594,7 @@ func (h *Handler) admit(ctx context.Context, c *call) error {
 		// Every limited scope is checked, whatever the estimate: an exhausted scope refuses even a request
 		// whose estimate is 0 (an output-only price). A key with no limited scope and no rate limit keeps
 		// the fast path below (no Redis round trip).
-		c.reqTier = usage.TierOf(c.req) // the body was read once, by readRequest
+		c.reqTier = tierOf(c.req) // the body was read once, by readRequest
 		c.estimate = h.estimate(c)
 		// The org, team, user and key quotas (docs/budgets.md, "Model").
 		req.Scopes = admission.QuotaScopes(c.snap, key, c.scopes[:0])

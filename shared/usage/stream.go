@@ -308,36 +308,3 @@ func (s *GammaStream) Observe(data []byte) error {
 
 // Result implements Accumulator.
 func (s *GammaStream) Result() (Usage, bool) { return s.f.usage(), s.found }
-
-// RequestedTier returns the service tier a request body asks for (used by quota admission and pricing),
-// cleaned like CleanTier, or "" when it names none or vocab.ParseRequest refuses the body: the body is
-// read exactly as the data plane reads it, so the tier is the one the upstream reads (a tier member
-// written with escapes counts, a case-folded one is refused). TierOf is the same for a body already read.
-func RequestedTier(body []byte) string {
-	if !mayNameTier(body) {
-		return ""
-	}
-	req, err := vocab.ParseRequest(body)
-	if err != nil {
-		return ""
-	}
-	return TierOf(req)
-}
-
-// mayNameTier is RequestedTier's prefilter: ParseRequest reads a tier only from a member spelled exactly
-// "speed", "service_tier" or "serviceTier", or written with \u escapes; a body with neither names none.
-func mayNameTier(body []byte) bool {
-	return bytes.Contains(body, []byte("speed")) || bytes.Contains(body, []byte("service_tier")) ||
-		bytes.Contains(body, []byte("serviceTier")) || bytes.Contains(body, []byte(`\u`))
-}
-
-// TierOf returns the requested tier of a body read by vocab.ParseRequest. Precedence: a non-standard speed
-// ("fast") wins, then service_tier, then serviceTier, then a standard speed.
-func TierOf(req vocab.Request) string {
-	speed, snake, camel := CleanTier(req.Speed), CleanTier(req.ServiceTier), CleanTier(req.ServiceTierCamel)
-	top := snake
-	if top == "" {
-		top = camel
-	}
-	return pickTier(speed, top, "")
-}
