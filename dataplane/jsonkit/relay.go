@@ -30,9 +30,7 @@ type Relay struct {
 // used is decoded by its reader); names are compared with their raw text, so an escaped name matches none.
 func ReadRelay(data []byte, r *Relay) {
 	*r = Relay{}
-	end := -1 // where the last value read ends
-	err := vocab.Members(data, func(k, v []byte) bool {
-		end = cap(data) - cap(v) + len(v)
+	closing := relayMembers(data, func(k, v []byte) {
 		switch string(k) {
 		case "type":
 			if r.Type == nil {
@@ -64,25 +62,8 @@ func ReadRelay(data []byte, r *Relay) {
 		case "usageMetadata":
 			r.UsageMetadata = true
 		}
-		return true
 	})
-	r.Whole = err == nil && closes(data, end)
-}
-
-// closes reports whether data, whose last member's value ends at end (-1: no member), has only its
-// closing brace and whitespace after it.
-func closes(data []byte, end int) bool {
-	i := 0
-	if end >= 0 {
-		i = end
-	} else {
-		i = skipSpace(data, 0) + 1 // past the opening brace
-	}
-	i = skipSpace(data, i)
-	if i >= len(data) || data[i] != '}' {
-		return false
-	}
-	return skipSpace(data, i+1) == len(data)
+	r.Whole = closing >= 0 && skipSpace(data, closing+1) == len(data)
 }
 
 func skipSpace(b []byte, i int) int {

@@ -7,8 +7,9 @@ import (
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
-// FuzzReadRelay: the one pass finds each member's first occurrence where a scan for that member alone
-// (vocab.TopLevelField) finds it, and Whole agrees with a full structural scan plus nothing after the object.
+// FuzzReadRelay: the one pass walks exactly the members vocab.Members walks, finds each member's first
+// occurrence where a scan for that member alone (vocab.TopLevelField) finds it, and Whole agrees with a
+// sound structure and nothing but whitespace after the closing brace.
 func FuzzReadRelay(f *testing.F) {
 	for _, s := range []string{`{"type":"message_stop"}`, `{"choices":[],"usage":{"a":1},"usage":null,"service_tier":"x"}`,
 		`{"error":null,"type":"error"} x`, `{}`, ` { } `, `{"a":"\"}"}`, `{"type":1,"type":"x"`, `[DONE]`} {
@@ -26,8 +27,19 @@ func FuzzReadRelay(f *testing.F) {
 				t.Fatalf("%s: %q, TopLevelField none", name, got)
 			}
 		}
-		if r.Whole && vocab.Members(data, func(_, _ []byte) bool { return true }) != nil {
-			t.Fatal("whole, but the structure is not sound")
+		var want, got [][]byte
+		werr := vocab.Members(data, func(k, v []byte) bool { want = append(want, k, v); return true })
+		closing := relayMembers(data, func(k, v []byte) { got = append(got, k, v) })
+		if (werr != nil) != (closing < 0) || len(want) != len(got) {
+			t.Fatalf("members %q (closing %d), vocab.Members %q (%v)", got, closing, want, werr)
+		}
+		for i := range want {
+			if !bytes.Equal(want[i], got[i]) {
+				t.Fatalf("members %q, vocab.Members %q", got, want)
+			}
+		}
+		if r.Whole != (werr == nil && len(bytes.TrimRight(data[closing+1:], " \t\r\n")) == 0) {
+			t.Fatalf("whole %v, closing brace at %d of %q", r.Whole, closing, data)
 		}
 	})
 }
