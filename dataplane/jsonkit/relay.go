@@ -1,7 +1,5 @@
 package jsonkit
 
-import "github.com/tollgate/tollgate/shared/vocab"
-
 // Relay is what one pass over the top-level members of a relayed (passthrough) stream event finds: the raw
 // values the dialects' relay readers decide the event by. First holds the first occurrence of each name
 // (what terminal, error and usage-chunk detection look at), Usage and Tier the last occurrence of "usage"
@@ -73,10 +71,11 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// TypeIs reports whether the first "type" member is the string s (written without escapes).
+// TypeIs reports whether the first "type" member is the string s (written without escapes; s has none, so
+// the raw value is s quoted exactly when vocab.StringValue would read s from it).
 func (r *Relay) TypeIs(s string) bool {
-	v, ok := vocab.StringValue(r.Type)
-	return ok && string(v) == s
+	t := r.Type
+	return len(t) == len(s)+2 && t[0] == '"' && t[len(t)-1] == '"' && string(t[1:len(t)-1]) == s
 }
 
 // ErrorEvent reports whether the event is an error event: its first "error" member is not null, or it has

@@ -12,7 +12,7 @@ import (
 // sound structure and nothing but whitespace after the closing brace.
 func FuzzReadRelay(f *testing.F) {
 	for _, s := range []string{`{"type":"message_stop"}`, `{"choices":[],"usage":{"a":1},"usage":null,"service_tier":"x"}`,
-		`{"error":null,"type":"error"} x`, `{}`, ` { } `, `{"a":"\"}"}`, `{"type":1,"type":"x"`, `[DONE]`} {
+		`{"error":null,"type":"error"} x`, `{}`, ` { } `, `{"a":"\"}"}`, `{"type":1,"type":"x"`, `[DONE]`, `{"type":"message_stop"}`, `{"type":"message\u005fstop"}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -26,6 +26,9 @@ func FuzzReadRelay(f *testing.F) {
 			if err == nil && !found && got != nil {
 				t.Fatalf("%s: %q, TopLevelField none", name, got)
 			}
+		}
+		if v, ok := vocab.StringValue(r.Type); r.TypeIs("message_stop") != (ok && string(v) == "message_stop") {
+			t.Fatalf("TypeIs(message_stop) %v for type %q", r.TypeIs("message_stop"), r.Type)
 		}
 		var want, got [][]byte
 		werr := vocab.Members(data, func(k, v []byte) bool { want = append(want, k, v); return true })
