@@ -93,7 +93,7 @@ type passthroughResponder struct {
 	text  textCollector
 	rel   jsonkit.Relay // the event being relayed, as its dialect's relay reader read it
 	sseD  *sse.Decoder
-	arrD  *sse.JSONArrayDecoder
+	arrD  *jsonkit.JSONArrayDecoder
 	up    upReader
 }
 
@@ -413,7 +413,7 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 		}
 	} else {
 		if p.arrD == nil {
-			p.arrD = sse.NewJSONArrayDecoder(u)
+			p.arrD = jsonkit.NewJSONArrayDecoder(u)
 		} else {
 			p.arrD.Reset(u)
 		}
