@@ -2,7 +2,10 @@
 // bodies (Reader) and of stream events (EventReader, which declines to the general decoder on any shape it
 // does not handle), the writer of upstream requests and client events (Writer), and the helpers around the
 // go-json-experiment library (Unmarshal and UnmarshalEvent with the options every dialect decodes with,
-// AppendJSON/Marshal, compacting and validity checks, argument text <-> object, value kinds).
+// AppendJSON/Marshal, compacting and validity checks, argument text <-> object, value kinds). It also holds
+// the proxy's one reading of a client request body (ParseRequest, on a strict validator), the one pass over
+// a relayed stream event's top-level members that the dialects' relay readers decide the event by
+// (ReadRelay), and the framing of gamma's JSON-array streams (JSONArrayDecoder).
 //
 // It is the only package of the module allowed `unsafe`, the library's token level (jsontext), and
 // byte-level JSON scanning (TestOnlyJSONKitReadsJSONByHand; the files still to fold in are listed there).

@@ -22,18 +22,14 @@ var guardedImports = []string{"unsafe", "github.com/go-json-experiment/json/json
 var pending = map[string]string{
 	// hand readers of the request and of usage, to fold into this package with the dialect wing's usage and
 	// request parsing (shared/ cannot import the data plane: they move to it first)
-	"shared/vocab/jsonscan.go":   "member scanner of request bodies (vocab.Members, TopLevelField)",
-	"shared/vocab/validate.go":   "strict validation of request bodies",
-	"shared/vocab/request.go":    "vocab.ParseRequest, the proxy's reading of a request body",
-	"shared/usage/scan.go":       "usage scanner of stream events",
-	"shared/usage/bodyscan.go":   "usage scanner of buffered bodies",
-	"shared/usage/alpha.go":      "alpha usage extraction",
-	"shared/usage/gamma.go":      "gamma usage extraction",
-	"shared/usage/json.go":       "usage JSON helpers",
-	"dataplane/proxy/patch.go":   "passthrough model replacement in the body",
-	"dataplane/proxy/respond.go": "terminal/error event detection of passthrough streams",
-	"dataplane/proxy/stored.go":  "stored-resource id rewriting",
-	"dataplane/sse/jsonarray.go": "framing of gamma's JSON-array stream",
+	"shared/vocab/jsonscan.go":  "member scanner of request bodies (vocab.Members, TopLevelField)",
+	"shared/usage/scan.go":      "usage scanner of stream events",
+	"shared/usage/bodyscan.go":  "usage scanner of buffered bodies",
+	"shared/usage/alpha.go":     "alpha usage extraction",
+	"shared/usage/gamma.go":     "gamma usage extraction",
+	"shared/usage/json.go":      "usage JSON helpers",
+	"dataplane/proxy/patch.go":  "passthrough model replacement in the body",
+	"dataplane/proxy/stored.go": "stored-resource id rewriting",
 	// not JSON
 	"dataplane/admission/shards.go": "Redis hash-tag braces in a key, not JSON",
 }

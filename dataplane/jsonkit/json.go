@@ -16,15 +16,13 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
-
-	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // JSON and content helpers shared by the dialect codecs.
 
 // decodeOpts configure Unmarshal: encoding/json's name matching (strings.EqualFold, so "Stream" is stream
 // but "s_tream" is not — the go-json-experiment default would also ignore '_' and '-', which the gateway's
-// own reading of a body, vocab.ParseRequest, does not; the last of duplicate names wins) on the
+// own reading of a body, jsonkit.ParseRequest, does not; the last of duplicate names wins) on the
 // go-json-experiment decoder, with strings and raw values that point into the input instead of copies
 // (viewString, viewRaw).
 var decodeOpts = jsonv2.JoinOptions(
@@ -239,7 +237,7 @@ func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start, i := 0, 0 // PlainRun, with the first eight bytes tested here (as in Reader.Key)
 	if len(s) >= 8 {
-		if m := vocab.SpecialMask8(binary.LittleEndian.Uint64(StringBytes(s))); m != 0 {
+		if m := SpecialMask8(binary.LittleEndian.Uint64(StringBytes(s))); m != 0 {
 			i = bits.TrailingZeros64(m) >> 3
 		} else {
 			i = PlainRun(s, 8)
@@ -284,7 +282,7 @@ func AppendString(dst []byte, s string) []byte {
 		}
 		// the next byte to look at: eight bytes tested here (the quotes of arguments are close together)
 		if i+8 <= len(s) {
-			if m := vocab.SpecialMask8(binary.LittleEndian.Uint64(StringBytes(s[i:]))); m != 0 {
+			if m := SpecialMask8(binary.LittleEndian.Uint64(StringBytes(s[i:]))); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				continue
 			}

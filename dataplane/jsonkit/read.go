@@ -12,8 +12,6 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
-
-	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // Reader reads the JSON of a client request by hand: one pass over the translator's own copy of the body, with
@@ -206,7 +204,7 @@ func (d *Reader) Key(first bool) (string, bool, error) {
 	// PlainRun, with the first eight bytes tested here: most names end there, and then cost no call.
 	end := d.I + 1
 	if end+8 <= len(d.B) {
-		if m := vocab.SpecialMask8(binary.LittleEndian.Uint64(d.B[end:])); m != 0 {
+		if m := SpecialMask8(binary.LittleEndian.Uint64(d.B[end:])); m != 0 {
 			end += bits.TrailingZeros64(m) >> 3
 		} else {
 			end = PlainRun(bytesView(d.B), end+8)
@@ -279,7 +277,7 @@ func (d *Reader) ScanStr() (escaped bool, err error) {
 	b := d.B
 	i := d.I + 1 // PlainRun, with the first eight bytes tested here (as in key)
 	if i+8 <= len(b) {
-		if m := vocab.SpecialMask8(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+		if m := SpecialMask8(binary.LittleEndian.Uint64(b[i:])); m != 0 {
 			i += bits.TrailingZeros64(m) >> 3
 		} else {
 			i = PlainRun(bytesView(b), i+8)
@@ -348,7 +346,7 @@ func PlainRun(s string, i int) int {
 	if i < len(s) {
 		b := StringBytes(s[i:])
 		for k := 0; k < 2 && len(b) >= 8; k++ {
-			if m := vocab.SpecialMask8(binary.LittleEndian.Uint64(b)); m != 0 {
+			if m := SpecialMask8(binary.LittleEndian.Uint64(b)); m != 0 {
 				return len(s) - len(b) + bits.TrailingZeros64(m)>>3
 			}
 			b = b[8:]
@@ -365,7 +363,7 @@ func PlainRun(s string, i int) int {
 		}
 	}
 	for ; i+8 <= len(s); i += 8 {
-		if m := vocab.SpecialMask8(binary.LittleEndian.Uint64(StringBytes(s[i:]))); m != 0 {
+		if m := SpecialMask8(binary.LittleEndian.Uint64(StringBytes(s[i:]))); m != 0 {
 			return i + bits.TrailingZeros64(m)>>3
 		}
 	}

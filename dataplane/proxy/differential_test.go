@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"flag"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"io"
 	"net/http"
 	"reflect"
@@ -12,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/tollgate/tollgate/dataplane/translate"
-	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -156,7 +156,7 @@ func FuzzGatewayReadsWhatUpstreamReads(f *testing.F) {
 		}
 	})
 	f.Fuzz(func(t *testing.T, body []byte, upstreamModel string) {
-		req, err := vocab.ParseRequest(body)
+		req, err := jsonkit.ParseRequest(body)
 		if err != nil {
 			return // refused with a 400: nothing is forwarded
 		}
@@ -164,9 +164,9 @@ func FuzzGatewayReadsWhatUpstreamReads(f *testing.F) {
 		if err != nil {
 			return // refused: no usable model
 		}
-		class := vocab.Class{Op: vocab.OpGenerateContent, Kind: vocab.KindAlphaChatCompletions, ModelInBody: true}.WithStream(req.Stream)
-		tier := usage.TierOf(req)
-		if admitted := usage.RequestedTier(body); admitted != tier {
+		class := Class{Op: vocab.OpGenerateContent, Kind: vocab.KindAlphaChatCompletions, ModelInBody: true}.WithStream(req.Stream)
+		tier := tierOf(req)
+		if admitted := requestedTier(body); admitted != tier {
 			t.Fatalf("admission reads tier %q, settlement %q", admitted, tier)
 		}
 
@@ -191,7 +191,7 @@ func FuzzGatewayReadsWhatUpstreamReads(f *testing.F) {
 		if (so["include_usage"] == true) != req.IncludeUsage {
 			t.Fatalf("upstream reads include_usage %v, gateway %v", so["include_usage"], req.IncludeUsage)
 		}
-		exactTier := usage.TierOf(vocab.Request{Speed: strOf(m["speed"]), ServiceTier: strOf(m["service_tier"]), ServiceTierCamel: strOf(m["serviceTier"])})
+		exactTier := tierOf(jsonkit.Request{Speed: strOf(m["speed"]), ServiceTier: strOf(m["service_tier"]), ServiceTierCamel: strOf(m["serviceTier"])})
 		if exactTier != tier {
 			t.Fatalf("upstream reads tier %q, gateway priced %q", exactTier, tier)
 		}
@@ -201,7 +201,7 @@ func FuzzGatewayReadsWhatUpstreamReads(f *testing.F) {
 		}
 		if str(fr.Model) != want || (fr.Stream != nil && *fr.Stream) != class.Stream ||
 			(fr.StreamOptions != nil && fr.StreamOptions.IncludeUsage != nil && *fr.StreamOptions.IncludeUsage) != req.IncludeUsage ||
-			usage.TierOf(vocab.Request{Speed: str(fr.Speed), ServiceTier: str(fr.ServiceTier), ServiceTierCamel: str(fr.ServiceTierCamel)}) != tier {
+			tierOf(jsonkit.Request{Speed: str(fr.Speed), ServiceTier: str(fr.ServiceTier), ServiceTierCamel: str(fr.ServiceTierCamel)}) != tier {
 			t.Fatalf("case-folding decoder reads %+v; gateway decided model %q stream %v include_usage %v tier %q",
 				fr, want, class.Stream, req.IncludeUsage, tier)
 		}
@@ -238,7 +238,7 @@ func FuzzGatewayReadsWhatUpstreamReads(f *testing.F) {
 			afr.StreamOptions.IncludeUsage == nil || !*afr.StreamOptions.IncludeUsage {
 			t.Fatalf("case-folding decoder reads %+v from %s", afr, asked)
 		}
-		if again, err := vocab.ParseRequest(asked); err != nil || !again.IncludeUsage {
+		if again, err := jsonkit.ParseRequest(asked); err != nil || !again.IncludeUsage {
 			t.Fatalf("the gateway refuses or misreads its own edit %s: %v", asked, err)
 		}
 

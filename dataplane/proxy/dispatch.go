@@ -16,7 +16,6 @@ import (
 	"github.com/tollgate/tollgate/dataplane/upstream"
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/snapshot"
-	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -26,12 +25,12 @@ const statusClientClosed = 499
 // Transformer serves transform_to cells (dataplane/translate behind a small adapter).
 type Transformer interface {
 	// Supports reports whether the inbound class can be served through cell.
-	Supports(class vocab.Class, cell snapshot.Cell) bool
+	Supports(class Class, cell snapshot.Cell) bool
 	// Begin converts the client request for one candidate. An error is a client error (answered as is when
 	// it is an *httperr.Error, else as 400). body is lent, not given: the Handler neither writes to it nor
 	// reuses its memory until the request ends (ServeHTTP returns, after the last call of the returned
 	// Transform), so the Transform may keep pointing into it until then but not after.
-	Begin(class vocab.Class, cell snapshot.Cell, body []byte, upstreamModel string) (Transform, error)
+	Begin(class Class, cell snapshot.Cell, body []byte, upstreamModel string) (Transform, error)
 }
 
 // Transform is one candidate attempt through a translator: the upstream request, and the Responder that
@@ -180,6 +179,14 @@ func (h *Handler) respond(ctx context.Context, w http.ResponseWriter, c *call, r
 	}
 	c.status, c.end, c.firstByte, c.abortClient = res.Status, res.End, res.FirstByte, res.Abort
 	switch {
+	case res.UsageFound && res.OutputUnreported && h.o.LocalUsage != nil && c.billable() && consumedEnd(res.End):
+		// The input side as reported, the output the provider generated counted from the relayed text
+		// (docs/settlement.md, "Settlement record"); without a count the reported usage stands.
+		if lu, found := h.o.LocalUsage(c.class.Kind, c.class.Op, c.cand.UpstreamModel, c.body, res.Output, res.OutputBytes); found {
+			u := res.Usage
+			u.Output = lu.Output
+			c.usage, c.source = u, vocab.SourceLocal
+		}
 	case res.UsageFound: // billed as reported
 	case h.o.LocalUsage != nil && res.Status < 300 && c.billable():
 		// The client's request and the upstream's output text: counted in the client's dialect.
@@ -259,7 +266,7 @@ func (c *call) askUsage() bool {
 }
 
 // renamePathModel rewrites the model segment of a gamma method path or a model get path.
-func renamePathModel(escapedPath string, class vocab.Class, model string) string {
+func renamePathModel(escapedPath string, class Class, model string) string {
 	if class.Kind.Family() == vocab.KindGamma {
 		if class.Op == vocab.OpGetModel {
 			return "/v1beta/models/" + escapePath(model)
@@ -385,7 +392,7 @@ func (h *Handler) settle(ctx context.Context, c *call) {
 		rule, estimate = nil, 0 // a stored-resource request is recorded at cost 0
 	}
 	if c.billable() && c.reqTier == "" {
-		c.reqTier = usage.TierOf(c.req)
+		c.reqTier = tierOf(c.req)
 	}
 	o := settle.Outcome{
 		RequestID: c.reqID, Start: c.start,
@@ -415,4 +422,10 @@ func (h *Handler) settle(ctx context.Context, c *call) {
 	if _, err := h.o.Recorder.Record(context.WithoutCancel(ctx), o, c.hold); err != nil {
 		h.o.Log.Error("record settlement", "request_id", c.reqID, "err", err)
 	}
+}
+
+// consumedEnd reports whether a request that ended so delivered output the provider generated (completed,
+// interrupted, or left by its client).
+func consumedEnd(e vocab.EndState) bool {
+	return e == vocab.EndCompleted || e == vocab.EndUpstreamInterrupted || e == vocab.EndClientDropped
 }

@@ -12,7 +12,6 @@ import (
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 	"github.com/tollgate/tollgate/shared/snapshot"
-	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // lendChecker wraps the real Translator and checks the lending rule of Transformer.Begin: the body it was
@@ -24,7 +23,7 @@ type lendChecker struct {
 	checks int
 }
 
-func (l *lendChecker) Begin(class vocab.Class, cell snapshot.Cell, body []byte, upstreamModel string) (Transform, error) {
+func (l *lendChecker) Begin(class Class, cell snapshot.Cell, body []byte, upstreamModel string) (Transform, error) {
 	tr, err := l.Translator.Begin(class, cell, body, upstreamModel)
 	if err != nil {
 		return nil, err

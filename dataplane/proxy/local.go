@@ -23,7 +23,7 @@ var gammaMethods = [...]struct {
 }
 
 // routeServes reports whether a member of route r has a provider whose cell serves class.
-func (h *Handler) routeServes(r *snapshot.Route, class vocab.Class) bool {
+func (h *Handler) routeServes(r *snapshot.Route, class Class) bool {
 	for _, g := range r.Groups {
 		for _, m := range g {
 			if h.servable(m.Provider.Cell(class.Op, class.Kind), class) {
@@ -38,7 +38,7 @@ func (h *Handler) routeServes(r *snapshot.Route, class vocab.Class) bool {
 func (h *Handler) gammaMethodSet(r *snapshot.Route) uint8 {
 	var set uint8
 	for i, gm := range gammaMethods {
-		if h.routeServes(r, vocab.Class{Op: gm.op, Kind: gm.kind, Stream: gm.op == vocab.OpStreamGenerateContent}) {
+		if h.routeServes(r, Class{Op: gm.op, Kind: gm.kind, Stream: gm.op == vocab.OpStreamGenerateContent}) {
 			set |= 1 << i
 		}
 	}
@@ -53,7 +53,7 @@ func (h *Handler) gammaMethodSet(r *snapshot.Route) uint8 {
 func (h *Handler) listModels(snap *snapshot.Compiled, key *snapshot.APIKey, kind vocab.Kind) (body []byte, ok bool) {
 	var ids []string
 	var sets []uint8
-	class := vocab.Class{Op: vocab.OpListModels, Kind: kind}
+	class := Class{Op: vocab.OpListModels, Kind: kind}
 	for _, r := range snap.Routes() {
 		if len(r.Groups) == 0 || !h.routeServes(r, class) {
 			continue

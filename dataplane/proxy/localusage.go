@@ -3,7 +3,6 @@ package proxy
 import (
 	"math"
 	"math/bits"
-	"net/http"
 	"strings"
 	"unicode/utf8"
 
@@ -59,11 +58,11 @@ func responseText(body []byte) (string, int64) {
 // and extrapolates the rest by length, so a stream of any length is counted in flat memory.
 const maxCollectedText = tokencount.MaxExactBytes
 
-// textCollector wraps a stream's usage accumulator and keeps the text of alpha chat deltas (content and
+// textCollector keeps the text of alpha chat deltas (content and
 // tool-call arguments), for local counting when the upstream reports no usage: the first
 // maxCollectedText bytes (cut at a character boundary) and the length of the whole.
 type textCollector struct {
-	next  usage.Accumulator
+	on    bool // collecting this stream
 	b     strings.Builder
 	total int64  // bytes of text seen, kept or not
 	pend  []byte // scratch for one event's text (alpha.ChunkText)
@@ -90,11 +89,5 @@ func keepLen[T ~string | ~[]byte](s T, kept int) int {
 	return room
 }
 
-func (t *textCollector) ObserveHeader(h http.Header) { t.next.ObserveHeader(h) }
-
-func (t *textCollector) Observe(data []byte) error {
-	t.pend = alpha.ChunkText(data, t.pend, t.addBytes)
-	return t.next.Observe(data)
-}
-
-func (t *textCollector) Result() (usage.Usage, bool) { return t.next.Result() }
+// observe collects the text of one chunk.
+func (t *textCollector) observe(data []byte) { t.pend = alpha.ChunkText(data, t.pend, t.addBytes) }

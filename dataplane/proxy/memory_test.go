@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"io"
 	"net"
 	"net/http"
@@ -240,7 +241,7 @@ func TestReleaseDropsHugeBuffers(t *testing.T) {
 	c.pt.up.pending = make([]byte, 0, 8<<20)
 	big := "data: " + strings.Repeat("x", 4<<20) + "\n\n"
 	c.pt.sseD = sse.NewDecoder(strings.NewReader(big))
-	c.pt.arrD = sse.NewJSONArrayDecoder(strings.NewReader("[" + strings.Repeat(" ", 8) + `"` + strings.Repeat("y", 4<<20) + `"]`))
+	c.pt.arrD = jsonkit.NewJSONArrayDecoder(strings.NewReader("[" + strings.Repeat(" ", 8) + `"` + strings.Repeat("y", 4<<20) + `"]`))
 	if _, err := c.pt.sseD.Next(); err != nil {
 		t.Fatal(err)
 	}

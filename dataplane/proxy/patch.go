@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -19,7 +20,7 @@ import (
 var errNoModel = errors.New("model is required")
 
 // readRequest reads what the gateway decides on from the body, once and with the meaning every upstream
-// gives it: a JSON body through vocab.ParseRequest (which refuses bodies decoders could read differently),
+// gives it: a JSON body through jsonkit.ParseRequest (which refuses bodies decoders could read differently),
 // a multipart form through multipartFields. The class takes the body's stream flag.
 func (h *Handler) readRequest(r *http.Request, c *call) error {
 	switch {
@@ -30,10 +31,10 @@ func (h *Handler) readRequest(r *http.Request, c *call) error {
 		}
 		c.model, c.class = f.model, c.class.WithStream(f.stream)
 	case len(c.body) > 0 || c.class.ModelInBody:
-		req, err := vocab.ParseRequest(c.body)
+		req, err := jsonkit.ParseRequest(c.body)
 		if err != nil {
 			e := httperr.Malformed(err.Error(), err)
-			var be *vocab.BodyError
+			var be *jsonkit.BodyError
 			if errors.As(err, &be) {
 				e.Param = be.Param
 			}
@@ -44,9 +45,9 @@ func (h *Handler) readRequest(r *http.Request, c *call) error {
 	return nil
 }
 
-// bodyModel returns the model named by a JSON body that vocab.ParseRequest read as req; errNoModel when
+// bodyModel returns the model named by a JSON body that jsonkit.ParseRequest read as req; errNoModel when
 // it names none.
-func bodyModel(body []byte, req vocab.Request) (string, error) {
+func bodyModel(body []byte, req jsonkit.Request) (string, error) {
 	if !req.HasModel {
 		return "", errNoModel
 	}
@@ -70,8 +71,8 @@ func patchModel(dst, body []byte, start, end int, model string) []byte {
 // already ask, stream_options.include_usage set to true in the fewest bytes — the include_usage value
 // replaced, the member inserted first in an existing stream_options object, a null stream_options
 // replaced, or a stream_options member inserted first in the top-level object. Every other byte is kept.
-// req is what vocab.ParseRequest read from body.
-func patchBody(dst, body []byte, req vocab.Request, model string, rename, askUsage bool) []byte {
+// req is what jsonkit.ParseRequest read from body.
+func patchBody(dst, body []byte, req jsonkit.Request, model string, rename, askUsage bool) []byte {
 	type edit struct {
 		start, end int
 		lit        string // the replacement, or model's JSON string when model is set

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/tollgate/tollgate/dataplane/dialect/alpha"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -27,7 +29,7 @@ func TestPatchModel(t *testing.T) {
 		{`{"model":"c"}`, "ünï", `{"model":"ünï"}`},
 	}
 	for _, tt := range tests {
-		req, err := vocab.ParseRequest([]byte(tt.body))
+		req, err := jsonkit.ParseRequest([]byte(tt.body))
 		if err != nil {
 			t.Fatalf("ParseRequest(%s) = %v", tt.body, err)
 		}
@@ -44,7 +46,7 @@ func TestPatchModel(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{`[]`, `{"model":1}`, `{"model":"a\u0062"}`, `{"model":""}`, `{"x":1}`} {
-		req, err := vocab.ParseRequest([]byte(bad))
+		req, err := jsonkit.ParseRequest([]byte(bad))
 		if err == nil {
 			_, err = bodyModel([]byte(bad), req)
 		}
@@ -65,7 +67,7 @@ func FuzzPatchModel(f *testing.F) {
 		if json.Unmarshal([]byte(body), &before) != nil {
 			return
 		}
-		req, err := vocab.ParseRequest([]byte(body))
+		req, err := jsonkit.ParseRequest([]byte(body))
 		if err != nil {
 			return
 		}
@@ -161,7 +163,7 @@ func TestPassthroughStreamSplits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for _, split := range []int{1, 3, 7, 1 << 20} {
-			p := &passthroughResponder{now: time.Now, class: vocab.Class{Op: vocab.OpStreamGenerateContent, Kind: tt.kind, Stream: true},
+			p := &passthroughResponder{now: time.Now, class: Class{Op: vocab.OpStreamGenerateContent, Kind: tt.kind, Stream: true},
 				billable: true, collect: true, dropUsage: tt.drop}
 			rec := httptest.NewRecorder()
 			resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {tt.ct}}, Body: chunked(tt.body, split)}
@@ -190,7 +192,7 @@ func FuzzPassthroughStream(f *testing.F) {
 		if array {
 			ct, kind = "application/json", vocab.KindGammaGenerateContent
 		}
-		p := &passthroughResponder{now: time.Now, class: vocab.Class{Op: vocab.OpStreamGenerateContent, Kind: kind, Stream: true}, billable: true}
+		p := &passthroughResponder{now: time.Now, class: Class{Op: vocab.OpStreamGenerateContent, Kind: kind, Stream: true}, billable: true}
 		rec := httptest.NewRecorder()
 		p.Respond(context.Background(), rec, &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {ct}}, Body: chunked(body, split)})
 		if rec.Body.String() != body {
@@ -199,7 +201,7 @@ func FuzzPassthroughStream(f *testing.F) {
 		if array {
 			return
 		}
-		p = &passthroughResponder{now: time.Now, class: vocab.Class{Op: vocab.OpStreamGenerateContent, Kind: kind, Stream: true}, billable: true, dropUsage: true}
+		p = &passthroughResponder{now: time.Now, class: Class{Op: vocab.OpStreamGenerateContent, Kind: kind, Stream: true}, billable: true, dropUsage: true}
 		rec = httptest.NewRecorder()
 		p.Respond(context.Background(), rec, &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {ct}}, Body: chunked(body, split)})
 		d := sse.NewDecoder(strings.NewReader(body))
@@ -209,7 +211,8 @@ func FuzzPassthroughStream(f *testing.F) {
 			if err != nil {
 				break
 			}
-			if !isUsageChunk(ev.Data) {
+			var rel jsonkit.Relay
+			if alpha.ReadChatRelay(ev.Data, &rel); !rel.UsageChunk {
 				kept = append(kept, string(ev.Data))
 			}
 		}
@@ -240,40 +243,18 @@ func TestStripKeyParam(t *testing.T) {
 func TestRenamePathModel(t *testing.T) {
 	tests := []struct {
 		path  string
-		class vocab.Class
+		class Class
 		model string
 		want  string
 	}{
-		{"/v1beta/models/gem:streamGenerateContent", vocab.Class{Op: vocab.OpStreamGenerateContent, Kind: vocab.KindGammaGenerateContent}, "g-1-flash", "/v1beta/models/g-1-flash:streamGenerateContent"},
-		{"/v1beta/models/gem:countTokens", vocab.Class{Op: vocab.OpCountTokens, Kind: vocab.KindGamma}, "tunedModels/x y", "/v1beta/models/tunedModels/x%20y:countTokens"},
-		{"/v1beta/models/gem", vocab.Class{Op: vocab.OpGetModel, Kind: vocab.KindGamma}, "g-1", "/v1beta/models/g-1"},
-		{"/v1/models/chat", vocab.Class{Op: vocab.OpGetModel, Kind: vocab.KindAlpha}, "m-1", "/v1/models/m-1"},
+		{"/v1beta/models/gem:streamGenerateContent", Class{Op: vocab.OpStreamGenerateContent, Kind: vocab.KindGammaGenerateContent}, "g-1-flash", "/v1beta/models/g-1-flash:streamGenerateContent"},
+		{"/v1beta/models/gem:countTokens", Class{Op: vocab.OpCountTokens, Kind: vocab.KindGamma}, "tunedModels/x y", "/v1beta/models/tunedModels/x%20y:countTokens"},
+		{"/v1beta/models/gem", Class{Op: vocab.OpGetModel, Kind: vocab.KindGamma}, "g-1", "/v1beta/models/g-1"},
+		{"/v1/models/chat", Class{Op: vocab.OpGetModel, Kind: vocab.KindAlpha}, "m-1", "/v1/models/m-1"},
 	}
 	for _, tt := range tests {
 		if got := renamePathModel(tt.path, tt.class, tt.model); got != tt.want {
 			t.Errorf("renamePathModel(%q, %q) = %q, want %q", tt.path, tt.model, got, tt.want)
-		}
-	}
-}
-
-func TestIsStreamError(t *testing.T) {
-	tests := []struct {
-		data string
-		want bool
-	}{
-		{`{"error":{"message":"overloaded","type":"server_error"}}`, true},                    // alpha chat chunk
-		{`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, true}, // beta
-		{`{"type":"error","code":"server_error","message":"boom","sequence_number":3}`, true}, // alpha responses
-		{`{"type":"response.failed","response":{"status":"failed"}}`, true},
-		{`{"error":{"code":503,"message":"unavailable","status":"UNAVAILABLE"}}`, true}, // gamma
-		{`{"type":"response.completed","response":{"error":null}}`, false},
-		{`{"error":null,"choices":[]}`, false},
-		{`{"choices":[{"delta":{"content":"error"}}]}`, false},
-		{`[DONE]`, false},
-	}
-	for _, tt := range tests {
-		if got := isStreamError([]byte(tt.data)); got != tt.want {
-			t.Errorf("isStreamError(%s) = %v, want %v", tt.data, got, tt.want)
 		}
 	}
 }
@@ -327,7 +308,7 @@ func TestPassthroughOversizedEvent(t *testing.T) {
 		{"sse event by event", "text/event-stream", sseBody, vocab.KindAlphaChatCompletions, true},
 		{"json array", "application/json", arrBody, vocab.KindGammaGenerateContent, false},
 	} {
-		p := &passthroughResponder{now: time.Now, class: vocab.Class{Op: vocab.OpStreamGenerateContent, Kind: tt.kind, Stream: true},
+		p := &passthroughResponder{now: time.Now, class: Class{Op: vocab.OpStreamGenerateContent, Kind: tt.kind, Stream: true},
 			billable: true, dropUsage: tt.drop}
 		rec := httptest.NewRecorder()
 		res := p.Respond(context.Background(), rec, &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {tt.ct}},

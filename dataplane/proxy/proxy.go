@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"io"
 	"log/slog"
 	"net/http"
@@ -128,8 +129,8 @@ func New(o Options) *Handler {
 type call struct {
 	reqID    string
 	start    time.Time
-	class    vocab.Class
-	req      vocab.Request // the decision members of a JSON body (readRequest)
+	class    Class
+	req      jsonkit.Request // the decision members of a JSON body (readRequest)
 	snap     *snapshot.Compiled
 	key      *snapshot.APIKey
 	model    string // logical model as the client named it
@@ -306,7 +307,7 @@ func pathFamily(path string) vocab.Kind {
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 	// The path and the headers decide the dialect and the key: an unauthenticated request is refused
 	// before a byte of its body is read (docs/dataplane.md "Memory bounded by what was received").
-	class, ok := vocab.Classify(r.Method, r.URL.Path, r.URL.RawQuery, r.Header)
+	class, ok := Classify(r.Method, r.URL.Path, r.URL.RawQuery, r.Header)
 	if !ok {
 		return httperr.NotFound(r.Method, r.URL.Path)
 	}
@@ -440,7 +441,7 @@ func (h *Handler) candidates(r *http.Request, c *call) error {
 
 // servable reports whether a cell can serve the request: passthrough; local for model get; transform_to
 // when a transformer handles the pair.
-func (h *Handler) servable(cell snapshot.Cell, class vocab.Class) bool {
+func (h *Handler) servable(cell snapshot.Cell, class Class) bool {
 	switch cell.Impl {
 	case vocab.ImplPassthrough:
 		return true
@@ -593,7 +594,7 @@ func (h *Handler) admit(ctx context.Context, c *call) error {
 		// Every limited scope is checked, whatever the estimate: an exhausted scope refuses even a request
 		// whose estimate is 0 (an output-only price). A key with no limited scope and no rate limit keeps
 		// the fast path below (no Redis round trip).
-		c.reqTier = usage.TierOf(c.req) // the body was read once, by readRequest
+		c.reqTier = tierOf(c.req) // the body was read once, by readRequest
 		c.estimate = h.estimate(c)
 		// The org, team, user and key quotas (docs/budgets.md, "Model").
 		req.Scopes = admission.QuotaScopes(c.snap, key, c.scopes[:0])

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate/tollgate/dataplane/dialect/alpha"
+	"github.com/tollgate/tollgate/dataplane/dialect/beta"
+	"github.com/tollgate/tollgate/dataplane/dialect/gamma"
 	"github.com/tollgate/tollgate/dataplane/httperr"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/dataplane/sse"
 	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -39,6 +42,10 @@ type Result struct {
 	// an alpha chat stream, read from a buffered generation answer without usage; else empty.
 	Output      string
 	OutputBytes int64
+	// OutputUnreported says Usage is the upstream's, but without its output count: a beta stream that ended
+	// before message_delta reported only message_start's placeholder. Output then holds the relayed text,
+	// and dispatch counts the output locally.
+	OutputUnreported bool
 	// Failed, when set, says nothing was written to the client: the upstream broke before its first body
 	// byte, and dispatch fails over like after a connection error.
 	Failed error
@@ -67,7 +74,7 @@ var hopResponseHeaders = map[string]bool{"Connection": true, "Keep-Alive": true,
 type passthroughResponder struct {
 	now func() time.Time
 	// set per request by prepare
-	class     vocab.Class
+	class     Class
 	billable  bool
 	collect   bool // keep the output text for local counting (a local counter is configured)
 	dropUsage bool // the gateway asked for the usage chunk: leave it out of the client's stream
@@ -84,8 +91,9 @@ type passthroughResponder struct {
 	out   []byte    // the first bytes of a buffered answer, for local counting without usage
 	scan  usage.BodyScanner
 	text  textCollector
+	rel   jsonkit.Relay // the event being relayed, as its dialect's relay reader read it
 	sseD  *sse.Decoder
-	arrD  *sse.JSONArrayDecoder
+	arrD  *jsonkit.JSONArrayDecoder
 	up    upReader
 }
 
@@ -322,11 +330,10 @@ func (p *passthroughResponder) whole(w http.ResponseWriter, resp *http.Response,
 // stream relays a stream read by the sse decoders; first is the first read (n bytes) and err its error.
 func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter, resp *http.Response, first []byte, ferr error, acc usage.Accumulator, res *Result) {
 	acc.ObserveHeader(resp.Header)
-	if p.collect && p.class.Kind == vocab.KindAlphaChatCompletions {
-		// Keep the relayed text for local counting: the upstream reports no usage when a stream ends in an
-		// error before its usage chunk.
-		p.text.next = acc
-		acc = &p.text
+	if p.collect && (p.class.Kind == vocab.KindAlphaChatCompletions || p.class.Kind == vocab.KindBetaMessages) {
+		// Keep the relayed text for local counting: alpha chat reports no usage when a stream ends in an
+		// error before its usage chunk, beta no output count when it ends before message_delta.
+		p.text.on = true
 	}
 	flusher, _ := w.(http.Flusher)
 	u := &p.up
@@ -336,11 +343,29 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 	} else if ferr != nil {
 		u.err, u.body = ferr, errReader{ferr}
 	}
+	// Each event is read once, by its dialect's relay reader: terminal, error, the usage chunk, and the
+	// members usage accumulation takes (an alpha chat chunk without usage only gives its tier; an event that
+	// has a member the accumulator reads is handed to it; the others leave usage unchanged).
+	read, chat := relayReader(p.class.Kind), chatAccumulator(acc)
+	rel := &p.rel
 	var failed, done bool
-	observe := func(name string, data []byte) {
-		_ = acc.Observe(data) // a payload that is not JSON leaves usage unchanged
-		failed = failed || name == "error" || isStreamError(data)
-		done = done || isStreamEnd(data)
+	observe := func(name string, data []byte) { // data was read into rel
+		switch {
+		case chat != nil && rel.Whole && jsonkit.IsNull(rel.Usage):
+			chat.ObserveTier(rel.Tier)
+		case rel.HasUsage:
+			_ = acc.Observe(data) // a payload that is not JSON leaves usage unchanged
+		}
+		switch {
+		case !p.text.on:
+		case p.class.Kind == vocab.KindBetaMessages:
+			p.text.pend = beta.AppendOutputText(p.text.pend[:0], rel)
+			p.text.addBytes(p.text.pend)
+		default:
+			p.text.observe(data)
+		}
+		failed = failed || name == "error" || rel.Failed
+		done = done || rel.Terminal
 	}
 	var rest io.Reader // what is left when decoding stopped on the framing (an oversized event)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
@@ -359,11 +384,14 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 		}
 		for {
 			ev, err := d.Next()
+			if err == nil {
+				read(ev.Data, rel)
+			}
 			if events {
 				switch {
 				case err != nil:
 					u.pending = append(u.pending, d.Raw()...)
-				case p.dropUsage && isUsageChunk(ev.Data):
+				case p.dropUsage && rel.UsageChunk:
 					// left out
 				case p.ids != 0:
 					if data, ok := encodeEventIDs(ev.Data, p.ids); ok {
@@ -385,7 +413,7 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 		}
 	} else {
 		if p.arrD == nil {
-			p.arrD = sse.NewJSONArrayDecoder(u)
+			p.arrD = jsonkit.NewJSONArrayDecoder(u)
 		} else {
 			p.arrD.Reset(u)
 		}
@@ -400,6 +428,7 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 				}
 				break
 			}
+			read(el, rel)
 			observe("", el)
 		}
 	}
@@ -430,8 +459,11 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 	}
 	if p.billable { // a stored response replayed is not billed again
 		res.Usage, res.UsageFound = acc.Result()
+		if b, ok := acc.(*usage.BetaStream); ok && res.UsageFound && !b.OutputReported() {
+			res.OutputUnreported = true
+		}
 	}
-	if p.text.next != nil {
+	if p.text.on {
 		res.Output, res.OutputBytes = p.text.b.String(), p.text.total
 	}
 	if failed && res.End == vocab.EndCompleted {
@@ -520,47 +552,23 @@ type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
-// isStreamError reports whether an event payload is its dialect's in-stream failure: a top-level "error"
-// member (alpha chat chunks, gamma chunks, beta and alpha responses error events) or an alpha responses
-// "response.failed" event. It scans without decoding.
-func isStreamError(data []byte) bool {
-	if start, end, found, err := vocab.TopLevelField(data, "error"); err == nil && found {
-		return string(data[start:end]) != "null"
+// relayReader returns the relay reader of a stream's dialect (jsonkit.Relay): alpha chat, alpha responses
+// and images, beta messages, gamma.
+func relayReader(kind vocab.Kind) func([]byte, *jsonkit.Relay) {
+	switch kind {
+	case vocab.KindAlphaChatCompletions:
+		return alpha.ReadChatRelay
+	case vocab.KindBetaMessages:
+		return beta.ReadRelay
+	case vocab.KindGammaGenerateContent:
+		return gamma.ReadRelay
 	}
-	if start, end, found, err := vocab.TopLevelField(data, "type"); err == nil && found {
-		if v, ok := vocab.StringValue(data[start:end]); ok {
-			return string(v) == "error" || string(v) == "response.failed"
-		}
-	}
-	return false
+	return alpha.ReadResponsesRelay
 }
 
-// isUsageChunk reports whether an alpha chat chunk is the usage chunk include_usage adds: an empty
-// choices array and a non-null usage member.
-func isUsageChunk(data []byte) bool {
-	start, end, found, err := vocab.TopLevelField(data, "usage")
-	if err != nil || !found || string(data[start:end]) == "null" {
-		return false
-	}
-	start, end, found, err = vocab.TopLevelField(data, "choices")
-	return err == nil && found && len(bytes.TrimSpace(data[start+1:end-1])) == 0 && data[start] == '['
-}
-
-// isStreamEnd reports whether an event payload is its dialect's terminal event: alpha chat's "[DONE]", beta's
-// message_stop, alpha responses' response.completed / response.incomplete, or a gamma chunk with a
-// finishReason (gamma's last chunk; a JSON-array stream ends with its closing bracket instead).
-func isStreamEnd(data []byte) bool {
-	if string(data) == "[DONE]" {
-		return true
-	}
-	if start, end, found, err := vocab.TopLevelField(data, "type"); err == nil && found {
-		if v, ok := vocab.StringValue(data[start:end]); ok {
-			switch string(v) {
-			case "message_stop", "response.completed", "response.incomplete":
-				return true
-			}
-		}
-		return false
-	}
-	return bytes.Contains(data, []byte(`"finishReason"`))
+// chatAccumulator is acc when it accumulates an alpha chat stream, whose chunks without usage the relay
+// reader's members are enough for.
+func chatAccumulator(acc usage.Accumulator) *usage.AlphaChatStream {
+	c, _ := acc.(*usage.AlphaChatStream)
+	return c
 }

@@ -58,7 +58,7 @@ func decodeID(gid string) (provider int64, upstream string, ok bool) {
 
 // storesIDs reports whether the answers of a class carry stored-resource ids the gateway rewrites: alpha
 // responses (created, retrieved, deleted, cancelled) and conversations.
-func storesIDs(class vocab.Class) bool {
+func storesIDs(class Class) bool {
 	return (class.Kind == vocab.KindAlphaResponses && class.Op.IsGeneration()) || class.Op == vocab.OpCreateConversation
 }
 

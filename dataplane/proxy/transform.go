@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tollgate/tollgate/dataplane/dialect/beta"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"io"
 	"net/http"
 	"strconv"
@@ -34,13 +36,13 @@ type Translator struct {
 	supported sync.Map // translate.Pair → bool: Supports answers without building a translator
 }
 
-func pairOf(class vocab.Class, cell snapshot.Cell) translate.Pair {
+func pairOf(class Class, cell snapshot.Cell) translate.Pair {
 	return translate.Pair{Op: class.Op, Kind: class.Kind, DestOp: cell.DestOp, DestKind: cell.DestKind}
 }
 
 // Supports implements Transformer: the translator has the pair. The answer depends only on the pair, so
 // it is remembered: a translator is built once per candidate attempt (Begin), not also to ask.
-func (t *Translator) Supports(class vocab.Class, cell snapshot.Cell) bool {
+func (t *Translator) Supports(class Class, cell snapshot.Cell) bool {
 	p := pairOf(class, cell)
 	if v, ok := t.supported.Load(p); ok {
 		return v.(bool)
@@ -51,7 +53,7 @@ func (t *Translator) Supports(class vocab.Class, cell snapshot.Cell) bool {
 }
 
 // Begin implements Transformer.
-func (t *Translator) Begin(class vocab.Class, cell snapshot.Cell, body []byte, upstreamModel string) (Transform, error) {
+func (t *Translator) Begin(class Class, cell snapshot.Cell, body []byte, upstreamModel string) (Transform, error) {
 	tr, err := translate.New(pairOf(class, cell), t.Options)
 	if err != nil {
 		return nil, httperr.Unsupported(class.Op, class.Kind, "no translation to "+string(cell.DestKind))
@@ -77,7 +79,7 @@ type transformAttempt struct {
 	t     *Translator
 	tr    *translate.Translator
 	up    *translate.UpstreamRequest
-	class vocab.Class
+	class Class
 	cell  snapshot.Cell
 	now   func() time.Time
 
@@ -155,11 +157,23 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		s := a.tr.NewStream(w)
 		if acc != nil {
 			acc.ObserveHeader(resp.Header)
-			if a.cell.DestKind == vocab.KindAlphaChatCompletions {
-				text = &textCollector{next: acc} // the relayed text, for local counting without usage
-				acc = text
+			switch a.cell.DestKind {
+			case vocab.KindAlphaChatCompletions, vocab.KindBetaMessages:
+				text = &textCollector{on: true} // the relayed text, for local counting without (output) usage
 			}
-			s.Observe(func(_ string, data []byte) { _ = acc.Observe(data) })
+			var rel jsonkit.Relay
+			s.Observe(func(_ string, data []byte) {
+				_ = acc.Observe(data)
+				switch {
+				case text == nil:
+				case a.cell.DestKind == vocab.KindBetaMessages:
+					beta.ReadRelay(data, &rel)
+					text.pend = beta.AppendOutputText(text.pend[:0], &rel)
+					text.addBytes(text.pend)
+				default:
+					text.observe(data)
+				}
+			})
 		}
 		jsonArray := !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 		err := s.Pump(br, jsonArray, flush)
@@ -175,6 +189,9 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		}
 		if acc != nil {
 			res.Usage, res.UsageFound = acc.Result()
+			if b, ok := acc.(*usage.BetaStream); ok && res.UsageFound && !b.OutputReported() {
+				res.OutputUnreported = true
+			}
 		}
 		if text != nil {
 			res.Output, res.OutputBytes = text.b.String(), text.total

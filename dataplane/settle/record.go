@@ -31,7 +31,7 @@ type Outcome struct {
 	SnapshotVersion                   int64
 	// Rule is the compiled price rule for (provider, upstream model); nil when none matched (cost 0).
 	Rule *pricing.Rule
-	// RequestedTier is the tier the request body names (usage.TierOf of its one reading).
+	// RequestedTier is the tier the request body names (the proxy's tierOf of its one reading).
 	RequestedTier string
 	// Upstream is the usage the upstream reported (usage.FromBody, or a stream accumulator's latest
 	// cumulative value); UpstreamFound is false when it reported none. Upstream.ReportedTier is the

@@ -34,31 +34,6 @@ func BenchmarkDecoder(b *testing.B) {
 	}
 }
 
-func BenchmarkJSONArrayDecoder(b *testing.B) {
-	var buf bytes.Buffer
-	buf.WriteByte('[')
-	for i := range 500 {
-		if i > 0 {
-			buf.WriteString(",\r\n")
-		}
-		fmt.Fprintf(&buf, `{"candidates":[{"content":{"role":"model","parts":[{"text":"token %d"}]},"index":0}],"modelVersion":"g-1"}`, i)
-	}
-	buf.WriteByte(']')
-	in := buf.Bytes()
-	b.ReportAllocs()
-	r := bytes.NewReader(in)
-	d := NewJSONArrayDecoder(r)
-	for i := 0; i < b.N; i++ {
-		if _, err := d.Next(); errors.Is(err, io.EOF) {
-			r.Reset(in)
-			d = NewJSONArrayDecoder(r)
-			if _, err := d.Next(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-}
-
 func BenchmarkWriteEvent(b *testing.B) {
 	data := []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"token"}}`)
 	b.ReportAllocs()

@@ -51,29 +51,6 @@ func FuzzEncodeDecode(f *testing.F) {
 	})
 }
 
-func FuzzJSONArrayDecoder(f *testing.F) {
-	for _, s := range []string{"[{\"a\":1},\r\n{\"b\":2}]", "[]", "{\"error\":1}", "[\"\\\"]", "[1,2", "[[[[", "]"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		d := NewJSONArrayDecoder(bytes.NewReader(in))
-		d.SetMaxElementSize(1 << 12)
-		for range len(in) + 2 {
-			el, err := d.Next()
-			if err != nil {
-				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, ErrJSONArraySyntax) && !errors.Is(err, ErrEventTooLarge) {
-					t.Fatalf("unexpected error class: %v", err)
-				}
-				return
-			}
-			if len(el) == 0 {
-				t.Fatal("empty element")
-			}
-		}
-		t.Fatal("more elements than input bytes")
-	})
-}
-
 // FuzzDecoderRaw: with KeepRaw, the raw bytes of every call to Next, in order, are the input byte for byte
 // (read whole or a byte at a time), and the events are those decoded without KeepRaw.
 func FuzzDecoderRaw(f *testing.F) {

@@ -135,51 +135,6 @@ func TestEncoderRoundTrip(t *testing.T) {
 	}
 }
 
-func TestJSONArrayDecoder(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		want []string
-		err  error
-	}{
-		{"gamma framing", "[{\"a\":1}\n,\r\n{\"b\":\"]}[\\\"\"}\n]", []string{`{"a":1}`, `{"b":"]}[\""}`}, nil},
-		{"whitespace keepalive", "[\n\n  \n{\"a\":[1,{}]}  \n , {\"c\":2}\n\n]\n", []string{`{"a":[1,{}]}`, `{"c":2}`}, nil},
-		{"empty", " [ ] ", nil, nil},
-		{"scalars", "[1, \"x\", true,null]", []string{"1", `"x"`, "true", "null"}, nil},
-		{"bare object", "{\"error\":{\"code\":500}}", []string{`{"error":{"code":500}}`}, nil},
-		{"cut", "[{\"a\":1},{\"b\":", []string{`{"a":1}`}, io.ErrUnexpectedEOF},
-		{"cut before close", "[{\"a\":1}", []string{`{"a":1}`}, io.ErrUnexpectedEOF},
-		{"garbage", "x", nil, ErrJSONArraySyntax},
-		{"missing comma", "[{} {}]", []string{"{}"}, ErrJSONArraySyntax},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			d := NewJSONArrayDecoder(iotest.OneByteReader(strings.NewReader(tt.in)))
-			var got []string
-			var err error
-			for {
-				var el []byte
-				el, err = d.Next()
-				if err != nil {
-					break
-				}
-				got = append(got, string(el))
-			}
-			if tt.err == nil && !errors.Is(err, io.EOF) || tt.err != nil && !errors.Is(err, tt.err) {
-				t.Fatalf("Next() final error = %v, want %v", err, tt.err)
-			}
-			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
-				t.Fatalf("elements = %q, want %q", got, tt.want)
-			}
-		})
-	}
-	d := NewJSONArrayDecoder(strings.NewReader("[" + strings.Repeat(" ", 10) + "{\"x\":\"" + strings.Repeat("y", 100) + "\"}]"))
-	d.SetMaxElementSize(50)
-	if _, err := d.Next(); !errors.Is(err, ErrEventTooLarge) {
-		t.Fatalf("oversized element: %v, want ErrEventTooLarge", err)
-	}
-}
-
 // TestDecoderRepeatedNameAllocatesNothing: a stream that repeats its event names (every beta and alpha
 // responses stream) decodes with no allocation per event once its buffers have grown; names still change.
 func TestDecoderRepeatedNameAllocatesNothing(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"io"
 	"testing"
 
@@ -16,7 +17,7 @@ import (
 func checkClientStream(t *testing.T, client vocab.Kind, gammaSSE bool, out []byte) {
 	t.Helper()
 	if client == vocab.KindGammaGenerateContent && !gammaSSE {
-		d := sse.NewJSONArrayDecoder(bytes.NewReader(out))
+		d := jsonkit.NewJSONArrayDecoder(bytes.NewReader(out))
 		n := 0
 		for {
 			el, err := d.Next()

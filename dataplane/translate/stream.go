@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"io"
 	"net/http"
 	"time"
@@ -38,7 +39,7 @@ func (s *Stream) Observe(f func(name string, data []byte)) { s.observe = f }
 // Feed converts one upstream SSE event (alpha, beta, gamma `alt=sse`).
 func (s *Stream) Feed(ev sse.Event) error { return s.feed(ev.Name, ev.Data) }
 
-// FeedJSON converts one element of a gamma JSON-array stream (see sse.JSONArrayDecoder).
+// FeedJSON converts one element of a gamma JSON-array stream (see jsonkit.JSONArrayDecoder).
 func (s *Stream) FeedJSON(elem []byte) error { return s.feed("", elem) }
 
 func (s *Stream) feed(name string, data []byte) error {
@@ -205,7 +206,7 @@ func sseNext(r io.Reader) func() (string, []byte, error) {
 }
 
 func arrayNext(r io.Reader) func() (string, []byte, error) {
-	d := sse.NewJSONArrayDecoder(r)
+	d := jsonkit.NewJSONArrayDecoder(r)
 	return func() (string, []byte, error) {
 		el, err := d.Next()
 		return "", el, err

@@ -84,7 +84,7 @@ func TestReconciliationThroughTheDataPlane(t *testing.T) {
 	fo := strings.Replace(stChat, `"m-1"`, `"rc-fo"`, 1)
 	cut := strings.Replace(stChatStream, `"m-1"`, `"rc-cut"`, 1)
 	cutResp := strings.Replace(stRespBody, `"m-1"`, `"rc-cut"`, 1)
-	requests, local := 0, 0
+	requests, local, betaLocal := 0, 0, 0 // locally counted rows: the cut provider's, the beta provider's
 	send := func(path, body string, hdr ...string) {
 		t.Helper()
 		s.do(t, 200, "POST", path, body, hdr...)
@@ -107,17 +107,17 @@ func TestReconciliationThroughTheDataPlane(t *testing.T) {
 		s.leaveAfter(t, "/v1/chat/completions", cut, 4+i, stAlpha(ten)...)
 		s.doCut(t, "POST", "/v1/responses", cutResp, stAlpha(ten, "x-mock-disconnect-after", "6")...)
 		requests, local = requests+3, local+3
-		// Beta streams cut by the provider after message_start and left by the client mid-text: the gateway
-		// bills the usage the stream reported, and so does the mock provider (a real one bills the output
-		// it generated: docs/reconciliation.md, "Cut streams").
+		// Beta streams cut by the provider after message_start and a text delta, and left by the client
+		// mid-text, before message_delta: both sides bill message_start's input and cache categories and the
+		// output written, counted locally (message_start's output_tokens is a placeholder).
 		s.doCut(t, "POST", "/v1/messages", stBetaStream, stBeta(ten, "x-mock-disconnect-after", "4", "x-mock-usage", "cached")...)
 		s.leaveAfter(t, "/v1/messages", stBetaStream, 5+i, stBeta(ten)...)
-		requests += 2
+		requests, betaLocal = requests+2, betaLocal+2
 		// Streams ended by the provider's in-stream error after text: interrupted generations, billed for
-		// what was delivered on both sides.
+		// what was delivered on both sides (beta's before message_delta: its output counted locally).
 		send("/v1/chat/completions", cut, stAlpha(ten, "x-mock-stream-error-after", "4")...)
 		send("/v1/messages", stBetaStream, stBeta(ten, "x-mock-stream-error-after", "5")...)
-		local++
+		local, betaLocal = local+1, betaLocal+1
 		// Gamma: plain, streamed, and a stream cut after two chunks.
 		send("/v1beta/models/g-1-flash:generateContent", stGammaBody, stGamma(ten, "x-mock-usage", "cached")...)
 		send("/v1beta/models/g-1-flash:streamGenerateContent?alt=sse", stGammaBody, stGamma(ten)...)
@@ -134,8 +134,8 @@ func TestReconciliationThroughTheDataPlane(t *testing.T) {
 			cutRows++
 		}
 	}
-	if counted != local || cutRows != 16 {
-		t.Fatalf("%d ledger rows counted locally, want the %d cut alpha streams; %d rows not completed, want 16 cut or interrupted streams", counted, local, cutRows)
+	if counted != local+betaLocal || cutRows != 16 {
+		t.Fatalf("%d ledger rows counted locally, want the %d cut alpha and beta streams; %d rows not completed, want 16 cut or interrupted streams", counted, local+betaLocal, cutRows)
 	}
 
 	day := time.Now().UTC().Format(time.DateOnly)
@@ -202,13 +202,14 @@ func TestReconciliationThroughTheDataPlane(t *testing.T) {
 		t.Errorf("rc-cut: source mix local %d upstream %d, want %d local (the cut and interrupted streams) and 2 upstream", run.SourceLocal, run.SourceUpstream, local)
 	}
 
-	// Injected at the provider, on top of the cut streams, found through the whole stack.
+	// Injected at the provider, on top of the cut streams, found through the whole stack. The beta group
+	// holds the beta streams cut before message_delta, whose output was counted locally: the cause says so.
 	run = reconcile(pb, mockupstream.ReconcileControls{UnderReport: &mockupstream.UnderReport{Category: "output", Percent: 20}})
-	if run.Status != "drift" {
-		t.Errorf("beta output under-reported: run %s", run.Status)
+	if run.Status != "drift" || run.SourceLocal != int64(betaLocal) {
+		t.Errorf("beta output under-reported: run %s, %d rows counted locally, want %d", run.Status, run.SourceLocal, betaLocal)
 	}
 	for _, l := range run.Lines {
-		if l.Kind == "tokens" && (l.Cause != "tokens" || !strings.Contains(l.Detail, "output") || strings.Contains(l.Detail, "input")) {
+		if l.Kind == "tokens" && (l.Cause != "local_count" || !strings.Contains(l.Detail, "output") || strings.Contains(l.Detail, "input")) {
 			t.Errorf("beta output under-reported: line %+v", l)
 		}
 	}

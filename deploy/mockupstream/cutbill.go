@@ -1,6 +1,7 @@
 package mockupstream
 
 import (
+	"encoding/json"
 	"math"
 	"math/bits"
 	"unicode/utf8"
@@ -16,11 +17,13 @@ import (
 // computed by the gateway's own rule for such a stream (docs/dataplane.md, "Local token counting"):
 //
 //   - the latest usage the written events reported (beta message_start then message_delta, gamma's running
-//     usageMetadata, alpha chat's usage chunk), when one did;
-//   - else the request's prompt and, for alpha chat, the text the written deltas carried (content and
-//     tool-call arguments), counted with dataplane/tokencount — the counter the gateway uses — in the
-//     request's dialect; other dialects' output is not counted (0), as the gateway collects only alpha
-//     chat's relayed text.
+//     usageMetadata, alpha chat's usage chunk), when one did — except that message_start's output_tokens
+//     is a placeholder: a beta stream cut before message_delta bills message_start's input and cache
+//     categories and the output text its written deltas carried, counted locally;
+//   - else the request's prompt and, for alpha chat and beta, the text the written deltas carried (alpha
+//     chat content and tool-call arguments; beta text, thinking and tool-input fragments), counted with
+//     dataplane/tokencount — the counter the gateway uses — in the request's dialect; other dialects' output
+//     is not counted (0), as the gateway collects only those dialects' relayed text.
 //
 // A stream cut before its first event bills nothing (the gateway records a failed attempt). A stream
 // ended by an in-stream error (x-mock-stream-error-after) is billed the same way when it had delivered
@@ -62,11 +65,27 @@ func (x *exchange) settleBill() {
 	case !x.stream || x.events == 0 || x.bill == nil || x.kind == "" || x.s.opts.MaxRecords < 0:
 		x.bill = nil
 		return
+	}
+	final := true // the reported usage counts the output
+	if x.kind == vocab.KindBetaMessages {
+		final = x.betaWrittenText()
+	}
+	switch {
 	case x.erred && !(x.reported != nil && x.reported.Output > 0) && x.textBytes == 0:
 		x.bill = nil // failed before any output
 		return
+	case x.reported != nil && final:
+		b := *x.reported
+		x.bill = &b
+		return
 	case x.reported != nil:
 		b := *x.reported
+		if tokencount.Supported() {
+			out, err := tokencount.CountText(x.kind, x.model, x.text.String())
+			if err == nil {
+				b.Output = extrapolate(out, int64(x.text.Len()), x.textBytes)
+			}
+		}
 		x.bill = &b
 		return
 	}
@@ -79,7 +98,7 @@ func (x *exchange) settleBill() {
 }
 
 // localBill counts a cut stream without reported usage the gateway's way: the prompt of the request, and
-// for alpha chat the text written. Without the tokenizer (-tags notokenizer) the mock's own prompt count
+// for alpha chat and beta the text written. Without the tokenizer (-tags notokenizer) the mock's own prompt count
 // stands in (the gateway then bills its admission estimate: no agreement is possible).
 func (x *exchange) localBill() (*Bill, bool) {
 	b := *x.bill
@@ -93,7 +112,7 @@ func (x *exchange) localBill() (*Bill, bool) {
 		return nil, false
 	}
 	b.Input = in
-	if x.kind == vocab.KindAlphaChatCompletions {
+	if x.kind == vocab.KindAlphaChatCompletions || x.kind == vocab.KindBetaMessages {
 		out, err := tokencount.CountText(x.kind, x.model, x.text.String())
 		if err != nil {
 			return nil, false
@@ -115,4 +134,50 @@ func extrapolate(tokens, kept, total int64) int64 {
 	}
 	q, _ := bits.Div64(hi, lo, uint64(kept))
 	return int64(min(q, math.MaxInt64))
+}
+
+// betaWrittenText replays the event order of the planned beta stream (beta.go: message_start; per block
+// content_block_start, ping after the first, its deltas, content_block_stop; then message_delta) over the
+// events written before the cut, records with wroteText the output text of the deltas among them
+// (thinking, tool-input fragments, text; not signatures), and reports whether message_delta was written
+// (the reported usage then counts the output).
+func (x *exchange) betaWrittenText() (final bool) {
+	var req betaRequest
+	if json.Unmarshal(x.body, &req) != nil {
+		return true
+	}
+	written := x.events
+	if x.erred {
+		written-- // the error event took the place of a planned one
+	}
+	tools := make([]toolDef, 0, len(req.Tools))
+	for _, t := range req.Tools {
+		tools = append(tools, toolDef{name: t.Name, params: t.InputSchema})
+	}
+	forced := req.ToolChoice != nil && (req.ToolChoice.Type == "any" || req.ToolChoice.Type == "tool")
+	thinking := req.Thinking != nil && (req.Thinking.Type == "enabled" || req.Thinking.Type == "adaptive")
+	p := x.planFor(req.MaxTokens, tools, forced, thinking)
+	seq := 1 // message_start
+	block := func(deltas []string) {
+		seq++ // content_block_start
+		if seq == 2 {
+			seq++ // ping
+		}
+		for _, d := range deltas {
+			if seq < written {
+				x.wroteText(d)
+			}
+			seq++
+		}
+		seq++ // content_block_stop
+	}
+	if p.reasoning != nil {
+		block(append(p.reasoning, "")) // the signature delta carries no output text
+	}
+	if p.toolName != "" {
+		block(append([]string{""}, splitFragments(p.toolArgs, 3)...))
+	} else {
+		block(p.words)
+	}
+	return seq < written // message_delta
 }

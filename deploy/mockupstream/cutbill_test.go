@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tollgate/tollgate/dataplane/dialect/beta"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/dataplane/proxy"
 	"github.com/tollgate/tollgate/dataplane/tokencount"
 	"github.com/tollgate/tollgate/shared/usage"
@@ -22,7 +24,8 @@ import (
 
 // gatewayRecords is what the gateway records for a stream it received as body (whole SSE events, as the
 // mock flushes them): the latest usage the events reported (the data plane's stream accumulator), else the
-// local count of the request and, for alpha chat, of the relayed delta text (proxy.CountLocally) — the
+// local count of the request and, for alpha chat and beta, of the relayed delta text (proxy.CountLocally),
+// and for a beta stream cut before message_delta its reported input side with the output counted — the
 // data plane's rule, through its own functions (docs/dataplane.md, "Local token counting").
 func gatewayRecords(t *testing.T, kind vocab.Kind, model, reqBody string, hdr http.Header, body []byte) usage.Usage {
 	t.Helper()
@@ -31,6 +34,12 @@ func gatewayRecords(t *testing.T, kind vocab.Kind, model, reqBody string, hdr ht
 	var text strings.Builder
 	for _, ev := range parseSSE(t, body) {
 		_ = acc.Observe([]byte(ev.data))
+		if kind == vocab.KindBetaMessages {
+			var rel jsonkit.Relay
+			beta.ReadRelay([]byte(ev.data), &rel)
+			text.Write(beta.AppendOutputText(nil, &rel))
+			continue
+		}
 		if kind != vocab.KindAlphaChatCompletions || ev.data == "[DONE]" {
 			continue
 		}
@@ -56,8 +65,10 @@ func gatewayRecords(t *testing.T, kind vocab.Kind, model, reqBody string, hdr ht
 			}
 		}
 	}
-	if u, found := acc.Result(); found {
-		return u
+	reported, found := acc.Result()
+	b, isBeta := acc.(*usage.BetaStream)
+	if found && (!isBeta || b.OutputReported()) {
+		return reported
 	}
 	// The gateway keeps the first tokencount.MaxExactBytes of the text (cut at a character) and its length.
 	kept := text.String()
@@ -68,9 +79,14 @@ func gatewayRecords(t *testing.T, kind vocab.Kind, model, reqBody string, hdr ht
 		}
 		kept = kept[:n]
 	}
-	u, found := proxy.CountLocally(kind, vocab.OpStreamGenerateContent, model, []byte(reqBody), kept, int64(text.Len()))
-	if !found {
+	u, counted := proxy.CountLocally(kind, vocab.OpStreamGenerateContent, model, []byte(reqBody), kept, int64(text.Len()))
+	if !counted {
 		t.Fatal("the gateway's local counter counted nothing")
+	}
+	if found {
+		// A beta stream cut before message_delta: the input side as reported, the output counted.
+		reported.Output = u.Output
+		return reported
 	}
 	return u
 }

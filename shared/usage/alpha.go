@@ -91,7 +91,7 @@ func (f *alphaFields) generation(imageOp bool) Usage {
 	return u
 }
 
-func (f *alphaFields) tier() string { return pickTier(f.speed.s, f.topTier.s, f.usageTier.s) }
+func (f *alphaFields) tier() string { return PickTier(f.speed.s, f.topTier.s, f.usageTier.s) }
 
 // alphaBodyJSON is any alpha response body: chat, responses, images, embeddings, rerank.
 type alphaBodyJSON struct {

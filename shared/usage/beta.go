@@ -47,7 +47,7 @@ func (f *betaFields) usage() Usage {
 		Input:        f.input.v,
 		Output:       f.output.v,
 		CacheRead:    f.cacheRead.v,
-		ReportedTier: pickTier(f.speed.s, f.topTier.s, f.usageTier.s),
+		ReportedTier: PickTier(f.speed.s, f.topTier.s, f.usageTier.s),
 	}
 	if f.cc5m.set || f.cc1h.set {
 		u.CacheCreation5m, u.CacheCreation1h = f.cc5m.v, f.cc1h.v

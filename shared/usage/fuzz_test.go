@@ -58,28 +58,6 @@ func FuzzFromGammaEmbedding(f *testing.F) {
 	fuzzBody(f, func(b []byte) (Usage, bool, error) { return FromGammaEmbedding(b, nil) })
 }
 
-func FuzzRequestedTier(f *testing.F) {
-	for _, s := range []string{`{"speed":"fast","service_tier":"auto"}`, `{"serviceTier":"SERVICE_TIER_FLEX"}`, `{"service_tier":"a\u0062"}`, `x`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		got := RequestedTier(body)
-		if got != CleanTier(got) {
-			t.Fatalf("RequestedTier = %q, not clean", got)
-		}
-		req, err := vocab.ParseRequest(body)
-		if err != nil {
-			if got != "" {
-				t.Fatalf("tier %q from a refused body", got)
-			}
-			return
-		}
-		if want := TierOf(req); got != want { // the prefilter never changes the answer
-			t.Fatalf("RequestedTier = %q, TierOf = %q", got, want)
-		}
-	})
-}
-
 // fuzzStream feeds the newline-separated payloads of one input to a fresh accumulator; a
 // payload that fails must not change the result.
 func fuzzStream(f *testing.F, kind vocab.Kind, op vocab.Operation, seeds ...string) {

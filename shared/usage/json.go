@@ -148,9 +148,9 @@ func isStandardSpeed(s string) bool {
 	return false
 }
 
-// pickTier applies the reported-tier precedence (docs/pricing.md): a non-standard speed
+// PickTier applies the reported-tier precedence (docs/pricing.md): a non-standard speed
 // ("fast") wins, then the top-level service_tier, then usage.service_tier, then a standard speed.
-func pickTier(speed, top, usageTier string) string {
+func PickTier(speed, top, usageTier string) string {
 	switch {
 	case !isStandardSpeed(speed):
 		return speed

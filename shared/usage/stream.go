@@ -151,6 +151,11 @@ func (s *AlphaChatStream) Observe(data []byte) error {
 	return err
 }
 
+// ObserveTier takes a chunk whose usage member is null or absent, given its last top-level service_tier
+// member (raw; nil when absent), read by a scan that found the chunk a sound object: what Observe does with
+// such a chunk, without reading it again.
+func (s *AlphaChatStream) ObserveTier(tier []byte) { s.f.topTier.mergeRaw(tier) }
+
 // Result implements Accumulator.
 func (s *AlphaChatStream) Result() (Usage, bool) { return s.f.generation(false), s.found }
 
@@ -214,7 +219,12 @@ func (s *AlphaImageStream) Result() (Usage, bool) { return s.f.generation(true),
 type BetaStream struct {
 	f     betaFields
 	found bool
+	final bool // a top-level usage (message_delta's) was read: the output count is the provider's
 }
+
+// OutputReported reports whether the stream reported its output count: message_start's output_tokens is a
+// placeholder (usually 1), only a later event's top-level usage (message_delta) counts the output.
+func (s *BetaStream) OutputReported() bool { return s.final }
 
 // ObserveHeader implements Accumulator; beta reports its tier in the body.
 func (s *BetaStream) ObserveHeader(http.Header) {}
@@ -253,6 +263,7 @@ func (s *BetaStream) Observe(data []byte) error {
 		s.f.mergeUsage(&du)
 	}
 	s.found = s.found || mok || dok
+	s.final = s.final || dok
 	return nil
 }
 
@@ -297,36 +308,3 @@ func (s *GammaStream) Observe(data []byte) error {
 
 // Result implements Accumulator.
 func (s *GammaStream) Result() (Usage, bool) { return s.f.usage(), s.found }
-
-// RequestedTier returns the service tier a request body asks for (used by quota admission and pricing),
-// cleaned like CleanTier, or "" when it names none or vocab.ParseRequest refuses the body: the body is
-// read exactly as the data plane reads it, so the tier is the one the upstream reads (a tier member
-// written with escapes counts, a case-folded one is refused). TierOf is the same for a body already read.
-func RequestedTier(body []byte) string {
-	if !mayNameTier(body) {
-		return ""
-	}
-	req, err := vocab.ParseRequest(body)
-	if err != nil {
-		return ""
-	}
-	return TierOf(req)
-}
-
-// mayNameTier is RequestedTier's prefilter: ParseRequest reads a tier only from a member spelled exactly
-// "speed", "service_tier" or "serviceTier", or written with \u escapes; a body with neither names none.
-func mayNameTier(body []byte) bool {
-	return bytes.Contains(body, []byte("speed")) || bytes.Contains(body, []byte("service_tier")) ||
-		bytes.Contains(body, []byte("serviceTier")) || bytes.Contains(body, []byte(`\u`))
-}
-
-// TierOf returns the requested tier of a body read by vocab.ParseRequest. Precedence: a non-standard speed
-// ("fast") wins, then service_tier, then serviceTier, then a standard speed.
-func TierOf(req vocab.Request) string {
-	speed, snake, camel := CleanTier(req.Speed), CleanTier(req.ServiceTier), CleanTier(req.ServiceTierCamel)
-	top := snake
-	if top == "" {
-		top = camel
-	}
-	return pickTier(speed, top, "")
-}

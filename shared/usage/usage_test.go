@@ -399,34 +399,6 @@ func TestFromBodyDispatch(t *testing.T) {
 	}
 }
 
-func TestRequestedTier(t *testing.T) {
-	t.Parallel()
-	tests := []struct{ body, want string }{
-		{`{"model":"m","service_tier":"flex"}`, "flex"},
-		{`{"serviceTier":"FLEX"}`, "flex"},
-		{`{"service_tier":"SERVICE_TIER_PRIORITY"}`, "priority"},
-		{`{"speed":"fast","service_tier":"auto"}`, "fast"},
-		{`{"speed":"standard","service_tier":"priority"}`, "priority"},
-		{`{"speed":"standard"}`, "standard"},
-		{`{"service_tier":"flex","serviceTier":"priority"}`, "flex"},
-		{`{"service_tier":3}`, ""},
-		{`{"service_tier":null}`, ""},
-		{`{"model":"m"}`, ""},
-		{`not json "service_tier"`, ""},
-		{`{"service\u005ftier":"priority"}`, "priority"},
-		{`{"service_tier":"flex","service_tier":"priority"}`, ""},
-		{`{"Service_Tier":"priority"}`, ""},
-		{`{"messages":[{"role":"user","content":"{\"service_tier\":\"flex\"}"}],"metadata":{"speed":"fast"}}`, ""},
-		{`{"contents":[{"parts":[{"inlineData":{"data":"` + strings.Repeat("QUJD", 1<<16) + `"}}]}],"service_tier":"priority"}`, "priority"},
-		{``, ""},
-	}
-	for _, tt := range tests {
-		if got := RequestedTier([]byte(tt.body)); got != tt.want {
-			t.Errorf("RequestedTier(%s) = %q, want %q", tt.body, got, tt.want)
-		}
-	}
-}
-
 func TestPromptTokens(t *testing.T) {
 	t.Parallel()
 	u := Usage{Input: 1, Output: 100, CacheRead: 2, CacheCreation5m: 4, CacheCreation30m: 8, CacheCreation1h: 16, ImageOutput: 1000}

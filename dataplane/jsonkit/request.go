@@ -1,8 +1,9 @@
-package vocab
+package jsonkit
 
 import (
 	"bytes"
 	"fmt"
+	"github.com/tollgate/tollgate/shared/vocab"
 	"io"
 	"unicode/utf8"
 
@@ -62,7 +63,7 @@ var (
 // decoded tier strings and never for bodies without escaped decision names.
 func ParseRequest(body []byte) (Request, error) {
 	var req Request
-	i := skipWS(body, 0)
+	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return req, &BodyError{Message: "the request body must be a JSON object"}
 	}
@@ -167,7 +168,7 @@ func (r *Request) set(key string, body, v []byte) error {
 			return typeError(key, "an object")
 		}
 		var err error
-		_ = Members(v, func(k, val []byte) bool {
+		_ = vocab.Members(v, func(k, val []byte) bool {
 			var name []byte
 			if name, err = memberName(k); err != nil {
 				return false
@@ -211,7 +212,7 @@ func stringValue(key string, v []byte, dst *string) error {
 	if v[0] != '"' {
 		return typeError(key, "a string")
 	}
-	if s, ok := StringValue(v); ok {
+	if s, ok := vocab.StringValue(v); ok {
 		*dst = string(s)
 		return nil
 	}

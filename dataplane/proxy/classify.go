@@ -1,6 +1,7 @@
-package vocab
+package proxy
 
 import (
+	"github.com/tollgate/tollgate/shared/vocab"
 	"net/http"
 	"strings"
 )
@@ -8,8 +9,8 @@ import (
 // Class is the classification of one inbound request: its operation key and what the data plane needs
 // to know about where the model and the stream flag live.
 type Class struct {
-	Op   Operation
-	Kind Kind
+	Op   vocab.Operation
+	Kind vocab.Kind
 	// Stream is set when the client asked for a streamed answer: generation requests (Op is then
 	// OpStreamGenerateContent) and image requests with "stream": true.
 	Stream bool
@@ -48,9 +49,9 @@ func Classify(method, path, rawQuery string, h http.Header) (c Class, ok bool) {
 // requests stream.
 func (c Class) WithStream(stream bool) Class {
 	switch {
-	case c.Op == OpGenerateContent && c.ModelInBody && stream:
-		c.Op, c.Stream = OpStreamGenerateContent, true
-	case c.Op == OpCreateImage || c.Op == OpEditImage:
+	case c.Op == vocab.OpGenerateContent && c.ModelInBody && stream:
+		c.Op, c.Stream = vocab.OpStreamGenerateContent, true
+	case c.Op == vocab.OpCreateImage || c.Op == vocab.OpEditImage:
 		c.Stream = stream
 	}
 	return c
@@ -68,7 +69,7 @@ func classifyPath(method, path, rawQuery string, betaVersion, gammaClient bool) 
 		return classifyGamma(method, rest, rawQuery)
 	}
 	if path == "/rerank" || path == "/v2/rerank" {
-		return post(method, Class{Op: OpRerank, Kind: KindAlpha, ModelInBody: true})
+		return post(method, Class{Op: vocab.OpRerank, Kind: vocab.KindAlpha, ModelInBody: true})
 	}
 	rest, ok := strings.CutPrefix(path, "/v1/")
 	if !ok {
@@ -82,32 +83,32 @@ func classifyPath(method, path, rawQuery string, betaVersion, gammaClient bool) 
 	}
 	switch rest {
 	case "chat/completions":
-		return post(method, Class{Op: OpGenerateContent, Kind: KindAlphaChatCompletions, ModelInBody: true})
+		return post(method, Class{Op: vocab.OpGenerateContent, Kind: vocab.KindAlphaChatCompletions, ModelInBody: true})
 	case "responses":
-		return post(method, Class{Op: OpGenerateContent, Kind: KindAlphaResponses, ModelInBody: true})
+		return post(method, Class{Op: vocab.OpGenerateContent, Kind: vocab.KindAlphaResponses, ModelInBody: true})
 	case "responses/compact":
-		return post(method, Class{Op: OpCompactContent, Kind: KindAlpha, ModelInBody: true})
+		return post(method, Class{Op: vocab.OpCompactContent, Kind: vocab.KindAlpha, ModelInBody: true})
 	case "responses/input_tokens":
-		return post(method, Class{Op: OpCountTokens, Kind: KindAlpha, ModelInBody: true})
+		return post(method, Class{Op: vocab.OpCountTokens, Kind: vocab.KindAlpha, ModelInBody: true})
 	case "embeddings":
-		return post(method, Class{Op: OpCreateEmbedding, Kind: KindAlpha, ModelInBody: true})
+		return post(method, Class{Op: vocab.OpCreateEmbedding, Kind: vocab.KindAlpha, ModelInBody: true})
 	case "images/generations":
-		return post(method, Class{Op: OpCreateImage, Kind: KindAlpha, ModelInBody: true})
+		return post(method, Class{Op: vocab.OpCreateImage, Kind: vocab.KindAlpha, ModelInBody: true})
 	case "images/edits":
-		return post(method, Class{Op: OpEditImage, Kind: KindAlpha, ModelInBody: true, Multipart: true})
+		return post(method, Class{Op: vocab.OpEditImage, Kind: vocab.KindAlpha, ModelInBody: true, Multipart: true})
 	case "rerank":
-		return post(method, Class{Op: OpRerank, Kind: KindAlpha, ModelInBody: true})
+		return post(method, Class{Op: vocab.OpRerank, Kind: vocab.KindAlpha, ModelInBody: true})
 	case "messages":
-		return post(method, Class{Op: OpGenerateContent, Kind: KindBetaMessages, ModelInBody: true})
+		return post(method, Class{Op: vocab.OpGenerateContent, Kind: vocab.KindBetaMessages, ModelInBody: true})
 	case "messages/count_tokens":
-		return post(method, Class{Op: OpCountTokens, Kind: KindBeta, ModelInBody: true})
+		return post(method, Class{Op: vocab.OpCountTokens, Kind: vocab.KindBeta, ModelInBody: true})
 	case "conversations":
-		return post(method, Class{Op: OpCreateConversation, Kind: KindAlpha, ModelInBody: true})
+		return post(method, Class{Op: vocab.OpCreateConversation, Kind: vocab.KindAlpha, ModelInBody: true})
 	case "models":
-		return get(method, Class{Op: OpListModels, Kind: modelsKind(betaVersion), NoModel: true})
+		return get(method, Class{Op: vocab.OpListModels, Kind: modelsKind(betaVersion), NoModel: true})
 	}
 	if id, ok := strings.CutPrefix(rest, "models/"); ok && id != "" {
-		return get(method, Class{Op: OpGetModel, Kind: modelsKind(betaVersion), PathModel: id})
+		return get(method, Class{Op: vocab.OpGetModel, Kind: modelsKind(betaVersion), PathModel: id})
 	}
 	if sub, ok := strings.CutPrefix(rest, "responses/"); ok {
 		return classifyResponseSub(method, sub)
@@ -118,11 +119,11 @@ func classifyPath(method, path, rawQuery string, betaVersion, gammaClient bool) 
 	return Class{}, false
 }
 
-func modelsKind(beta bool) Kind {
+func modelsKind(beta bool) vocab.Kind {
 	if beta {
-		return KindBeta
+		return vocab.KindBeta
 	}
-	return KindAlpha
+	return vocab.KindAlpha
 }
 
 func post(method string, c Class) (Class, bool) { return c, method == http.MethodPost }
@@ -130,7 +131,7 @@ func get(method string, c Class) (Class, bool)  { return c, method == http.Metho
 
 // classifyResponseSub handles /v1/responses/{id}[/cancel|/input_items].
 func classifyResponseSub(method, sub string) (Class, bool) {
-	c := Class{Op: OpGenerateContent, Kind: KindAlphaResponses, NoModel: true}
+	c := Class{Op: vocab.OpGenerateContent, Kind: vocab.KindAlphaResponses, NoModel: true}
 	id, tail, _ := strings.Cut(sub, "/")
 	if id == "" {
 		return Class{}, false
@@ -148,7 +149,7 @@ func classifyResponseSub(method, sub string) (Class, bool) {
 
 // classifyConversationSub handles /v1/conversations/{id}[/items[/{item_id}]].
 func classifyConversationSub(method, sub string) (Class, bool) {
-	c := Class{Op: OpCreateConversation, Kind: KindAlpha, NoModel: true}
+	c := Class{Op: vocab.OpCreateConversation, Kind: vocab.KindAlpha, NoModel: true}
 	parts := strings.Split(sub, "/")
 	if parts[0] == "" {
 		return Class{}, false
@@ -167,7 +168,7 @@ func classifyConversationSub(method, sub string) (Class, bool) {
 // classifyGamma handles /v1beta/models and /v1beta/models/{model}[:method].
 func classifyGamma(method, rest, rawQuery string) (Class, bool) {
 	if rest == "models" {
-		return get(method, Class{Op: OpListModels, Kind: KindGamma, NoModel: true})
+		return get(method, Class{Op: vocab.OpListModels, Kind: vocab.KindGamma, NoModel: true})
 	}
 	name, ok := strings.CutPrefix(rest, "models/")
 	if !ok || name == "" {
@@ -175,23 +176,23 @@ func classifyGamma(method, rest, rawQuery string) (Class, bool) {
 	}
 	i := strings.LastIndexByte(name, ':')
 	if i < 0 {
-		return get(method, Class{Op: OpGetModel, Kind: KindGamma, PathModel: name})
+		return get(method, Class{Op: vocab.OpGetModel, Kind: vocab.KindGamma, PathModel: name})
 	}
 	model, verb := name[:i], name[i+1:]
 	if model == "" {
 		return Class{}, false
 	}
-	c := Class{Kind: KindGamma, PathModel: model}
+	c := Class{Kind: vocab.KindGamma, PathModel: model}
 	switch verb {
 	case "generateContent":
-		c.Op, c.Kind = OpGenerateContent, KindGammaGenerateContent
+		c.Op, c.Kind = vocab.OpGenerateContent, vocab.KindGammaGenerateContent
 	case "streamGenerateContent":
-		c.Op, c.Kind, c.Stream = OpStreamGenerateContent, KindGammaGenerateContent, true
+		c.Op, c.Kind, c.Stream = vocab.OpStreamGenerateContent, vocab.KindGammaGenerateContent, true
 		c.GammaSSE = queryHas(rawQuery, "alt", "sse")
 	case "countTokens":
-		c.Op = OpCountTokens
+		c.Op = vocab.OpCountTokens
 	case "embedContent", "batchEmbedContents":
-		c.Op = OpCreateEmbedding
+		c.Op = vocab.OpCreateEmbedding
 	default:
 		return Class{}, false
 	}

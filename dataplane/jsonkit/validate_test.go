@@ -1,8 +1,9 @@
-package vocab
+package jsonkit
 
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/tollgate/tollgate/shared/vocab"
 	"math/bits"
 	"strings"
 	"testing"
@@ -70,17 +71,17 @@ func FuzzValidateMatchesJSONText(f *testing.F) {
 		if want := jsontext.Value(b).IsValid(); valid != want {
 			t.Fatalf("validJSON(%q) = %v, jsontext %v", b, valid, want)
 		}
-		if !valid || b[skipWS(b, 0)] != '{' {
+		if !valid || b[skipSpace(b, 0)] != '{' {
 			return
 		}
 		var want [][2]string
-		if err := Members(b, func(k, v []byte) bool {
+		if err := vocab.Members(b, func(k, v []byte) bool {
 			if name, err := memberName(k); err == nil && mayDecide(name) {
 				want = append(want, [2]string{string(k), string(v)})
 			}
 			return true
 		}); err != nil {
-			t.Fatalf("Members(%q): %v", b, err)
+			t.Fatalf("vocab.Members(%q): %v", b, err)
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("top-level members %q, Members %q", got, want)

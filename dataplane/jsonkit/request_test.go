@@ -1,8 +1,9 @@
-package vocab
+package jsonkit
 
 import (
 	"encoding/json"
 	"errors"
+	"github.com/tollgate/tollgate/shared/vocab"
 	"strings"
 	"testing"
 )
@@ -131,13 +132,13 @@ func BenchmarkOldScans10KB(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		s, e, _, _ := TopLevelField(body, "stream")
+		s, e, _, _ := vocab.TopLevelField(body, "stream")
 		_ = string(body[s:e]) == "true"
-		_, _, _, _ = TopLevelField(body, "model")
-		if s, e, ok, _ := TopLevelField(body, "stream_options"); ok {
-			_, _, _, _ = TopLevelField(body[s:e], "include_usage")
+		_, _, _, _ = vocab.TopLevelField(body, "model")
+		if s, e, ok, _ := vocab.TopLevelField(body, "stream_options"); ok {
+			_, _, _, _ = vocab.TopLevelField(body[s:e], "include_usage")
 		}
-		_ = Members(body, func(k, v []byte) bool {
+		_ = vocab.Members(body, func(k, v []byte) bool {
 			_ = string(k) == "speed" || string(k) == "service_tier" || string(k) == "serviceTier"
 			return true
 		})

@@ -1,14 +1,15 @@
-package sse
+package jsonkit
 
 import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/tollgate/tollgate/dataplane/sse"
 	"io"
 )
 
 // ErrJSONArraySyntax is returned (wrapped) when a JSON-array stream is malformed at the array level.
-var ErrJSONArraySyntax = errors.New("sse: malformed JSON array stream")
+var ErrJSONArraySyntax = errors.New("jsonkit: malformed JSON array stream")
 
 // JSONArrayDecoder yields the elements of a JSON array that arrives incrementally, as gamma's
 // streamGenerateContent does without `alt=sse`: `[{chunk}`, `,\r\n{chunk}`, ..., `]`. It tracks nesting
@@ -24,9 +25,9 @@ type JSONArrayDecoder struct {
 	bare  bool
 }
 
-// NewJSONArrayDecoder returns a decoder reading from r with DefaultMaxEventSize per element.
+// NewJSONArrayDecoder returns a decoder reading from r with sse.DefaultMaxEventSize per element.
 func NewJSONArrayDecoder(r io.Reader) *JSONArrayDecoder {
-	return &JSONArrayDecoder{r: bufio.NewReaderSize(r, 32<<10), max: DefaultMaxEventSize}
+	return &JSONArrayDecoder{r: bufio.NewReaderSize(r, 32<<10), max: sse.DefaultMaxEventSize}
 }
 
 // Reset makes the decoder read a new stream from r, keeping its buffers, so decoders can be pooled.
@@ -41,7 +42,7 @@ func (d *JSONArrayDecoder) Footprint() int { return cap(d.buf) }
 // SetMaxElementSize changes the maximum size of one element; n <= 0 restores the default.
 func (d *JSONArrayDecoder) SetMaxElementSize(n int) {
 	if n <= 0 {
-		n = DefaultMaxEventSize
+		n = sse.DefaultMaxEventSize
 	}
 	d.max = n
 }
@@ -151,7 +152,7 @@ func (d *JSONArrayDecoder) value() ([]byte, error) {
 			return nil, d.err
 		}
 		if len(d.buf) >= d.max {
-			d.err = fmt.Errorf("json array stream: element of more than %d bytes: %w", d.max, ErrEventTooLarge)
+			d.err = fmt.Errorf("json array stream: element of more than %d bytes: %w", d.max, sse.ErrEventTooLarge)
 			return nil, d.err
 		}
 		if inStr {

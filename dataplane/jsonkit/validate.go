@@ -1,4 +1,4 @@
-package vocab
+package jsonkit
 
 import (
 	"bytes"
@@ -70,8 +70,8 @@ func putValidator(v *validator) {
 // members of a top-level object whose names may be decision keys (mayDecide) are kept in v.top, in order.
 func (v *validator) run(b []byte, keepTop bool) bool {
 	v.b, v.keepTop, v.top = b, keepTop, v.top[:0]
-	end, ok := v.value(skipWS(b, 0))
-	return ok && skipWS(b, end) == len(b)
+	end, ok := v.value(skipSpace(b, 0))
+	return ok && skipSpace(b, end) == len(b)
 }
 
 // validJSON reports whether b is exactly one JSON value that jsontext.Value.IsValid accepts.
@@ -238,7 +238,7 @@ func escape(b []byte, j int) (int, bool) {
 	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 		return j + 2, true
 	case 'u':
-		r, ok := hex4(b, j+2)
+		r, ok := hex4Rune(b, j+2)
 		if !ok {
 			return 0, false
 		}
@@ -249,7 +249,7 @@ func escape(b []byte, j int) (int, bool) {
 			if j+7 >= len(b) || b[j+6] != '\\' || b[j+7] != 'u' {
 				return 0, false
 			}
-			lo, ok := hex4(b, j+8)
+			lo, ok := hex4Rune(b, j+8)
 			if !ok || lo < 0xDC00 || lo > 0xDFFF {
 				return 0, false
 			}
@@ -260,7 +260,7 @@ func escape(b []byte, j int) (int, bool) {
 	return 0, false
 }
 
-func hex4(b []byte, i int) (rune, bool) {
+func hex4Rune(b []byte, i int) (rune, bool) {
 	if i+4 > len(b) {
 		return 0, false
 	}
@@ -297,7 +297,7 @@ func (v *validator) members(i, base int) (int, bool) {
 	b := v.b
 	var set map[string]struct{} // the names once the object is beyond linearNames or linearNameBytes
 	nameBytes := 0
-	i = skipWS(b, i+1)
+	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, true
 	}
@@ -335,11 +335,11 @@ func (v *validator) members(i, base int) (int, bool) {
 			}
 			set[string(k)] = struct{}{}
 		}
-		i = skipWS(b, ke)
+		i = skipSpace(b, ke)
 		if i >= len(b) || b[i] != ':' {
 			return 0, false
 		}
-		vs := skipWS(b, i+1)
+		vs := skipSpace(b, i+1)
 		ve, ok := v.value(vs)
 		if !ok {
 			return 0, false
@@ -347,13 +347,13 @@ func (v *validator) members(i, base int) (int, bool) {
 		if v.depth == 1 && v.keepTop && mayDecide(v.bytes(name)) {
 			v.top = append(v.top, member{b[ks : ke-1], b[vs:ve]})
 		}
-		i = skipWS(b, ve)
+		i = skipSpace(b, ve)
 		if i >= len(b) {
 			return 0, false
 		}
 		switch b[i] {
 		case ',':
-			i = skipWS(b, i+1)
+			i = skipSpace(b, i+1)
 		case '}':
 			return i + 1, true
 		default:
@@ -393,7 +393,7 @@ func (v *validator) array(i int) (int, bool) {
 // elements validates the array at b[i] == '['.
 func (v *validator) elements(i int) (int, bool) {
 	b := v.b
-	i = skipWS(b, i+1)
+	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return i + 1, true
 	}
@@ -402,13 +402,13 @@ func (v *validator) elements(i int) (int, bool) {
 		if !ok {
 			return 0, false
 		}
-		i = skipWS(b, ve)
+		i = skipSpace(b, ve)
 		if i >= len(b) {
 			return 0, false
 		}
 		switch b[i] {
 		case ',':
-			i = skipWS(b, i+1)
+			i = skipSpace(b, i+1)
 		case ']':
 			return i + 1, true
 		default:
