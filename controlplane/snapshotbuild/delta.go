@@ -93,8 +93,13 @@ type quotaKey struct {
 }
 
 // diffKind returns the elements of next that prev lacks or holds differently, in next's order, and the
-// keys of prev's elements next lacks, in prev's order.
+// keys of prev's elements next lacks, in prev's order. A kind not read again is prev's own slice in next
+// (unreadFrom): nothing to compare, and comparing it cost ~1.5 ms of maps per version at the scale
+// (18,000 small-kind elements).
 func diffKind[T proto.Message, K comparable](prev, next []T, key func(T) K) (upserts []T, removes []K) {
+	if len(prev) == len(next) && (len(prev) == 0 || &prev[0] == &next[0]) {
+		return nil, nil
+	}
 	old := make(map[K]T, len(prev))
 	for _, e := range prev {
 		old[key(e)] = e

@@ -136,3 +136,17 @@ func TestMergeKeysMatchesStepwise(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffKindSkipsUnreadKinds: a kind not read again is held's own slice in the next snapshot, and is
+// not compared element by element (no key is computed); a copy of it is compared and found unchanged.
+func TestDiffKindSkipsUnreadKinds(t *testing.T) {
+	prev := []*configv1.PriceRule{{Id: 1, ModelMatch: "a"}, {Id: 2, ModelMatch: "b"}}
+	calls := 0
+	key := func(e *configv1.PriceRule) int64 { calls++; return e.GetId() }
+	if ups, rems := diffKind(prev, prev, key); len(ups) != 0 || len(rems) != 0 || calls != 0 {
+		t.Fatalf("same slice: upserts %v, removes %v, %d keys computed; want none", ups, rems, calls)
+	}
+	if ups, rems := diffKind(prev, slices.Clone(prev), key); len(ups) != 0 || len(rems) != 0 || calls == 0 {
+		t.Fatalf("copy: upserts %v, removes %v, %d keys computed; want none and a comparison", ups, rems, calls)
+	}
+}
