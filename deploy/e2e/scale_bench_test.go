@@ -111,8 +111,16 @@ func BenchmarkSnapshotScale(b *testing.B) {
 
 	// Idle: the control plane's CPU without changes, and the syncers' held heap.
 	cpu0 := cpProc.cpuTime(b)
+	syncCPU0 := make([]time.Duration, len(syncers))
+	for i, p := range syncers {
+		syncCPU0[i] = p.cpuTime(b)
+	}
 	time.Sleep(10 * time.Second)
 	idleCPU := (cpProc.cpuTime(b) - cpu0) / 10 // per second
+	syncIdle := make([]time.Duration, len(syncers))
+	for i, p := range syncers {
+		syncIdle[i] = (p.cpuTime(b) - syncCPU0[i]) / 10
+	}
 	held := make([]scaleMem, len(syncers))
 	for i, p := range syncers {
 		held[i] = p.mem(b)
@@ -126,6 +134,9 @@ func BenchmarkSnapshotScale(b *testing.B) {
 	// The steady load.
 	load := newScaleLoad(b, c, rev)
 	loadStart, cpuStart := time.Now(), cpProc.cpuTime(b)
+	for i, p := range syncers {
+		syncCPU0[i] = p.cpuTime(b)
+	}
 	var cpuMid time.Duration
 	var commitsMid int
 	var cut *lightWatcher = lights[0]
@@ -160,6 +171,10 @@ func BenchmarkSnapshotScale(b *testing.B) {
 	}
 	loadWall := time.Since(loadStart)
 	cpuEnd := cpProc.cpuTime(b)
+	syncCPU := make([]time.Duration, len(syncers))
+	for i, p := range syncers {
+		syncCPU[i] = p.cpuTime(b) - syncCPU0[i] - time.Duration(float64(syncIdle[i])*loadWall.Seconds())
+	}
 	last := load.commits[len(load.commits)-1].rev
 	steady := make([]versionSource, 0, *scaleWatchers)
 	for _, p := range syncers {
@@ -252,6 +267,7 @@ func BenchmarkSnapshotScale(b *testing.B) {
 	b.Logf("control plane: RSS %.1f MiB, peak %.1f MiB", float64(cpProc.statusKB(b, "VmRSS"))/1024, float64(cpProc.statusKB(b, "VmHWM"))/1024)
 	b.Logf("control plane sends during the load: full %d, delta %d", int64(sends1.full-sends0.full), int64(sends1.delta-sends0.delta))
 	for i := range syncers {
+		b.Logf("%s CPU: idle %.1f ms/s, per commit %.2f ms", syncers[i].name, ms(syncIdle[i]), ms(syncCPU[i]/time.Duration(n)))
 		b.Logf("%s heap: held %.1f MiB (RSS %.1f MiB); during the load: peak live heap at a collection %.1f MiB, peak heap objects %.1f MiB, peak RSS %.1f MiB; after it %.1f MiB",
 			syncers[i].name, mib(held[i].live), kib(held[i].rss), mib(peaks[i].peakLive), mib(peaks[i].peak), kib(peaks[i].hwm), mib(peaks[i].live))
 	}
