@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -53,17 +54,18 @@ var (
 // connection, accepting deltas, decoding every message and checking that each delta's base is the
 // version it holds (they hold no configuration). Then a steady load through the store's admin functions
 // (-scale-key-changes key creations and revocations, -scale-price-edits price edits a minute, one
-// transaction each) for -scale-duration; halfway through, one watcher's stream is cut for 5 s and a new
-// syncer process joins. It reports, per commit, the time to every steady watcher serving it (p50, p99,
-// max), the control plane's CPU per commit, the bytes each watcher received per commit, the syncers'
-// heap, and what the reconnecting watcher and the joining syncer were sent and how long they took.
+// transaction each) for -scale-duration; halfway through, one watcher's stream and one more syncer's
+// connection (through a proxy) are cut for 5 s, and a new syncer process joins. It reports, per commit,
+// the time to every steady watcher serving it (p50, p99, max), the control plane's and the syncers' CPU
+// per commit, the bytes each watcher received per commit, the syncers' heap, and what the reconnecting
+// watchers and the joining syncer were sent and how long they took.
 // It runs once whatever b.N (-benchtime 1x).
 //
 //	go test -run '^$' -bench BenchmarkSnapshotScale -benchtime 1x -timeout 60m ./deploy/e2e/ -large-keys 1000000 -scale-db tg_scale_1m
 //	go test -run '^$' -bench BenchmarkSnapshotScale -benchtime 1x ./deploy/e2e/ -large-keys 20000 -scale-watchers 8 -scale-duration 20s
 func BenchmarkSnapshotScale(b *testing.B) {
-	if *scaleSyncers < 1 || *scaleWatchers < *scaleSyncers+2 {
-		b.Fatalf("-scale-watchers %d must exceed -scale-syncers %d by 2 or more", *scaleWatchers, *scaleSyncers)
+	if *scaleSyncers < 1 || *scaleWatchers < *scaleSyncers+3 {
+		b.Fatalf("-scale-watchers %d must exceed -scale-syncers %d by 3 or more", *scaleWatchers, *scaleSyncers)
 	}
 	ctx := context.Background()
 	c, seeded := openScaleCluster(b)
@@ -99,7 +101,15 @@ func BenchmarkSnapshotScale(b *testing.B) {
 		b.Logf("%s serving %d after %.1f s", p.name, rev, time.Since(start).Seconds())
 		syncers = append(syncers, p)
 	}
-	for i := range *scaleWatchers - *scaleSyncers {
+	// One more syncer reaches the control plane through a proxy that can cut its connection: the data
+	// plane that reconnects halfway through.
+	proxy := newCutProxy(b, cpGRPC)
+	cutSyncer := startScaleProc(b, c, "syncer", "dp-cut", map[string]string{"TOLLGATE_CP_ENDPOINTS": proxy.addr,
+		"TOLLGATE_DP_TOKEN": c.dpToken, "TOLLGATE_NODE_ID": "dp-cut"})
+	if _, err := cutSyncer.waitVersion(rev, 15*time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	for i := range *scaleWatchers - *scaleSyncers - 1 {
 		w := newLightWatcher(b, fmt.Sprintf("w%d", i+1), cpGRPC, c.dpToken)
 		go w.run(wctx)
 		if _, err := w.waitVersion(rev, 5*time.Minute); err != nil {
@@ -141,7 +151,7 @@ func BenchmarkSnapshotScale(b *testing.B) {
 	var commitsMid int
 	var cut *lightWatcher = lights[0]
 	var cutAt time.Time
-	var cutHeld int64
+	var cutHeld, cutSyncerHeld int64
 	var join *scaleProc
 	var joinAt time.Time
 	midDone := false
@@ -154,6 +164,8 @@ func BenchmarkSnapshotScale(b *testing.B) {
 			cpuMid, commitsMid = cpProc.cpuTime(b), len(load.commits)
 			cutHeld, cutAt = cut.version(), time.Now()
 			cut.cut(5 * time.Second)
+			cutSyncerHeld = cutSyncer.version()
+			proxy.cut(5 * time.Second)
 			joinAt = time.Now()
 			join = startSyncer("dp-join")
 		}
@@ -183,7 +195,7 @@ func BenchmarkSnapshotScale(b *testing.B) {
 	for _, w := range lights[1:] {
 		steady = append(steady, w)
 	}
-	for _, s := range append(slices.Clone(steady), cut, join) {
+	for _, s := range append(slices.Clone(steady), cut, cutSyncer, join) {
 		if _, err := s.waitVersion(last, 10*time.Minute); err != nil {
 			b.Fatal(err)
 		}
@@ -275,6 +287,10 @@ func BenchmarkSnapshotScale(b *testing.B) {
 		b.Logf("reconnect: %s held %d, cut for 5 s; serving the latest commit of the cut %.1f ms after reopening; first message %s",
 			cut.name, cutHeld, ms(cutServe.Sub(cutAt.Add(5*time.Second))), cut.firstAfter(cutAt))
 	}
+	if at, ok := cutSyncer.servedAt(load.revAt(cutAt.Add(5 * time.Second))); ok {
+		b.Logf("reconnect: %s (a real syncer) held %d, connection cut for 5 s; serving the latest commit of the cut %.1f ms after the proxy reopened; control plane → it during the cut and after: %d bytes until it served that commit",
+			cutSyncer.name, cutSyncerHeld, ms(at.Sub(cutAt.Add(5*time.Second))), proxy.bytesUntil(at))
+	}
 	if joinOK {
 		b.Logf("join: %s serving %.1f s after its start (a whole snapshot); heap after the load %.1f MiB, peak live heap at a collection %.1f MiB, peak heap objects %.1f MiB, peak RSS %.1f MiB",
 			join.name, joinServe.Sub(joinAt).Seconds(), mib(joinMem.live), mib(joinMem.peakLive), mib(joinMem.peak), kib(joinMem.hwm))
@@ -364,6 +380,110 @@ func openScaleCluster(b *testing.B) (*cluster, string) {
 		b.Fatal(err)
 	}
 	return c, "seeded now"
+}
+
+// cutProxy forwards TCP connections to target; cut closes them and refuses new ones for a while.
+type cutProxy struct {
+	addr    string
+	target  string
+	mu      sync.Mutex
+	conns   []net.Conn
+	until   time.Time
+	reopen  time.Time
+	down    atomic.Int64 // bytes target → client since the last cut
+	samples []byteAt     // (time, down) after the reopening, to find what was sent until a moment
+}
+
+type byteAt struct {
+	at time.Time
+	n  int64
+}
+
+func newCutProxy(tb testing.TB, target string) *cutProxy {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = ln.Close() })
+	p := &cutProxy{addr: ln.Addr().String(), target: target}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			refused := time.Now().Before(p.until)
+			if !refused {
+				p.conns = append(p.conns, c)
+			}
+			p.mu.Unlock()
+			if refused {
+				_ = c.Close()
+				continue
+			}
+			go p.forward(c)
+		}
+	}()
+	return p
+}
+
+func (p *cutProxy) forward(c net.Conn) {
+	u, err := net.Dial("tcp", p.target)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns = append(p.conns, u)
+	p.mu.Unlock()
+	go func() { _, _ = io.Copy(u, c); _ = u.Close() }()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := u.Read(buf)
+		if n > 0 {
+			total := p.down.Add(int64(n))
+			p.mu.Lock()
+			if !p.reopen.IsZero() {
+				p.samples = append(p.samples, byteAt{time.Now(), total})
+			}
+			p.mu.Unlock()
+			if _, werr := c.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	_ = c.Close()
+}
+
+func (p *cutProxy) cut(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.until = time.Now().Add(d)
+	p.reopen = p.until
+	p.down.Store(0)
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+// bytesUntil is what the proxy carried from the control plane since the cut until t.
+func (p *cutProxy) bytesUntil(t time.Time) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n int64
+	for _, s := range p.samples {
+		if s.at.After(t) {
+			break
+		}
+		n = s.n
+	}
+	return n
 }
 
 // versionSource is a watcher whose served versions were recorded.
