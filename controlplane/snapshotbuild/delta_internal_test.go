@@ -1,6 +1,7 @@
 package snapshotbuild
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -66,5 +67,86 @@ func TestMergeKeys(t *testing.T) {
 			}
 			unchanged(t)
 		})
+	}
+}
+
+// mergeKeysStepwise is the merge as first written, one step per held key: the reference for
+// TestMergeKeysMatchesStepwise.
+func mergeKeysStepwise(held, changed []*configv1.ApiKey, gone []int64) (out, upserts []*configv1.ApiKey, removes []int64) {
+	i, j, g := 0, 0, 0
+	for i < len(held) || j < len(changed) {
+		switch {
+		case j == len(changed) || (i < len(held) && held[i].GetId() < changed[j].GetId()):
+			h := held[i]
+			i++
+			for g < len(gone) && gone[g] < h.GetId() {
+				g++
+			}
+			if g < len(gone) && gone[g] == h.GetId() {
+				removes = append(removes, h.GetId())
+				continue
+			}
+			out = append(out, h)
+		case i == len(held) || changed[j].GetId() < held[i].GetId():
+			out = append(out, changed[j])
+			upserts = append(upserts, changed[j])
+			j++
+		default:
+			if !proto.Equal(held[i], changed[j]) {
+				upserts = append(upserts, changed[j])
+			}
+			out = append(out, changed[j])
+			i++
+			j++
+		}
+	}
+	return out, upserts, removes
+}
+
+// TestMergeKeysMatchesStepwise: the run-copying merge gives what the step-by-step one gives (the same
+// elements, not only the same ids) on random held keys, changes (new, changed, unchanged) and deletions
+// (held, never held, also read present).
+func TestMergeKeysMatchesStepwise(t *testing.T) {
+	rng := rand.New(rand.NewPCG(32, 3))
+	for round := range 2000 {
+		var held, changed []*configv1.ApiKey
+		var gone []int64
+		for id := int64(1); id <= int64(rng.IntN(60)); id++ {
+			inHeld := rng.IntN(3) > 0
+			if inHeld {
+				held = append(held, &configv1.ApiKey{Id: id, Name: "h"})
+			}
+			switch rng.IntN(8) {
+			case 0:
+				changed = append(changed, &configv1.ApiKey{Id: id, Name: "c"})
+			case 1:
+				changed = append(changed, &configv1.ApiKey{Id: id, Name: "h"}) // unchanged when held
+			case 2:
+				gone = append(gone, id)
+			case 3:
+				changed = append(changed, &configv1.ApiKey{Id: id, Name: "c"})
+				gone = append(gone, id)
+			}
+		}
+		out, ups, rems := mergeKeys(held, changed, gone)
+		wOut, wUps, wRems := mergeKeysStepwise(held, changed, gone)
+		if !slices.Equal(out, wOut) || !slices.Equal(ups, wUps) || !slices.Equal(rems, wRems) {
+			t.Fatalf("round %d: held %v, changed %v, gone %v:\nmergeKeys = %v, %v, %v\nstepwise  = %v, %v, %v", round,
+				ids(held), ids(changed), gone, ids(out), ids(ups), rems, ids(wOut), ids(wUps), wRems)
+		}
+	}
+}
+
+// TestDiffKindSkipsUnreadKinds: a kind not read again is held's own slice in the next snapshot, and is
+// not compared element by element (no key is computed); a copy of it is compared and found unchanged.
+func TestDiffKindSkipsUnreadKinds(t *testing.T) {
+	prev := []*configv1.PriceRule{{Id: 1, ModelMatch: "a"}, {Id: 2, ModelMatch: "b"}}
+	calls := 0
+	key := func(e *configv1.PriceRule) int64 { calls++; return e.GetId() }
+	if ups, rems := diffKind(prev, prev, key); len(ups) != 0 || len(rems) != 0 || calls != 0 {
+		t.Fatalf("same slice: upserts %v, removes %v, %d keys computed; want none", ups, rems, calls)
+	}
+	if ups, rems := diffKind(prev, slices.Clone(prev), key); len(ups) != 0 || len(rems) != 0 || calls == 0 {
+		t.Fatalf("copy: upserts %v, removes %v, %d keys computed; want none and a comparison", ups, rems, calls)
 	}
 }

@@ -53,7 +53,7 @@ func buildBinaries(t *testing.T) string {
 }
 
 // freeAddr returns a loopback address nothing listens on right now.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
