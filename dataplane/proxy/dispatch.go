@@ -179,9 +179,10 @@ func (h *Handler) respond(ctx context.Context, w http.ResponseWriter, c *call, r
 	}
 	c.status, c.end, c.firstByte, c.abortClient = res.Status, res.End, res.FirstByte, res.Abort
 	switch {
-	case res.UsageFound && res.OutputUnreported && h.o.LocalUsage != nil && c.billable() && consumedEnd(res.End):
+	case res.UsageFound && res.OutputUnreported && res.OutputBytes > 0 && h.o.LocalUsage != nil && c.billable() && consumedEnd(res.End):
 		// The input side as reported, the output the provider generated counted from the relayed text
-		// (docs/settlement.md, "Settlement record"); without a count the reported usage stands.
+		// (docs/settlement.md, "Settlement record"); without relayed text or a count the reported usage
+		// (message_start's placeholder output) stands.
 		if lu, found := h.o.LocalUsage(c.class.Kind, c.class.Op, c.cand.UpstreamModel, c.body, res.Output, res.OutputBytes); found {
 			u := res.Usage
 			u.Output = lu.Output

@@ -19,7 +19,8 @@ import (
 //   - the latest usage the written events reported (beta message_start then message_delta, gamma's running
 //     usageMetadata, alpha chat's usage chunk), when one did — except that message_start's output_tokens
 //     is a placeholder: a beta stream cut before message_delta bills message_start's input and cache
-//     categories and the output text its written deltas carried, counted locally;
+//     categories and the output text its written deltas carried, counted locally (with no text written,
+//     the placeholder stands, as on the gateway);
 //   - else the request's prompt and, for alpha chat and beta, the text the written deltas carried (alpha
 //     chat content and tool-call arguments; beta text, thinking and tool-input fragments), counted with
 //     dataplane/tokencount — the counter the gateway uses — in the request's dialect; other dialects' output
@@ -74,7 +75,7 @@ func (x *exchange) settleBill() {
 	case x.erred && !(x.reported != nil && x.reported.Output > 0) && x.textBytes == 0:
 		x.bill = nil // failed before any output
 		return
-	case x.reported != nil && final:
+	case x.reported != nil && (final || x.textBytes == 0): // no text written: message_start's placeholder stands
 		b := *x.reported
 		x.bill = &b
 		return
