@@ -48,11 +48,11 @@ func parseSigV4(h string) (sigV4Auth, error) {
 	}
 	scope := strings.Split(cred, "/")
 	if len(scope) != 5 || scope[4] != "aws4_request" || scope[0] == "" {
-		return a, errors.New("Credential should be scoped to a valid region and service")
+		return a, cloudMessage("Credential should be scoped to a valid region and service")
 	}
 	a.accessKey, a.date, a.region, a.service = scope[0], scope[1], scope[2], scope[3]
 	if signed == "" || a.signature == "" {
-		return a, errors.New("Authorization header requires 'SignedHeaders' and 'Signature' parameters")
+		return a, cloudMessage("Authorization header requires 'SignedHeaders' and 'Signature' parameters")
 	}
 	a.signedHeaders = strings.Split(signed, ";")
 	return a, nil

@@ -167,8 +167,6 @@ func TestBedrockInvokeModelWithResponseStreamWithSDK(t *testing.T) {
 	}
 }
 
-const converseTools = `"toolConfig":{"tools":[{"toolSpec":{"name":"weather","inputSchema":{"json":{"type":"object","properties":{"city":{"type":"string"}}}}}}]}`
-
 func TestBedrockConverseWithSDK(t *testing.T) {
 	b := bedrockMock(t, nil)
 	c := bedrockClient(b, goodCreds(), testRegion)

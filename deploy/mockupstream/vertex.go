@@ -102,14 +102,20 @@ func (s *Server) tokenURI(r *http.Request) string {
 	return scheme + "://" + r.Host + "/token"
 }
 
+// cloudMessage is an error whose text is a cloud's own message, sent to the client verbatim (capitalised and
+// punctuated as the cloud writes it).
+type cloudMessage string
+
+func (m cloudMessage) Error() string { return string(m) }
+
 // errAccountNotFound is Google's answer to an assertion whose issuer is no service account it knows.
-var errAccountNotFound = errors.New("Invalid grant: account not found")
+var errAccountNotFound = cloudMessage("Invalid grant: account not found")
 
 // verifyAssertion checks the assertion's RS256 signature with its issuer's public key, its audience and its
 // lifetime (exp required, at most an hour after iat, as Google requires); it returns the issuer.
 func (s *Server) verifyAssertion(assertion, aud string) (string, error) {
 	if assertion == "" {
-		return "", errors.New("Missing required parameter: assertion")
+		return "", cloudMessage("Missing required parameter: assertion")
 	}
 	var claims jwt.RegisteredClaims
 	_, err := jwt.ParseWithClaims(assertion, &claims, func(t *jwt.Token) (any, error) {
@@ -128,16 +134,16 @@ func (s *Server) verifyAssertion(assertion, aud string) (string, error) {
 	case errors.Is(err, errAccountNotFound):
 		return "", errAccountNotFound
 	case errors.Is(err, jwt.ErrTokenExpired), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
-		return "", errors.New("Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.")
+		return "", cloudMessage("Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.")
 	case errors.Is(err, jwt.ErrTokenInvalidAudience):
-		return "", errors.New("Invalid JWT: Failed audience check. The audience in the JWT claim must be " + aud + ".")
+		return "", cloudMessage("Invalid JWT: Failed audience check. The audience in the JWT claim must be " + aud + ".")
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
-		return "", errors.New("Invalid JWT Signature.")
+		return "", cloudMessage("Invalid JWT Signature.")
 	case err != nil:
-		return "", fmt.Errorf("Invalid JWT: %w", err)
+		return "", cloudMessage("Invalid JWT: " + err.Error())
 	}
 	if claims.IssuedAt != nil && claims.ExpiresAt.Sub(claims.IssuedAt.Time) > time.Hour {
-		return "", errors.New("Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.")
+		return "", cloudMessage("Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.")
 	}
 	return claims.Issuer, nil
 }

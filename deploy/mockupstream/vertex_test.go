@@ -107,10 +107,10 @@ const vertexBase = "/v1/projects/mock-project/locations/us-central1/publishers/"
 
 func TestVertexTokenFlowAndGenerate(t *testing.T) {
 	b, clk := vertexMock(t)
-	// CredentialsFromJSON (what a gateway loads a key file with) gets a token from the mock.
+	// CredentialsFromJSONWithType (what a gateway loads a service-account key file with) gets a token from the mock.
 	key, _ := serviceAccountKeys(t)
-	creds, err := google.CredentialsFromJSON(b.ctx(), serviceAccountJSON(t, key, saEmail, b.srv.URL+"/token"),
-		"https://www.googleapis.com/auth/cloud-platform")
+	creds, err := google.CredentialsFromJSONWithType(b.ctx(), serviceAccountJSON(t, key, saEmail, b.srv.URL+"/token"),
+		google.ServiceAccount, "https://www.googleapis.com/auth/cloud-platform")
 	if err != nil {
 		t.Fatal(err)
 	}
