@@ -299,6 +299,13 @@ func fill(sel, value string) chromedp.Action[chromedp.Void] {
 		chromedp.SendKeys(chromedp.CSS(sel), value))
 }
 
+// clickRow clicks the button sel finds at the moment of the click: a table re-rendered by a refresh
+// between finding a node and clicking it (chromedp.Click) leaves a detached node ("Could not find node with
+// given id"); the page's own handler runs as for a user's click.
+func clickRow(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).click()`, sel))
+}
+
 // choose selects an option of a <select> and fires the events a user's choice fires.
 func choose(sel, value string) chromedp.Action[chromedp.Void] {
 	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const s = document.querySelector(%q); s.value = %q;

@@ -143,11 +143,11 @@ func TestTenantsAndBudgetsPagesInChromium(t *testing.T) {
 	p.screenshot("console-tenants-390", 390)
 	p.do("viewport back", chromedp.EmulateViewport(1280, 900))
 	// A team renamed, then deleted: the dialog states the effects.
-	p.do("rename ops", chromedp.Click(chromedp.CSS(`#tn-team-table button[aria-label="Rename team ops"]`)))
+	p.do("rename ops", clickRow(`#tn-team-table button[aria-label="Rename team ops"]`))
 	p.waitFor("edit dialog", `document.getElementById("tn-edit").open && document.getElementById("tn-edit-user-fields").hidden`)
 	p.do("rename", fill("#tn-edit-name", "operations"), submit("#tn-edit-form"))
 	p.waitFor("renamed", rowsWith("#tn-team-table", "operations"))
-	p.do("delete research", chromedp.Click(chromedp.CSS(`#tn-team-table button[aria-label="Delete team research"]`)))
+	p.do("delete research", clickRow(`#tn-team-table button[aria-label="Delete team research"]`))
 	p.waitFor("confirm", `document.getElementById("tn-confirm").open && document.activeElement.id === "tn-confirm-cancel"`)
 	if txt := p.text("#tn-confirm-text"); !strings.Contains(txt, "1 user(s) stay in acme without a team") || !strings.Contains(txt, "keep working") {
 		t.Errorf("team delete effects %q", txt)
@@ -156,7 +156,7 @@ func TestTenantsAndBudgetsPagesInChromium(t *testing.T) {
 	p.do("escape", chromedp.KeyEvent("\x1b"))
 	p.waitFor("closed", `!document.getElementById("tn-confirm").open`)
 	// An org with members: the API refuses the delete and the page says why.
-	p.do("delete acme", chromedp.Click(chromedp.CSS(`#tn-org-table button[aria-label="Delete org acme"]`)))
+	p.do("delete acme", clickRow(`#tn-org-table button[aria-label="Delete org acme"]`))
 	p.waitFor("confirm", `document.getElementById("tn-confirm").open`)
 	if txt := p.text("#tn-confirm-text"); !strings.Contains(txt, "refuses while the org still has teams or users") {
 		t.Errorf("org delete effects %q", txt)
