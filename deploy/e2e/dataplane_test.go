@@ -11,12 +11,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -25,14 +28,45 @@ import (
 	"github.com/tollgate/tollgate/dataplane/syncer"
 	"github.com/tollgate/tollgate/deploy/mockupstream"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
+	settlementv1 "github.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1"
 	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 	"github.com/tollgate/tollgate/shared/testkit"
 )
 
-// dpFakeCP is a minimal SnapshotService: it sends one snapshot to every watcher, then holds the stream.
+// dpFakeCP is a minimal SnapshotService: it sends one snapshot to every watcher, then holds the stream. As a
+// SettlementService it keeps every record a data plane offers and answers Unavailable, so records stay in
+// the outbox, where the tests read them; a record the data plane could not append to Redis (spilled under
+// load and delivered straight to the control plane) is found in offered instead of being lost to the test.
 type dpFakeCP struct {
 	snapshotv1.UnimplementedSnapshotServiceServer
+	settlementv1.UnimplementedSettlementServiceServer
 	snap *snapshotv1.Snapshot
+
+	mu      sync.Mutex
+	offered map[string]*settlementv1.SettlementRecord // by request id
+}
+
+func (f *dpFakeCP) Settle(_ context.Context, req *settlementv1.SettleRequest) (*settlementv1.SettleResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.offered == nil {
+		f.offered = map[string]*settlementv1.SettlementRecord{}
+	}
+	for _, r := range req.GetRecords() {
+		f.offered[r.GetRequestId()] = r
+	}
+	return nil, status.Error(codes.Unavailable, "the test control plane leaves settlement records in the outbox")
+}
+
+// offeredRecords returns the records offered to f so far.
+func (f *dpFakeCP) offeredRecords() map[string]*settlementv1.SettlementRecord {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]*settlementv1.SettlementRecord, len(f.offered))
+	for id, r := range f.offered {
+		out[id] = r
+	}
+	return out
 }
 
 func (f *dpFakeCP) Watch(_ *snapshotv1.WatchRequest, st grpc.ServerStreamingServer[snapshotv1.WatchResponse]) error {
@@ -56,6 +90,7 @@ type dpEnv struct {
 	rdb    *redis.Client
 	prefix string
 	logs   *testkit.Buffer
+	cp     *dpFakeCP // the fake control plane, with the settlement records offered to it
 }
 
 const (
@@ -197,7 +232,9 @@ func dpStartWith(t *testing.T, upstream http.Handler, snap func(base string) *sn
 		t.Fatal(err)
 	}
 	gs := grpc.NewServer()
-	snapshotv1.RegisterSnapshotServiceServer(gs, &dpFakeCP{snap: snap(up.URL)})
+	cp := &dpFakeCP{snap: snap(up.URL)}
+	snapshotv1.RegisterSnapshotServiceServer(gs, cp)
+	settlementv1.RegisterSettlementServiceServer(gs, cp)
 	go gs.Serve(lis)
 	t.Cleanup(gs.Stop)
 
@@ -213,14 +250,14 @@ func dpStartWith(t *testing.T, upstream http.Handler, snap func(base string) *sn
 		tweak: func(cfg *dpconfig.Config) {
 			cfg.MaxBodyBytes = 1 << 20
 			cfg.UpstreamResponseTimeout = 2 * time.Second
-			// dpFakeCP has no SettlementService: the records stay in the outbox, where the tests read them,
-			// and the forwarder's flush at shutdown gives up quickly.
+			// dpFakeCP refuses settlement records as unavailable: they stay in the outbox, where the tests
+			// read them, and the forwarder's flush at shutdown gives up quickly.
 			cfg.ShutdownTimeout = 500 * time.Millisecond
 			if tweak != nil {
 				tweak(cfg)
 			}
 		}})
-	e := &dpEnv{t: t, url: "http://" + d.srv.Addr(), upURL: up.URL, rdb: redisClient(t), prefix: prefix, logs: logs}
+	e := &dpEnv{t: t, url: "http://" + d.srv.Addr(), upURL: up.URL, rdb: redisClient(t), prefix: prefix, logs: logs, cp: cp}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp, err := http.Get(e.url + "/readyz")
