@@ -29,10 +29,12 @@ func TestCloudProvidersInChromium(t *testing.T) {
 	p := newTab(t, startBrowser(t, ""))
 	defer p.checkConsole()
 
-	p.do("open console", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+"/console/#providers"))
+	p.do("open console", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+"/console/"))
 	p.waitFor("sign-in form", visible("#signin-token"))
 	p.do("sign in", fill("#signin-token", adminToken+"\n"))
-	p.waitFor("empty providers page", `document.getElementById("pv-error").textContent.includes("No providers yet")`)
+	p.waitFor("overview", visible("#ov-today"))
+	p.do("providers page", chromedp.Click(chromedp.CSS(`#sections a[href="#providers"]`)))
+	p.waitFor("empty providers page", `document.getElementById("pv-error")?.textContent.includes("No providers yet")`)
 
 	newProvider := func(name, channel string) {
 		t.Helper()

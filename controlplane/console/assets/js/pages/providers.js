@@ -66,8 +66,8 @@ export function mount(section, c) {
             field("pv-s-url-form", "URL form", select([["deployment", "/openai/deployments/{deployment}/… (api-version)"], ["v1", "/openai/v1/…"]])),
             field("pv-s-api-version", "API version", text({ placeholder: "2024-10-21" }), { hint: "Required by the deployment form; none with v1." }),
             field("pv-s-azure-auth", "Authentication", select([["api_key", "api-key header"], ["entra_client_credentials", "Entra ID app (client credentials)"], ["entra_token", "Entra ID access token (static)"]])),
-            field("pv-s-entra-scope", "Entra scope", text({ placeholder: "https://cognitiveservices.azure.com/.default" }), { hint: "Client credentials only; empty: the default." }),
-            field("pv-s-entra-token-url", "Entra token URL", text({ placeholder: "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token" }), { hint: "Client credentials only; empty: derived from the tenant.", wide: true }))),
+            field("pv-s-entra-scope", "Entra scope", text({ placeholder: "default" }), { hint: "Client credentials only; empty: Azure OpenAI's (cognitiveservices.azure.com/.default)." }),
+            field("pv-s-entra-token-url", "Entra token URL", text({ placeholder: "derived from the tenant" }), { hint: "Client credentials only; empty: login.microsoftonline.com/{tenant}/oauth2/v2.0/token.", wide: true }))),
         el("div", { id: "pv-set-json", "data-settings": "json" },
           field("pv-s-json", "Settings (JSON object)", el("textarea", { rows: 3, spellcheck: "false" }), { wide: true }))),
       el("div", { class: "dialog-actions" },
@@ -88,13 +88,13 @@ export function mount(section, c) {
       el("p", { class: "muted small" }, "Secrets are stored sealed and never shown again, here or in the API. To replace one, add the new credential, then delete the old."),
       el("div", { id: "pv-creds" }),
       el("form", { id: "pv-cred-form", class: "inline-form", "aria-label": "Add a credential", novalidate: true },
-        el("div", { "data-cred": "key" }, field("pv-secret", "New secret (API key)", secretInput())),
-        el("div", { "data-cred": "sigv4", class: "grid grid-wide", hidden: true },
+        el("div", { "data-cred": "key", class: "cred-parts" }, field("pv-secret", "New secret (API key)", secretInput())),
+        el("div", { "data-cred": "sigv4", class: "cred-parts", hidden: true },
           field("pv-c-akid", "Access key id", text()), field("pv-c-sak", "Secret access key", secretInput()),
           field("pv-c-st", "Session token (optional)", secretInput())),
-        el("div", { "data-cred": "service_account", hidden: true },
+        el("div", { "data-cred": "service_account", class: "cred-parts", hidden: true },
           field("pv-c-sa", "Service-account JSON key", el("textarea", { rows: 4, spellcheck: "false", autocomplete: "off" }), { hint: "The key file Google Cloud downloads for the service account.", wide: true })),
-        el("div", { "data-cred": "entra_client_credentials", class: "grid grid-wide", hidden: true },
+        el("div", { "data-cred": "entra_client_credentials", class: "cred-parts", hidden: true },
           field("pv-c-tenant", "Tenant id", text()), field("pv-c-client", "Client id", text()), field("pv-c-csecret", "Client secret", secretInput())),
         field("pv-weight", "Weight", el("input", { type: "text", inputmode: "numeric", value: "1", autocomplete: "off" })),
         el("div", { class: "form-actions" }, el("button", { type: "submit", class: "btn btn-primary" }, "Add credential")))),
@@ -109,6 +109,7 @@ export function mount(section, c) {
   section.querySelector("#pv-edit").addEventListener("click", (ev) => openProvider(current, ev.currentTarget));
   section.querySelector("#pv-channel").addEventListener("change", showSettings);
   section.querySelector("#pv-s-azure-auth").addEventListener("change", showSettings);
+  section.querySelector("#pv-s-url-form").addEventListener("change", showSettings);
   section.querySelector("#pv-form").addEventListener("submit", (ev) => { ev.preventDefault(); saveProvider(); });
   section.querySelector("#pv-cancel").addEventListener("click", () => providerDialog.close());
   providerDialog.addEventListener("close", () => editingProvider?.from?.focus());
@@ -227,12 +228,13 @@ function showSettings() {
   const ch = root.querySelector("#pv-channel").value;
   for (const f of providerDialog.querySelectorAll("[data-settings]")) f.hidden = f.dataset.settings !== (CLOUDS.includes(ch) ? ch : "json");
   const cc = root.querySelector("#pv-s-azure-auth").value === "entra_client_credentials";
+  root.querySelector("#pv-s-api-version").closest(".field").hidden = root.querySelector("#pv-s-url-form").value === "v1";
   for (const id of ["pv-s-entra-scope", "pv-s-entra-token-url"]) root.querySelector(`#${id}`).closest(".field").hidden = !cc;
   root.querySelector("#pv-base-url-hint").textContent = {
     aws_bedrock: "Empty: the region's Bedrock runtime endpoint.",
     gcp_vertex: "Empty: the location's Vertex AI endpoint.",
-    azure_openai: "Required: the resource endpoint, https://{resource}.openai.azure.com.",
-  }[ch] || "Required: the provider's API root, e.g. https://api.example.com/v1.";
+    azure_openai: "Required: the resource endpoint, {resource}.openai.azure.com (https).",
+  }[ch] || "Required: the provider's API root (an absolute http(s) URL).";
 }
 
 function openProvider(p, from) {
