@@ -118,12 +118,12 @@ func TestModelWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	for model, want := range map[string]bool{
-		"anthropic.claude-sonnet-4-20250514-v1:0":    true,
-		"us.anthropic.claude-sonnet-4-20250514-v1:0": true,
+		"anthropic.claude-sonnet-4-20250514-v1:0":                                                      true,
+		"us.anthropic.claude-sonnet-4-20250514-v1:0":                                                   true,
 		"arn:aws:bedrock:us-east-1:123456789012:inference-profile/global.anthropic.claude-opus-4-v1:0": true,
-		"meta.llama3-70b-instruct-v1:0": false,
-		"amazon.nova-pro-v1:0":          false,
-		"us.amazon.nova-pro-v1:0":       false,
+		"meta.llama3-70b-instruct-v1:0":                                                                false,
+		"amazon.nova-pro-v1:0":                                                                         false,
+		"us.amazon.nova-pro-v1:0":                                                                      false,
 	} {
 		if got := b.InvokeModel(model); got != want {
 			t.Errorf("InvokeModel(%s) = %v, want %v", model, got, want)
