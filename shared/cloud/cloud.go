@@ -447,13 +447,13 @@ func ParseServiceAccount(secret string) (*jwt.Config, error) {
 	return cfg, ps.err()
 }
 
-// credentialError keeps the library's reason without any of the key's content.
+// credentialError keeps the library's reason without any of the key's content (its JSON errors may
+// quote a value).
 func credentialError(err error) string {
-	msg := err.Error()
-	if strings.Contains(msg, "credential type") || strings.Contains(msg, "type") {
+	if strings.Contains(err.Error(), "expected credential type") {
 		return `its "type" must be "service_account"`
 	}
-	return "it does not parse"
+	return "its members do not have the types of a service-account key"
 }
 
 // checkPrivateKey checks that a PEM private key is an RSA key (Google signs JWT assertions with RS256).

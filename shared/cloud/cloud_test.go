@@ -206,3 +206,12 @@ func TestSecrets(t *testing.T) {
 		t.Errorf("TokenConfig = %+v", cfg)
 	}
 }
+
+func TestServiceAccountMemberTypes(t *testing.T) {
+	t.Parallel()
+	got := problems(t, cloud.CheckSecret(vocab.ChannelGCPVertex, []byte(`{"project":"p-1","location":"global"}`),
+		serviceAccount(t, func(m map[string]any) { m["private_key"] = 42 })))
+	if !strings.Contains(got, "do not have the types of a service-account key") || strings.Contains(got, `"type" must be`) {
+		t.Errorf("a number as private_key: %q", got)
+	}
+}
