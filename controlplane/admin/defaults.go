@@ -82,6 +82,27 @@ func DefaultCells(ch vocab.ChannelType) []Cell {
 		t.generation(xform, vocab.KindGammaGenerateContent, vocab.KindAlphaChatCompletions, vocab.KindAlphaResponses,
 			vocab.KindBetaMessages)
 		t.family(xform, vocab.KindAlpha, vocab.KindGamma, vocab.OpCreateEmbedding)
+	case vocab.ChannelAWSBedrock:
+		// The InvokeModel wire (beta body) of the Anthropic models; a model that is not an InvokeModel
+		// model (settings invoke_model_prefixes) is served by these same cells through Converse
+		// (docs/providers.md, "Cells and the model's wire").
+		t.generation(pass, "", vocab.KindBetaMessages)
+		t.family(pass, vocab.KindBeta, "", vocab.OpCountTokens)
+		t.generation(xform, vocab.KindBetaMessages, vocab.KindAlphaChatCompletions, vocab.KindAlphaResponses,
+			vocab.KindGammaGenerateContent)
+	case vocab.ChannelGCPVertex:
+		// The generateContent wire (gamma) of the Gemini models; a model of publisher anthropic
+		// (settings anthropic_model_prefixes) is served by these same cells through rawPredict (beta).
+		t.generation(pass, "", vocab.KindGammaGenerateContent)
+		t.family(pass, vocab.KindGamma, "", vocab.OpCountTokens)
+		t.generation(xform, vocab.KindGammaGenerateContent, vocab.KindAlphaChatCompletions, vocab.KindAlphaResponses,
+			vocab.KindBetaMessages)
+	case vocab.ChannelAzureOpenAI:
+		// Azure OpenAI serves the alpha wire's chat completions, responses, embeddings and images.
+		t.generation(pass, "", vocab.KindAlphaChatCompletions, vocab.KindAlphaResponses)
+		t.family(pass, vocab.KindAlpha, "", vocab.OpCreateEmbedding, vocab.OpCreateImage)
+		t.generation(xform, vocab.KindAlphaResponses, vocab.KindBetaMessages)
+		t.generation(xform, vocab.KindAlphaChatCompletions, vocab.KindGammaGenerateContent)
 	case vocab.ChannelCustom, vocab.ChannelRouter:
 		t.generation(pass, "", vocab.KindAlphaChatCompletions)
 		t.family(pass, vocab.KindAlpha, "", vocab.OpCreateEmbedding, vocab.OpRerank)

@@ -184,9 +184,19 @@ func (b *testBundle) provider(t *testing.T, name, channel string) int64 {
 	var p struct {
 		ID int64 `json:"id"`
 	}
-	b.must(t, http.StatusCreated, "POST", "/admin/providers",
-		map[string]any{"name": name, "channel_type": channel, "base_url": "https://upstream.example/v1"}, &p)
+	body := map[string]any{"name": name, "channel_type": channel, "base_url": "https://upstream.example/v1"}
+	if s, ok := cloudSettings[channel]; ok {
+		body["settings"] = json.RawMessage(s)
+	}
+	b.must(t, http.StatusCreated, "POST", "/admin/providers", body, &p)
 	return p.ID
+}
+
+// cloudSettings are valid settings of each cloud channel type (the others take none).
+var cloudSettings = map[string]string{
+	"aws_bedrock":  `{"region":"us-east-1"}`,
+	"gcp_vertex":   `{"project":"proj-1","location":"us-east5"}`,
+	"azure_openai": `{"url_form":"deployment","api_version":"2024-10-21"}`,
 }
 
 // rule is a valid price rule body; override fields with kv pairs.

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tollgate/tollgate/controlplane/store"
+	"github.com/tollgate/tollgate/shared/cloud"
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
 	"github.com/tollgate/tollgate/shared/snapshot"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -36,12 +37,30 @@ func (in ProviderInput) validate() (store.Provider, error) {
 		details = append(details, field("settings", "must be a JSON object"))
 		checked = []byte("{}") // reported once, here
 	}
+	// A cloud channel's typed settings (shared/cloud); an empty base_url takes the regional endpoint
+	// they name.
+	ch := vocab.ChannelType(in.ChannelType)
+	baseURL := in.BaseURL
+	if ch.Cloud() && string(checked) == string(settings) {
+		details = append(details, cloudDetails(cloud.CheckSettings(ch, settings))...)
+		if baseURL == "" {
+			baseURL = cloud.DefaultBaseURL(ch, settings)
+		}
+	}
 	// The snapshot compiler's checks: name (non-empty, no '/'), channel_type, base_url, settings.
-	details = append(details, checkProviderMessage(in.ID, in.Name, in.ChannelType, in.BaseURL, checked, in.Enabled == nil || *in.Enabled)...)
+	for _, d := range checkProviderMessage(in.ID, in.Name, in.ChannelType, baseURL, checked, in.Enabled == nil || *in.Enabled) {
+		if d.Field == "base_url" && baseURL == "" && ch.Cloud() {
+			if ch != vocab.ChannelAzureOpenAI {
+				continue // derived from the settings, whose problems are reported
+			}
+			d.Message = "required: the Azure OpenAI resource endpoint, e.g. https://my-resource.openai.azure.com"
+		}
+		details = append(details, d)
+	}
 	if details != nil {
 		return store.Provider{}, invalidFields("invalid provider", details...)
 	}
-	return store.Provider{ID: in.ID, Name: in.Name, ChannelType: in.ChannelType, BaseURL: in.BaseURL,
+	return store.Provider{ID: in.ID, Name: in.Name, ChannelType: in.ChannelType, BaseURL: baseURL,
 		Enabled: in.Enabled == nil || *in.Enabled, Settings: settings}, nil
 }
 
@@ -132,9 +151,41 @@ func (s *Service) UpdateProvider(ctx context.Context, id int64, in ProviderInput
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		p, err = store.UpdateProvider(ctx, tx, row)
-		return err
+		if err != nil {
+			return err
+		}
+		return s.checkCredentials(ctx, tx, p)
 	})
 	return p, storeError(err, fmt.Sprintf("provider %d", id))
+}
+
+// checkCredentials refuses a cloud provider's new channel type or settings when a stored credential
+// does not fit them (another auth mode's secret, say): the operator adds fitting credentials and
+// deletes the others first, so a provider never holds credentials its data planes cannot use.
+func (s *Service) checkCredentials(ctx context.Context, tx pgx.Tx, p store.Provider) error {
+	ch := vocab.ChannelType(p.ChannelType)
+	if !ch.Cloud() {
+		return nil
+	}
+	var details []Detail
+	for i, c := range p.Credentials {
+		sealed, err := store.CredentialCiphertext(ctx, tx, c.ID)
+		if err != nil {
+			return err
+		}
+		secret, err := s.box.Open(sealed)
+		if err != nil {
+			return fmt.Errorf("open credential %d: %w", c.ID, err)
+		}
+		if err := cloud.CheckSecret(ch, p.Settings, string(secret)); err != nil {
+			details = append(details, Detail{Section: "credentials", Index: intp(i), Resource: "credential", ID: c.ID,
+				Message: fmt.Sprintf("credential %d does not fit the new settings: %v; add a fitting credential and delete this one first", c.ID, err)})
+		}
+	}
+	if details != nil {
+		return invalidFields(fmt.Sprintf("provider %d has credentials its new settings cannot use", p.ID), details...)
+	}
+	return nil
 }
 
 // DeleteProvider deletes a provider with its credentials and routing rules. It is refused with
@@ -214,6 +265,14 @@ func (s *Service) CreateCredential(ctx context.Context, in CredentialInput) (sto
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := store.LockProvider(ctx, tx, in.ProviderID); err != nil {
 			return err
+		}
+		p, err := store.GetProvider(ctx, tx, in.ProviderID)
+		if err != nil {
+			return err
+		}
+		// A cloud credential's secret has the shape its provider's auth mode takes (docs/providers.md).
+		if ds := cloudDetails(cloud.CheckSecret(vocab.ChannelType(p.ChannelType), p.Settings, in.Secret)); ds != nil {
+			return invalidFields(fmt.Sprintf("invalid credential for %s provider %d", p.ChannelType, p.ID), ds...)
 		}
 		out, err = store.InsertCredential(ctx, tx, in.ProviderID, sealed, weight, in.Enabled == nil || *in.Enabled)
 		return err
@@ -443,4 +502,20 @@ func cellDetails(operation, kind string) []Detail {
 		}
 	}
 	return details
+}
+
+// cloudDetails turns shared/cloud's problems into field details.
+func cloudDetails(err error) []Detail {
+	if err == nil {
+		return nil
+	}
+	var ps cloud.Problems
+	if !errors.As(err, &ps) {
+		return []Detail{field("settings", "%v", err)}
+	}
+	out := make([]Detail, len(ps))
+	for i, p := range ps {
+		out[i] = field(p.Field, "%s", p.Message)
+	}
+	return out
 }

@@ -95,11 +95,21 @@ type Cell struct {
 }
 
 // Cell returns the provider's cell for (op, kind); a missing cell is unsupported.
+//
+// A cloud channel's (aws_bedrock, gcp_vertex, azure_openai) passthrough and transform_to cells read as
+// unsupported: this build's upstream dispatch addresses and authenticates the first-party wires only, and
+// would send a cloud candidate's request to base_url in a first-party shape with the cloud credential as
+// a bearer token. Such a candidate is skipped like any unsupported one (docs/providers.md, "What a data
+// plane of this build does"); its local cells (model list and get) are served.
 func (p *Provider) Cell(op vocab.Operation, kind vocab.Kind) Cell {
-	if c, ok := p.cells[OpKey{op, kind}]; ok {
-		return c
+	c, ok := p.cells[OpKey{op, kind}]
+	if !ok {
+		return Cell{Impl: vocab.ImplUnsupported}
 	}
-	return Cell{Impl: vocab.ImplUnsupported}
+	if p.Channel.Cloud() && (c.Impl == vocab.ImplPassthrough || c.Impl == vocab.ImplTransformTo) {
+		return Cell{Impl: vocab.ImplUnsupported, RuleID: c.RuleID}
+	}
+	return c
 }
 
 // Route is a compiled, enabled route. Groups hold its enabled members of enabled providers, grouped by

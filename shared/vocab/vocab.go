@@ -124,10 +124,17 @@ const (
 	ChannelGamma  ChannelType = "gamma"
 	ChannelCustom ChannelType = "custom"
 	ChannelRouter ChannelType = "router"
+
+	// The cloud-hosted channel types (docs/providers.md): a cloud is a way of addressing,
+	// authenticating and framing the dialects its models speak.
+	ChannelAWSBedrock  ChannelType = "aws_bedrock"
+	ChannelGCPVertex   ChannelType = "gcp_vertex"
+	ChannelAzureOpenAI ChannelType = "azure_openai"
 )
 
 // ChannelTypes lists every channel type.
-var ChannelTypes = []ChannelType{ChannelAlpha, ChannelBeta, ChannelGamma, ChannelCustom, ChannelRouter}
+var ChannelTypes = []ChannelType{ChannelAlpha, ChannelBeta, ChannelGamma, ChannelCustom, ChannelRouter,
+	ChannelAWSBedrock, ChannelGCPVertex, ChannelAzureOpenAI}
 
 // Valid reports whether c is a known channel type.
 func (c ChannelType) Valid() bool {
@@ -137,6 +144,11 @@ func (c ChannelType) Valid() bool {
 		}
 	}
 	return false
+}
+
+// Cloud reports whether c is a cloud-hosted channel type (aws_bedrock, gcp_vertex, azure_openai).
+func (c ChannelType) Cloud() bool {
+	return c == ChannelAWSBedrock || c == ChannelGCPVertex || c == ChannelAzureOpenAI
 }
 
 // Scope is a quota-bearing scope.

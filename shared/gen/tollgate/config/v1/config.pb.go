@@ -509,11 +509,12 @@ type Provider struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	// "alpha", "beta", "gamma", "custom" or "router".
+	// "alpha", "beta", "gamma", "custom", "router", or a cloud: "aws_bedrock", "gcp_vertex", "azure_openai".
 	ChannelType string `protobuf:"bytes,3,opt,name=channel_type,json=channelType,proto3" json:"channel_type,omitempty"`
 	BaseUrl     string `protobuf:"bytes,4,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
 	Enabled     bool   `protobuf:"varint,5,opt,name=enabled,proto3" json:"enabled,omitempty"`
-	// Channel settings as a JSON object.
+	// Channel settings as a JSON object. The cloud channel types have typed settings (region, project,
+	// URL form, auth mode, …; docs/providers.md, parsed by shared/cloud).
 	SettingsJson string        `protobuf:"bytes,6,opt,name=settings_json,json=settingsJson,proto3" json:"settings_json,omitempty"`
 	Credentials  []*Credential `protobuf:"bytes,7,rep,name=credentials,proto3" json:"credentials,omitempty"`
 	// The provider's unpriced-model policy: "allow" (no price rule: served at cost 0, the usage row listed
@@ -613,12 +614,15 @@ func (x *Provider) GetUnpricedPolicy() string {
 // Credential authenticates the gateway to a provider. The secret is write-only in the admin API and is
 // carried in clear only inside snapshots (which travel over an authenticated, optionally TLS, channel).
 type Credential struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	ProviderId    int64                  `protobuf:"varint,2,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
-	Secret        string                 `protobuf:"bytes,3,opt,name=secret,proto3" json:"secret,omitempty"`
-	Weight        int32                  `protobuf:"varint,4,opt,name=weight,proto3" json:"weight,omitempty"`
-	Enabled       bool                   `protobuf:"varint,5,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	ProviderId int64                  `protobuf:"varint,2,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
+	// The secret as one string: an API key, or for a cloud provider whose auth mode has several parts a
+	// JSON object (an AWS access key id + secret access key + session token; a Google service-account
+	// key; Entra ID tenant, client id and secret), sealed and carried whole (docs/providers.md).
+	Secret        string `protobuf:"bytes,3,opt,name=secret,proto3" json:"secret,omitempty"`
+	Weight        int32  `protobuf:"varint,4,opt,name=weight,proto3" json:"weight,omitempty"`
+	Enabled       bool   `protobuf:"varint,5,opt,name=enabled,proto3" json:"enabled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
