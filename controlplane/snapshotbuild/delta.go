@@ -78,10 +78,7 @@ func unreadFrom(rest *snapshotv1.Snapshot, read store.SmallKinds, prev *snapshot
 		out.RoutingRules = rest.RoutingRules
 	}
 	if read.ModelPolicy || read.Providers {
-		out.ModelPolicy = rest.ModelPolicy
-	}
-	if read.ModelPolicy {
-		out.GatewaySettings = rest.GatewaySettings
+		out.ModelPolicy, out.GatewaySettings = rest.ModelPolicy, rest.GatewaySettings
 	}
 	if read.Providers {
 		out.Providers = rest.Providers

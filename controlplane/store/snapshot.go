@@ -131,8 +131,7 @@ func readSnapshotRest(ctx context.Context, tx pgx.Tx, secrets SecretOpener, snap
 		if snap.ModelPolicy, err = GetModelPolicy(ctx, tx); err != nil {
 			return err
 		}
-	}
-	if kinds.ModelPolicy { // the gateway_settings row holds both
+		// The gateway_settings row holds both.
 		if snap.GatewaySettings, err = GetGatewaySettings(ctx, tx); err != nil {
 			return err
 		}
