@@ -1,4 +1,4 @@
--- 0019: the cost-disclosure switch (issue 29; docs/cost.md, "Turning it off").
+-- 0020: the cost-disclosure switch (issue 29; docs/cost.md, "Turning it off").
 --
 -- gateway_settings.cost_disclosure is the gateway-wide switch (on by default); api_keys.cost_disclosure is a
 -- key's own, NULL following the gateway's. Both ride the tables' existing triggers: the revision bump, the
