@@ -29,6 +29,8 @@ type APIKeyInput struct {
 	Enabled               *bool      `json:"enabled"`
 	ExpiresAt             *time.Time `json:"expires_at"`
 	AllowDirectAddressing bool       `json:"allow_direct_addressing"`
+	// CostDisclosure is the key's own cost-disclosure switch; absent or null follows the gateway's.
+	CostDisclosure *bool `json:"cost_disclosure"`
 }
 
 // CreatedAPIKey is a new (or rotated) key with the full key shown this once.
@@ -81,7 +83,8 @@ func (s *Service) CreateAPIKey(ctx context.Context, in APIKeyInput) (CreatedAPIK
 	}
 	k, err := store.InsertAPIKey(ctx, s.pool, store.APIKey{UserID: in.UserID, Name: in.Name, Prefix: prefix,
 		AllowedModels: in.AllowedModels, RPMLimit: in.RPMLimit, TPMLimit: in.TPMLimit,
-		Enabled: in.Enabled == nil || *in.Enabled, ExpiresAt: in.ExpiresAt, AllowDirectAddressing: in.AllowDirectAddressing}, hash)
+		Enabled: in.Enabled == nil || *in.Enabled, ExpiresAt: in.ExpiresAt, AllowDirectAddressing: in.AllowDirectAddressing,
+		CostDisclosure: in.CostDisclosure}, hash)
 	if errors.Is(err, store.ErrReference) {
 		return CreatedAPIKey{}, invalidFields("invalid api key", field("user_id", "user %d does not exist", in.UserID))
 	}
@@ -147,8 +150,21 @@ func (o *OptionalTime) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// OptionalBool is a JSON field that distinguishes absent (Set false), null (Set, Value nil) and a boolean.
+type OptionalBool struct {
+	Set   bool
+	Value *bool
+}
+
+// UnmarshalJSON records that the field was present.
+func (o *OptionalBool) UnmarshalJSON(b []byte) error {
+	o.Set = true
+	return json.Unmarshal(b, &o.Value)
+}
+
 // APIKeyPatch changes the fields present: name, enabled, allowed_models ([] allows every model),
-// rpm_limit, tpm_limit, expires_at (null: never), allow_direct_addressing.
+// rpm_limit, tpm_limit, expires_at (null: never), allow_direct_addressing, cost_disclosure (null: follow
+// the gateway's).
 type APIKeyPatch struct {
 	Name                  *string      `json:"name"`
 	Enabled               *bool        `json:"enabled"`
@@ -157,6 +173,7 @@ type APIKeyPatch struct {
 	TPMLimit              *int64       `json:"tpm_limit"`
 	ExpiresAt             OptionalTime `json:"expires_at"`
 	AllowDirectAddressing *bool        `json:"allow_direct_addressing"`
+	CostDisclosure        OptionalBool `json:"cost_disclosure"`
 }
 
 // apply returns k with the patch's fields, and the problems of the result (the snapshot compiler's key
@@ -182,6 +199,9 @@ func (p APIKeyPatch) apply(k store.APIKey) (store.APIKey, []Detail) {
 	}
 	if p.AllowDirectAddressing != nil {
 		k.AllowDirectAddressing = *p.AllowDirectAddressing
+	}
+	if p.CostDisclosure.Set {
+		k.CostDisclosure = p.CostDisclosure.Value
 	}
 	return k, checkKeyFields(k.RPMLimit, k.TPMLimit, k.AllowedModels)
 }

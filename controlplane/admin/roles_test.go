@@ -29,7 +29,7 @@ var viewerGRPCMethods = []string{
 	"GetPriceRuleProvenance", "GetPriceRuleHistory", "RepricePriceRules",
 	"ListScheduledPriceRules",
 	"ListApiKeys", "GetApiKey", "ListOrgs", "ListTeams", "ListUsers", "GetModelPolicy",
-	"ListUnpricedModels", "GetQuotaAlerts", "ListWebhookEndpoints", "ListAlertEvents",
+	"ListUnpricedModels", "GetQuotaAlerts", "ListWebhookEndpoints", "ListAlertEvents", "GetGatewaySettings",
 	"GetSpend",
 	"ListDataPlaneTokens",
 	"ListReconciliationProviders", "ListReconciliationRuns", "GetReconciliationRun", "GetReconciliationDrift",

@@ -13,7 +13,7 @@ import (
 func apiKeyToProto(k store.APIKey) *configv1.ApiKey {
 	pk := &configv1.ApiKey{Id: k.ID, UserId: k.UserID, OrgId: k.OrgID, TeamId: k.TeamID, Name: k.Name, Prefix: k.Prefix,
 		AllowedModels: k.AllowedModels, RpmLimit: k.RPMLimit, TpmLimit: k.TPMLimit, Enabled: k.Enabled,
-		AllowDirectAddressing: k.AllowDirectAddressing, CreatedAt: timestamppb.New(k.CreatedAt)}
+		AllowDirectAddressing: k.AllowDirectAddressing, CreatedAt: timestamppb.New(k.CreatedAt), CostDisclosure: k.CostDisclosure}
 	if k.ExpiresAt != nil {
 		pk.ExpiresAt = timestamppb.New(*k.ExpiresAt)
 	}
@@ -56,7 +56,8 @@ func (g *grpcServer) CreateUser(ctx context.Context, req *adminv1.CreateUserRequ
 func (g *grpcServer) CreateApiKey(ctx context.Context, req *adminv1.CreateApiKeyRequest) (*adminv1.CreateApiKeyResponse, error) {
 	enabled := req.GetEnabled()
 	in := APIKeyInput{UserID: req.GetUserId(), Name: req.GetName(), AllowedModels: req.GetAllowedModels(),
-		RPMLimit: req.GetRpmLimit(), TPMLimit: req.GetTpmLimit(), Enabled: &enabled, AllowDirectAddressing: req.GetAllowDirectAddressing()}
+		RPMLimit: req.GetRpmLimit(), TPMLimit: req.GetTpmLimit(), Enabled: &enabled, AllowDirectAddressing: req.GetAllowDirectAddressing(),
+		CostDisclosure: req.CostDisclosure}
 	if req.ExpiresAt != nil {
 		t := req.ExpiresAt.AsTime()
 		in.ExpiresAt = &t
@@ -92,6 +93,9 @@ func (g *grpcServer) GetApiKey(ctx context.Context, req *adminv1.GetApiKeyReques
 func (g *grpcServer) UpdateApiKey(ctx context.Context, req *adminv1.UpdateApiKeyRequest) (*adminv1.UpdateApiKeyResponse, error) {
 	p := APIKeyPatch{Name: req.Name, Enabled: req.Enabled, RPMLimit: req.RpmLimit, TPMLimit: req.TpmLimit,
 		AllowDirectAddressing: req.AllowDirectAddressing}
+	if req.GetSetCostDisclosure() {
+		p.CostDisclosure = OptionalBool{Set: true, Value: req.CostDisclosure}
+	}
 	if req.GetSetAllowedModels() {
 		m := req.GetAllowedModels()
 		if m == nil {

@@ -176,6 +176,19 @@ var tenancyOps = []operation{
 		out, err := s.SetModelPolicy(r.Context(), in)
 		return http.StatusOK, out, err
 	}},
+	// Gateway settings.
+	{role: RoleViewer, rest: "GET /admin/settings", grpc: "GetGatewaySettings", serve: func(s *Service, r *http.Request) (int, any, error) {
+		out, err := s.GetGatewaySettings(r.Context())
+		return http.StatusOK, out, err
+	}},
+	{role: RoleAdmin, rest: "PUT /admin/settings", grpc: "SetGatewaySettings", serve: func(s *Service, r *http.Request) (int, any, error) {
+		var in GatewaySettingsInput
+		if err := decodeBody(r, MaxBodyBytes, &in); err != nil {
+			return 0, nil, err
+		}
+		out, err := s.SetGatewaySettings(r.Context(), in)
+		return http.StatusOK, out, err
+	}},
 	{role: RoleAdmin, rest: "PUT /admin/providers/{id}/unpriced-policy", grpc: "SetProviderUnpricedPolicy", serve: func(s *Service, r *http.Request) (int, any, error) {
 		id, err := pathID(r, "id")
 		if err != nil {

@@ -40,7 +40,7 @@ const MaxBatch = 5000
 // Service implements settlementv1.SettlementServiceServer.
 type Service struct {
 	settlementv1.UnimplementedSettlementServiceServer
-	db     store.TxBeginner
+	db     DB
 	log    *slog.Logger
 	bounds pricing.Bounds
 
@@ -49,8 +49,15 @@ type Service struct {
 	latency                                 prometheus.Histogram
 }
 
+// DB is what the service needs of Postgres (a *pgxpool.Pool): transactions for Settle, single queries for
+// GetRequestCost.
+type DB interface {
+	store.TxBeginner
+	store.DBTX
+}
+
 // New returns the service over db (a pool). reg may be nil (no metrics).
-func New(db store.TxBeginner, log *slog.Logger, reg prometheus.Registerer) *Service {
+func New(db DB, log *slog.Logger, reg prometheus.Registerer) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -311,4 +318,51 @@ func UnaryInterceptor(token string) grpc.UnaryServerInterceptor {
 		}
 		return h(ctx, req)
 	}
+}
+
+// MaxRequestIDLen bounds the request ids GetRequestCost accepts (the gateway's are "req_" + 32 hex).
+const MaxRequestIDLen = 128
+
+// GetRequestCost answers the settled row of one request made with one key; NOT_FOUND when there is none,
+// the same for another key's request as for an unknown id.
+func (s *Service) GetRequestCost(ctx context.Context, req *settlementv1.GetRequestCostRequest) (*settlementv1.GetRequestCostResponse, error) {
+	id := req.GetRequestId()
+	if req.GetApiKeyId() <= 0 {
+		return nil, status.Error(codes.InvalidArgument, "api_key_id must be a positive key id")
+	}
+	if id == "" || len(id) > MaxRequestIDLen || !utf8.ValidString(id) {
+		return nil, status.Errorf(codes.InvalidArgument, "request_id must be 1 to %d bytes of UTF-8", MaxRequestIDLen)
+	}
+	c, err := store.GetRequestCost(ctx, s.db, req.GetApiKeyId(), id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, status.Error(codes.NotFound, "no settled request with this id for this key")
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return nil, status.FromContextError(err).Err()
+	case err != nil:
+		s.log.Error("request cost lookup failed", "request_id", id, "err", err)
+		return nil, status.Error(codes.Unavailable, "settlement store unavailable")
+	}
+	return &settlementv1.GetRequestCostResponse{Cost: &settlementv1.RequestCost{
+		RequestId: c.RequestID,
+		Tokens: &settlementv1.TokenCounts{Input: c.InputTokens, Output: c.OutputTokens, CacheRead: c.CacheReadTokens,
+			CacheCreation_5M: c.CacheCreation5mTokens, CacheCreation_30M: c.CacheCreation30mTokens,
+			CacheCreation_1H: c.CacheCreation1hTokens, ImageOutput: c.ImageOutputTokens},
+		Cost: canonicalCost(c.Cost), PriceRuleId: c.PriceRuleID, PriceRuleVersion: c.PriceRuleVersion,
+		ServedTier: c.ServedTier(), RequestedTier: c.RequestedTier, ReportedTier: c.ReportedTier, Source: c.Source,
+		EndState: c.EndState, HttpStatus: c.HTTPStatus, BillingFlag: c.BillingFlag, LogicalModel: c.LogicalModel,
+		Operation: c.Operation, InboundKind: c.InboundKind, CreatedAt: timestamppb.New(c.CreatedAt),
+		SettledAt: timestamppb.New(c.SettledAt),
+	}}, nil
+}
+
+// canonicalCost formats a stored numeric the way the data plane formats a cost (pricing.FormatDecimal:
+// no exponent, no trailing fractional zeros), so the lookup, the headers and the stream members carry
+// the same string for the same amount. A value the money parser refuses is answered as stored.
+func canonicalCost(stored string) string {
+	d, err := pricing.ParseStoredDecimal(stored)
+	if err != nil {
+		return stored
+	}
+	return pricing.FormatDecimal(d)
 }

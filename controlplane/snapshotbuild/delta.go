@@ -27,7 +27,7 @@ func makeDelta(prev *snapshotv1.Snapshot, ch *store.SnapshotChanges, builtAt *ti
 	next := &snapshotv1.Snapshot{
 		Version: ch.Version, BuiltAt: builtAt, PriceRules: rest.PriceRules, RoutingRules: rest.RoutingRules,
 		Providers: rest.Providers, Routes: rest.Routes, Quotas: rest.Quotas, SettlementBounds: bounds,
-		ScheduledPriceRules: rest.ScheduledPriceRules, ModelPolicy: rest.ModelPolicy,
+		ScheduledPriceRules: rest.ScheduledPriceRules, ModelPolicy: rest.ModelPolicy, GatewaySettings: rest.GatewaySettings,
 	}
 	d := &snapshotv1.SnapshotDelta{BaseVersion: prev.GetVersion(), Version: ch.Version, BuiltAt: builtAt}
 	d.UpsertPriceRules, d.RemovePriceRuleIds = diffKind(prev.PriceRules, next.PriceRules,
@@ -54,6 +54,11 @@ func makeDelta(prev *snapshotv1.Snapshot, ch *store.SnapshotChanges, builtAt *ti
 		// one, which the data plane reads as the defaults too.
 		d.ModelPolicy = cmp.Or(next.ModelPolicy, &configv1.ModelPolicy{})
 	}
+	if !proto.Equal(prev.GatewaySettings, next.GatewaySettings) && next.GatewaySettings != nil {
+		// The control plane always reads the settings row, so next carries them; an absent message (a
+		// snapshot that never held them) is left unchanged rather than replaced by zero values.
+		d.GatewaySettings = next.GatewaySettings
+	}
 	next.ApiKeys, d.UpsertApiKeys, d.RemoveApiKeyIds = mergeKeys(prev.ApiKeys, ch.Keys, ch.GoneKeyIDs)
 	return d, next
 }
@@ -62,7 +67,7 @@ func makeDelta(prev *snapshotv1.Snapshot, ch *store.SnapshotChanges, builtAt *ti
 func unreadFrom(rest *snapshotv1.Snapshot, read store.SmallKinds, prev *snapshotv1.Snapshot) *snapshotv1.Snapshot {
 	out := &snapshotv1.Snapshot{Version: rest.GetVersion(), PriceRules: prev.PriceRules,
 		ScheduledPriceRules: prev.ScheduledPriceRules, RoutingRules: prev.RoutingRules, ModelPolicy: prev.ModelPolicy,
-		Providers: prev.Providers, Routes: prev.Routes, Quotas: prev.Quotas}
+		GatewaySettings: prev.GatewaySettings, Providers: prev.Providers, Routes: prev.Routes, Quotas: prev.Quotas}
 	if read.PriceRules {
 		out.PriceRules = rest.PriceRules
 	}
@@ -73,7 +78,7 @@ func unreadFrom(rest *snapshotv1.Snapshot, read store.SmallKinds, prev *snapshot
 		out.RoutingRules = rest.RoutingRules
 	}
 	if read.ModelPolicy || read.Providers {
-		out.ModelPolicy = rest.ModelPolicy
+		out.ModelPolicy, out.GatewaySettings = rest.ModelPolicy, rest.GatewaySettings
 	}
 	if read.Providers {
 		out.Providers = rest.Providers

@@ -121,6 +121,9 @@ func apply(t *testing.T, held *snapshotv1.Snapshot, d *snapshotv1.SnapshotDelta)
 	if d.GetModelPolicy() != nil {
 		out.ModelPolicy = d.GetModelPolicy()
 	}
+	if d.GetGatewaySettings() != nil {
+		out.GatewaySettings = d.GetGatewaySettings()
+	}
 	return normalize(out)
 }
 
@@ -314,6 +317,18 @@ func TestDeltasOfEveryKind(t *testing.T) {
 			check: func(t *testing.T, d *snapshotv1.SnapshotDelta) {
 				if d.GetModelPolicy().GetUnpricedPolicy() != "deny" || len(d.GetUpsertProviders()) != 1 {
 					t.Errorf("delta %v, want the policy and provider 1 (its effective policy)", d)
+				}
+			}},
+		{name: "cost disclosure off", sql: `UPDATE gateway_settings SET cost_disclosure = false`,
+			check: func(t *testing.T, d *snapshotv1.SnapshotDelta) {
+				if d.GetGatewaySettings() == nil || d.GetGatewaySettings().GetCostDisclosure() || len(d.GetUpsertApiKeys()) != 0 {
+					t.Errorf("delta %v, want the settings with cost disclosure off and no key", d)
+				}
+			}},
+		{name: "key cost disclosure", sql: `UPDATE api_keys SET cost_disclosure = true WHERE id = 2`,
+			check: func(t *testing.T, d *snapshotv1.SnapshotDelta) {
+				if u := d.GetUpsertApiKeys(); len(u) != 1 || u[0].CostDisclosure == nil || !u[0].GetCostDisclosure() || d.GetGatewaySettings() != nil {
+					t.Errorf("delta %v, want key 2 with cost_disclosure true and no settings", d)
 				}
 			}},
 		{name: "provider delete", sql: `DELETE FROM routes; DELETE FROM providers WHERE id = 1`},

@@ -10,12 +10,12 @@ import (
 )
 
 const apiKeyColumns = `k.id, k.user_id, u.org_id, u.team_id, k.name, k.prefix, k.allowed_models, k.rpm_limit, k.tpm_limit,
-	k.enabled, k.expires_at, k.created_at, k.allow_direct_addressing, k.previous_prefix, k.previous_expires_at`
+	k.enabled, k.expires_at, k.created_at, k.allow_direct_addressing, k.previous_prefix, k.previous_expires_at, k.cost_disclosure`
 
 func scanAPIKey(row pgx.Row) (APIKey, error) {
 	var k APIKey
 	err := row.Scan(&k.ID, &k.UserID, &k.OrgID, &k.TeamID, &k.Name, &k.Prefix, &k.AllowedModels, &k.RPMLimit, &k.TPMLimit,
-		&k.Enabled, &k.ExpiresAt, &k.CreatedAt, &k.AllowDirectAddressing, &k.PreviousPrefix, &k.PreviousExpiresAt)
+		&k.Enabled, &k.ExpiresAt, &k.CreatedAt, &k.AllowDirectAddressing, &k.PreviousPrefix, &k.PreviousExpiresAt, &k.CostDisclosure)
 	if k.AllowedModels == nil {
 		k.AllowedModels = []string{}
 	}
@@ -79,17 +79,17 @@ func GetAPIKey(ctx context.Context, db DBTX, id int64) (APIKey, error) {
 }
 
 // UpdateAPIKey writes the changeable fields of k (name, enabled, allowed models, limits, expiry, direct
-// addressing); ErrNotFound when absent.
+// addressing, cost disclosure); ErrNotFound when absent.
 func UpdateAPIKey(ctx context.Context, db DBTX, k APIKey) (APIKey, error) {
 	if k.AllowedModels == nil {
 		k.AllowedModels = []string{}
 	}
 	out, err := scanAPIKey(db.QueryRow(ctx, `WITH k AS (
 		UPDATE api_keys SET name = $2, enabled = $3, allowed_models = $4, rpm_limit = $5, tpm_limit = $6,
-		       expires_at = $7, allow_direct_addressing = $8, updated_at = now()
+		       expires_at = $7, allow_direct_addressing = $8, cost_disclosure = $9, updated_at = now()
 		 WHERE id = $1 RETURNING *)
 		SELECT `+apiKeyColumns+` FROM k JOIN users u ON u.id = k.user_id`,
-		k.ID, k.Name, k.Enabled, k.AllowedModels, k.RPMLimit, k.TPMLimit, k.ExpiresAt, k.AllowDirectAddressing))
+		k.ID, k.Name, k.Enabled, k.AllowedModels, k.RPMLimit, k.TPMLimit, k.ExpiresAt, k.AllowDirectAddressing, k.CostDisclosure))
 	if err != nil {
 		return APIKey{}, fmt.Errorf("update api key %d: %w", k.ID, interpretError(err))
 	}

@@ -27,6 +27,25 @@ func SetModelPolicy(ctx context.Context, db DBTX, mp *configv1.ModelPolicy) erro
 	return nil
 }
 
+// GetGatewaySettings reads the gateway-wide settings.
+func GetGatewaySettings(ctx context.Context, db DBTX) (*configv1.GatewaySettings, error) {
+	gs := &configv1.GatewaySettings{}
+	if err := db.QueryRow(ctx, `SELECT cost_disclosure FROM gateway_settings`).Scan(&gs.CostDisclosure); err != nil {
+		return nil, fmt.Errorf("gateway settings: %w", interpretError(err))
+	}
+	return gs, nil
+}
+
+// SetGatewaySettings changes the gateway-wide settings given (nil: unchanged) and answers them all.
+func SetGatewaySettings(ctx context.Context, db DBTX, costDisclosure *bool) (*configv1.GatewaySettings, error) {
+	gs := &configv1.GatewaySettings{}
+	if err := db.QueryRow(ctx, `UPDATE gateway_settings SET cost_disclosure = coalesce($1, cost_disclosure), updated_at = now()
+		RETURNING cost_disclosure`, costDisclosure).Scan(&gs.CostDisclosure); err != nil {
+		return nil, fmt.Errorf("set gateway settings: %w", interpretError(err))
+	}
+	return gs, nil
+}
+
 // ProviderPolicy is a provider's own unpriced policy.
 type ProviderPolicy struct {
 	ProviderID     int64  `json:"provider_id"`

@@ -46,6 +46,8 @@ type APIKey struct {
 	CreatedAt     time.Time  `json:"created_at"`
 	// AllowDirectAddressing lets the key use provider/model addressing when the gateway turns it off.
 	AllowDirectAddressing bool `json:"allow_direct_addressing"`
+	// CostDisclosure is the key's own cost-disclosure switch; nil follows the gateway's (docs/cost.md).
+	CostDisclosure *bool `json:"cost_disclosure"`
 	// PreviousPrefix and PreviousExpiresAt name the replaced key during a rotation's grace period.
 	PreviousPrefix    *string    `json:"previous_prefix"`
 	PreviousExpiresAt *time.Time `json:"previous_expires_at"`
@@ -83,11 +85,11 @@ func InsertAPIKey(ctx context.Context, db DBTX, k APIKey, hash []byte) (APIKey, 
 		k.AllowedModels = []string{}
 	}
 	err := db.QueryRow(ctx, `INSERT INTO api_keys (user_id, name, key_hash, prefix, allowed_models, rpm_limit,
-			tpm_limit, enabled, expires_at, allow_direct_addressing)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+			tpm_limit, enabled, expires_at, allow_direct_addressing, cost_disclosure)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 		RETURNING id, created_at, (SELECT org_id FROM users WHERE id = $1), (SELECT team_id FROM users WHERE id = $1)`,
 		k.UserID, k.Name, hash, k.Prefix, k.AllowedModels, k.RPMLimit, k.TPMLimit, k.Enabled, k.ExpiresAt,
-		k.AllowDirectAddressing).
+		k.AllowDirectAddressing, k.CostDisclosure).
 		Scan(&k.ID, &k.CreatedAt, &k.OrgID, &k.TeamID)
 	if err != nil {
 		return APIKey{}, fmt.Errorf("insert api key for user %d: %w", k.UserID, interpretError(err))

@@ -131,6 +131,10 @@ func readSnapshotRest(ctx context.Context, tx pgx.Tx, secrets SecretOpener, snap
 		if snap.ModelPolicy, err = GetModelPolicy(ctx, tx); err != nil {
 			return err
 		}
+		// The gateway_settings row holds both.
+		if snap.GatewaySettings, err = GetGatewaySettings(ctx, tx); err != nil {
+			return err
+		}
 	}
 	if kinds.Providers {
 		if snap.Providers, err = snapProviders(ctx, tx, secrets, snap.ModelPolicy.GetUnpricedPolicy()); err != nil {
@@ -443,7 +447,7 @@ func snapRoutes(ctx context.Context, tx pgx.Tx) ([]*configv1.Route, error) {
 func snapAPIKeys(ctx context.Context, tx pgx.Tx, ids []int64) ([]*configv1.ApiKey, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT k.id, k.user_id, u.org_id, u.team_id, k.name, k.prefix, k.key_hash, k.allowed_models,
-		       k.rpm_limit, k.tpm_limit, k.expires_at, k.allow_direct_addressing,
+		       k.rpm_limit, k.tpm_limit, k.expires_at, k.allow_direct_addressing, k.cost_disclosure,
 		       CASE WHEN k.previous_expires_at > now() THEN k.previous_key_hash END,
 		       CASE WHEN k.previous_expires_at > now() THEN k.previous_prefix END,
 		       CASE WHEN k.previous_expires_at > now() THEN k.previous_expires_at END
@@ -460,7 +464,7 @@ func snapAPIKeys(ctx context.Context, tx pgx.Tx, ids []int64) ([]*configv1.ApiKe
 		var expires, prevExpires *time.Time
 		var prevPrefix *string
 		if err := rows.Scan(&k.Id, &k.UserId, &k.OrgId, &k.TeamId, &k.Name, &k.Prefix, &k.KeyHash,
-			&k.AllowedModels, &k.RpmLimit, &k.TpmLimit, &expires, &k.AllowDirectAddressing,
+			&k.AllowedModels, &k.RpmLimit, &k.TpmLimit, &expires, &k.AllowDirectAddressing, &k.CostDisclosure,
 			&k.PreviousKeyHash, &prevPrefix, &prevExpires); err != nil {
 			return nil, fmt.Errorf("api keys: scan: %w", interpretError(err))
 		}

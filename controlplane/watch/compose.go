@@ -184,6 +184,9 @@ func compose(steps []step) *snapshotv1.SnapshotDelta {
 		if s.d.GetModelPolicy() != nil {
 			out.ModelPolicy = s.d.GetModelPolicy()
 		}
+		if s.d.GetGatewaySettings() != nil {
+			out.GatewaySettings = s.d.GetGatewaySettings()
+		}
 	}
 	return out
 }

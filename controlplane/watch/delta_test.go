@@ -228,3 +228,34 @@ func TestWatchDeltaHistoryIsBounded(t *testing.T) {
 		t.Fatalf("at the oldest kept base: got %v, want one delta 2 → %d with key 1's last version", r, last)
 	}
 }
+
+// TestWatchComposesGatewaySettings: a delta combined over several versions carries the latest gateway
+// settings a step changed (the cost-disclosure switch, docs/cost.md) beside the steps' keys.
+func TestWatchComposesGatewaySettings(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithCancel(authed(context.Background()))
+	defer cancel()
+	b.srv.Publish(keysSnap(1, 1, 2, 3, 4, 5, 6, 7, 8))
+	snap := func(v int64, on bool) *snapshotv1.Snapshot {
+		s := keysSnap(v, 1, 2, 3, 4, 5, 6, 7, 8)
+		s.GatewaySettings = &configv1.GatewaySettings{CostDisclosure: on}
+		return s
+	}
+	off := &configv1.GatewaySettings{}
+	b.srv.PublishDelta(snap(2, false), &snapshotv1.SnapshotDelta{BaseVersion: 1, Version: 2, GatewaySettings: off})
+	hidden := key(3, "hidden")
+	hidden.CostDisclosure = proto.Bool(false)
+	b.srv.PublishDelta(snap(3, false), &snapshotv1.SnapshotDelta{BaseVersion: 2, Version: 3, UpsertApiKeys: []*configv1.ApiKey{hidden}})
+	want := &snapshotv1.SnapshotDelta{BaseVersion: 1, Version: 3, UpsertApiKeys: []*configv1.ApiKey{hidden}, GatewaySettings: off}
+	if r := next(t, open(t, b, ctx, &snapshotv1.WatchRequest{NodeId: "from1", KnownVersion: 1, AcceptDeltas: true})); !proto.Equal(r.GetDelta(), want) {
+		t.Fatalf("holding 1 got %v, want %v", r, want)
+	}
+	// The switch turned back on later wins over the earlier step's.
+	on := &configv1.GatewaySettings{CostDisclosure: true}
+	b.srv.PublishDelta(snap(4, true), &snapshotv1.SnapshotDelta{BaseVersion: 3, Version: 4, GatewaySettings: on})
+	want = &snapshotv1.SnapshotDelta{BaseVersion: 1, Version: 4, UpsertApiKeys: []*configv1.ApiKey{hidden}, GatewaySettings: on}
+	if r := next(t, open(t, b, ctx, &snapshotv1.WatchRequest{NodeId: "from1-again", KnownVersion: 1, AcceptDeltas: true})); !proto.Equal(r.GetDelta(), want) {
+		t.Fatalf("holding 1 got %v, want %v", r, want)
+	}
+}

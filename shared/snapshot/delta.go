@@ -56,7 +56,7 @@ func touchesConfig(d *snapshotv1.SnapshotDelta) bool {
 	return len(d.GetUpsertPriceRules())+len(d.GetRemovePriceRuleIds())+len(d.GetUpsertRoutingRules())+len(d.GetRemoveRoutingRuleIds())+
 		len(d.GetUpsertProviders())+len(d.GetRemoveProviderIds())+len(d.GetUpsertRoutes())+len(d.GetRemoveRouteIds())+
 		len(d.GetUpsertQuotas())+len(d.GetRemoveQuotas())+len(d.GetUpsertScheduledPriceRules())+len(d.GetRemoveScheduledPriceRuleIds()) > 0 ||
-		d.GetSettlementBounds() != nil || d.GetModelPolicy() != nil
+		d.GetSettlementBounds() != nil || d.GetModelPolicy() != nil || d.GetGatewaySettings() != nil
 }
 
 // shareConfig makes c serve held's compiled configuration (everything but keys; all immutable).
@@ -64,6 +64,7 @@ func (c *Compiled) shareConfig(held *Compiled) {
 	c.config, c.Prices, c.PriceTimeline = held.config, held.Prices, held.PriceTimeline
 	c.providers, c.providersByName, c.routes, c.routeList = held.providers, held.providersByName, held.routes, held.routeList
 	c.quotas, c.DirectAddressing, c.Bounds, c.rules = held.quotas, held.DirectAddressing, held.Bounds, held.rules
+	c.CostDisclosure = held.CostDisclosure
 }
 
 type quotaKey struct {
@@ -86,6 +87,7 @@ func applyConfig(held *snapshotv1.Snapshot, d *snapshotv1.SnapshotDelta) *snapsh
 		ScheduledPriceRules: merge(held.GetScheduledPriceRules(), d.GetUpsertScheduledPriceRules(), d.GetRemoveScheduledPriceRuleIds(), (*configv1.ScheduledPriceRule).GetId, cmp.Compare[int64]),
 		SettlementBounds:    cmp.Or(d.GetSettlementBounds(), held.GetSettlementBounds()),
 		ModelPolicy:         cmp.Or(d.GetModelPolicy(), held.GetModelPolicy()),
+		GatewaySettings:     cmp.Or(d.GetGatewaySettings(), held.GetGatewaySettings()),
 	}
 	removed := make([]quotaKey, len(d.GetRemoveQuotas()))
 	for i, r := range d.GetRemoveQuotas() {

@@ -118,6 +118,9 @@ func (w *world) key(id int64) *configv1.ApiKey {
 	if w.pick(3) == 0 {
 		k.TeamId = proto.Int64(int64(1 + w.pick(3)))
 	}
+	if n := w.pick(3); n > 0 {
+		k.CostDisclosure = proto.Bool(n == 1)
+	}
 	if w.pick(3) == 0 {
 		k.AllowedModels = [][]string{{"m-1"}, {"gpt-*", "x"}, {"r1"}}[w.pick(3)]
 	}
@@ -237,6 +240,10 @@ func (w *world) change(s *snapshotv1.Snapshot, v int64) *snapshotv1.Snapshot {
 		case 5:
 			n.ModelPolicy = &configv1.ModelPolicy{DirectAddressing: w.pick(2) == 0, UnpricedPolicy: []string{"", UnpricedDeny}[w.pick(2)]}
 		case 6:
+			if w.pick(2) == 0 {
+				n.GatewaySettings = &configv1.GatewaySettings{CostDisclosure: w.pick(2) == 0}
+				break
+			}
 			n.SettlementBounds = &snapshotv1.SettlementBounds{MaxRequestTokens: int64(1000 * (1 + w.pick(3))), MaxRequestCost: fmt.Sprint(1 + w.pick(9))}
 		default:
 			for range 1 + w.pick(20) {
@@ -264,7 +271,8 @@ func upsertOrRemove[T any](w *world, list []T, maxID int, gen func(int64) T, id 
 // dump renders every answer c gives about the world, for comparison.
 func dump(w *world, c *Compiled) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "version %d built %s direct %v bounds %+v\n", c.Version, c.BuiltAt, c.DirectAddressing, c.Bounds)
+	fmt.Fprintf(&b, "version %d built %s direct %v cost disclosure %v bounds %+v\n", c.Version, c.BuiltAt, c.DirectAddressing,
+		c.CostDisclosure, c.Bounds)
 	provider := func(p *Provider) string {
 		if p == nil {
 			return "nil"
@@ -305,8 +313,9 @@ func dump(w *world, c *Compiled) string {
 		if k == nil {
 			return "nil"
 		}
-		return fmt.Sprintf("%d %d %d %d %q %q %s %d %d %v %v %v %v", k.ID, k.UserID, k.OrgID, k.TeamID, k.Name, k.Prefix, k.ExpiresAt,
-			k.TPMLimit, k.RPMLimit, k.Enabled, k.DirectAddressing(), k.Previous, k.AllowedModels())
+		on, set := k.CostDisclosure()
+		return fmt.Sprintf("%d %d %d %d %q %q %s %d %d %v %v %v %v cost %v/%v/%v", k.ID, k.UserID, k.OrgID, k.TeamID, k.Name, k.Prefix, k.ExpiresAt,
+			k.TPMLimit, k.RPMLimit, k.Enabled, k.DirectAddressing(), k.Previous, k.AllowedModels(), on, set, c.DisclosesCost(k))
 	}
 	for _, h := range w.hashes {
 		fmt.Fprintf(&b, "key %x: %s\n", h[:10], key(c.Key([sha256.Size]byte(h))))

@@ -31,6 +31,9 @@ func DiffSnapshots(a, b *snapshotv1.Snapshot) *snapshotv1.SnapshotDelta {
 	if b.GetModelPolicy() != nil && !proto.Equal(a.GetModelPolicy(), b.GetModelPolicy()) {
 		d.ModelPolicy = b.GetModelPolicy()
 	}
+	if b.GetGatewaySettings() != nil && !proto.Equal(a.GetGatewaySettings(), b.GetGatewaySettings()) {
+		d.GatewaySettings = b.GetGatewaySettings()
+	}
 	return d
 }
 

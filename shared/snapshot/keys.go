@@ -224,7 +224,7 @@ func (kc *keyCompiler) entries(es []keyEntry, seq int32, kk *configv1.ApiKey) []
 		ID: kk.GetId(), UserID: kk.GetUserId(), OrgID: kk.GetOrgId(), TeamID: kk.GetTeamId(), Name: kc.str(kk.GetName()),
 		Prefix: kc.str(kk.GetPrefix()), Enabled: kk.GetEnabled(), RPMLimit: kk.GetRpmLimit(), TPMLimit: kk.GetTpmLimit(),
 		models: kc.intern(kk.GetAllowedModels()), allowDirect: kk.GetAllowDirectAddressing(),
-		direct: kc.direct || kk.GetAllowDirectAddressing(),
+		direct: kc.direct || kk.GetAllowDirectAddressing(), costDisclosure: disclosureOf(kk),
 	}
 	if kk.GetExpiresAt() != nil {
 		k.ExpiresAt = kk.GetExpiresAt().AsTime()

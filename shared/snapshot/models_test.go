@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
@@ -106,5 +107,61 @@ func TestCompileKeyPolicyFields(t *testing.T) {
 		if _, err := Compile(s); err == nil {
 			t.Errorf("%s: compiled", name)
 		}
+	}
+}
+
+func TestDisclosesCost(t *testing.T) {
+	t.Parallel()
+	hash := func(b byte) []byte { h := make([]byte, 32); h[0] = b; return h }
+	keys := []*configv1.ApiKey{
+		{Id: 1, KeyHash: hash(1), Prefix: "tg-follow", Enabled: true},
+		{Id: 2, KeyHash: hash(2), Prefix: "tg-on", Enabled: true, CostDisclosure: proto.Bool(true)},
+		{Id: 3, KeyHash: hash(3), Prefix: "tg-off", Enabled: true, CostDisclosure: proto.Bool(false)},
+	}
+	tests := []struct {
+		name     string
+		settings *configv1.GatewaySettings
+		gateway  bool
+		want     [3]bool // keys 1, 2, 3
+	}{
+		{name: "no settings: on", settings: nil, gateway: true, want: [3]bool{true, true, false}},
+		{name: "gateway on", settings: &configv1.GatewaySettings{CostDisclosure: true}, gateway: true, want: [3]bool{true, true, false}},
+		{name: "gateway off", settings: &configv1.GatewaySettings{}, gateway: false, want: [3]bool{false, true, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := Compile(&snapshotv1.Snapshot{Version: 1, GatewaySettings: tt.settings, ApiKeys: keys})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.CostDisclosure != tt.gateway {
+				t.Errorf("CostDisclosure = %v, want %v", c.CostDisclosure, tt.gateway)
+			}
+			for i, kk := range keys {
+				k := c.Key([32]byte(kk.GetKeyHash()))
+				if got := c.DisclosesCost(k); got != tt.want[i] {
+					t.Errorf("DisclosesCost(key %d) = %v, want %v", kk.GetId(), got, tt.want[i])
+				}
+			}
+			if c.DisclosesCost(nil) {
+				t.Error("DisclosesCost(nil) = true")
+			}
+			// A delta turning the gateway's switch over reaches every key that follows it, and only those.
+			flipped := &configv1.GatewaySettings{CostDisclosure: !tt.gateway}
+			d, err := ApplyDelta(c, &snapshotv1.SnapshotDelta{BaseVersion: 1, Version: 2, GatewaySettings: flipped})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.CostDisclosure != !tt.gateway {
+				t.Errorf("after the delta CostDisclosure = %v, want %v", d.CostDisclosure, !tt.gateway)
+			}
+			if got := d.DisclosesCost(d.Key([32]byte(keys[0].GetKeyHash()))); got != !tt.gateway {
+				t.Errorf("after the delta DisclosesCost(following key) = %v, want %v", got, !tt.gateway)
+			}
+			if got := d.DisclosesCost(d.Key([32]byte(keys[2].GetKeyHash()))); got {
+				t.Error("after the delta DisclosesCost(key off) = true")
+			}
+		})
 	}
 }

@@ -51,6 +51,9 @@ type Compiled struct {
 	// DirectAddressing is the gateway-wide direct-addressing switch (config.v1.ModelPolicy; on when the
 	// snapshot carries no policy).
 	DirectAddressing bool
+	// CostDisclosure is the gateway-wide cost-disclosure switch (config.v1.GatewaySettings; on when the
+	// snapshot carries no settings). A key's own switch wins over it: use DisclosesCost.
+	CostDisclosure bool
 	// Bounds are the settlement bounds of the snapshot (pricing.DefaultBounds when it carries none); every
 	// price rule carries them too (pricing.Rule.Bounds), so a record built from a rule uses them.
 	Bounds pricing.Bounds
@@ -154,6 +157,47 @@ type APIKey struct {
 	allowDirect bool
 	// Previous is set on the entry of a rotated key's previous hash (its ExpiresAt ends the grace period).
 	Previous bool
+	// costDisclosure is the key's own cost-disclosure switch (config.v1.ApiKey.cost_disclosure):
+	// disclosureFollow (absent), disclosureOn or disclosureOff.
+	costDisclosure disclosure
+}
+
+// disclosure is a key's own cost-disclosure switch.
+type disclosure int8
+
+const (
+	disclosureFollow disclosure = iota
+	disclosureOn
+	disclosureOff
+)
+
+func disclosureOf(kk *configv1.ApiKey) disclosure {
+	switch {
+	case kk.CostDisclosure == nil:
+		return disclosureFollow
+	case kk.GetCostDisclosure():
+		return disclosureOn
+	default:
+		return disclosureOff
+	}
+}
+
+// CostDisclosure answers the key's own cost-disclosure switch: set is false when the key follows the
+// gateway's (Compiled.CostDisclosure).
+func (k *APIKey) CostDisclosure() (on, set bool) {
+	return k.costDisclosure == disclosureOn, k.costDisclosure != disclosureFollow
+}
+
+// DisclosesCost reports whether the caller of key k is shown what its requests cost (docs/cost.md): the
+// key's own switch when it has one, else the gateway's. A nil key is never shown costs.
+func (c *Compiled) DisclosesCost(k *APIKey) bool {
+	if k == nil {
+		return false
+	}
+	if on, set := k.CostDisclosure(); set {
+		return on
+	}
+	return c.CostDisclosure
 }
 
 // modelSet is a compiled allowed_models list, shared by every key of a snapshot with the same list.
@@ -301,7 +345,7 @@ func configOf(s *snapshotv1.Snapshot) *snapshotv1.Snapshot {
 	return &snapshotv1.Snapshot{
 		PriceRules: s.GetPriceRules(), RoutingRules: s.GetRoutingRules(), Providers: s.GetProviders(), Routes: s.GetRoutes(),
 		Quotas: s.GetQuotas(), SettlementBounds: s.GetSettlementBounds(), ScheduledPriceRules: s.GetScheduledPriceRules(),
-		ModelPolicy: s.GetModelPolicy(),
+		ModelPolicy: s.GetModelPolicy(), GatewaySettings: s.GetGatewaySettings(),
 	}
 }
 
@@ -340,6 +384,7 @@ func (c *Compiled) compileConfig(s *snapshotv1.Snapshot, held *Compiled) []error
 	errs = c.compileRoutingRules(s.GetRoutingRules(), errs)
 	errs = c.compileRoutes(s.GetRoutes(), errs)
 	c.DirectAddressing = s.GetModelPolicy() == nil || s.GetModelPolicy().GetDirectAddressing()
+	c.CostDisclosure = s.GetGatewaySettings() == nil || s.GetGatewaySettings().GetCostDisclosure()
 	if mp := s.GetModelPolicy(); mp != nil {
 		if err := CheckUnpricedPolicy(mp.GetUnpricedPolicy()); err != nil {
 			errs = append(errs, &ElementError{Resource: "model policy", Field: "unpriced_policy", Message: err.Error()})

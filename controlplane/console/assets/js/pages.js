@@ -13,6 +13,7 @@ export const PAGES = [
   { hash: "budgets", title: "Budgets", module: "./pages/budgets.js" },
   { hash: "reconciliation", title: "Reconciliation", module: "./pages/reconciliation.js" },
   { hash: "tokens", title: "Admin tokens", module: "./pages/tokens.js" },
+  { hash: "settings", title: "Settings", module: "./pages/settings.js" },
   { hash: "audit", title: "Audit log", module: "./pages/audit.js" },
 ];
 

@@ -77,7 +77,10 @@ export function mount(section, c) {
         el("div", { class: "grid" },
           field("tn-ke-rpm", "Requests / minute", el("input", { type: "text", inputmode: "numeric", autocomplete: "off" }), { hint: "0 = unlimited" }),
           field("tn-ke-tpm", "Tokens / minute", el("input", { type: "text", inputmode: "numeric", autocomplete: "off" }), { hint: "0 = unlimited" })),
-        field("tn-ke-expires", "Expires", el("input", { type: "datetime-local" }), { hint: `In your time zone (${Intl.DateTimeFormat().resolvedOptions().timeZone}); empty = never.` })),
+        field("tn-ke-expires", "Expires", el("input", { type: "datetime-local" }), { hint: `In your time zone (${Intl.DateTimeFormat().resolvedOptions().timeZone}); empty = never.` }),
+        field("tn-ke-cost", "Cost shown to the caller", el("select", {},
+          el("option", { value: "" }, "Gateway setting (Settings page)"), el("option", { value: "true" }, "Shown"), el("option", { value: "false" }, "Hidden")),
+        { hint: "Exact cost in headers, streams and lookups by request id. A reseller may hide it." })),
       el("div", { class: "dialog-actions" },
         el("button", { type: "button", class: "btn", id: "tn-ke-cancel" }, "Cancel"),
         el("button", { type: "submit", class: "btn btn-primary", id: "tn-ke-save" }, "Save key"))));
@@ -261,7 +264,8 @@ async function loadKeys() {
         el("td", { "data-label": "Limits" }, `${k.rpm_limit === "0" ? "∞" : count(k.rpm_limit)} rpm · ${k.tpm_limit === "0" ? "∞" : count(k.tpm_limit)} tpm`,
           el("div", { class: "muted small wrap" }, (k.allowed_models || []).length ? k.allowed_models.join(", ") : "every model")),
         el("td", { "data-label": "Status" }, el("span", { class: `badge ${k.enabled && !expired ? "badge-on" : "badge-off"}` }, !k.enabled ? "disabled" : expired ? "expired" : "enabled"),
-          k.expires_at ? el("div", { class: "muted small" }, `expires ${when(k.expires_at, { utc: true })}`) : null),
+          k.expires_at ? el("div", { class: "muted small" }, `expires ${when(k.expires_at, { utc: true })}`) : null,
+          k.cost_disclosure === true || k.cost_disclosure === false ? el("div", { class: "muted small" }, k.cost_disclosure ? "cost shown" : "cost hidden") : null),
         el("td", { "data-label": "Created" }, when(k.created_at, { utc: true })),
         el("td", { class: "actions" }, ctx.readOnly ? "" : [
           el("button", { type: "button", class: "btn btn-small", "aria-label": `${k.enabled ? "Disable" : "Enable"} key ${k.prefix}`, onclick: () => toggle(k) }, k.enabled ? "Disable" : "Enable"),
@@ -402,6 +406,7 @@ function openKey(k, from) {
   root.querySelector("#tn-ke-rpm").value = k.rpm_limit;
   root.querySelector("#tn-ke-tpm").value = k.tpm_limit;
   root.querySelector("#tn-ke-expires").value = localInput(k.expires_at);
+  root.querySelector("#tn-ke-cost").value = k.cost_disclosure === true ? "true" : k.cost_disclosure === false ? "false" : "";
   keyDialog.showModal();
   root.querySelector("#tn-ke-name").focus();
 }
@@ -418,12 +423,14 @@ async function saveKey() {
   if (exp && Number.isNaN(new Date(exp).getTime())) { fieldError("tn-ke-expires", "A date and time, or empty for never."); bad = bad || "tn-ke-expires"; }
   if (bad) { root.querySelector(`#${bad}`).focus(); return; }
   const models = root.querySelector("#tn-ke-models").value.split(",").map((m) => m.trim()).filter(Boolean);
-  const map = { name: "tn-ke-name", allowed_models: "tn-ke-models", rpm_limit: "tn-ke-rpm", tpm_limit: "tn-ke-tpm", expires_at: "tn-ke-expires" };
+  const map = { name: "tn-ke-name", allowed_models: "tn-ke-models", rpm_limit: "tn-ke-rpm", tpm_limit: "tn-ke-tpm", expires_at: "tn-ke-expires",
+    cost_disclosure: "tn-ke-cost" };
   models.forEach((_, i) => { map[`allowed_models[${i}]`] = "tn-ke-models"; });
   const k = editingKey.key;
   try {
     await call("PATCH", `/admin/api-keys/${k.id}`, { name: root.querySelector("#tn-ke-name").value.trim(), allowed_models: models,
-      rpm_limit: int(rpm), tpm_limit: int(tpm), expires_at: exp ? new Date(exp).toISOString() : null });
+      rpm_limit: int(rpm), tpm_limit: int(tpm), expires_at: exp ? new Date(exp).toISOString() : null,
+      cost_disclosure: { "": null, true: true, false: false }[root.querySelector("#tn-ke-cost").value] });
     keyDialog.close();
     await loadKeys();
     root.querySelector(`tr[data-key="${k.id}"] button[aria-label^="Edit key"]`)?.focus(); // the row was redrawn

@@ -2646,8 +2646,10 @@ type CreateApiKeyRequest struct {
 	Enabled               bool                   `protobuf:"varint,6,opt,name=enabled,proto3" json:"enabled,omitempty"`
 	ExpiresAt             *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	AllowDirectAddressing bool                   `protobuf:"varint,8,opt,name=allow_direct_addressing,json=allowDirectAddressing,proto3" json:"allow_direct_addressing,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// The key's own cost-disclosure switch; absent follows the gateway's.
+	CostDisclosure *bool `protobuf:"varint,9,opt,name=cost_disclosure,json=costDisclosure,proto3,oneof" json:"cost_disclosure,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CreateApiKeyRequest) Reset() {
@@ -2732,6 +2734,13 @@ func (x *CreateApiKeyRequest) GetExpiresAt() *timestamppb.Timestamp {
 func (x *CreateApiKeyRequest) GetAllowDirectAddressing() bool {
 	if x != nil {
 		return x.AllowDirectAddressing
+	}
+	return false
+}
+
+func (x *CreateApiKeyRequest) GetCostDisclosure() bool {
+	if x != nil && x.CostDisclosure != nil {
+		return *x.CostDisclosure
 	}
 	return false
 }
@@ -6878,8 +6887,11 @@ type UpdateApiKeyRequest struct {
 	SetExpiresAt          bool                   `protobuf:"varint,8,opt,name=set_expires_at,json=setExpiresAt,proto3" json:"set_expires_at,omitempty"`
 	ExpiresAt             *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	AllowDirectAddressing *bool                  `protobuf:"varint,10,opt,name=allow_direct_addressing,json=allowDirectAddressing,proto3,oneof" json:"allow_direct_addressing,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// cost_disclosure changes when set_cost_disclosure is true (absent then follows the gateway's).
+	SetCostDisclosure bool  `protobuf:"varint,11,opt,name=set_cost_disclosure,json=setCostDisclosure,proto3" json:"set_cost_disclosure,omitempty"`
+	CostDisclosure    *bool `protobuf:"varint,12,opt,name=cost_disclosure,json=costDisclosure,proto3,oneof" json:"cost_disclosure,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *UpdateApiKeyRequest) Reset() {
@@ -6978,6 +6990,20 @@ func (x *UpdateApiKeyRequest) GetExpiresAt() *timestamppb.Timestamp {
 func (x *UpdateApiKeyRequest) GetAllowDirectAddressing() bool {
 	if x != nil && x.AllowDirectAddressing != nil {
 		return *x.AllowDirectAddressing
+	}
+	return false
+}
+
+func (x *UpdateApiKeyRequest) GetSetCostDisclosure() bool {
+	if x != nil {
+		return x.SetCostDisclosure
+	}
+	return false
+}
+
+func (x *UpdateApiKeyRequest) GetCostDisclosure() bool {
+	if x != nil && x.CostDisclosure != nil {
+		return *x.CostDisclosure
 	}
 	return false
 }
@@ -8381,6 +8407,175 @@ func (*SetProviderUnpricedPolicyResponse) Descriptor() ([]byte, []int) {
 	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{147}
 }
 
+type GetGatewaySettingsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetGatewaySettingsRequest) Reset() {
+	*x = GetGatewaySettingsRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[148]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetGatewaySettingsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetGatewaySettingsRequest) ProtoMessage() {}
+
+func (x *GetGatewaySettingsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[148]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetGatewaySettingsRequest.ProtoReflect.Descriptor instead.
+func (*GetGatewaySettingsRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{148}
+}
+
+type GetGatewaySettingsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Settings      *v1.GatewaySettings    `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetGatewaySettingsResponse) Reset() {
+	*x = GetGatewaySettingsResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[149]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetGatewaySettingsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetGatewaySettingsResponse) ProtoMessage() {}
+
+func (x *GetGatewaySettingsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[149]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetGatewaySettingsResponse.ProtoReflect.Descriptor instead.
+func (*GetGatewaySettingsResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{149}
+}
+
+func (x *GetGatewaySettingsResponse) GetSettings() *v1.GatewaySettings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
+// SetGatewaySettingsRequest: only the fields present change.
+type SetGatewaySettingsRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	CostDisclosure *bool                  `protobuf:"varint,1,opt,name=cost_disclosure,json=costDisclosure,proto3,oneof" json:"cost_disclosure,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SetGatewaySettingsRequest) Reset() {
+	*x = SetGatewaySettingsRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[150]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetGatewaySettingsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetGatewaySettingsRequest) ProtoMessage() {}
+
+func (x *SetGatewaySettingsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[150]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetGatewaySettingsRequest.ProtoReflect.Descriptor instead.
+func (*SetGatewaySettingsRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{150}
+}
+
+func (x *SetGatewaySettingsRequest) GetCostDisclosure() bool {
+	if x != nil && x.CostDisclosure != nil {
+		return *x.CostDisclosure
+	}
+	return false
+}
+
+type SetGatewaySettingsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Settings      *v1.GatewaySettings    `protobuf:"bytes,1,opt,name=settings,proto3" json:"settings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetGatewaySettingsResponse) Reset() {
+	*x = SetGatewaySettingsResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[151]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetGatewaySettingsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetGatewaySettingsResponse) ProtoMessage() {}
+
+func (x *SetGatewaySettingsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[151]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetGatewaySettingsResponse.ProtoReflect.Descriptor instead.
+func (*SetGatewaySettingsResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{151}
+}
+
+func (x *SetGatewaySettingsResponse) GetSettings() *v1.GatewaySettings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
 type ListUnpricedModelsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Since         *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=since,proto3" json:"since,omitempty"`
@@ -8390,7 +8585,7 @@ type ListUnpricedModelsRequest struct {
 
 func (x *ListUnpricedModelsRequest) Reset() {
 	*x = ListUnpricedModelsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[148]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[152]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8402,7 +8597,7 @@ func (x *ListUnpricedModelsRequest) String() string {
 func (*ListUnpricedModelsRequest) ProtoMessage() {}
 
 func (x *ListUnpricedModelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[148]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[152]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8415,7 +8610,7 @@ func (x *ListUnpricedModelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUnpricedModelsRequest.ProtoReflect.Descriptor instead.
 func (*ListUnpricedModelsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{148}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{152}
 }
 
 func (x *ListUnpricedModelsRequest) GetSince() *timestamppb.Timestamp {
@@ -8434,7 +8629,7 @@ type ListUnpricedModelsResponse struct {
 
 func (x *ListUnpricedModelsResponse) Reset() {
 	*x = ListUnpricedModelsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[149]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[153]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8446,7 +8641,7 @@ func (x *ListUnpricedModelsResponse) String() string {
 func (*ListUnpricedModelsResponse) ProtoMessage() {}
 
 func (x *ListUnpricedModelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[149]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[153]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8459,7 +8654,7 @@ func (x *ListUnpricedModelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUnpricedModelsResponse.ProtoReflect.Descriptor instead.
 func (*ListUnpricedModelsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{149}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{153}
 }
 
 func (x *ListUnpricedModelsResponse) GetItems() []*UnpricedModel {
@@ -8483,7 +8678,7 @@ type UnpricedModel struct {
 
 func (x *UnpricedModel) Reset() {
 	*x = UnpricedModel{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[150]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[154]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8495,7 +8690,7 @@ func (x *UnpricedModel) String() string {
 func (*UnpricedModel) ProtoMessage() {}
 
 func (x *UnpricedModel) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[150]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[154]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8508,7 +8703,7 @@ func (x *UnpricedModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnpricedModel.ProtoReflect.Descriptor instead.
 func (*UnpricedModel) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{150}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{154}
 }
 
 func (x *UnpricedModel) GetProviderId() int64 {
@@ -8556,7 +8751,7 @@ type GetQuotaAlertsRequest struct {
 
 func (x *GetQuotaAlertsRequest) Reset() {
 	*x = GetQuotaAlertsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[151]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[155]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8568,7 +8763,7 @@ func (x *GetQuotaAlertsRequest) String() string {
 func (*GetQuotaAlertsRequest) ProtoMessage() {}
 
 func (x *GetQuotaAlertsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[151]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[155]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8581,7 +8776,7 @@ func (x *GetQuotaAlertsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaAlertsRequest.ProtoReflect.Descriptor instead.
 func (*GetQuotaAlertsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{151}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{155}
 }
 
 func (x *GetQuotaAlertsRequest) GetScope() string {
@@ -8608,7 +8803,7 @@ type GetQuotaAlertsResponse struct {
 
 func (x *GetQuotaAlertsResponse) Reset() {
 	*x = GetQuotaAlertsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[152]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[156]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8620,7 +8815,7 @@ func (x *GetQuotaAlertsResponse) String() string {
 func (*GetQuotaAlertsResponse) ProtoMessage() {}
 
 func (x *GetQuotaAlertsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[152]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[156]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8633,7 +8828,7 @@ func (x *GetQuotaAlertsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaAlertsResponse.ProtoReflect.Descriptor instead.
 func (*GetQuotaAlertsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{152}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{156}
 }
 
 func (x *GetQuotaAlertsResponse) GetThresholds() []int32 {
@@ -8655,7 +8850,7 @@ type SetQuotaAlertsRequest struct {
 
 func (x *SetQuotaAlertsRequest) Reset() {
 	*x = SetQuotaAlertsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[153]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[157]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8667,7 +8862,7 @@ func (x *SetQuotaAlertsRequest) String() string {
 func (*SetQuotaAlertsRequest) ProtoMessage() {}
 
 func (x *SetQuotaAlertsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[153]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[157]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8680,7 +8875,7 @@ func (x *SetQuotaAlertsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuotaAlertsRequest.ProtoReflect.Descriptor instead.
 func (*SetQuotaAlertsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{153}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{157}
 }
 
 func (x *SetQuotaAlertsRequest) GetScope() string {
@@ -8713,7 +8908,7 @@ type SetQuotaAlertsResponse struct {
 
 func (x *SetQuotaAlertsResponse) Reset() {
 	*x = SetQuotaAlertsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[154]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[158]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8725,7 +8920,7 @@ func (x *SetQuotaAlertsResponse) String() string {
 func (*SetQuotaAlertsResponse) ProtoMessage() {}
 
 func (x *SetQuotaAlertsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[154]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[158]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8738,7 +8933,7 @@ func (x *SetQuotaAlertsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuotaAlertsResponse.ProtoReflect.Descriptor instead.
 func (*SetQuotaAlertsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{154}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{158}
 }
 
 func (x *SetQuotaAlertsResponse) GetThresholds() []int32 {
@@ -8762,7 +8957,7 @@ type WebhookEndpoint struct {
 
 func (x *WebhookEndpoint) Reset() {
 	*x = WebhookEndpoint{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[155]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[159]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8774,7 +8969,7 @@ func (x *WebhookEndpoint) String() string {
 func (*WebhookEndpoint) ProtoMessage() {}
 
 func (x *WebhookEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[155]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[159]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8787,7 +8982,7 @@ func (x *WebhookEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookEndpoint.ProtoReflect.Descriptor instead.
 func (*WebhookEndpoint) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{155}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{159}
 }
 
 func (x *WebhookEndpoint) GetId() int64 {
@@ -8835,7 +9030,7 @@ type CreateWebhookEndpointRequest struct {
 
 func (x *CreateWebhookEndpointRequest) Reset() {
 	*x = CreateWebhookEndpointRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[156]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[160]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8847,7 +9042,7 @@ func (x *CreateWebhookEndpointRequest) String() string {
 func (*CreateWebhookEndpointRequest) ProtoMessage() {}
 
 func (x *CreateWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[156]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[160]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8860,7 +9055,7 @@ func (x *CreateWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookEndpointRequest.ProtoReflect.Descriptor instead.
 func (*CreateWebhookEndpointRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{156}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{160}
 }
 
 func (x *CreateWebhookEndpointRequest) GetUrl() string {
@@ -8888,7 +9083,7 @@ type CreateWebhookEndpointResponse struct {
 
 func (x *CreateWebhookEndpointResponse) Reset() {
 	*x = CreateWebhookEndpointResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[157]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[161]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8900,7 +9095,7 @@ func (x *CreateWebhookEndpointResponse) String() string {
 func (*CreateWebhookEndpointResponse) ProtoMessage() {}
 
 func (x *CreateWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[157]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[161]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8913,7 +9108,7 @@ func (x *CreateWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookEndpointResponse.ProtoReflect.Descriptor instead.
 func (*CreateWebhookEndpointResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{157}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{161}
 }
 
 func (x *CreateWebhookEndpointResponse) GetEndpoint() *WebhookEndpoint {
@@ -8938,7 +9133,7 @@ type ListWebhookEndpointsRequest struct {
 
 func (x *ListWebhookEndpointsRequest) Reset() {
 	*x = ListWebhookEndpointsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[158]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[162]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8950,7 +9145,7 @@ func (x *ListWebhookEndpointsRequest) String() string {
 func (*ListWebhookEndpointsRequest) ProtoMessage() {}
 
 func (x *ListWebhookEndpointsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[158]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[162]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8963,7 +9158,7 @@ func (x *ListWebhookEndpointsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhookEndpointsRequest.ProtoReflect.Descriptor instead.
 func (*ListWebhookEndpointsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{158}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{162}
 }
 
 type ListWebhookEndpointsResponse struct {
@@ -8975,7 +9170,7 @@ type ListWebhookEndpointsResponse struct {
 
 func (x *ListWebhookEndpointsResponse) Reset() {
 	*x = ListWebhookEndpointsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[159]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[163]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8987,7 +9182,7 @@ func (x *ListWebhookEndpointsResponse) String() string {
 func (*ListWebhookEndpointsResponse) ProtoMessage() {}
 
 func (x *ListWebhookEndpointsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[159]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[163]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9000,7 +9195,7 @@ func (x *ListWebhookEndpointsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhookEndpointsResponse.ProtoReflect.Descriptor instead.
 func (*ListWebhookEndpointsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{159}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{163}
 }
 
 func (x *ListWebhookEndpointsResponse) GetItems() []*WebhookEndpoint {
@@ -9019,7 +9214,7 @@ type DeleteWebhookEndpointRequest struct {
 
 func (x *DeleteWebhookEndpointRequest) Reset() {
 	*x = DeleteWebhookEndpointRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[160]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[164]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9031,7 +9226,7 @@ func (x *DeleteWebhookEndpointRequest) String() string {
 func (*DeleteWebhookEndpointRequest) ProtoMessage() {}
 
 func (x *DeleteWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[160]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[164]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9044,7 +9239,7 @@ func (x *DeleteWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookEndpointRequest.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookEndpointRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{160}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{164}
 }
 
 func (x *DeleteWebhookEndpointRequest) GetId() int64 {
@@ -9062,7 +9257,7 @@ type DeleteWebhookEndpointResponse struct {
 
 func (x *DeleteWebhookEndpointResponse) Reset() {
 	*x = DeleteWebhookEndpointResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[161]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[165]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9074,7 +9269,7 @@ func (x *DeleteWebhookEndpointResponse) String() string {
 func (*DeleteWebhookEndpointResponse) ProtoMessage() {}
 
 func (x *DeleteWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[161]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[165]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9087,7 +9282,7 @@ func (x *DeleteWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookEndpointResponse.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookEndpointResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{161}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{165}
 }
 
 type ListAlertEventsRequest struct {
@@ -9102,7 +9297,7 @@ type ListAlertEventsRequest struct {
 
 func (x *ListAlertEventsRequest) Reset() {
 	*x = ListAlertEventsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[162]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[166]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9114,7 +9309,7 @@ func (x *ListAlertEventsRequest) String() string {
 func (*ListAlertEventsRequest) ProtoMessage() {}
 
 func (x *ListAlertEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[162]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[166]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9127,7 +9322,7 @@ func (x *ListAlertEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAlertEventsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{162}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{166}
 }
 
 func (x *ListAlertEventsRequest) GetLimit() int32 {
@@ -9168,7 +9363,7 @@ type ListAlertEventsResponse struct {
 
 func (x *ListAlertEventsResponse) Reset() {
 	*x = ListAlertEventsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[163]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[167]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9180,7 +9375,7 @@ func (x *ListAlertEventsResponse) String() string {
 func (*ListAlertEventsResponse) ProtoMessage() {}
 
 func (x *ListAlertEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[163]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[167]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9193,7 +9388,7 @@ func (x *ListAlertEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAlertEventsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{163}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{167}
 }
 
 func (x *ListAlertEventsResponse) GetItems() []*AlertEvent {
@@ -9229,7 +9424,7 @@ type AlertEvent struct {
 
 func (x *AlertEvent) Reset() {
 	*x = AlertEvent{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[164]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[168]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9241,7 +9436,7 @@ func (x *AlertEvent) String() string {
 func (*AlertEvent) ProtoMessage() {}
 
 func (x *AlertEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[164]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[168]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9254,7 +9449,7 @@ func (x *AlertEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertEvent.ProtoReflect.Descriptor instead.
 func (*AlertEvent) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{164}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{168}
 }
 
 func (x *AlertEvent) GetId() int64 {
@@ -9344,7 +9539,7 @@ type WebhookDelivery struct {
 
 func (x *WebhookDelivery) Reset() {
 	*x = WebhookDelivery{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[165]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[169]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9356,7 +9551,7 @@ func (x *WebhookDelivery) String() string {
 func (*WebhookDelivery) ProtoMessage() {}
 
 func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[165]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[169]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9369,7 +9564,7 @@ func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
 func (*WebhookDelivery) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{165}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{169}
 }
 
 func (x *WebhookDelivery) GetEndpointId() int64 {
@@ -9440,7 +9635,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[166]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[170]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9452,7 +9647,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[166]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[170]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9465,7 +9660,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{166}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{170}
 }
 
 func (x *ListAuditEventsRequest) GetResource() string {
@@ -9539,7 +9734,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[167]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[171]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9551,7 +9746,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[167]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[171]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9564,7 +9759,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{167}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{171}
 }
 
 func (x *AuditEvent) GetId() int64 {
@@ -9647,7 +9842,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[168]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[172]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9659,7 +9854,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[168]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[172]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9672,7 +9867,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{168}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{172}
 }
 
 func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
@@ -9705,7 +9900,7 @@ type DataPlaneToken struct {
 
 func (x *DataPlaneToken) Reset() {
 	*x = DataPlaneToken{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[169]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[173]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9717,7 +9912,7 @@ func (x *DataPlaneToken) String() string {
 func (*DataPlaneToken) ProtoMessage() {}
 
 func (x *DataPlaneToken) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[169]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[173]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9730,7 +9925,7 @@ func (x *DataPlaneToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataPlaneToken.ProtoReflect.Descriptor instead.
 func (*DataPlaneToken) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{169}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{173}
 }
 
 func (x *DataPlaneToken) GetId() int64 {
@@ -9778,7 +9973,7 @@ type CreateDataPlaneTokenRequest struct {
 
 func (x *CreateDataPlaneTokenRequest) Reset() {
 	*x = CreateDataPlaneTokenRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[170]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[174]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9790,7 +9985,7 @@ func (x *CreateDataPlaneTokenRequest) String() string {
 func (*CreateDataPlaneTokenRequest) ProtoMessage() {}
 
 func (x *CreateDataPlaneTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[170]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[174]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9803,7 +9998,7 @@ func (x *CreateDataPlaneTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDataPlaneTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateDataPlaneTokenRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{170}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{174}
 }
 
 func (x *CreateDataPlaneTokenRequest) GetName() string {
@@ -9830,7 +10025,7 @@ type CreateDataPlaneTokenResponse struct {
 
 func (x *CreateDataPlaneTokenResponse) Reset() {
 	*x = CreateDataPlaneTokenResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[171]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[175]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9842,7 +10037,7 @@ func (x *CreateDataPlaneTokenResponse) String() string {
 func (*CreateDataPlaneTokenResponse) ProtoMessage() {}
 
 func (x *CreateDataPlaneTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[171]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[175]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9855,7 +10050,7 @@ func (x *CreateDataPlaneTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDataPlaneTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateDataPlaneTokenResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{171}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{175}
 }
 
 func (x *CreateDataPlaneTokenResponse) GetDataplaneToken() *DataPlaneToken {
@@ -9880,7 +10075,7 @@ type ListDataPlaneTokensRequest struct {
 
 func (x *ListDataPlaneTokensRequest) Reset() {
 	*x = ListDataPlaneTokensRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[172]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[176]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9892,7 +10087,7 @@ func (x *ListDataPlaneTokensRequest) String() string {
 func (*ListDataPlaneTokensRequest) ProtoMessage() {}
 
 func (x *ListDataPlaneTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[172]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[176]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9905,7 +10100,7 @@ func (x *ListDataPlaneTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDataPlaneTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListDataPlaneTokensRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{172}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{176}
 }
 
 type ListDataPlaneTokensResponse struct {
@@ -9917,7 +10112,7 @@ type ListDataPlaneTokensResponse struct {
 
 func (x *ListDataPlaneTokensResponse) Reset() {
 	*x = ListDataPlaneTokensResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[173]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[177]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9929,7 +10124,7 @@ func (x *ListDataPlaneTokensResponse) String() string {
 func (*ListDataPlaneTokensResponse) ProtoMessage() {}
 
 func (x *ListDataPlaneTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[173]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[177]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9942,7 +10137,7 @@ func (x *ListDataPlaneTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDataPlaneTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListDataPlaneTokensResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{173}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{177}
 }
 
 func (x *ListDataPlaneTokensResponse) GetItems() []*DataPlaneToken {
@@ -9961,7 +10156,7 @@ type RevokeDataPlaneTokenRequest struct {
 
 func (x *RevokeDataPlaneTokenRequest) Reset() {
 	*x = RevokeDataPlaneTokenRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[174]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[178]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9973,7 +10168,7 @@ func (x *RevokeDataPlaneTokenRequest) String() string {
 func (*RevokeDataPlaneTokenRequest) ProtoMessage() {}
 
 func (x *RevokeDataPlaneTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[174]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[178]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9986,7 +10181,7 @@ func (x *RevokeDataPlaneTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeDataPlaneTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeDataPlaneTokenRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{174}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{178}
 }
 
 func (x *RevokeDataPlaneTokenRequest) GetId() int64 {
@@ -10005,7 +10200,7 @@ type RevokeDataPlaneTokenResponse struct {
 
 func (x *RevokeDataPlaneTokenResponse) Reset() {
 	*x = RevokeDataPlaneTokenResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[175]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[179]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10017,7 +10212,7 @@ func (x *RevokeDataPlaneTokenResponse) String() string {
 func (*RevokeDataPlaneTokenResponse) ProtoMessage() {}
 
 func (x *RevokeDataPlaneTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[175]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[179]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10030,7 +10225,7 @@ func (x *RevokeDataPlaneTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeDataPlaneTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeDataPlaneTokenResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{175}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{179}
 }
 
 func (x *RevokeDataPlaneTokenResponse) GetDataplaneToken() *DataPlaneToken {
@@ -10063,7 +10258,7 @@ type ReconciliationProvider struct {
 
 func (x *ReconciliationProvider) Reset() {
 	*x = ReconciliationProvider{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[176]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[180]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10075,7 +10270,7 @@ func (x *ReconciliationProvider) String() string {
 func (*ReconciliationProvider) ProtoMessage() {}
 
 func (x *ReconciliationProvider) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[176]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[180]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10088,7 +10283,7 @@ func (x *ReconciliationProvider) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconciliationProvider.ProtoReflect.Descriptor instead.
 func (*ReconciliationProvider) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{176}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{180}
 }
 
 func (x *ReconciliationProvider) GetProviderId() int64 {
@@ -10183,7 +10378,7 @@ type ListReconciliationProvidersRequest struct {
 
 func (x *ListReconciliationProvidersRequest) Reset() {
 	*x = ListReconciliationProvidersRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[177]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[181]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10195,7 +10390,7 @@ func (x *ListReconciliationProvidersRequest) String() string {
 func (*ListReconciliationProvidersRequest) ProtoMessage() {}
 
 func (x *ListReconciliationProvidersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[177]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[181]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10208,7 +10403,7 @@ func (x *ListReconciliationProvidersRequest) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use ListReconciliationProvidersRequest.ProtoReflect.Descriptor instead.
 func (*ListReconciliationProvidersRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{177}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{181}
 }
 
 type ListReconciliationProvidersResponse struct {
@@ -10220,7 +10415,7 @@ type ListReconciliationProvidersResponse struct {
 
 func (x *ListReconciliationProvidersResponse) Reset() {
 	*x = ListReconciliationProvidersResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[178]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[182]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10232,7 +10427,7 @@ func (x *ListReconciliationProvidersResponse) String() string {
 func (*ListReconciliationProvidersResponse) ProtoMessage() {}
 
 func (x *ListReconciliationProvidersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[178]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[182]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10245,7 +10440,7 @@ func (x *ListReconciliationProvidersResponse) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use ListReconciliationProvidersResponse.ProtoReflect.Descriptor instead.
 func (*ListReconciliationProvidersResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{178}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{182}
 }
 
 func (x *ListReconciliationProvidersResponse) GetItems() []*ReconciliationProvider {
@@ -10275,7 +10470,7 @@ type SetReconciliationProviderRequest struct {
 
 func (x *SetReconciliationProviderRequest) Reset() {
 	*x = SetReconciliationProviderRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[179]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[183]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10287,7 +10482,7 @@ func (x *SetReconciliationProviderRequest) String() string {
 func (*SetReconciliationProviderRequest) ProtoMessage() {}
 
 func (x *SetReconciliationProviderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[179]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[183]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10300,7 +10495,7 @@ func (x *SetReconciliationProviderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetReconciliationProviderRequest.ProtoReflect.Descriptor instead.
 func (*SetReconciliationProviderRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{179}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{183}
 }
 
 func (x *SetReconciliationProviderRequest) GetProviderId() int64 {
@@ -10389,7 +10584,7 @@ type SetReconciliationProviderResponse struct {
 
 func (x *SetReconciliationProviderResponse) Reset() {
 	*x = SetReconciliationProviderResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[180]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[184]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10401,7 +10596,7 @@ func (x *SetReconciliationProviderResponse) String() string {
 func (*SetReconciliationProviderResponse) ProtoMessage() {}
 
 func (x *SetReconciliationProviderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[180]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[184]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10414,7 +10609,7 @@ func (x *SetReconciliationProviderResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use SetReconciliationProviderResponse.ProtoReflect.Descriptor instead.
 func (*SetReconciliationProviderResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{180}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{184}
 }
 
 func (x *SetReconciliationProviderResponse) GetProvider() *ReconciliationProvider {
@@ -10435,7 +10630,7 @@ type SetReconciliationCredentialRefRequest struct {
 
 func (x *SetReconciliationCredentialRefRequest) Reset() {
 	*x = SetReconciliationCredentialRefRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[181]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[185]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10447,7 +10642,7 @@ func (x *SetReconciliationCredentialRefRequest) String() string {
 func (*SetReconciliationCredentialRefRequest) ProtoMessage() {}
 
 func (x *SetReconciliationCredentialRefRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[181]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[185]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10460,7 +10655,7 @@ func (x *SetReconciliationCredentialRefRequest) ProtoReflect() protoreflect.Mess
 
 // Deprecated: Use SetReconciliationCredentialRefRequest.ProtoReflect.Descriptor instead.
 func (*SetReconciliationCredentialRefRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{181}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{185}
 }
 
 func (x *SetReconciliationCredentialRefRequest) GetCredentialId() int64 {
@@ -10492,7 +10687,7 @@ type SetReconciliationCredentialRefResponse struct {
 
 func (x *SetReconciliationCredentialRefResponse) Reset() {
 	*x = SetReconciliationCredentialRefResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[182]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[186]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10504,7 +10699,7 @@ func (x *SetReconciliationCredentialRefResponse) String() string {
 func (*SetReconciliationCredentialRefResponse) ProtoMessage() {}
 
 func (x *SetReconciliationCredentialRefResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[182]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[186]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10517,7 +10712,7 @@ func (x *SetReconciliationCredentialRefResponse) ProtoReflect() protoreflect.Mes
 
 // Deprecated: Use SetReconciliationCredentialRefResponse.ProtoReflect.Descriptor instead.
 func (*SetReconciliationCredentialRefResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{182}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{186}
 }
 
 // ReconciliationTokens are token counts per category.
@@ -10538,7 +10733,7 @@ type ReconciliationTokens struct {
 
 func (x *ReconciliationTokens) Reset() {
 	*x = ReconciliationTokens{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[183]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[187]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10550,7 +10745,7 @@ func (x *ReconciliationTokens) String() string {
 func (*ReconciliationTokens) ProtoMessage() {}
 
 func (x *ReconciliationTokens) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[183]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[187]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10563,7 +10758,7 @@ func (x *ReconciliationTokens) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconciliationTokens.ProtoReflect.Descriptor instead.
 func (*ReconciliationTokens) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{183}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{187}
 }
 
 func (x *ReconciliationTokens) GetInput() int64 {
@@ -10627,7 +10822,7 @@ type ReconciliationPriceRuleUse struct {
 
 func (x *ReconciliationPriceRuleUse) Reset() {
 	*x = ReconciliationPriceRuleUse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[184]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[188]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10639,7 +10834,7 @@ func (x *ReconciliationPriceRuleUse) String() string {
 func (*ReconciliationPriceRuleUse) ProtoMessage() {}
 
 func (x *ReconciliationPriceRuleUse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[184]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[188]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10652,7 +10847,7 @@ func (x *ReconciliationPriceRuleUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconciliationPriceRuleUse.ProtoReflect.Descriptor instead.
 func (*ReconciliationPriceRuleUse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{184}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{188}
 }
 
 func (x *ReconciliationPriceRuleUse) GetPriceRuleId() int64 {
@@ -10704,7 +10899,7 @@ type ReconciliationLine struct {
 
 func (x *ReconciliationLine) Reset() {
 	*x = ReconciliationLine{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[185]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[189]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10716,7 +10911,7 @@ func (x *ReconciliationLine) String() string {
 func (*ReconciliationLine) ProtoMessage() {}
 
 func (x *ReconciliationLine) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[185]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[189]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10729,7 +10924,7 @@ func (x *ReconciliationLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconciliationLine.ProtoReflect.Descriptor instead.
 func (*ReconciliationLine) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{185}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{189}
 }
 
 func (x *ReconciliationLine) GetId() int64 {
@@ -10886,7 +11081,7 @@ type ReconciliationRun struct {
 
 func (x *ReconciliationRun) Reset() {
 	*x = ReconciliationRun{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[186]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[190]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10898,7 +11093,7 @@ func (x *ReconciliationRun) String() string {
 func (*ReconciliationRun) ProtoMessage() {}
 
 func (x *ReconciliationRun) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[186]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[190]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10911,7 +11106,7 @@ func (x *ReconciliationRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconciliationRun.ProtoReflect.Descriptor instead.
 func (*ReconciliationRun) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{186}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{190}
 }
 
 func (x *ReconciliationRun) GetId() int64 {
@@ -11052,7 +11247,7 @@ type RunReconciliationRequest struct {
 
 func (x *RunReconciliationRequest) Reset() {
 	*x = RunReconciliationRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[187]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[191]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11064,7 +11259,7 @@ func (x *RunReconciliationRequest) String() string {
 func (*RunReconciliationRequest) ProtoMessage() {}
 
 func (x *RunReconciliationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[187]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[191]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11077,7 +11272,7 @@ func (x *RunReconciliationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunReconciliationRequest.ProtoReflect.Descriptor instead.
 func (*RunReconciliationRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{187}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{191}
 }
 
 func (x *RunReconciliationRequest) GetProviderId() int64 {
@@ -11110,7 +11305,7 @@ type RunReconciliationResponse struct {
 
 func (x *RunReconciliationResponse) Reset() {
 	*x = RunReconciliationResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[188]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[192]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11122,7 +11317,7 @@ func (x *RunReconciliationResponse) String() string {
 func (*RunReconciliationResponse) ProtoMessage() {}
 
 func (x *RunReconciliationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[188]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[192]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11135,7 +11330,7 @@ func (x *RunReconciliationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunReconciliationResponse.ProtoReflect.Descriptor instead.
 func (*RunReconciliationResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{188}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{192}
 }
 
 func (x *RunReconciliationResponse) GetRun() *ReconciliationRun {
@@ -11159,7 +11354,7 @@ type ListReconciliationRunsRequest struct {
 
 func (x *ListReconciliationRunsRequest) Reset() {
 	*x = ListReconciliationRunsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[189]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[193]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11171,7 +11366,7 @@ func (x *ListReconciliationRunsRequest) String() string {
 func (*ListReconciliationRunsRequest) ProtoMessage() {}
 
 func (x *ListReconciliationRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[189]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[193]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11184,7 +11379,7 @@ func (x *ListReconciliationRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReconciliationRunsRequest.ProtoReflect.Descriptor instead.
 func (*ListReconciliationRunsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{189}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{193}
 }
 
 func (x *ListReconciliationRunsRequest) GetLimit() int32 {
@@ -11239,7 +11434,7 @@ type ListReconciliationRunsResponse struct {
 
 func (x *ListReconciliationRunsResponse) Reset() {
 	*x = ListReconciliationRunsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[190]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[194]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11251,7 +11446,7 @@ func (x *ListReconciliationRunsResponse) String() string {
 func (*ListReconciliationRunsResponse) ProtoMessage() {}
 
 func (x *ListReconciliationRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[190]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[194]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11264,7 +11459,7 @@ func (x *ListReconciliationRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReconciliationRunsResponse.ProtoReflect.Descriptor instead.
 func (*ListReconciliationRunsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{190}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{194}
 }
 
 func (x *ListReconciliationRunsResponse) GetItems() []*ReconciliationRun {
@@ -11290,7 +11485,7 @@ type GetReconciliationRunRequest struct {
 
 func (x *GetReconciliationRunRequest) Reset() {
 	*x = GetReconciliationRunRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[191]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[195]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11302,7 +11497,7 @@ func (x *GetReconciliationRunRequest) String() string {
 func (*GetReconciliationRunRequest) ProtoMessage() {}
 
 func (x *GetReconciliationRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[191]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[195]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11315,7 +11510,7 @@ func (x *GetReconciliationRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReconciliationRunRequest.ProtoReflect.Descriptor instead.
 func (*GetReconciliationRunRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{191}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{195}
 }
 
 func (x *GetReconciliationRunRequest) GetId() int64 {
@@ -11334,7 +11529,7 @@ type GetReconciliationRunResponse struct {
 
 func (x *GetReconciliationRunResponse) Reset() {
 	*x = GetReconciliationRunResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[192]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[196]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11346,7 +11541,7 @@ func (x *GetReconciliationRunResponse) String() string {
 func (*GetReconciliationRunResponse) ProtoMessage() {}
 
 func (x *GetReconciliationRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[192]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[196]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11359,7 +11554,7 @@ func (x *GetReconciliationRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReconciliationRunResponse.ProtoReflect.Descriptor instead.
 func (*GetReconciliationRunResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{192}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{196}
 }
 
 func (x *GetReconciliationRunResponse) GetRun() *ReconciliationRun {
@@ -11380,7 +11575,7 @@ type GetReconciliationDriftRequest struct {
 
 func (x *GetReconciliationDriftRequest) Reset() {
 	*x = GetReconciliationDriftRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[193]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[197]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11392,7 +11587,7 @@ func (x *GetReconciliationDriftRequest) String() string {
 func (*GetReconciliationDriftRequest) ProtoMessage() {}
 
 func (x *GetReconciliationDriftRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[193]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[197]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11405,7 +11600,7 @@ func (x *GetReconciliationDriftRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReconciliationDriftRequest.ProtoReflect.Descriptor instead.
 func (*GetReconciliationDriftRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{193}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{197}
 }
 
 func (x *GetReconciliationDriftRequest) GetFromDay() string {
@@ -11438,7 +11633,7 @@ type GetReconciliationDriftResponse struct {
 
 func (x *GetReconciliationDriftResponse) Reset() {
 	*x = GetReconciliationDriftResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[194]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[198]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11450,7 +11645,7 @@ func (x *GetReconciliationDriftResponse) String() string {
 func (*GetReconciliationDriftResponse) ProtoMessage() {}
 
 func (x *GetReconciliationDriftResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[194]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[198]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11463,7 +11658,7 @@ func (x *GetReconciliationDriftResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReconciliationDriftResponse.ProtoReflect.Descriptor instead.
 func (*GetReconciliationDriftResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{194}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{198}
 }
 
 func (x *GetReconciliationDriftResponse) GetItems() []*ReconciliationDriftPoint {
@@ -11494,7 +11689,7 @@ type ReconciliationDriftPoint struct {
 
 func (x *ReconciliationDriftPoint) Reset() {
 	*x = ReconciliationDriftPoint{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[195]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[199]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11506,7 +11701,7 @@ func (x *ReconciliationDriftPoint) String() string {
 func (*ReconciliationDriftPoint) ProtoMessage() {}
 
 func (x *ReconciliationDriftPoint) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[195]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[199]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11519,7 +11714,7 @@ func (x *ReconciliationDriftPoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconciliationDriftPoint.ProtoReflect.Descriptor instead.
 func (*ReconciliationDriftPoint) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{195}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{199}
 }
 
 func (x *ReconciliationDriftPoint) GetProviderId() int64 {
@@ -11758,7 +11953,7 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x11CreateUserRequest\x12,\n" +
 	"\x04user\x18\x01 \x01(\v2\x18.tollgate.config.v1.UserR\x04user\"B\n" +
 	"\x12CreateUserResponse\x12,\n" +
-	"\x04user\x18\x01 \x01(\v2\x18.tollgate.config.v1.UserR\x04user\"\xb0\x02\n" +
+	"\x04user\x18\x01 \x01(\v2\x18.tollgate.config.v1.UserR\x04user\"\xf2\x02\n" +
 	"\x13CreateApiKeyRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\x03R\x06userId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
@@ -11768,7 +11963,9 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\aenabled\x18\x06 \x01(\bR\aenabled\x129\n" +
 	"\n" +
 	"expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x126\n" +
-	"\x17allow_direct_addressing\x18\b \x01(\bR\x15allowDirectAddressing\"]\n" +
+	"\x17allow_direct_addressing\x18\b \x01(\bR\x15allowDirectAddressing\x12,\n" +
+	"\x0fcost_disclosure\x18\t \x01(\bH\x00R\x0ecostDisclosure\x88\x01\x01B\x12\n" +
+	"\x10_cost_disclosure\"]\n" +
 	"\x14CreateApiKeyResponse\x123\n" +
 	"\aapi_key\x18\x01 \x01(\v2\x1a.tollgate.config.v1.ApiKeyR\x06apiKey\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\"B\n" +
@@ -12135,7 +12332,7 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x10GetApiKeyRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"H\n" +
 	"\x11GetApiKeyResponse\x123\n" +
-	"\aapi_key\x18\x01 \x01(\v2\x1a.tollgate.config.v1.ApiKeyR\x06apiKey\"\xe1\x03\n" +
+	"\aapi_key\x18\x01 \x01(\v2\x1a.tollgate.config.v1.ApiKeyR\x06apiKey\"\xd3\x04\n" +
 	"\x13UpdateApiKeyRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x12\x1d\n" +
@@ -12148,7 +12345,9 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12;\n" +
 	"\x17allow_direct_addressing\x18\n" +
-	" \x01(\bH\x04R\x15allowDirectAddressing\x88\x01\x01B\a\n" +
+	" \x01(\bH\x04R\x15allowDirectAddressing\x88\x01\x01\x12.\n" +
+	"\x13set_cost_disclosure\x18\v \x01(\bR\x11setCostDisclosure\x12,\n" +
+	"\x0fcost_disclosure\x18\f \x01(\bH\x05R\x0ecostDisclosure\x88\x01\x01B\a\n" +
 	"\x05_nameB\n" +
 	"\n" +
 	"\b_enabledB\f\n" +
@@ -12156,7 +12355,8 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"_rpm_limitB\f\n" +
 	"\n" +
 	"_tpm_limitB\x1a\n" +
-	"\x18_allow_direct_addressing\"K\n" +
+	"\x18_allow_direct_addressingB\x12\n" +
+	"\x10_cost_disclosure\"K\n" +
 	"\x14UpdateApiKeyResponse\x123\n" +
 	"\aapi_key\x18\x01 \x01(\v2\x1a.tollgate.config.v1.ApiKeyR\x06apiKey\"%\n" +
 	"\x13DeleteApiKeyRequest\x12\x0e\n" +
@@ -12235,7 +12435,15 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"providerId\x12,\n" +
 	"\x0funpriced_policy\x18\x02 \x01(\tH\x00R\x0eunpricedPolicy\x88\x01\x01B\x12\n" +
 	"\x10_unpriced_policy\"#\n" +
-	"!SetProviderUnpricedPolicyResponse\"M\n" +
+	"!SetProviderUnpricedPolicyResponse\"\x1b\n" +
+	"\x19GetGatewaySettingsRequest\"]\n" +
+	"\x1aGetGatewaySettingsResponse\x12?\n" +
+	"\bsettings\x18\x01 \x01(\v2#.tollgate.config.v1.GatewaySettingsR\bsettings\"]\n" +
+	"\x19SetGatewaySettingsRequest\x12,\n" +
+	"\x0fcost_disclosure\x18\x01 \x01(\bH\x00R\x0ecostDisclosure\x88\x01\x01B\x12\n" +
+	"\x10_cost_disclosure\"]\n" +
+	"\x1aSetGatewaySettingsResponse\x12?\n" +
+	"\bsettings\x18\x01 \x01(\v2#.tollgate.config.v1.GatewaySettingsR\bsettings\"M\n" +
 	"\x19ListUnpricedModelsRequest\x120\n" +
 	"\x05since\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"T\n" +
 	"\x1aListUnpricedModelsResponse\x126\n" +
@@ -12548,7 +12756,7 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	" \x01(\tR\fproviderCost\x12\x1d\n" +
 	"\n" +
 	"cost_drift\x18\v \x01(\tR\tcostDrift\x12\x16\n" +
-	"\x06causes\x18\f \x03(\tR\x06causes2\xcaB\n" +
+	"\x06causes\x18\f \x03(\tR\x06causes2\xb0D\n" +
 	"\fAdminService\x12e\n" +
 	"\x0eListPriceRules\x12(.tollgate.admin.v1.ListPriceRulesRequest\x1a).tollgate.admin.v1.ListPriceRulesResponse\x12_\n" +
 	"\fGetPriceRule\x12&.tollgate.admin.v1.GetPriceRuleRequest\x1a'.tollgate.admin.v1.GetPriceRuleResponse\x12h\n" +
@@ -12622,7 +12830,9 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x0eGetModelPolicy\x12(.tollgate.admin.v1.GetModelPolicyRequest\x1a).tollgate.admin.v1.GetModelPolicyResponse\x12e\n" +
 	"\x0eSetModelPolicy\x12(.tollgate.admin.v1.SetModelPolicyRequest\x1a).tollgate.admin.v1.SetModelPolicyResponse\x12\x86\x01\n" +
 	"\x19SetProviderUnpricedPolicy\x123.tollgate.admin.v1.SetProviderUnpricedPolicyRequest\x1a4.tollgate.admin.v1.SetProviderUnpricedPolicyResponse\x12q\n" +
-	"\x12ListUnpricedModels\x12,.tollgate.admin.v1.ListUnpricedModelsRequest\x1a-.tollgate.admin.v1.ListUnpricedModelsResponse\x12e\n" +
+	"\x12ListUnpricedModels\x12,.tollgate.admin.v1.ListUnpricedModelsRequest\x1a-.tollgate.admin.v1.ListUnpricedModelsResponse\x12q\n" +
+	"\x12GetGatewaySettings\x12,.tollgate.admin.v1.GetGatewaySettingsRequest\x1a-.tollgate.admin.v1.GetGatewaySettingsResponse\x12q\n" +
+	"\x12SetGatewaySettings\x12,.tollgate.admin.v1.SetGatewaySettingsRequest\x1a-.tollgate.admin.v1.SetGatewaySettingsResponse\x12e\n" +
 	"\x0eGetQuotaAlerts\x12(.tollgate.admin.v1.GetQuotaAlertsRequest\x1a).tollgate.admin.v1.GetQuotaAlertsResponse\x12e\n" +
 	"\x0eSetQuotaAlerts\x12(.tollgate.admin.v1.SetQuotaAlertsRequest\x1a).tollgate.admin.v1.SetQuotaAlertsResponse\x12z\n" +
 	"\x15CreateWebhookEndpoint\x12/.tollgate.admin.v1.CreateWebhookEndpointRequest\x1a0.tollgate.admin.v1.CreateWebhookEndpointResponse\x12w\n" +
@@ -12653,7 +12863,7 @@ func file_tollgate_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_tollgate_admin_v1_admin_proto_rawDescData
 }
 
-var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 198)
+var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 202)
 var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*ListPriceRulesRequest)(nil),                  // 0: tollgate.admin.v1.ListPriceRulesRequest
 	(*ListPriceRulesResponse)(nil),                 // 1: tollgate.admin.v1.ListPriceRulesResponse
@@ -12803,396 +13013,407 @@ var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*SetModelPolicyResponse)(nil),                 // 145: tollgate.admin.v1.SetModelPolicyResponse
 	(*SetProviderUnpricedPolicyRequest)(nil),       // 146: tollgate.admin.v1.SetProviderUnpricedPolicyRequest
 	(*SetProviderUnpricedPolicyResponse)(nil),      // 147: tollgate.admin.v1.SetProviderUnpricedPolicyResponse
-	(*ListUnpricedModelsRequest)(nil),              // 148: tollgate.admin.v1.ListUnpricedModelsRequest
-	(*ListUnpricedModelsResponse)(nil),             // 149: tollgate.admin.v1.ListUnpricedModelsResponse
-	(*UnpricedModel)(nil),                          // 150: tollgate.admin.v1.UnpricedModel
-	(*GetQuotaAlertsRequest)(nil),                  // 151: tollgate.admin.v1.GetQuotaAlertsRequest
-	(*GetQuotaAlertsResponse)(nil),                 // 152: tollgate.admin.v1.GetQuotaAlertsResponse
-	(*SetQuotaAlertsRequest)(nil),                  // 153: tollgate.admin.v1.SetQuotaAlertsRequest
-	(*SetQuotaAlertsResponse)(nil),                 // 154: tollgate.admin.v1.SetQuotaAlertsResponse
-	(*WebhookEndpoint)(nil),                        // 155: tollgate.admin.v1.WebhookEndpoint
-	(*CreateWebhookEndpointRequest)(nil),           // 156: tollgate.admin.v1.CreateWebhookEndpointRequest
-	(*CreateWebhookEndpointResponse)(nil),          // 157: tollgate.admin.v1.CreateWebhookEndpointResponse
-	(*ListWebhookEndpointsRequest)(nil),            // 158: tollgate.admin.v1.ListWebhookEndpointsRequest
-	(*ListWebhookEndpointsResponse)(nil),           // 159: tollgate.admin.v1.ListWebhookEndpointsResponse
-	(*DeleteWebhookEndpointRequest)(nil),           // 160: tollgate.admin.v1.DeleteWebhookEndpointRequest
-	(*DeleteWebhookEndpointResponse)(nil),          // 161: tollgate.admin.v1.DeleteWebhookEndpointResponse
-	(*ListAlertEventsRequest)(nil),                 // 162: tollgate.admin.v1.ListAlertEventsRequest
-	(*ListAlertEventsResponse)(nil),                // 163: tollgate.admin.v1.ListAlertEventsResponse
-	(*AlertEvent)(nil),                             // 164: tollgate.admin.v1.AlertEvent
-	(*WebhookDelivery)(nil),                        // 165: tollgate.admin.v1.WebhookDelivery
-	(*ListAuditEventsRequest)(nil),                 // 166: tollgate.admin.v1.ListAuditEventsRequest
-	(*AuditEvent)(nil),                             // 167: tollgate.admin.v1.AuditEvent
-	(*ListAuditEventsResponse)(nil),                // 168: tollgate.admin.v1.ListAuditEventsResponse
-	(*DataPlaneToken)(nil),                         // 169: tollgate.admin.v1.DataPlaneToken
-	(*CreateDataPlaneTokenRequest)(nil),            // 170: tollgate.admin.v1.CreateDataPlaneTokenRequest
-	(*CreateDataPlaneTokenResponse)(nil),           // 171: tollgate.admin.v1.CreateDataPlaneTokenResponse
-	(*ListDataPlaneTokensRequest)(nil),             // 172: tollgate.admin.v1.ListDataPlaneTokensRequest
-	(*ListDataPlaneTokensResponse)(nil),            // 173: tollgate.admin.v1.ListDataPlaneTokensResponse
-	(*RevokeDataPlaneTokenRequest)(nil),            // 174: tollgate.admin.v1.RevokeDataPlaneTokenRequest
-	(*RevokeDataPlaneTokenResponse)(nil),           // 175: tollgate.admin.v1.RevokeDataPlaneTokenResponse
-	(*ReconciliationProvider)(nil),                 // 176: tollgate.admin.v1.ReconciliationProvider
-	(*ListReconciliationProvidersRequest)(nil),     // 177: tollgate.admin.v1.ListReconciliationProvidersRequest
-	(*ListReconciliationProvidersResponse)(nil),    // 178: tollgate.admin.v1.ListReconciliationProvidersResponse
-	(*SetReconciliationProviderRequest)(nil),       // 179: tollgate.admin.v1.SetReconciliationProviderRequest
-	(*SetReconciliationProviderResponse)(nil),      // 180: tollgate.admin.v1.SetReconciliationProviderResponse
-	(*SetReconciliationCredentialRefRequest)(nil),  // 181: tollgate.admin.v1.SetReconciliationCredentialRefRequest
-	(*SetReconciliationCredentialRefResponse)(nil), // 182: tollgate.admin.v1.SetReconciliationCredentialRefResponse
-	(*ReconciliationTokens)(nil),                   // 183: tollgate.admin.v1.ReconciliationTokens
-	(*ReconciliationPriceRuleUse)(nil),             // 184: tollgate.admin.v1.ReconciliationPriceRuleUse
-	(*ReconciliationLine)(nil),                     // 185: tollgate.admin.v1.ReconciliationLine
-	(*ReconciliationRun)(nil),                      // 186: tollgate.admin.v1.ReconciliationRun
-	(*RunReconciliationRequest)(nil),               // 187: tollgate.admin.v1.RunReconciliationRequest
-	(*RunReconciliationResponse)(nil),              // 188: tollgate.admin.v1.RunReconciliationResponse
-	(*ListReconciliationRunsRequest)(nil),          // 189: tollgate.admin.v1.ListReconciliationRunsRequest
-	(*ListReconciliationRunsResponse)(nil),         // 190: tollgate.admin.v1.ListReconciliationRunsResponse
-	(*GetReconciliationRunRequest)(nil),            // 191: tollgate.admin.v1.GetReconciliationRunRequest
-	(*GetReconciliationRunResponse)(nil),           // 192: tollgate.admin.v1.GetReconciliationRunResponse
-	(*GetReconciliationDriftRequest)(nil),          // 193: tollgate.admin.v1.GetReconciliationDriftRequest
-	(*GetReconciliationDriftResponse)(nil),         // 194: tollgate.admin.v1.GetReconciliationDriftResponse
-	(*ReconciliationDriftPoint)(nil),               // 195: tollgate.admin.v1.ReconciliationDriftPoint
-	nil,                                            // 196: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	nil,                                            // 197: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	(*v1.PriceRule)(nil),                           // 198: tollgate.config.v1.PriceRule
-	(*timestamppb.Timestamp)(nil),                  // 199: google.protobuf.Timestamp
-	(*v1.ScheduledPriceRule)(nil),                  // 200: tollgate.config.v1.ScheduledPriceRule
-	(*v11.TokenCounts)(nil),                        // 201: tollgate.settlement.v1.TokenCounts
-	(*v1.Provider)(nil),                            // 202: tollgate.config.v1.Provider
-	(*v1.Credential)(nil),                          // 203: tollgate.config.v1.Credential
-	(*v1.RoutingRule)(nil),                         // 204: tollgate.config.v1.RoutingRule
-	(*v1.Route)(nil),                               // 205: tollgate.config.v1.Route
-	(*v1.Org)(nil),                                 // 206: tollgate.config.v1.Org
-	(*v1.Team)(nil),                                // 207: tollgate.config.v1.Team
-	(*v1.User)(nil),                                // 208: tollgate.config.v1.User
-	(*v1.ApiKey)(nil),                              // 209: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),                               // 210: tollgate.config.v1.Quota
-	(*v11.SettlementRecord)(nil),                   // 211: tollgate.settlement.v1.SettlementRecord
-	(*v1.ModelPolicy)(nil),                         // 212: tollgate.config.v1.ModelPolicy
+	(*GetGatewaySettingsRequest)(nil),              // 148: tollgate.admin.v1.GetGatewaySettingsRequest
+	(*GetGatewaySettingsResponse)(nil),             // 149: tollgate.admin.v1.GetGatewaySettingsResponse
+	(*SetGatewaySettingsRequest)(nil),              // 150: tollgate.admin.v1.SetGatewaySettingsRequest
+	(*SetGatewaySettingsResponse)(nil),             // 151: tollgate.admin.v1.SetGatewaySettingsResponse
+	(*ListUnpricedModelsRequest)(nil),              // 152: tollgate.admin.v1.ListUnpricedModelsRequest
+	(*ListUnpricedModelsResponse)(nil),             // 153: tollgate.admin.v1.ListUnpricedModelsResponse
+	(*UnpricedModel)(nil),                          // 154: tollgate.admin.v1.UnpricedModel
+	(*GetQuotaAlertsRequest)(nil),                  // 155: tollgate.admin.v1.GetQuotaAlertsRequest
+	(*GetQuotaAlertsResponse)(nil),                 // 156: tollgate.admin.v1.GetQuotaAlertsResponse
+	(*SetQuotaAlertsRequest)(nil),                  // 157: tollgate.admin.v1.SetQuotaAlertsRequest
+	(*SetQuotaAlertsResponse)(nil),                 // 158: tollgate.admin.v1.SetQuotaAlertsResponse
+	(*WebhookEndpoint)(nil),                        // 159: tollgate.admin.v1.WebhookEndpoint
+	(*CreateWebhookEndpointRequest)(nil),           // 160: tollgate.admin.v1.CreateWebhookEndpointRequest
+	(*CreateWebhookEndpointResponse)(nil),          // 161: tollgate.admin.v1.CreateWebhookEndpointResponse
+	(*ListWebhookEndpointsRequest)(nil),            // 162: tollgate.admin.v1.ListWebhookEndpointsRequest
+	(*ListWebhookEndpointsResponse)(nil),           // 163: tollgate.admin.v1.ListWebhookEndpointsResponse
+	(*DeleteWebhookEndpointRequest)(nil),           // 164: tollgate.admin.v1.DeleteWebhookEndpointRequest
+	(*DeleteWebhookEndpointResponse)(nil),          // 165: tollgate.admin.v1.DeleteWebhookEndpointResponse
+	(*ListAlertEventsRequest)(nil),                 // 166: tollgate.admin.v1.ListAlertEventsRequest
+	(*ListAlertEventsResponse)(nil),                // 167: tollgate.admin.v1.ListAlertEventsResponse
+	(*AlertEvent)(nil),                             // 168: tollgate.admin.v1.AlertEvent
+	(*WebhookDelivery)(nil),                        // 169: tollgate.admin.v1.WebhookDelivery
+	(*ListAuditEventsRequest)(nil),                 // 170: tollgate.admin.v1.ListAuditEventsRequest
+	(*AuditEvent)(nil),                             // 171: tollgate.admin.v1.AuditEvent
+	(*ListAuditEventsResponse)(nil),                // 172: tollgate.admin.v1.ListAuditEventsResponse
+	(*DataPlaneToken)(nil),                         // 173: tollgate.admin.v1.DataPlaneToken
+	(*CreateDataPlaneTokenRequest)(nil),            // 174: tollgate.admin.v1.CreateDataPlaneTokenRequest
+	(*CreateDataPlaneTokenResponse)(nil),           // 175: tollgate.admin.v1.CreateDataPlaneTokenResponse
+	(*ListDataPlaneTokensRequest)(nil),             // 176: tollgate.admin.v1.ListDataPlaneTokensRequest
+	(*ListDataPlaneTokensResponse)(nil),            // 177: tollgate.admin.v1.ListDataPlaneTokensResponse
+	(*RevokeDataPlaneTokenRequest)(nil),            // 178: tollgate.admin.v1.RevokeDataPlaneTokenRequest
+	(*RevokeDataPlaneTokenResponse)(nil),           // 179: tollgate.admin.v1.RevokeDataPlaneTokenResponse
+	(*ReconciliationProvider)(nil),                 // 180: tollgate.admin.v1.ReconciliationProvider
+	(*ListReconciliationProvidersRequest)(nil),     // 181: tollgate.admin.v1.ListReconciliationProvidersRequest
+	(*ListReconciliationProvidersResponse)(nil),    // 182: tollgate.admin.v1.ListReconciliationProvidersResponse
+	(*SetReconciliationProviderRequest)(nil),       // 183: tollgate.admin.v1.SetReconciliationProviderRequest
+	(*SetReconciliationProviderResponse)(nil),      // 184: tollgate.admin.v1.SetReconciliationProviderResponse
+	(*SetReconciliationCredentialRefRequest)(nil),  // 185: tollgate.admin.v1.SetReconciliationCredentialRefRequest
+	(*SetReconciliationCredentialRefResponse)(nil), // 186: tollgate.admin.v1.SetReconciliationCredentialRefResponse
+	(*ReconciliationTokens)(nil),                   // 187: tollgate.admin.v1.ReconciliationTokens
+	(*ReconciliationPriceRuleUse)(nil),             // 188: tollgate.admin.v1.ReconciliationPriceRuleUse
+	(*ReconciliationLine)(nil),                     // 189: tollgate.admin.v1.ReconciliationLine
+	(*ReconciliationRun)(nil),                      // 190: tollgate.admin.v1.ReconciliationRun
+	(*RunReconciliationRequest)(nil),               // 191: tollgate.admin.v1.RunReconciliationRequest
+	(*RunReconciliationResponse)(nil),              // 192: tollgate.admin.v1.RunReconciliationResponse
+	(*ListReconciliationRunsRequest)(nil),          // 193: tollgate.admin.v1.ListReconciliationRunsRequest
+	(*ListReconciliationRunsResponse)(nil),         // 194: tollgate.admin.v1.ListReconciliationRunsResponse
+	(*GetReconciliationRunRequest)(nil),            // 195: tollgate.admin.v1.GetReconciliationRunRequest
+	(*GetReconciliationRunResponse)(nil),           // 196: tollgate.admin.v1.GetReconciliationRunResponse
+	(*GetReconciliationDriftRequest)(nil),          // 197: tollgate.admin.v1.GetReconciliationDriftRequest
+	(*GetReconciliationDriftResponse)(nil),         // 198: tollgate.admin.v1.GetReconciliationDriftResponse
+	(*ReconciliationDriftPoint)(nil),               // 199: tollgate.admin.v1.ReconciliationDriftPoint
+	nil,                                            // 200: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	nil,                                            // 201: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	(*v1.PriceRule)(nil),                           // 202: tollgate.config.v1.PriceRule
+	(*timestamppb.Timestamp)(nil),                  // 203: google.protobuf.Timestamp
+	(*v1.ScheduledPriceRule)(nil),                  // 204: tollgate.config.v1.ScheduledPriceRule
+	(*v11.TokenCounts)(nil),                        // 205: tollgate.settlement.v1.TokenCounts
+	(*v1.Provider)(nil),                            // 206: tollgate.config.v1.Provider
+	(*v1.Credential)(nil),                          // 207: tollgate.config.v1.Credential
+	(*v1.RoutingRule)(nil),                         // 208: tollgate.config.v1.RoutingRule
+	(*v1.Route)(nil),                               // 209: tollgate.config.v1.Route
+	(*v1.Org)(nil),                                 // 210: tollgate.config.v1.Org
+	(*v1.Team)(nil),                                // 211: tollgate.config.v1.Team
+	(*v1.User)(nil),                                // 212: tollgate.config.v1.User
+	(*v1.ApiKey)(nil),                              // 213: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),                               // 214: tollgate.config.v1.Quota
+	(*v11.SettlementRecord)(nil),                   // 215: tollgate.settlement.v1.SettlementRecord
+	(*v1.ModelPolicy)(nil),                         // 216: tollgate.config.v1.ModelPolicy
+	(*v1.GatewaySettings)(nil),                     // 217: tollgate.config.v1.GatewaySettings
 }
 var file_tollgate_admin_v1_admin_proto_depIdxs = []int32{
-	198, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
-	198, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	198, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	199, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	198, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	200, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	198, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	199, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	198, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	200, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	200, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
-	201, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
-	199, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
+	202, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
+	202, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	202, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	203, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	202, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	204, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	202, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	203, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	202, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	204, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	204, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
+	205, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
+	203, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
 	16,  // 13: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
-	202, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
-	202, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	202, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	202, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	202, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	202, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	203, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
-	203, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
-	204, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	204, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
-	204, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	204, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	205, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
-	205, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
-	205, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	205, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	205, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	205, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	206, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	206, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	207, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	207, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	208, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
-	208, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
-	199, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	209, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	210, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	210, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	199, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
-	199, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
-	211, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
+	206, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
+	206, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	206, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	206, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	206, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	206, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	207, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
+	207, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
+	208, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	208, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
+	208, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	208, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	209, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
+	209, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
+	209, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	209, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	209, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	209, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	210, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	210, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	211, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	211, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	212, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
+	212, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
+	203, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	213, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	214, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	214, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	203, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
+	203, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
+	215, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
 	62,  // 45: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
-	199, // 46: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
-	199, // 47: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
+	203, // 46: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
+	203, // 47: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
 	65,  // 48: tollgate.admin.v1.GetSpendRequest.filters:type_name -> tollgate.admin.v1.SpendFilter
-	199, // 49: tollgate.admin.v1.SpendRow.bucket_start:type_name -> google.protobuf.Timestamp
+	203, // 49: tollgate.admin.v1.SpendRow.bucket_start:type_name -> google.protobuf.Timestamp
 	66,  // 50: tollgate.admin.v1.SpendRow.group:type_name -> tollgate.admin.v1.SpendGroupValue
 	67,  // 51: tollgate.admin.v1.SpendRow.tokens:type_name -> tollgate.admin.v1.SpendTokens
 	68,  // 52: tollgate.admin.v1.GetSpendResponse.rows:type_name -> tollgate.admin.v1.SpendRow
 	68,  // 53: tollgate.admin.v1.GetSpendResponse.total:type_name -> tollgate.admin.v1.SpendRow
-	198, // 54: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
-	204, // 55: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	198, // 56: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
-	204, // 57: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	200, // 58: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
-	199, // 59: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
+	202, // 54: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
+	208, // 55: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	202, // 56: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
+	208, // 57: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	204, // 58: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
+	203, // 59: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
 	74,  // 60: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
 	74,  // 61: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
-	199, // 62: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
-	199, // 63: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
-	199, // 64: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
+	203, // 62: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
+	203, // 63: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
+	203, // 64: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
 	82,  // 65: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
-	210, // 66: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	214, // 66: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
 	82,  // 67: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
-	199, // 68: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
-	199, // 69: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
+	203, // 68: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
+	203, // 69: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
 	87,  // 70: tollgate.admin.v1.ListQuotaPeriodsResponse.items:type_name -> tollgate.admin.v1.QuotaPeriod
-	199, // 71: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
+	203, // 71: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
 	90,  // 72: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
 	91,  // 73: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
 	93,  // 74: tollgate.admin.v1.GetSnapshotStatusResponse.data_planes:type_name -> tollgate.admin.v1.WatchingDataPlane
-	199, // 75: tollgate.admin.v1.WatchingDataPlane.connected_since:type_name -> google.protobuf.Timestamp
-	199, // 76: tollgate.admin.v1.WatchingDataPlane.last_sent_at:type_name -> google.protobuf.Timestamp
-	196, // 77: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	197, // 78: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	199, // 79: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
+	203, // 75: tollgate.admin.v1.WatchingDataPlane.connected_since:type_name -> google.protobuf.Timestamp
+	203, // 76: tollgate.admin.v1.WatchingDataPlane.last_sent_at:type_name -> google.protobuf.Timestamp
+	200, // 77: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	201, // 78: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	203, // 79: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
 	96,  // 80: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
-	199, // 81: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
+	203, // 81: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
 	97,  // 82: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
 	98,  // 83: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
 	100, // 84: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
 	101, // 85: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
-	198, // 86: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
+	202, // 86: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
 	99,  // 87: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
-	198, // 88: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
-	199, // 89: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
-	199, // 90: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
+	202, // 88: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
+	203, // 89: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
+	203, // 90: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
 	106, // 91: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
-	199, // 92: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
+	203, // 92: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
 	109, // 93: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
-	199, // 94: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
-	199, // 95: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
-	198, // 96: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
-	199, // 97: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
-	199, // 98: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
-	199, // 99: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
-	198, // 100: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
-	199, // 101: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
-	199, // 102: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
+	203, // 94: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
+	203, // 95: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
+	202, // 96: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
+	203, // 97: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
+	203, // 98: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
+	203, // 99: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
+	202, // 100: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
+	203, // 101: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
+	203, // 102: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
 	112, // 103: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
-	209, // 104: tollgate.admin.v1.ListApiKeysResponse.items:type_name -> tollgate.config.v1.ApiKey
-	209, // 105: tollgate.admin.v1.GetApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	199, // 106: tollgate.admin.v1.UpdateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	209, // 107: tollgate.admin.v1.UpdateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	209, // 108: tollgate.admin.v1.RotateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	206, // 109: tollgate.admin.v1.ListOrgsResponse.items:type_name -> tollgate.config.v1.Org
-	206, // 110: tollgate.admin.v1.UpdateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	206, // 111: tollgate.admin.v1.UpdateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	207, // 112: tollgate.admin.v1.ListTeamsResponse.items:type_name -> tollgate.config.v1.Team
-	207, // 113: tollgate.admin.v1.UpdateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	207, // 114: tollgate.admin.v1.UpdateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	208, // 115: tollgate.admin.v1.ListUsersResponse.items:type_name -> tollgate.config.v1.User
-	208, // 116: tollgate.admin.v1.UpdateUserRequest.user:type_name -> tollgate.config.v1.User
-	208, // 117: tollgate.admin.v1.UpdateUserResponse.user:type_name -> tollgate.config.v1.User
-	212, // 118: tollgate.admin.v1.GetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
+	213, // 104: tollgate.admin.v1.ListApiKeysResponse.items:type_name -> tollgate.config.v1.ApiKey
+	213, // 105: tollgate.admin.v1.GetApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	203, // 106: tollgate.admin.v1.UpdateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	213, // 107: tollgate.admin.v1.UpdateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	213, // 108: tollgate.admin.v1.RotateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	210, // 109: tollgate.admin.v1.ListOrgsResponse.items:type_name -> tollgate.config.v1.Org
+	210, // 110: tollgate.admin.v1.UpdateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	210, // 111: tollgate.admin.v1.UpdateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	211, // 112: tollgate.admin.v1.ListTeamsResponse.items:type_name -> tollgate.config.v1.Team
+	211, // 113: tollgate.admin.v1.UpdateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	211, // 114: tollgate.admin.v1.UpdateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	212, // 115: tollgate.admin.v1.ListUsersResponse.items:type_name -> tollgate.config.v1.User
+	212, // 116: tollgate.admin.v1.UpdateUserRequest.user:type_name -> tollgate.config.v1.User
+	212, // 117: tollgate.admin.v1.UpdateUserResponse.user:type_name -> tollgate.config.v1.User
+	216, // 118: tollgate.admin.v1.GetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
 	143, // 119: tollgate.admin.v1.GetModelPolicyResponse.providers:type_name -> tollgate.admin.v1.ProviderUnpricedPolicy
-	212, // 120: tollgate.admin.v1.SetModelPolicyRequest.policy:type_name -> tollgate.config.v1.ModelPolicy
-	212, // 121: tollgate.admin.v1.SetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
-	199, // 122: tollgate.admin.v1.ListUnpricedModelsRequest.since:type_name -> google.protobuf.Timestamp
-	150, // 123: tollgate.admin.v1.ListUnpricedModelsResponse.items:type_name -> tollgate.admin.v1.UnpricedModel
-	199, // 124: tollgate.admin.v1.UnpricedModel.first_seen:type_name -> google.protobuf.Timestamp
-	199, // 125: tollgate.admin.v1.UnpricedModel.last_seen:type_name -> google.protobuf.Timestamp
-	199, // 126: tollgate.admin.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
-	155, // 127: tollgate.admin.v1.CreateWebhookEndpointResponse.endpoint:type_name -> tollgate.admin.v1.WebhookEndpoint
-	155, // 128: tollgate.admin.v1.ListWebhookEndpointsResponse.items:type_name -> tollgate.admin.v1.WebhookEndpoint
-	164, // 129: tollgate.admin.v1.ListAlertEventsResponse.items:type_name -> tollgate.admin.v1.AlertEvent
-	199, // 130: tollgate.admin.v1.AlertEvent.period_start:type_name -> google.protobuf.Timestamp
-	199, // 131: tollgate.admin.v1.AlertEvent.created_at:type_name -> google.protobuf.Timestamp
-	165, // 132: tollgate.admin.v1.AlertEvent.deliveries:type_name -> tollgate.admin.v1.WebhookDelivery
-	199, // 133: tollgate.admin.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
-	199, // 134: tollgate.admin.v1.ListAuditEventsRequest.since:type_name -> google.protobuf.Timestamp
-	199, // 135: tollgate.admin.v1.ListAuditEventsRequest.until:type_name -> google.protobuf.Timestamp
-	199, // 136: tollgate.admin.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	167, // 137: tollgate.admin.v1.ListAuditEventsResponse.items:type_name -> tollgate.admin.v1.AuditEvent
-	199, // 138: tollgate.admin.v1.DataPlaneToken.created_at:type_name -> google.protobuf.Timestamp
-	199, // 139: tollgate.admin.v1.DataPlaneToken.revoked_at:type_name -> google.protobuf.Timestamp
-	169, // 140: tollgate.admin.v1.CreateDataPlaneTokenResponse.dataplane_token:type_name -> tollgate.admin.v1.DataPlaneToken
-	169, // 141: tollgate.admin.v1.ListDataPlaneTokensResponse.items:type_name -> tollgate.admin.v1.DataPlaneToken
-	169, // 142: tollgate.admin.v1.RevokeDataPlaneTokenResponse.dataplane_token:type_name -> tollgate.admin.v1.DataPlaneToken
-	199, // 143: tollgate.admin.v1.ReconciliationProvider.updated_at:type_name -> google.protobuf.Timestamp
-	176, // 144: tollgate.admin.v1.ListReconciliationProvidersResponse.items:type_name -> tollgate.admin.v1.ReconciliationProvider
-	176, // 145: tollgate.admin.v1.SetReconciliationProviderResponse.provider:type_name -> tollgate.admin.v1.ReconciliationProvider
-	183, // 146: tollgate.admin.v1.ReconciliationLine.ledger:type_name -> tollgate.admin.v1.ReconciliationTokens
-	183, // 147: tollgate.admin.v1.ReconciliationLine.provider:type_name -> tollgate.admin.v1.ReconciliationTokens
-	184, // 148: tollgate.admin.v1.ReconciliationLine.price_rules:type_name -> tollgate.admin.v1.ReconciliationPriceRuleUse
-	199, // 149: tollgate.admin.v1.ReconciliationRun.started_at:type_name -> google.protobuf.Timestamp
-	199, // 150: tollgate.admin.v1.ReconciliationRun.finished_at:type_name -> google.protobuf.Timestamp
-	185, // 151: tollgate.admin.v1.ReconciliationRun.lines:type_name -> tollgate.admin.v1.ReconciliationLine
-	186, // 152: tollgate.admin.v1.RunReconciliationResponse.run:type_name -> tollgate.admin.v1.ReconciliationRun
-	186, // 153: tollgate.admin.v1.ListReconciliationRunsResponse.items:type_name -> tollgate.admin.v1.ReconciliationRun
-	186, // 154: tollgate.admin.v1.GetReconciliationRunResponse.run:type_name -> tollgate.admin.v1.ReconciliationRun
-	195, // 155: tollgate.admin.v1.GetReconciliationDriftResponse.items:type_name -> tollgate.admin.v1.ReconciliationDriftPoint
-	0,   // 156: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
-	2,   // 157: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
-	4,   // 158: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
-	6,   // 159: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
-	12,  // 160: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
-	14,  // 161: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
-	17,  // 162: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	19,  // 163: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	21,  // 164: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	23,  // 165: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	25,  // 166: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	27,  // 167: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
-	29,  // 168: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
-	31,  // 169: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
-	33,  // 170: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
-	35,  // 171: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
-	37,  // 172: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
-	39,  // 173: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
-	41,  // 174: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
-	43,  // 175: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
-	45,  // 176: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
-	47,  // 177: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
-	49,  // 178: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
-	51,  // 179: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
-	53,  // 180: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
-	55,  // 181: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
-	57,  // 182: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
-	59,  // 183: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
-	81,  // 184: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
-	84,  // 185: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	86,  // 186: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
-	61,  // 187: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
-	64,  // 188: tollgate.admin.v1.AdminService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
-	70,  // 189: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
-	72,  // 190: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
-	75,  // 191: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
-	77,  // 192: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
-	79,  // 193: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
-	89,  // 194: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
-	94,  // 195: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
-	102, // 196: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
-	104, // 197: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	107, // 198: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
-	110, // 199: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
-	8,   // 200: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
-	10,  // 201: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
-	113, // 202: tollgate.admin.v1.AdminService.ListApiKeys:input_type -> tollgate.admin.v1.ListApiKeysRequest
-	115, // 203: tollgate.admin.v1.AdminService.GetApiKey:input_type -> tollgate.admin.v1.GetApiKeyRequest
-	117, // 204: tollgate.admin.v1.AdminService.UpdateApiKey:input_type -> tollgate.admin.v1.UpdateApiKeyRequest
-	119, // 205: tollgate.admin.v1.AdminService.DeleteApiKey:input_type -> tollgate.admin.v1.DeleteApiKeyRequest
-	121, // 206: tollgate.admin.v1.AdminService.RotateApiKey:input_type -> tollgate.admin.v1.RotateApiKeyRequest
-	123, // 207: tollgate.admin.v1.AdminService.ListOrgs:input_type -> tollgate.admin.v1.ListOrgsRequest
-	125, // 208: tollgate.admin.v1.AdminService.UpdateOrg:input_type -> tollgate.admin.v1.UpdateOrgRequest
-	127, // 209: tollgate.admin.v1.AdminService.DeleteOrg:input_type -> tollgate.admin.v1.DeleteOrgRequest
-	129, // 210: tollgate.admin.v1.AdminService.ListTeams:input_type -> tollgate.admin.v1.ListTeamsRequest
-	131, // 211: tollgate.admin.v1.AdminService.UpdateTeam:input_type -> tollgate.admin.v1.UpdateTeamRequest
-	133, // 212: tollgate.admin.v1.AdminService.DeleteTeam:input_type -> tollgate.admin.v1.DeleteTeamRequest
-	135, // 213: tollgate.admin.v1.AdminService.ListUsers:input_type -> tollgate.admin.v1.ListUsersRequest
-	137, // 214: tollgate.admin.v1.AdminService.UpdateUser:input_type -> tollgate.admin.v1.UpdateUserRequest
-	139, // 215: tollgate.admin.v1.AdminService.DeleteUser:input_type -> tollgate.admin.v1.DeleteUserRequest
-	141, // 216: tollgate.admin.v1.AdminService.GetModelPolicy:input_type -> tollgate.admin.v1.GetModelPolicyRequest
-	144, // 217: tollgate.admin.v1.AdminService.SetModelPolicy:input_type -> tollgate.admin.v1.SetModelPolicyRequest
-	146, // 218: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:input_type -> tollgate.admin.v1.SetProviderUnpricedPolicyRequest
-	148, // 219: tollgate.admin.v1.AdminService.ListUnpricedModels:input_type -> tollgate.admin.v1.ListUnpricedModelsRequest
-	151, // 220: tollgate.admin.v1.AdminService.GetQuotaAlerts:input_type -> tollgate.admin.v1.GetQuotaAlertsRequest
-	153, // 221: tollgate.admin.v1.AdminService.SetQuotaAlerts:input_type -> tollgate.admin.v1.SetQuotaAlertsRequest
-	156, // 222: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:input_type -> tollgate.admin.v1.CreateWebhookEndpointRequest
-	158, // 223: tollgate.admin.v1.AdminService.ListWebhookEndpoints:input_type -> tollgate.admin.v1.ListWebhookEndpointsRequest
-	160, // 224: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:input_type -> tollgate.admin.v1.DeleteWebhookEndpointRequest
-	162, // 225: tollgate.admin.v1.AdminService.ListAlertEvents:input_type -> tollgate.admin.v1.ListAlertEventsRequest
-	166, // 226: tollgate.admin.v1.AdminService.ListAuditEvents:input_type -> tollgate.admin.v1.ListAuditEventsRequest
-	170, // 227: tollgate.admin.v1.AdminService.CreateDataPlaneToken:input_type -> tollgate.admin.v1.CreateDataPlaneTokenRequest
-	172, // 228: tollgate.admin.v1.AdminService.ListDataPlaneTokens:input_type -> tollgate.admin.v1.ListDataPlaneTokensRequest
-	174, // 229: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:input_type -> tollgate.admin.v1.RevokeDataPlaneTokenRequest
-	177, // 230: tollgate.admin.v1.AdminService.ListReconciliationProviders:input_type -> tollgate.admin.v1.ListReconciliationProvidersRequest
-	179, // 231: tollgate.admin.v1.AdminService.SetReconciliationProvider:input_type -> tollgate.admin.v1.SetReconciliationProviderRequest
-	181, // 232: tollgate.admin.v1.AdminService.SetReconciliationCredentialRef:input_type -> tollgate.admin.v1.SetReconciliationCredentialRefRequest
-	187, // 233: tollgate.admin.v1.AdminService.RunReconciliation:input_type -> tollgate.admin.v1.RunReconciliationRequest
-	189, // 234: tollgate.admin.v1.AdminService.ListReconciliationRuns:input_type -> tollgate.admin.v1.ListReconciliationRunsRequest
-	191, // 235: tollgate.admin.v1.AdminService.GetReconciliationRun:input_type -> tollgate.admin.v1.GetReconciliationRunRequest
-	193, // 236: tollgate.admin.v1.AdminService.GetReconciliationDrift:input_type -> tollgate.admin.v1.GetReconciliationDriftRequest
-	1,   // 237: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
-	3,   // 238: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
-	5,   // 239: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
-	7,   // 240: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
-	13,  // 241: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
-	15,  // 242: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
-	18,  // 243: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	20,  // 244: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	22,  // 245: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	24,  // 246: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	26,  // 247: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	28,  // 248: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
-	30,  // 249: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
-	32,  // 250: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
-	34,  // 251: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
-	36,  // 252: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
-	38,  // 253: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
-	40,  // 254: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
-	42,  // 255: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
-	44,  // 256: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
-	46,  // 257: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
-	48,  // 258: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
-	50,  // 259: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
-	52,  // 260: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
-	54,  // 261: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
-	56,  // 262: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
-	58,  // 263: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
-	60,  // 264: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
-	83,  // 265: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
-	85,  // 266: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	88,  // 267: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
-	63,  // 268: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
-	69,  // 269: tollgate.admin.v1.AdminService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
-	71,  // 270: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
-	73,  // 271: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
-	76,  // 272: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
-	78,  // 273: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
-	80,  // 274: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
-	92,  // 275: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
-	95,  // 276: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
-	103, // 277: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
-	105, // 278: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	108, // 279: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
-	111, // 280: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
-	9,   // 281: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
-	11,  // 282: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
-	114, // 283: tollgate.admin.v1.AdminService.ListApiKeys:output_type -> tollgate.admin.v1.ListApiKeysResponse
-	116, // 284: tollgate.admin.v1.AdminService.GetApiKey:output_type -> tollgate.admin.v1.GetApiKeyResponse
-	118, // 285: tollgate.admin.v1.AdminService.UpdateApiKey:output_type -> tollgate.admin.v1.UpdateApiKeyResponse
-	120, // 286: tollgate.admin.v1.AdminService.DeleteApiKey:output_type -> tollgate.admin.v1.DeleteApiKeyResponse
-	122, // 287: tollgate.admin.v1.AdminService.RotateApiKey:output_type -> tollgate.admin.v1.RotateApiKeyResponse
-	124, // 288: tollgate.admin.v1.AdminService.ListOrgs:output_type -> tollgate.admin.v1.ListOrgsResponse
-	126, // 289: tollgate.admin.v1.AdminService.UpdateOrg:output_type -> tollgate.admin.v1.UpdateOrgResponse
-	128, // 290: tollgate.admin.v1.AdminService.DeleteOrg:output_type -> tollgate.admin.v1.DeleteOrgResponse
-	130, // 291: tollgate.admin.v1.AdminService.ListTeams:output_type -> tollgate.admin.v1.ListTeamsResponse
-	132, // 292: tollgate.admin.v1.AdminService.UpdateTeam:output_type -> tollgate.admin.v1.UpdateTeamResponse
-	134, // 293: tollgate.admin.v1.AdminService.DeleteTeam:output_type -> tollgate.admin.v1.DeleteTeamResponse
-	136, // 294: tollgate.admin.v1.AdminService.ListUsers:output_type -> tollgate.admin.v1.ListUsersResponse
-	138, // 295: tollgate.admin.v1.AdminService.UpdateUser:output_type -> tollgate.admin.v1.UpdateUserResponse
-	140, // 296: tollgate.admin.v1.AdminService.DeleteUser:output_type -> tollgate.admin.v1.DeleteUserResponse
-	142, // 297: tollgate.admin.v1.AdminService.GetModelPolicy:output_type -> tollgate.admin.v1.GetModelPolicyResponse
-	145, // 298: tollgate.admin.v1.AdminService.SetModelPolicy:output_type -> tollgate.admin.v1.SetModelPolicyResponse
-	147, // 299: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:output_type -> tollgate.admin.v1.SetProviderUnpricedPolicyResponse
-	149, // 300: tollgate.admin.v1.AdminService.ListUnpricedModels:output_type -> tollgate.admin.v1.ListUnpricedModelsResponse
-	152, // 301: tollgate.admin.v1.AdminService.GetQuotaAlerts:output_type -> tollgate.admin.v1.GetQuotaAlertsResponse
-	154, // 302: tollgate.admin.v1.AdminService.SetQuotaAlerts:output_type -> tollgate.admin.v1.SetQuotaAlertsResponse
-	157, // 303: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:output_type -> tollgate.admin.v1.CreateWebhookEndpointResponse
-	159, // 304: tollgate.admin.v1.AdminService.ListWebhookEndpoints:output_type -> tollgate.admin.v1.ListWebhookEndpointsResponse
-	161, // 305: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:output_type -> tollgate.admin.v1.DeleteWebhookEndpointResponse
-	163, // 306: tollgate.admin.v1.AdminService.ListAlertEvents:output_type -> tollgate.admin.v1.ListAlertEventsResponse
-	168, // 307: tollgate.admin.v1.AdminService.ListAuditEvents:output_type -> tollgate.admin.v1.ListAuditEventsResponse
-	171, // 308: tollgate.admin.v1.AdminService.CreateDataPlaneToken:output_type -> tollgate.admin.v1.CreateDataPlaneTokenResponse
-	173, // 309: tollgate.admin.v1.AdminService.ListDataPlaneTokens:output_type -> tollgate.admin.v1.ListDataPlaneTokensResponse
-	175, // 310: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:output_type -> tollgate.admin.v1.RevokeDataPlaneTokenResponse
-	178, // 311: tollgate.admin.v1.AdminService.ListReconciliationProviders:output_type -> tollgate.admin.v1.ListReconciliationProvidersResponse
-	180, // 312: tollgate.admin.v1.AdminService.SetReconciliationProvider:output_type -> tollgate.admin.v1.SetReconciliationProviderResponse
-	182, // 313: tollgate.admin.v1.AdminService.SetReconciliationCredentialRef:output_type -> tollgate.admin.v1.SetReconciliationCredentialRefResponse
-	188, // 314: tollgate.admin.v1.AdminService.RunReconciliation:output_type -> tollgate.admin.v1.RunReconciliationResponse
-	190, // 315: tollgate.admin.v1.AdminService.ListReconciliationRuns:output_type -> tollgate.admin.v1.ListReconciliationRunsResponse
-	192, // 316: tollgate.admin.v1.AdminService.GetReconciliationRun:output_type -> tollgate.admin.v1.GetReconciliationRunResponse
-	194, // 317: tollgate.admin.v1.AdminService.GetReconciliationDrift:output_type -> tollgate.admin.v1.GetReconciliationDriftResponse
-	237, // [237:318] is the sub-list for method output_type
-	156, // [156:237] is the sub-list for method input_type
-	156, // [156:156] is the sub-list for extension type_name
-	156, // [156:156] is the sub-list for extension extendee
-	0,   // [0:156] is the sub-list for field type_name
+	216, // 120: tollgate.admin.v1.SetModelPolicyRequest.policy:type_name -> tollgate.config.v1.ModelPolicy
+	216, // 121: tollgate.admin.v1.SetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
+	217, // 122: tollgate.admin.v1.GetGatewaySettingsResponse.settings:type_name -> tollgate.config.v1.GatewaySettings
+	217, // 123: tollgate.admin.v1.SetGatewaySettingsResponse.settings:type_name -> tollgate.config.v1.GatewaySettings
+	203, // 124: tollgate.admin.v1.ListUnpricedModelsRequest.since:type_name -> google.protobuf.Timestamp
+	154, // 125: tollgate.admin.v1.ListUnpricedModelsResponse.items:type_name -> tollgate.admin.v1.UnpricedModel
+	203, // 126: tollgate.admin.v1.UnpricedModel.first_seen:type_name -> google.protobuf.Timestamp
+	203, // 127: tollgate.admin.v1.UnpricedModel.last_seen:type_name -> google.protobuf.Timestamp
+	203, // 128: tollgate.admin.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
+	159, // 129: tollgate.admin.v1.CreateWebhookEndpointResponse.endpoint:type_name -> tollgate.admin.v1.WebhookEndpoint
+	159, // 130: tollgate.admin.v1.ListWebhookEndpointsResponse.items:type_name -> tollgate.admin.v1.WebhookEndpoint
+	168, // 131: tollgate.admin.v1.ListAlertEventsResponse.items:type_name -> tollgate.admin.v1.AlertEvent
+	203, // 132: tollgate.admin.v1.AlertEvent.period_start:type_name -> google.protobuf.Timestamp
+	203, // 133: tollgate.admin.v1.AlertEvent.created_at:type_name -> google.protobuf.Timestamp
+	169, // 134: tollgate.admin.v1.AlertEvent.deliveries:type_name -> tollgate.admin.v1.WebhookDelivery
+	203, // 135: tollgate.admin.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
+	203, // 136: tollgate.admin.v1.ListAuditEventsRequest.since:type_name -> google.protobuf.Timestamp
+	203, // 137: tollgate.admin.v1.ListAuditEventsRequest.until:type_name -> google.protobuf.Timestamp
+	203, // 138: tollgate.admin.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	171, // 139: tollgate.admin.v1.ListAuditEventsResponse.items:type_name -> tollgate.admin.v1.AuditEvent
+	203, // 140: tollgate.admin.v1.DataPlaneToken.created_at:type_name -> google.protobuf.Timestamp
+	203, // 141: tollgate.admin.v1.DataPlaneToken.revoked_at:type_name -> google.protobuf.Timestamp
+	173, // 142: tollgate.admin.v1.CreateDataPlaneTokenResponse.dataplane_token:type_name -> tollgate.admin.v1.DataPlaneToken
+	173, // 143: tollgate.admin.v1.ListDataPlaneTokensResponse.items:type_name -> tollgate.admin.v1.DataPlaneToken
+	173, // 144: tollgate.admin.v1.RevokeDataPlaneTokenResponse.dataplane_token:type_name -> tollgate.admin.v1.DataPlaneToken
+	203, // 145: tollgate.admin.v1.ReconciliationProvider.updated_at:type_name -> google.protobuf.Timestamp
+	180, // 146: tollgate.admin.v1.ListReconciliationProvidersResponse.items:type_name -> tollgate.admin.v1.ReconciliationProvider
+	180, // 147: tollgate.admin.v1.SetReconciliationProviderResponse.provider:type_name -> tollgate.admin.v1.ReconciliationProvider
+	187, // 148: tollgate.admin.v1.ReconciliationLine.ledger:type_name -> tollgate.admin.v1.ReconciliationTokens
+	187, // 149: tollgate.admin.v1.ReconciliationLine.provider:type_name -> tollgate.admin.v1.ReconciliationTokens
+	188, // 150: tollgate.admin.v1.ReconciliationLine.price_rules:type_name -> tollgate.admin.v1.ReconciliationPriceRuleUse
+	203, // 151: tollgate.admin.v1.ReconciliationRun.started_at:type_name -> google.protobuf.Timestamp
+	203, // 152: tollgate.admin.v1.ReconciliationRun.finished_at:type_name -> google.protobuf.Timestamp
+	189, // 153: tollgate.admin.v1.ReconciliationRun.lines:type_name -> tollgate.admin.v1.ReconciliationLine
+	190, // 154: tollgate.admin.v1.RunReconciliationResponse.run:type_name -> tollgate.admin.v1.ReconciliationRun
+	190, // 155: tollgate.admin.v1.ListReconciliationRunsResponse.items:type_name -> tollgate.admin.v1.ReconciliationRun
+	190, // 156: tollgate.admin.v1.GetReconciliationRunResponse.run:type_name -> tollgate.admin.v1.ReconciliationRun
+	199, // 157: tollgate.admin.v1.GetReconciliationDriftResponse.items:type_name -> tollgate.admin.v1.ReconciliationDriftPoint
+	0,   // 158: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
+	2,   // 159: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
+	4,   // 160: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
+	6,   // 161: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
+	12,  // 162: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
+	14,  // 163: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
+	17,  // 164: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	19,  // 165: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	21,  // 166: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	23,  // 167: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	25,  // 168: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	27,  // 169: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
+	29,  // 170: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
+	31,  // 171: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
+	33,  // 172: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
+	35,  // 173: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
+	37,  // 174: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
+	39,  // 175: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
+	41,  // 176: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
+	43,  // 177: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
+	45,  // 178: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
+	47,  // 179: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
+	49,  // 180: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
+	51,  // 181: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
+	53,  // 182: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
+	55,  // 183: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
+	57,  // 184: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
+	59,  // 185: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
+	81,  // 186: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
+	84,  // 187: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	86,  // 188: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
+	61,  // 189: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
+	64,  // 190: tollgate.admin.v1.AdminService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
+	70,  // 191: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
+	72,  // 192: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
+	75,  // 193: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
+	77,  // 194: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
+	79,  // 195: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
+	89,  // 196: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
+	94,  // 197: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
+	102, // 198: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
+	104, // 199: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	107, // 200: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
+	110, // 201: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
+	8,   // 202: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
+	10,  // 203: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
+	113, // 204: tollgate.admin.v1.AdminService.ListApiKeys:input_type -> tollgate.admin.v1.ListApiKeysRequest
+	115, // 205: tollgate.admin.v1.AdminService.GetApiKey:input_type -> tollgate.admin.v1.GetApiKeyRequest
+	117, // 206: tollgate.admin.v1.AdminService.UpdateApiKey:input_type -> tollgate.admin.v1.UpdateApiKeyRequest
+	119, // 207: tollgate.admin.v1.AdminService.DeleteApiKey:input_type -> tollgate.admin.v1.DeleteApiKeyRequest
+	121, // 208: tollgate.admin.v1.AdminService.RotateApiKey:input_type -> tollgate.admin.v1.RotateApiKeyRequest
+	123, // 209: tollgate.admin.v1.AdminService.ListOrgs:input_type -> tollgate.admin.v1.ListOrgsRequest
+	125, // 210: tollgate.admin.v1.AdminService.UpdateOrg:input_type -> tollgate.admin.v1.UpdateOrgRequest
+	127, // 211: tollgate.admin.v1.AdminService.DeleteOrg:input_type -> tollgate.admin.v1.DeleteOrgRequest
+	129, // 212: tollgate.admin.v1.AdminService.ListTeams:input_type -> tollgate.admin.v1.ListTeamsRequest
+	131, // 213: tollgate.admin.v1.AdminService.UpdateTeam:input_type -> tollgate.admin.v1.UpdateTeamRequest
+	133, // 214: tollgate.admin.v1.AdminService.DeleteTeam:input_type -> tollgate.admin.v1.DeleteTeamRequest
+	135, // 215: tollgate.admin.v1.AdminService.ListUsers:input_type -> tollgate.admin.v1.ListUsersRequest
+	137, // 216: tollgate.admin.v1.AdminService.UpdateUser:input_type -> tollgate.admin.v1.UpdateUserRequest
+	139, // 217: tollgate.admin.v1.AdminService.DeleteUser:input_type -> tollgate.admin.v1.DeleteUserRequest
+	141, // 218: tollgate.admin.v1.AdminService.GetModelPolicy:input_type -> tollgate.admin.v1.GetModelPolicyRequest
+	144, // 219: tollgate.admin.v1.AdminService.SetModelPolicy:input_type -> tollgate.admin.v1.SetModelPolicyRequest
+	146, // 220: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:input_type -> tollgate.admin.v1.SetProviderUnpricedPolicyRequest
+	152, // 221: tollgate.admin.v1.AdminService.ListUnpricedModels:input_type -> tollgate.admin.v1.ListUnpricedModelsRequest
+	148, // 222: tollgate.admin.v1.AdminService.GetGatewaySettings:input_type -> tollgate.admin.v1.GetGatewaySettingsRequest
+	150, // 223: tollgate.admin.v1.AdminService.SetGatewaySettings:input_type -> tollgate.admin.v1.SetGatewaySettingsRequest
+	155, // 224: tollgate.admin.v1.AdminService.GetQuotaAlerts:input_type -> tollgate.admin.v1.GetQuotaAlertsRequest
+	157, // 225: tollgate.admin.v1.AdminService.SetQuotaAlerts:input_type -> tollgate.admin.v1.SetQuotaAlertsRequest
+	160, // 226: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:input_type -> tollgate.admin.v1.CreateWebhookEndpointRequest
+	162, // 227: tollgate.admin.v1.AdminService.ListWebhookEndpoints:input_type -> tollgate.admin.v1.ListWebhookEndpointsRequest
+	164, // 228: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:input_type -> tollgate.admin.v1.DeleteWebhookEndpointRequest
+	166, // 229: tollgate.admin.v1.AdminService.ListAlertEvents:input_type -> tollgate.admin.v1.ListAlertEventsRequest
+	170, // 230: tollgate.admin.v1.AdminService.ListAuditEvents:input_type -> tollgate.admin.v1.ListAuditEventsRequest
+	174, // 231: tollgate.admin.v1.AdminService.CreateDataPlaneToken:input_type -> tollgate.admin.v1.CreateDataPlaneTokenRequest
+	176, // 232: tollgate.admin.v1.AdminService.ListDataPlaneTokens:input_type -> tollgate.admin.v1.ListDataPlaneTokensRequest
+	178, // 233: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:input_type -> tollgate.admin.v1.RevokeDataPlaneTokenRequest
+	181, // 234: tollgate.admin.v1.AdminService.ListReconciliationProviders:input_type -> tollgate.admin.v1.ListReconciliationProvidersRequest
+	183, // 235: tollgate.admin.v1.AdminService.SetReconciliationProvider:input_type -> tollgate.admin.v1.SetReconciliationProviderRequest
+	185, // 236: tollgate.admin.v1.AdminService.SetReconciliationCredentialRef:input_type -> tollgate.admin.v1.SetReconciliationCredentialRefRequest
+	191, // 237: tollgate.admin.v1.AdminService.RunReconciliation:input_type -> tollgate.admin.v1.RunReconciliationRequest
+	193, // 238: tollgate.admin.v1.AdminService.ListReconciliationRuns:input_type -> tollgate.admin.v1.ListReconciliationRunsRequest
+	195, // 239: tollgate.admin.v1.AdminService.GetReconciliationRun:input_type -> tollgate.admin.v1.GetReconciliationRunRequest
+	197, // 240: tollgate.admin.v1.AdminService.GetReconciliationDrift:input_type -> tollgate.admin.v1.GetReconciliationDriftRequest
+	1,   // 241: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
+	3,   // 242: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
+	5,   // 243: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
+	7,   // 244: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
+	13,  // 245: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
+	15,  // 246: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
+	18,  // 247: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	20,  // 248: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	22,  // 249: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	24,  // 250: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	26,  // 251: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	28,  // 252: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
+	30,  // 253: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
+	32,  // 254: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
+	34,  // 255: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
+	36,  // 256: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
+	38,  // 257: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
+	40,  // 258: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
+	42,  // 259: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
+	44,  // 260: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
+	46,  // 261: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
+	48,  // 262: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
+	50,  // 263: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
+	52,  // 264: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
+	54,  // 265: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
+	56,  // 266: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
+	58,  // 267: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
+	60,  // 268: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
+	83,  // 269: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
+	85,  // 270: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	88,  // 271: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
+	63,  // 272: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
+	69,  // 273: tollgate.admin.v1.AdminService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
+	71,  // 274: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
+	73,  // 275: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
+	76,  // 276: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
+	78,  // 277: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
+	80,  // 278: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
+	92,  // 279: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
+	95,  // 280: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
+	103, // 281: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
+	105, // 282: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	108, // 283: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
+	111, // 284: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
+	9,   // 285: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
+	11,  // 286: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
+	114, // 287: tollgate.admin.v1.AdminService.ListApiKeys:output_type -> tollgate.admin.v1.ListApiKeysResponse
+	116, // 288: tollgate.admin.v1.AdminService.GetApiKey:output_type -> tollgate.admin.v1.GetApiKeyResponse
+	118, // 289: tollgate.admin.v1.AdminService.UpdateApiKey:output_type -> tollgate.admin.v1.UpdateApiKeyResponse
+	120, // 290: tollgate.admin.v1.AdminService.DeleteApiKey:output_type -> tollgate.admin.v1.DeleteApiKeyResponse
+	122, // 291: tollgate.admin.v1.AdminService.RotateApiKey:output_type -> tollgate.admin.v1.RotateApiKeyResponse
+	124, // 292: tollgate.admin.v1.AdminService.ListOrgs:output_type -> tollgate.admin.v1.ListOrgsResponse
+	126, // 293: tollgate.admin.v1.AdminService.UpdateOrg:output_type -> tollgate.admin.v1.UpdateOrgResponse
+	128, // 294: tollgate.admin.v1.AdminService.DeleteOrg:output_type -> tollgate.admin.v1.DeleteOrgResponse
+	130, // 295: tollgate.admin.v1.AdminService.ListTeams:output_type -> tollgate.admin.v1.ListTeamsResponse
+	132, // 296: tollgate.admin.v1.AdminService.UpdateTeam:output_type -> tollgate.admin.v1.UpdateTeamResponse
+	134, // 297: tollgate.admin.v1.AdminService.DeleteTeam:output_type -> tollgate.admin.v1.DeleteTeamResponse
+	136, // 298: tollgate.admin.v1.AdminService.ListUsers:output_type -> tollgate.admin.v1.ListUsersResponse
+	138, // 299: tollgate.admin.v1.AdminService.UpdateUser:output_type -> tollgate.admin.v1.UpdateUserResponse
+	140, // 300: tollgate.admin.v1.AdminService.DeleteUser:output_type -> tollgate.admin.v1.DeleteUserResponse
+	142, // 301: tollgate.admin.v1.AdminService.GetModelPolicy:output_type -> tollgate.admin.v1.GetModelPolicyResponse
+	145, // 302: tollgate.admin.v1.AdminService.SetModelPolicy:output_type -> tollgate.admin.v1.SetModelPolicyResponse
+	147, // 303: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:output_type -> tollgate.admin.v1.SetProviderUnpricedPolicyResponse
+	153, // 304: tollgate.admin.v1.AdminService.ListUnpricedModels:output_type -> tollgate.admin.v1.ListUnpricedModelsResponse
+	149, // 305: tollgate.admin.v1.AdminService.GetGatewaySettings:output_type -> tollgate.admin.v1.GetGatewaySettingsResponse
+	151, // 306: tollgate.admin.v1.AdminService.SetGatewaySettings:output_type -> tollgate.admin.v1.SetGatewaySettingsResponse
+	156, // 307: tollgate.admin.v1.AdminService.GetQuotaAlerts:output_type -> tollgate.admin.v1.GetQuotaAlertsResponse
+	158, // 308: tollgate.admin.v1.AdminService.SetQuotaAlerts:output_type -> tollgate.admin.v1.SetQuotaAlertsResponse
+	161, // 309: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:output_type -> tollgate.admin.v1.CreateWebhookEndpointResponse
+	163, // 310: tollgate.admin.v1.AdminService.ListWebhookEndpoints:output_type -> tollgate.admin.v1.ListWebhookEndpointsResponse
+	165, // 311: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:output_type -> tollgate.admin.v1.DeleteWebhookEndpointResponse
+	167, // 312: tollgate.admin.v1.AdminService.ListAlertEvents:output_type -> tollgate.admin.v1.ListAlertEventsResponse
+	172, // 313: tollgate.admin.v1.AdminService.ListAuditEvents:output_type -> tollgate.admin.v1.ListAuditEventsResponse
+	175, // 314: tollgate.admin.v1.AdminService.CreateDataPlaneToken:output_type -> tollgate.admin.v1.CreateDataPlaneTokenResponse
+	177, // 315: tollgate.admin.v1.AdminService.ListDataPlaneTokens:output_type -> tollgate.admin.v1.ListDataPlaneTokensResponse
+	179, // 316: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:output_type -> tollgate.admin.v1.RevokeDataPlaneTokenResponse
+	182, // 317: tollgate.admin.v1.AdminService.ListReconciliationProviders:output_type -> tollgate.admin.v1.ListReconciliationProvidersResponse
+	184, // 318: tollgate.admin.v1.AdminService.SetReconciliationProvider:output_type -> tollgate.admin.v1.SetReconciliationProviderResponse
+	186, // 319: tollgate.admin.v1.AdminService.SetReconciliationCredentialRef:output_type -> tollgate.admin.v1.SetReconciliationCredentialRefResponse
+	192, // 320: tollgate.admin.v1.AdminService.RunReconciliation:output_type -> tollgate.admin.v1.RunReconciliationResponse
+	194, // 321: tollgate.admin.v1.AdminService.ListReconciliationRuns:output_type -> tollgate.admin.v1.ListReconciliationRunsResponse
+	196, // 322: tollgate.admin.v1.AdminService.GetReconciliationRun:output_type -> tollgate.admin.v1.GetReconciliationRunResponse
+	198, // 323: tollgate.admin.v1.AdminService.GetReconciliationDrift:output_type -> tollgate.admin.v1.GetReconciliationDriftResponse
+	241, // [241:324] is the sub-list for method output_type
+	158, // [158:241] is the sub-list for method input_type
+	158, // [158:158] is the sub-list for extension type_name
+	158, // [158:158] is the sub-list for extension extendee
+	0,   // [0:158] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_admin_proto_init() }
@@ -13201,6 +13422,7 @@ func file_tollgate_admin_v1_admin_proto_init() {
 		return
 	}
 	file_tollgate_admin_v1_admin_proto_msgTypes[14].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[55].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[59].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[61].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[66].OneofWrappers = []any{}
@@ -13210,20 +13432,21 @@ func file_tollgate_admin_v1_admin_proto_init() {
 	file_tollgate_admin_v1_admin_proto_msgTypes[129].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[135].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[146].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[162].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[176].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[179].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[184].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[187].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[189].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[150].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[166].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[180].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[183].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[188].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[191].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[193].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[197].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_admin_proto_rawDesc), len(file_tollgate_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   198,
+			NumMessages:   202,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

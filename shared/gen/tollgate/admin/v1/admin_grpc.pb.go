@@ -86,6 +86,8 @@ const (
 	AdminService_SetModelPolicy_FullMethodName                 = "/tollgate.admin.v1.AdminService/SetModelPolicy"
 	AdminService_SetProviderUnpricedPolicy_FullMethodName      = "/tollgate.admin.v1.AdminService/SetProviderUnpricedPolicy"
 	AdminService_ListUnpricedModels_FullMethodName             = "/tollgate.admin.v1.AdminService/ListUnpricedModels"
+	AdminService_GetGatewaySettings_FullMethodName             = "/tollgate.admin.v1.AdminService/GetGatewaySettings"
+	AdminService_SetGatewaySettings_FullMethodName             = "/tollgate.admin.v1.AdminService/SetGatewaySettings"
 	AdminService_GetQuotaAlerts_FullMethodName                 = "/tollgate.admin.v1.AdminService/GetQuotaAlerts"
 	AdminService_SetQuotaAlerts_FullMethodName                 = "/tollgate.admin.v1.AdminService/SetQuotaAlerts"
 	AdminService_CreateWebhookEndpoint_FullMethodName          = "/tollgate.admin.v1.AdminService/CreateWebhookEndpoint"
@@ -219,6 +221,10 @@ type AdminServiceClient interface {
 	SetModelPolicy(ctx context.Context, in *SetModelPolicyRequest, opts ...grpc.CallOption) (*SetModelPolicyResponse, error)
 	SetProviderUnpricedPolicy(ctx context.Context, in *SetProviderUnpricedPolicyRequest, opts ...grpc.CallOption) (*SetProviderUnpricedPolicyResponse, error)
 	ListUnpricedModels(ctx context.Context, in *ListUnpricedModelsRequest, opts ...grpc.CallOption) (*ListUnpricedModelsResponse, error)
+	// Gateway-wide settings (docs/cost.md, "Turning it off").
+	GetGatewaySettings(ctx context.Context, in *GetGatewaySettingsRequest, opts ...grpc.CallOption) (*GetGatewaySettingsResponse, error)
+	// SetGatewaySettings changes the fields present in the request.
+	SetGatewaySettings(ctx context.Context, in *SetGatewaySettingsRequest, opts ...grpc.CallOption) (*SetGatewaySettingsResponse, error)
 	// Budget alerts (docs/budgets.md, "Alerts").
 	GetQuotaAlerts(ctx context.Context, in *GetQuotaAlertsRequest, opts ...grpc.CallOption) (*GetQuotaAlertsResponse, error)
 	SetQuotaAlerts(ctx context.Context, in *SetQuotaAlertsRequest, opts ...grpc.CallOption) (*SetQuotaAlertsResponse, error)
@@ -898,6 +904,26 @@ func (c *adminServiceClient) ListUnpricedModels(ctx context.Context, in *ListUnp
 	return out, nil
 }
 
+func (c *adminServiceClient) GetGatewaySettings(ctx context.Context, in *GetGatewaySettingsRequest, opts ...grpc.CallOption) (*GetGatewaySettingsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetGatewaySettingsResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetGatewaySettings_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) SetGatewaySettings(ctx context.Context, in *SetGatewaySettingsRequest, opts ...grpc.CallOption) (*SetGatewaySettingsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetGatewaySettingsResponse)
+	err := c.cc.Invoke(ctx, AdminService_SetGatewaySettings_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adminServiceClient) GetQuotaAlerts(ctx context.Context, in *GetQuotaAlertsRequest, opts ...grpc.CallOption) (*GetQuotaAlertsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetQuotaAlertsResponse)
@@ -1182,6 +1208,10 @@ type AdminServiceServer interface {
 	SetModelPolicy(context.Context, *SetModelPolicyRequest) (*SetModelPolicyResponse, error)
 	SetProviderUnpricedPolicy(context.Context, *SetProviderUnpricedPolicyRequest) (*SetProviderUnpricedPolicyResponse, error)
 	ListUnpricedModels(context.Context, *ListUnpricedModelsRequest) (*ListUnpricedModelsResponse, error)
+	// Gateway-wide settings (docs/cost.md, "Turning it off").
+	GetGatewaySettings(context.Context, *GetGatewaySettingsRequest) (*GetGatewaySettingsResponse, error)
+	// SetGatewaySettings changes the fields present in the request.
+	SetGatewaySettings(context.Context, *SetGatewaySettingsRequest) (*SetGatewaySettingsResponse, error)
 	// Budget alerts (docs/budgets.md, "Alerts").
 	GetQuotaAlerts(context.Context, *GetQuotaAlertsRequest) (*GetQuotaAlertsResponse, error)
 	SetQuotaAlerts(context.Context, *SetQuotaAlertsRequest) (*SetQuotaAlertsResponse, error)
@@ -1412,6 +1442,12 @@ func (UnimplementedAdminServiceServer) SetProviderUnpricedPolicy(context.Context
 }
 func (UnimplementedAdminServiceServer) ListUnpricedModels(context.Context, *ListUnpricedModelsRequest) (*ListUnpricedModelsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListUnpricedModels not implemented")
+}
+func (UnimplementedAdminServiceServer) GetGatewaySettings(context.Context, *GetGatewaySettingsRequest) (*GetGatewaySettingsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetGatewaySettings not implemented")
+}
+func (UnimplementedAdminServiceServer) SetGatewaySettings(context.Context, *SetGatewaySettingsRequest) (*SetGatewaySettingsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetGatewaySettings not implemented")
 }
 func (UnimplementedAdminServiceServer) GetQuotaAlerts(context.Context, *GetQuotaAlertsRequest) (*GetQuotaAlertsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetQuotaAlerts not implemented")
@@ -2637,6 +2673,42 @@ func _AdminService_ListUnpricedModels_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_GetGatewaySettings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetGatewaySettingsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetGatewaySettings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetGatewaySettings_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetGatewaySettings(ctx, req.(*GetGatewaySettingsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_SetGatewaySettings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetGatewaySettingsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).SetGatewaySettings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_SetGatewaySettings_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).SetGatewaySettings(ctx, req.(*SetGatewaySettingsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AdminService_GetQuotaAlerts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetQuotaAlertsRequest)
 	if err := dec(in); err != nil {
@@ -3205,6 +3277,14 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListUnpricedModels",
 			Handler:    _AdminService_ListUnpricedModels_Handler,
+		},
+		{
+			MethodName: "GetGatewaySettings",
+			Handler:    _AdminService_GetGatewaySettings_Handler,
+		},
+		{
+			MethodName: "SetGatewaySettings",
+			Handler:    _AdminService_SetGatewaySettings_Handler,
 		},
 		{
 			MethodName: "GetQuotaAlerts",

@@ -1075,8 +1075,11 @@ type ApiKey struct {
 	PreviousPrefix    string                 `protobuf:"bytes,15,opt,name=previous_prefix,json=previousPrefix,proto3" json:"previous_prefix,omitempty"`
 	PreviousExpiresAt *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=previous_expires_at,json=previousExpiresAt,proto3" json:"previous_expires_at,omitempty"`
 	CreatedAt         *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The key's own cost-disclosure switch (docs/cost.md, "Turning it off"): absent follows the gateway's
+	// (GatewaySettings.cost_disclosure); set, it wins over the gateway's either way.
+	CostDisclosure *bool `protobuf:"varint,18,opt,name=cost_disclosure,json=costDisclosure,proto3,oneof" json:"cost_disclosure,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ApiKey) Reset() {
@@ -1228,6 +1231,61 @@ func (x *ApiKey) GetCreatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ApiKey) GetCostDisclosure() bool {
+	if x != nil && x.CostDisclosure != nil {
+		return *x.CostDisclosure
+	}
+	return false
+}
+
+// GatewaySettings are gateway-wide switches that are not model policy. An absent message means every
+// field's documented default.
+type GatewaySettings struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether callers are shown what their requests cost (response headers, cost in streams, the cost
+	// lookup and the estimate; docs/cost.md) for keys without their own cost_disclosure. Default on.
+	CostDisclosure bool `protobuf:"varint,1,opt,name=cost_disclosure,json=costDisclosure,proto3" json:"cost_disclosure,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GatewaySettings) Reset() {
+	*x = GatewaySettings{}
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GatewaySettings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GatewaySettings) ProtoMessage() {}
+
+func (x *GatewaySettings) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GatewaySettings.ProtoReflect.Descriptor instead.
+func (*GatewaySettings) Descriptor() ([]byte, []int) {
+	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *GatewaySettings) GetCostDisclosure() bool {
+	if x != nil {
+		return x.CostDisclosure
+	}
+	return false
+}
+
 // ModelPolicy is the gateway-wide model policy.
 type ModelPolicy struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1242,7 +1300,7 @@ type ModelPolicy struct {
 
 func (x *ModelPolicy) Reset() {
 	*x = ModelPolicy{}
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[12]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1254,7 +1312,7 @@ func (x *ModelPolicy) String() string {
 func (*ModelPolicy) ProtoMessage() {}
 
 func (x *ModelPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[12]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1267,7 +1325,7 @@ func (x *ModelPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelPolicy.ProtoReflect.Descriptor instead.
 func (*ModelPolicy) Descriptor() ([]byte, []int) {
-	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{12}
+	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ModelPolicy) GetUnpricedPolicy() string {
@@ -1317,7 +1375,7 @@ type Quota struct {
 
 func (x *Quota) Reset() {
 	*x = Quota{}
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[13]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1329,7 +1387,7 @@ func (x *Quota) String() string {
 func (*Quota) ProtoMessage() {}
 
 func (x *Quota) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_config_v1_config_proto_msgTypes[13]
+	mi := &file_tollgate_config_v1_config_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1342,7 +1400,7 @@ func (x *Quota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Quota.ProtoReflect.Descriptor instead.
 func (*Quota) Descriptor() ([]byte, []int) {
-	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{13}
+	return file_tollgate_config_v1_config_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Quota) GetScope() string {
@@ -1550,7 +1608,7 @@ const file_tollgate_config_v1_config_proto_rawDesc = "" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\x14\n" +
 	"\x05email\x18\x05 \x01(\tR\x05emailB\n" +
 	"\n" +
-	"\b_team_id\"\x83\x05\n" +
+	"\b_team_id\"\xc5\x05\n" +
 	"\x06ApiKey\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\x03R\x06userId\x12\x15\n" +
@@ -1571,9 +1629,13 @@ const file_tollgate_config_v1_config_proto_rawDesc = "" +
 	"\x0fprevious_prefix\x18\x0f \x01(\tR\x0epreviousPrefix\x12J\n" +
 	"\x13previous_expires_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\x11previousExpiresAt\x129\n" +
 	"\n" +
-	"created_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\n" +
+	"created_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12,\n" +
+	"\x0fcost_disclosure\x18\x12 \x01(\bH\x01R\x0ecostDisclosure\x88\x01\x01B\n" +
 	"\n" +
-	"\b_team_id\"c\n" +
+	"\b_team_idB\x12\n" +
+	"\x10_cost_disclosure\":\n" +
+	"\x0fGatewaySettings\x12'\n" +
+	"\x0fcost_disclosure\x18\x01 \x01(\bR\x0ecostDisclosure\"c\n" +
 	"\vModelPolicy\x12'\n" +
 	"\x0funpriced_policy\x18\x01 \x01(\tR\x0eunpricedPolicy\x12+\n" +
 	"\x11direct_addressing\x18\x02 \x01(\bR\x10directAddressing\"\xb1\x03\n" +
@@ -1607,7 +1669,7 @@ func file_tollgate_config_v1_config_proto_rawDescGZIP() []byte {
 	return file_tollgate_config_v1_config_proto_rawDescData
 }
 
-var file_tollgate_config_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_tollgate_config_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_tollgate_config_v1_config_proto_goTypes = []any{
 	(*PriceRule)(nil),             // 0: tollgate.config.v1.PriceRule
 	(*ScheduledPriceRule)(nil),    // 1: tollgate.config.v1.ScheduledPriceRule
@@ -1621,23 +1683,24 @@ var file_tollgate_config_v1_config_proto_goTypes = []any{
 	(*Team)(nil),                  // 9: tollgate.config.v1.Team
 	(*User)(nil),                  // 10: tollgate.config.v1.User
 	(*ApiKey)(nil),                // 11: tollgate.config.v1.ApiKey
-	(*ModelPolicy)(nil),           // 12: tollgate.config.v1.ModelPolicy
-	(*Quota)(nil),                 // 13: tollgate.config.v1.Quota
-	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
+	(*GatewaySettings)(nil),       // 12: tollgate.config.v1.GatewaySettings
+	(*ModelPolicy)(nil),           // 13: tollgate.config.v1.ModelPolicy
+	(*Quota)(nil),                 // 14: tollgate.config.v1.Quota
+	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
 }
 var file_tollgate_config_v1_config_proto_depIdxs = []int32{
 	2,  // 0: tollgate.config.v1.PriceRule.pricing_tiers_json:type_name -> tollgate.config.v1.TierEntry
-	14, // 1: tollgate.config.v1.PriceRule.updated_at:type_name -> google.protobuf.Timestamp
-	14, // 2: tollgate.config.v1.ScheduledPriceRule.effective_at:type_name -> google.protobuf.Timestamp
+	15, // 1: tollgate.config.v1.PriceRule.updated_at:type_name -> google.protobuf.Timestamp
+	15, // 2: tollgate.config.v1.ScheduledPriceRule.effective_at:type_name -> google.protobuf.Timestamp
 	0,  // 3: tollgate.config.v1.ScheduledPriceRule.rule:type_name -> tollgate.config.v1.PriceRule
-	14, // 4: tollgate.config.v1.ScheduledPriceRule.created_at:type_name -> google.protobuf.Timestamp
+	15, // 4: tollgate.config.v1.ScheduledPriceRule.created_at:type_name -> google.protobuf.Timestamp
 	5,  // 5: tollgate.config.v1.Provider.credentials:type_name -> tollgate.config.v1.Credential
 	7,  // 6: tollgate.config.v1.Route.members:type_name -> tollgate.config.v1.RouteMember
-	14, // 7: tollgate.config.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
-	14, // 8: tollgate.config.v1.ApiKey.previous_expires_at:type_name -> google.protobuf.Timestamp
-	14, // 9: tollgate.config.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
-	14, // 10: tollgate.config.v1.Quota.period_start:type_name -> google.protobuf.Timestamp
-	14, // 11: tollgate.config.v1.Quota.period_end:type_name -> google.protobuf.Timestamp
+	15, // 7: tollgate.config.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
+	15, // 8: tollgate.config.v1.ApiKey.previous_expires_at:type_name -> google.protobuf.Timestamp
+	15, // 9: tollgate.config.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
+	15, // 10: tollgate.config.v1.Quota.period_start:type_name -> google.protobuf.Timestamp
+	15, // 11: tollgate.config.v1.Quota.period_end:type_name -> google.protobuf.Timestamp
 	12, // [12:12] is the sub-list for method output_type
 	12, // [12:12] is the sub-list for method input_type
 	12, // [12:12] is the sub-list for extension type_name
@@ -1655,14 +1718,14 @@ func file_tollgate_config_v1_config_proto_init() {
 	file_tollgate_config_v1_config_proto_msgTypes[3].OneofWrappers = []any{}
 	file_tollgate_config_v1_config_proto_msgTypes[10].OneofWrappers = []any{}
 	file_tollgate_config_v1_config_proto_msgTypes[11].OneofWrappers = []any{}
-	file_tollgate_config_v1_config_proto_msgTypes[13].OneofWrappers = []any{}
+	file_tollgate_config_v1_config_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_config_v1_config_proto_rawDesc), len(file_tollgate_config_v1_config_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -576,6 +576,285 @@ func (x *SettleResponse) GetQuotas() []*v1.Quota {
 	return nil
 }
 
+// GetRequestCostRequest names a request and the key asking.
+type GetRequestCostRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ApiKeyId int64                  `protobuf:"varint,1,opt,name=api_key_id,json=apiKeyId,proto3" json:"api_key_id,omitempty"`
+	// The gateway's request id (X-Request-Id, "req_" + 32 hex).
+	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRequestCostRequest) Reset() {
+	*x = GetRequestCostRequest{}
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRequestCostRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRequestCostRequest) ProtoMessage() {}
+
+func (x *GetRequestCostRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRequestCostRequest.ProtoReflect.Descriptor instead.
+func (*GetRequestCostRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *GetRequestCostRequest) GetApiKeyId() int64 {
+	if x != nil {
+		return x.ApiKeyId
+	}
+	return 0
+}
+
+func (x *GetRequestCostRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// GetRequestCostResponse is the settled row.
+type GetRequestCostResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Cost          *RequestCost           `protobuf:"bytes,1,opt,name=cost,proto3" json:"cost,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRequestCostResponse) Reset() {
+	*x = GetRequestCostResponse{}
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRequestCostResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRequestCostResponse) ProtoMessage() {}
+
+func (x *GetRequestCostResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRequestCostResponse.ProtoReflect.Descriptor instead.
+func (*GetRequestCostResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *GetRequestCostResponse) GetCost() *RequestCost {
+	if x != nil {
+		return x.Cost
+	}
+	return nil
+}
+
+// RequestCost is what one settled request cost and why.
+type RequestCost struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Tokens    *TokenCounts           `protobuf:"bytes,2,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// Exact decimal dollars, the usage row's cost ("0" for a flagged row: billing_flag).
+	Cost string `protobuf:"bytes,3,opt,name=cost,proto3" json:"cost,omitempty"`
+	// 0 when no rule matched (cost 0).
+	PriceRuleId int64 `protobuf:"varint,4,opt,name=price_rule_id,json=priceRuleId,proto3" json:"price_rule_id,omitempty"`
+	// 0 when no rule matched or the version is unknown.
+	PriceRuleVersion int64 `protobuf:"varint,5,opt,name=price_rule_version,json=priceRuleVersion,proto3" json:"price_rule_version,omitempty"`
+	// The tier the request was priced at: the reported tier, else the requested one ("" for none).
+	ServedTier    string `protobuf:"bytes,6,opt,name=served_tier,json=servedTier,proto3" json:"served_tier,omitempty"`
+	RequestedTier string `protobuf:"bytes,7,opt,name=requested_tier,json=requestedTier,proto3" json:"requested_tier,omitempty"`
+	ReportedTier  string `protobuf:"bytes,8,opt,name=reported_tier,json=reportedTier,proto3" json:"reported_tier,omitempty"`
+	// "upstream", "local", "estimated" or "none".
+	Source string `protobuf:"bytes,9,opt,name=source,proto3" json:"source,omitempty"`
+	// "completed", "upstream_error", "upstream_interrupted", "client_dropped" or "rejected".
+	EndState   string `protobuf:"bytes,10,opt,name=end_state,json=endState,proto3" json:"end_state,omitempty"`
+	HttpStatus int32  `protobuf:"varint,11,opt,name=http_status,json=httpStatus,proto3" json:"http_status,omitempty"`
+	// "" or "usage_out_of_bounds".
+	BillingFlag   string                 `protobuf:"bytes,12,opt,name=billing_flag,json=billingFlag,proto3" json:"billing_flag,omitempty"`
+	LogicalModel  string                 `protobuf:"bytes,13,opt,name=logical_model,json=logicalModel,proto3" json:"logical_model,omitempty"`
+	Operation     string                 `protobuf:"bytes,14,opt,name=operation,proto3" json:"operation,omitempty"`
+	InboundKind   string                 `protobuf:"bytes,15,opt,name=inbound_kind,json=inboundKind,proto3" json:"inbound_kind,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	SettledAt     *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=settled_at,json=settledAt,proto3" json:"settled_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestCost) Reset() {
+	*x = RequestCost{}
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestCost) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestCost) ProtoMessage() {}
+
+func (x *RequestCost) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestCost.ProtoReflect.Descriptor instead.
+func (*RequestCost) Descriptor() ([]byte, []int) {
+	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RequestCost) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *RequestCost) GetTokens() *TokenCounts {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+func (x *RequestCost) GetCost() string {
+	if x != nil {
+		return x.Cost
+	}
+	return ""
+}
+
+func (x *RequestCost) GetPriceRuleId() int64 {
+	if x != nil {
+		return x.PriceRuleId
+	}
+	return 0
+}
+
+func (x *RequestCost) GetPriceRuleVersion() int64 {
+	if x != nil {
+		return x.PriceRuleVersion
+	}
+	return 0
+}
+
+func (x *RequestCost) GetServedTier() string {
+	if x != nil {
+		return x.ServedTier
+	}
+	return ""
+}
+
+func (x *RequestCost) GetRequestedTier() string {
+	if x != nil {
+		return x.RequestedTier
+	}
+	return ""
+}
+
+func (x *RequestCost) GetReportedTier() string {
+	if x != nil {
+		return x.ReportedTier
+	}
+	return ""
+}
+
+func (x *RequestCost) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *RequestCost) GetEndState() string {
+	if x != nil {
+		return x.EndState
+	}
+	return ""
+}
+
+func (x *RequestCost) GetHttpStatus() int32 {
+	if x != nil {
+		return x.HttpStatus
+	}
+	return 0
+}
+
+func (x *RequestCost) GetBillingFlag() string {
+	if x != nil {
+		return x.BillingFlag
+	}
+	return ""
+}
+
+func (x *RequestCost) GetLogicalModel() string {
+	if x != nil {
+		return x.LogicalModel
+	}
+	return ""
+}
+
+func (x *RequestCost) GetOperation() string {
+	if x != nil {
+		return x.Operation
+	}
+	return ""
+}
+
+func (x *RequestCost) GetInboundKind() string {
+	if x != nil {
+		return x.InboundKind
+	}
+	return ""
+}
+
+func (x *RequestCost) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *RequestCost) GetSettledAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SettledAt
+	}
+	return nil
+}
+
 var File_tollgate_settlement_v1_settlement_proto protoreflect.FileDescriptor
 
 const file_tollgate_settlement_v1_settlement_proto_rawDesc = "" +
@@ -642,9 +921,41 @@ const file_tollgate_settlement_v1_settlement_proto_rawDesc = "" +
 	"\binserted\x18\x02 \x01(\bR\binserted\"\x83\x01\n" +
 	"\x0eSettleResponse\x12>\n" +
 	"\aresults\x18\x01 \x03(\v2$.tollgate.settlement.v1.RecordResultR\aresults\x121\n" +
-	"\x06quotas\x18\x02 \x03(\v2\x19.tollgate.config.v1.QuotaR\x06quotas2l\n" +
+	"\x06quotas\x18\x02 \x03(\v2\x19.tollgate.config.v1.QuotaR\x06quotas\"T\n" +
+	"\x15GetRequestCostRequest\x12\x1c\n" +
+	"\n" +
+	"api_key_id\x18\x01 \x01(\x03R\bapiKeyId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\"Q\n" +
+	"\x16GetRequestCostResponse\x127\n" +
+	"\x04cost\x18\x01 \x01(\v2#.tollgate.settlement.v1.RequestCostR\x04cost\"\x91\x05\n" +
+	"\vRequestCost\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12;\n" +
+	"\x06tokens\x18\x02 \x01(\v2#.tollgate.settlement.v1.TokenCountsR\x06tokens\x12\x12\n" +
+	"\x04cost\x18\x03 \x01(\tR\x04cost\x12\"\n" +
+	"\rprice_rule_id\x18\x04 \x01(\x03R\vpriceRuleId\x12,\n" +
+	"\x12price_rule_version\x18\x05 \x01(\x03R\x10priceRuleVersion\x12\x1f\n" +
+	"\vserved_tier\x18\x06 \x01(\tR\n" +
+	"servedTier\x12%\n" +
+	"\x0erequested_tier\x18\a \x01(\tR\rrequestedTier\x12#\n" +
+	"\rreported_tier\x18\b \x01(\tR\freportedTier\x12\x16\n" +
+	"\x06source\x18\t \x01(\tR\x06source\x12\x1b\n" +
+	"\tend_state\x18\n" +
+	" \x01(\tR\bendState\x12\x1f\n" +
+	"\vhttp_status\x18\v \x01(\x05R\n" +
+	"httpStatus\x12!\n" +
+	"\fbilling_flag\x18\f \x01(\tR\vbillingFlag\x12#\n" +
+	"\rlogical_model\x18\r \x01(\tR\flogicalModel\x12\x1c\n" +
+	"\toperation\x18\x0e \x01(\tR\toperation\x12!\n" +
+	"\finbound_kind\x18\x0f \x01(\tR\vinboundKind\x129\n" +
+	"\n" +
+	"created_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"settled_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\tsettledAt2\xdd\x01\n" +
 	"\x11SettlementService\x12W\n" +
-	"\x06Settle\x12%.tollgate.settlement.v1.SettleRequest\x1a&.tollgate.settlement.v1.SettleResponseBMZKgithub.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1;settlementv1b\x06proto3"
+	"\x06Settle\x12%.tollgate.settlement.v1.SettleRequest\x1a&.tollgate.settlement.v1.SettleResponse\x12o\n" +
+	"\x0eGetRequestCost\x12-.tollgate.settlement.v1.GetRequestCostRequest\x1a..tollgate.settlement.v1.GetRequestCostResponseBMZKgithub.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1;settlementv1b\x06proto3"
 
 var (
 	file_tollgate_settlement_v1_settlement_proto_rawDescOnce sync.Once
@@ -658,30 +969,39 @@ func file_tollgate_settlement_v1_settlement_proto_rawDescGZIP() []byte {
 	return file_tollgate_settlement_v1_settlement_proto_rawDescData
 }
 
-var file_tollgate_settlement_v1_settlement_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_tollgate_settlement_v1_settlement_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_tollgate_settlement_v1_settlement_proto_goTypes = []any{
-	(*SettleRequest)(nil),         // 0: tollgate.settlement.v1.SettleRequest
-	(*TokenCounts)(nil),           // 1: tollgate.settlement.v1.TokenCounts
-	(*SettlementRecord)(nil),      // 2: tollgate.settlement.v1.SettlementRecord
-	(*RecordResult)(nil),          // 3: tollgate.settlement.v1.RecordResult
-	(*SettleResponse)(nil),        // 4: tollgate.settlement.v1.SettleResponse
-	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
-	(*v1.Quota)(nil),              // 6: tollgate.config.v1.Quota
+	(*SettleRequest)(nil),          // 0: tollgate.settlement.v1.SettleRequest
+	(*TokenCounts)(nil),            // 1: tollgate.settlement.v1.TokenCounts
+	(*SettlementRecord)(nil),       // 2: tollgate.settlement.v1.SettlementRecord
+	(*RecordResult)(nil),           // 3: tollgate.settlement.v1.RecordResult
+	(*SettleResponse)(nil),         // 4: tollgate.settlement.v1.SettleResponse
+	(*GetRequestCostRequest)(nil),  // 5: tollgate.settlement.v1.GetRequestCostRequest
+	(*GetRequestCostResponse)(nil), // 6: tollgate.settlement.v1.GetRequestCostResponse
+	(*RequestCost)(nil),            // 7: tollgate.settlement.v1.RequestCost
+	(*timestamppb.Timestamp)(nil),  // 8: google.protobuf.Timestamp
+	(*v1.Quota)(nil),               // 9: tollgate.config.v1.Quota
 }
 var file_tollgate_settlement_v1_settlement_proto_depIdxs = []int32{
-	2, // 0: tollgate.settlement.v1.SettleRequest.records:type_name -> tollgate.settlement.v1.SettlementRecord
-	1, // 1: tollgate.settlement.v1.SettlementRecord.tokens:type_name -> tollgate.settlement.v1.TokenCounts
-	5, // 2: tollgate.settlement.v1.SettlementRecord.created_at:type_name -> google.protobuf.Timestamp
-	5, // 3: tollgate.settlement.v1.SettlementRecord.admitted_at:type_name -> google.protobuf.Timestamp
-	3, // 4: tollgate.settlement.v1.SettleResponse.results:type_name -> tollgate.settlement.v1.RecordResult
-	6, // 5: tollgate.settlement.v1.SettleResponse.quotas:type_name -> tollgate.config.v1.Quota
-	0, // 6: tollgate.settlement.v1.SettlementService.Settle:input_type -> tollgate.settlement.v1.SettleRequest
-	4, // 7: tollgate.settlement.v1.SettlementService.Settle:output_type -> tollgate.settlement.v1.SettleResponse
-	7, // [7:8] is the sub-list for method output_type
-	6, // [6:7] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	2,  // 0: tollgate.settlement.v1.SettleRequest.records:type_name -> tollgate.settlement.v1.SettlementRecord
+	1,  // 1: tollgate.settlement.v1.SettlementRecord.tokens:type_name -> tollgate.settlement.v1.TokenCounts
+	8,  // 2: tollgate.settlement.v1.SettlementRecord.created_at:type_name -> google.protobuf.Timestamp
+	8,  // 3: tollgate.settlement.v1.SettlementRecord.admitted_at:type_name -> google.protobuf.Timestamp
+	3,  // 4: tollgate.settlement.v1.SettleResponse.results:type_name -> tollgate.settlement.v1.RecordResult
+	9,  // 5: tollgate.settlement.v1.SettleResponse.quotas:type_name -> tollgate.config.v1.Quota
+	7,  // 6: tollgate.settlement.v1.GetRequestCostResponse.cost:type_name -> tollgate.settlement.v1.RequestCost
+	1,  // 7: tollgate.settlement.v1.RequestCost.tokens:type_name -> tollgate.settlement.v1.TokenCounts
+	8,  // 8: tollgate.settlement.v1.RequestCost.created_at:type_name -> google.protobuf.Timestamp
+	8,  // 9: tollgate.settlement.v1.RequestCost.settled_at:type_name -> google.protobuf.Timestamp
+	0,  // 10: tollgate.settlement.v1.SettlementService.Settle:input_type -> tollgate.settlement.v1.SettleRequest
+	5,  // 11: tollgate.settlement.v1.SettlementService.GetRequestCost:input_type -> tollgate.settlement.v1.GetRequestCostRequest
+	4,  // 12: tollgate.settlement.v1.SettlementService.Settle:output_type -> tollgate.settlement.v1.SettleResponse
+	6,  // 13: tollgate.settlement.v1.SettlementService.GetRequestCost:output_type -> tollgate.settlement.v1.GetRequestCostResponse
+	12, // [12:14] is the sub-list for method output_type
+	10, // [10:12] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_settlement_v1_settlement_proto_init() }
@@ -696,7 +1016,7 @@ func file_tollgate_settlement_v1_settlement_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_settlement_v1_settlement_proto_rawDesc), len(file_tollgate_settlement_v1_settlement_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

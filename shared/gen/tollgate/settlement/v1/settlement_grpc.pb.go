@@ -21,7 +21,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	SettlementService_Settle_FullMethodName = "/tollgate.settlement.v1.SettlementService/Settle"
+	SettlementService_Settle_FullMethodName         = "/tollgate.settlement.v1.SettlementService/Settle"
+	SettlementService_GetRequestCost_FullMethodName = "/tollgate.settlement.v1.SettlementService/GetRequestCost"
 )
 
 // SettlementServiceClient is the client API for SettlementService service.
@@ -33,6 +34,11 @@ type SettlementServiceClient interface {
 	// Settle stores a batch of records idempotently by request_id: a record whose request_id is already
 	// stored changes nothing. It answers the new cost_used of every quota scope the batch touched.
 	Settle(ctx context.Context, in *SettleRequest, opts ...grpc.CallOption) (*SettleResponse, error)
+	// GetRequestCost answers the settled usage row of one request made with one API key (the source of the
+	// data plane's GET /v1/requests/{request_id}/cost; docs/cost.md). NOT_FOUND when no settled row has
+	// that request id and that key: another key's request is answered exactly like an unknown one, and a
+	// request not settled yet is not found either (the data plane says "pending").
+	GetRequestCost(ctx context.Context, in *GetRequestCostRequest, opts ...grpc.CallOption) (*GetRequestCostResponse, error)
 }
 
 type settlementServiceClient struct {
@@ -53,6 +59,16 @@ func (c *settlementServiceClient) Settle(ctx context.Context, in *SettleRequest,
 	return out, nil
 }
 
+func (c *settlementServiceClient) GetRequestCost(ctx context.Context, in *GetRequestCostRequest, opts ...grpc.CallOption) (*GetRequestCostResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetRequestCostResponse)
+	err := c.cc.Invoke(ctx, SettlementService_GetRequestCost_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SettlementServiceServer is the server API for SettlementService service.
 // All implementations must embed UnimplementedSettlementServiceServer
 // for forward compatibility.
@@ -62,6 +78,11 @@ type SettlementServiceServer interface {
 	// Settle stores a batch of records idempotently by request_id: a record whose request_id is already
 	// stored changes nothing. It answers the new cost_used of every quota scope the batch touched.
 	Settle(context.Context, *SettleRequest) (*SettleResponse, error)
+	// GetRequestCost answers the settled usage row of one request made with one API key (the source of the
+	// data plane's GET /v1/requests/{request_id}/cost; docs/cost.md). NOT_FOUND when no settled row has
+	// that request id and that key: another key's request is answered exactly like an unknown one, and a
+	// request not settled yet is not found either (the data plane says "pending").
+	GetRequestCost(context.Context, *GetRequestCostRequest) (*GetRequestCostResponse, error)
 	mustEmbedUnimplementedSettlementServiceServer()
 }
 
@@ -74,6 +95,9 @@ type UnimplementedSettlementServiceServer struct{}
 
 func (UnimplementedSettlementServiceServer) Settle(context.Context, *SettleRequest) (*SettleResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Settle not implemented")
+}
+func (UnimplementedSettlementServiceServer) GetRequestCost(context.Context, *GetRequestCostRequest) (*GetRequestCostResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetRequestCost not implemented")
 }
 func (UnimplementedSettlementServiceServer) mustEmbedUnimplementedSettlementServiceServer() {}
 func (UnimplementedSettlementServiceServer) testEmbeddedByValue()                           {}
@@ -114,6 +138,24 @@ func _SettlementService_Settle_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SettlementService_GetRequestCost_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetRequestCostRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SettlementServiceServer).GetRequestCost(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SettlementService_GetRequestCost_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SettlementServiceServer).GetRequestCost(ctx, req.(*GetRequestCostRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SettlementService_ServiceDesc is the grpc.ServiceDesc for SettlementService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -124,6 +166,10 @@ var SettlementService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Settle",
 			Handler:    _SettlementService_Settle_Handler,
+		},
+		{
+			MethodName: "GetRequestCost",
+			Handler:    _SettlementService_GetRequestCost_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

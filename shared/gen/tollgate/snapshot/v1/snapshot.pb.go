@@ -178,9 +178,11 @@ type SnapshotDelta struct {
 	// Replaced when set; absent means unchanged.
 	SettlementBounds *SettlementBounds `protobuf:"bytes,18,opt,name=settlement_bounds,json=settlementBounds,proto3" json:"settlement_bounds,omitempty"`
 	// Replaced when set; absent means unchanged.
-	ModelPolicy   *v1.ModelPolicy `protobuf:"bytes,19,opt,name=model_policy,json=modelPolicy,proto3" json:"model_policy,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ModelPolicy *v1.ModelPolicy `protobuf:"bytes,19,opt,name=model_policy,json=modelPolicy,proto3" json:"model_policy,omitempty"`
+	// Replaced when set; absent means unchanged.
+	GatewaySettings *v1.GatewaySettings `protobuf:"bytes,20,opt,name=gateway_settings,json=gatewaySettings,proto3" json:"gateway_settings,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *SnapshotDelta) Reset() {
@@ -346,6 +348,13 @@ func (x *SnapshotDelta) GetModelPolicy() *v1.ModelPolicy {
 	return nil
 }
 
+func (x *SnapshotDelta) GetGatewaySettings() *v1.GatewaySettings {
+	if x != nil {
+		return x.GatewaySettings
+	}
+	return nil
+}
+
 // QuotaRef names a quota by its scope.
 type QuotaRef struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -424,9 +433,11 @@ type Snapshot struct {
 	ScheduledPriceRules []*v1.ScheduledPriceRule `protobuf:"bytes,10,rep,name=scheduled_price_rules,json=scheduledPriceRules,proto3" json:"scheduled_price_rules,omitempty"`
 	// The gateway-wide model policy; absent means the defaults (unpriced "allow", direct addressing on).
 	// Each provider carries its effective unpriced policy.
-	ModelPolicy   *v1.ModelPolicy `protobuf:"bytes,11,opt,name=model_policy,json=modelPolicy,proto3" json:"model_policy,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ModelPolicy *v1.ModelPolicy `protobuf:"bytes,11,opt,name=model_policy,json=modelPolicy,proto3" json:"model_policy,omitempty"`
+	// The gateway-wide settings; absent means the defaults (cost disclosure on).
+	GatewaySettings *v1.GatewaySettings `protobuf:"bytes,12,opt,name=gateway_settings,json=gatewaySettings,proto3" json:"gateway_settings,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
@@ -536,6 +547,13 @@ func (x *Snapshot) GetModelPolicy() *v1.ModelPolicy {
 	return nil
 }
 
+func (x *Snapshot) GetGatewaySettings() *v1.GatewaySettings {
+	if x != nil {
+		return x.GatewaySettings
+	}
+	return nil
+}
+
 // SettlementBounds bound what one request can plausibly use and cost. A report beyond them is recorded
 // as flagged and charged 0 (docs/settlement.md, "Bounds").
 type SettlementBounds struct {
@@ -604,7 +622,7 @@ const file_tollgate_snapshot_v1_snapshot_proto_rawDesc = "" +
 	"\twant_full\x18\x04 \x01(\bR\bwantFull\"\x86\x01\n" +
 	"\rWatchResponse\x12:\n" +
 	"\bsnapshot\x18\x01 \x01(\v2\x1e.tollgate.snapshot.v1.SnapshotR\bsnapshot\x129\n" +
-	"\x05delta\x18\x02 \x01(\v2#.tollgate.snapshot.v1.SnapshotDeltaR\x05delta\"\xae\t\n" +
+	"\x05delta\x18\x02 \x01(\v2#.tollgate.snapshot.v1.SnapshotDeltaR\x05delta\"\xfe\t\n" +
 	"\rSnapshotDelta\x12!\n" +
 	"\fbase_version\x18\x01 \x01(\x03R\vbaseVersion\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x03R\aversion\x125\n" +
@@ -625,10 +643,11 @@ const file_tollgate_snapshot_v1_snapshot_proto_rawDesc = "" +
 	"\x1cupsert_scheduled_price_rules\x18\x10 \x03(\v2&.tollgate.config.v1.ScheduledPriceRuleR\x19upsertScheduledPriceRules\x12D\n" +
 	"\x1fremove_scheduled_price_rule_ids\x18\x11 \x03(\x03R\x1bremoveScheduledPriceRuleIds\x12S\n" +
 	"\x11settlement_bounds\x18\x12 \x01(\v2&.tollgate.snapshot.v1.SettlementBoundsR\x10settlementBounds\x12B\n" +
-	"\fmodel_policy\x18\x13 \x01(\v2\x1f.tollgate.config.v1.ModelPolicyR\vmodelPolicy\";\n" +
+	"\fmodel_policy\x18\x13 \x01(\v2\x1f.tollgate.config.v1.ModelPolicyR\vmodelPolicy\x12N\n" +
+	"\x10gateway_settings\x18\x14 \x01(\v2#.tollgate.config.v1.GatewaySettingsR\x0fgatewaySettings\";\n" +
 	"\bQuotaRef\x12\x14\n" +
 	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x19\n" +
-	"\bscope_id\x18\x02 \x01(\x03R\ascopeId\"\xaf\x05\n" +
+	"\bscope_id\x18\x02 \x01(\x03R\ascopeId\"\xff\x05\n" +
 	"\bSnapshot\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x03R\aversion\x125\n" +
 	"\bbuilt_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\abuiltAt\x12>\n" +
@@ -642,7 +661,8 @@ const file_tollgate_snapshot_v1_snapshot_proto_rawDesc = "" +
 	"\x11settlement_bounds\x18\t \x01(\v2&.tollgate.snapshot.v1.SettlementBoundsR\x10settlementBounds\x12Z\n" +
 	"\x15scheduled_price_rules\x18\n" +
 	" \x03(\v2&.tollgate.config.v1.ScheduledPriceRuleR\x13scheduledPriceRules\x12B\n" +
-	"\fmodel_policy\x18\v \x01(\v2\x1f.tollgate.config.v1.ModelPolicyR\vmodelPolicy\"j\n" +
+	"\fmodel_policy\x18\v \x01(\v2\x1f.tollgate.config.v1.ModelPolicyR\vmodelPolicy\x12N\n" +
+	"\x10gateway_settings\x18\f \x01(\v2#.tollgate.config.v1.GatewaySettingsR\x0fgatewaySettings\"j\n" +
 	"\x10SettlementBounds\x12,\n" +
 	"\x12max_request_tokens\x18\x01 \x01(\x03R\x10maxRequestTokens\x12(\n" +
 	"\x10max_request_cost\x18\x02 \x01(\tR\x0emaxRequestCost2e\n" +
@@ -678,6 +698,7 @@ var file_tollgate_snapshot_v1_snapshot_proto_goTypes = []any{
 	(*v1.Quota)(nil),              // 12: tollgate.config.v1.Quota
 	(*v1.ScheduledPriceRule)(nil), // 13: tollgate.config.v1.ScheduledPriceRule
 	(*v1.ModelPolicy)(nil),        // 14: tollgate.config.v1.ModelPolicy
+	(*v1.GatewaySettings)(nil),    // 15: tollgate.config.v1.GatewaySettings
 }
 var file_tollgate_snapshot_v1_snapshot_proto_depIdxs = []int32{
 	4,  // 0: tollgate.snapshot.v1.WatchResponse.snapshot:type_name -> tollgate.snapshot.v1.Snapshot
@@ -693,23 +714,25 @@ var file_tollgate_snapshot_v1_snapshot_proto_depIdxs = []int32{
 	13, // 10: tollgate.snapshot.v1.SnapshotDelta.upsert_scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
 	5,  // 11: tollgate.snapshot.v1.SnapshotDelta.settlement_bounds:type_name -> tollgate.snapshot.v1.SettlementBounds
 	14, // 12: tollgate.snapshot.v1.SnapshotDelta.model_policy:type_name -> tollgate.config.v1.ModelPolicy
-	6,  // 13: tollgate.snapshot.v1.Snapshot.built_at:type_name -> google.protobuf.Timestamp
-	7,  // 14: tollgate.snapshot.v1.Snapshot.price_rules:type_name -> tollgate.config.v1.PriceRule
-	8,  // 15: tollgate.snapshot.v1.Snapshot.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	9,  // 16: tollgate.snapshot.v1.Snapshot.providers:type_name -> tollgate.config.v1.Provider
-	10, // 17: tollgate.snapshot.v1.Snapshot.routes:type_name -> tollgate.config.v1.Route
-	11, // 18: tollgate.snapshot.v1.Snapshot.api_keys:type_name -> tollgate.config.v1.ApiKey
-	12, // 19: tollgate.snapshot.v1.Snapshot.quotas:type_name -> tollgate.config.v1.Quota
-	5,  // 20: tollgate.snapshot.v1.Snapshot.settlement_bounds:type_name -> tollgate.snapshot.v1.SettlementBounds
-	13, // 21: tollgate.snapshot.v1.Snapshot.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
-	14, // 22: tollgate.snapshot.v1.Snapshot.model_policy:type_name -> tollgate.config.v1.ModelPolicy
-	0,  // 23: tollgate.snapshot.v1.SnapshotService.Watch:input_type -> tollgate.snapshot.v1.WatchRequest
-	1,  // 24: tollgate.snapshot.v1.SnapshotService.Watch:output_type -> tollgate.snapshot.v1.WatchResponse
-	24, // [24:25] is the sub-list for method output_type
-	23, // [23:24] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	15, // 13: tollgate.snapshot.v1.SnapshotDelta.gateway_settings:type_name -> tollgate.config.v1.GatewaySettings
+	6,  // 14: tollgate.snapshot.v1.Snapshot.built_at:type_name -> google.protobuf.Timestamp
+	7,  // 15: tollgate.snapshot.v1.Snapshot.price_rules:type_name -> tollgate.config.v1.PriceRule
+	8,  // 16: tollgate.snapshot.v1.Snapshot.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	9,  // 17: tollgate.snapshot.v1.Snapshot.providers:type_name -> tollgate.config.v1.Provider
+	10, // 18: tollgate.snapshot.v1.Snapshot.routes:type_name -> tollgate.config.v1.Route
+	11, // 19: tollgate.snapshot.v1.Snapshot.api_keys:type_name -> tollgate.config.v1.ApiKey
+	12, // 20: tollgate.snapshot.v1.Snapshot.quotas:type_name -> tollgate.config.v1.Quota
+	5,  // 21: tollgate.snapshot.v1.Snapshot.settlement_bounds:type_name -> tollgate.snapshot.v1.SettlementBounds
+	13, // 22: tollgate.snapshot.v1.Snapshot.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
+	14, // 23: tollgate.snapshot.v1.Snapshot.model_policy:type_name -> tollgate.config.v1.ModelPolicy
+	15, // 24: tollgate.snapshot.v1.Snapshot.gateway_settings:type_name -> tollgate.config.v1.GatewaySettings
+	0,  // 25: tollgate.snapshot.v1.SnapshotService.Watch:input_type -> tollgate.snapshot.v1.WatchRequest
+	1,  // 26: tollgate.snapshot.v1.SnapshotService.Watch:output_type -> tollgate.snapshot.v1.WatchResponse
+	26, // [26:27] is the sub-list for method output_type
+	25, // [25:26] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_snapshot_v1_snapshot_proto_init() }
