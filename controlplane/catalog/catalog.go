@@ -17,6 +17,7 @@ import (
 	"github.com/ericlagergren/decimal"
 
 	"github.com/tollgate/tollgate/shared/pricing"
+	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // Formats.
@@ -30,7 +31,13 @@ type Options struct {
 	// ProviderMap maps a catalog provider id ("anthropic") to a Tollgate provider id: the entries of
 	// a mapped provider become provider-scoped rules; the others global ones.
 	ProviderMap map[string]int64
-	// OnlyMapped skips (with a reason) the entries of catalog providers absent from ProviderMap.
+	// ProviderTypes gives the channel type of every Tollgate provider (id → type). With it, a catalog
+	// provider that prices a cloud channel type and is absent from ProviderMap (genai-prices "aws",
+	// "google", "azure"; ChannelTypeMap) is scoped to every provider of that type, one rule per
+	// provider, and rules for a cloud provider match the ids that cloud bills (cloudMatch).
+	ProviderTypes map[int64]vocab.ChannelType
+	// OnlyMapped skips (with a reason) the entries of catalog providers neither in ProviderMap nor
+	// mapped by channel type.
 	OnlyMapped bool
 	// StartsWithAsContains imports a starts_with clause as a contains rule (which matches more
 	// model ids); without it such clauses are skipped with a reason.
@@ -177,16 +184,6 @@ func newCollector(format, digest string, opt Options) *collector {
 
 func (c *collector) skip(entry, format string, args ...any) {
 	c.res.Skipped = append(c.res.Skipped, Skipped{EntryID: entry, Reason: fmt.Sprintf(format, args...)})
-}
-
-// scope returns the Tollgate provider id of a catalog provider (0: global) and whether its entries
-// are imported at all.
-func (c *collector) scope(provider string) (int64, bool) {
-	id, ok := c.opt.ProviderMap[provider]
-	if !ok && c.opt.OnlyMapped {
-		return 0, false
-	}
-	return id, true
 }
 
 func (c *collector) add(entry string, p *prices, providerID int64, mt pricing.MatchType, match string, extra ...string) {

@@ -87,8 +87,8 @@ func ParseGenAIPrices(doc []byte, opt Options) (*Result, error) {
 
 func (c *collector) gpEntry(provider string, m gpModel) {
 	entry := provider + "/" + m.ID
-	providerID, ok := c.scope(provider)
-	if !ok {
+	targets := c.targets(provider)
+	if targets == nil {
 		c.skip(entry, "catalog provider %q is not mapped to a Tollgate provider (only mapped providers are imported)", provider)
 		return
 	}
@@ -106,24 +106,39 @@ func (c *collector) gpEntry(provider string, m gpModel) {
 		c.skip(entry, "match: %v", err)
 		return
 	}
-	for i, cl := range clauses {
-		id := entry
-		if len(clauses) > 1 {
-			id = entry + "#" + strconv.Itoa(i)
+	for _, t := range targets {
+		for i, cl := range clauses {
+			id := entry
+			if len(clauses) > 1 {
+				id = entry + "#" + strconv.Itoa(i)
+			}
+			c.gpClause(entryIn(id, t, len(targets)), p, t, cl)
 		}
-		switch {
-		case cl.op == "equals":
-			c.add(id, p, providerID, pricing.MatchExact, cl.value)
-		case cl.op == "contains":
-			c.add(id, p, providerID, pricing.MatchContains, cl.value)
-		case cl.op == "starts_with" && c.opt.StartsWithAsContains:
-			c.add(id, p, providerID, pricing.MatchContains, cl.value,
-				fmt.Sprintf("starts_with %q imported as contains (also matches ids that only contain it)", cl.value))
-		case cl.op == "starts_with":
-			c.skip(id, "match starts_with %q cannot be expressed (Tollgate matches exact or contains); plan with starts_with_as_contains to import it as contains", cl.value)
-		default:
-			c.skip(id, "match %s cannot be expressed (Tollgate matches exact or contains)", cl.describe())
+	}
+}
+
+// gpClause imports one clause of an entry into one target.
+func (c *collector) gpClause(id string, p *prices, t target, cl gpClause) {
+	if mt, note, ok := cloudMatch(t.channel, cl.op, cl.value); ok {
+		var extra []string
+		if note != "" {
+			extra = append(extra, note)
 		}
+		c.add(id, p, t.providerID, mt, cl.value, extra...)
+		return
+	}
+	switch {
+	case cl.op == "equals":
+		c.add(id, p, t.providerID, pricing.MatchExact, cl.value)
+	case cl.op == "contains":
+		c.add(id, p, t.providerID, pricing.MatchContains, cl.value)
+	case cl.op == "starts_with" && c.opt.StartsWithAsContains:
+		c.add(id, p, t.providerID, pricing.MatchContains, cl.value,
+			fmt.Sprintf("starts_with %q imported as contains (also matches ids that only contain it)", cl.value))
+	case cl.op == "starts_with":
+		c.skip(id, "match starts_with %q cannot be expressed (Tollgate matches exact or contains); plan with starts_with_as_contains to import it as contains", cl.value)
+	default:
+		c.skip(id, "match %s cannot be expressed (Tollgate matches exact or contains)", cl.describe())
 	}
 }
 

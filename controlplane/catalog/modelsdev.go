@@ -108,8 +108,8 @@ func mdSplit(p string) (provider, model string, ok bool) {
 }
 
 func (c *collector) mdEntry(entry, provider, model string, text []byte) {
-	providerID, ok := c.scope(provider)
-	if !ok {
+	targets := c.targets(provider)
+	if targets == nil {
 		c.skip(entry, "catalog provider %q is not mapped to a Tollgate provider (only mapped providers are imported)", provider)
 		return
 	}
@@ -204,7 +204,13 @@ func (c *collector) mdEntry(entry, provider, model string, text []byte) {
 		}
 		p.service[tier] = &tp
 	}
-	c.add(entry, p, providerID, pricing.MatchExact, model)
+	for _, t := range targets {
+		if mt, note, ok := cloudMatch(t.channel, "exact", model); ok {
+			c.add(entryIn(entry, t, len(targets)), p, t.providerID, mt, model, note)
+			continue
+		}
+		c.add(entryIn(entry, t, len(targets)), p, t.providerID, pricing.MatchExact, model)
+	}
 }
 
 // mdCategories reads the four models.dev cost keys into dst.
