@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/catalog"
 	"github.com/tollgate/tollgate/controlplane/store"
 	"github.com/tollgate/tollgate/shared/pricing"
+	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // CatalogPlanKeep is how long stored plans are kept (applied or not).
@@ -56,7 +57,11 @@ type CatalogPlan struct {
 	Changed   []PlanChange      `json:"changed"`
 	Unchanged []PlanUnchanged   `json:"unchanged"`
 	Skipped   []catalog.Skipped `json:"skipped"`
-	AppliedAt *time.Time        `json:"applied_at,omitempty"`
+	// ChannelTypeScopes lists the catalog providers mapped by channel type (genai-prices "aws" to
+	// every aws_bedrock provider, …; docs/pricing.md "Cloud providers") and the provider ids they
+	// were scoped to. An explicit provider_map entry replaces the default for its catalog provider.
+	ChannelTypeScopes map[string][]int64 `json:"channel_type_scopes,omitempty"`
+	AppliedAt         *time.Time         `json:"applied_at,omitempty"`
 }
 
 // PlanRule is a rule the plan adds.
@@ -170,20 +175,14 @@ func diffFields(old, nu pricing.RuleInput) []FieldChange {
 	return out
 }
 
-// mapCatalog runs the catalog mapping of a request.
-func mapCatalog(req CatalogPlanRequest) (*catalog.Result, error) {
-	opt := catalog.Options{ProviderMap: req.ProviderMap, OnlyMapped: req.OnlyMapped, StartsWithAsContains: req.StartsWithAsContains}
-	if req.At != nil {
-		opt.At = *req.At
-	}
+// checkCatalogRequest refuses a malformed plan request before anything is read or parsed.
+func checkCatalogRequest(req CatalogPlanRequest) error {
 	var details []Detail
 	for name, id := range req.ProviderMap {
 		if id <= 0 {
 			details = append(details, field("provider_map."+name, "must be a positive Tollgate provider id, got %d", id))
 		}
 	}
-	var res *catalog.Result
-	var err error
 	switch req.Format {
 	case catalog.FormatGenAIPrices:
 		if len(req.Files) > 0 {
@@ -192,9 +191,6 @@ func mapCatalog(req CatalogPlanRequest) (*catalog.Result, error) {
 		if req.Document == "" {
 			details = append(details, field("document", "required for format %q", req.Format))
 		}
-		if details == nil {
-			res, err = catalog.ParseGenAIPrices([]byte(req.Document), opt)
-		}
 	case catalog.FormatModelsDev:
 		if req.Document != "" {
 			details = append(details, field("document", "not used by format %q: send the TOML files as files", req.Format))
@@ -202,18 +198,36 @@ func mapCatalog(req CatalogPlanRequest) (*catalog.Result, error) {
 		if len(req.Files) == 0 {
 			details = append(details, field("files", "required for format %q", req.Format))
 		}
-		if details == nil {
-			files := make(map[string][]byte, len(req.Files))
-			for p, t := range req.Files {
-				files[p] = []byte(t)
-			}
-			res, err = catalog.ParseModelsDev(files, opt)
-		}
 	default:
 		details = append(details, field("format", "must be %q or %q, got %q", catalog.FormatGenAIPrices, catalog.FormatModelsDev, req.Format))
 	}
 	if details != nil {
-		return nil, invalidFields("invalid catalog plan request", details...)
+		return invalidFields("invalid catalog plan request", details...)
+	}
+	return nil
+}
+
+// mapCatalog runs the catalog mapping of a checked request; types gives every provider's channel
+// type (the default scopes of cloud catalog providers: catalog.Options.ProviderTypes).
+func mapCatalog(req CatalogPlanRequest, types map[int64]string) (*catalog.Result, error) {
+	opt := catalog.Options{ProviderMap: req.ProviderMap, OnlyMapped: req.OnlyMapped, StartsWithAsContains: req.StartsWithAsContains,
+		ProviderTypes: make(map[int64]vocab.ChannelType, len(types))}
+	for id, ct := range types {
+		opt.ProviderTypes[id] = vocab.ChannelType(ct)
+	}
+	if req.At != nil {
+		opt.At = *req.At
+	}
+	var res *catalog.Result
+	var err error
+	if req.Format == catalog.FormatGenAIPrices {
+		res, err = catalog.ParseGenAIPrices([]byte(req.Document), opt)
+	} else {
+		files := make(map[string][]byte, len(req.Files))
+		for p, t := range req.Files {
+			files[p] = []byte(t)
+		}
+		res, err = catalog.ParseModelsDev(files, opt)
 	}
 	if err != nil {
 		return nil, invalidFields("catalog refused", field(map[string]string{catalog.FormatGenAIPrices: "document", catalog.FormatModelsDev: "files"}[req.Format], "%v", err))
@@ -223,28 +237,22 @@ func mapCatalog(req CatalogPlanRequest) (*catalog.Result, error) {
 
 // PlanCatalog maps a catalog against the current rules and stores the plan; nothing else changes.
 func (s *Service) PlanCatalog(ctx context.Context, by string, req CatalogPlanRequest) (CatalogPlan, error) {
-	res, err := mapCatalog(req)
-	if err != nil {
+	if err := checkCatalogRequest(req); err != nil {
 		return CatalogPlan{}, err
 	}
 	var id [12]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return CatalogPlan{}, &Error{Code: CodeInternal, Message: "internal error", Cause: err}
 	}
-	plan := CatalogPlan{ID: "plan_" + hex.EncodeToString(id[:]), Format: res.Format, Digest: res.Digest, CreatedBy: by,
-		Entries: res.Entries, Added: []PlanRule{}, Changed: []PlanChange{}, Unchanged: []PlanUnchanged{}, Skipped: res.Skipped}
-	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
-		ids := make([]int64, 0, len(req.ProviderMap))
-		for _, pid := range req.ProviderMap {
-			ids = append(ids, pid)
-		}
-		exists, err := store.ExistingProviderIDs(ctx, tx, ids)
+	var plan CatalogPlan
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		types, err := store.ProviderChannelTypes(ctx, tx)
 		if err != nil {
 			return err
 		}
 		var bad []Detail
 		for name, pid := range req.ProviderMap {
-			if !exists[pid] {
+			if _, ok := types[pid]; !ok {
 				bad = append(bad, field("provider_map."+name, "provider %d does not exist", pid))
 			}
 		}
@@ -252,6 +260,13 @@ func (s *Service) PlanCatalog(ctx context.Context, by string, req CatalogPlanReq
 			sort.Slice(bad, func(i, j int) bool { return bad[i].Field < bad[j].Field })
 			return invalidFields("invalid catalog plan request", bad...)
 		}
+		res, err := mapCatalog(req, types)
+		if err != nil {
+			return err
+		}
+		plan = CatalogPlan{ID: "plan_" + hex.EncodeToString(id[:]), Format: res.Format, Digest: res.Digest, CreatedBy: by,
+			Entries: res.Entries, Added: []PlanRule{}, Changed: []PlanChange{}, Unchanged: []PlanUnchanged{}, Skipped: res.Skipped,
+			ChannelTypeScopes: res.ChannelTypeScopes}
 		rules, err := store.AllPriceRules(ctx, tx, false)
 		if err != nil {
 			return err

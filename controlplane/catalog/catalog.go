@@ -90,6 +90,9 @@ type Result struct {
 	Entries int       `json:"entries"`
 	Rules   []Rule    `json:"rules"`
 	Skipped []Skipped `json:"skipped"`
+	// ChannelTypeScopes lists the catalog providers mapped by channel type (not by ProviderMap) and
+	// the Tollgate providers their entries were scoped to.
+	ChannelTypeScopes map[string][]int64 `json:"channel_type_scopes,omitempty"`
 }
 
 // prices collects the per-category prices of one entry while it is mapped.

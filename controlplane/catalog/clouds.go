@@ -65,6 +65,14 @@ func (c *collector) targets(provider string) []target {
 					out = append(out, target{providerID: id, channel: ct})
 				}
 			}
+			if c.res.ChannelTypeScopes == nil {
+				c.res.ChannelTypeScopes = map[string][]int64{}
+			}
+			if _, done := c.res.ChannelTypeScopes[provider]; !done {
+				for _, t := range out {
+					c.res.ChannelTypeScopes[provider] = append(c.res.ChannelTypeScopes[provider], t.providerID)
+				}
+			}
 			return out
 		}
 	}

@@ -233,3 +233,25 @@ func DeleteCredential(ctx context.Context, db DBTX, id int64) error {
 	}
 	return nil
 }
+
+// ProviderChannelTypes returns the channel type of every provider, by id.
+func ProviderChannelTypes(ctx context.Context, db DBTX) (map[int64]string, error) {
+	rows, err := db.Query(ctx, `SELECT id, channel_type FROM providers`)
+	if err != nil {
+		return nil, fmt.Errorf("read provider channel types: %w", interpretError(err))
+	}
+	defer rows.Close()
+	out := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var ct string
+		if err := rows.Scan(&id, &ct); err != nil {
+			return nil, fmt.Errorf("read provider channel types: %w", interpretError(err))
+		}
+		out[id] = ct
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read provider channel types: %w", interpretError(err))
+	}
+	return out, nil
+}
