@@ -109,6 +109,10 @@ function renderPlan() {
   $("cat-plan").hidden = false;
   $("cat-summary").textContent = `Plan ${p.id}: ${p.entries} catalog entries — ${s.added} to add, ${s.changed} to change ` +
     `(${s.operator_edited} edited by an operator), ${s.unchanged} unchanged, ${s.skipped} not imported.`;
+  const scopes = Object.entries(p.channel_type_scopes || {}).sort(([a], [b]) => a.localeCompare(b));
+  $("cat-scopes").hidden = !scopes.length;
+  $("cat-scopes").textContent = scopes.length ? "Mapped by channel type: " + scopes.map(([name, ids]) =>
+    `${name} → provider${ids.length > 1 ? "s" : ""} ${ids.join(", ")}`).join(" · ") + "." : "";
   const changed = $("cat-changed").tBodies[0];
   changed.replaceChildren(...p.changed.map((c) => el("tr", { class: c.operator_edited ? "operator-edited" : "" },
     el("td", {}, checkbox(c.entry_id, !c.operator_edited, `apply ${c.entry_id}`)),
