@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate/tollgate/controlplane/admin"
 	"github.com/tollgate/tollgate/controlplane/store"
+	adminv1 "github.com/tollgate/tollgate/shared/gen/tollgate/admin/v1"
 )
 
 // The real genai-prices file with two Bedrock providers, a Vertex, an Azure and a gamma provider:
@@ -71,6 +72,17 @@ func TestCatalogCloudProvidersMappedByChannelType(t *testing.T) {
 	again := b.plan(t, req)
 	if len(again.Added) != 0 || len(again.Changed) != 0 || len(again.Unchanged) != len(p.Added) {
 		t.Errorf("re-plan: added %d changed %d unchanged %d, want 0 0 %d", len(again.Added), len(again.Changed), len(again.Unchanged), len(p.Added))
+	}
+	// The gRPC plan names the same scopes.
+	c, _ := b.grpcClient(t)
+	gp, err := c.PlanPriceCatalog(withToken(bootstrapToken), &adminv1.PlanPriceCatalogRequest{Format: "genai-prices", Document: genaiDoc(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ids := range want {
+		if got := gp.GetPlan().GetChannelTypeScopes()[name].GetProviderIds(); !reflect.DeepEqual(got, ids) {
+			t.Errorf("gRPC channel_type_scopes[%s] = %v, want %v", name, got, ids)
+		}
 	}
 	// provider_map names aws explicitly: only that provider, and the default no longer lists aws.
 	req["provider_map"] = map[string]int64{"aws": br1}

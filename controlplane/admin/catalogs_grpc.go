@@ -52,6 +52,12 @@ func (g *grpcServer) PlanPriceCatalog(ctx context.Context, req *adminv1.PlanPric
 	for _, s := range p.Skipped {
 		out.Skipped = append(out.Skipped, &adminv1.CatalogSkipped{EntryId: s.EntryID, Reason: s.Reason})
 	}
+	if len(p.ChannelTypeScopes) > 0 {
+		out.ChannelTypeScopes = make(map[string]*adminv1.CatalogProviderScope, len(p.ChannelTypeScopes))
+		for name, ids := range p.ChannelTypeScopes {
+			out.ChannelTypeScopes[name] = &adminv1.CatalogProviderScope{ProviderIds: ids}
+		}
+	}
 	return &adminv1.PlanPriceCatalogResponse{Plan: out}, nil
 }
 

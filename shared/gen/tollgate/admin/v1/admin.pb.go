@@ -5456,19 +5456,22 @@ func (x *PlanPriceCatalogResponse) GetPlan() *CatalogPlan {
 
 // CatalogPlan is what applying a catalog would do (REST: the plan JSON).
 type CatalogPlan struct {
-	state         protoimpl.MessageState  `protogen:"open.v1"`
-	Id            string                  `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Format        string                  `protobuf:"bytes,2,opt,name=format,proto3" json:"format,omitempty"`
-	Digest        string                  `protobuf:"bytes,3,opt,name=digest,proto3" json:"digest,omitempty"`
-	CreatedAt     *timestamppb.Timestamp  `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	CreatedBy     string                  `protobuf:"bytes,5,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
-	Entries       int32                   `protobuf:"varint,6,opt,name=entries,proto3" json:"entries,omitempty"`
-	Added         []*CatalogPlanRule      `protobuf:"bytes,7,rep,name=added,proto3" json:"added,omitempty"`
-	Changed       []*CatalogPlanChange    `protobuf:"bytes,8,rep,name=changed,proto3" json:"changed,omitempty"`
-	Unchanged     []*CatalogPlanUnchanged `protobuf:"bytes,9,rep,name=unchanged,proto3" json:"unchanged,omitempty"`
-	Skipped       []*CatalogSkipped       `protobuf:"bytes,10,rep,name=skipped,proto3" json:"skipped,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState  `protogen:"open.v1"`
+	Id        string                  `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Format    string                  `protobuf:"bytes,2,opt,name=format,proto3" json:"format,omitempty"`
+	Digest    string                  `protobuf:"bytes,3,opt,name=digest,proto3" json:"digest,omitempty"`
+	CreatedAt *timestamppb.Timestamp  `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	CreatedBy string                  `protobuf:"bytes,5,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	Entries   int32                   `protobuf:"varint,6,opt,name=entries,proto3" json:"entries,omitempty"`
+	Added     []*CatalogPlanRule      `protobuf:"bytes,7,rep,name=added,proto3" json:"added,omitempty"`
+	Changed   []*CatalogPlanChange    `protobuf:"bytes,8,rep,name=changed,proto3" json:"changed,omitempty"`
+	Unchanged []*CatalogPlanUnchanged `protobuf:"bytes,9,rep,name=unchanged,proto3" json:"unchanged,omitempty"`
+	Skipped   []*CatalogSkipped       `protobuf:"bytes,10,rep,name=skipped,proto3" json:"skipped,omitempty"`
+	// The cloud catalog providers mapped by channel type (docs/pricing.md, "Cloud providers"), by catalog
+	// provider id.
+	ChannelTypeScopes map[string]*CatalogProviderScope `protobuf:"bytes,11,rep,name=channel_type_scopes,json=channelTypeScopes,proto3" json:"channel_type_scopes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *CatalogPlan) Reset() {
@@ -5571,6 +5574,58 @@ func (x *CatalogPlan) GetSkipped() []*CatalogSkipped {
 	return nil
 }
 
+func (x *CatalogPlan) GetChannelTypeScopes() map[string]*CatalogProviderScope {
+	if x != nil {
+		return x.ChannelTypeScopes
+	}
+	return nil
+}
+
+// CatalogProviderScope is the Tollgate providers a catalog provider's entries are scoped to.
+type CatalogProviderScope struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProviderIds   []int64                `protobuf:"varint,1,rep,packed,name=provider_ids,json=providerIds,proto3" json:"provider_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CatalogProviderScope) Reset() {
+	*x = CatalogProviderScope{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogProviderScope) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogProviderScope) ProtoMessage() {}
+
+func (x *CatalogProviderScope) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogProviderScope.ProtoReflect.Descriptor instead.
+func (*CatalogProviderScope) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{97}
+}
+
+func (x *CatalogProviderScope) GetProviderIds() []int64 {
+	if x != nil {
+		return x.ProviderIds
+	}
+	return nil
+}
+
 type CatalogPlanRule struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	EntryId       string                 `protobuf:"bytes,1,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
@@ -5582,7 +5637,7 @@ type CatalogPlanRule struct {
 
 func (x *CatalogPlanRule) Reset() {
 	*x = CatalogPlanRule{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5594,7 +5649,7 @@ func (x *CatalogPlanRule) String() string {
 func (*CatalogPlanRule) ProtoMessage() {}
 
 func (x *CatalogPlanRule) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[97]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5607,7 +5662,7 @@ func (x *CatalogPlanRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlanRule.ProtoReflect.Descriptor instead.
 func (*CatalogPlanRule) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{97}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *CatalogPlanRule) GetEntryId() string {
@@ -5645,7 +5700,7 @@ type CatalogPlanChange struct {
 
 func (x *CatalogPlanChange) Reset() {
 	*x = CatalogPlanChange{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5657,7 +5712,7 @@ func (x *CatalogPlanChange) String() string {
 func (*CatalogPlanChange) ProtoMessage() {}
 
 func (x *CatalogPlanChange) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[98]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5670,7 +5725,7 @@ func (x *CatalogPlanChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlanChange.ProtoReflect.Descriptor instead.
 func (*CatalogPlanChange) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{98}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *CatalogPlanChange) GetEntryId() string {
@@ -5726,7 +5781,7 @@ type CatalogFieldChange struct {
 
 func (x *CatalogFieldChange) Reset() {
 	*x = CatalogFieldChange{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5738,7 +5793,7 @@ func (x *CatalogFieldChange) String() string {
 func (*CatalogFieldChange) ProtoMessage() {}
 
 func (x *CatalogFieldChange) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[99]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5751,7 +5806,7 @@ func (x *CatalogFieldChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogFieldChange.ProtoReflect.Descriptor instead.
 func (*CatalogFieldChange) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{99}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *CatalogFieldChange) GetField() string {
@@ -5786,7 +5841,7 @@ type CatalogPlanUnchanged struct {
 
 func (x *CatalogPlanUnchanged) Reset() {
 	*x = CatalogPlanUnchanged{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5798,7 +5853,7 @@ func (x *CatalogPlanUnchanged) String() string {
 func (*CatalogPlanUnchanged) ProtoMessage() {}
 
 func (x *CatalogPlanUnchanged) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[100]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5811,7 +5866,7 @@ func (x *CatalogPlanUnchanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogPlanUnchanged.ProtoReflect.Descriptor instead.
 func (*CatalogPlanUnchanged) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{100}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *CatalogPlanUnchanged) GetEntryId() string {
@@ -5845,7 +5900,7 @@ type CatalogSkipped struct {
 
 func (x *CatalogSkipped) Reset() {
 	*x = CatalogSkipped{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5857,7 +5912,7 @@ func (x *CatalogSkipped) String() string {
 func (*CatalogSkipped) ProtoMessage() {}
 
 func (x *CatalogSkipped) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[101]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5870,7 +5925,7 @@ func (x *CatalogSkipped) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogSkipped.ProtoReflect.Descriptor instead.
 func (*CatalogSkipped) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{101}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *CatalogSkipped) GetEntryId() string {
@@ -5902,7 +5957,7 @@ type ApplyPriceCatalogRequest struct {
 
 func (x *ApplyPriceCatalogRequest) Reset() {
 	*x = ApplyPriceCatalogRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5914,7 +5969,7 @@ func (x *ApplyPriceCatalogRequest) String() string {
 func (*ApplyPriceCatalogRequest) ProtoMessage() {}
 
 func (x *ApplyPriceCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[102]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5927,7 +5982,7 @@ func (x *ApplyPriceCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyPriceCatalogRequest.ProtoReflect.Descriptor instead.
 func (*ApplyPriceCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{102}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *ApplyPriceCatalogRequest) GetPlanId() string {
@@ -5973,7 +6028,7 @@ type ApplyPriceCatalogResponse struct {
 
 func (x *ApplyPriceCatalogResponse) Reset() {
 	*x = ApplyPriceCatalogResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[103]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5985,7 +6040,7 @@ func (x *ApplyPriceCatalogResponse) String() string {
 func (*ApplyPriceCatalogResponse) ProtoMessage() {}
 
 func (x *ApplyPriceCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[103]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5998,7 +6053,7 @@ func (x *ApplyPriceCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyPriceCatalogResponse.ProtoReflect.Descriptor instead.
 func (*ApplyPriceCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{103}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *ApplyPriceCatalogResponse) GetPlanId() string {
@@ -6052,7 +6107,7 @@ type GetPriceRuleProvenanceRequest struct {
 
 func (x *GetPriceRuleProvenanceRequest) Reset() {
 	*x = GetPriceRuleProvenanceRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[104]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6064,7 +6119,7 @@ func (x *GetPriceRuleProvenanceRequest) String() string {
 func (*GetPriceRuleProvenanceRequest) ProtoMessage() {}
 
 func (x *GetPriceRuleProvenanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[104]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6077,7 +6132,7 @@ func (x *GetPriceRuleProvenanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleProvenanceRequest.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleProvenanceRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{104}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *GetPriceRuleProvenanceRequest) GetPriceRuleId() int64 {
@@ -6096,7 +6151,7 @@ type GetPriceRuleProvenanceResponse struct {
 
 func (x *GetPriceRuleProvenanceResponse) Reset() {
 	*x = GetPriceRuleProvenanceResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[105]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6108,7 +6163,7 @@ func (x *GetPriceRuleProvenanceResponse) String() string {
 func (*GetPriceRuleProvenanceResponse) ProtoMessage() {}
 
 func (x *GetPriceRuleProvenanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[105]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6121,7 +6176,7 @@ func (x *GetPriceRuleProvenanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleProvenanceResponse.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleProvenanceResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{105}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *GetPriceRuleProvenanceResponse) GetProvenance() *PriceRuleProvenance {
@@ -6147,7 +6202,7 @@ type PriceRuleProvenance struct {
 
 func (x *PriceRuleProvenance) Reset() {
 	*x = PriceRuleProvenance{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[106]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6159,7 +6214,7 @@ func (x *PriceRuleProvenance) String() string {
 func (*PriceRuleProvenance) ProtoMessage() {}
 
 func (x *PriceRuleProvenance) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[106]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6172,7 +6227,7 @@ func (x *PriceRuleProvenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriceRuleProvenance.ProtoReflect.Descriptor instead.
 func (*PriceRuleProvenance) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{106}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *PriceRuleProvenance) GetPriceRuleId() int64 {
@@ -6233,7 +6288,7 @@ type GetPriceRuleHistoryRequest struct {
 
 func (x *GetPriceRuleHistoryRequest) Reset() {
 	*x = GetPriceRuleHistoryRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[107]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6245,7 +6300,7 @@ func (x *GetPriceRuleHistoryRequest) String() string {
 func (*GetPriceRuleHistoryRequest) ProtoMessage() {}
 
 func (x *GetPriceRuleHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[107]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6258,7 +6313,7 @@ func (x *GetPriceRuleHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleHistoryRequest.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{107}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *GetPriceRuleHistoryRequest) GetPriceRuleId() int64 {
@@ -6277,7 +6332,7 @@ type GetPriceRuleHistoryResponse struct {
 
 func (x *GetPriceRuleHistoryResponse) Reset() {
 	*x = GetPriceRuleHistoryResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[108]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6289,7 +6344,7 @@ func (x *GetPriceRuleHistoryResponse) String() string {
 func (*GetPriceRuleHistoryResponse) ProtoMessage() {}
 
 func (x *GetPriceRuleHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[108]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6302,7 +6357,7 @@ func (x *GetPriceRuleHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPriceRuleHistoryResponse.ProtoReflect.Descriptor instead.
 func (*GetPriceRuleHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{108}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *GetPriceRuleHistoryResponse) GetItems() []*PriceRuleVersion {
@@ -6329,7 +6384,7 @@ type PriceRuleVersion struct {
 
 func (x *PriceRuleVersion) Reset() {
 	*x = PriceRuleVersion{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[109]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6341,7 +6396,7 @@ func (x *PriceRuleVersion) String() string {
 func (*PriceRuleVersion) ProtoMessage() {}
 
 func (x *PriceRuleVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[109]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6354,7 +6409,7 @@ func (x *PriceRuleVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriceRuleVersion.ProtoReflect.Descriptor instead.
 func (*PriceRuleVersion) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{109}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *PriceRuleVersion) GetVersion() int32 {
@@ -6405,7 +6460,7 @@ type RepricePriceRulesRequest struct {
 
 func (x *RepricePriceRulesRequest) Reset() {
 	*x = RepricePriceRulesRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[110]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6417,7 +6472,7 @@ func (x *RepricePriceRulesRequest) String() string {
 func (*RepricePriceRulesRequest) ProtoMessage() {}
 
 func (x *RepricePriceRulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[110]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6430,7 +6485,7 @@ func (x *RepricePriceRulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepricePriceRulesRequest.ProtoReflect.Descriptor instead.
 func (*RepricePriceRulesRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{110}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *RepricePriceRulesRequest) GetFrom() *timestamppb.Timestamp {
@@ -6478,7 +6533,7 @@ type RepricePriceRulesResponse struct {
 
 func (x *RepricePriceRulesResponse) Reset() {
 	*x = RepricePriceRulesResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[111]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6490,7 +6545,7 @@ func (x *RepricePriceRulesResponse) String() string {
 func (*RepricePriceRulesResponse) ProtoMessage() {}
 
 func (x *RepricePriceRulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[111]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6503,7 +6558,7 @@ func (x *RepricePriceRulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepricePriceRulesResponse.ProtoReflect.Descriptor instead.
 func (*RepricePriceRulesResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{111}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *RepricePriceRulesResponse) GetFrom() *timestamppb.Timestamp {
@@ -6577,7 +6632,7 @@ type RepriceLine struct {
 
 func (x *RepriceLine) Reset() {
 	*x = RepriceLine{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[112]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6589,7 +6644,7 @@ func (x *RepriceLine) String() string {
 func (*RepriceLine) ProtoMessage() {}
 
 func (x *RepriceLine) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[112]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6602,7 +6657,7 @@ func (x *RepriceLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepriceLine.ProtoReflect.Descriptor instead.
 func (*RepriceLine) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{112}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *RepriceLine) GetProviderId() int64 {
@@ -6662,7 +6717,7 @@ type ListApiKeysRequest struct {
 
 func (x *ListApiKeysRequest) Reset() {
 	*x = ListApiKeysRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[113]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6674,7 +6729,7 @@ func (x *ListApiKeysRequest) String() string {
 func (*ListApiKeysRequest) ProtoMessage() {}
 
 func (x *ListApiKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[113]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6687,7 +6742,7 @@ func (x *ListApiKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApiKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListApiKeysRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{113}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *ListApiKeysRequest) GetLimit() int32 {
@@ -6742,7 +6797,7 @@ type ListApiKeysResponse struct {
 
 func (x *ListApiKeysResponse) Reset() {
 	*x = ListApiKeysResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[114]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6754,7 +6809,7 @@ func (x *ListApiKeysResponse) String() string {
 func (*ListApiKeysResponse) ProtoMessage() {}
 
 func (x *ListApiKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[114]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6767,7 +6822,7 @@ func (x *ListApiKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApiKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListApiKeysResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{114}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *ListApiKeysResponse) GetItems() []*v1.ApiKey {
@@ -6793,7 +6848,7 @@ type GetApiKeyRequest struct {
 
 func (x *GetApiKeyRequest) Reset() {
 	*x = GetApiKeyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[115]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6805,7 +6860,7 @@ func (x *GetApiKeyRequest) String() string {
 func (*GetApiKeyRequest) ProtoMessage() {}
 
 func (x *GetApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[115]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6818,7 +6873,7 @@ func (x *GetApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*GetApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{115}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *GetApiKeyRequest) GetId() int64 {
@@ -6837,7 +6892,7 @@ type GetApiKeyResponse struct {
 
 func (x *GetApiKeyResponse) Reset() {
 	*x = GetApiKeyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[116]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6849,7 +6904,7 @@ func (x *GetApiKeyResponse) String() string {
 func (*GetApiKeyResponse) ProtoMessage() {}
 
 func (x *GetApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[116]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6862,7 +6917,7 @@ func (x *GetApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*GetApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{116}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *GetApiKeyResponse) GetApiKey() *v1.ApiKey {
@@ -6896,7 +6951,7 @@ type UpdateApiKeyRequest struct {
 
 func (x *UpdateApiKeyRequest) Reset() {
 	*x = UpdateApiKeyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[117]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6908,7 +6963,7 @@ func (x *UpdateApiKeyRequest) String() string {
 func (*UpdateApiKeyRequest) ProtoMessage() {}
 
 func (x *UpdateApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[117]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6921,7 +6976,7 @@ func (x *UpdateApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*UpdateApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{117}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *UpdateApiKeyRequest) GetId() int64 {
@@ -7017,7 +7072,7 @@ type UpdateApiKeyResponse struct {
 
 func (x *UpdateApiKeyResponse) Reset() {
 	*x = UpdateApiKeyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[118]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7029,7 +7084,7 @@ func (x *UpdateApiKeyResponse) String() string {
 func (*UpdateApiKeyResponse) ProtoMessage() {}
 
 func (x *UpdateApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[118]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7042,7 +7097,7 @@ func (x *UpdateApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*UpdateApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{118}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *UpdateApiKeyResponse) GetApiKey() *v1.ApiKey {
@@ -7061,7 +7116,7 @@ type DeleteApiKeyRequest struct {
 
 func (x *DeleteApiKeyRequest) Reset() {
 	*x = DeleteApiKeyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[119]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7073,7 +7128,7 @@ func (x *DeleteApiKeyRequest) String() string {
 func (*DeleteApiKeyRequest) ProtoMessage() {}
 
 func (x *DeleteApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[119]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7086,7 +7141,7 @@ func (x *DeleteApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*DeleteApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{119}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *DeleteApiKeyRequest) GetId() int64 {
@@ -7104,7 +7159,7 @@ type DeleteApiKeyResponse struct {
 
 func (x *DeleteApiKeyResponse) Reset() {
 	*x = DeleteApiKeyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[120]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7116,7 +7171,7 @@ func (x *DeleteApiKeyResponse) String() string {
 func (*DeleteApiKeyResponse) ProtoMessage() {}
 
 func (x *DeleteApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[120]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7129,7 +7184,7 @@ func (x *DeleteApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*DeleteApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{120}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{121}
 }
 
 type RotateApiKeyRequest struct {
@@ -7143,7 +7198,7 @@ type RotateApiKeyRequest struct {
 
 func (x *RotateApiKeyRequest) Reset() {
 	*x = RotateApiKeyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[121]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7155,7 +7210,7 @@ func (x *RotateApiKeyRequest) String() string {
 func (*RotateApiKeyRequest) ProtoMessage() {}
 
 func (x *RotateApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[121]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7168,7 +7223,7 @@ func (x *RotateApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*RotateApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{121}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *RotateApiKeyRequest) GetId() int64 {
@@ -7196,7 +7251,7 @@ type RotateApiKeyResponse struct {
 
 func (x *RotateApiKeyResponse) Reset() {
 	*x = RotateApiKeyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[122]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7208,7 +7263,7 @@ func (x *RotateApiKeyResponse) String() string {
 func (*RotateApiKeyResponse) ProtoMessage() {}
 
 func (x *RotateApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[122]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7221,7 +7276,7 @@ func (x *RotateApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*RotateApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{122}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *RotateApiKeyResponse) GetApiKey() *v1.ApiKey {
@@ -7248,7 +7303,7 @@ type ListOrgsRequest struct {
 
 func (x *ListOrgsRequest) Reset() {
 	*x = ListOrgsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[123]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7260,7 +7315,7 @@ func (x *ListOrgsRequest) String() string {
 func (*ListOrgsRequest) ProtoMessage() {}
 
 func (x *ListOrgsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[123]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7273,7 +7328,7 @@ func (x *ListOrgsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrgsRequest.ProtoReflect.Descriptor instead.
 func (*ListOrgsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{123}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *ListOrgsRequest) GetLimit() int32 {
@@ -7300,7 +7355,7 @@ type ListOrgsResponse struct {
 
 func (x *ListOrgsResponse) Reset() {
 	*x = ListOrgsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[124]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7312,7 +7367,7 @@ func (x *ListOrgsResponse) String() string {
 func (*ListOrgsResponse) ProtoMessage() {}
 
 func (x *ListOrgsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[124]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7325,7 +7380,7 @@ func (x *ListOrgsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrgsResponse.ProtoReflect.Descriptor instead.
 func (*ListOrgsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{124}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *ListOrgsResponse) GetItems() []*v1.Org {
@@ -7351,7 +7406,7 @@ type UpdateOrgRequest struct {
 
 func (x *UpdateOrgRequest) Reset() {
 	*x = UpdateOrgRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[125]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7363,7 +7418,7 @@ func (x *UpdateOrgRequest) String() string {
 func (*UpdateOrgRequest) ProtoMessage() {}
 
 func (x *UpdateOrgRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[125]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7376,7 +7431,7 @@ func (x *UpdateOrgRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOrgRequest.ProtoReflect.Descriptor instead.
 func (*UpdateOrgRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{125}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *UpdateOrgRequest) GetOrg() *v1.Org {
@@ -7395,7 +7450,7 @@ type UpdateOrgResponse struct {
 
 func (x *UpdateOrgResponse) Reset() {
 	*x = UpdateOrgResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[126]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7407,7 +7462,7 @@ func (x *UpdateOrgResponse) String() string {
 func (*UpdateOrgResponse) ProtoMessage() {}
 
 func (x *UpdateOrgResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[126]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7420,7 +7475,7 @@ func (x *UpdateOrgResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOrgResponse.ProtoReflect.Descriptor instead.
 func (*UpdateOrgResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{126}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *UpdateOrgResponse) GetOrg() *v1.Org {
@@ -7439,7 +7494,7 @@ type DeleteOrgRequest struct {
 
 func (x *DeleteOrgRequest) Reset() {
 	*x = DeleteOrgRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[127]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7451,7 +7506,7 @@ func (x *DeleteOrgRequest) String() string {
 func (*DeleteOrgRequest) ProtoMessage() {}
 
 func (x *DeleteOrgRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[127]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7464,7 +7519,7 @@ func (x *DeleteOrgRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOrgRequest.ProtoReflect.Descriptor instead.
 func (*DeleteOrgRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{127}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *DeleteOrgRequest) GetId() int64 {
@@ -7482,7 +7537,7 @@ type DeleteOrgResponse struct {
 
 func (x *DeleteOrgResponse) Reset() {
 	*x = DeleteOrgResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[128]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7494,7 +7549,7 @@ func (x *DeleteOrgResponse) String() string {
 func (*DeleteOrgResponse) ProtoMessage() {}
 
 func (x *DeleteOrgResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[128]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7507,7 +7562,7 @@ func (x *DeleteOrgResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOrgResponse.ProtoReflect.Descriptor instead.
 func (*DeleteOrgResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{128}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{129}
 }
 
 type ListTeamsRequest struct {
@@ -7521,7 +7576,7 @@ type ListTeamsRequest struct {
 
 func (x *ListTeamsRequest) Reset() {
 	*x = ListTeamsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[129]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7533,7 +7588,7 @@ func (x *ListTeamsRequest) String() string {
 func (*ListTeamsRequest) ProtoMessage() {}
 
 func (x *ListTeamsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[129]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7546,7 +7601,7 @@ func (x *ListTeamsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTeamsRequest.ProtoReflect.Descriptor instead.
 func (*ListTeamsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{129}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *ListTeamsRequest) GetLimit() int32 {
@@ -7580,7 +7635,7 @@ type ListTeamsResponse struct {
 
 func (x *ListTeamsResponse) Reset() {
 	*x = ListTeamsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[130]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7592,7 +7647,7 @@ func (x *ListTeamsResponse) String() string {
 func (*ListTeamsResponse) ProtoMessage() {}
 
 func (x *ListTeamsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[130]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7605,7 +7660,7 @@ func (x *ListTeamsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTeamsResponse.ProtoReflect.Descriptor instead.
 func (*ListTeamsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{130}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *ListTeamsResponse) GetItems() []*v1.Team {
@@ -7632,7 +7687,7 @@ type UpdateTeamRequest struct {
 
 func (x *UpdateTeamRequest) Reset() {
 	*x = UpdateTeamRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[131]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7644,7 +7699,7 @@ func (x *UpdateTeamRequest) String() string {
 func (*UpdateTeamRequest) ProtoMessage() {}
 
 func (x *UpdateTeamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[131]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7657,7 +7712,7 @@ func (x *UpdateTeamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTeamRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTeamRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{131}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *UpdateTeamRequest) GetTeam() *v1.Team {
@@ -7676,7 +7731,7 @@ type UpdateTeamResponse struct {
 
 func (x *UpdateTeamResponse) Reset() {
 	*x = UpdateTeamResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[132]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7688,7 +7743,7 @@ func (x *UpdateTeamResponse) String() string {
 func (*UpdateTeamResponse) ProtoMessage() {}
 
 func (x *UpdateTeamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[132]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7701,7 +7756,7 @@ func (x *UpdateTeamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTeamResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTeamResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{132}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *UpdateTeamResponse) GetTeam() *v1.Team {
@@ -7720,7 +7775,7 @@ type DeleteTeamRequest struct {
 
 func (x *DeleteTeamRequest) Reset() {
 	*x = DeleteTeamRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[133]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7732,7 +7787,7 @@ func (x *DeleteTeamRequest) String() string {
 func (*DeleteTeamRequest) ProtoMessage() {}
 
 func (x *DeleteTeamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[133]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7745,7 +7800,7 @@ func (x *DeleteTeamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTeamRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTeamRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{133}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *DeleteTeamRequest) GetId() int64 {
@@ -7763,7 +7818,7 @@ type DeleteTeamResponse struct {
 
 func (x *DeleteTeamResponse) Reset() {
 	*x = DeleteTeamResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[134]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7775,7 +7830,7 @@ func (x *DeleteTeamResponse) String() string {
 func (*DeleteTeamResponse) ProtoMessage() {}
 
 func (x *DeleteTeamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[134]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7788,7 +7843,7 @@ func (x *DeleteTeamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTeamResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTeamResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{134}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{135}
 }
 
 type ListUsersRequest struct {
@@ -7803,7 +7858,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[135]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7815,7 +7870,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[135]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7828,7 +7883,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{135}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *ListUsersRequest) GetLimit() int32 {
@@ -7869,7 +7924,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[136]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7881,7 +7936,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[136]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7894,7 +7949,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{136}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *ListUsersResponse) GetItems() []*v1.User {
@@ -7921,7 +7976,7 @@ type UpdateUserRequest struct {
 
 func (x *UpdateUserRequest) Reset() {
 	*x = UpdateUserRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[137]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7933,7 +7988,7 @@ func (x *UpdateUserRequest) String() string {
 func (*UpdateUserRequest) ProtoMessage() {}
 
 func (x *UpdateUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[137]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7946,7 +8001,7 @@ func (x *UpdateUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateUserRequest.ProtoReflect.Descriptor instead.
 func (*UpdateUserRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{137}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *UpdateUserRequest) GetUser() *v1.User {
@@ -7965,7 +8020,7 @@ type UpdateUserResponse struct {
 
 func (x *UpdateUserResponse) Reset() {
 	*x = UpdateUserResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[138]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7977,7 +8032,7 @@ func (x *UpdateUserResponse) String() string {
 func (*UpdateUserResponse) ProtoMessage() {}
 
 func (x *UpdateUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[138]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7990,7 +8045,7 @@ func (x *UpdateUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateUserResponse.ProtoReflect.Descriptor instead.
 func (*UpdateUserResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{138}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *UpdateUserResponse) GetUser() *v1.User {
@@ -8009,7 +8064,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[139]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8021,7 +8076,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[139]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8034,7 +8089,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{139}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{140}
 }
 
 func (x *DeleteUserRequest) GetId() int64 {
@@ -8052,7 +8107,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[140]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8064,7 +8119,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[140]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8077,7 +8132,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{140}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{141}
 }
 
 type GetModelPolicyRequest struct {
@@ -8088,7 +8143,7 @@ type GetModelPolicyRequest struct {
 
 func (x *GetModelPolicyRequest) Reset() {
 	*x = GetModelPolicyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[141]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8100,7 +8155,7 @@ func (x *GetModelPolicyRequest) String() string {
 func (*GetModelPolicyRequest) ProtoMessage() {}
 
 func (x *GetModelPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[141]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8113,7 +8168,7 @@ func (x *GetModelPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetModelPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{141}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{142}
 }
 
 type GetModelPolicyResponse struct {
@@ -8127,7 +8182,7 @@ type GetModelPolicyResponse struct {
 
 func (x *GetModelPolicyResponse) Reset() {
 	*x = GetModelPolicyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[142]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8139,7 +8194,7 @@ func (x *GetModelPolicyResponse) String() string {
 func (*GetModelPolicyResponse) ProtoMessage() {}
 
 func (x *GetModelPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[142]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8152,7 +8207,7 @@ func (x *GetModelPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModelPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetModelPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{142}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{143}
 }
 
 func (x *GetModelPolicyResponse) GetPolicy() *v1.ModelPolicy {
@@ -8181,7 +8236,7 @@ type ProviderUnpricedPolicy struct {
 
 func (x *ProviderUnpricedPolicy) Reset() {
 	*x = ProviderUnpricedPolicy{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[143]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[144]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8193,7 +8248,7 @@ func (x *ProviderUnpricedPolicy) String() string {
 func (*ProviderUnpricedPolicy) ProtoMessage() {}
 
 func (x *ProviderUnpricedPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[143]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[144]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8206,7 +8261,7 @@ func (x *ProviderUnpricedPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderUnpricedPolicy.ProtoReflect.Descriptor instead.
 func (*ProviderUnpricedPolicy) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{143}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{144}
 }
 
 func (x *ProviderUnpricedPolicy) GetProviderId() int64 {
@@ -8239,7 +8294,7 @@ type SetModelPolicyRequest struct {
 
 func (x *SetModelPolicyRequest) Reset() {
 	*x = SetModelPolicyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[144]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[145]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8251,7 +8306,7 @@ func (x *SetModelPolicyRequest) String() string {
 func (*SetModelPolicyRequest) ProtoMessage() {}
 
 func (x *SetModelPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[144]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[145]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8264,7 +8319,7 @@ func (x *SetModelPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetModelPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetModelPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{144}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{145}
 }
 
 func (x *SetModelPolicyRequest) GetPolicy() *v1.ModelPolicy {
@@ -8283,7 +8338,7 @@ type SetModelPolicyResponse struct {
 
 func (x *SetModelPolicyResponse) Reset() {
 	*x = SetModelPolicyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[145]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[146]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8295,7 +8350,7 @@ func (x *SetModelPolicyResponse) String() string {
 func (*SetModelPolicyResponse) ProtoMessage() {}
 
 func (x *SetModelPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[145]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[146]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8308,7 +8363,7 @@ func (x *SetModelPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetModelPolicyResponse.ProtoReflect.Descriptor instead.
 func (*SetModelPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{145}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{146}
 }
 
 func (x *SetModelPolicyResponse) GetPolicy() *v1.ModelPolicy {
@@ -8329,7 +8384,7 @@ type SetProviderUnpricedPolicyRequest struct {
 
 func (x *SetProviderUnpricedPolicyRequest) Reset() {
 	*x = SetProviderUnpricedPolicyRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[146]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[147]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8341,7 +8396,7 @@ func (x *SetProviderUnpricedPolicyRequest) String() string {
 func (*SetProviderUnpricedPolicyRequest) ProtoMessage() {}
 
 func (x *SetProviderUnpricedPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[146]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[147]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8354,7 +8409,7 @@ func (x *SetProviderUnpricedPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetProviderUnpricedPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetProviderUnpricedPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{146}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{147}
 }
 
 func (x *SetProviderUnpricedPolicyRequest) GetProviderId() int64 {
@@ -8379,7 +8434,7 @@ type SetProviderUnpricedPolicyResponse struct {
 
 func (x *SetProviderUnpricedPolicyResponse) Reset() {
 	*x = SetProviderUnpricedPolicyResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[147]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[148]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8391,7 +8446,7 @@ func (x *SetProviderUnpricedPolicyResponse) String() string {
 func (*SetProviderUnpricedPolicyResponse) ProtoMessage() {}
 
 func (x *SetProviderUnpricedPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[147]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[148]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8404,7 +8459,7 @@ func (x *SetProviderUnpricedPolicyResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use SetProviderUnpricedPolicyResponse.ProtoReflect.Descriptor instead.
 func (*SetProviderUnpricedPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{147}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{148}
 }
 
 type GetGatewaySettingsRequest struct {
@@ -8415,7 +8470,7 @@ type GetGatewaySettingsRequest struct {
 
 func (x *GetGatewaySettingsRequest) Reset() {
 	*x = GetGatewaySettingsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[148]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[149]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8427,7 +8482,7 @@ func (x *GetGatewaySettingsRequest) String() string {
 func (*GetGatewaySettingsRequest) ProtoMessage() {}
 
 func (x *GetGatewaySettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[148]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[149]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8440,7 +8495,7 @@ func (x *GetGatewaySettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGatewaySettingsRequest.ProtoReflect.Descriptor instead.
 func (*GetGatewaySettingsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{148}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{149}
 }
 
 type GetGatewaySettingsResponse struct {
@@ -8452,7 +8507,7 @@ type GetGatewaySettingsResponse struct {
 
 func (x *GetGatewaySettingsResponse) Reset() {
 	*x = GetGatewaySettingsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[149]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[150]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8464,7 +8519,7 @@ func (x *GetGatewaySettingsResponse) String() string {
 func (*GetGatewaySettingsResponse) ProtoMessage() {}
 
 func (x *GetGatewaySettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[149]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[150]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8477,7 +8532,7 @@ func (x *GetGatewaySettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGatewaySettingsResponse.ProtoReflect.Descriptor instead.
 func (*GetGatewaySettingsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{149}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{150}
 }
 
 func (x *GetGatewaySettingsResponse) GetSettings() *v1.GatewaySettings {
@@ -8497,7 +8552,7 @@ type SetGatewaySettingsRequest struct {
 
 func (x *SetGatewaySettingsRequest) Reset() {
 	*x = SetGatewaySettingsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[150]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[151]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8509,7 +8564,7 @@ func (x *SetGatewaySettingsRequest) String() string {
 func (*SetGatewaySettingsRequest) ProtoMessage() {}
 
 func (x *SetGatewaySettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[150]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[151]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8522,7 +8577,7 @@ func (x *SetGatewaySettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGatewaySettingsRequest.ProtoReflect.Descriptor instead.
 func (*SetGatewaySettingsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{150}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{151}
 }
 
 func (x *SetGatewaySettingsRequest) GetCostDisclosure() bool {
@@ -8541,7 +8596,7 @@ type SetGatewaySettingsResponse struct {
 
 func (x *SetGatewaySettingsResponse) Reset() {
 	*x = SetGatewaySettingsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[151]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[152]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8553,7 +8608,7 @@ func (x *SetGatewaySettingsResponse) String() string {
 func (*SetGatewaySettingsResponse) ProtoMessage() {}
 
 func (x *SetGatewaySettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[151]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[152]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8566,7 +8621,7 @@ func (x *SetGatewaySettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGatewaySettingsResponse.ProtoReflect.Descriptor instead.
 func (*SetGatewaySettingsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{151}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{152}
 }
 
 func (x *SetGatewaySettingsResponse) GetSettings() *v1.GatewaySettings {
@@ -8585,7 +8640,7 @@ type ListUnpricedModelsRequest struct {
 
 func (x *ListUnpricedModelsRequest) Reset() {
 	*x = ListUnpricedModelsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[152]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[153]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8597,7 +8652,7 @@ func (x *ListUnpricedModelsRequest) String() string {
 func (*ListUnpricedModelsRequest) ProtoMessage() {}
 
 func (x *ListUnpricedModelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[152]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[153]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8610,7 +8665,7 @@ func (x *ListUnpricedModelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUnpricedModelsRequest.ProtoReflect.Descriptor instead.
 func (*ListUnpricedModelsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{152}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{153}
 }
 
 func (x *ListUnpricedModelsRequest) GetSince() *timestamppb.Timestamp {
@@ -8629,7 +8684,7 @@ type ListUnpricedModelsResponse struct {
 
 func (x *ListUnpricedModelsResponse) Reset() {
 	*x = ListUnpricedModelsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[153]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[154]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8641,7 +8696,7 @@ func (x *ListUnpricedModelsResponse) String() string {
 func (*ListUnpricedModelsResponse) ProtoMessage() {}
 
 func (x *ListUnpricedModelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[153]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[154]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8654,7 +8709,7 @@ func (x *ListUnpricedModelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUnpricedModelsResponse.ProtoReflect.Descriptor instead.
 func (*ListUnpricedModelsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{153}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{154}
 }
 
 func (x *ListUnpricedModelsResponse) GetItems() []*UnpricedModel {
@@ -8678,7 +8733,7 @@ type UnpricedModel struct {
 
 func (x *UnpricedModel) Reset() {
 	*x = UnpricedModel{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[154]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[155]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8690,7 +8745,7 @@ func (x *UnpricedModel) String() string {
 func (*UnpricedModel) ProtoMessage() {}
 
 func (x *UnpricedModel) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[154]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[155]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8703,7 +8758,7 @@ func (x *UnpricedModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnpricedModel.ProtoReflect.Descriptor instead.
 func (*UnpricedModel) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{154}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{155}
 }
 
 func (x *UnpricedModel) GetProviderId() int64 {
@@ -8751,7 +8806,7 @@ type GetQuotaAlertsRequest struct {
 
 func (x *GetQuotaAlertsRequest) Reset() {
 	*x = GetQuotaAlertsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[155]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[156]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8763,7 +8818,7 @@ func (x *GetQuotaAlertsRequest) String() string {
 func (*GetQuotaAlertsRequest) ProtoMessage() {}
 
 func (x *GetQuotaAlertsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[155]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[156]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8776,7 +8831,7 @@ func (x *GetQuotaAlertsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaAlertsRequest.ProtoReflect.Descriptor instead.
 func (*GetQuotaAlertsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{155}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{156}
 }
 
 func (x *GetQuotaAlertsRequest) GetScope() string {
@@ -8803,7 +8858,7 @@ type GetQuotaAlertsResponse struct {
 
 func (x *GetQuotaAlertsResponse) Reset() {
 	*x = GetQuotaAlertsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[156]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[157]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8815,7 +8870,7 @@ func (x *GetQuotaAlertsResponse) String() string {
 func (*GetQuotaAlertsResponse) ProtoMessage() {}
 
 func (x *GetQuotaAlertsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[156]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[157]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8828,7 +8883,7 @@ func (x *GetQuotaAlertsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQuotaAlertsResponse.ProtoReflect.Descriptor instead.
 func (*GetQuotaAlertsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{156}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{157}
 }
 
 func (x *GetQuotaAlertsResponse) GetThresholds() []int32 {
@@ -8850,7 +8905,7 @@ type SetQuotaAlertsRequest struct {
 
 func (x *SetQuotaAlertsRequest) Reset() {
 	*x = SetQuotaAlertsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[157]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[158]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8862,7 +8917,7 @@ func (x *SetQuotaAlertsRequest) String() string {
 func (*SetQuotaAlertsRequest) ProtoMessage() {}
 
 func (x *SetQuotaAlertsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[157]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[158]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8875,7 +8930,7 @@ func (x *SetQuotaAlertsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuotaAlertsRequest.ProtoReflect.Descriptor instead.
 func (*SetQuotaAlertsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{157}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{158}
 }
 
 func (x *SetQuotaAlertsRequest) GetScope() string {
@@ -8908,7 +8963,7 @@ type SetQuotaAlertsResponse struct {
 
 func (x *SetQuotaAlertsResponse) Reset() {
 	*x = SetQuotaAlertsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[158]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[159]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8920,7 +8975,7 @@ func (x *SetQuotaAlertsResponse) String() string {
 func (*SetQuotaAlertsResponse) ProtoMessage() {}
 
 func (x *SetQuotaAlertsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[158]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[159]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8933,7 +8988,7 @@ func (x *SetQuotaAlertsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuotaAlertsResponse.ProtoReflect.Descriptor instead.
 func (*SetQuotaAlertsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{158}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{159}
 }
 
 func (x *SetQuotaAlertsResponse) GetThresholds() []int32 {
@@ -8957,7 +9012,7 @@ type WebhookEndpoint struct {
 
 func (x *WebhookEndpoint) Reset() {
 	*x = WebhookEndpoint{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[159]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[160]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8969,7 +9024,7 @@ func (x *WebhookEndpoint) String() string {
 func (*WebhookEndpoint) ProtoMessage() {}
 
 func (x *WebhookEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[159]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[160]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8982,7 +9037,7 @@ func (x *WebhookEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookEndpoint.ProtoReflect.Descriptor instead.
 func (*WebhookEndpoint) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{159}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{160}
 }
 
 func (x *WebhookEndpoint) GetId() int64 {
@@ -9030,7 +9085,7 @@ type CreateWebhookEndpointRequest struct {
 
 func (x *CreateWebhookEndpointRequest) Reset() {
 	*x = CreateWebhookEndpointRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[160]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[161]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9042,7 +9097,7 @@ func (x *CreateWebhookEndpointRequest) String() string {
 func (*CreateWebhookEndpointRequest) ProtoMessage() {}
 
 func (x *CreateWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[160]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[161]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9055,7 +9110,7 @@ func (x *CreateWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookEndpointRequest.ProtoReflect.Descriptor instead.
 func (*CreateWebhookEndpointRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{160}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{161}
 }
 
 func (x *CreateWebhookEndpointRequest) GetUrl() string {
@@ -9083,7 +9138,7 @@ type CreateWebhookEndpointResponse struct {
 
 func (x *CreateWebhookEndpointResponse) Reset() {
 	*x = CreateWebhookEndpointResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[161]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[162]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9095,7 +9150,7 @@ func (x *CreateWebhookEndpointResponse) String() string {
 func (*CreateWebhookEndpointResponse) ProtoMessage() {}
 
 func (x *CreateWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[161]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[162]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9108,7 +9163,7 @@ func (x *CreateWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookEndpointResponse.ProtoReflect.Descriptor instead.
 func (*CreateWebhookEndpointResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{161}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{162}
 }
 
 func (x *CreateWebhookEndpointResponse) GetEndpoint() *WebhookEndpoint {
@@ -9133,7 +9188,7 @@ type ListWebhookEndpointsRequest struct {
 
 func (x *ListWebhookEndpointsRequest) Reset() {
 	*x = ListWebhookEndpointsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[162]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[163]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9145,7 +9200,7 @@ func (x *ListWebhookEndpointsRequest) String() string {
 func (*ListWebhookEndpointsRequest) ProtoMessage() {}
 
 func (x *ListWebhookEndpointsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[162]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[163]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9158,7 +9213,7 @@ func (x *ListWebhookEndpointsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhookEndpointsRequest.ProtoReflect.Descriptor instead.
 func (*ListWebhookEndpointsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{162}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{163}
 }
 
 type ListWebhookEndpointsResponse struct {
@@ -9170,7 +9225,7 @@ type ListWebhookEndpointsResponse struct {
 
 func (x *ListWebhookEndpointsResponse) Reset() {
 	*x = ListWebhookEndpointsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[163]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[164]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9182,7 +9237,7 @@ func (x *ListWebhookEndpointsResponse) String() string {
 func (*ListWebhookEndpointsResponse) ProtoMessage() {}
 
 func (x *ListWebhookEndpointsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[163]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[164]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9195,7 +9250,7 @@ func (x *ListWebhookEndpointsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWebhookEndpointsResponse.ProtoReflect.Descriptor instead.
 func (*ListWebhookEndpointsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{163}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{164}
 }
 
 func (x *ListWebhookEndpointsResponse) GetItems() []*WebhookEndpoint {
@@ -9214,7 +9269,7 @@ type DeleteWebhookEndpointRequest struct {
 
 func (x *DeleteWebhookEndpointRequest) Reset() {
 	*x = DeleteWebhookEndpointRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[164]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[165]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9226,7 +9281,7 @@ func (x *DeleteWebhookEndpointRequest) String() string {
 func (*DeleteWebhookEndpointRequest) ProtoMessage() {}
 
 func (x *DeleteWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[164]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[165]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9239,7 +9294,7 @@ func (x *DeleteWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookEndpointRequest.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookEndpointRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{164}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{165}
 }
 
 func (x *DeleteWebhookEndpointRequest) GetId() int64 {
@@ -9257,7 +9312,7 @@ type DeleteWebhookEndpointResponse struct {
 
 func (x *DeleteWebhookEndpointResponse) Reset() {
 	*x = DeleteWebhookEndpointResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[165]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[166]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9269,7 +9324,7 @@ func (x *DeleteWebhookEndpointResponse) String() string {
 func (*DeleteWebhookEndpointResponse) ProtoMessage() {}
 
 func (x *DeleteWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[165]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[166]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9282,7 +9337,7 @@ func (x *DeleteWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookEndpointResponse.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookEndpointResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{165}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{166}
 }
 
 type ListAlertEventsRequest struct {
@@ -9297,7 +9352,7 @@ type ListAlertEventsRequest struct {
 
 func (x *ListAlertEventsRequest) Reset() {
 	*x = ListAlertEventsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[166]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[167]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9309,7 +9364,7 @@ func (x *ListAlertEventsRequest) String() string {
 func (*ListAlertEventsRequest) ProtoMessage() {}
 
 func (x *ListAlertEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[166]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[167]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9322,7 +9377,7 @@ func (x *ListAlertEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAlertEventsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{166}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{167}
 }
 
 func (x *ListAlertEventsRequest) GetLimit() int32 {
@@ -9363,7 +9418,7 @@ type ListAlertEventsResponse struct {
 
 func (x *ListAlertEventsResponse) Reset() {
 	*x = ListAlertEventsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[167]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[168]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9375,7 +9430,7 @@ func (x *ListAlertEventsResponse) String() string {
 func (*ListAlertEventsResponse) ProtoMessage() {}
 
 func (x *ListAlertEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[167]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[168]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9388,7 +9443,7 @@ func (x *ListAlertEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAlertEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAlertEventsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{167}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{168}
 }
 
 func (x *ListAlertEventsResponse) GetItems() []*AlertEvent {
@@ -9424,7 +9479,7 @@ type AlertEvent struct {
 
 func (x *AlertEvent) Reset() {
 	*x = AlertEvent{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[168]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[169]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9436,7 +9491,7 @@ func (x *AlertEvent) String() string {
 func (*AlertEvent) ProtoMessage() {}
 
 func (x *AlertEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[168]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[169]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9449,7 +9504,7 @@ func (x *AlertEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlertEvent.ProtoReflect.Descriptor instead.
 func (*AlertEvent) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{168}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{169}
 }
 
 func (x *AlertEvent) GetId() int64 {
@@ -9539,7 +9594,7 @@ type WebhookDelivery struct {
 
 func (x *WebhookDelivery) Reset() {
 	*x = WebhookDelivery{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[169]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[170]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9551,7 +9606,7 @@ func (x *WebhookDelivery) String() string {
 func (*WebhookDelivery) ProtoMessage() {}
 
 func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[169]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[170]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9564,7 +9619,7 @@ func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
 func (*WebhookDelivery) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{169}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{170}
 }
 
 func (x *WebhookDelivery) GetEndpointId() int64 {
@@ -9635,7 +9690,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[170]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[171]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9647,7 +9702,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[170]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[171]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9660,7 +9715,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{170}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{171}
 }
 
 func (x *ListAuditEventsRequest) GetResource() string {
@@ -9734,7 +9789,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[171]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[172]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9746,7 +9801,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[171]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[172]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9759,7 +9814,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{171}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{172}
 }
 
 func (x *AuditEvent) GetId() int64 {
@@ -9842,7 +9897,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[172]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[173]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9854,7 +9909,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[172]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[173]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9867,7 +9922,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{172}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{173}
 }
 
 func (x *ListAuditEventsResponse) GetItems() []*AuditEvent {
@@ -9900,7 +9955,7 @@ type DataPlaneToken struct {
 
 func (x *DataPlaneToken) Reset() {
 	*x = DataPlaneToken{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[173]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[174]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9912,7 +9967,7 @@ func (x *DataPlaneToken) String() string {
 func (*DataPlaneToken) ProtoMessage() {}
 
 func (x *DataPlaneToken) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[173]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[174]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9925,7 +9980,7 @@ func (x *DataPlaneToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataPlaneToken.ProtoReflect.Descriptor instead.
 func (*DataPlaneToken) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{173}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{174}
 }
 
 func (x *DataPlaneToken) GetId() int64 {
@@ -9973,7 +10028,7 @@ type CreateDataPlaneTokenRequest struct {
 
 func (x *CreateDataPlaneTokenRequest) Reset() {
 	*x = CreateDataPlaneTokenRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[174]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[175]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9985,7 +10040,7 @@ func (x *CreateDataPlaneTokenRequest) String() string {
 func (*CreateDataPlaneTokenRequest) ProtoMessage() {}
 
 func (x *CreateDataPlaneTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[174]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[175]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9998,7 +10053,7 @@ func (x *CreateDataPlaneTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDataPlaneTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateDataPlaneTokenRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{174}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{175}
 }
 
 func (x *CreateDataPlaneTokenRequest) GetName() string {
@@ -10025,7 +10080,7 @@ type CreateDataPlaneTokenResponse struct {
 
 func (x *CreateDataPlaneTokenResponse) Reset() {
 	*x = CreateDataPlaneTokenResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[175]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[176]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10037,7 +10092,7 @@ func (x *CreateDataPlaneTokenResponse) String() string {
 func (*CreateDataPlaneTokenResponse) ProtoMessage() {}
 
 func (x *CreateDataPlaneTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[175]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[176]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10050,7 +10105,7 @@ func (x *CreateDataPlaneTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateDataPlaneTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateDataPlaneTokenResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{175}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{176}
 }
 
 func (x *CreateDataPlaneTokenResponse) GetDataplaneToken() *DataPlaneToken {
@@ -10075,7 +10130,7 @@ type ListDataPlaneTokensRequest struct {
 
 func (x *ListDataPlaneTokensRequest) Reset() {
 	*x = ListDataPlaneTokensRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[176]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[177]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10087,7 +10142,7 @@ func (x *ListDataPlaneTokensRequest) String() string {
 func (*ListDataPlaneTokensRequest) ProtoMessage() {}
 
 func (x *ListDataPlaneTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[176]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[177]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10100,7 +10155,7 @@ func (x *ListDataPlaneTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDataPlaneTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListDataPlaneTokensRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{176}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{177}
 }
 
 type ListDataPlaneTokensResponse struct {
@@ -10112,7 +10167,7 @@ type ListDataPlaneTokensResponse struct {
 
 func (x *ListDataPlaneTokensResponse) Reset() {
 	*x = ListDataPlaneTokensResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[177]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[178]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10124,7 +10179,7 @@ func (x *ListDataPlaneTokensResponse) String() string {
 func (*ListDataPlaneTokensResponse) ProtoMessage() {}
 
 func (x *ListDataPlaneTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[177]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[178]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10137,7 +10192,7 @@ func (x *ListDataPlaneTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDataPlaneTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListDataPlaneTokensResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{177}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{178}
 }
 
 func (x *ListDataPlaneTokensResponse) GetItems() []*DataPlaneToken {
@@ -10156,7 +10211,7 @@ type RevokeDataPlaneTokenRequest struct {
 
 func (x *RevokeDataPlaneTokenRequest) Reset() {
 	*x = RevokeDataPlaneTokenRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[178]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[179]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10168,7 +10223,7 @@ func (x *RevokeDataPlaneTokenRequest) String() string {
 func (*RevokeDataPlaneTokenRequest) ProtoMessage() {}
 
 func (x *RevokeDataPlaneTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[178]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[179]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10181,7 +10236,7 @@ func (x *RevokeDataPlaneTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeDataPlaneTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeDataPlaneTokenRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{178}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{179}
 }
 
 func (x *RevokeDataPlaneTokenRequest) GetId() int64 {
@@ -10200,7 +10255,7 @@ type RevokeDataPlaneTokenResponse struct {
 
 func (x *RevokeDataPlaneTokenResponse) Reset() {
 	*x = RevokeDataPlaneTokenResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[179]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[180]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10212,7 +10267,7 @@ func (x *RevokeDataPlaneTokenResponse) String() string {
 func (*RevokeDataPlaneTokenResponse) ProtoMessage() {}
 
 func (x *RevokeDataPlaneTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[179]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[180]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10225,7 +10280,7 @@ func (x *RevokeDataPlaneTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeDataPlaneTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeDataPlaneTokenResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{179}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{180}
 }
 
 func (x *RevokeDataPlaneTokenResponse) GetDataplaneToken() *DataPlaneToken {
@@ -10258,7 +10313,7 @@ type ReconciliationProvider struct {
 
 func (x *ReconciliationProvider) Reset() {
 	*x = ReconciliationProvider{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[180]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[181]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10270,7 +10325,7 @@ func (x *ReconciliationProvider) String() string {
 func (*ReconciliationProvider) ProtoMessage() {}
 
 func (x *ReconciliationProvider) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[180]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[181]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10283,7 +10338,7 @@ func (x *ReconciliationProvider) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconciliationProvider.ProtoReflect.Descriptor instead.
 func (*ReconciliationProvider) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{180}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{181}
 }
 
 func (x *ReconciliationProvider) GetProviderId() int64 {
@@ -10378,7 +10433,7 @@ type ListReconciliationProvidersRequest struct {
 
 func (x *ListReconciliationProvidersRequest) Reset() {
 	*x = ListReconciliationProvidersRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[181]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[182]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10390,7 +10445,7 @@ func (x *ListReconciliationProvidersRequest) String() string {
 func (*ListReconciliationProvidersRequest) ProtoMessage() {}
 
 func (x *ListReconciliationProvidersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[181]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[182]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10403,7 +10458,7 @@ func (x *ListReconciliationProvidersRequest) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use ListReconciliationProvidersRequest.ProtoReflect.Descriptor instead.
 func (*ListReconciliationProvidersRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{181}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{182}
 }
 
 type ListReconciliationProvidersResponse struct {
@@ -10415,7 +10470,7 @@ type ListReconciliationProvidersResponse struct {
 
 func (x *ListReconciliationProvidersResponse) Reset() {
 	*x = ListReconciliationProvidersResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[182]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[183]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10427,7 +10482,7 @@ func (x *ListReconciliationProvidersResponse) String() string {
 func (*ListReconciliationProvidersResponse) ProtoMessage() {}
 
 func (x *ListReconciliationProvidersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[182]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[183]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10440,7 +10495,7 @@ func (x *ListReconciliationProvidersResponse) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use ListReconciliationProvidersResponse.ProtoReflect.Descriptor instead.
 func (*ListReconciliationProvidersResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{182}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{183}
 }
 
 func (x *ListReconciliationProvidersResponse) GetItems() []*ReconciliationProvider {
@@ -10470,7 +10525,7 @@ type SetReconciliationProviderRequest struct {
 
 func (x *SetReconciliationProviderRequest) Reset() {
 	*x = SetReconciliationProviderRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[183]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[184]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10482,7 +10537,7 @@ func (x *SetReconciliationProviderRequest) String() string {
 func (*SetReconciliationProviderRequest) ProtoMessage() {}
 
 func (x *SetReconciliationProviderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[183]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[184]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10495,7 +10550,7 @@ func (x *SetReconciliationProviderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetReconciliationProviderRequest.ProtoReflect.Descriptor instead.
 func (*SetReconciliationProviderRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{183}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{184}
 }
 
 func (x *SetReconciliationProviderRequest) GetProviderId() int64 {
@@ -10584,7 +10639,7 @@ type SetReconciliationProviderResponse struct {
 
 func (x *SetReconciliationProviderResponse) Reset() {
 	*x = SetReconciliationProviderResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[184]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[185]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10596,7 +10651,7 @@ func (x *SetReconciliationProviderResponse) String() string {
 func (*SetReconciliationProviderResponse) ProtoMessage() {}
 
 func (x *SetReconciliationProviderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[184]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[185]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10609,7 +10664,7 @@ func (x *SetReconciliationProviderResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use SetReconciliationProviderResponse.ProtoReflect.Descriptor instead.
 func (*SetReconciliationProviderResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{184}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{185}
 }
 
 func (x *SetReconciliationProviderResponse) GetProvider() *ReconciliationProvider {
@@ -10630,7 +10685,7 @@ type SetReconciliationCredentialRefRequest struct {
 
 func (x *SetReconciliationCredentialRefRequest) Reset() {
 	*x = SetReconciliationCredentialRefRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[185]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[186]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10642,7 +10697,7 @@ func (x *SetReconciliationCredentialRefRequest) String() string {
 func (*SetReconciliationCredentialRefRequest) ProtoMessage() {}
 
 func (x *SetReconciliationCredentialRefRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[185]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[186]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10655,7 +10710,7 @@ func (x *SetReconciliationCredentialRefRequest) ProtoReflect() protoreflect.Mess
 
 // Deprecated: Use SetReconciliationCredentialRefRequest.ProtoReflect.Descriptor instead.
 func (*SetReconciliationCredentialRefRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{185}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{186}
 }
 
 func (x *SetReconciliationCredentialRefRequest) GetCredentialId() int64 {
@@ -10687,7 +10742,7 @@ type SetReconciliationCredentialRefResponse struct {
 
 func (x *SetReconciliationCredentialRefResponse) Reset() {
 	*x = SetReconciliationCredentialRefResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[186]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[187]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10699,7 +10754,7 @@ func (x *SetReconciliationCredentialRefResponse) String() string {
 func (*SetReconciliationCredentialRefResponse) ProtoMessage() {}
 
 func (x *SetReconciliationCredentialRefResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[186]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[187]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10712,7 +10767,7 @@ func (x *SetReconciliationCredentialRefResponse) ProtoReflect() protoreflect.Mes
 
 // Deprecated: Use SetReconciliationCredentialRefResponse.ProtoReflect.Descriptor instead.
 func (*SetReconciliationCredentialRefResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{186}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{187}
 }
 
 // ReconciliationTokens are token counts per category.
@@ -10733,7 +10788,7 @@ type ReconciliationTokens struct {
 
 func (x *ReconciliationTokens) Reset() {
 	*x = ReconciliationTokens{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[187]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[188]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10745,7 +10800,7 @@ func (x *ReconciliationTokens) String() string {
 func (*ReconciliationTokens) ProtoMessage() {}
 
 func (x *ReconciliationTokens) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[187]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[188]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10758,7 +10813,7 @@ func (x *ReconciliationTokens) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconciliationTokens.ProtoReflect.Descriptor instead.
 func (*ReconciliationTokens) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{187}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{188}
 }
 
 func (x *ReconciliationTokens) GetInput() int64 {
@@ -10822,7 +10877,7 @@ type ReconciliationPriceRuleUse struct {
 
 func (x *ReconciliationPriceRuleUse) Reset() {
 	*x = ReconciliationPriceRuleUse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[188]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[189]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10834,7 +10889,7 @@ func (x *ReconciliationPriceRuleUse) String() string {
 func (*ReconciliationPriceRuleUse) ProtoMessage() {}
 
 func (x *ReconciliationPriceRuleUse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[188]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[189]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10847,7 +10902,7 @@ func (x *ReconciliationPriceRuleUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconciliationPriceRuleUse.ProtoReflect.Descriptor instead.
 func (*ReconciliationPriceRuleUse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{188}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{189}
 }
 
 func (x *ReconciliationPriceRuleUse) GetPriceRuleId() int64 {
@@ -10899,7 +10954,7 @@ type ReconciliationLine struct {
 
 func (x *ReconciliationLine) Reset() {
 	*x = ReconciliationLine{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[189]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[190]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10911,7 +10966,7 @@ func (x *ReconciliationLine) String() string {
 func (*ReconciliationLine) ProtoMessage() {}
 
 func (x *ReconciliationLine) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[189]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[190]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10924,7 +10979,7 @@ func (x *ReconciliationLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconciliationLine.ProtoReflect.Descriptor instead.
 func (*ReconciliationLine) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{189}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{190}
 }
 
 func (x *ReconciliationLine) GetId() int64 {
@@ -11081,7 +11136,7 @@ type ReconciliationRun struct {
 
 func (x *ReconciliationRun) Reset() {
 	*x = ReconciliationRun{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[190]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[191]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11093,7 +11148,7 @@ func (x *ReconciliationRun) String() string {
 func (*ReconciliationRun) ProtoMessage() {}
 
 func (x *ReconciliationRun) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[190]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[191]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11106,7 +11161,7 @@ func (x *ReconciliationRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconciliationRun.ProtoReflect.Descriptor instead.
 func (*ReconciliationRun) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{190}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{191}
 }
 
 func (x *ReconciliationRun) GetId() int64 {
@@ -11247,7 +11302,7 @@ type RunReconciliationRequest struct {
 
 func (x *RunReconciliationRequest) Reset() {
 	*x = RunReconciliationRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[191]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[192]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11259,7 +11314,7 @@ func (x *RunReconciliationRequest) String() string {
 func (*RunReconciliationRequest) ProtoMessage() {}
 
 func (x *RunReconciliationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[191]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[192]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11272,7 +11327,7 @@ func (x *RunReconciliationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunReconciliationRequest.ProtoReflect.Descriptor instead.
 func (*RunReconciliationRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{191}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{192}
 }
 
 func (x *RunReconciliationRequest) GetProviderId() int64 {
@@ -11305,7 +11360,7 @@ type RunReconciliationResponse struct {
 
 func (x *RunReconciliationResponse) Reset() {
 	*x = RunReconciliationResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[192]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[193]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11317,7 +11372,7 @@ func (x *RunReconciliationResponse) String() string {
 func (*RunReconciliationResponse) ProtoMessage() {}
 
 func (x *RunReconciliationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[192]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[193]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11330,7 +11385,7 @@ func (x *RunReconciliationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunReconciliationResponse.ProtoReflect.Descriptor instead.
 func (*RunReconciliationResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{192}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{193}
 }
 
 func (x *RunReconciliationResponse) GetRun() *ReconciliationRun {
@@ -11354,7 +11409,7 @@ type ListReconciliationRunsRequest struct {
 
 func (x *ListReconciliationRunsRequest) Reset() {
 	*x = ListReconciliationRunsRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[193]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[194]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11366,7 +11421,7 @@ func (x *ListReconciliationRunsRequest) String() string {
 func (*ListReconciliationRunsRequest) ProtoMessage() {}
 
 func (x *ListReconciliationRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[193]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[194]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11379,7 +11434,7 @@ func (x *ListReconciliationRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReconciliationRunsRequest.ProtoReflect.Descriptor instead.
 func (*ListReconciliationRunsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{193}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{194}
 }
 
 func (x *ListReconciliationRunsRequest) GetLimit() int32 {
@@ -11434,7 +11489,7 @@ type ListReconciliationRunsResponse struct {
 
 func (x *ListReconciliationRunsResponse) Reset() {
 	*x = ListReconciliationRunsResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[194]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[195]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11446,7 +11501,7 @@ func (x *ListReconciliationRunsResponse) String() string {
 func (*ListReconciliationRunsResponse) ProtoMessage() {}
 
 func (x *ListReconciliationRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[194]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[195]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11459,7 +11514,7 @@ func (x *ListReconciliationRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListReconciliationRunsResponse.ProtoReflect.Descriptor instead.
 func (*ListReconciliationRunsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{194}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{195}
 }
 
 func (x *ListReconciliationRunsResponse) GetItems() []*ReconciliationRun {
@@ -11485,7 +11540,7 @@ type GetReconciliationRunRequest struct {
 
 func (x *GetReconciliationRunRequest) Reset() {
 	*x = GetReconciliationRunRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[195]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[196]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11497,7 +11552,7 @@ func (x *GetReconciliationRunRequest) String() string {
 func (*GetReconciliationRunRequest) ProtoMessage() {}
 
 func (x *GetReconciliationRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[195]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[196]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11510,7 +11565,7 @@ func (x *GetReconciliationRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReconciliationRunRequest.ProtoReflect.Descriptor instead.
 func (*GetReconciliationRunRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{195}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{196}
 }
 
 func (x *GetReconciliationRunRequest) GetId() int64 {
@@ -11529,7 +11584,7 @@ type GetReconciliationRunResponse struct {
 
 func (x *GetReconciliationRunResponse) Reset() {
 	*x = GetReconciliationRunResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[196]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[197]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11541,7 +11596,7 @@ func (x *GetReconciliationRunResponse) String() string {
 func (*GetReconciliationRunResponse) ProtoMessage() {}
 
 func (x *GetReconciliationRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[196]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[197]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11554,7 +11609,7 @@ func (x *GetReconciliationRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReconciliationRunResponse.ProtoReflect.Descriptor instead.
 func (*GetReconciliationRunResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{196}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{197}
 }
 
 func (x *GetReconciliationRunResponse) GetRun() *ReconciliationRun {
@@ -11575,7 +11630,7 @@ type GetReconciliationDriftRequest struct {
 
 func (x *GetReconciliationDriftRequest) Reset() {
 	*x = GetReconciliationDriftRequest{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[197]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[198]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11587,7 +11642,7 @@ func (x *GetReconciliationDriftRequest) String() string {
 func (*GetReconciliationDriftRequest) ProtoMessage() {}
 
 func (x *GetReconciliationDriftRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[197]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[198]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11600,7 +11655,7 @@ func (x *GetReconciliationDriftRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReconciliationDriftRequest.ProtoReflect.Descriptor instead.
 func (*GetReconciliationDriftRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{197}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{198}
 }
 
 func (x *GetReconciliationDriftRequest) GetFromDay() string {
@@ -11633,7 +11688,7 @@ type GetReconciliationDriftResponse struct {
 
 func (x *GetReconciliationDriftResponse) Reset() {
 	*x = GetReconciliationDriftResponse{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[198]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[199]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11645,7 +11700,7 @@ func (x *GetReconciliationDriftResponse) String() string {
 func (*GetReconciliationDriftResponse) ProtoMessage() {}
 
 func (x *GetReconciliationDriftResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[198]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[199]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11658,7 +11713,7 @@ func (x *GetReconciliationDriftResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReconciliationDriftResponse.ProtoReflect.Descriptor instead.
 func (*GetReconciliationDriftResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{198}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{199}
 }
 
 func (x *GetReconciliationDriftResponse) GetItems() []*ReconciliationDriftPoint {
@@ -11689,7 +11744,7 @@ type ReconciliationDriftPoint struct {
 
 func (x *ReconciliationDriftPoint) Reset() {
 	*x = ReconciliationDriftPoint{}
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[199]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[200]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11701,7 +11756,7 @@ func (x *ReconciliationDriftPoint) String() string {
 func (*ReconciliationDriftPoint) ProtoMessage() {}
 
 func (x *ReconciliationDriftPoint) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[199]
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[200]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11714,7 +11769,7 @@ func (x *ReconciliationDriftPoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconciliationDriftPoint.ProtoReflect.Descriptor instead.
 func (*ReconciliationDriftPoint) Descriptor() ([]byte, []int) {
-	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{199}
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{200}
 }
 
 func (x *ReconciliationDriftPoint) GetProviderId() int64 {
@@ -12208,7 +12263,7 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"N\n" +
 	"\x18PlanPriceCatalogResponse\x122\n" +
-	"\x04plan\x18\x01 \x01(\v2\x1e.tollgate.admin.v1.CatalogPlanR\x04plan\"\xbf\x03\n" +
+	"\x04plan\x18\x01 \x01(\v2\x1e.tollgate.admin.v1.CatalogPlanR\x04plan\"\x95\x05\n" +
 	"\vCatalogPlan\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06format\x18\x02 \x01(\tR\x06format\x12\x16\n" +
@@ -12222,7 +12277,13 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\achanged\x18\b \x03(\v2$.tollgate.admin.v1.CatalogPlanChangeR\achanged\x12E\n" +
 	"\tunchanged\x18\t \x03(\v2'.tollgate.admin.v1.CatalogPlanUnchangedR\tunchanged\x12;\n" +
 	"\askipped\x18\n" +
-	" \x03(\v2!.tollgate.admin.v1.CatalogSkippedR\askipped\"u\n" +
+	" \x03(\v2!.tollgate.admin.v1.CatalogSkippedR\askipped\x12e\n" +
+	"\x13channel_type_scopes\x18\v \x03(\v25.tollgate.admin.v1.CatalogPlan.ChannelTypeScopesEntryR\x11channelTypeScopes\x1am\n" +
+	"\x16ChannelTypeScopesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12=\n" +
+	"\x05value\x18\x02 \x01(\v2'.tollgate.admin.v1.CatalogProviderScopeR\x05value:\x028\x01\"9\n" +
+	"\x14CatalogProviderScope\x12!\n" +
+	"\fprovider_ids\x18\x01 \x03(\x03R\vproviderIds\"u\n" +
 	"\x0fCatalogPlanRule\x12\x19\n" +
 	"\bentry_id\x18\x01 \x01(\tR\aentryId\x121\n" +
 	"\x04rule\x18\x02 \x01(\v2\x1d.tollgate.config.v1.PriceRuleR\x04rule\x12\x14\n" +
@@ -12863,7 +12924,7 @@ func file_tollgate_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_tollgate_admin_v1_admin_proto_rawDescData
 }
 
-var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 202)
+var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 204)
 var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*ListPriceRulesRequest)(nil),                  // 0: tollgate.admin.v1.ListPriceRulesRequest
 	(*ListPriceRulesResponse)(nil),                 // 1: tollgate.admin.v1.ListPriceRulesResponse
@@ -12962,458 +13023,462 @@ var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*PlanPriceCatalogRequest)(nil),                // 94: tollgate.admin.v1.PlanPriceCatalogRequest
 	(*PlanPriceCatalogResponse)(nil),               // 95: tollgate.admin.v1.PlanPriceCatalogResponse
 	(*CatalogPlan)(nil),                            // 96: tollgate.admin.v1.CatalogPlan
-	(*CatalogPlanRule)(nil),                        // 97: tollgate.admin.v1.CatalogPlanRule
-	(*CatalogPlanChange)(nil),                      // 98: tollgate.admin.v1.CatalogPlanChange
-	(*CatalogFieldChange)(nil),                     // 99: tollgate.admin.v1.CatalogFieldChange
-	(*CatalogPlanUnchanged)(nil),                   // 100: tollgate.admin.v1.CatalogPlanUnchanged
-	(*CatalogSkipped)(nil),                         // 101: tollgate.admin.v1.CatalogSkipped
-	(*ApplyPriceCatalogRequest)(nil),               // 102: tollgate.admin.v1.ApplyPriceCatalogRequest
-	(*ApplyPriceCatalogResponse)(nil),              // 103: tollgate.admin.v1.ApplyPriceCatalogResponse
-	(*GetPriceRuleProvenanceRequest)(nil),          // 104: tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	(*GetPriceRuleProvenanceResponse)(nil),         // 105: tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	(*PriceRuleProvenance)(nil),                    // 106: tollgate.admin.v1.PriceRuleProvenance
-	(*GetPriceRuleHistoryRequest)(nil),             // 107: tollgate.admin.v1.GetPriceRuleHistoryRequest
-	(*GetPriceRuleHistoryResponse)(nil),            // 108: tollgate.admin.v1.GetPriceRuleHistoryResponse
-	(*PriceRuleVersion)(nil),                       // 109: tollgate.admin.v1.PriceRuleVersion
-	(*RepricePriceRulesRequest)(nil),               // 110: tollgate.admin.v1.RepricePriceRulesRequest
-	(*RepricePriceRulesResponse)(nil),              // 111: tollgate.admin.v1.RepricePriceRulesResponse
-	(*RepriceLine)(nil),                            // 112: tollgate.admin.v1.RepriceLine
-	(*ListApiKeysRequest)(nil),                     // 113: tollgate.admin.v1.ListApiKeysRequest
-	(*ListApiKeysResponse)(nil),                    // 114: tollgate.admin.v1.ListApiKeysResponse
-	(*GetApiKeyRequest)(nil),                       // 115: tollgate.admin.v1.GetApiKeyRequest
-	(*GetApiKeyResponse)(nil),                      // 116: tollgate.admin.v1.GetApiKeyResponse
-	(*UpdateApiKeyRequest)(nil),                    // 117: tollgate.admin.v1.UpdateApiKeyRequest
-	(*UpdateApiKeyResponse)(nil),                   // 118: tollgate.admin.v1.UpdateApiKeyResponse
-	(*DeleteApiKeyRequest)(nil),                    // 119: tollgate.admin.v1.DeleteApiKeyRequest
-	(*DeleteApiKeyResponse)(nil),                   // 120: tollgate.admin.v1.DeleteApiKeyResponse
-	(*RotateApiKeyRequest)(nil),                    // 121: tollgate.admin.v1.RotateApiKeyRequest
-	(*RotateApiKeyResponse)(nil),                   // 122: tollgate.admin.v1.RotateApiKeyResponse
-	(*ListOrgsRequest)(nil),                        // 123: tollgate.admin.v1.ListOrgsRequest
-	(*ListOrgsResponse)(nil),                       // 124: tollgate.admin.v1.ListOrgsResponse
-	(*UpdateOrgRequest)(nil),                       // 125: tollgate.admin.v1.UpdateOrgRequest
-	(*UpdateOrgResponse)(nil),                      // 126: tollgate.admin.v1.UpdateOrgResponse
-	(*DeleteOrgRequest)(nil),                       // 127: tollgate.admin.v1.DeleteOrgRequest
-	(*DeleteOrgResponse)(nil),                      // 128: tollgate.admin.v1.DeleteOrgResponse
-	(*ListTeamsRequest)(nil),                       // 129: tollgate.admin.v1.ListTeamsRequest
-	(*ListTeamsResponse)(nil),                      // 130: tollgate.admin.v1.ListTeamsResponse
-	(*UpdateTeamRequest)(nil),                      // 131: tollgate.admin.v1.UpdateTeamRequest
-	(*UpdateTeamResponse)(nil),                     // 132: tollgate.admin.v1.UpdateTeamResponse
-	(*DeleteTeamRequest)(nil),                      // 133: tollgate.admin.v1.DeleteTeamRequest
-	(*DeleteTeamResponse)(nil),                     // 134: tollgate.admin.v1.DeleteTeamResponse
-	(*ListUsersRequest)(nil),                       // 135: tollgate.admin.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),                      // 136: tollgate.admin.v1.ListUsersResponse
-	(*UpdateUserRequest)(nil),                      // 137: tollgate.admin.v1.UpdateUserRequest
-	(*UpdateUserResponse)(nil),                     // 138: tollgate.admin.v1.UpdateUserResponse
-	(*DeleteUserRequest)(nil),                      // 139: tollgate.admin.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),                     // 140: tollgate.admin.v1.DeleteUserResponse
-	(*GetModelPolicyRequest)(nil),                  // 141: tollgate.admin.v1.GetModelPolicyRequest
-	(*GetModelPolicyResponse)(nil),                 // 142: tollgate.admin.v1.GetModelPolicyResponse
-	(*ProviderUnpricedPolicy)(nil),                 // 143: tollgate.admin.v1.ProviderUnpricedPolicy
-	(*SetModelPolicyRequest)(nil),                  // 144: tollgate.admin.v1.SetModelPolicyRequest
-	(*SetModelPolicyResponse)(nil),                 // 145: tollgate.admin.v1.SetModelPolicyResponse
-	(*SetProviderUnpricedPolicyRequest)(nil),       // 146: tollgate.admin.v1.SetProviderUnpricedPolicyRequest
-	(*SetProviderUnpricedPolicyResponse)(nil),      // 147: tollgate.admin.v1.SetProviderUnpricedPolicyResponse
-	(*GetGatewaySettingsRequest)(nil),              // 148: tollgate.admin.v1.GetGatewaySettingsRequest
-	(*GetGatewaySettingsResponse)(nil),             // 149: tollgate.admin.v1.GetGatewaySettingsResponse
-	(*SetGatewaySettingsRequest)(nil),              // 150: tollgate.admin.v1.SetGatewaySettingsRequest
-	(*SetGatewaySettingsResponse)(nil),             // 151: tollgate.admin.v1.SetGatewaySettingsResponse
-	(*ListUnpricedModelsRequest)(nil),              // 152: tollgate.admin.v1.ListUnpricedModelsRequest
-	(*ListUnpricedModelsResponse)(nil),             // 153: tollgate.admin.v1.ListUnpricedModelsResponse
-	(*UnpricedModel)(nil),                          // 154: tollgate.admin.v1.UnpricedModel
-	(*GetQuotaAlertsRequest)(nil),                  // 155: tollgate.admin.v1.GetQuotaAlertsRequest
-	(*GetQuotaAlertsResponse)(nil),                 // 156: tollgate.admin.v1.GetQuotaAlertsResponse
-	(*SetQuotaAlertsRequest)(nil),                  // 157: tollgate.admin.v1.SetQuotaAlertsRequest
-	(*SetQuotaAlertsResponse)(nil),                 // 158: tollgate.admin.v1.SetQuotaAlertsResponse
-	(*WebhookEndpoint)(nil),                        // 159: tollgate.admin.v1.WebhookEndpoint
-	(*CreateWebhookEndpointRequest)(nil),           // 160: tollgate.admin.v1.CreateWebhookEndpointRequest
-	(*CreateWebhookEndpointResponse)(nil),          // 161: tollgate.admin.v1.CreateWebhookEndpointResponse
-	(*ListWebhookEndpointsRequest)(nil),            // 162: tollgate.admin.v1.ListWebhookEndpointsRequest
-	(*ListWebhookEndpointsResponse)(nil),           // 163: tollgate.admin.v1.ListWebhookEndpointsResponse
-	(*DeleteWebhookEndpointRequest)(nil),           // 164: tollgate.admin.v1.DeleteWebhookEndpointRequest
-	(*DeleteWebhookEndpointResponse)(nil),          // 165: tollgate.admin.v1.DeleteWebhookEndpointResponse
-	(*ListAlertEventsRequest)(nil),                 // 166: tollgate.admin.v1.ListAlertEventsRequest
-	(*ListAlertEventsResponse)(nil),                // 167: tollgate.admin.v1.ListAlertEventsResponse
-	(*AlertEvent)(nil),                             // 168: tollgate.admin.v1.AlertEvent
-	(*WebhookDelivery)(nil),                        // 169: tollgate.admin.v1.WebhookDelivery
-	(*ListAuditEventsRequest)(nil),                 // 170: tollgate.admin.v1.ListAuditEventsRequest
-	(*AuditEvent)(nil),                             // 171: tollgate.admin.v1.AuditEvent
-	(*ListAuditEventsResponse)(nil),                // 172: tollgate.admin.v1.ListAuditEventsResponse
-	(*DataPlaneToken)(nil),                         // 173: tollgate.admin.v1.DataPlaneToken
-	(*CreateDataPlaneTokenRequest)(nil),            // 174: tollgate.admin.v1.CreateDataPlaneTokenRequest
-	(*CreateDataPlaneTokenResponse)(nil),           // 175: tollgate.admin.v1.CreateDataPlaneTokenResponse
-	(*ListDataPlaneTokensRequest)(nil),             // 176: tollgate.admin.v1.ListDataPlaneTokensRequest
-	(*ListDataPlaneTokensResponse)(nil),            // 177: tollgate.admin.v1.ListDataPlaneTokensResponse
-	(*RevokeDataPlaneTokenRequest)(nil),            // 178: tollgate.admin.v1.RevokeDataPlaneTokenRequest
-	(*RevokeDataPlaneTokenResponse)(nil),           // 179: tollgate.admin.v1.RevokeDataPlaneTokenResponse
-	(*ReconciliationProvider)(nil),                 // 180: tollgate.admin.v1.ReconciliationProvider
-	(*ListReconciliationProvidersRequest)(nil),     // 181: tollgate.admin.v1.ListReconciliationProvidersRequest
-	(*ListReconciliationProvidersResponse)(nil),    // 182: tollgate.admin.v1.ListReconciliationProvidersResponse
-	(*SetReconciliationProviderRequest)(nil),       // 183: tollgate.admin.v1.SetReconciliationProviderRequest
-	(*SetReconciliationProviderResponse)(nil),      // 184: tollgate.admin.v1.SetReconciliationProviderResponse
-	(*SetReconciliationCredentialRefRequest)(nil),  // 185: tollgate.admin.v1.SetReconciliationCredentialRefRequest
-	(*SetReconciliationCredentialRefResponse)(nil), // 186: tollgate.admin.v1.SetReconciliationCredentialRefResponse
-	(*ReconciliationTokens)(nil),                   // 187: tollgate.admin.v1.ReconciliationTokens
-	(*ReconciliationPriceRuleUse)(nil),             // 188: tollgate.admin.v1.ReconciliationPriceRuleUse
-	(*ReconciliationLine)(nil),                     // 189: tollgate.admin.v1.ReconciliationLine
-	(*ReconciliationRun)(nil),                      // 190: tollgate.admin.v1.ReconciliationRun
-	(*RunReconciliationRequest)(nil),               // 191: tollgate.admin.v1.RunReconciliationRequest
-	(*RunReconciliationResponse)(nil),              // 192: tollgate.admin.v1.RunReconciliationResponse
-	(*ListReconciliationRunsRequest)(nil),          // 193: tollgate.admin.v1.ListReconciliationRunsRequest
-	(*ListReconciliationRunsResponse)(nil),         // 194: tollgate.admin.v1.ListReconciliationRunsResponse
-	(*GetReconciliationRunRequest)(nil),            // 195: tollgate.admin.v1.GetReconciliationRunRequest
-	(*GetReconciliationRunResponse)(nil),           // 196: tollgate.admin.v1.GetReconciliationRunResponse
-	(*GetReconciliationDriftRequest)(nil),          // 197: tollgate.admin.v1.GetReconciliationDriftRequest
-	(*GetReconciliationDriftResponse)(nil),         // 198: tollgate.admin.v1.GetReconciliationDriftResponse
-	(*ReconciliationDriftPoint)(nil),               // 199: tollgate.admin.v1.ReconciliationDriftPoint
-	nil,                                            // 200: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	nil,                                            // 201: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	(*v1.PriceRule)(nil),                           // 202: tollgate.config.v1.PriceRule
-	(*timestamppb.Timestamp)(nil),                  // 203: google.protobuf.Timestamp
-	(*v1.ScheduledPriceRule)(nil),                  // 204: tollgate.config.v1.ScheduledPriceRule
-	(*v11.TokenCounts)(nil),                        // 205: tollgate.settlement.v1.TokenCounts
-	(*v1.Provider)(nil),                            // 206: tollgate.config.v1.Provider
-	(*v1.Credential)(nil),                          // 207: tollgate.config.v1.Credential
-	(*v1.RoutingRule)(nil),                         // 208: tollgate.config.v1.RoutingRule
-	(*v1.Route)(nil),                               // 209: tollgate.config.v1.Route
-	(*v1.Org)(nil),                                 // 210: tollgate.config.v1.Org
-	(*v1.Team)(nil),                                // 211: tollgate.config.v1.Team
-	(*v1.User)(nil),                                // 212: tollgate.config.v1.User
-	(*v1.ApiKey)(nil),                              // 213: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),                               // 214: tollgate.config.v1.Quota
-	(*v11.SettlementRecord)(nil),                   // 215: tollgate.settlement.v1.SettlementRecord
-	(*v1.ModelPolicy)(nil),                         // 216: tollgate.config.v1.ModelPolicy
-	(*v1.GatewaySettings)(nil),                     // 217: tollgate.config.v1.GatewaySettings
+	(*CatalogProviderScope)(nil),                   // 97: tollgate.admin.v1.CatalogProviderScope
+	(*CatalogPlanRule)(nil),                        // 98: tollgate.admin.v1.CatalogPlanRule
+	(*CatalogPlanChange)(nil),                      // 99: tollgate.admin.v1.CatalogPlanChange
+	(*CatalogFieldChange)(nil),                     // 100: tollgate.admin.v1.CatalogFieldChange
+	(*CatalogPlanUnchanged)(nil),                   // 101: tollgate.admin.v1.CatalogPlanUnchanged
+	(*CatalogSkipped)(nil),                         // 102: tollgate.admin.v1.CatalogSkipped
+	(*ApplyPriceCatalogRequest)(nil),               // 103: tollgate.admin.v1.ApplyPriceCatalogRequest
+	(*ApplyPriceCatalogResponse)(nil),              // 104: tollgate.admin.v1.ApplyPriceCatalogResponse
+	(*GetPriceRuleProvenanceRequest)(nil),          // 105: tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	(*GetPriceRuleProvenanceResponse)(nil),         // 106: tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	(*PriceRuleProvenance)(nil),                    // 107: tollgate.admin.v1.PriceRuleProvenance
+	(*GetPriceRuleHistoryRequest)(nil),             // 108: tollgate.admin.v1.GetPriceRuleHistoryRequest
+	(*GetPriceRuleHistoryResponse)(nil),            // 109: tollgate.admin.v1.GetPriceRuleHistoryResponse
+	(*PriceRuleVersion)(nil),                       // 110: tollgate.admin.v1.PriceRuleVersion
+	(*RepricePriceRulesRequest)(nil),               // 111: tollgate.admin.v1.RepricePriceRulesRequest
+	(*RepricePriceRulesResponse)(nil),              // 112: tollgate.admin.v1.RepricePriceRulesResponse
+	(*RepriceLine)(nil),                            // 113: tollgate.admin.v1.RepriceLine
+	(*ListApiKeysRequest)(nil),                     // 114: tollgate.admin.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),                    // 115: tollgate.admin.v1.ListApiKeysResponse
+	(*GetApiKeyRequest)(nil),                       // 116: tollgate.admin.v1.GetApiKeyRequest
+	(*GetApiKeyResponse)(nil),                      // 117: tollgate.admin.v1.GetApiKeyResponse
+	(*UpdateApiKeyRequest)(nil),                    // 118: tollgate.admin.v1.UpdateApiKeyRequest
+	(*UpdateApiKeyResponse)(nil),                   // 119: tollgate.admin.v1.UpdateApiKeyResponse
+	(*DeleteApiKeyRequest)(nil),                    // 120: tollgate.admin.v1.DeleteApiKeyRequest
+	(*DeleteApiKeyResponse)(nil),                   // 121: tollgate.admin.v1.DeleteApiKeyResponse
+	(*RotateApiKeyRequest)(nil),                    // 122: tollgate.admin.v1.RotateApiKeyRequest
+	(*RotateApiKeyResponse)(nil),                   // 123: tollgate.admin.v1.RotateApiKeyResponse
+	(*ListOrgsRequest)(nil),                        // 124: tollgate.admin.v1.ListOrgsRequest
+	(*ListOrgsResponse)(nil),                       // 125: tollgate.admin.v1.ListOrgsResponse
+	(*UpdateOrgRequest)(nil),                       // 126: tollgate.admin.v1.UpdateOrgRequest
+	(*UpdateOrgResponse)(nil),                      // 127: tollgate.admin.v1.UpdateOrgResponse
+	(*DeleteOrgRequest)(nil),                       // 128: tollgate.admin.v1.DeleteOrgRequest
+	(*DeleteOrgResponse)(nil),                      // 129: tollgate.admin.v1.DeleteOrgResponse
+	(*ListTeamsRequest)(nil),                       // 130: tollgate.admin.v1.ListTeamsRequest
+	(*ListTeamsResponse)(nil),                      // 131: tollgate.admin.v1.ListTeamsResponse
+	(*UpdateTeamRequest)(nil),                      // 132: tollgate.admin.v1.UpdateTeamRequest
+	(*UpdateTeamResponse)(nil),                     // 133: tollgate.admin.v1.UpdateTeamResponse
+	(*DeleteTeamRequest)(nil),                      // 134: tollgate.admin.v1.DeleteTeamRequest
+	(*DeleteTeamResponse)(nil),                     // 135: tollgate.admin.v1.DeleteTeamResponse
+	(*ListUsersRequest)(nil),                       // 136: tollgate.admin.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),                      // 137: tollgate.admin.v1.ListUsersResponse
+	(*UpdateUserRequest)(nil),                      // 138: tollgate.admin.v1.UpdateUserRequest
+	(*UpdateUserResponse)(nil),                     // 139: tollgate.admin.v1.UpdateUserResponse
+	(*DeleteUserRequest)(nil),                      // 140: tollgate.admin.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),                     // 141: tollgate.admin.v1.DeleteUserResponse
+	(*GetModelPolicyRequest)(nil),                  // 142: tollgate.admin.v1.GetModelPolicyRequest
+	(*GetModelPolicyResponse)(nil),                 // 143: tollgate.admin.v1.GetModelPolicyResponse
+	(*ProviderUnpricedPolicy)(nil),                 // 144: tollgate.admin.v1.ProviderUnpricedPolicy
+	(*SetModelPolicyRequest)(nil),                  // 145: tollgate.admin.v1.SetModelPolicyRequest
+	(*SetModelPolicyResponse)(nil),                 // 146: tollgate.admin.v1.SetModelPolicyResponse
+	(*SetProviderUnpricedPolicyRequest)(nil),       // 147: tollgate.admin.v1.SetProviderUnpricedPolicyRequest
+	(*SetProviderUnpricedPolicyResponse)(nil),      // 148: tollgate.admin.v1.SetProviderUnpricedPolicyResponse
+	(*GetGatewaySettingsRequest)(nil),              // 149: tollgate.admin.v1.GetGatewaySettingsRequest
+	(*GetGatewaySettingsResponse)(nil),             // 150: tollgate.admin.v1.GetGatewaySettingsResponse
+	(*SetGatewaySettingsRequest)(nil),              // 151: tollgate.admin.v1.SetGatewaySettingsRequest
+	(*SetGatewaySettingsResponse)(nil),             // 152: tollgate.admin.v1.SetGatewaySettingsResponse
+	(*ListUnpricedModelsRequest)(nil),              // 153: tollgate.admin.v1.ListUnpricedModelsRequest
+	(*ListUnpricedModelsResponse)(nil),             // 154: tollgate.admin.v1.ListUnpricedModelsResponse
+	(*UnpricedModel)(nil),                          // 155: tollgate.admin.v1.UnpricedModel
+	(*GetQuotaAlertsRequest)(nil),                  // 156: tollgate.admin.v1.GetQuotaAlertsRequest
+	(*GetQuotaAlertsResponse)(nil),                 // 157: tollgate.admin.v1.GetQuotaAlertsResponse
+	(*SetQuotaAlertsRequest)(nil),                  // 158: tollgate.admin.v1.SetQuotaAlertsRequest
+	(*SetQuotaAlertsResponse)(nil),                 // 159: tollgate.admin.v1.SetQuotaAlertsResponse
+	(*WebhookEndpoint)(nil),                        // 160: tollgate.admin.v1.WebhookEndpoint
+	(*CreateWebhookEndpointRequest)(nil),           // 161: tollgate.admin.v1.CreateWebhookEndpointRequest
+	(*CreateWebhookEndpointResponse)(nil),          // 162: tollgate.admin.v1.CreateWebhookEndpointResponse
+	(*ListWebhookEndpointsRequest)(nil),            // 163: tollgate.admin.v1.ListWebhookEndpointsRequest
+	(*ListWebhookEndpointsResponse)(nil),           // 164: tollgate.admin.v1.ListWebhookEndpointsResponse
+	(*DeleteWebhookEndpointRequest)(nil),           // 165: tollgate.admin.v1.DeleteWebhookEndpointRequest
+	(*DeleteWebhookEndpointResponse)(nil),          // 166: tollgate.admin.v1.DeleteWebhookEndpointResponse
+	(*ListAlertEventsRequest)(nil),                 // 167: tollgate.admin.v1.ListAlertEventsRequest
+	(*ListAlertEventsResponse)(nil),                // 168: tollgate.admin.v1.ListAlertEventsResponse
+	(*AlertEvent)(nil),                             // 169: tollgate.admin.v1.AlertEvent
+	(*WebhookDelivery)(nil),                        // 170: tollgate.admin.v1.WebhookDelivery
+	(*ListAuditEventsRequest)(nil),                 // 171: tollgate.admin.v1.ListAuditEventsRequest
+	(*AuditEvent)(nil),                             // 172: tollgate.admin.v1.AuditEvent
+	(*ListAuditEventsResponse)(nil),                // 173: tollgate.admin.v1.ListAuditEventsResponse
+	(*DataPlaneToken)(nil),                         // 174: tollgate.admin.v1.DataPlaneToken
+	(*CreateDataPlaneTokenRequest)(nil),            // 175: tollgate.admin.v1.CreateDataPlaneTokenRequest
+	(*CreateDataPlaneTokenResponse)(nil),           // 176: tollgate.admin.v1.CreateDataPlaneTokenResponse
+	(*ListDataPlaneTokensRequest)(nil),             // 177: tollgate.admin.v1.ListDataPlaneTokensRequest
+	(*ListDataPlaneTokensResponse)(nil),            // 178: tollgate.admin.v1.ListDataPlaneTokensResponse
+	(*RevokeDataPlaneTokenRequest)(nil),            // 179: tollgate.admin.v1.RevokeDataPlaneTokenRequest
+	(*RevokeDataPlaneTokenResponse)(nil),           // 180: tollgate.admin.v1.RevokeDataPlaneTokenResponse
+	(*ReconciliationProvider)(nil),                 // 181: tollgate.admin.v1.ReconciliationProvider
+	(*ListReconciliationProvidersRequest)(nil),     // 182: tollgate.admin.v1.ListReconciliationProvidersRequest
+	(*ListReconciliationProvidersResponse)(nil),    // 183: tollgate.admin.v1.ListReconciliationProvidersResponse
+	(*SetReconciliationProviderRequest)(nil),       // 184: tollgate.admin.v1.SetReconciliationProviderRequest
+	(*SetReconciliationProviderResponse)(nil),      // 185: tollgate.admin.v1.SetReconciliationProviderResponse
+	(*SetReconciliationCredentialRefRequest)(nil),  // 186: tollgate.admin.v1.SetReconciliationCredentialRefRequest
+	(*SetReconciliationCredentialRefResponse)(nil), // 187: tollgate.admin.v1.SetReconciliationCredentialRefResponse
+	(*ReconciliationTokens)(nil),                   // 188: tollgate.admin.v1.ReconciliationTokens
+	(*ReconciliationPriceRuleUse)(nil),             // 189: tollgate.admin.v1.ReconciliationPriceRuleUse
+	(*ReconciliationLine)(nil),                     // 190: tollgate.admin.v1.ReconciliationLine
+	(*ReconciliationRun)(nil),                      // 191: tollgate.admin.v1.ReconciliationRun
+	(*RunReconciliationRequest)(nil),               // 192: tollgate.admin.v1.RunReconciliationRequest
+	(*RunReconciliationResponse)(nil),              // 193: tollgate.admin.v1.RunReconciliationResponse
+	(*ListReconciliationRunsRequest)(nil),          // 194: tollgate.admin.v1.ListReconciliationRunsRequest
+	(*ListReconciliationRunsResponse)(nil),         // 195: tollgate.admin.v1.ListReconciliationRunsResponse
+	(*GetReconciliationRunRequest)(nil),            // 196: tollgate.admin.v1.GetReconciliationRunRequest
+	(*GetReconciliationRunResponse)(nil),           // 197: tollgate.admin.v1.GetReconciliationRunResponse
+	(*GetReconciliationDriftRequest)(nil),          // 198: tollgate.admin.v1.GetReconciliationDriftRequest
+	(*GetReconciliationDriftResponse)(nil),         // 199: tollgate.admin.v1.GetReconciliationDriftResponse
+	(*ReconciliationDriftPoint)(nil),               // 200: tollgate.admin.v1.ReconciliationDriftPoint
+	nil,                                            // 201: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	nil,                                            // 202: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	nil,                                            // 203: tollgate.admin.v1.CatalogPlan.ChannelTypeScopesEntry
+	(*v1.PriceRule)(nil),                           // 204: tollgate.config.v1.PriceRule
+	(*timestamppb.Timestamp)(nil),                  // 205: google.protobuf.Timestamp
+	(*v1.ScheduledPriceRule)(nil),                  // 206: tollgate.config.v1.ScheduledPriceRule
+	(*v11.TokenCounts)(nil),                        // 207: tollgate.settlement.v1.TokenCounts
+	(*v1.Provider)(nil),                            // 208: tollgate.config.v1.Provider
+	(*v1.Credential)(nil),                          // 209: tollgate.config.v1.Credential
+	(*v1.RoutingRule)(nil),                         // 210: tollgate.config.v1.RoutingRule
+	(*v1.Route)(nil),                               // 211: tollgate.config.v1.Route
+	(*v1.Org)(nil),                                 // 212: tollgate.config.v1.Org
+	(*v1.Team)(nil),                                // 213: tollgate.config.v1.Team
+	(*v1.User)(nil),                                // 214: tollgate.config.v1.User
+	(*v1.ApiKey)(nil),                              // 215: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),                               // 216: tollgate.config.v1.Quota
+	(*v11.SettlementRecord)(nil),                   // 217: tollgate.settlement.v1.SettlementRecord
+	(*v1.ModelPolicy)(nil),                         // 218: tollgate.config.v1.ModelPolicy
+	(*v1.GatewaySettings)(nil),                     // 219: tollgate.config.v1.GatewaySettings
 }
 var file_tollgate_admin_v1_admin_proto_depIdxs = []int32{
-	202, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
-	202, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	202, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	203, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	202, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	204, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	202, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	203, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	202, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	204, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	204, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
-	205, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
-	203, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
+	204, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
+	204, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	204, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	205, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	204, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	206, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	204, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	205, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	204, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	206, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	206, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
+	207, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
+	205, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
 	16,  // 13: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
-	206, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
-	206, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	206, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	206, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	206, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	206, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	207, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
-	207, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
-	208, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	208, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
-	208, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	208, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	209, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
-	209, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
-	209, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	209, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	209, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	209, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	210, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	210, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	211, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	211, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	212, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
-	212, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
-	203, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	213, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	214, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	214, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	203, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
-	203, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
-	215, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
+	208, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
+	208, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	208, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	208, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	208, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	208, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	209, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
+	209, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
+	210, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	210, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
+	210, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	210, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	211, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
+	211, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
+	211, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	211, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	211, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	211, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	212, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	212, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	213, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	213, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	214, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
+	214, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
+	205, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	215, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	216, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	216, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	205, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
+	205, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
+	217, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
 	62,  // 45: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
-	203, // 46: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
-	203, // 47: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
+	205, // 46: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
+	205, // 47: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
 	65,  // 48: tollgate.admin.v1.GetSpendRequest.filters:type_name -> tollgate.admin.v1.SpendFilter
-	203, // 49: tollgate.admin.v1.SpendRow.bucket_start:type_name -> google.protobuf.Timestamp
+	205, // 49: tollgate.admin.v1.SpendRow.bucket_start:type_name -> google.protobuf.Timestamp
 	66,  // 50: tollgate.admin.v1.SpendRow.group:type_name -> tollgate.admin.v1.SpendGroupValue
 	67,  // 51: tollgate.admin.v1.SpendRow.tokens:type_name -> tollgate.admin.v1.SpendTokens
 	68,  // 52: tollgate.admin.v1.GetSpendResponse.rows:type_name -> tollgate.admin.v1.SpendRow
 	68,  // 53: tollgate.admin.v1.GetSpendResponse.total:type_name -> tollgate.admin.v1.SpendRow
-	202, // 54: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
-	208, // 55: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	202, // 56: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
-	208, // 57: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	204, // 58: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
-	203, // 59: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
+	204, // 54: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
+	210, // 55: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	204, // 56: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
+	210, // 57: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	206, // 58: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
+	205, // 59: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
 	74,  // 60: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
 	74,  // 61: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
-	203, // 62: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
-	203, // 63: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
-	203, // 64: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
+	205, // 62: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
+	205, // 63: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
+	205, // 64: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
 	82,  // 65: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
-	214, // 66: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	216, // 66: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
 	82,  // 67: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
-	203, // 68: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
-	203, // 69: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
+	205, // 68: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
+	205, // 69: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
 	87,  // 70: tollgate.admin.v1.ListQuotaPeriodsResponse.items:type_name -> tollgate.admin.v1.QuotaPeriod
-	203, // 71: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
+	205, // 71: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
 	90,  // 72: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
 	91,  // 73: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
 	93,  // 74: tollgate.admin.v1.GetSnapshotStatusResponse.data_planes:type_name -> tollgate.admin.v1.WatchingDataPlane
-	203, // 75: tollgate.admin.v1.WatchingDataPlane.connected_since:type_name -> google.protobuf.Timestamp
-	203, // 76: tollgate.admin.v1.WatchingDataPlane.last_sent_at:type_name -> google.protobuf.Timestamp
-	200, // 77: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	201, // 78: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	203, // 79: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
+	205, // 75: tollgate.admin.v1.WatchingDataPlane.connected_since:type_name -> google.protobuf.Timestamp
+	205, // 76: tollgate.admin.v1.WatchingDataPlane.last_sent_at:type_name -> google.protobuf.Timestamp
+	201, // 77: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	202, // 78: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	205, // 79: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
 	96,  // 80: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
-	203, // 81: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
-	97,  // 82: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
-	98,  // 83: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
-	100, // 84: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
-	101, // 85: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
-	202, // 86: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
-	99,  // 87: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
-	202, // 88: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
-	203, // 89: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
-	203, // 90: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
-	106, // 91: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
-	203, // 92: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
-	109, // 93: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
-	203, // 94: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
-	203, // 95: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
-	202, // 96: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
-	203, // 97: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
-	203, // 98: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
-	203, // 99: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
-	202, // 100: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
-	203, // 101: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
-	203, // 102: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
-	112, // 103: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
-	213, // 104: tollgate.admin.v1.ListApiKeysResponse.items:type_name -> tollgate.config.v1.ApiKey
-	213, // 105: tollgate.admin.v1.GetApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	203, // 106: tollgate.admin.v1.UpdateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	213, // 107: tollgate.admin.v1.UpdateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	213, // 108: tollgate.admin.v1.RotateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	210, // 109: tollgate.admin.v1.ListOrgsResponse.items:type_name -> tollgate.config.v1.Org
-	210, // 110: tollgate.admin.v1.UpdateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	210, // 111: tollgate.admin.v1.UpdateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	211, // 112: tollgate.admin.v1.ListTeamsResponse.items:type_name -> tollgate.config.v1.Team
-	211, // 113: tollgate.admin.v1.UpdateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	211, // 114: tollgate.admin.v1.UpdateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	212, // 115: tollgate.admin.v1.ListUsersResponse.items:type_name -> tollgate.config.v1.User
-	212, // 116: tollgate.admin.v1.UpdateUserRequest.user:type_name -> tollgate.config.v1.User
-	212, // 117: tollgate.admin.v1.UpdateUserResponse.user:type_name -> tollgate.config.v1.User
-	216, // 118: tollgate.admin.v1.GetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
-	143, // 119: tollgate.admin.v1.GetModelPolicyResponse.providers:type_name -> tollgate.admin.v1.ProviderUnpricedPolicy
-	216, // 120: tollgate.admin.v1.SetModelPolicyRequest.policy:type_name -> tollgate.config.v1.ModelPolicy
-	216, // 121: tollgate.admin.v1.SetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
-	217, // 122: tollgate.admin.v1.GetGatewaySettingsResponse.settings:type_name -> tollgate.config.v1.GatewaySettings
-	217, // 123: tollgate.admin.v1.SetGatewaySettingsResponse.settings:type_name -> tollgate.config.v1.GatewaySettings
-	203, // 124: tollgate.admin.v1.ListUnpricedModelsRequest.since:type_name -> google.protobuf.Timestamp
-	154, // 125: tollgate.admin.v1.ListUnpricedModelsResponse.items:type_name -> tollgate.admin.v1.UnpricedModel
-	203, // 126: tollgate.admin.v1.UnpricedModel.first_seen:type_name -> google.protobuf.Timestamp
-	203, // 127: tollgate.admin.v1.UnpricedModel.last_seen:type_name -> google.protobuf.Timestamp
-	203, // 128: tollgate.admin.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
-	159, // 129: tollgate.admin.v1.CreateWebhookEndpointResponse.endpoint:type_name -> tollgate.admin.v1.WebhookEndpoint
-	159, // 130: tollgate.admin.v1.ListWebhookEndpointsResponse.items:type_name -> tollgate.admin.v1.WebhookEndpoint
-	168, // 131: tollgate.admin.v1.ListAlertEventsResponse.items:type_name -> tollgate.admin.v1.AlertEvent
-	203, // 132: tollgate.admin.v1.AlertEvent.period_start:type_name -> google.protobuf.Timestamp
-	203, // 133: tollgate.admin.v1.AlertEvent.created_at:type_name -> google.protobuf.Timestamp
-	169, // 134: tollgate.admin.v1.AlertEvent.deliveries:type_name -> tollgate.admin.v1.WebhookDelivery
-	203, // 135: tollgate.admin.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
-	203, // 136: tollgate.admin.v1.ListAuditEventsRequest.since:type_name -> google.protobuf.Timestamp
-	203, // 137: tollgate.admin.v1.ListAuditEventsRequest.until:type_name -> google.protobuf.Timestamp
-	203, // 138: tollgate.admin.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	171, // 139: tollgate.admin.v1.ListAuditEventsResponse.items:type_name -> tollgate.admin.v1.AuditEvent
-	203, // 140: tollgate.admin.v1.DataPlaneToken.created_at:type_name -> google.protobuf.Timestamp
-	203, // 141: tollgate.admin.v1.DataPlaneToken.revoked_at:type_name -> google.protobuf.Timestamp
-	173, // 142: tollgate.admin.v1.CreateDataPlaneTokenResponse.dataplane_token:type_name -> tollgate.admin.v1.DataPlaneToken
-	173, // 143: tollgate.admin.v1.ListDataPlaneTokensResponse.items:type_name -> tollgate.admin.v1.DataPlaneToken
-	173, // 144: tollgate.admin.v1.RevokeDataPlaneTokenResponse.dataplane_token:type_name -> tollgate.admin.v1.DataPlaneToken
-	203, // 145: tollgate.admin.v1.ReconciliationProvider.updated_at:type_name -> google.protobuf.Timestamp
-	180, // 146: tollgate.admin.v1.ListReconciliationProvidersResponse.items:type_name -> tollgate.admin.v1.ReconciliationProvider
-	180, // 147: tollgate.admin.v1.SetReconciliationProviderResponse.provider:type_name -> tollgate.admin.v1.ReconciliationProvider
-	187, // 148: tollgate.admin.v1.ReconciliationLine.ledger:type_name -> tollgate.admin.v1.ReconciliationTokens
-	187, // 149: tollgate.admin.v1.ReconciliationLine.provider:type_name -> tollgate.admin.v1.ReconciliationTokens
-	188, // 150: tollgate.admin.v1.ReconciliationLine.price_rules:type_name -> tollgate.admin.v1.ReconciliationPriceRuleUse
-	203, // 151: tollgate.admin.v1.ReconciliationRun.started_at:type_name -> google.protobuf.Timestamp
-	203, // 152: tollgate.admin.v1.ReconciliationRun.finished_at:type_name -> google.protobuf.Timestamp
-	189, // 153: tollgate.admin.v1.ReconciliationRun.lines:type_name -> tollgate.admin.v1.ReconciliationLine
-	190, // 154: tollgate.admin.v1.RunReconciliationResponse.run:type_name -> tollgate.admin.v1.ReconciliationRun
-	190, // 155: tollgate.admin.v1.ListReconciliationRunsResponse.items:type_name -> tollgate.admin.v1.ReconciliationRun
-	190, // 156: tollgate.admin.v1.GetReconciliationRunResponse.run:type_name -> tollgate.admin.v1.ReconciliationRun
-	199, // 157: tollgate.admin.v1.GetReconciliationDriftResponse.items:type_name -> tollgate.admin.v1.ReconciliationDriftPoint
-	0,   // 158: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
-	2,   // 159: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
-	4,   // 160: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
-	6,   // 161: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
-	12,  // 162: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
-	14,  // 163: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
-	17,  // 164: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	19,  // 165: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	21,  // 166: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	23,  // 167: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	25,  // 168: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	27,  // 169: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
-	29,  // 170: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
-	31,  // 171: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
-	33,  // 172: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
-	35,  // 173: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
-	37,  // 174: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
-	39,  // 175: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
-	41,  // 176: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
-	43,  // 177: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
-	45,  // 178: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
-	47,  // 179: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
-	49,  // 180: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
-	51,  // 181: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
-	53,  // 182: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
-	55,  // 183: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
-	57,  // 184: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
-	59,  // 185: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
-	81,  // 186: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
-	84,  // 187: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	86,  // 188: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
-	61,  // 189: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
-	64,  // 190: tollgate.admin.v1.AdminService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
-	70,  // 191: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
-	72,  // 192: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
-	75,  // 193: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
-	77,  // 194: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
-	79,  // 195: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
-	89,  // 196: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
-	94,  // 197: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
-	102, // 198: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
-	104, // 199: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	107, // 200: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
-	110, // 201: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
-	8,   // 202: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
-	10,  // 203: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
-	113, // 204: tollgate.admin.v1.AdminService.ListApiKeys:input_type -> tollgate.admin.v1.ListApiKeysRequest
-	115, // 205: tollgate.admin.v1.AdminService.GetApiKey:input_type -> tollgate.admin.v1.GetApiKeyRequest
-	117, // 206: tollgate.admin.v1.AdminService.UpdateApiKey:input_type -> tollgate.admin.v1.UpdateApiKeyRequest
-	119, // 207: tollgate.admin.v1.AdminService.DeleteApiKey:input_type -> tollgate.admin.v1.DeleteApiKeyRequest
-	121, // 208: tollgate.admin.v1.AdminService.RotateApiKey:input_type -> tollgate.admin.v1.RotateApiKeyRequest
-	123, // 209: tollgate.admin.v1.AdminService.ListOrgs:input_type -> tollgate.admin.v1.ListOrgsRequest
-	125, // 210: tollgate.admin.v1.AdminService.UpdateOrg:input_type -> tollgate.admin.v1.UpdateOrgRequest
-	127, // 211: tollgate.admin.v1.AdminService.DeleteOrg:input_type -> tollgate.admin.v1.DeleteOrgRequest
-	129, // 212: tollgate.admin.v1.AdminService.ListTeams:input_type -> tollgate.admin.v1.ListTeamsRequest
-	131, // 213: tollgate.admin.v1.AdminService.UpdateTeam:input_type -> tollgate.admin.v1.UpdateTeamRequest
-	133, // 214: tollgate.admin.v1.AdminService.DeleteTeam:input_type -> tollgate.admin.v1.DeleteTeamRequest
-	135, // 215: tollgate.admin.v1.AdminService.ListUsers:input_type -> tollgate.admin.v1.ListUsersRequest
-	137, // 216: tollgate.admin.v1.AdminService.UpdateUser:input_type -> tollgate.admin.v1.UpdateUserRequest
-	139, // 217: tollgate.admin.v1.AdminService.DeleteUser:input_type -> tollgate.admin.v1.DeleteUserRequest
-	141, // 218: tollgate.admin.v1.AdminService.GetModelPolicy:input_type -> tollgate.admin.v1.GetModelPolicyRequest
-	144, // 219: tollgate.admin.v1.AdminService.SetModelPolicy:input_type -> tollgate.admin.v1.SetModelPolicyRequest
-	146, // 220: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:input_type -> tollgate.admin.v1.SetProviderUnpricedPolicyRequest
-	152, // 221: tollgate.admin.v1.AdminService.ListUnpricedModels:input_type -> tollgate.admin.v1.ListUnpricedModelsRequest
-	148, // 222: tollgate.admin.v1.AdminService.GetGatewaySettings:input_type -> tollgate.admin.v1.GetGatewaySettingsRequest
-	150, // 223: tollgate.admin.v1.AdminService.SetGatewaySettings:input_type -> tollgate.admin.v1.SetGatewaySettingsRequest
-	155, // 224: tollgate.admin.v1.AdminService.GetQuotaAlerts:input_type -> tollgate.admin.v1.GetQuotaAlertsRequest
-	157, // 225: tollgate.admin.v1.AdminService.SetQuotaAlerts:input_type -> tollgate.admin.v1.SetQuotaAlertsRequest
-	160, // 226: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:input_type -> tollgate.admin.v1.CreateWebhookEndpointRequest
-	162, // 227: tollgate.admin.v1.AdminService.ListWebhookEndpoints:input_type -> tollgate.admin.v1.ListWebhookEndpointsRequest
-	164, // 228: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:input_type -> tollgate.admin.v1.DeleteWebhookEndpointRequest
-	166, // 229: tollgate.admin.v1.AdminService.ListAlertEvents:input_type -> tollgate.admin.v1.ListAlertEventsRequest
-	170, // 230: tollgate.admin.v1.AdminService.ListAuditEvents:input_type -> tollgate.admin.v1.ListAuditEventsRequest
-	174, // 231: tollgate.admin.v1.AdminService.CreateDataPlaneToken:input_type -> tollgate.admin.v1.CreateDataPlaneTokenRequest
-	176, // 232: tollgate.admin.v1.AdminService.ListDataPlaneTokens:input_type -> tollgate.admin.v1.ListDataPlaneTokensRequest
-	178, // 233: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:input_type -> tollgate.admin.v1.RevokeDataPlaneTokenRequest
-	181, // 234: tollgate.admin.v1.AdminService.ListReconciliationProviders:input_type -> tollgate.admin.v1.ListReconciliationProvidersRequest
-	183, // 235: tollgate.admin.v1.AdminService.SetReconciliationProvider:input_type -> tollgate.admin.v1.SetReconciliationProviderRequest
-	185, // 236: tollgate.admin.v1.AdminService.SetReconciliationCredentialRef:input_type -> tollgate.admin.v1.SetReconciliationCredentialRefRequest
-	191, // 237: tollgate.admin.v1.AdminService.RunReconciliation:input_type -> tollgate.admin.v1.RunReconciliationRequest
-	193, // 238: tollgate.admin.v1.AdminService.ListReconciliationRuns:input_type -> tollgate.admin.v1.ListReconciliationRunsRequest
-	195, // 239: tollgate.admin.v1.AdminService.GetReconciliationRun:input_type -> tollgate.admin.v1.GetReconciliationRunRequest
-	197, // 240: tollgate.admin.v1.AdminService.GetReconciliationDrift:input_type -> tollgate.admin.v1.GetReconciliationDriftRequest
-	1,   // 241: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
-	3,   // 242: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
-	5,   // 243: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
-	7,   // 244: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
-	13,  // 245: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
-	15,  // 246: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
-	18,  // 247: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	20,  // 248: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	22,  // 249: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	24,  // 250: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	26,  // 251: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	28,  // 252: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
-	30,  // 253: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
-	32,  // 254: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
-	34,  // 255: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
-	36,  // 256: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
-	38,  // 257: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
-	40,  // 258: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
-	42,  // 259: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
-	44,  // 260: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
-	46,  // 261: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
-	48,  // 262: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
-	50,  // 263: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
-	52,  // 264: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
-	54,  // 265: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
-	56,  // 266: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
-	58,  // 267: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
-	60,  // 268: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
-	83,  // 269: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
-	85,  // 270: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	88,  // 271: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
-	63,  // 272: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
-	69,  // 273: tollgate.admin.v1.AdminService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
-	71,  // 274: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
-	73,  // 275: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
-	76,  // 276: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
-	78,  // 277: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
-	80,  // 278: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
-	92,  // 279: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
-	95,  // 280: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
-	103, // 281: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
-	105, // 282: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	108, // 283: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
-	111, // 284: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
-	9,   // 285: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
-	11,  // 286: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
-	114, // 287: tollgate.admin.v1.AdminService.ListApiKeys:output_type -> tollgate.admin.v1.ListApiKeysResponse
-	116, // 288: tollgate.admin.v1.AdminService.GetApiKey:output_type -> tollgate.admin.v1.GetApiKeyResponse
-	118, // 289: tollgate.admin.v1.AdminService.UpdateApiKey:output_type -> tollgate.admin.v1.UpdateApiKeyResponse
-	120, // 290: tollgate.admin.v1.AdminService.DeleteApiKey:output_type -> tollgate.admin.v1.DeleteApiKeyResponse
-	122, // 291: tollgate.admin.v1.AdminService.RotateApiKey:output_type -> tollgate.admin.v1.RotateApiKeyResponse
-	124, // 292: tollgate.admin.v1.AdminService.ListOrgs:output_type -> tollgate.admin.v1.ListOrgsResponse
-	126, // 293: tollgate.admin.v1.AdminService.UpdateOrg:output_type -> tollgate.admin.v1.UpdateOrgResponse
-	128, // 294: tollgate.admin.v1.AdminService.DeleteOrg:output_type -> tollgate.admin.v1.DeleteOrgResponse
-	130, // 295: tollgate.admin.v1.AdminService.ListTeams:output_type -> tollgate.admin.v1.ListTeamsResponse
-	132, // 296: tollgate.admin.v1.AdminService.UpdateTeam:output_type -> tollgate.admin.v1.UpdateTeamResponse
-	134, // 297: tollgate.admin.v1.AdminService.DeleteTeam:output_type -> tollgate.admin.v1.DeleteTeamResponse
-	136, // 298: tollgate.admin.v1.AdminService.ListUsers:output_type -> tollgate.admin.v1.ListUsersResponse
-	138, // 299: tollgate.admin.v1.AdminService.UpdateUser:output_type -> tollgate.admin.v1.UpdateUserResponse
-	140, // 300: tollgate.admin.v1.AdminService.DeleteUser:output_type -> tollgate.admin.v1.DeleteUserResponse
-	142, // 301: tollgate.admin.v1.AdminService.GetModelPolicy:output_type -> tollgate.admin.v1.GetModelPolicyResponse
-	145, // 302: tollgate.admin.v1.AdminService.SetModelPolicy:output_type -> tollgate.admin.v1.SetModelPolicyResponse
-	147, // 303: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:output_type -> tollgate.admin.v1.SetProviderUnpricedPolicyResponse
-	153, // 304: tollgate.admin.v1.AdminService.ListUnpricedModels:output_type -> tollgate.admin.v1.ListUnpricedModelsResponse
-	149, // 305: tollgate.admin.v1.AdminService.GetGatewaySettings:output_type -> tollgate.admin.v1.GetGatewaySettingsResponse
-	151, // 306: tollgate.admin.v1.AdminService.SetGatewaySettings:output_type -> tollgate.admin.v1.SetGatewaySettingsResponse
-	156, // 307: tollgate.admin.v1.AdminService.GetQuotaAlerts:output_type -> tollgate.admin.v1.GetQuotaAlertsResponse
-	158, // 308: tollgate.admin.v1.AdminService.SetQuotaAlerts:output_type -> tollgate.admin.v1.SetQuotaAlertsResponse
-	161, // 309: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:output_type -> tollgate.admin.v1.CreateWebhookEndpointResponse
-	163, // 310: tollgate.admin.v1.AdminService.ListWebhookEndpoints:output_type -> tollgate.admin.v1.ListWebhookEndpointsResponse
-	165, // 311: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:output_type -> tollgate.admin.v1.DeleteWebhookEndpointResponse
-	167, // 312: tollgate.admin.v1.AdminService.ListAlertEvents:output_type -> tollgate.admin.v1.ListAlertEventsResponse
-	172, // 313: tollgate.admin.v1.AdminService.ListAuditEvents:output_type -> tollgate.admin.v1.ListAuditEventsResponse
-	175, // 314: tollgate.admin.v1.AdminService.CreateDataPlaneToken:output_type -> tollgate.admin.v1.CreateDataPlaneTokenResponse
-	177, // 315: tollgate.admin.v1.AdminService.ListDataPlaneTokens:output_type -> tollgate.admin.v1.ListDataPlaneTokensResponse
-	179, // 316: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:output_type -> tollgate.admin.v1.RevokeDataPlaneTokenResponse
-	182, // 317: tollgate.admin.v1.AdminService.ListReconciliationProviders:output_type -> tollgate.admin.v1.ListReconciliationProvidersResponse
-	184, // 318: tollgate.admin.v1.AdminService.SetReconciliationProvider:output_type -> tollgate.admin.v1.SetReconciliationProviderResponse
-	186, // 319: tollgate.admin.v1.AdminService.SetReconciliationCredentialRef:output_type -> tollgate.admin.v1.SetReconciliationCredentialRefResponse
-	192, // 320: tollgate.admin.v1.AdminService.RunReconciliation:output_type -> tollgate.admin.v1.RunReconciliationResponse
-	194, // 321: tollgate.admin.v1.AdminService.ListReconciliationRuns:output_type -> tollgate.admin.v1.ListReconciliationRunsResponse
-	196, // 322: tollgate.admin.v1.AdminService.GetReconciliationRun:output_type -> tollgate.admin.v1.GetReconciliationRunResponse
-	198, // 323: tollgate.admin.v1.AdminService.GetReconciliationDrift:output_type -> tollgate.admin.v1.GetReconciliationDriftResponse
-	241, // [241:324] is the sub-list for method output_type
-	158, // [158:241] is the sub-list for method input_type
-	158, // [158:158] is the sub-list for extension type_name
-	158, // [158:158] is the sub-list for extension extendee
-	0,   // [0:158] is the sub-list for field type_name
+	205, // 81: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
+	98,  // 82: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
+	99,  // 83: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
+	101, // 84: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
+	102, // 85: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
+	203, // 86: tollgate.admin.v1.CatalogPlan.channel_type_scopes:type_name -> tollgate.admin.v1.CatalogPlan.ChannelTypeScopesEntry
+	204, // 87: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
+	100, // 88: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
+	204, // 89: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
+	205, // 90: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
+	205, // 91: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
+	107, // 92: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
+	205, // 93: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
+	110, // 94: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
+	205, // 95: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
+	205, // 96: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
+	204, // 97: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
+	205, // 98: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
+	205, // 99: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
+	205, // 100: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
+	204, // 101: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
+	205, // 102: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
+	205, // 103: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
+	113, // 104: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
+	215, // 105: tollgate.admin.v1.ListApiKeysResponse.items:type_name -> tollgate.config.v1.ApiKey
+	215, // 106: tollgate.admin.v1.GetApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	205, // 107: tollgate.admin.v1.UpdateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	215, // 108: tollgate.admin.v1.UpdateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	215, // 109: tollgate.admin.v1.RotateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	212, // 110: tollgate.admin.v1.ListOrgsResponse.items:type_name -> tollgate.config.v1.Org
+	212, // 111: tollgate.admin.v1.UpdateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	212, // 112: tollgate.admin.v1.UpdateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	213, // 113: tollgate.admin.v1.ListTeamsResponse.items:type_name -> tollgate.config.v1.Team
+	213, // 114: tollgate.admin.v1.UpdateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	213, // 115: tollgate.admin.v1.UpdateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	214, // 116: tollgate.admin.v1.ListUsersResponse.items:type_name -> tollgate.config.v1.User
+	214, // 117: tollgate.admin.v1.UpdateUserRequest.user:type_name -> tollgate.config.v1.User
+	214, // 118: tollgate.admin.v1.UpdateUserResponse.user:type_name -> tollgate.config.v1.User
+	218, // 119: tollgate.admin.v1.GetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
+	144, // 120: tollgate.admin.v1.GetModelPolicyResponse.providers:type_name -> tollgate.admin.v1.ProviderUnpricedPolicy
+	218, // 121: tollgate.admin.v1.SetModelPolicyRequest.policy:type_name -> tollgate.config.v1.ModelPolicy
+	218, // 122: tollgate.admin.v1.SetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
+	219, // 123: tollgate.admin.v1.GetGatewaySettingsResponse.settings:type_name -> tollgate.config.v1.GatewaySettings
+	219, // 124: tollgate.admin.v1.SetGatewaySettingsResponse.settings:type_name -> tollgate.config.v1.GatewaySettings
+	205, // 125: tollgate.admin.v1.ListUnpricedModelsRequest.since:type_name -> google.protobuf.Timestamp
+	155, // 126: tollgate.admin.v1.ListUnpricedModelsResponse.items:type_name -> tollgate.admin.v1.UnpricedModel
+	205, // 127: tollgate.admin.v1.UnpricedModel.first_seen:type_name -> google.protobuf.Timestamp
+	205, // 128: tollgate.admin.v1.UnpricedModel.last_seen:type_name -> google.protobuf.Timestamp
+	205, // 129: tollgate.admin.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
+	160, // 130: tollgate.admin.v1.CreateWebhookEndpointResponse.endpoint:type_name -> tollgate.admin.v1.WebhookEndpoint
+	160, // 131: tollgate.admin.v1.ListWebhookEndpointsResponse.items:type_name -> tollgate.admin.v1.WebhookEndpoint
+	169, // 132: tollgate.admin.v1.ListAlertEventsResponse.items:type_name -> tollgate.admin.v1.AlertEvent
+	205, // 133: tollgate.admin.v1.AlertEvent.period_start:type_name -> google.protobuf.Timestamp
+	205, // 134: tollgate.admin.v1.AlertEvent.created_at:type_name -> google.protobuf.Timestamp
+	170, // 135: tollgate.admin.v1.AlertEvent.deliveries:type_name -> tollgate.admin.v1.WebhookDelivery
+	205, // 136: tollgate.admin.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
+	205, // 137: tollgate.admin.v1.ListAuditEventsRequest.since:type_name -> google.protobuf.Timestamp
+	205, // 138: tollgate.admin.v1.ListAuditEventsRequest.until:type_name -> google.protobuf.Timestamp
+	205, // 139: tollgate.admin.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	172, // 140: tollgate.admin.v1.ListAuditEventsResponse.items:type_name -> tollgate.admin.v1.AuditEvent
+	205, // 141: tollgate.admin.v1.DataPlaneToken.created_at:type_name -> google.protobuf.Timestamp
+	205, // 142: tollgate.admin.v1.DataPlaneToken.revoked_at:type_name -> google.protobuf.Timestamp
+	174, // 143: tollgate.admin.v1.CreateDataPlaneTokenResponse.dataplane_token:type_name -> tollgate.admin.v1.DataPlaneToken
+	174, // 144: tollgate.admin.v1.ListDataPlaneTokensResponse.items:type_name -> tollgate.admin.v1.DataPlaneToken
+	174, // 145: tollgate.admin.v1.RevokeDataPlaneTokenResponse.dataplane_token:type_name -> tollgate.admin.v1.DataPlaneToken
+	205, // 146: tollgate.admin.v1.ReconciliationProvider.updated_at:type_name -> google.protobuf.Timestamp
+	181, // 147: tollgate.admin.v1.ListReconciliationProvidersResponse.items:type_name -> tollgate.admin.v1.ReconciliationProvider
+	181, // 148: tollgate.admin.v1.SetReconciliationProviderResponse.provider:type_name -> tollgate.admin.v1.ReconciliationProvider
+	188, // 149: tollgate.admin.v1.ReconciliationLine.ledger:type_name -> tollgate.admin.v1.ReconciliationTokens
+	188, // 150: tollgate.admin.v1.ReconciliationLine.provider:type_name -> tollgate.admin.v1.ReconciliationTokens
+	189, // 151: tollgate.admin.v1.ReconciliationLine.price_rules:type_name -> tollgate.admin.v1.ReconciliationPriceRuleUse
+	205, // 152: tollgate.admin.v1.ReconciliationRun.started_at:type_name -> google.protobuf.Timestamp
+	205, // 153: tollgate.admin.v1.ReconciliationRun.finished_at:type_name -> google.protobuf.Timestamp
+	190, // 154: tollgate.admin.v1.ReconciliationRun.lines:type_name -> tollgate.admin.v1.ReconciliationLine
+	191, // 155: tollgate.admin.v1.RunReconciliationResponse.run:type_name -> tollgate.admin.v1.ReconciliationRun
+	191, // 156: tollgate.admin.v1.ListReconciliationRunsResponse.items:type_name -> tollgate.admin.v1.ReconciliationRun
+	191, // 157: tollgate.admin.v1.GetReconciliationRunResponse.run:type_name -> tollgate.admin.v1.ReconciliationRun
+	200, // 158: tollgate.admin.v1.GetReconciliationDriftResponse.items:type_name -> tollgate.admin.v1.ReconciliationDriftPoint
+	97,  // 159: tollgate.admin.v1.CatalogPlan.ChannelTypeScopesEntry.value:type_name -> tollgate.admin.v1.CatalogProviderScope
+	0,   // 160: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
+	2,   // 161: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
+	4,   // 162: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
+	6,   // 163: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
+	12,  // 164: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
+	14,  // 165: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
+	17,  // 166: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	19,  // 167: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	21,  // 168: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	23,  // 169: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	25,  // 170: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	27,  // 171: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
+	29,  // 172: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
+	31,  // 173: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
+	33,  // 174: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
+	35,  // 175: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
+	37,  // 176: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
+	39,  // 177: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
+	41,  // 178: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
+	43,  // 179: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
+	45,  // 180: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
+	47,  // 181: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
+	49,  // 182: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
+	51,  // 183: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
+	53,  // 184: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
+	55,  // 185: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
+	57,  // 186: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
+	59,  // 187: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
+	81,  // 188: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
+	84,  // 189: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	86,  // 190: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
+	61,  // 191: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
+	64,  // 192: tollgate.admin.v1.AdminService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
+	70,  // 193: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
+	72,  // 194: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
+	75,  // 195: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
+	77,  // 196: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
+	79,  // 197: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
+	89,  // 198: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
+	94,  // 199: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
+	103, // 200: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
+	105, // 201: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	108, // 202: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
+	111, // 203: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
+	8,   // 204: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
+	10,  // 205: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
+	114, // 206: tollgate.admin.v1.AdminService.ListApiKeys:input_type -> tollgate.admin.v1.ListApiKeysRequest
+	116, // 207: tollgate.admin.v1.AdminService.GetApiKey:input_type -> tollgate.admin.v1.GetApiKeyRequest
+	118, // 208: tollgate.admin.v1.AdminService.UpdateApiKey:input_type -> tollgate.admin.v1.UpdateApiKeyRequest
+	120, // 209: tollgate.admin.v1.AdminService.DeleteApiKey:input_type -> tollgate.admin.v1.DeleteApiKeyRequest
+	122, // 210: tollgate.admin.v1.AdminService.RotateApiKey:input_type -> tollgate.admin.v1.RotateApiKeyRequest
+	124, // 211: tollgate.admin.v1.AdminService.ListOrgs:input_type -> tollgate.admin.v1.ListOrgsRequest
+	126, // 212: tollgate.admin.v1.AdminService.UpdateOrg:input_type -> tollgate.admin.v1.UpdateOrgRequest
+	128, // 213: tollgate.admin.v1.AdminService.DeleteOrg:input_type -> tollgate.admin.v1.DeleteOrgRequest
+	130, // 214: tollgate.admin.v1.AdminService.ListTeams:input_type -> tollgate.admin.v1.ListTeamsRequest
+	132, // 215: tollgate.admin.v1.AdminService.UpdateTeam:input_type -> tollgate.admin.v1.UpdateTeamRequest
+	134, // 216: tollgate.admin.v1.AdminService.DeleteTeam:input_type -> tollgate.admin.v1.DeleteTeamRequest
+	136, // 217: tollgate.admin.v1.AdminService.ListUsers:input_type -> tollgate.admin.v1.ListUsersRequest
+	138, // 218: tollgate.admin.v1.AdminService.UpdateUser:input_type -> tollgate.admin.v1.UpdateUserRequest
+	140, // 219: tollgate.admin.v1.AdminService.DeleteUser:input_type -> tollgate.admin.v1.DeleteUserRequest
+	142, // 220: tollgate.admin.v1.AdminService.GetModelPolicy:input_type -> tollgate.admin.v1.GetModelPolicyRequest
+	145, // 221: tollgate.admin.v1.AdminService.SetModelPolicy:input_type -> tollgate.admin.v1.SetModelPolicyRequest
+	147, // 222: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:input_type -> tollgate.admin.v1.SetProviderUnpricedPolicyRequest
+	153, // 223: tollgate.admin.v1.AdminService.ListUnpricedModels:input_type -> tollgate.admin.v1.ListUnpricedModelsRequest
+	149, // 224: tollgate.admin.v1.AdminService.GetGatewaySettings:input_type -> tollgate.admin.v1.GetGatewaySettingsRequest
+	151, // 225: tollgate.admin.v1.AdminService.SetGatewaySettings:input_type -> tollgate.admin.v1.SetGatewaySettingsRequest
+	156, // 226: tollgate.admin.v1.AdminService.GetQuotaAlerts:input_type -> tollgate.admin.v1.GetQuotaAlertsRequest
+	158, // 227: tollgate.admin.v1.AdminService.SetQuotaAlerts:input_type -> tollgate.admin.v1.SetQuotaAlertsRequest
+	161, // 228: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:input_type -> tollgate.admin.v1.CreateWebhookEndpointRequest
+	163, // 229: tollgate.admin.v1.AdminService.ListWebhookEndpoints:input_type -> tollgate.admin.v1.ListWebhookEndpointsRequest
+	165, // 230: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:input_type -> tollgate.admin.v1.DeleteWebhookEndpointRequest
+	167, // 231: tollgate.admin.v1.AdminService.ListAlertEvents:input_type -> tollgate.admin.v1.ListAlertEventsRequest
+	171, // 232: tollgate.admin.v1.AdminService.ListAuditEvents:input_type -> tollgate.admin.v1.ListAuditEventsRequest
+	175, // 233: tollgate.admin.v1.AdminService.CreateDataPlaneToken:input_type -> tollgate.admin.v1.CreateDataPlaneTokenRequest
+	177, // 234: tollgate.admin.v1.AdminService.ListDataPlaneTokens:input_type -> tollgate.admin.v1.ListDataPlaneTokensRequest
+	179, // 235: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:input_type -> tollgate.admin.v1.RevokeDataPlaneTokenRequest
+	182, // 236: tollgate.admin.v1.AdminService.ListReconciliationProviders:input_type -> tollgate.admin.v1.ListReconciliationProvidersRequest
+	184, // 237: tollgate.admin.v1.AdminService.SetReconciliationProvider:input_type -> tollgate.admin.v1.SetReconciliationProviderRequest
+	186, // 238: tollgate.admin.v1.AdminService.SetReconciliationCredentialRef:input_type -> tollgate.admin.v1.SetReconciliationCredentialRefRequest
+	192, // 239: tollgate.admin.v1.AdminService.RunReconciliation:input_type -> tollgate.admin.v1.RunReconciliationRequest
+	194, // 240: tollgate.admin.v1.AdminService.ListReconciliationRuns:input_type -> tollgate.admin.v1.ListReconciliationRunsRequest
+	196, // 241: tollgate.admin.v1.AdminService.GetReconciliationRun:input_type -> tollgate.admin.v1.GetReconciliationRunRequest
+	198, // 242: tollgate.admin.v1.AdminService.GetReconciliationDrift:input_type -> tollgate.admin.v1.GetReconciliationDriftRequest
+	1,   // 243: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
+	3,   // 244: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
+	5,   // 245: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
+	7,   // 246: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
+	13,  // 247: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
+	15,  // 248: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
+	18,  // 249: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	20,  // 250: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	22,  // 251: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	24,  // 252: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	26,  // 253: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	28,  // 254: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
+	30,  // 255: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
+	32,  // 256: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
+	34,  // 257: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
+	36,  // 258: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
+	38,  // 259: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
+	40,  // 260: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
+	42,  // 261: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
+	44,  // 262: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
+	46,  // 263: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
+	48,  // 264: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
+	50,  // 265: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
+	52,  // 266: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
+	54,  // 267: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
+	56,  // 268: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
+	58,  // 269: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
+	60,  // 270: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
+	83,  // 271: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
+	85,  // 272: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	88,  // 273: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
+	63,  // 274: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
+	69,  // 275: tollgate.admin.v1.AdminService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
+	71,  // 276: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
+	73,  // 277: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
+	76,  // 278: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
+	78,  // 279: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
+	80,  // 280: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
+	92,  // 281: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
+	95,  // 282: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
+	104, // 283: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
+	106, // 284: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	109, // 285: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
+	112, // 286: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
+	9,   // 287: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
+	11,  // 288: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
+	115, // 289: tollgate.admin.v1.AdminService.ListApiKeys:output_type -> tollgate.admin.v1.ListApiKeysResponse
+	117, // 290: tollgate.admin.v1.AdminService.GetApiKey:output_type -> tollgate.admin.v1.GetApiKeyResponse
+	119, // 291: tollgate.admin.v1.AdminService.UpdateApiKey:output_type -> tollgate.admin.v1.UpdateApiKeyResponse
+	121, // 292: tollgate.admin.v1.AdminService.DeleteApiKey:output_type -> tollgate.admin.v1.DeleteApiKeyResponse
+	123, // 293: tollgate.admin.v1.AdminService.RotateApiKey:output_type -> tollgate.admin.v1.RotateApiKeyResponse
+	125, // 294: tollgate.admin.v1.AdminService.ListOrgs:output_type -> tollgate.admin.v1.ListOrgsResponse
+	127, // 295: tollgate.admin.v1.AdminService.UpdateOrg:output_type -> tollgate.admin.v1.UpdateOrgResponse
+	129, // 296: tollgate.admin.v1.AdminService.DeleteOrg:output_type -> tollgate.admin.v1.DeleteOrgResponse
+	131, // 297: tollgate.admin.v1.AdminService.ListTeams:output_type -> tollgate.admin.v1.ListTeamsResponse
+	133, // 298: tollgate.admin.v1.AdminService.UpdateTeam:output_type -> tollgate.admin.v1.UpdateTeamResponse
+	135, // 299: tollgate.admin.v1.AdminService.DeleteTeam:output_type -> tollgate.admin.v1.DeleteTeamResponse
+	137, // 300: tollgate.admin.v1.AdminService.ListUsers:output_type -> tollgate.admin.v1.ListUsersResponse
+	139, // 301: tollgate.admin.v1.AdminService.UpdateUser:output_type -> tollgate.admin.v1.UpdateUserResponse
+	141, // 302: tollgate.admin.v1.AdminService.DeleteUser:output_type -> tollgate.admin.v1.DeleteUserResponse
+	143, // 303: tollgate.admin.v1.AdminService.GetModelPolicy:output_type -> tollgate.admin.v1.GetModelPolicyResponse
+	146, // 304: tollgate.admin.v1.AdminService.SetModelPolicy:output_type -> tollgate.admin.v1.SetModelPolicyResponse
+	148, // 305: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:output_type -> tollgate.admin.v1.SetProviderUnpricedPolicyResponse
+	154, // 306: tollgate.admin.v1.AdminService.ListUnpricedModels:output_type -> tollgate.admin.v1.ListUnpricedModelsResponse
+	150, // 307: tollgate.admin.v1.AdminService.GetGatewaySettings:output_type -> tollgate.admin.v1.GetGatewaySettingsResponse
+	152, // 308: tollgate.admin.v1.AdminService.SetGatewaySettings:output_type -> tollgate.admin.v1.SetGatewaySettingsResponse
+	157, // 309: tollgate.admin.v1.AdminService.GetQuotaAlerts:output_type -> tollgate.admin.v1.GetQuotaAlertsResponse
+	159, // 310: tollgate.admin.v1.AdminService.SetQuotaAlerts:output_type -> tollgate.admin.v1.SetQuotaAlertsResponse
+	162, // 311: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:output_type -> tollgate.admin.v1.CreateWebhookEndpointResponse
+	164, // 312: tollgate.admin.v1.AdminService.ListWebhookEndpoints:output_type -> tollgate.admin.v1.ListWebhookEndpointsResponse
+	166, // 313: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:output_type -> tollgate.admin.v1.DeleteWebhookEndpointResponse
+	168, // 314: tollgate.admin.v1.AdminService.ListAlertEvents:output_type -> tollgate.admin.v1.ListAlertEventsResponse
+	173, // 315: tollgate.admin.v1.AdminService.ListAuditEvents:output_type -> tollgate.admin.v1.ListAuditEventsResponse
+	176, // 316: tollgate.admin.v1.AdminService.CreateDataPlaneToken:output_type -> tollgate.admin.v1.CreateDataPlaneTokenResponse
+	178, // 317: tollgate.admin.v1.AdminService.ListDataPlaneTokens:output_type -> tollgate.admin.v1.ListDataPlaneTokensResponse
+	180, // 318: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:output_type -> tollgate.admin.v1.RevokeDataPlaneTokenResponse
+	183, // 319: tollgate.admin.v1.AdminService.ListReconciliationProviders:output_type -> tollgate.admin.v1.ListReconciliationProvidersResponse
+	185, // 320: tollgate.admin.v1.AdminService.SetReconciliationProvider:output_type -> tollgate.admin.v1.SetReconciliationProviderResponse
+	187, // 321: tollgate.admin.v1.AdminService.SetReconciliationCredentialRef:output_type -> tollgate.admin.v1.SetReconciliationCredentialRefResponse
+	193, // 322: tollgate.admin.v1.AdminService.RunReconciliation:output_type -> tollgate.admin.v1.RunReconciliationResponse
+	195, // 323: tollgate.admin.v1.AdminService.ListReconciliationRuns:output_type -> tollgate.admin.v1.ListReconciliationRunsResponse
+	197, // 324: tollgate.admin.v1.AdminService.GetReconciliationRun:output_type -> tollgate.admin.v1.GetReconciliationRunResponse
+	199, // 325: tollgate.admin.v1.AdminService.GetReconciliationDrift:output_type -> tollgate.admin.v1.GetReconciliationDriftResponse
+	243, // [243:326] is the sub-list for method output_type
+	160, // [160:243] is the sub-list for method input_type
+	160, // [160:160] is the sub-list for extension type_name
+	160, // [160:160] is the sub-list for extension extendee
+	0,   // [0:160] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_admin_proto_init() }
@@ -13427,26 +13492,26 @@ func file_tollgate_admin_v1_admin_proto_init() {
 	file_tollgate_admin_v1_admin_proto_msgTypes[61].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[66].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[87].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[113].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[117].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[129].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[135].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[146].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[150].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[166].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[180].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[183].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[188].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[191].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[193].OneofWrappers = []any{}
-	file_tollgate_admin_v1_admin_proto_msgTypes[197].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[114].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[118].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[130].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[136].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[147].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[151].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[167].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[181].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[184].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[189].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[192].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[194].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[198].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_admin_proto_rawDesc), len(file_tollgate_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   202,
+			NumMessages:   204,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
