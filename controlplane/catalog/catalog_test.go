@@ -37,18 +37,25 @@ func readModelsDev(t testing.TB) map[string][]byte {
 
 var at = time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
 
+// baseEntry strips the clause ("#n") and provider (" (provider n)") parts of an entry id.
+func baseEntry(id string) string {
+	id, _, _ = strings.Cut(id, " (provider ")
+	id, _, _ = strings.Cut(id, "#")
+	return id
+}
+
 // accounted checks that every entry id of the catalog is either mapped or skipped with a reason.
 func accounted(t *testing.T, res *Result, ids []string) {
 	t.Helper()
 	covered := map[string]bool{}
 	for _, r := range res.Rules {
-		covered[strings.SplitN(r.EntryID, "#", 2)[0]] = true
+		covered[baseEntry(r.EntryID)] = true
 		if _, err := pricing.ParseRule(r.Rule); err != nil {
 			t.Errorf("%s: the engine refuses the mapped rule: %v", r.EntryID, err)
 		}
 	}
 	for _, s := range res.Skipped {
-		covered[strings.SplitN(s.EntryID, "#", 2)[0]] = true
+		covered[baseEntry(s.EntryID)] = true
 		if s.Reason == "" {
 			t.Errorf("%s skipped without a reason", s.EntryID)
 		}
@@ -63,8 +70,9 @@ func accounted(t *testing.T, res *Result, ids []string) {
 	}
 }
 
-func TestGenAIPricesShippedCatalogEveryEntryAccounted(t *testing.T) {
-	doc := readGenAI(t)
+// gpIDs lists the entry ids of a genai-prices document.
+func gpIDs(t *testing.T, doc []byte) []string {
+	t.Helper()
 	var providers []struct {
 		ID     string `json:"id"`
 		Models []struct {
@@ -80,6 +88,12 @@ func TestGenAIPricesShippedCatalogEveryEntryAccounted(t *testing.T) {
 			ids = append(ids, p.ID+"/"+m.ID)
 		}
 	}
+	return ids
+}
+
+func TestGenAIPricesShippedCatalogEveryEntryAccounted(t *testing.T) {
+	doc := readGenAI(t)
+	ids := gpIDs(t, doc)
 	for _, opt := range []Options{{At: at}, {At: at, StartsWithAsContains: true}} {
 		res, err := ParseGenAIPrices(doc, opt)
 		if err != nil {

@@ -51,6 +51,7 @@ func TestGenAIPricesCloudProvidersByChannelType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	accounted(t, res, gpIDs(t, readGenAI(t)))
 	x := index(t, res)
 	for _, c := range []struct {
 		provider int64
