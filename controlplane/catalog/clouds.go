@@ -3,6 +3,7 @@ package catalog
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -98,17 +99,21 @@ func entryIn(entry string, t target, n int) string {
 //     inference-profile ARN, so every catalog id is matched as contains: the longest contains rule wins,
 //     so a catalog's "global.anthropic.claude-…" rule still beats its plain "anthropic.claude-…" one.
 //   - gcp_vertex: Vertex ids are the model name with an optional "@version" or "-NNN" suffix, so a
-//     starts_with clause is a contains one there.
+//     starts_with clause is a contains one there; models.dev names a Vertex model without a version
+//     "<model>@default", which Vertex calls "<model>".
 //   - azure_openai and the first-party types: the catalog's match stands (Azure bills the deployment
 //     name, which the operator chooses: docs/pricing.md).
-func cloudMatch(ct vocab.ChannelType, op, value string) (mt pricing.MatchType, note string, ok bool) {
+func cloudMatch(ct vocab.ChannelType, op, value string) (mt pricing.MatchType, match, note string, ok bool) {
 	switch {
 	case ct == vocab.ChannelAWSBedrock && op == "contains":
-		return pricing.MatchContains, "", true
+		return pricing.MatchContains, value, "", true
 	case ct == vocab.ChannelAWSBedrock && (op == "equals" || op == "exact" || op == "starts_with"):
-		return pricing.MatchContains, fmt.Sprintf("%s %q imported as contains for an aws_bedrock provider (Bedrock ids carry cross-region prefixes, version suffixes and ARNs)", op, value), true
+		return pricing.MatchContains, value, fmt.Sprintf("%s %q imported as contains for an aws_bedrock provider (Bedrock ids carry cross-region prefixes, version suffixes and ARNs)", op, value), true
 	case ct == vocab.ChannelGCPVertex && op == "starts_with":
-		return pricing.MatchContains, fmt.Sprintf("starts_with %q imported as contains for a gcp_vertex provider (Vertex ids are the model name with an optional @version)", value), true
+		return pricing.MatchContains, value, fmt.Sprintf("starts_with %q imported as contains for a gcp_vertex provider (Vertex ids are the model name with an optional @version)", value), true
+	case ct == vocab.ChannelGCPVertex && (op == "equals" || op == "exact") && strings.HasSuffix(value, "@default") && len(value) > len("@default"):
+		m := strings.TrimSuffix(value, "@default")
+		return pricing.MatchExact, m, fmt.Sprintf("%q imported as exact %q for a gcp_vertex provider (Vertex names the unversioned model without @default)", value, m), true
 	}
-	return "", "", false
+	return "", "", "", false
 }

@@ -157,6 +157,7 @@ func TestModelsDevCloudProvidersByChannelType(t *testing.T) {
 	files := map[string][]byte{
 		"providers/amazon-bedrock/models/anthropic.claude-sonnet-4-20250514-v1:0.toml": []byte("[cost]\ninput = 3\noutput = 15\ncache_read = 0.3\ncache_write = 3.75\n"),
 		"providers/google-vertex-anthropic/models/claude-sonnet-4@20250514.toml":       []byte("[cost]\ninput = 3\noutput = 15\ncache_read = 0.3\ncache_write = 3.75\n"),
+		"providers/google-vertex-anthropic/models/claude-opus-4-6@default.toml":        []byte("[cost]\ninput = 5\noutput = 25\ncache_read = 0.5\ncache_write = 6.25\n"),
 		"providers/azure/models/gpt-4o.toml":                                           []byte("[cost]\ninput = 2.5\noutput = 10\ncache_read = 1.25\n"),
 	}
 	res, err := ParseModelsDev(files, Options{At: at, ProviderTypes: cloudTypes})
@@ -171,6 +172,8 @@ func TestModelsDevCloudProvidersByChannelType(t *testing.T) {
 		{10, "us.anthropic.claude-sonnet-4-20250514-v1:0", "0.2205"},
 		{11, "anthropic.claude-sonnet-4-20250514-v1:0", "0.2205"},
 		{20, "claude-sonnet-4@20250514", "0.2205"},
+		// models.dev's "@default" file is Vertex's unversioned id: 5 + 25 + 0.5 + 6.25.
+		{20, "claude-opus-4-6", "0.3675"},
 		{30, "gpt-4o", "0.1625"},
 	} {
 		if got := billed(t, x, c.provider, c.model); got != c.wants {

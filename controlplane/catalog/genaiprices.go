@@ -119,12 +119,12 @@ func (c *collector) gpEntry(provider string, m gpModel) {
 
 // gpClause imports one clause of an entry into one target.
 func (c *collector) gpClause(id string, p *prices, t target, cl gpClause) {
-	if mt, note, ok := cloudMatch(t.channel, cl.op, cl.value); ok {
+	if mt, match, note, ok := cloudMatch(t.channel, cl.op, cl.value); ok {
 		var extra []string
 		if note != "" {
 			extra = append(extra, note)
 		}
-		c.add(id, p, t.providerID, mt, cl.value, extra...)
+		c.add(id, p, t.providerID, mt, match, extra...)
 		return
 	}
 	switch {

@@ -205,8 +205,8 @@ func (c *collector) mdEntry(entry, provider, model string, text []byte) {
 		p.service[tier] = &tp
 	}
 	for _, t := range targets {
-		if mt, note, ok := cloudMatch(t.channel, "exact", model); ok {
-			c.add(entryIn(entry, t, len(targets)), p, t.providerID, mt, model, note)
+		if mt, match, note, ok := cloudMatch(t.channel, "exact", model); ok {
+			c.add(entryIn(entry, t, len(targets)), p, t.providerID, mt, match, note)
 			continue
 		}
 		c.add(entryIn(entry, t, len(targets)), p, t.providerID, pricing.MatchExact, model)
