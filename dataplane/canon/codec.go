@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -27,6 +28,13 @@ type Codec interface {
 // empty name) into canonical events appended to out.
 type StreamDecoder interface {
 	Decode(name string, data []byte, out []Event) ([]Event, error)
+}
+
+// Biller is implemented by the stream decoders that bill from their own decoding: the billed usage of the
+// events decoded so far (every category and the reported tier, by the dialect's rules), whether any event
+// reported usage, and whether the output count was reported (beta's message_start reports a placeholder).
+type Biller interface {
+	Billed() (u usage.Usage, found, outputReported bool)
 }
 
 // StreamEncoder writes client stream events.

@@ -29,7 +29,19 @@ type Stream struct {
 	finished bool // the upstream signalled its end (a finish reason)
 	upstream error
 	observe  func(name string, data []byte)
+	text     func(string)
 }
+
+// Biller returns the upstream decoder's billing when it bills from its own decoding (canon.Biller): then
+// the stream's usage needs no other reading of the events.
+func (s *Stream) Biller() (canon.Biller, bool) {
+	b, ok := s.dec.(canon.Biller)
+	return b, ok
+}
+
+// CollectText sets a function feed calls with the output text of every decoded upstream event (text,
+// thinking and tool-argument fragments), for local counting when the upstream reports no output usage.
+func (s *Stream) CollectText(f func(text string)) { s.text = f }
 
 // Observe sets a function Pump calls with every upstream event (SSE event name and data, or a gamma array
 // element with an empty name) as it was decoded, before converting it: the data plane reads usage from the
@@ -58,6 +70,10 @@ func (s *Stream) feed(name string, data []byte) error {
 			s.finished = true
 		case canon.EvUsage:
 			s.usage.Merge(ev.Usage)
+		case canon.EvText, canon.EvThinking, canon.EvToolArgs:
+			if s.text != nil {
+				s.text(ev.Text)
+			}
 		case canon.EvError:
 			s.done = true
 			s.upstream = ev.Err
@@ -299,6 +315,9 @@ func (t *Translator) Synthesize(w io.Writer, status int, header http.Header, bod
 		return nil
 	}
 	r, err := t.upstream.DecodeResponse(body, t.st)
+	if err == nil {
+		t.billed = r.Billed
+	}
 	if err != nil {
 		_ = enc.Fail(&canon.APIError{Status: http.StatusBadGateway, Class: canon.ClassServer, Message: "malformed upstream response"})
 		return fmt.Errorf("synthesize stream: %w", err)
