@@ -81,7 +81,7 @@ type Translator struct {
 
 	special specialOp // count_tokens / create_embedding handlers, nil for generation
 	reqDone bool
-	arrOpen bool // gamma JSON-array synthesis: '[' already written
+	arrOpen bool         // gamma JSON-array synthesis: '[' already written
 	billed  *usage.Usage // the billed usage the last decoded buffered answer reported (Billed)
 }
 
