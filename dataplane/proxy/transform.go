@@ -165,8 +165,11 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 			acc = usage.NewStreamAccumulator(a.cell.DestKind, a.cell.DestOp)
 		}
 		switch {
-		case bills && text != nil:
-			s.CollectText(text.addString)
+		case bills:
+			biller.ObserveHeader(resp.Header)
+			if text != nil {
+				s.CollectText(text.addString)
+			}
 		case acc != nil:
 			acc.ObserveHeader(resp.Header)
 			s.Observe(func(_ string, data []byte) {
@@ -223,7 +226,7 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		if resp.StatusCode >= 300 {
 			return
 		}
-		if u, ok := a.tr.Billed(); ok {
+		if u, ok := a.tr.Billed(resp.Header); ok {
 			res.Usage, res.UsageFound = u, true
 		} else if u, found, err := usage.FromBody(a.cell.DestKind, a.cell.DestOp, body, resp.Header); err == nil && found {
 			res.Usage, res.UsageFound = u, true

@@ -88,11 +88,16 @@ type Translator struct {
 // Billed returns the billed usage of the buffered upstream answer Response or Synthesize last decoded, read
 // by the upstream dialect from that decoding; ok is false when that dialect does not bill from its decoder,
 // the answer could not be decoded, or it reported no usage (the caller reads the body's usage itself then).
-func (t *Translator) Billed() (u usage.Usage, ok bool) {
+// h is the upstream response header (gamma's served tier).
+func (t *Translator) Billed(h http.Header) (u usage.Usage, ok bool) {
 	if t.billed == nil {
 		return usage.Usage{}, false
 	}
-	return *t.billed, true
+	u = *t.billed
+	if hb, ok := t.upstream.(canon.HeaderBiller); ok {
+		hb.BillHeader(&u, h)
+	}
+	return u, true
 }
 
 // New returns the translator for p, or an error wrapping ErrUnsupported.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 
 	"github.com/tollgate/tollgate/dataplane/canon"
@@ -19,6 +20,9 @@ type Decoder struct {
 	Ev     StreamEvent  `json:"-"` // the event being decoded
 	Bill   Billing      `json:"-"` // the billed usage, read from the decoded events
 }
+
+// ObserveHeader implements canon.Biller; beta reports its tier in the body.
+func (d *Decoder) ObserveHeader(http.Header) {}
 
 // Billed implements canon.Biller: the billed usage of the stream so far, from the events this decoder read.
 func (d *Decoder) Billed() (u usage.Usage, found, outputReported bool) {
