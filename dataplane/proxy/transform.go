@@ -161,20 +161,24 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		// event is decoded once), else the destination dialect's accumulator reads each decoded event.
 		biller, bills := s.Biller()
 		var acc usage.Accumulator
-		if !bills {
-			acc = usage.NewStreamAccumulator(a.cell.DestKind, a.cell.DestOp)
-		}
-		switch {
-		case bills:
+		if bills {
 			biller.ObserveHeader(resp.Header)
-			if text != nil {
-				s.CollectText(text.addString)
-			}
-		case acc != nil:
+		} else if acc = usage.NewStreamAccumulator(a.cell.DestKind, a.cell.DestOp); acc != nil {
 			acc.ObserveHeader(resp.Header)
+		}
+		// The relayed text: a beta upstream's from the decoded events; an alpha chat upstream's is every
+		// choice's content and tool-call arguments, read by alpha.ChunkText (the rule the providers' cut-stream
+		// bills follow, docs/dataplane.md "Local token counting").
+		chatText := text != nil && a.cell.DestKind == vocab.KindAlphaChatCompletions
+		if text != nil && !chatText {
+			s.CollectText(text.addString)
+		}
+		if acc != nil || chatText {
 			s.Observe(func(_ string, data []byte) {
-				_ = acc.Observe(data)
-				if text != nil {
+				if acc != nil {
+					_ = acc.Observe(data)
+				}
+				if chatText {
 					text.observe(data)
 				}
 			})
