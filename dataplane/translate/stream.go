@@ -186,7 +186,8 @@ func (s *Stream) Pump(upstream io.Reader, jsonArray bool, flush func()) error {
 		if err := s.feed(name, data); err != nil {
 			// The answer cannot be carried on (an event the translator cannot read, or the client's
 			// connection failed): the client's stream ends with an in-stream error, and the rest of the
-			// upstream is still read for the observer, so the usage the upstream reports at its end is billed.
+			// upstream is still read for its usage (drain), so the usage the upstream reports at its end is
+			// billed.
 			_ = s.Fail(err)
 			flush()
 			s.drain(next)
@@ -199,9 +200,11 @@ func (s *Stream) Pump(upstream io.Reader, jsonArray bool, flush func()) error {
 	}
 }
 
-// drain reads the rest of the upstream stream into the observer only (nothing reaches the client).
+// drain reads the rest of the upstream stream for its usage only (nothing reaches the client): into the
+// observer, and through the decoder when it bills (canon.Biller), whose canonical events are dropped.
 func (s *Stream) drain(next func() (string, []byte, error)) {
-	if s.observe == nil {
+	_, bills := s.dec.(canon.Biller)
+	if s.observe == nil && !bills {
 		return
 	}
 	for {
@@ -209,7 +212,12 @@ func (s *Stream) drain(next func() (string, []byte, error)) {
 		if err != nil {
 			return
 		}
-		s.observe(name, data)
+		if s.observe != nil {
+			s.observe(name, data)
+		}
+		if bills {
+			s.buf, _ = s.dec.Decode(name, bytes.TrimSpace(data), s.buf[:0]) // an event it cannot read bills nothing
+		}
 	}
 }
 
