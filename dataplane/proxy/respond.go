@@ -92,6 +92,7 @@ type passthroughResponder struct {
 	scan  usage.BodyScanner
 	text  textCollector
 	rel   jsonkit.Relay // the event being relayed, as its dialect's relay reader read it
+	bill  beta.Billing  // a beta stream's usage, from the relay reader's members
 	sseD  *sse.Decoder
 	arrD  *jsonkit.JSONArrayDecoder
 	up    upReader
@@ -159,6 +160,10 @@ func (p *passthroughResponder) Respond(ctx context.Context, w http.ResponseWrite
 	}
 	dst.Del("Content-Length")
 	w.WriteHeader(resp.StatusCode)
+	if p.class.Kind == vocab.KindBetaMessages {
+		p.stream(ctx, w, resp, buf[:n], err, nil, &res)
+		return res
+	}
 	if acc := usage.NewStreamAccumulator(p.class.Kind, p.class.Op); acc != nil {
 		p.stream(ctx, w, resp, buf[:n], err, acc, &res)
 		return res
@@ -327,9 +332,14 @@ func (p *passthroughResponder) whole(w http.ResponseWriter, resp *http.Response,
 	}
 }
 
-// stream relays a stream read by the sse decoders; first is the first read (n bytes) and err its error.
+// stream relays a stream read by the sse decoders; first is the first read (n bytes) and err its error. A
+// beta stream's usage is billed by beta.Billing from the relay reader's members (acc is nil then), other
+// dialects' by acc.
 func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter, resp *http.Response, first []byte, ferr error, acc usage.Accumulator, res *Result) {
-	acc.ObserveHeader(resp.Header)
+	p.bill = beta.Billing{}
+	if acc != nil {
+		acc.ObserveHeader(resp.Header)
+	}
 	if p.collect && (p.class.Kind == vocab.KindAlphaChatCompletions || p.class.Kind == vocab.KindBetaMessages) {
 		// Keep the relayed text for local counting: alpha chat reports no usage when a stream ends in an
 		// error before its usage chunk, beta no output count when it ends before message_delta.
@@ -353,6 +363,8 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 		switch {
 		case chat != nil && rel.Whole && jsonkit.IsNull(rel.Usage):
 			chat.ObserveTier(rel.Tier)
+		case rel.HasUsage && acc == nil:
+			p.bill.ObserveRelay(rel)
 		case rel.HasUsage:
 			_ = acc.Observe(data) // a payload that is not JSON leaves usage unchanged
 		}
@@ -458,9 +470,11 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 		res.End, res.Abort = vocab.EndUpstreamInterrupted, true
 	}
 	if p.billable { // a stored response replayed is not billed again
-		res.Usage, res.UsageFound = acc.Result()
-		if b, ok := acc.(*usage.BetaStream); ok && res.UsageFound && !b.OutputReported() {
-			res.OutputUnreported = true
+		if acc == nil {
+			res.Usage, res.UsageFound = p.bill.Usage()
+			res.OutputUnreported = res.UsageFound && !p.bill.OutputReported()
+		} else {
+			res.Usage, res.UsageFound = acc.Result()
 		}
 	}
 	if p.text.on {

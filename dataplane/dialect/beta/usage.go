@@ -81,6 +81,39 @@ func (b *Billing) message(m *betaResponse) {
 	b.add(m.Usage, false)
 }
 
+// messageIn is what billing reads of a relayed message_start's message.
+type messageIn struct {
+	Usage       *usageIn     `json:"usage"`
+	ServiceTier jsonkit.Name `json:"service_tier"`
+}
+
+// ObserveRelay bills one relayed (passthrough) event from the members its relay reader found (ReadRelay):
+// the top-level usage (message_delta's) and message_start's message, the last of each. Only those values
+// are decoded; an event that is not a sound object, or a value that does not decode, bills nothing.
+func (b *Billing) ObserveRelay(r *jsonkit.Relay) {
+	if !r.Whole {
+		return
+	}
+	var msg messageIn
+	var top *usageIn
+	if !jsonkit.IsNull(r.MessageValue) {
+		if err := jsonkit.UnmarshalEvent(r.MessageValue, &msg); err != nil {
+			return
+		}
+	}
+	if !jsonkit.IsNull(r.Usage) {
+		top = new(usageIn)
+		if err := jsonkit.UnmarshalEvent(r.Usage, top); err != nil {
+			return
+		}
+	}
+	if !jsonkit.IsNull(r.MessageValue) {
+		tier(&b.topTier, msg.ServiceTier)
+		b.add(msg.Usage, false)
+	}
+	b.add(top, true)
+}
+
 // Usage returns the billed usage; found is false while no usage object was read. input_tokens already
 // excludes cache reads and writes; the cache_creation split gives 5m and 1h (without it the aggregate is
 // 5m; an aggregate above the split bills the remainder as 5m).
