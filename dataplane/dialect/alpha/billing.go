@@ -79,6 +79,29 @@ func (b *Billing) top(s string) {
 	tier(&b.topTier, jsonkit.Name{S: strings.Clone(s), Set: true})
 }
 
+// ObserveRelay bills one relayed (passthrough) chunk from the members its relay reader found
+// (ReadChatRelay): the last usage and service_tier, decoded alone. A chunk that is not a sound object, or a
+// usage that does not decode, bills nothing.
+func (b *Billing) ObserveRelay(r *jsonkit.Relay) {
+	if !r.Whole {
+		return
+	}
+	var u *chatUsageIn
+	if !jsonkit.IsNull(r.Usage) {
+		u = new(chatUsageIn)
+		if err := jsonkit.UnmarshalEvent(r.Usage, u); err != nil {
+			return
+		}
+	}
+	if r.Tier != nil {
+		var n jsonkit.Name
+		if n.UnmarshalJSON(r.Tier) == nil {
+			tier(&b.topTier, n)
+		}
+	}
+	b.add(u)
+}
+
 // add merges one usage object. The chat names win over the responses names when both appear in one object;
 // prompt_tokens_details wins over input_tokens_details, completion_tokens_details over output_tokens_details.
 func (b *Billing) add(u *chatUsageIn) {

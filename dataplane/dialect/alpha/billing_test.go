@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tollgate/tollgate/dataplane/canon"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/dataplane/sse"
 	"github.com/tollgate/tollgate/shared/usage"
 )
@@ -86,6 +87,36 @@ func checkStreamAgrees(t *testing.T, stream []byte) {
 	}
 }
 
+// checkRelayAgrees compares the passthrough billing of a stream (its relay reader's members, read by
+// Billing.ObserveRelay) with shared/usage's accumulator reading every event. Events that are not valid JSON
+// are left out: the relay reader checks structure only, as shared/usage's scan did, but the two skip a
+// malformed scalar differently; providers send valid JSON.
+func checkRelayAgrees(t *testing.T, stream []byte) {
+	dec := sse.NewDecoder(bytes.NewReader(stream))
+	var b Billing
+	var acc usage.AlphaChatStream
+	var rel jsonkit.Relay
+	for {
+		ev, err := dec.Next()
+		if err != nil {
+			break
+		}
+		if !json.Valid(ev.Data) {
+			continue
+		}
+		ReadChatRelay(ev.Data, &rel)
+		if rel.HasUsage {
+			b.ObserveRelay(&rel)
+		}
+		_ = acc.Observe(ev.Data)
+	}
+	got, found := b.Usage()
+	want, wantFound := acc.Result()
+	if got != want || found != wantFound {
+		t.Fatalf("relay billing %+v found %v; the accumulator %+v %v\n%.2000s", got, found, want, wantFound, stream)
+	}
+}
+
 // checkBodyAgrees compares the billing of a buffered answer's decoding with usage.FromAlphaChat; a body the
 // translator cannot decode is billed by the data plane with usage.FromBody instead (proxy transform.go).
 func checkBodyAgrees(t *testing.T, body []byte) {
@@ -109,6 +140,7 @@ func TestBillingAgreesOnRealWire(t *testing.T) {
 	billed := 0
 	for _, s := range streams {
 		checkStreamAgrees(t, s)
+		checkRelayAgrees(t, s)
 		if _, found, _ := streamBilled(s); found {
 			billed++
 		}
@@ -138,6 +170,8 @@ func TestBillingChatRules(t *testing.T) {
 		t.Fatalf("tier %q with speed fast, want fast", u.ReportedTier)
 	}
 	checkStreamAgrees(t, []byte(fast))
+	checkRelayAgrees(t, []byte(stream))
+	checkRelayAgrees(t, []byte(fast))
 }
 
 // escapedLetter finds a JSON escape of a letter or '_', with which a member name can be spelled other than
@@ -183,5 +217,6 @@ func FuzzBillingAgrees(f *testing.F) {
 			return
 		}
 		checkStreamAgrees(t, b)
+		checkRelayAgrees(t, b)
 	})
 }
