@@ -12,10 +12,10 @@ type Relay struct {
 	Usage, Tier                 []byte // last occurrences
 	Whole                       bool
 	// Members some dialect's usage sits in (beta message_start's message, alpha responses' response,
-	// gamma's usageMetadata): present or not; MessageValue and UsageMetadataValue are the last of each
-	// (what beta's and gamma's usage billing read).
+	// gamma's usageMetadata): present or not; MessageValue is the last "message" (beta's usage billing
+	// reads it).
 	Message, Response, UsageMetadata bool
-	MessageValue, UsageMetadataValue []byte
+	MessageValue                     []byte
 
 	// Set by the dialect's relay reader from the members above.
 	Terminal   bool // the dialect's terminal event: the client has the whole answer
@@ -60,7 +60,7 @@ func ReadRelay(data []byte, r *Relay) {
 		case "response":
 			r.Response = true
 		case "usageMetadata":
-			r.UsageMetadata, r.UsageMetadataValue = true, v
+			r.UsageMetadata = true
 		}
 	})
 	r.Whole = closing >= 0 && skipSpace(data, closing+1) == len(data)

@@ -92,13 +92,12 @@ type passthroughResponder struct {
 	scan  usage.BodyScanner
 	text  textCollector
 	rel   jsonkit.Relay // the event being relayed, as its dialect's relay reader read it
-	// the usage of a beta, gamma or alpha chat stream, billed from the relay reader's members (relayBiller)
-	betaBill  beta.Billing
-	gammaBill gamma.Billing
-	chatBill  alpha.Billing
-	sseD      *sse.Decoder
-	arrD      *jsonkit.JSONArrayDecoder
-	up        upReader
+	// the usage of a beta or alpha chat stream, billed from the relay reader's members (relayBiller)
+	betaBill beta.Billing
+	chatBill alpha.Billing
+	sseD     *sse.Decoder
+	arrD     *jsonkit.JSONArrayDecoder
+	up       upReader
 }
 
 // reset forgets a request; buffers grown beyond keep are dropped.
@@ -336,22 +335,20 @@ func (p *passthroughResponder) whole(w http.ResponseWriter, resp *http.Response,
 }
 
 // relayBiller is a dialect's billing of a passthrough stream from its relay reader's members (each event
-// read once): beta.Billing, gamma.Billing, alpha.Billing (chat).
+// read once): beta.Billing, alpha.Billing (chat). gamma keeps usage.GammaStream: its usageMetadata comes on
+// every chunk, and the accumulator's hand scan of it costs less than decoding the value (docs/benchmarks.md).
 type relayBiller interface {
 	ObserveRelay(r *jsonkit.Relay)
 	Usage() (usage.Usage, bool)
 }
 
 // relayBiller returns the billing of this request's stream when its dialect bills from the relay reader,
-// reset; nil for the dialects billed by a shared/usage accumulator (alpha responses and image streams).
+// reset; nil for the dialects billed by a shared/usage accumulator (gamma, alpha responses and images).
 func (p *passthroughResponder) relayBiller() relayBiller {
 	switch p.class.Kind {
 	case vocab.KindBetaMessages:
 		p.betaBill = beta.Billing{}
 		return &p.betaBill
-	case vocab.KindGammaGenerateContent:
-		p.gammaBill = gamma.Billing{}
-		return &p.gammaBill
 	case vocab.KindAlphaChatCompletions:
 		p.chatBill = alpha.Billing{}
 		return &p.chatBill
@@ -364,9 +361,6 @@ func (p *passthroughResponder) relayBiller() relayBiller {
 func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter, resp *http.Response, first []byte, ferr error, bill relayBiller, acc usage.Accumulator, res *Result) {
 	if acc != nil {
 		acc.ObserveHeader(resp.Header)
-	}
-	if g, ok := bill.(interface{ ObserveHeader(http.Header) }); ok {
-		g.ObserveHeader(resp.Header) // gamma's served tier
 	}
 	if p.collect && (p.class.Kind == vocab.KindAlphaChatCompletions || p.class.Kind == vocab.KindBetaMessages) {
 		// Keep the relayed text for local counting: alpha chat reports no usage when a stream ends in an
@@ -382,8 +376,8 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 		u.err, u.body = ferr, errReader{ferr}
 	}
 	// Each event is read once, by its dialect's relay reader: terminal, error, the usage chunk, and the
-	// members usage billing takes. A beta, gamma or alpha chat event's usage is billed from those members
-	// (only their values are decoded); an alpha responses or image event that has a member the accumulator
+	// members usage billing takes. A beta or alpha chat event's usage is billed from those members (only
+	// their values are decoded); a gamma, alpha responses or image event that has a member the accumulator
 	// reads is handed to it; the others leave usage unchanged.
 	read := relayReader(p.class.Kind)
 	rel := &p.rel

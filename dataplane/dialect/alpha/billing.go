@@ -1,6 +1,7 @@
 package alpha
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/tollgate/tollgate/dataplane/canon"
@@ -93,9 +94,12 @@ func (b *Billing) ObserveRelay(r *jsonkit.Relay) {
 			return
 		}
 	}
-	if r.Tier != nil {
+	switch t := r.Tier; {
+	case len(t) >= 2 && t[0] == '"' && t[len(t)-1] == '"' && bytes.IndexByte(t, '\\') < 0:
+		b.top(string(t[1 : len(t)-1])) // no copy unless the tier changes (every chunk repeats it)
+	case t != nil:
 		var n jsonkit.Name
-		if n.UnmarshalJSON(r.Tier) == nil {
+		if n.UnmarshalJSON(t) == nil {
 			tier(&b.topTier, n)
 		}
 	}

@@ -92,20 +92,6 @@ func (GenerateContent) BillHeader(u *usage.Usage, h http.Header) {
 	}
 }
 
-// ObserveRelay bills one relayed (passthrough) chunk from the members its relay reader found (ReadRelay):
-// the last usageMetadata, decoded alone. A chunk that is not a sound object, or a value that does not
-// decode, bills nothing.
-func (b *Billing) ObserveRelay(r *jsonkit.Relay) {
-	if !r.Whole || jsonkit.IsNull(r.UsageMetadataValue) {
-		return
-	}
-	var u usageIn
-	if err := jsonkit.UnmarshalEvent(r.UsageMetadataValue, &u); err != nil {
-		return
-	}
-	b.take(&u)
-}
-
 // ObserveHeader takes the served tier of the response header (TierHeader).
 func (b *Billing) ObserveHeader(h http.Header) {
 	if v := usage.CleanTier(h.Get(TierHeader)); v != "" {
