@@ -102,3 +102,12 @@ func (n *Name) UnmarshalJSON(b []byte) error {
 	n.S, n.Set = strings.Clone(s), true
 	return nil
 }
+
+// PlainString returns the text of a raw string value written without escapes, without copying it; ok is
+// false for any other value (one with escapes is read with Name).
+func PlainString(raw []byte) (text []byte, ok bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
+		return nil, false
+	}
+	return raw[1 : len(raw)-1], true
+}

@@ -1,7 +1,6 @@
 package alpha
 
 import (
-	"bytes"
 	"strings"
 
 	"github.com/tollgate/tollgate/dataplane/canon"
@@ -94,10 +93,9 @@ func (b *Billing) ObserveRelay(r *jsonkit.Relay) {
 			return
 		}
 	}
-	switch t := r.Tier; {
-	case len(t) >= 2 && t[0] == '"' && t[len(t)-1] == '"' && bytes.IndexByte(t, '\\') < 0:
-		b.top(string(t[1 : len(t)-1])) // no copy unless the tier changes (every chunk repeats it)
-	case t != nil:
+	if text, ok := jsonkit.PlainString(r.Tier); ok {
+		b.top(string(text)) // no copy unless the tier changes (every chunk repeats it)
+	} else if t := r.Tier; t != nil {
 		var n jsonkit.Name
 		if n.UnmarshalJSON(t) == nil {
 			tier(&b.topTier, n)
