@@ -3,8 +3,10 @@ package canon
 import (
 	"crypto/rand"
 	"io"
+	"net/http"
 	"time"
 
+	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -27,6 +29,21 @@ type Codec interface {
 // empty name) into canonical events appended to out.
 type StreamDecoder interface {
 	Decode(name string, data []byte, out []Event) ([]Event, error)
+}
+
+// Biller is implemented by the stream decoders that bill from their own decoding: the billed usage of the
+// events decoded so far (every category and the reported tier, by the dialect's rules), whether any event
+// reported usage, and whether the output count was reported (beta's message_start reports a placeholder).
+type Biller interface {
+	// ObserveHeader takes the upstream response header (gamma's served tier is a header).
+	ObserveHeader(h http.Header)
+	Billed() (u usage.Usage, found, outputReported bool)
+}
+
+// HeaderBiller is implemented by the codecs whose buffered answer's billed usage (Response.Billed) also
+// depends on the response header.
+type HeaderBiller interface {
+	BillHeader(u *usage.Usage, h http.Header)
 }
 
 // StreamEncoder writes client stream events.

@@ -3,6 +3,8 @@ package canon
 import (
 	"encoding/json"
 	"sync"
+
+	"github.com/tollgate/tollgate/shared/usage"
 )
 
 // This file holds the canonical, dialect-neutral form every translator goes through. Each dialect package
@@ -285,6 +287,9 @@ type Response struct {
 	ServiceTier  string `json:"service_tier,omitempty"`
 	// Refusal is alpha's refusal text, carried as text elsewhere.
 	Refusal string `json:"refusal,omitempty"`
+	// Billed is the billed usage the dialect read from the same decoding (every category and the reported
+	// tier); nil when the answer reported none or the dialect does not bill from its decoder (see Biller).
+	Billed *usage.Usage `json:"-"`
 }
 
 // EvType classifies one canonical stream event.

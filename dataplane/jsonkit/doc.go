@@ -5,7 +5,8 @@
 // AppendJSON/Marshal, compacting and validity checks, argument text <-> object, value kinds). It also holds
 // the proxy's one reading of a client request body (ParseRequest, on a strict validator), the one pass over
 // a relayed stream event's top-level members that the dialects' relay readers decide the event by
-// (ReadRelay), and the framing of gamma's JSON-array streams (JSONArrayDecoder).
+// (ReadRelay), the framing of gamma's JSON-array streams (JSONArrayDecoder), and the usage values as
+// providers write them that the dialects' usage objects are read into (Count, Name).
 //
 // It is the only package of the module allowed `unsafe`, the library's token level (jsontext), and
 // byte-level JSON scanning (TestOnlyJSONKitReadsJSONByHand; the files still to fold in are listed there).

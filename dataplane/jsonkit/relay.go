@@ -12,8 +12,10 @@ type Relay struct {
 	Usage, Tier                 []byte // last occurrences
 	Whole                       bool
 	// Members some dialect's usage sits in (beta message_start's message, alpha responses' response,
-	// gamma's usageMetadata): present or not.
+	// gamma's usageMetadata): present or not; MessageValue is the last "message" (beta's usage billing
+	// reads it).
 	Message, Response, UsageMetadata bool
+	MessageValue                     []byte
 
 	// Set by the dialect's relay reader from the members above.
 	Terminal   bool // the dialect's terminal event: the client has the whole answer
@@ -54,7 +56,7 @@ func ReadRelay(data []byte, r *Relay) {
 		case "service_tier":
 			r.Tier = v
 		case "message":
-			r.Message = true
+			r.Message, r.MessageValue = true, v
 		case "response":
 			r.Response = true
 		case "usageMetadata":

@@ -47,6 +47,10 @@ type outbound struct {
 	url    string
 	header http.Header
 	body   []byte
+	// kind and op are the upstream's dialect and operation: the client's for passthrough, the cell's
+	// destination for transform_to. A local count reads body in them (what the provider bills).
+	kind vocab.Kind
+	op   vocab.Operation
 	// resp answers the client from the upstream response: the call's passthrough responder or the transform.
 	resp Responder
 }
@@ -93,7 +97,7 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) erro
 				if err != nil {
 					resp = &http.Response{StatusCode: http.StatusBadGateway, Header: http.Header{}, Body: http.NoBody}
 				}
-				_ = h.respond(ctx, w, c, out.resp, resp) // a synthesised stream has written: never Failed
+				_ = h.respond(ctx, w, c, out, resp) // a synthesised stream has written: never Failed
 				return nil
 			}
 			if err == nil && upstream.Retryable(resp.StatusCode) {
@@ -108,7 +112,7 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, c *call) erro
 				continue
 			}
 			if err == nil {
-				err = h.respond(ctx, w, c, out.resp, resp)
+				err = h.respond(ctx, w, c, out, resp)
 				if err == nil {
 					return nil
 				}
@@ -159,11 +163,12 @@ type waiter interface {
 	Wait(ctx context.Context, w http.ResponseWriter) (stop func() (wrote bool))
 }
 
-// respond has the responder answer the client and keeps the outcome in c: the upstream's usage, else the
-// local count of the client's request and the output the responder collected. An error means nothing was
-// written: an *httperr.Error to answer, or a failed attempt (Result.Failed).
-func (h *Handler) respond(ctx context.Context, w http.ResponseWriter, c *call, rs Responder, resp *http.Response) error {
-	res := rs.Respond(ctx, w, resp)
+// respond has out's responder answer the client and keeps the outcome in c: the upstream's usage, else the
+// local count of the upstream request (out's body in the upstream's dialect: the translated body of a
+// transform_to attempt) and the output the responder collected. An error means nothing was written: an
+// *httperr.Error to answer, or a failed attempt (Result.Failed).
+func (h *Handler) respond(ctx context.Context, w http.ResponseWriter, c *call, out outbound, resp *http.Response) error {
+	res := out.resp.Respond(ctx, w, resp)
 	resp.Body.Close()
 	if res.Failed != nil {
 		return res.Failed
@@ -183,15 +188,15 @@ func (h *Handler) respond(ctx context.Context, w http.ResponseWriter, c *call, r
 		// The input side as reported, the output the provider generated counted from the relayed text
 		// (docs/settlement.md, "Settlement record"); without relayed text or a count the reported usage
 		// (message_start's placeholder output) stands.
-		if lu, found := h.o.LocalUsage(c.class.Kind, c.class.Op, c.cand.UpstreamModel, c.body, res.Output, res.OutputBytes); found {
+		if lu, found := h.o.LocalUsage(out.kind, out.op, c.cand.UpstreamModel, out.body, res.Output, res.OutputBytes); found {
 			u := res.Usage
 			u.Output = lu.Output
 			c.usage, c.source = u, vocab.SourceLocal
 		}
 	case res.UsageFound: // billed as reported
 	case h.o.LocalUsage != nil && res.Status < 300 && c.billable():
-		// The client's request and the upstream's output text: counted in the client's dialect.
-		if u, found := h.o.LocalUsage(c.class.Kind, c.class.Op, c.cand.UpstreamModel, c.body, res.Output, res.OutputBytes); found {
+		// The upstream request and the upstream's output text, counted in the upstream's dialect.
+		if u, found := h.o.LocalUsage(out.kind, out.op, c.cand.UpstreamModel, out.body, res.Output, res.OutputBytes); found {
 			u.ReportedTier = res.Usage.ReportedTier // the upstream's reported tier still wins when counting locally
 			c.usage, c.usageFound, c.source = u, true, vocab.SourceLocal
 		}
@@ -212,7 +217,8 @@ func (h *Handler) prepare(r *http.Request, c *call, cc candidateCell) (outbound,
 			return outbound{}, httperr.Malformed(err.Error(), err)
 		}
 		method, pq, hdr, body := tr.Request()
-		out := outbound{method: method, url: p.BaseURL + pq, header: upstream.OutboundHeader(r.Header), body: body, resp: tr}
+		out := outbound{method: method, url: p.BaseURL + pq, header: upstream.OutboundHeader(r.Header), body: body,
+			kind: cc.cell.DestKind, op: cc.cell.DestOp, resp: tr}
 		delete(out.header, "Content-Type")
 		for k, v := range hdr {
 			out.header[k] = v
@@ -222,7 +228,7 @@ func (h *Handler) prepare(r *http.Request, c *call, cc candidateCell) (outbound,
 		}
 		return out, nil
 	}
-	out := outbound{method: r.Method, header: upstream.OutboundHeader(r.Header), body: c.body, resp: &c.pt}
+	out := outbound{method: r.Method, header: upstream.OutboundHeader(r.Header), body: c.body, kind: c.class.Kind, op: c.class.Op, resp: &c.pt}
 	path := r.URL.EscapedPath()
 	switch {
 	case c.stored:

@@ -74,6 +74,12 @@ func (t *textCollector) addBytes(b []byte) {
 	t.b.Write(b[:keepLen(b, t.b.Len())])
 }
 
+// addString collects s.
+func (t *textCollector) addString(s string) {
+	t.total += int64(len(s))
+	t.b.WriteString(s[:keepLen(s, t.b.Len())])
+}
+
 // keepLen returns how much of s still fits after kept bytes, cut at a character boundary.
 func keepLen[T ~string | ~[]byte](s T, kept int) int {
 	room := maxCollectedText - kept

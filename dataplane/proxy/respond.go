@@ -92,9 +92,12 @@ type passthroughResponder struct {
 	scan  usage.BodyScanner
 	text  textCollector
 	rel   jsonkit.Relay // the event being relayed, as its dialect's relay reader read it
-	sseD  *sse.Decoder
-	arrD  *jsonkit.JSONArrayDecoder
-	up    upReader
+	// the usage of a beta or alpha chat stream, billed from the relay reader's members (relayBiller)
+	betaBill beta.Billing
+	chatBill alpha.Billing
+	sseD     *sse.Decoder
+	arrD     *jsonkit.JSONArrayDecoder
+	up       upReader
 }
 
 // reset forgets a request; buffers grown beyond keep are dropped.
@@ -159,8 +162,12 @@ func (p *passthroughResponder) Respond(ctx context.Context, w http.ResponseWrite
 	}
 	dst.Del("Content-Length")
 	w.WriteHeader(resp.StatusCode)
+	if b := p.relayBiller(); b != nil {
+		p.stream(ctx, w, resp, buf[:n], err, b, nil, &res)
+		return res
+	}
 	if acc := usage.NewStreamAccumulator(p.class.Kind, p.class.Op); acc != nil {
-		p.stream(ctx, w, resp, buf[:n], err, acc, &res)
+		p.stream(ctx, w, resp, buf[:n], err, nil, acc, &res)
 		return res
 	}
 	p.one[0] = buf[:n]
@@ -327,9 +334,34 @@ func (p *passthroughResponder) whole(w http.ResponseWriter, resp *http.Response,
 	}
 }
 
+// relayBiller is a dialect's billing of a passthrough stream from its relay reader's members (each event
+// read once): beta.Billing, alpha.Billing (chat). gamma keeps usage.GammaStream: its usageMetadata comes on
+// every chunk, and the accumulator's hand scan of it costs less than decoding the value (docs/benchmarks.md).
+type relayBiller interface {
+	ObserveRelay(r *jsonkit.Relay)
+	Usage() (usage.Usage, bool)
+}
+
+// relayBiller returns the billing of this request's stream when its dialect bills from the relay reader,
+// reset; nil for the dialects billed by a shared/usage accumulator (gamma, alpha responses and images).
+func (p *passthroughResponder) relayBiller() relayBiller {
+	switch p.class.Kind {
+	case vocab.KindBetaMessages:
+		p.betaBill = beta.Billing{}
+		return &p.betaBill
+	case vocab.KindAlphaChatCompletions:
+		p.chatBill = alpha.Billing{}
+		return &p.chatBill
+	}
+	return nil
+}
+
 // stream relays a stream read by the sse decoders; first is the first read (n bytes) and err its error.
-func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter, resp *http.Response, first []byte, ferr error, acc usage.Accumulator, res *Result) {
-	acc.ObserveHeader(resp.Header)
+// Usage is billed by bill from the relay reader's members, or by acc (one of them is nil).
+func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter, resp *http.Response, first []byte, ferr error, bill relayBiller, acc usage.Accumulator, res *Result) {
+	if acc != nil {
+		acc.ObserveHeader(resp.Header)
+	}
 	if p.collect && (p.class.Kind == vocab.KindAlphaChatCompletions || p.class.Kind == vocab.KindBetaMessages) {
 		// Keep the relayed text for local counting: alpha chat reports no usage when a stream ends in an
 		// error before its usage chunk, beta no output count when it ends before message_delta.
@@ -344,16 +376,18 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 		u.err, u.body = ferr, errReader{ferr}
 	}
 	// Each event is read once, by its dialect's relay reader: terminal, error, the usage chunk, and the
-	// members usage accumulation takes (an alpha chat chunk without usage only gives its tier; an event that
-	// has a member the accumulator reads is handed to it; the others leave usage unchanged).
-	read, chat := relayReader(p.class.Kind), chatAccumulator(acc)
+	// members usage billing takes. A beta or alpha chat event's usage is billed from those members (only
+	// their values are decoded); a gamma, alpha responses or image event that has a member the accumulator
+	// reads is handed to it; the others leave usage unchanged.
+	read := relayReader(p.class.Kind)
 	rel := &p.rel
 	var failed, done bool
 	observe := func(name string, data []byte) { // data was read into rel
 		switch {
-		case chat != nil && rel.Whole && jsonkit.IsNull(rel.Usage):
-			chat.ObserveTier(rel.Tier)
-		case rel.HasUsage:
+		case !rel.HasUsage:
+		case bill != nil:
+			bill.ObserveRelay(rel)
+		default:
 			_ = acc.Observe(data) // a payload that is not JSON leaves usage unchanged
 		}
 		switch {
@@ -458,9 +492,13 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 		res.End, res.Abort = vocab.EndUpstreamInterrupted, true
 	}
 	if p.billable { // a stored response replayed is not billed again
-		res.Usage, res.UsageFound = acc.Result()
-		if b, ok := acc.(*usage.BetaStream); ok && res.UsageFound && !b.OutputReported() {
-			res.OutputUnreported = true
+		if bill != nil {
+			res.Usage, res.UsageFound = bill.Usage()
+			if b, ok := bill.(interface{ OutputReported() bool }); ok { // beta: message_start's output is a placeholder
+				res.OutputUnreported = res.UsageFound && !b.OutputReported()
+			}
+		} else {
+			res.Usage, res.UsageFound = acc.Result()
 		}
 	}
 	if p.text.on {
@@ -564,11 +602,4 @@ func relayReader(kind vocab.Kind) func([]byte, *jsonkit.Relay) {
 		return gamma.ReadRelay
 	}
 	return alpha.ReadResponsesRelay
-}
-
-// chatAccumulator is acc when it accumulates an alpha chat stream, whose chunks without usage the relay
-// reader's members are enough for.
-func chatAccumulator(acc usage.Accumulator) *usage.AlphaChatStream {
-	c, _ := acc.(*usage.AlphaChatStream)
-	return c
 }

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tollgate/tollgate/dataplane/dialect/beta"
-	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"io"
 	"net/http"
 	"strconv"
@@ -127,9 +125,10 @@ func (a *transformAttempt) Wait(ctx context.Context, w http.ResponseWriter) (sto
 	}
 }
 
-// Respond implements Responder: the translator writes the client's bytes; usage is read with the
-// destination dialect's accumulator from the same decoded upstream events (translate.Stream.Observe) or the
-// same buffered body.
+// Respond implements Responder: the translator writes the client's bytes; the usage is the upstream
+// dialect's reading of the translator's own decoding of the events or the buffered body when that dialect
+// bills from its decoder (canon.Biller, translate.Translator.Billed), else the destination dialect's
+// accumulator reads the decoded events (translate.Stream.Observe) or usage.FromBody the body.
 func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, resp *http.Response) Result {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -152,25 +151,34 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		w.Header().Set("Content-Type", a.tr.ContentType())
 		w.WriteHeader(http.StatusOK)
 		res.Status, res.FirstByte = http.StatusOK, a.now()
-		acc := usage.NewStreamAccumulator(a.cell.DestKind, a.cell.DestOp)
-		var text *textCollector
 		s := a.tr.NewStream(w)
-		if acc != nil {
+		var text *textCollector
+		switch a.cell.DestKind {
+		case vocab.KindAlphaChatCompletions, vocab.KindBetaMessages:
+			text = &textCollector{on: true} // the relayed text, for local counting without (output) usage
+		}
+		// The usage is the upstream decoder's own reading of the events when it bills (canon.Biller: each
+		// event is decoded once), else the destination dialect's accumulator reads each decoded event.
+		biller, bills := s.Biller()
+		var acc usage.Accumulator
+		if bills {
+			biller.ObserveHeader(resp.Header)
+		} else if acc = usage.NewStreamAccumulator(a.cell.DestKind, a.cell.DestOp); acc != nil {
 			acc.ObserveHeader(resp.Header)
-			switch a.cell.DestKind {
-			case vocab.KindAlphaChatCompletions, vocab.KindBetaMessages:
-				text = &textCollector{on: true} // the relayed text, for local counting without (output) usage
-			}
-			var rel jsonkit.Relay
+		}
+		// The relayed text: a beta upstream's from the decoded events; an alpha chat upstream's is every
+		// choice's content and tool-call arguments, read by alpha.ChunkText (the rule the providers' cut-stream
+		// bills follow, docs/dataplane.md "Local token counting").
+		chatText := text != nil && a.cell.DestKind == vocab.KindAlphaChatCompletions
+		if text != nil && !chatText {
+			s.CollectText(text.addString)
+		}
+		if acc != nil || chatText {
 			s.Observe(func(_ string, data []byte) {
-				_ = acc.Observe(data)
-				switch {
-				case text == nil:
-				case a.cell.DestKind == vocab.KindBetaMessages:
-					beta.ReadRelay(data, &rel)
-					text.pend = beta.AppendOutputText(text.pend[:0], &rel)
-					text.addBytes(text.pend)
-				default:
+				if acc != nil {
+					_ = acc.Observe(data)
+				}
+				if chatText {
 					text.observe(data)
 				}
 			})
@@ -187,11 +195,13 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		default:
 			res.End = vocab.EndUpstreamInterrupted
 		}
-		if acc != nil {
+		var reported bool
+		switch {
+		case bills:
+			res.Usage, res.UsageFound, reported = biller.Billed()
+			res.OutputUnreported = res.UsageFound && !reported
+		case acc != nil:
 			res.Usage, res.UsageFound = acc.Result()
-			if b, ok := acc.(*usage.BetaStream); ok && res.UsageFound && !b.OutputReported() {
-				res.OutputUnreported = true
-			}
 		}
 		if text != nil {
 			res.Output, res.OutputBytes = text.b.String(), text.total
@@ -214,8 +224,15 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		}
 		return res
 	}
-	if resp.StatusCode < 300 {
-		if u, found, err := usage.FromBody(a.cell.DestKind, a.cell.DestOp, body, resp.Header); err == nil && found {
+	// bill reads a 2xx answer's usage after the translator decoded it: the upstream dialect's reading of that
+	// decoding when it bills (translate.Translator.Billed), else the body's usage read on its own.
+	bill := func() {
+		if resp.StatusCode >= 300 {
+			return
+		}
+		if u, ok := a.tr.Billed(resp.Header); ok {
+			res.Usage, res.UsageFound = u, true
+		} else if u, found, err := usage.FromBody(a.cell.DestKind, a.cell.DestOp, body, resp.Header); err == nil && found {
 			res.Usage, res.UsageFound = u, true
 		} else if a.cell.DestOp.IsGeneration() {
 			res.Output, res.OutputBytes = responseText(body)
@@ -228,7 +245,9 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 			a.wrote = true
 		}
 		res.Status, res.FirstByte = http.StatusOK, a.now()
-		if err := a.tr.Synthesize(w, resp.StatusCode, resp.Header, body); err != nil {
+		err := a.tr.Synthesize(w, resp.StatusCode, resp.Header, body)
+		bill()
+		if err != nil {
 			res.End = vocab.EndClientDropped
 			if ctx.Err() == nil {
 				res.End = vocab.EndUpstreamError
@@ -249,6 +268,7 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		return res
 	}
 	out, err := a.tr.Response(body)
+	bill()
 	if err != nil {
 		e := httperr.AllFailed(err)
 		e.Message = "the upstream answer could not be translated"

@@ -149,14 +149,15 @@ func clearEv(d scanDecoder) {
 // path also reads another dialect's event (its members are unknown to it, so skipped, as the general
 // decoder skips them).
 func TestEventScanMatchesDecoder(t *testing.T) {
-	// which fast paths read each seed: b beta, r alpha responses, c alpha chat, g gamma
+	// which fast paths read each seed: b beta, r alpha responses, c alpha chat, g gamma (an alpha chat usage
+	// chunk, like every event carrying usage but gamma's chunks, is left to the general decoder, which bills it)
 	want := []string{
 		"bcg", "bcg", "bcg", "bcg", "cg", "cg", "", "cg", "", "",
 		"bcg", "", "", "brcg", "rcg", "rcg", "rcg", "rcg", "cg", "cg",
-		"cg", "bcg", "bcg", "bg", "bcg", "bcg", "cg", "bcg", "", "bcg",
+		"cg", "bcg", "bcg", "bg", "bcg", "bcg", "g", "bcg", "", "bcg",
 		"bcg", "bcg", "bcg", "bcg", "bcg", "bc", "", "bcg", "brcg", "brcg",
 		"bcg", "cg", "bcg", "brcg", "brcg", "brcg", "cg", "bcg", "bcg", "bcg",
-		"bg", "cg", "g", "cg", "bg", "bcg", "bcg", "bcg", "bc", "bc",
+		"bg", "g", "g", "cg", "bg", "bcg", "bcg", "bcg", "bc", "bc",
 		"bc", "cg", "cg",
 	}
 	if len(want) != len(eventScanSeeds) {

@@ -29,7 +29,19 @@ type Stream struct {
 	finished bool // the upstream signalled its end (a finish reason)
 	upstream error
 	observe  func(name string, data []byte)
+	text     func(string)
 }
+
+// Biller returns the upstream decoder's billing when it bills from its own decoding (canon.Biller): then
+// the stream's usage needs no other reading of the events.
+func (s *Stream) Biller() (canon.Biller, bool) {
+	b, ok := s.dec.(canon.Biller)
+	return b, ok
+}
+
+// CollectText sets a function feed calls with the output text of every decoded upstream event (text,
+// thinking and tool-argument fragments), for local counting when the upstream reports no output usage.
+func (s *Stream) CollectText(f func(text string)) { s.text = f }
 
 // Observe sets a function Pump calls with every upstream event (SSE event name and data, or a gamma array
 // element with an empty name) as it was decoded, before converting it: the data plane reads usage from the
@@ -58,6 +70,10 @@ func (s *Stream) feed(name string, data []byte) error {
 			s.finished = true
 		case canon.EvUsage:
 			s.usage.Merge(ev.Usage)
+		case canon.EvText, canon.EvThinking, canon.EvToolArgs:
+			if s.text != nil {
+				s.text(ev.Text)
+			}
 		case canon.EvError:
 			s.done = true
 			s.upstream = ev.Err
@@ -170,7 +186,8 @@ func (s *Stream) Pump(upstream io.Reader, jsonArray bool, flush func()) error {
 		if err := s.feed(name, data); err != nil {
 			// The answer cannot be carried on (an event the translator cannot read, or the client's
 			// connection failed): the client's stream ends with an in-stream error, and the rest of the
-			// upstream is still read for the observer, so the usage the upstream reports at its end is billed.
+			// upstream is still read for its usage (drain), so the usage the upstream reports at its end is
+			// billed.
 			_ = s.Fail(err)
 			flush()
 			s.drain(next)
@@ -183,9 +200,11 @@ func (s *Stream) Pump(upstream io.Reader, jsonArray bool, flush func()) error {
 	}
 }
 
-// drain reads the rest of the upstream stream into the observer only (nothing reaches the client).
+// drain reads the rest of the upstream stream for its usage only (nothing reaches the client): into the
+// observer, and through the decoder when it bills (canon.Biller), whose canonical events are dropped.
 func (s *Stream) drain(next func() (string, []byte, error)) {
-	if s.observe == nil {
+	_, bills := s.dec.(canon.Biller)
+	if s.observe == nil && !bills {
 		return
 	}
 	for {
@@ -193,7 +212,12 @@ func (s *Stream) drain(next func() (string, []byte, error)) {
 		if err != nil {
 			return
 		}
-		s.observe(name, data)
+		if s.observe != nil {
+			s.observe(name, data)
+		}
+		if bills {
+			s.buf, _ = s.dec.Decode(name, bytes.TrimSpace(data), s.buf[:0]) // an event it cannot read bills nothing
+		}
 	}
 }
 
@@ -299,6 +323,9 @@ func (t *Translator) Synthesize(w io.Writer, status int, header http.Header, bod
 		return nil
 	}
 	r, err := t.upstream.DecodeResponse(body, t.st)
+	if err == nil {
+		t.billed = r.Billed
+	}
 	if err != nil {
 		_ = enc.Fail(&canon.APIError{Status: http.StatusBadGateway, Class: canon.ClassServer, Message: "malformed upstream response"})
 		return fmt.Errorf("synthesize stream: %w", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/dialect/gamma"
+	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -80,7 +81,23 @@ type Translator struct {
 
 	special specialOp // count_tokens / create_embedding handlers, nil for generation
 	reqDone bool
-	arrOpen bool // gamma JSON-array synthesis: '[' already written
+	arrOpen bool         // gamma JSON-array synthesis: '[' already written
+	billed  *usage.Usage // the billed usage the last decoded buffered answer reported (Billed)
+}
+
+// Billed returns the billed usage of the buffered upstream answer Response or Synthesize last decoded, read
+// by the upstream dialect from that decoding; ok is false when that dialect does not bill from its decoder,
+// the answer could not be decoded, or it reported no usage (the caller reads the body's usage itself then).
+// h is the upstream response header (gamma's served tier).
+func (t *Translator) Billed(h http.Header) (u usage.Usage, ok bool) {
+	if t.billed == nil {
+		return usage.Usage{}, false
+	}
+	u = *t.billed
+	if hb, ok := t.upstream.(canon.HeaderBiller); ok {
+		hb.BillHeader(&u, h)
+	}
+	return u, true
 }
 
 // New returns the translator for p, or an error wrapping ErrUnsupported.
@@ -210,6 +227,7 @@ func (t *Translator) Response(body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("translate %s response: %w", t.pair, err)
 	}
+	t.billed = r.Billed
 	out, err := t.client.EncodeResponse(r, t.st)
 	if err != nil {
 		return nil, fmt.Errorf("translate %s response: %w", t.pair, err)

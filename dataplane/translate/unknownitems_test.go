@@ -87,3 +87,54 @@ func TestUnknownOutputItemsStream(t *testing.T) {
 		checkClientStream(t, k, true, out.Bytes())
 	}
 }
+
+// An upstream event the translator cannot read ends the client's stream with an in-stream error, and the
+// rest of the upstream is still read for its usage: an upstream whose decoder bills (beta, gamma, alpha chat)
+// bills the usage reported after the unreadable event.
+func TestUnreadableEventStillBilled(t *testing.T) {
+	sse := func(evs ...string) string {
+		var b strings.Builder
+		for _, e := range evs {
+			b.WriteString(e + "\n\n")
+		}
+		return b.String()
+	}
+	for _, c := range []struct {
+		dest     vocab.Kind
+		upstream string
+		input    int64
+		output   int64
+	}{
+		{vocab.KindBetaMessages, sse(
+			"event: message_start\ndata: "+`{"type":"message_start","message":{"id":"m","model":"b","content":[],"usage":{"input_tokens":30,"output_tokens":1}}}`,
+			"event: content_block_start\ndata: "+`{"type":"content_block_start","index":"zero","content_block":{"type":"text","text":""}}`,
+			"event: message_delta\ndata: "+`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":40}}`,
+			"event: message_stop\ndata: "+`{"type":"message_stop"}`), 30, 40},
+		{vocab.KindGammaGenerateContent, sse(
+			"data: "+`{"candidates":[{"content":{"parts":[{"text":"a"}],"role":"model"},"index":"zero"}],"usageMetadata":{"promptTokenCount":30,"candidatesTokenCount":2}}`,
+			"data: "+`{"candidates":[{"content":{"parts":[{"text":"b"}],"role":"model"},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":30,"candidatesTokenCount":40}}`), 30, 40},
+		{vocab.KindAlphaChatCompletions, sse(
+			"data: "+`{"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"a"}}]}`,
+			"data: "+`{"id":"c","model":"m","choices":[{"index":"zero","delta":{"content":"b"}}]}`,
+			"data: "+`{"id":"c","model":"m","choices":[],"usage":{"prompt_tokens":30,"completion_tokens":40}}`,
+			"data: [DONE]"), 30, 40},
+	} {
+		tr := newT(t, Pair{Op: vocab.OpStreamGenerateContent, Kind: vocab.KindAlphaResponses, DestOp: vocab.OpStreamGenerateContent, DestKind: c.dest})
+		if _, err := tr.Request(ClientRequest{Body: clientRequestFor(vocab.KindAlphaResponses, true), Model: "m", Stream: true}); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		s := tr.NewStream(&out)
+		if err := s.Pump(strings.NewReader(c.upstream), false, nil); err == nil {
+			t.Fatalf("%s: Pump read an unreadable event without error; client got %s", c.dest, out.String())
+		}
+		b, ok := s.Biller()
+		if !ok {
+			t.Fatalf("%s: the decoder does not bill", c.dest)
+		}
+		u, found, _ := b.Billed()
+		if !found || u.Input != c.input || u.Output != c.output {
+			t.Errorf("%s: billed %+v found %v, want input %d output %d (the usage after the unreadable event)", c.dest, u, found, c.input, c.output)
+		}
+	}
+}

@@ -81,10 +81,14 @@ func TestReconciliationThroughTheDataPlane(t *testing.T) {
 	s.sync(t)
 
 	xb := `{"model":"rc-xb","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"translate me to alpha"}]}`
+	xbTool := `{"model":"rc-xb","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"what is the weather in Paris?"},` +
+		`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"weather","input":{"city":"Paris","unit":"celsius"}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"sunny and warm"}]}]}`
 	fo := strings.Replace(stChat, `"m-1"`, `"rc-fo"`, 1)
 	cut := strings.Replace(stChatStream, `"m-1"`, `"rc-cut"`, 1)
 	cutResp := strings.Replace(stRespBody, `"m-1"`, `"rc-cut"`, 1)
-	requests, local, betaLocal := 0, 0, 0 // locally counted rows: the cut provider's, the beta provider's
+	// Locally counted rows: the cut provider's, the beta provider's, the translated (rc-xb) streams'.
+	requests, local, betaLocal, xbLocal := 0, 0, 0, 0
 	send := func(path, body string, hdr ...string) {
 		t.Helper()
 		s.do(t, 200, "POST", path, body, hdr...)
@@ -97,6 +101,11 @@ func TestReconciliationThroughTheDataPlane(t *testing.T) {
 		send("/v1/messages", stBetaStream, stBeta(ten)...)
 		send("/v1/messages", strings.Replace(stBetaStream, `"stream":true`, `"stream":false`, 1), stBeta(ten, "x-mock-usage", "cached")...)
 		send("/v1/messages", xb, stBeta(ten)...)
+		// A translated stream (beta client, alpha responses upstream) left by its client before the upstream's
+		// usage: the gateway counts the upstream request it sent, in alpha's dialect, what the provider bills
+		// (a tool call's arguments are prompt text there, its beta input object is not).
+		s.leaveWhenStalled(t, "/v1/messages", xbTool, 6+i, stBeta(ten)...)
+		requests, xbLocal = requests+1, xbLocal+1
 		id := fmt.Sprintf("rc-fo-%d-%s", i, randomHex(4))
 		send("/v1/chat/completions", fo, stAlpha(ten, "x-mock-fail-first", "1", "x-mock-fail-key", id)...)
 		// The cut provider: one answer whole; alpha chat streams cut by the provider after three events
@@ -134,8 +143,9 @@ func TestReconciliationThroughTheDataPlane(t *testing.T) {
 			cutRows++
 		}
 	}
-	if counted != local+betaLocal || cutRows != 16 {
-		t.Fatalf("%d ledger rows counted locally, want the %d cut alpha and beta streams; %d rows not completed, want 16 cut or interrupted streams", counted, local+betaLocal, cutRows)
+	if counted != local+betaLocal+xbLocal || cutRows != 18 {
+		t.Fatalf("%d ledger rows counted locally, want the %d cut alpha, beta and translated streams; %d rows not completed, want 18 cut or interrupted streams",
+			counted, local+betaLocal+xbLocal, cutRows)
 	}
 
 	day := time.Now().UTC().Format(time.DateOnly)
@@ -302,6 +312,66 @@ func (s *stack) leaveAfter(t *testing.T, path, body string, events int, hdr ...s
 		}
 		if line == "\n" {
 			n++
+		}
+	}
+}
+
+// leaveWhenStalled is leaveAfter for a translated stream, whose client events do not match the upstream's
+// one for one: the mock holds the stream after upstreamEvents events (x-mock-stall-after), the client reads
+// until nothing has come for a second (the gateway relayed everything the mock wrote) and goes away.
+func (s *stack) leaveWhenStalled(t *testing.T, path, body string, upstreamEvents int, hdr ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", "http://"+s.dp.srv.Addr()+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-mock-stall-after", fmt.Sprint(upstreamEvents))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%s: status %d: %s", path, resp.StatusCode, b)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		br := bufio.NewReader(resp.Body)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			select {
+			case lines <- line:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	events := 0
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("%s: the stream ended after %d events, want it held", path, events)
+			}
+			if line == "\n" {
+				events++
+			}
+		case <-time.After(time.Second):
+			if events == 0 {
+				t.Fatalf("%s: no event within a second", path)
+			}
+			return
 		}
 	}
 }

@@ -151,11 +151,6 @@ func (s *AlphaChatStream) Observe(data []byte) error {
 	return err
 }
 
-// ObserveTier takes a chunk whose usage member is null or absent, given its last top-level service_tier
-// member (raw; nil when absent), read by a scan that found the chunk a sound object: what Observe does with
-// such a chunk, without reading it again.
-func (s *AlphaChatStream) ObserveTier(tier []byte) { s.f.topTier.mergeRaw(tier) }
-
 // Result implements Accumulator.
 func (s *AlphaChatStream) Result() (Usage, bool) { return s.f.generation(false), s.found }
 

@@ -714,7 +714,7 @@ type chatResponse struct {
 			ToolCalls        []chatToolCall `json:"tool_calls"`
 		} `json:"message"`
 	} `json:"choices"`
-	Usage *chatUsage `json:"usage"`
+	Usage *chatUsageIn `json:"usage"`
 }
 
 func chatFinishIn(s string) canon.Finish {
@@ -752,6 +752,12 @@ func (Chat) DecodeResponse(body []byte, st *canon.State) (*canon.Response, error
 		return nil, fmt.Errorf("decode chat completion: %w", err)
 	}
 	r := &canon.Response{ID: in.ID, Model: in.Model, Created: in.Created, Usage: in.Usage.canonical(), ServiceTier: in.ServiceTier}
+	var bill Billing
+	bill.top(in.ServiceTier)
+	bill.add(in.Usage)
+	if u, found := bill.Usage(); found {
+		r.Billed = &u
+	}
 	if len(in.Choices) > 0 {
 		c := in.Choices[0]
 		if c.Message.ReasoningContent != "" {

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 
 	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
+	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -19,6 +21,17 @@ type ChatDecoder struct {
 	sawTools bool
 	Ev       ChatChunk       `json:"-"` // the event being decoded
 	Calls    []chatCallDelta `json:"-"` // the tool call deltas of the event being decoded (reused, cleared)
+	Bill     Billing         `json:"-"` // the billed usage, read from the decoded chunks
+}
+
+// ObserveHeader implements canon.Biller; alpha reports its tier in the body.
+func (d *ChatDecoder) ObserveHeader(http.Header) {}
+
+// Billed implements canon.Biller: the billed usage of the chunks decoded so far (alpha chat reports its
+// output in its usage chunk).
+func (d *ChatDecoder) Billed() (u usage.Usage, found, outputReported bool) {
+	u, found = d.Bill.Usage()
+	return u, found, true
 }
 
 type ChatChunk struct {
@@ -36,7 +49,7 @@ type ChatChunk struct {
 		} `json:"delta"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *chatUsage `json:"usage"`
+	Usage *chatUsageIn `json:"usage"`
 }
 
 // Block indices used by the alpha chat decoder: text 0, thinking 1, tool call k at 100+k.
@@ -65,6 +78,8 @@ func (d *ChatDecoder) General(data []byte, out []canon.Event) ([]canon.Event, er
 	if err := jsonkit.UnmarshalEvent(data, c); err != nil {
 		return out, err
 	}
+	d.Bill.top(c.ServiceTier) // any chunk's, an error chunk's included
+	d.Bill.add(c.Usage)
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		return append(out, canon.Event{Type: canon.EvError, Err: canon.ParseUpstreamError(500, nil, append([]byte(`{"error":`), append(c.Error, '}')...))}), nil
 	}

@@ -85,8 +85,6 @@ var (
 func (d *ChatDecoder) Fast(data []byte, out []canon.Event) ([]canon.Event, bool) {
 	r := jsonkit.NewEventReader(data)
 	var id, model, tier, content, reasoning, refusal, fin jsonkit.StrView
-	var u *chatUsage
-	var ub chatUsage
 	var seen, cseen, dseen jsonkit.Seen
 	var cidx int64
 	choices := 0
@@ -119,8 +117,7 @@ func (d *ChatDecoder) Fast(data []byte, out []canon.Event) ([]canon.Event, bool)
 			if null, err := r.IsNull(); err != nil || null {
 				return err
 			}
-			u = &ub
-			return scanChatUsage(&r, u)
+			return jsonkit.ErrDecline // the usage chunk: the general decoder reads it whole (Decoder.Bill)
 		case "choices":
 			if err = seen.Once("choices"); err != nil {
 				return err
@@ -193,6 +190,7 @@ func (d *ChatDecoder) Fast(data []byte, out []canon.Event) ([]canon.Event, bool)
 		clear(calls)
 		return out, false
 	}
+	d.Bill.top(tier.S)
 	if !d.started {
 		d.started = true
 		out = append(out, canon.Event{Type: canon.EvStart, ID: id.Keep(), Model: model.Keep(), ServiceTier: tier.Keep()})
@@ -201,9 +199,6 @@ func (d *ChatDecoder) Fast(data []byte, out []canon.Event) ([]canon.Event, bool)
 		out = d.choice(out, reasoning, content, refusal, calls, fin.S)
 	}
 	clear(calls)
-	if u != nil {
-		out = append(out, canon.Event{Type: canon.EvUsage, Usage: u.canonical()})
-	}
 	return out, true
 }
 
@@ -266,90 +261,4 @@ func scanChatCalls(r *jsonkit.EventReader, calls []chatCallDelta) ([]chatCallDel
 		}
 		calls = append(calls, c)
 	}
-}
-
-var (
-	chatUsageFields     = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"}
-	chatPromptDetFields = []string{"cached_tokens", "cache_write_tokens", "audio_tokens", "image_tokens", "text_tokens"}
-	chatComplDetFields  = []string{"reasoning_tokens"}
-)
-
-// chatUsage reads an alpha chat usage object (the caller read null).
-func scanChatUsage(r *jsonkit.EventReader, u *chatUsage) error {
-	var seen, pseen, cseen jsonkit.Seen
-	return r.Members(func(name string) (err error) {
-		switch name {
-		case "prompt_tokens":
-			if err = seen.Once("prompt_tokens"); err == nil {
-				u.PromptTokens, err = r.Num()
-			}
-		case "completion_tokens":
-			if err = seen.Once("completion_tokens"); err == nil {
-				u.CompletionTokens, err = r.Num()
-			}
-		case "total_tokens":
-			if err = seen.Once("total_tokens"); err == nil {
-				u.TotalTokens, err = r.Num()
-			}
-		case "prompt_tokens_details":
-			if err = seen.Once("prompt_tokens_details"); err != nil {
-				return err
-			}
-			if null, err := r.IsNull(); err != nil || null {
-				return err
-			}
-			p := &u.PromptTokensDetails
-			*p = new(struct {
-				CachedTokens     int64 `json:"cached_tokens"`
-				CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
-				AudioTokens      int64 `json:"audio_tokens,omitempty"`
-				ImageTokens      int64 `json:"image_tokens,omitempty"`
-				TextTokens       int64 `json:"text_tokens,omitempty"`
-			})
-			return r.Members(func(name string) (err error) {
-				var dst *int64
-				switch name {
-				case "cached_tokens":
-					err, dst = pseen.Once("cached_tokens"), &(*p).CachedTokens
-				case "cache_write_tokens":
-					err, dst = pseen.Once("cache_write_tokens"), &(*p).CacheWriteTokens
-				case "audio_tokens":
-					err, dst = pseen.Once("audio_tokens"), &(*p).AudioTokens
-				case "image_tokens":
-					err, dst = pseen.Once("image_tokens"), &(*p).ImageTokens
-				case "text_tokens":
-					err, dst = pseen.Once("text_tokens"), &(*p).TextTokens
-				default:
-					return r.Other(name, chatPromptDetFields)
-				}
-				if err == nil {
-					*dst, err = r.Num()
-				}
-				return err
-			})
-		case "completion_tokens_details":
-			if err = seen.Once("completion_tokens_details"); err != nil {
-				return err
-			}
-			if null, err := r.IsNull(); err != nil || null {
-				return err
-			}
-			c := &u.CompletionTokensDetails
-			*c = new(struct {
-				ReasoningTokens int64 `json:"reasoning_tokens"`
-			})
-			return r.Members(func(name string) (err error) {
-				if name != "reasoning_tokens" {
-					return r.Other(name, chatComplDetFields)
-				}
-				if err = cseen.Once("completion_tokens_details"); err == nil {
-					(*c).ReasoningTokens, err = r.Num()
-				}
-				return err
-			})
-		default:
-			err = r.Other(name, chatUsageFields)
-		}
-		return err
-	})
 }

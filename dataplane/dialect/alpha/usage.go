@@ -22,21 +22,6 @@ type chatUsage struct {
 	} `json:"completion_tokens_details,omitempty"`
 }
 
-func (c *chatUsage) canonical() canon.Usage {
-	if c == nil {
-		return canon.Usage{}
-	}
-	u := canon.Usage{Known: true, InputTotal: c.PromptTokens, OutputTotal: c.CompletionTokens}
-	if d := c.PromptTokensDetails; d != nil {
-		u.CacheRead, u.CacheWrite = d.CachedTokens, d.CacheWriteTokens
-		u.InputAudio, u.InputImage, u.InputText = d.AudioTokens, d.ImageTokens, d.TextTokens
-	}
-	if d := c.CompletionTokensDetails; d != nil {
-		u.Reasoning = d.ReasoningTokens
-	}
-	return u
-}
-
 func toChatUsage(u canon.Usage) *chatUsage {
 	c := &chatUsage{PromptTokens: u.InputTotal, CompletionTokens: u.OutputTotal, TotalTokens: u.InputTotal + u.OutputTotal}
 	c.PromptTokensDetails = &struct {

@@ -1,12 +1,17 @@
 package beta
 
 import (
+	"errors"
+
 	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 )
 
 // The fast reader of this dialect's common stream events (see jsonkit.EventReader: it decides an event
 // exactly as the general decoder would, or declines it).
+
+// errBilled declines an event carrying usage to the general decoder, which bills it.
+var errBilled = errors.New("event carries usage")
 
 var (
 	betaEventFields = []string{"type", "message", "index", "content_block", "error", "delta", "usage"}
@@ -61,6 +66,8 @@ func (d *Decoder) Fast(data []byte, out []canon.Event) ([]canon.Event, bool) {
 				}
 				return err
 			})
+		case "message", "usage":
+			return errBilled // billed members: the general decoder reads them (Decoder.Bill)
 		default:
 			err = r.Other(name, betaEventFields)
 		}

@@ -722,14 +722,15 @@ func betaBlockOut(p canon.Part) (Block, bool) {
 // ---- response ----
 
 type betaResponse struct {
-	ID           string     `json:"id"`
-	Type         string     `json:"type"`
-	Role         string     `json:"role"`
-	Model        string     `json:"model"`
-	Content      []Block    `json:"content"`
-	StopReason   *string    `json:"stop_reason"`
-	StopSequence *string    `json:"stop_sequence"`
-	Usage        *betaUsage `json:"usage"`
+	ID           string       `json:"id"`
+	Type         string       `json:"type"`
+	Role         string       `json:"role"`
+	Model        string       `json:"model"`
+	Content      []Block      `json:"content"`
+	StopReason   *string      `json:"stop_reason"`
+	StopSequence *string      `json:"stop_sequence"`
+	Usage        *usageIn     `json:"usage"`
+	ServiceTier  jsonkit.Name `json:"service_tier"`
 }
 
 func betaFinishIn(s string) canon.Finish {
@@ -772,7 +773,12 @@ func (Messages) DecodeResponse(body []byte, st *canon.State) (*canon.Response, e
 	}
 	r := &canon.Response{ID: in.ID, Model: in.Model, Usage: in.Usage.canonical()}
 	if in.Usage != nil {
-		r.ServiceTier = in.Usage.ServiceTier
+		r.ServiceTier = in.Usage.ServiceTier.S
+	}
+	var bill Billing
+	bill.message(&in)
+	if u, found := bill.Usage(); found {
+		r.Billed = &u
 	}
 	for _, b := range in.Content {
 		switch b.Type {

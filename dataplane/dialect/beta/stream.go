@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 
 	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
+	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -16,6 +18,16 @@ import (
 type Decoder struct {
 	Signed map[int]bool `json:"-"` // thinking blocks whose signature tag was emitted
 	Ev     StreamEvent  `json:"-"` // the event being decoded
+	Bill   Billing      `json:"-"` // the billed usage, read from the decoded events
+}
+
+// ObserveHeader implements canon.Biller; beta reports its tier in the body.
+func (d *Decoder) ObserveHeader(http.Header) {}
+
+// Billed implements canon.Biller: the billed usage of the stream so far, from the events this decoder read.
+func (d *Decoder) Billed() (u usage.Usage, found, outputReported bool) {
+	u, found = d.Bill.Usage()
+	return u, found, d.Bill.OutputReported()
 }
 
 type StreamEvent struct {
@@ -33,7 +45,7 @@ type StreamEvent struct {
 		StopReason   *string `json:"stop_reason"`
 		StopSequence *string `json:"stop_sequence"`
 	} `json:"delta"`
-	Usage *betaUsage `json:"usage"`
+	Usage *usageIn `json:"usage"`
 }
 
 func (Messages) NewDecoder(*canon.State) canon.StreamDecoder { return &Decoder{Signed: map[int]bool{}} }
@@ -65,6 +77,11 @@ func (d *Decoder) General(data []byte, out []canon.Event) ([]canon.Event, error)
 	if err := jsonkit.UnmarshalEvent(data, e); err != nil {
 		return out, err
 	}
+	// Any event's message and top-level usage are billed (message_start's and message_delta's in practice).
+	if e.Message != nil {
+		d.Bill.message(e.Message)
+	}
+	d.Bill.add(e.Usage, true)
 	switch e.Type {
 	case "message_start":
 		if e.Message == nil {
@@ -72,7 +89,7 @@ func (d *Decoder) General(data []byte, out []canon.Event) ([]canon.Event, error)
 		}
 		out = append(out, canon.Event{Type: canon.EvStart, ID: e.Message.ID, Model: e.Message.Model})
 		if e.Message.Usage != nil {
-			out = append(out, canon.Event{Type: canon.EvUsage, Usage: e.Message.Usage.canonical(), ServiceTier: e.Message.Usage.ServiceTier})
+			out = append(out, canon.Event{Type: canon.EvUsage, Usage: e.Message.Usage.canonical(), ServiceTier: e.Message.Usage.ServiceTier.S})
 		}
 	case "content_block_start":
 		b := e.ContentBlock

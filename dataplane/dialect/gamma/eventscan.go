@@ -9,7 +9,7 @@ import (
 // exactly as the general decoder would, or declines it).
 
 var (
-	gammaUsageFields     = []string{"promptTokenCount", "cachedContentTokenCount", "candidatesTokenCount", "toolUsePromptTokenCount", "thoughtsTokenCount", "totalTokenCount", "promptTokensDetails"}
+	gammaUsageFields     = []string{"promptTokenCount", "cachedContentTokenCount", "candidatesTokenCount", "toolUsePromptTokenCount", "thoughtsTokenCount", "totalTokenCount", "promptTokensDetails", "candidatesTokensDetails", "serviceTier", "trafficType"}
 	gammaModalityFields  = []string{"modality", "tokenCount"}
 	gammaChunkFields     = []string{"candidates", "promptFeedback", "usageMetadata", "modelVersion", "responseId", "error"}
 	gammaCandidateFields = []string{"content", "finishReason", "index"}
@@ -31,10 +31,10 @@ type gammaFastItem struct {
 func (d *Decoder) Fast(data []byte, out []canon.Event) ([]canon.Event, bool) {
 	r := jsonkit.NewEventReader(data)
 	var id, model jsonkit.StrView
-	var u *gammaUsage
+	var u *usageIn
 	var seen jsonkit.Seen
 	items := d.Items[:0]
-	ub := gammaUsage{PromptTokensDetails: d.Modalities[:0]}
+	ub := usageIn{PromptTokensDetails: d.Modalities[:0]}
 	err := r.Event(func(name string) (err error) {
 		switch name {
 		case "responseId":
@@ -79,6 +79,7 @@ func (d *Decoder) Fast(data []byte, out []canon.Event) ([]canon.Event, bool) {
 		}
 		if u != nil {
 			out = append(out, canon.Event{Type: canon.EvUsage, Usage: u.canonical()})
+			d.Bill.take(u)
 		}
 		for i := range items {
 			if it := &items[i]; it.isFin {
@@ -234,11 +235,12 @@ func scanGammaParts(r *jsonkit.EventReader, items []gammaFastItem) ([]gammaFastI
 	}
 }
 
-// gammaUsage reads a usageMetadata object (the caller read null).
-func scanGammaUsage(r *jsonkit.EventReader, u *gammaUsage) error {
+// scanGammaUsage reads a usageMetadata object (the caller read null); the members only billing reads
+// (candidatesTokensDetails, serviceTier, trafficType) are left to the general decoder.
+func scanGammaUsage(r *jsonkit.EventReader, u *usageIn) error {
 	var seen jsonkit.Seen
 	return r.Members(func(name string) (err error) {
-		var dst *int64
+		var dst *jsonkit.Count
 		switch name {
 		case "promptTokenCount":
 			err, dst = seen.Once("promptTokenCount"), &u.PromptTokenCount
@@ -265,7 +267,7 @@ func scanGammaUsage(r *jsonkit.EventReader, u *gammaUsage) error {
 				if err != nil || !ok {
 					return err
 				}
-				var m modalityCount
+				var m modalityIn
 				var mseen jsonkit.Seen
 				err = r.Fields(func(name string) (err error) {
 					switch name {
@@ -277,7 +279,7 @@ func scanGammaUsage(r *jsonkit.EventReader, u *gammaUsage) error {
 						}
 					case "tokenCount":
 						if err = mseen.Once("tokenCount"); err == nil {
-							m.TokenCount, err = r.Num()
+							m.TokenCount, err = count(r)
 						}
 					default:
 						err = r.Other(name, gammaModalityFields)
@@ -289,12 +291,21 @@ func scanGammaUsage(r *jsonkit.EventReader, u *gammaUsage) error {
 				}
 				u.PromptTokensDetails = append(u.PromptTokensDetails, m)
 			}
+		case "candidatesTokensDetails", "serviceTier", "trafficType":
+			return jsonkit.ErrDecline
 		default:
 			return r.Other(name, gammaUsageFields)
 		}
 		if err == nil {
-			*dst, err = r.Num()
+			*dst, err = count(r)
 		}
 		return err
 	})
+}
+
+// count reads a token count the fast reader can decide (an integer; a negative one is 0, as jsonkit.Count
+// reads it); any other value declines to the general decoder.
+func count(r *jsonkit.EventReader) (jsonkit.Count, error) {
+	n, err := r.Num()
+	return jsonkit.Count{V: max(n, 0), Set: true}, err
 }

@@ -977,7 +977,7 @@ type Response struct {
 	PromptFeedback *struct {
 		BlockReason string `json:"blockReason"`
 	} `json:"promptFeedback,omitempty"`
-	UsageMetadata *gammaUsage     `json:"usageMetadata,omitempty"`
+	UsageMetadata *usageIn        `json:"usageMetadata,omitempty"`
 	ModelVersion  string          `json:"modelVersion,omitempty"`
 	ResponseID    string          `json:"responseId,omitempty"`
 	Error         json.RawMessage `json:"error,omitempty"`
@@ -1054,6 +1054,11 @@ func (GenerateContent) DecodeResponse(body []byte, st *canon.State) (*canon.Resp
 		return nil, fmt.Errorf("decode generateContent response: %w", err)
 	}
 	r := &canon.Response{ID: in.ResponseID, Model: in.ModelVersion, Usage: in.UsageMetadata.canonical()}
+	var bill Billing
+	bill.take(in.UsageMetadata)
+	if u, found := bill.Usage(); found {
+		r.Billed = &u
+	}
 	if len(in.Candidates) > 0 {
 		c := in.Candidates[0]
 		if c.Content != nil {

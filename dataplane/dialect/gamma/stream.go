@@ -3,9 +3,11 @@ package gamma
 import (
 	"encoding/json"
 	"io"
+	"net/http"
 
 	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
+	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -21,8 +23,19 @@ type Decoder struct {
 	// the fast path's parts and finish reasons, and usage modalities, of the event being read (reused,
 	// cleared)
 	Items      []gammaFastItem `json:"-"`
-	Modalities []modalityCount `json:"-"`
+	Modalities []modalityIn    `json:"-"`
+	Bill       Billing         `json:"-"` // the billed usage, read from the decoded chunks
 }
+
+// Billed implements canon.Biller: the billed usage of the latest usageMetadata decoded (gamma reports its
+// output in every snapshot).
+func (d *Decoder) Billed() (u usage.Usage, found, outputReported bool) {
+	u, found = d.Bill.Usage()
+	return u, found, true
+}
+
+// ObserveHeader implements canon.Biller: the served tier of the response header.
+func (d *Decoder) ObserveHeader(h http.Header) { d.Bill.ObserveHeader(h) }
 
 func (GenerateContent) NewDecoder(*canon.State) canon.StreamDecoder { return &Decoder{Cur: -1} }
 
@@ -57,6 +70,7 @@ func (d *Decoder) General(data []byte, out []canon.Event) ([]canon.Event, error)
 	if err := jsonkit.UnmarshalEvent(data, c); err != nil {
 		return out, err
 	}
+	d.Bill.take(c.UsageMetadata) // any chunk's, an error chunk's included
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		return append(out, canon.Event{Type: canon.EvError, Err: canon.ParseUpstreamError(500, nil, data)}), nil
 	}

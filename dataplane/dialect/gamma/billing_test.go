@@ -1,0 +1,228 @@
+package gamma
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/tollgate/tollgate/dataplane/canon"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
+	"github.com/tollgate/tollgate/dataplane/sse"
+	"github.com/tollgate/tollgate/shared/usage"
+)
+
+type wireAnswer struct {
+	body   []byte
+	header http.Header
+}
+
+// realWireGamma returns the gamma generateContent answers of ../shared/wire/realwire.jsonl (stream bodies,
+// SSE or a JSON array, and buffered bodies) with their response headers.
+func realWireGamma(t testing.TB) (streams, bodies []wireAnswer) {
+	f, err := os.Open("../../../../shared/wire/realwire.jsonl")
+	if err != nil {
+		t.Fatalf("the real-wire corpus: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var row struct {
+			Dialect      string            `json:"dialect"`
+			Stream       bool              `json:"stream"`
+			Status       int               `json:"status"`
+			Headers      map[string]string `json:"response_headers"`
+			ResponseBody string            `json:"response_body"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+			t.Fatal(err)
+		}
+		if row.Dialect != "gamma_generate_content" || row.Status != 200 {
+			continue
+		}
+		a := wireAnswer{body: []byte(row.ResponseBody), header: http.Header{}}
+		for k, v := range row.Headers {
+			a.header.Set(k, v)
+		}
+		if row.Stream {
+			streams = append(streams, a)
+		} else {
+			bodies = append(bodies, a)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(streams) == 0 || len(bodies) == 0 {
+		t.Fatalf("%d gamma streams and %d bodies in the corpus, want some of each", len(streams), len(bodies))
+	}
+	return streams, bodies
+}
+
+// events frames a stream body: SSE data payloads, or the elements of a JSON array.
+func events(body []byte) [][]byte {
+	var out [][]byte
+	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
+		d := jsonkit.NewJSONArrayDecoder(bytes.NewReader(body))
+		for {
+			elem, err := d.Next()
+			if err != nil {
+				return out
+			}
+			out = append(out, bytes.Clone(elem))
+		}
+	}
+	dec := sse.NewDecoder(bytes.NewReader(body))
+	for {
+		ev, err := dec.Next()
+		if err != nil {
+			return out
+		}
+		out = append(out, bytes.Clone(ev.Data))
+	}
+}
+
+// streamBilled decodes a stream with the translator's decoder and returns what it bills and the events it
+// read (a stream the translator cannot read stops at the event it refused, as the data plane does).
+func streamBilled(a wireAnswer) (u usage.Usage, found bool, read [][]byte) {
+	d := GenerateContent{}.NewDecoder(&canon.State{})
+	b := d.(canon.Biller)
+	b.ObserveHeader(a.header)
+	var out []canon.Event
+	for _, ev := range events(a.body) {
+		var err error
+		if out, err = d.Decode("", bytes.TrimSpace(ev), out[:0]); err != nil {
+			break
+		}
+		read = append(read, ev)
+	}
+	u, found, _ = b.Billed()
+	return u, found, read
+}
+
+func checkStreamAgrees(t *testing.T, a wireAnswer) {
+	got, found, read := streamBilled(a)
+	var acc usage.GammaStream
+	acc.ObserveHeader(a.header)
+	for _, ev := range read {
+		_ = acc.Observe(ev)
+	}
+	want, wantFound := acc.Result()
+	if got != want || found != wantFound {
+		t.Fatalf("decoder bills %+v found %v; the accumulator %+v %v\n%.2000s", got, found, want, wantFound, a.body)
+	}
+}
+
+// checkBodyAgrees compares the billing of a buffered answer's decoding with usage.FromGamma; a body the
+// translator cannot decode is billed by the data plane with usage.FromBody instead (proxy transform.go).
+func checkBodyAgrees(t *testing.T, a wireAnswer) {
+	r, err := GenerateContent{}.DecodeResponse(a.body, &canon.State{})
+	if err != nil {
+		return
+	}
+	want, wantFound, werr := usage.FromGamma(a.body, a.header)
+	var got usage.Usage
+	if r.Billed != nil {
+		got = *r.Billed
+		GenerateContent{}.BillHeader(&got, a.header)
+	}
+	switch {
+	case werr != nil:
+		t.Fatalf("the translator decoded a body usage.FromGamma refuses (%v): %s", werr, a.body)
+	case (r.Billed != nil) != wantFound:
+		t.Fatalf("billed %v, FromGamma found %v: %s", r.Billed, wantFound, a.body)
+	case r.Billed != nil && got != want:
+		t.Fatalf("billed %+v, FromGamma %+v: %s", got, want, a.body)
+	}
+}
+
+func TestBillingAgreesOnRealWire(t *testing.T) {
+	streams, bodies := realWireGamma(t)
+	billed := 0
+	for _, s := range streams {
+		checkStreamAgrees(t, s)
+		if _, found, _ := streamBilled(s); found {
+			billed++
+		}
+	}
+	for _, b := range bodies {
+		checkBodyAgrees(t, b)
+	}
+	if billed != len(streams) {
+		t.Fatalf("%d of %d real streams billed from the decoder", billed, len(streams))
+	}
+}
+
+// Each usageMetadata snapshot is taken whole: an earlier candidatesTokenCount does not survive into a later
+// snapshot without one; the header's tier wins; image tokens are the IMAGE modality of the output.
+func TestBillingTakesEachSnapshotWhole(t *testing.T) {
+	stream := "data: " + `{"candidates":[{"content":{"parts":[{"text":"a"}],"role":"model"}}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":99,"serviceTier":"FLEX"}}` + "\n\n" +
+		"data: " + `{"candidates":[{"content":{"parts":[{"text":"b"}],"role":"model"},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":"10","cachedContentTokenCount":4,"thoughtsTokenCount":78,` +
+		`"candidatesTokensDetails":[{"modality":"IMAGE","tokenCount":3}],"trafficType":"ON_DEMAND_PRIORITY"}}` + "\n\n"
+	u, found, _ := streamBilled(wireAnswer{body: []byte(stream), header: http.Header{}})
+	want := usage.Usage{Input: 6, CacheRead: 4, Output: 75, ImageOutput: 3, ReportedTier: "priority"}
+	if !found || u != want {
+		t.Fatalf("billed %+v found %v, want %+v", u, found, want)
+	}
+	h := http.Header{}
+	h.Set(TierHeader, "SERVICE_TIER_STANDARD")
+	if u, _, _ := streamBilled(wireAnswer{body: []byte(stream), header: h}); u.ReportedTier != "standard" {
+		t.Fatalf("tier %q with the header, want standard", u.ReportedTier)
+	}
+	checkStreamAgrees(t, wireAnswer{body: []byte(stream), header: h})
+}
+
+// escapedLetter finds a JSON escape of a letter or '_', with which a member name can be spelled other than
+// exactly.
+var escapedLetter = regexp.MustCompile(`\\u00(4[1-9a-fA-F]|5[0-9aAfF]|6[1-9a-fA-F]|7[0-9aA])`)
+
+// nameVariant reports whether b may spell one of names other than exactly (in another case, or escaped).
+// The translator's decoders match names as the JSON library does (exact, else ignoring case, after
+// unescaping); shared/usage's stream readers compare the raw names exactly. Real upstreams write the exact
+// names: the two are compared where they read the same members.
+func nameVariant(b []byte, names ...string) bool {
+	if escapedLetter.Match(b) {
+		return true
+	}
+	lower := bytes.ToLower(b)
+	for _, n := range names {
+		q := []byte(`"` + n + `"`)
+		if bytes.Count(lower, bytes.ToLower(q)) != bytes.Count(b, q) {
+			return true
+		}
+	}
+	return false
+}
+
+func FuzzBillingAgrees(f *testing.F) {
+	streams, bodies := realWireGamma(f)
+	for _, s := range streams {
+		f.Add(s.body, false, s.header.Get(TierHeader))
+	}
+	for _, b := range bodies {
+		f.Add(b.body, true, b.header.Get(TierHeader))
+	}
+	billingNames := []string{"usageMetadata", "promptTokenCount", "cachedContentTokenCount", "candidatesTokenCount", "thoughtsTokenCount", "toolUsePromptTokenCount", "totalTokenCount", "candidatesTokensDetails", "serviceTier", "trafficType", "modality", "tokenCount"}
+	f.Fuzz(func(t *testing.T, b []byte, body bool, tier string) {
+		if nameVariant(b, billingNames...) {
+			return
+		}
+		a := wireAnswer{body: b, header: http.Header{}}
+		if tier != "" {
+			a.header.Set(TierHeader, tier)
+		}
+		if body {
+			checkBodyAgrees(t, a)
+			return
+		}
+		if !strings.Contains(string(b), "data:") && !strings.HasPrefix(strings.TrimSpace(string(b)), "[") {
+			return
+		}
+		checkStreamAgrees(t, a)
+	})
+}
