@@ -138,3 +138,39 @@ func TestUnreadableEventStillBilled(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreadableEventUsageStillBilled: an upstream event the translator cannot read (a member of a type it
+// cannot carry) that itself carries the usage still bills that usage: the decoder reads the event's usage
+// members as the passthrough relay reads them.
+func TestUnreadableEventUsageStillBilled(t *testing.T) {
+	for _, c := range []struct {
+		dest     vocab.Kind
+		upstream string
+	}{
+		{vocab.KindBetaMessages, "event: message_start\ndata: " + `{"type":"message_start","message":{"id":"m","model":"b","content":[],"usage":{"input_tokens":30,"output_tokens":1}}}` + "\n\n" +
+			"event: message_delta\ndata: " + `{"type":"message_delta","delta":{"stop_reason":5},"usage":{"output_tokens":40}}` + "\n\n" +
+			"event: message_stop\ndata: " + `{"type":"message_stop"}` + "\n\n"},
+		{vocab.KindBetaMessages, "event: message_start\ndata: " + `{"type":"message_start","index":"zero","message":{"id":"m","model":"b","content":[],"usage":{"input_tokens":30,"output_tokens":40}}}` + "\n\n"},
+		{vocab.KindGammaGenerateContent, "data: " + `{"candidates":[{"content":{"parts":[{"text":"a"}],"role":"model"},"index":"zero","finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":30,"candidatesTokenCount":40}}` + "\n\n"},
+		{vocab.KindAlphaChatCompletions, "data: " + `{"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"a"}}]}` + "\n\n" +
+			"data: " + `{"id":"c","model":"m","choices":[{"index":"zero","delta":{}}],"usage":{"prompt_tokens":30,"completion_tokens":40}}` + "\n\n" +
+			"data: [DONE]\n\n"},
+	} {
+		tr := newT(t, Pair{Op: vocab.OpStreamGenerateContent, Kind: vocab.KindAlphaResponses, DestOp: vocab.OpStreamGenerateContent, DestKind: c.dest})
+		if _, err := tr.Request(ClientRequest{Body: clientRequestFor(vocab.KindAlphaResponses, true), Model: "m", Stream: true}); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		s := tr.NewStream(&out)
+		if err := s.Pump(strings.NewReader(c.upstream), false, nil); err == nil {
+			t.Fatalf("%s: Pump read an unreadable event without error; client got %s", c.dest, out.String())
+		}
+		b, ok := s.Biller()
+		if !ok {
+			t.Fatalf("%s: the decoder does not bill", c.dest)
+		}
+		if u, found, _ := b.Billed(); !found || u.Input != 30 || u.Output != 40 {
+			t.Errorf("%s: billed %+v found %v, want input 30 output 40 (the usage of the unreadable event)", c.dest, u, found)
+		}
+	}
+}

@@ -54,7 +54,7 @@ func realWireChat(t testing.TB) (streams, bodies [][]byte) {
 }
 
 // streamBilled decodes an SSE stream with the translator's decoder and returns what it bills and the events
-// it read (a stream the translator cannot read stops at the event it refused, as the data plane does).
+// it read (a stream the translator cannot read stops after the event it refused, whose usage members are still billed when it is JSON).
 func streamBilled(stream []byte) (u usage.Usage, found bool, read [][]byte) {
 	d := Chat{}.NewDecoder(&canon.State{})
 	dec := sse.NewDecoder(bytes.NewReader(stream))
@@ -66,7 +66,11 @@ func streamBilled(stream []byte) (u usage.Usage, found bool, read [][]byte) {
 		}
 		data := bytes.Clone(ev.Data)
 		var derr error
-		if out, derr = d.Decode(ev.Name, bytes.TrimSpace(ev.Data), out[:0]); derr != nil {
+		out, derr = d.Decode(ev.Name, bytes.TrimSpace(ev.Data), out[:0])
+		if derr != nil {
+			if jsonkit.ValidJSON(bytes.TrimSpace(ev.Data)) { // an event that is not JSON bills nothing
+				read = append(read, data)
+			}
 			break
 		}
 		read = append(read, data)

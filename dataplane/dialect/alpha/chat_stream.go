@@ -72,10 +72,22 @@ func (d *ChatDecoder) Decode(_ string, data []byte, out []canon.Event) ([]canon.
 }
 
 // General decodes any event with the general decoder.
+// billUnreadable bills the usage members of a chunk the decoder cannot read (a member of a type it cannot
+// carry), as the passthrough relay reader reads them: what the translator cannot carry never costs the bill.
+func (d *ChatDecoder) billUnreadable(data []byte) {
+	if !jsonkit.ValidJSON(data) {
+		return // not JSON: bills nothing
+	}
+	var r jsonkit.Relay
+	ReadChatRelay(data, &r)
+	d.Bill.ObserveRelay(&r)
+}
+
 func (d *ChatDecoder) General(data []byte, out []canon.Event) ([]canon.Event, error) {
 	d.Ev = ChatChunk{Choices: d.Ev.Choices[:0]}
 	c := &d.Ev
 	if err := jsonkit.UnmarshalEvent(data, c); err != nil {
+		d.billUnreadable(data)
 		return out, err
 	}
 	d.Bill.top(c.ServiceTier) // any chunk's, an error chunk's included

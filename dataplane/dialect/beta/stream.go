@@ -71,10 +71,22 @@ func (d *Decoder) signature(i int, sig string) canon.Event {
 }
 
 // General decodes any event with the general decoder.
+// billUnreadable bills the usage members of an event the decoder cannot read (a member of a type it cannot
+// carry), as the passthrough relay reader reads them: what the translator cannot carry never costs the bill.
+func (d *Decoder) billUnreadable(data []byte) {
+	if !jsonkit.ValidJSON(data) {
+		return // not JSON: bills nothing
+	}
+	var r jsonkit.Relay
+	ReadRelay(data, &r)
+	d.Bill.ObserveRelay(&r)
+}
+
 func (d *Decoder) General(data []byte, out []canon.Event) ([]canon.Event, error) {
 	d.Ev = StreamEvent{} // reused: one allocation less per event
 	e := &d.Ev
 	if err := jsonkit.UnmarshalEvent(data, e); err != nil {
+		d.billUnreadable(data)
 		return out, err
 	}
 	// Any event's message and top-level usage are billed (message_start's and message_delta's in practice).

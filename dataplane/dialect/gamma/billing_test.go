@@ -88,7 +88,7 @@ func events(body []byte) [][]byte {
 }
 
 // streamBilled decodes a stream with the translator's decoder and returns what it bills and the events it
-// read (a stream the translator cannot read stops at the event it refused, as the data plane does).
+// read (a stream the translator cannot read stops after the event it refused, whose usage members are still billed when it is JSON).
 func streamBilled(a wireAnswer) (u usage.Usage, found bool, read [][]byte) {
 	d := GenerateContent{}.NewDecoder(&canon.State{})
 	b := d.(canon.Biller)
@@ -96,7 +96,11 @@ func streamBilled(a wireAnswer) (u usage.Usage, found bool, read [][]byte) {
 	var out []canon.Event
 	for _, ev := range events(a.body) {
 		var err error
-		if out, err = d.Decode("", bytes.TrimSpace(ev), out[:0]); err != nil {
+		out, err = d.Decode("", bytes.TrimSpace(ev), out[:0])
+		if err != nil {
+			if jsonkit.ValidJSON(bytes.TrimSpace(ev)) { // an event that is not JSON bills nothing
+				read = append(read, ev)
+			}
 			break
 		}
 		read = append(read, ev)

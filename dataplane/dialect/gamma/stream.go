@@ -62,12 +62,24 @@ func (d *Decoder) Decode(_ string, data []byte, out []canon.Event) ([]canon.Even
 }
 
 // General decodes any event with the general decoder.
+// billUnreadable bills the usageMetadata of a chunk the decoder cannot read (another member of a type it
+// cannot carry), decoded alone: what the translator cannot carry never costs the bill.
+func (d *Decoder) billUnreadable(data []byte) {
+	var c struct {
+		UsageMetadata *usageIn `json:"usageMetadata"`
+	}
+	if jsonkit.UnmarshalEvent(data, &c) == nil {
+		d.Bill.take(c.UsageMetadata)
+	}
+}
+
 func (d *Decoder) General(data []byte, out []canon.Event) ([]canon.Event, error) {
 	// Reused: the candidates keep their array (the decoder zeroes each element it decodes into;
 	// TestStreamDecoderReuseKeepsNothing).
 	d.Ev = Response{Candidates: d.Ev.Candidates[:0]}
 	c := &d.Ev
 	if err := jsonkit.UnmarshalEvent(data, c); err != nil {
+		d.billUnreadable(data)
 		return out, err
 	}
 	d.Bill.take(c.UsageMetadata) // any chunk's, an error chunk's included
