@@ -21,13 +21,15 @@ import (
 	"github.com/tollgate/tollgate/controlplane/secret"
 	"github.com/tollgate/tollgate/controlplane/store"
 	"github.com/tollgate/tollgate/controlplane/store/storetest"
+	"github.com/tollgate/tollgate/dataplane/dialect/alpha"
+	"github.com/tollgate/tollgate/dataplane/dialect/beta"
 	"github.com/tollgate/tollgate/deploy/mockupstream"
 	"github.com/tollgate/tollgate/shared/pricing"
 	"github.com/tollgate/tollgate/shared/usage"
 )
 
 // gateway plays the data plane's part for these tests: it sends a request to the mock provider, reads the
-// usage from the answer with the project's extraction (shared/usage), prices it with the price rule
+// usage from the answer with the data plane's (dialect/alpha, dialect/beta), prices it with the price rule
 // (shared/pricing) and settles the row through the store, as settlement does.
 type gateway struct {
 	t        *testing.T
@@ -189,9 +191,9 @@ func (g *gateway) do(c call) {
 			g.t.Fatalf("%s = %d %s", path, resp.StatusCode, raw)
 		}
 		if c.kind == "beta" {
-			u, _, err = usage.FromBeta(raw)
+			u, _, err = beta.BillBody(raw)
 		} else {
-			u, _, err = usage.FromAlphaChat(raw)
+			u, _, err = alpha.BillChatBody(raw)
 		}
 		if err != nil {
 			g.t.Fatal(err)

@@ -1,6 +1,7 @@
 package alpha
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/tollgate/tollgate/dataplane/canon"
@@ -152,4 +153,24 @@ func (b *Billing) Usage() (usage.Usage, bool) {
 		u.ImageOutput = b.imageOut.V
 	}
 	return u, b.found
+}
+
+// chatBodyIn is what billing reads of a buffered chat completion.
+type chatBodyIn struct {
+	Usage       *chatUsageIn `json:"usage"`
+	ServiceTier jsonkit.Name `json:"service_tier"`
+}
+
+// BillChatBody returns the billed usage of a buffered chat completion, reading only its service_tier and
+// usage members; found is false when it reported no usage. A body that is not a JSON object is an error.
+func BillChatBody(body []byte) (u usage.Usage, found bool, err error) {
+	var c chatBodyIn
+	if err := jsonkit.UnmarshalEvent(body, &c); err != nil {
+		return usage.Usage{}, false, fmt.Errorf("decode chat completion usage: %w", err)
+	}
+	var b Billing
+	tier(&b.topTier, c.ServiceTier)
+	b.add(c.Usage)
+	u, found = b.Usage()
+	return u, found, nil
 }

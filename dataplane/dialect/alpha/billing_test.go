@@ -124,6 +124,7 @@ func checkRelayAgrees(t *testing.T, stream []byte) {
 // checkBodyAgrees compares the billing of a buffered answer's decoding with usage.FromAlphaChat; a body the
 // translator cannot decode is billed by the data plane with usage.FromBody instead (proxy transform.go).
 func checkBodyAgrees(t *testing.T, body []byte) {
+	checkBillBodyAgrees(t, body)
 	r, err := Chat{}.DecodeResponse(body, &canon.State{})
 	if err != nil {
 		return
@@ -136,6 +137,20 @@ func checkBodyAgrees(t *testing.T, body []byte) {
 		t.Fatalf("billed %v, FromAlphaChat found %v: %s", r.Billed, wantFound, body)
 	case r.Billed != nil && *r.Billed != want:
 		t.Fatalf("billed %+v, FromAlphaChat %+v: %s", *r.Billed, want, body)
+	}
+}
+
+// checkBillBodyAgrees compares BillChatBody (a buffered answer's usage members alone) with
+// usage.FromAlphaChat. Bodies that are not valid JSON are left out (encoding/json refuses what the event
+// decoder carries: invalid UTF-8).
+func checkBillBodyAgrees(t *testing.T, body []byte) {
+	if !json.Valid(body) {
+		return
+	}
+	got, found, err := BillChatBody(body)
+	want, wantFound, werr := usage.FromAlphaChat(body)
+	if (err != nil) != (werr != nil) || got != want || found != wantFound {
+		t.Fatalf("BillChatBody %+v found %v err %v; FromAlphaChat %+v %v %v: %s", got, found, err, want, wantFound, werr, body)
 	}
 }
 

@@ -1,6 +1,7 @@
 package beta
 
 import (
+	"fmt"
 	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/shared/usage"
@@ -168,4 +169,18 @@ func toBetaUsage(u canon.Usage) *betaUsage {
 		}{u.Reasoning}
 	}
 	return b
+}
+
+// BillBody returns the billed usage of a buffered messages answer, reading only its service_tier and usage
+// members; found is false when it reported no usage. A body that is not a JSON object is an error.
+func BillBody(body []byte) (u usage.Usage, found bool, err error) {
+	var m messageIn
+	if err := jsonkit.UnmarshalEvent(body, &m); err != nil {
+		return usage.Usage{}, false, fmt.Errorf("decode messages usage: %w", err)
+	}
+	var b Billing
+	tier(&b.topTier, m.ServiceTier)
+	b.add(m.Usage, false)
+	u, found = b.Usage()
+	return u, found, nil
 }
