@@ -285,7 +285,7 @@ func (p *passthroughResponder) copy(ctx context.Context, w http.ResponseWriter, 
 	// Only the usage members were kept, wherever they were in a body of any length; the reported tier is
 	// kept even when the body carries no token counts.
 	if red := p.scan.Reduced(); red != nil {
-		if u, found, err := usage.FromBody(p.class.Kind, p.class.Op, red, resp.Header); err == nil {
+		if u, found, err := bodyUsage(p.class.Kind, p.class.Op, red, resp.Header); err == nil {
 			res.Usage, res.UsageFound = u, found
 		}
 	}
@@ -326,7 +326,7 @@ func (p *passthroughResponder) whole(w http.ResponseWriter, resp *http.Response,
 	if !p.billable {
 		return
 	}
-	if u, found, err := usage.FromBody(p.class.Kind, p.class.Op, body, resp.Header); err == nil {
+	if u, found, err := bodyUsage(p.class.Kind, p.class.Op, body, resp.Header); err == nil {
 		res.Usage, res.UsageFound = u, found
 	}
 	if !res.UsageFound && p.collect && p.class.Op.IsGeneration() {

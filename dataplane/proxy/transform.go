@@ -128,7 +128,7 @@ func (a *transformAttempt) Wait(ctx context.Context, w http.ResponseWriter) (sto
 // Respond implements Responder: the translator writes the client's bytes; the usage is the upstream
 // dialect's reading of the translator's own decoding of the events or the buffered body when that dialect
 // bills from its decoder (canon.Biller, translate.Translator.Billed), else the destination dialect's
-// accumulator reads the decoded events (translate.Stream.Observe) or usage.FromBody the body.
+// accumulator reads the decoded events (translate.Stream.Observe) or bodyUsage the body.
 func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, resp *http.Response) Result {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -232,7 +232,7 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		}
 		if u, ok := a.tr.Billed(resp.Header); ok {
 			res.Usage, res.UsageFound = u, true
-		} else if u, found, err := usage.FromBody(a.cell.DestKind, a.cell.DestOp, body, resp.Header); err == nil && found {
+		} else if u, found, err := bodyUsage(a.cell.DestKind, a.cell.DestOp, body, resp.Header); err == nil && found {
 			res.Usage, res.UsageFound = u, true
 		} else if a.cell.DestOp.IsGeneration() {
 			res.Output, res.OutputBytes = responseText(body)

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tollgate/tollgate/dataplane/dialect/alpha"
 	"github.com/tollgate/tollgate/dataplane/dialect/beta"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/dataplane/proxy"
@@ -23,22 +24,39 @@ import (
 )
 
 // gatewayRecords is what the gateway records for a stream it received as body (whole SSE events, as the
-// mock flushes them): the latest usage the events reported (the data plane's stream accumulator), else the
+// mock flushes them): the latest usage the events reported (the data plane's relay billing or stream accumulator), else the
 // local count of the request and, for alpha chat and beta, of the relayed delta text (proxy.CountLocally),
 // and for a beta stream cut before message_delta its reported input side with the output counted — the
 // data plane's rule, through its own functions (docs/dataplane.md, "Local token counting").
 func gatewayRecords(t *testing.T, kind vocab.Kind, model, reqBody string, hdr http.Header, body []byte) usage.Usage {
 	t.Helper()
-	acc := usage.NewStreamAccumulator(kind, vocab.OpStreamGenerateContent)
-	acc.ObserveHeader(hdr)
+	// beta and alpha chat streams are billed from their relay reader's members (dataplane/proxy respond.go),
+	// the others by the stream accumulator.
+	var betaBill beta.Billing
+	var chatBill alpha.Billing
+	var acc usage.Accumulator
+	if kind != vocab.KindBetaMessages && kind != vocab.KindAlphaChatCompletions {
+		acc = usage.NewStreamAccumulator(kind, vocab.OpStreamGenerateContent)
+		acc.ObserveHeader(hdr)
+	}
 	var text strings.Builder
 	for _, ev := range parseSSE(t, body) {
-		_ = acc.Observe([]byte(ev.data))
-		if kind == vocab.KindBetaMessages {
-			var rel jsonkit.Relay
+		var rel jsonkit.Relay
+		switch kind {
+		case vocab.KindBetaMessages:
 			beta.ReadRelay([]byte(ev.data), &rel)
+			if rel.HasUsage {
+				betaBill.ObserveRelay(&rel)
+			}
 			text.Write(beta.AppendOutputText(nil, &rel))
 			continue
+		case vocab.KindAlphaChatCompletions:
+			alpha.ReadChatRelay([]byte(ev.data), &rel)
+			if rel.HasUsage {
+				chatBill.ObserveRelay(&rel)
+			}
+		default:
+			_ = acc.Observe([]byte(ev.data))
 		}
 		if kind != vocab.KindAlphaChatCompletions || ev.data == "[DONE]" {
 			continue
@@ -65,9 +83,19 @@ func gatewayRecords(t *testing.T, kind vocab.Kind, model, reqBody string, hdr ht
 			}
 		}
 	}
-	reported, found := acc.Result()
-	b, isBeta := acc.(*usage.BetaStream)
-	if found && (!isBeta || b.OutputReported()) {
+	var reported usage.Usage
+	var found bool
+	outputReported := true
+	switch kind {
+	case vocab.KindBetaMessages:
+		reported, found = betaBill.Usage()
+		outputReported = betaBill.OutputReported()
+	case vocab.KindAlphaChatCompletions:
+		reported, found = chatBill.Usage()
+	default:
+		reported, found = acc.Result()
+	}
+	if found && outputReported {
 		return reported
 	}
 	// The gateway keeps the first tokencount.MaxExactBytes of the text (cut at a character) and its length.
