@@ -32,15 +32,6 @@ func stream100(kind vocab.Kind) [][]byte {
 			`{"type":"response.content_part.done","sequence_number":97,"item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":"...","annotations":[]}}`,
 			`{"type":"response.output_item.done","sequence_number":98,"output_index":0,"item":{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[]}}`,
 			`{"type":"response.completed","sequence_number":99,"response":{"id":"resp_1","object":"response","status":"completed","service_tier":"default","output":[],"usage":{"input_tokens":1200,"input_tokens_details":{"cached_tokens":1024},"output_tokens":92,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":1292}}}`)
-	case vocab.KindBetaMessages:
-		ev = append(ev, `{"type":"message_start","message":{"id":"msg_01X","type":"message","role":"assistant","model":"b-1","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"cache_creation_input_tokens":1024,"cache_read_input_tokens":2048,"output_tokens":1,"service_tier":"standard"}}}`,
-			`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`, `{"type":"ping"}`)
-		for i := 0; i < 94; i++ {
-			ev = append(ev, fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"token %d "}}`, i))
-		}
-		ev = append(ev, `{"type":"content_block_stop","index":0}`,
-			`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":25,"cache_creation_input_tokens":1024,"cache_read_input_tokens":2048,"output_tokens":94}}`,
-			`{"type":"message_stop"}`)
 	case vocab.KindGammaGenerateContent:
 		for i := 0; i < 100; i++ {
 			ev = append(ev, fmt.Sprintf(`{"candidates":[{"content":{"role":"model","parts":[{"text":"token %d "}]},"index":0}],"usageMetadata":{"promptTokenCount":1200,"cachedContentTokenCount":1024,"candidatesTokenCount":%d,"totalTokenCount":%d},"modelVersion":"g-1-flash-001","responseId":"q3Xk"}`, i, i+1, 1201+i))
@@ -66,7 +57,6 @@ func BenchmarkStreamUsage(b *testing.B) {
 	}{
 		{"alpha_chat", vocab.KindAlphaChatCompletions, vocab.OpStreamGenerateContent},
 		{"alpha_responses", vocab.KindAlphaResponses, vocab.OpStreamGenerateContent},
-		{"beta", vocab.KindBetaMessages, vocab.OpStreamGenerateContent},
 		{"gamma", vocab.KindGammaGenerateContent, vocab.OpStreamGenerateContent},
 		{"alpha_image", vocab.KindAlpha, vocab.OpCreateImage},
 	}

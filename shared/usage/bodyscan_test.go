@@ -28,7 +28,7 @@ var scanKinds = []struct {
 	op   vocab.Operation
 }{
 	{vocab.KindAlphaChatCompletions, vocab.OpGenerateContent}, {vocab.KindAlphaResponses, vocab.OpGenerateContent},
-	{vocab.KindBetaMessages, vocab.OpGenerateContent}, {vocab.KindGammaGenerateContent, vocab.OpGenerateContent},
+	{vocab.KindGammaGenerateContent, vocab.OpGenerateContent},
 	{vocab.KindAlpha, vocab.OpCreateEmbedding}, {vocab.KindAlpha, vocab.OpRerank}, {vocab.KindAlpha, vocab.OpCreateImage},
 }
 

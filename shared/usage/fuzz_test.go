@@ -19,9 +19,8 @@ func checkUsage(t *testing.T, u Usage) {
 }
 
 var bodySeeds = []string{
-	alphaChatBody, alphaResponsesBody, alphaImageBody, alphaEmbeddingBody, rerankBody, betaBody, gammaBody,
+	alphaChatBody, alphaResponsesBody, alphaImageBody, alphaEmbeddingBody, rerankBody, gammaBody,
 	`{"usage":{"prompt_tokens":"12","completion_tokens":3.0,"completion_tokens_details":{"image_tokens":-4}}}`,
-	`{"usage":{"cache_creation_input_tokens":1600,"cache_creation":{"ephemeral_1h_input_tokens":9223372036854775807}}}`,
 	`{"usageMetadata":{"promptTokenCount":9223372036854775807,"toolUsePromptTokenCount":9223372036854775807}}`,
 	`{"usage":null}`, `null`, `[]`, `{`, `"x"`, ``,
 }
@@ -44,7 +43,6 @@ func FuzzFromAlphaResponses(f *testing.F) { fuzzBody(f, FromAlphaResponses) }
 func FuzzFromAlphaImage(f *testing.F)     { fuzzBody(f, FromAlphaImage) }
 func FuzzFromAlphaEmbedding(f *testing.F) { fuzzBody(f, FromAlphaEmbedding) }
 func FuzzFromRerank(f *testing.F)         { fuzzBody(f, FromRerank) }
-func FuzzFromBeta(f *testing.F)           { fuzzBody(f, FromBeta) }
 
 func FuzzFromGamma(f *testing.F) {
 	fuzzBody(f, func(b []byte) (Usage, bool, error) {
@@ -95,10 +93,6 @@ func FuzzAlphaChatStream(f *testing.F) {
 
 func FuzzAlphaResponsesStream(f *testing.F) {
 	fuzzStream(f, vocab.KindAlphaResponses, vocab.OpStreamGenerateContent, joined(alphaResponsesStream), `{"response":null}`)
-}
-
-func FuzzBetaStream(f *testing.F) {
-	fuzzStream(f, vocab.KindBetaMessages, vocab.OpStreamGenerateContent, joined(betaStream), `{"usage":{"speed":"fast"}}`)
 }
 
 func FuzzGammaStream(f *testing.F) {

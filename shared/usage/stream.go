@@ -31,8 +31,6 @@ func NewStreamAccumulator(kind vocab.Kind, op vocab.Operation) Accumulator {
 		return &AlphaChatStream{}
 	case vocab.KindAlphaResponses:
 		return &AlphaResponsesStream{}
-	case vocab.KindBetaMessages:
-		return &BetaStream{}
 	case vocab.KindGammaGenerateContent:
 		return &GammaStream{}
 	case vocab.KindAlpha:
@@ -60,10 +58,6 @@ func FromBody(kind vocab.Kind, op vocab.Operation, body []byte, hdr http.Header)
 			return FromAlphaEmbedding(body)
 		case op == vocab.OpRerank:
 			return FromRerank(body)
-		}
-	case vocab.KindBeta:
-		if kind == vocab.KindBetaMessages {
-			return FromBeta(body)
 		}
 	case vocab.KindGamma:
 		switch {
@@ -107,7 +101,6 @@ func streamError(what string, err error) error {
 var (
 	usageTierKeys = []string{"usage", "service_tier"}
 	responseKeys  = []string{"response"}
-	betaKeys      = []string{"message", "usage"}
 	gammaKeys     = []string{"usageMetadata"}
 )
 
@@ -208,62 +201,6 @@ func (s *AlphaImageStream) Observe(data []byte) error {
 
 // Result implements Accumulator.
 func (s *AlphaImageStream) Result() (Usage, bool) { return s.f.generation(true), s.found }
-
-// BetaStream accumulates beta_messages events: message_start.message.usage, then each
-// message_delta.usage (cumulative; the latest value per field wins).
-type BetaStream struct {
-	f     betaFields
-	found bool
-	final bool // a top-level usage (message_delta's) was read: the output count is the provider's
-}
-
-// OutputReported reports whether the stream reported its output count: message_start's output_tokens is a
-// placeholder (usually 1), only a later event's top-level usage (message_delta) counts the output.
-func (s *BetaStream) OutputReported() bool { return s.final }
-
-// ObserveHeader implements Accumulator; beta reports its tier in the body.
-func (s *BetaStream) ObserveHeader(http.Header) {}
-
-// Observe implements Accumulator.
-func (s *BetaStream) Observe(data []byte) error {
-	if skip(data) || !mayCarry(data, keyUsage, keyServiceTier) {
-		return nil
-	}
-	var vals [2][]byte
-	if err := objectFields(data, betaKeys, vals[:]); err != nil {
-		return streamError("beta", err)
-	}
-	// Decode everything before merging anything, so a bad event changes nothing.
-	var msg [2][]byte
-	var mu, du betaUsageJSON
-	var mok, dok bool
-	if !isNull(vals[0]) {
-		if err := objectFields(vals[0], usageTierKeys, msg[:]); err != nil {
-			return streamError("beta", err)
-		}
-		var err error
-		if mok, err = decodeObject(msg[0], &mu); err != nil {
-			return streamError("beta", err)
-		}
-	}
-	dok, err := decodeObject(vals[1], &du)
-	if err != nil {
-		return streamError("beta", err)
-	}
-	s.f.topTier.mergeRaw(msg[1])
-	if mok {
-		s.f.mergeUsage(&mu)
-	}
-	if dok {
-		s.f.mergeUsage(&du)
-	}
-	s.found = s.found || mok || dok
-	s.final = s.final || dok
-	return nil
-}
-
-// Result implements Accumulator.
-func (s *BetaStream) Result() (Usage, bool) { return s.f.usage(), s.found }
 
 // GammaStream accumulates gamma streamGenerateContent chunks (SSE data payloads or JSON-array
 // elements): the latest usageMetadata snapshot, taken whole, and the x-gamma-service-tier header. Each

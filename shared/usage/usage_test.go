@@ -41,17 +41,6 @@ const (
 	rerankBody = `{"id": "rerank-1", "model": "rr-1", "usage": {"total_tokens": 23},
  "results": [{"index": 0, "relevance_score": 0.97, "document": {"text": "Paris is the capital."}}]}`
 
-	betaBody = `{"id": "msg_01X", "type": "message", "role": "assistant", "model": "b-1-20250101",
- "content": [{"type": "thinking", "thinking": "...", "signature": "EqQB..."},
-   {"type": "text", "text": "Checking."},
-   {"type": "tool_use", "id": "toolu_01A", "name": "get_weather", "input": {"city": "Oslo"}}],
- "stop_reason": "tool_use", "stop_sequence": null,
- "usage": {"input_tokens": 176, "cache_creation_input_tokens": 1024, "cache_read_input_tokens": 2048,
-   "cache_creation": {"ephemeral_5m_input_tokens": 1024, "ephemeral_1h_input_tokens": 0},
-   "output_tokens": 300, "output_tokens_details": {"thinking_tokens": 256},
-   "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
-   "service_tier": "standard", "inference_geo": "us"}}`
-
 	gammaBody = `{"candidates": [{"content": {"role": "model", "parts": [{"text": "4 C and cloudy."}]},
    "finishReason": "STOP", "index": 0,
    "safetyRatings": [{"category": "HARM_CATEGORY_HARASSMENT", "probability": "NEGLIGIBLE"}]}],
@@ -100,28 +89,6 @@ data: {"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1"
 
 event: response.completed
 data: {"type":"response.completed","sequence_number":9,"response":{"id":"resp_1","object":"response","status":"completed","service_tier":"priority","output":[{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Hello","annotations":[]}]}],"usage":{"input_tokens":9,"input_tokens_details":{"cached_tokens":0},"output_tokens":2,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":11}}}
-`
-
-	betaStream = `event: message_start
-data: {"type":"message_start","message":{"id":"msg_01X","type":"message","role":"assistant","model":"b-1","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard"}}}
-
-event: content_block_start
-data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
-
-event: ping
-data: {"type":"ping"}
-
-event: content_block_delta
-data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}
-
-event: content_block_stop
-data: {"type":"content_block_stop","index":0}
-
-event: message_delta
-data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":42}}
-
-event: message_stop
-data: {"type":"message_stop"}
 `
 
 	gammaStream = `data: {"candidates":[{"content":{"role":"model","parts":[{"text":"4 C"}]},"index":0}],"usageMetadata":{"promptTokenCount":9,"totalTokenCount":9},"modelVersion":"g-1-flash-001","responseId":"q3Xk"}
@@ -197,20 +164,6 @@ func TestBodies(t *testing.T) {
 		{"rerank search units only: no token usage", FromRerank,
 			`{"results":[],"meta":{"billed_units":{"search_units":1}}}`, Usage{}, false},
 		{"rerank empty usage object", FromRerank, `{"usage":{}}`, Usage{}, false},
-		{"beta §2.3", FromBeta, betaBody,
-			Usage{Input: 176, CacheCreation5m: 1024, CacheRead: 2048, Output: 300, ReportedTier: "standard"}, true},
-		{"beta 1h split", FromBeta,
-			`{"usage":{"input_tokens":1,"cache_creation_input_tokens":1500,"cache_creation":{"ephemeral_5m_input_tokens":500,"ephemeral_1h_input_tokens":1000},"output_tokens":2}}`,
-			Usage{Input: 1, CacheCreation5m: 500, CacheCreation1h: 1000, Output: 2}, true},
-		{"beta aggregate without split → 5m", FromBeta,
-			`{"usage":{"input_tokens":1,"cache_creation_input_tokens":700}}`, Usage{Input: 1, CacheCreation5m: 700}, true},
-		{"beta aggregate above split: remainder 5m", FromBeta,
-			`{"usage":{"cache_creation_input_tokens":1600,"cache_creation":{"ephemeral_1h_input_tokens":1000}}}`,
-			Usage{CacheCreation5m: 600, CacheCreation1h: 1000}, true},
-		{"beta speed fast beats service_tier standard", FromBeta,
-			`{"usage":{"input_tokens":1,"service_tier":"standard","speed":"fast"}}`, Usage{Input: 1, ReportedTier: "fast"}, true},
-		{"beta speed standard yields to service_tier", FromBeta,
-			`{"usage":{"input_tokens":1,"service_tier":"priority","speed":"standard"}}`, Usage{Input: 1, ReportedTier: "priority"}, true},
 		{"gamma §3.3 (no header)", func(b []byte) (Usage, bool, error) { return FromGamma(b, nil) }, gammaBody,
 			Usage{Input: 176, CacheRead: 1024, Output: 300}, true},
 		{"gamma header tier", func(b []byte) (Usage, bool, error) { return FromGamma(b, gammaHdr) }, gammaBody,
@@ -289,13 +242,6 @@ func TestStreams(t *testing.T) {
 			`{"type":"response.created","response":{"status":"in_progress","service_tier":"auto","usage":null}}`,
 			`{"type":"response.failed","response":{"status":"failed","service_tier":"default","usage":{"input_tokens":100,"output_tokens":0}}}`},
 			want: Usage{Input: 100, ReportedTier: "default"}, wantFound: true},
-		{name: "beta §2.4", kind: vocab.KindBetaMessages,
-			events: toStrings(sse(t, betaStream)), want: Usage{Input: 25, Output: 42, ReportedTier: "standard"}, wantFound: true},
-		{name: "beta cumulative deltas are not summed", kind: vocab.KindBetaMessages, events: []string{
-			`{"type":"message_start","message":{"usage":{"input_tokens":25,"cache_creation_input_tokens":10,"cache_read_input_tokens":5,"output_tokens":1}}}`,
-			`{"type":"message_delta","usage":{"output_tokens":10}}`,
-			`{"type":"message_delta","usage":{"input_tokens":25,"cache_creation_input_tokens":10,"cache_read_input_tokens":5,"output_tokens":42,"speed":"fast"}}`},
-			want: Usage{Input: 25, CacheCreation5m: 10, CacheRead: 5, Output: 42, ReportedTier: "fast"}, wantFound: true},
 		{name: "gamma §3.4 with header", kind: vocab.KindGammaGenerateContent, hdr: "flex",
 			events: toStrings(sse(t, gammaStream)), want: Usage{Input: 9, Output: 5, ReportedTier: "flex"}, wantFound: true},
 		{name: "gamma JSON-array elements, cumulative", kind: vocab.KindGammaGenerateContent, events: []string{
@@ -353,19 +299,6 @@ func toStrings(bs [][]byte) []string {
 	return out
 }
 
-func TestStreamMalformedEventKeepsUsage(t *testing.T) {
-	t.Parallel()
-	acc := &BetaStream{}
-	_ = acc.Observe([]byte(`{"type":"message_start","message":{"usage":{"input_tokens":25,"output_tokens":1}}}`))
-	if err := acc.Observe([]byte(`{"type":"message_delta","usage":{"output_tokens":`)); err == nil {
-		t.Fatalf("Observe(truncated) = nil, want error")
-	}
-	got, found := acc.Result()
-	if want := (Usage{Input: 25, Output: 1}); got != want || !found {
-		t.Errorf("Result() = %+v, %v; want %+v, true", got, found, want)
-	}
-}
-
 func TestNewStreamAccumulatorUnsupported(t *testing.T) {
 	t.Parallel()
 	if acc := NewStreamAccumulator(vocab.KindAlpha, vocab.OpCreateEmbedding); acc != nil {
@@ -383,7 +316,6 @@ func TestFromBodyDispatch(t *testing.T) {
 	}{
 		{vocab.KindAlphaChatCompletions, vocab.OpGenerateContent, alphaChatBody, Usage{Input: 176, CacheRead: 1024, Output: 300, ReportedTier: "default"}},
 		{vocab.KindAlphaResponses, vocab.OpGenerateContent, alphaResponsesBody, Usage{Input: 176, CacheRead: 1024, Output: 300, ReportedTier: "flex"}},
-		{vocab.KindBetaMessages, vocab.OpGenerateContent, betaBody, Usage{Input: 176, CacheCreation5m: 1024, CacheRead: 2048, Output: 300, ReportedTier: "standard"}},
 		{vocab.KindGammaGenerateContent, vocab.OpGenerateContent, gammaBody, Usage{Input: 176, CacheRead: 1024, Output: 300}},
 		{vocab.KindAlpha, vocab.OpCreateImage, alphaImageBody, Usage{Input: 50, ImageOutput: 4160}},
 		{vocab.KindAlpha, vocab.OpCreateEmbedding, alphaEmbeddingBody, Usage{Input: 8}},

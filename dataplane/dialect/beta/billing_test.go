@@ -16,8 +16,8 @@ import (
 )
 
 // realWireBeta returns the beta messages answers of ../shared/wire/realwire.jsonl: stream bodies (SSE) and
-// buffered bodies.
-func realWireBeta(t testing.TB) (streams, bodies [][]byte) {
+// buffered bodies, each with the usage it must bill (its token categories and served tier).
+func realWireBeta(t testing.TB) (streams, bodies [][]byte, wantStreams, wantBodies []usage.Usage) {
 	f, err := os.Open("../../../../shared/wire/realwire.jsonl")
 	if err != nil {
 		t.Fatalf("the real-wire corpus: %v", err)
@@ -31,6 +31,16 @@ func realWireBeta(t testing.TB) (streams, bodies [][]byte) {
 			Stream       bool   `json:"stream"`
 			Status       int    `json:"status"`
 			ResponseBody string `json:"response_body"`
+			Expected     struct {
+				Input       int64   `json:"input_tokens"`
+				Output      int64   `json:"output_tokens"`
+				CacheRead   int64   `json:"cache_read_tokens"`
+				Cache5m     int64   `json:"cache_creation_5m_tokens"`
+				Cache30m    int64   `json:"cache_creation_30m_tokens"`
+				Cache1h     int64   `json:"cache_creation_1h_tokens"`
+				ImageOutput int64   `json:"image_output_tokens"`
+				Tier        *string `json:"service_tier"`
+			} `json:"expected"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
 			t.Fatal(err)
@@ -38,10 +48,16 @@ func realWireBeta(t testing.TB) (streams, bodies [][]byte) {
 		if row.Dialect != "beta_messages" || row.Status != 200 {
 			continue
 		}
+		e := row.Expected
+		want := usage.Usage{Input: e.Input, Output: e.Output, CacheRead: e.CacheRead, CacheCreation5m: e.Cache5m,
+			CacheCreation30m: e.Cache30m, CacheCreation1h: e.Cache1h, ImageOutput: e.ImageOutput}
+		if e.Tier != nil {
+			want.ReportedTier = strings.ToLower(*e.Tier)
+		}
 		if row.Stream {
-			streams = append(streams, []byte(row.ResponseBody))
+			streams, wantStreams = append(streams, []byte(row.ResponseBody)), append(wantStreams, want)
 		} else {
-			bodies = append(bodies, []byte(row.ResponseBody))
+			bodies, wantBodies = append(bodies, []byte(row.ResponseBody)), append(wantBodies, want)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -50,7 +66,7 @@ func realWireBeta(t testing.TB) (streams, bodies [][]byte) {
 	if len(streams) == 0 || len(bodies) == 0 {
 		t.Fatalf("%d beta streams and %d bodies in the corpus, want some of each", len(streams), len(bodies))
 	}
-	return streams, bodies
+	return streams, bodies, wantStreams, wantBodies
 }
 
 // streamBilled decodes an SSE stream with the translator's decoder and returns what it bills, as far as the
@@ -78,99 +94,80 @@ func streamBilled(stream []byte) (u usage.Usage, found, reported bool, data [][]
 	return u, found, reported, data
 }
 
-// checkStreamAgrees compares the decoder's billing of a stream with shared/usage's accumulator reading the
-// same events.
-func checkStreamAgrees(t *testing.T, stream []byte) {
-	got, found, reported, data := streamBilled(stream)
-	var acc usage.BetaStream
-	for _, ev := range data {
-		_ = acc.Observe(ev)
-	}
-	want, wantFound := acc.Result()
-	if got != want || found != wantFound || reported != acc.OutputReported() {
-		t.Fatalf("decoder bills %+v found %v output reported %v; the accumulator %+v %v %v\n%.2000s",
-			got, found, reported, want, wantFound, acc.OutputReported(), stream)
-	}
-}
-
-// checkRelayAgrees compares the passthrough billing of a stream (its relay reader's members, read by
-// Billing.ObserveRelay) with shared/usage's accumulator reading every event. Events that are not valid JSON
-// are left out: the relay reader checks structure only (a scalar is not validated), as shared/usage's scan
-// did, but the two skip a malformed scalar differently; providers send valid JSON.
-func checkRelayAgrees(t *testing.T, stream []byte) {
-	dec := sse.NewDecoder(bytes.NewReader(stream))
+// relayBilled bills the events of a stream as the passthrough does: each event's relay reader members, read
+// by Billing.ObserveRelay when the reader found usage members.
+func relayBilled(events [][]byte) (u usage.Usage, found, reported bool) {
 	var b Billing
-	var acc usage.BetaStream
 	var rel jsonkit.Relay
-	for {
-		ev, err := dec.Next()
-		if err != nil {
-			break
-		}
-		if !json.Valid(ev.Data) {
-			continue
-		}
-		ReadRelay(ev.Data, &rel)
+	for _, ev := range events {
+		ReadRelay(ev, &rel)
 		if rel.HasUsage {
 			b.ObserveRelay(&rel)
 		}
-		_ = acc.Observe(ev.Data)
 	}
-	got, found := b.Usage()
-	want, wantFound := acc.Result()
-	if got != want || found != wantFound || b.OutputReported() != acc.OutputReported() {
-		t.Fatalf("relay billing %+v found %v output reported %v; the accumulator %+v %v %v\n%.2000s",
-			got, found, b.OutputReported(), want, wantFound, acc.OutputReported(), stream)
+	u, found = b.Usage()
+	return u, found, b.OutputReported()
+}
+
+// checkStreamAgrees compares the decoder's billing of a stream with the passthrough relay billing of the
+// events the decoder read (those the relay reader sees in a translated stream's place).
+func checkStreamAgrees(t *testing.T, stream []byte) {
+	got, found, reported, data := streamBilled(stream)
+	want, wantFound, wantReported := relayBilled(data)
+	if got != want || found != wantFound || reported != wantReported {
+		t.Fatalf("decoder bills %+v found %v output reported %v; the relay billing %+v %v %v\n%.2000s",
+			got, found, reported, want, wantFound, wantReported, stream)
 	}
 }
 
-// checkBodyAgrees compares the billing of a buffered answer's decoding with usage.FromBeta; a body the
-// translator cannot decode is billed by the data plane with usage.FromBody instead (proxy transform.go).
+// checkBodyAgrees compares the billing of a buffered answer's decoding (DecodeResponse) with BillBody, and
+// BillBody on the whole body with BillBody on the usage members usage.BodyScanner keeps of it (the
+// passthrough's reading of a buffered answer). Bodies that are not valid JSON are left out.
 func checkBodyAgrees(t *testing.T, body []byte) {
-	checkBillBodyAgrees(t, body)
-	r, err := Messages{}.DecodeResponse(body, &canon.State{})
-	if err != nil {
-		return
-	}
-	want, wantFound, werr := usage.FromBeta(body)
-	switch {
-	case werr != nil:
-		t.Fatalf("the translator decoded a body usage.FromBeta refuses (%v): %s", werr, body)
-	case (r.Billed != nil) != wantFound:
-		t.Fatalf("billed %v, FromBeta found %v: %s", r.Billed, wantFound, body)
-	case r.Billed != nil && *r.Billed != want:
-		t.Fatalf("billed %+v, FromBeta %+v: %s", *r.Billed, want, body)
-	}
-}
-
-// checkBillBodyAgrees compares BillBody (a buffered answer's usage members alone) with usage.FromBeta. Bodies
-// that are not valid JSON are left out (encoding/json refuses what the event decoder carries: invalid UTF-8).
-func checkBillBodyAgrees(t *testing.T, body []byte) {
 	if !json.Valid(body) {
 		return
 	}
-	got, found, err := BillBody(body)
-	want, wantFound, werr := usage.FromBeta(body)
-	if (err != nil) != (werr != nil) || got != want || found != wantFound {
-		t.Fatalf("BillBody %+v found %v err %v; FromBeta %+v %v %v: %s", got, found, err, want, wantFound, werr, body)
+	want, wantFound, werr := BillBody(body)
+	var sc usage.BodyScanner
+	_, _ = sc.Write(body)
+	if red := sc.Reduced(); red != nil {
+		got, found, err := BillBody(red)
+		if (err != nil) != (werr != nil) || got != want || found != wantFound {
+			t.Fatalf("BillBody of the kept members %+v found %v err %v; of the body %+v %v %v: %s", got, found, err, want, wantFound, werr, body)
+		}
+	}
+	r, err := Messages{}.DecodeResponse(body, &canon.State{})
+	switch {
+	case err != nil:
+		return
+	case werr != nil:
+		t.Fatalf("the translator decoded a body BillBody refuses (%v): %s", werr, body)
+	case (r.Billed != nil) != wantFound:
+		t.Fatalf("billed %v, BillBody found %v: %s", r.Billed, wantFound, body)
+	case r.Billed != nil && *r.Billed != want:
+		t.Fatalf("billed %+v, BillBody %+v: %s", *r.Billed, want, body)
 	}
 }
 
-func TestBillingAgreesOnRealWire(t *testing.T) {
-	streams, bodies := realWireBeta(t)
-	billed := 0
-	for _, s := range streams {
-		checkStreamAgrees(t, s)
-		checkRelayAgrees(t, s)
-		if _, found, _, _ := streamBilled(s); found {
-			billed++
+// TestBillingOnRealWire checks every real beta answer is billed what it must be: a stream by the decoder
+// and by the relay billing (with its output reported), a buffered answer by BillBody and by its decoding.
+func TestBillingOnRealWire(t *testing.T) {
+	streams, bodies, wantStreams, wantBodies := realWireBeta(t)
+	for i, s := range streams {
+		got, found, reported, data := streamBilled(s)
+		if !found || !reported || got != wantStreams[i] {
+			t.Fatalf("stream %d: decoder bills %+v found %v output reported %v, want %+v\n%.2000s", i, got, found, reported, wantStreams[i], s)
 		}
+		if got, found, reported := relayBilled(data); !found || !reported || got != wantStreams[i] {
+			t.Fatalf("stream %d: relay billing %+v found %v output reported %v, want %+v", i, got, found, reported, wantStreams[i])
+		}
+		checkStreamAgrees(t, s)
 	}
-	for _, b := range bodies {
+	for i, b := range bodies {
+		if got, found, err := BillBody(b); err != nil || !found || got != wantBodies[i] {
+			t.Fatalf("body %d: BillBody %+v found %v err %v, want %+v\n%.2000s", i, got, found, err, wantBodies[i], b)
+		}
 		checkBodyAgrees(t, b)
-	}
-	if billed != len(streams) {
-		t.Fatalf("%d of %d real streams billed from the decoder", billed, len(streams))
 	}
 }
 
@@ -190,9 +187,8 @@ func TestBillingStreamRules(t *testing.T) {
 	if !found || !reported || whole != want {
 		t.Fatalf("whole stream: %+v found %v reported %v, want %+v", whole, found, reported, want)
 	}
+	checkStreamAgrees(t, []byte(start))
 	checkStreamAgrees(t, []byte(start+delta))
-	checkRelayAgrees(t, []byte(start))
-	checkRelayAgrees(t, []byte(start+delta))
 }
 
 // escapedLetter finds a JSON escape of a letter or '_', with which a member name can be spelled other than
@@ -201,7 +197,7 @@ var escapedLetter = regexp.MustCompile(`\\u00(4[1-9a-fA-F]|5[0-9aAfF]|6[1-9a-fA-
 
 // nameVariant reports whether b may spell one of names other than exactly (in another case, or escaped).
 // The translator's decoders match names as the JSON library does (exact, else ignoring case, after
-// unescaping); shared/usage's stream readers compare the raw names exactly. Real upstreams write the exact
+// unescaping); the relay reader (ReadRelay) compares the raw names exactly. Real upstreams write the exact
 // names: the two are compared where they read the same members.
 func nameVariant(b []byte, names ...string) bool {
 	if escapedLetter.Match(b) {
@@ -218,7 +214,7 @@ func nameVariant(b []byte, names ...string) bool {
 }
 
 func FuzzBillingAgrees(f *testing.F) {
-	streams, bodies := realWireBeta(f)
+	streams, bodies, _, _ := realWireBeta(f)
 	for _, s := range streams {
 		f.Add(s, false)
 	}
@@ -239,6 +235,5 @@ func FuzzBillingAgrees(f *testing.F) {
 			return
 		}
 		checkStreamAgrees(t, b)
-		checkRelayAgrees(t, b)
 	})
 }
