@@ -335,16 +335,6 @@ func decodeOutDetails(v []byte) (*alphaOutDetailsJSON, bool) {
 	return d, ok && err == nil
 }
 
-// FromAlphaChat extracts usage from a non-streaming alpha_chat_completions response body.
-// found is false when the body has no usage object (the reported tier is still returned).
-func FromAlphaChat(body []byte) (Usage, bool, error) {
-	f, found, err := decodeAlpha(body, "alpha chat")
-	if err != nil {
-		return Usage{}, false, err
-	}
-	return f.generation(false), found, nil
-}
-
 // FromAlphaResponses extracts usage from a non-streaming alpha_responses (or responses compact)
 // body.
 func FromAlphaResponses(body []byte) (Usage, bool, error) {

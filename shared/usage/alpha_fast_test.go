@@ -67,26 +67,3 @@ func FuzzDecodeAlphaFastAgrees(f *testing.F) {
 		}
 	})
 }
-
-// BenchmarkFromAlphaChatBody is the non-streaming usage extraction of every alpha chat response the
-// data plane relays.
-func BenchmarkFromAlphaChatBody(b *testing.B) {
-	body := []byte(alphaBodies[len(alphaBodies)-1]) // the load harness's mock answer
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, found, err := FromAlphaChat(body); err != nil || !found {
-			b.Fatal(found, err)
-		}
-	}
-}
-
-// BenchmarkFromAlphaChatBodyFull is the same through encoding/json over the whole body (the reference).
-func BenchmarkFromAlphaChatBodyFull(b *testing.B) {
-	body := []byte(alphaBodies[len(alphaBodies)-1])
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, found, err := decodeAlphaFull(body, "alpha chat"); err != nil || !found {
-			b.Fatal(found, err)
-		}
-	}
-}

@@ -12,14 +12,6 @@ import (
 func stream100(kind vocab.Kind) [][]byte {
 	var ev []string
 	switch kind {
-	case vocab.KindAlphaChatCompletions:
-		ev = append(ev, `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","service_tier":"default","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}`)
-		for i := 0; i < 96; i++ {
-			ev = append(ev, fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","service_tier":"default","choices":[{"index":0,"delta":{"content":"token %d "},"finish_reason":null}],"usage":null,"obfuscation":"abc"}`, i))
-		}
-		ev = append(ev, `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","service_tier":"default","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}`,
-			`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","service_tier":"default","choices":[],"usage":{"prompt_tokens":1200,"completion_tokens":97,"total_tokens":1297,"prompt_tokens_details":{"cached_tokens":1024},"completion_tokens_details":{"reasoning_tokens":0}}}`,
-			`[DONE]`)
 	case vocab.KindAlphaResponses:
 		ev = append(ev, `{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","status":"in_progress","output":[],"usage":null}}`,
 			`{"type":"response.in_progress","sequence_number":1,"response":{"id":"resp_1","object":"response","status":"in_progress","output":[],"usage":null}}`,
@@ -55,7 +47,6 @@ func BenchmarkStreamUsage(b *testing.B) {
 		kind vocab.Kind
 		op   vocab.Operation
 	}{
-		{"alpha_chat", vocab.KindAlphaChatCompletions, vocab.OpStreamGenerateContent},
 		{"alpha_responses", vocab.KindAlphaResponses, vocab.OpStreamGenerateContent},
 		{"gamma", vocab.KindGammaGenerateContent, vocab.OpStreamGenerateContent},
 		{"alpha_image", vocab.KindAlpha, vocab.OpCreateImage},
@@ -88,10 +79,10 @@ func BenchmarkStreamUsage(b *testing.B) {
 }
 
 func BenchmarkFromBody(b *testing.B) {
-	body := []byte(alphaChatBody)
+	body := []byte(alphaResponsesBody)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := FromAlphaChat(body); err != nil {
+		if _, _, err := FromAlphaResponses(body); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -27,7 +27,7 @@ var scanKinds = []struct {
 	kind vocab.Kind
 	op   vocab.Operation
 }{
-	{vocab.KindAlphaChatCompletions, vocab.OpGenerateContent}, {vocab.KindAlphaResponses, vocab.OpGenerateContent},
+	{vocab.KindAlphaResponses, vocab.OpGenerateContent},
 	{vocab.KindGammaGenerateContent, vocab.OpGenerateContent},
 	{vocab.KindAlpha, vocab.OpCreateEmbedding}, {vocab.KindAlpha, vocab.OpRerank}, {vocab.KindAlpha, vocab.OpCreateImage},
 }
@@ -83,12 +83,12 @@ func TestBodyScannerFindsUsageAfterAnyLength(t *testing.T) {
 	for range (40 << 20) / len(chunk) {
 		_, _ = s.Write(chunk)
 	}
-	_, _ = s.Write([]byte(`"}}],"usage":{"prompt_tokens":10,"completion_tokens":10000000}}`))
+	_, _ = s.Write([]byte(`"}}],"usage":{"input_tokens":10,"output_tokens":10000000}}`))
 	red := s.Reduced()
 	if cap(red) > 1<<10 {
 		t.Errorf("scanner holds %d bytes for a 40 MB body", cap(red))
 	}
-	u, found, err := FromBody(vocab.KindAlphaChatCompletions, vocab.OpGenerateContent, red, nil)
+	u, found, err := FromBody(vocab.KindAlphaResponses, vocab.OpGenerateContent, red, nil)
 	if err != nil || !found || u.Output != 10_000_000 || u.Input != 10 {
 		t.Fatalf("FromBody(%s) = %+v, %v, %v", red, u, found, err)
 	}
@@ -115,8 +115,8 @@ func TestBodyScannerBounded(t *testing.T) {
 	if cap(s.out) > 64<<10 {
 		t.Errorf("Reset kept a %d-byte buffer", cap(s.out))
 	}
-	_, _ = s.Write([]byte(`{"usage":{"prompt_tokens":1}}`))
-	if u, found, err := FromBody(vocab.KindAlphaChatCompletions, vocab.OpGenerateContent, s.Reduced(), nil); err != nil || !found || u.Input != 1 {
+	_, _ = s.Write([]byte(`{"usage":{"input_tokens":1}}`))
+	if u, found, err := FromBody(vocab.KindAlphaResponses, vocab.OpGenerateContent, s.Reduced(), nil); err != nil || !found || u.Input != 1 {
 		t.Fatalf("after Reset: %+v %v %v", u, found, err)
 	}
 }

@@ -38,7 +38,6 @@ func fuzzBody(f *testing.F, fn func([]byte) (Usage, bool, error)) {
 	})
 }
 
-func FuzzFromAlphaChat(f *testing.F)      { fuzzBody(f, FromAlphaChat) }
 func FuzzFromAlphaResponses(f *testing.F) { fuzzBody(f, FromAlphaResponses) }
 func FuzzFromAlphaImage(f *testing.F)     { fuzzBody(f, FromAlphaImage) }
 func FuzzFromAlphaEmbedding(f *testing.F) { fuzzBody(f, FromAlphaEmbedding) }
@@ -85,10 +84,6 @@ func joined(t string) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
-}
-
-func FuzzAlphaChatStream(f *testing.F) {
-	fuzzStream(f, vocab.KindAlphaChatCompletions, vocab.OpStreamGenerateContent, joined(alphaChatStream), "[DONE]\n{}")
 }
 
 func FuzzAlphaResponsesStream(f *testing.F) {

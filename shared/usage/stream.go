@@ -27,8 +27,6 @@ type Accumulator interface {
 // It returns nil for a combination that has no streamed usage.
 func NewStreamAccumulator(kind vocab.Kind, op vocab.Operation) Accumulator {
 	switch kind {
-	case vocab.KindAlphaChatCompletions:
-		return &AlphaChatStream{}
 	case vocab.KindAlphaResponses:
 		return &AlphaResponsesStream{}
 	case vocab.KindGammaGenerateContent:
@@ -48,8 +46,6 @@ func FromBody(kind vocab.Kind, op vocab.Operation, body []byte, hdr http.Header)
 	switch kind.Family() {
 	case vocab.KindAlpha:
 		switch {
-		case kind == vocab.KindAlphaChatCompletions:
-			return FromAlphaChat(body)
 		case kind == vocab.KindAlphaResponses:
 			return FromAlphaResponses(body)
 		case op == vocab.OpCreateImage || op == vocab.OpEditImage:
@@ -123,29 +119,6 @@ func observeAlpha(f *alphaFields, data []byte, what string) (found bool, err err
 	f.mergeUsage(u)
 	return true, nil
 }
-
-// AlphaChatStream accumulates alpha_chat_completions chunks: the final usage chunk (sent with
-// stream_options.include_usage) and the top-level service_tier of every chunk.
-type AlphaChatStream struct {
-	f     alphaFields
-	found bool
-}
-
-// ObserveHeader implements Accumulator; alpha reports its tier in the body.
-func (s *AlphaChatStream) ObserveHeader(http.Header) {}
-
-// Observe implements Accumulator.
-func (s *AlphaChatStream) Observe(data []byte) error {
-	if skip(data) || !mayCarry(data, keyUsage, keyServiceTier) {
-		return nil
-	}
-	found, err := observeAlpha(&s.f, data, "alpha chat")
-	s.found = s.found || found
-	return err
-}
-
-// Result implements Accumulator.
-func (s *AlphaChatStream) Result() (Usage, bool) { return s.f.generation(false), s.found }
 
 // AlphaResponsesStream accumulates alpha_responses events: usage and service_tier of the
 // response object carried by response.* events (usage arrives on the terminal

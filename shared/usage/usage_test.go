@@ -67,17 +67,6 @@ func sse(t testing.TB, transcript string) [][]byte {
 }
 
 const (
-	alphaChatStream = `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","service_tier":"default","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}
-
-data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}],"usage":null}
-
-data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}
-
-data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}
-
-data: [DONE]
-`
-
 	alphaResponsesStream = `event: response.created
 data: {"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","status":"in_progress","output":[],"usage":null}}
 
@@ -117,29 +106,6 @@ func TestBodies(t *testing.T) {
 		want      Usage
 		wantFound bool
 	}{
-		{"alpha chat §1.3: cached leaves input", FromAlphaChat, alphaChatBody,
-			Usage{Input: 176, CacheRead: 1024, Output: 300, ReportedTier: "default"}, true},
-		{"alpha chat image_tokens subset", FromAlphaChat,
-			`{"usage":{"prompt_tokens":10,"completion_tokens":5000,"completion_tokens_details":{"image_tokens":4160}}}`,
-			Usage{Input: 10, Output: 840, ImageOutput: 4160}, true},
-		{"alpha chat image_tokens above completion is clamped", FromAlphaChat,
-			`{"usage":{"completion_tokens":100,"completion_tokens_details":{"image_tokens":4160}}}`,
-			Usage{ImageOutput: 100}, true},
-		{"alpha chat cache_write → 30m (alpha's one cache lifetime) and leaves input", FromAlphaChat,
-			`{"usage":{"prompt_tokens":2000,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":500,"cache_write_tokens":300}}}`,
-			Usage{Input: 1200, CacheRead: 500, CacheCreation30m: 300, Output: 1}, true},
-		{"alpha chat cached above prompt clamps input at 0", FromAlphaChat,
-			`{"usage":{"prompt_tokens":100,"prompt_tokens_details":{"cached_tokens":200}}}`,
-			Usage{Input: 0, CacheRead: 200}, true},
-		{"alpha chat without usage", FromAlphaChat, `{"service_tier":"flex","choices":[]}`,
-			Usage{ReportedTier: "flex"}, false},
-		{"alpha chat null usage", FromAlphaChat, `{"usage":null}`, Usage{}, false},
-		{"alpha chat counts as strings and floats", FromAlphaChat,
-			`{"usage":{"prompt_tokens":"12","completion_tokens":3.0}}`, Usage{Input: 12, Output: 3}, true},
-		{"alpha chat negative counts clamp", FromAlphaChat,
-			`{"usage":{"prompt_tokens":-12,"completion_tokens":3}}`, Usage{Output: 3}, true},
-		{"alpha chat usage.service_tier when no top-level tier", FromAlphaChat,
-			`{"usage":{"prompt_tokens":1,"service_tier":"priority"}}`, Usage{Input: 1, ReportedTier: "priority"}, true},
 		{"alpha responses §1.6", FromAlphaResponses, alphaResponsesBody,
 			Usage{Input: 176, CacheRead: 1024, Output: 300, ReportedTier: "flex"}, true},
 		{"alpha responses cache_write", FromAlphaResponses,
@@ -206,11 +172,11 @@ func TestBodies(t *testing.T) {
 
 func TestBodyErrors(t *testing.T) {
 	t.Parallel()
-	bad := []string{``, `{`, `[]`, `{"usage":{"prompt_tokens":1.5}}`, `{"usage":{"prompt_tokens":"x"}}`,
-		`{"usage":{"prompt_tokens":99999999999999999999}}`, `{"usage":{"prompt_tokens":1e3}}`}
+	bad := []string{``, `{`, `[]`, `{"usage":{"input_tokens":1.5}}`, `{"usage":{"input_tokens":"x"}}`,
+		`{"usage":{"input_tokens":99999999999999999999}}`, `{"usage":{"input_tokens":1e3}}`}
 	for _, b := range bad {
-		if _, _, err := FromAlphaChat([]byte(b)); err == nil {
-			t.Errorf("FromAlphaChat(%q) = nil error, want error", b)
+		if _, _, err := FromAlphaResponses([]byte(b)); err == nil {
+			t.Errorf("FromAlphaResponses(%q) = nil error, want error", b)
 		}
 	}
 	if _, _, err := FromGamma([]byte(`{"usageMetadata":{"promptTokenCount":true}}`), nil); err == nil {
@@ -229,10 +195,6 @@ func TestStreams(t *testing.T) {
 		want      Usage
 		wantFound bool
 	}{
-		{name: "alpha chat §1.4", kind: vocab.KindAlphaChatCompletions, op: vocab.OpStreamGenerateContent,
-			events: toStrings(sse(t, alphaChatStream)), want: Usage{Input: 9, Output: 2, ReportedTier: "default"}, wantFound: true},
-		{name: "alpha chat cut before usage chunk", kind: vocab.KindAlphaChatCompletions,
-			events: toStrings(sse(t, alphaChatStream))[:3], want: Usage{ReportedTier: "default"}, wantFound: false},
 		{name: "alpha responses §1.7", kind: vocab.KindAlphaResponses,
 			events: toStrings(sse(t, alphaResponsesStream)), want: Usage{Input: 9, Output: 2, ReportedTier: "priority"}, wantFound: true},
 		{name: "alpha responses incomplete", kind: vocab.KindAlphaResponses, events: []string{
@@ -314,7 +276,6 @@ func TestFromBodyDispatch(t *testing.T) {
 		body string
 		want Usage
 	}{
-		{vocab.KindAlphaChatCompletions, vocab.OpGenerateContent, alphaChatBody, Usage{Input: 176, CacheRead: 1024, Output: 300, ReportedTier: "default"}},
 		{vocab.KindAlphaResponses, vocab.OpGenerateContent, alphaResponsesBody, Usage{Input: 176, CacheRead: 1024, Output: 300, ReportedTier: "flex"}},
 		{vocab.KindGammaGenerateContent, vocab.OpGenerateContent, gammaBody, Usage{Input: 176, CacheRead: 1024, Output: 300}},
 		{vocab.KindAlpha, vocab.OpCreateImage, alphaImageBody, Usage{Input: 50, ImageOutput: 4160}},

@@ -16,8 +16,8 @@ import (
 )
 
 // realWireChat returns the alpha chat completions answers of ../shared/wire/realwire.jsonl: stream bodies
-// (SSE) and buffered bodies.
-func realWireChat(t testing.TB) (streams, bodies [][]byte) {
+// (SSE) and buffered bodies, each with the usage it must bill (its token categories and served tier).
+func realWireChat(t testing.TB) (streams, bodies [][]byte, wantStreams, wantBodies []usage.Usage) {
 	f, err := os.Open("../../../../shared/wire/realwire.jsonl")
 	if err != nil {
 		t.Fatalf("the real-wire corpus: %v", err)
@@ -31,6 +31,16 @@ func realWireChat(t testing.TB) (streams, bodies [][]byte) {
 			Stream       bool   `json:"stream"`
 			Status       int    `json:"status"`
 			ResponseBody string `json:"response_body"`
+			Expected     struct {
+				Input       int64   `json:"input_tokens"`
+				Output      int64   `json:"output_tokens"`
+				CacheRead   int64   `json:"cache_read_tokens"`
+				Cache5m     int64   `json:"cache_creation_5m_tokens"`
+				Cache30m    int64   `json:"cache_creation_30m_tokens"`
+				Cache1h     int64   `json:"cache_creation_1h_tokens"`
+				ImageOutput int64   `json:"image_output_tokens"`
+				Tier        *string `json:"service_tier"`
+			} `json:"expected"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
 			t.Fatal(err)
@@ -38,10 +48,16 @@ func realWireChat(t testing.TB) (streams, bodies [][]byte) {
 		if row.Dialect != "alpha_chat_completions" || row.Status != 200 {
 			continue
 		}
+		e := row.Expected
+		want := usage.Usage{Input: e.Input, Output: e.Output, CacheRead: e.CacheRead, CacheCreation5m: e.Cache5m,
+			CacheCreation30m: e.Cache30m, CacheCreation1h: e.Cache1h, ImageOutput: e.ImageOutput}
+		if e.Tier != nil {
+			want.ReportedTier = strings.ToLower(*e.Tier)
+		}
 		if row.Stream {
-			streams = append(streams, []byte(row.ResponseBody))
+			streams, wantStreams = append(streams, []byte(row.ResponseBody)), append(wantStreams, want)
 		} else {
-			bodies = append(bodies, []byte(row.ResponseBody))
+			bodies, wantBodies = append(bodies, []byte(row.ResponseBody)), append(wantBodies, want)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -50,7 +66,7 @@ func realWireChat(t testing.TB) (streams, bodies [][]byte) {
 	if len(streams) == 0 || len(bodies) == 0 {
 		t.Fatalf("%d chat streams and %d bodies in the corpus, want some of each", len(streams), len(bodies))
 	}
-	return streams, bodies
+	return streams, bodies, wantStreams, wantBodies
 }
 
 // streamBilled decodes an SSE stream with the translator's decoder and returns what it bills and the events
@@ -79,96 +95,77 @@ func streamBilled(stream []byte) (u usage.Usage, found bool, read [][]byte) {
 	return u, found, read
 }
 
-func checkStreamAgrees(t *testing.T, stream []byte) {
-	got, found, read := streamBilled(stream)
-	var acc usage.AlphaChatStream
-	for _, ev := range read {
-		_ = acc.Observe(ev)
-	}
-	want, wantFound := acc.Result()
-	if got != want || found != wantFound {
-		t.Fatalf("decoder bills %+v found %v; the accumulator %+v %v\n%.2000s", got, found, want, wantFound, stream)
-	}
-}
-
-// checkRelayAgrees compares the passthrough billing of a stream (its relay reader's members, read by
-// Billing.ObserveRelay) with shared/usage's accumulator reading every event. Events that are not valid JSON
-// are left out: the relay reader checks structure only, as shared/usage's scan did, but the two skip a
-// malformed scalar differently; providers send valid JSON.
-func checkRelayAgrees(t *testing.T, stream []byte) {
-	dec := sse.NewDecoder(bytes.NewReader(stream))
+// relayBilled bills the events of a stream as the passthrough does: each event's relay reader members, read
+// by Billing.ObserveRelay when the reader found usage members.
+func relayBilled(events [][]byte) (u usage.Usage, found bool) {
 	var b Billing
-	var acc usage.AlphaChatStream
 	var rel jsonkit.Relay
-	for {
-		ev, err := dec.Next()
-		if err != nil {
-			break
-		}
-		if !json.Valid(ev.Data) {
-			continue
-		}
-		ReadChatRelay(ev.Data, &rel)
+	for _, ev := range events {
+		ReadChatRelay(ev, &rel)
 		if rel.HasUsage {
 			b.ObserveRelay(&rel)
 		}
-		_ = acc.Observe(ev.Data)
 	}
-	got, found := b.Usage()
-	want, wantFound := acc.Result()
+	return b.Usage()
+}
+
+// checkStreamAgrees compares the decoder's billing of a stream with the passthrough relay billing of the
+// events the decoder read.
+func checkStreamAgrees(t *testing.T, stream []byte) {
+	got, found, read := streamBilled(stream)
+	want, wantFound := relayBilled(read)
 	if got != want || found != wantFound {
-		t.Fatalf("relay billing %+v found %v; the accumulator %+v %v\n%.2000s", got, found, want, wantFound, stream)
+		t.Fatalf("decoder bills %+v found %v; the relay billing %+v %v\n%.2000s", got, found, want, wantFound, stream)
 	}
 }
 
-// checkBodyAgrees compares the billing of a buffered answer's decoding with usage.FromAlphaChat; a body the
-// translator cannot decode is billed by the data plane with usage.FromBody instead (proxy transform.go).
+// checkBodyAgrees compares the billing of a buffered answer's decoding (DecodeResponse) with BillChatBody,
+// and BillChatBody on the whole body with BillChatBody on the usage members usage.BodyScanner keeps of it
+// (the passthrough's reading of a buffered answer). Bodies that are not valid JSON are left out.
 func checkBodyAgrees(t *testing.T, body []byte) {
-	checkBillBodyAgrees(t, body)
-	r, err := Chat{}.DecodeResponse(body, &canon.State{})
-	if err != nil {
-		return
-	}
-	want, wantFound, werr := usage.FromAlphaChat(body)
-	switch {
-	case werr != nil:
-		t.Fatalf("the translator decoded a body usage.FromAlphaChat refuses (%v): %s", werr, body)
-	case (r.Billed != nil) != wantFound:
-		t.Fatalf("billed %v, FromAlphaChat found %v: %s", r.Billed, wantFound, body)
-	case r.Billed != nil && *r.Billed != want:
-		t.Fatalf("billed %+v, FromAlphaChat %+v: %s", *r.Billed, want, body)
-	}
-}
-
-// checkBillBodyAgrees compares BillChatBody (a buffered answer's usage members alone) with
-// usage.FromAlphaChat. Bodies that are not valid JSON are left out (encoding/json refuses what the event
-// decoder carries: invalid UTF-8).
-func checkBillBodyAgrees(t *testing.T, body []byte) {
 	if !json.Valid(body) {
 		return
 	}
-	got, found, err := BillChatBody(body)
-	want, wantFound, werr := usage.FromAlphaChat(body)
-	if (err != nil) != (werr != nil) || got != want || found != wantFound {
-		t.Fatalf("BillChatBody %+v found %v err %v; FromAlphaChat %+v %v %v: %s", got, found, err, want, wantFound, werr, body)
+	want, wantFound, werr := BillChatBody(body)
+	var sc usage.BodyScanner
+	_, _ = sc.Write(body)
+	if red := sc.Reduced(); red != nil {
+		got, found, err := BillChatBody(red)
+		if (err != nil) != (werr != nil) || got != want || found != wantFound {
+			t.Fatalf("BillChatBody of the kept members %+v found %v err %v; of the body %+v %v %v: %s", got, found, err, want, wantFound, werr, body)
+		}
+	}
+	r, err := Chat{}.DecodeResponse(body, &canon.State{})
+	switch {
+	case err != nil:
+		return
+	case werr != nil:
+		t.Fatalf("the translator decoded a body BillChatBody refuses (%v): %s", werr, body)
+	case (r.Billed != nil) != wantFound:
+		t.Fatalf("billed %v, BillChatBody found %v: %s", r.Billed, wantFound, body)
+	case r.Billed != nil && *r.Billed != want:
+		t.Fatalf("billed %+v, BillChatBody %+v: %s", *r.Billed, want, body)
 	}
 }
 
-func TestBillingAgreesOnRealWire(t *testing.T) {
-	streams, bodies := realWireChat(t)
-	billed := 0
-	for _, s := range streams {
-		checkStreamAgrees(t, s)
-		checkRelayAgrees(t, s)
-		if _, found, _ := streamBilled(s); found {
-			billed++
+// TestBillingOnRealWire checks every real alpha chat answer is billed what it must be: a stream by the
+// decoder and by the relay billing, a buffered answer by BillChatBody and by its decoding.
+func TestBillingOnRealWire(t *testing.T) {
+	streams, bodies, wantStreams, wantBodies := realWireChat(t)
+	for i, s := range streams {
+		got, found, read := streamBilled(s)
+		if !found || got != wantStreams[i] {
+			t.Fatalf("stream %d: decoder bills %+v found %v, want %+v\n%.2000s", i, got, found, wantStreams[i], s)
+		}
+		if got, found := relayBilled(read); !found || got != wantStreams[i] {
+			t.Fatalf("stream %d: relay billing %+v found %v, want %+v", i, got, found, wantStreams[i])
 		}
 	}
-	for _, b := range bodies {
+	for i, b := range bodies {
+		if got, found, err := BillChatBody(b); err != nil || !found || got != wantBodies[i] {
+			t.Fatalf("body %d: BillChatBody %+v found %v err %v, want %+v\n%.2000s", i, got, found, err, wantBodies[i], b)
+		}
 		checkBodyAgrees(t, b)
-	}
-	if billed == 0 {
-		t.Fatalf("none of %d real streams billed from the decoder", len(streams))
 	}
 }
 
@@ -189,8 +186,6 @@ func TestBillingChatRules(t *testing.T) {
 		t.Fatalf("tier %q with speed fast, want fast", u.ReportedTier)
 	}
 	checkStreamAgrees(t, []byte(fast))
-	checkRelayAgrees(t, []byte(stream))
-	checkRelayAgrees(t, []byte(fast))
 }
 
 // escapedLetter finds a JSON escape of a letter or '_', with which a member name can be spelled other than
@@ -199,7 +194,7 @@ var escapedLetter = regexp.MustCompile(`\\u00(4[1-9a-fA-F]|5[0-9aAfF]|6[1-9a-fA-
 
 // nameVariant reports whether b may spell one of names other than exactly (in another case, or escaped).
 // The translator's decoders match names as the JSON library does (exact, else ignoring case, after
-// unescaping); shared/usage's stream readers compare the raw names exactly. Real upstreams write the exact
+// unescaping); the relay reader (ReadChatRelay) compares the raw names exactly. Real upstreams write the exact
 // names: the two are compared where they read the same members.
 func nameVariant(b []byte, names ...string) bool {
 	if escapedLetter.Match(b) {
@@ -216,7 +211,7 @@ func nameVariant(b []byte, names ...string) bool {
 }
 
 func FuzzBillingAgrees(f *testing.F) {
-	streams, bodies := realWireChat(f)
+	streams, bodies, _, _ := realWireChat(f)
 	for _, s := range streams {
 		f.Add(s, false)
 	}
@@ -236,6 +231,5 @@ func FuzzBillingAgrees(f *testing.F) {
 			return
 		}
 		checkStreamAgrees(t, b)
-		checkRelayAgrees(t, b)
 	})
 }
