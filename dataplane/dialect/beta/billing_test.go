@@ -1,10 +1,8 @@
 package beta
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,60 +10,16 @@ import (
 	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/dataplane/sse"
+	"github.com/tollgate/tollgate/shared/testkit"
 	"github.com/tollgate/tollgate/shared/usage"
 )
 
-// realWireBeta returns the beta messages answers of ../shared/wire/realwire.jsonl: stream bodies (SSE) and
-// buffered bodies, each with the usage it must bill (its token categories and served tier).
+// realWireBeta returns the beta messages answers of the recorded provider traffic (testkit.RealWire): stream
+// bodies (SSE) and buffered bodies, each with the usage it must bill.
 func realWireBeta(t testing.TB) (streams, bodies [][]byte, wantStreams, wantBodies []usage.Usage) {
-	f, err := os.Open("../../../../shared/wire/realwire.jsonl")
-	if err != nil {
-		t.Fatalf("the real-wire corpus: %v", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		var row struct {
-			Dialect      string `json:"dialect"`
-			Stream       bool   `json:"stream"`
-			Status       int    `json:"status"`
-			ResponseBody string `json:"response_body"`
-			Expected     struct {
-				Input       int64   `json:"input_tokens"`
-				Output      int64   `json:"output_tokens"`
-				CacheRead   int64   `json:"cache_read_tokens"`
-				Cache5m     int64   `json:"cache_creation_5m_tokens"`
-				Cache30m    int64   `json:"cache_creation_30m_tokens"`
-				Cache1h     int64   `json:"cache_creation_1h_tokens"`
-				ImageOutput int64   `json:"image_output_tokens"`
-				Tier        *string `json:"service_tier"`
-			} `json:"expected"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			t.Fatal(err)
-		}
-		if row.Dialect != "beta_messages" || row.Status != 200 {
-			continue
-		}
-		e := row.Expected
-		want := usage.Usage{Input: e.Input, Output: e.Output, CacheRead: e.CacheRead, CacheCreation5m: e.Cache5m,
-			CacheCreation30m: e.Cache30m, CacheCreation1h: e.Cache1h, ImageOutput: e.ImageOutput}
-		if e.Tier != nil {
-			want.ReportedTier = strings.ToLower(*e.Tier)
-		}
-		if row.Stream {
-			streams, wantStreams = append(streams, []byte(row.ResponseBody)), append(wantStreams, want)
-		} else {
-			bodies, wantBodies = append(bodies, []byte(row.ResponseBody)), append(wantBodies, want)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(streams) == 0 || len(bodies) == 0 {
-		t.Fatalf("%d beta streams and %d bodies in the corpus, want some of each", len(streams), len(bodies))
-	}
+	s, b := testkit.RealWire(t, "beta_messages")
+	streams, wantStreams = testkit.BodiesAndUsage(s)
+	bodies, wantBodies = testkit.BodiesAndUsage(b)
 	return streams, bodies, wantStreams, wantBodies
 }
 

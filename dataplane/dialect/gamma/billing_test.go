@@ -1,11 +1,8 @@
 package gamma
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"net/http"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,6 +10,7 @@ import (
 	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/dataplane/sse"
+	"github.com/tollgate/tollgate/shared/testkit"
 	"github.com/tollgate/tollgate/shared/usage"
 )
 
@@ -21,45 +19,15 @@ type wireAnswer struct {
 	header http.Header
 }
 
-// realWireGamma returns the gamma generateContent answers of ../shared/wire/realwire.jsonl (stream bodies,
-// SSE or a JSON array, and buffered bodies) with their response headers.
+// realWireGamma returns the gamma generateContent answers of the recorded provider traffic (testkit.RealWire:
+// stream bodies, SSE or a JSON array, and buffered bodies) with their response headers.
 func realWireGamma(t testing.TB) (streams, bodies []wireAnswer) {
-	f, err := os.Open("../../../../shared/wire/realwire.jsonl")
-	if err != nil {
-		t.Fatalf("the real-wire corpus: %v", err)
+	s, b := testkit.RealWire(t, "gamma_generate_content")
+	for _, a := range s {
+		streams = append(streams, wireAnswer{body: a.Body, header: a.Header})
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		var row struct {
-			Dialect      string            `json:"dialect"`
-			Stream       bool              `json:"stream"`
-			Status       int               `json:"status"`
-			Headers      map[string]string `json:"response_headers"`
-			ResponseBody string            `json:"response_body"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			t.Fatal(err)
-		}
-		if row.Dialect != "gamma_generate_content" || row.Status != 200 {
-			continue
-		}
-		a := wireAnswer{body: []byte(row.ResponseBody), header: http.Header{}}
-		for k, v := range row.Headers {
-			a.header.Set(k, v)
-		}
-		if row.Stream {
-			streams = append(streams, a)
-		} else {
-			bodies = append(bodies, a)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(streams) == 0 || len(bodies) == 0 {
-		t.Fatalf("%d gamma streams and %d bodies in the corpus, want some of each", len(streams), len(bodies))
+	for _, a := range b {
+		bodies = append(bodies, wireAnswer{body: a.Body, header: a.Header})
 	}
 	return streams, bodies
 }
