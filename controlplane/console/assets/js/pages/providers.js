@@ -82,6 +82,8 @@ export function mount(section, c) {
     el("p", { id: "pv-readonly", class: "notice", role: "status", hidden: true }, "Read-only: this token has the viewer role."),
     el("div", { class: "filters" }, field("pv-provider", "Provider", el("select", {}))),
     el("p", { id: "pv-error", class: "notice notice-error", role: "alert", hidden: true }),
+    el("p", { id: "pv-cloud-note", class: "notice", role: "status", hidden: true },
+      "Data planes of this build do not send requests to cloud providers yet: a route member on this provider is skipped and its route's other members serve the request (a route with no other member answers that the operation is unsupported). Its model list and get are served. See docs/providers.md, \"What a data plane of this build does with a cloud provider\"."),
     el("section", { class: "panel", "aria-labelledby": "pv-info-title" }, el("h2", { id: "pv-info-title" }, "Provider"), el("dl", { id: "pv-info", class: "detail" })),
     el("section", { class: "panel", "aria-labelledby": "pv-creds-title" },
       el("h2", { id: "pv-creds-title" }, "Credentials"),
@@ -144,6 +146,7 @@ async function choose(id) {
   const [{ data: p }, { data: r }] = await Promise.all([call("GET", `/admin/providers/${id}`), call("GET", `/admin/providers/${id}/routing-rules`)]);
   current = p;
   rules = r.items || [];
+  root.querySelector("#pv-cloud-note").hidden = !CLOUDS.includes(p.channel_type);
   const settings = p.settings && Object.keys(p.settings).length ? JSON.stringify(p.settings) : "—";
   root.querySelector("#pv-info").replaceChildren(...[["Name", p.name], ["Channel type", p.channel_type], ["Base URL", p.base_url],
     ["Enabled", p.enabled ? "yes" : "no"], ["Settings", settings]].flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
