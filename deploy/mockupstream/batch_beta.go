@@ -63,7 +63,7 @@ func (x *exchange) betaBatches(rest string) {
 			}
 			lines := betaResultLines(b)
 			st.mu.Unlock()
-			x.writeResultLines("application/binary", lines)
+			x.writeResultLines("application/x-jsonl", lines)
 		default:
 			st.mu.Unlock()
 			x.fail(http.StatusNotFound, fmt.Sprintf("unknown route %s /v1/messages/batches/%s", m, rest))
