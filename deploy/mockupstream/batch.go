@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -61,6 +62,9 @@ type BatchConfig struct {
 	MaxLines int `json:"max_lines,omitempty"`
 	// MaxLineBytes caps one line (an alpha JSONL line, a beta request's params, a gamma request). Default 1 MiB.
 	MaxLineBytes int `json:"max_line_bytes,omitempty"`
+	// MaxStoredBytes caps the bytes all kept batches hold (their lines' bodies and answers); a new batch
+	// forgets the oldest ended batches to fit, or is refused. Default 512 MiB.
+	MaxStoredBytes int `json:"max_stored_bytes,omitempty"`
 	// MaxFiles caps the alpha files kept (uploads and outputs). Default 1000.
 	MaxFiles int `json:"max_files,omitempty"`
 	// FlushLines flushes a results download (alpha file content, beta results) every this many lines.
@@ -95,8 +99,11 @@ func orDefault(v, def int) int {
 func (c BatchConfig) maxBatches() int   { return orDefault(c.MaxBatches, 1000) }
 func (c BatchConfig) maxLines() int     { return orDefault(c.MaxLines, 10000) }
 func (c BatchConfig) maxLineBytes() int { return orDefault(c.MaxLineBytes, 1<<20) }
-func (c BatchConfig) maxFiles() int     { return orDefault(c.MaxFiles, 1000) }
-func (c BatchConfig) flushLines() int   { return orDefault(c.FlushLines, 1) }
+func (c BatchConfig) maxStoredBytes() int {
+	return orDefault(c.MaxStoredBytes, 512<<20)
+}
+func (c BatchConfig) maxFiles() int   { return orDefault(c.MaxFiles, 1000) }
+func (c BatchConfig) flushLines() int { return orDefault(c.FlushLines, 1) }
 
 // batchLine is one request of a batch and, once answered, its result.
 type batchLine struct {
@@ -131,6 +138,7 @@ type batch struct {
 	failure          []batchError // why validation (or an admin fail) failed the batch
 	lines            []*batchLine
 	byID             map[string]*batchLine
+	bytes            int // the lines' bodies and answers: what the batch holds in memory
 
 	alpha *alphaBatchInfo
 	gamma *gammaBatchInfo
@@ -175,6 +183,7 @@ type batchStore struct {
 	files   []*alphaFile
 	fileIDs map[string]*alphaFile
 	cuts    int // downloads cut so far under cfg.CutResults
+	stored  int // the bytes every kept batch holds (batch.bytes)
 }
 
 func newBatchStore() *batchStore {
@@ -184,7 +193,7 @@ func newBatchStore() *batchStore {
 func (st *batchStore) reset() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.cfg, st.batches, st.files, st.cuts = BatchConfig{}, nil, nil, 0
+	st.cfg, st.batches, st.files, st.cuts, st.stored = BatchConfig{}, nil, nil, 0, 0
 	clear(st.byID)
 	clear(st.fileIDs)
 }
@@ -211,23 +220,22 @@ func randomID(prefix string, n int) string {
 	return prefix + hex.EncodeToString(b)[:n]
 }
 
-// addBatchLocked stores b, forgetting the oldest ended batch when the store is full. It reports false when
-// every kept batch is still open.
+// addBatchLocked stores b, forgetting the oldest ended batches while the store is full (MaxBatches, or
+// MaxStoredBytes). It reports false, storing nothing, when it would still be full.
 func (s *Server) addBatchLocked(b *batch) bool {
 	st := s.batches
-	if len(st.batches) >= st.cfg.maxBatches() {
-		i := -1
-		for j, old := range st.batches {
-			if old.phase == phaseEnded {
-				i = j
-				break
-			}
-		}
+	for _, l := range b.lines {
+		b.bytes += len(l.body)
+	}
+	full := func() bool {
+		return len(st.batches) >= st.cfg.maxBatches() || st.stored+b.bytes > st.cfg.maxStoredBytes()
+	}
+	for full() {
+		i := slices.IndexFunc(st.batches, func(old *batch) bool { return old.phase == phaseEnded })
 		if i < 0 {
 			return false
 		}
-		delete(st.byID, st.batches[i].id)
-		st.batches = append(st.batches[:i], st.batches[i+1:]...)
+		s.dropBatchLocked(st.batches[i])
 	}
 	b.created = time.Now()
 	b.byID = make(map[string]*batchLine, len(b.lines))
@@ -241,7 +249,16 @@ func (s *Server) addBatchLocked(b *batch) bool {
 	}
 	st.batches = append(st.batches, b)
 	st.byID[b.id] = b
+	st.stored += b.bytes
 	return true
+}
+
+// dropBatchLocked forgets b.
+func (s *Server) dropBatchLocked(b *batch) {
+	st := s.batches
+	delete(st.byID, b.id)
+	st.batches = slices.DeleteFunc(st.batches, func(o *batch) bool { return o == b })
+	st.stored -= b.bytes
 }
 
 // batchLocked returns the batch id of dialect, brought up to date.
@@ -383,6 +400,11 @@ func (s *Server) answerLine(b *batch, l *batchLine) *Bill {
 	}
 	x.settleBill()
 	l.done, l.status, l.answer, l.requestID = true, x.status, rec.Body.Bytes(), x.requestID()
+	if len(l.answer) == 0 {
+		l.answer = []byte("null")
+	}
+	b.bytes += len(l.answer)
+	s.batches.stored += len(l.answer)
 	l.outcome = lineErrored
 	if x.status >= 200 && x.status <= 299 {
 		l.outcome = lineSucceeded

@@ -123,3 +123,40 @@ func TestBatchConcurrentUse(t *testing.T) {
 		t.Errorf("%d bills, want one per line (16)", n)
 	}
 }
+
+// TestBatchStoreBounded: the bytes kept are capped; an ended batch is forgotten to make room, an open one
+// never is, and a batch that does not fit is refused in the dialect's shape.
+func TestBatchStoreBounded(t *testing.T) {
+	b := setup(t, Options{})
+	b.mock.SetBatchConfig(BatchConfig{StepMS: intPtr(0), MaxStoredBytes: 900})
+	create := func(prompt string) result {
+		return b.call(t, http.MethodPost, "/v1/messages/batches", fmt.Sprintf(
+			`{"requests":[{"custom_id":"a","params":{"model":"b-1","max_tokens":8,"messages":[{"role":"user","content":%q}]}}]}`, prompt),
+			"anthropic-version", "2023-06-01")
+	}
+	first := create(strings.Repeat("x", 300))
+	var bt struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(first.body, &bt); err != nil || first.status != 200 {
+		t.Fatalf("first = %d %s", first.status, first.body)
+	}
+	second := create(strings.Repeat("y", 300))
+	if second.status != 200 {
+		t.Fatalf("second = %d %s", second.status, second.body)
+	}
+	if r := create(strings.Repeat("z", 300)); r.status != http.StatusTooManyRequests || !strings.Contains(string(r.body), `"rate_limit_error"`) {
+		t.Fatalf("third with both open = %d %s, want 429 rate_limit_error", r.status, r.body)
+	}
+	if n := len(b.mock.Batches()); n != 2 {
+		t.Fatalf("%d batches kept after a refusal, want 2", n)
+	}
+	drive(t, b.mock, bt.ID, BatchAction{Advance: 1}) // ends the first (its answer now counts too)
+	if r := create(strings.Repeat("z", 300)); r.status != 200 {
+		t.Fatalf("third after the first ended = %d %s", r.status, r.body)
+	}
+	views := b.mock.Batches()
+	if len(views) != 2 || views[0].ID == bt.ID {
+		t.Fatalf("kept = %+v, want the ended first batch forgotten", views)
+	}
+}

@@ -44,8 +44,7 @@ func (x *exchange) betaBatches(rest string) {
 				x.fail(http.StatusBadRequest, fmt.Sprintf("Message Batch %s cannot be deleted while it is in progress; cancel it first.", id))
 				return
 			}
-			delete(st.byID, id)
-			st.batches = removeBatch(st.batches, b)
+			x.s.dropBatchLocked(b)
 			st.mu.Unlock()
 			x.writeJSON(fields{"id", id, "type", "message_batch_deleted"})
 		case sub == "cancel" && m == http.MethodPost:
@@ -71,15 +70,6 @@ func (x *exchange) betaBatches(rest string) {
 	default:
 		x.fail(http.StatusNotFound, fmt.Sprintf("unknown route %s /v1/messages/batches/%s", m, rest))
 	}
-}
-
-func removeBatch(list []*batch, b *batch) []*batch {
-	for i, o := range list {
-		if o == b {
-			return append(list[:i], list[i+1:]...)
-		}
-	}
-	return list
 }
 
 func (x *exchange) betaBatchCreate() {

@@ -134,8 +134,7 @@ func (x *exchange) gammaBatches(rest string) {
 		st.mu.Unlock()
 		x.writeJSON(v)
 	case method == "" && m == http.MethodDelete:
-		delete(st.byID, name)
-		st.batches = removeBatch(st.batches, b)
+		x.s.dropBatchLocked(b)
 		st.mu.Unlock()
 		x.writeJSON(struct{}{})
 	case method == "cancel" && m == http.MethodPost:
