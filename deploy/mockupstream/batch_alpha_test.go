@@ -429,3 +429,76 @@ func TestBatchTimeScaleAndCutDownload(t *testing.T) {
 		t.Fatalf("re-read after the cut: %d lines, want 3", len(whole))
 	}
 }
+
+// TestAlphaBatchResponsesAndEmbeddings: the other two batch endpoints answer each line as their plain
+// endpoint does and bill it under that endpoint's report at tier batch.
+func TestAlphaBatchResponsesAndEmbeddings(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, Options{})
+	manualBatches(t, b.mock)
+	c := b.openai("k")
+	for _, tc := range []struct {
+		endpoint openai.BatchNewParamsEndpoint
+		body     string
+		billed   string
+	}{
+		{openai.BatchNewParamsEndpointV1Responses, `{"model":"m-1","input":"hello there","store":false}`, EndpointCompletions},
+		{openai.BatchNewParamsEndpointV1Embeddings, `{"model":"emb-1","input":["a","b"]}`, EndpointEmbeddings},
+	} {
+		line := fmt.Sprintf(`{"custom_id":"only","method":"POST","url":%q,"body":%s}`, tc.endpoint, tc.body)
+		f, err := c.Files.New(ctx, openai.FileNewParams{File: openai.File(strings.NewReader(line), "in.jsonl", "application/jsonl"),
+			Purpose: openai.FilePurposeBatch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bt, err := c.Batches.New(ctx, openai.BatchNewParams{InputFileID: f.ID, Endpoint: tc.endpoint,
+			CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		drive(t, b.mock, bt.ID, BatchAction{Advance: 3})
+		got, err := c.Batches.Get(ctx, bt.ID)
+		if err != nil || got.Status != openai.BatchStatusCompleted || got.RequestCounts.Completed != 1 {
+			t.Fatalf("%s: batch = %+v, %v", tc.endpoint, got, err)
+		}
+		out := readFile(ctx, t, c, got.OutputFileID)
+		var resp struct {
+			Body json.RawMessage `json:"body"`
+		}
+		if len(out) != 1 || json.Unmarshal(out[0]["response"], &resp) != nil {
+			t.Fatalf("%s: output = %v", tc.endpoint, out)
+		}
+		before := len(b.mock.Bills())
+		plain := b.post(t, string(tc.endpoint), tc.body)
+		if compact(t, plain.body) != compact(t, resp.Body) {
+			t.Errorf("%s: line body\n%s\nwant\n%s", tc.endpoint, resp.Body, plain.body)
+		}
+		bills, pb := batchBills(b.mock, bt.ID), b.mock.Bills()[before]
+		if len(bills) != 1 || bills[0].Endpoint != tc.billed || bills[0].Tier != BatchTier || bills[0].Input != pb.Input || bills[0].Output != pb.Output {
+			t.Errorf("%s: bills %+v, plain %+v", tc.endpoint, bills, pb)
+		}
+	}
+	// The usage report shows the batch line apart from the plain answer: batch true, service_tier batch.
+	r := b.call(t, http.MethodGet, fmt.Sprintf("/v1/organization/usage/completions?start_time=%d", time.Now().Add(-time.Hour).Unix()), "")
+	var page struct {
+		Data []struct {
+			Results []struct {
+				Batch    bool   `json:"batch"`
+				Tier     string `json:"service_tier"`
+				Requests int    `json:"num_model_requests"`
+			} `json:"results"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(r.body, &page); err != nil || len(page.Data) == 0 {
+		t.Fatalf("usage report = %d %s (%v)", r.status, r.body, err)
+	}
+	kinds := map[string]int{}
+	for _, bucket := range page.Data {
+		for _, res := range bucket.Results {
+			kinds[fmt.Sprintf("%v/%s", res.Batch, res.Tier)] += res.Requests
+		}
+	}
+	if kinds["true/batch"] != 1 || kinds["false/default"] != 1 || len(kinds) != 2 {
+		t.Errorf("usage report rows = %v, want one batch and one plain request", kinds)
+	}
+}
