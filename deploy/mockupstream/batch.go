@@ -470,16 +470,12 @@ func jsonLine(v any) []byte {
 	return append(b, '\n')
 }
 
-// pageOf cuts a newest-first list at a cursor: the items after the one with id after (or before the one
-// with id before), at most limit. hasMore says whether items remain beyond the page in its direction.
-func pageOf(list []*batch, after, before string, limit int) (page []*batch, hasMore bool, ok bool) {
-	idx := func(id string) int {
-		for i, b := range list {
-			if b.id == id {
-				return i
-			}
-		}
-		return -1
+// pageOf cuts a list at a cursor: the items after the one whose id is after (or before the one whose id is
+// before), at most limit. hasMore says whether items remain beyond the page in its direction; ok is false
+// when the cursor names no item.
+func pageOf[T any](list []T, id func(T) string, after, before string, limit int) (page []T, hasMore bool, ok bool) {
+	idx := func(want string) int {
+		return slices.IndexFunc(list, func(v T) bool { return id(v) == want })
 	}
 	switch {
 	case before != "":
@@ -501,6 +497,8 @@ func pageOf(list []*batch, after, before string, limit int) (page []*batch, hasM
 	}
 	return list, false, true
 }
+
+func batchID(b *batch) string { return b.id }
 
 // listLimit reads a list's limit query parameter: def when absent, an error outside 1..maxLimit.
 func listLimit(r *http.Request, name string, def, maxLimit int) (int, error) {

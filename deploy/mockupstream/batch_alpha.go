@@ -73,6 +73,8 @@ func (x *exchange) alphaFiles(rest string) {
 	switch {
 	case rest == "" && m == http.MethodPost:
 		x.alphaUpload()
+	case rest == "" && m == http.MethodGet:
+		x.alphaFileList()
 	case id != "" && sub == "" && (m == http.MethodGet || m == http.MethodDelete):
 		st := x.s.batches
 		st.mu.Lock()
@@ -107,6 +109,50 @@ func (x *exchange) alphaFiles(rest string) {
 	default:
 		x.fail(http.StatusNotFound, fmt.Sprintf("unknown route %s /v1/files/%s", m, rest))
 	}
+}
+
+// alphaFileList answers GET /v1/files: purpose, order (desc by default), after, limit (1–10000, default 10000).
+func (x *exchange) alphaFileList() {
+	q := x.r.URL.Query()
+	limit, err := listLimit(x.r, "limit", 10000, 10000)
+	if err != nil {
+		x.fail(http.StatusBadRequest, err.Error())
+		return
+	}
+	order := q.Get("order")
+	if order != "" && order != "asc" && order != "desc" {
+		x.fail(http.StatusBadRequest, fmt.Sprintf("Invalid value for 'order': %q; expected 'asc' or 'desc'.", order))
+		return
+	}
+	st := x.s.batches
+	st.mu.Lock()
+	var list []alphaFile
+	for _, f := range st.files {
+		if p := q.Get("purpose"); p == "" || f.Purpose == p {
+			list = append(list, *f)
+		}
+	}
+	st.mu.Unlock()
+	if order != "asc" {
+		slices.Reverse(list)
+	}
+	page, more, ok := pageOf(list, func(f alphaFile) string { return f.ID }, q.Get("after"), "", limit)
+	if !ok {
+		x.fail(http.StatusNotFound, fmt.Sprintf("No such File object: %s", q.Get("after")))
+		return
+	}
+	out := fields{"object", "list", "data", nonNilFiles(page), "first_id", nil, "last_id", nil, "has_more", more}
+	if len(page) > 0 {
+		out[5], out[7] = page[0].ID, page[len(page)-1].ID
+	}
+	x.writeJSON(out)
+}
+
+func nonNilFiles(v []alphaFile) []alphaFile {
+	if v == nil {
+		return []alphaFile{}
+	}
+	return v
 }
 
 // splitLines cuts content after each newline (file content is immutable: the lines alias it).
@@ -337,7 +383,7 @@ func (x *exchange) alphaBatchList() {
 	st := x.s.batches
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	page, more, ok := pageOf(x.s.listLocked(DialectAlpha), x.r.URL.Query().Get("after"), "", limit)
+	page, more, ok := pageOf(x.s.listLocked(DialectAlpha), batchID, x.r.URL.Query().Get("after"), "", limit)
 	if !ok {
 		x.fail(http.StatusNotFound, fmt.Sprintf("No batch found with id '%s'.", x.r.URL.Query().Get("after")))
 		return

@@ -502,3 +502,37 @@ func TestAlphaBatchResponsesAndEmbeddings(t *testing.T) {
 		t.Errorf("usage report rows = %v, want one batch and one plain request", kinds)
 	}
 }
+
+func TestAlphaFileList(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, Options{})
+	c := b.openai("k")
+	var ids []string
+	for i := range 3 {
+		f, err := c.Files.New(ctx, openai.FileNewParams{File: openai.File(strings.NewReader(alphaChatLine(fmt.Sprint(i), "x")), "in.jsonl",
+			"application/jsonl"), Purpose: openai.FilePurposeBatch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append([]string{f.ID}, ids...) // newest first
+	}
+	if _, err := c.Files.New(ctx, openai.FileNewParams{File: openai.File(strings.NewReader("x"), "notes.txt", "text/plain"),
+		Purpose: openai.FilePurposeAssistants}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.Files.List(ctx, openai.FileListParams{Purpose: openai.String("batch"), Limit: openai.Int(2)})
+	if err != nil || len(page.Data) != 2 || !page.HasMore || page.Data[0].ID != ids[0] {
+		t.Fatalf("first page = %+v, %v", page, err)
+	}
+	var all []string
+	for it := c.Files.ListAutoPaging(ctx, openai.FileListParams{Purpose: openai.String("batch"), Limit: openai.Int(1)}); it.Next(); {
+		all = append(all, it.Current().ID)
+	}
+	if strings.Join(all, ",") != strings.Join(ids, ",") {
+		t.Fatalf("auto-paged = %v, want %v", all, ids)
+	}
+	asc, err := c.Files.List(ctx, openai.FileListParams{Order: openai.FileListParamsOrderAsc})
+	if err != nil || len(asc.Data) != 4 || asc.Data[0].ID != ids[2] || asc.Data[3].Purpose != "assistants" {
+		t.Fatalf("ascending list = %+v, %v", asc, err)
+	}
+}

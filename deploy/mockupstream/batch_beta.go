@@ -134,7 +134,7 @@ func (x *exchange) betaBatchList() {
 	q := x.r.URL.Query()
 	st := x.s.batches
 	st.mu.Lock()
-	page, more, ok := pageOf(x.s.listLocked(DialectBeta), q.Get("after_id"), q.Get("before_id"), limit)
+	page, more, ok := pageOf(x.s.listLocked(DialectBeta), batchID, q.Get("after_id"), q.Get("before_id"), limit)
 	data := make([]any, 0, len(page))
 	for _, b := range page {
 		data = append(data, x.betaBatchJSON(b))

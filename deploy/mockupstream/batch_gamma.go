@@ -182,7 +182,7 @@ func (x *exchange) gammaBatchList() {
 	}
 	st := x.s.batches
 	st.mu.Lock()
-	page, more, ok := pageOf(x.s.listLocked(DialectGamma), after, "", size)
+	page, more, ok := pageOf(x.s.listLocked(DialectGamma), batchID, after, "", size)
 	ops := make([]any, 0, len(page))
 	for _, b := range page {
 		ops = append(ops, gammaBatchJSON(b))
