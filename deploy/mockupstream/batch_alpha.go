@@ -293,47 +293,51 @@ func (x *exchange) alphaBatchCreate() {
 		return
 	}
 	st := x.s.batches
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	f := st.fileIDs[req.InputFileID]
-	if f == nil {
-		x.fail(http.StatusNotFound, fmt.Sprintf("No such File object: %s", req.InputFileID))
-		return
-	}
-	if f.Purpose != "batch" {
-		x.fail(http.StatusBadRequest, fmt.Sprintf("File %s has purpose '%s'; a batch input file must have purpose 'batch'.", f.ID, f.Purpose))
-		return
-	}
-	raw := splitLines(f.content)
-	if n := st.cfg.maxLines(); len(raw) > n {
-		x.fail(http.StatusBadRequest, fmt.Sprintf("The input file has %d requests; a batch may have at most %d.", len(raw), n))
-		return
-	}
-	b := &batch{id: randomID("batch_", 32), dialect: DialectAlpha, key: x.key,
-		alpha: &alphaBatchInfo{endpoint: req.Endpoint, inputFileID: f.ID, window: req.CompletionWindow, metadata: req.Metadata}}
-	for i, line := range raw {
-		if n := st.cfg.maxLineBytes(); len(line) > n {
-			x.fail(http.StatusBadRequest, fmt.Sprintf("Line %d of the input file is %d bytes; a request may be at most %d bytes.", i+1, len(line), n))
-			return
+	v, status, msg := func() (fields, int, string) {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		f := st.fileIDs[req.InputFileID]
+		if f == nil {
+			return nil, http.StatusNotFound, fmt.Sprintf("No such File object: %s", req.InputFileID)
 		}
-		if l, e := parseAlphaLine(line, i+1, req.Endpoint, b.lines); e != nil {
-			b.failure = append(b.failure, *e)
-		} else if l != nil {
-			b.lines = append(b.lines, l)
+		if f.Purpose != "batch" {
+			return nil, http.StatusBadRequest, fmt.Sprintf("File %s has purpose '%s'; a batch input file must have purpose 'batch'.", f.ID, f.Purpose)
 		}
-	}
-	if len(b.lines) == 0 && len(b.failure) == 0 {
-		b.failure = append(b.failure, batchError{Code: "empty_file", Message: "The input file has no requests."})
-	}
-	if !x.s.addBatchLocked(b) {
-		x.fail(http.StatusTooManyRequests, "Too many open batches; wait for one to end.")
+		raw := splitLines(f.content)
+		if n := st.cfg.maxLines(); len(raw) > n {
+			return nil, http.StatusBadRequest, fmt.Sprintf("The input file has %d requests; a batch may have at most %d.", len(raw), n)
+		}
+		b := &batch{id: randomID("batch_", 32), dialect: DialectAlpha, key: x.key,
+			alpha: &alphaBatchInfo{endpoint: req.Endpoint, inputFileID: f.ID, window: req.CompletionWindow, metadata: req.Metadata}}
+		seen, model := map[string]bool{}, ""
+		for i, line := range raw {
+			if n := st.cfg.maxLineBytes(); len(line) > n {
+				return nil, http.StatusBadRequest, fmt.Sprintf("Line %d of the input file is %d bytes; a request may be at most %d bytes.", i+1, len(line), n)
+			}
+			if l, e := parseAlphaLine(line, i+1, req.Endpoint, seen, &model); e != nil {
+				b.failure = append(b.failure, *e)
+			} else if l != nil {
+				b.lines = append(b.lines, l)
+			}
+		}
+		if len(b.lines) == 0 && len(b.failure) == 0 {
+			b.failure = append(b.failure, batchError{Code: "empty_file", Message: "The input file has no requests."})
+		}
+		if !x.s.addBatchLocked(b) {
+			return nil, http.StatusTooManyRequests, "Too many open batches; wait for one to end."
+		}
+		return alphaBatchJSON(b), 0, ""
+	}()
+	if status != 0 {
+		x.fail(status, msg)
 		return
 	}
-	x.writeJSON(alphaBatchJSON(b))
+	x.writeJSON(v)
 }
 
-// parseAlphaLine validates one input line (n from 1): nil, nil for a blank line.
-func parseAlphaLine(raw []byte, n int, endpoint string, prior []*batchLine) (*batchLine, *batchError) {
+// parseAlphaLine validates one input line (n from 1): nil, nil for a blank line. seen holds the custom ids
+// of the lines before it and model their model ("" before the first valid line).
+func parseAlphaLine(raw []byte, n int, endpoint string, seen map[string]bool, model *string) (*batchLine, *batchError) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, nil
 	}
@@ -363,14 +367,13 @@ func parseAlphaLine(raw []byte, n int, endpoint string, prior []*batchLine) (*ba
 	case body.Model == "":
 		return nil, fail("missing_required_parameter", "body.model", "Missing required parameter: 'body.model'.")
 	}
-	for _, p := range prior {
-		if p.customID == l.CustomID {
-			return nil, fail("duplicate_custom_id", "custom_id", fmt.Sprintf("The custom_id %q is used by more than one request.", l.CustomID))
-		}
-		if p.model != body.Model {
-			return nil, fail("mismatched_model", "body.model", "All requests in a batch must use the same model.")
-		}
+	switch {
+	case seen[l.CustomID]:
+		return nil, fail("duplicate_custom_id", "custom_id", fmt.Sprintf("The custom_id %q is used by more than one request.", l.CustomID))
+	case *model != "" && *model != body.Model:
+		return nil, fail("mismatched_model", "body.model", "All requests in a batch must use the same model.")
 	}
+	seen[l.CustomID], *model = true, body.Model
 	return &batchLine{customID: l.CustomID, path: l.URL, body: l.Body, model: body.Model}, nil
 }
 

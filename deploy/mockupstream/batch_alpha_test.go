@@ -305,7 +305,8 @@ func TestAlphaBatchValidationAndBounds(t *testing.T) {
 
 	// Bad lines fail the batch at validation, each named with its line number and code.
 	bt := uploadBatch(ctx, t, c, alphaChatLine("ok", "x"), `{"custom_id":"u","method":"POST","url":"/v1/embeddings","body":{"model":"m-1"}}`,
-		`not json`, alphaChatLine("ok", "dup"))
+		`not json`, alphaChatLine("ok", "dup"),
+		`{"custom_id":"mini","method":"POST","url":"/v1/chat/completions","body":{"model":"m-1-mini","messages":[]}}`)
 	drive(t, b.mock, bt.ID, BatchAction{Advance: 1})
 	got, err := c.Batches.Get(ctx, bt.ID)
 	if err != nil || got.Status != openai.BatchStatusFailed {
@@ -315,7 +316,7 @@ func TestAlphaBatchValidationAndBounds(t *testing.T) {
 	for _, e := range got.Errors.Data {
 		codes = append(codes, fmt.Sprintf("%d:%s", e.Line, e.Code))
 	}
-	if strings.Join(codes, ",") != "2:invalid_url,3:invalid_json_line,4:duplicate_custom_id" {
+	if strings.Join(codes, ",") != "2:invalid_url,3:invalid_json_line,4:duplicate_custom_id,5:mismatched_model" {
 		t.Fatalf("validation errors = %v", codes)
 	}
 	if n := len(batchBills(b.mock, bt.ID)); n != 0 {

@@ -83,46 +83,46 @@ func (x *exchange) betaBatchCreate() {
 		return
 	}
 	st := x.s.batches
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if len(req.Requests) == 0 {
-		x.fail(http.StatusBadRequest, "requests: List should have at least 1 item after validation, not 0")
-		return
-	}
-	if n := st.cfg.maxLines(); len(req.Requests) > n {
-		x.fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("requests: a Message Batch may have at most %d requests, got %d", n, len(req.Requests)))
-		return
-	}
-	b := &batch{id: randomID("msgbatch_", 24), dialect: DialectBeta, key: x.key}
-	seen := make(map[string]bool, len(req.Requests))
-	for i, r := range req.Requests {
-		var p struct {
-			Model string `json:"model"`
+	v, status, msg := func() (fields, int, string) {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if len(req.Requests) == 0 {
+			return nil, http.StatusBadRequest, "requests: List should have at least 1 item after validation, not 0"
 		}
-		switch {
-		case !betaCustomID.MatchString(r.CustomID):
-			x.fail(http.StatusBadRequest, fmt.Sprintf("requests.%d.custom_id: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'", i))
-			return
-		case seen[r.CustomID]:
-			x.fail(http.StatusBadRequest, fmt.Sprintf("requests.%d.custom_id: custom_id %q is not unique in this batch", i, r.CustomID))
-			return
-		case len(r.Params) == 0 || json.Unmarshal(r.Params, &p) != nil:
-			x.fail(http.StatusBadRequest, fmt.Sprintf("requests.%d.params: Field required", i))
-			return
-		case len(r.Params) > st.cfg.maxLineBytes():
-			x.fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("requests.%d.params: a request may be at most %d bytes, got %d", i,
-				st.cfg.maxLineBytes(), len(r.Params)))
-			return
+		if n := st.cfg.maxLines(); len(req.Requests) > n {
+			return nil, http.StatusRequestEntityTooLarge, fmt.Sprintf("requests: a Message Batch may have at most %d requests, got %d", n, len(req.Requests))
 		}
-		seen[r.CustomID] = true
-		b.lines = append(b.lines, &batchLine{customID: r.CustomID, path: "/v1/messages", body: r.Params, model: p.Model})
-	}
-	if !x.s.addBatchLocked(b) {
-		x.fail(http.StatusTooManyRequests, "Too many Message Batches in progress; wait for one to end.")
+		b := &batch{id: randomID("msgbatch_", 24), dialect: DialectBeta, key: x.key}
+		seen := make(map[string]bool, len(req.Requests))
+		for i, r := range req.Requests {
+			var p struct {
+				Model string `json:"model"`
+			}
+			switch {
+			case !betaCustomID.MatchString(r.CustomID):
+				return nil, http.StatusBadRequest, fmt.Sprintf("requests.%d.custom_id: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'", i)
+			case seen[r.CustomID]:
+				return nil, http.StatusBadRequest, fmt.Sprintf("requests.%d.custom_id: custom_id %q is not unique in this batch", i, r.CustomID)
+			case len(r.Params) == 0 || json.Unmarshal(r.Params, &p) != nil:
+				return nil, http.StatusBadRequest, fmt.Sprintf("requests.%d.params: Field required", i)
+			case len(r.Params) > st.cfg.maxLineBytes():
+				return nil, http.StatusRequestEntityTooLarge, fmt.Sprintf("requests.%d.params: a request may be at most %d bytes, got %d", i,
+					st.cfg.maxLineBytes(), len(r.Params))
+			}
+			seen[r.CustomID] = true
+			b.lines = append(b.lines, &batchLine{customID: r.CustomID, path: "/v1/messages", body: r.Params, model: p.Model})
+		}
+		if !x.s.addBatchLocked(b) {
+			return nil, http.StatusTooManyRequests, "Too many Message Batches in progress; wait for one to end."
+		}
+		b.phase, b.inProgressAt = phaseRunning, b.created
+		return x.betaBatchJSON(b), 0, ""
+	}()
+	if status != 0 {
+		x.fail(status, msg)
 		return
 	}
-	b.phase, b.inProgressAt = phaseRunning, b.created
-	x.writeJSON(x.betaBatchJSON(b))
+	x.writeJSON(v)
 }
 
 func (x *exchange) betaBatchList() {

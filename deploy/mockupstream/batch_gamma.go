@@ -69,46 +69,49 @@ func (x *exchange) gammaBatchCreate(model string) {
 		return
 	}
 	st := x.s.batches
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if n := st.cfg.maxLines(); len(items) > n {
-		x.fail(http.StatusBadRequest, fmt.Sprintf("* batch.input_config.requests.requests: at most %d requests are allowed, got %d", n, len(items)))
+	v, status, msg := func() (fields, int, string) {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if n := st.cfg.maxLines(); len(items) > n {
+			return nil, http.StatusBadRequest, fmt.Sprintf("* batch.input_config.requests.requests: at most %d requests are allowed, got %d", n, len(items))
+		}
+		b := &batch{id: "batches/" + randomID("", 24), dialect: DialectGamma, key: x.key,
+			gamma: &gammaBatchInfo{model: model, displayName: display}}
+		for i, it := range items {
+			body := pick(it, "request")
+			var r struct {
+				Model string `json:"model"`
+			}
+			switch {
+			case len(body) == 0 || json.Unmarshal(body, &r) != nil:
+				return nil, http.StatusBadRequest, fmt.Sprintf("* batch.input_config.requests.requests[%d].request: field is required", i)
+			case len(body) > st.cfg.maxLineBytes():
+				return nil, http.StatusBadRequest, fmt.Sprintf("* batch.input_config.requests.requests[%d].request: a request may be at most %d bytes, got %d",
+					i, st.cfg.maxLineBytes(), len(body))
+			}
+			m := strings.TrimPrefix(r.Model, "models/")
+			if m == "" {
+				m = model
+			}
+			l := &batchLine{path: "/v1beta/models/" + m + ":generateContent", body: body, model: m, meta: pick(it, "metadata")}
+			var key struct {
+				Key string `json:"key"`
+			}
+			if json.Unmarshal(l.meta, &key) == nil {
+				l.customID = key.Key
+			}
+			b.lines = append(b.lines, l)
+		}
+		if !x.s.addBatchLocked(b) {
+			return nil, http.StatusTooManyRequests, "Too many batches in progress; wait for one to end."
+		}
+		return gammaBatchJSON(b), 0, ""
+	}()
+	if status != 0 {
+		x.fail(status, msg)
 		return
 	}
-	b := &batch{id: "batches/" + randomID("", 24), dialect: DialectGamma, key: x.key,
-		gamma: &gammaBatchInfo{model: model, displayName: display}}
-	for i, it := range items {
-		body := pick(it, "request")
-		var r struct {
-			Model string `json:"model"`
-		}
-		switch {
-		case len(body) == 0 || json.Unmarshal(body, &r) != nil:
-			x.fail(http.StatusBadRequest, fmt.Sprintf("* batch.input_config.requests.requests[%d].request: field is required", i))
-			return
-		case len(body) > st.cfg.maxLineBytes():
-			x.fail(http.StatusBadRequest, fmt.Sprintf("* batch.input_config.requests.requests[%d].request: a request may be at most %d bytes, got %d",
-				i, st.cfg.maxLineBytes(), len(body)))
-			return
-		}
-		m := strings.TrimPrefix(r.Model, "models/")
-		if m == "" {
-			m = model
-		}
-		l := &batchLine{path: "/v1beta/models/" + m + ":generateContent", body: body, model: m, meta: pick(it, "metadata")}
-		var key struct {
-			Key string `json:"key"`
-		}
-		if json.Unmarshal(l.meta, &key) == nil {
-			l.customID = key.Key
-		}
-		b.lines = append(b.lines, l)
-	}
-	if !x.s.addBatchLocked(b) {
-		x.fail(http.StatusTooManyRequests, "Too many batches in progress; wait for one to end.")
-		return
-	}
-	x.writeJSON(gammaBatchJSON(b))
+	x.writeJSON(v)
 }
 
 // gammaBatches answers /v1beta/batches and /v1beta/batches/{id}[:cancel].
