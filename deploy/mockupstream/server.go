@@ -1,6 +1,7 @@
 // Package mockupstream is a fake upstream model provider that speaks the alpha (OpenAI), beta (Anthropic)
 // and gamma (Gemini) wire dialects. It answers every generate, streaming, token-counting, embedding, image, rerank and
-// models endpoint the gateway talks to with realistic, deterministic bodies and usage, and it can be steered
+// models endpoint the gateway talks to with realistic, deterministic bodies and usage, serves each dialect's
+// batch API (batch.go), and it can be steered
 // per request with x-mock-* headers (latency, status codes, usage variants, tool calls, mid-stream errors and
 // disconnects). It records what it received so tests can assert on the upstream side of the gateway.
 //
