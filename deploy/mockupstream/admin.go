@@ -238,7 +238,7 @@ func (s *Server) alphaUsage(t time.Time, endpoint string) ([]map[string]any, err
 			r["input_cached_tokens"] = cached
 			r["output_tokens"] = underReport(c, "output", g.output)
 			r["input_audio_tokens"], r["output_audio_tokens"] = 0, 0
-			r["batch"], r["service_tier"] = false, g.tier
+			r["batch"], r["service_tier"] = g.tier == BatchTier, g.tier
 		case EndpointEmbeddings:
 			r["object"] = "organization.usage.embeddings.result"
 			r["input_tokens"] = underReport(c, "input", g.input)

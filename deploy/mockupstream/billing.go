@@ -62,6 +62,8 @@ type Bill struct {
 	ImageOut  int64  `json:"image_output_tokens"`
 	Images    int64  `json:"images"`
 	Requests  int64  `json:"requests"`
+	// Batch is the batch whose line this answer was (its tier is BatchTier); empty for a plain request.
+	Batch string `json:"batch,omitempty"`
 }
 
 // Price is a model's per-million-token prices, exact decimal strings ("" = 0). The mock's admin cost

@@ -109,6 +109,8 @@ func (x *exchange) gammaMethod(model, method string) {
 		x.gammaEmbed(false)
 	case "batchEmbedContents":
 		x.gammaEmbed(true)
+	case "batchGenerateContent":
+		x.gammaBatchCreate(model)
 	default:
 		x.fail(http.StatusNotFound, fmt.Sprintf("method %q not found for models/%s", method, model))
 	}

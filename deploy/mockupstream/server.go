@@ -1,6 +1,7 @@
 // Package mockupstream is a fake upstream model provider that speaks the alpha (OpenAI), beta (Anthropic)
 // and gamma (Gemini) wire dialects. It answers every generate, streaming, token-counting, embedding, image, rerank and
-// models endpoint the gateway talks to with realistic, deterministic bodies and usage, and it can be steered
+// models endpoint the gateway talks to with realistic, deterministic bodies and usage, serves each dialect's
+// batch API (batch.go), and it can be steered
 // per request with x-mock-* headers (latency, status codes, usage variants, tool calls, mid-stream errors and
 // disconnects). It records what it received so tests can assert on the upstream side of the gateway.
 //
@@ -112,6 +113,8 @@ type Server struct {
 
 	cloudSw      CloudSwitches          // cloud.go
 	googleTokens map[string]googleToken // access tokens the token endpoint issued (vertex.go)
+
+	batches *batchStore // batches and alpha files (batch.go); its lock is taken before s.mu, never after
 }
 
 // New returns a Server configured by opts.
@@ -133,6 +136,7 @@ func New(opts Options) *Server {
 	s.changed = make(chan struct{})
 	s.responses = make(map[string]respObject)
 	s.prices = opts.Prices
+	s.batches = newBatchStore()
 	return s
 }
 
@@ -171,8 +175,10 @@ func (s *Server) Cancellations() int64 {
 	return s.cancelled
 }
 
-// Reset forgets every recorded request and every x-mock-fail-first counter.
+// Reset forgets every recorded request, every x-mock-fail-first counter, every batch and alpha file, and
+// restores the default batch configuration.
 func (s *Server) Reset() {
+	s.batches.reset()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.records = s.records[:0]
@@ -463,7 +469,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func isBetaOnly(path string) bool {
-	return path == "/v1/messages" || path == "/v1/messages/count_tokens"
+	return path == "/v1/messages" || path == "/v1/messages/count_tokens" || strings.HasPrefix(path, "/v1/messages/batches")
 }
 
 // dialectOf decides which dialect's error shape and auth a path uses.
@@ -508,6 +514,14 @@ func (s *Server) route(x *exchange, path string) {
 	}
 	m := x.r.Method
 	switch {
+	case path == "/v1/files" || strings.HasPrefix(path, "/v1/files/"):
+		x.alphaFiles(strings.TrimPrefix(strings.TrimPrefix(path, "/v1/files"), "/"))
+	case path == "/v1/batches" || strings.HasPrefix(path, "/v1/batches/"):
+		x.alphaBatches(strings.TrimPrefix(strings.TrimPrefix(path, "/v1/batches"), "/"))
+	case path == "/v1/messages/batches" || strings.HasPrefix(path, "/v1/messages/batches/"):
+		x.betaBatches(strings.TrimPrefix(strings.TrimPrefix(path, "/v1/messages/batches"), "/"))
+	case path == "/v1beta/batches" || strings.HasPrefix(path, "/v1beta/batches/"):
+		x.gammaBatches(strings.TrimPrefix(strings.TrimPrefix(path, "/v1beta/batches"), "/"))
 	case path == "/v1/chat/completions" && m == http.MethodPost:
 		x.alphaChat()
 	case path == "/v1/responses" && m == http.MethodPost:
@@ -576,6 +590,8 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(resp)
+	case r.URL.Path == "/_mock/batches" || strings.HasPrefix(r.URL.Path, "/_mock/batches/"):
+		s.serveBatchControl(w, r)
 	case r.URL.Path == "/_mock/reset" && r.Method == http.MethodPost:
 		s.Reset()
 		w.Header().Set("Content-Type", "application/json")
