@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -285,6 +286,17 @@ func TestWatcherSettlesEachDialectExactlyOnce(t *testing.T) {
 		t.Errorf("hold feed: %d batches settled with nothing held, want 4 (%v)", settled, holds.GetBatches())
 	}
 
+	// Spend analytics: the batch dimension groups each batch's lines (a request would be batch none), before
+	// and after the rollups fold the delta rows.
+	e.spendByBatch(map[int64]string{alpha.GetBatchId(): "0.0095", beta.GetBatchId(): "0.006", gfile.GetBatchId(): "0.002", ginline.GetBatchId(): "0.004"})
+	if moved, ran, err := store.FoldSpend(e.ctx, e.pool); err != nil || !ran || moved == 0 {
+		t.Fatalf("fold: moved %d, ran %v, err %v", moved, ran, err)
+	}
+	if got := e.scalar(`SELECT count(*)::text FROM spend_delta`); got != "0" {
+		t.Fatalf("%s delta rows after the fold", got)
+	}
+	e.spendByBatch(map[int64]string{alpha.GetBatchId(): "0.0095", beta.GetBatchId(): "0.006", gfile.GetBatchId(): "0.002", ginline.GetBatchId(): "0.004"})
+
 	// Reading the results again settles nothing twice.
 	_, err = e.pool.Exec(e.ctx, `UPDATE batches SET settled_at = NULL`)
 	e.must(err)
@@ -448,4 +460,45 @@ func TestConcurrentSettlementOfOneLineInsertsOnce(t *testing.T) {
 	if b.LinesSucceeded != 3 || b.HeldMicros != 0 {
 		t.Errorf("batch: %d lines, held %d", b.LinesSucceeded, b.HeldMicros)
 	}
+}
+
+// spendByBatch checks spend grouped by the batch dimension, over the day and by hour, against want.
+func (e *env) spendByBatch(want map[int64]string) {
+	e.t.Helper()
+	hour := time.Now().UTC().Truncate(time.Hour)
+	for _, q := range []store.SpendQuery{
+		{Since: hour.Add(-24 * time.Hour), Until: hour.Add(time.Hour), GroupBy: []store.SpendDim{store.DimBatch}, MaxRows: 100},
+		{Since: hour, Until: hour.Add(time.Hour), Bucket: store.BucketHour, GroupBy: []store.SpendDim{store.DimOrg, store.DimBatch},
+			Filters: []store.SpendFilter{{Dim: store.DimBatch, IDs: []int64{e.batchIDs(want)[0]}}}, MaxRows: 100},
+	} {
+		ans, err := store.QuerySpend(e.ctx, e.pool, q)
+		e.must(err)
+		seen := 0
+		for _, r := range ans.Rows {
+			g := r.Group[len(r.Group)-1]
+			if g.Dim != store.DimBatch || g.ID == nil {
+				e.t.Errorf("spend row without a batch: %+v", r)
+				continue
+			}
+			seen++
+			e.equalNumeric(fmt.Sprintf("spend of batch %d (%s)", *g.ID, ans.Table), r.Cost, want[*g.ID])
+		}
+		if n := len(want); len(q.Filters) > 0 {
+			n = 1
+			if seen != n {
+				e.t.Errorf("filtered spend by batch: %d rows, want %d", seen, n)
+			}
+		} else if seen != n {
+			e.t.Errorf("spend by batch: %d rows, want %d", seen, n)
+		}
+	}
+}
+
+func (e *env) batchIDs(m map[int64]string) []int64 {
+	out := make([]int64, 0, len(m))
+	for id := range m {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
 }
