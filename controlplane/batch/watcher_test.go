@@ -502,3 +502,95 @@ func (e *env) batchIDs(m map[int64]string) []int64 {
 	slices.Sort(out)
 	return out
 }
+
+// TestHoldFeedMissesNoChange follows ListBatchHolds by after_seq, as a data plane does, while lines of ten
+// batches settle concurrently and the batches close: what the follower applied (the lowest held amount seen,
+// settled) ends equal to every batch's stored state. Progress numbers commit in order, so no change numbered
+// below one already read can appear later.
+func TestHoldFeedMissesNoChange(t *testing.T) {
+	e := newEnv(t)
+	const batches, lines = 10, 20
+	ids := make([]int64, batches)
+	for i := range batches {
+		custom := make([]string, lines)
+		for j := range lines {
+			custom[j] = fmt.Sprintf("l%02d", j)
+		}
+		ids[i] = e.register("alpha", fmt.Sprintf("batch_feed_%d", i), "/v1/chat/completions", "a-1", custom...).GetBatchId()
+	}
+	type seen struct {
+		held    int64
+		settled bool
+	}
+	applied := map[int64]*seen{}
+	var after int64
+	follow := func() int {
+		res, err := e.svc.ListBatchHolds(e.ctx, &settlementv1.ListBatchHoldsRequest{AfterSeq: after, Limit: 7})
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		for _, h := range res.GetBatches() {
+			s := applied[h.GetBatchId()]
+			if s == nil {
+				s = &seen{held: h.GetReservedMicros()}
+				applied[h.GetBatchId()] = s
+			}
+			s.held = min(s.held, h.GetHeldMicros())
+			s.settled = s.settled || h.GetSettled()
+			after = h.GetProgressSeq()
+		}
+		return len(res.GetBatches())
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := g; j < lines; j += 6 {
+				var rows []store.UsageRow
+				for _, id := range ids {
+					org, key, batchID := e.org, e.key, id
+					custom := fmt.Sprintf("l%02d", j)
+					rows = append(rows, store.UsageRow{RequestID: store.BatchLineRequestID(id, custom), OrgID: &org, APIKeyID: &key,
+						Operation: "generate_content", InboundKind: "alpha_chat_completions", Cost: "0.001", Source: "upstream",
+						EndState: "completed", CreatedAt: time.Now(), BatchID: &batchID, CustomID: custom, BatchLineState: store.LineSucceeded})
+				}
+				if _, err := store.SettleUsages(e.ctx, e.pool, rows); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	go func() {
+		defer close(done)
+		wg.Wait()
+		for _, id := range ids[:batches/2] {
+			if err := store.CloseBatch(e.ctx, e.pool, id); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	for following := true; following; {
+		select {
+		case <-done:
+			following = false
+		default:
+			follow()
+		}
+	}
+	for follow() > 0 {
+	}
+	for i, id := range ids {
+		b, err := store.GetBatch(e.ctx, e.pool, id)
+		e.must(err)
+		s := applied[id]
+		if s == nil || s.held != b.HeldMicros || s.settled != (b.SettledAt != nil) {
+			t.Errorf("batch %d: follower applied %+v, stored held %d settled %v", id, s, b.HeldMicros, b.SettledAt != nil)
+		}
+		if wantSettled := i < batches/2; (b.SettledAt != nil) != wantSettled || b.HeldMicros != 0 {
+			t.Errorf("batch %d: stored held %d settled %v", id, b.HeldMicros, b.SettledAt != nil)
+		}
+	}
+}

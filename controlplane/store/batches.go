@@ -139,8 +139,8 @@ func RegisterBatch(ctx context.Context, db TxBeginner, b Batch, lines []BatchLin
 	out, err = scanBatch(tx.QueryRow(ctx, `
 		INSERT INTO batches (provider_id, credential_id, provider_batch_id, dialect, endpoint, api_key_id, user_id,
 		    team_id, org_id, route_id, logical_model, upstream_model, expires_at, hold_expires_at, reserved_micros,
-		    admitted_at, held_micros, line_count, progress_seq)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $15, $17, nextval('batches_progress_seq'))
+		    admitted_at, held_micros, line_count)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $15, $17)
 		ON CONFLICT (provider_id, provider_batch_id) DO NOTHING
 		RETURNING `+batchColumns,
 		b.ProviderID, b.CredentialID, b.ProviderBatchID, b.Dialect, b.Endpoint, b.APIKeyID, b.UserID, b.TeamID,
@@ -164,6 +164,12 @@ func RegisterBatch(ctx context.Context, db TxBeginner, b Batch, lines []BatchLin
 			out.ID, ids, logical, upstream, est); err != nil {
 			return Batch{}, false, fmt.Errorf("register batch: lines: %w", interpretError(err))
 		}
+	}
+	if out.ProgressSeq, err = nextProgressSeqs(ctx, tx, 1); err != nil {
+		return Batch{}, false, err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE batches SET progress_seq = $2 WHERE id = $1`, out.ID, out.ProgressSeq); err != nil {
+		return Batch{}, false, fmt.Errorf("register batch: progress: %w", interpretError(err))
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return Batch{}, false, fmt.Errorf("register batch: commit: %w", interpretError(err))
@@ -263,19 +269,43 @@ type BatchPoll struct {
 }
 
 // RecordBatchPoll stores a poll's result and gives up owner's lease (the next claim is at NextPollAt).
-// An end (status ended) bumps progress_seq. ErrLeaseLost when owner no longer holds the batch.
-func RecordBatchPoll(ctx context.Context, db DBTX, id int64, owner string, p BatchPoll) error {
-	tag, err := db.Exec(ctx, `UPDATE batches SET status = $3, outcome = $4, provider_status = $5,
-		    ended_at = coalesce(ended_at, $6), next_poll_at = $7, last_error = $8, leased_by = '', leased_until = NULL,
-		    progress_seq = CASE WHEN status <> $3 AND $3 = 'ended' THEN nextval('batches_progress_seq') ELSE progress_seq END
-		WHERE id = $1 AND leased_by = $2`, id, owner, p.Status, p.Outcome, p.ProviderStatus, p.EndedAt, p.NextPollAt, p.LastError)
-	if err != nil {
-		return fmt.Errorf("record batch poll %d: %w", id, interpretError(err))
+// The batch's end (its status becoming ended) takes a progress number. ErrLeaseLost when owner no longer holds
+// the batch.
+func RecordBatchPoll(ctx context.Context, db TxBeginner, id int64, owner string, p BatchPoll) error {
+	return pgx.BeginTxFunc(ctx, db, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		var status string
+		var seq int64
+		err := tx.QueryRow(ctx, `SELECT status, progress_seq FROM batches WHERE id = $1 AND leased_by = $2 FOR UPDATE`, id, owner).Scan(&status, &seq)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrLeaseLost
+		}
+		if err != nil {
+			return fmt.Errorf("record batch poll %d: %w", id, interpretError(err))
+		}
+		if status != BatchEnded && p.Status == BatchEnded {
+			if seq, err = nextProgressSeqs(ctx, tx, 1); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE batches SET status = $2, outcome = $3, provider_status = $4,
+			    ended_at = coalesce(ended_at, $5), next_poll_at = $6, last_error = $7, leased_by = '', leased_until = NULL,
+			    progress_seq = $8
+			WHERE id = $1`, id, p.Status, p.Outcome, p.ProviderStatus, p.EndedAt, p.NextPollAt, p.LastError, seq); err != nil {
+			return fmt.Errorf("record batch poll %d: %w", id, interpretError(err))
+		}
+		return nil
+	})
+}
+
+// nextProgressSeqs reserves n consecutive progress numbers and answers the first. The counter row stays locked
+// to the transaction's end, so numbers commit in order (migration 0021): call it last, after every batch row and
+// line the transaction locks.
+func nextProgressSeqs(ctx context.Context, tx pgx.Tx, n int) (int64, error) {
+	var last int64
+	if err := tx.QueryRow(ctx, `UPDATE batch_progress SET seq = seq + $1 RETURNING seq`, n).Scan(&last); err != nil {
+		return 0, fmt.Errorf("batch progress number: %w", interpretError(err))
 	}
-	if tag.RowsAffected() == 0 {
-		return ErrLeaseLost
-	}
-	return nil
+	return last - int64(n) + 1, nil
 }
 
 // CloseBatch marks a batch whose results were all read as settled: its lines still pending (the results did
@@ -283,16 +313,24 @@ func RecordBatchPoll(ctx context.Context, db DBTX, id int64, owner string, p Bat
 // drops to 0 and progress_seq moves so data planes release the rest. Idempotent.
 func CloseBatch(ctx context.Context, db TxBeginner, id int64) error {
 	return pgx.BeginTxFunc(ctx, db, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM batches WHERE id = $1 FOR UPDATE`, id); err != nil {
+		var settled bool
+		if err := tx.QueryRow(ctx, `SELECT settled_at IS NOT NULL FROM batches WHERE id = $1 FOR UPDATE`, id).Scan(&settled); err != nil {
 			return fmt.Errorf("close batch %d: lock: %w", id, interpretError(err))
+		}
+		if settled {
+			return nil
 		}
 		if _, err := tx.Exec(ctx, `UPDATE batch_lines SET state = 'missing', cost = 0, settled_at = now()
 			WHERE batch_id = $1 AND state = 'pending'`, id); err != nil {
 			return fmt.Errorf("close batch %d: lines: %w", id, interpretError(err))
 		}
-		if _, err := tx.Exec(ctx, `UPDATE batches SET settled_at = now(), held_micros = 0,
-			    progress_seq = nextval('batches_progress_seq'), leased_by = '', leased_until = NULL
-			WHERE id = $1 AND settled_at IS NULL`, id); err != nil {
+		seq, err := nextProgressSeqs(ctx, tx, 1)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE batches SET settled_at = now(), held_micros = 0, progress_seq = $2,
+			    leased_by = '', leased_until = NULL
+			WHERE id = $1`, id, seq); err != nil {
 			return fmt.Errorf("close batch %d: %w", id, interpretError(err))
 		}
 		return nil
@@ -479,15 +517,22 @@ func applyBatchProgress(ctx context.Context, tx pgx.Tx, rows []*UsageRow, claime
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	for _, id := range ids {
+	if len(ids) == 0 {
+		return nil
+	}
+	first, err := nextProgressSeqs(ctx, tx, len(ids))
+	if err != nil {
+		return err
+	}
+	for i, id := range ids {
 		a := byBatch[id]
 		if _, err := tx.Exec(ctx, `UPDATE batches SET
 			    lines_succeeded = lines_succeeded + $2, lines_errored = lines_errored + $3,
 			    lines_expired = lines_expired + $4, lines_cancelled = lines_cancelled + $5,
 			    held_micros = greatest(0, held_micros - $6),
 			    settled_cost = settled_cost + coalesce((SELECT sum(c) FROM unnest($7::numeric[]) AS c), 0),
-			    progress_seq = nextval('batches_progress_seq')
-			WHERE id = $1`, id, a.ok, a.errored, a.expired, a.cancelled, a.released, a.cost); err != nil {
+			    progress_seq = $8
+			WHERE id = $1`, id, a.ok, a.errored, a.expired, a.cancelled, a.released, a.cost, first+int64(i)); err != nil {
 			return fmt.Errorf("settle: batch %d progress: %w", id, interpretError(err))
 		}
 	}

@@ -222,15 +222,6 @@ func settleUsages(ctx context.Context, b TxBeginner, rows []UsageRow) (SettleRes
 	if err != nil {
 		return res, err
 	}
-	if len(claimed) > 0 {
-		costs := make(map[string]string, len(inserted))
-		for _, ins := range inserted {
-			costs[ins.requestID] = ins.cost
-		}
-		if err := applyBatchProgress(ctx, tx, uniq, claimed, costs); err != nil {
-			return res, err
-		}
-	}
 	// Spend per quota-bearing scope, from the rows actually inserted (cost as Postgres returned it).
 	var spendScope []string
 	var spendID []int64
@@ -288,6 +279,16 @@ func settleUsages(ctx context.Context, b TxBeginner, rows []UsageRow) (SettleRes
 		rs.Close()
 		if err := rs.Err(); err != nil {
 			return res, fmt.Errorf("settle: increment cost_used: %w", interpretError(err))
+		}
+	}
+	if len(claimed) > 0 {
+		// Last: the batches' progress numbers lock their counter to the commit (migration 0021).
+		costs := make(map[string]string, len(inserted))
+		for _, ins := range inserted {
+			costs[ins.requestID] = ins.cost
+		}
+		if err := applyBatchProgress(ctx, tx, uniq, claimed, costs); err != nil {
+			return res, err
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {

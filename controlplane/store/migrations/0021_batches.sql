@@ -65,7 +65,15 @@ CREATE TABLE batches (
 CREATE INDEX batches_open_idx ON batches (next_poll_at) WHERE settled_at IS NULL;
 -- Data planes follow holds by progress_seq.
 CREATE INDEX batches_progress_idx ON batches (progress_seq);
-CREATE SEQUENCE batches_progress_seq;
+-- progress_seq values come from one counter row, updated last in every transaction that changes a hold and held
+-- locked to its commit: values commit in increasing order, so a data plane that has read value n has seen every
+-- change numbered below n. (A sequence would let a lower value commit after a higher one was read, and a reader
+-- following after_seq would miss that change for good.)
+CREATE TABLE batch_progress (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one),
+    seq bigint  NOT NULL
+);
+INSERT INTO batch_progress (seq) VALUES (0);
 
 CREATE TABLE batch_lines (
     batch_id        bigint      NOT NULL REFERENCES batches (id) ON DELETE CASCADE,
