@@ -199,6 +199,20 @@ func (w *Watcher) failedPoll(ctx context.Context, b store.Batch, cause error) er
 	if ctx.Err() != nil {
 		return cause
 	}
+	if time.Now().After(b.HoldExpiresAt) {
+		// The provider has not answered since past the batch's expiry and the grace: its hold has lapsed on the
+		// data planes anyway. Close it as failed (lines never answered are missing) so it stops being polled.
+		w.log.Error("batch given up: its provider has not answered past the hold's expiry", "batch_id", b.ID,
+			"provider_batch_id", b.ProviderBatchID, "err", cause)
+		now := time.Now()
+		err := store.RecordBatchPoll(ctx, w.db, b.ID, w.opts.Owner, store.BatchPoll{Status: store.BatchEnded,
+			Outcome: store.OutcomeFailed, ProviderStatus: b.ProviderStatus, EndedAt: &now, NextPollAt: now.Add(w.opts.PollEvery),
+			LastError: truncate("given up past the hold's expiry: " + cause.Error())})
+		if err != nil {
+			return errors.Join(cause, err)
+		}
+		return errors.Join(cause, store.CloseBatch(ctx, w.db, b.ID))
+	}
 	err := store.RecordBatchPoll(ctx, w.db, b.ID, w.opts.Owner, store.BatchPoll{Status: b.Status, Outcome: b.Outcome,
 		ProviderStatus: b.ProviderStatus, EndedAt: b.EndedAt,
 		NextPollAt: time.Now().Add(w.opts.RetryAfter), LastError: truncate(cause.Error())})

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -592,5 +593,38 @@ func TestHoldFeedMissesNoChange(t *testing.T) {
 		if wantSettled := i < batches/2; (b.SettledAt != nil) != wantSettled || b.HeldMicros != 0 {
 			t.Errorf("batch %d: stored held %d settled %v", id, b.HeldMicros, b.SettledAt != nil)
 		}
+	}
+}
+
+// TestFailingPollsRetryThenGiveUpPastTheHold: a provider that does not know the batch (404) leaves it open
+// with last_error and retries; once past the hold's expiry the batch is closed as failed, nothing charged.
+func TestFailingPollsRetryThenGiveUpPastTheHold(t *testing.T) {
+	e := newEnv(t)
+	h := e.register("beta", "msgbatch_gone", "", "b-1", "x1", "x2")
+	w := e.watcher("cp-1", batch.Options{})
+	if _, err := w.Once(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, err := store.GetBatch(e.ctx, e.pool, h.GetBatchId())
+	e.must(err)
+	if b.SettledAt != nil || b.Status != "validating" || !strings.Contains(b.LastError, "status 404") || b.HeldMicros != 2000 {
+		t.Fatalf("after a failed poll: %+v", b)
+	}
+	_, err = e.pool.Exec(e.ctx, `UPDATE batches SET hold_expires_at = now() - interval '1 minute'`)
+	e.must(err)
+	e.due()
+	if _, err := w.Once(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, err = store.GetBatch(e.ctx, e.pool, h.GetBatchId())
+	e.must(err)
+	if b.SettledAt == nil || b.Status != "ended" || b.Outcome != "failed" || b.HeldMicros != 0 || !strings.Contains(b.LastError, "given up") {
+		t.Errorf("after giving up: %+v", b)
+	}
+	if got := e.scalar(`SELECT string_agg(state, ',' ORDER BY custom_id) FROM batch_lines`); got != "missing,missing" {
+		t.Errorf("lines: %s", got)
+	}
+	if got := e.scalar(`SELECT count(*)::text FROM usages`); got != "0" {
+		t.Errorf("usages: %s", got)
 	}
 }
