@@ -240,15 +240,19 @@ func (w *Watcher) provider(ctx context.Context, b store.Batch) (provider, error)
 }
 
 // settleResults reads every result line and settles them chunk by chunk, renewing the lease before each
-// chunk: a lost lease stops the read (another replica works the batch now).
+// chunk's transaction: a lost lease stops the read (another replica works the batch now). A chunk is also
+// settled early when a third of the lease has passed since the last renewal, so a slow provider never lets the
+// lease lapse mid-read.
 func (w *Watcher) settleResults(ctx context.Context, b store.Batch, p provider, st State) error {
 	chunk := make([]Line, 0, w.opts.Chunk)
+	renewed := time.Now()
 	flush := func() error {
-		if len(chunk) == 0 {
-			return nil
-		}
 		if err := store.RenewBatchLease(ctx, w.db, b.ID, w.opts.Owner, w.opts.Lease); err != nil {
 			return err
+		}
+		renewed = time.Now()
+		if len(chunk) == 0 {
+			return nil
 		}
 		err := w.settleChunk(ctx, b, chunk)
 		chunk = chunk[:0]
@@ -260,7 +264,7 @@ func (w *Watcher) settleResults(ctx context.Context, b store.Batch, p provider, 
 			return nil
 		}
 		chunk = append(chunk, l)
-		if len(chunk) >= w.opts.Chunk {
+		if len(chunk) >= w.opts.Chunk || time.Since(renewed) > w.opts.Lease/3 {
 			return flush()
 		}
 		return nil
@@ -269,6 +273,16 @@ func (w *Watcher) settleResults(ctx context.Context, b store.Batch, p provider, 
 		return err
 	}
 	return flush()
+}
+
+// storable makes a provider-written text storable: valid UTF-8, no NUL, at most 1024 bytes.
+func storable(s string) string {
+	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+	for len(s) > 1024 {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return s
 }
 
 func validCustomID(s string) bool {
@@ -297,9 +311,18 @@ func (w *Watcher) settleChunk(ctx context.Context, b store.Batch, lines []Line) 
 		if !ok {
 			w.log.Warn("batch result line was not registered; settled at the batch's model", "batch_id", b.ID, "custom_id", l.CustomID)
 		}
-		row, err := settlement.ToRow(w.record(b, l, reg, idx, now), w.opts.Bounds)
+		rec := w.record(b, l, reg, idx, now)
+		row, err := settlement.ToRow(rec, w.opts.Bounds)
 		if err != nil {
-			return fmt.Errorf("batch %d line %q: %w", b.ID, l.CustomID, err)
+			// What the provider wrote is not storable (a model name with NUL, a negative count): the line is
+			// recorded without usage rather than blocking every other line of the batch.
+			w.log.Warn("batch result line not storable as reported; recorded without usage", "batch_id", b.ID,
+				"custom_id", l.CustomID, "err", err)
+			rec.Tokens, rec.Cost, rec.Source = &settlementv1.TokenCounts{}, "0", string(vocab.SourceNone)
+			rec.LogicalModel, rec.UpstreamModel = storable(rec.LogicalModel), storable(rec.UpstreamModel)
+			if row, err = settlement.ToRow(rec, w.opts.Bounds); err != nil {
+				return fmt.Errorf("batch %d line %q: %w", b.ID, l.CustomID, err)
+			}
 		}
 		row.BatchID, row.CustomID, row.BatchLineState = &b.ID, l.CustomID, l.State
 		rows = append(rows, row)

@@ -628,3 +628,32 @@ func TestFailingPollsRetryThenGiveUpPastTheHold(t *testing.T) {
 		t.Errorf("usages: %s", got)
 	}
 }
+
+// TestUnstorableLineDoesNotBlockTheBatch: a result line the batch did not register whose body names a model
+// with a NUL (what the provider wrote is not storable) is recorded without usage under a cleaned model name,
+// and the batch's other lines settle.
+func TestUnstorableLineDoesNotBlockTheBatch(t *testing.T) {
+	e := newEnv(t)
+	res, err := e.svc.RegisterBatch(e.ctx, &settlementv1.RegisterBatchRequest{ProviderId: e.provider["alpha"], CredentialId: e.cred["alpha"],
+		ProviderBatchId: "batch_odd", Dialect: "alpha", Endpoint: "/v1/chat/completions", ApiKeyId: e.key, OrgId: e.org,
+		ExpiresAt: timestamppb.New(time.Now().Add(time.Hour)), ReservedMicros: 1000,
+		Lines: []*settlementv1.BatchLine{{CustomId: "ok", UpstreamModel: "a-1", EstimateMicros: 1000}}})
+	e.must(err)
+	odd := strings.Replace(alphaOK("odd", 1000, 500), `"model":"a-1-2025-01-01"`, `"model":"a-1\u0000x"`, 1)
+	e.fake.mu.Lock()
+	e.fake.files["odd-out"] = []string{odd, alphaOK("ok", 1000, 500)}
+	e.fake.alpha["batch_odd"] = &alphaFake{status: "completed", output: "odd-out"}
+	e.fake.mu.Unlock()
+	if _, err := e.watcher("cp-1", batch.Options{}).Once(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, err := store.GetBatch(e.ctx, e.pool, res.GetBatch().GetBatchId())
+	e.must(err)
+	if b.SettledAt == nil || b.LinesSucceeded != 2 {
+		t.Fatalf("batch: settled %v, %d lines (%s)", b.SettledAt != nil, b.LinesSucceeded, b.LastError)
+	}
+	e.equalNumeric("settled cost", b.SettledCost, "0.003")
+	if got := e.scalar(`SELECT upstream_model || ' ' || cost::text || ' ' || source FROM usages WHERE custom_id = 'odd'`); got != "a-1x 0 none" {
+		t.Errorf("odd line: %q", got)
+	}
+}
