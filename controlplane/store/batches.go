@@ -308,7 +308,7 @@ func nextProgressSeqs(ctx context.Context, tx pgx.Tx, n int) (int64, error) {
 	return last - int64(n) + 1, nil
 }
 
-// CloseBatch marks a batch whose results were all read as settled: its lines still pending (the results did
+// CloseBatch marks a batch whose results were all read as settled (and ended, if its end was not recorded): its lines still pending (the results did
 // not name them) become 'missing' with no usage row (the provider bills nothing it did not answer), the hold
 // drops to 0 and progress_seq moves so data planes release the rest. Idempotent.
 func CloseBatch(ctx context.Context, db TxBeginner, id int64) error {
@@ -329,7 +329,7 @@ func CloseBatch(ctx context.Context, db TxBeginner, id int64) error {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE batches SET settled_at = now(), held_micros = 0, progress_seq = $2,
-			    leased_by = '', leased_until = NULL
+			    status = 'ended', ended_at = coalesce(ended_at, now()), leased_by = '', leased_until = NULL
 			WHERE id = $1`, id, seq); err != nil {
 			return fmt.Errorf("close batch %d: %w", id, interpretError(err))
 		}
