@@ -90,9 +90,13 @@ func (f *fakeProvider) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		f.alphaBatch(w, strings.TrimPrefix(p, "/v1/batches/"), b)
 	case strings.HasPrefix(p, "/v1/files/") && strings.HasSuffix(p, "/content"):
-		lines := f.files[strings.TrimSuffix(strings.TrimPrefix(p, "/v1/files/"), "/content")]
+		lines, ok := f.files[strings.TrimSuffix(strings.TrimPrefix(p, "/v1/files/"), "/content")]
 		f.reads++
 		f.mu.Unlock()
+		if !ok {
+			http.Error(w, `{"error":{"message":"No such File object","type":"invalid_request_error"}}`, http.StatusNotFound)
+			return
+		}
 		f.stream(w, r, lines)
 	case strings.HasPrefix(p, "/v1/messages/batches/") && strings.HasSuffix(p, "/results"):
 		b := f.beta[strings.TrimSuffix(strings.TrimPrefix(p, "/v1/messages/batches/"), "/results")]

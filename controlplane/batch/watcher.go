@@ -178,6 +178,9 @@ func (w *Watcher) work(ctx context.Context, b store.Batch) error {
 		if errors.Is(err, store.ErrLeaseLost) || ctx.Err() != nil {
 			return err // another replica has it, or we are stopping: the lease lapses, the next claim resumes
 		}
+		if time.Now().After(b.HoldExpiresAt) {
+			return w.giveUp(ctx, b, err)
+		}
 		perr := store.RecordBatchPoll(context.WithoutCancel(ctx), w.db, b.ID, w.opts.Owner, store.BatchPoll{Status: st.Status,
 			Outcome: st.Outcome, ProviderStatus: st.ProviderStatus, EndedAt: st.EndedAt,
 			NextPollAt: time.Now().Add(w.opts.RetryAfter), LastError: truncate(err.Error())})
@@ -200,23 +203,28 @@ func (w *Watcher) failedPoll(ctx context.Context, b store.Batch, cause error) er
 		return cause
 	}
 	if time.Now().After(b.HoldExpiresAt) {
-		// The provider has not answered since past the batch's expiry and the grace: its hold has lapsed on the
-		// data planes anyway. Close it as failed (lines never answered are missing) so it stops being polled.
-		w.log.Error("batch given up: its provider has not answered past the hold's expiry", "batch_id", b.ID,
-			"provider_batch_id", b.ProviderBatchID, "err", cause)
-		now := time.Now()
-		err := store.RecordBatchPoll(ctx, w.db, b.ID, w.opts.Owner, store.BatchPoll{Status: store.BatchEnded,
-			Outcome: store.OutcomeFailed, ProviderStatus: b.ProviderStatus, EndedAt: &now, NextPollAt: now.Add(w.opts.PollEvery),
-			LastError: truncate("given up past the hold's expiry: " + cause.Error())})
-		if err != nil {
-			return errors.Join(cause, err)
-		}
-		return errors.Join(cause, store.CloseBatch(ctx, w.db, b.ID))
+		return w.giveUp(ctx, b, cause)
 	}
 	err := store.RecordBatchPoll(ctx, w.db, b.ID, w.opts.Owner, store.BatchPoll{Status: b.Status, Outcome: b.Outcome,
 		ProviderStatus: b.ProviderStatus, EndedAt: b.EndedAt,
 		NextPollAt: time.Now().Add(w.opts.RetryAfter), LastError: truncate(cause.Error())})
 	return errors.Join(cause, err)
+}
+
+// giveUp closes a batch whose provider has not answered (its status, or its results) since past the hold's
+// expiry: its hold has lapsed on the data planes anyway. It ends as failed, lines never settled are missing,
+// and it stops being polled; what was settled before stays.
+func (w *Watcher) giveUp(ctx context.Context, b store.Batch, cause error) error {
+	w.log.Error("batch given up: its provider has not answered past the hold's expiry", "batch_id", b.ID,
+		"provider_batch_id", b.ProviderBatchID, "err", cause)
+	now := time.Now()
+	err := store.RecordBatchPoll(ctx, w.db, b.ID, w.opts.Owner, store.BatchPoll{Status: store.BatchEnded,
+		Outcome: store.OutcomeFailed, ProviderStatus: b.ProviderStatus, EndedAt: &now, NextPollAt: now.Add(w.opts.PollEvery),
+		LastError: truncate("given up past the hold's expiry: " + cause.Error())})
+	if err != nil {
+		return errors.Join(cause, err)
+	}
+	return errors.Join(cause, store.CloseBatch(ctx, w.db, b.ID))
 }
 
 func truncate(s string) string {

@@ -657,3 +657,33 @@ func TestUnstorableLineDoesNotBlockTheBatch(t *testing.T) {
 		t.Errorf("odd line: %q", got)
 	}
 }
+
+// TestUnreadableResultsRetryThenGiveUpPastTheHold: an ended batch whose results cannot be read (the output file
+// is gone) keeps its hold and last_error and is retried; past the hold's expiry it is closed as failed.
+func TestUnreadableResultsRetryThenGiveUpPastTheHold(t *testing.T) {
+	e := newEnv(t)
+	h := e.register("alpha", "batch_nofile", "/v1/chat/completions", "a-1", "y1")
+	e.fake.mu.Lock()
+	e.fake.alpha["batch_nofile"] = &alphaFake{status: "completed", output: "file-gone"}
+	e.fake.mu.Unlock()
+	w := e.watcher("cp-1", batch.Options{})
+	if _, err := w.Once(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, err := store.GetBatch(e.ctx, e.pool, h.GetBatchId())
+	e.must(err)
+	if b.SettledAt != nil || b.Status != "ended" || b.HeldMicros != 1000 || !strings.Contains(b.LastError, "status 404") {
+		t.Fatalf("after a failed read: %+v", b)
+	}
+	_, err = e.pool.Exec(e.ctx, `UPDATE batches SET hold_expires_at = now() - interval '1 minute'`)
+	e.must(err)
+	e.due()
+	if _, err := w.Once(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, err = store.GetBatch(e.ctx, e.pool, h.GetBatchId())
+	e.must(err)
+	if b.SettledAt == nil || b.Outcome != "failed" || b.HeldMicros != 0 || !strings.Contains(b.LastError, "given up") {
+		t.Errorf("after giving up: %+v", b)
+	}
+}
