@@ -110,6 +110,35 @@ func TestBatchesListing(t *testing.T) {
 		t.Errorf("usages of the open batch: %+v", usages.Items)
 	}
 
+	// Spend analytics: the batch dimension, grouped and filtered (none = requests).
+	hour := time.Now().UTC().Truncate(time.Hour)
+	span := fmt.Sprintf("since=%s&until=%s", hour.Format(time.RFC3339), hour.Add(time.Hour).Format(time.RFC3339))
+	var spend struct {
+		Rows []struct {
+			Group map[string]any `json:"group"`
+			Cost  string         `json:"cost"`
+		} `json:"rows"`
+		Total struct {
+			Cost string `json:"cost"`
+		} `json:"total"`
+	}
+	b.must(t, http.StatusOK, "GET", "/admin/spend?"+span+"&group_by=batch", nil, &spend)
+	costs := map[string]string{}
+	for _, r := range spend.Rows {
+		costs[fmt.Sprint(r.Group["batch"])] = r.Cost
+	}
+	if costs[fmt.Sprint(open)] != "0.002" || costs[fmt.Sprint(done)] != "0.5" || spend.Total.Cost != "0.502" {
+		t.Errorf("spend by batch: %+v (total %s)", spend.Rows, spend.Total.Cost)
+	}
+	b.must(t, http.StatusOK, "GET", fmt.Sprintf("/admin/spend?%s&batch=%d", span, done), nil, &spend)
+	if spend.Total.Cost != "0.5" {
+		t.Errorf("spend of batch %d: %s", done, spend.Total.Cost)
+	}
+	b.must(t, http.StatusOK, "GET", "/admin/spend?"+span+"&batch=none", nil, &spend)
+	if spend.Total.Cost != "0" {
+		t.Errorf("spend of requests: %s", spend.Total.Cost)
+	}
+
 	c, _ := b.grpcClient(t)
 	res, err := c.ListBatches(withToken(bootstrapToken), &adminv1.ListBatchesRequest{OpenOnly: true})
 	if err != nil {
