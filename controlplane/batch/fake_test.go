@@ -53,7 +53,7 @@ const (
 	gammaKey = "gamma-secret"
 )
 
-func newFakeProvider(t *testing.T) *fakeProvider {
+func newFakeProvider(t testing.TB) *fakeProvider {
 	f := &fakeProvider{alpha: map[string]*alphaFake{}, beta: map[string]*betaFake{}, gamma: map[string]*gammaFake{}, files: map[string][]string{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)

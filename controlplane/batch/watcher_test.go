@@ -26,7 +26,7 @@ import (
 // provider, and price rules: alpha a-1 and beta b-1 with a batch tier entry (half price), gamma g-1 without
 // one (base price).
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	ctx      context.Context
 	pool     *pgxpool.Pool
 	box      *secret.Box
@@ -40,7 +40,7 @@ type env struct {
 	cred     map[string]int64
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
 	db := storetest.New(t)
