@@ -32,6 +32,7 @@ var resources = [][]operation{
 	adminTokenOps,
 	dataPlaneTokenOps,
 	reconcileOps,
+	batchOps,
 }
 
 // grpcRoles is the role each AdminService method needs, read from the operation tables.

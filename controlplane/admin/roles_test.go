@@ -33,6 +33,7 @@ var viewerGRPCMethods = []string{
 	"GetSpend",
 	"ListDataPlaneTokens",
 	"ListReconciliationProviders", "ListReconciliationRuns", "GetReconciliationRun", "GetReconciliationDrift",
+	"ListBatches",
 }
 
 // restRoleExceptions are the REST routes whose role is not the rule's (GET reads for a viewer, every

@@ -15,8 +15,10 @@ import (
 type UsageQuery struct {
 	Since, Until                                         time.Time
 	APIKeyID, UserID, TeamID, OrgID, RouteID, ProviderID *int64
-	EndState, LogicalModel, UpstreamModel, Operation     string
-	RequestID                                            string
+	// BatchID keeps the rows of one provider batch's lines (docs/batches.md).
+	BatchID                                          *int64
+	EndState, LogicalModel, UpstreamModel, Operation string
+	RequestID                                        string
 	// Kind is "request" or "adjustment" (docs/budgets.md, "Corrections"); "" lists both.
 	Kind   string
 	Limit  int
@@ -44,7 +46,7 @@ func (s *Service) ListUsages(ctx context.Context, q UsageQuery) (Page[store.Stor
 		return Page[store.StoredUsage]{}, errorf(CodeInvalid, `kind must be "request" or "adjustment", got %q`, q.Kind)
 	}
 	rows, err := s.usages.List(ctx, store.UsageFilter{Since: q.Since, Until: q.Until, APIKeyID: q.APIKeyID,
-		UserID: q.UserID, TeamID: q.TeamID, OrgID: q.OrgID, RouteID: q.RouteID, ProviderID: q.ProviderID,
+		UserID: q.UserID, TeamID: q.TeamID, OrgID: q.OrgID, RouteID: q.RouteID, ProviderID: q.ProviderID, BatchID: q.BatchID,
 		EndState: q.EndState, LogicalModel: q.LogicalModel, UpstreamModel: q.UpstreamModel, Operation: q.Operation,
 		RequestID: q.RequestID, Kind: q.Kind, BeforeID: before, Limit: limit})
 	if err != nil {
@@ -55,7 +57,7 @@ func (s *Service) ListUsages(ctx context.Context, q UsageQuery) (Page[store.Stor
 
 var usageParams = map[string]bool{"limit": true, "cursor": true, "since": true, "until": true, "api_key_id": true,
 	"user_id": true, "team_id": true, "org_id": true, "route_id": true, "provider_id": true, "end_state": true,
-	"logical_model": true, "upstream_model": true, "operation": true, "request_id": true, "kind": true}
+	"logical_model": true, "upstream_model": true, "operation": true, "request_id": true, "kind": true, "batch_id": true}
 
 // usageQuery reads GET /admin/usages' query parameters.
 func usageQuery(r *http.Request) (UsageQuery, error) {
@@ -80,7 +82,7 @@ func usageQuery(r *http.Request) (UsageQuery, error) {
 		}
 	}
 	for name, dst := range map[string]**int64{"api_key_id": &out.APIKeyID, "user_id": &out.UserID, "team_id": &out.TeamID,
-		"org_id": &out.OrgID, "route_id": &out.RouteID, "provider_id": &out.ProviderID} {
+		"org_id": &out.OrgID, "route_id": &out.RouteID, "provider_id": &out.ProviderID, "batch_id": &out.BatchID} {
 		if v := q.Get(name); v != "" {
 			id, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || id <= 0 {

@@ -12,7 +12,7 @@ import (
 
 func (g *grpcServer) ListUsages(ctx context.Context, req *adminv1.ListUsagesRequest) (*adminv1.ListUsagesResponse, error) {
 	p, err := g.s.ListUsages(ctx, UsageQuery{Since: timeOf(req.Since), Until: timeOf(req.Until), APIKeyID: req.ApiKeyId,
-		UserID: req.UserId, TeamID: req.TeamId, OrgID: req.OrgId, RouteID: req.RouteId, ProviderID: req.ProviderId,
+		UserID: req.UserId, TeamID: req.TeamId, OrgID: req.OrgId, RouteID: req.RouteId, ProviderID: req.ProviderId, BatchID: req.BatchId,
 		EndState: req.GetEndState(), LogicalModel: req.GetLogicalModel(), UpstreamModel: req.GetUpstreamModel(),
 		Operation: req.GetOperation(), RequestID: req.GetRequestId(), Kind: req.GetKind(), Limit: int(req.GetLimit()), Cursor: req.GetCursor()})
 	if err != nil {
@@ -38,5 +38,6 @@ func usageToProto(u store.StoredUsage) *adminv1.Usage {
 		SnapshotVersion: u.SnapshotVersion, Cost: u.Cost, Source: u.Source, EndState: u.EndState,
 		HttpStatus: u.HTTPStatus, LatencyMs: u.LatencyMS, FirstByteMs: u.FirstByteMS,
 		CreatedAt: timestamppb.New(u.CreatedAt), BillingFlag: u.BillingFlag, FlagDetail: u.FlagDetail,
-		AdmittedAt: optTimestamp(u.AdmittedAt)}, Kind: u.Kind, AdjustmentId: deref(u.AdjustmentID), Reason: derefString(u.Reason)}
+		AdmittedAt: optTimestamp(u.AdmittedAt)}, Kind: u.Kind, AdjustmentId: deref(u.AdjustmentID), Reason: derefString(u.Reason),
+		BatchId: deref(u.BatchID), CustomId: derefString(u.CustomID)}
 }

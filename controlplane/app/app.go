@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"flag"
@@ -13,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -31,6 +33,7 @@ import (
 
 	"github.com/tollgate/tollgate/controlplane/admin"
 	"github.com/tollgate/tollgate/controlplane/alert"
+	"github.com/tollgate/tollgate/controlplane/batch"
 	"github.com/tollgate/tollgate/controlplane/config"
 	"github.com/tollgate/tollgate/controlplane/console"
 	"github.com/tollgate/tollgate/controlplane/dptoken"
@@ -146,6 +149,8 @@ type Server struct {
 	Partitions *partition.Maintainer
 	// SpendFold folds the spend deltas into the rollups every few minutes (run by Run).
 	SpendFold *rollupfold.Folder
+	// Batches watches the providers' batches and settles their result lines (run by Run; docs/batches.md).
+	Batches *batch.Watcher
 	// DataPlanes checks data-plane tokens on Watch and Settle; its revocation listener (run by Run)
 	// closes the Watch streams of revoked tokens.
 	DataPlanes *dptoken.Checker
@@ -271,6 +276,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	adminSvc.SetReconciler(s.Reconcile)
 	s.Partitions = &partition.Maintainer{DB: pool, Log: log, RetentionMonths: cfg.UsageRetentionMonths}
 	s.SpendFold = &rollupfold.Folder{DB: pool, Log: log}
+	s.Batches = batch.New(pool, adminBox, log, s.Metrics, batch.Options{Owner: replicaName(), Bounds: cfg.SettleBounds})
 	s.drain = process.NewDrain(cfg.DrainDelay)
 	process.HealthHandlers(s.Mux, s.drain.Ready(func(ctx context.Context) (map[string]any, error) {
 		if err := pool.Ping(ctx); err != nil {
@@ -315,6 +321,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		return nil, fmt.Errorf("listen %s (TOLLGATE_CP_GRPC_ADDR): %w", cfg.GRPCAddr, err)
 	}
 	return s, nil
+}
+
+// replicaName names this process in the leases it takes (batch watcher): host, pid and a random part, so two
+// replicas, or a restarted one, never share a name.
+func replicaName() string {
+	host, _ := os.Hostname()
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	return fmt.Sprintf("%s-%d-%x", host, os.Getpid(), r)
 }
 
 func (s *Server) closeMetrics() {
@@ -415,6 +430,13 @@ func (s *Server) Run(ctx context.Context) error {
 		Serve: func() error { return s.SpendFold.Run(foldCtx) },
 		Stop:  func(context.Context) error { stopFold(); return nil },
 	}
+	batchCtx, stopBatches := context.WithCancel(ctx)
+	defer stopBatches()
+	batches := process.Server{
+		Name:  "batches",
+		Serve: func() error { return s.Batches.Run(batchCtx) },
+		Stop:  func(context.Context) error { stopBatches(); return nil },
+	}
 	revokeCtx, stopRevoke := context.WithCancel(ctx)
 	defer stopRevoke()
 	revocations := process.Server{
@@ -424,7 +446,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	// grpc first: its Drain (health NOT_SERVING) runs before the drain's wait, its Stop ends Watch streams.
 	servers := []process.Server{grpcSrv, s.drain.Server(httpSrv), process.HTTPServer("http", httpSrv, s.httpLn),
-		snapshots, priceSchedule, alerts, reconciliation, partitions, spendFold, revocations}
+		snapshots, priceSchedule, alerts, reconciliation, partitions, spendFold, batches, revocations}
 	if m := s.MetricsServer; m != nil {
 		servers = append(servers, process.HTTPServer("metrics", m.Server, m.Listener))
 		s.Log.Info("metrics listening", "addr", m.Addr())

@@ -64,6 +64,9 @@ type StoredUsage struct {
 	Reason       *string `json:"reason,omitempty"`
 	// AdmittedAt is when admission reserved the request; it decides the row's budget period.
 	AdmittedAt *time.Time `json:"admitted_at"`
+	// BatchID and CustomID name the provider batch line a row settles (docs/batches.md); absent for requests.
+	BatchID  *int64  `json:"batch_id,omitempty"`
+	CustomID *string `json:"custom_id,omitempty"`
 }
 
 // UsageFilter selects usage rows; zero fields do not filter. Rows come newest id first; BeforeID
@@ -71,7 +74,9 @@ type StoredUsage struct {
 type UsageFilter struct {
 	Since, Until                                         time.Time
 	APIKeyID, UserID, TeamID, OrgID, RouteID, ProviderID *int64
-	EndState                                             string
+	// BatchID keeps the rows of one provider batch's lines.
+	BatchID  *int64
+	EndState string
 	// Kind is "request" or "adjustment"; "" lists both.
 	Kind string
 	// LogicalModel, UpstreamModel, Operation and RequestID match exactly when not empty.
@@ -88,7 +93,7 @@ const usageColumns = `id, request_id, api_key_id, user_id, team_id, org_id, rout
 		cache_creation_1h_tokens, image_output_tokens, requested_tier, reported_tier, price_rule_id,
 		snapshot_version, cost::text, source, end_state, http_status, latency_ms, first_byte_ms, created_at, settled_at,
 		billing_flag, flag_detail, price_rule_version, kind, adjustment_id,
-		(SELECT reason FROM quota_adjustments a WHERE a.id = usages.adjustment_id), admitted_at`
+		(SELECT reason FROM quota_adjustments a WHERE a.id = usages.adjustment_id), admitted_at, batch_id, custom_id`
 
 // usageQuery builds the WHERE clause of a listing query: f's filters, then the id bounds (0: none), with
 // numbered placeholders; the LIMIT is the last argument.
@@ -109,7 +114,7 @@ func usageQuery(f UsageFilter, before, after int64) (string, []any) {
 		col string
 		v   *int64
 	}{{"api_key_id", f.APIKeyID}, {"user_id", f.UserID}, {"team_id", f.TeamID}, {"org_id", f.OrgID},
-		{"route_id", f.RouteID}, {"provider_id", f.ProviderID}} {
+		{"route_id", f.RouteID}, {"provider_id", f.ProviderID}, {"batch_id", f.BatchID}} {
 		if c.v != nil {
 			add(c.col+" = ?", *c.v)
 		}

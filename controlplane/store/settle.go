@@ -58,6 +58,12 @@ type UsageRow struct {
 	// AdmittedAt is when admission reserved the request (nil: nothing reserved); it decides the budget
 	// period of a periodic quota (docs/budgets.md, "Periods"), CreatedAt when nil.
 	AdmittedAt *time.Time
+	// BatchID and CustomID name the batch line this row settles (nil, "": a request). A batch line's row is
+	// inserted only if this transaction moves the line out of pending (batch_lines), so each line settles
+	// once; BatchLineState is the line's end state (succeeded, errored, expired, cancelled).
+	BatchID        *int64
+	CustomID       string
+	BatchLineState string
 }
 
 // periodTime is the moment that decides a row's budget period: its admission, else its creation.
@@ -201,6 +207,14 @@ func settleUsages(ctx context.Context, b TxBeginner, rows []UsageRow) (SettleRes
 	if err != nil {
 		return res, err
 	}
+	claimed, err := claimBatchLines(ctx, tx, uniq)
+	if err != nil {
+		return res, err
+	}
+	uniq = slices.DeleteFunc(uniq, func(r *UsageRow) bool {
+		_, ok := claimed[r.RequestID]
+		return r.BatchID != nil && !ok
+	})
 	if err := resolveCreatedAt(ctx, tx, uniq, time.Now().Truncate(time.Microsecond)); err != nil {
 		return res, err
 	}
@@ -265,6 +279,16 @@ func settleUsages(ctx context.Context, b TxBeginner, rows []UsageRow) (SettleRes
 		rs.Close()
 		if err := rs.Err(); err != nil {
 			return res, fmt.Errorf("settle: increment cost_used: %w", interpretError(err))
+		}
+	}
+	if len(claimed) > 0 {
+		// Last: the batches' progress numbers lock their counter to the commit (migration 0021).
+		costs := make(map[string]string, len(inserted))
+		for _, ins := range inserted {
+			costs[ins.requestID] = ins.cost
+		}
+		if err := applyBatchProgress(ctx, tx, uniq, claimed, costs); err != nil {
+			return res, err
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -419,6 +443,8 @@ func insertUsages(ctx context.Context, tx pgx.Tx, rows []*UsageRow) ([]insertedR
 		created                                                    = make([]time.Time, n)
 		ruleVersion                                                = make([]*int64, n)
 		admitted                                                   = make([]*time.Time, n)
+		batchID                                                    = make([]*int64, n)
+		customID                                                   = make([]*string, n)
 	)
 	byID := make(map[string]*UsageRow, n)
 	for i, r := range rows {
@@ -434,6 +460,20 @@ func insertUsages(ctx context.Context, tx pgx.Tx, rows []*UsageRow) ([]insertedR
 		flag[i], flagDetail[i] = r.BillingFlag, r.FlagDetail
 		ruleVersion[i] = r.PriceRuleVersion
 		admitted[i] = r.AdmittedAt
+		if r.BatchID != nil {
+			batchID[i], customID[i] = r.BatchID, &r.CustomID
+		}
+	}
+	args := []any{requestID, apiKey, user, team, org, route, provider, credential,
+		logical, upstream, op, inKind, impl, destKind,
+		in, out, cr, c5, c30, c1h, img, reqTier, repTier, rule,
+		snapVer, cost, source, endState, status, latency, firstByte, created, flag, flagDetail, ruleVersion, admitted}
+	// The batch columns (migration 0021) are named only when the rows settle batch lines, so request
+	// settlement reads and writes exactly what it did before them.
+	batchCols, batchArgs := "", ""
+	if slices.ContainsFunc(batchID, func(id *int64) bool { return id != nil }) {
+		batchCols, batchArgs = ", batch_id, custom_id", ", $37::bigint[], $38::text[]"
+		args = append(args, batchID, customID)
 	}
 	res, err := tx.Query(ctx, `
 		INSERT INTO usages (request_id, api_key_id, user_id, team_id, org_id, route_id, provider_id, credential_id,
@@ -441,19 +481,15 @@ func insertUsages(ctx context.Context, tx pgx.Tx, rows []*UsageRow) ([]insertedR
 		    input_tokens, output_tokens, cache_read_tokens, cache_creation_5m_tokens, cache_creation_30m_tokens,
 		    cache_creation_1h_tokens, image_output_tokens, requested_tier, reported_tier, price_rule_id,
 		    snapshot_version, cost, source, end_state, http_status, latency_ms, first_byte_ms, created_at,
-		    billing_flag, flag_detail, price_rule_version, admitted_at)
+		    billing_flag, flag_detail, price_rule_version, admitted_at`+batchCols+`)
 		SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[],
 		    $7::bigint[], $8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
 		    $15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[],
 		    $22::text[], $23::text[], $24::bigint[], $25::bigint[], $26::numeric[], $27::text[], $28::text[],
-		    $29::integer[], $30::bigint[], $31::bigint[], $32::timestamptz[], $33::text[], $34::text[], $35::integer[], $36::timestamptz[])
+		    $29::integer[], $30::bigint[], $31::bigint[], $32::timestamptz[], $33::text[], $34::text[], $35::integer[], $36::timestamptz[]`+batchArgs+`)
 		 ORDER BY 1
 		ON CONFLICT (request_id, created_at) DO NOTHING
-		RETURNING request_id, cost::text`,
-		requestID, apiKey, user, team, org, route, provider, credential,
-		logical, upstream, op, inKind, impl, destKind,
-		in, out, cr, c5, c30, c1h, img, reqTier, repTier, rule,
-		snapVer, cost, source, endState, status, latency, firstByte, created, flag, flagDetail, ruleVersion, admitted)
+		RETURNING request_id, cost::text`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("settle: insert usages: %w", interpretError(err))
 	}

@@ -25,23 +25,25 @@ const (
 	DimProvider      SpendDim = "provider"
 	DimOperation     SpendDim = "operation"
 	DimEndState      SpendDim = "end_state"
+	// DimBatch is the provider batch a row settles a line of (migration 0022): its id, none for requests.
+	DimBatch SpendDim = "batch"
 )
 
 // SpendDims lists every dimension in canonical order.
 var SpendDims = []SpendDim{DimOrg, DimTeam, DimUser, DimKey, DimLogicalModel, DimUpstreamModel, DimProvider,
-	DimOperation, DimEndState}
+	DimOperation, DimEndState, DimBatch}
 
 // spendColumn is the rollup column of each dimension; IsID says it holds an id (0 in the rollups when absent).
 var spendColumn = map[SpendDim]string{
 	DimOrg: "org_id", DimTeam: "team_id", DimUser: "user_id", DimKey: "api_key_id", DimProvider: "provider_id",
 	DimLogicalModel: "logical_model", DimUpstreamModel: "upstream_model", DimOperation: "operation",
-	DimEndState: "end_state",
+	DimEndState: "end_state", DimBatch: "batch_id",
 }
 
 // IsID reports whether the dimension is an id (org, team, user, key, provider) rather than a text value.
 func (d SpendDim) IsID() bool {
 	switch d {
-	case DimOrg, DimTeam, DimUser, DimKey, DimProvider:
+	case DimOrg, DimTeam, DimUser, DimKey, DimProvider, DimBatch:
 		return true
 	}
 	return false
@@ -161,11 +163,11 @@ func spendTable(q SpendQuery) string {
 
 // spendColumns are the dimension columns of each rollup.
 var spendColumns = map[string]string{
-	"spend_hour":      "org_id, team_id, user_id, api_key_id, provider_id, logical_model, upstream_model, operation, end_state",
-	"spend_day":       "org_id, team_id, user_id, api_key_id, provider_id, logical_model, upstream_model, operation, end_state",
+	"spend_hour":      "org_id, team_id, user_id, api_key_id, provider_id, logical_model, upstream_model, operation, end_state, batch_id",
+	"spend_day":       "org_id, team_id, user_id, api_key_id, provider_id, logical_model, upstream_model, operation, end_state, batch_id",
 	"spend_key_day":   "org_id, team_id, user_id, api_key_id",
-	"spend_team_hour": "org_id, team_id, provider_id, logical_model, upstream_model, operation, end_state",
-	"spend_team_day":  "org_id, team_id, provider_id, logical_model, upstream_model, operation, end_state",
+	"spend_team_hour": "org_id, team_id, provider_id, logical_model, upstream_model, operation, end_state, batch_id",
+	"spend_team_day":  "org_id, team_id, provider_id, logical_model, upstream_model, operation, end_state, batch_id",
 }
 
 // spendSource is the FROM item reading table over [$1, $2): the rollup together with the spend_delta rows of

@@ -5,6 +5,7 @@ export const PAGES = [
   { hash: "overview", title: "Overview", module: "./pages/overview.js" },
   { hash: "spend", title: "Spend", module: "./pages/spend.js" },
   { hash: "usage", title: "Usage", module: "./pages/usage.js" },
+  { hash: "batches", title: "Batches", module: "./pages/batches.js" },
   { hash: "pricing", title: "Pricing", view: "pricing-view" },
   { hash: "catalogs", title: "Catalogs", view: "catalogs-view" },
   { hash: "providers", title: "Providers", module: "./pages/providers.js" },

@@ -6,7 +6,7 @@ import uPlot from "../../vendor/uplot/uPlot.esm.js";
 
 const DIMS = [["", "Nothing (one series)"], ["logical_model", "Model (logical)"], ["upstream_model", "Model (upstream)"],
   ["provider", "Provider"], ["org", "Org"], ["team", "Team"], ["user", "User"], ["key", "API key"],
-  ["operation", "Operation"], ["end_state", "End state"]];
+  ["operation", "Operation"], ["end_state", "End state"], ["batch", "Batch"]];
 const FILTERS = [["logical_model", "Model"], ["provider", "Provider id"], ["org", "Org id"], ["team", "Team id"], ["key", "Key id"]];
 const PALETTE = ["#1f5fbf", "#e07b00", "#1a7f37", "#b42318", "#6e40c9", "#0e7c86", "#a2570f", "#c6407f", "#5a6472", "#3d7d2a", "#8a6d00"];
 // API fields → input ids, so the API's errors land next to the input they concern.

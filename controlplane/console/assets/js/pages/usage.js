@@ -3,7 +3,7 @@ import { call, ApiError } from "../api.js";
 import { el, field, fieldError, clearErrors, notice, count, when, table, errorText } from "../ui.js";
 
 const TEXT = [["request_id", "Request id"], ["logical_model", "Model (logical)"], ["upstream_model", "Model (upstream)"], ["operation", "Operation"]];
-const IDS = [["org_id", "Org id"], ["team_id", "Team id"], ["user_id", "User id"], ["api_key_id", "Key id"], ["provider_id", "Provider id"]];
+const IDS = [["org_id", "Org id"], ["team_id", "Team id"], ["user_id", "User id"], ["api_key_id", "Key id"], ["provider_id", "Provider id"], ["batch_id", "Batch id"]];
 const STATES = ["", "completed", "upstream_error", "upstream_interrupted", "client_dropped", "rejected"];
 
 let root, query = "", cursor = "", items = [], dialog;

@@ -3054,7 +3054,9 @@ type ListUsagesRequest struct {
 	Operation     string                 `protobuf:"bytes,14,opt,name=operation,proto3" json:"operation,omitempty"`
 	RequestId     string                 `protobuf:"bytes,15,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// "request" or "adjustment"; empty lists both.
-	Kind          string `protobuf:"bytes,16,opt,name=kind,proto3" json:"kind,omitempty"`
+	Kind string `protobuf:"bytes,16,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The rows of one provider batch's lines (docs/batches.md).
+	BatchId       *int64 `protobuf:"varint,17,opt,name=batch_id,json=batchId,proto3,oneof" json:"batch_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3201,6 +3203,13 @@ func (x *ListUsagesRequest) GetKind() string {
 	return ""
 }
 
+func (x *ListUsagesRequest) GetBatchId() int64 {
+	if x != nil && x.BatchId != nil {
+		return *x.BatchId
+	}
+	return 0
+}
+
 // Usage is one stored usage row.
 type Usage struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -3208,9 +3217,12 @@ type Usage struct {
 	Record *v11.SettlementRecord  `protobuf:"bytes,2,opt,name=record,proto3" json:"record,omitempty"`
 	// "request", or "adjustment": an audited correction (record.cost is its signed amount, record.operation
 	// "quota_adjustment", only the adjusted scope's id is set); adjustment_id and reason then name it.
-	Kind          string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
-	AdjustmentId  int64  `protobuf:"varint,4,opt,name=adjustment_id,json=adjustmentId,proto3" json:"adjustment_id,omitempty"`
-	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	Kind         string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	AdjustmentId int64  `protobuf:"varint,4,opt,name=adjustment_id,json=adjustmentId,proto3" json:"adjustment_id,omitempty"`
+	Reason       string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// A batch line's row: its batch and custom_id (0 and empty for requests).
+	BatchId       int64  `protobuf:"varint,6,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
+	CustomId      string `protobuf:"bytes,7,opt,name=custom_id,json=customId,proto3" json:"custom_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3276,6 +3288,20 @@ func (x *Usage) GetAdjustmentId() int64 {
 func (x *Usage) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *Usage) GetBatchId() int64 {
+	if x != nil {
+		return x.BatchId
+	}
+	return 0
+}
+
+func (x *Usage) GetCustomId() string {
+	if x != nil {
+		return x.CustomId
 	}
 	return ""
 }
@@ -11856,6 +11882,271 @@ func (x *ReconciliationDriftPoint) GetCauses() []string {
 	return nil
 }
 
+// ListBatchesRequest filters provider batches; open_only keeps those not settled yet.
+type ListBatchesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	OpenOnly      bool                   `protobuf:"varint,1,opt,name=open_only,json=openOnly,proto3" json:"open_only,omitempty"`
+	OrgId         *int64                 `protobuf:"varint,2,opt,name=org_id,json=orgId,proto3,oneof" json:"org_id,omitempty"`
+	ApiKeyId      *int64                 `protobuf:"varint,3,opt,name=api_key_id,json=apiKeyId,proto3,oneof" json:"api_key_id,omitempty"`
+	Limit         int32                  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	Cursor        string                 `protobuf:"bytes,5,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBatchesRequest) Reset() {
+	*x = ListBatchesRequest{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[201]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBatchesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBatchesRequest) ProtoMessage() {}
+
+func (x *ListBatchesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[201]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBatchesRequest.ProtoReflect.Descriptor instead.
+func (*ListBatchesRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{201}
+}
+
+func (x *ListBatchesRequest) GetOpenOnly() bool {
+	if x != nil {
+		return x.OpenOnly
+	}
+	return false
+}
+
+func (x *ListBatchesRequest) GetOrgId() int64 {
+	if x != nil && x.OrgId != nil {
+		return *x.OrgId
+	}
+	return 0
+}
+
+func (x *ListBatchesRequest) GetApiKeyId() int64 {
+	if x != nil && x.ApiKeyId != nil {
+		return *x.ApiKeyId
+	}
+	return 0
+}
+
+func (x *ListBatchesRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListBatchesRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+// Batch is a provider batch as the admin API shows it.
+type Batch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Attribution, reservation, status, settled cost and line counts.
+	Hold          *v11.BatchHold `protobuf:"bytes,1,opt,name=hold,proto3" json:"hold,omitempty"`
+	CredentialId  int64          `protobuf:"varint,2,opt,name=credential_id,json=credentialId,proto3" json:"credential_id,omitempty"`
+	Dialect       string         `protobuf:"bytes,3,opt,name=dialect,proto3" json:"dialect,omitempty"`
+	Endpoint      string         `protobuf:"bytes,4,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	LogicalModel  string         `protobuf:"bytes,5,opt,name=logical_model,json=logicalModel,proto3" json:"logical_model,omitempty"`
+	UpstreamModel string         `protobuf:"bytes,6,opt,name=upstream_model,json=upstreamModel,proto3" json:"upstream_model,omitempty"`
+	// The provider's own status word as last seen.
+	ProviderStatus string                 `protobuf:"bytes,7,opt,name=provider_status,json=providerStatus,proto3" json:"provider_status,omitempty"`
+	CreatedAt      *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	ExpiresAt      *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	EndedAt        *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	SettledAt      *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=settled_at,json=settledAt,proto3" json:"settled_at,omitempty"`
+	// Why the last poll or read failed (retried), empty after a good one.
+	LastError     string `protobuf:"bytes,12,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Batch) Reset() {
+	*x = Batch{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[202]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Batch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Batch) ProtoMessage() {}
+
+func (x *Batch) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[202]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Batch.ProtoReflect.Descriptor instead.
+func (*Batch) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{202}
+}
+
+func (x *Batch) GetHold() *v11.BatchHold {
+	if x != nil {
+		return x.Hold
+	}
+	return nil
+}
+
+func (x *Batch) GetCredentialId() int64 {
+	if x != nil {
+		return x.CredentialId
+	}
+	return 0
+}
+
+func (x *Batch) GetDialect() string {
+	if x != nil {
+		return x.Dialect
+	}
+	return ""
+}
+
+func (x *Batch) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *Batch) GetLogicalModel() string {
+	if x != nil {
+		return x.LogicalModel
+	}
+	return ""
+}
+
+func (x *Batch) GetUpstreamModel() string {
+	if x != nil {
+		return x.UpstreamModel
+	}
+	return ""
+}
+
+func (x *Batch) GetProviderStatus() string {
+	if x != nil {
+		return x.ProviderStatus
+	}
+	return ""
+}
+
+func (x *Batch) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Batch) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *Batch) GetEndedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndedAt
+	}
+	return nil
+}
+
+func (x *Batch) GetSettledAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SettledAt
+	}
+	return nil
+}
+
+func (x *Batch) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+type ListBatchesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*Batch               `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	NextCursor    string                 `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBatchesResponse) Reset() {
+	*x = ListBatchesResponse{}
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[203]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBatchesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBatchesResponse) ProtoMessage() {}
+
+func (x *ListBatchesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_admin_v1_admin_proto_msgTypes[203]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBatchesResponse.ProtoReflect.Descriptor instead.
+func (*ListBatchesResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_admin_v1_admin_proto_rawDescGZIP(), []int{203}
+}
+
+func (x *ListBatchesResponse) GetItems() []*Batch {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ListBatchesResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
 var File_tollgate_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
@@ -12047,7 +12338,7 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"_tpm_limit\"C\n" +
 	"\x10SetQuotaResponse\x12/\n" +
-	"\x05quota\x18\x01 \x01(\v2\x19.tollgate.config.v1.QuotaR\x05quota\"\xef\x04\n" +
+	"\x05quota\x18\x01 \x01(\v2\x19.tollgate.config.v1.QuotaR\x05quota\"\x9c\x05\n" +
 	"\x11ListUsagesRequest\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x16\n" +
 	"\x06cursor\x18\x02 \x01(\tR\x06cursor\x120\n" +
@@ -12068,7 +12359,8 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\toperation\x18\x0e \x01(\tR\toperation\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x0f \x01(\tR\trequestId\x12\x12\n" +
-	"\x04kind\x18\x10 \x01(\tR\x04kindB\r\n" +
+	"\x04kind\x18\x10 \x01(\tR\x04kind\x12\x1e\n" +
+	"\bbatch_id\x18\x11 \x01(\x03H\x06R\abatchId\x88\x01\x01B\r\n" +
 	"\v_api_key_idB\n" +
 	"\n" +
 	"\b_user_idB\n" +
@@ -12076,13 +12368,16 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\b_team_idB\t\n" +
 	"\a_org_idB\v\n" +
 	"\t_route_idB\x0e\n" +
-	"\f_provider_id\"\xaa\x01\n" +
+	"\f_provider_idB\v\n" +
+	"\t_batch_id\"\xe2\x01\n" +
 	"\x05Usage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12@\n" +
 	"\x06record\x18\x02 \x01(\v2(.tollgate.settlement.v1.SettlementRecordR\x06record\x12\x12\n" +
 	"\x04kind\x18\x03 \x01(\tR\x04kind\x12#\n" +
 	"\radjustment_id\x18\x04 \x01(\x03R\fadjustmentId\x12\x16\n" +
-	"\x06reason\x18\x05 \x01(\tR\x06reason\"e\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x19\n" +
+	"\bbatch_id\x18\x06 \x01(\x03R\abatchId\x12\x1b\n" +
+	"\tcustom_id\x18\a \x01(\tR\bcustomId\"e\n" +
 	"\x12ListUsagesResponse\x12.\n" +
 	"\x05items\x18\x01 \x03(\v2\x18.tollgate.admin.v1.UsageR\x05items\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\tR\n" +
@@ -12817,7 +13112,38 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	" \x01(\tR\fproviderCost\x12\x1d\n" +
 	"\n" +
 	"cost_drift\x18\v \x01(\tR\tcostDrift\x12\x16\n" +
-	"\x06causes\x18\f \x03(\tR\x06causes2\xb0D\n" +
+	"\x06causes\x18\f \x03(\tR\x06causes\"\xb8\x01\n" +
+	"\x12ListBatchesRequest\x12\x1b\n" +
+	"\topen_only\x18\x01 \x01(\bR\bopenOnly\x12\x1a\n" +
+	"\x06org_id\x18\x02 \x01(\x03H\x00R\x05orgId\x88\x01\x01\x12!\n" +
+	"\n" +
+	"api_key_id\x18\x03 \x01(\x03H\x01R\bapiKeyId\x88\x01\x01\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\x12\x16\n" +
+	"\x06cursor\x18\x05 \x01(\tR\x06cursorB\t\n" +
+	"\a_org_idB\r\n" +
+	"\v_api_key_id\"\x95\x04\n" +
+	"\x05Batch\x125\n" +
+	"\x04hold\x18\x01 \x01(\v2!.tollgate.settlement.v1.BatchHoldR\x04hold\x12#\n" +
+	"\rcredential_id\x18\x02 \x01(\x03R\fcredentialId\x12\x18\n" +
+	"\adialect\x18\x03 \x01(\tR\adialect\x12\x1a\n" +
+	"\bendpoint\x18\x04 \x01(\tR\bendpoint\x12#\n" +
+	"\rlogical_model\x18\x05 \x01(\tR\flogicalModel\x12%\n" +
+	"\x0eupstream_model\x18\x06 \x01(\tR\rupstreamModel\x12'\n" +
+	"\x0fprovider_status\x18\a \x01(\tR\x0eproviderStatus\x129\n" +
+	"\n" +
+	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"expires_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x125\n" +
+	"\bended_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x129\n" +
+	"\n" +
+	"settled_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tsettledAt\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\f \x01(\tR\tlastError\"f\n" +
+	"\x13ListBatchesResponse\x12.\n" +
+	"\x05items\x18\x01 \x03(\v2\x18.tollgate.admin.v1.BatchR\x05items\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor2\x8eE\n" +
 	"\fAdminService\x12e\n" +
 	"\x0eListPriceRules\x12(.tollgate.admin.v1.ListPriceRulesRequest\x1a).tollgate.admin.v1.ListPriceRulesResponse\x12_\n" +
 	"\fGetPriceRule\x12&.tollgate.admin.v1.GetPriceRuleRequest\x1a'.tollgate.admin.v1.GetPriceRuleResponse\x12h\n" +
@@ -12856,7 +13182,8 @@ const file_tollgate_admin_v1_admin_proto_rawDesc = "" +
 	"\x10ListQuotaPeriods\x12*.tollgate.admin.v1.ListQuotaPeriodsRequest\x1a+.tollgate.admin.v1.ListQuotaPeriodsResponse\x12Y\n" +
 	"\n" +
 	"ListUsages\x12$.tollgate.admin.v1.ListUsagesRequest\x1a%.tollgate.admin.v1.ListUsagesResponse\x12S\n" +
-	"\bGetSpend\x12\".tollgate.admin.v1.GetSpendRequest\x1a#.tollgate.admin.v1.GetSpendResponse\x12M\n" +
+	"\bGetSpend\x12\".tollgate.admin.v1.GetSpendRequest\x1a#.tollgate.admin.v1.GetSpendResponse\x12\\\n" +
+	"\vListBatches\x12%.tollgate.admin.v1.ListBatchesRequest\x1a&.tollgate.admin.v1.ListBatchesResponse\x12M\n" +
 	"\x06Export\x12 .tollgate.admin.v1.ExportRequest\x1a!.tollgate.admin.v1.ExportResponse\x12M\n" +
 	"\x06Import\x12 .tollgate.admin.v1.ImportRequest\x1a!.tollgate.admin.v1.ImportResponse\x12k\n" +
 	"\x10CreateAdminToken\x12*.tollgate.admin.v1.CreateAdminTokenRequest\x1a+.tollgate.admin.v1.CreateAdminTokenResponse\x12h\n" +
@@ -12924,7 +13251,7 @@ func file_tollgate_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_tollgate_admin_v1_admin_proto_rawDescData
 }
 
-var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 204)
+var file_tollgate_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 207)
 var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*ListPriceRulesRequest)(nil),                  // 0: tollgate.admin.v1.ListPriceRulesRequest
 	(*ListPriceRulesResponse)(nil),                 // 1: tollgate.admin.v1.ListPriceRulesResponse
@@ -13127,358 +13454,370 @@ var file_tollgate_admin_v1_admin_proto_goTypes = []any{
 	(*GetReconciliationDriftRequest)(nil),          // 198: tollgate.admin.v1.GetReconciliationDriftRequest
 	(*GetReconciliationDriftResponse)(nil),         // 199: tollgate.admin.v1.GetReconciliationDriftResponse
 	(*ReconciliationDriftPoint)(nil),               // 200: tollgate.admin.v1.ReconciliationDriftPoint
-	nil,                                            // 201: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	nil,                                            // 202: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	nil,                                            // 203: tollgate.admin.v1.CatalogPlan.ChannelTypeScopesEntry
-	(*v1.PriceRule)(nil),                           // 204: tollgate.config.v1.PriceRule
-	(*timestamppb.Timestamp)(nil),                  // 205: google.protobuf.Timestamp
-	(*v1.ScheduledPriceRule)(nil),                  // 206: tollgate.config.v1.ScheduledPriceRule
-	(*v11.TokenCounts)(nil),                        // 207: tollgate.settlement.v1.TokenCounts
-	(*v1.Provider)(nil),                            // 208: tollgate.config.v1.Provider
-	(*v1.Credential)(nil),                          // 209: tollgate.config.v1.Credential
-	(*v1.RoutingRule)(nil),                         // 210: tollgate.config.v1.RoutingRule
-	(*v1.Route)(nil),                               // 211: tollgate.config.v1.Route
-	(*v1.Org)(nil),                                 // 212: tollgate.config.v1.Org
-	(*v1.Team)(nil),                                // 213: tollgate.config.v1.Team
-	(*v1.User)(nil),                                // 214: tollgate.config.v1.User
-	(*v1.ApiKey)(nil),                              // 215: tollgate.config.v1.ApiKey
-	(*v1.Quota)(nil),                               // 216: tollgate.config.v1.Quota
-	(*v11.SettlementRecord)(nil),                   // 217: tollgate.settlement.v1.SettlementRecord
-	(*v1.ModelPolicy)(nil),                         // 218: tollgate.config.v1.ModelPolicy
-	(*v1.GatewaySettings)(nil),                     // 219: tollgate.config.v1.GatewaySettings
+	(*ListBatchesRequest)(nil),                     // 201: tollgate.admin.v1.ListBatchesRequest
+	(*Batch)(nil),                                  // 202: tollgate.admin.v1.Batch
+	(*ListBatchesResponse)(nil),                    // 203: tollgate.admin.v1.ListBatchesResponse
+	nil,                                            // 204: tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	nil,                                            // 205: tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	nil,                                            // 206: tollgate.admin.v1.CatalogPlan.ChannelTypeScopesEntry
+	(*v1.PriceRule)(nil),                           // 207: tollgate.config.v1.PriceRule
+	(*timestamppb.Timestamp)(nil),                  // 208: google.protobuf.Timestamp
+	(*v1.ScheduledPriceRule)(nil),                  // 209: tollgate.config.v1.ScheduledPriceRule
+	(*v11.TokenCounts)(nil),                        // 210: tollgate.settlement.v1.TokenCounts
+	(*v1.Provider)(nil),                            // 211: tollgate.config.v1.Provider
+	(*v1.Credential)(nil),                          // 212: tollgate.config.v1.Credential
+	(*v1.RoutingRule)(nil),                         // 213: tollgate.config.v1.RoutingRule
+	(*v1.Route)(nil),                               // 214: tollgate.config.v1.Route
+	(*v1.Org)(nil),                                 // 215: tollgate.config.v1.Org
+	(*v1.Team)(nil),                                // 216: tollgate.config.v1.Team
+	(*v1.User)(nil),                                // 217: tollgate.config.v1.User
+	(*v1.ApiKey)(nil),                              // 218: tollgate.config.v1.ApiKey
+	(*v1.Quota)(nil),                               // 219: tollgate.config.v1.Quota
+	(*v11.SettlementRecord)(nil),                   // 220: tollgate.settlement.v1.SettlementRecord
+	(*v1.ModelPolicy)(nil),                         // 221: tollgate.config.v1.ModelPolicy
+	(*v1.GatewaySettings)(nil),                     // 222: tollgate.config.v1.GatewaySettings
+	(*v11.BatchHold)(nil),                          // 223: tollgate.settlement.v1.BatchHold
 }
 var file_tollgate_admin_v1_admin_proto_depIdxs = []int32{
-	204, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
-	204, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	204, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	205, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	204, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	206, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	204, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
-	205, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
-	204, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
-	206, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
-	206, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
-	207, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
-	205, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
+	207, // 0: tollgate.admin.v1.ListPriceRulesResponse.items:type_name -> tollgate.config.v1.PriceRule
+	207, // 1: tollgate.admin.v1.GetPriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	207, // 2: tollgate.admin.v1.CreatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	208, // 3: tollgate.admin.v1.CreatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	207, // 4: tollgate.admin.v1.CreatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	209, // 5: tollgate.admin.v1.CreatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	207, // 6: tollgate.admin.v1.UpdatePriceRuleRequest.rule:type_name -> tollgate.config.v1.PriceRule
+	208, // 7: tollgate.admin.v1.UpdatePriceRuleRequest.effective_at:type_name -> google.protobuf.Timestamp
+	207, // 8: tollgate.admin.v1.UpdatePriceRuleResponse.rule:type_name -> tollgate.config.v1.PriceRule
+	209, // 9: tollgate.admin.v1.UpdatePriceRuleResponse.scheduled:type_name -> tollgate.config.v1.ScheduledPriceRule
+	209, // 10: tollgate.admin.v1.ListScheduledPriceRulesResponse.items:type_name -> tollgate.config.v1.ScheduledPriceRule
+	210, // 11: tollgate.admin.v1.QuotePriceRequest.usage:type_name -> tollgate.settlement.v1.TokenCounts
+	208, // 12: tollgate.admin.v1.QuotePriceRequest.at:type_name -> google.protobuf.Timestamp
 	16,  // 13: tollgate.admin.v1.QuotePriceResponse.rates:type_name -> tollgate.admin.v1.Rates
-	208, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
-	208, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	208, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	208, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	208, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
-	208, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
-	209, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
-	209, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
-	210, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	210, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
-	210, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	210, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
-	211, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
-	211, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
-	211, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	211, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	211, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
-	211, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
-	212, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	212, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	213, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	213, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	214, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
-	214, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
-	205, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	215, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	216, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	216, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
-	205, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
-	205, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
-	217, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
+	211, // 14: tollgate.admin.v1.ListProvidersResponse.items:type_name -> tollgate.config.v1.Provider
+	211, // 15: tollgate.admin.v1.GetProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	211, // 16: tollgate.admin.v1.CreateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	211, // 17: tollgate.admin.v1.CreateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	211, // 18: tollgate.admin.v1.UpdateProviderRequest.provider:type_name -> tollgate.config.v1.Provider
+	211, // 19: tollgate.admin.v1.UpdateProviderResponse.provider:type_name -> tollgate.config.v1.Provider
+	212, // 20: tollgate.admin.v1.CreateCredentialRequest.credential:type_name -> tollgate.config.v1.Credential
+	212, // 21: tollgate.admin.v1.CreateCredentialResponse.credential:type_name -> tollgate.config.v1.Credential
+	213, // 22: tollgate.admin.v1.ListRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	213, // 23: tollgate.admin.v1.UpsertRoutingRulesRequest.rules:type_name -> tollgate.config.v1.RoutingRule
+	213, // 24: tollgate.admin.v1.UpsertRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	213, // 25: tollgate.admin.v1.ResetRoutingRulesResponse.items:type_name -> tollgate.config.v1.RoutingRule
+	214, // 26: tollgate.admin.v1.ListRoutesResponse.items:type_name -> tollgate.config.v1.Route
+	214, // 27: tollgate.admin.v1.GetRouteResponse.route:type_name -> tollgate.config.v1.Route
+	214, // 28: tollgate.admin.v1.CreateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	214, // 29: tollgate.admin.v1.CreateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	214, // 30: tollgate.admin.v1.UpdateRouteRequest.route:type_name -> tollgate.config.v1.Route
+	214, // 31: tollgate.admin.v1.UpdateRouteResponse.route:type_name -> tollgate.config.v1.Route
+	215, // 32: tollgate.admin.v1.CreateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	215, // 33: tollgate.admin.v1.CreateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	216, // 34: tollgate.admin.v1.CreateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	216, // 35: tollgate.admin.v1.CreateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	217, // 36: tollgate.admin.v1.CreateUserRequest.user:type_name -> tollgate.config.v1.User
+	217, // 37: tollgate.admin.v1.CreateUserResponse.user:type_name -> tollgate.config.v1.User
+	208, // 38: tollgate.admin.v1.CreateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	218, // 39: tollgate.admin.v1.CreateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	219, // 40: tollgate.admin.v1.GetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	219, // 41: tollgate.admin.v1.SetQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	208, // 42: tollgate.admin.v1.ListUsagesRequest.since:type_name -> google.protobuf.Timestamp
+	208, // 43: tollgate.admin.v1.ListUsagesRequest.until:type_name -> google.protobuf.Timestamp
+	220, // 44: tollgate.admin.v1.Usage.record:type_name -> tollgate.settlement.v1.SettlementRecord
 	62,  // 45: tollgate.admin.v1.ListUsagesResponse.items:type_name -> tollgate.admin.v1.Usage
-	205, // 46: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
-	205, // 47: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
+	208, // 46: tollgate.admin.v1.GetSpendRequest.since:type_name -> google.protobuf.Timestamp
+	208, // 47: tollgate.admin.v1.GetSpendRequest.until:type_name -> google.protobuf.Timestamp
 	65,  // 48: tollgate.admin.v1.GetSpendRequest.filters:type_name -> tollgate.admin.v1.SpendFilter
-	205, // 49: tollgate.admin.v1.SpendRow.bucket_start:type_name -> google.protobuf.Timestamp
+	208, // 49: tollgate.admin.v1.SpendRow.bucket_start:type_name -> google.protobuf.Timestamp
 	66,  // 50: tollgate.admin.v1.SpendRow.group:type_name -> tollgate.admin.v1.SpendGroupValue
 	67,  // 51: tollgate.admin.v1.SpendRow.tokens:type_name -> tollgate.admin.v1.SpendTokens
 	68,  // 52: tollgate.admin.v1.GetSpendResponse.rows:type_name -> tollgate.admin.v1.SpendRow
 	68,  // 53: tollgate.admin.v1.GetSpendResponse.total:type_name -> tollgate.admin.v1.SpendRow
-	204, // 54: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
-	210, // 55: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	204, // 56: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
-	210, // 57: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
-	206, // 58: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
-	205, // 59: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
+	207, // 54: tollgate.admin.v1.ExportResponse.price_rules:type_name -> tollgate.config.v1.PriceRule
+	213, // 55: tollgate.admin.v1.ExportResponse.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	207, // 56: tollgate.admin.v1.ImportRequest.price_rules:type_name -> tollgate.config.v1.PriceRule
+	213, // 57: tollgate.admin.v1.ImportRequest.routing_rules:type_name -> tollgate.config.v1.RoutingRule
+	209, // 58: tollgate.admin.v1.ImportRequest.scheduled_price_rules:type_name -> tollgate.config.v1.ScheduledPriceRule
+	208, // 59: tollgate.admin.v1.AdminToken.created_at:type_name -> google.protobuf.Timestamp
 	74,  // 60: tollgate.admin.v1.CreateAdminTokenResponse.admin_token:type_name -> tollgate.admin.v1.AdminToken
 	74,  // 61: tollgate.admin.v1.ListAdminTokensResponse.items:type_name -> tollgate.admin.v1.AdminToken
-	205, // 62: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
-	205, // 63: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
-	205, // 64: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
+	208, // 62: tollgate.admin.v1.AdjustQuotaRequest.period_at:type_name -> google.protobuf.Timestamp
+	208, // 63: tollgate.admin.v1.QuotaAdjustment.created_at:type_name -> google.protobuf.Timestamp
+	208, // 64: tollgate.admin.v1.QuotaAdjustment.period_start:type_name -> google.protobuf.Timestamp
 	82,  // 65: tollgate.admin.v1.AdjustQuotaResponse.adjustment:type_name -> tollgate.admin.v1.QuotaAdjustment
-	216, // 66: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
+	219, // 66: tollgate.admin.v1.AdjustQuotaResponse.quota:type_name -> tollgate.config.v1.Quota
 	82,  // 67: tollgate.admin.v1.ListQuotaAdjustmentsResponse.items:type_name -> tollgate.admin.v1.QuotaAdjustment
-	205, // 68: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
-	205, // 69: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
+	208, // 68: tollgate.admin.v1.QuotaPeriod.start:type_name -> google.protobuf.Timestamp
+	208, // 69: tollgate.admin.v1.QuotaPeriod.end:type_name -> google.protobuf.Timestamp
 	87,  // 70: tollgate.admin.v1.ListQuotaPeriodsResponse.items:type_name -> tollgate.admin.v1.QuotaPeriod
-	205, // 71: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
+	208, // 71: tollgate.admin.v1.SnapshotRejection.at:type_name -> google.protobuf.Timestamp
 	90,  // 72: tollgate.admin.v1.SnapshotRejection.problems:type_name -> tollgate.admin.v1.SnapshotProblem
 	91,  // 73: tollgate.admin.v1.GetSnapshotStatusResponse.rejected:type_name -> tollgate.admin.v1.SnapshotRejection
 	93,  // 74: tollgate.admin.v1.GetSnapshotStatusResponse.data_planes:type_name -> tollgate.admin.v1.WatchingDataPlane
-	205, // 75: tollgate.admin.v1.WatchingDataPlane.connected_since:type_name -> google.protobuf.Timestamp
-	205, // 76: tollgate.admin.v1.WatchingDataPlane.last_sent_at:type_name -> google.protobuf.Timestamp
-	201, // 77: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
-	202, // 78: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
-	205, // 79: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
+	208, // 75: tollgate.admin.v1.WatchingDataPlane.connected_since:type_name -> google.protobuf.Timestamp
+	208, // 76: tollgate.admin.v1.WatchingDataPlane.last_sent_at:type_name -> google.protobuf.Timestamp
+	204, // 77: tollgate.admin.v1.PlanPriceCatalogRequest.files:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.FilesEntry
+	205, // 78: tollgate.admin.v1.PlanPriceCatalogRequest.provider_map:type_name -> tollgate.admin.v1.PlanPriceCatalogRequest.ProviderMapEntry
+	208, // 79: tollgate.admin.v1.PlanPriceCatalogRequest.at:type_name -> google.protobuf.Timestamp
 	96,  // 80: tollgate.admin.v1.PlanPriceCatalogResponse.plan:type_name -> tollgate.admin.v1.CatalogPlan
-	205, // 81: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
+	208, // 81: tollgate.admin.v1.CatalogPlan.created_at:type_name -> google.protobuf.Timestamp
 	98,  // 82: tollgate.admin.v1.CatalogPlan.added:type_name -> tollgate.admin.v1.CatalogPlanRule
 	99,  // 83: tollgate.admin.v1.CatalogPlan.changed:type_name -> tollgate.admin.v1.CatalogPlanChange
 	101, // 84: tollgate.admin.v1.CatalogPlan.unchanged:type_name -> tollgate.admin.v1.CatalogPlanUnchanged
 	102, // 85: tollgate.admin.v1.CatalogPlan.skipped:type_name -> tollgate.admin.v1.CatalogSkipped
-	203, // 86: tollgate.admin.v1.CatalogPlan.channel_type_scopes:type_name -> tollgate.admin.v1.CatalogPlan.ChannelTypeScopesEntry
-	204, // 87: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
+	206, // 86: tollgate.admin.v1.CatalogPlan.channel_type_scopes:type_name -> tollgate.admin.v1.CatalogPlan.ChannelTypeScopesEntry
+	207, // 87: tollgate.admin.v1.CatalogPlanRule.rule:type_name -> tollgate.config.v1.PriceRule
 	100, // 88: tollgate.admin.v1.CatalogPlanChange.fields:type_name -> tollgate.admin.v1.CatalogFieldChange
-	204, // 89: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
-	205, // 90: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
-	205, // 91: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
+	207, // 89: tollgate.admin.v1.CatalogPlanChange.rule:type_name -> tollgate.config.v1.PriceRule
+	208, // 90: tollgate.admin.v1.ApplyPriceCatalogRequest.effective_at:type_name -> google.protobuf.Timestamp
+	208, // 91: tollgate.admin.v1.ApplyPriceCatalogResponse.applied_at:type_name -> google.protobuf.Timestamp
 	107, // 92: tollgate.admin.v1.GetPriceRuleProvenanceResponse.provenance:type_name -> tollgate.admin.v1.PriceRuleProvenance
-	205, // 93: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
+	208, // 93: tollgate.admin.v1.PriceRuleProvenance.imported_at:type_name -> google.protobuf.Timestamp
 	110, // 94: tollgate.admin.v1.GetPriceRuleHistoryResponse.items:type_name -> tollgate.admin.v1.PriceRuleVersion
-	205, // 95: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
-	205, // 96: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
-	204, // 97: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
-	205, // 98: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
-	205, // 99: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
-	205, // 100: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
-	204, // 101: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
-	205, // 102: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
-	205, // 103: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
+	208, // 95: tollgate.admin.v1.PriceRuleVersion.valid_from:type_name -> google.protobuf.Timestamp
+	208, // 96: tollgate.admin.v1.PriceRuleVersion.valid_to:type_name -> google.protobuf.Timestamp
+	207, // 97: tollgate.admin.v1.PriceRuleVersion.rule:type_name -> tollgate.config.v1.PriceRule
+	208, // 98: tollgate.admin.v1.RepricePriceRulesRequest.from:type_name -> google.protobuf.Timestamp
+	208, // 99: tollgate.admin.v1.RepricePriceRulesRequest.to:type_name -> google.protobuf.Timestamp
+	208, // 100: tollgate.admin.v1.RepricePriceRulesRequest.at:type_name -> google.protobuf.Timestamp
+	207, // 101: tollgate.admin.v1.RepricePriceRulesRequest.rules:type_name -> tollgate.config.v1.PriceRule
+	208, // 102: tollgate.admin.v1.RepricePriceRulesResponse.from:type_name -> google.protobuf.Timestamp
+	208, // 103: tollgate.admin.v1.RepricePriceRulesResponse.to:type_name -> google.protobuf.Timestamp
 	113, // 104: tollgate.admin.v1.RepricePriceRulesResponse.by_model:type_name -> tollgate.admin.v1.RepriceLine
-	215, // 105: tollgate.admin.v1.ListApiKeysResponse.items:type_name -> tollgate.config.v1.ApiKey
-	215, // 106: tollgate.admin.v1.GetApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	205, // 107: tollgate.admin.v1.UpdateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
-	215, // 108: tollgate.admin.v1.UpdateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	215, // 109: tollgate.admin.v1.RotateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
-	212, // 110: tollgate.admin.v1.ListOrgsResponse.items:type_name -> tollgate.config.v1.Org
-	212, // 111: tollgate.admin.v1.UpdateOrgRequest.org:type_name -> tollgate.config.v1.Org
-	212, // 112: tollgate.admin.v1.UpdateOrgResponse.org:type_name -> tollgate.config.v1.Org
-	213, // 113: tollgate.admin.v1.ListTeamsResponse.items:type_name -> tollgate.config.v1.Team
-	213, // 114: tollgate.admin.v1.UpdateTeamRequest.team:type_name -> tollgate.config.v1.Team
-	213, // 115: tollgate.admin.v1.UpdateTeamResponse.team:type_name -> tollgate.config.v1.Team
-	214, // 116: tollgate.admin.v1.ListUsersResponse.items:type_name -> tollgate.config.v1.User
-	214, // 117: tollgate.admin.v1.UpdateUserRequest.user:type_name -> tollgate.config.v1.User
-	214, // 118: tollgate.admin.v1.UpdateUserResponse.user:type_name -> tollgate.config.v1.User
-	218, // 119: tollgate.admin.v1.GetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
+	218, // 105: tollgate.admin.v1.ListApiKeysResponse.items:type_name -> tollgate.config.v1.ApiKey
+	218, // 106: tollgate.admin.v1.GetApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	208, // 107: tollgate.admin.v1.UpdateApiKeyRequest.expires_at:type_name -> google.protobuf.Timestamp
+	218, // 108: tollgate.admin.v1.UpdateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	218, // 109: tollgate.admin.v1.RotateApiKeyResponse.api_key:type_name -> tollgate.config.v1.ApiKey
+	215, // 110: tollgate.admin.v1.ListOrgsResponse.items:type_name -> tollgate.config.v1.Org
+	215, // 111: tollgate.admin.v1.UpdateOrgRequest.org:type_name -> tollgate.config.v1.Org
+	215, // 112: tollgate.admin.v1.UpdateOrgResponse.org:type_name -> tollgate.config.v1.Org
+	216, // 113: tollgate.admin.v1.ListTeamsResponse.items:type_name -> tollgate.config.v1.Team
+	216, // 114: tollgate.admin.v1.UpdateTeamRequest.team:type_name -> tollgate.config.v1.Team
+	216, // 115: tollgate.admin.v1.UpdateTeamResponse.team:type_name -> tollgate.config.v1.Team
+	217, // 116: tollgate.admin.v1.ListUsersResponse.items:type_name -> tollgate.config.v1.User
+	217, // 117: tollgate.admin.v1.UpdateUserRequest.user:type_name -> tollgate.config.v1.User
+	217, // 118: tollgate.admin.v1.UpdateUserResponse.user:type_name -> tollgate.config.v1.User
+	221, // 119: tollgate.admin.v1.GetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
 	144, // 120: tollgate.admin.v1.GetModelPolicyResponse.providers:type_name -> tollgate.admin.v1.ProviderUnpricedPolicy
-	218, // 121: tollgate.admin.v1.SetModelPolicyRequest.policy:type_name -> tollgate.config.v1.ModelPolicy
-	218, // 122: tollgate.admin.v1.SetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
-	219, // 123: tollgate.admin.v1.GetGatewaySettingsResponse.settings:type_name -> tollgate.config.v1.GatewaySettings
-	219, // 124: tollgate.admin.v1.SetGatewaySettingsResponse.settings:type_name -> tollgate.config.v1.GatewaySettings
-	205, // 125: tollgate.admin.v1.ListUnpricedModelsRequest.since:type_name -> google.protobuf.Timestamp
+	221, // 121: tollgate.admin.v1.SetModelPolicyRequest.policy:type_name -> tollgate.config.v1.ModelPolicy
+	221, // 122: tollgate.admin.v1.SetModelPolicyResponse.policy:type_name -> tollgate.config.v1.ModelPolicy
+	222, // 123: tollgate.admin.v1.GetGatewaySettingsResponse.settings:type_name -> tollgate.config.v1.GatewaySettings
+	222, // 124: tollgate.admin.v1.SetGatewaySettingsResponse.settings:type_name -> tollgate.config.v1.GatewaySettings
+	208, // 125: tollgate.admin.v1.ListUnpricedModelsRequest.since:type_name -> google.protobuf.Timestamp
 	155, // 126: tollgate.admin.v1.ListUnpricedModelsResponse.items:type_name -> tollgate.admin.v1.UnpricedModel
-	205, // 127: tollgate.admin.v1.UnpricedModel.first_seen:type_name -> google.protobuf.Timestamp
-	205, // 128: tollgate.admin.v1.UnpricedModel.last_seen:type_name -> google.protobuf.Timestamp
-	205, // 129: tollgate.admin.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
+	208, // 127: tollgate.admin.v1.UnpricedModel.first_seen:type_name -> google.protobuf.Timestamp
+	208, // 128: tollgate.admin.v1.UnpricedModel.last_seen:type_name -> google.protobuf.Timestamp
+	208, // 129: tollgate.admin.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
 	160, // 130: tollgate.admin.v1.CreateWebhookEndpointResponse.endpoint:type_name -> tollgate.admin.v1.WebhookEndpoint
 	160, // 131: tollgate.admin.v1.ListWebhookEndpointsResponse.items:type_name -> tollgate.admin.v1.WebhookEndpoint
 	169, // 132: tollgate.admin.v1.ListAlertEventsResponse.items:type_name -> tollgate.admin.v1.AlertEvent
-	205, // 133: tollgate.admin.v1.AlertEvent.period_start:type_name -> google.protobuf.Timestamp
-	205, // 134: tollgate.admin.v1.AlertEvent.created_at:type_name -> google.protobuf.Timestamp
+	208, // 133: tollgate.admin.v1.AlertEvent.period_start:type_name -> google.protobuf.Timestamp
+	208, // 134: tollgate.admin.v1.AlertEvent.created_at:type_name -> google.protobuf.Timestamp
 	170, // 135: tollgate.admin.v1.AlertEvent.deliveries:type_name -> tollgate.admin.v1.WebhookDelivery
-	205, // 136: tollgate.admin.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
-	205, // 137: tollgate.admin.v1.ListAuditEventsRequest.since:type_name -> google.protobuf.Timestamp
-	205, // 138: tollgate.admin.v1.ListAuditEventsRequest.until:type_name -> google.protobuf.Timestamp
-	205, // 139: tollgate.admin.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	208, // 136: tollgate.admin.v1.WebhookDelivery.delivered_at:type_name -> google.protobuf.Timestamp
+	208, // 137: tollgate.admin.v1.ListAuditEventsRequest.since:type_name -> google.protobuf.Timestamp
+	208, // 138: tollgate.admin.v1.ListAuditEventsRequest.until:type_name -> google.protobuf.Timestamp
+	208, // 139: tollgate.admin.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
 	172, // 140: tollgate.admin.v1.ListAuditEventsResponse.items:type_name -> tollgate.admin.v1.AuditEvent
-	205, // 141: tollgate.admin.v1.DataPlaneToken.created_at:type_name -> google.protobuf.Timestamp
-	205, // 142: tollgate.admin.v1.DataPlaneToken.revoked_at:type_name -> google.protobuf.Timestamp
+	208, // 141: tollgate.admin.v1.DataPlaneToken.created_at:type_name -> google.protobuf.Timestamp
+	208, // 142: tollgate.admin.v1.DataPlaneToken.revoked_at:type_name -> google.protobuf.Timestamp
 	174, // 143: tollgate.admin.v1.CreateDataPlaneTokenResponse.dataplane_token:type_name -> tollgate.admin.v1.DataPlaneToken
 	174, // 144: tollgate.admin.v1.ListDataPlaneTokensResponse.items:type_name -> tollgate.admin.v1.DataPlaneToken
 	174, // 145: tollgate.admin.v1.RevokeDataPlaneTokenResponse.dataplane_token:type_name -> tollgate.admin.v1.DataPlaneToken
-	205, // 146: tollgate.admin.v1.ReconciliationProvider.updated_at:type_name -> google.protobuf.Timestamp
+	208, // 146: tollgate.admin.v1.ReconciliationProvider.updated_at:type_name -> google.protobuf.Timestamp
 	181, // 147: tollgate.admin.v1.ListReconciliationProvidersResponse.items:type_name -> tollgate.admin.v1.ReconciliationProvider
 	181, // 148: tollgate.admin.v1.SetReconciliationProviderResponse.provider:type_name -> tollgate.admin.v1.ReconciliationProvider
 	188, // 149: tollgate.admin.v1.ReconciliationLine.ledger:type_name -> tollgate.admin.v1.ReconciliationTokens
 	188, // 150: tollgate.admin.v1.ReconciliationLine.provider:type_name -> tollgate.admin.v1.ReconciliationTokens
 	189, // 151: tollgate.admin.v1.ReconciliationLine.price_rules:type_name -> tollgate.admin.v1.ReconciliationPriceRuleUse
-	205, // 152: tollgate.admin.v1.ReconciliationRun.started_at:type_name -> google.protobuf.Timestamp
-	205, // 153: tollgate.admin.v1.ReconciliationRun.finished_at:type_name -> google.protobuf.Timestamp
+	208, // 152: tollgate.admin.v1.ReconciliationRun.started_at:type_name -> google.protobuf.Timestamp
+	208, // 153: tollgate.admin.v1.ReconciliationRun.finished_at:type_name -> google.protobuf.Timestamp
 	190, // 154: tollgate.admin.v1.ReconciliationRun.lines:type_name -> tollgate.admin.v1.ReconciliationLine
 	191, // 155: tollgate.admin.v1.RunReconciliationResponse.run:type_name -> tollgate.admin.v1.ReconciliationRun
 	191, // 156: tollgate.admin.v1.ListReconciliationRunsResponse.items:type_name -> tollgate.admin.v1.ReconciliationRun
 	191, // 157: tollgate.admin.v1.GetReconciliationRunResponse.run:type_name -> tollgate.admin.v1.ReconciliationRun
 	200, // 158: tollgate.admin.v1.GetReconciliationDriftResponse.items:type_name -> tollgate.admin.v1.ReconciliationDriftPoint
-	97,  // 159: tollgate.admin.v1.CatalogPlan.ChannelTypeScopesEntry.value:type_name -> tollgate.admin.v1.CatalogProviderScope
-	0,   // 160: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
-	2,   // 161: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
-	4,   // 162: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
-	6,   // 163: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
-	12,  // 164: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
-	14,  // 165: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
-	17,  // 166: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
-	19,  // 167: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
-	21,  // 168: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
-	23,  // 169: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
-	25,  // 170: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
-	27,  // 171: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
-	29,  // 172: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
-	31,  // 173: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
-	33,  // 174: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
-	35,  // 175: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
-	37,  // 176: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
-	39,  // 177: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
-	41,  // 178: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
-	43,  // 179: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
-	45,  // 180: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
-	47,  // 181: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
-	49,  // 182: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
-	51,  // 183: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
-	53,  // 184: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
-	55,  // 185: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
-	57,  // 186: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
-	59,  // 187: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
-	81,  // 188: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
-	84,  // 189: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
-	86,  // 190: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
-	61,  // 191: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
-	64,  // 192: tollgate.admin.v1.AdminService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
-	70,  // 193: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
-	72,  // 194: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
-	75,  // 195: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
-	77,  // 196: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
-	79,  // 197: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
-	89,  // 198: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
-	94,  // 199: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
-	103, // 200: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
-	105, // 201: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
-	108, // 202: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
-	111, // 203: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
-	8,   // 204: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
-	10,  // 205: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
-	114, // 206: tollgate.admin.v1.AdminService.ListApiKeys:input_type -> tollgate.admin.v1.ListApiKeysRequest
-	116, // 207: tollgate.admin.v1.AdminService.GetApiKey:input_type -> tollgate.admin.v1.GetApiKeyRequest
-	118, // 208: tollgate.admin.v1.AdminService.UpdateApiKey:input_type -> tollgate.admin.v1.UpdateApiKeyRequest
-	120, // 209: tollgate.admin.v1.AdminService.DeleteApiKey:input_type -> tollgate.admin.v1.DeleteApiKeyRequest
-	122, // 210: tollgate.admin.v1.AdminService.RotateApiKey:input_type -> tollgate.admin.v1.RotateApiKeyRequest
-	124, // 211: tollgate.admin.v1.AdminService.ListOrgs:input_type -> tollgate.admin.v1.ListOrgsRequest
-	126, // 212: tollgate.admin.v1.AdminService.UpdateOrg:input_type -> tollgate.admin.v1.UpdateOrgRequest
-	128, // 213: tollgate.admin.v1.AdminService.DeleteOrg:input_type -> tollgate.admin.v1.DeleteOrgRequest
-	130, // 214: tollgate.admin.v1.AdminService.ListTeams:input_type -> tollgate.admin.v1.ListTeamsRequest
-	132, // 215: tollgate.admin.v1.AdminService.UpdateTeam:input_type -> tollgate.admin.v1.UpdateTeamRequest
-	134, // 216: tollgate.admin.v1.AdminService.DeleteTeam:input_type -> tollgate.admin.v1.DeleteTeamRequest
-	136, // 217: tollgate.admin.v1.AdminService.ListUsers:input_type -> tollgate.admin.v1.ListUsersRequest
-	138, // 218: tollgate.admin.v1.AdminService.UpdateUser:input_type -> tollgate.admin.v1.UpdateUserRequest
-	140, // 219: tollgate.admin.v1.AdminService.DeleteUser:input_type -> tollgate.admin.v1.DeleteUserRequest
-	142, // 220: tollgate.admin.v1.AdminService.GetModelPolicy:input_type -> tollgate.admin.v1.GetModelPolicyRequest
-	145, // 221: tollgate.admin.v1.AdminService.SetModelPolicy:input_type -> tollgate.admin.v1.SetModelPolicyRequest
-	147, // 222: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:input_type -> tollgate.admin.v1.SetProviderUnpricedPolicyRequest
-	153, // 223: tollgate.admin.v1.AdminService.ListUnpricedModels:input_type -> tollgate.admin.v1.ListUnpricedModelsRequest
-	149, // 224: tollgate.admin.v1.AdminService.GetGatewaySettings:input_type -> tollgate.admin.v1.GetGatewaySettingsRequest
-	151, // 225: tollgate.admin.v1.AdminService.SetGatewaySettings:input_type -> tollgate.admin.v1.SetGatewaySettingsRequest
-	156, // 226: tollgate.admin.v1.AdminService.GetQuotaAlerts:input_type -> tollgate.admin.v1.GetQuotaAlertsRequest
-	158, // 227: tollgate.admin.v1.AdminService.SetQuotaAlerts:input_type -> tollgate.admin.v1.SetQuotaAlertsRequest
-	161, // 228: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:input_type -> tollgate.admin.v1.CreateWebhookEndpointRequest
-	163, // 229: tollgate.admin.v1.AdminService.ListWebhookEndpoints:input_type -> tollgate.admin.v1.ListWebhookEndpointsRequest
-	165, // 230: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:input_type -> tollgate.admin.v1.DeleteWebhookEndpointRequest
-	167, // 231: tollgate.admin.v1.AdminService.ListAlertEvents:input_type -> tollgate.admin.v1.ListAlertEventsRequest
-	171, // 232: tollgate.admin.v1.AdminService.ListAuditEvents:input_type -> tollgate.admin.v1.ListAuditEventsRequest
-	175, // 233: tollgate.admin.v1.AdminService.CreateDataPlaneToken:input_type -> tollgate.admin.v1.CreateDataPlaneTokenRequest
-	177, // 234: tollgate.admin.v1.AdminService.ListDataPlaneTokens:input_type -> tollgate.admin.v1.ListDataPlaneTokensRequest
-	179, // 235: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:input_type -> tollgate.admin.v1.RevokeDataPlaneTokenRequest
-	182, // 236: tollgate.admin.v1.AdminService.ListReconciliationProviders:input_type -> tollgate.admin.v1.ListReconciliationProvidersRequest
-	184, // 237: tollgate.admin.v1.AdminService.SetReconciliationProvider:input_type -> tollgate.admin.v1.SetReconciliationProviderRequest
-	186, // 238: tollgate.admin.v1.AdminService.SetReconciliationCredentialRef:input_type -> tollgate.admin.v1.SetReconciliationCredentialRefRequest
-	192, // 239: tollgate.admin.v1.AdminService.RunReconciliation:input_type -> tollgate.admin.v1.RunReconciliationRequest
-	194, // 240: tollgate.admin.v1.AdminService.ListReconciliationRuns:input_type -> tollgate.admin.v1.ListReconciliationRunsRequest
-	196, // 241: tollgate.admin.v1.AdminService.GetReconciliationRun:input_type -> tollgate.admin.v1.GetReconciliationRunRequest
-	198, // 242: tollgate.admin.v1.AdminService.GetReconciliationDrift:input_type -> tollgate.admin.v1.GetReconciliationDriftRequest
-	1,   // 243: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
-	3,   // 244: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
-	5,   // 245: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
-	7,   // 246: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
-	13,  // 247: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
-	15,  // 248: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
-	18,  // 249: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
-	20,  // 250: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
-	22,  // 251: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
-	24,  // 252: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
-	26,  // 253: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
-	28,  // 254: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
-	30,  // 255: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
-	32,  // 256: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
-	34,  // 257: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
-	36,  // 258: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
-	38,  // 259: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
-	40,  // 260: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
-	42,  // 261: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
-	44,  // 262: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
-	46,  // 263: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
-	48,  // 264: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
-	50,  // 265: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
-	52,  // 266: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
-	54,  // 267: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
-	56,  // 268: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
-	58,  // 269: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
-	60,  // 270: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
-	83,  // 271: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
-	85,  // 272: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
-	88,  // 273: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
-	63,  // 274: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
-	69,  // 275: tollgate.admin.v1.AdminService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
-	71,  // 276: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
-	73,  // 277: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
-	76,  // 278: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
-	78,  // 279: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
-	80,  // 280: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
-	92,  // 281: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
-	95,  // 282: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
-	104, // 283: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
-	106, // 284: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
-	109, // 285: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
-	112, // 286: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
-	9,   // 287: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
-	11,  // 288: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
-	115, // 289: tollgate.admin.v1.AdminService.ListApiKeys:output_type -> tollgate.admin.v1.ListApiKeysResponse
-	117, // 290: tollgate.admin.v1.AdminService.GetApiKey:output_type -> tollgate.admin.v1.GetApiKeyResponse
-	119, // 291: tollgate.admin.v1.AdminService.UpdateApiKey:output_type -> tollgate.admin.v1.UpdateApiKeyResponse
-	121, // 292: tollgate.admin.v1.AdminService.DeleteApiKey:output_type -> tollgate.admin.v1.DeleteApiKeyResponse
-	123, // 293: tollgate.admin.v1.AdminService.RotateApiKey:output_type -> tollgate.admin.v1.RotateApiKeyResponse
-	125, // 294: tollgate.admin.v1.AdminService.ListOrgs:output_type -> tollgate.admin.v1.ListOrgsResponse
-	127, // 295: tollgate.admin.v1.AdminService.UpdateOrg:output_type -> tollgate.admin.v1.UpdateOrgResponse
-	129, // 296: tollgate.admin.v1.AdminService.DeleteOrg:output_type -> tollgate.admin.v1.DeleteOrgResponse
-	131, // 297: tollgate.admin.v1.AdminService.ListTeams:output_type -> tollgate.admin.v1.ListTeamsResponse
-	133, // 298: tollgate.admin.v1.AdminService.UpdateTeam:output_type -> tollgate.admin.v1.UpdateTeamResponse
-	135, // 299: tollgate.admin.v1.AdminService.DeleteTeam:output_type -> tollgate.admin.v1.DeleteTeamResponse
-	137, // 300: tollgate.admin.v1.AdminService.ListUsers:output_type -> tollgate.admin.v1.ListUsersResponse
-	139, // 301: tollgate.admin.v1.AdminService.UpdateUser:output_type -> tollgate.admin.v1.UpdateUserResponse
-	141, // 302: tollgate.admin.v1.AdminService.DeleteUser:output_type -> tollgate.admin.v1.DeleteUserResponse
-	143, // 303: tollgate.admin.v1.AdminService.GetModelPolicy:output_type -> tollgate.admin.v1.GetModelPolicyResponse
-	146, // 304: tollgate.admin.v1.AdminService.SetModelPolicy:output_type -> tollgate.admin.v1.SetModelPolicyResponse
-	148, // 305: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:output_type -> tollgate.admin.v1.SetProviderUnpricedPolicyResponse
-	154, // 306: tollgate.admin.v1.AdminService.ListUnpricedModels:output_type -> tollgate.admin.v1.ListUnpricedModelsResponse
-	150, // 307: tollgate.admin.v1.AdminService.GetGatewaySettings:output_type -> tollgate.admin.v1.GetGatewaySettingsResponse
-	152, // 308: tollgate.admin.v1.AdminService.SetGatewaySettings:output_type -> tollgate.admin.v1.SetGatewaySettingsResponse
-	157, // 309: tollgate.admin.v1.AdminService.GetQuotaAlerts:output_type -> tollgate.admin.v1.GetQuotaAlertsResponse
-	159, // 310: tollgate.admin.v1.AdminService.SetQuotaAlerts:output_type -> tollgate.admin.v1.SetQuotaAlertsResponse
-	162, // 311: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:output_type -> tollgate.admin.v1.CreateWebhookEndpointResponse
-	164, // 312: tollgate.admin.v1.AdminService.ListWebhookEndpoints:output_type -> tollgate.admin.v1.ListWebhookEndpointsResponse
-	166, // 313: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:output_type -> tollgate.admin.v1.DeleteWebhookEndpointResponse
-	168, // 314: tollgate.admin.v1.AdminService.ListAlertEvents:output_type -> tollgate.admin.v1.ListAlertEventsResponse
-	173, // 315: tollgate.admin.v1.AdminService.ListAuditEvents:output_type -> tollgate.admin.v1.ListAuditEventsResponse
-	176, // 316: tollgate.admin.v1.AdminService.CreateDataPlaneToken:output_type -> tollgate.admin.v1.CreateDataPlaneTokenResponse
-	178, // 317: tollgate.admin.v1.AdminService.ListDataPlaneTokens:output_type -> tollgate.admin.v1.ListDataPlaneTokensResponse
-	180, // 318: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:output_type -> tollgate.admin.v1.RevokeDataPlaneTokenResponse
-	183, // 319: tollgate.admin.v1.AdminService.ListReconciliationProviders:output_type -> tollgate.admin.v1.ListReconciliationProvidersResponse
-	185, // 320: tollgate.admin.v1.AdminService.SetReconciliationProvider:output_type -> tollgate.admin.v1.SetReconciliationProviderResponse
-	187, // 321: tollgate.admin.v1.AdminService.SetReconciliationCredentialRef:output_type -> tollgate.admin.v1.SetReconciliationCredentialRefResponse
-	193, // 322: tollgate.admin.v1.AdminService.RunReconciliation:output_type -> tollgate.admin.v1.RunReconciliationResponse
-	195, // 323: tollgate.admin.v1.AdminService.ListReconciliationRuns:output_type -> tollgate.admin.v1.ListReconciliationRunsResponse
-	197, // 324: tollgate.admin.v1.AdminService.GetReconciliationRun:output_type -> tollgate.admin.v1.GetReconciliationRunResponse
-	199, // 325: tollgate.admin.v1.AdminService.GetReconciliationDrift:output_type -> tollgate.admin.v1.GetReconciliationDriftResponse
-	243, // [243:326] is the sub-list for method output_type
-	160, // [160:243] is the sub-list for method input_type
-	160, // [160:160] is the sub-list for extension type_name
-	160, // [160:160] is the sub-list for extension extendee
-	0,   // [0:160] is the sub-list for field type_name
+	223, // 159: tollgate.admin.v1.Batch.hold:type_name -> tollgate.settlement.v1.BatchHold
+	208, // 160: tollgate.admin.v1.Batch.created_at:type_name -> google.protobuf.Timestamp
+	208, // 161: tollgate.admin.v1.Batch.expires_at:type_name -> google.protobuf.Timestamp
+	208, // 162: tollgate.admin.v1.Batch.ended_at:type_name -> google.protobuf.Timestamp
+	208, // 163: tollgate.admin.v1.Batch.settled_at:type_name -> google.protobuf.Timestamp
+	202, // 164: tollgate.admin.v1.ListBatchesResponse.items:type_name -> tollgate.admin.v1.Batch
+	97,  // 165: tollgate.admin.v1.CatalogPlan.ChannelTypeScopesEntry.value:type_name -> tollgate.admin.v1.CatalogProviderScope
+	0,   // 166: tollgate.admin.v1.AdminService.ListPriceRules:input_type -> tollgate.admin.v1.ListPriceRulesRequest
+	2,   // 167: tollgate.admin.v1.AdminService.GetPriceRule:input_type -> tollgate.admin.v1.GetPriceRuleRequest
+	4,   // 168: tollgate.admin.v1.AdminService.CreatePriceRule:input_type -> tollgate.admin.v1.CreatePriceRuleRequest
+	6,   // 169: tollgate.admin.v1.AdminService.UpdatePriceRule:input_type -> tollgate.admin.v1.UpdatePriceRuleRequest
+	12,  // 170: tollgate.admin.v1.AdminService.DeletePriceRule:input_type -> tollgate.admin.v1.DeletePriceRuleRequest
+	14,  // 171: tollgate.admin.v1.AdminService.QuotePrice:input_type -> tollgate.admin.v1.QuotePriceRequest
+	17,  // 172: tollgate.admin.v1.AdminService.ListProviders:input_type -> tollgate.admin.v1.ListProvidersRequest
+	19,  // 173: tollgate.admin.v1.AdminService.GetProvider:input_type -> tollgate.admin.v1.GetProviderRequest
+	21,  // 174: tollgate.admin.v1.AdminService.CreateProvider:input_type -> tollgate.admin.v1.CreateProviderRequest
+	23,  // 175: tollgate.admin.v1.AdminService.UpdateProvider:input_type -> tollgate.admin.v1.UpdateProviderRequest
+	25,  // 176: tollgate.admin.v1.AdminService.DeleteProvider:input_type -> tollgate.admin.v1.DeleteProviderRequest
+	27,  // 177: tollgate.admin.v1.AdminService.CreateCredential:input_type -> tollgate.admin.v1.CreateCredentialRequest
+	29,  // 178: tollgate.admin.v1.AdminService.DeleteCredential:input_type -> tollgate.admin.v1.DeleteCredentialRequest
+	31,  // 179: tollgate.admin.v1.AdminService.ListRoutingRules:input_type -> tollgate.admin.v1.ListRoutingRulesRequest
+	33,  // 180: tollgate.admin.v1.AdminService.UpsertRoutingRules:input_type -> tollgate.admin.v1.UpsertRoutingRulesRequest
+	35,  // 181: tollgate.admin.v1.AdminService.ResetRoutingRules:input_type -> tollgate.admin.v1.ResetRoutingRulesRequest
+	37,  // 182: tollgate.admin.v1.AdminService.DeleteRoutingRule:input_type -> tollgate.admin.v1.DeleteRoutingRuleRequest
+	39,  // 183: tollgate.admin.v1.AdminService.ListRoutes:input_type -> tollgate.admin.v1.ListRoutesRequest
+	41,  // 184: tollgate.admin.v1.AdminService.GetRoute:input_type -> tollgate.admin.v1.GetRouteRequest
+	43,  // 185: tollgate.admin.v1.AdminService.CreateRoute:input_type -> tollgate.admin.v1.CreateRouteRequest
+	45,  // 186: tollgate.admin.v1.AdminService.UpdateRoute:input_type -> tollgate.admin.v1.UpdateRouteRequest
+	47,  // 187: tollgate.admin.v1.AdminService.DeleteRoute:input_type -> tollgate.admin.v1.DeleteRouteRequest
+	49,  // 188: tollgate.admin.v1.AdminService.CreateOrg:input_type -> tollgate.admin.v1.CreateOrgRequest
+	51,  // 189: tollgate.admin.v1.AdminService.CreateTeam:input_type -> tollgate.admin.v1.CreateTeamRequest
+	53,  // 190: tollgate.admin.v1.AdminService.CreateUser:input_type -> tollgate.admin.v1.CreateUserRequest
+	55,  // 191: tollgate.admin.v1.AdminService.CreateApiKey:input_type -> tollgate.admin.v1.CreateApiKeyRequest
+	57,  // 192: tollgate.admin.v1.AdminService.GetQuota:input_type -> tollgate.admin.v1.GetQuotaRequest
+	59,  // 193: tollgate.admin.v1.AdminService.SetQuota:input_type -> tollgate.admin.v1.SetQuotaRequest
+	81,  // 194: tollgate.admin.v1.AdminService.AdjustQuota:input_type -> tollgate.admin.v1.AdjustQuotaRequest
+	84,  // 195: tollgate.admin.v1.AdminService.ListQuotaAdjustments:input_type -> tollgate.admin.v1.ListQuotaAdjustmentsRequest
+	86,  // 196: tollgate.admin.v1.AdminService.ListQuotaPeriods:input_type -> tollgate.admin.v1.ListQuotaPeriodsRequest
+	61,  // 197: tollgate.admin.v1.AdminService.ListUsages:input_type -> tollgate.admin.v1.ListUsagesRequest
+	64,  // 198: tollgate.admin.v1.AdminService.GetSpend:input_type -> tollgate.admin.v1.GetSpendRequest
+	201, // 199: tollgate.admin.v1.AdminService.ListBatches:input_type -> tollgate.admin.v1.ListBatchesRequest
+	70,  // 200: tollgate.admin.v1.AdminService.Export:input_type -> tollgate.admin.v1.ExportRequest
+	72,  // 201: tollgate.admin.v1.AdminService.Import:input_type -> tollgate.admin.v1.ImportRequest
+	75,  // 202: tollgate.admin.v1.AdminService.CreateAdminToken:input_type -> tollgate.admin.v1.CreateAdminTokenRequest
+	77,  // 203: tollgate.admin.v1.AdminService.ListAdminTokens:input_type -> tollgate.admin.v1.ListAdminTokensRequest
+	79,  // 204: tollgate.admin.v1.AdminService.DeleteAdminToken:input_type -> tollgate.admin.v1.DeleteAdminTokenRequest
+	89,  // 205: tollgate.admin.v1.AdminService.GetSnapshotStatus:input_type -> tollgate.admin.v1.GetSnapshotStatusRequest
+	94,  // 206: tollgate.admin.v1.AdminService.PlanPriceCatalog:input_type -> tollgate.admin.v1.PlanPriceCatalogRequest
+	103, // 207: tollgate.admin.v1.AdminService.ApplyPriceCatalog:input_type -> tollgate.admin.v1.ApplyPriceCatalogRequest
+	105, // 208: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:input_type -> tollgate.admin.v1.GetPriceRuleProvenanceRequest
+	108, // 209: tollgate.admin.v1.AdminService.GetPriceRuleHistory:input_type -> tollgate.admin.v1.GetPriceRuleHistoryRequest
+	111, // 210: tollgate.admin.v1.AdminService.RepricePriceRules:input_type -> tollgate.admin.v1.RepricePriceRulesRequest
+	8,   // 211: tollgate.admin.v1.AdminService.ListScheduledPriceRules:input_type -> tollgate.admin.v1.ListScheduledPriceRulesRequest
+	10,  // 212: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:input_type -> tollgate.admin.v1.CancelScheduledPriceRuleRequest
+	114, // 213: tollgate.admin.v1.AdminService.ListApiKeys:input_type -> tollgate.admin.v1.ListApiKeysRequest
+	116, // 214: tollgate.admin.v1.AdminService.GetApiKey:input_type -> tollgate.admin.v1.GetApiKeyRequest
+	118, // 215: tollgate.admin.v1.AdminService.UpdateApiKey:input_type -> tollgate.admin.v1.UpdateApiKeyRequest
+	120, // 216: tollgate.admin.v1.AdminService.DeleteApiKey:input_type -> tollgate.admin.v1.DeleteApiKeyRequest
+	122, // 217: tollgate.admin.v1.AdminService.RotateApiKey:input_type -> tollgate.admin.v1.RotateApiKeyRequest
+	124, // 218: tollgate.admin.v1.AdminService.ListOrgs:input_type -> tollgate.admin.v1.ListOrgsRequest
+	126, // 219: tollgate.admin.v1.AdminService.UpdateOrg:input_type -> tollgate.admin.v1.UpdateOrgRequest
+	128, // 220: tollgate.admin.v1.AdminService.DeleteOrg:input_type -> tollgate.admin.v1.DeleteOrgRequest
+	130, // 221: tollgate.admin.v1.AdminService.ListTeams:input_type -> tollgate.admin.v1.ListTeamsRequest
+	132, // 222: tollgate.admin.v1.AdminService.UpdateTeam:input_type -> tollgate.admin.v1.UpdateTeamRequest
+	134, // 223: tollgate.admin.v1.AdminService.DeleteTeam:input_type -> tollgate.admin.v1.DeleteTeamRequest
+	136, // 224: tollgate.admin.v1.AdminService.ListUsers:input_type -> tollgate.admin.v1.ListUsersRequest
+	138, // 225: tollgate.admin.v1.AdminService.UpdateUser:input_type -> tollgate.admin.v1.UpdateUserRequest
+	140, // 226: tollgate.admin.v1.AdminService.DeleteUser:input_type -> tollgate.admin.v1.DeleteUserRequest
+	142, // 227: tollgate.admin.v1.AdminService.GetModelPolicy:input_type -> tollgate.admin.v1.GetModelPolicyRequest
+	145, // 228: tollgate.admin.v1.AdminService.SetModelPolicy:input_type -> tollgate.admin.v1.SetModelPolicyRequest
+	147, // 229: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:input_type -> tollgate.admin.v1.SetProviderUnpricedPolicyRequest
+	153, // 230: tollgate.admin.v1.AdminService.ListUnpricedModels:input_type -> tollgate.admin.v1.ListUnpricedModelsRequest
+	149, // 231: tollgate.admin.v1.AdminService.GetGatewaySettings:input_type -> tollgate.admin.v1.GetGatewaySettingsRequest
+	151, // 232: tollgate.admin.v1.AdminService.SetGatewaySettings:input_type -> tollgate.admin.v1.SetGatewaySettingsRequest
+	156, // 233: tollgate.admin.v1.AdminService.GetQuotaAlerts:input_type -> tollgate.admin.v1.GetQuotaAlertsRequest
+	158, // 234: tollgate.admin.v1.AdminService.SetQuotaAlerts:input_type -> tollgate.admin.v1.SetQuotaAlertsRequest
+	161, // 235: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:input_type -> tollgate.admin.v1.CreateWebhookEndpointRequest
+	163, // 236: tollgate.admin.v1.AdminService.ListWebhookEndpoints:input_type -> tollgate.admin.v1.ListWebhookEndpointsRequest
+	165, // 237: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:input_type -> tollgate.admin.v1.DeleteWebhookEndpointRequest
+	167, // 238: tollgate.admin.v1.AdminService.ListAlertEvents:input_type -> tollgate.admin.v1.ListAlertEventsRequest
+	171, // 239: tollgate.admin.v1.AdminService.ListAuditEvents:input_type -> tollgate.admin.v1.ListAuditEventsRequest
+	175, // 240: tollgate.admin.v1.AdminService.CreateDataPlaneToken:input_type -> tollgate.admin.v1.CreateDataPlaneTokenRequest
+	177, // 241: tollgate.admin.v1.AdminService.ListDataPlaneTokens:input_type -> tollgate.admin.v1.ListDataPlaneTokensRequest
+	179, // 242: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:input_type -> tollgate.admin.v1.RevokeDataPlaneTokenRequest
+	182, // 243: tollgate.admin.v1.AdminService.ListReconciliationProviders:input_type -> tollgate.admin.v1.ListReconciliationProvidersRequest
+	184, // 244: tollgate.admin.v1.AdminService.SetReconciliationProvider:input_type -> tollgate.admin.v1.SetReconciliationProviderRequest
+	186, // 245: tollgate.admin.v1.AdminService.SetReconciliationCredentialRef:input_type -> tollgate.admin.v1.SetReconciliationCredentialRefRequest
+	192, // 246: tollgate.admin.v1.AdminService.RunReconciliation:input_type -> tollgate.admin.v1.RunReconciliationRequest
+	194, // 247: tollgate.admin.v1.AdminService.ListReconciliationRuns:input_type -> tollgate.admin.v1.ListReconciliationRunsRequest
+	196, // 248: tollgate.admin.v1.AdminService.GetReconciliationRun:input_type -> tollgate.admin.v1.GetReconciliationRunRequest
+	198, // 249: tollgate.admin.v1.AdminService.GetReconciliationDrift:input_type -> tollgate.admin.v1.GetReconciliationDriftRequest
+	1,   // 250: tollgate.admin.v1.AdminService.ListPriceRules:output_type -> tollgate.admin.v1.ListPriceRulesResponse
+	3,   // 251: tollgate.admin.v1.AdminService.GetPriceRule:output_type -> tollgate.admin.v1.GetPriceRuleResponse
+	5,   // 252: tollgate.admin.v1.AdminService.CreatePriceRule:output_type -> tollgate.admin.v1.CreatePriceRuleResponse
+	7,   // 253: tollgate.admin.v1.AdminService.UpdatePriceRule:output_type -> tollgate.admin.v1.UpdatePriceRuleResponse
+	13,  // 254: tollgate.admin.v1.AdminService.DeletePriceRule:output_type -> tollgate.admin.v1.DeletePriceRuleResponse
+	15,  // 255: tollgate.admin.v1.AdminService.QuotePrice:output_type -> tollgate.admin.v1.QuotePriceResponse
+	18,  // 256: tollgate.admin.v1.AdminService.ListProviders:output_type -> tollgate.admin.v1.ListProvidersResponse
+	20,  // 257: tollgate.admin.v1.AdminService.GetProvider:output_type -> tollgate.admin.v1.GetProviderResponse
+	22,  // 258: tollgate.admin.v1.AdminService.CreateProvider:output_type -> tollgate.admin.v1.CreateProviderResponse
+	24,  // 259: tollgate.admin.v1.AdminService.UpdateProvider:output_type -> tollgate.admin.v1.UpdateProviderResponse
+	26,  // 260: tollgate.admin.v1.AdminService.DeleteProvider:output_type -> tollgate.admin.v1.DeleteProviderResponse
+	28,  // 261: tollgate.admin.v1.AdminService.CreateCredential:output_type -> tollgate.admin.v1.CreateCredentialResponse
+	30,  // 262: tollgate.admin.v1.AdminService.DeleteCredential:output_type -> tollgate.admin.v1.DeleteCredentialResponse
+	32,  // 263: tollgate.admin.v1.AdminService.ListRoutingRules:output_type -> tollgate.admin.v1.ListRoutingRulesResponse
+	34,  // 264: tollgate.admin.v1.AdminService.UpsertRoutingRules:output_type -> tollgate.admin.v1.UpsertRoutingRulesResponse
+	36,  // 265: tollgate.admin.v1.AdminService.ResetRoutingRules:output_type -> tollgate.admin.v1.ResetRoutingRulesResponse
+	38,  // 266: tollgate.admin.v1.AdminService.DeleteRoutingRule:output_type -> tollgate.admin.v1.DeleteRoutingRuleResponse
+	40,  // 267: tollgate.admin.v1.AdminService.ListRoutes:output_type -> tollgate.admin.v1.ListRoutesResponse
+	42,  // 268: tollgate.admin.v1.AdminService.GetRoute:output_type -> tollgate.admin.v1.GetRouteResponse
+	44,  // 269: tollgate.admin.v1.AdminService.CreateRoute:output_type -> tollgate.admin.v1.CreateRouteResponse
+	46,  // 270: tollgate.admin.v1.AdminService.UpdateRoute:output_type -> tollgate.admin.v1.UpdateRouteResponse
+	48,  // 271: tollgate.admin.v1.AdminService.DeleteRoute:output_type -> tollgate.admin.v1.DeleteRouteResponse
+	50,  // 272: tollgate.admin.v1.AdminService.CreateOrg:output_type -> tollgate.admin.v1.CreateOrgResponse
+	52,  // 273: tollgate.admin.v1.AdminService.CreateTeam:output_type -> tollgate.admin.v1.CreateTeamResponse
+	54,  // 274: tollgate.admin.v1.AdminService.CreateUser:output_type -> tollgate.admin.v1.CreateUserResponse
+	56,  // 275: tollgate.admin.v1.AdminService.CreateApiKey:output_type -> tollgate.admin.v1.CreateApiKeyResponse
+	58,  // 276: tollgate.admin.v1.AdminService.GetQuota:output_type -> tollgate.admin.v1.GetQuotaResponse
+	60,  // 277: tollgate.admin.v1.AdminService.SetQuota:output_type -> tollgate.admin.v1.SetQuotaResponse
+	83,  // 278: tollgate.admin.v1.AdminService.AdjustQuota:output_type -> tollgate.admin.v1.AdjustQuotaResponse
+	85,  // 279: tollgate.admin.v1.AdminService.ListQuotaAdjustments:output_type -> tollgate.admin.v1.ListQuotaAdjustmentsResponse
+	88,  // 280: tollgate.admin.v1.AdminService.ListQuotaPeriods:output_type -> tollgate.admin.v1.ListQuotaPeriodsResponse
+	63,  // 281: tollgate.admin.v1.AdminService.ListUsages:output_type -> tollgate.admin.v1.ListUsagesResponse
+	69,  // 282: tollgate.admin.v1.AdminService.GetSpend:output_type -> tollgate.admin.v1.GetSpendResponse
+	203, // 283: tollgate.admin.v1.AdminService.ListBatches:output_type -> tollgate.admin.v1.ListBatchesResponse
+	71,  // 284: tollgate.admin.v1.AdminService.Export:output_type -> tollgate.admin.v1.ExportResponse
+	73,  // 285: tollgate.admin.v1.AdminService.Import:output_type -> tollgate.admin.v1.ImportResponse
+	76,  // 286: tollgate.admin.v1.AdminService.CreateAdminToken:output_type -> tollgate.admin.v1.CreateAdminTokenResponse
+	78,  // 287: tollgate.admin.v1.AdminService.ListAdminTokens:output_type -> tollgate.admin.v1.ListAdminTokensResponse
+	80,  // 288: tollgate.admin.v1.AdminService.DeleteAdminToken:output_type -> tollgate.admin.v1.DeleteAdminTokenResponse
+	92,  // 289: tollgate.admin.v1.AdminService.GetSnapshotStatus:output_type -> tollgate.admin.v1.GetSnapshotStatusResponse
+	95,  // 290: tollgate.admin.v1.AdminService.PlanPriceCatalog:output_type -> tollgate.admin.v1.PlanPriceCatalogResponse
+	104, // 291: tollgate.admin.v1.AdminService.ApplyPriceCatalog:output_type -> tollgate.admin.v1.ApplyPriceCatalogResponse
+	106, // 292: tollgate.admin.v1.AdminService.GetPriceRuleProvenance:output_type -> tollgate.admin.v1.GetPriceRuleProvenanceResponse
+	109, // 293: tollgate.admin.v1.AdminService.GetPriceRuleHistory:output_type -> tollgate.admin.v1.GetPriceRuleHistoryResponse
+	112, // 294: tollgate.admin.v1.AdminService.RepricePriceRules:output_type -> tollgate.admin.v1.RepricePriceRulesResponse
+	9,   // 295: tollgate.admin.v1.AdminService.ListScheduledPriceRules:output_type -> tollgate.admin.v1.ListScheduledPriceRulesResponse
+	11,  // 296: tollgate.admin.v1.AdminService.CancelScheduledPriceRule:output_type -> tollgate.admin.v1.CancelScheduledPriceRuleResponse
+	115, // 297: tollgate.admin.v1.AdminService.ListApiKeys:output_type -> tollgate.admin.v1.ListApiKeysResponse
+	117, // 298: tollgate.admin.v1.AdminService.GetApiKey:output_type -> tollgate.admin.v1.GetApiKeyResponse
+	119, // 299: tollgate.admin.v1.AdminService.UpdateApiKey:output_type -> tollgate.admin.v1.UpdateApiKeyResponse
+	121, // 300: tollgate.admin.v1.AdminService.DeleteApiKey:output_type -> tollgate.admin.v1.DeleteApiKeyResponse
+	123, // 301: tollgate.admin.v1.AdminService.RotateApiKey:output_type -> tollgate.admin.v1.RotateApiKeyResponse
+	125, // 302: tollgate.admin.v1.AdminService.ListOrgs:output_type -> tollgate.admin.v1.ListOrgsResponse
+	127, // 303: tollgate.admin.v1.AdminService.UpdateOrg:output_type -> tollgate.admin.v1.UpdateOrgResponse
+	129, // 304: tollgate.admin.v1.AdminService.DeleteOrg:output_type -> tollgate.admin.v1.DeleteOrgResponse
+	131, // 305: tollgate.admin.v1.AdminService.ListTeams:output_type -> tollgate.admin.v1.ListTeamsResponse
+	133, // 306: tollgate.admin.v1.AdminService.UpdateTeam:output_type -> tollgate.admin.v1.UpdateTeamResponse
+	135, // 307: tollgate.admin.v1.AdminService.DeleteTeam:output_type -> tollgate.admin.v1.DeleteTeamResponse
+	137, // 308: tollgate.admin.v1.AdminService.ListUsers:output_type -> tollgate.admin.v1.ListUsersResponse
+	139, // 309: tollgate.admin.v1.AdminService.UpdateUser:output_type -> tollgate.admin.v1.UpdateUserResponse
+	141, // 310: tollgate.admin.v1.AdminService.DeleteUser:output_type -> tollgate.admin.v1.DeleteUserResponse
+	143, // 311: tollgate.admin.v1.AdminService.GetModelPolicy:output_type -> tollgate.admin.v1.GetModelPolicyResponse
+	146, // 312: tollgate.admin.v1.AdminService.SetModelPolicy:output_type -> tollgate.admin.v1.SetModelPolicyResponse
+	148, // 313: tollgate.admin.v1.AdminService.SetProviderUnpricedPolicy:output_type -> tollgate.admin.v1.SetProviderUnpricedPolicyResponse
+	154, // 314: tollgate.admin.v1.AdminService.ListUnpricedModels:output_type -> tollgate.admin.v1.ListUnpricedModelsResponse
+	150, // 315: tollgate.admin.v1.AdminService.GetGatewaySettings:output_type -> tollgate.admin.v1.GetGatewaySettingsResponse
+	152, // 316: tollgate.admin.v1.AdminService.SetGatewaySettings:output_type -> tollgate.admin.v1.SetGatewaySettingsResponse
+	157, // 317: tollgate.admin.v1.AdminService.GetQuotaAlerts:output_type -> tollgate.admin.v1.GetQuotaAlertsResponse
+	159, // 318: tollgate.admin.v1.AdminService.SetQuotaAlerts:output_type -> tollgate.admin.v1.SetQuotaAlertsResponse
+	162, // 319: tollgate.admin.v1.AdminService.CreateWebhookEndpoint:output_type -> tollgate.admin.v1.CreateWebhookEndpointResponse
+	164, // 320: tollgate.admin.v1.AdminService.ListWebhookEndpoints:output_type -> tollgate.admin.v1.ListWebhookEndpointsResponse
+	166, // 321: tollgate.admin.v1.AdminService.DeleteWebhookEndpoint:output_type -> tollgate.admin.v1.DeleteWebhookEndpointResponse
+	168, // 322: tollgate.admin.v1.AdminService.ListAlertEvents:output_type -> tollgate.admin.v1.ListAlertEventsResponse
+	173, // 323: tollgate.admin.v1.AdminService.ListAuditEvents:output_type -> tollgate.admin.v1.ListAuditEventsResponse
+	176, // 324: tollgate.admin.v1.AdminService.CreateDataPlaneToken:output_type -> tollgate.admin.v1.CreateDataPlaneTokenResponse
+	178, // 325: tollgate.admin.v1.AdminService.ListDataPlaneTokens:output_type -> tollgate.admin.v1.ListDataPlaneTokensResponse
+	180, // 326: tollgate.admin.v1.AdminService.RevokeDataPlaneToken:output_type -> tollgate.admin.v1.RevokeDataPlaneTokenResponse
+	183, // 327: tollgate.admin.v1.AdminService.ListReconciliationProviders:output_type -> tollgate.admin.v1.ListReconciliationProvidersResponse
+	185, // 328: tollgate.admin.v1.AdminService.SetReconciliationProvider:output_type -> tollgate.admin.v1.SetReconciliationProviderResponse
+	187, // 329: tollgate.admin.v1.AdminService.SetReconciliationCredentialRef:output_type -> tollgate.admin.v1.SetReconciliationCredentialRefResponse
+	193, // 330: tollgate.admin.v1.AdminService.RunReconciliation:output_type -> tollgate.admin.v1.RunReconciliationResponse
+	195, // 331: tollgate.admin.v1.AdminService.ListReconciliationRuns:output_type -> tollgate.admin.v1.ListReconciliationRunsResponse
+	197, // 332: tollgate.admin.v1.AdminService.GetReconciliationRun:output_type -> tollgate.admin.v1.GetReconciliationRunResponse
+	199, // 333: tollgate.admin.v1.AdminService.GetReconciliationDrift:output_type -> tollgate.admin.v1.GetReconciliationDriftResponse
+	250, // [250:334] is the sub-list for method output_type
+	166, // [166:250] is the sub-list for method input_type
+	166, // [166:166] is the sub-list for extension type_name
+	166, // [166:166] is the sub-list for extension extendee
+	0,   // [0:166] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_admin_v1_admin_proto_init() }
@@ -13505,13 +13844,14 @@ func file_tollgate_admin_v1_admin_proto_init() {
 	file_tollgate_admin_v1_admin_proto_msgTypes[192].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[194].OneofWrappers = []any{}
 	file_tollgate_admin_v1_admin_proto_msgTypes[198].OneofWrappers = []any{}
+	file_tollgate_admin_v1_admin_proto_msgTypes[201].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_admin_v1_admin_proto_rawDesc), len(file_tollgate_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   204,
+			NumMessages:   207,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -55,6 +55,7 @@ const (
 	AdminService_ListQuotaPeriods_FullMethodName               = "/tollgate.admin.v1.AdminService/ListQuotaPeriods"
 	AdminService_ListUsages_FullMethodName                     = "/tollgate.admin.v1.AdminService/ListUsages"
 	AdminService_GetSpend_FullMethodName                       = "/tollgate.admin.v1.AdminService/GetSpend"
+	AdminService_ListBatches_FullMethodName                    = "/tollgate.admin.v1.AdminService/ListBatches"
 	AdminService_Export_FullMethodName                         = "/tollgate.admin.v1.AdminService/Export"
 	AdminService_Import_FullMethodName                         = "/tollgate.admin.v1.AdminService/Import"
 	AdminService_CreateAdminToken_FullMethodName               = "/tollgate.admin.v1.AdminService/CreateAdminToken"
@@ -168,6 +169,9 @@ type AdminServiceClient interface {
 	// GetSpend answers cost, tokens and request counts per time bucket and group from the spend rollups
 	// (REST GET /admin/spend; docs/admin-api.md). Viewers may call it.
 	GetSpend(ctx context.Context, in *GetSpendRequest, opts ...grpc.CallOption) (*GetSpendResponse, error)
+	// Provider batches, newest first, with their reservation, settled cost and line counts
+	// (REST GET /admin/batches; docs/batches.md). Viewers may call it.
+	ListBatches(ctx context.Context, in *ListBatchesRequest, opts ...grpc.CallOption) (*ListBatchesResponse, error)
 	// Import and export of price and routing rules.
 	Export(ctx context.Context, in *ExportRequest, opts ...grpc.CallOption) (*ExportResponse, error)
 	// Import is all-or-nothing; it keeps given ids (upsert) and never seeds routing rows.
@@ -588,6 +592,16 @@ func (c *adminServiceClient) GetSpend(ctx context.Context, in *GetSpendRequest, 
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetSpendResponse)
 	err := c.cc.Invoke(ctx, AdminService_GetSpend_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListBatches(ctx context.Context, in *ListBatchesRequest, opts ...grpc.CallOption) (*ListBatchesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListBatchesResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListBatches_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1155,6 +1169,9 @@ type AdminServiceServer interface {
 	// GetSpend answers cost, tokens and request counts per time bucket and group from the spend rollups
 	// (REST GET /admin/spend; docs/admin-api.md). Viewers may call it.
 	GetSpend(context.Context, *GetSpendRequest) (*GetSpendResponse, error)
+	// Provider batches, newest first, with their reservation, settled cost and line counts
+	// (REST GET /admin/batches; docs/batches.md). Viewers may call it.
+	ListBatches(context.Context, *ListBatchesRequest) (*ListBatchesResponse, error)
 	// Import and export of price and routing rules.
 	Export(context.Context, *ExportRequest) (*ExportResponse, error)
 	// Import is all-or-nothing; it keeps given ids (upsert) and never seeds routing rows.
@@ -1349,6 +1366,9 @@ func (UnimplementedAdminServiceServer) ListUsages(context.Context, *ListUsagesRe
 }
 func (UnimplementedAdminServiceServer) GetSpend(context.Context, *GetSpendRequest) (*GetSpendResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSpend not implemented")
+}
+func (UnimplementedAdminServiceServer) ListBatches(context.Context, *ListBatchesRequest) (*ListBatchesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListBatches not implemented")
 }
 func (UnimplementedAdminServiceServer) Export(context.Context, *ExportRequest) (*ExportResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Export not implemented")
@@ -2111,6 +2131,24 @@ func _AdminService_GetSpend_Handler(srv interface{}, ctx context.Context, dec fu
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AdminServiceServer).GetSpend(ctx, req.(*GetSpendRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListBatches_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListBatchesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListBatches(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListBatches_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListBatches(ctx, req.(*ListBatchesRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -3153,6 +3191,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetSpend",
 			Handler:    _AdminService_GetSpend_Handler,
+		},
+		{
+			MethodName: "ListBatches",
+			Handler:    _AdminService_ListBatches_Handler,
 		},
 		{
 			MethodName: "Export",

@@ -25,6 +25,627 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// BatchLine is one request of a submitted batch.
+type BatchLine struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The line's identity in the dialect: alpha/beta custom_id; gamma the request's key (file input) or
+	// metadata.key, else its 0-based position as a decimal string (inlined input). 1 to 512 bytes.
+	CustomId     string `protobuf:"bytes,1,opt,name=custom_id,json=customId,proto3" json:"custom_id,omitempty"`
+	LogicalModel string `protobuf:"bytes,2,opt,name=logical_model,json=logicalModel,proto3" json:"logical_model,omitempty"`
+	// The provider's model id the line was resolved to: what its result is priced by.
+	UpstreamModel string `protobuf:"bytes,3,opt,name=upstream_model,json=upstreamModel,proto3" json:"upstream_model,omitempty"`
+	// The line's share of the batch's reservation, micro-dollars (priced at the batch tier).
+	EstimateMicros int64 `protobuf:"varint,4,opt,name=estimate_micros,json=estimateMicros,proto3" json:"estimate_micros,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *BatchLine) Reset() {
+	*x = BatchLine{}
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchLine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchLine) ProtoMessage() {}
+
+func (x *BatchLine) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchLine.ProtoReflect.Descriptor instead.
+func (*BatchLine) Descriptor() ([]byte, []int) {
+	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *BatchLine) GetCustomId() string {
+	if x != nil {
+		return x.CustomId
+	}
+	return ""
+}
+
+func (x *BatchLine) GetLogicalModel() string {
+	if x != nil {
+		return x.LogicalModel
+	}
+	return ""
+}
+
+func (x *BatchLine) GetUpstreamModel() string {
+	if x != nil {
+		return x.UpstreamModel
+	}
+	return ""
+}
+
+func (x *BatchLine) GetEstimateMicros() int64 {
+	if x != nil {
+		return x.EstimateMicros
+	}
+	return 0
+}
+
+// RegisterBatchRequest describes a batch the provider accepted.
+type RegisterBatchRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	NodeId     string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	ProviderId int64                  `protobuf:"varint,2,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
+	// The credential that created the batch: the batch lives in its provider account, and the control plane
+	// polls it with this credential.
+	CredentialId int64 `protobuf:"varint,3,opt,name=credential_id,json=credentialId,proto3" json:"credential_id,omitempty"`
+	// The provider's batch id: alpha "batch_…", beta "msgbatch_…", gamma "batches/…".
+	ProviderBatchId string `protobuf:"bytes,4,opt,name=provider_batch_id,json=providerBatchId,proto3" json:"provider_batch_id,omitempty"`
+	// alpha, beta or gamma.
+	Dialect string `protobuf:"bytes,5,opt,name=dialect,proto3" json:"dialect,omitempty"`
+	// alpha: the batch's endpoint (/v1/chat/completions, /v1/responses, /v1/embeddings); empty otherwise.
+	Endpoint string `protobuf:"bytes,6,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	ApiKeyId int64  `protobuf:"varint,7,opt,name=api_key_id,json=apiKeyId,proto3" json:"api_key_id,omitempty"`
+	UserId   int64  `protobuf:"varint,8,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	TeamId   *int64 `protobuf:"varint,9,opt,name=team_id,json=teamId,proto3,oneof" json:"team_id,omitempty"`
+	OrgId    int64  `protobuf:"varint,10,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	RouteId  int64  `protobuf:"varint,11,opt,name=route_id,json=routeId,proto3" json:"route_id,omitempty"`
+	// The batch's model when its lines do not name one (gamma); lines carry their own.
+	LogicalModel  string `protobuf:"bytes,12,opt,name=logical_model,json=logicalModel,proto3" json:"logical_model,omitempty"`
+	UpstreamModel string `protobuf:"bytes,13,opt,name=upstream_model,json=upstreamModel,proto3" json:"upstream_model,omitempty"`
+	// The provider's expiry of the batch (alpha created_at + completion window, beta expires_at, gamma
+	// create time + 48 h). Required.
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// When admission reserved the batch (the hold's admission time: decides the budget period its lines are
+	// charged to); absent when nothing was reserved.
+	AdmittedAt *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=admitted_at,json=admittedAt,proto3" json:"admitted_at,omitempty"`
+	// The whole reservation, micro-dollars: the sum of the lines' estimates.
+	ReservedMicros int64        `protobuf:"varint,16,opt,name=reserved_micros,json=reservedMicros,proto3" json:"reserved_micros,omitempty"`
+	Lines          []*BatchLine `protobuf:"bytes,17,rep,name=lines,proto3" json:"lines,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *RegisterBatchRequest) Reset() {
+	*x = RegisterBatchRequest{}
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterBatchRequest) ProtoMessage() {}
+
+func (x *RegisterBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterBatchRequest.ProtoReflect.Descriptor instead.
+func (*RegisterBatchRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RegisterBatchRequest) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *RegisterBatchRequest) GetProviderId() int64 {
+	if x != nil {
+		return x.ProviderId
+	}
+	return 0
+}
+
+func (x *RegisterBatchRequest) GetCredentialId() int64 {
+	if x != nil {
+		return x.CredentialId
+	}
+	return 0
+}
+
+func (x *RegisterBatchRequest) GetProviderBatchId() string {
+	if x != nil {
+		return x.ProviderBatchId
+	}
+	return ""
+}
+
+func (x *RegisterBatchRequest) GetDialect() string {
+	if x != nil {
+		return x.Dialect
+	}
+	return ""
+}
+
+func (x *RegisterBatchRequest) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *RegisterBatchRequest) GetApiKeyId() int64 {
+	if x != nil {
+		return x.ApiKeyId
+	}
+	return 0
+}
+
+func (x *RegisterBatchRequest) GetUserId() int64 {
+	if x != nil {
+		return x.UserId
+	}
+	return 0
+}
+
+func (x *RegisterBatchRequest) GetTeamId() int64 {
+	if x != nil && x.TeamId != nil {
+		return *x.TeamId
+	}
+	return 0
+}
+
+func (x *RegisterBatchRequest) GetOrgId() int64 {
+	if x != nil {
+		return x.OrgId
+	}
+	return 0
+}
+
+func (x *RegisterBatchRequest) GetRouteId() int64 {
+	if x != nil {
+		return x.RouteId
+	}
+	return 0
+}
+
+func (x *RegisterBatchRequest) GetLogicalModel() string {
+	if x != nil {
+		return x.LogicalModel
+	}
+	return ""
+}
+
+func (x *RegisterBatchRequest) GetUpstreamModel() string {
+	if x != nil {
+		return x.UpstreamModel
+	}
+	return ""
+}
+
+func (x *RegisterBatchRequest) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *RegisterBatchRequest) GetAdmittedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AdmittedAt
+	}
+	return nil
+}
+
+func (x *RegisterBatchRequest) GetReservedMicros() int64 {
+	if x != nil {
+		return x.ReservedMicros
+	}
+	return 0
+}
+
+func (x *RegisterBatchRequest) GetLines() []*BatchLine {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
+// RegisterBatchResponse answers the stored batch.
+type RegisterBatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Batch         *BatchHold             `protobuf:"bytes,1,opt,name=batch,proto3" json:"batch,omitempty"`
+	Created       bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterBatchResponse) Reset() {
+	*x = RegisterBatchResponse{}
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterBatchResponse) ProtoMessage() {}
+
+func (x *RegisterBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterBatchResponse.ProtoReflect.Descriptor instead.
+func (*RegisterBatchResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RegisterBatchResponse) GetBatch() *BatchHold {
+	if x != nil {
+		return x.Batch
+	}
+	return nil
+}
+
+func (x *RegisterBatchResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+// BatchHold is a batch's state as far as its reservation is concerned.
+type BatchHold struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The gateway's batch id.
+	BatchId         int64  `protobuf:"varint,1,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
+	ProviderId      int64  `protobuf:"varint,2,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
+	ProviderBatchId string `protobuf:"bytes,3,opt,name=provider_batch_id,json=providerBatchId,proto3" json:"provider_batch_id,omitempty"`
+	ApiKeyId        int64  `protobuf:"varint,4,opt,name=api_key_id,json=apiKeyId,proto3" json:"api_key_id,omitempty"`
+	UserId          int64  `protobuf:"varint,5,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	TeamId          *int64 `protobuf:"varint,6,opt,name=team_id,json=teamId,proto3,oneof" json:"team_id,omitempty"`
+	OrgId           int64  `protobuf:"varint,7,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	ReservedMicros  int64  `protobuf:"varint,8,opt,name=reserved_micros,json=reservedMicros,proto3" json:"reserved_micros,omitempty"`
+	// What is still held: reserved_micros less the estimates of the lines settled so far; 0 once settled.
+	HeldMicros int64                  `protobuf:"varint,9,opt,name=held_micros,json=heldMicros,proto3" json:"held_micros,omitempty"`
+	AdmittedAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=admitted_at,json=admittedAt,proto3" json:"admitted_at,omitempty"`
+	// When the hold lapses on its own if never released (the provider's expiry plus a grace).
+	HoldExpiresAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=hold_expires_at,json=holdExpiresAt,proto3" json:"hold_expires_at,omitempty"`
+	// validating, in_progress, finalizing, ended.
+	Status string `protobuf:"bytes,12,opt,name=status,proto3" json:"status,omitempty"`
+	// completed, failed, expired, cancelled (status ended), else empty.
+	Outcome string `protobuf:"bytes,13,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// Every result line is settled: the hold is released whole.
+	Settled     bool  `protobuf:"varint,14,opt,name=settled,proto3" json:"settled,omitempty"`
+	ProgressSeq int64 `protobuf:"varint,15,opt,name=progress_seq,json=progressSeq,proto3" json:"progress_seq,omitempty"`
+	// Exact decimal dollars of the lines settled so far.
+	SettledCost    string `protobuf:"bytes,16,opt,name=settled_cost,json=settledCost,proto3" json:"settled_cost,omitempty"`
+	LineCount      int64  `protobuf:"varint,17,opt,name=line_count,json=lineCount,proto3" json:"line_count,omitempty"`
+	LinesSucceeded int64  `protobuf:"varint,18,opt,name=lines_succeeded,json=linesSucceeded,proto3" json:"lines_succeeded,omitempty"`
+	LinesErrored   int64  `protobuf:"varint,19,opt,name=lines_errored,json=linesErrored,proto3" json:"lines_errored,omitempty"`
+	LinesExpired   int64  `protobuf:"varint,20,opt,name=lines_expired,json=linesExpired,proto3" json:"lines_expired,omitempty"`
+	LinesCancelled int64  `protobuf:"varint,21,opt,name=lines_cancelled,json=linesCancelled,proto3" json:"lines_cancelled,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *BatchHold) Reset() {
+	*x = BatchHold{}
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchHold) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchHold) ProtoMessage() {}
+
+func (x *BatchHold) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchHold.ProtoReflect.Descriptor instead.
+func (*BatchHold) Descriptor() ([]byte, []int) {
+	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *BatchHold) GetBatchId() int64 {
+	if x != nil {
+		return x.BatchId
+	}
+	return 0
+}
+
+func (x *BatchHold) GetProviderId() int64 {
+	if x != nil {
+		return x.ProviderId
+	}
+	return 0
+}
+
+func (x *BatchHold) GetProviderBatchId() string {
+	if x != nil {
+		return x.ProviderBatchId
+	}
+	return ""
+}
+
+func (x *BatchHold) GetApiKeyId() int64 {
+	if x != nil {
+		return x.ApiKeyId
+	}
+	return 0
+}
+
+func (x *BatchHold) GetUserId() int64 {
+	if x != nil {
+		return x.UserId
+	}
+	return 0
+}
+
+func (x *BatchHold) GetTeamId() int64 {
+	if x != nil && x.TeamId != nil {
+		return *x.TeamId
+	}
+	return 0
+}
+
+func (x *BatchHold) GetOrgId() int64 {
+	if x != nil {
+		return x.OrgId
+	}
+	return 0
+}
+
+func (x *BatchHold) GetReservedMicros() int64 {
+	if x != nil {
+		return x.ReservedMicros
+	}
+	return 0
+}
+
+func (x *BatchHold) GetHeldMicros() int64 {
+	if x != nil {
+		return x.HeldMicros
+	}
+	return 0
+}
+
+func (x *BatchHold) GetAdmittedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AdmittedAt
+	}
+	return nil
+}
+
+func (x *BatchHold) GetHoldExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.HoldExpiresAt
+	}
+	return nil
+}
+
+func (x *BatchHold) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *BatchHold) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *BatchHold) GetSettled() bool {
+	if x != nil {
+		return x.Settled
+	}
+	return false
+}
+
+func (x *BatchHold) GetProgressSeq() int64 {
+	if x != nil {
+		return x.ProgressSeq
+	}
+	return 0
+}
+
+func (x *BatchHold) GetSettledCost() string {
+	if x != nil {
+		return x.SettledCost
+	}
+	return ""
+}
+
+func (x *BatchHold) GetLineCount() int64 {
+	if x != nil {
+		return x.LineCount
+	}
+	return 0
+}
+
+func (x *BatchHold) GetLinesSucceeded() int64 {
+	if x != nil {
+		return x.LinesSucceeded
+	}
+	return 0
+}
+
+func (x *BatchHold) GetLinesErrored() int64 {
+	if x != nil {
+		return x.LinesErrored
+	}
+	return 0
+}
+
+func (x *BatchHold) GetLinesExpired() int64 {
+	if x != nil {
+		return x.LinesExpired
+	}
+	return 0
+}
+
+func (x *BatchHold) GetLinesCancelled() int64 {
+	if x != nil {
+		return x.LinesCancelled
+	}
+	return 0
+}
+
+// ListBatchHoldsRequest pages through hold changes.
+type ListBatchHoldsRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	AfterSeq int64                  `protobuf:"varint,1,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	// At most this many (default 500, at most 1000).
+	Limit         int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBatchHoldsRequest) Reset() {
+	*x = ListBatchHoldsRequest{}
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBatchHoldsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBatchHoldsRequest) ProtoMessage() {}
+
+func (x *ListBatchHoldsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBatchHoldsRequest.ProtoReflect.Descriptor instead.
+func (*ListBatchHoldsRequest) Descriptor() ([]byte, []int) {
+	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ListBatchHoldsRequest) GetAfterSeq() int64 {
+	if x != nil {
+		return x.AfterSeq
+	}
+	return 0
+}
+
+func (x *ListBatchHoldsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// ListBatchHoldsResponse lists changed batches in progress_seq order.
+type ListBatchHoldsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Batches       []*BatchHold           `protobuf:"bytes,1,rep,name=batches,proto3" json:"batches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBatchHoldsResponse) Reset() {
+	*x = ListBatchHoldsResponse{}
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBatchHoldsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBatchHoldsResponse) ProtoMessage() {}
+
+func (x *ListBatchHoldsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBatchHoldsResponse.ProtoReflect.Descriptor instead.
+func (*ListBatchHoldsResponse) Descriptor() ([]byte, []int) {
+	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ListBatchHoldsResponse) GetBatches() []*BatchHold {
+	if x != nil {
+		return x.Batches
+	}
+	return nil
+}
+
 // SettleRequest is a batch of records.
 type SettleRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -36,7 +657,7 @@ type SettleRequest struct {
 
 func (x *SettleRequest) Reset() {
 	*x = SettleRequest{}
-	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[0]
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -48,7 +669,7 @@ func (x *SettleRequest) String() string {
 func (*SettleRequest) ProtoMessage() {}
 
 func (x *SettleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[0]
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -61,7 +682,7 @@ func (x *SettleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SettleRequest.ProtoReflect.Descriptor instead.
 func (*SettleRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{0}
+	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SettleRequest) GetNodeId() string {
@@ -94,7 +715,7 @@ type TokenCounts struct {
 
 func (x *TokenCounts) Reset() {
 	*x = TokenCounts{}
-	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[1]
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -106,7 +727,7 @@ func (x *TokenCounts) String() string {
 func (*TokenCounts) ProtoMessage() {}
 
 func (x *TokenCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[1]
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -119,7 +740,7 @@ func (x *TokenCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenCounts.ProtoReflect.Descriptor instead.
 func (*TokenCounts) Descriptor() ([]byte, []int) {
-	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{1}
+	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TokenCounts) GetInput() int64 {
@@ -224,7 +845,7 @@ type SettlementRecord struct {
 
 func (x *SettlementRecord) Reset() {
 	*x = SettlementRecord{}
-	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[2]
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -236,7 +857,7 @@ func (x *SettlementRecord) String() string {
 func (*SettlementRecord) ProtoMessage() {}
 
 func (x *SettlementRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[2]
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -249,7 +870,7 @@ func (x *SettlementRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SettlementRecord.ProtoReflect.Descriptor instead.
 func (*SettlementRecord) Descriptor() ([]byte, []int) {
-	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{2}
+	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SettlementRecord) GetRequestId() string {
@@ -480,7 +1101,7 @@ type RecordResult struct {
 
 func (x *RecordResult) Reset() {
 	*x = RecordResult{}
-	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[3]
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -492,7 +1113,7 @@ func (x *RecordResult) String() string {
 func (*RecordResult) ProtoMessage() {}
 
 func (x *RecordResult) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[3]
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -505,7 +1126,7 @@ func (x *RecordResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordResult.ProtoReflect.Descriptor instead.
 func (*RecordResult) Descriptor() ([]byte, []int) {
-	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{3}
+	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RecordResult) GetRequestId() string {
@@ -534,7 +1155,7 @@ type SettleResponse struct {
 
 func (x *SettleResponse) Reset() {
 	*x = SettleResponse{}
-	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[4]
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -546,7 +1167,7 @@ func (x *SettleResponse) String() string {
 func (*SettleResponse) ProtoMessage() {}
 
 func (x *SettleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[4]
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -559,7 +1180,7 @@ func (x *SettleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SettleResponse.ProtoReflect.Descriptor instead.
 func (*SettleResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{4}
+	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SettleResponse) GetResults() []*RecordResult {
@@ -588,7 +1209,7 @@ type GetRequestCostRequest struct {
 
 func (x *GetRequestCostRequest) Reset() {
 	*x = GetRequestCostRequest{}
-	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[5]
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -600,7 +1221,7 @@ func (x *GetRequestCostRequest) String() string {
 func (*GetRequestCostRequest) ProtoMessage() {}
 
 func (x *GetRequestCostRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[5]
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -613,7 +1234,7 @@ func (x *GetRequestCostRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequestCostRequest.ProtoReflect.Descriptor instead.
 func (*GetRequestCostRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{5}
+	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetRequestCostRequest) GetApiKeyId() int64 {
@@ -640,7 +1261,7 @@ type GetRequestCostResponse struct {
 
 func (x *GetRequestCostResponse) Reset() {
 	*x = GetRequestCostResponse{}
-	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[6]
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -652,7 +1273,7 @@ func (x *GetRequestCostResponse) String() string {
 func (*GetRequestCostResponse) ProtoMessage() {}
 
 func (x *GetRequestCostResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[6]
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -665,7 +1286,7 @@ func (x *GetRequestCostResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequestCostResponse.ProtoReflect.Descriptor instead.
 func (*GetRequestCostResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{6}
+	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetRequestCostResponse) GetCost() *RequestCost {
@@ -708,7 +1329,7 @@ type RequestCost struct {
 
 func (x *RequestCost) Reset() {
 	*x = RequestCost{}
-	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[7]
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -720,7 +1341,7 @@ func (x *RequestCost) String() string {
 func (*RequestCost) ProtoMessage() {}
 
 func (x *RequestCost) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[7]
+	mi := &file_tollgate_settlement_v1_settlement_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -733,7 +1354,7 @@ func (x *RequestCost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestCost.ProtoReflect.Descriptor instead.
 func (*RequestCost) Descriptor() ([]byte, []int) {
-	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{7}
+	return file_tollgate_settlement_v1_settlement_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RequestCost) GetRequestId() string {
@@ -859,7 +1480,75 @@ var File_tollgate_settlement_v1_settlement_proto protoreflect.FileDescriptor
 
 const file_tollgate_settlement_v1_settlement_proto_rawDesc = "" +
 	"\n" +
-	"'tollgate/settlement/v1/settlement.proto\x12\x16tollgate.settlement.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ftollgate/config/v1/config.proto\"l\n" +
+	"'tollgate/settlement/v1/settlement.proto\x12\x16tollgate.settlement.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1ftollgate/config/v1/config.proto\"\x9d\x01\n" +
+	"\tBatchLine\x12\x1b\n" +
+	"\tcustom_id\x18\x01 \x01(\tR\bcustomId\x12#\n" +
+	"\rlogical_model\x18\x02 \x01(\tR\flogicalModel\x12%\n" +
+	"\x0eupstream_model\x18\x03 \x01(\tR\rupstreamModel\x12'\n" +
+	"\x0festimate_micros\x18\x04 \x01(\x03R\x0eestimateMicros\"\x90\x05\n" +
+	"\x14RegisterBatchRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1f\n" +
+	"\vprovider_id\x18\x02 \x01(\x03R\n" +
+	"providerId\x12#\n" +
+	"\rcredential_id\x18\x03 \x01(\x03R\fcredentialId\x12*\n" +
+	"\x11provider_batch_id\x18\x04 \x01(\tR\x0fproviderBatchId\x12\x18\n" +
+	"\adialect\x18\x05 \x01(\tR\adialect\x12\x1a\n" +
+	"\bendpoint\x18\x06 \x01(\tR\bendpoint\x12\x1c\n" +
+	"\n" +
+	"api_key_id\x18\a \x01(\x03R\bapiKeyId\x12\x17\n" +
+	"\auser_id\x18\b \x01(\x03R\x06userId\x12\x1c\n" +
+	"\ateam_id\x18\t \x01(\x03H\x00R\x06teamId\x88\x01\x01\x12\x15\n" +
+	"\x06org_id\x18\n" +
+	" \x01(\x03R\x05orgId\x12\x19\n" +
+	"\broute_id\x18\v \x01(\x03R\arouteId\x12#\n" +
+	"\rlogical_model\x18\f \x01(\tR\flogicalModel\x12%\n" +
+	"\x0eupstream_model\x18\r \x01(\tR\rupstreamModel\x129\n" +
+	"\n" +
+	"expires_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12;\n" +
+	"\vadmitted_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"admittedAt\x12'\n" +
+	"\x0freserved_micros\x18\x10 \x01(\x03R\x0ereservedMicros\x127\n" +
+	"\x05lines\x18\x11 \x03(\v2!.tollgate.settlement.v1.BatchLineR\x05linesB\n" +
+	"\n" +
+	"\b_team_id\"j\n" +
+	"\x15RegisterBatchResponse\x127\n" +
+	"\x05batch\x18\x01 \x01(\v2!.tollgate.settlement.v1.BatchHoldR\x05batch\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"\x83\x06\n" +
+	"\tBatchHold\x12\x19\n" +
+	"\bbatch_id\x18\x01 \x01(\x03R\abatchId\x12\x1f\n" +
+	"\vprovider_id\x18\x02 \x01(\x03R\n" +
+	"providerId\x12*\n" +
+	"\x11provider_batch_id\x18\x03 \x01(\tR\x0fproviderBatchId\x12\x1c\n" +
+	"\n" +
+	"api_key_id\x18\x04 \x01(\x03R\bapiKeyId\x12\x17\n" +
+	"\auser_id\x18\x05 \x01(\x03R\x06userId\x12\x1c\n" +
+	"\ateam_id\x18\x06 \x01(\x03H\x00R\x06teamId\x88\x01\x01\x12\x15\n" +
+	"\x06org_id\x18\a \x01(\x03R\x05orgId\x12'\n" +
+	"\x0freserved_micros\x18\b \x01(\x03R\x0ereservedMicros\x12\x1f\n" +
+	"\vheld_micros\x18\t \x01(\x03R\n" +
+	"heldMicros\x12;\n" +
+	"\vadmitted_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"admittedAt\x12B\n" +
+	"\x0fhold_expires_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\rholdExpiresAt\x12\x16\n" +
+	"\x06status\x18\f \x01(\tR\x06status\x12\x18\n" +
+	"\aoutcome\x18\r \x01(\tR\aoutcome\x12\x18\n" +
+	"\asettled\x18\x0e \x01(\bR\asettled\x12!\n" +
+	"\fprogress_seq\x18\x0f \x01(\x03R\vprogressSeq\x12!\n" +
+	"\fsettled_cost\x18\x10 \x01(\tR\vsettledCost\x12\x1d\n" +
+	"\n" +
+	"line_count\x18\x11 \x01(\x03R\tlineCount\x12'\n" +
+	"\x0flines_succeeded\x18\x12 \x01(\x03R\x0elinesSucceeded\x12#\n" +
+	"\rlines_errored\x18\x13 \x01(\x03R\flinesErrored\x12#\n" +
+	"\rlines_expired\x18\x14 \x01(\x03R\flinesExpired\x12'\n" +
+	"\x0flines_cancelled\x18\x15 \x01(\x03R\x0elinesCancelledB\n" +
+	"\n" +
+	"\b_team_id\"J\n" +
+	"\x15ListBatchHoldsRequest\x12\x1b\n" +
+	"\tafter_seq\x18\x01 \x01(\x03R\bafterSeq\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"U\n" +
+	"\x16ListBatchHoldsResponse\x12;\n" +
+	"\abatches\x18\x01 \x03(\v2!.tollgate.settlement.v1.BatchHoldR\abatches\"l\n" +
 	"\rSettleRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12B\n" +
 	"\arecords\x18\x02 \x03(\v2(.tollgate.settlement.v1.SettlementRecordR\arecords\"\x83\x02\n" +
@@ -952,10 +1641,12 @@ const file_tollgate_settlement_v1_settlement_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"settled_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\tsettledAt2\xdd\x01\n" +
+	"settled_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\tsettledAt2\xbc\x03\n" +
 	"\x11SettlementService\x12W\n" +
 	"\x06Settle\x12%.tollgate.settlement.v1.SettleRequest\x1a&.tollgate.settlement.v1.SettleResponse\x12o\n" +
-	"\x0eGetRequestCost\x12-.tollgate.settlement.v1.GetRequestCostRequest\x1a..tollgate.settlement.v1.GetRequestCostResponseBMZKgithub.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1;settlementv1b\x06proto3"
+	"\x0eGetRequestCost\x12-.tollgate.settlement.v1.GetRequestCostRequest\x1a..tollgate.settlement.v1.GetRequestCostResponse\x12l\n" +
+	"\rRegisterBatch\x12,.tollgate.settlement.v1.RegisterBatchRequest\x1a-.tollgate.settlement.v1.RegisterBatchResponse\x12o\n" +
+	"\x0eListBatchHolds\x12-.tollgate.settlement.v1.ListBatchHoldsRequest\x1a..tollgate.settlement.v1.ListBatchHoldsResponseBMZKgithub.com/tollgate/tollgate/shared/gen/tollgate/settlement/v1;settlementv1b\x06proto3"
 
 var (
 	file_tollgate_settlement_v1_settlement_proto_rawDescOnce sync.Once
@@ -969,39 +1660,56 @@ func file_tollgate_settlement_v1_settlement_proto_rawDescGZIP() []byte {
 	return file_tollgate_settlement_v1_settlement_proto_rawDescData
 }
 
-var file_tollgate_settlement_v1_settlement_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_tollgate_settlement_v1_settlement_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_tollgate_settlement_v1_settlement_proto_goTypes = []any{
-	(*SettleRequest)(nil),          // 0: tollgate.settlement.v1.SettleRequest
-	(*TokenCounts)(nil),            // 1: tollgate.settlement.v1.TokenCounts
-	(*SettlementRecord)(nil),       // 2: tollgate.settlement.v1.SettlementRecord
-	(*RecordResult)(nil),           // 3: tollgate.settlement.v1.RecordResult
-	(*SettleResponse)(nil),         // 4: tollgate.settlement.v1.SettleResponse
-	(*GetRequestCostRequest)(nil),  // 5: tollgate.settlement.v1.GetRequestCostRequest
-	(*GetRequestCostResponse)(nil), // 6: tollgate.settlement.v1.GetRequestCostResponse
-	(*RequestCost)(nil),            // 7: tollgate.settlement.v1.RequestCost
-	(*timestamppb.Timestamp)(nil),  // 8: google.protobuf.Timestamp
-	(*v1.Quota)(nil),               // 9: tollgate.config.v1.Quota
+	(*BatchLine)(nil),              // 0: tollgate.settlement.v1.BatchLine
+	(*RegisterBatchRequest)(nil),   // 1: tollgate.settlement.v1.RegisterBatchRequest
+	(*RegisterBatchResponse)(nil),  // 2: tollgate.settlement.v1.RegisterBatchResponse
+	(*BatchHold)(nil),              // 3: tollgate.settlement.v1.BatchHold
+	(*ListBatchHoldsRequest)(nil),  // 4: tollgate.settlement.v1.ListBatchHoldsRequest
+	(*ListBatchHoldsResponse)(nil), // 5: tollgate.settlement.v1.ListBatchHoldsResponse
+	(*SettleRequest)(nil),          // 6: tollgate.settlement.v1.SettleRequest
+	(*TokenCounts)(nil),            // 7: tollgate.settlement.v1.TokenCounts
+	(*SettlementRecord)(nil),       // 8: tollgate.settlement.v1.SettlementRecord
+	(*RecordResult)(nil),           // 9: tollgate.settlement.v1.RecordResult
+	(*SettleResponse)(nil),         // 10: tollgate.settlement.v1.SettleResponse
+	(*GetRequestCostRequest)(nil),  // 11: tollgate.settlement.v1.GetRequestCostRequest
+	(*GetRequestCostResponse)(nil), // 12: tollgate.settlement.v1.GetRequestCostResponse
+	(*RequestCost)(nil),            // 13: tollgate.settlement.v1.RequestCost
+	(*timestamppb.Timestamp)(nil),  // 14: google.protobuf.Timestamp
+	(*v1.Quota)(nil),               // 15: tollgate.config.v1.Quota
 }
 var file_tollgate_settlement_v1_settlement_proto_depIdxs = []int32{
-	2,  // 0: tollgate.settlement.v1.SettleRequest.records:type_name -> tollgate.settlement.v1.SettlementRecord
-	1,  // 1: tollgate.settlement.v1.SettlementRecord.tokens:type_name -> tollgate.settlement.v1.TokenCounts
-	8,  // 2: tollgate.settlement.v1.SettlementRecord.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 3: tollgate.settlement.v1.SettlementRecord.admitted_at:type_name -> google.protobuf.Timestamp
-	3,  // 4: tollgate.settlement.v1.SettleResponse.results:type_name -> tollgate.settlement.v1.RecordResult
-	9,  // 5: tollgate.settlement.v1.SettleResponse.quotas:type_name -> tollgate.config.v1.Quota
-	7,  // 6: tollgate.settlement.v1.GetRequestCostResponse.cost:type_name -> tollgate.settlement.v1.RequestCost
-	1,  // 7: tollgate.settlement.v1.RequestCost.tokens:type_name -> tollgate.settlement.v1.TokenCounts
-	8,  // 8: tollgate.settlement.v1.RequestCost.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 9: tollgate.settlement.v1.RequestCost.settled_at:type_name -> google.protobuf.Timestamp
-	0,  // 10: tollgate.settlement.v1.SettlementService.Settle:input_type -> tollgate.settlement.v1.SettleRequest
-	5,  // 11: tollgate.settlement.v1.SettlementService.GetRequestCost:input_type -> tollgate.settlement.v1.GetRequestCostRequest
-	4,  // 12: tollgate.settlement.v1.SettlementService.Settle:output_type -> tollgate.settlement.v1.SettleResponse
-	6,  // 13: tollgate.settlement.v1.SettlementService.GetRequestCost:output_type -> tollgate.settlement.v1.GetRequestCostResponse
-	12, // [12:14] is the sub-list for method output_type
-	10, // [10:12] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	14, // 0: tollgate.settlement.v1.RegisterBatchRequest.expires_at:type_name -> google.protobuf.Timestamp
+	14, // 1: tollgate.settlement.v1.RegisterBatchRequest.admitted_at:type_name -> google.protobuf.Timestamp
+	0,  // 2: tollgate.settlement.v1.RegisterBatchRequest.lines:type_name -> tollgate.settlement.v1.BatchLine
+	3,  // 3: tollgate.settlement.v1.RegisterBatchResponse.batch:type_name -> tollgate.settlement.v1.BatchHold
+	14, // 4: tollgate.settlement.v1.BatchHold.admitted_at:type_name -> google.protobuf.Timestamp
+	14, // 5: tollgate.settlement.v1.BatchHold.hold_expires_at:type_name -> google.protobuf.Timestamp
+	3,  // 6: tollgate.settlement.v1.ListBatchHoldsResponse.batches:type_name -> tollgate.settlement.v1.BatchHold
+	8,  // 7: tollgate.settlement.v1.SettleRequest.records:type_name -> tollgate.settlement.v1.SettlementRecord
+	7,  // 8: tollgate.settlement.v1.SettlementRecord.tokens:type_name -> tollgate.settlement.v1.TokenCounts
+	14, // 9: tollgate.settlement.v1.SettlementRecord.created_at:type_name -> google.protobuf.Timestamp
+	14, // 10: tollgate.settlement.v1.SettlementRecord.admitted_at:type_name -> google.protobuf.Timestamp
+	9,  // 11: tollgate.settlement.v1.SettleResponse.results:type_name -> tollgate.settlement.v1.RecordResult
+	15, // 12: tollgate.settlement.v1.SettleResponse.quotas:type_name -> tollgate.config.v1.Quota
+	13, // 13: tollgate.settlement.v1.GetRequestCostResponse.cost:type_name -> tollgate.settlement.v1.RequestCost
+	7,  // 14: tollgate.settlement.v1.RequestCost.tokens:type_name -> tollgate.settlement.v1.TokenCounts
+	14, // 15: tollgate.settlement.v1.RequestCost.created_at:type_name -> google.protobuf.Timestamp
+	14, // 16: tollgate.settlement.v1.RequestCost.settled_at:type_name -> google.protobuf.Timestamp
+	6,  // 17: tollgate.settlement.v1.SettlementService.Settle:input_type -> tollgate.settlement.v1.SettleRequest
+	11, // 18: tollgate.settlement.v1.SettlementService.GetRequestCost:input_type -> tollgate.settlement.v1.GetRequestCostRequest
+	1,  // 19: tollgate.settlement.v1.SettlementService.RegisterBatch:input_type -> tollgate.settlement.v1.RegisterBatchRequest
+	4,  // 20: tollgate.settlement.v1.SettlementService.ListBatchHolds:input_type -> tollgate.settlement.v1.ListBatchHoldsRequest
+	10, // 21: tollgate.settlement.v1.SettlementService.Settle:output_type -> tollgate.settlement.v1.SettleResponse
+	12, // 22: tollgate.settlement.v1.SettlementService.GetRequestCost:output_type -> tollgate.settlement.v1.GetRequestCostResponse
+	2,  // 23: tollgate.settlement.v1.SettlementService.RegisterBatch:output_type -> tollgate.settlement.v1.RegisterBatchResponse
+	5,  // 24: tollgate.settlement.v1.SettlementService.ListBatchHolds:output_type -> tollgate.settlement.v1.ListBatchHoldsResponse
+	21, // [21:25] is the sub-list for method output_type
+	17, // [17:21] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_settlement_v1_settlement_proto_init() }
@@ -1009,14 +1717,16 @@ func file_tollgate_settlement_v1_settlement_proto_init() {
 	if File_tollgate_settlement_v1_settlement_proto != nil {
 		return
 	}
-	file_tollgate_settlement_v1_settlement_proto_msgTypes[2].OneofWrappers = []any{}
+	file_tollgate_settlement_v1_settlement_proto_msgTypes[1].OneofWrappers = []any{}
+	file_tollgate_settlement_v1_settlement_proto_msgTypes[3].OneofWrappers = []any{}
+	file_tollgate_settlement_v1_settlement_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_settlement_v1_settlement_proto_rawDesc), len(file_tollgate_settlement_v1_settlement_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

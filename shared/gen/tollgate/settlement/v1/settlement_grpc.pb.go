@@ -23,6 +23,8 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	SettlementService_Settle_FullMethodName         = "/tollgate.settlement.v1.SettlementService/Settle"
 	SettlementService_GetRequestCost_FullMethodName = "/tollgate.settlement.v1.SettlementService/GetRequestCost"
+	SettlementService_RegisterBatch_FullMethodName  = "/tollgate.settlement.v1.SettlementService/RegisterBatch"
+	SettlementService_ListBatchHolds_FullMethodName = "/tollgate.settlement.v1.SettlementService/ListBatchHolds"
 )
 
 // SettlementServiceClient is the client API for SettlementService service.
@@ -39,6 +41,15 @@ type SettlementServiceClient interface {
 	// that request id and that key: another key's request is answered exactly like an unknown one, and a
 	// request not settled yet is not found either (the data plane says "pending").
 	GetRequestCost(ctx context.Context, in *GetRequestCostRequest, opts ...grpc.CallOption) (*GetRequestCostResponse, error)
+	// RegisterBatch records a batch the data plane submitted at a provider, with its attribution, its
+	// reservation and its lines, so the control plane watches it and settles every result line exactly once
+	// (docs/batches.md). Idempotent by (provider_id, provider_batch_id): a repeated call answers the stored
+	// batch with created = false and changes nothing. INVALID_ARGUMENT names the bad field.
+	RegisterBatch(ctx context.Context, in *RegisterBatchRequest, opts ...grpc.CallOption) (*RegisterBatchResponse, error)
+	// ListBatchHolds answers the batches whose hold changed after progress sequence number after_seq, in
+	// sequence order: a data plane sets each batch's reservation to held_micros (never raising it) and drops
+	// it when settled (docs/batches.md, "Releasing the hold").
+	ListBatchHolds(ctx context.Context, in *ListBatchHoldsRequest, opts ...grpc.CallOption) (*ListBatchHoldsResponse, error)
 }
 
 type settlementServiceClient struct {
@@ -69,6 +80,26 @@ func (c *settlementServiceClient) GetRequestCost(ctx context.Context, in *GetReq
 	return out, nil
 }
 
+func (c *settlementServiceClient) RegisterBatch(ctx context.Context, in *RegisterBatchRequest, opts ...grpc.CallOption) (*RegisterBatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RegisterBatchResponse)
+	err := c.cc.Invoke(ctx, SettlementService_RegisterBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *settlementServiceClient) ListBatchHolds(ctx context.Context, in *ListBatchHoldsRequest, opts ...grpc.CallOption) (*ListBatchHoldsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListBatchHoldsResponse)
+	err := c.cc.Invoke(ctx, SettlementService_ListBatchHolds_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SettlementServiceServer is the server API for SettlementService service.
 // All implementations must embed UnimplementedSettlementServiceServer
 // for forward compatibility.
@@ -83,6 +114,15 @@ type SettlementServiceServer interface {
 	// that request id and that key: another key's request is answered exactly like an unknown one, and a
 	// request not settled yet is not found either (the data plane says "pending").
 	GetRequestCost(context.Context, *GetRequestCostRequest) (*GetRequestCostResponse, error)
+	// RegisterBatch records a batch the data plane submitted at a provider, with its attribution, its
+	// reservation and its lines, so the control plane watches it and settles every result line exactly once
+	// (docs/batches.md). Idempotent by (provider_id, provider_batch_id): a repeated call answers the stored
+	// batch with created = false and changes nothing. INVALID_ARGUMENT names the bad field.
+	RegisterBatch(context.Context, *RegisterBatchRequest) (*RegisterBatchResponse, error)
+	// ListBatchHolds answers the batches whose hold changed after progress sequence number after_seq, in
+	// sequence order: a data plane sets each batch's reservation to held_micros (never raising it) and drops
+	// it when settled (docs/batches.md, "Releasing the hold").
+	ListBatchHolds(context.Context, *ListBatchHoldsRequest) (*ListBatchHoldsResponse, error)
 	mustEmbedUnimplementedSettlementServiceServer()
 }
 
@@ -98,6 +138,12 @@ func (UnimplementedSettlementServiceServer) Settle(context.Context, *SettleReque
 }
 func (UnimplementedSettlementServiceServer) GetRequestCost(context.Context, *GetRequestCostRequest) (*GetRequestCostResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetRequestCost not implemented")
+}
+func (UnimplementedSettlementServiceServer) RegisterBatch(context.Context, *RegisterBatchRequest) (*RegisterBatchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RegisterBatch not implemented")
+}
+func (UnimplementedSettlementServiceServer) ListBatchHolds(context.Context, *ListBatchHoldsRequest) (*ListBatchHoldsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListBatchHolds not implemented")
 }
 func (UnimplementedSettlementServiceServer) mustEmbedUnimplementedSettlementServiceServer() {}
 func (UnimplementedSettlementServiceServer) testEmbeddedByValue()                           {}
@@ -156,6 +202,42 @@ func _SettlementService_GetRequestCost_Handler(srv interface{}, ctx context.Cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SettlementService_RegisterBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RegisterBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SettlementServiceServer).RegisterBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SettlementService_RegisterBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SettlementServiceServer).RegisterBatch(ctx, req.(*RegisterBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SettlementService_ListBatchHolds_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListBatchHoldsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SettlementServiceServer).ListBatchHolds(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SettlementService_ListBatchHolds_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SettlementServiceServer).ListBatchHolds(ctx, req.(*ListBatchHoldsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SettlementService_ServiceDesc is the grpc.ServiceDesc for SettlementService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -170,6 +252,14 @@ var SettlementService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetRequestCost",
 			Handler:    _SettlementService_GetRequestCost_Handler,
+		},
+		{
+			MethodName: "RegisterBatch",
+			Handler:    _SettlementService_RegisterBatch_Handler,
+		},
+		{
+			MethodName: "ListBatchHolds",
+			Handler:    _SettlementService_ListBatchHolds_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

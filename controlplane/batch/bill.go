@@ -1,0 +1,67 @@
+package batch
+
+import (
+	"encoding/json"
+
+	"github.com/tollgate/tollgate/controlplane/store"
+	"github.com/tollgate/tollgate/dataplane/dialect/alpha"
+	"github.com/tollgate/tollgate/dataplane/dialect/beta"
+	"github.com/tollgate/tollgate/shared/usage"
+	"github.com/tollgate/tollgate/shared/vocab"
+)
+
+// lineKind is the (inbound kind, operation) a batch's lines are recorded as: what one of its requests would
+// have been through the gateway.
+func lineKind(b store.Batch) (vocab.Kind, vocab.Operation) {
+	switch b.Dialect {
+	case "beta":
+		return vocab.KindBetaMessages, vocab.OpGenerateContent
+	case "gamma":
+		return vocab.KindGammaGenerateContent, vocab.OpGenerateContent
+	}
+	switch b.Endpoint {
+	case "/v1/responses":
+		return vocab.KindAlphaResponses, vocab.OpGenerateContent
+	case "/v1/embeddings":
+		return vocab.KindAlpha, vocab.OpCreateEmbedding
+	}
+	return vocab.KindAlphaChatCompletions, vocab.OpGenerateContent
+}
+
+// usageAndModel is a line's billed usage and the model its body names.
+type usageAndModel struct {
+	usage.Usage
+	found bool
+	model string
+}
+
+// bill extracts a line body's usage with the data plane's own body billing (the functions that bill the
+// same answer when it comes back from a single request): beta.BillBody, alpha.BillChatBody, and
+// usage.FromBody for alpha responses and embeddings and for gamma.
+func bill(b store.Batch, body []byte) (usageAndModel, error) {
+	var out usageAndModel
+	var err error
+	kind, op := lineKind(b)
+	switch kind {
+	case vocab.KindBetaMessages:
+		out.Usage, out.found, err = beta.BillBody(body)
+	case vocab.KindAlphaChatCompletions:
+		out.Usage, out.found, err = alpha.BillChatBody(body)
+	default:
+		out.Usage, out.found, err = usage.FromBody(kind, op, body, nil)
+	}
+	if err != nil {
+		return usageAndModel{}, err
+	}
+	var m struct {
+		Model        string `json:"model"`
+		ModelVersion string `json:"modelVersion"`
+	}
+	if json.Unmarshal(body, &m) == nil {
+		out.model = m.Model
+		if out.model == "" {
+			out.model = m.ModelVersion
+		}
+	}
+	return out, nil
+}
