@@ -153,6 +153,13 @@ type call struct {
 	// holding the resource, storedPath the upstream path; it is not billed.
 	stored     bool
 	storedPath string
+	// h is the handler serving the call; disclose says the key is shown its costs (Compiled.DisclosesCost),
+	// askCost that the client asked for its stream's cost (docs/cost.md); trailers that the cost trailers
+	// were declared; out is the attempt being answered and absorbed that its result was kept (absorb).
+	h                  *Handler
+	disclose, askCost  bool
+	trailers, absorbed bool
+	out                outbound
 
 	body    []byte
 	patch   []byte
@@ -215,7 +222,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			panic(p)
 		}
 	}()
-	c.start = h.o.Now()
+	c.start, c.h = h.o.Now(), h
 	c.reqID = newRequestID()
 	w.Header()["X-Request-Id"] = []string{c.reqID}
 	if err := h.serve(w, r, c); err != nil {
@@ -249,14 +256,17 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, c *call, err er
 		w.Header()["Connection"] = []string{"close"}
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // only reads: the refusal is still written
 	}
-	httperr.Write(w, kind, e)
 	c.status = e.Status
+	if c.dispatched && c.end == "" {
+		c.end = vocab.EndUpstreamError
+	}
+	if c.dispatched && c.disclose {
+		setCost(w.Header(), h.price(c)) // a refusal after dispatch has a record too (cost 0 unless work was done)
+	}
+	httperr.Write(w, kind, e)
 	if !c.dispatched {
 		h.count(c, e.Status)
 		return
-	}
-	if c.end == "" {
-		c.end = vocab.EndUpstreamError
 	}
 	h.finish(r.Context(), w, c)
 }
@@ -329,6 +339,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 		return httperr.Unauthorized("API key is disabled or expired")
 	}
 	c.key = key
+	if c.disclose = snap.DisclosesCost(key); c.disclose {
+		c.askCost = asksCost(r)
+	}
 	if err := h.readBody(w, r, c); err != nil {
 		return err
 	}

@@ -81,6 +81,8 @@ type passthroughResponder struct {
 	// ids, when set, is the provider whose stored-resource ids (responses, conversations) the answer's
 	// ids are rewritten to name (stored.go).
 	ids int64
+	// cost tells the call the answer's cost (cost headers or trailers); nil tells nothing.
+	cost costTeller
 
 	// holdMax is how many bytes of a plain answer are held before its headers are written (Options.HoldAnswerBytes).
 	holdMax int64
@@ -161,6 +163,9 @@ func (p *passthroughResponder) Respond(ctx context.Context, w http.ResponseWrite
 		return res
 	}
 	dst.Del("Content-Length")
+	if p.cost != nil {
+		p.cost.costTrailers(dst, true)
+	}
 	w.WriteHeader(resp.StatusCode)
 	if b := p.relayBiller(); b != nil {
 		p.stream(ctx, w, resp, buf[:n], err, b, nil, &res)
@@ -213,13 +218,33 @@ func (p *passthroughResponder) plain(ctx context.Context, w http.ResponseWriter,
 		res.Failed = fmt.Errorf("the upstream answer broke after %d bytes, before its end: %w", total, err)
 		return
 	}
+	scanned := false
+	switch {
+	case p.cost == nil:
+	case err != nil:
+		// Whole: its usage is read before the headers, which carry its cost (docs/cost.md).
+		res.End = vocab.EndCompleted
+		if !ok {
+			res.End = vocab.EndUpstreamError
+		}
+		if ok && p.billable {
+			for _, b := range held {
+				p.capture(b)
+			}
+			p.billCaptured(resp, res)
+		}
+		scanned = true
+		p.cost.costHeaders(w.Header(), res)
+	default:
+		p.cost.costTrailers(w.Header(), false) // beyond the bound: the cost follows the body
+	}
 	w.WriteHeader(resp.StatusCode)
 	if err == nil {
 		// Longer than the bound: the headers leave now, so a client whose answer is cut later sees a 200
 		// whose body breaks (the connection is aborted), never no answer at all.
 		_ = http.NewResponseController(w).Flush()
 	}
-	p.copy(ctx, w, resp, held, err, ok, res)
+	p.copy(ctx, w, resp, held, err, ok && !scanned, res)
 }
 
 // holdBlock is the size of the blocks a plain answer is held in.
@@ -229,14 +254,16 @@ const holdBlock = 64 << 10
 // buffered answer for its usage members and keeping its first bytes for local counting.
 //
 // first is what was read before the headers were written (the first read, or a held plain answer) and err
-// the error that ended that reading.
-func (p *passthroughResponder) copy(ctx context.Context, w http.ResponseWriter, resp *http.Response, first [][]byte, err error, ok bool, res *Result) {
+// the error that ended that reading. capture says the answer's usage is still to be read (a 2xx answer not
+// scanned before its headers).
+func (p *passthroughResponder) copy(ctx context.Context, w http.ResponseWriter, resp *http.Response, first [][]byte, err error, capture bool, res *Result) {
 	buf := p.copyB
 	flusher, _ := w.(http.Flusher)
 	if !p.class.Stream {
 		flusher = nil
 	}
-	capture := ok && !p.class.Stream && p.billable
+	ok := resp.StatusCode < 300
+	capture = capture && !p.class.Stream && p.billable
 	for i := 0; ; i++ {
 		var chunk []byte
 		if i < len(first) {
@@ -255,10 +282,7 @@ func (p *passthroughResponder) copy(ctx context.Context, w http.ResponseWriter, 
 				flusher.Flush()
 			}
 			if capture {
-				_, _ = p.scan.Write(chunk)
-				if len(p.out) <= maxCollectedText { // the answer's first bytes, for local counting without usage
-					p.out = append(p.out, chunk[:min(len(chunk), maxCollectedText+1-len(p.out))]...)
-				}
+				p.capture(chunk)
 			}
 		}
 		if i < len(first)-1 {
@@ -279,9 +303,21 @@ func (p *passthroughResponder) copy(ctx context.Context, w http.ResponseWriter, 
 	default:
 		res.End, res.Abort = vocab.EndUpstreamInterrupted, true
 	}
-	if !capture {
-		return
+	if capture {
+		p.billCaptured(resp, res)
 	}
+}
+
+// capture reads a chunk of a buffered answer for its usage members, keeping its first bytes for local counting.
+func (p *passthroughResponder) capture(chunk []byte) {
+	_, _ = p.scan.Write(chunk)
+	if len(p.out) <= maxCollectedText { // the answer's first bytes, for local counting without usage
+		p.out = append(p.out, chunk[:min(len(chunk), maxCollectedText+1-len(p.out))]...)
+	}
+}
+
+// billCaptured reads the usage of a buffered answer from what capture kept.
+func (p *passthroughResponder) billCaptured(resp *http.Response, res *Result) {
 	// Only the usage members were kept, wherever they were in a body of any length; the reported tier is
 	// kept even when the body carries no token counts.
 	if red := p.scan.Reduced(); red != nil {
@@ -317,20 +353,22 @@ func (p *passthroughResponder) whole(w http.ResponseWriter, resp *http.Response,
 	if !changed {
 		out = body
 	}
+	if p.billable {
+		if u, found, err := bodyUsage(p.class.Kind, p.class.Op, body, resp.Header); err == nil {
+			res.Usage, res.UsageFound = u, found
+		}
+		if !res.UsageFound && p.collect && p.class.Op.IsGeneration() {
+			res.Output, res.OutputBytes = responseText(body)
+		}
+	}
+	res.End = vocab.EndCompleted
+	if p.cost != nil {
+		p.cost.costHeaders(w.Header(), res)
+	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(resp.StatusCode)
-	res.End = vocab.EndCompleted
 	if _, werr := w.Write(out); werr != nil {
 		res.End = vocab.EndClientDropped
-	}
-	if !p.billable {
-		return
-	}
-	if u, found, err := bodyUsage(p.class.Kind, p.class.Op, body, resp.Header); err == nil {
-		res.Usage, res.UsageFound = u, found
-	}
-	if !res.UsageFound && p.collect && p.class.Op.IsGeneration() {
-		res.Output, res.OutputBytes = responseText(body)
 	}
 }
 

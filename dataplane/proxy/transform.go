@@ -81,9 +81,27 @@ type transformAttempt struct {
 	cell  snapshot.Cell
 	now   func() time.Time
 
+	cost costTeller // the call's cost headers and trailers (nil: none)
+
 	mu        sync.Mutex // serialises keepalive writes with Respond's
 	wrote     bool
 	firstByte time.Time
+}
+
+func (a *transformAttempt) setCost(ct costTeller) { a.cost = ct }
+
+// tellTrailers declares the cost trailers of a stream (the client asked) before its headers are written.
+func (a *transformAttempt) tellTrailers(hdr http.Header) {
+	if a.cost != nil {
+		a.cost.costTrailers(hdr, true)
+	}
+}
+
+// tellHeaders sets the cost headers of a whole answer before its headers are written.
+func (a *transformAttempt) tellHeaders(hdr http.Header, res *Result) {
+	if a.cost != nil {
+		a.cost.costHeaders(hdr, res)
+	}
 }
 
 func (a *transformAttempt) Request() (string, string, http.Header, []byte) {
@@ -106,6 +124,7 @@ func (a *transformAttempt) Wait(ctx context.Context, w http.ResponseWriter) (sto
 			defer a.mu.Unlock()
 			if !a.wrote {
 				w.Header().Set("Content-Type", a.tr.ContentType())
+				a.tellTrailers(w.Header())
 				w.WriteHeader(http.StatusOK)
 				a.wrote, a.firstByte = true, a.now()
 			}
@@ -149,6 +168,7 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 			return res
 		}
 		w.Header().Set("Content-Type", a.tr.ContentType())
+		a.tellTrailers(w.Header())
 		w.WriteHeader(http.StatusOK)
 		res.Status, res.FirstByte = http.StatusOK, a.now()
 		s := a.tr.NewStream(w)
@@ -241,6 +261,7 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 	if mode == translate.ModeSynthesize {
 		if !a.wrote {
 			w.Header().Set("Content-Type", a.tr.ContentType())
+			a.tellTrailers(w.Header())
 			w.WriteHeader(http.StatusOK)
 			a.wrote = true
 		}
@@ -263,8 +284,9 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 	}
 	if resp.StatusCode >= 300 {
 		cr := a.tr.Error(resp.StatusCode, resp.Header, body)
-		writeClient(w, cr, "application/json")
 		res.Status, res.FirstByte, res.End = cr.Status, a.now(), vocab.EndUpstreamError
+		a.tellHeaders(w.Header(), &res)
+		writeClient(w, cr, "application/json")
 		return res
 	}
 	out, err := a.tr.Response(body)
@@ -275,8 +297,9 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		res.Refused = e
 		return res
 	}
-	writeClient(w, translate.ClientResponse{Status: http.StatusOK, Body: out}, a.tr.ContentType())
 	res.Status, res.FirstByte, res.End = http.StatusOK, a.now(), vocab.EndCompleted
+	a.tellHeaders(w.Header(), &res)
+	writeClient(w, translate.ClientResponse{Status: http.StatusOK, Body: out}, a.tr.ContentType())
 	return res
 }
 
