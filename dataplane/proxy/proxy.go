@@ -68,6 +68,8 @@ type Options struct {
 	// Admitter is nil to skip admission (tests); Recorder nil drops records (tests).
 	Admitter Admitter
 	Recorder Recorder
+	// Costs answers the cost lookup and keeps its markers (dataplane/reqcost); nil answers the lookup 404.
+	Costs CostLookup
 	// Transformer serves transform_to cells; nil answers them as unsupported.
 	Transformer Transformer
 	// LocalUsage is the local token counter used when the upstream reports no usage (may be nil).
@@ -319,26 +321,16 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 	// before a byte of its body is read (docs/dataplane.md "Memory bounded by what was received").
 	class, ok := Classify(r.Method, r.URL.Path, r.URL.RawQuery, r.Header)
 	if !ok {
+		if id, ok := costLookupID(r.URL.Path); ok && r.Method == http.MethodGet {
+			return h.lookupCost(w, r, c, id)
+		}
 		return httperr.NotFound(r.Method, r.URL.Path)
 	}
 	c.class = class
-	snap := h.o.Snapshot()
-	if snap == nil {
-		return &httperr.Error{Status: http.StatusServiceUnavailable, Code: "not_ready", Message: "the gateway has no configuration yet"}
+	if err := h.authenticate(r, c); err != nil {
+		return err
 	}
-	c.snap = snap
-	secret := clientKey(r)
-	if secret == "" {
-		return httperr.Unauthorized("missing API key")
-	}
-	key := snap.LookupKey(secret)
-	if key == nil {
-		return httperr.Unauthorized("invalid API key")
-	}
-	if !key.Usable(c.start) {
-		return httperr.Unauthorized("API key is disabled or expired")
-	}
-	c.key = key
+	snap, key := c.snap, c.key
 	if c.disclose = snap.DisclosesCost(key); c.disclose {
 		c.askCost = asksCost(r)
 	}
@@ -614,6 +606,9 @@ func (h *Handler) admit(ctx context.Context, c *call) error {
 		req.EstimateMicros = c.estimate
 	}
 	if req.RPMLimit == 0 && req.TPMLimit == 0 && len(req.Scopes) == 0 && !admission.ScopeRateLimited(c.snap, key) {
+		if c.disclose && h.o.Costs != nil {
+			h.markAsync(ctx, c) // the admission script writes the marker; without it, written on its own
+		}
 		return nil // nothing to check: no Redis round trip
 	}
 	hold, err := h.o.Admitter.Admit(ctx, req)
