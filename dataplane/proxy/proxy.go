@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ericlagergren/decimal"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
@@ -155,6 +156,8 @@ type call struct {
 	// holding the resource, storedPath the upstream path; it is not billed.
 	stored     bool
 	storedPath string
+	// maxCost is the request's cost cap (X-Tollgate-Max-Cost), nil when it sets none.
+	maxCost *decimal.Big
 	// h is the handler serving the call; disclose says the key is shown its costs (Compiled.DisclosesCost),
 	// askCost that the client asked for its stream's cost (docs/cost.md); trailers that the cost trailers
 	// were declared; out is the attempt being answered and absorbed that its result was kept (absorb).
@@ -324,6 +327,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 		if id, ok := costLookupID(r.URL.Path); ok && r.Method == http.MethodGet {
 			return h.lookupCost(w, r, c, id)
 		}
+		if r.URL.Path == estimatePath && r.Method == http.MethodPost {
+			return h.estimateCost(w, r, c)
+		}
 		return httperr.NotFound(r.Method, r.URL.Path)
 	}
 	c.class = class
@@ -338,6 +344,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 		return err
 	}
 	if err := h.readRequest(r, c); err != nil {
+		return err
+	}
+	if err := readCostCap(r, c); err != nil {
 		return err
 	}
 	class = c.class
@@ -362,6 +371,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 		return nil
 	}
 	c.dispatched = true
+	if err := h.applyCostCap(c); err != nil {
+		c.cand, c.end = c.usable[0], vocab.EndRejected // refused before any upstream call or reservation
+		return err
+	}
 	if err := h.admit(r.Context(), c); err != nil {
 		// Refused by admission (rate limit or quota): nothing was reserved; the refusal is recorded as a
 		// rejected row at cost 0 so operators see refused traffic.
