@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/tollgate/tollgate/dataplane/settle"
+	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
 
@@ -32,6 +33,10 @@ type costTeller interface {
 	// costTrailers declares the cost trailers on hdr before the headers of an answer whose usage is not
 	// known yet are written: a stream (only when its client asked) or a plain answer beyond the hold bound.
 	costTrailers(hdr http.Header, stream bool)
+	// asksStreamCost reports whether the stream's final usage event carries the cost members.
+	asksStreamCost() bool
+	// streamCost appends the cost members priced from usage u to dst[:0]; nil when none are told.
+	streamCost(dst []byte, u usage.Usage, found bool) []byte
 }
 
 // asksCost reports whether the client asked for its stream's cost: X-Tollgate-Include-Cost true or 1.

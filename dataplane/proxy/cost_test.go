@@ -57,6 +57,9 @@ func costRequest(dialect string, stream bool, model string) (path, body string) 
 	case "beta":
 		return "/v1/messages", `{"model":"` + model + `",` + st + `"max_tokens":300,"messages":[{"role":"user","content":"what does it cost?"}]}`
 	}
+	if stream && dialect == "gamma_array" {
+		return "/v1beta/models/" + model + ":streamGenerateContent", `{"contents":[{"role":"user","parts":[{"text":"what does it cost?"}]}]}`
+	}
 	if stream {
 		return "/v1beta/models/" + model + ":streamGenerateContent?alt=sse", `{"contents":[{"role":"user","parts":[{"text":"what does it cost?"}]}]}`
 	}
@@ -85,8 +88,11 @@ func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
 // is priced at: plain answers in headers, streams that asked in trailers; the value is the record's exactly.
 func TestCostHeadersEqualRecord(t *testing.T) {
 	for _, cell := range []struct{ name, model string }{{"passthrough", "chat"}, {"transform_to", "chat-t"}} {
-		for _, dialect := range []string{"alpha_chat", "alpha_responses", "beta", "gamma"} {
+		for _, dialect := range []string{"alpha_chat", "alpha_responses", "beta", "gamma", "gamma_array"} {
 			for _, stream := range []bool{false, true} {
+				if dialect == "gamma_array" && !stream {
+					continue
+				}
 				name := cell.name + "/" + dialect + "/plain"
 				if stream {
 					name = cell.name + "/" + dialect + "/stream"
@@ -122,6 +128,15 @@ func TestCostHeadersEqualRecord(t *testing.T) {
 						t.Errorf("a stream's headers carry a cost before its usage is known: %q", resp.Header.Get(hdrCost))
 					}
 					checkCostFields(t, "trailer", resp.Trailer, r)
+					// The final usage event carries the same amount, as a number and in the tollgate object.
+					members := `"cost":` + r.GetCost() + `,"tollgate":{"cost":"` + r.GetCost() + `","price_rule_id":9,"price_rule_version":5,`
+					if n := strings.Count(string(got), members); n != 1 {
+						t.Fatalf("the stream carries the cost members %d times, want once in its final usage event:\n%s", n, got)
+					}
+					if !strings.Contains(string(got), `"request_id":"`+r.GetRequestId()+`"}`) {
+						t.Errorf("the tollgate object does not name the request id")
+					}
+					checkFinalEvent(t, dialect, string(got), members)
 				})
 			}
 		}
@@ -212,4 +227,65 @@ func TestCostTrailersBeyondHoldBound(t *testing.T) {
 		t.Fatal("record not priced")
 	}
 	checkCostFields(t, "trailer", resp.Trailer, r)
+}
+
+// checkFinalEvent asserts the cost members sit in the dialect's final usage event (docs/cost.md's table).
+func checkFinalEvent(t *testing.T, dialect, stream, members string) {
+	t.Helper()
+	at := strings.Index(stream, members)
+	// the event (SSE) or element (array) holding the members
+	start := strings.LastIndex(stream[:at], "data: ")
+	if dialect == "gamma_array" {
+		start = max(strings.LastIndex(stream[:at], "\n{"), 0)
+	}
+	end := strings.Index(stream[at:], "\n\n")
+	if end < 0 || dialect == "gamma_array" {
+		end = len(stream) - at
+	}
+	ev := stream[start : at+end]
+	var want string
+	switch dialect {
+	case "alpha_chat":
+		want = `"choices":[]`
+	case "alpha_responses":
+		want = `"type":"response.completed"`
+	case "beta":
+		want = `"type":"message_delta"`
+	default:
+		want = `"finishReason"`
+	}
+	if !strings.Contains(ev, want) {
+		t.Fatalf("the cost members are not in the final usage event (%s):\n%s", want, ev)
+	}
+	for _, key := range []string{`"usage":{`, `"usageMetadata":{`} {
+		if i := strings.Index(ev, key); i >= 0 && i < strings.Index(ev, members) {
+			return
+		}
+	}
+	t.Fatalf("the cost members are not inside the usage object:\n%s", ev)
+}
+
+// A stream whose client did not ask for its cost is the upstream's bytes, exactly (cost disclosure on).
+// (alpha responses streams have their stored ids rewritten whether or not; alpha chat's gateway-requested
+// usage chunk is left out: both as before.)
+func TestStreamNotAskedIsByteIdentical(t *testing.T) {
+	for _, dialect := range []string{"beta", "gamma", "gamma_array"} {
+		t.Run(dialect, func(t *testing.T) {
+			_, front, mock := setupMock(t, costCells)
+			path, body := costRequest(dialect, true, "chat")
+			hdr := map[string]string{"anthropic-version": "2023-06-01", "x-mock-usage": "cached", "x-mock-chunks": "5"}
+			resp := postTo(t, front, path, body, hdr)
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			upPath, upBody := costRequest(dialect, true, "m-1")
+			srv := httptest.NewServer(mock)
+			defer srv.Close()
+			direct := postTo(t, srv, upPath, upBody, hdr)
+			want, _ := io.ReadAll(direct.Body)
+			direct.Body.Close()
+			if string(got) != string(want) || len(got) == 0 {
+				t.Fatalf("the client's stream differs from the upstream's:\ngot  %q\nwant %q", got, want)
+			}
+		})
+	}
 }

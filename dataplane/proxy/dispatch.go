@@ -232,7 +232,10 @@ func (h *Handler) prepare(r *http.Request, c *call, cc candidateCell) (outbound,
 		out.body = c.patch
 	}
 	c.pt.class, c.pt.billable, c.pt.collect = c.class, c.billable(), h.o.LocalUsage != nil
-	c.pt.dropUsage = c.askUsage() // the relay drops the usage chunk the client did not ask for
+	// The relay drops the usage chunk the client did not ask for, unless it asked for its cost, which the
+	// usage chunk carries.
+	c.pt.costEvents = c.asksStreamCost()
+	c.pt.dropUsage = c.askUsage() && !c.pt.costEvents
 	c.pt.ids, c.pt.cost = 0, c
 	if storesIDs(c.class) {
 		c.pt.ids = p.ID // the ids of stored responses and conversations name their provider

@@ -78,6 +78,9 @@ type passthroughResponder struct {
 	billable  bool
 	collect   bool // keep the output text for local counting (a local counter is configured)
 	dropUsage bool // the gateway asked for the usage chunk: leave it out of the client's stream
+	// costEvents says the client asked for its stream's cost: the final usage event carries it (costSlot).
+	costEvents bool
+	costB      []byte // scratch of the cost members
 	// ids, when set, is the provider whose stored-resource ids (responses, conversations) the answer's
 	// ids are rewritten to name (stored.go).
 	ids int64
@@ -447,7 +450,7 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 			p.sseD.Reset(u)
 		}
 		d := p.sseD
-		events := p.dropUsage || p.ids != 0
+		events := p.dropUsage || p.ids != 0 || p.costEvents
 		if events {
 			d.KeepRaw() // event by event: each event's raw bytes are written before the next upstream read
 		} else {
@@ -459,12 +462,36 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 			if err == nil {
 				read(ev.Data, rel)
 			}
+			observed := false
 			if events {
+				var slot []string
+				if err == nil && p.costEvents {
+					slot = costSlot(p.class.Kind, rel)
+				}
 				switch {
 				case err != nil:
 					u.pending = append(u.pending, d.Raw()...)
 				case p.dropUsage && rel.UsageChunk:
 					// left out
+				case slot != nil:
+					// The final usage event: billed first, then told its cost (its stored ids encoded too).
+					observe(ev.Name, ev.Data)
+					observed = true
+					data := ev.Data
+					if p.ids != 0 {
+						if enc, ok := encodeEventIDs(data, p.ids); ok {
+							data = enc
+						}
+					}
+					if out, ok := p.withStreamCost(data, slot, bill, acc); ok {
+						u.pending = sse.AppendEvent(u.pending, ev.Name, out)
+						break
+					}
+					if p.ids != 0 {
+						u.pending = sse.AppendEvent(u.pending, ev.Name, data)
+						break
+					}
+					u.pending = append(u.pending, d.Raw()...)
 				case p.ids != 0:
 					if data, ok := encodeEventIDs(ev.Data, p.ids); ok {
 						u.pending = sse.AppendEvent(u.pending, ev.Name, data)
@@ -481,7 +508,9 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 				}
 				break
 			}
-			observe(ev.Name, ev.Data)
+			if !observed {
+				observe(ev.Name, ev.Data)
+			}
 		}
 	} else {
 		if p.arrD == nil {
@@ -489,12 +518,19 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 		} else {
 			p.arrD.Reset(u)
 		}
-		u.tee = true
-		u.write(first)
-		for {
+		// A client that asked for its cost gets the array element by element (the final one told its cost);
+		// any other gets every read as it arrives.
+		u.tee = !p.costEvents
+		if u.tee {
+			u.write(first)
+		}
+		for n := 0; ; n++ {
 			el, err := p.arrD.Next()
 			if err != nil {
 				done = done || (errors.Is(err, io.EOF) && u.eof) // the array was closed
+				if !u.tee && done {
+					u.pending = jsonkit.AppendArrayEnd(u.pending, n)
+				}
 				if !errors.Is(err, io.EOF) && u.werr == nil && u.err == nil && !u.eof {
 					rest = u // already relayed as read: read on to the end
 				}
@@ -502,6 +538,15 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 			}
 			read(el, rel)
 			observe("", el)
+			if !u.tee {
+				out := el
+				if slot := costSlot(p.class.Kind, rel); slot != nil {
+					if b, ok := p.withStreamCost(el, slot, bill, acc); ok {
+						out = b
+					}
+				}
+				u.pending = append(jsonkit.AppendArraySep(u.pending, n), out...)
+			}
 		}
 	}
 	if rest != nil {
@@ -550,6 +595,19 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 			res.End = vocab.EndUpstreamInterrupted
 		}
 	}
+}
+
+// withStreamCost returns a final usage event's data with the cost members, priced from the stream's
+// billing so far (bill or acc), or false when the client is not told.
+func (p *passthroughResponder) withStreamCost(data []byte, slot []string, bill relayBiller, acc usage.Accumulator) ([]byte, bool) {
+	var u usage.Usage
+	var found bool
+	if bill != nil {
+		u, found = bill.Usage()
+	} else {
+		u, found = acc.Result()
+	}
+	return withCost(p.cost, &p.costB, data, slot, u, found)
 }
 
 // upReader is the upstream body as the stream decoders read it. In tee mode every read is written to the

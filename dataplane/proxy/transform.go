@@ -88,7 +88,12 @@ type transformAttempt struct {
 	firstByte time.Time
 }
 
-func (a *transformAttempt) setCost(ct costTeller) { a.cost = ct }
+func (a *transformAttempt) setCost(ct costTeller) {
+	a.cost = ct
+	if a.class.Kind == vocab.KindAlphaChatCompletions && a.class.Stream && ct.asksStreamCost() {
+		a.tr.ShowUsage() // the usage chunk carries the cost
+	}
+}
 
 // tellTrailers declares the cost trailers of a stream (the client asked) before its headers are written.
 func (a *transformAttempt) tellTrailers(hdr http.Header) {
@@ -171,7 +176,14 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		a.tellTrailers(w.Header())
 		w.WriteHeader(http.StatusOK)
 		res.Status, res.FirstByte = http.StatusOK, a.now()
-		s := a.tr.NewStream(w)
+		var cw *costEventWriter
+		var out io.Writer = w
+		if a.cost != nil && a.cost.asksStreamCost() {
+			// The final usage event is told its cost (each encoder Write is one whole client event).
+			cw = &costEventWriter{w: w, kind: a.class.Kind, sse: a.class.Kind != vocab.KindGammaGenerateContent || a.class.GammaSSE, ct: a.cost}
+			out = cw
+		}
+		s := a.tr.NewStream(out)
 		var text *textCollector
 		switch a.cell.DestKind {
 		case vocab.KindAlphaChatCompletions, vocab.KindBetaMessages:
@@ -185,6 +197,18 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 			biller.ObserveHeader(resp.Header)
 		} else if acc = usage.NewStreamAccumulator(a.cell.DestKind, a.cell.DestOp); acc != nil {
 			acc.ObserveHeader(resp.Header)
+		}
+		if cw != nil {
+			cw.billed = func() (usage.Usage, bool) {
+				switch {
+				case bills:
+					u, found, _ := biller.Billed()
+					return u, found
+				case acc != nil:
+					return acc.Result()
+				}
+				return usage.Usage{}, false
+			}
 		}
 		// The relayed text: a beta upstream's from the decoded events; an alpha chat upstream's is every
 		// choice's content and tool-call arguments, read by alpha.ChunkText (the rule the providers' cut-stream
