@@ -75,3 +75,52 @@ func AppendArrayEnd(dst []byte, n int) []byte {
 	}
 	return append(dst, ']')
 }
+
+// AppendWithoutMember appends obj to dst without its top-level member name (and the comma that joined it),
+// every other byte kept. It reports false, appending nothing, when obj is not an object, or the member is
+// absent, repeated or spelled with escapes.
+func AppendWithoutMember(dst, obj []byte, name string) ([]byte, bool) {
+	v, ok := Member(obj, name)
+	if !ok || v == nil || len(obj) == 0 || obj[0] != '{' {
+		return dst, false
+	}
+	vs := cap(obj) - cap(v)
+	if vs <= 0 || vs+len(v) > len(obj) || &obj[vs] != &v[0] {
+		return dst, false
+	}
+	ve := vs + len(v)
+	// back from the value over white space, the colon, white space, the quoted name
+	i := vs - 1
+	for i > 0 && isSpace(obj[i]) {
+		i--
+	}
+	if obj[i] != ':' {
+		return dst, false
+	}
+	i--
+	for i > 0 && isSpace(obj[i]) {
+		i--
+	}
+	ks := i - len(name) - 1 // the opening quote of the name
+	if ks < 1 || obj[i] != '"' || obj[ks] != '"' || string(obj[ks+1:i]) != name {
+		return dst, false
+	}
+	j := ks - 1
+	for j > 0 && isSpace(obj[j]) {
+		j--
+	}
+	if obj[j] == ',' {
+		return append(append(dst, obj[:j]...), obj[ve:]...), true // ", "name": v" goes
+	}
+	// the first member: it goes with the comma after it, if any
+	k := ve
+	for k < len(obj) && isSpace(obj[k]) {
+		k++
+	}
+	if k < len(obj) && obj[k] == ',' {
+		k++
+	}
+	return append(append(dst, obj[:ks]...), obj[k:]...), true
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

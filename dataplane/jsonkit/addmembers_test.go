@@ -40,3 +40,26 @@ func TestSplitArrayElement(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendWithoutMember(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{`{"model":"m","usage":{"include":true},"stream":true}`, `{"model":"m","stream":true}`, true},
+		{`{"model":"m", "usage" : {"include":true}}`, `{"model":"m"}`, true},
+		{`{"usage":{"include":true},"model":"m"}`, `{"model":"m"}`, true},
+		{`{ "usage":{"include":true} }`, `{ }`, true},
+		{`{"model":"m"}`, ``, false},
+		{`{"usage":1,"usage":2}`, ``, false},
+		{`{"us\u0061ge":1}`, ``, false},
+	} {
+		got, ok := AppendWithoutMember(nil, []byte(tc.in), "usage")
+		if ok != tc.ok || string(got) != tc.want {
+			t.Errorf("AppendWithoutMember(%s) = %s %v, want %s %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+		if ok && !ValidJSON(got) {
+			t.Errorf("%s is not valid JSON", got)
+		}
+	}
+}

@@ -33,6 +33,8 @@ type costTeller interface {
 	// costTrailers declares the cost trailers on hdr before the headers of an answer whose usage is not
 	// known yet are written: a stream (only when its client asked) or a plain answer beyond the hold bound.
 	costTrailers(hdr http.Header, stream bool)
+	// wantsUsageChunk reports whether an alpha chat client asked for the usage chunk OpenRouter's way.
+	wantsUsageChunk() bool
 	// asksStreamCost reports whether the stream's final usage event carries the cost members.
 	asksStreamCost() bool
 	// streamCost appends the cost members priced from usage u to dst[:0]; nil when none are told.

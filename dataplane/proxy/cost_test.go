@@ -289,3 +289,35 @@ func TestStreamNotAskedIsByteIdentical(t *testing.T) {
 		})
 	}
 }
+
+// OpenRouter's "usage": {"include": true} asks an alpha chat stream for its usage chunk and, when costs are
+// shown, its cost there; the member never reaches the upstream. With disclosure off the chunk comes without.
+func TestUsageIncludeAlphaChat(t *testing.T) {
+	body := `{"model":"MODEL","stream":true,"usage":{"include":true},"messages":[{"role":"user","content":"what does it cost?"}]}`
+	for _, tc := range []struct {
+		name, model string
+		disclose    bool
+	}{{"passthrough", "chat", true}, {"transform_to", "chat-t", true}, {"passthrough off", "chat", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			mutate := []func(*snapshotv1.Snapshot){costCells}
+			if !tc.disclose {
+				mutate = append(mutate, func(s *snapshotv1.Snapshot) { s.GatewaySettings = &configv1.GatewaySettings{CostDisclosure: false} })
+			}
+			b, front, mock := setupMock(t, mutate...)
+			resp := postTo(t, front, "/v1/chat/completions", strings.Replace(body, "MODEL", tc.model, 1), nil)
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			r := oneRecord(t, b)
+			if !strings.Contains(string(got), `"choices":[],`) {
+				t.Fatalf("no usage chunk:\n%s", got)
+			}
+			hasCost := strings.Contains(string(got), `"cost":`+r.GetCost()+`,"tollgate":{`)
+			if hasCost != tc.disclose {
+				t.Fatalf("cost members present=%v, want %v:\n%s", hasCost, tc.disclose, got)
+			}
+			if sent := mock.Requests()[0].Body; strings.Contains(sent, `"include":true`) || strings.Contains(sent, `"usage"`) {
+				t.Fatalf("the usage member reached the upstream: %s", sent)
+			}
+		})
+	}
+}

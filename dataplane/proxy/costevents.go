@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"io"
+	"net/http"
 
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/dataplane/settle"
@@ -43,6 +44,8 @@ func costSlot(kind vocab.Kind, rel *jsonkit.Relay) []string {
 	}
 	return nil
 }
+
+func (c *call) wantsUsageChunk() bool { return c.usageChunk }
 
 // asksStreamCost reports whether the client's stream carries its cost: it asked and is shown costs.
 func (c *call) asksStreamCost() bool { return c.disclose && c.askCost && c.billable() }
@@ -156,4 +159,35 @@ func (cw *costEventWriter) rewrite(p []byte) ([]byte, bool) {
 	}
 	cw.out = sse.AppendEvent(cw.out[:0], ev.Name, data)
 	return cw.out, true
+}
+
+// usageKey is the top-level member OpenRouter's usage accounting uses in alpha chat requests.
+var usageKey = []byte(`"usage"`)
+
+// usageInclude takes OpenRouter's "usage" member out of an alpha chat request (alpha upstreams refuse
+// unknown members); "usage": {"include": true} asks for the usage chunk and, when the key is shown its
+// costs, for the cost in it (docs/cost.md, "Cost in streams, when asked").
+func (h *Handler) usageInclude(r *http.Request, c *call) error {
+	if !bytes.Contains(c.body, usageKey) {
+		return nil // the common case: one fast search, no parse
+	}
+	v, ok := jsonkit.Member(c.body, "usage")
+	if !ok || v == nil {
+		return nil
+	}
+	inc, _ := jsonkit.Member(v, "include")
+	include := string(inc) == "true" // read before the body is rewritten (inc is a view of it)
+	body, ok := jsonkit.AppendWithoutMember(nil, c.body, "usage")
+	if !ok {
+		return nil
+	}
+	c.body = append(c.body[:0], body...)
+	if err := h.readRequest(r, c); err != nil { // the members' offsets moved
+		return err
+	}
+	if include {
+		c.usageChunk = true
+		c.askCost = c.disclose
+	}
+	return nil
 }

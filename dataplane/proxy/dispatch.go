@@ -235,7 +235,7 @@ func (h *Handler) prepare(r *http.Request, c *call, cc candidateCell) (outbound,
 	// The relay drops the usage chunk the client did not ask for, unless it asked for its cost, which the
 	// usage chunk carries.
 	c.pt.costEvents = c.asksStreamCost()
-	c.pt.dropUsage = c.askUsage() && !c.pt.costEvents
+	c.pt.dropUsage = c.askUsage() && !c.pt.costEvents && !c.usageChunk
 	c.pt.ids, c.pt.cost = 0, c
 	if storesIDs(c.class) {
 		c.pt.ids = p.ID // the ids of stored responses and conversations name their provider

@@ -161,8 +161,11 @@ type call struct {
 	// h is the handler serving the call; disclose says the key is shown its costs (Compiled.DisclosesCost),
 	// askCost that the client asked for its stream's cost (docs/cost.md); trailers that the cost trailers
 	// were declared; out is the attempt being answered and absorbed that its result was kept (absorb).
-	h                  *Handler
-	disclose, askCost  bool
+	h                 *Handler
+	disclose, askCost bool
+	// usageChunk says an alpha chat client asked for usage OpenRouter's way ("usage": {"include": true}):
+	// its stream keeps the usage chunk (with the cost when disclosed).
+	usageChunk         bool
 	trailers, absorbed bool
 	out                outbound
 
@@ -348,6 +351,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 	}
 	if err := readCostCap(r, c); err != nil {
 		return err
+	}
+	if c.class.Kind == vocab.KindAlphaChatCompletions && c.class.ModelInBody {
+		if err := h.usageInclude(r, c); err != nil {
+			return err
+		}
 	}
 	class = c.class
 	if class.Op == vocab.OpListModels {

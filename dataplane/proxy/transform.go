@@ -90,7 +90,7 @@ type transformAttempt struct {
 
 func (a *transformAttempt) setCost(ct costTeller) {
 	a.cost = ct
-	if a.class.Kind == vocab.KindAlphaChatCompletions && a.class.Stream && ct.asksStreamCost() {
+	if a.class.Kind == vocab.KindAlphaChatCompletions && a.class.Stream && (ct.asksStreamCost() || ct.wantsUsageChunk()) {
 		a.tr.ShowUsage() // the usage chunk carries the cost
 	}
 }
