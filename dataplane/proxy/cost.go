@@ -29,7 +29,8 @@ var costTrailerDecl = []string{hdrCost + ", " + hdrRule + ", " + hdrRuleVersion 
 type costTeller interface {
 	// costHeaders sets the cost headers on hdr from res (Status, End and usage as the responder read them),
 	// just before the headers are written.
-	costHeaders(hdr http.Header, res *Result)
+	// res is passed by value: a pointer through this interface would move every Result to the heap.
+	costHeaders(hdr http.Header, res Result)
 	// costTrailers declares the cost trailers on hdr before the headers of an answer whose usage is not
 	// known yet are written: a stream (only when its client asked) or a plain answer beyond the hold bound.
 	costTrailers(hdr http.Header, stream bool)
@@ -47,11 +48,11 @@ func asksCost(r *http.Request) bool {
 	return len(v) > 0 && (v[0] == "true" || v[0] == "1")
 }
 
-func (c *call) costHeaders(hdr http.Header, res *Result) {
+func (c *call) costHeaders(hdr http.Header, res Result) {
 	if !c.disclose {
 		return
 	}
-	c.absorb(res)
+	c.absorb(&res)
 	c.status, c.end = res.Status, res.End
 	setCost(hdr, c.h.price(c))
 }

@@ -237,7 +237,7 @@ func (p *passthroughResponder) plain(ctx context.Context, w http.ResponseWriter,
 			p.billCaptured(resp, res)
 		}
 		scanned = true
-		p.cost.costHeaders(w.Header(), res)
+		p.cost.costHeaders(w.Header(), *res)
 	default:
 		p.cost.costTrailers(w.Header(), false) // beyond the bound: the cost follows the body
 	}
@@ -366,7 +366,7 @@ func (p *passthroughResponder) whole(w http.ResponseWriter, resp *http.Response,
 	}
 	res.End = vocab.EndCompleted
 	if p.cost != nil {
-		p.cost.costHeaders(w.Header(), res)
+		p.cost.costHeaders(w.Header(), *res)
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(resp.StatusCode)

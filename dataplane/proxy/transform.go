@@ -105,7 +105,7 @@ func (a *transformAttempt) tellTrailers(hdr http.Header) {
 // tellHeaders sets the cost headers of a whole answer before its headers are written.
 func (a *transformAttempt) tellHeaders(hdr http.Header, res *Result) {
 	if a.cost != nil {
-		a.cost.costHeaders(hdr, res)
+		a.cost.costHeaders(hdr, *res)
 	}
 }
 
