@@ -157,8 +157,20 @@ func (cw *costEventWriter) rewrite(p []byte) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	cw.out = sse.AppendEvent(cw.out[:0], ev.Name, data)
+	cw.out = spliceEvent(cw.out[:0], p, ev.Name, ev.Data, data)
 	return cw.out, true
+}
+
+// spliceEvent appends the SSE event raw (name, data) with its data replaced by repl, keeping the event's own
+// framing (line ends: gamma's encoder writes CRLF, and some SDKs split events on the framing they saw
+// first); a data that is not one line of raw is written in canonical framing instead.
+func spliceEvent(dst, raw []byte, name string, data, repl []byte) []byte {
+	if i := bytes.Index(raw, data); i >= 0 && len(data) > 0 {
+		dst = append(dst, raw[:i]...)
+		dst = append(dst, repl...)
+		return append(dst, raw[i+len(data):]...)
+	}
+	return sse.AppendEvent(dst, name, repl)
 }
 
 // usageKey is the top-level member OpenRouter's usage accounting uses in alpha chat requests.

@@ -484,7 +484,11 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 						}
 					}
 					if out, ok := p.withStreamCost(data, slot, bill, acc); ok {
-						u.pending = sse.AppendEvent(u.pending, ev.Name, out)
+						if p.ids != 0 {
+							u.pending = sse.AppendEvent(u.pending, ev.Name, out)
+						} else {
+							u.pending = spliceEvent(u.pending, d.Raw(), ev.Name, ev.Data, out)
+						}
 						break
 					}
 					if p.ids != 0 {
