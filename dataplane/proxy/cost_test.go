@@ -25,6 +25,11 @@ func costCells(s *snapshotv1.Snapshot) {
 		Credentials: []*configv1.Credential{{Id: 3, Secret: "s3", Weight: 1, Enabled: true}}})
 	s.Routes = append(s.Routes, &configv1.Route{Id: 2, Name: "chat-t", Enabled: true,
 		Members: []*configv1.RouteMember{{ProviderId: 2, UpstreamModelId: "m-1", Priority: 1, Weight: 1, Enabled: true}}})
+	// provider 3 (route "chat-b"): streams synthesised from a buffered upstream (stream → generate_content).
+	s.Providers = append(s.Providers, &configv1.Provider{Id: 3, Name: "b", ChannelType: "alpha", BaseUrl: s.Providers[0].BaseUrl, Enabled: true,
+		Credentials: []*configv1.Credential{{Id: 4, Secret: "s4", Weight: 1, Enabled: true}}})
+	s.Routes = append(s.Routes, &configv1.Route{Id: 3, Name: "chat-b", Enabled: true,
+		Members: []*configv1.RouteMember{{ProviderId: 3, UpstreamModelId: "m-1", Priority: 1, Weight: 1, Enabled: true}}})
 	id := int64(100)
 	for _, op := range []string{"generate_content", "stream_generate_content"} {
 		for _, c := range []struct{ kind, dest string }{
@@ -39,6 +44,9 @@ func costCells(s *snapshotv1.Snapshot) {
 			}
 			s.RoutingRules = append(s.RoutingRules, &configv1.RoutingRule{Id: id + 1, ProviderId: 2, Operation: op, Kind: c.kind,
 				Implementation: "transform_to", DestOperation: &dop, DestKind: &dest, Enabled: true})
+			buf := "generate_content"
+			s.RoutingRules = append(s.RoutingRules, &configv1.RoutingRule{Id: id + 1000, ProviderId: 3, Operation: op, Kind: c.kind,
+				Implementation: "transform_to", DestOperation: &buf, DestKind: &dest, Enabled: true})
 		}
 	}
 }
@@ -87,7 +95,7 @@ func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
 // Every answer of every dialect, plain and streamed, passthrough and transform_to, tells the cost its record
 // is priced at: plain answers in headers, streams that asked in trailers; the value is the record's exactly.
 func TestCostHeadersEqualRecord(t *testing.T) {
-	for _, cell := range []struct{ name, model string }{{"passthrough", "chat"}, {"transform_to", "chat-t"}} {
+	for _, cell := range []struct{ name, model string }{{"passthrough", "chat"}, {"transform_to", "chat-t"}, {"synthesised", "chat-b"}} {
 		for _, dialect := range []string{"alpha_chat", "alpha_responses", "beta", "gamma", "gamma_array"} {
 			for _, stream := range []bool{false, true} {
 				if dialect == "gamma_array" && !stream {

@@ -290,7 +290,20 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 			a.wrote = true
 		}
 		res.Status, res.FirstByte = http.StatusOK, a.now()
-		err := a.tr.Synthesize(w, resp.StatusCode, resp.Header, body)
+		var out io.Writer = w
+		if a.cost != nil && a.cost.asksStreamCost() && resp.StatusCode < 300 {
+			// The synthesised stream's final usage event is told its cost: the translator decoded the body
+			// before it writes the events, so its billing (else the body's own usage) is known then.
+			out = &costEventWriter{w: w, kind: a.class.Kind, sse: a.class.Kind != vocab.KindGammaGenerateContent || a.class.GammaSSE, ct: a.cost,
+				billed: func() (usage.Usage, bool) {
+					if u, ok := a.tr.Billed(resp.Header); ok {
+						return u, true
+					}
+					u, found, err := bodyUsage(a.cell.DestKind, a.cell.DestOp, body, resp.Header)
+					return u, found && err == nil
+				}}
+		}
+		err := a.tr.Synthesize(out, resp.StatusCode, resp.Header, body)
 		bill()
 		if err != nil {
 			res.End = vocab.EndClientDropped
