@@ -329,3 +329,17 @@ func TestUsageIncludeAlphaChat(t *testing.T) {
 		})
 	}
 }
+
+// An upstream's own X-Tollgate-* cost headers never reach the client: only the gateway says what is charged.
+func TestUpstreamCostHeadersDropped(t *testing.T) {
+	b := setup(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(hdrCost, "999")
+		w.Header().Set(hdrSource, "forged")
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n")
+	})
+	rec := b.post(t, `{"model":"chat","stream":true}`)
+	if rec.Header().Get(hdrCost) != "" || rec.Header().Get(hdrSource) != "" {
+		t.Fatalf("the upstream's cost headers reached the client: %v", rec.Header())
+	}
+}

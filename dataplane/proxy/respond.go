@@ -60,9 +60,11 @@ type Result struct {
 // errCutBeforeFirstByte is the attempt failure of an upstream that broke its response before a body byte.
 var errCutBeforeFirstByte = errors.New("the upstream response broke before its first body byte")
 
-// hopResponseHeaders are not copied from the upstream response.
+// hopResponseHeaders are not copied from the upstream response: hop-by-hop headers, the request id (the
+// gateway's wins) and the gateway's cost fields (an upstream cannot say what the caller is charged).
 var hopResponseHeaders = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
-	"Transfer-Encoding": true, "Upgrade": true, "Trailer": true, "Te": true, "X-Request-Id": true}
+	"Transfer-Encoding": true, "Upgrade": true, "Trailer": true, "Te": true, "X-Request-Id": true,
+	hdrCost: true, hdrRule: true, hdrRuleVersion: true, hdrTier: true, hdrSource: true}
 
 // passthroughResponder relays an upstream answer unchanged. Streams (SSE and gamma's JSON array) are read
 // by the dataplane/sse decoders — the one framing code — and every upstream read reaches the client as it
