@@ -54,7 +54,29 @@ func (c *call) costHeaders(hdr http.Header, res Result) {
 	}
 	c.absorb(&res)
 	c.status, c.end = res.Status, res.End
-	setCost(hdr, c.h.price(c))
+	p := c.h.price(c)
+	c.told, c.toldFrom, c.toldSet = p, c.priceInputs(), true
+	setCost(hdr, p)
+}
+
+// priceInputs are what the price of the request's outcome depends on (settle.Price): when they are the
+// same at settlement, the record takes the price the answer told instead of computing it again.
+type priceInputs struct {
+	usage      usage.Usage
+	usageFound bool
+	source     vocab.UsageSource
+	end        vocab.EndState
+	provider   int64
+	model      string
+	tier       string
+}
+
+func (c *call) priceInputs() priceInputs {
+	var pid int64
+	if c.cand.Provider != nil {
+		pid = c.cand.Provider.ID
+	}
+	return priceInputs{c.usage, c.usageFound, c.source, c.end, pid, c.cand.UpstreamModel, c.reqTier}
 }
 
 func (c *call) costTrailers(hdr http.Header, stream bool) {
@@ -71,17 +93,20 @@ func (h *Handler) price(c *call) settle.Priced { return settle.Price(h.outcome(c
 
 // setCost writes the five cost fields on hdr (headers, or trailers once the headers were written).
 func setCost(hdr http.Header, p settle.Priced) {
-	hdr[hdrCost] = []string{p.Cost}
-	hdr[hdrRule] = []string{strconv.FormatInt(p.RuleID, 10)}
-	hdr[hdrRuleVersion] = []string{strconv.FormatInt(p.RuleVersion, 10)}
-	if p.Tier != "" {
-		hdr[hdrTier] = []string{p.Tier}
-	}
 	src := p.Source
 	if src == "" {
 		src = vocab.SourceNone
 	}
-	hdr[hdrSource] = []string{string(src)}
+	// One backing array for the five values (one allocation, not five).
+	v := [...]string{p.Cost, strconv.FormatInt(p.RuleID, 10), strconv.FormatInt(p.RuleVersion, 10), string(src), p.Tier}
+	vals := v[:]
+	hdr[hdrCost] = vals[0:1:1]
+	hdr[hdrRule] = vals[1:2:2]
+	hdr[hdrRuleVersion] = vals[2:3:3]
+	hdr[hdrSource] = vals[3:4:4]
+	if p.Tier != "" {
+		hdr[hdrTier] = vals[4:5:5]
+	}
 }
 
 // absorb keeps a responder's result in c: the upstream's usage, else the local count of the upstream request

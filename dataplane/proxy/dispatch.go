@@ -375,6 +375,9 @@ func (h *Handler) settle(ctx context.Context, c *call) {
 		return
 	}
 	o := h.outcome(c)
+	if c.toldSet && !c.stored && c.priceInputs() == c.toldFrom {
+		o.Priced = &c.told // the same inputs: the record is priced as the answer told, without pricing again
+	}
 	if _, err := h.o.Recorder.Record(context.WithoutCancel(ctx), o, c.hold); err != nil {
 		h.o.Log.Error("record settlement", "request_id", c.reqID, "err", err)
 	}

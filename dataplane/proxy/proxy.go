@@ -168,6 +168,11 @@ type call struct {
 	usageChunk         bool
 	trailers, absorbed bool
 	out                outbound
+	// told is the price the answer's headers told, from toldFrom's inputs (toldSet): the record reuses it
+	// when its inputs are unchanged.
+	told     settle.Priced
+	toldFrom priceInputs
+	toldSet  bool
 
 	body    []byte
 	patch   []byte

@@ -48,6 +48,10 @@ type Outcome struct {
 	HTTPStatus     int
 	// Latency is the whole request; FirstByte the time to the first byte relayed (0: none).
 	Latency, FirstByte time.Duration
+	// Priced, when not nil, is Price of this outcome, already computed (the cost the caller was told in the
+	// answer's headers): BuildRecord takes it instead of pricing again. The caller sets it only when every
+	// input of the price is the one it was computed from.
+	Priced *Priced
 }
 
 // Priced is what BuildRecord prices an outcome at: the usage it settles, where that usage came from, the
@@ -171,7 +175,12 @@ func consumed(s vocab.EndState) bool {
 //
 // PendingMicros is set by Recorder.Record from the request's hold.
 func BuildRecord(o Outcome) *settlementv1.SettlementRecord {
-	pr := price(o)
+	var pr Priced
+	if o.Priced != nil {
+		pr = *o.Priced
+	} else {
+		pr = price(o)
+	}
 	if pr.Flag != "" {
 		if c := outOfBounds.Load(); c != nil {
 			(*c).Inc()
