@@ -19,15 +19,23 @@ func TestPriceIsTheRecords(t *testing.T) {
 		Rule: rule, EstimateTokens: 250, EndState: vocab.EndCompleted, HTTPStatus: 200}
 	local := usage.Usage{Input: 40, Output: 9}
 	cases := map[string]func(o *settle.Outcome){
-		"upstream":       func(o *settle.Outcome) { o.Upstream, o.UpstreamFound = usage.Usage{Input: 1234, Output: 77, CacheRead: 100}, true },
-		"reported tier":  func(o *settle.Outcome) { o.Upstream, o.UpstreamFound = usage.Usage{Input: 10, Output: 3, ReportedTier: "priority"}, true },
-		"requested tier": func(o *settle.Outcome) { o.RequestedTier, o.Upstream, o.UpstreamFound = "flex", usage.Usage{Input: 10, Output: 3}, true },
-		"local":          func(o *settle.Outcome) { o.Local = &local },
-		"estimated":      func(o *settle.Outcome) {},
-		"none":           func(o *settle.Outcome) { o.EndState = vocab.EndUpstreamError },
-		"no rule":        func(o *settle.Outcome) { o.Rule, o.Upstream, o.UpstreamFound = nil, usage.Usage{Input: 5}, true },
-		"out of bounds":  func(o *settle.Outcome) { o.Upstream, o.UpstreamFound = usage.Usage{Input: 1 << 50}, true },
-		"not billed":     func(o *settle.Outcome) { o.Operation, o.Upstream, o.UpstreamFound = vocab.OpCountTokens, usage.Usage{Input: 5}, true },
+		"upstream": func(o *settle.Outcome) {
+			o.Upstream, o.UpstreamFound = usage.Usage{Input: 1234, Output: 77, CacheRead: 100}, true
+		},
+		"reported tier": func(o *settle.Outcome) {
+			o.Upstream, o.UpstreamFound = usage.Usage{Input: 10, Output: 3, ReportedTier: "priority"}, true
+		},
+		"requested tier": func(o *settle.Outcome) {
+			o.RequestedTier, o.Upstream, o.UpstreamFound = "flex", usage.Usage{Input: 10, Output: 3}, true
+		},
+		"local":         func(o *settle.Outcome) { o.Local = &local },
+		"estimated":     func(o *settle.Outcome) {},
+		"none":          func(o *settle.Outcome) { o.EndState = vocab.EndUpstreamError },
+		"no rule":       func(o *settle.Outcome) { o.Rule, o.Upstream, o.UpstreamFound = nil, usage.Usage{Input: 5}, true },
+		"out of bounds": func(o *settle.Outcome) { o.Upstream, o.UpstreamFound = usage.Usage{Input: 1 << 50}, true },
+		"not billed": func(o *settle.Outcome) {
+			o.Operation, o.Upstream, o.UpstreamFound = vocab.OpCountTokens, usage.Usage{Input: 5}, true
+		},
 	}
 	for name, mutate := range cases {
 		o := base
