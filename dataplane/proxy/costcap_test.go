@@ -10,6 +10,8 @@ import (
 
 	"github.com/ericlagergren/decimal"
 
+	configv1 "github.com/tollgate/tollgate/shared/gen/tollgate/config/v1"
+	snapshotv1 "github.com/tollgate/tollgate/shared/gen/tollgate/snapshot/v1"
 	"github.com/tollgate/tollgate/shared/pricing"
 )
 
@@ -133,5 +135,25 @@ func TestCostEstimate(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 404 || !strings.Contains(string(got), "model_not_found") {
 		t.Fatalf("unknown model: %d %s, want the real request's error", resp.StatusCode, got)
+	}
+}
+
+// A key whose costs are not disclosed is still protected by its cap, but the 402 names only the code and the
+// cap, not the worst case or the rule; the quote is an unknown path for it.
+func TestCostCapUndisclosed(t *testing.T) {
+	off := func(s *snapshotv1.Snapshot) { s.GatewaySettings = &configv1.GatewaySettings{CostDisclosure: false} }
+	_, front, mock := setupMock(t, costCells, off)
+	code, got := capRequest(t, front, "/v1/messages", `{"model":"chat","max_tokens":300,"messages":[{"role":"user","content":"hi"}]}`, "0.0000001")
+	if code != 402 || !strings.Contains(got, `"tollgate":{"code":"cost_cap_exceeded","max_cost":"0.0000001"}`) || strings.Contains(got, "worst_case") {
+		t.Fatalf("undisclosed 402: %d %s", code, got)
+	}
+	resp := postTo(t, front, estimatePath, `{"endpoint":"/v1/chat/completions","request":{"model":"chat","max_tokens":1,"messages":[]}}`, nil)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 404 || !strings.Contains(string(body), "no such endpoint") {
+		t.Fatalf("undisclosed estimate: %d %s", resp.StatusCode, body)
+	}
+	if mock.Count() != 0 {
+		t.Fatal("the upstream was called")
 	}
 }
