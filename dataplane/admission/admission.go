@@ -349,6 +349,13 @@ func (k Keys) RPM(keyID, window int64) string {
 // Hold is the marker of a request's hold: qh:{request id}, 'h' while held, 'x' once refunded or released.
 func (k Keys) Hold(requestID string) string { return k.kind("qh") + requestID }
 
+// RequestCost is a request's cost-lookup marker: rc:{request id}, the id of the API key that made it, for
+// costMarkerTTL from admission (docs/cost.md, "Cost by request id").
+func (k Keys) RequestCost(requestID string) string { return k.kind("rc") + requestID }
+
+// costMarkerTTL is the lifetime of a cost-lookup marker (admit.lua's literal).
+const costMarkerTTL = 24 * time.Hour
+
 // TPM is the token count of a key in one minute window.
 func (k Keys) TPM(keyID, window int64) string {
 	return k.kind("rl") + strconv.FormatInt(keyID, 10) + ":" + strconv.FormatInt(window, 10) + ":t"
@@ -377,10 +384,10 @@ func (a *Admitter) Admit(ctx context.Context, req Request) (Hold, error) {
 	if marked {
 		h.Micros, h.RequestID, h.Expiring = est, req.ID, true
 	}
-	names := make([]string, 0, 1+2*len(limiters)+3*len(scopes))
+	names := make([]string, 0, 2+2*len(limiters)+3*len(scopes))
 	names = append(names, keys.Hold(req.ID))
 	ttl := int64(a.ttl / time.Second)
-	args := make([]any, 0, 7+2*len(limiters)+3*len(scopes))
+	args := make([]any, 0, 8+2*len(limiters)+3*len(scopes))
 	args = append(args, len(limiters), tokens, est, ttl, now.UnixMilli(), h.Member(), now.UnixMilli()+ttl*1000)
 	for _, l := range limiters {
 		if l.Scope == vocab.ScopeKey {
@@ -394,6 +401,13 @@ func (a *Admitter) Admit(ctx context.Context, req Request) (Hold, error) {
 		names = append(names, keys.PendingIn(s.Scope, s.ID, s.Period), keys.UsedIn(s.Scope, s.ID, s.Period),
 			keys.Holds(s.Scope, s.ID, s.Period))
 		args = append(args, s.LimitMicros, max(s.SnapshotUsedMicros, 0), max(s.SnapshotEpoch, 0))
+	}
+	// The cost-lookup marker (docs/cost.md): which key made this request, until it settled and after.
+	names = append(names, keys.RequestCost(req.ID))
+	if ValidRequestID(req.ID) && req.KeyID != 0 {
+		args = append(args, req.KeyID)
+	} else {
+		args = append(args, "")
 	}
 	if time.Now().UnixNano() < a.downUntil.Load() {
 		return Hold{}, a.failed(ErrUnavailable)

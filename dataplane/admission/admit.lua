@@ -7,13 +7,16 @@
 -- then per scope i = 1..n: KEYS[b+3i-2] qp:{scope}:{id}[:{period}] (pending micros),
 -- KEYS[b+3i-1] qu:{scope}:{id}[:{period}] (cost_used mirror: '<micros>' at adjustment epoch 0 or
 -- '<micros>:<epoch>'), KEYS[b+3i] qe:{scope}:{id}[:{period}] (the holds of qp: as a sorted set, member
--- '<micros>:<request id>', score its expiry in unix ms), with b = 1 + 2nl.
+-- '<micros>:<request id>', score its expiry in unix ms), with b = 1 + 2nl; last, KEYS[#KEYS] the request's
+-- cost-lookup marker rc:{request id} (docs/cost.md, "Cost by request id").
 -- ARGV[1] nl (one digit: at most the key and its org, team and user), ARGV[2] estimated tokens, ARGV[3]
 -- estimate micros, ARGV[4] pending TTL seconds, ARGV[5] now in unix ms, ARGV[6] the hold's member, ''
 -- for no marker (a marker needs a request id, an estimate and scopes to reserve on; the marker lives
 -- 7 days, admission.go's markerTTL), ARGV[7] the hold's expiry in unix ms (now + pending TTL), then per
 -- limiter its rpm and tpm limits ('0' = none), then per scope its limit micros, snapshot cost_used micros
--- (of the period) and snapshot adjustment epoch.
+-- (of the period) and snapshot adjustment epoch; last, ARGV[#ARGV] the API key id the cost-lookup marker
+-- names ('' for no marker: the request has no valid id), set for 24 hours (admission.go's costMarkerTTL)
+-- whatever the outcome, as every admitted or refused request has a settlement record.
 -- Reply: 100 × outcome + index. 0 admitted; 100+j limiter j's rpm; 200+j limiter j's tpm; 300+i scope i
 -- over quota; 400 this request's reservation was released already (its caller gave up on an earlier copy
 -- of this call): nothing done.
@@ -48,10 +51,11 @@ local est = tonumber(A[3])
 local member = A[6]
 local marked = member ~= ''
 local b = 1 + 2 * nl
-local n = (#K - b) / 3
+local n = (#K - b - 1) / 3
 local la = 7 -- ARGV of limiter j: la + 2j - 1 (rpm), la + 2j (tpm)
 local sa = 7 + 2 * nl -- ARGV of scope i: sa + 3i - 2 .. sa + 3i
 
+if A[#A] ~= '' then call('SET', K[#K], A[#A], 'EX', '86400') end
 if marked then
   local m = call('GET', K[1])
   if m == 'h' then return 0 end

@@ -67,7 +67,8 @@ func TestAdmitKeyTTLs(t *testing.T) {
 	if !errors.Is(err, admission.ErrQuotaExceeded) {
 		t.Fatalf("Admit on a spent quota = %v", err)
 	}
-	if keys := admissiontest.Keys(t, rdb, prefix); len(keys) != 0 {
-		t.Errorf("a refused admission left %v", keys)
+	// Only the request's cost-lookup marker stays: a refused request has a (rejected) record to look up.
+	if keys := admissiontest.Keys(t, rdb, prefix); len(keys) != 1 || keys[0] != prefix+"rc:req_no" {
+		t.Errorf("a refused admission left %v, want only its cost-lookup marker", keys)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/tollgate/tollgate/dataplane/cpclient"
 	"github.com/tollgate/tollgate/dataplane/proxy"
 	"github.com/tollgate/tollgate/dataplane/redisbatch"
+	"github.com/tollgate/tollgate/dataplane/reqcost"
 	"github.com/tollgate/tollgate/dataplane/settle"
 	"github.com/tollgate/tollgate/dataplane/syncer"
 	dptelemetry "github.com/tollgate/tollgate/dataplane/telemetry"
@@ -104,6 +105,8 @@ type Server struct {
 	Admitter  *admission.Admitter
 	Recorder  *settle.Recorder
 	Forwarder *settle.Forwarder
+	// costCP is the control-plane client of the cost lookup (dataplane/reqcost; docs/cost.md).
+	costCP *cpclient.Client
 
 	ln net.Listener
 	// pprof serves net/http/pprof on TOLLGATE_PPROF_ADDR (WithPprof); nil when off.
@@ -176,6 +179,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		s.Syncer.Close()
 		return nil, err
 	}
+	// The cost lookup asks the control plane for settled rows over a client of its own (dialed on first use).
+	if s.costCP, err = cpclient.New(cp); err != nil {
+		rdb.Close()
+		s.Syncer.Close()
+		return nil, err
+	}
+	costs := reqcost.New(reqcost.Options{ControlPlane: s.costCP, Redis: rdb, Prefix: cfg.RedisKeyPrefix, Shards: cfg.RedisShards,
+		Timeout: cfg.RedisTimeout})
 	s.Upstream = upstream.New(upstream.Options{ConnectTimeout: cfg.UpstreamConnectTimeout, IdleTimeout: cfg.UpstreamIdleTimeout,
 		ResponseHeaderTimeout: cfg.UpstreamResponseTimeout, CredentialCooldown: cfg.CredentialCooldown})
 	// Request-path telemetry wraps the proxy's seams: its admitter, its recorder, its upstream transport
@@ -189,6 +200,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Optio
 		Admitter:     s.Telemetry.Admitter(s.Admitter),
 		Recorder:     s.Telemetry.Recorder(s.Recorder),
 		Transformer:  &proxy.Translator{KeepaliveInterval: cfg.KeepaliveInterval},
+		Costs:        costs,
 		LocalUsage:   proxy.CountLocally,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		// A plain answer is held whole up to this before its headers leave (docs/dataplane.md step 12).
@@ -375,7 +387,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.Log.Info("data plane listening", "http", s.Addr(), "node", s.Config.NodeID)
 	return process.Run(ctx, s.Log, s.Config.ShutdownTimeout,
 		servers,
-		func(context.Context) error { s.Syncer.Close(); return nil },
+		func(context.Context) error { s.Syncer.Close(); _ = s.costCP.Close(); return nil },
 		func(ctx context.Context) error { // every in-flight request has recorded; deliver what we can
 			stopForward()
 			<-forwarded

@@ -19,4 +19,7 @@ type ErrorFields struct {
 	GammaStatus string
 	RetryDelay  string
 	Reason      string
+	// Tollgate, when not nil, is the gateway's machine-readable object of the error (docs/cost.md, the cost
+	// cap's 402): alpha and beta error.tollgate, gamma the ErrorInfo detail's metadata (values as strings).
+	Tollgate map[string]any
 }

@@ -34,6 +34,10 @@ const (
 	CodeUpstreamFailed    = "upstream_failed"
 	CodeUpstreamTimeout   = "upstream_timeout"
 	CodeInternal          = "internal_error"
+	// CodeCostCapExceeded: no candidate's worst case fits the request's X-Tollgate-Max-Cost (402);
+	// CodeInvalidCostCap: the header's syntax (400). docs/cost.md, "A cost cap per request".
+	CodeCostCapExceeded = "cost_cap_exceeded"
+	CodeInvalidCostCap  = "invalid_cost_cap"
 )
 
 // Error is an error answered to a client. Message is what the client sees; Cause is only logged.
@@ -46,7 +50,9 @@ type Error struct {
 	// RetryAfter, when positive, is sent as the Retry-After header (whole seconds, rounded up) and as
 	// gamma's RetryInfo.
 	RetryAfter time.Duration
-	Cause      error
+	// Tollgate, when not nil, is the gateway's machine-readable object of the error (canon.ErrorFields.Tollgate).
+	Tollgate map[string]any
+	Cause    error
 }
 
 func (e *Error) Error() string {
@@ -170,7 +176,10 @@ func Render(kind vocab.Kind, f Fields) []byte {
 // Body renders e in the error shape of kind's dialect family.
 func Body(kind vocab.Kind, e *Error) []byte {
 	f := Fields{Status: e.Status, Message: e.Message, AlphaType: alphaType(e.Status, e.Code), AlphaCode: &e.Code,
-		Param: e.Param, BetaType: betaType(e.Status), GammaStatus: gammaStatus(e.Status), Reason: e.Code}
+		Param: e.Param, BetaType: betaType(e.Status), GammaStatus: gammaStatus(e.Status), Reason: e.Code, Tollgate: e.Tollgate}
+	if e.Code == CodeCostCapExceeded {
+		f.Reason = "COST_CAP_EXCEEDED" // gamma's ErrorInfo reason, in Google's form (docs/cost.md)
+	}
 	if kind.Family() == vocab.KindBeta && (e.Code == CodeUnsupportedOperation || e.Code == CodeModelUnpriced || e.Code == CodeModelNotAllowed) {
 		// beta bodies have no code member: the gateway's code leads the message, machine-readable, where
 		// the beta error type alone cannot tell it apart (an unpriced-model refusal and a model the key

@@ -168,38 +168,19 @@ type waiter interface {
 // transform_to attempt) and the output the responder collected. An error means nothing was written: an
 // *httperr.Error to answer, or a failed attempt (Result.Failed).
 func (h *Handler) respond(ctx context.Context, w http.ResponseWriter, c *call, out outbound, resp *http.Response) error {
+	c.out, c.absorbed = out, false
 	res := out.resp.Respond(ctx, w, resp)
 	resp.Body.Close()
 	if res.Failed != nil {
 		return res.Failed
 	}
-	// The usage the upstream reported is kept even when its answer cannot reach the client (Refused): the
-	// provider charged for it.
-	c.usage, c.usageFound = res.Usage, res.UsageFound
-	if res.UsageFound {
-		c.source = vocab.SourceUpstream
-	}
+	c.absorb(&res)
 	if res.Refused != nil {
 		return res.Refused
 	}
 	c.status, c.end, c.firstByte, c.abortClient = res.Status, res.End, res.FirstByte, res.Abort
-	switch {
-	case res.UsageFound && res.OutputUnreported && res.OutputBytes > 0 && h.o.LocalUsage != nil && c.billable() && consumedEnd(res.End):
-		// The input side as reported, the output the provider generated counted from the relayed text
-		// (docs/settlement.md, "Settlement record"); without relayed text or a count the reported usage
-		// (message_start's placeholder output) stands.
-		if lu, found := h.o.LocalUsage(out.kind, out.op, c.cand.UpstreamModel, out.body, res.Output, res.OutputBytes); found {
-			u := res.Usage
-			u.Output = lu.Output
-			c.usage, c.source = u, vocab.SourceLocal
-		}
-	case res.UsageFound: // billed as reported
-	case h.o.LocalUsage != nil && res.Status < 300 && c.billable():
-		// The upstream request and the upstream's output text, counted in the upstream's dialect.
-		if u, found := h.o.LocalUsage(out.kind, out.op, c.cand.UpstreamModel, out.body, res.Output, res.OutputBytes); found {
-			u.ReportedTier = res.Usage.ReportedTier // the upstream's reported tier still wins when counting locally
-			c.usage, c.usageFound, c.source = u, true, vocab.SourceLocal
-		}
+	if c.trailers {
+		setCost(w.Header(), h.price(c)) // after the body: sent as trailers when the handler returns
 	}
 	return nil
 }
@@ -215,6 +196,9 @@ func (h *Handler) prepare(r *http.Request, c *call, cc candidateCell) (outbound,
 				return outbound{}, he
 			}
 			return outbound{}, httperr.Malformed(err.Error(), err)
+		}
+		if ct, ok := tr.(interface{ setCost(costTeller) }); ok {
+			ct.setCost(c)
 		}
 		method, pq, hdr, body := tr.Request()
 		out := outbound{method: method, url: p.BaseURL + pq, header: upstream.OutboundHeader(r.Header), body: body,
@@ -248,8 +232,11 @@ func (h *Handler) prepare(r *http.Request, c *call, cc candidateCell) (outbound,
 		out.body = c.patch
 	}
 	c.pt.class, c.pt.billable, c.pt.collect = c.class, c.billable(), h.o.LocalUsage != nil
-	c.pt.dropUsage = c.askUsage() // the relay drops the usage chunk the client did not ask for
-	c.pt.ids = 0
+	// The relay drops the usage chunk the client did not ask for, unless it asked for its cost, which the
+	// usage chunk carries.
+	c.pt.costEvents = c.asksStreamCost()
+	c.pt.dropUsage = c.askUsage() && !c.pt.costEvents && !c.usageChunk
+	c.pt.ids, c.pt.cost = 0, c
 	if storesIDs(c.class) {
 		c.pt.ids = p.ID // the ids of stored responses and conversations name their provider
 	}
@@ -387,6 +374,23 @@ func (h *Handler) settle(ctx context.Context, c *call) {
 		}
 		return
 	}
+	o := h.outcome(c)
+	if c.toldSet && !c.stored && c.priceInputs() == c.toldFrom {
+		o.Priced = &c.told // the same inputs: the record is priced as the answer told, without pricing again
+	}
+	if _, err := h.o.Recorder.Record(context.WithoutCancel(ctx), o, c.hold); err != nil {
+		h.o.Log.Error("record settlement", "request_id", c.reqID, "err", err)
+	}
+}
+
+// consumedEnd reports whether a request that ended so delivered output the provider generated (completed,
+// interrupted, or left by its client).
+func consumedEnd(e vocab.EndState) bool {
+	return e == vocab.EndCompleted || e == vocab.EndUpstreamInterrupted || e == vocab.EndClientDropped
+}
+
+// outcome is the facts of how the request ended, as its settlement record takes them (settle.Outcome).
+func (h *Handler) outcome(c *call) settle.Outcome {
 	k, p := c.key, c.cand.Provider
 	var providerID int64
 	var rule *pricing.Rule
@@ -426,13 +430,5 @@ func (h *Handler) settle(ctx context.Context, c *call) {
 	if !c.firstByte.IsZero() {
 		o.FirstByte = c.firstByte.Sub(c.start)
 	}
-	if _, err := h.o.Recorder.Record(context.WithoutCancel(ctx), o, c.hold); err != nil {
-		h.o.Log.Error("record settlement", "request_id", c.reqID, "err", err)
-	}
-}
-
-// consumedEnd reports whether a request that ended so delivered output the provider generated (completed,
-// interrupted, or left by its client).
-func consumedEnd(e vocab.EndState) bool {
-	return e == vocab.EndCompleted || e == vocab.EndUpstreamInterrupted || e == vocab.EndClientDropped
+	return o
 }

@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ericlagergren/decimal"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
@@ -68,6 +69,8 @@ type Options struct {
 	// Admitter is nil to skip admission (tests); Recorder nil drops records (tests).
 	Admitter Admitter
 	Recorder Recorder
+	// Costs answers the cost lookup and keeps its markers (dataplane/reqcost); nil answers the lookup 404.
+	Costs CostLookup
 	// Transformer serves transform_to cells; nil answers them as unsupported.
 	Transformer Transformer
 	// LocalUsage is the local token counter used when the upstream reports no usage (may be nil).
@@ -153,6 +156,23 @@ type call struct {
 	// holding the resource, storedPath the upstream path; it is not billed.
 	stored     bool
 	storedPath string
+	// maxCost is the request's cost cap (X-Tollgate-Max-Cost), nil when it sets none.
+	maxCost *decimal.Big
+	// h is the handler serving the call; disclose says the key is shown its costs (Compiled.DisclosesCost),
+	// askCost that the client asked for its stream's cost (docs/cost.md); trailers that the cost trailers
+	// were declared; out is the attempt being answered and absorbed that its result was kept (absorb).
+	h                 *Handler
+	disclose, askCost bool
+	// usageChunk says an alpha chat client asked for usage OpenRouter's way ("usage": {"include": true}):
+	// its stream keeps the usage chunk (with the cost when disclosed).
+	usageChunk         bool
+	trailers, absorbed bool
+	out                outbound
+	// told is the price the answer's headers told, from toldFrom's inputs (toldSet): the record reuses it
+	// when its inputs are unchanged.
+	told     settle.Priced
+	toldFrom priceInputs
+	toldSet  bool
 
 	body    []byte
 	patch   []byte
@@ -215,7 +235,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			panic(p)
 		}
 	}()
-	c.start = h.o.Now()
+	c.start, c.h = h.o.Now(), h
 	c.reqID = newRequestID()
 	w.Header()["X-Request-Id"] = []string{c.reqID}
 	if err := h.serve(w, r, c); err != nil {
@@ -249,14 +269,17 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, c *call, err er
 		w.Header()["Connection"] = []string{"close"}
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // only reads: the refusal is still written
 	}
-	httperr.Write(w, kind, e)
 	c.status = e.Status
+	if c.dispatched && c.end == "" {
+		c.end = vocab.EndUpstreamError
+	}
+	if c.dispatched && c.disclose {
+		setCost(w.Header(), h.price(c)) // a refusal after dispatch has a record too (cost 0 unless work was done)
+	}
+	httperr.Write(w, kind, e)
 	if !c.dispatched {
 		h.count(c, e.Status)
 		return
-	}
-	if c.end == "" {
-		c.end = vocab.EndUpstreamError
 	}
 	h.finish(r.Context(), w, c)
 }
@@ -309,31 +332,35 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 	// before a byte of its body is read (docs/dataplane.md "Memory bounded by what was received").
 	class, ok := Classify(r.Method, r.URL.Path, r.URL.RawQuery, r.Header)
 	if !ok {
+		if id, ok := costLookupID(r.URL.Path); ok && r.Method == http.MethodGet {
+			return h.lookupCost(w, r, c, id)
+		}
+		if r.URL.Path == estimatePath && r.Method == http.MethodPost {
+			return h.estimateCost(w, r, c)
+		}
 		return httperr.NotFound(r.Method, r.URL.Path)
 	}
 	c.class = class
-	snap := h.o.Snapshot()
-	if snap == nil {
-		return &httperr.Error{Status: http.StatusServiceUnavailable, Code: "not_ready", Message: "the gateway has no configuration yet"}
+	if err := h.authenticate(r, c); err != nil {
+		return err
 	}
-	c.snap = snap
-	secret := clientKey(r)
-	if secret == "" {
-		return httperr.Unauthorized("missing API key")
+	snap, key := c.snap, c.key
+	if c.disclose = snap.DisclosesCost(key); c.disclose {
+		c.askCost = asksCost(r)
 	}
-	key := snap.LookupKey(secret)
-	if key == nil {
-		return httperr.Unauthorized("invalid API key")
-	}
-	if !key.Usable(c.start) {
-		return httperr.Unauthorized("API key is disabled or expired")
-	}
-	c.key = key
 	if err := h.readBody(w, r, c); err != nil {
 		return err
 	}
 	if err := h.readRequest(r, c); err != nil {
 		return err
+	}
+	if err := readCostCap(r, c); err != nil {
+		return err
+	}
+	if c.class.Kind == vocab.KindAlphaChatCompletions && c.class.ModelInBody {
+		if err := h.usageInclude(r, c); err != nil {
+			return err
+		}
 	}
 	class = c.class
 	if class.Op == vocab.OpListModels {
@@ -357,6 +384,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, c *call) error {
 		return nil
 	}
 	c.dispatched = true
+	if err := h.applyCostCap(c); err != nil {
+		c.cand, c.end = c.usable[0], vocab.EndRejected // refused before any upstream call or reservation
+		return err
+	}
 	if err := h.admit(r.Context(), c); err != nil {
 		// Refused by admission (rate limit or quota): nothing was reserved; the refusal is recorded as a
 		// rejected row at cost 0 so operators see refused traffic.
@@ -601,6 +632,9 @@ func (h *Handler) admit(ctx context.Context, c *call) error {
 		req.EstimateMicros = c.estimate
 	}
 	if req.RPMLimit == 0 && req.TPMLimit == 0 && len(req.Scopes) == 0 && !admission.ScopeRateLimited(c.snap, key) {
+		if c.disclose && h.o.Costs != nil {
+			h.markAsync(ctx, c) // the admission script writes the marker; without it, written on its own
+		}
 		return nil // nothing to check: no Redis round trip
 	}
 	hold, err := h.o.Admitter.Admit(ctx, req)

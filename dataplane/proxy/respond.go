@@ -60,9 +60,11 @@ type Result struct {
 // errCutBeforeFirstByte is the attempt failure of an upstream that broke its response before a body byte.
 var errCutBeforeFirstByte = errors.New("the upstream response broke before its first body byte")
 
-// hopResponseHeaders are not copied from the upstream response.
+// hopResponseHeaders are not copied from the upstream response: hop-by-hop headers, the request id (the
+// gateway's wins) and the gateway's cost fields (an upstream cannot say what the caller is charged).
 var hopResponseHeaders = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
-	"Transfer-Encoding": true, "Upgrade": true, "Trailer": true, "Te": true, "X-Request-Id": true}
+	"Transfer-Encoding": true, "Upgrade": true, "Trailer": true, "Te": true, "X-Request-Id": true,
+	hdrCost: true, hdrRule: true, hdrRuleVersion: true, hdrTier: true, hdrSource: true}
 
 // passthroughResponder relays an upstream answer unchanged. Streams (SSE and gamma's JSON array) are read
 // by the dataplane/sse decoders — the one framing code — and every upstream read reaches the client as it
@@ -78,9 +80,14 @@ type passthroughResponder struct {
 	billable  bool
 	collect   bool // keep the output text for local counting (a local counter is configured)
 	dropUsage bool // the gateway asked for the usage chunk: leave it out of the client's stream
+	// costEvents says the client asked for its stream's cost: the final usage event carries it (costSlot).
+	costEvents bool
+	costB      []byte // scratch of the cost members
 	// ids, when set, is the provider whose stored-resource ids (responses, conversations) the answer's
 	// ids are rewritten to name (stored.go).
 	ids int64
+	// cost tells the call the answer's cost (cost headers or trailers); nil tells nothing.
+	cost costTeller
 
 	// holdMax is how many bytes of a plain answer are held before its headers are written (Options.HoldAnswerBytes).
 	holdMax int64
@@ -161,6 +168,9 @@ func (p *passthroughResponder) Respond(ctx context.Context, w http.ResponseWrite
 		return res
 	}
 	dst.Del("Content-Length")
+	if p.cost != nil {
+		p.cost.costTrailers(dst, true)
+	}
 	w.WriteHeader(resp.StatusCode)
 	if b := p.relayBiller(); b != nil {
 		p.stream(ctx, w, resp, buf[:n], err, b, nil, &res)
@@ -213,13 +223,33 @@ func (p *passthroughResponder) plain(ctx context.Context, w http.ResponseWriter,
 		res.Failed = fmt.Errorf("the upstream answer broke after %d bytes, before its end: %w", total, err)
 		return
 	}
+	scanned := false
+	switch {
+	case p.cost == nil:
+	case err != nil:
+		// Whole: its usage is read before the headers, which carry its cost (docs/cost.md).
+		res.End = vocab.EndCompleted
+		if !ok {
+			res.End = vocab.EndUpstreamError
+		}
+		if ok && p.billable {
+			for _, b := range held {
+				p.capture(b)
+			}
+			p.billCaptured(resp, res)
+		}
+		scanned = true
+		p.cost.costHeaders(w.Header(), *res)
+	default:
+		p.cost.costTrailers(w.Header(), false) // beyond the bound: the cost follows the body
+	}
 	w.WriteHeader(resp.StatusCode)
 	if err == nil {
 		// Longer than the bound: the headers leave now, so a client whose answer is cut later sees a 200
 		// whose body breaks (the connection is aborted), never no answer at all.
 		_ = http.NewResponseController(w).Flush()
 	}
-	p.copy(ctx, w, resp, held, err, ok, res)
+	p.copy(ctx, w, resp, held, err, ok && !scanned, res)
 }
 
 // holdBlock is the size of the blocks a plain answer is held in.
@@ -229,14 +259,16 @@ const holdBlock = 64 << 10
 // buffered answer for its usage members and keeping its first bytes for local counting.
 //
 // first is what was read before the headers were written (the first read, or a held plain answer) and err
-// the error that ended that reading.
-func (p *passthroughResponder) copy(ctx context.Context, w http.ResponseWriter, resp *http.Response, first [][]byte, err error, ok bool, res *Result) {
+// the error that ended that reading. capture says the answer's usage is still to be read (a 2xx answer not
+// scanned before its headers).
+func (p *passthroughResponder) copy(ctx context.Context, w http.ResponseWriter, resp *http.Response, first [][]byte, err error, capture bool, res *Result) {
 	buf := p.copyB
 	flusher, _ := w.(http.Flusher)
 	if !p.class.Stream {
 		flusher = nil
 	}
-	capture := ok && !p.class.Stream && p.billable
+	ok := resp.StatusCode < 300
+	capture = capture && !p.class.Stream && p.billable
 	for i := 0; ; i++ {
 		var chunk []byte
 		if i < len(first) {
@@ -255,10 +287,7 @@ func (p *passthroughResponder) copy(ctx context.Context, w http.ResponseWriter, 
 				flusher.Flush()
 			}
 			if capture {
-				_, _ = p.scan.Write(chunk)
-				if len(p.out) <= maxCollectedText { // the answer's first bytes, for local counting without usage
-					p.out = append(p.out, chunk[:min(len(chunk), maxCollectedText+1-len(p.out))]...)
-				}
+				p.capture(chunk)
 			}
 		}
 		if i < len(first)-1 {
@@ -279,9 +308,21 @@ func (p *passthroughResponder) copy(ctx context.Context, w http.ResponseWriter, 
 	default:
 		res.End, res.Abort = vocab.EndUpstreamInterrupted, true
 	}
-	if !capture {
-		return
+	if capture {
+		p.billCaptured(resp, res)
 	}
+}
+
+// capture reads a chunk of a buffered answer for its usage members, keeping its first bytes for local counting.
+func (p *passthroughResponder) capture(chunk []byte) {
+	_, _ = p.scan.Write(chunk)
+	if len(p.out) <= maxCollectedText { // the answer's first bytes, for local counting without usage
+		p.out = append(p.out, chunk[:min(len(chunk), maxCollectedText+1-len(p.out))]...)
+	}
+}
+
+// billCaptured reads the usage of a buffered answer from what capture kept.
+func (p *passthroughResponder) billCaptured(resp *http.Response, res *Result) {
 	// Only the usage members were kept, wherever they were in a body of any length; the reported tier is
 	// kept even when the body carries no token counts.
 	if red := p.scan.Reduced(); red != nil {
@@ -317,20 +358,22 @@ func (p *passthroughResponder) whole(w http.ResponseWriter, resp *http.Response,
 	if !changed {
 		out = body
 	}
+	if p.billable {
+		if u, found, err := bodyUsage(p.class.Kind, p.class.Op, body, resp.Header); err == nil {
+			res.Usage, res.UsageFound = u, found
+		}
+		if !res.UsageFound && p.collect && p.class.Op.IsGeneration() {
+			res.Output, res.OutputBytes = responseText(body)
+		}
+	}
+	res.End = vocab.EndCompleted
+	if p.cost != nil {
+		p.cost.costHeaders(w.Header(), *res)
+	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(resp.StatusCode)
-	res.End = vocab.EndCompleted
 	if _, werr := w.Write(out); werr != nil {
 		res.End = vocab.EndClientDropped
-	}
-	if !p.billable {
-		return
-	}
-	if u, found, err := bodyUsage(p.class.Kind, p.class.Op, body, resp.Header); err == nil {
-		res.Usage, res.UsageFound = u, found
-	}
-	if !res.UsageFound && p.collect && p.class.Op.IsGeneration() {
-		res.Output, res.OutputBytes = responseText(body)
 	}
 }
 
@@ -409,7 +452,7 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 			p.sseD.Reset(u)
 		}
 		d := p.sseD
-		events := p.dropUsage || p.ids != 0
+		events := p.dropUsage || p.ids != 0 || p.costEvents
 		if events {
 			d.KeepRaw() // event by event: each event's raw bytes are written before the next upstream read
 		} else {
@@ -421,12 +464,40 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 			if err == nil {
 				read(ev.Data, rel)
 			}
+			observed := false
 			if events {
+				var slot []string
+				if err == nil && p.costEvents {
+					slot = costSlot(p.class.Kind, rel)
+				}
 				switch {
 				case err != nil:
 					u.pending = append(u.pending, d.Raw()...)
 				case p.dropUsage && rel.UsageChunk:
 					// left out
+				case slot != nil:
+					// The final usage event: billed first, then told its cost (its stored ids encoded too).
+					observe(ev.Name, ev.Data)
+					observed = true
+					data := ev.Data
+					if p.ids != 0 {
+						if enc, ok := encodeEventIDs(data, p.ids); ok {
+							data = enc
+						}
+					}
+					if out, ok := p.withStreamCost(data, slot, bill, acc); ok {
+						if p.ids != 0 {
+							u.pending = sse.AppendEvent(u.pending, ev.Name, out)
+						} else {
+							u.pending = spliceEvent(u.pending, d.Raw(), ev.Name, ev.Data, out)
+						}
+						break
+					}
+					if p.ids != 0 {
+						u.pending = sse.AppendEvent(u.pending, ev.Name, data)
+						break
+					}
+					u.pending = append(u.pending, d.Raw()...)
 				case p.ids != 0:
 					if data, ok := encodeEventIDs(ev.Data, p.ids); ok {
 						u.pending = sse.AppendEvent(u.pending, ev.Name, data)
@@ -443,7 +514,9 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 				}
 				break
 			}
-			observe(ev.Name, ev.Data)
+			if !observed {
+				observe(ev.Name, ev.Data)
+			}
 		}
 	} else {
 		if p.arrD == nil {
@@ -451,12 +524,19 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 		} else {
 			p.arrD.Reset(u)
 		}
-		u.tee = true
-		u.write(first)
-		for {
+		// A client that asked for its cost gets the array element by element (the final one told its cost);
+		// any other gets every read as it arrives.
+		u.tee = !p.costEvents
+		if u.tee {
+			u.write(first)
+		}
+		for n := 0; ; n++ {
 			el, err := p.arrD.Next()
 			if err != nil {
 				done = done || (errors.Is(err, io.EOF) && u.eof) // the array was closed
+				if !u.tee && done {
+					u.pending = jsonkit.AppendArrayEnd(u.pending, n)
+				}
 				if !errors.Is(err, io.EOF) && u.werr == nil && u.err == nil && !u.eof {
 					rest = u // already relayed as read: read on to the end
 				}
@@ -464,6 +544,15 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 			}
 			read(el, rel)
 			observe("", el)
+			if !u.tee {
+				out := el
+				if slot := costSlot(p.class.Kind, rel); slot != nil {
+					if b, ok := p.withStreamCost(el, slot, bill, acc); ok {
+						out = b
+					}
+				}
+				u.pending = append(jsonkit.AppendArraySep(u.pending, n), out...)
+			}
 		}
 	}
 	if rest != nil {
@@ -512,6 +601,19 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 			res.End = vocab.EndUpstreamInterrupted
 		}
 	}
+}
+
+// withStreamCost returns a final usage event's data with the cost members, priced from the stream's
+// billing so far (bill or acc), or false when the client is not told.
+func (p *passthroughResponder) withStreamCost(data []byte, slot []string, bill relayBiller, acc usage.Accumulator) ([]byte, bool) {
+	var u usage.Usage
+	var found bool
+	if bill != nil {
+		u, found = bill.Usage()
+	} else {
+		u, found = acc.Result()
+	}
+	return withCost(p.cost, &p.costB, data, slot, u, found)
 }
 
 // upReader is the upstream body as the stream decoders read it. In tee mode every read is written to the

@@ -81,9 +81,32 @@ type transformAttempt struct {
 	cell  snapshot.Cell
 	now   func() time.Time
 
+	cost costTeller // the call's cost headers and trailers (nil: none)
+
 	mu        sync.Mutex // serialises keepalive writes with Respond's
 	wrote     bool
 	firstByte time.Time
+}
+
+func (a *transformAttempt) setCost(ct costTeller) {
+	a.cost = ct
+	if a.class.Kind == vocab.KindAlphaChatCompletions && a.class.Stream && (ct.asksStreamCost() || ct.wantsUsageChunk()) {
+		a.tr.ShowUsage() // the usage chunk carries the cost
+	}
+}
+
+// tellTrailers declares the cost trailers of a stream (the client asked) before its headers are written.
+func (a *transformAttempt) tellTrailers(hdr http.Header) {
+	if a.cost != nil {
+		a.cost.costTrailers(hdr, true)
+	}
+}
+
+// tellHeaders sets the cost headers of a whole answer before its headers are written.
+func (a *transformAttempt) tellHeaders(hdr http.Header, res *Result) {
+	if a.cost != nil {
+		a.cost.costHeaders(hdr, *res)
+	}
 }
 
 func (a *transformAttempt) Request() (string, string, http.Header, []byte) {
@@ -106,6 +129,7 @@ func (a *transformAttempt) Wait(ctx context.Context, w http.ResponseWriter) (sto
 			defer a.mu.Unlock()
 			if !a.wrote {
 				w.Header().Set("Content-Type", a.tr.ContentType())
+				a.tellTrailers(w.Header())
 				w.WriteHeader(http.StatusOK)
 				a.wrote, a.firstByte = true, a.now()
 			}
@@ -149,9 +173,17 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 			return res
 		}
 		w.Header().Set("Content-Type", a.tr.ContentType())
+		a.tellTrailers(w.Header())
 		w.WriteHeader(http.StatusOK)
 		res.Status, res.FirstByte = http.StatusOK, a.now()
-		s := a.tr.NewStream(w)
+		var cw *costEventWriter
+		var out io.Writer = w
+		if a.cost != nil && a.cost.asksStreamCost() {
+			// The final usage event is told its cost (each encoder Write is one whole client event).
+			cw = &costEventWriter{w: w, kind: a.class.Kind, sse: a.class.Kind != vocab.KindGammaGenerateContent || a.class.GammaSSE, ct: a.cost}
+			out = cw
+		}
+		s := a.tr.NewStream(out)
 		var text *textCollector
 		switch a.cell.DestKind {
 		case vocab.KindAlphaChatCompletions, vocab.KindBetaMessages:
@@ -165,6 +197,18 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 			biller.ObserveHeader(resp.Header)
 		} else if acc = usage.NewStreamAccumulator(a.cell.DestKind, a.cell.DestOp); acc != nil {
 			acc.ObserveHeader(resp.Header)
+		}
+		if cw != nil {
+			cw.billed = func() (usage.Usage, bool) {
+				switch {
+				case bills:
+					u, found, _ := biller.Billed()
+					return u, found
+				case acc != nil:
+					return acc.Result()
+				}
+				return usage.Usage{}, false
+			}
 		}
 		// The relayed text: a beta upstream's from the decoded events; an alpha chat upstream's is every
 		// choice's content and tool-call arguments, read by alpha.ChunkText (the rule the providers' cut-stream
@@ -241,11 +285,25 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 	if mode == translate.ModeSynthesize {
 		if !a.wrote {
 			w.Header().Set("Content-Type", a.tr.ContentType())
+			a.tellTrailers(w.Header())
 			w.WriteHeader(http.StatusOK)
 			a.wrote = true
 		}
 		res.Status, res.FirstByte = http.StatusOK, a.now()
-		err := a.tr.Synthesize(w, resp.StatusCode, resp.Header, body)
+		var out io.Writer = w
+		if a.cost != nil && a.cost.asksStreamCost() && resp.StatusCode < 300 {
+			// The synthesised stream's final usage event is told its cost: the translator decoded the body
+			// before it writes the events, so its billing (else the body's own usage) is known then.
+			out = &costEventWriter{w: w, kind: a.class.Kind, sse: a.class.Kind != vocab.KindGammaGenerateContent || a.class.GammaSSE, ct: a.cost,
+				billed: func() (usage.Usage, bool) {
+					if u, ok := a.tr.Billed(resp.Header); ok {
+						return u, true
+					}
+					u, found, err := bodyUsage(a.cell.DestKind, a.cell.DestOp, body, resp.Header)
+					return u, found && err == nil
+				}}
+		}
+		err := a.tr.Synthesize(out, resp.StatusCode, resp.Header, body)
 		bill()
 		if err != nil {
 			res.End = vocab.EndClientDropped
@@ -263,8 +321,9 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 	}
 	if resp.StatusCode >= 300 {
 		cr := a.tr.Error(resp.StatusCode, resp.Header, body)
-		writeClient(w, cr, "application/json")
 		res.Status, res.FirstByte, res.End = cr.Status, a.now(), vocab.EndUpstreamError
+		a.tellHeaders(w.Header(), &res)
+		writeClient(w, cr, "application/json")
 		return res
 	}
 	out, err := a.tr.Response(body)
@@ -275,8 +334,9 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		res.Refused = e
 		return res
 	}
-	writeClient(w, translate.ClientResponse{Status: http.StatusOK, Body: out}, a.tr.ContentType())
 	res.Status, res.FirstByte, res.End = http.StatusOK, a.now(), vocab.EndCompleted
+	a.tellHeaders(w.Header(), &res)
+	writeClient(w, translate.ClientResponse{Status: http.StatusOK, Body: out}, a.tr.ContentType())
 	return res
 }
 

@@ -48,6 +48,76 @@ type Outcome struct {
 	HTTPStatus     int
 	// Latency is the whole request; FirstByte the time to the first byte relayed (0: none).
 	Latency, FirstByte time.Duration
+	// Priced, when not nil, is Price of this outcome, already computed (the cost the caller was told in the
+	// answer's headers): BuildRecord takes it instead of pricing again. The caller sets it only when every
+	// input of the price is the one it was computed from.
+	Priced *Priced
+}
+
+// Priced is what BuildRecord prices an outcome at: the usage it settles, where that usage came from, the
+// exact cost (pricing.FormatDecimal's form), the rule and version, the tier the cost was computed at (the
+// reported one, else the requested one) and the bounds flag. The data plane tells the caller these values
+// (docs/cost.md) from the same function the record is built with, so they are the record's.
+type Priced struct {
+	Usage       usage.Usage
+	Source      vocab.UsageSource
+	Cost        string
+	RuleID      int64
+	RuleVersion int64
+	Tier        string
+	Flag        string
+	FlagDetail  string
+}
+
+// Price prices an outcome exactly as BuildRecord does, without building the record or counting a flagged
+// one in the metrics.
+func Price(o Outcome) Priced { return price(o) }
+
+func price(o Outcome) Priced {
+	u, source := usage.Usage{}, vocab.SourceNone
+	switch {
+	case o.UpstreamFound:
+		u, source = o.Upstream, vocab.SourceUpstream
+	case o.Operation.IsGeneration() && consumed(o.EndState) && o.Local != nil:
+		u, source = *o.Local, vocab.SourceLocal
+	case o.Operation.IsGeneration() && consumed(o.EndState) && o.EstimateTokens > 0:
+		u, source = usage.Usage{Input: o.EstimateTokens}, vocab.SourceEstimated
+	}
+	tier := o.RequestedTier
+	if o.Upstream.ReportedTier != "" {
+		tier = o.Upstream.ReportedTier
+	}
+	// Bounds: a report beyond what one request can plausibly use or cost is not charged but flagged
+	// (docs/settlement.md, "Bounds"); the control plane checks again.
+	var bounds pricing.Bounds
+	if o.Rule != nil {
+		bounds = o.Rule.Bounds
+	}
+	bounds = bounds.OrDefault()
+	p := Priced{Usage: u, Source: source, Cost: "0", Tier: tier}
+	if err := bounds.CheckTokens(u.Input, u.Output, u.CacheRead, u.CacheCreation5m, u.CacheCreation30m, u.CacheCreation1h, u.ImageOutput); err != nil {
+		p.Flag, p.FlagDetail = FlagOutOfBounds, err.Error()
+	}
+	if p.Flag == "" && !notBilled(o.Operation) && o.Rule != nil {
+		q := o.Rule.Quote(u, tier)
+		p.Cost, p.RuleID = pricing.FormatDecimal(q.Cost), q.RuleID
+		if p.RuleID != 0 {
+			p.RuleVersion = o.Rule.Version
+		}
+		if err := bounds.CheckCost(p.Cost); err != nil {
+			p.Flag, p.FlagDetail = FlagOutOfBounds, err.Error()
+		}
+	}
+	if p.Flag != "" {
+		p.Cost = "0"
+		if len(p.FlagDetail) > maxFlagDetail {
+			p.FlagDetail = p.FlagDetail[:maxFlagDetail]
+		}
+		if o.Rule != nil {
+			p.RuleID, p.RuleVersion = o.Rule.ID, o.Rule.Version
+		}
+	}
+	return p
 }
 
 // FlagOutOfBounds marks a record whose reported usage or cost is beyond the settlement bounds: it is
@@ -105,53 +175,19 @@ func consumed(s vocab.EndState) bool {
 //
 // PendingMicros is set by Recorder.Record from the request's hold.
 func BuildRecord(o Outcome) *settlementv1.SettlementRecord {
-	u, source := usage.Usage{}, vocab.SourceNone
-	switch {
-	case o.UpstreamFound:
-		u, source = o.Upstream, vocab.SourceUpstream
-	case o.Operation.IsGeneration() && consumed(o.EndState) && o.Local != nil:
-		u, source = *o.Local, vocab.SourceLocal
-	case o.Operation.IsGeneration() && consumed(o.EndState) && o.EstimateTokens > 0:
-		u, source = usage.Usage{Input: o.EstimateTokens}, vocab.SourceEstimated
+	var pr Priced
+	if o.Priced != nil {
+		pr = *o.Priced
+	} else {
+		pr = price(o)
 	}
-	reported := o.Upstream.ReportedTier
-	tier := o.RequestedTier
-	if reported != "" {
-		tier = reported
-	}
-	// Bounds: a report beyond what one request can plausibly use or cost is not charged but flagged
-	// (docs/settlement.md, "Bounds"); the control plane checks again.
-	var bounds pricing.Bounds
-	if o.Rule != nil {
-		bounds = o.Rule.Bounds
-	}
-	bounds = bounds.OrDefault()
-	cost, ruleID, ruleVersion, flag, detail := "0", int64(0), int64(0), "", ""
-	if err := bounds.CheckTokens(u.Input, u.Output, u.CacheRead, u.CacheCreation5m, u.CacheCreation30m, u.CacheCreation1h, u.ImageOutput); err != nil {
-		flag, detail = FlagOutOfBounds, err.Error()
-	}
-	if flag == "" && !notBilled(o.Operation) && o.Rule != nil {
-		q := o.Rule.Quote(u, tier)
-		cost, ruleID = pricing.FormatDecimal(q.Cost), q.RuleID
-		if ruleID != 0 {
-			ruleVersion = o.Rule.Version
-		}
-		if err := bounds.CheckCost(cost); err != nil {
-			flag, detail = FlagOutOfBounds, err.Error()
-		}
-	}
-	if flag != "" {
-		cost = "0"
+	if pr.Flag != "" {
 		if c := outOfBounds.Load(); c != nil {
 			(*c).Inc()
 		}
-		if len(detail) > maxFlagDetail {
-			detail = detail[:maxFlagDetail]
-		}
-		if o.Rule != nil {
-			ruleID, ruleVersion = o.Rule.ID, o.Rule.Version
-		}
 	}
+	u, reported := pr.Usage, o.Upstream.ReportedTier
+	cost, ruleID, ruleVersion, flag, detail, source := pr.Cost, pr.RuleID, pr.RuleVersion, pr.Flag, pr.FlagDetail, pr.Source
 	rec := &settlementv1.SettlementRecord{
 		RequestId:      o.RequestID,
 		ApiKeyId:       o.KeyID,

@@ -249,6 +249,15 @@ func (t *Translator) clientFamily() vocab.Kind {
 	return t.pair.Kind.Family()
 }
 
+// ShowUsage has an alpha chat client's stream carry its usage chunk as if the client had asked for it
+// (stream_options.include_usage): a client that asked for its cost gets it there (docs/cost.md). Call it
+// after Request.
+func (t *Translator) ShowUsage() {
+	if t.st.Req != nil {
+		t.st.Req.IncludeUsage = true
+	}
+}
+
 // NewStream returns the per-request stream converter writing client events to w (ModeStream).
 func (t *Translator) NewStream(w io.Writer) *Stream {
 	return &Stream{dec: t.upstream.NewDecoder(t.st), enc: t.client.NewEncoder(w, t.st), st: t.st}

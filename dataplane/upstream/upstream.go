@@ -159,6 +159,10 @@ func (c *Client) shuffle(cs []snapshot.Credential) {
 // provider.
 var clientAuthHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Proxy-Authorization"}
 
+// gatewayRequestHeaders are the gateway's own request headers (docs/cost.md): said to the gateway, never
+// passed on to a provider.
+var gatewayRequestHeaders = []string{"X-Tollgate-Max-Cost", "X-Tollgate-Include-Cost"}
+
 // hopHeaders are hop-by-hop headers (RFC 9110 §7.6.1) plus those the transport sets itself.
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding",
 	"Upgrade", "Host", "Content-Length", "Accept-Encoding"}
@@ -174,6 +178,9 @@ func OutboundHeader(in http.Header) http.Header {
 		delete(out, k)
 	}
 	for _, k := range clientAuthHeaders {
+		delete(out, k)
+	}
+	for _, k := range gatewayRequestHeaders {
 		delete(out, k)
 	}
 	return out

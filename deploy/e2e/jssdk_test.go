@@ -43,6 +43,9 @@ type jssdkResult struct {
 	Total      int64    `json:"total"`
 	Error      string   `json:"error"`
 	RequestIDs []string `json:"requestIds"`
+	// Cost is the tollgate member's cost the SDK kept in the final usage object (openai's and genai's
+	// plain objects; run.mjs with TOLLGATE_INCLUDE_COST).
+	Cost string `json:"cost"`
 }
 
 // jssdkKinds maps run.mjs's client names to the inbound kind the gateway classifies their requests as.
@@ -66,6 +69,20 @@ func jssdkDestKind(path string) string {
 // SDKs, each checked for content, finish, usage as the SDK reports it and the usage row it was billed with.
 func TestJSSDK(t *testing.T) {
 	t.Parallel()
+	jssdkSuite(t, false)
+}
+
+// TestJSSDKStreamsWithCost: the same suite with every call asking for its cost (X-Tollgate-Include-Cost): each
+// SDK parses the streams whose final usage event carries the cost and tollgate members as it parses them
+// without, and every stream does carry them.
+func TestJSSDKStreamsWithCost(t *testing.T) {
+	t.Parallel()
+	jssdkSuite(t, true)
+}
+
+// jssdkSuite runs run.mjs against its own stack and checks every case; withCost has every call ask for its
+// cost and checks the streams carry it.
+func jssdkSuite(t *testing.T, withCost bool) {
 	dir := jssdkInstall(t)
 	s := sdkStart(t)
 
@@ -74,6 +91,9 @@ func TestJSSDK(t *testing.T) {
 	cmd := osexec.CommandContext(ctx, "node", filepath.Join(dir, "run.mjs"))
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "TOLLGATE_URL="+s.url, "TOLLGATE_KEY="+s.key)
+	if withCost {
+		cmd.Env = append(cmd.Env, "TOLLGATE_INCLUDE_COST=1")
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -116,6 +136,10 @@ func TestJSSDK(t *testing.T) {
 				out = sdkToolTokens
 			}
 			s.check(t, r.Case, got, sdkWant{tool: r.Tool, noID: client == sdkGenai, finish: client.finish(r.Tool), out: out})
+			if withCost && r.Stream && client != sdkMessages && r.Cost == "" {
+				// (anthropic's stream helper rebuilds the message's usage from known members only)
+				t.Errorf("the SDK's final usage object has no tollgate cost")
+			}
 			if len(r.RequestIDs) != 1 || r.RequestIDs[0] == "" {
 				t.Fatalf("request ids %q, want the one X-Request-Id of one HTTP call", r.RequestIDs)
 			}

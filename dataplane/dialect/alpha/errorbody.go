@@ -15,11 +15,13 @@ type errorMember struct {
 	Type    string  `json:"type"`
 	Param   *string `json:"param"`
 	Code    *string `json:"code"`
+	// Tollgate is the gateway's machine-readable object (canon.ErrorFields.Tollgate), omitted when nil.
+	Tollgate map[string]any `json:"tollgate,omitempty"`
 }
 
 // ErrorBody is f as an alpha error body: {"error":{message,type,param,code}}.
 func ErrorBody(f canon.ErrorFields) []byte {
-	a := errorMember{Message: f.Message, Type: f.AlphaType, Code: f.AlphaCode}
+	a := errorMember{Message: f.Message, Type: f.AlphaType, Code: f.AlphaCode, Tollgate: f.Tollgate}
 	if f.Param != "" {
 		a.Param = &f.Param
 	}

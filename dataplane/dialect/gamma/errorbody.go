@@ -2,6 +2,7 @@ package gamma
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/tollgate/tollgate/dataplane/canon"
 )
@@ -22,6 +23,8 @@ type errorDetails struct {
 	RetryDelay string `json:"retryDelay,omitempty"`
 	Reason     string `json:"reason,omitempty"`
 	Domain     string `json:"domain,omitempty"`
+	// Metadata is the gateway's machine-readable object (canon.ErrorFields.Tollgate), every value a string.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // ErrorBody is f as a gamma error body: {"error":{code,message,status,details}}; RetryDelay adds a RetryInfo
@@ -32,7 +35,14 @@ func ErrorBody(f canon.ErrorFields) []byte {
 		g.Details = append(g.Details, errorDetails{Type: "type.googleapis.com/google.rpc.RetryInfo", RetryDelay: f.RetryDelay + "s"})
 	}
 	if f.Reason != "" {
-		g.Details = append(g.Details, errorDetails{Type: "type.googleapis.com/google.rpc.ErrorInfo", Reason: f.Reason, Domain: "tollgate"})
+		d := errorDetails{Type: "type.googleapis.com/google.rpc.ErrorInfo", Reason: f.Reason, Domain: "tollgate"}
+		if f.Tollgate != nil {
+			d.Metadata = make(map[string]string, len(f.Tollgate))
+			for k, v := range f.Tollgate {
+				d.Metadata[k] = fmt.Sprint(v)
+			}
+		}
+		g.Details = append(g.Details, d)
 	}
 	b, err := json.Marshal(errorBody{Error: g})
 	if err != nil { // cannot happen: plain structs of strings and ints

@@ -73,6 +73,7 @@ async function openaiChat(c, headers) {
     if (chunk.usage) {
       if (chunk.choices.length !== 0) throw new Error(`usage chunk with choices: ${JSON.stringify(chunk)}`);
       Object.assign(res, { hasUsage: true, in: chunk.usage.prompt_tokens, out: chunk.usage.completion_tokens, total: chunk.usage.total_tokens });
+      if (chunk.usage.tollgate) res.cost = chunk.usage.tollgate.cost; // the gateway's member, kept by the SDK
     }
     for (const ch of chunk.choices) {
       res.text += ch.delta?.content ?? '';
@@ -130,6 +131,7 @@ async function openaiResponses(c, headers) {
   }
   if (!final) throw new Error('the stream ended without response.completed');
   const res = responsesResult(final);
+  if (final.usage?.tollgate) res.cost = final.usage.tollgate.cost;
   if (res.text !== text) throw new Error(`streamed text ${JSON.stringify(text)} != completed text ${JSON.stringify(res.text)}`);
   return res;
 }
@@ -166,6 +168,7 @@ async function genaiGenerate(c, headers) {
     }
     if (cand?.finishReason) res.finish = cand.finishReason;
     const u = r.usageMetadata;
+    if (u?.tollgate) res.cost = u.tollgate.cost;
     if (u) {
       Object.assign(res, { hasUsage: true, in: u.promptTokenCount ?? 0, out: (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0), total: u.totalTokenCount ?? 0 });
     }
@@ -192,6 +195,8 @@ for (const client of Object.keys(clients)) {
         c.case = `jssdk/${client}/${channel}/${stream ? 'stream' : 'plain'}/${tool ? 'tool' : 'text'}`;
         const headers = { 'X-Sdk-Case': c.case };
         if (tool) headers['x-mock-tool-call'] = '1';
+        // TOLLGATE_INCLUDE_COST: every call asks for its cost (docs/cost.md), streams carry it in their final usage event.
+        if (process.env.TOLLGATE_INCLUDE_COST) headers['X-Tollgate-Include-Cost'] = 'true';
         requestIds = [];
         let out;
         try {
