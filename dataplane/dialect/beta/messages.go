@@ -55,6 +55,10 @@ type RequestIn struct {
 	ServiceTier   string            `json:"service_tier"`
 	MCPServers    json.RawMessage   `json:"mcp_servers"`
 	Container     json.RawMessage   `json:"container"`
+	// ContextManagement is context editing (server-side clearing of old tool results and thinking): no
+	// other dialect has it, so a translated request with it is refused (dropping it would send the
+	// whole uncleared conversation).
+	ContextManagement json.RawMessage `json:"context_management"`
 
 	Blocks []Block `json:"-"` // storage of the messages' content blocks (betaContent.blocks), pooled
 }
@@ -125,6 +129,9 @@ func (Messages) DecodeInto(body []byte, st *canon.State, store *canon.ReqStore) 
 	}
 	if len(in.Container) > 0 && string(in.Container) != "null" {
 		return nil, canon.Refuse("container", "containers cannot be translated")
+	}
+	if len(in.ContextManagement) > 0 && string(in.ContextManagement) != "null" {
+		return nil, canon.Refuse("context_management", "context editing cannot be translated: no other dialect clears a conversation's context")
 	}
 	r := &canon.Request{Model: in.Model, MaxTokens: in.MaxTokens, Temperature: in.Temperature, TopP: in.TopP, TopK: in.TopK,
 		Stop: in.StopSequences, Stream: in.Stream, ServiceTier: in.ServiceTier, IncludeUsage: true}

@@ -15,7 +15,7 @@ var betaBlocksScratch jsonkit.Scratch[Block]
 
 var betaRequestNames = jsonkit.Fields("model", "system", "messages", "tools", "tool_choice", "max_tokens", "temperature",
 	"top_p", "top_k", "stop_sequences", "stream", "thinking", "output_config", "metadata", "service_tier",
-	"mcp_servers", "container")
+	"mcp_servers", "container", "context_management")
 
 func (in *RequestIn) Read(d *jsonkit.Reader) error {
 	null, err := d.Object(func(name string) error {
@@ -69,6 +69,8 @@ func (in *RequestIn) Read(d *jsonkit.Reader) error {
 			return d.Raw(&in.MCPServers)
 		case "container":
 			return d.Raw(&in.Container)
+		case "context_management":
+			return d.Raw(&in.ContextManagement)
 		}
 		return d.Skip()
 	})
