@@ -334,14 +334,15 @@ func (s *Syncer) applyDelta(d *snapshotv1.SnapshotDelta, ep string) error {
 	return nil
 }
 
-// swap makes compiled the snapshot served and wakes Wait callers.
+// swap makes compiled the snapshot served and wakes Wait callers. The swap is counted before it is
+// published, so whoever sees the new version also sees it counted.
 func (s *Syncer) swap(compiled *snapshot.Compiled, ep string) {
+	s.swaps.Inc()
+	s.swapped.Add(1)
 	s.mu.Lock()
 	s.current.Store(compiled)
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
-	s.swaps.Inc()
-	s.swapped.Add(1)
 	s.log.Info("snapshot swapped in", "endpoint", ep, "version", compiled.Version)
 }
