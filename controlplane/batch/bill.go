@@ -36,8 +36,8 @@ type usageAndModel struct {
 }
 
 // bill extracts a line body's usage with the data plane's own body billing (the functions that bill the
-// same answer when it comes back from a single request): beta.BillBody, alpha.BillChatBody, and
-// usage.FromBody for alpha responses and embeddings and for gamma.
+// same answer when it comes back from a single request): beta.BillBody, alpha.BillBody (chat completions,
+// responses, embeddings), and usage.FromBody for gamma.
 func bill(b store.Batch, body []byte) (usageAndModel, error) {
 	var out usageAndModel
 	var err error
@@ -45,8 +45,8 @@ func bill(b store.Batch, body []byte) (usageAndModel, error) {
 	switch kind {
 	case vocab.KindBetaMessages:
 		out.Usage, out.found, err = beta.BillBody(body)
-	case vocab.KindAlphaChatCompletions:
-		out.Usage, out.found, err = alpha.BillChatBody(body)
+	case vocab.KindAlphaChatCompletions, vocab.KindAlphaResponses, vocab.KindAlpha:
+		out.Usage, out.found, err = alpha.BillBody(kind, op, body)
 	default:
 		out.Usage, out.found, err = usage.FromBody(kind, op, body, nil)
 	}

@@ -12,10 +12,10 @@ type Relay struct {
 	Usage, Tier                 []byte // last occurrences
 	Whole                       bool
 	// Members some dialect's usage sits in (beta message_start's message, alpha responses' response,
-	// gamma's usageMetadata): present or not; MessageValue is the last "message" (beta's usage billing
-	// reads it).
-	Message, Response, UsageMetadata bool
-	MessageValue                     []byte
+	// gamma's usageMetadata): present or not, and the last occurrence of each (what the dialect's usage
+	// billing reads).
+	Message, Response, UsageMetadata                bool
+	MessageValue, ResponseValue, UsageMetadataValue []byte
 
 	// Set by the dialect's relay reader from the members above.
 	Terminal   bool // the dialect's terminal event: the client has the whole answer
@@ -58,9 +58,9 @@ func ReadRelay(data []byte, r *Relay) {
 		case "message":
 			r.Message, r.MessageValue = true, v
 		case "response":
-			r.Response = true
+			r.Response, r.ResponseValue = true, v
 		case "usageMetadata":
-			r.UsageMetadata = true
+			r.UsageMetadata, r.UsageMetadataValue = true, v
 		}
 	})
 	r.Whole = closing >= 0 && skipSpace(data, closing+1) == len(data)

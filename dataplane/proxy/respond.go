@@ -99,12 +99,12 @@ type passthroughResponder struct {
 	scan  usage.BodyScanner
 	text  textCollector
 	rel   jsonkit.Relay // the event being relayed, as its dialect's relay reader read it
-	// the usage of a beta or alpha chat stream, billed from the relay reader's members (relayBiller)
-	betaBill beta.Billing
-	chatBill alpha.Billing
-	sseD     *sse.Decoder
-	arrD     *jsonkit.JSONArrayDecoder
-	up       upReader
+	// the usage of a beta or alpha stream, billed from the relay reader's members (relayBiller)
+	betaBill  beta.Billing
+	alphaBill alpha.Billing
+	sseD      *sse.Decoder
+	arrD      *jsonkit.JSONArrayDecoder
+	up        upReader
 }
 
 // reset forgets a request; buffers grown beyond keep are dropped.
@@ -378,23 +378,50 @@ func (p *passthroughResponder) whole(w http.ResponseWriter, resp *http.Response,
 }
 
 // relayBiller is a dialect's billing of a passthrough stream from its relay reader's members (each event
-// read once): beta.Billing, alpha.Billing (chat). gamma keeps usage.GammaStream: its usageMetadata comes on
-// every chunk, and the accumulator's hand scan of it costs less than decoding the value (docs/benchmarks.md).
+// read once): beta.Billing, alpha.Billing (chat, responses, images). gamma keeps usage.GammaStream: its
+// usageMetadata comes on every chunk, and the accumulator's hand scan of it costs less than decoding the value
+// (docs/benchmarks.md).
 type relayBiller interface {
 	ObserveRelay(r *jsonkit.Relay)
 	Usage() (usage.Usage, bool)
 }
 
 // relayBiller returns the billing of this request's stream when its dialect bills from the relay reader,
-// reset; nil for the dialects billed by a shared/usage accumulator (gamma, alpha responses and images).
+// reset; nil for gamma, billed by a shared/usage accumulator, and for streams without usage.
 func (p *passthroughResponder) relayBiller() relayBiller {
 	switch p.class.Kind {
 	case vocab.KindBetaMessages:
 		p.betaBill = beta.Billing{}
 		return &p.betaBill
-	case vocab.KindAlphaChatCompletions:
-		p.chatBill = alpha.Billing{}
-		return &p.chatBill
+	}
+	if b, ok := alphaBilling(p.class.Kind, p.class.Op); ok {
+		p.alphaBill = b
+		return &p.alphaBill
+	}
+	return nil
+}
+
+// alphaBilling is the billing of an alpha stream of kind and op, and false when it has no usage.
+func alphaBilling(kind vocab.Kind, op vocab.Operation) (alpha.Billing, bool) {
+	switch {
+	case kind == vocab.KindAlphaChatCompletions:
+		return alpha.Billing{}, true
+	case kind == vocab.KindAlphaResponses:
+		return alpha.ResponsesBilling(), true
+	case kind == vocab.KindAlpha && (op == vocab.OpCreateImage || op == vocab.OpEditImage):
+		return alpha.ImageBilling(), true
+	}
+	return alpha.Billing{}, false
+}
+
+// newRelayBiller returns a fresh billing of a stream of kind and op from its relay reader's members, nil when
+// its dialect has none (gamma: an accumulator) or the stream has no usage.
+func newRelayBiller(kind vocab.Kind, op vocab.Operation) relayBiller {
+	if kind == vocab.KindBetaMessages {
+		return &beta.Billing{}
+	}
+	if b, ok := alphaBilling(kind, op); ok {
+		return &b
 	}
 	return nil
 }
@@ -419,9 +446,8 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 		u.err, u.body = ferr, errReader{ferr}
 	}
 	// Each event is read once, by its dialect's relay reader: terminal, error, the usage chunk, and the
-	// members usage billing takes. A beta or alpha chat event's usage is billed from those members (only
-	// their values are decoded); a gamma, alpha responses or image event that has a member the accumulator
-	// reads is handed to it; the others leave usage unchanged.
+	// members usage billing takes. A beta or alpha event's usage is billed from those members (only their
+	// values are decoded); a gamma event that has a member the accumulator reads is handed to it; the others leave usage unchanged.
 	read := relayReader(p.class.Kind)
 	rel := &p.rel
 	var failed, done bool

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/dataplane/httperr"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/dataplane/translate"
 	"github.com/tollgate/tollgate/shared/snapshot"
 	"github.com/tollgate/tollgate/shared/usage"
@@ -193,10 +194,18 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		// event is decoded once), else the destination dialect's accumulator reads each decoded event.
 		biller, bills := s.Biller()
 		var acc usage.Accumulator
-		if bills {
+		var relay relayBiller // the destination dialect's billing of the decoded events by their relay reader
+		var rel jsonkit.Relay
+		read := relayReader(a.cell.DestKind)
+		switch {
+		case bills:
 			biller.ObserveHeader(resp.Header)
-		} else if acc = usage.NewStreamAccumulator(a.cell.DestKind, a.cell.DestOp); acc != nil {
-			acc.ObserveHeader(resp.Header)
+		default:
+			if relay = newRelayBiller(a.cell.DestKind, a.cell.DestOp); relay == nil {
+				if acc = usage.NewStreamAccumulator(a.cell.DestKind, a.cell.DestOp); acc != nil {
+					acc.ObserveHeader(resp.Header)
+				}
+			}
 		}
 		if cw != nil {
 			cw.billed = func() (usage.Usage, bool) {
@@ -204,6 +213,8 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 				case bills:
 					u, found, _ := biller.Billed()
 					return u, found
+				case relay != nil:
+					return relay.Usage()
 				case acc != nil:
 					return acc.Result()
 				}
@@ -217,9 +228,14 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		if text != nil && !chatText {
 			s.CollectText(text.addString)
 		}
-		if acc != nil || chatText {
+		if acc != nil || relay != nil || chatText {
 			s.Observe(func(_ string, data []byte) {
-				if acc != nil {
+				switch {
+				case relay != nil:
+					if read(data, &rel); rel.HasUsage {
+						relay.ObserveRelay(&rel)
+					}
+				case acc != nil:
 					_ = acc.Observe(data)
 				}
 				if chatText {
@@ -244,6 +260,8 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		case bills:
 			res.Usage, res.UsageFound, reported = biller.Billed()
 			res.OutputUnreported = res.UsageFound && !reported
+		case relay != nil:
+			res.Usage, res.UsageFound = relay.Usage()
 		case acc != nil:
 			res.Usage, res.UsageFound = acc.Result()
 		}

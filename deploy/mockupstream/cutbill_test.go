@@ -30,12 +30,15 @@ import (
 // data plane's rule, through its own functions (docs/dataplane.md, "Local token counting").
 func gatewayRecords(t *testing.T, kind vocab.Kind, model, reqBody string, hdr http.Header, body []byte) usage.Usage {
 	t.Helper()
-	// beta and alpha chat streams are billed from their relay reader's members (dataplane/proxy respond.go),
-	// the others by the stream accumulator.
+	// beta and alpha streams are billed from their relay reader's members (dataplane/proxy respond.go),
+	// gamma by the stream accumulator.
 	var betaBill beta.Billing
 	var chatBill alpha.Billing
+	if kind == vocab.KindAlphaResponses {
+		chatBill = alpha.ResponsesBilling()
+	}
 	var acc usage.Accumulator
-	if kind != vocab.KindBetaMessages && kind != vocab.KindAlphaChatCompletions {
+	if kind.Family() == vocab.KindGamma {
 		acc = usage.NewStreamAccumulator(kind, vocab.OpStreamGenerateContent)
 		acc.ObserveHeader(hdr)
 	}
@@ -52,6 +55,11 @@ func gatewayRecords(t *testing.T, kind vocab.Kind, model, reqBody string, hdr ht
 			continue
 		case vocab.KindAlphaChatCompletions:
 			alpha.ReadChatRelay([]byte(ev.data), &rel)
+			if rel.HasUsage {
+				chatBill.ObserveRelay(&rel)
+			}
+		case vocab.KindAlphaResponses:
+			alpha.ReadResponsesRelay([]byte(ev.data), &rel)
 			if rel.HasUsage {
 				chatBill.ObserveRelay(&rel)
 			}
@@ -90,7 +98,7 @@ func gatewayRecords(t *testing.T, kind vocab.Kind, model, reqBody string, hdr ht
 	case vocab.KindBetaMessages:
 		reported, found = betaBill.Usage()
 		outputReported = betaBill.OutputReported()
-	case vocab.KindAlphaChatCompletions:
+	case vocab.KindAlphaChatCompletions, vocab.KindAlphaResponses:
 		reported, found = chatBill.Usage()
 	default:
 		reported, found = acc.Result()

@@ -38,11 +38,6 @@ func fuzzBody(f *testing.F, fn func([]byte) (Usage, bool, error)) {
 	})
 }
 
-func FuzzFromAlphaResponses(f *testing.F) { fuzzBody(f, FromAlphaResponses) }
-func FuzzFromAlphaImage(f *testing.F)     { fuzzBody(f, FromAlphaImage) }
-func FuzzFromAlphaEmbedding(f *testing.F) { fuzzBody(f, FromAlphaEmbedding) }
-func FuzzFromRerank(f *testing.F)         { fuzzBody(f, FromRerank) }
-
 func FuzzFromGamma(f *testing.F) {
 	fuzzBody(f, func(b []byte) (Usage, bool, error) {
 		h := http.Header{}
@@ -86,14 +81,6 @@ func joined(t string) string {
 	return b.String()
 }
 
-func FuzzAlphaResponsesStream(f *testing.F) {
-	fuzzStream(f, vocab.KindAlphaResponses, vocab.OpStreamGenerateContent, joined(alphaResponsesStream), `{"response":null}`)
-}
-
 func FuzzGammaStream(f *testing.F) {
 	fuzzStream(f, vocab.KindGammaGenerateContent, vocab.OpStreamGenerateContent, joined(gammaStream), gammaBody)
-}
-
-func FuzzAlphaImageStream(f *testing.F) {
-	fuzzStream(f, vocab.KindAlpha, vocab.OpCreateImage, joined(imageStream), alphaImageBody)
 }

@@ -26,15 +26,8 @@ type Accumulator interface {
 // generation kinds by kind; family kind alpha with create_image/edit_image → the image stream.
 // It returns nil for a combination that has no streamed usage.
 func NewStreamAccumulator(kind vocab.Kind, op vocab.Operation) Accumulator {
-	switch kind {
-	case vocab.KindAlphaResponses:
-		return &AlphaResponsesStream{}
-	case vocab.KindGammaGenerateContent:
+	if kind == vocab.KindGammaGenerateContent {
 		return &GammaStream{}
-	case vocab.KindAlpha:
-		if op == vocab.OpCreateImage || op == vocab.OpEditImage {
-			return &AlphaImageStream{}
-		}
 	}
 	return nil
 }
@@ -44,17 +37,6 @@ func NewStreamAccumulator(kind vocab.Kind, op vocab.Operation) Accumulator {
 // compact, conversations) and unknown combinations return found=false and no error.
 func FromBody(kind vocab.Kind, op vocab.Operation, body []byte, hdr http.Header) (Usage, bool, error) {
 	switch kind.Family() {
-	case vocab.KindAlpha:
-		switch {
-		case kind == vocab.KindAlphaResponses:
-			return FromAlphaResponses(body)
-		case op == vocab.OpCreateImage || op == vocab.OpEditImage:
-			return FromAlphaImage(body)
-		case op == vocab.OpCreateEmbedding:
-			return FromAlphaEmbedding(body)
-		case op == vocab.OpRerank:
-			return FromRerank(body)
-		}
 	case vocab.KindGamma:
 		switch {
 		case kind == vocab.KindGammaGenerateContent:
@@ -73,11 +55,6 @@ func skip(data []byte) bool {
 	return len(data) == 0 || bytes.Equal(data, []byte("[DONE]"))
 }
 
-var (
-	keyUsage       = []byte(`"usage"`)
-	keyServiceTier = []byte(`"service_tier"`)
-)
-
 // mayCarry is a cheap prefilter: a payload that mentions none of the keys cannot carry usage or
 // a tier, so it is not decoded. A false positive only costs a decode.
 func mayCarry(data []byte, keys ...[]byte) bool {
@@ -95,85 +72,8 @@ func streamError(what string, err error) error {
 }
 
 var (
-	usageTierKeys = []string{"usage", "service_tier"}
-	responseKeys  = []string{"response"}
-	gammaKeys     = []string{"usageMetadata"}
+	gammaKeys = []string{"usageMetadata"}
 )
-
-// observeAlpha reads the top-level usage and service_tier of an alpha payload (a chat chunk, a
-// responses response object, an image event) into f.
-func observeAlpha(f *alphaFields, data []byte, what string) (found bool, err error) {
-	var vals [2][]byte
-	if err := objectFields(data, usageTierKeys, vals[:]); err != nil {
-		return false, streamError(what, err)
-	}
-	if isNull(vals[0]) {
-		f.topTier.mergeRaw(vals[1])
-		return false, nil
-	}
-	u := new(alphaUsageJSON)
-	if _, err := decodeObject(vals[0], u); err != nil {
-		return false, streamError(what, err)
-	}
-	f.topTier.mergeRaw(vals[1])
-	f.mergeUsage(u)
-	return true, nil
-}
-
-// AlphaResponsesStream accumulates alpha_responses events: usage and service_tier of the
-// response object carried by response.* events (usage arrives on the terminal
-// response.completed|incomplete|failed event).
-type AlphaResponsesStream struct {
-	f     alphaFields
-	found bool
-}
-
-// ObserveHeader implements Accumulator; alpha reports its tier in the body.
-func (s *AlphaResponsesStream) ObserveHeader(http.Header) {}
-
-// Observe implements Accumulator.
-func (s *AlphaResponsesStream) Observe(data []byte) error {
-	if skip(data) || !mayCarry(data, keyUsage, keyServiceTier) {
-		return nil
-	}
-	var resp [1][]byte
-	if err := objectFields(data, responseKeys, resp[:]); err != nil {
-		return streamError("alpha responses", err)
-	}
-	if isNull(resp[0]) {
-		return nil
-	}
-	found, err := observeAlpha(&s.f, resp[0], "alpha responses")
-	s.found = s.found || found
-	return err
-}
-
-// Result implements Accumulator.
-func (s *AlphaResponsesStream) Result() (Usage, bool) { return s.f.generation(false), s.found }
-
-// AlphaImageStream accumulates a streamed alpha image generation/edit: usage arrives on
-// image_generation.completed / image_edit.completed. Output tokens are image output unless
-// output_tokens_details.image_tokens gives the subset.
-type AlphaImageStream struct {
-	f     alphaFields
-	found bool
-}
-
-// ObserveHeader implements Accumulator; alpha reports its tier in the body.
-func (s *AlphaImageStream) ObserveHeader(http.Header) {}
-
-// Observe implements Accumulator.
-func (s *AlphaImageStream) Observe(data []byte) error {
-	if skip(data) || !mayCarry(data, keyUsage, keyServiceTier) {
-		return nil
-	}
-	found, err := observeAlpha(&s.f, data, "alpha image")
-	s.found = s.found || found
-	return err
-}
-
-// Result implements Accumulator.
-func (s *AlphaImageStream) Result() (Usage, bool) { return s.f.generation(true), s.found }
 
 // GammaStream accumulates gamma streamGenerateContent chunks (SSE data payloads or JSON-array
 // elements): the latest usageMetadata snapshot, taken whole, and the x-gamma-service-tier header. Each
