@@ -193,7 +193,6 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		// The usage is the upstream decoder's own reading of the events when it bills (canon.Biller: each
 		// event is decoded once), else the destination dialect's accumulator reads each decoded event.
 		biller, bills := s.Biller()
-		var acc usage.Accumulator
 		var relay relayBiller // the destination dialect's billing of the decoded events by their relay reader
 		var rel jsonkit.Relay
 		read := relayReader(a.cell.DestKind)
@@ -201,10 +200,8 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		case bills:
 			biller.ObserveHeader(resp.Header)
 		default:
-			if relay = newRelayBiller(a.cell.DestKind, a.cell.DestOp); relay == nil {
-				if acc = usage.NewStreamAccumulator(a.cell.DestKind, a.cell.DestOp); acc != nil {
-					acc.ObserveHeader(resp.Header)
-				}
+			if relay = newRelayBiller(a.cell.DestKind, a.cell.DestOp); relay != nil {
+				observeHeader(relay, resp.Header)
 			}
 		}
 		if cw != nil {
@@ -215,8 +212,6 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 					return u, found
 				case relay != nil:
 					return relay.Usage()
-				case acc != nil:
-					return acc.Result()
 				}
 				return usage.Usage{}, false
 			}
@@ -228,15 +223,12 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		if text != nil && !chatText {
 			s.CollectText(text.addString)
 		}
-		if acc != nil || relay != nil || chatText {
+		if relay != nil || chatText {
 			s.Observe(func(_ string, data []byte) {
-				switch {
-				case relay != nil:
+				if relay != nil {
 					if read(data, &rel); rel.HasUsage {
 						relay.ObserveRelay(&rel)
 					}
-				case acc != nil:
-					_ = acc.Observe(data)
 				}
 				if chatText {
 					text.observe(data)
@@ -262,8 +254,6 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 			res.OutputUnreported = res.UsageFound && !reported
 		case relay != nil:
 			res.Usage, res.UsageFound = relay.Usage()
-		case acc != nil:
-			res.Usage, res.UsageFound = acc.Result()
 		}
 		if text != nil {
 			res.Output, res.OutputBytes = text.b.String(), text.total

@@ -86,7 +86,7 @@ func ImageBilling() Billing { return Billing{of: billImages} }
 
 // tier keeps a reported tier name, cleaned, when it says one.
 func tier(dst *string, n jsonkit.Name) {
-	if c := usage.CleanTier(n.S); n.Set && c != "" {
+	if c := canon.CleanTier(n.S); n.Set && c != "" {
 		*dst = c
 	}
 }
@@ -194,7 +194,7 @@ func (b *Billing) Usage() (usage.Usage, bool) {
 	return u, b.found
 }
 
-func (b *Billing) tier() string { return usage.PickTier(b.speed, b.topTier, b.usageTier) }
+func (b *Billing) tier() string { return canon.PickTier(b.speed, b.topTier, b.usageTier) }
 
 // bodyIn is what billing reads of a buffered answer (chat completion, response, image, embedding, rerank)
 // or of a responses event's response object.

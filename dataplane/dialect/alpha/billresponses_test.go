@@ -31,7 +31,7 @@ func relayStreamBilled(b Billing, stream []byte) (usage.Usage, bool) {
 
 // TestResponsesBillingOnRealWire checks every real alpha responses answer is billed what it must be: a
 // stream by the relay billing (ResponsesBilling), a buffered answer by BillBody, whole and of the usage
-// members usage.BodyScanner keeps of it (the passthrough's reading of a buffered answer).
+// members jsonkit.BodyScanner keeps of it (the passthrough's reading of a buffered answer).
 func TestResponsesBillingOnRealWire(t *testing.T) {
 	streams, bodies := testkit.RealWire(t, "alpha_responses")
 	for i, s := range streams {
@@ -44,7 +44,7 @@ func TestResponsesBillingOnRealWire(t *testing.T) {
 		if err != nil || !found || got != b.Want {
 			t.Fatalf("body %d: BillBody %+v found %v err %v, want %+v\n%.2000s", i, got, found, err, b.Want, b.Body)
 		}
-		var sc usage.BodyScanner
+		var sc jsonkit.BodyScanner
 		_, _ = sc.Write(b.Body)
 		if red := sc.Reduced(); red != nil {
 			if got, found, err := BillBody(vocab.KindAlphaResponses, vocab.OpGenerateContent, red); err != nil || !found || got != b.Want {
