@@ -21,8 +21,8 @@ type Relay struct {
 	Terminal   bool // the dialect's terminal event: the client has the whole answer
 	Failed     bool // the dialect's in-stream error event
 	UsageChunk bool // alpha chat's usage chunk (stream_options.include_usage): empty choices, usage not null
-	// HasUsage says the event has a member the dialect's usage accumulator reads: an event without one
-	// leaves the accumulator unchanged and is not handed to it.
+	// HasUsage says the event has a member the dialect's usage billing reads: an event without one
+	// leaves the billing unchanged and is not handed to it.
 	HasUsage bool
 }
 

@@ -68,7 +68,7 @@ var hopResponseHeaders = map[string]bool{"Connection": true, "Keep-Alive": true,
 
 // passthroughResponder relays an upstream answer unchanged. Streams (SSE and gamma's JSON array) are read
 // by the dataplane/sse decoders — the one framing code — and every upstream read reaches the client as it
-// arrives, flushed; each decoded event goes to the usage accumulator and decides the end state (the
+// arrives, flushed; each decoded event goes to its dialect's usage billing and decides the end state (the
 // dialect's terminal event, an in-stream error). An alpha chat stream whose usage only the gateway asked
 // for is relayed event by event instead (the raw bytes of each event, the usage chunk left out). Buffered
 // answers are copied through one pooled buffer while jsonkit.BodyScanner keeps their usage members. It lives
@@ -252,7 +252,7 @@ func (p *passthroughResponder) plain(ctx context.Context, w http.ResponseWriter,
 // holdBlock is the size of the blocks a plain answer is held in.
 const holdBlock = 64 << 10
 
-// copy relays a body as it comes (a buffered answer, or a stream no accumulator reads), scanning a billable
+// copy relays a body as it comes (a buffered answer, or a stream without usage), scanning a billable
 // buffered answer for its usage members and keeping its first bytes for local counting.
 //
 // first is what was read before the headers were written (the first read, or a held plain answer) and err

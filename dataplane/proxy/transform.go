@@ -153,7 +153,7 @@ func (a *transformAttempt) Wait(ctx context.Context, w http.ResponseWriter) (sto
 // Respond implements Responder: the translator writes the client's bytes; the usage is the upstream
 // dialect's reading of the translator's own decoding of the events or the buffered body when that dialect
 // bills from its decoder (canon.Biller, translate.Translator.Billed), else the destination dialect's
-// accumulator reads the decoded events (translate.Stream.Observe) or bodyUsage the body.
+// billing reads the decoded events (translate.Stream.Observe) or bodyUsage the body.
 func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, resp *http.Response) Result {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -191,7 +191,7 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 			text = &textCollector{on: true} // the relayed text, for local counting without (output) usage
 		}
 		// The usage is the upstream decoder's own reading of the events when it bills (canon.Biller: each
-		// event is decoded once), else the destination dialect's accumulator reads each decoded event.
+		// event is decoded once), else the destination dialect's billing reads each decoded event's relay members.
 		biller, bills := s.Biller()
 		var relay relayBiller // the destination dialect's billing of the decoded events by their relay reader
 		var rel jsonkit.Relay
