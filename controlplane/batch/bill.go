@@ -6,6 +6,7 @@ import (
 	"github.com/tollgate/tollgate/controlplane/store"
 	"github.com/tollgate/tollgate/dataplane/dialect/alpha"
 	"github.com/tollgate/tollgate/dataplane/dialect/beta"
+	"github.com/tollgate/tollgate/dataplane/dialect/gamma"
 	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -36,8 +37,8 @@ type usageAndModel struct {
 }
 
 // bill extracts a line body's usage with the data plane's own body billing (the functions that bill the
-// same answer when it comes back from a single request): beta.BillBody, alpha.BillChatBody, and
-// usage.FromBody for alpha responses and embeddings and for gamma.
+// same answer when it comes back from a single request): beta.BillBody, alpha.BillBody (chat completions,
+// responses, embeddings), gamma.BillBody.
 func bill(b store.Batch, body []byte) (usageAndModel, error) {
 	var out usageAndModel
 	var err error
@@ -45,10 +46,10 @@ func bill(b store.Batch, body []byte) (usageAndModel, error) {
 	switch kind {
 	case vocab.KindBetaMessages:
 		out.Usage, out.found, err = beta.BillBody(body)
-	case vocab.KindAlphaChatCompletions:
-		out.Usage, out.found, err = alpha.BillChatBody(body)
+	case vocab.KindAlphaChatCompletions, vocab.KindAlphaResponses, vocab.KindAlpha:
+		out.Usage, out.found, err = alpha.BillBody(kind, op, body)
 	default:
-		out.Usage, out.found, err = usage.FromBody(kind, op, body, nil)
+		out.Usage, out.found, err = gamma.BillBody(kind, op, body, nil)
 	}
 	if err != nil {
 		return usageAndModel{}, err

@@ -23,11 +23,6 @@ var pending = map[string]string{
 	// hand readers of the request and of usage, to fold into this package with the dialect wing's usage and
 	// request parsing (shared/ cannot import the data plane: they move to it first)
 	"shared/vocab/jsonscan.go":  "member scanner of request bodies (vocab.Members, TopLevelField)",
-	"shared/usage/scan.go":      "usage scanner of stream events",
-	"shared/usage/bodyscan.go":  "usage scanner of buffered bodies",
-	"shared/usage/alpha.go":     "alpha usage extraction",
-	"shared/usage/gamma.go":     "gamma usage extraction",
-	"shared/usage/json.go":      "usage JSON helpers",
 	"dataplane/proxy/patch.go":  "passthrough model replacement in the body",
 	"dataplane/proxy/stored.go": "stored-resource id rewriting",
 	// not JSON

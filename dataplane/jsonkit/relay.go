@@ -12,17 +12,17 @@ type Relay struct {
 	Usage, Tier                 []byte // last occurrences
 	Whole                       bool
 	// Members some dialect's usage sits in (beta message_start's message, alpha responses' response,
-	// gamma's usageMetadata): present or not; MessageValue is the last "message" (beta's usage billing
-	// reads it).
-	Message, Response, UsageMetadata bool
-	MessageValue                     []byte
+	// gamma's usageMetadata): present or not, and the last occurrence of each (what the dialect's usage
+	// billing reads).
+	Message, Response, UsageMetadata                bool
+	MessageValue, ResponseValue, UsageMetadataValue []byte
 
 	// Set by the dialect's relay reader from the members above.
 	Terminal   bool // the dialect's terminal event: the client has the whole answer
 	Failed     bool // the dialect's in-stream error event
 	UsageChunk bool // alpha chat's usage chunk (stream_options.include_usage): empty choices, usage not null
-	// HasUsage says the event has a member the dialect's usage accumulator reads: an event without one
-	// leaves the accumulator unchanged and is not handed to it.
+	// HasUsage says the event has a member the dialect's usage billing reads: an event without one
+	// leaves the billing unchanged and is not handed to it.
 	HasUsage bool
 }
 
@@ -58,9 +58,9 @@ func ReadRelay(data []byte, r *Relay) {
 		case "message":
 			r.Message, r.MessageValue = true, v
 		case "response":
-			r.Response = true
+			r.Response, r.ResponseValue = true, v
 		case "usageMetadata":
-			r.UsageMetadata = true
+			r.UsageMetadata, r.UsageMetadataValue = true, v
 		}
 	})
 	r.Whole = closing >= 0 && skipSpace(data, closing+1) == len(data)

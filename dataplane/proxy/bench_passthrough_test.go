@@ -61,6 +61,12 @@ var passthroughCases = []passthroughCase{
 	{name: "alpha_chat/gateway_asked_usage", id: "rw-chat-s-026", path: "/v1/chat/completions",
 		request: func(m map[string]json.RawMessage) { delete(m, "stream_options") },
 		isDelta: func(ev string) bool { return strings.Contains(ev, `"delta":{"content":`) }},
+	// An alpha responses stream: its usage is in the terminal event's response object.
+	{name: "alpha_responses", id: "rw-resp-s-022", path: "/v1/responses",
+		isDelta: func(ev string) bool { return strings.Contains(ev, `"type":"response.output_text.delta"`) }},
+	// A gamma stream with thoughts and tool-use prompt tokens: usageMetadata on every chunk.
+	{name: "gamma", id: "rw-gen-s-007", path: "/v1beta/models/bench:streamGenerateContent?alt=sse",
+		isDelta: func(ev string) bool { return strings.Contains(ev, `"text"`) }},
 }
 
 // Each case runs through the gateway's handler and through the floor, a bare httputil.ReverseProxy to the
@@ -182,7 +188,11 @@ func readPassthroughCorpus(b *testing.B) map[string]*rwRow {
 func stretchStream(b *testing.B, recorded string, isDelta func(string) bool) string {
 	b.Helper()
 	var events, deltas []string
-	for _, ev := range strings.Split(recorded, "\n\n") {
+	sep := "\n\n"
+	if strings.Contains(recorded, "\r\n\r\n") { // gamma's events end with CRLF CRLF
+		sep = "\r\n\r\n"
+	}
+	for _, ev := range strings.Split(recorded, sep) {
 		if strings.TrimSpace(ev) == "" {
 			continue
 		}
@@ -205,7 +215,7 @@ func stretchStream(b *testing.B, recorded string, isDelta func(string) bool) str
 		}
 		for range n {
 			out.WriteString(ev)
-			out.WriteString("\n\n")
+			out.WriteString(sep)
 		}
 	}
 	return out.String()

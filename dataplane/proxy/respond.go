@@ -68,10 +68,10 @@ var hopResponseHeaders = map[string]bool{"Connection": true, "Keep-Alive": true,
 
 // passthroughResponder relays an upstream answer unchanged. Streams (SSE and gamma's JSON array) are read
 // by the dataplane/sse decoders — the one framing code — and every upstream read reaches the client as it
-// arrives, flushed; each decoded event goes to the usage accumulator and decides the end state (the
+// arrives, flushed; each decoded event goes to its dialect's usage billing and decides the end state (the
 // dialect's terminal event, an in-stream error). An alpha chat stream whose usage only the gateway asked
 // for is relayed event by event instead (the raw bytes of each event, the usage chunk left out). Buffered
-// answers are copied through one pooled buffer while usage.BodyScanner keeps their usage members. It lives
+// answers are copied through one pooled buffer while jsonkit.BodyScanner keeps their usage members. It lives
 // in the pooled per-request state and is reused.
 type passthroughResponder struct {
 	now func() time.Time
@@ -96,15 +96,16 @@ type passthroughResponder struct {
 	held  [][]byte  // a plain answer held until it is whole (plain): the first read, then holdBlock blocks
 	one   [1][]byte // the first read, as copy takes it
 	out   []byte    // the first bytes of a buffered answer, for local counting without usage
-	scan  usage.BodyScanner
+	scan  jsonkit.BodyScanner
 	text  textCollector
 	rel   jsonkit.Relay // the event being relayed, as its dialect's relay reader read it
-	// the usage of a beta or alpha chat stream, billed from the relay reader's members (relayBiller)
-	betaBill beta.Billing
-	chatBill alpha.Billing
-	sseD     *sse.Decoder
-	arrD     *jsonkit.JSONArrayDecoder
-	up       upReader
+	// the usage of a beta or alpha stream, billed from the relay reader's members (relayBiller)
+	betaBill  beta.Billing
+	alphaBill alpha.Billing
+	gammaBill gamma.Billing
+	sseD      *sse.Decoder
+	arrD      *jsonkit.JSONArrayDecoder
+	up        upReader
 }
 
 // reset forgets a request; buffers grown beyond keep are dropped.
@@ -173,11 +174,7 @@ func (p *passthroughResponder) Respond(ctx context.Context, w http.ResponseWrite
 	}
 	w.WriteHeader(resp.StatusCode)
 	if b := p.relayBiller(); b != nil {
-		p.stream(ctx, w, resp, buf[:n], err, b, nil, &res)
-		return res
-	}
-	if acc := usage.NewStreamAccumulator(p.class.Kind, p.class.Op); acc != nil {
-		p.stream(ctx, w, resp, buf[:n], err, nil, acc, &res)
+		p.stream(ctx, w, resp, buf[:n], err, b, &res)
 		return res
 	}
 	p.one[0] = buf[:n]
@@ -255,7 +252,7 @@ func (p *passthroughResponder) plain(ctx context.Context, w http.ResponseWriter,
 // holdBlock is the size of the blocks a plain answer is held in.
 const holdBlock = 64 << 10
 
-// copy relays a body as it comes (a buffered answer, or a stream no accumulator reads), scanning a billable
+// copy relays a body as it comes (a buffered answer, or a stream without usage), scanning a billable
 // buffered answer for its usage members and keeping its first bytes for local counting.
 //
 // first is what was read before the headers were written (the first read, or a held plain answer) and err
@@ -378,33 +375,69 @@ func (p *passthroughResponder) whole(w http.ResponseWriter, resp *http.Response,
 }
 
 // relayBiller is a dialect's billing of a passthrough stream from its relay reader's members (each event
-// read once): beta.Billing, alpha.Billing (chat). gamma keeps usage.GammaStream: its usageMetadata comes on
-// every chunk, and the accumulator's hand scan of it costs less than decoding the value (docs/benchmarks.md).
+// read once): beta.Billing, alpha.Billing (chat, responses, images), gamma.Billing (which also takes the
+// response header's tier).
 type relayBiller interface {
 	ObserveRelay(r *jsonkit.Relay)
 	Usage() (usage.Usage, bool)
 }
 
-// relayBiller returns the billing of this request's stream when its dialect bills from the relay reader,
-// reset; nil for the dialects billed by a shared/usage accumulator (gamma, alpha responses and images).
+// relayBiller returns the billing of this request's stream, reset; nil for streams without usage.
 func (p *passthroughResponder) relayBiller() relayBiller {
 	switch p.class.Kind {
 	case vocab.KindBetaMessages:
 		p.betaBill = beta.Billing{}
 		return &p.betaBill
-	case vocab.KindAlphaChatCompletions:
-		p.chatBill = alpha.Billing{}
-		return &p.chatBill
+	case vocab.KindGammaGenerateContent:
+		p.gammaBill.Reset()
+		return &p.gammaBill
+	}
+	if b, ok := alphaBilling(p.class.Kind, p.class.Op); ok {
+		p.alphaBill = b
+		return &p.alphaBill
+	}
+	return nil
+}
+
+// observeHeader hands the response header to a billing that reads it (gamma's served tier).
+func observeHeader(b relayBiller, h http.Header) {
+	if hb, ok := b.(interface{ ObserveHeader(http.Header) }); ok {
+		hb.ObserveHeader(h)
+	}
+}
+
+// alphaBilling is the billing of an alpha stream of kind and op, and false when it has no usage.
+func alphaBilling(kind vocab.Kind, op vocab.Operation) (alpha.Billing, bool) {
+	switch {
+	case kind == vocab.KindAlphaChatCompletions:
+		return alpha.Billing{}, true
+	case kind == vocab.KindAlphaResponses:
+		return alpha.ResponsesBilling(), true
+	case kind == vocab.KindAlpha && (op == vocab.OpCreateImage || op == vocab.OpEditImage):
+		return alpha.ImageBilling(), true
+	}
+	return alpha.Billing{}, false
+}
+
+// newRelayBiller returns a fresh billing of a stream of kind and op from its relay reader's members, nil when
+// the stream has no usage.
+func newRelayBiller(kind vocab.Kind, op vocab.Operation) relayBiller {
+	switch kind {
+	case vocab.KindBetaMessages:
+		return &beta.Billing{}
+	case vocab.KindGammaGenerateContent:
+		return &gamma.Billing{}
+	}
+	if b, ok := alphaBilling(kind, op); ok {
+		return &b
 	}
 	return nil
 }
 
 // stream relays a stream read by the sse decoders; first is the first read (n bytes) and err its error.
-// Usage is billed by bill from the relay reader's members, or by acc (one of them is nil).
-func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter, resp *http.Response, first []byte, ferr error, bill relayBiller, acc usage.Accumulator, res *Result) {
-	if acc != nil {
-		acc.ObserveHeader(resp.Header)
-	}
+// Usage is billed by bill from the relay reader's members.
+func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter, resp *http.Response, first []byte, ferr error, bill relayBiller, res *Result) {
+	observeHeader(bill, resp.Header)
 	if p.collect && (p.class.Kind == vocab.KindAlphaChatCompletions || p.class.Kind == vocab.KindBetaMessages) {
 		// Keep the relayed text for local counting: alpha chat reports no usage when a stream ends in an
 		// error before its usage chunk, beta no output count when it ends before message_delta.
@@ -419,19 +452,14 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 		u.err, u.body = ferr, errReader{ferr}
 	}
 	// Each event is read once, by its dialect's relay reader: terminal, error, the usage chunk, and the
-	// members usage billing takes. A beta or alpha chat event's usage is billed from those members (only
-	// their values are decoded); a gamma, alpha responses or image event that has a member the accumulator
-	// reads is handed to it; the others leave usage unchanged.
+	// members usage billing takes. An event's usage is billed from those members (only their values are
+	// decoded); the others leave usage unchanged.
 	read := relayReader(p.class.Kind)
 	rel := &p.rel
 	var failed, done bool
 	observe := func(name string, data []byte) { // data was read into rel
-		switch {
-		case !rel.HasUsage:
-		case bill != nil:
+		if rel.HasUsage {
 			bill.ObserveRelay(rel)
-		default:
-			_ = acc.Observe(data) // a payload that is not JSON leaves usage unchanged
 		}
 		switch {
 		case !p.text.on:
@@ -485,7 +513,7 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 							data = enc
 						}
 					}
-					if out, ok := p.withStreamCost(data, slot, bill, acc); ok {
+					if out, ok := p.withStreamCost(data, slot, bill); ok {
 						if p.ids != 0 {
 							u.pending = sse.AppendEvent(u.pending, ev.Name, out)
 						} else {
@@ -547,7 +575,7 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 			if !u.tee {
 				out := el
 				if slot := costSlot(p.class.Kind, rel); slot != nil {
-					if b, ok := p.withStreamCost(el, slot, bill, acc); ok {
+					if b, ok := p.withStreamCost(el, slot, bill); ok {
 						out = b
 					}
 				}
@@ -581,13 +609,9 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 		res.End, res.Abort = vocab.EndUpstreamInterrupted, true
 	}
 	if p.billable { // a stored response replayed is not billed again
-		if bill != nil {
-			res.Usage, res.UsageFound = bill.Usage()
-			if b, ok := bill.(interface{ OutputReported() bool }); ok { // beta: message_start's output is a placeholder
-				res.OutputUnreported = res.UsageFound && !b.OutputReported()
-			}
-		} else {
-			res.Usage, res.UsageFound = acc.Result()
+		res.Usage, res.UsageFound = bill.Usage()
+		if b, ok := bill.(interface{ OutputReported() bool }); ok { // beta: message_start's output is a placeholder
+			res.OutputUnreported = res.UsageFound && !b.OutputReported()
 		}
 	}
 	if p.text.on {
@@ -604,15 +628,9 @@ func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter
 }
 
 // withStreamCost returns a final usage event's data with the cost members, priced from the stream's
-// billing so far (bill or acc), or false when the client is not told.
-func (p *passthroughResponder) withStreamCost(data []byte, slot []string, bill relayBiller, acc usage.Accumulator) ([]byte, bool) {
-	var u usage.Usage
-	var found bool
-	if bill != nil {
-		u, found = bill.Usage()
-	} else {
-		u, found = acc.Result()
-	}
+// billing so far, or false when the client is not told.
+func (p *passthroughResponder) withStreamCost(data []byte, slot []string, bill relayBiller) ([]byte, bool) {
+	u, found := bill.Usage()
 	return withCost(p.cost, &p.costB, data, slot, u, found)
 }
 

@@ -3,8 +3,8 @@ package proxy
 import (
 	"bytes"
 
+	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
-	"github.com/tollgate/tollgate/shared/usage"
 )
 
 // requestedTier returns the service tier a request body asks for (used by quota admission and pricing),
@@ -32,10 +32,10 @@ func mayNameTier(body []byte) bool {
 // tierOf returns the requested tier of a body read by jsonkit.ParseRequest. Precedence: a non-standard speed
 // ("fast") wins, then service_tier, then serviceTier, then a standard speed.
 func tierOf(req jsonkit.Request) string {
-	speed, snake, camel := usage.CleanTier(req.Speed), usage.CleanTier(req.ServiceTier), usage.CleanTier(req.ServiceTierCamel)
+	speed, snake, camel := canon.CleanTier(req.Speed), canon.CleanTier(req.ServiceTier), canon.CleanTier(req.ServiceTierCamel)
 	top := snake
 	if top == "" {
 		top = camel
 	}
-	return usage.PickTier(speed, top, "")
+	return canon.PickTier(speed, top, "")
 }

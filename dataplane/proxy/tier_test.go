@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
-	"github.com/tollgate/tollgate/shared/usage"
 )
 
 func TestRequestedTier(t *testing.T) {
@@ -42,7 +42,7 @@ func FuzzRequestedTier(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		got := requestedTier(body)
-		if got != usage.CleanTier(got) {
+		if got != canon.CleanTier(got) {
 			t.Fatalf("RequestedTier = %q, not clean", got)
 		}
 		req, err := jsonkit.ParseRequest(body)

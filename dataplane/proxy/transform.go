@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/dataplane/httperr"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/dataplane/translate"
 	"github.com/tollgate/tollgate/shared/snapshot"
 	"github.com/tollgate/tollgate/shared/usage"
@@ -152,7 +153,7 @@ func (a *transformAttempt) Wait(ctx context.Context, w http.ResponseWriter) (sto
 // Respond implements Responder: the translator writes the client's bytes; the usage is the upstream
 // dialect's reading of the translator's own decoding of the events or the buffered body when that dialect
 // bills from its decoder (canon.Biller, translate.Translator.Billed), else the destination dialect's
-// accumulator reads the decoded events (translate.Stream.Observe) or bodyUsage the body.
+// billing reads the decoded events (translate.Stream.Observe) or bodyUsage the body.
 func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, resp *http.Response) Result {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -190,13 +191,18 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 			text = &textCollector{on: true} // the relayed text, for local counting without (output) usage
 		}
 		// The usage is the upstream decoder's own reading of the events when it bills (canon.Biller: each
-		// event is decoded once), else the destination dialect's accumulator reads each decoded event.
+		// event is decoded once), else the destination dialect's billing reads each decoded event's relay members.
 		biller, bills := s.Biller()
-		var acc usage.Accumulator
-		if bills {
+		var relay relayBiller // the destination dialect's billing of the decoded events by their relay reader
+		var rel jsonkit.Relay
+		read := relayReader(a.cell.DestKind)
+		switch {
+		case bills:
 			biller.ObserveHeader(resp.Header)
-		} else if acc = usage.NewStreamAccumulator(a.cell.DestKind, a.cell.DestOp); acc != nil {
-			acc.ObserveHeader(resp.Header)
+		default:
+			if relay = newRelayBiller(a.cell.DestKind, a.cell.DestOp); relay != nil {
+				observeHeader(relay, resp.Header)
+			}
 		}
 		if cw != nil {
 			cw.billed = func() (usage.Usage, bool) {
@@ -204,8 +210,8 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 				case bills:
 					u, found, _ := biller.Billed()
 					return u, found
-				case acc != nil:
-					return acc.Result()
+				case relay != nil:
+					return relay.Usage()
 				}
 				return usage.Usage{}, false
 			}
@@ -217,10 +223,12 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		if text != nil && !chatText {
 			s.CollectText(text.addString)
 		}
-		if acc != nil || chatText {
+		if relay != nil || chatText {
 			s.Observe(func(_ string, data []byte) {
-				if acc != nil {
-					_ = acc.Observe(data)
+				if relay != nil {
+					if read(data, &rel); rel.HasUsage {
+						relay.ObserveRelay(&rel)
+					}
 				}
 				if chatText {
 					text.observe(data)
@@ -244,8 +252,8 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		case bills:
 			res.Usage, res.UsageFound, reported = biller.Billed()
 			res.OutputUnreported = res.UsageFound && !reported
-		case acc != nil:
-			res.Usage, res.UsageFound = acc.Result()
+		case relay != nil:
+			res.Usage, res.UsageFound = relay.Usage()
 		}
 		if text != nil {
 			res.Output, res.OutputBytes = text.b.String(), text.total

@@ -33,8 +33,8 @@ type Outcome struct {
 	Rule *pricing.Rule
 	// RequestedTier is the tier the request body names (the proxy's tierOf of its one reading).
 	RequestedTier string
-	// Upstream is the usage the upstream reported (usage.FromBody, or a stream accumulator's latest
-	// cumulative value); UpstreamFound is false when it reported none. Upstream.ReportedTier is the
+	// Upstream is the usage the upstream reported, as its dialect package bills it (a body's usage members,
+	// or a stream's latest cumulative value); UpstreamFound is false when it reported none. Upstream.ReportedTier is the
 	// tier the upstream says it served (body, usage object or x-gamma-service-tier header).
 	Upstream      usage.Usage
 	UpstreamFound bool

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tollgate/tollgate/dataplane/dialect/alpha"
 	"github.com/tollgate/tollgate/dataplane/dialect/beta"
+	"github.com/tollgate/tollgate/dataplane/dialect/gamma"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/dataplane/proxy"
 	"github.com/tollgate/tollgate/dataplane/tokencount"
@@ -30,14 +31,13 @@ import (
 // data plane's rule, through its own functions (docs/dataplane.md, "Local token counting").
 func gatewayRecords(t *testing.T, kind vocab.Kind, model, reqBody string, hdr http.Header, body []byte) usage.Usage {
 	t.Helper()
-	// beta and alpha chat streams are billed from their relay reader's members (dataplane/proxy respond.go),
-	// the others by the stream accumulator.
+	// streams are billed from their relay reader's members (dataplane/proxy respond.go).
 	var betaBill beta.Billing
+	var gammaBill gamma.Billing
+	gammaBill.ObserveHeader(hdr)
 	var chatBill alpha.Billing
-	var acc usage.Accumulator
-	if kind != vocab.KindBetaMessages && kind != vocab.KindAlphaChatCompletions {
-		acc = usage.NewStreamAccumulator(kind, vocab.OpStreamGenerateContent)
-		acc.ObserveHeader(hdr)
+	if kind == vocab.KindAlphaResponses {
+		chatBill = alpha.ResponsesBilling()
 	}
 	var text strings.Builder
 	for _, ev := range parseSSE(t, body) {
@@ -55,8 +55,16 @@ func gatewayRecords(t *testing.T, kind vocab.Kind, model, reqBody string, hdr ht
 			if rel.HasUsage {
 				chatBill.ObserveRelay(&rel)
 			}
+		case vocab.KindAlphaResponses:
+			alpha.ReadResponsesRelay([]byte(ev.data), &rel)
+			if rel.HasUsage {
+				chatBill.ObserveRelay(&rel)
+			}
 		default:
-			_ = acc.Observe([]byte(ev.data))
+			gamma.ReadRelay([]byte(ev.data), &rel)
+			if rel.HasUsage {
+				gammaBill.ObserveRelay(&rel)
+			}
 		}
 		if kind != vocab.KindAlphaChatCompletions || ev.data == "[DONE]" {
 			continue
@@ -90,10 +98,10 @@ func gatewayRecords(t *testing.T, kind vocab.Kind, model, reqBody string, hdr ht
 	case vocab.KindBetaMessages:
 		reported, found = betaBill.Usage()
 		outputReported = betaBill.OutputReported()
-	case vocab.KindAlphaChatCompletions:
+	case vocab.KindAlphaChatCompletions, vocab.KindAlphaResponses:
 		reported, found = chatBill.Usage()
 	default:
-		reported, found = acc.Result()
+		reported, found = gammaBill.Usage()
 	}
 	if found && outputReported {
 		return reported

@@ -5,7 +5,7 @@
 //
 // Semantics (see docs/pricing.md): the categories never overlap, so cached and cache-written
 // prompt tokens that alpha and gamma report inside their prompt counts are subtracted from
-// Input (clamped at 0); streamed usage is cumulative, so accumulators never add events together:
+// Input (clamped at 0); streamed usage is cumulative, so a stream's billing never adds events together:
 // alpha and beta keep the latest value per field, gamma the latest usageMetadata snapshot whole.
 package usage
 

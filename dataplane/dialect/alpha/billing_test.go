@@ -74,14 +74,14 @@ func checkStreamAgrees(t *testing.T, stream []byte) {
 }
 
 // checkBodyAgrees compares the billing of a buffered answer's decoding (DecodeResponse) with BillChatBody,
-// and BillChatBody on the whole body with BillChatBody on the usage members usage.BodyScanner keeps of it
+// and BillChatBody on the whole body with BillChatBody on the usage members jsonkit.BodyScanner keeps of it
 // (the passthrough's reading of a buffered answer). Bodies that are not valid JSON are left out.
 func checkBodyAgrees(t *testing.T, body []byte) {
 	if !json.Valid(body) {
 		return
 	}
 	want, wantFound, werr := BillChatBody(body)
-	var sc usage.BodyScanner
+	var sc jsonkit.BodyScanner
 	_, _ = sc.Write(body)
 	if red := sc.Reduced(); red != nil {
 		got, found, err := BillChatBody(red)

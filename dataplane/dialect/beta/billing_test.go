@@ -75,14 +75,14 @@ func checkStreamAgrees(t *testing.T, stream []byte) {
 }
 
 // checkBodyAgrees compares the billing of a buffered answer's decoding (DecodeResponse) with BillBody, and
-// BillBody on the whole body with BillBody on the usage members usage.BodyScanner keeps of it (the
+// BillBody on the whole body with BillBody on the usage members jsonkit.BodyScanner keeps of it (the
 // passthrough's reading of a buffered answer). Bodies that are not valid JSON are left out.
 func checkBodyAgrees(t *testing.T, body []byte) {
 	if !json.Valid(body) {
 		return
 	}
 	want, wantFound, werr := BillBody(body)
-	var sc usage.BodyScanner
+	var sc jsonkit.BodyScanner
 	_, _ = sc.Write(body)
 	if red := sc.Reduced(); red != nil {
 		got, found, err := BillBody(red)

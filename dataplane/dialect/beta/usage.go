@@ -51,7 +51,7 @@ type Billing struct {
 
 // tier keeps a reported tier name, cleaned, when it says one.
 func tier(dst *string, n jsonkit.Name) {
-	if c := usage.CleanTier(n.S); n.Set && c != "" {
+	if c := canon.CleanTier(n.S); n.Set && c != "" {
 		*dst = c
 	}
 }
@@ -120,7 +120,7 @@ func (b *Billing) ObserveRelay(r *jsonkit.Relay) {
 // 5m; an aggregate above the split bills the remainder as 5m).
 func (b *Billing) Usage() (u usage.Usage, found bool) {
 	u = usage.Usage{Input: b.input.V, Output: b.output.V, CacheRead: b.cacheRead.V,
-		ReportedTier: usage.PickTier(b.speed, b.topTier, b.usageTier)}
+		ReportedTier: canon.PickTier(b.speed, b.topTier, b.usageTier)}
 	if b.cc5m.Set || b.cc1h.Set {
 		u.CacheCreation5m, u.CacheCreation1h = b.cc5m.V, b.cc1h.V
 		if split := (usage.Usage{CacheCreation5m: b.cc5m.V, CacheCreation1h: b.cc1h.V}).PromptTokens(); b.cacheCreation.V > split {

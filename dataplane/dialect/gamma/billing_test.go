@@ -2,6 +2,7 @@ package gamma
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"regexp"
 	"strings"
@@ -12,22 +13,35 @@ import (
 	"github.com/tollgate/tollgate/dataplane/sse"
 	"github.com/tollgate/tollgate/shared/testkit"
 	"github.com/tollgate/tollgate/shared/usage"
+	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 type wireAnswer struct {
 	body   []byte
 	header http.Header
+	want   usage.Usage
 }
 
 // realWireGamma returns the gamma generateContent answers of the recorded provider traffic (testkit.RealWire:
-// stream bodies, SSE or a JSON array, and buffered bodies) with their response headers.
+// stream bodies, SSE or a JSON array, and buffered bodies) with their response headers and the usage each must
+// bill (the cloud variant's trafficType named as the tier it is).
 func realWireGamma(t testing.TB) (streams, bodies []wireAnswer) {
 	s, b := testkit.RealWire(t, "gamma_generate_content")
+	for _, as := range [][]testkit.WireAnswer{s, b} {
+		for i := range as {
+			switch w := &as[i].Want; w.ReportedTier {
+			case "on_demand":
+				w.ReportedTier = "standard"
+			case "on_demand_flex", "on_demand_priority":
+				w.ReportedTier = strings.TrimPrefix(w.ReportedTier, "on_demand_")
+			}
+		}
+	}
 	for _, a := range s {
-		streams = append(streams, wireAnswer{body: a.Body, header: a.Header})
+		streams = append(streams, wireAnswer{body: a.Body, header: a.Header, want: a.Want})
 	}
 	for _, a := range b {
-		bodies = append(bodies, wireAnswer{body: a.Body, header: a.Header})
+		bodies = append(bodies, wireAnswer{body: a.Body, header: a.Header, want: a.Want})
 	}
 	return streams, bodies
 }
@@ -77,27 +91,51 @@ func streamBilled(a wireAnswer) (u usage.Usage, found bool, read [][]byte) {
 	return u, found, read
 }
 
+// relayBilled bills the events of a stream as the passthrough does: each event's relay reader members, read
+// by Billing.ObserveRelay when the reader found usage members, after the response header.
+func relayBilled(events [][]byte, h http.Header) (usage.Usage, bool) {
+	var b Billing
+	b.ObserveHeader(h)
+	var rel jsonkit.Relay
+	for _, ev := range events {
+		ReadRelay(ev, &rel)
+		if rel.HasUsage {
+			b.ObserveRelay(&rel)
+		}
+	}
+	return b.Usage()
+}
+
+// checkStreamAgrees compares the decoder's billing of a stream with the passthrough relay billing of the
+// events the decoder read.
 func checkStreamAgrees(t *testing.T, a wireAnswer) {
 	got, found, read := streamBilled(a)
-	var acc usage.GammaStream
-	acc.ObserveHeader(a.header)
-	for _, ev := range read {
-		_ = acc.Observe(ev)
-	}
-	want, wantFound := acc.Result()
+	want, wantFound := relayBilled(read, a.header)
 	if got != want || found != wantFound {
-		t.Fatalf("decoder bills %+v found %v; the accumulator %+v %v\n%.2000s", got, found, want, wantFound, a.body)
+		t.Fatalf("decoder bills %+v found %v; the relay billing %+v %v\n%.2000s", got, found, want, wantFound, a.body)
 	}
 }
 
-// checkBodyAgrees compares the billing of a buffered answer's decoding with usage.FromGamma; a body the
-// translator cannot decode is billed by the data plane with usage.FromBody instead (proxy transform.go).
+// checkBodyAgrees compares the billing of a buffered answer's decoding with BillBody, and BillBody on the
+// whole body with BillBody on the usage members jsonkit.BodyScanner keeps of it (the passthrough's reading of a
+// buffered answer); a body the translator cannot decode is billed by BillBody alone (proxy transform.go).
 func checkBodyAgrees(t *testing.T, a wireAnswer) {
+	if !json.Valid(a.body) {
+		return
+	}
+	want, wantFound, werr := BillBody(vocab.KindGammaGenerateContent, vocab.OpGenerateContent, a.body, a.header)
+	var sc jsonkit.BodyScanner
+	_, _ = sc.Write(a.body)
+	if red := sc.Reduced(); red != nil {
+		got, found, err := BillBody(vocab.KindGammaGenerateContent, vocab.OpGenerateContent, red, a.header)
+		if (err != nil) != (werr != nil) || got != want || found != wantFound {
+			t.Fatalf("BillBody of the kept members %+v found %v err %v; of the body %+v %v %v: %s", got, found, err, want, wantFound, werr, a.body)
+		}
+	}
 	r, err := GenerateContent{}.DecodeResponse(a.body, &canon.State{})
 	if err != nil {
 		return
 	}
-	want, wantFound, werr := usage.FromGamma(a.body, a.header)
 	var got usage.Usage
 	if r.Billed != nil {
 		got = *r.Billed
@@ -105,28 +143,32 @@ func checkBodyAgrees(t *testing.T, a wireAnswer) {
 	}
 	switch {
 	case werr != nil:
-		t.Fatalf("the translator decoded a body usage.FromGamma refuses (%v): %s", werr, a.body)
+		t.Fatalf("the translator decoded a body BillBody refuses (%v): %s", werr, a.body)
 	case (r.Billed != nil) != wantFound:
-		t.Fatalf("billed %v, FromGamma found %v: %s", r.Billed, wantFound, a.body)
+		t.Fatalf("billed %v, BillBody found %v: %s", r.Billed, wantFound, a.body)
 	case r.Billed != nil && got != want:
-		t.Fatalf("billed %+v, FromGamma %+v: %s", got, want, a.body)
+		t.Fatalf("billed %+v, BillBody %+v: %s", got, want, a.body)
 	}
 }
 
-func TestBillingAgreesOnRealWire(t *testing.T) {
+// TestBillingOnRealWire checks every real gamma answer is billed what it must be: a stream by the decoder
+// and by the relay billing, a buffered answer by BillBody and by its decoding.
+func TestBillingOnRealWire(t *testing.T) {
 	streams, bodies := realWireGamma(t)
-	billed := 0
-	for _, s := range streams {
-		checkStreamAgrees(t, s)
-		if _, found, _ := streamBilled(s); found {
-			billed++
+	for i, s := range streams {
+		got, found, read := streamBilled(s)
+		if !found || got != s.want {
+			t.Fatalf("stream %d: decoder bills %+v found %v, want %+v\n%.2000s", i, got, found, s.want, s.body)
+		}
+		if got, found := relayBilled(read, s.header); !found || got != s.want {
+			t.Fatalf("stream %d: relay billing %+v found %v, want %+v", i, got, found, s.want)
 		}
 	}
-	for _, b := range bodies {
+	for i, b := range bodies {
+		if got, found, err := BillBody(vocab.KindGammaGenerateContent, vocab.OpGenerateContent, b.body, b.header); err != nil || !found || got != b.want {
+			t.Fatalf("body %d: BillBody %+v found %v err %v, want %+v\n%.2000s", i, got, found, err, b.want, b.body)
+		}
 		checkBodyAgrees(t, b)
-	}
-	if billed != len(streams) {
-		t.Fatalf("%d of %d real streams billed from the decoder", billed, len(streams))
 	}
 }
 
@@ -155,7 +197,7 @@ var escapedLetter = regexp.MustCompile(`\\u00(4[1-9a-fA-F]|5[0-9aAfF]|6[1-9a-fA-
 
 // nameVariant reports whether b may spell one of names other than exactly (in another case, or escaped).
 // The translator's decoders match names as the JSON library does (exact, else ignoring case, after
-// unescaping); shared/usage's stream readers compare the raw names exactly. Real upstreams write the exact
+// unescaping); the relay reader (ReadRelay) compares the raw names exactly. Real upstreams write the exact
 // names: the two are compared where they read the same members.
 func nameVariant(b []byte, names ...string) bool {
 	if escapedLetter.Match(b) {

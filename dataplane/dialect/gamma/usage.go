@@ -1,12 +1,14 @@
 package gamma
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/shared/usage"
+	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // usageIn is a usageMetadata object as an upstream writes it: every count with whether it was reported,
@@ -60,11 +62,95 @@ type Billing struct {
 	prompt, cached, candidates, thoughts, toolUse, image int64
 	bodyTier, trafficType, headerTier                    string
 	found                                                bool
+	in                                                   snapshotIn // a relayed chunk's usageMetadata, decoded
+}
+
+// snapshotIn is what billing reads of a usageMetadata: usageIn without the input modality details, which
+// billing does not need (every relayed chunk carries them).
+type snapshotIn struct {
+	PromptTokenCount        jsonkit.Count `json:"promptTokenCount"`
+	CachedContentTokenCount jsonkit.Count `json:"cachedContentTokenCount"`
+	CandidatesTokenCount    jsonkit.Count `json:"candidatesTokenCount"`
+	ToolUsePromptTokenCount jsonkit.Count `json:"toolUsePromptTokenCount"`
+	ThoughtsTokenCount      jsonkit.Count `json:"thoughtsTokenCount"`
+	TotalTokenCount         jsonkit.Count `json:"totalTokenCount"`
+	CandidatesTokensDetails []modalityIn  `json:"candidatesTokensDetails"`
+	ServiceTier             jsonkit.Name  `json:"serviceTier"`
+	TrafficType             jsonkit.Name  `json:"trafficType"`
+}
+
+func (s *snapshotIn) usage() usageIn {
+	return usageIn{PromptTokenCount: s.PromptTokenCount, CachedContentTokenCount: s.CachedContentTokenCount,
+		CandidatesTokenCount: s.CandidatesTokenCount, ToolUsePromptTokenCount: s.ToolUsePromptTokenCount,
+		ThoughtsTokenCount: s.ThoughtsTokenCount, TotalTokenCount: s.TotalTokenCount,
+		CandidatesTokensDetails: s.CandidatesTokensDetails, ServiceTier: s.ServiceTier, TrafficType: s.TrafficType}
+}
+
+// Reset forgets a stream, keeping the decoding buffer for the next one.
+func (b *Billing) Reset() {
+	*b = Billing{in: snapshotIn{CandidatesTokensDetails: b.in.CandidatesTokensDetails[:0]}}
+}
+
+// ObserveRelay bills one relayed (passthrough) chunk from the members its relay reader found (ReadRelay): the
+// last usageMetadata, decoded alone and taken whole. A chunk that is not a sound object, or a usageMetadata
+// that does not decode, bills nothing.
+func (b *Billing) ObserveRelay(r *jsonkit.Relay) {
+	if !r.Whole || jsonkit.IsNull(r.UsageMetadataValue) {
+		return
+	}
+	b.in = snapshotIn{CandidatesTokensDetails: b.in.CandidatesTokensDetails[:0]}
+	if jsonkit.UnmarshalEvent(r.UsageMetadataValue, &b.in) != nil {
+		return
+	}
+	u := b.in.usage()
+	b.take(&u)
+}
+
+// bodyIn is what billing reads of a buffered generateContent or embedContent answer.
+type bodyIn struct {
+	UsageMetadata *snapshotIn `json:"usageMetadata"`
+}
+
+// BillBody returns the billed usage of a buffered gamma answer of kind and op, reading only its usageMetadata
+// member; hdr (may be nil) is the response header, whose TierHeader wins. generateContent is billed as Billing
+// bills a stream's last snapshot; an embedding (embedContent, batchEmbedContents) bills promptTokenCount, else
+// totalTokenCount, less cached, as input. found is false when it reported no usage and for operations that are
+// not billed; a body that is not a JSON object is an error.
+func BillBody(kind vocab.Kind, op vocab.Operation, body []byte, hdr http.Header) (usage.Usage, bool, error) {
+	embedding := kind != vocab.KindGammaGenerateContent
+	if embedding && op != vocab.OpCreateEmbedding {
+		return usage.Usage{}, false, nil
+	}
+	var in bodyIn
+	if err := jsonkit.UnmarshalEvent(body, &in); err != nil {
+		return usage.Usage{}, false, fmt.Errorf("decode gamma usage: %w", err)
+	}
+	var b Billing
+	if hdr != nil {
+		b.ObserveHeader(hdr)
+	}
+	if in.UsageMetadata == nil {
+		u, _ := b.Usage() // the header's tier alone
+		return u, false, nil
+	}
+	s := in.UsageMetadata
+	u := s.usage()
+	b.take(&u)
+	billed, _ := b.Usage()
+	if embedding {
+		n := s.PromptTokenCount
+		if !n.Set {
+			n = s.TotalTokenCount
+		}
+		return usage.Usage{Input: max(n.V-max(s.CachedContentTokenCount.V, 0), 0), CacheRead: s.CachedContentTokenCount.V,
+			ReportedTier: billed.ReportedTier}, true, nil
+	}
+	return billed, true, nil
 }
 
 // tier keeps a reported tier name, cleaned, when it says one.
 func tier(dst *string, n jsonkit.Name) {
-	if c := usage.CleanTier(n.S); n.Set && c != "" {
+	if c := canon.CleanTier(n.S); n.Set && c != "" {
 		*dst = c
 	}
 }
@@ -87,14 +173,14 @@ func (b *Billing) take(u *usageIn) {
 
 // BillHeader implements canon.HeaderBiller: the response header's served tier wins over the body's.
 func (GenerateContent) BillHeader(u *usage.Usage, h http.Header) {
-	if v := usage.CleanTier(h.Get(TierHeader)); v != "" {
+	if v := canon.CleanTier(h.Get(TierHeader)); v != "" {
 		u.ReportedTier = v
 	}
 }
 
 // ObserveHeader takes the served tier of the response header (TierHeader).
 func (b *Billing) ObserveHeader(h http.Header) {
-	if v := usage.CleanTier(h.Get(TierHeader)); v != "" {
+	if v := canon.CleanTier(h.Get(TierHeader)); v != "" {
 		b.headerTier = v
 	}
 }

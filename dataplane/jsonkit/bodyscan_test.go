@@ -1,12 +1,10 @@
-package usage
+package jsonkit
 
 import (
 	"encoding/json"
-	"net/http"
+	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // scanReduced feeds body to a BodyScanner in pieces of size step (0: whole).
@@ -23,36 +21,35 @@ func scanReduced(body []byte, step int) []byte {
 	return s.Reduced()
 }
 
-var scanKinds = []struct {
-	kind vocab.Kind
-	op   vocab.Operation
-}{
-	{vocab.KindAlphaResponses, vocab.OpGenerateContent},
-	{vocab.KindGammaGenerateContent, vocab.OpGenerateContent},
-	{vocab.KindAlpha, vocab.OpCreateEmbedding}, {vocab.KindAlpha, vocab.OpRerank}, {vocab.KindAlpha, vocab.OpCreateImage},
+// usageMembers is what the dialects' body billing reads of a body: its usage members, matched as it matches
+// them (UnmarshalEvent: ignoring case, after unescaping, the last one winning).
+type usageMembers struct {
+	Usage         json.RawMessage `json:"usage"`
+	ServiceTier   json.RawMessage `json:"service_tier"`
+	UsageMetadata json.RawMessage `json:"usageMetadata"`
 }
 
-// agree checks that FromBody on the scanner's reduction equals FromBody on the whole (valid) body.
+// agree checks that the scanner's reduction of a valid body has the usage members of the whole body: what
+// every dialect's body billing reads, so its billing of either is the same.
 func agree(t *testing.T, body []byte, step int) {
 	t.Helper()
 	if !json.Valid(body) {
 		return
 	}
 	red := scanReduced(body, step)
-	hdr := http.Header{"X-Gamma-Service-Tier": {"flex"}}
-	for _, k := range scanKinds {
-		want, wantFound, wantErr := FromBody(k.kind, k.op, body, hdr)
-		if red == nil {
-			if wantErr == nil && (wantFound || !want.IsZero()) && len(body) < MaxKeptUsage {
-				t.Fatalf("%s: no reduction of %q, whole body gives %+v", k.kind, body, want)
-			}
-			continue
+	var want usageMembers
+	werr := UnmarshalEvent(body, &want)
+	if red == nil {
+		if werr == nil && (want.Usage != nil || want.ServiceTier != nil || want.UsageMetadata != nil) && len(body) < MaxKeptUsage {
+			t.Fatalf("no reduction of %q, whole body has %+v", body, want)
 		}
-		got, gotFound, gotErr := FromBody(k.kind, k.op, red, hdr)
-		if (wantErr == nil) != (gotErr == nil) || want != got || wantFound != gotFound {
-			t.Fatalf("%s/%s step %d: reduced %q gives %+v %v %v; whole body %q gives %+v %v %v",
-				k.kind, k.op, step, red, got, gotFound, gotErr, body, want, wantFound, wantErr)
-		}
+		return
+	}
+	var got usageMembers
+	gerr := UnmarshalEvent(red, &got)
+	if (werr == nil) != (gerr == nil) || (werr == nil && fmt.Sprint(got) != fmt.Sprint(want)) {
+		t.Fatalf("step %d: reduced %q has %s %s %s (%v); whole body %q %s %s %s (%v)", step, red, got.Usage, got.ServiceTier,
+			got.UsageMetadata, gerr, body, want.Usage, want.ServiceTier, want.UsageMetadata, werr)
 	}
 }
 
@@ -88,9 +85,8 @@ func TestBodyScannerFindsUsageAfterAnyLength(t *testing.T) {
 	if cap(red) > 1<<10 {
 		t.Errorf("scanner holds %d bytes for a 40 MB body", cap(red))
 	}
-	u, found, err := FromBody(vocab.KindAlphaResponses, vocab.OpGenerateContent, red, nil)
-	if err != nil || !found || u.Output != 10_000_000 || u.Input != 10 {
-		t.Fatalf("FromBody(%s) = %+v, %v, %v", red, u, found, err)
+	if want := `{"usage":{"input_tokens":10,"output_tokens":10000000}}`; !jsonEqual(red, want) {
+		t.Fatalf("kept %s, want %s", red, want)
 	}
 }
 
@@ -116,7 +112,13 @@ func TestBodyScannerBounded(t *testing.T) {
 		t.Errorf("Reset kept a %d-byte buffer", cap(s.out))
 	}
 	_, _ = s.Write([]byte(`{"usage":{"input_tokens":1}}`))
-	if u, found, err := FromBody(vocab.KindAlphaResponses, vocab.OpGenerateContent, s.Reduced(), nil); err != nil || !found || u.Input != 1 {
-		t.Fatalf("after Reset: %+v %v %v", u, found, err)
+	if red := s.Reduced(); !jsonEqual(red, `{"usage":{"input_tokens":1}}`) {
+		t.Fatalf("after Reset: kept %s", red)
 	}
+}
+
+// jsonEqual reports whether the JSON document b is want, compared decoded.
+func jsonEqual(b []byte, want string) bool {
+	var got, w any
+	return json.Unmarshal(b, &got) == nil && json.Unmarshal([]byte(want), &w) == nil && fmt.Sprint(got) == fmt.Sprint(w)
 }

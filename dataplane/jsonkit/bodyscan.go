@@ -1,14 +1,14 @@
-package usage
+package jsonkit
 
 import (
 	"bytes"
 	"encoding/json"
 )
 
-// bodyUsageKeys are the top-level members FromBody reads in any dialect: alpha and beta "usage" and
-// "service_tier", gamma "usageMetadata". The decoders behind FromBody are encoding/json's (names matched
-// after unescaping and ignoring case, the last one winning), so BodyScanner keeps every member whose
-// decoded name matches one of these ignoring case, in order.
+// bodyUsageKeys are the top-level members the dialects' body billing reads (alpha.BillBody, beta.BillBody,
+// gamma.BillBody): alpha and beta "usage" and "service_tier", gamma "usageMetadata". They decode with
+// UnmarshalEvent (names matched after unescaping and ignoring case, the last one winning), so BodyScanner
+// keeps every member whose decoded name matches one of these ignoring case, in order.
 var bodyUsageKeys = [...]string{"usage", "service_tier", "usageMetadata"}
 
 // MaxKeptUsage bounds what a BodyScanner keeps of one response: the usage members of a real response are
@@ -21,8 +21,8 @@ const maxName = 6*len("usageMetadata") + 2
 
 // BodyScanner reads a non-streaming response body in pieces, as it is relayed, and keeps only the
 // top-level members usage extraction reads, so usage is found however large the body is and anywhere in
-// it, in memory bounded by MaxKeptUsage. Reduced returns those members as one JSON object; FromBody on it
-// equals FromBody on the whole body when the body is valid JSON. The rest of the body is checked for
+// it, in memory bounded by MaxKeptUsage. Reduced returns those members as one JSON object; a dialect's body
+// billing of it equals its billing of the whole body when the body is valid JSON. The rest of the body is checked for
 // structure only (strings, nesting), not validated.
 type BodyScanner struct {
 	st    scanState
@@ -270,5 +270,3 @@ func (s *BodyScanner) Reduced() []byte {
 	}
 	return s.out
 }
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
