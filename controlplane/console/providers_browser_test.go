@@ -137,11 +137,11 @@ func TestCloudProvidersInChromium(t *testing.T) {
 	}
 
 	// A first-party provider carries no such note.
-	alpha := api.must("POST", "/admin/providers", map[string]any{"name": "first-party", "channel_type": "alpha", "base_url": "https://api.example.test"})
-	p.do("reload providers", chromedp.Navigate(base+"/console/#overview"), chromedp.Navigate(base+"/console/#providers"))
-	p.waitFor("providers listed", fmt.Sprintf(`!!document.querySelector('#pv-provider option[value="%v"]')`, alpha["id"]))
-	p.do("pick the first-party provider", choose("#pv-provider", fmt.Sprint(alpha["id"])))
-	p.waitFor("first-party shown", `document.querySelector("#pv-info").textContent.includes("first-party") && !`+visible("#pv-cloud-note"))
+	p.do("new first-party", chromedp.Click(chromedp.ID("pv-new")))
+	p.waitFor("provider dialog", `document.getElementById("pv-dialog").open && document.activeElement.id === "pv-name"`)
+	p.do("first-party fields", fill("#pv-name", "first-party"), choose("#pv-channel", "alpha"), fill("#pv-base-url", "https://api.example.test"))
+	saved("first-party")
+	p.waitFor("no cloud note", `!`+visible("#pv-cloud-note"))
 }
 
 func consoleServiceAccount(t *testing.T) string {
