@@ -65,14 +65,3 @@ func satSum(vs ...int64) int64 {
 	}
 	return s
 }
-
-// sub returns a-b clamped at 0.
-func sub(a, b int64) int64 {
-	if b >= a {
-		return 0
-	}
-	if b < 0 {
-		b = 0
-	}
-	return a - b
-}
