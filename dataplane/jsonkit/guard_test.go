@@ -23,7 +23,6 @@ var pending = map[string]string{
 	// hand readers of the request and of usage, to fold into this package with the dialect wing's usage and
 	// request parsing (shared/ cannot import the data plane: they move to it first)
 	"shared/vocab/jsonscan.go": "member scanner of request bodies (vocab.Members, TopLevelField)",
-	"dataplane/proxy/patch.go": "passthrough model replacement in the body",
 	// not JSON
 	"dataplane/admission/shards.go": "Redis hash-tag braces in a key, not JSON",
 }
