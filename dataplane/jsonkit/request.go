@@ -3,7 +3,6 @@ package jsonkit
 import (
 	"bytes"
 	"fmt"
-	"github.com/tollgate/tollgate/shared/vocab"
 	"io"
 	"unicode/utf8"
 
@@ -168,7 +167,7 @@ func (r *Request) set(key string, body, v []byte) error {
 			return typeError(key, "an object")
 		}
 		var err error
-		_ = vocab.Members(v, func(k, val []byte) bool {
+		_, _ = walkMembers(v, func(k, val []byte) bool {
 			var name []byte
 			if name, err = memberName(k); err != nil {
 				return false
@@ -212,7 +211,7 @@ func stringValue(key string, v []byte, dst *string) error {
 	if v[0] != '"' {
 		return typeError(key, "a string")
 	}
-	if s, ok := vocab.StringValue(v); ok {
+	if s, ok := PlainString(v); ok {
 		*dst = string(s)
 		return nil
 	}

@@ -3,7 +3,6 @@ package jsonkit
 import (
 	"encoding/json"
 	"errors"
-	"github.com/tollgate/tollgate/shared/vocab"
 	"strings"
 	"testing"
 )
@@ -124,24 +123,6 @@ func BenchmarkParseRequest10KB(b *testing.B) {
 		if r, err := ParseRequest(body); err != nil || !r.Stream {
 			b.Fatal(r, err)
 		}
-	}
-}
-
-func BenchmarkOldScans10KB(b *testing.B) {
-	body := benchBody()
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		s, e, _, _ := vocab.TopLevelField(body, "stream")
-		_ = string(body[s:e]) == "true"
-		_, _, _, _ = vocab.TopLevelField(body, "model")
-		if s, e, ok, _ := vocab.TopLevelField(body, "stream_options"); ok {
-			_, _, _, _ = vocab.TopLevelField(body[s:e], "include_usage")
-		}
-		_ = vocab.Members(body, func(k, v []byte) bool {
-			_ = string(k) == "speed" || string(k) == "service_tier" || string(k) == "serviceTier"
-			return true
-		})
 	}
 }
 
