@@ -68,6 +68,11 @@ func storesIDs(class Class) bool {
 // conversation's id).
 func storedObject(obj []byte) bool {
 	v, _ := jsonkit.Member(obj, "object")
+	return storedKind(v)
+}
+
+// storedKind reports whether the raw "object" value v names a stored resource.
+func storedKind(v []byte) bool {
 	switch s, _ := jsonkit.PlainString(v); string(s) {
 	case "response", "response.deleted", "conversation", "conversation.deleted":
 		return true
@@ -95,10 +100,8 @@ func idEdits(edits []edit, obj []byte, off int, rewrite func([]byte) []byte) []e
 			}
 		}
 	}
-	if storedObject(obj) {
-		if v, ok := jsonkit.Member(obj, "id"); ok {
-			str(v)
-		}
+	if object, id, ok := jsonkit.Members2(obj, "object", "id"); ok && storedKind(object) {
+		str(id)
 	}
 	prev, conv, ok := jsonkit.Members2(obj, "previous_response_id", "conversation")
 	if !ok {
