@@ -160,22 +160,6 @@ func StopList(r json.RawMessage) ([]string, error) {
 	return arr, nil
 }
 
-// PatchJSON sets/deletes top-level keys of a JSON object, keeping all other fields (used for same-kind
-// buffered synthesis, where the request must keep unknown fields).
-func PatchJSON(body []byte, set map[string]any, del ...string) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := jsonkit.Unmarshal(body, &m); err != nil {
-		return nil, BadRequest("body", fmt.Errorf("invalid JSON: %w", err))
-	}
-	for _, k := range del {
-		delete(m, k)
-	}
-	for k, v := range set {
-		m[k] = jsonkit.MustMarshal(v)
-	}
-	return jsonkit.Marshal(m)
-}
-
 func JSONHeader() http.Header { return http.Header{"Content-Type": []string{"application/json"}} }
 
 // EffortBudget maps an alpha reasoning effort to a token budget (policy, documented in docs/translation.md).

@@ -1,5 +1,10 @@
 package jsonkit
 
+import (
+	"errors"
+	"fmt"
+)
+
 // AppendWithMembers appends obj to dst with members (the text of one or more members, "k":v,…, without
 // braces) added as the last members of the object found by following path from obj (each name a member
 // of the object before it). It reports false, appending nothing, when a step is not an object (absent,
@@ -124,3 +129,44 @@ func AppendWithoutMember(dst, obj []byte, name string) ([]byte, bool) {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// errPatch is what Patch reports for a body that is not one valid JSON object.
+var errPatch = errors.New("the body is not one valid JSON object (with distinct member names)")
+
+// Patch returns the JSON object obj with its top-level members named del removed and, when model is not
+// empty, its "model" value replaced by model as a JSON string (added as the last member when absent).
+// Every other byte is kept, so unknown members survive exactly. It refuses a body that is not one valid
+// JSON object with distinct member names, or whose top-level names it cannot match exactly (a name spelled
+// with escapes, or one of the edited names in another case).
+func Patch(obj []byte, model string, del ...string) ([]byte, error) {
+	obj = obj[skipSpace(obj, 0):]
+	if !StartsObject(obj) || !validJSON(obj) {
+		return nil, errPatch
+	}
+	out := obj
+	for _, name := range del {
+		v, ok := Member(out, name)
+		if ok && v == nil {
+			continue
+		}
+		if out, ok = AppendWithoutMember(nil, out, name); !ok {
+			return nil, fmt.Errorf("cannot remove member %q: its name is ambiguous", name)
+		}
+	}
+	if model == "" {
+		return out, nil
+	}
+	v, ok := Member(out, "model")
+	if !ok {
+		return nil, errors.New(`cannot set member "model": its name is ambiguous`)
+	}
+	if v == nil {
+		out, _ = AppendWithMembers(nil, out, AppendString([]byte(`"model":`), model))
+		return out, nil
+	}
+	at := cap(out) - cap(v) // v is a view into out
+	dst := make([]byte, 0, len(out)+len(model)+2)
+	dst = append(dst, out[:at]...)
+	dst = AppendString(dst, model)
+	return append(dst, out[at+len(v):]...), nil
+}

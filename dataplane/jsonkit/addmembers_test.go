@@ -63,3 +63,29 @@ func TestAppendWithoutMember(t *testing.T) {
 		}
 	}
 }
+
+// TestPatch: the named members go, the model value is replaced (or added last), every other byte stays, and
+// a body that is not one valid object with distinct names is refused.
+func TestPatch(t *testing.T) {
+	for _, tc := range []struct {
+		obj, model string
+		del        []string
+		want       string
+	}{
+		{`{"model":"a","stream":true,"x":{"k":[1, 2]}}`, "b", []string{"stream", "stream_options"}, `{"model":"b","x":{"k":[1, 2]}}`},
+		{` {"stream":true, "model" : "a" } `, "b\n", []string{"stream"}, `{ "model" : "b\n" } `},
+		{`{"x":1}`, "m", nil, `{"x":1,"model":"m"}`},
+		{`{"max_tokens":5,"messages":[],"top_k":1}`, "", []string{"max_tokens", "top_k", "metadata"}, `{"messages":[]}`},
+		{`{"model":"a"}`, "", []string{"model"}, `{}`},
+	} {
+		got, err := Patch([]byte(tc.obj), tc.model, tc.del...)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("Patch(%s, %q, %v) = %s, %v; want %s", tc.obj, tc.model, tc.del, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{`[]`, `{"a":1`, `{"a":1,"a":2}`, `{"model":"a"} x`, `{"Stream":true,"stream":true}`, `{"str\u0065am":true}`} {
+		if got, err := Patch([]byte(bad), "m", "stream"); err == nil {
+			t.Errorf("Patch(%s) = %s, want refused", bad, got)
+		}
+	}
+}

@@ -6,10 +6,14 @@
 // the proxy's one reading of a client request body (ParseRequest, on a strict validator), the one pass over
 // a relayed stream event's top-level members that the dialects' relay readers decide the event by
 // (ReadRelay), the framing of gamma's JSON-array streams (JSONArrayDecoder), and the usage values as
-// providers write them that the dialects' usage objects are read into (Count, Name).
+// providers write them that the dialects' usage objects are read into (Count, Name), and the byte-keeping
+// edits of a body the gateway forwards (Request.AppendForwarded for passthrough, Patch for same-kind
+// buffered cells and count_tokens, AppendWithMembers/AppendWithoutMember, the stored-resource lookups
+// Member/Members2 on the structural walks walkMembers and walkElements).
 //
 // It is the only package of the module allowed `unsafe`, the library's token level (jsontext), and
-// byte-level JSON scanning (TestOnlyJSONKitReadsJSONByHand; the files still to fold in are listed there).
+// byte-level JSON scanning (TestOnlyJSONKitReadsJSONByHand fails for any other file; only
+// dataplane/admission/shards.go, whose braces are Redis hash tags, is exempt).
 // Readers match members by name: a dialect switches on MemberNames.Match(name), which applies the library's
 // matching (exact name first, else strings.EqualFold) to the struct's declared names; a fast event reader
 // records the members it read by name (Seen) and declines a duplicate.

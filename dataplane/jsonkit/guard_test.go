@@ -19,14 +19,12 @@ var guardedImports = []string{"unsafe", "github.com/go-json-experiment/json/json
 
 // pending are the files outside this package that still read or inspect JSON by hand, each with why it is
 // not folded in yet. The list only shrinks: a listed file that no longer trips the guard fails the test.
-var pending = map[string]string{
-	// hand readers of the request and of usage, to fold into this package with the dialect wing's usage and
-	// request parsing (shared/ cannot import the data plane: they move to it first)
-	"shared/vocab/jsonscan.go":  "member scanner of request bodies (vocab.Members, TopLevelField)",
-	"dataplane/proxy/patch.go":  "passthrough model replacement in the body",
-	"dataplane/proxy/stored.go": "stored-resource id rewriting",
-	// not JSON
-	"dataplane/admission/shards.go": "Redis hash-tag braces in a key, not JSON",
+var pending = map[string]string{}
+
+// notJSON are the files whose structural-byte tests are about something else than JSON; they are not
+// checked.
+var notJSON = map[string]string{
+	"dataplane/admission/shards.go": "Redis hash-tag braces in a key",
 }
 
 // jsonStructural are the bytes whose comparison gives hand-written JSON scanning away.
@@ -62,6 +60,10 @@ func TestOnlyJSONKitReadsJSONByHand(t *testing.T) {
 		files++
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
+		if _, ok := notJSON[rel]; ok {
+			seen[rel] = true
+			return nil
+		}
 		found := handJSON(t, path)
 		if _, ok := pending[rel]; ok {
 			if len(found) == 0 {
@@ -81,6 +83,11 @@ func TestOnlyJSONKitReadsJSONByHand(t *testing.T) {
 	for f := range pending {
 		if !seen[f] {
 			t.Errorf("pending file %s does not exist: remove it from pending", f)
+		}
+	}
+	for f := range notJSON {
+		if !seen[f] {
+			t.Errorf("file %s does not exist: remove it from notJSON", f)
 		}
 	}
 	if files < 100 {

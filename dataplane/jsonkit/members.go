@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"unicode/utf8"
-
-	"github.com/tollgate/tollgate/shared/vocab"
 )
 
 // Lookups in a JSON value that was already framed (an event's data, a buffered body), for the readers that
 // need a member or two of it and decline anything they cannot decide exactly (local counting's text
-// extraction). They walk the value with vocab.Members and vocab.Elements.
+// extraction). They walk the value with walkMembers and walkElements.
 
 // IsNull reports whether a raw value is JSON null or absent (nil).
 func IsNull(v []byte) bool { return v == nil || string(v) == "null" }
@@ -31,7 +29,7 @@ func Members2(obj []byte, a, b string) (va, vb []byte, ok bool) {
 		return nil, nil, false
 	}
 	ok = true
-	err := vocab.Members(obj, func(k, v []byte) bool {
+	_, err := walkMembers(obj, func(k, v []byte) bool {
 		switch {
 		case string(k) == a:
 			ok = va == nil
@@ -57,7 +55,7 @@ func EachElement(arr []byte, fn func(elem []byte) bool) bool {
 		return false
 	}
 	ok := true
-	err := vocab.Elements(arr, func(e []byte) bool {
+	err := walkElements(arr, func(e []byte) bool {
 		if !IsNull(e) {
 			ok = fn(e)
 		}

@@ -30,7 +30,7 @@ type Relay struct {
 // used is decoded by its reader); names are compared with their raw text, so an escaped name matches none.
 func ReadRelay(data []byte, r *Relay) {
 	*r = Relay{}
-	closing := relayMembers(data, func(k, v []byte) {
+	closing, err := walkMembers(data, func(k, v []byte) bool {
 		switch string(k) {
 		case "type":
 			if r.Type == nil {
@@ -62,8 +62,9 @@ func ReadRelay(data []byte, r *Relay) {
 		case "usageMetadata":
 			r.UsageMetadata, r.UsageMetadataValue = true, v
 		}
+		return true
 	})
-	r.Whole = closing >= 0 && skipSpace(data, closing+1) == len(data)
+	r.Whole = err == nil && skipSpace(data, closing+1) == len(data)
 }
 
 func skipSpace(b []byte, i int) int {
@@ -74,7 +75,7 @@ func skipSpace(b []byte, i int) int {
 }
 
 // TypeIs reports whether the first "type" member is the string s (written without escapes; s has none, so
-// the raw value is s quoted exactly when vocab.StringValue would read s from it).
+// the raw value is s quoted exactly when PlainString would read s from it).
 func (r *Relay) TypeIs(s string) bool {
 	t := r.Type
 	return len(t) == len(s)+2 && t[0] == '"' && t[len(t)-1] == '"' && string(t[1:len(t)-1]) == s

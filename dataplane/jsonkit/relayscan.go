@@ -2,53 +2,95 @@ package jsonkit
 
 import (
 	"encoding/binary"
+	"errors"
 	"math/bits"
 )
 
-// relayMembers walks the top-level members of the object data as vocab.Members does (the same structure
-// checks, the same members, values not validated) and calls fn with each raw key and value; it reports
-// where the object's closing brace is (-1 on a structural error). Strings are skipped eight bytes at a
-// time: relayed stream events are mostly string bytes.
-func relayMembers(data []byte, fn func(key, value []byte)) (closing int) {
+// errStructure is what walkMembers and walkElements report for a value that is not a well-formed object
+// or array (or is truncated) up to the point the walk reached.
+var errStructure = errors.New("malformed JSON structure")
+
+// walkMembers calls fn with the raw key (without its quotes, still escaped) and the raw value of every
+// top-level member of the object data, in order, until fn returns false. It checks the structure only
+// (strings, nesting, separators; values are not validated) and never allocates. It reports where the
+// object's closing brace is (-1 when fn stopped the walk) or errStructure. Strings are skipped eight bytes
+// at a time: relayed stream events, walked once each (ReadRelay), are mostly string bytes.
+func walkMembers(data []byte, fn func(key, value []byte) bool) (closing int, err error) {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
-		return -1
+		return -1, errStructure
 	}
 	i = skipSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
-		return i
+		return i, nil
 	}
 	for {
 		if i >= len(data) || data[i] != '"' {
-			return -1
+			return -1, errStructure
 		}
 		ke := skipStr(data, i)
 		if ke < 0 {
-			return -1
+			return -1, errStructure
 		}
 		key := data[i+1 : ke-1]
 		i = skipSpace(data, ke)
 		if i >= len(data) || data[i] != ':' {
-			return -1
+			return -1, errStructure
 		}
 		i = skipSpace(data, i+1)
 		vs := i
 		ve := skipVal(data, i)
 		if ve < 0 {
-			return -1
+			return -1, errStructure
 		}
-		fn(key, data[vs:ve])
+		if !fn(key, data[vs:ve]) {
+			return -1, nil
+		}
 		i = skipSpace(data, ve)
 		if i >= len(data) {
-			return -1
+			return -1, errStructure
 		}
 		switch data[i] {
 		case ',':
 			i = skipSpace(data, i+1)
 		case '}':
-			return i
+			return i, nil
 		default:
-			return -1
+			return -1, errStructure
+		}
+	}
+}
+
+// walkElements calls fn with the raw value of every element of the array arr, in order, until fn returns
+// false. Like walkMembers it checks the structure only and never allocates.
+func walkElements(arr []byte, fn func(elem []byte) bool) error {
+	i := skipSpace(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return errStructure
+	}
+	i = skipSpace(arr, i+1)
+	if i < len(arr) && arr[i] == ']' {
+		return nil
+	}
+	for {
+		ve := skipVal(arr, i)
+		if ve < 0 {
+			return errStructure
+		}
+		if !fn(arr[i:ve]) {
+			return nil
+		}
+		i = skipSpace(arr, ve)
+		if i >= len(arr) {
+			return errStructure
+		}
+		switch arr[i] {
+		case ',':
+			i = skipSpace(arr, i+1)
+		case ']':
+			return nil
+		default:
+			return errStructure
 		}
 	}
 }
@@ -88,7 +130,7 @@ func skipStr(b []byte, i int) int {
 	}
 }
 
-// skipVal returns the index just past the value starting at b[i], or -1 (vocab.Members's skipValue).
+// skipVal returns the index just past the value starting at b[i], or -1.
 func skipVal(b []byte, i int) int {
 	if i >= len(b) {
 		return -1

@@ -3,7 +3,6 @@ package jsonkit
 import (
 	"bytes"
 	"fmt"
-	"github.com/tollgate/tollgate/shared/vocab"
 	"io"
 	"unicode/utf8"
 
@@ -168,7 +167,7 @@ func (r *Request) set(key string, body, v []byte) error {
 			return typeError(key, "an object")
 		}
 		var err error
-		_ = vocab.Members(v, func(k, val []byte) bool {
+		_, _ = walkMembers(v, func(k, val []byte) bool {
 			var name []byte
 			if name, err = memberName(k); err != nil {
 				return false
@@ -212,7 +211,7 @@ func stringValue(key string, v []byte, dst *string) error {
 	if v[0] != '"' {
 		return typeError(key, "a string")
 	}
-	if s, ok := vocab.StringValue(v); ok {
+	if s, ok := PlainString(v); ok {
 		*dst = string(s)
 		return nil
 	}
@@ -230,3 +229,63 @@ func typeError(key, want string) error {
 
 // offset returns where sub, a subslice of b, starts in b (s := b[i:j] has cap(b)-i capacity).
 func offset(b, sub []byte) int { return cap(b) - cap(sub) }
+
+// AppendForwarded appends to dst[:0] the body forwarded on a passthrough cell: body (which ParseRequest
+// read as r) with the model value replaced by model as a JSON string when rename is set and, when askUsage
+// is set and the body does not already ask, stream_options.include_usage set to true in the fewest bytes —
+// the include_usage value replaced, the member inserted first in an existing stream_options object, a null
+// stream_options replaced, or a stream_options member inserted first in the top-level object. Every other
+// byte is kept, so unknown members survive exactly.
+func (r *Request) AppendForwarded(dst, body []byte, model string, rename, askUsage bool) []byte {
+	type edit struct {
+		start, end int
+		lit        string // the replacement, or model's JSON string when model is set
+		model      bool
+	}
+	var buf [2]edit
+	edits := buf[:0]
+	if askUsage && !r.IncludeUsage {
+		so := r.StreamOptions
+		switch {
+		case r.HasIncludeUsage: // false or null
+			edits = append(edits, edit{start: r.IncludeUsageAt[0], end: r.IncludeUsageAt[1], lit: "true"})
+		case r.HasStreamOptions && body[so[0]] == '{':
+			edits = append(edits, edit{start: so[0] + 1, end: so[0] + 1, lit: firstMember(body, so[0]+1, `"include_usage":true`)})
+		case r.HasStreamOptions: // null
+			edits = append(edits, edit{start: so[0], end: so[1], lit: `{"include_usage":true}`})
+		default:
+			at := skipSpace(body, 0) + 1 // ParseRequest read one object: its first byte past white space
+			edits = append(edits, edit{start: at, end: at, lit: firstMember(body, at, `"stream_options":{"include_usage":true}`)})
+		}
+	}
+	if rename && r.HasModel {
+		e := edit{start: r.Model[0], end: r.Model[1], model: true}
+		if len(edits) > 0 && edits[0].start > e.start {
+			edits = append(edits, edits[0])
+			edits[0] = e
+		} else {
+			edits = append(edits, e)
+		}
+	}
+	dst = dst[:0]
+	at := 0
+	for _, e := range edits {
+		dst = append(dst, body[at:e.start]...)
+		if e.model {
+			dst = AppendString(dst, model)
+		} else {
+			dst = append(dst, e.lit...)
+		}
+		at = e.end
+	}
+	return append(dst, body[at:]...)
+}
+
+// firstMember returns member followed by a comma when the object whose content starts at body[at] has
+// members.
+func firstMember(body []byte, at int, member string) string {
+	if i := skipSpace(body, at); i < len(body) && body[i] == '}' {
+		return member
+	}
+	return member + ","
+}

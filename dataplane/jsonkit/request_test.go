@@ -3,7 +3,6 @@ package jsonkit
 import (
 	"encoding/json"
 	"errors"
-	"github.com/tollgate/tollgate/shared/vocab"
 	"strings"
 	"testing"
 )
@@ -127,20 +126,31 @@ func BenchmarkParseRequest10KB(b *testing.B) {
 	}
 }
 
-func BenchmarkOldScans10KB(b *testing.B) {
-	body := benchBody()
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		s, e, _, _ := vocab.TopLevelField(body, "stream")
-		_ = string(body[s:e]) == "true"
-		_, _, _, _ = vocab.TopLevelField(body, "model")
-		if s, e, ok, _ := vocab.TopLevelField(body, "stream_options"); ok {
-			_, _, _, _ = vocab.TopLevelField(body[s:e], "include_usage")
+// TestAppendForwarded: asking for usage edits the fewest bytes in each shape of stream_options, renaming
+// replaces the model value only, and every other byte is kept.
+func TestAppendForwarded(t *testing.T) {
+	tests := []struct {
+		body, model   string
+		rename, usage bool
+		want          string
+	}{
+		{` {"model":"a","x":1}`, "b", true, false, ` {"model":"b","x":1}`},
+		{`{"model":"a"}`, "b\n\"", true, false, `{"model":"b\n\""}`},
+		{`{"model":"a"}`, "b", false, true, `{"stream_options":{"include_usage":true},"model":"a"}`},
+		{` { }`, "b", true, true, ` {"stream_options":{"include_usage":true} }`},
+		{`{"stream_options":null,"model":"a"}`, "b", true, true, `{"stream_options":{"include_usage":true},"model":"b"}`},
+		{`{"model":"a","stream_options":{ }}`, "b", true, true, `{"model":"b","stream_options":{"include_usage":true }}`},
+		{`{"stream_options":{"x":1},"model":"a"}`, "b", true, true, `{"stream_options":{"include_usage":true,"x":1},"model":"b"}`},
+		{`{"stream_options":{"include_usage":false},"model":"a"}`, "b", true, true, `{"stream_options":{"include_usage":true},"model":"b"}`},
+		{`{"stream_options":{"include_usage":true},"model":"a"}`, "a", false, true, `{"stream_options":{"include_usage":true},"model":"a"}`},
+	}
+	for _, tt := range tests {
+		req, err := ParseRequest([]byte(tt.body))
+		if err != nil {
+			t.Fatalf("ParseRequest(%s): %v", tt.body, err)
 		}
-		_ = vocab.Members(body, func(k, v []byte) bool {
-			_ = string(k) == "speed" || string(k) == "service_tier" || string(k) == "serviceTier"
-			return true
-		})
+		if got := string(req.AppendForwarded([]byte("old"), []byte(tt.body), tt.model, tt.rename, tt.usage)); got != tt.want {
+			t.Errorf("AppendForwarded(%s, %q, %v, %v) = %s, want %s", tt.body, tt.model, tt.rename, tt.usage, got, tt.want)
+		}
 	}
 }

@@ -177,10 +177,10 @@ func FuzzGatewayReadsWhatUpstreamReads(f *testing.F) {
 		}
 
 		// Passthrough: the patched body.
-		out := patchModel(nil, body, req.Model[0], req.Model[1], upstreamModel)
+		out := req.AppendForwarded(nil, body, upstreamModel, true, false)
 		m := exactReading(t, out)
 		var want string
-		_ = json.Unmarshal(appendJSONString(nil, upstreamModel), &want)
+		_ = json.Unmarshal(jsonkit.AppendString(nil, upstreamModel), &want)
 		if m["model"] != want {
 			t.Fatalf("upstream reads model %v, gateway sent %q", m["model"], want)
 		}
@@ -206,9 +206,9 @@ func FuzzGatewayReadsWhatUpstreamReads(f *testing.F) {
 				fr, want, class.Stream, req.IncludeUsage, tier)
 		}
 
-		// Passthrough of an alpha chat stream: the body also asks for usage (patchBody). The upstream reads
+		// Passthrough of an alpha chat stream: the body also asks for usage (AppendForwarded). The upstream reads
 		// include_usage true and everything else as the client sent it; Go's folding decoder agrees.
-		asked := patchBody(nil, body, req, upstreamModel, true, true)
+		asked := req.AppendForwarded(nil, body, upstreamModel, true, true)
 		am := exactReading(t, asked)
 		aso, _ := am["stream_options"].(map[string]any)
 		if aso["include_usage"] != true {

@@ -228,7 +228,7 @@ func (h *Handler) prepare(r *http.Request, c *call, cc candidateCell) (outbound,
 		}
 		out.body = b
 	case c.class.ModelInBody && !c.class.Multipart && (cc.UpstreamModel != c.model || c.askUsage()):
-		c.patch = patchBody(c.patch, c.body, c.req, cc.UpstreamModel, cc.UpstreamModel != c.model, c.askUsage())
+		c.patch = c.req.AppendForwarded(c.patch, c.body, cc.UpstreamModel, cc.UpstreamModel != c.model, c.askUsage())
 		out.body = c.patch
 	}
 	c.pt.class, c.pt.billable, c.pt.collect = c.class, c.billable(), h.o.LocalUsage != nil

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/dataplane/routing"
 	"github.com/tollgate/tollgate/shared/snapshot"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -126,12 +127,12 @@ func appendNullableID(b []byte, ids []string, i int) []byte {
 	if i < 0 || i >= len(ids) {
 		return append(b, "null"...)
 	}
-	return appendJSONString(b, ids[i])
+	return jsonkit.AppendString(b, ids[i])
 }
 
 func appendAlphaModel(b []byte, id string, created time.Time) []byte {
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, id)
+	b = jsonkit.AppendString(b, id)
 	b = append(b, `,"object":"model","created":`...)
 	b = strconv.AppendInt(b, created.Unix(), 10)
 	return append(b, `,"owned_by":"tollgate"}`...)
@@ -139,21 +140,21 @@ func appendAlphaModel(b []byte, id string, created time.Time) []byte {
 
 func appendBetaModel(b []byte, id string, created time.Time) []byte {
 	b = append(b, `{"type":"model","id":`...)
-	b = appendJSONString(b, id)
+	b = jsonkit.AppendString(b, id)
 	b = append(b, `,"display_name":`...)
-	b = appendJSONString(b, id)
+	b = jsonkit.AppendString(b, id)
 	b = append(b, `,"created_at":`...)
-	b = appendJSONString(b, created.UTC().Format(time.RFC3339))
+	b = jsonkit.AppendString(b, created.UTC().Format(time.RFC3339))
 	return append(b, '}')
 }
 
 func appendGammaModel(b []byte, id string, methods uint8) []byte {
 	b = append(b, `{"name":`...)
-	b = appendJSONString(b, "models/"+id)
+	b = jsonkit.AppendString(b, "models/"+id)
 	b = append(b, `,"baseModelId":`...)
-	b = appendJSONString(b, id)
+	b = jsonkit.AppendString(b, id)
 	b = append(b, `,"version":"1","displayName":`...)
-	b = appendJSONString(b, id)
+	b = jsonkit.AppendString(b, id)
 	b = append(b, `,"supportedGenerationMethods":[`...)
 	n := 0
 	for i, gm := range gammaMethods {
@@ -161,7 +162,7 @@ func appendGammaModel(b []byte, id string, methods uint8) []byte {
 			if n > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, gm.name)
+			b = jsonkit.AppendString(b, gm.name)
 			n++
 		}
 	}

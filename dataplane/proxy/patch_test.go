@@ -25,7 +25,7 @@ func TestPatchModel(t *testing.T) {
 	tests := []struct{ body, model, want string }{
 		{`{"model":"chat","x":1}`, "m-1", `{"model":"m-1","x":1}`},
 		{` {"a":{"model":"inner"}, "model" : "chat" ,"z":[{"u":true}]}`, "up/model", ` {"a":{"model":"inner"}, "model" : "up/model" ,"z":[{"u":true}]}`},
-		{`{"model":"c"}`, "q\"uote\\\n", `{"model":"q\"uote\\\u000a"}`},
+		{`{"model":"c"}`, "q\"uote\\\n", `{"model":"q\"uote\\\n"}`},
 		{`{"model":"c"}`, "ünï", `{"model":"ünï"}`},
 	}
 	for _, tt := range tests {
@@ -34,15 +34,14 @@ func TestPatchModel(t *testing.T) {
 			t.Fatalf("ParseRequest(%s) = %v", tt.body, err)
 		}
 		m, err := bodyModel([]byte(tt.body), req)
-		s, e := req.Model[0], req.Model[1]
 		if err != nil {
 			t.Fatalf("bodyModel(%s) = %v", tt.body, err)
 		}
 		if m == "" {
 			t.Fatalf("bodyModel(%s) empty", tt.body)
 		}
-		if got := string(patchModel(nil, []byte(tt.body), s, e, tt.model)); got != tt.want {
-			t.Errorf("patchModel(%s, %q) = %s, want %s", tt.body, tt.model, got, tt.want)
+		if got := string(req.AppendForwarded(nil, []byte(tt.body), tt.model, true, false)); got != tt.want {
+			t.Errorf("AppendForwarded(%s, %q) = %s, want %s", tt.body, tt.model, got, tt.want)
 		}
 	}
 	for _, bad := range []string{`[]`, `{"model":1}`, `{"model":"a\u0062"}`, `{"model":""}`, `{"x":1}`} {
@@ -78,8 +77,7 @@ func FuzzPatchModel(f *testing.F) {
 		if before["model"] != cur {
 			t.Fatalf("gateway reads model %q, encoding/json %q", cur, before["model"])
 		}
-		s, e := req.Model[0], req.Model[1]
-		out := patchModel(nil, []byte(body), s, e, model)
+		out := req.AppendForwarded(nil, []byte(body), model, true, false)
 		var after map[string]any
 		if err := json.Unmarshal(out, &after); err != nil {
 			t.Fatalf("patched body %q is not JSON: %v", out, err)

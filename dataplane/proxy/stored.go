@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tollgate/tollgate/dataplane/httperr"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/dataplane/routing"
 	"github.com/tollgate/tollgate/shared/snapshot"
 	"github.com/tollgate/tollgate/shared/vocab"
@@ -66,15 +67,13 @@ func storesIDs(class Class) bool {
 // "id" is routed by (items inside conversations keep their ids: they are addressed under their
 // conversation's id).
 func storedObject(obj []byte) bool {
-	s, e, found, err := vocab.TopLevelField(obj, "object")
-	if err != nil || !found {
-		return false
-	}
-	v, ok := vocab.StringValue(obj[s:e])
-	if !ok {
-		return false
-	}
-	switch string(v) {
+	v, _ := jsonkit.Member(obj, "object")
+	return storedKind(v)
+}
+
+// storedKind reports whether the raw "object" value v names a stored resource.
+func storedKind(v []byte) bool {
+	switch s, _ := jsonkit.PlainString(v); string(s) {
 	case "response", "response.deleted", "conversation", "conversation.deleted":
 		return true
 	}
@@ -90,36 +89,29 @@ type edit struct {
 // idEdits appends the edits that rewrite a stored object's ids (its top-level "id" when it is a response
 // or conversation, "previous_response_id", and "conversation" as a string or an object's "id"); off is
 // the object's offset in the enclosing body. rewrite maps an id's contents to its replacement (nil to
-// leave it).
+// leave it). Members are read with jsonkit.Member: an object that repeats one, or spells it with escapes
+// or in another case, is left as it is.
 func idEdits(edits []edit, obj []byte, off int, rewrite func([]byte) []byte) []edit {
-	str := func(s, e int) {
-		if v, ok := vocab.StringValue(obj[s:e]); ok && len(v) > 0 {
-			if id := rewrite(v); id != nil {
-				edits = append(edits, edit{off + s + 1, off + e - 1, id})
+	str := func(v []byte) {
+		if s, ok := jsonkit.PlainString(v); ok && len(s) > 0 {
+			if id := rewrite(s); id != nil {
+				at := off + cap(obj) - cap(s) // s is a view into obj
+				edits = append(edits, edit{at, at + len(s), id})
 			}
 		}
 	}
-	if storedObject(obj) {
-		if s, e, found, err := vocab.TopLevelField(obj, "id"); err == nil && found {
-			str(s, e)
-		}
+	if object, id, ok := jsonkit.Members2(obj, "object", "id"); ok && storedKind(object) {
+		str(id)
 	}
-	if s, e, found, err := vocab.TopLevelField(obj, "previous_response_id"); err == nil && found {
-		str(s, e)
+	prev, conv, ok := jsonkit.Members2(obj, "previous_response_id", "conversation")
+	if !ok {
+		return edits
 	}
-	if s, e, found, err := vocab.TopLevelField(obj, "conversation"); err == nil && found {
-		if obj[s] == '{' {
-			if cs, ce, found, err := vocab.TopLevelField(obj[s:e], "id"); err == nil && found {
-				if v, ok := vocab.StringValue(obj[s+cs : s+ce]); ok && len(v) > 0 {
-					if id := rewrite(v); id != nil {
-						edits = append(edits, edit{off + s + cs + 1, off + s + ce - 1, id})
-					}
-				}
-			}
-		} else {
-			str(s, e)
-		}
+	str(prev)
+	if jsonkit.StartsObject(conv) {
+		conv, _ = jsonkit.Member(conv, "id")
 	}
+	str(conv)
 	return edits
 }
 
@@ -151,11 +143,11 @@ func encodeEventIDs(data []byte, provider int64) ([]byte, bool) {
 	if !bytes.Contains(data, []byte(`"response"`)) {
 		return nil, false
 	}
-	s, e, found, err := vocab.TopLevelField(data, "response")
-	if err != nil || !found || data[s] != '{' {
+	resp, ok := jsonkit.Member(data, "response")
+	if !ok || !jsonkit.StartsObject(resp) {
 		return nil, false
 	}
-	edits := idEdits(nil, data[s:e], s, func(id []byte) []byte { return encodeID(nil, provider, id) })
+	edits := idEdits(nil, resp, cap(data)-cap(resp), func(id []byte) []byte { return encodeID(nil, provider, id) })
 	if len(edits) == 0 {
 		return nil, false
 	}

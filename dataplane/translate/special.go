@@ -73,7 +73,7 @@ func (c *countTokens) Request(in ClientRequest) (*canon.UpstreamRequest, error) 
 			return nil, err
 		}
 		// input_tokens takes the responses request fields minus the generation-only ones
-		if up.Body, err = canon.PatchJSON(up.Body, nil, "store", "stream", "max_output_tokens", "temperature", "top_p", "include", "service_tier", "user", "parallel_tool_calls"); err != nil {
+		if up.Body, err = patchJSON(up.Body, "", "store", "stream", "max_output_tokens", "temperature", "top_p", "include", "service_tier", "user", "parallel_tool_calls"); err != nil {
 			return nil, err
 		}
 		up.Path = "/v1/responses/input_tokens"
@@ -83,7 +83,7 @@ func (c *countTokens) Request(in ClientRequest) (*canon.UpstreamRequest, error) 
 		if err != nil {
 			return nil, err
 		}
-		if up.Body, err = canon.PatchJSON(up.Body, nil, "max_tokens", "stream", "temperature", "top_p", "top_k", "stop_sequences", "metadata", "service_tier"); err != nil {
+		if up.Body, err = patchJSON(up.Body, "", "max_tokens", "stream", "temperature", "top_p", "top_k", "stop_sequences", "metadata", "service_tier"); err != nil {
 			return nil, err
 		}
 		up.Path = "/v1/messages/count_tokens"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/dialect/gamma"
+	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/shared/usage"
 	"github.com/tollgate/tollgate/shared/vocab"
 )
@@ -263,6 +264,15 @@ func (t *Translator) NewStream(w io.Writer) *Stream {
 	return &Stream{dec: t.upstream.NewDecoder(t.st), enc: t.client.NewEncoder(w, t.st), st: t.st}
 }
 
+// patchJSON is jsonkit.Patch with its refusal as the client's bad request.
+func patchJSON(body []byte, model string, del ...string) ([]byte, error) {
+	b, err := jsonkit.Patch(body, model, del...)
+	if err != nil {
+		return nil, canon.BadRequest("body", err)
+	}
+	return b, nil
+}
+
 // identityRequest patches a same-kind request for a buffered upstream: the stream flag goes, the model is
 // replaced, and every other field (known or not) is kept byte-for-byte in value.
 func identityRequest(k vocab.Kind, in ClientRequest, stream bool) (*canon.UpstreamRequest, error) {
@@ -275,7 +285,7 @@ func identityRequest(k vocab.Kind, in ClientRequest, stream bool) (*canon.Upstre
 		}
 		return &canon.UpstreamRequest{Method: http.MethodPost, Path: path, Header: canon.JSONHeader(), Body: in.Body}, nil
 	case vocab.KindBetaMessages:
-		b, err := canon.PatchJSON(in.Body, map[string]any{"model": in.Model}, "stream")
+		b, err := patchJSON(in.Body, in.Model, "stream")
 		if err != nil {
 			return nil, err
 		}
@@ -283,13 +293,13 @@ func identityRequest(k vocab.Kind, in ClientRequest, stream bool) (*canon.Upstre
 		h.Set("anthropic-version", "2023-06-01")
 		return &canon.UpstreamRequest{Method: http.MethodPost, Path: "/v1/messages", Header: h, Body: b}, nil
 	case vocab.KindAlphaResponses:
-		b, err := canon.PatchJSON(in.Body, map[string]any{"model": in.Model}, "stream", "stream_options")
+		b, err := patchJSON(in.Body, in.Model, "stream", "stream_options")
 		if err != nil {
 			return nil, err
 		}
 		return &canon.UpstreamRequest{Method: http.MethodPost, Path: "/v1/responses", Header: canon.JSONHeader(), Body: b}, nil
 	default:
-		b, err := canon.PatchJSON(in.Body, map[string]any{"model": in.Model}, "stream", "stream_options")
+		b, err := patchJSON(in.Body, in.Model, "stream", "stream_options")
 		if err != nil {
 			return nil, err
 		}
