@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/dataplane/httperr"
-	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/dataplane/translate"
 	"github.com/tollgate/tollgate/shared/snapshot"
 	"github.com/tollgate/tollgate/shared/usage"
@@ -190,30 +189,19 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		case vocab.KindAlphaChatCompletions, vocab.KindBetaMessages:
 			text = &textCollector{on: true} // the relayed text, for local counting without (output) usage
 		}
-		// The usage is the upstream decoder's own reading of the events when it bills (canon.Biller: each
-		// event is decoded once), else the destination dialect's billing reads each decoded event's relay members.
+		// The usage is the upstream decoder's own reading of the events (canon.Biller: every destination
+		// dialect's decoder bills, each event decoded once).
 		biller, bills := s.Biller()
-		var relay relayBiller // the destination dialect's billing of the decoded events by their relay reader
-		var rel jsonkit.Relay
-		read := relayReader(a.cell.DestKind)
-		switch {
-		case bills:
+		if bills {
 			biller.ObserveHeader(resp.Header)
-		default:
-			if relay = newRelayBiller(a.cell.DestKind, a.cell.DestOp); relay != nil {
-				observeHeader(relay, resp.Header)
-			}
 		}
 		if cw != nil {
 			cw.billed = func() (usage.Usage, bool) {
-				switch {
-				case bills:
-					u, found, _ := biller.Billed()
-					return u, found
-				case relay != nil:
-					return relay.Usage()
+				if !bills {
+					return usage.Usage{}, false
 				}
-				return usage.Usage{}, false
+				u, found, _ := biller.Billed()
+				return u, found
 			}
 		}
 		// The relayed text: a beta upstream's from the decoded events; an alpha chat upstream's is every
@@ -223,17 +211,8 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		if text != nil && !chatText {
 			s.CollectText(text.addString)
 		}
-		if relay != nil || chatText {
-			s.Observe(func(_ string, data []byte) {
-				if relay != nil {
-					if read(data, &rel); rel.HasUsage {
-						relay.ObserveRelay(&rel)
-					}
-				}
-				if chatText {
-					text.observe(data)
-				}
-			})
+		if chatText {
+			s.Observe(func(_ string, data []byte) { text.observe(data) })
 		}
 		jsonArray := !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 		err := s.Pump(br, jsonArray, flush)
@@ -247,13 +226,10 @@ func (a *transformAttempt) Respond(ctx context.Context, w http.ResponseWriter, r
 		default:
 			res.End = vocab.EndUpstreamInterrupted
 		}
-		var reported bool
-		switch {
-		case bills:
+		if bills {
+			var reported bool
 			res.Usage, res.UsageFound, reported = biller.Billed()
 			res.OutputUnreported = res.UsageFound && !reported
-		case relay != nil:
-			res.Usage, res.UsageFound = relay.Usage()
 		}
 		if text != nil {
 			res.Output, res.OutputBytes = text.b.String(), text.total

@@ -155,9 +155,15 @@ func TestUnreadableEventUsageStillBilled(t *testing.T) {
 		{vocab.KindAlphaChatCompletions, "data: " + `{"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"a"}}]}` + "\n\n" +
 			"data: " + `{"id":"c","model":"m","choices":[{"index":"zero","delta":{}}],"usage":{"prompt_tokens":30,"completion_tokens":40}}` + "\n\n" +
 			"data: [DONE]\n\n"},
+		{vocab.KindAlphaResponses, "event: response.completed\ndata: " + `{"type":"response.completed","output_index":"zero","response":{"id":"r","model":"m","status":"completed","output":[],` +
+			`"usage":{"input_tokens":30,"output_tokens":40,"total_tokens":70}}}` + "\n\n"},
 	} {
-		tr := newT(t, Pair{Op: vocab.OpStreamGenerateContent, Kind: vocab.KindAlphaResponses, DestOp: vocab.OpStreamGenerateContent, DestKind: c.dest})
-		if _, err := tr.Request(ClientRequest{Body: clientRequestFor(vocab.KindAlphaResponses, true), Model: "m", Stream: true}); err != nil {
+		client := vocab.KindAlphaResponses
+		if c.dest == client {
+			client = vocab.KindBetaMessages
+		}
+		tr := newT(t, Pair{Op: vocab.OpStreamGenerateContent, Kind: client, DestOp: vocab.OpStreamGenerateContent, DestKind: c.dest})
+		if _, err := tr.Request(ClientRequest{Body: clientRequestFor(client, true), Model: "m", Stream: true}); err != nil {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer

@@ -1,6 +1,7 @@
 package alpha
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -44,12 +45,19 @@ func (c *chatUsageIn) canonical() canon.Usage {
 	if c == nil {
 		return canon.Usage{}
 	}
-	u := canon.Usage{Known: true, InputTotal: c.PromptTokens.V, OutputTotal: c.CompletionTokens.V}
-	if d := c.PromptTokensDetails; d != nil {
+	// The chat names win over the responses names (input_tokens, …) when both are written, as in Billing.add.
+	u := canon.Usage{Known: true, InputTotal: c.InputTokens.V, OutputTotal: c.OutputTokens.V}
+	if c.PromptTokens.Set {
+		u.InputTotal = c.PromptTokens.V
+	}
+	if c.CompletionTokens.Set {
+		u.OutputTotal = c.CompletionTokens.V
+	}
+	if d := cmp.Or(c.PromptTokensDetails, c.InputTokensDetails); d != nil {
 		u.CacheRead, u.CacheWrite = d.CachedTokens.V, d.CacheWriteTokens.V
 		u.InputAudio, u.InputImage, u.InputText = d.AudioTokens.V, d.ImageTokens.V, d.TextTokens.V
 	}
-	if d := c.CompletionTokensDetails; d != nil {
+	if d := cmp.Or(c.CompletionTokensDetails, c.OutputTokensDetails); d != nil {
 		u.Reasoning = d.ReasoningTokens.V
 	}
 	return u

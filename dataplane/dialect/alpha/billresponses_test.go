@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
 	"github.com/tollgate/tollgate/dataplane/sse"
 	"github.com/tollgate/tollgate/shared/testkit"
@@ -29,6 +30,30 @@ func relayStreamBilled(b Billing, stream []byte) (usage.Usage, bool) {
 	return b.Usage()
 }
 
+// respDecoderBilled bills an SSE responses stream as a translated stream is billed: by the translator's
+// decoder (canon.Biller), every event decoded once; a stream it cannot read stops after the refused event.
+func respDecoderBilled(t *testing.T, stream []byte) (usage.Usage, bool) {
+	d := Responses{}.NewDecoder(&canon.State{})
+	b, ok := d.(canon.Biller)
+	if !ok {
+		t.Fatal("the responses stream decoder does not bill from its decoding (canon.Biller)")
+	}
+	dec := sse.NewDecoder(bytes.NewReader(stream))
+	var out []canon.Event
+	for {
+		ev, err := dec.Next()
+		if err != nil {
+			break
+		}
+		var derr error
+		if out, derr = d.Decode(ev.Name, bytes.TrimSpace(ev.Data), out[:0]); derr != nil {
+			break
+		}
+	}
+	u, found, _ := b.Billed()
+	return u, found
+}
+
 // TestResponsesBillingOnRealWire checks every real alpha responses answer is billed what it must be: a
 // stream by the relay billing (ResponsesBilling), a buffered answer by BillBody, whole and of the usage
 // members jsonkit.BodyScanner keeps of it (the passthrough's reading of a buffered answer).
@@ -38,11 +63,17 @@ func TestResponsesBillingOnRealWire(t *testing.T) {
 		if got, found := relayStreamBilled(ResponsesBilling(), s.Body); !found || got != s.Want {
 			t.Fatalf("stream %d: relay billing %+v found %v, want %+v\n%.2000s", i, got, found, s.Want, s.Body)
 		}
+		if got, found := respDecoderBilled(t, s.Body); !found || got != s.Want {
+			t.Fatalf("stream %d: decoder bills %+v found %v, want %+v\n%.2000s", i, got, found, s.Want, s.Body)
+		}
 	}
 	for i, b := range bodies {
 		got, found, err := BillBody(vocab.KindAlphaResponses, vocab.OpGenerateContent, b.Body)
 		if err != nil || !found || got != b.Want {
 			t.Fatalf("body %d: BillBody %+v found %v err %v, want %+v\n%.2000s", i, got, found, err, b.Want, b.Body)
+		}
+		if r, err := (Responses{}).DecodeResponse(b.Body, &canon.State{}); err != nil || r.Billed == nil || *r.Billed != b.Want {
+			t.Fatalf("body %d: the decoding bills %+v (err %v), want %+v", i, r, err, b.Want)
 		}
 		var sc jsonkit.BodyScanner
 		_, _ = sc.Write(b.Body)

@@ -743,7 +743,7 @@ type respResponse struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
-	Usage *respUsage `json:"usage"`
+	Usage *chatUsageIn `json:"usage"` // read as billing reads it: the canonical and the billed usage come from it
 }
 
 func respFinishIn(status, reason string, calls bool) canon.Finish {
@@ -853,7 +853,14 @@ func (Responses) DecodeResponse(body []byte, st *canon.State) (*canon.Response, 
 	if err := jsonkit.Unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("decode response: %w", err)
 	}
-	return respToIR(&in), nil
+	r := respToIR(&in)
+	bill := ResponsesBilling()
+	bill.top(in.ServiceTier)
+	bill.add(in.Usage)
+	if u, found := bill.Usage(); found {
+		r.Billed = &u
+	}
+	return r, nil
 }
 
 func respToIR(in *respResponse) *canon.Response {

@@ -3,9 +3,11 @@ package alpha
 import (
 	"encoding/json"
 	"io"
+	"net/http"
 
 	"github.com/tollgate/tollgate/dataplane/canon"
 	"github.com/tollgate/tollgate/dataplane/jsonkit"
+	"github.com/tollgate/tollgate/shared/usage"
 )
 
 // ---- upstream alpha responses stream -> canonical events ----
@@ -16,10 +18,33 @@ type RespDecoder struct {
 	calls    bool
 	Summary  map[int]int     `json:"-"`
 	Ev       RespStreamEvent `json:"-"` // the event being decoded
+	Bill     Billing         `json:"-"` // the billed usage, read from the response objects decoded
 }
 
 func (Responses) NewDecoder(*canon.State) canon.StreamDecoder {
-	return &RespDecoder{ArgsSeen: map[int]bool{}, Summary: map[int]int{}}
+	return &RespDecoder{ArgsSeen: map[int]bool{}, Summary: map[int]int{}, Bill: ResponsesBilling()}
+}
+
+// ObserveHeader implements canon.Biller; alpha reports its tier in the body.
+func (d *RespDecoder) ObserveHeader(http.Header) {}
+
+// Billed implements canon.Biller: the billed usage of the response objects decoded so far (the terminal
+// response.completed / incomplete / failed carries the usage).
+func (d *RespDecoder) Billed() (u usage.Usage, found, outputReported bool) {
+	u, found = d.Bill.Usage()
+	return u, found, true
+}
+
+// billUnreadable bills the response object of an event the decoder cannot read (a member of a type it
+// cannot carry), as the passthrough relay reader reads it: what the translator cannot carry never costs
+// the bill.
+func (d *RespDecoder) billUnreadable(data []byte) {
+	if !jsonkit.ValidJSON(data) {
+		return // not JSON: bills nothing
+	}
+	var r jsonkit.Relay
+	ReadResponsesRelay(data, &r)
+	d.Bill.ObserveRelay(&r)
 }
 
 type RespStreamEvent struct {
@@ -49,7 +74,12 @@ func (d *RespDecoder) General(name string, data []byte, out []canon.Event) ([]ca
 	d.Ev = RespStreamEvent{} // reused: one allocation less per event
 	e := &d.Ev
 	if err := jsonkit.UnmarshalEvent(data, e); err != nil {
+		d.billUnreadable(data)
 		return out, err
+	}
+	if r := e.Response; r != nil {
+		d.Bill.top(r.ServiceTier)
+		d.Bill.add(r.Usage)
 	}
 	typ := e.Type
 	if typ == "" {

@@ -50,15 +50,6 @@ type respUsage struct {
 	TotalTokens int64 `json:"total_tokens"`
 }
 
-func (r *respUsage) canonical() canon.Usage {
-	if r == nil {
-		return canon.Usage{}
-	}
-	return canon.Usage{Known: true, InputTotal: r.InputTokens, CacheRead: r.InputTokensDetails.CachedTokens,
-		CacheWrite: r.InputTokensDetails.CacheWriteTokens, OutputTotal: r.OutputTokens,
-		Reasoning: r.OutputTokensDetails.ReasoningTokens}
-}
-
 func toRespUsage(u canon.Usage) *respUsage {
 	r := &respUsage{InputTokens: u.InputTotal, OutputTokens: u.OutputTotal, TotalTokens: u.InputTotal + u.OutputTotal}
 	r.InputTokensDetails.CachedTokens = u.CacheRead
