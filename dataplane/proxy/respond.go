@@ -419,21 +419,6 @@ func alphaBilling(kind vocab.Kind, op vocab.Operation) (alpha.Billing, bool) {
 	return alpha.Billing{}, false
 }
 
-// newRelayBiller returns a fresh billing of a stream of kind and op from its relay reader's members, nil when
-// the stream has no usage.
-func newRelayBiller(kind vocab.Kind, op vocab.Operation) relayBiller {
-	switch kind {
-	case vocab.KindBetaMessages:
-		return &beta.Billing{}
-	case vocab.KindGammaGenerateContent:
-		return &gamma.Billing{}
-	}
-	if b, ok := alphaBilling(kind, op); ok {
-		return &b
-	}
-	return nil
-}
-
 // stream relays a stream read by the sse decoders; first is the first read (n bytes) and err its error.
 // Usage is billed by bill from the relay reader's members.
 func (p *passthroughResponder) stream(ctx context.Context, w http.ResponseWriter, resp *http.Response, first []byte, ferr error, bill relayBiller, res *Result) {
