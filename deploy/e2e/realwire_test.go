@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -28,37 +26,19 @@ import (
 	"github.com/tollgate/tollgate/shared/usage"
 )
 
-// rwInteraction is one line of ../shared/wire/realwire.jsonl (its README describes the fields).
-type rwInteraction struct {
-	ID           string            `json:"id"`
-	Dialect      string            `json:"dialect"`
-	Stream       bool              `json:"stream"`
-	Request      json.RawMessage   `json:"request"`
-	Status       int               `json:"status"`
-	Headers      map[string]string `json:"response_headers"`
-	ResponseBody string            `json:"response_body"`
-	Expected     struct {
-		Input       int64   `json:"input_tokens"`
-		Output      int64   `json:"output_tokens"`
-		CacheRead   int64   `json:"cache_read_tokens"`
-		Cache5m     int64   `json:"cache_creation_5m_tokens"`
-		Cache30m    int64   `json:"cache_creation_30m_tokens"`
-		Cache1h     int64   `json:"cache_creation_1h_tokens"`
-		ImageOutput int64   `json:"image_output_tokens"`
-		Tier        *string `json:"service_tier"`
-	} `json:"expected"`
-}
+// rwInteraction is one line of ../shared/wire/realwire.jsonl.
+type rwInteraction = testkit.Interaction
 
-// usage is the expected billed usage of the interaction.
-func (x *rwInteraction) usage() usage.Usage {
-	e := x.Expected
-	return usage.Usage{Input: e.Input, Output: e.Output, CacheRead: e.CacheRead, CacheCreation5m: e.Cache5m,
-		CacheCreation30m: e.Cache30m, CacheCreation1h: e.Cache1h, ImageOutput: e.ImageOutput}
+// rwUsage is the expected billed usage of the interaction, its tier aside (rwTier).
+func rwUsage(x *rwInteraction) usage.Usage {
+	u := x.Usage()
+	u.ReportedTier = ""
+	return u
 }
 
 // tier is the expected served tier, normalised like the settlement's (Vertex's trafficType names the
 // tier with an ON_DEMAND prefix).
-func (x *rwInteraction) tier() string {
+func rwTier(x *rwInteraction) string {
 	if x.Expected.Tier == nil {
 		return ""
 	}
@@ -70,32 +50,6 @@ func (x *rwInteraction) tier() string {
 		t = "priority"
 	}
 	return pricing.NormalizeTier(t)
-}
-
-// rwCorpus reads the recorded corpus, wire/realwire.jsonl in the shared data directory; a missing corpus
-// fails the test.
-func rwCorpus(t *testing.T) []*rwInteraction {
-	t.Helper()
-	path := testkit.Shared(t, "wire", "realwire.jsonl")
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("open the recorded corpus: %v", err)
-	}
-	defer f.Close()
-	var out []*rwInteraction
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 8<<20)
-	for sc.Scan() {
-		x := &rwInteraction{}
-		if err := json.Unmarshal(sc.Bytes(), x); err != nil {
-			t.Fatalf("%s line %d: %v", path, len(out)+1, err)
-		}
-		out = append(out, x)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // rwKinds are the generation kinds of the corpus, each served by a provider of its own (id = index + 1).
@@ -280,7 +234,7 @@ func (c *rwCase) run(base string) {
 // client dialect (transform_to the recorded one). Every settlement record must bill exactly the
 // interaction's expected token categories and served tier, at the cost the price rule gives them.
 func TestRealWireBilledExactly(t *testing.T) {
-	corpus := rwCorpus(t)
+	corpus := testkit.Corpus(t)
 	if len(corpus) != 1170 {
 		t.Fatalf("corpus has %d interactions, want the 1,170 its README describes", len(corpus))
 	}
@@ -398,7 +352,7 @@ func (c *rwCase) check(rec *settlementv1.SettlementRecord, rule *pricing.Rule) s
 	case rec == nil:
 		return "no settlement record for request " + c.reqID
 	}
-	want := x.usage()
+	want := rwUsage(x)
 	tk := rec.GetTokens()
 	got := usage.Usage{Input: tk.GetInput(), Output: tk.GetOutput(), CacheRead: tk.GetCacheRead(), CacheCreation5m: tk.GetCacheCreation_5M(),
 		CacheCreation30m: tk.GetCacheCreation_30M(), CacheCreation1h: tk.GetCacheCreation_1H(), ImageOutput: tk.GetImageOutput()}
@@ -408,10 +362,10 @@ func (c *rwCase) check(rec *settlementv1.SettlementRecord, rule *pricing.Rule) s
 	if rec.GetSource() != "upstream" || rec.GetEndState() != "completed" {
 		return fmt.Sprintf("source %s end %s, want upstream completed", rec.GetSource(), rec.GetEndState())
 	}
-	if got, want := pricing.NormalizeTier(rec.GetReportedTier()), x.tier(); got != want {
+	if got, want := pricing.NormalizeTier(rec.GetReportedTier()), rwTier(x); got != want {
 		return fmt.Sprintf("reported tier %q, want %q", got, want)
 	}
-	wantCost := pricing.FormatDecimal(rule.Quote(want, x.tier()).Cost)
+	wantCost := pricing.FormatDecimal(rule.Quote(want, rwTier(x)).Cost)
 	if rec.GetCost() != wantCost {
 		return fmt.Sprintf("cost %s, want %s", rec.GetCost(), wantCost)
 	}
